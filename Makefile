@@ -1,0 +1,44 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install sysdeps bench experiments clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -c "import pulp; assert pulp.PULP_CBC_CMD(msg=0).available(), 'CBC solver missing'"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test).
+# Installed when we are root and they are missing; tests that need them skip with a reason otherwise.
+sysdeps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  need=""; \
+	  command -v mpirun >/dev/null || need="$$need openmpi-bin libopenmpi-dev"; \
+	  command -v chromium >/dev/null || need="$$need chromium"; \
+	  if [ -n "$$need" ]; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null) \
+	      || echo "warning: could not install$$need"; \
+	  fi; \
+	fi
+
+demo: install
+	$(VENV)/bin/topoplan demo
+
+test: install sysdeps
+	$(PY) -m pytest -n 2 --dist loadfile
+
+bench: install
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+experiments: install
+	@for e in experiments/run_*.py; do echo "== $$e"; $(PY) $$e || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,114 @@
+"""Inter-switch traffic analysis: what crosses the EPS uplinks, per pair of edge switches.
+
+Reproduces the papers' tables: 000 Table 2/3 (node pairs communicating
+between switches) and 003 Table 2 (inter-switch volume, large/small).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.topology import TreeTopology
+
+DEFAULT_THRESHOLD_B = 8192.0  # the papers' large-message threshold when there is no OCS
+
+
+def default_threshold(topo) -> float:
+    """The OCS bandwidth-delay product on a hybrid topology (003), else 8192 B (000, 001)."""
+    ocs = getattr(topo, "ocs", None)
+    return ocs.bdp_B if ocs is not None else DEFAULT_THRESHOLD_B
+
+
+@dataclass
+class SwitchAnalysis:
+    """Per edge-switch pair: distinct communicating node pairs and bytes (large/small)."""
+
+    switch_names: list[str]
+    threshold_B: float
+    node_pairs: np.ndarray      # S x S, symmetric; diagonal = node pairs inside one switch
+    bytes: np.ndarray           # S x S, bytes sent from switch i to switch j (diagonal: intra-switch, inter-node)
+    large_bytes: np.ndarray
+    small_bytes: np.ndarray
+    intra_node_bytes: float
+    total_bytes: float
+
+    @property
+    def inter_switch_bytes(self) -> float:
+        return float(self.bytes.sum() - np.trace(self.bytes))
+
+    def inter(self, m: np.ndarray) -> float:
+        return float(m.sum() - np.trace(m))
+
+    def to_dict(self) -> dict:
+        iu = np.triu_indices(len(self.switch_names), 1)
+        return {
+            "switches": self.switch_names,
+            "threshold_B": self.threshold_B,
+            "node_pairs": self.node_pairs.tolist(),
+            "bytes": self.bytes.tolist(),
+            "large_bytes": self.large_bytes.tolist(),
+            "small_bytes": self.small_bytes.tolist(),
+            "inter_switch_node_pairs": int(self.node_pairs[iu].sum()),
+            "inter_switch_bytes": self.inter_switch_bytes,
+            "inter_switch_large_bytes": self.inter(self.large_bytes),
+            "inter_switch_small_bytes": self.inter(self.small_bytes),
+            "intra_switch_bytes": float(np.trace(self.bytes)),
+            "intra_node_bytes": self.intra_node_bytes,
+            "total_bytes": self.total_bytes,
+        }
+
+
+def analyze(topo, traffic, placement, threshold_B: float | None = None) -> SwitchAnalysis:
+    """Count node pairs and bytes between edge switches.
+
+    Parameters
+    ----------
+    topo : a topology (tree kinds give one row per edge switch; torus: one per router).
+    traffic : :class:`planner.traffic.Traffic`.
+    placement : :class:`planner.placement.Placement`.
+    threshold_B : messages of at least this size are "large" (default :func:`default_threshold`).
+
+    Returns
+    -------
+    SwitchAnalysis
+
+    Example
+    -------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> from planner.placement import sequential
+    >>> t = load_topology("paper003"); tr = load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5")
+    >>> analyze(t, tr, sequential(256, t)).inter_switch_bytes
+    1920000000.0
+    """
+    thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
+    node_of = placement.rank_to_node
+    sw_of = topo.node_switch()
+    s = int(sw_of.max()) + 1
+    a, b = node_of[traffic.src], node_of[traffic.dst]
+    inter_node = a != b
+    sa, sb = sw_of[a], sw_of[b]
+    by = traffic.bytes
+    large = traffic.msg_bytes >= thr
+
+    def mat(mask):
+        m = np.zeros((s, s))
+        np.add.at(m, (sa[mask], sb[mask]), by[mask])
+        return m
+
+    big, small = mat(inter_node & large), mat(inter_node & ~large)
+    # distinct unordered node pairs that exchange any message
+    lo, hi = np.minimum(a, b)[inter_node], np.maximum(a, b)[inter_node]
+    n = topo.n_nodes
+    pairs = np.unique(lo * n + hi)
+    p_lo, p_hi = pairs // n, pairs % n
+    npairs = np.zeros((s, s), dtype=np.int64)
+    np.add.at(npairs, (sw_of[p_lo], sw_of[p_hi]), 1)
+    npairs = npairs + npairs.T - np.diag(np.diag(npairs))
+    names = (list(topo.switch_names) if isinstance(topo, TreeTopology) and topo.switch_names
+             else list(getattr(topo, "switches", None) or [f"S{i}" for i in range(s)]))
+    return SwitchAnalysis(names, thr, npairs, big + small, big, small,
+                          float(by[~inter_node & (traffic.src != traffic.dst)].sum()),
+                          traffic.total_bytes())

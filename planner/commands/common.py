@@ -1,0 +1,54 @@
+"""Options and helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from planner.io import dumps, write_json
+
+TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file or Slurm topology.conf.")
+SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
+TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
+PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
+OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
+SeedOpt = typer.Option(0, "--seed", help="Random seed (recorded in the result).")
+TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
+
+
+def console(json_mode: bool = False) -> Console:
+    """Rich console for human output; on stderr when stdout carries JSON, so the two never mix."""
+    return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 120)
+
+
+def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):
+    """Topology, (trace, traffic) and validated placement from the common options."""
+    from planner.placement import load_placement
+    from planner.topology_io import load_topology
+    from planner.traffic import load_source
+
+    topo = load_topology(topology, sets or [])
+    trace, tr = (None, None)
+    if traffic is not None:
+        trace, tr = load_source(traffic)
+        capacity = int(topo.node_cores().sum())
+        if tr.n_ranks > capacity:
+            from planner.errors import TopoplanError
+
+            raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
+                                f"({topo.n_nodes} nodes, {capacity} cores)")
+    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
+    return topo, trace, tr, pl
+
+
+def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:
+    """Write the result file (if asked) and print JSON (if asked)."""
+    if output is not None:
+        write_json(output, result)
+    if json_mode:
+        typer.echo(dumps(result))

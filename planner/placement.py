@@ -1,0 +1,140 @@
+"""Placements: which node and core (slot) every rank runs on.
+
+The default is ``sequential``: ranks fill the cores of a node, then the
+next node, switch by switch (003's "Sequential"). A placement file is the
+JSON result of ``topoplan place`` (keys ``rank_to_node`` and optionally
+``rank_to_slot``) or a CSV ``rank,node[,slot]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import TopoplanError
+
+
+@dataclass
+class Placement:
+    """``rank_to_node[r]`` and ``rank_to_slot[r]`` (core index on that node) of every rank."""
+
+    rank_to_node: np.ndarray
+    rank_to_slot: np.ndarray
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.rank_to_node)
+
+    def validate(self, topo, where: str = "placement") -> None:
+        """Every rank placed once on an existing node and a free slot within the node's cores."""
+        n = topo.n_nodes
+        cores = topo.node_cores()
+        node, slot = self.rank_to_node, self.rank_to_slot
+        if len(node) != len(slot):
+            raise TopoplanError(f"{where}: rank_to_node and rank_to_slot differ in length")
+        bad = np.flatnonzero((node < 0) | (node >= n))
+        if bad.size:
+            raise TopoplanError(f"{where}: rank {bad[0]} is on node {node[bad[0]]}, but the topology has {n} nodes")
+        bad = np.flatnonzero((slot < 0) | (slot >= cores[node]))
+        if bad.size:
+            r = bad[0]
+            raise TopoplanError(f"{where}: rank {r} is on slot {slot[r]} of node {node[r]}, which has {cores[node[r]]} cores")
+        key = node * (cores.max() + 1) + slot
+        uniq, counts = np.unique(key, return_counts=True)
+        if (counts > 1).any():
+            k = uniq[counts > 1][0]
+            ranks = np.flatnonzero(key == k)[:2].tolist()
+            raise TopoplanError(f"{where}: ranks {ranks[0]} and {ranks[1]} share node {node[ranks[0]]} slot {slot[ranks[0]]}")
+
+    def to_dict(self) -> dict:
+        return {"rank_to_node": self.rank_to_node.tolist(), "rank_to_slot": self.rank_to_slot.tolist()}
+
+
+def sequential(n_ranks: int, topo) -> Placement:
+    """Block placement: rank r on node r // cores, slot r % cores (uniform cores).
+
+    >>> from planner.topology_io import load_topology
+    >>> sequential(8, load_topology("paper003")).rank_to_node.tolist()
+    [0, 0, 0, 0, 1, 1, 1, 1]
+    """
+    cores = topo.node_cores()
+    capacity = int(cores.sum())
+    if n_ranks > capacity:
+        raise TopoplanError(f"{n_ranks} ranks do not fit the topology: {topo.n_nodes} nodes x "
+                            f"{int(cores[0]) if len(set(cores.tolist())) == 1 else 'varied'} cores = {capacity} slots")
+    node = np.repeat(np.arange(topo.n_nodes), cores)[:n_ranks]
+    first = np.concatenate([[0], np.cumsum(cores)[:-1]])
+    slot = np.arange(n_ranks) - first[node]
+    return Placement(node.astype(np.int64), slot.astype(np.int64))
+
+
+def from_nodes(rank_to_node, topo) -> Placement:
+    """Give ranks placed on nodes consecutive slots on each node, in rank order."""
+    node = np.asarray(rank_to_node, dtype=np.int64)
+    order = np.argsort(node, kind="stable")
+    sorted_nodes = node[order]
+    starts = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    slot = np.empty_like(node)
+    slot[order] = np.arange(len(node)) - starts
+    return Placement(node, slot)
+
+
+def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
+    """Resolve ``--placement``: ``sequential`` (default), ``round-robin``, or a placement file.
+
+    The result is validated against the topology.
+    """
+    if spec is None or spec == "sequential":
+        p = sequential(n_ranks, topo)
+    elif spec in ("round-robin", "cyclic"):
+        if n_ranks > int(topo.node_cores().sum()):
+            raise TopoplanError(f"{n_ranks} ranks do not fit the topology's {int(topo.node_cores().sum())} slots")
+        p = from_nodes(np.arange(n_ranks) % topo.n_nodes, topo)
+    else:
+        p = read_placement(spec)
+        if p.n_ranks < n_ranks:
+            raise TopoplanError(f"{spec}: places {p.n_ranks} ranks but the traffic has {n_ranks}")
+    p.validate(topo, where=str(spec or "sequential"))
+    return p
+
+
+def read_placement(path) -> Placement:
+    """Read a placement JSON (``rank_to_node`` [+ ``rank_to_slot``]) or CSV (``rank,node[,slot]``)."""
+    from planner.io import read_json
+
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
+    if path.suffix == ".json":
+        doc = read_json(path, "placement")
+        if "rank_to_node" not in doc:
+            raise TopoplanError(f"{path}: field 'rank_to_node': missing")
+        try:
+            node = np.asarray(doc["rank_to_node"], dtype=np.int64)
+            slot = np.asarray(doc["rank_to_slot"], dtype=np.int64) if doc.get("rank_to_slot") is not None else None
+        except (TypeError, ValueError):
+            raise TopoplanError(f"{path}: field 'rank_to_node': expected a list of node ids") from None
+    else:
+        from planner.trace import read_csv_table, to_numbers
+
+        df = read_csv_table(path, ("rank", "node"), "placement")
+        rank = to_numbers(df, "rank", path, integer=True)
+        node_col = to_numbers(df, "node", path, integer=True)
+        n = len(rank)
+        if sorted(rank.tolist()) != list(range(n)):
+            missing = sorted(set(range(n)) - set(rank.tolist()))
+            raise TopoplanError(f"{path}: field 'rank': ranks must be 0..{n - 1} once each"
+                                + (f" (rank {missing[0]} missing)" if missing else " (duplicate rank)"))
+        node = np.empty(n, dtype=np.int64)
+        node[rank] = node_col
+        slot = None
+        if "slot" in df.columns:
+            slot = np.empty(n, dtype=np.int64)
+            slot[rank] = to_numbers(df, "slot", path, integer=True)
+    if slot is None:
+        return from_nodes(node, None)
+    if len(slot) != len(node):
+        raise TopoplanError(f"{path}: rank_to_slot and rank_to_node differ in length")
+    return Placement(node, slot)

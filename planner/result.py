@@ -1,0 +1,90 @@
+"""One result type for every planning method (circuits, placement, Bcast reordering).
+
+Each problem module keeps a registry ``METHODS = {name: function}``; every
+function takes ``(problem, *, time_limit, seed, **options)`` and returns a
+:class:`PlanResult`. :func:`solve_with` times the call, fills the common
+fields and validates the plan, so adding a method is one function plus one
+registry line.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from planner.errors import TopoplanError
+
+STATUSES = ("optimal", "feasible", "timeout", "heuristic")
+
+
+@dataclass
+class PlanResult:
+    """What every method returns.
+
+    ``plan`` holds the problem's own keys (``circuits`` and ``forwarding``;
+    ``rank_to_node`` and ``rank_to_slot``; ``order``), written at the top
+    level of the JSON. ``objective`` is the number the method minimized;
+    ``bound`` a proven lower bound (None when the method proves none);
+    ``gap`` = (objective - bound) / objective.
+    """
+
+    method: str
+    objective: float
+    plan: dict[str, Any]
+    status: str = "heuristic"
+    bound: float | None = None
+    gap: float | None = None
+    seed: int | None = None
+    wall_s: float = 0.0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    problem: str = ""
+    message: str = ""
+
+    def to_dict(self) -> dict:
+        d = {"problem": self.problem, "method": self.method, "seed": self.seed, "objective": self.objective,
+             "metrics": self.metrics, "bound": self.bound, "gap": self.gap, "status": self.status,
+             "wall_s": self.wall_s}
+        d.update(self.plan)
+        d["options"] = self.options
+        if self.message:
+            d["message"] = self.message
+        return d
+
+
+def gap_of(objective: float, bound: float | None) -> float | None:
+    """Relative gap (objective - bound) / objective, 0 when both are 0."""
+    if bound is None or objective is None:
+        return None
+    if objective <= 0:
+        return 0.0
+    return max(0.0, (objective - bound) / abs(objective))
+
+
+def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
+               time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
+               **options) -> PlanResult:
+    """Run ``methods[method]`` on ``problem`` and fill the common result fields."""
+    if method not in methods:
+        raise TopoplanError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
+    if time_limit is not None and not time_limit > 0:
+        raise TopoplanError(f"field 'time_limit': must be positive, got {time_limit}")
+    t0 = time.perf_counter()
+    res = methods[method](problem, time_limit=time_limit, seed=seed, **options)
+    res.wall_s = time.perf_counter() - t0
+    res.method = method
+    res.seed = seed
+    res.problem = problem_name
+    if res.gap is None and res.bound is not None:
+        res.gap = gap_of(res.objective, res.bound)
+    res.options = {"time_limit": time_limit, **{k: v for k, v in options.items() if _plain(v)}, **res.options}
+    if res.status not in STATUSES:
+        raise AssertionError(f"method {method} returned status {res.status!r}")
+    if validate is not None:
+        validate(problem, res)
+    return res
+
+
+def _plain(v) -> bool:
+    return isinstance(v, (int, float, str, bool, type(None), list, tuple))

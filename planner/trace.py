@@ -1,0 +1,298 @@
+"""MPI event traces: reading, writing and building them (format: shared/formats/trace.md).
+
+A :class:`Trace` holds one row per MPI call as NumPy columns, sorted by
+``(rank, t_start)`` with file order kept for ties. Generators build traces
+with :func:`Trace.from_records`, so analysis and replay see one type.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import TopoplanError
+
+OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
+       "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather", "scatter",
+       "reduce_scatter", "barrier")
+OP_CODE = {name: i for i, name in enumerate(OPS)}
+UNKNOWN_OP = -1
+SEND_OPS = ("send", "isend", "sendrecv")
+RECV_OPS = ("recv", "irecv")
+COLLECTIVE_OPS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather",
+                  "allgatherv", "gather", "scatter", "reduce_scatter", "barrier")
+WORLD = -1  # comm id of MPI_COMM_WORLD when the trace has no comm column
+
+REQUIRED = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end")
+OPTIONAL_INT = ("comm", "tag", "req")
+
+
+def op_codes(names) -> np.ndarray:
+    """Codes of op names (tuple/list of str) for use with ``np.isin(trace.op, ...)``."""
+    return np.array([OP_CODE[n] for n in names], dtype=np.int16)
+
+
+@dataclass
+class Trace:
+    """An MPI event trace as columns (one entry per call).
+
+    Parameters mirror the CSV columns; ``peer``, ``root``, ``tag`` and
+    ``req`` use -1 for empty. ``communicators`` maps a comm id to the world
+    ranks of its members (in communicator rank order); ids not in it, and
+    :data:`WORLD`, mean MPI_COMM_WORLD.
+    """
+
+    n_ranks: int
+    rank: np.ndarray
+    op: np.ndarray
+    peer: np.ndarray
+    bytes: np.ndarray
+    root: np.ndarray
+    comm_size: np.ndarray
+    t_start: np.ndarray
+    t_end: np.ndarray
+    comm: np.ndarray
+    tag: np.ndarray
+    req: np.ndarray
+    communicators: dict[int, np.ndarray] = field(default_factory=dict)
+    unknown_ops: dict[str, int] = field(default_factory=dict)
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.rank)
+
+    def members(self, comm_id: int) -> np.ndarray:
+        """World ranks of a communicator, in communicator-rank order."""
+        got = self.communicators.get(int(comm_id))
+        return got if got is not None else np.arange(self.n_ranks)
+
+    def op_names(self) -> np.ndarray:
+        names = np.array(OPS + ("unknown",), dtype=object)
+        return names[np.where(self.op < 0, len(OPS), self.op)]
+
+    def op_counts(self) -> dict[str, int]:
+        codes, counts = np.unique(self.op, return_counts=True)
+        out = {OPS[c] if c >= 0 else "unknown": int(n) for c, n in zip(codes, counts)}
+        return out
+
+    # -- construction ---------------------------------------------------
+    @classmethod
+    def from_records(cls, records, n_ranks: int, communicators=None, source: str = "generated") -> "Trace":
+        """Build a trace from tuples ``(rank, op, peer, bytes, root, comm_size, t_start, t_end[, comm[, tag]])``.
+
+        ``op`` is a name from :data:`OPS`. Missing ``comm``/``tag`` are -1.
+
+        >>> t = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 0.0), (1, "recv", 0, 8, -1, 2, 0.0, 0.0)], 2)
+        >>> len(t)
+        2
+        """
+        rows = [tuple(r) + (-1,) * (10 - len(r)) for r in records]
+        if rows:
+            cols = list(zip(*rows))
+        else:
+            cols = [[] for _ in range(10)]
+        try:
+            op = np.array([OP_CODE[o] for o in cols[1]], dtype=np.int16)
+        except KeyError as exc:
+            raise TopoplanError(f"{source}: unknown op {exc.args[0]!r}") from None
+        t = cls(
+            n_ranks=int(n_ranks),
+            rank=np.asarray(cols[0], dtype=np.int64),
+            op=op,
+            peer=np.asarray(cols[2], dtype=np.int64),
+            bytes=np.asarray(cols[3], dtype=np.float64),
+            root=np.asarray(cols[4], dtype=np.int64),
+            comm_size=np.asarray(cols[5], dtype=np.int64),
+            t_start=np.asarray(cols[6], dtype=np.float64),
+            t_end=np.asarray(cols[7], dtype=np.float64),
+            comm=np.asarray(cols[8], dtype=np.int64),
+            tag=np.asarray(cols[9], dtype=np.int64),
+            req=np.full(len(rows), -1, dtype=np.int8),
+            communicators={int(k): np.asarray(v, dtype=np.int64) for k, v in (communicators or {}).items()},
+            source=source,
+        )
+        t._sort()
+        t.validate()
+        return t
+
+    def _sort(self) -> None:
+        order = np.lexsort((np.arange(len(self.rank)), self.t_start, self.rank))
+        for name in ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req"):
+            setattr(self, name, getattr(self, name)[order])
+
+    def validate(self, n_ranks: int | None = None) -> None:
+        """Check ranks, peers and sizes; raise :class:`TopoplanError` naming the first bad row."""
+        n = self.n_ranks if n_ranks is None else n_ranks
+        line = lambda i: f"{self.source}: event {int(i)}"  # noqa: E731
+        bad = np.flatnonzero((self.rank < 0) | (self.rank >= n))
+        if bad.size:
+            raise TopoplanError(f"{line(bad[0])}: rank {self.rank[bad[0]]} is outside the communicator of {n} ranks")
+        bad = np.flatnonzero((self.peer < -1) | (self.peer >= n))
+        if bad.size:
+            raise TopoplanError(f"{line(bad[0])}: peer {self.peer[bad[0]]} is outside the communicator of {n} ranks")
+        bad = np.flatnonzero(~np.isfinite(self.bytes) | (self.bytes < 0))
+        if bad.size:
+            raise TopoplanError(f"{line(bad[0])}: bytes must be a non-negative number")
+
+    # -- output ----------------------------------------------------------
+    def write_csv(self, path) -> None:
+        """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
+        from planner.io import atomic_write
+
+        names = self.op_names()
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag"])
+        for i in range(len(self)):
+            w.writerow([self.rank[i], names[i], self.peer[i], _num(self.bytes[i]), self.root[i], self.comm_size[i],
+                        repr(float(self.t_start[i])), repr(float(self.t_end[i])), self.comm[i], self.tag[i]])
+        atomic_write(path, buf.getvalue())
+
+
+def _num(x: float):
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_csv_table(path, required, kind: str):
+    """Read a CSV (plain or gzip) into a pandas DataFrame of strings, checking the header.
+
+    Raises :class:`TopoplanError` naming the file for a missing file,
+    a missing column or an unreadable file.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such file")
+    try:
+        with _open_text(path) as fh:
+            df = pd.read_csv(fh, skipinitialspace=True, low_memory=False)
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise TopoplanError(f"{path}: cannot read {kind}: {exc}") from None
+    except pd.errors.ParserError as exc:
+        raise TopoplanError(f"{path}: malformed CSV: {str(exc).splitlines()[0]}") from None
+    except pd.errors.EmptyDataError:
+        raise TopoplanError(f"{path}: empty file, expected a {kind} with a header line") from None
+    df.columns = [c.strip() for c in df.columns]
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise TopoplanError(f"{path}: line 1: missing column(s) {', '.join(missing)} for a {kind}")
+    return df
+
+
+def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
+    """Column of a string DataFrame to numbers; raises naming the line of the first bad cell."""
+    import pandas as pd
+
+    raw = df[col]
+    if pd.api.types.is_numeric_dtype(raw):
+        # fast path: the C parser already read numbers; empty cells are NaN
+        num = raw.fillna(empty)
+    else:
+        s = raw.astype(str).str.strip()
+        s = s.where((s != "") & (s != "nan"), str(empty))
+        num = pd.to_numeric(s, errors="coerce")
+    bad = np.flatnonzero(num.isna().to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{i + 2}: field '{col}': not a number: {df[col].iloc[i]!r}")
+    arr = num.to_numpy(dtype=np.float64)
+    if integer:
+        frac = np.flatnonzero(arr != np.round(arr))
+        if frac.size:
+            i = int(frac[0])
+            raise TopoplanError(f"{path}:{i + 2}: field '{col}': not an integer: {df[col].iloc[i]!r}")
+        return arr.astype(np.int64)
+    return arr
+
+
+def read_trace(path, n_ranks: int | None = None) -> Trace:
+    """Read an MPI event trace (CSV or CSV.gz) and its ``communicators.csv`` if present beside it.
+
+    Parameters
+    ----------
+    path : trace file.
+    n_ranks : size of MPI_COMM_WORLD; default: the largest rank, peer or
+        world-communicator size seen.
+
+    Returns
+    -------
+    Trace, sorted by rank then t_start.
+
+    Raises TopoplanError (one line naming the file and line) on bad input.
+    """
+    path = Path(path)
+    df = read_csv_table(path, REQUIRED, "MPI event trace")
+    n = len(df)
+    ints = {c: to_numbers(df, c, path, integer=True) for c in ("rank", "peer", "root", "comm_size")}
+    by = to_numbers(df, "bytes", path, integer=False, empty=0)
+    ts = to_numbers(df, "t_start", path, integer=False, empty=0)
+    te = to_numbers(df, "t_end", path, integer=False, empty=0)
+    extra = {c: (to_numbers(df, c, path, integer=True) if c in df.columns else np.full(n, -1, dtype=np.int64))
+             for c in OPTIONAL_INT}
+    ops = df["op"].astype(str).str.strip().str.lower()
+    op = ops.map(OP_CODE).fillna(UNKNOWN_OP).to_numpy(dtype=np.int16)
+    ops = ops.to_numpy()
+    unknown: dict[str, int] = {}
+    for o in ops[op == UNKNOWN_OP]:
+        unknown[o] = unknown.get(o, 0) + 1
+    for col, arr in (("bytes", by), ("t_start", ts), ("t_end", te)):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be a non-negative number")
+    bad = np.flatnonzero(te < ts)
+    if bad.size:
+        raise TopoplanError(f"{path}:{bad[0] + 2}: field 't_end': ends before t_start")
+
+    comms = _read_communicators(path.parent / "communicators.csv")
+    if n_ranks is None:
+        world = [len(m) for m in comms.values()]
+        n_ranks = int(max([ints["rank"].max(initial=-1) + 1, ints["peer"].max(initial=-1) + 1] + world))
+    for col in ("rank", "peer", "root"):
+        lo = 0 if col == "rank" else -1
+        bad = np.flatnonzero((ints[col] < lo) | (ints[col] >= n_ranks))
+        if bad.size:
+            i = int(bad[0])
+            raise TopoplanError(f"{path}:{i + 2}: field '{col}': rank {ints[col][i]} is outside "
+                                f"MPI_COMM_WORLD of {n_ranks} ranks")
+    for cid, members in comms.items():
+        if members.size and (members.max() >= n_ranks or members.min() < 0):
+            raise TopoplanError(f"{path.parent / 'communicators.csv'}: comm {cid}: member outside "
+                                f"MPI_COMM_WORLD of {n_ranks} ranks")
+    t = Trace(n_ranks=int(n_ranks), rank=ints["rank"], op=op, peer=ints["peer"], bytes=by, root=ints["root"],
+              comm_size=ints["comm_size"], t_start=ts, t_end=te, comm=extra["comm"], tag=extra["tag"],
+              req=extra["req"].astype(np.int8), communicators=comms, unknown_ops=unknown, source=str(path))
+    t._sort()
+    return t
+
+
+def _read_communicators(path: Path) -> dict[int, np.ndarray]:
+    if not path.is_file():
+        return {}
+    df = read_csv_table(path, ("comm", "size", "world_ranks"), "communicator list")
+    out = {}
+    cids = to_numbers(df, "comm", path, integer=True)
+    sizes = to_numbers(df, "size", path, integer=True)
+    for i, (cid, size, ranks) in enumerate(zip(cids, sizes, df["world_ranks"])):
+        try:
+            members = np.array([int(x) for x in str(ranks).split(";") if x.strip() not in ("", "nan")],
+                               dtype=np.int64)
+        except ValueError:
+            raise TopoplanError(f"{path}:{i + 2}: field 'world_ranks': not a ';'-separated rank list") from None
+        if len(members) != size:
+            raise TopoplanError(f"{path}:{i + 2}: field 'size': {size} but {len(members)} ranks listed")
+        out[int(cid)] = members
+    return out

@@ -1,0 +1,186 @@
+"""Traffic: who sends how much to whom, as message groups.
+
+A :class:`Traffic` is a list of groups ``(src, dst, msg_bytes, count)``:
+``count`` messages of ``msg_bytes`` each from rank ``src`` to rank ``dst``.
+Keeping message sizes (not only totals) is what lets analysis split large
+from small messages at a threshold. A communication matrix file gives one
+group per pair with the average message size. Traces and generators are
+turned into traffic by expanding every send and every collective (MPICH
+algorithms, :mod:`planner.collectives`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import TopoplanError
+
+
+@dataclass
+class Traffic:
+    """Point-to-point traffic between ranks (see the module docstring)."""
+
+    n_ranks: int
+    src: np.ndarray
+    dst: np.ndarray
+    msg_bytes: np.ndarray
+    count: np.ndarray
+    name: str = ""
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.msg_bytes * self.count
+
+    def total_bytes(self, include_self: bool = False) -> float:
+        keep = np.ones(len(self.src), bool) if include_self else self.src != self.dst
+        return float(self.bytes[keep].sum())
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Aggregate to one row per ordered pair: ``(src, dst, bytes, msgs)`` sorted by (src, dst)."""
+        key = self.src * self.n_ranks + self.dst
+        uniq, inv = np.unique(key, return_inverse=True)
+        by = np.bincount(inv, weights=self.bytes, minlength=len(uniq))
+        msgs = np.bincount(inv, weights=self.count, minlength=len(uniq)).astype(np.int64)
+        return uniq // self.n_ranks, uniq % self.n_ranks, by, msgs
+
+    def dense(self, large_threshold: float | None = None, *, large: bool | None = None) -> np.ndarray:
+        """Dense ``n_ranks x n_ranks`` byte matrix; with ``large=True/False`` only messages >= / < threshold."""
+        keep = np.ones(len(self.src), bool)
+        if large is not None:
+            is_large = self.msg_bytes >= large_threshold
+            keep = is_large if large else ~is_large
+        m = np.zeros((self.n_ranks, self.n_ranks))
+        np.add.at(m, (self.src[keep], self.dst[keep]), self.bytes[keep])
+        return m
+
+    def write_matrix(self, path) -> None:
+        """Write the communication matrix CSV ``src,dst,bytes,msgs`` atomically."""
+        from planner.io import atomic_write
+
+        s, d, b, m = self.matrix()
+        lines = ["src,dst,bytes,msgs"] + [f"{a},{c},{_num(x)},{y}" for a, c, x, y in zip(s, d, b, m)]
+        atomic_write(path, "\n".join(lines) + "\n")
+
+
+def _num(x: float):
+    return int(round(x)) if abs(x - round(x)) < 1e-6 else x
+
+
+def from_arrays(n_ranks, src, dst, msg_bytes, count=None, name="") -> Traffic:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    msg_bytes = np.asarray(msg_bytes, dtype=np.float64)
+    count = np.ones(len(src), dtype=np.int64) if count is None else np.asarray(count, dtype=np.int64)
+    return _group(Traffic(int(n_ranks), src, dst, msg_bytes, count, name))
+
+
+def _group(t: Traffic) -> Traffic:
+    """Merge groups with the same (src, dst, msg_bytes)."""
+    if len(t.src) == 0:
+        return t
+    keys = np.stack([t.src, t.dst, t.msg_bytes])
+    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+    inv = inv.ravel()
+    count = np.bincount(inv, weights=t.count, minlength=uniq.shape[1]).astype(np.int64)
+    return Traffic(t.n_ranks, uniq[0].astype(np.int64), uniq[1].astype(np.int64), uniq[2], count, t.name)
+
+
+def read_matrix(path, n_ranks: int | None = None) -> Traffic:
+    """Read a communication matrix CSV ``src,dst,bytes,msgs`` (plain or gzip).
+
+    Rows with the same pair add up. Each pair becomes one group of ``msgs``
+    messages of the average size. Raises :class:`TopoplanError` naming the
+    line of a malformed row, a negative size or a rank outside the
+    communicator (``n_ranks`` when given).
+    """
+    from planner.trace import read_csv_table, to_numbers
+
+    path = Path(path)
+    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix")
+    src = to_numbers(df, "src", path, integer=True, empty=-1)
+    dst = to_numbers(df, "dst", path, integer=True, empty=-1)
+    by = to_numbers(df, "bytes", path, integer=False, empty=-1)
+    msgs = (to_numbers(df, "msgs", path, integer=True, empty=1) if "msgs" in df.columns
+            else np.ones(len(df), dtype=np.int64))
+    for col, arr in (("src", src), ("dst", dst), ("bytes", by), ("msgs", msgs)):
+        bad = np.flatnonzero(arr < 0)
+        if bad.size:
+            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be non-negative, got {arr[bad[0]]}")
+    n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1) if n_ranks is None else int(n_ranks)
+    for col, arr in (("src", src), ("dst", dst)):
+        bad = np.flatnonzero(arr >= n)
+        if bad.size:
+            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': rank {arr[bad[0]]} is outside the "
+                                f"communicator of {n} ranks")
+    key = src * max(n, 1) + dst
+    uniq, inv = np.unique(key, return_inverse=True)
+    tot = np.bincount(inv, weights=by, minlength=len(uniq))
+    cnt = np.bincount(inv, weights=msgs, minlength=len(uniq)).astype(np.int64)
+    cnt = np.where((cnt == 0) & (tot > 0), 1, cnt)
+    keep = cnt > 0
+    size = np.divide(tot, cnt, out=np.zeros_like(tot), where=cnt > 0)
+    return Traffic(n, (uniq // max(n, 1))[keep], (uniq % max(n, 1))[keep], size[keep], cnt[keep], path.name)
+
+
+def from_trace(trace) -> Traffic:
+    """All point-to-point messages of a trace: explicit sends plus expanded collectives."""
+    from planner.collectives import expand_trace_collectives
+    from planner.trace import op_codes
+
+    send = np.isin(trace.op, op_codes(("send", "isend", "sendrecv"))) & (trace.peer >= 0)
+    src = [trace.rank[send]]
+    dst = [trace.peer[send]]
+    size = [trace.bytes[send]]
+    cs, cd, cb = expand_trace_collectives(trace)
+    src.append(np.asarray(cs, dtype=np.int64))
+    dst.append(np.asarray(cd, dtype=np.int64))
+    size.append(np.asarray(cb, dtype=np.float64))
+    return from_arrays(trace.n_ranks, np.concatenate(src), np.concatenate(dst), np.concatenate(size),
+                       name=Path(trace.source).parent.name or trace.source)
+
+
+def is_matrix_file(path: Path) -> bool:
+    """A CSV whose header starts with src,dst is a matrix; one with rank,op is a trace."""
+    import gzip
+
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        header = fh.readline().strip().lower().replace(" ", "")
+    return header.startswith("src,dst")
+
+
+def load_source(spec: str, n_ranks: int | None = None):
+    """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
+
+    Returns ``(trace_or_None, traffic)``: generators and traces keep their
+    event trace (for replay); a matrix has none.
+    """
+    path = Path(spec)
+    if path.is_dir() and (path / "events.csv.gz").is_file():
+        path = path / "events.csv.gz"
+    if path.is_file():
+        if is_matrix_file(path):
+            return None, read_matrix(path, n_ranks)
+        from planner.trace import read_trace
+
+        tr = read_trace(path, n_ranks)
+        return tr, from_trace(tr)
+    from planner import generators
+
+    if generators.is_spec(spec):
+        tr = generators.parse_spec(spec)
+        t = from_trace(tr)
+        t.name = spec
+        return tr, t
+    if "/" in spec or spec.endswith((".csv", ".gz")):
+        raise TopoplanError(f"{spec}: no such traffic file")
+    raise TopoplanError(f"unknown traffic {spec!r}: not a file and not a generator spec "
+                        f"(e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)")
+
+
+def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
+    """The :class:`Traffic` of a generator spec, matrix file or trace file (see :func:`load_source`)."""
+    return load_source(spec, n_ranks)[1]

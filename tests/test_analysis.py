@@ -1,0 +1,75 @@
+import json
+
+import numpy as np
+import pytest
+
+from planner.analysis import analyze, default_threshold
+from planner.placement import sequential
+from planner.topology_io import load_topology
+from planner.traffic import from_arrays, load_traffic
+
+
+def test_003_table2_neighbor_sequential(run_cli):
+    """003 Table 2: neighbor 16x16, 4 MB, 5 iterations, Sequential: 1,920 MB inter-switch, all large."""
+    code, out, err = run_cli("analyze", "--topology", "paper003", "--traffic",
+                             "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["inter_switch_bytes"] == pytest.approx(1.92e9)
+    assert d["inter_switch_large_bytes"] == pytest.approx(1.92e9)
+    assert d["inter_switch_small_bytes"] == 0
+    assert d["threshold_B"] == pytest.approx(1250)
+    assert len(d["switches"]) == 4
+    for key in ("node_pairs", "bytes"):
+        assert np.array(d[key]).shape == (4, 4)
+
+
+def test_000_neighbor_8x16_node_pairs(run_cli):
+    """000 section 4.2: neighbor 8x16 on the 000 system: 48 inter-switch node pairs, 16 per adjacent switch pair."""
+    code, out, err = run_cli("analyze", "-t", "paper000", "-T", "neighbor2d:rows=8,cols=16,bytes=40MB,iters=5",
+                             "--threshold", "8192", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    pairs = np.array(d["node_pairs"])
+    assert d["inter_switch_node_pairs"] == 48
+    assert [pairs[i, i + 1] for i in range(3)] == [16, 16, 16]
+    assert pairs[0, 2] == 0 and pairs[0, 3] == 0
+    assert np.array_equal(pairs, pairs.T)
+
+
+def test_threshold_splits_large_and_small():
+    t = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    # rank 0 (switch 0) -> rank 64 (switch 1): one 1000 B and one 2000 B message; rank 0 -> 1 stays on node 0
+    tr = from_arrays(65, [0, 0, 0], [64, 64, 1], [1000, 2000, 50])
+    a = analyze(t, tr, sequential(65, t))
+    assert a.inter(a.large_bytes) == 2000 and a.inter(a.small_bytes) == 1000
+    assert a.intra_node_bytes == 50
+    assert default_threshold(t) == pytest.approx(1250)
+    b = analyze(t, tr, sequential(65, t), threshold_B=500)
+    assert b.inter(b.large_bytes) == 3000
+
+
+def test_cli_bad_input_exit_2(run_cli, tmp_path):
+    code, out, err = run_cli("analyze", "-t", "paper003", "-T", "alltoall:np=512,bytes=1MB")
+    assert code == 2 and "512 ranks do not fit" in err and "Traceback" not in err
+    bad = tmp_path / "m.csv"
+    bad.write_text("src,dst,bytes,msgs\n0,1,10,1\n0,1,oops,1\n")
+    code, out, err = run_cli("analyze", "-t", "paper003", "-T", bad)
+    assert code == 2 and "m.csv:3: field 'bytes'" in err
+    code, out, err = run_cli("analyze", "-t", "paper003", "-T", "neighbor2d:rows=4,cols=4,bytes=1MB",
+                             "--set", "eps.up_bw=-3Gbps")
+    assert code == 2 and "eps.up_bw" in err
+    code, out, err = run_cli("analyze", "-t", "paper003", "-T", "nosuchgen:np=4")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_traffic_command_writes_matrix(run_cli, tmp_path):
+    out_csv = tmp_path / "n.csv"
+    code, out, err = run_cli("traffic", "neighbor2d:rows=2,cols=2,bytes=1KB,iters=3", "-o", out_csv, "--json")
+    assert code == 0, err
+    lines = out_csv.read_text().splitlines()
+    assert lines[0] == "src,dst,bytes,msgs" and "0,1,3000,3" in lines
+    d = json.loads(out)
+    assert d["bytes"] == 8 * 3000
+    code, out, err = run_cli("analyze", "-t", "paper003", "-T", out_csv, "--json")
+    assert code == 0 and json.loads(out)["total_bytes"] == 24000

@@ -1,0 +1,52 @@
+import json
+
+import numpy as np
+import pytest
+
+from planner.errors import TopoplanError
+from planner.placement import Placement, load_placement, read_placement, sequential
+from planner.topology_io import load_topology
+
+
+def test_sequential_fills_cores_then_nodes():
+    t = load_topology("paper003")
+    p = sequential(256, t)
+    assert p.rank_to_node[:8].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert p.rank_to_slot[:5].tolist() == [0, 1, 2, 3, 0]
+    assert t.node_switch()[p.rank_to_node[63]] == 0 and t.node_switch()[p.rank_to_node[64]] == 1
+    p.validate(t)
+
+
+def test_too_many_ranks():
+    with pytest.raises(TopoplanError, match="257 ranks do not fit"):
+        sequential(257, load_topology("paper003"))
+
+
+def test_round_robin():
+    t = load_topology("paper003")
+    p = load_placement("round-robin", 70, t)
+    assert p.rank_to_node[:3].tolist() == [0, 1, 2] and p.rank_to_node[64] == 0 and p.rank_to_slot[64] == 1
+
+
+def test_validation_catches_double_booking():
+    t = load_topology("paper003")
+    p = Placement(np.array([0, 0]), np.array([1, 1]))
+    with pytest.raises(TopoplanError, match="share node 0 slot 1"):
+        p.validate(t)
+    with pytest.raises(TopoplanError, match="slot 4 of node 0"):
+        Placement(np.array([0]), np.array([4])).validate(t)
+
+
+def test_placement_files(tmp_path):
+    t = load_topology("paper003")
+    j = tmp_path / "p.json"
+    j.write_text(json.dumps({"rank_to_node": [3, 3, 1], "method": "x"}))
+    p = load_placement(str(j), 3, t)
+    assert p.rank_to_slot.tolist() == [0, 1, 0]
+    c = tmp_path / "p.csv"
+    c.write_text("rank,node,slot\n1,2,0\n0,2,1\n")
+    p = read_placement(c)
+    assert p.rank_to_node.tolist() == [2, 2] and p.rank_to_slot.tolist() == [1, 0]
+    c.write_text("rank,node\n0,1\n0,2\n")
+    with pytest.raises(TopoplanError, match="field 'rank'"):
+        read_placement(c)

@@ -1,0 +1,137 @@
+import numpy as np
+import pytest
+
+from planner.errors import TopoplanError
+from planner.topology import GraphTopology, TorusTopology, TreeTopology
+from planner.topology_io import (apply_overrides, dump_topology, expand_hostlist, load_topology, preset_names,
+                                 topology_from_dict)
+
+
+def test_presets_match_paper_tables():
+    t = load_topology("paper000")
+    assert (t.n_nodes, t.n_switches, len(t.ocs.nodes)) == (128, 4, 128)
+    assert t.up_bw_Bps == pytest.approx(8e9) and t.down_bw_Bps == pytest.approx(1.25e9)
+    assert t.ocs.bw_Bps == pytest.approx(4e9) and t.switch_delay_s == pytest.approx(420e-9)
+    t = load_topology("paper003")
+    assert (t.n_nodes, t.cores_per_node, t.n_switches) == (64, 4, 4)
+    assert t.ocs.bdp_B == pytest.approx(1250.0)  # 20 Gbps x 500 ns = 10,000 bit
+    assert t.node_link_bw()[t.ocs.nodes[0]] == pytest.approx(2.5e9)
+    assert t.node_link_bw()[1 if 1 not in t.ocs.nodes else 15] == pytest.approx(1.25e9)
+    for name, sw, per in (("paper001-8x32", 8, 8), ("paper001-16x16", 16, 4)):
+        t = load_topology(name)
+        assert t.n_nodes == 256 and t.n_switches == sw
+        assert np.bincount(t.node_switch()[list(t.ocs.nodes)]).tolist() == [per] * sw
+    k = load_topology("kcomputer")
+    assert isinstance(k, TorusTopology) and k.n_nodes == 82944
+    assert k.wrap == (True, False, True, False, True, False)
+    assert set(preset_names()) >= {"paper000", "paper001-8x32", "paper001-16x16", "paper003", "mesh10x10x10", "kcomputer"}
+
+
+def test_overrides_give_paper_variants():
+    t = load_topology("paper003", ["ocs.nodes_per_switch=1", "ocs.node_link_bw=10Gbps"])
+    assert t.ocs.nodes == (0, 16, 32, 48)
+    assert t.node_link_bw()[0] == pytest.approx(1.25e9)  # "Ours (narrow)"
+    ft = load_topology("paper003", ["kind=fat-tree", "eps.up_bw=160Gbps", "ocs=null"])
+    assert ft.kind == "fat-tree" and ft.ocs is None
+    low = load_topology("paper001-8x32", ["eps.up_bw=1.6Gbps", "ocs.nodes_per_switch=16"])
+    assert low.up_bw_Bps == pytest.approx(0.2e9) and len(low.ocs.nodes) == 128
+
+
+def test_yaml_roundtrip(tmp_path):
+    for name in ("paper003", "mesh10x10x10"):
+        t = load_topology(name)
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(dump_topology(t))
+        u = load_topology(p)
+        assert type(u) is type(t) and u.n_nodes == t.n_nodes
+        assert np.array_equal(u.hop_matrix()[:20, :20], t.hop_matrix()[:20, :20])
+
+
+def test_hop_matrices():
+    t = load_topology("paper003")
+    h = t.hop_matrix()
+    assert h[0, 0] == 0 and h[0, 1] == 1 and h[0, 16] == 3
+    m = topology_from_dict({"kind": "torus", "dims": [4, 3], "wrap": [True, False], "bw": "1GB/s"})
+    h = m.hop_matrix()
+    assert h[0, 3] == 2  # wraps: one hop round the ring, plus the first router
+    assert h[0, 8] == 3  # (0,0) -> (0,2) on the mesh dimension: two hops
+
+
+@pytest.mark.parametrize("doc,field", [
+    ({"kind": "tree", "switches": 2, "nodes_per_switch": 4, "eps": {"down_bw": "-1Gbps", "up_bw": "1Gbps"}}, "eps.down_bw"),
+    ({"kind": "tree", "switches": 2, "nodes_per_switch": 4, "eps": {"up_bw": "1Gbps"}}, "eps.down_bw"),
+    ({"kind": "hybrid", "switches": 2, "nodes_per_switch": 4, "eps": {"down_bw": "1Gbps", "up_bw": "1Gbps"},
+      "ocs": {"nodes": [9], "bw": "1Gbps"}}, "ocs.nodes"),
+    ({"kind": "blob"}, "kind"),
+    ({"kind": "tree", "switchez": 2}, "switchez"),
+    ({"kind": "torus", "dims": [2, 2], "wrap": [True], "bw": "1GB/s"}, "wrap"),
+])
+def test_bad_topologies_name_the_field(doc, field):
+    with pytest.raises(TopoplanError) as e:
+        topology_from_dict(doc)
+    assert field in str(e.value)
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("kind: tree\nswitches: [1, 2\nnodes_per_switch: 3\n")
+    with pytest.raises(TopoplanError) as e:
+        load_topology(p)
+    assert "bad.yaml:" in str(e.value) and "malformed YAML" in str(e.value)
+
+
+def test_unknown_preset():
+    with pytest.raises(TopoplanError, match="unknown topology preset 'nope'"):
+        load_topology("nope")
+
+
+def test_hostlist_expansion():
+    assert expand_hostlist("tux[0-2,5]") == ["tux0", "tux1", "tux2", "tux5"]
+    assert expand_hostlist("node[008-010],login") == ["node008", "node009", "node010", "login"]
+    with pytest.raises(TopoplanError):
+        expand_hostlist("tux[3-1]")
+
+
+SLURM_TWO_LEVEL = """\
+# two racks
+SwitchName=s0 Nodes=tux[0-3] LinkSpeed=10
+SwitchName=s1 Nodes=tux[4-7] LinkSpeed=10
+SwitchName=top Switches=s[0-1] \\
+  LinkSpeed=20Gbps
+"""
+
+
+def test_slurm_two_level_is_a_tree(tmp_path):
+    p = tmp_path / "topology.conf"
+    p.write_text(SLURM_TWO_LEVEL)
+    t = load_topology(p)
+    assert isinstance(t, TreeTopology) and t.nodes_per_switch == (4, 4)
+    assert t.host_names()[4] == "tux4" and t.switch_names == ("s0", "s1")
+    assert t.down_bw_Bps == pytest.approx(1.25e9) and t.up_bw_Bps == pytest.approx(2.5e9)
+
+
+def test_slurm_three_level_is_a_graph(tmp_path):
+    p = tmp_path / "topology.conf"
+    p.write_text("SwitchName=l0 Nodes=a[0-1]\nSwitchName=l1 Nodes=a[2-3]\nSwitchName=l2 Nodes=a[4-5]\n"
+                 "SwitchName=m0 Switches=l[0-1]\nSwitchName=m1 Switches=l2\nSwitchName=top Switches=m[0-1]\n")
+    t = load_topology(p)
+    assert isinstance(t, GraphTopology) and t.n_nodes == 6
+    h = t.hop_matrix()
+    assert h[0, 1] == 1 and h[0, 2] == 3 and h[0, 4] == 5
+
+
+def test_slurm_errors_name_the_line(tmp_path):
+    p = tmp_path / "topology.conf"
+    p.write_text("SwitchName=s0 Nodes=tux[0-3]\nSwitchName=top Switches=s[0-1]\n")
+    with pytest.raises(TopoplanError, match=r"topology.conf:2: .*unknown switch 's1'"):
+        load_topology(p)
+    p.write_text("SwitchName=s0 Nodes=tux[0-3] Speed=3\n")
+    with pytest.raises(TopoplanError, match=r"topology.conf:1: unknown key"):
+        load_topology(p)
+
+
+def test_apply_overrides_creates_nested_keys():
+    d = apply_overrides({"a": 1}, ["b.c=2", "a=x"])
+    assert d == {"a": "x", "b": {"c": 2}}
+    with pytest.raises(TopoplanError):
+        apply_overrides({}, ["novalue"])

@@ -1,0 +1,63 @@
+import json
+
+import numpy as np
+import pytest
+
+from planner.errors import TopoplanError
+from planner.traffic import from_arrays, load_source, read_matrix
+
+
+def test_matrix_rows_add_up_and_average_size(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("src,dst,bytes,msgs\n0,1,100,1\n0,1,300,3\n1,0,50,1\n2,2,10,1\n")
+    t = read_matrix(p)
+    s, d, b, m = t.matrix()
+    assert list(zip(s.tolist(), d.tolist(), b.tolist(), m.tolist())) == [(0, 1, 400, 4), (1, 0, 50, 1), (2, 2, 10, 1)]
+    assert t.msg_bytes[(t.src == 0) & (t.dst == 1)][0] == 100
+    assert t.total_bytes() == 450  # self-messages stay out
+
+
+@pytest.mark.parametrize("body,needle", [
+    ("0,1,-5,1\n", "m.csv:2: field 'bytes'"),
+    ("0,x,5,1\n", "m.csv:2: field 'dst': not a number"),
+    ("0,1,5,1\n0,9,5,1\n", "m.csv:3: field 'dst': rank 9 is outside the communicator of 4 ranks"),
+])
+def test_matrix_errors(tmp_path, body, needle):
+    p = tmp_path / "m.csv"
+    p.write_text("src,dst,bytes,msgs\n" + body)
+    with pytest.raises(TopoplanError) as e:
+        read_matrix(p, n_ranks=4)
+    assert needle in str(e.value)
+
+
+def test_matrix_write_roundtrip(tmp_path):
+    t = from_arrays(3, [0, 0, 1], [1, 1, 2], [10, 10, 5], [1, 2, 1])
+    p = tmp_path / "o.csv"
+    t.write_matrix(p)
+    u = read_matrix(p)
+    assert np.array_equal(u.dense(), t.dense())
+
+
+def test_maplib_matrices_load(shared):
+    for name in ("amg64", "btmz64", "cg64", "lulesh64"):
+        t = read_matrix(shared / "matrices" / "maplib" / f"{name}.csv")
+        assert t.n_ranks == 64 and t.total_bytes() > 0
+
+
+def test_trace_p2p_matrix_agrees_with_trace(shared):
+    """The CG trace's explicit sends equal its p2p_matrix.csv, pair by pair."""
+    from planner.trace import op_codes, read_trace
+
+    d = shared / "traces" / "CG.C.64"
+    tr = read_trace(d / "events.csv.gz")
+    send = np.isin(tr.op, op_codes(("send", "isend"))) & (tr.peer >= 0)
+    mine = from_arrays(64, tr.rank[send], tr.peer[send], tr.bytes[send]).dense()
+    ref = read_matrix(d / "p2p_matrix.csv", 64).dense()
+    assert np.allclose(mine, ref)
+
+
+def test_unknown_traffic_spec():
+    with pytest.raises(TopoplanError, match="not a file and not a generator spec"):
+        load_source("bogus-thing")
+    with pytest.raises(TopoplanError, match="no such traffic file"):
+        load_source("missing/file.csv")
