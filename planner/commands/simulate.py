@@ -1,0 +1,101 @@
+"""``topoplan simulate``: replay traffic on a network and report times and loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from planner.commands.common import JsonOpt, OutOpt, SetOpt, console, emit
+from planner.units import format_bytes, format_time, parse_size, parse_time
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_cmd)
+
+
+def simulate_cmd(
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
+    traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Generator spec, trace CSV or matrix CSV."),
+    sets: Optional[List[str]] = SetOpt,
+    placement: str = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin or a placement file."),
+    network: Optional[str] = typer.Option(None, "--network", help="eps | fat-tree | hybrid | torus (default: the topology's own kind)."),
+    circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); hybrid only."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: OCS bandwidth-delay product)."),
+    eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size."),
+    compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
+    iters: int = typer.Option(1, "--iters", help="Phases to replay when the traffic is a matrix (no timing)."),
+    timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
+    flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
+    json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
+) -> None:
+    """Replay an MPI trace, a generator or a matrix on the network; or run a raw flow scenario (--flows)."""
+    from planner.errors import TopoplanError
+
+    if flows is not None:
+        from sim.scenario import run_scenario
+
+        res = run_scenario(flows)
+        emit(res, json_mode, output)
+        if not json_mode:
+            console().print(f"{len(res['flows'])} flows, makespan {format_time(res['makespan_s'])}, "
+                            f"wall {res['wall_s']:.3f} s")
+        return
+    if topology is None or traffic is None:
+        raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
+    from planner.io import read_json
+    from planner.placement import load_placement
+    from planner.topology_io import load_topology
+    from planner.traffic import load_source
+    from sim.replay import bulk_trace
+    from sim.run import network_view, simulate
+
+    topo = network_view(load_topology(topology, sets or []), network)
+    trace, tr = load_source(traffic)
+    if trace is None:
+        trace = bulk_trace(tr, iters)
+    capacity = int(topo.node_cores().sum())
+    if trace.n_ranks > capacity:
+        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
+    pl = load_placement(placement, trace.n_ranks, topo)
+    plan = None
+    if circuits is not None:
+        plan = read_json(circuits, "circuit plan")
+        if network not in (None, "hybrid"):
+            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+        try:
+            from planner.circuits.problem import validate_plan_dict
+        except ImportError:
+            validate_plan_dict = None
+        if validate_plan_dict is not None:
+            validate_plan_dict(plan, topo, where=str(circuits))
+    thr = parse_size(threshold, "threshold") if threshold else None
+    dt = parse_time(timeline, "timeline") if timeline else None
+    kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=parse_size(eager, "eager"),
+                  compute_scale=compute_scale, timeline_dt_s=dt)
+    if json_mode:
+        res = simulate(topo, trace, pl, **kwargs)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} ranks done"),
+                      TimeElapsedColumn(), console=console(True), transient=True) as bar:
+            task = bar.add_task("sim", total=trace.n_ranks)
+            res = simulate(topo, trace, pl, progress=lambda done, total: bar.update(task, completed=done), **kwargs)
+    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+           "circuits": str(circuits) if circuits else None, **res}
+    if dt is not None:
+        from planner.topology_io import topology_to_dict
+
+        res["topology_doc"] = topology_to_dict(topo)
+        if plan is not None:
+            res["circuit_pairs"] = plan.get("circuits", [])
+    emit(res, json_mode, output)
+    if json_mode:
+        return
+    con = console()
+    con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
+              f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
+    con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
+    con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")

@@ -1,0 +1,84 @@
+"""One call that scores a plan: topology + traffic + placement (+ circuits) -> simulated times and loads."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from planner.errors import TopoplanError
+from planner.topology import TorusTopology, TreeTopology
+
+NETWORKS = ("eps", "fat-tree", "hybrid", "torus", "graph")
+
+
+def network_view(topo, network: str | None):
+    """The topology seen as ``network``: ``eps`` drops the OCS, ``fat-tree`` removes uplink contention."""
+    if network is None:
+        return topo
+    if network not in NETWORKS:
+        raise TopoplanError(f"--network {network!r}: choose one of {', '.join(NETWORKS)}")
+    if network in ("eps", "fat-tree", "hybrid"):
+        if not isinstance(topo, TreeTopology):
+            raise TopoplanError(f"--network {network}: needs a tree topology, got {topo.kind}")
+        if network == "eps":
+            return replace(topo, kind="tree", ocs=None)
+        if network == "fat-tree":
+            return replace(topo, kind="fat-tree", ocs=None)
+        if topo.ocs is None:
+            raise TopoplanError("--network hybrid: the topology has no 'ocs' section")
+        return topo
+    if network == "torus" and not isinstance(topo, TorusTopology):
+        raise TopoplanError(f"--network torus: needs a mesh/torus topology, got {topo.kind}")
+    return topo
+
+
+def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
+             compute_scale=1.0, timeline_dt_s=None, progress=None) -> dict:
+    """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
+
+    Keys: ``makespan_s``, ``rank_finish_s``, ``comm_time_s`` (per rank, time
+    not computing), ``bytes_by_link_class``, ``top_switch_bytes`` (bytes the
+    top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
+    (the most any node sends or receives on its EPS link), ``n_messages``,
+    ``n_flows``, ``n_events``, ``wall_s`` and, with ``timeline_dt_s``, ``timeline``.
+    """
+    from sim.network import build_network
+    from sim.replay import replay
+
+    t0 = time.perf_counter()
+    net = build_network(topo, circuits, threshold_B)
+    res = replay(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
+                 timeline_dt_s=timeline_dt_s, progress=progress)
+    lb = np.asarray(res.link_bytes, dtype=np.float64)
+    classes = net.link_class
+    by_class = {str(c): float(lb[classes == c].sum()) for c in np.unique(classes)}
+    node_links = np.isin(classes, ["node-up", "node-down"])
+    out = {
+        "makespan_s": res.makespan_s,
+        "rank_finish_s": res.rank_finish_s.tolist(),
+        "comm_time_s": res.comm_time_s.tolist(),
+        "max_comm_time_s": float(res.comm_time_s.max(initial=0.0)),
+        "bytes_by_link_class": by_class,
+        "top_switch_bytes": float(lb[classes == "uplink-up"].sum()),
+        "max_node_link_bytes": float(lb[node_links].max(initial=0.0)),
+        "n_messages": res.n_messages,
+        "n_flows": res.n_flows,
+        "n_events": res.n_events,
+        "wall_s": time.perf_counter() - t0,
+    }
+    if res.unknown_ops:
+        out["ignored_ops"] = res.unknown_ops
+    if res.timeline is not None:
+        out["timeline"] = _timeline_doc(net, res.timeline)
+    return out
+
+
+def _timeline_doc(net, tl) -> dict:
+    """Utilization per link per interval, in the schema ``topoplan report`` reads."""
+    util = np.asarray(tl["util"])
+    used = np.flatnonzero(util.max(axis=1) > 0) if util.size else np.zeros(0, int)
+    links = [{"name": net.link_name[l], "class": str(net.link_class[l]), "src": net.link_ends[l][0],
+              "dst": net.link_ends[l][1], "util": np.round(util[l], 6).tolist()} for l in used]
+    return {"t_s": list(map(float, tl["t_s"])), "dt_s": float(tl["dt_s"]), "links": links}
