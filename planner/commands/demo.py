@@ -1,0 +1,67 @@
+"""``topoplan demo``: the main job on an embedded default (003's system, neighbor exchange)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from planner.commands.common import console
+from planner.units import format_bytes, format_time
+
+DEFAULT_TOPOLOGY = "paper003"
+DEFAULT_TRAFFIC = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
+
+
+def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
+         traffic: str = typer.Option(DEFAULT_TRAFFIC, "--traffic", "-T"),
+         time_limit: Optional[float] = typer.Option(20.0, "--time-limit", help="Limit for the exact circuit model.")) -> None:
+    """Analyze the default job, plan circuits with the paper's heuristic and the exact model, and simulate."""
+    from dataclasses import replace
+
+    from planner.analysis import analyze
+    from planner.placement import sequential
+    from planner.topology_io import load_topology
+    from planner.traffic import load_source
+    from sim.run import simulate
+
+    con = console()
+    topo = load_topology(topology)
+    trace, tr = load_source(traffic)
+    pl = sequential(tr.n_ranks, topo)
+    a = analyze(topo, tr, pl)
+    con.print(f"[bold]topoplan demo[/]: {traffic} on {topology} "
+              f"({topo.n_nodes} nodes x {topo.cores_per_node} cores, {topo.n_switches} switches, "
+              f"{len(topo.ocs.nodes) if getattr(topo, 'ocs', None) else 0} OCS nodes), sequential placement")
+    con.print(f"inter-switch traffic: {format_bytes(a.inter_switch_bytes)} "
+              f"(large {format_bytes(a.inter(a.large_bytes))}, small {format_bytes(a.inter(a.small_bytes))}) "
+              f"between {int(a.node_pairs.sum() - a.node_pairs.trace()) // 2} node pairs")
+    rows = []
+    eps = replace(topo, kind="tree", ocs=None)
+    rows.append(("EPS only", "-", simulate(eps, trace, pl), None))
+    rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl), None))
+    try:
+        from planner.circuits import solve as solve_circuits
+        from planner.circuits.problem import CircuitProblem
+    except ImportError:
+        solve_circuits = None
+    if solve_circuits is not None and getattr(topo, "ocs", None) is not None:
+        prob = CircuitProblem.build(topo, tr, pl)
+        for method in ("greedy", "ilp"):
+            res = solve_circuits(prob, method=method, time_limit=time_limit, seed=0)
+            plan = res.to_dict()
+            rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
+                         f"{format_time(res.objective)} ({res.status})", simulate(topo, trace, pl, circuits=plan), res))
+    tab = Table(title="simulated communication time")
+    for col in ("network", "plan", "makespan", "vs EPS only", "top switch bytes", "busiest node link"):
+        tab.add_column(col, justify="right" if col != "network" else "left")
+    base = rows[0][2]["makespan_s"]
+    for name, plan, sim, _ in rows:
+        tab.add_row(name, plan, format_time(sim["makespan_s"]), f"{sim['makespan_s'] / base:.2f}x",
+                    format_bytes(sim["top_switch_bytes"]), format_bytes(sim["max_node_link_bytes"]))
+    con.print(tab)
