@@ -22,6 +22,10 @@ COMMAND_MODULES = (
     "planner.commands.topo",
     "planner.commands.experiments",
     "planner.commands.validate",
+    "planner.commands.cost",
+    "planner.commands.bound",
+    "planner.commands.report",
+    "planner.commands.sweep",
 )
 
 

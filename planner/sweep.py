@@ -1,0 +1,582 @@
+"""Parameter sweeps on Dask: instances x methods x parameters -> plan, simulate, one table.
+
+A sweep is a YAML file::
+
+    name: circuits-vs-ocs-size
+    output: results/circuits.csv        # relative to this file; .parquet also works
+    problem: circuits                   # default problem of the methods
+    instances:
+      - name: neighbor
+        topology: paper003
+        set: [kind=hybrid]              # topology overrides (--set)
+        traffic: neighbor2d:rows=16,cols=16,bytes=4MB,iters=5
+        placement: sequential
+        options: {threshold_B: 1250}    # problem builder options of this instance
+    methods: [sp, three-step, {name: ilp, label: ilp-highs, options: {solver: highs}}]
+    parameters:                         # grid (lists) or fixed values
+      seed: [0, 1]
+      time_limit: 60
+      set.ocs.nodes_per_switch: [1, 2, 4, 8]   # 'set.' = a topology override
+      problem.hop_limit: [1, 2]         # 'problem.' = an option of the problem builder
+      restarts: [1, 4]                  # anything else = a method option
+    simulate: true                      # score every plan in the simulator
+    score: mypkg.scoring:score          # optional hook: extra columns per cell
+    cell: mypkg.cells:run               # optional: replace the whole cell
+
+Every cell (instance x method x parameter combination) has a key, the hash
+of everything that defines it; finished cells are kept in the output table
+and not recomputed when the sweep runs again (failed cells are retried).
+Cells run as Dask tasks: on a :class:`dask.distributed.LocalCluster` by
+default or on any scheduler (``tcp://host:8786``; with dask-jobqueue a
+Slurm cluster). The problem modules are imported lazily on the workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from planner.errors import TopoplanError
+
+KEY_VERSION = 1
+BASE_COLUMNS = ("key", "instance", "problem", "method", "status", "objective", "bound", "gap", "plan_wall_s",
+                "makespan_s", "score", "cell_wall_s", "worker", "error")
+RESERVED_PARAMS = ("seed", "time_limit")
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """Where a planning problem lives: ``module.solve(problem, method=..., ...)`` and a builder
+    ``module.<builder>(topo, traffic, placement, [trace=...,] **instance_options)`` that makes the problem.
+
+    ``builders`` are tried in order (dotted names reach class methods);
+    failing them, a class of the module named ``...Problem`` with a
+    ``build`` class method is used.
+    """
+
+    module: str
+    builders: tuple[str, ...] = ("problem_from_inputs", "make_problem", "build_problem")
+
+
+# The planning problems, by name (one line each; modules are imported only when a cell needs them).
+PROBLEMS: dict[str, ProblemSpec] = {
+    "circuits": ProblemSpec("planner.circuits", ("CircuitProblem.build",)),
+    "placement": ProblemSpec("planner.placement_methods"),
+    "bcast": ProblemSpec("planner.bcast"),
+}
+
+
+@dataclass
+class SweepConfig:
+    """A parsed sweep file (see the module docstring)."""
+
+    name: str
+    instances: list[dict]
+    methods: list[dict]
+    parameters: dict[str, list]
+    output: Path
+    problem: str | None = None
+    base: str | None = None       # directory of the sweep file: relative instance files are found there
+    simulate: bool = True
+    score: str | None = None
+    cell: str | None = None
+    source: str = "sweep"
+
+
+# -- configuration ---------------------------------------------------------------------
+
+def load_config(path, output=None) -> SweepConfig:
+    """Read and check a sweep YAML file; ``output`` overrides its ``output``."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such file")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise TopoplanError(f"{where}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    cfg = parse_config(doc, str(path), base=path.parent)
+    if output is not None:
+        cfg.output = Path(output)
+    return cfg
+
+
+def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepConfig:
+    """Check a sweep document (dict); errors name the file and field."""
+    if not isinstance(doc, dict):
+        raise TopoplanError(f"{where}: expected a mapping with instances, methods and parameters")
+    known = {"name", "output", "problem", "instances", "methods", "parameters", "simulate", "score", "cell",
+             "description"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise TopoplanError(f"{where}: field '{unknown[0]}': unknown key (known: {', '.join(sorted(known))})")
+    name = str(doc.get("name") or Path(where).stem)
+    insts = doc.get("instances")
+    if not isinstance(insts, list) or not insts:
+        raise TopoplanError(f"{where}: field 'instances': expected a non-empty list")
+    instances = []
+    for i, inst in enumerate(insts):
+        f = f"{where}: field 'instances[{i}]"
+        if not isinstance(inst, dict):
+            raise TopoplanError(f"{f}': expected a mapping")
+        inst = dict(inst)
+        inst.setdefault("name", f"instance{i}")
+        sets = inst.get("set", [])
+        if isinstance(sets, str):
+            sets = [sets]
+        if not isinstance(sets, list) or not all(isinstance(s, str) and "=" in s for s in sets):
+            raise TopoplanError(f"{f}.set': expected a list of dotted.key=value strings")
+        inst["set"] = sets
+        if doc.get("cell") is None:
+            for key in ("topology", "traffic"):
+                if not isinstance(inst.get(key), str):
+                    raise TopoplanError(f"{f}.{key}': missing (a preset/file name or a traffic spec)")
+        instances.append(inst)
+    names = [i["name"] for i in instances]
+    if len(set(names)) != len(names):
+        raise TopoplanError(f"{where}: field 'instances': duplicate name {_first_dup(names)!r}")
+    raw_methods = doc.get("methods")
+    if not isinstance(raw_methods, list) or not raw_methods:
+        raise TopoplanError(f"{where}: field 'methods': expected a non-empty list")
+    methods = []
+    for i, m in enumerate(raw_methods):
+        f = f"{where}: field 'methods[{i}]"
+        if isinstance(m, str):
+            m = {"name": m}
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+            raise TopoplanError(f"{f}': expected a method name or {{name, problem, options, label}}")
+        m = dict(m)
+        if not isinstance(m.setdefault("options", {}), dict):
+            raise TopoplanError(f"{f}.options': expected a mapping")
+        m.setdefault("label", m["name"])
+        m.setdefault("problem", doc.get("problem"))
+        if m["problem"] is None and doc.get("cell") is None:
+            raise TopoplanError(f"{f}.problem': no problem for method {m['name']!r} (set 'problem' at the top)")
+        methods.append(m)
+    labels = [(m["problem"], m["label"]) for m in methods]
+    if len(set(labels)) != len(labels):
+        raise TopoplanError(f"{where}: field 'methods': two methods labelled {_first_dup(labels)[1]!r}; "
+                            f"give them distinct 'label's")
+    params = doc.get("parameters") or {}
+    if not isinstance(params, dict):
+        raise TopoplanError(f"{where}: field 'parameters': expected a mapping of name: value or [values]")
+    grid = {}
+    for k, v in params.items():
+        vals = v if isinstance(v, list) else [v]
+        if not vals:
+            raise TopoplanError(f"{where}: field 'parameters.{k}': empty list")
+        grid[str(k)] = vals
+    for hook in ("score", "cell"):
+        h = doc.get(hook)
+        if h is not None and (not isinstance(h, str) or ":" not in h):
+            raise TopoplanError(f"{where}: field '{hook}': expected 'module:function'")
+    out = doc.get("output") or f"{Path(where).stem}.csv"
+    out = Path(out)
+    if not out.is_absolute() and base is not None:
+        out = base / out
+    return SweepConfig(name=name, instances=instances, methods=methods, parameters=grid, output=out,
+                       problem=doc.get("problem"), base=str(base) if base is not None else None, simulate=bool(doc.get("simulate", True)),
+                       score=doc.get("score"), cell=doc.get("cell"), source=where)
+
+
+def _first_dup(items):
+    seen = set()
+    for x in items:
+        if x in seen:
+            return x
+        seen.add(x)
+    return None
+
+
+def cell_key(cell: dict) -> str:
+    """Stable hash of what defines a cell (instance, method, parameters, hooks)."""
+    ident = {"v": KEY_VERSION, "instance": cell["instance"], "method": cell["method"], "params": cell["params"],
+             "simulate": cell["simulate"], "score": cell["score"], "cell": cell["cell"]}
+    raw = json.dumps(ident, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def expand_cells(cfg: SweepConfig) -> list[dict]:
+    """All cells of the grid, each with its ``key``.
+
+    >>> cfg = parse_config({"instances": [{"name": "a"}], "methods": ["m1", "m2"],
+    ...                     "parameters": {"seed": [0, 1]}, "cell": "mod:fn"})
+    >>> [(c["method"]["name"], c["params"]["seed"]) for c in expand_cells(cfg)]
+    [('m1', 0), ('m1', 1), ('m2', 0), ('m2', 1)]
+    """
+    names = list(cfg.parameters)
+    combos = list(itertools.product(*(cfg.parameters[n] for n in names))) if names else [()]
+    cells = []
+    for inst in cfg.instances:
+        for meth in cfg.methods:
+            for combo in combos:
+                cell = {"instance": inst, "method": meth, "params": dict(zip(names, combo)),
+                        "simulate": cfg.simulate, "score": cfg.score, "cell": cfg.cell}
+                cell["key"] = cell_key(cell)
+                cell["base"] = cfg.base   # not part of the key: moving the sweep keeps its results
+                cells.append(cell)
+    return cells
+
+
+# -- one cell -----------------------------------------------------------------------------
+
+def resolve(spec: str) -> Callable:
+    """``'package.module:function'`` -> the function (imported now; on a worker, there)."""
+    mod, _, attr = spec.partition(":")
+    try:
+        obj = importlib.import_module(mod)
+    except ImportError as exc:
+        raise TopoplanError(f"cannot import {mod!r} for {spec!r}: {exc}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TopoplanError(f"{mod} has no {attr!r} (from {spec!r})")
+        obj = getattr(obj, part)
+    return obj
+
+
+def problem_module(name: str):
+    """The module of a planning problem: a name from :data:`PROBLEMS` or a dotted module path."""
+    spec = PROBLEMS.get(name) or ProblemSpec(name)
+    try:
+        mod = importlib.import_module(spec.module)
+    except ImportError as exc:
+        raise TopoplanError(f"problem {name!r}: cannot import {spec.module} ({exc}); is it built yet?") from None
+    if not hasattr(mod, "solve"):
+        raise TopoplanError(f"problem {name!r}: {spec.module} has no solve()")
+    for dotted in spec.builders:
+        obj = mod
+        for part in dotted.split("."):
+            obj = getattr(obj, part, None)
+        if callable(obj):
+            return mod, obj
+    for attr in sorted(dir(mod)):
+        cls = getattr(mod, attr)
+        if isinstance(cls, type) and attr.endswith("Problem") and callable(getattr(cls, "build", None)):
+            return mod, cls.build
+    raise TopoplanError(f"problem {name!r}: {spec.module} has none of {', '.join(spec.builders)} "
+                        f"and no ...Problem.build")
+
+
+def _call_builder(builder, topo, traffic, placement, trace, options: dict):
+    """Call a problem builder with the trace only if it takes one."""
+    import inspect
+
+    try:
+        params = inspect.signature(builder).parameters
+    except (TypeError, ValueError):
+        params = {}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    extra = {"trace": trace} if ("trace" in params or takes_any) else {}
+    return builder(topo, traffic, placement, **extra, **options)
+
+
+def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
+    """Parameters -> (topology overrides ``set.*``, {seed, time_limit}, problem options ``problem.*``,
+    method options (the rest))."""
+    sets = [f"{k[4:]}={_yaml_value(v)}" for k, v in params.items() if k.startswith("set.")]
+    common = {k: params[k] for k in RESERVED_PARAMS if k in params}
+    prob = {k[8:]: v for k, v in params.items() if k.startswith("problem.")}
+    opts = {k: v for k, v in params.items()
+            if not k.startswith(("set.", "problem.")) and k not in RESERVED_PARAMS}
+    return sets, common, prob, opts
+
+
+def _yaml_value(v) -> str:
+    if isinstance(v, (list, dict, bool)) or v is None:
+        return json.dumps(v)
+    return str(v)
+
+
+def run_cell(cell: dict) -> dict:
+    """The default cell: load the instance, plan with the method, simulate the plan, score it.
+
+    Returns the row (a flat dict): the plan's ``objective``, ``status``,
+    ``bound``, ``gap`` and ``plan_wall_s``, its metrics as ``metric.<name>``,
+    the simulated ``makespan_s`` (when ``simulate`` and the problem has a
+    simulator in :data:`SIMULATORS`) and the score hook's columns; ``score``
+    is the makespan (else the objective) unless the hook sets it.
+    """
+    from planner.commands.common import load_inputs
+
+    inst, meth, params = cell["instance"], cell["method"], cell["params"]
+    sets, common, prob_opts, opts = split_params(params)
+    base = cell.get("base")
+    mod, builder = problem_module(meth["problem"])   # fail fast when the problem module is missing
+    topo, trace, traffic, placement = load_inputs(_local(inst["topology"], base), inst["set"] + sets,
+                                                  _local(inst["traffic"], base),
+                                                  _local(inst.get("placement", "sequential"), base))
+    problem = _call_builder(builder, topo, traffic, placement, trace, {**(inst.get("options") or {}), **prob_opts})
+    res = mod.solve(problem, method=meth["name"], time_limit=common.get("time_limit"), seed=common.get("seed", 0),
+                    **{**meth["options"], **opts})
+    row = {"status": res.status, "objective": res.objective, "bound": res.bound, "gap": res.gap,
+           "plan_wall_s": res.wall_s}
+    for k, v in (res.metrics or {}).items():
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            row[f"metric.{k}"] = v
+    ctx = {"cell": cell, "result": res, "topo": topo, "trace": trace, "traffic": traffic, "placement": placement}
+    sim = SIMULATORS.get(meth["problem"]) if cell["simulate"] else None
+    if sim is not None:
+        row.update(sim(**ctx))
+    row["score"] = row.get("makespan_s", res.objective)
+    if cell["score"]:
+        row.update(resolve(cell["score"])(**ctx) or {})
+    return row
+
+
+def _local(spec: str, base) -> str:
+    """A relative file name is looked up beside the sweep file first."""
+    if base and spec and not Path(spec).is_absolute() and (Path(base) / spec).exists():
+        return str(Path(base) / spec)
+    return spec
+
+
+def _replay_trace(trace, traffic):
+    from sim.replay import bulk_trace
+
+    return trace if trace is not None else bulk_trace(traffic, 1)
+
+
+def simulate_circuits(*, result, topo, trace, traffic, placement, **_) -> dict:
+    """Score a circuit plan: replay the traffic on the hybrid network with the plan's circuits."""
+    from sim.run import simulate
+
+    res = simulate(topo, _replay_trace(trace, traffic), placement, circuits=result.plan)
+    return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
+
+
+def simulate_placement(*, result, topo, trace, traffic, **_) -> dict:
+    """Score a placement: replay the traffic with ranks where the plan puts them."""
+    import numpy as np
+
+    from planner.placement import Placement
+    from sim.run import simulate
+
+    pl = Placement(np.asarray(result.plan["rank_to_node"], dtype=np.int64),
+                   np.asarray(result.plan.get("rank_to_slot") or np.zeros(len(result.plan["rank_to_node"])),
+                              dtype=np.int64))
+    pl.validate(topo, "placement plan")
+    res = simulate(topo, _replay_trace(trace, traffic), pl)
+    return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
+
+
+# Simulation of each problem's plan (problems without one are scored by their objective or a hook).
+SIMULATORS: dict[str, Callable] = {"circuits": simulate_circuits, "placement": simulate_placement}
+
+
+def execute(cell: dict) -> dict:
+    """Run one cell on a worker and always return a row (errors become the ``error`` column)."""
+    import socket
+
+    t0 = time.perf_counter()
+    row = {"key": cell["key"], "instance": cell["instance"].get("name"), "problem": cell["method"].get("problem"),
+           "method": cell["method"]["label"]}
+    row.update({f"param.{k}": v for k, v in cell["params"].items()})
+    try:
+        fn = resolve(cell["cell"]) if cell["cell"] else run_cell
+        out = fn(cell)
+        if not isinstance(out, dict):
+            raise TopoplanError(f"cell function returned {type(out).__name__}, expected a dict")
+        row.update(out)
+        row["error"] = ""
+    except Exception as exc:  # one failed cell must not stop the sweep
+        row["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    row["cell_wall_s"] = time.perf_counter() - t0
+    row["worker"] = socket.gethostname()
+    return row
+
+
+# -- the table ----------------------------------------------------------------------------
+
+def read_table(path: Path):
+    """Finished rows of a previous run (CSV or Parquet), or None."""
+    import pandas as pd
+
+    path = Path(path)
+    if path.suffix == ".parquet" and not (path.is_file() and have_parquet()):
+        path = path.with_suffix(".csv")    # written as CSV when pyarrow is missing
+    if not path.is_file():
+        return None
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except Exception as exc:
+        raise TopoplanError(f"{path}: cannot read the previous sweep table ({exc}); move it away to start over") from None
+
+
+def have_parquet() -> bool:
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def write_table(df, path: Path) -> list[str]:
+    """Write the table atomically (CSV; Parquet too when pyarrow is installed). Returns the files written."""
+    import io as _io
+
+    from planner.io import atomic_write
+
+    path = Path(path)
+    written = []
+    csv_path = path.with_suffix(".csv") if path.suffix == ".parquet" else path
+    if path.suffix != ".parquet" or not have_parquet():
+        buf = _io.StringIO()
+        df.to_csv(buf, index=False)
+        atomic_write(csv_path, buf.getvalue())
+        written.append(str(csv_path))
+    if have_parquet():
+        pq = path if path.suffix == ".parquet" else path.with_suffix(".parquet")
+        buf = _io.BytesIO()
+        df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(buf, index=False)
+        atomic_write(pq, buf.getvalue(), binary=True)
+        written.append(str(pq))
+    return written
+
+
+def _order_columns(df, cfg_params):
+    params = [f"param.{p}" for p in cfg_params if f"param.{p}" in df.columns]
+    first = ["key", "instance", "problem", "method"] + params
+    base = [c for c in BASE_COLUMNS if c in df.columns and c not in first]
+    rest = sorted(c for c in df.columns if c not in first and c not in base)
+    return df[[c for c in first if c in df.columns] + base + rest]
+
+
+# -- running -------------------------------------------------------------------------------
+
+@dataclass
+class SweepOutcome:
+    """What :func:`run_sweep` did."""
+
+    table: object            # pandas.DataFrame of all rows (previous and new)
+    total: int
+    skipped: int
+    ran: int
+    failed: int
+    files: list[str]
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        return {"cells": self.total, "skipped": self.skipped, "ran": self.ran, "failed": self.failed,
+                "files": self.files, "wall_s": self.wall_s}
+
+
+def make_client(scheduler: str | None = None, *, workers: int | None = None, threads_per_worker: int = 1,
+                processes: bool = True):
+    """A Dask client: on ``scheduler`` (``tcp://host:8786``) or on a new LocalCluster.
+
+    Returns ``(client, cluster_or_None)``; close both when done.
+    """
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="20s"), None
+        except OSError as exc:
+            raise TopoplanError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=processes,
+                           dashboard_address=":0", silence_logs=40)   # any free port: sweeps may run side by side
+    return Client(cluster), cluster
+
+
+def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | None = None,
+              threads_per_worker: int = 1, processes: bool = True, progress: bool = True, console=None,
+              flush_s: float = 5.0, client=None, limit: int | None = None) -> SweepOutcome:
+    """Run the cells of ``cfg`` that are not in its output table yet, on Dask, and write the table.
+
+    Parameters
+    ----------
+    cfg : from :func:`load_config`.
+    scheduler : address of a running Dask scheduler; None starts a LocalCluster
+        of ``workers`` processes (``processes=False``: threads) with
+        ``threads_per_worker`` threads each.
+    progress : show a Rich progress bar (on ``console``).
+    flush_s : rewrite the table at most this often while cells finish (and at the end),
+        so an interrupted sweep keeps its finished cells.
+    client : an existing ``dask.distributed.Client`` to use instead.
+    limit : run at most this many of the pending cells.
+
+    Returns
+    -------
+    SweepOutcome (the table has one row per cell in grid order, then any
+    finished rows of an earlier grid, which are never dropped).
+    """
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    cells = expand_cells(cfg)
+    keys = [c["key"] for c in cells]
+    prev = read_table(cfg.output)
+    done: dict[str, dict] = {}
+    kept: dict[str, dict] = {}    # finished rows of cells no longer in the grid: never thrown away
+    grid = set(keys)
+    if prev is not None and "key" in prev.columns:
+        for rec in prev.to_dict("records"):
+            err = rec.get("error")
+            if isinstance(err, str) and err.strip():
+                continue   # failed before: run it again
+            (done if str(rec["key"]) in grid else kept)[str(rec["key"])] = rec
+    todo = [c for c in cells if c["key"] not in done]
+    if limit is not None:
+        todo = todo[:max(limit, 0)]
+    rows: dict[str, dict] = dict(done)
+    failed = 0
+    files: list[str] = []
+
+    def flush():
+        ordered = [rows[k] for k in keys if k in rows] + list(kept.values())
+        df = _order_columns(pd.DataFrame(ordered), cfg.parameters) if ordered else pd.DataFrame(columns=list(BASE_COLUMNS))
+        return df, write_table(df, cfg.output)
+
+    if todo:
+        own = client is None
+        cluster = None
+        if own:
+            client, cluster = make_client(scheduler, workers=workers, threads_per_worker=threads_per_worker,
+                                          processes=processes)
+        bar = None
+        try:
+            from dask.distributed import as_completed
+
+            run = hashlib.sha1(f"{time.time_ns()}".encode()).hexdigest()[:8]   # fresh task names per run
+            futures = client.map(execute, todo, key=[f"topoplan-cell-{c['key']}-{run}" for c in todo], pure=False)
+            if progress:
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                           TimeRemainingColumn)
+
+                bar = Progress(TextColumn(f"sweep {cfg.name}"), BarColumn(), MofNCompleteColumn(),
+                               TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), TimeRemainingColumn(),
+                               console=console, transient=False)
+                bar.start()
+                task = bar.add_task("cells", total=len(todo), failed=0)
+            last = time.perf_counter()
+            for fut in as_completed(futures):
+                row = fut.result()
+                rows[row["key"]] = row
+                failed += bool(row.get("error"))
+                if bar is not None:
+                    bar.update(task, advance=1, failed=failed)
+                if time.perf_counter() - last >= flush_s:
+                    flush()
+                    last = time.perf_counter()
+        except BaseException:
+            if rows:
+                flush()   # keep what finished, then let the interruption through
+            raise
+        finally:
+            if bar is not None:
+                bar.stop()
+            if own:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    df, files = flush()
+    return SweepOutcome(table=df, total=len(cells), skipped=len(done), ran=len(todo), failed=failed, files=files,
+                        wall_s=time.perf_counter() - t0)

@@ -1,0 +1,179 @@
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from planner.errors import TopoplanError
+from planner.report import (busiest_time_index, class_series, frame_indices, load_result, parse_result, render_html,
+                            render_png, write_report)
+
+FIXTURE = "report_result.json"
+
+
+def _doc(data):
+    return json.loads((data / FIXTURE).read_text())
+
+
+def _cli(*args):
+    from planner.commands.report import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop", hidden=True)(lambda: None)
+    return CliRunner().invoke(app, ["report", *map(str, args)])
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """The fixture's report, rendered once: (html path, png path, summary)."""
+    from pathlib import Path
+
+    out = tmp_path_factory.mktemp("report")
+    src = Path(__file__).parent / "data" / FIXTURE
+    res = write_report(src, out / "report.html", png=out / "report.png", frames=4)
+    return out / "report.html", out / "report.png", res
+
+
+def test_fixture_parses_with_idle_links_counted(data):
+    d = load_result(data / FIXTURE)
+    assert d.n_times == 24 and len(d.names) == 42
+    assert d.class_order() == ["node-up", "node-down", "uplink-up", "uplink-down", "ocs"]
+    assert d.topo.kind == "hybrid" and d.topo.n_nodes == 16
+    assert d.circuits == [(0, 4), (8, 12)]
+    # node 15 is idle (absent from the timeline) but still one of 16 node-up links
+    assert d.class_links["node-up"] == 16 and d.class_links["ocs"] == 4
+    series = class_series(d)
+    up = d.util[np.asarray(d.classes) == "node-up"]
+    mx, av = series["node-up"]
+    assert np.allclose(mx, up.max(axis=0))
+    assert np.allclose(av, up.sum(axis=0) / 16)
+    assert busiest_time_index(d) == int(np.argmax(d.util.sum(axis=0)))
+    assert frame_indices(d, 3, 5) == [0, 5, 12, 23]
+
+
+def test_simulator_key_variants(data):
+    """`topoplan simulate` writes the topology name in 'topology', the document in 'topology_doc', circuits as 'circuit_pairs'."""
+    doc = _doc(data)
+    doc["topology_doc"], doc["topology"] = doc["topology"], "paper003"
+    doc["circuit_pairs"] = doc.pop("circuits")
+    d = parse_result(doc, "sim.json")
+    assert d.topo.n_nodes == 16 and d.circuits == [(0, 4), (8, 12)]
+    assert d.meta["topology"] == "paper003"
+    doc["timeline"]["links"].append({"name": "node0000:intra", "class": "intra", "src": "node0000", "dst": "node0000",
+                                     "util": [0.5] * 24})
+    assert len(parse_result(doc, "sim.json").names) == 42      # memory copies inside a node are not links
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda d: d.pop("timeline"), "timeline"),
+    (lambda d: d["timeline"]["links"][3].update(util=[0.1] * 5), "timeline.links[3].util"),
+    (lambda d: d["timeline"]["links"][0]["util"].__setitem__(2, -0.5), "timeline.links[0].util"),
+    (lambda d: d["timeline"].update(t_s=[0.0, 0.0] + d["timeline"]["t_s"][2:]), "timeline.t_s"),
+    (lambda d: d["timeline"]["links"][1].pop("class"), "timeline.links[1].class"),
+    (lambda d: d.update(circuits=[[0, 99]]), "circuits"),
+    (lambda d: d.update(switch_bytes=[[1, 2, 3]]), "switch_bytes"),
+    (lambda d: d["topology"].update(kind="hypercube"), "kind"),
+])
+def test_bad_results_name_the_field(data, mutate, field):
+    doc = _doc(data)
+    mutate(doc)
+    with pytest.raises(TopoplanError, match=re.escape(field)):
+        parse_result(doc, "bad.json")
+
+
+def test_html_is_self_contained(page):
+    html_path, png_path, res = page
+    text = html_path.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)     # nothing fetched from the network
+    imgs = re.findall(r'<img id="([\w-]+)"[^>]* src="data:image/png;base64,', text)
+    assert imgs == ["ts-img", "topo-img", "heat-img", "links-img"]
+    frames = json.loads(re.search(r'<script type="application/json" id="frames">(.*?)</script>', text).group(1))
+    assert len(frames) == res["frames"] == 5                       # 4 evenly spaced + the busiest interval
+    assert all(f["img"].startswith("data:image/png;base64,") for f in frames)
+    assert res["links"] == 42 and res["intervals"] == 24
+
+
+def test_png_stacks_all_views(page):
+    from PIL import Image
+
+    _, png_path, _ = page
+    im = Image.open(png_path)
+    assert im.format == "PNG" and im.height > 1.5 * im.width > 1000          # four views stacked
+    px = np.asarray(im.convert("RGB")).reshape(-1, 3).astype(int)
+    red = ((px[:, 0] > 200) & (px[:, 1] < 80) & (px[:, 2] < 80)).sum()
+    green = ((px[:, 1] > 180) & (px[:, 0] < 100) & (px[:, 2] < 120)).sum()
+    assert red > 1000 and green > 1000                              # CLV's max (red) and average (green) bars
+
+
+def test_torus_slices_and_no_topology(tmp_path):
+    from planner.topology_io import load_topology, topology_to_dict
+    from sim.network import build_network
+
+    t = load_topology("mesh10x10x10", ["dims=[3,3,2]", "wrap=[true,false,false]"])
+    net = build_network(t)
+    T = 6
+    links = [{"name": net.link_name[l], "class": str(net.link_class[l]), "src": net.link_ends[l][0],
+              "dst": net.link_ends[l][1], "util": [round((l % 7) / 7 * (k + 1) / T, 3) for k in range(T)]}
+             for l in range(net.n_links) if str(net.link_class[l]) != "intra" and l % 5]
+    doc = {"timeline": {"t_s": [k * 1e-4 for k in range(T)], "links": links}, "topology_doc": topology_to_dict(t),
+           "topology": "small-torus"}
+    d = parse_result(doc, "torus.json")
+    assert d.class_order() == ["torus-x+", "torus-x-", "torus-y+", "torus-y-", "torus-z+", "torus-z-"]
+    assert d.class_links["torus-x+"] == 18 and d.class_links["torus-y+"] == 12   # x wraps, y does not
+    assert d.dt_s == pytest.approx(1e-4)
+    text = render_html(d, frames=1, at_s=2e-4)
+    assert "t = <span id=\"t-label\">" in text and "heat-img" not in text
+    assert b"PNG" in render_png(d)[:8]
+    del doc["topology_doc"]
+    bare = parse_result(doc, "torus.json")
+    assert bare.topo is None and "topo-img" in render_html(bare, frames=1)
+
+
+def test_cli_writes_page_and_reports_json(tmp_path, data):
+    res = _cli(data / FIXTURE, "-o", tmp_path / "r.html", "--frames", 2, "--at", "3ms", "--json")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["selected_t_s"] == pytest.approx(0.003)
+    assert d["frames"] == 3 and (tmp_path / "r.html").stat().st_size == d["html_bytes"]
+    bad = _cli(tmp_path / "missing.json", "-o", tmp_path / "x.html")
+    assert isinstance(bad.exception, TopoplanError) and "no such file" in str(bad.exception)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium(tmp_path, *args):
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0"]
+    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=90)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_page_in_headless_chromium(page, tmp_path):
+    """The page loads without console messages, its script runs (views linked) and it renders the plots."""
+    from PIL import Image
+
+    html_path, _, _ = page
+    url = html_path.resolve().as_uri()
+    run = _chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", url)
+    assert run.returncode == 0, run.stderr[-2000:]
+    console_lines = [l for l in run.stderr.splitlines() if ":CONSOLE" in l]
+    assert console_lines == []
+    dom = run.stdout
+    assert 'data-ready="yes"' in dom                                  # the script ran to its end
+    assert re.search(r'id="t-label">\d[^<]*ms<', dom)                  # the selected time is shown
+    assert re.search(r'id="ts-cursor" style="[^"]*left: [\d.]+%', dom)  # cursor placed on the time series
+    shot = tmp_path / "shot.png"
+    run = _chromium(tmp_path, "--window-size=1200,1600", f"--screenshot={shot}", url)
+    assert shot.is_file(), run.stderr[-2000:]
+    px = np.asarray(Image.open(shot).convert("RGB")).reshape(-1, 3).astype(int)
+    red = ((px[:, 0] > 200) & (px[:, 1] < 80) & (px[:, 2] < 80)).sum()
+    black = (px.sum(axis=1) < 30).sum()
+    assert red > 2000 and black > 20000                                # the time series (red bars on black) is drawn

@@ -1,0 +1,205 @@
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from planner.errors import TopoplanError
+from planner.sweep import expand_cells, load_config, parse_config, run_sweep
+
+ME = __name__   # how the sweep finds this module's cell, problem and score functions
+
+
+# -- a cheap cell, a toy planning problem and a score hook, found by name like user code ------------
+
+def cheap_cell(cell):
+    p, m = cell["params"], cell["method"]
+    if p["a"] == 3:
+        raise ValueError("a = 3 fails on purpose")
+    size = cell["instance"]["size"]
+    val = size * p["a"] * m["options"].get("factor", 1) if m["name"] == "mul" else size + p["a"]
+    return {"status": "heuristic", "objective": val + p["seed"]}
+
+
+def problem_from_inputs(topo, traffic, placement, trace=None, **_):
+    return {"topo": topo, "traffic": traffic}
+
+
+def _toy_method(spread):
+    def method(problem, *, time_limit=None, seed=0, **_):
+        from planner.analysis import analyze
+        from planner.placement import from_nodes, sequential
+        from planner.result import PlanResult
+
+        topo, tr = problem["topo"], problem["traffic"]
+        n = tr.n_ranks
+        if spread:   # round robin over the edge switches
+            per = topo.nodes_per_switch[0]
+            pl = from_nodes([(r % topo.n_switches) * per + r // topo.n_switches for r in range(n)], topo)
+        else:
+            pl = sequential(n, topo)
+        inter = analyze(topo, tr, pl).inter_switch_bytes
+        return PlanResult("", inter, pl.to_dict(), metrics={"nodes_used": int(len(set(pl.rank_to_node.tolist())))})
+    return method
+
+
+TOY_METHODS = {"sequential": _toy_method(False), "spread": _toy_method(True)}
+
+
+def solve(problem, method="sequential", *, time_limit=None, seed=0, **options):
+    from planner.result import solve_with
+
+    return solve_with(TOY_METHODS, problem, method, problem_name="toy", time_limit=time_limit, seed=seed, **options)
+
+
+def score_hook(*, result, cell, **_):
+    return {"score": result.objective / 1e6, "hooked": cell["method"]["name"]}
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def client():
+    """One local Dask cluster of two workers (threads) for the module."""
+    from planner.sweep import make_client
+
+    c, cluster = make_client(workers=2, processes=False)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _cheap(data, tmp_path):
+    shutil.copy(data / "sweep_cheap.yaml", tmp_path / "sweep_cheap.yaml")
+    cfg = load_config(tmp_path / "sweep_cheap.yaml")
+    cfg.cell = f"{ME}:cheap_cell"
+    return cfg
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+def test_grid_and_keys(data, tmp_path):
+    cfg = _cheap(data, tmp_path)
+    cells = expand_cells(cfg)
+    assert len(cells) == 2 * 2 * 3 * 2
+    keys = [c["key"] for c in cells]
+    assert len(set(keys)) == len(keys)
+    assert cfg.output == tmp_path / "cheap.csv"
+    # keys depend on what defines a cell, not on where the sweep file lives
+    other = tmp_path / "moved"
+    other.mkdir()
+    shutil.copy(data / "sweep_cheap.yaml", other / "s.yaml")
+    cfg2 = load_config(other / "s.yaml")
+    cfg2.cell = cfg.cell
+    assert [c["key"] for c in expand_cells(cfg2)] == keys
+    cfg2.parameters["a"] = [1, 2, 4]
+    changed = [c["key"] for c in expand_cells(cfg2)]
+    assert sum(k in set(keys) for k in changed) == 16       # cells with a = 1, 2 keep their keys
+
+
+@pytest.mark.parametrize("doc, field", [
+    ({"methods": ["x"], "problem": "p"}, "instances"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "problem": "p"}, "methods"),
+    ({"instances": [{"topology": "t"}], "methods": ["m"], "problem": "p"}, "instances[0].traffic"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"]}, "methods[0].problem"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m", "m"], "problem": "p"}, "methods"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "parameters": {"a": []}},
+     "parameters.a"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "score": "nocolon"}, "score"),
+    ({"instances": [{"name": "a", "cell": 1}, {"name": "a"}], "methods": ["m"], "cell": "m:f"}, "duplicate"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "grid": {}}, "grid"),
+])
+def test_bad_configs_name_the_field(doc, field):
+    with pytest.raises(TopoplanError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        parse_config(doc, "s.yaml")
+
+
+def test_resumable_sweep_on_two_workers(data, tmp_path, client):
+    cfg = _cheap(data, tmp_path)
+    first = run_sweep(cfg, client=client, progress=False, limit=10)
+    assert (first.ran, first.skipped, first.failed) == (10, 0, 2)
+    assert len(pd.read_csv(cfg.output)) == 10
+    second = run_sweep(cfg, client=client, progress=False)
+    assert (second.skipped, second.ran, second.failed) == (8, 16, 8)    # failed cells are retried
+    third = run_sweep(cfg, client=client, progress=False)
+    assert (third.skipped, third.ran) == (16, 8)
+    df = pd.read_csv(cfg.output, keep_default_na=False)
+    assert len(df) == 24 and df["key"].is_unique
+    assert list(df.columns[:6]) == ["key", "instance", "problem", "method", "param.a", "param.seed"]
+    ok = df[df["error"] == ""]
+    want = [(r["param.a"] * r["size"] * 10 if r["method"] == "mul-x10" else r["param.a"] + r["size"]) + r["param.seed"]
+            for r in ok.assign(size=ok["instance"].map({"small": 2, "large": 5})).to_dict("records")]
+    assert ok["objective"].astype(float).tolist() == want
+    assert (df.loc[df["param.a"] == 3, "error"].str.contains("fails on purpose")).all()
+    assert set(df["worker"]) != {""}
+    # a finished cell is never recomputed: its row (and wall time) survives a new run untouched
+    before = df.set_index("key")["cell_wall_s"]
+    cfg.parameters["a"] = [1]
+    fourth = run_sweep(cfg, client=client, progress=False)
+    assert (fourth.total, fourth.skipped, fourth.ran) == (8, 8, 0)
+    after = pd.read_csv(cfg.output, keep_default_na=False).set_index("key")
+    assert len(after) == 16 and (after["param.a"] <= 2).all()   # finished rows no longer in the grid are kept
+    assert np.allclose(after["cell_wall_s"], before.loc[after.index])
+
+
+def test_default_cell_plans_and_scores(data, tmp_path, client):
+    cfg_path = tmp_path / "sweep_plan.yaml"
+    cfg_path.write_text((data / "sweep_plan.yaml").read_text().replace("test_sweep", ME))
+    ring = [(r, (r + 1) % 8, 1_000_000, 1) for r in range(8)]
+    (tmp_path / "matrix.csv").write_text("src,dst,bytes,msgs\n" + "".join(f"{a},{b},{c},{d}\n" for a, b, c, d in ring))
+    cfg = load_config(cfg_path)
+    out = run_sweep(cfg, client=client, progress=False)
+    assert (out.ran, out.failed) == (4, 0), out.table.get("error")
+    df = out.table.set_index(["method", "param.set.cores_per_node"])
+    assert df.loc[("sequential", 1), "objective"] == 0                  # 8 ranks under one switch
+    assert df.loc[("spread", 1), "objective"] == 8_000_000              # every ring edge crosses switches
+    assert df.loc[("sequential", 2), "metric.nodes_used"] == 4          # cores_per_node reached the topology
+    assert df.loc[("spread", 2), "score"] == pytest.approx(8.0)
+    assert set(df["hooked"]) == {"sequential", "spread"} and set(df["status"]) == {"heuristic"}
+
+
+def test_missing_problem_module_is_a_row_error(tmp_path, client):
+    cfg = parse_config({"instances": [{"topology": "paper003", "traffic": "nowhere.csv"}],
+                        "methods": ["m"], "problem": "no_such_module_xyz", "output": str(tmp_path / "e.csv")}, "e.yaml")
+    out = run_sweep(cfg, client=client, progress=False)
+    assert out.failed == 1 and "cannot import no_such_module_xyz" in out.table["error"][0]
+
+
+def test_cli_dry_run_and_run(data, tmp_path):
+    from planner.commands.sweep import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop", hidden=True)(lambda: None)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text((data / "sweep_cheap.yaml").read_text().replace("test_sweep", ME).replace("a: [1, 2, 3]", "a: [1, 2]"))
+    dry = CliRunner().invoke(app, ["sweep", str(cfg), "--dry-run", "--json"])
+    assert dry.exit_code == 0, dry.output
+    d = json.loads(dry.output)
+    assert d["pending"] == 16 and len(d["cells"]) == 16
+    res = CliRunner().invoke(app, ["sweep", str(cfg), "--workers", "2", "--threads", "--json", "-o", str(tmp_path / "o.csv")])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output[res.output.index("{"):])
+    assert (d["cells"], d["ran"], d["failed"]) == (16, 16, 0)
+    assert d["files"][0].endswith("o.csv")
+    dry = CliRunner().invoke(app, ["sweep", str(cfg), "--dry-run", "--json", "-o", str(tmp_path / "o.csv")])
+    assert json.loads(dry.output)["pending"] == 0
+
+
+def test_parquet_output_resumes(data, tmp_path, client):
+    """A .parquet output: Parquet (and CSV) with pyarrow, else CSV beside it; either way the sweep resumes."""
+    from planner.sweep import have_parquet
+
+    cfg = _cheap(data, tmp_path)
+    cfg.output = tmp_path / "t.parquet"
+    cfg.parameters["a"] = [1]
+    first = run_sweep(cfg, client=client, progress=False)
+    assert first.ran == 8
+    if have_parquet():
+        assert pd.read_parquet(tmp_path / "t.parquet").shape[0] == 8
+    else:
+        assert first.files == [str(tmp_path / "t.csv")]
+    assert run_sweep(cfg, client=client, progress=False).ran == 0
