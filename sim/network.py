@@ -76,7 +76,7 @@ class Network:
         return len(self.bw_Bps)
 
     def linkset(self):
-        from sim.flows import LinkSet
+        from sim.maxmin import LinkSet
 
         return LinkSet(bw_Bps=self.bw_Bps, latency_s=self.latency_s, shared=self.shared, names=self.link_name)
 

@@ -72,7 +72,7 @@ class Replayer:
 
     def __init__(self, trace: Trace, net, placement, *, eager_threshold_B=65536.0, compute_scale=1.0,
                  thresholds=None, timeline_dt_s=None, progress=None):
-        from sim.flows import FlowEngine
+        from sim.maxmin import FlowEngine
 
         self.trace, self.net = trace, net
         self.node = np.asarray(placement.rank_to_node, dtype=np.int64)

@@ -34,7 +34,7 @@ def simulate_cmd(
     from planner.errors import TopoplanError
 
     if flows is not None:
-        from sim.scenario import run_scenario
+        from sim.flowfile import run_scenario
 
         res = run_scenario(flows)
         emit(res, json_mode, output)
