@@ -1,0 +1,92 @@
+import numpy as np
+import pytest
+
+from planner.errors import TopoplanError
+from planner.placement import from_nodes, sequential
+from planner.topology_io import topology_from_dict
+from planner.trace import Trace
+from sim.network import build_network
+from sim.replay import replay
+
+TREE = {"kind": "tree", "switches": 2, "nodes_per_switch": 2, "cores_per_node": 1,
+        "eps": {"down_bw": "8Gbps", "up_bw": "8Gbps", "down_latency": "0ns", "mtu": "1B"},
+        "node": {"intra_bw": "8Gbps", "intra_latency": "0ns"}}
+
+
+def rec(*rows, n=4):
+    return Trace.from_records([r + (-1, -1) if len(r) == 8 else r for r in rows], n)
+
+
+def test_blocking_send_recv_rendezvous():
+    t = topology_from_dict(TREE)  # 1 GB/s links, no latency; MTU 1 B makes store-and-forward negligible
+    tr = rec((0, "send", 1, 1e9, -1, 4, 0, 0), (1, "recv", 0, 1e9, -1, 4, 0, 0))
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.makespan_s == pytest.approx(1.0, rel=1e-6)
+    assert res.rank_finish_s[0] == pytest.approx(1.0, rel=1e-6)  # rendezvous: the send waits for the transfer
+
+
+def test_eager_send_returns_at_once():
+    t = topology_from_dict(TREE)
+    tr = rec((0, "send", 1, 1000, -1, 4, 0, 0), (1, "recv", 0, 1000, -1, 4, 0, 0))
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.rank_finish_s[0] == 0.0 and res.rank_finish_s[1] == pytest.approx(1e-6 + 1e-9, rel=1e-9)  # + one MTU at the switch
+
+
+def test_computation_gap_and_late_receiver():
+    t = topology_from_dict(TREE)
+    # rank 1 computes 2 s (gap between its calls) before posting the receive
+    tr = rec((0, "send", 1, 1e9, -1, 4, 0, 0),
+             (1, "irecv", 2, 8, -1, 4, 0, 0), (2, "send", 1, 8, -1, 4, 0, 0),
+             (1, "wait", 2, 8, -1, 4, 0, 0),
+             (1, "recv", 0, 1e9, -1, 4, 2.0, 2.0))
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.rank_finish_s[1] == pytest.approx(3.0, rel=1e-6)
+    assert res.comm_time_s[1] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_sharing_uplink_between_two_transfers():
+    t = topology_from_dict(TREE)
+    tr = rec((0, "isend", 2, 1e9, -1, 4, 0, 0), (1, "isend", 3, 1e9, -1, 4, 0, 0),
+             (0, "waitall", -1, 0, -1, 4, 0, 0), (1, "waitall", -1, 0, -1, 4, 0, 0),
+             (2, "recv", 0, 1e9, -1, 4, 0, 0), (3, "recv", 1, 1e9, -1, 4, 0, 0))
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.makespan_s == pytest.approx(2.0, rel=1e-6)  # both cross the one 1 GB/s uplink
+
+
+def test_relay_adds_one_full_message_time():
+    doc = dict(TREE, kind="hybrid", ocs={"nodes": [0, 2], "bw": "8Gbps", "latency": "0ns"})
+    t = topology_from_dict(doc)
+    plan = {"circuits": [[0, 2]], "forwarding": {"1": {"1": 0}, "0": {"1": 2}}}
+    tr = rec((1, "send", 3, 1e9, -1, 4, 0, 0), (3, "recv", 1, 1e9, -1, 4, 0, 0))
+    res = replay(tr, build_network(t, plan), sequential(4, t))
+    # 1 -> 0 (EPS), 0 => 2 (circuit), 2 -> 3 (EPS): three store-and-forward segments of 1 s each
+    assert res.makespan_s == pytest.approx(3.0, rel=1e-6)
+    direct = replay(rec((0, "send", 2, 1e9, -1, 4, 0, 0), (2, "recv", 0, 1e9, -1, 4, 0, 0)),
+                    build_network(t, plan), sequential(4, t))
+    assert direct.makespan_s == pytest.approx(1.0, rel=1e-6)
+
+
+def test_any_source_and_tag_matching_order():
+    t = topology_from_dict(TREE)
+    tr = Trace.from_records([
+        (0, "send", 1, 1000, -1, 4, 0, 0, -1, 7), (0, "send", 1, 2000, -1, 4, 0, 0, -1, 5),
+        (1, "recv", 0, 2000, -1, 4, 0, 0, -1, 5), (1, "recv", -1, 1000, -1, 4, 0, 0, -1, 7)], 4)
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.n_messages == 2 and np.isfinite(res.makespan_s)
+
+
+def test_deadlock_is_reported_with_ranks():
+    t = topology_from_dict(TREE)
+    tr = rec((0, "recv", 1, 8, -1, 4, 0, 0), (1, "recv", 0, 8, -1, 4, 0, 0))
+    with pytest.raises(TopoplanError, match=r"deadlock.*rank 0 in call 0 \(recv peer 1\).*rank 1"):
+        replay(tr, build_network(t), sequential(4, t))
+
+
+def test_placement_on_one_node_uses_intra_link():
+    doc = dict(TREE, cores_per_node=2)
+    t = topology_from_dict(doc)
+    tr = rec((0, "send", 1, 1e9, -1, 4, 0, 0), (1, "recv", 0, 1e9, -1, 4, 0, 0))
+    res = replay(tr, build_network(t), sequential(4, t))
+    assert res.makespan_s == pytest.approx(1.0, rel=1e-6)
+    net = build_network(t)
+    assert res.link_bytes[net.link_class == "intra"].sum() == pytest.approx(1e9)
