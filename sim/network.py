@@ -225,7 +225,6 @@ class Network:
         fwd = self.circuits.forwarding
         target = int(sw[b])
         chain, cur, seen = [], a, {a}
-        limit = self.circuits.hop_limit or 4 * (len(partner) + 2)
         while sw[cur] != target:
             nxt = fwd.get(cur, {}).get(target)
             if nxt is None:
@@ -237,7 +236,7 @@ class Network:
             else:
                 raise TopoplanError(f"circuit plan: forwarding[{cur}][{target}] = {nxt} is not a neighbour of node {cur}")
             cur = nxt
-            if cur in seen or len(chain) > limit:
+            if cur in seen:
                 raise TopoplanError(f"circuit plan: routing loop from node {a} towards switch {target}")
             seen.add(cur)
         if cur != b:

@@ -448,21 +448,24 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
 def bulk_trace(traffic, iters: int = 1) -> Trace:
     """A communication matrix as one bulk-synchronous phase repeated ``iters`` times.
 
-    Each phase every rank posts its receives and sends (``count / iters``
-    messages per group, at least one) and waits for all of them.
+    In each phase every rank posts one receive and one send per communicating
+    pair, carrying that pair's bytes divided by ``iters``, and waits for all of
+    them. A matrix has no order or timing, so a pair's messages are merged per
+    phase; replay a trace for message-exact behaviour (sizes decide eager vs
+    rendezvous and EPS vs circuits).
     """
     recs = []
-    per = np.maximum(np.round(traffic.count / max(iters, 1)).astype(np.int64), 1)
+    s, d, b, _ = traffic.matrix()
+    iters = max(int(iters), 1)
+    keep = s != d
     by_rank = defaultdict(list)
-    for s, d, b, c in zip(traffic.src.tolist(), traffic.dst.tolist(), traffic.msg_bytes.tolist(), per.tolist()):
-        by_rank[s].append(("isend", d, b, c))
-        by_rank[d].append(("irecv", s, b, c))
-    t = 0.0
+    for a, c, x in zip(s[keep].tolist(), d[keep].tolist(), (b[keep] / iters).tolist()):
+        by_rank[a].append(("isend", c, x))
+        by_rank[c].append(("irecv", a, x))
     n = traffic.n_ranks
-    for _ in range(max(iters, 1)):
+    for _ in range(iters):
         for r in range(n):
-            for op, peer, b, c in by_rank.get(r, ()):
-                for _k in range(c):
-                    recs.append((r, op, peer, b, -1, n, t, t, -1, 0))
-            recs.append((r, "waitall", -1, 0, -1, n, t, t, -1, -1))
+            for op, peer, x in by_rank.get(r, ()):
+                recs.append((r, op, peer, x, -1, n, 0.0, 0.0, -1, 0))
+            recs.append((r, "waitall", -1, 0, -1, n, 0.0, 0.0, -1, -1))
     return Trace.from_records(recs, n, source=f"bulk({traffic.name})")

@@ -1,0 +1,186 @@
+"""Simulated annealing over circuit sets (``anneal``).
+
+The state is a set of circuits; every state gets the distance-vector
+forwarding tables of :func:`planner.circuits.forwarding.distance_vector` and
+is scored by the same objective as every other method: the
+communication-time bound, then the uplink bytes (energy
+``T / T0 + 1e-3 * uplink / large bytes``). Optionally (``score='sim'``) the
+energy is the simulated makespan (needs the simulator and the trace).
+
+Moves: re-point one end of a circuit to another free OCS node (same or
+other switch), swap the ends of two circuits, add a circuit between two
+free OCS nodes (within ``max_circuits``), remove a circuit. The start is
+the best of the papers' heuristics (``start=`` to choose); the temperature
+falls geometrically from ``t0`` to ``t1`` (relative energy) over the time
+budget (``time_limit``, default 10 s) or ``iters`` moves. Seeded.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from planner.circuits.bound import better, evaluate
+from planner.circuits.forwarding import array_from_tables, distance_vector
+from planner.circuits.problem import result_from_plan
+from planner.errors import TopoplanError
+
+DEFAULT_TIME_S = 10.0
+
+
+def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters: int | None = None,
+           t0: float = 0.02, t1: float = 1e-4, score: str = "bound", trace=None, **_):
+    """Simulated annealing over circuit sets, started from the best heuristic (see the module docstring).
+
+    Parameters
+    ----------
+    problem : :class:`planner.circuits.problem.CircuitProblem`.
+    time_limit : seconds (default 10; with ``iters`` the first to run out stops).
+    seed : random seed.
+    start : heuristic to start from (default: the best of sp, three-step, greedy, matching).
+    iters : number of moves.
+    t0, t1 : start and end temperature, relative to the start energy.
+    score : ``bound`` (default) or ``sim`` (simulated makespan; needs ``trace``).
+    """
+    from planner.circuits import heuristics
+    from planner.circuits.problem import HEURISTICS
+
+    if score not in ("bound", "sim"):
+        raise TopoplanError(f"field 'score': 'bound' or 'sim', got {score!r}")
+    sim_score = _sim_scorer(problem, trace) if score == "sim" else None
+    rng = np.random.default_rng(seed)
+    budget = DEFAULT_TIME_S if time_limit is None and iters is None else time_limit
+    t_start = time.perf_counter()
+    names = [start] if start else list(HEURISTICS)
+    fns = {"sp": heuristics.switch_partitioning, "three-step": heuristics.three_step, "greedy": heuristics.greedy,
+           "matching": heuristics.matching, "none": heuristics.eps_only}
+    best_ev, cur, start_name = None, None, None
+    for name in names:
+        if name not in fns:
+            raise TopoplanError(f"field 'start': unknown heuristic {name!r} ({', '.join(fns)})")
+        r = fns[name](problem, seed=seed)
+        circ = [tuple(c) for c in r.plan["circuits"]]
+        ev = evaluate(problem, circ, array_from_tables(r.plan["forwarding"], problem.n_nodes, problem.n_switches))
+        if better(ev, best_ev):
+            best_ev, cur, start_name = ev, circ, name
+
+    large = max(float(problem.large_bytes.sum()), 1.0)
+    T0 = max(best_ev.congestion_s, 1e-30)
+
+    def energy(circ):
+        nh = distance_vector(problem, circ)
+        ev = evaluate(problem, circ, nh)
+        e = ev.congestion_s / T0 + 1e-3 * ev.uplink_bytes / large
+        if sim_score is not None:
+            e = sim_score(circ, nh) / max(sim_score.ref, 1e-30)
+        return e, ev, nh
+
+    e_cur, ev_cur, nh_cur = energy(cur)
+    best = (e_cur, list(cur), ev_cur, nh_cur)
+    state = _State(problem, cur)
+    moves = accepted = 0
+    while True:
+        elapsed = time.perf_counter() - t_start
+        if budget is not None and elapsed >= budget:
+            break
+        if iters is not None and moves >= iters:
+            break
+        frac = elapsed / budget if budget else moves / max(iters, 1)
+        temp = t0 * (t1 / t0) ** min(1.0, frac)
+        cand = state.propose(rng)
+        moves += 1
+        if cand is None:
+            continue
+        e_new, ev_new, nh_new = energy(cand)
+        if e_new <= e_cur or rng.random() < math.exp(-(e_new - e_cur) / temp):
+            state.set(cand)
+            e_cur = e_new
+            accepted += 1
+            if e_new < best[0] - 1e-15:
+                best = (e_new, list(cand), ev_new, nh_new)
+    _, circ, ev, nh = best
+    res = result_from_plan(problem, circ, nh, status="heuristic",
+                           options={"start": start_name, "moves": moves, "accepted": accepted, "score": score,
+                                    "t0": t0, "t1": t1})
+    if sim_score is not None:
+        res.metrics["simulated_makespan_s"] = sim_score(circ, nh)
+    return res
+
+
+class _State:
+    """Circuit set with the bookkeeping the moves need (free ports, joined pairs)."""
+
+    def __init__(self, problem, circuits):
+        self.p = problem
+        self.ocs = problem.ocs_nodes
+        self.set(circuits)
+
+    def set(self, circuits):
+        self.c = [tuple(sorted(map(int, x))) for x in circuits]
+        self.free = np.where(self.p.is_ocs, self.p.ports, 0).astype(np.int64)
+        for a, b in self.c:
+            self.free[a] -= 1
+            self.free[b] -= 1
+
+    def _ok(self, a, b, joined):
+        sw = self.p.node_switch
+        return a != b and sw[a] != sw[b] and (min(a, b), max(a, b)) not in joined
+
+    def propose(self, rng):
+        """A neighbouring circuit set, or None when the drawn move does not apply."""
+        c = list(self.c)
+        joined = set(c)
+        limit = self.p.circuit_limit()
+        kind = rng.choice(4, p=[0.45, 0.25, 0.15, 0.15])
+        free_nodes = self.ocs[self.free[self.ocs] > 0]
+        if kind == 0 and c:  # re-point one end
+            i = int(rng.integers(len(c)))
+            a, b = c[i]
+            keep, drop = (a, b) if rng.random() < 0.5 else (b, a)
+            if not len(free_nodes):
+                return None
+            w = int(rng.choice(free_nodes))
+            if w == drop or not self._ok(keep, w, joined):
+                return None
+            c[i] = (min(keep, w), max(keep, w))
+            return c
+        if kind == 1 and len(c) >= 2:  # swap ends
+            i, j = rng.choice(len(c), size=2, replace=False)
+            (a, b), (x, y) = c[i], c[j]
+            n1, n2 = ((a, y), (x, b)) if rng.random() < 0.5 else ((a, x), (b, y))
+            joined -= {c[i], c[j]}
+            if not (self._ok(*n1, joined) and self._ok(*n2, joined)) or n1 == n2:
+                return None
+            c[i], c[j] = tuple(sorted(n1)), tuple(sorted(n2))
+            return c
+        if kind == 2 and len(c) < limit and len(free_nodes) >= 2:  # add
+            a, b = (int(x) for x in rng.choice(free_nodes, size=2, replace=False))
+            if not self._ok(a, b, joined) or (a == b):
+                return None
+            c.append((min(a, b), max(a, b)))
+            return c
+        if kind == 3 and c:  # remove
+            c.pop(int(rng.integers(len(c))))
+            return c
+        return None
+
+
+def _sim_scorer(problem, trace):
+    """Simulated makespan of a plan (the simulator's hybrid mode); needs sim.run and a trace."""
+    if trace is None:
+        raise TopoplanError("anneal score='sim' needs the event trace (trace=...); generators and trace files have one")
+    try:
+        from sim.run import simulate
+    except ImportError as exc:  # the simulator is not built yet
+        raise TopoplanError(f"anneal score='sim': the simulator is not available ({exc})") from None
+    from planner.circuits.problem import plan_dict
+
+    def score(circ, nh):
+        plan = plan_dict(problem, circ, nh, "")
+        return simulate(problem.topo, trace, problem.placement, circuits=plan,
+                        threshold_B=problem.threshold_B)["makespan_s"]
+
+    score.ref = score([], np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64))
+    return score

@@ -1,0 +1,512 @@
+"""The circuit-assignment problem: what a hybrid EPS/OCS network must carry, at node level, and how to solve it.
+
+A :class:`CircuitProblem` is built once from a hybrid topology, traffic, a
+placement and the large-message threshold. It holds
+
+- the topology as arrays (switch of every node, OCS nodes, optical ports,
+  link bandwidths) and a fixed numbering of the directed links
+  (:meth:`CircuitProblem.link_index`);
+- the *base* link loads: every byte whose route does not depend on the
+  plan (intra-node, intra-switch, small inter-switch messages);
+- the *large inter-switch* traffic as node pairs (the part circuits and
+  relays can carry), with per-node and per-switch-pair aggregates.
+
+:func:`solve` runs one method of :data:`METHODS` and returns a validated
+:class:`planner.result.PlanResult`; :func:`validate_plan_dict` checks a plan
+file against a topology (the rules of the plan-file contract).
+
+Example
+-------
+>>> from planner.topology_io import load_topology
+>>> from planner.traffic import from_arrays
+>>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+>>> prob = CircuitProblem.build(topo, from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+>>> res = solve(prob, method="three-step")
+>>> res.plan["circuits"]
+[[0, 16]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner.errors import TopoplanError
+from planner.result import PlanResult, solve_with
+
+
+@dataclass
+class CircuitProblem:
+    """Inputs of circuit assignment, as arrays (see the module docstring).
+
+    Link numbering (:meth:`link_index`): node up links ``0..N-1``, node down
+    links ``N..2N-1``, intra-node links ``2N..3N-1``, switch uplinks up
+    ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``; circuits follow, two
+    directed links each, in the order of the plan's circuit list.
+    """
+
+    topo: Any
+    placement: Any
+    threshold_B: float
+    hop_limit: int | None
+    max_circuits: int | None
+    node_switch: np.ndarray
+    is_ocs: np.ndarray
+    ports: int
+    node_bw_Bps: np.ndarray
+    up_bw_Bps: float
+    ocs_bw_Bps: float
+    intra_bw_Bps: float
+    uplinks_shared: bool
+    base_up_B: np.ndarray
+    base_down_B: np.ndarray
+    base_intra_B: np.ndarray
+    base_uplink_up_B: np.ndarray
+    base_uplink_down_B: np.ndarray
+    large_src: np.ndarray
+    large_dst: np.ndarray
+    large_bytes: np.ndarray
+    large_msgs: np.ndarray
+    node_min_rank: np.ndarray
+    traffic_name: str = ""
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # -- construction ---------------------------------------------------
+    @classmethod
+    def build(cls, topo, traffic, placement=None, threshold_B: float | None = None, *,
+              hop_limit: int | None = None, max_circuits: int | None = None) -> "CircuitProblem":
+        """Aggregate rank traffic to node level under ``placement`` (default sequential).
+
+        Parameters
+        ----------
+        topo : a hybrid :class:`planner.topology.TreeTopology` (with an ``ocs`` section).
+        traffic : :class:`planner.traffic.Traffic`.
+        placement : :class:`planner.placement.Placement` (validated here).
+        threshold_B : large-message threshold (default: OCS bandwidth-delay product).
+        hop_limit : most circuits a large message may cross (None: no limit).
+        max_circuits : most circuits a plan may set up (None: as many as ports allow).
+        """
+        from planner.analysis import default_threshold
+        from planner.placement import sequential
+        from planner.topology import TreeTopology
+
+        if not isinstance(topo, TreeTopology) or topo.ocs is None:
+            raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
+                                f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
+        if hop_limit is not None and hop_limit < 1:
+            raise TopoplanError(f"field 'hop_limit': must be at least 1, got {hop_limit}")
+        if max_circuits is not None and max_circuits < 0:
+            raise TopoplanError(f"field 'max_circuits': must be non-negative, got {max_circuits}")
+        if placement is None:
+            placement = sequential(traffic.n_ranks, topo)
+        if placement.n_ranks < traffic.n_ranks:
+            raise TopoplanError(f"placement: places {placement.n_ranks} ranks but the traffic has {traffic.n_ranks}")
+        placement.validate(topo)
+        thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
+        if not thr >= 0:
+            raise TopoplanError(f"field 'threshold': must be non-negative, got {threshold_B}")
+        n, sw = topo.n_nodes, topo.node_switch()
+        s = topo.n_switches
+        node = np.asarray(placement.rank_to_node, dtype=np.int64)
+        a, b = node[traffic.src], node[traffic.dst]
+        by = traffic.bytes.astype(np.float64)
+        same_node, same_sw = a == b, sw[a] == sw[b]
+        large = (traffic.msg_bytes >= thr) & ~same_sw
+        eps = ~same_node & ~large
+        cross = eps & ~same_sw
+        up = np.bincount(a[eps], weights=by[eps], minlength=n)
+        down = np.bincount(b[eps], weights=by[eps], minlength=n)
+        intra = np.bincount(a[same_node & (traffic.src != traffic.dst)],
+                            weights=by[same_node & (traffic.src != traffic.dst)], minlength=n)
+        uu = np.bincount(sw[a[cross]], weights=by[cross], minlength=s)
+        ud = np.bincount(sw[b[cross]], weights=by[cross], minlength=s)
+        key = a[large] * n + b[large]
+        uniq, inv = np.unique(key, return_inverse=True)
+        lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
+        lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
+        keep = lb > 0
+        min_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(min_rank, node[:traffic.n_ranks], np.arange(traffic.n_ranks, dtype=np.int64))
+        ocs = topo.ocs
+        return cls(topo=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
+                   node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(), ports=int(ocs.ports_per_node),
+                   node_bw_Bps=topo.node_link_bw().astype(np.float64), up_bw_Bps=float(topo.up_bw_Bps),
+                   ocs_bw_Bps=float(ocs.bw_Bps), intra_bw_Bps=float(topo.intra_node_bw_Bps),
+                   uplinks_shared=topo.kind != "fat-tree",
+                   base_up_B=up, base_down_B=down, base_intra_B=intra, base_uplink_up_B=uu, base_uplink_down_B=ud,
+                   large_src=(uniq // n)[keep], large_dst=(uniq % n)[keep], large_bytes=lb[keep],
+                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""))
+
+    # -- sizes and structure --------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_switch)
+
+    @property
+    def n_switches(self) -> int:
+        return int(self.topo.n_switches)
+
+    @property
+    def ocs_nodes(self) -> np.ndarray:
+        return np.flatnonzero(self.is_ocs)
+
+    def ocs_of_switch(self) -> list[np.ndarray]:
+        """OCS nodes under every switch, ascending."""
+        if "ocs_of" not in self._cache:
+            o = self.ocs_nodes
+            self._cache["ocs_of"] = [o[self.node_switch[o] == k] for k in range(self.n_switches)]
+        return self._cache["ocs_of"]
+
+    def circuit_limit(self) -> int:
+        """Most circuits any plan can have: the ports, and ``max_circuits`` when set."""
+        total = self.ports * int(self.is_ocs.sum()) // 2
+        return total if self.max_circuits is None else min(total, self.max_circuits)
+
+    # -- large inter-switch traffic aggregates --------------------------
+    def own_out(self) -> np.ndarray:
+        """``own_out[n, B]``: large bytes node n sends to nodes under switch B (N x S)."""
+        if "own_out" not in self._cache:
+            m = np.zeros((self.n_nodes, self.n_switches))
+            np.add.at(m, (self.large_src, self.node_switch[self.large_dst]), self.large_bytes)
+            self._cache["own_out"] = m
+        return self._cache["own_out"]
+
+    def own_in(self) -> np.ndarray:
+        """``own_in[n, A]``: large bytes node n receives from nodes under switch A (N x S)."""
+        if "own_in" not in self._cache:
+            m = np.zeros((self.n_nodes, self.n_switches))
+            np.add.at(m, (self.large_dst, self.node_switch[self.large_src]), self.large_bytes)
+            self._cache["own_in"] = m
+        return self._cache["own_in"]
+
+    def switch_bytes(self) -> np.ndarray:
+        """``W[A, B]``: large bytes from switch A to switch B (S x S, zero diagonal)."""
+        if "W" not in self._cache:
+            s = self.n_switches
+            m = np.zeros((s, s))
+            np.add.at(m, (self.node_switch[self.large_src], self.node_switch[self.large_dst]), self.large_bytes)
+            self._cache["W"] = m
+        return self._cache["W"]
+
+    def node_pairs(self):
+        """Unordered communicating node pairs (large traffic): ``(u, v, bytes, msgs)`` with ``u < v``, both directions summed."""
+        if "pairs" not in self._cache:
+            n = self.n_nodes
+            lo = np.minimum(self.large_src, self.large_dst)
+            hi = np.maximum(self.large_src, self.large_dst)
+            uniq, inv = np.unique(lo * n + hi, return_inverse=True)
+            self._cache["pairs"] = (uniq // n, uniq % n, np.bincount(inv, weights=self.large_bytes),
+                                    np.bincount(inv, weights=self.large_msgs))
+        return self._cache["pairs"]
+
+    def switch_pair_counts(self) -> np.ndarray:
+        """Number of communicating node pairs between switches (symmetric S x S): the papers' "communication count"."""
+        if "counts" not in self._cache:
+            u, v, _, _ = self.node_pairs()
+            s = self.n_switches
+            m = np.zeros((s, s), dtype=np.int64)
+            np.add.at(m, (self.node_switch[u], self.node_switch[v]), 1)
+            self._cache["counts"] = m + m.T
+        return self._cache["counts"]
+
+    # -- links ----------------------------------------------------------
+    def n_fixed_links(self) -> int:
+        return 3 * self.n_nodes + 2 * self.n_switches
+
+    def link_index(self) -> dict[str, int]:
+        """Offsets of the link groups (see the class docstring)."""
+        n, s = self.n_nodes, self.n_switches
+        return {"up": 0, "down": n, "intra": 2 * n, "uplink_up": 3 * n, "uplink_down": 3 * n + s, "circuit": 3 * n + 2 * s}
+
+    def fixed_link_bw(self) -> np.ndarray:
+        """Bandwidth of the fixed links; fat-tree uplinks get ``inf`` (they cap flows but are not shared)."""
+        s = self.n_switches
+        up = self.up_bw_Bps if self.uplinks_shared else np.inf
+        return np.concatenate([self.node_bw_Bps, self.node_bw_Bps, np.full(self.n_nodes, self.intra_bw_Bps),
+                               np.full(2 * s, up)])
+
+    def base_loads(self) -> np.ndarray:
+        """Bytes on every fixed link that do not depend on the plan."""
+        return np.concatenate([self.base_up_B, self.base_down_B, self.base_intra_B, self.base_uplink_up_B,
+                               self.base_uplink_down_B])
+
+    def link_name(self, link: int, circuits=()) -> str:
+        n, s = self.n_nodes, self.n_switches
+        names = self.topo.host_names()
+        sw = (list(self.topo.switch_names) if self.topo.switch_names else [f"S{k}" for k in range(s)])
+        if link < n:
+            return f"{names[link]}->{sw[self.node_switch[link]]}"
+        if link < 2 * n:
+            k = link - n
+            return f"{sw[self.node_switch[k]]}->{names[k]}"
+        if link < 3 * n:
+            return f"{names[link - 2 * n]}:intra"
+        if link < 3 * n + s:
+            return f"{sw[link - 3 * n]}->top"
+        if link < 3 * n + 2 * s:
+            return f"top->{sw[link - 3 * n - s]}"
+        c = link - 3 * n - 2 * s
+        u, v = circuits[c // 2]
+        if c % 2:
+            u, v = v, u
+        return f"{names[u]}=>{names[v]}"
+
+    def describe(self) -> dict:
+        return {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
+                "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
+                "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
+                "large_inter_switch_bytes": float(self.large_bytes.sum())}
+
+
+# -- plan construction and validation -----------------------------------
+
+def normalize_circuits(circuits) -> list[tuple[int, int]]:
+    """Circuits as sorted ``(u, v)`` tuples, ``u < v``, in a canonical order."""
+    return sorted((int(min(a, b)), int(max(a, b))) for a, b in circuits)
+
+
+def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_sharing: str) -> dict:
+    """The plan's own keys (circuits, forwarding, ...) from circuits and a next-hop array (-1 = no entry)."""
+    from planner.circuits.forwarding import tables_from_array
+
+    return {"circuits": [list(c) for c in circuits],
+            "forwarding": tables_from_array(next_hop),
+            "load_sharing": load_sharing,
+            "hop_limit": problem.hop_limit,
+            "threshold_B": problem.threshold_B,
+            "rank_to_node": problem.placement.rank_to_node.tolist()}
+
+
+def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heuristic", bound=None,
+                     load_sharing: str | None = None, message: str = "", extra_metrics=None,
+                     options=None) -> PlanResult:
+    """Evaluate a plan with the communication-time bound and wrap it in a :class:`PlanResult`."""
+    from planner.circuits.bound import evaluate
+    from planner.circuits.forwarding import LOAD_SHARING
+
+    circuits = [tuple(map(int, c)) for c in circuits]
+    ev = evaluate(problem, circuits, next_hop)
+    metrics = ev.metrics()
+    if extra_metrics:
+        metrics.update(extra_metrics)
+    plan = plan_dict(problem, circuits, next_hop, load_sharing or LOAD_SHARING)
+    return PlanResult(method="", objective=ev.congestion_s, plan=plan, status=status, bound=bound,
+                      metrics=metrics, message=message, options=dict(options or {}))
+
+
+def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
+    """Validate a method's plan against the problem (ports, OCS nodes, neighbours, loops, limits)."""
+    validate_plan_dict(result.plan, problem.topo, where=f"{result.method or 'circuit'} plan",
+                       max_circuits=problem.max_circuits)
+
+
+def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circuits: int | None = None) -> None:
+    """Check a circuit plan (dict as in the plan JSON) against a hybrid topology.
+
+    Rejects, with a one-line :class:`TopoplanError`: unknown nodes or switches,
+    a circuit touching a non-OCS node, joining two nodes under one switch or
+    listed twice, a node with more circuits than optical ports, a next hop
+    that is neither the circuit partner nor a node under the same switch, an
+    entry at a node already under its destination switch, a routing loop, a
+    route crossing more circuits than ``hop_limit``, and more circuits than
+    ``max_circuits`` (argument or ``options.max_circuits``).
+    """
+    from planner.topology import TreeTopology
+
+    if not isinstance(doc, dict):
+        raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
+    if not isinstance(topo, TreeTopology) or topo.ocs is None:
+        raise TopoplanError(f"{where}: a circuit plan needs a hybrid topology (with an 'ocs' section)")
+    n, sw = topo.n_nodes, topo.node_switch()
+    s = topo.n_switches
+    is_ocs = topo.is_ocs_node()
+    ports = topo.ocs.ports_per_node
+    raw = doc.get("circuits", [])
+    if not isinstance(raw, list):
+        raise TopoplanError(f"{where}: field 'circuits': expected a list of [node, node] pairs")
+    partners: dict[int, set] = {}
+    seen = set()
+    for i, c in enumerate(raw):
+        if not isinstance(c, (list, tuple)) or len(c) != 2 or not all(_is_int(x) for x in c):
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': expected [node, node], got {c!r}")
+        a, b = int(c[0]), int(c[1])
+        for x in (a, b):
+            if not 0 <= x < n:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': unknown node {x} ({n} nodes)")
+            if not is_ocs[x]:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {x} is not an OCS node")
+        if sw[a] == sw[b]:
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': nodes {a} and {b} are under the same switch {sw[a]}")
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': circuit {a}-{b} listed twice")
+        seen.add(key)
+        for u, v in ((a, b), (b, a)):
+            partners.setdefault(u, set()).add(v)
+            if len(partners[u]) > ports:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {u} has {len(partners[u])} circuits "
+                                    f"but {ports} optical port{'s' if ports != 1 else ''}")
+    limit = max_circuits
+    opts = doc.get("options") or {}
+    if limit is None and isinstance(opts, dict) and _is_int(opts.get("max_circuits")):
+        limit = int(opts["max_circuits"])
+    if limit is not None and len(raw) > limit:
+        raise TopoplanError(f"{where}: field 'circuits': {len(raw)} circuits but max_circuits is {limit}")
+    fwd = doc.get("forwarding") or {}
+    if not isinstance(fwd, dict):
+        raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
+    table: dict[int, dict[int, int]] = {}
+    for key_n, row in fwd.items():
+        if not _is_int(key_n) or not 0 <= int(key_n) < n:
+            raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
+        u = int(key_n)
+        if not isinstance(row, dict):
+            raise TopoplanError(f"{where}: field 'forwarding.{u}': expected {{switch: next_hop}}")
+        for key_s, h in row.items():
+            if not _is_int(key_s) or not 0 <= int(key_s) < s:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
+            t = int(key_s)
+            if not _is_int(h) or not 0 <= int(h) < n:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
+            h = int(h)
+            if sw[u] == t:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': node {u} is already under switch {t}")
+            if h == u or not (h in partners.get(u, ()) or sw[h] == sw[u]):
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': next hop {h} is not a neighbour of node {u} "
+                                    f"(neither its circuit partner nor a node under switch {sw[u]})")
+            table.setdefault(u, {})[t] = h
+    hop_limit = doc.get("hop_limit")
+    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
+        raise TopoplanError(f"{where}: field 'hop_limit': expected a positive integer or null, got {hop_limit!r}")
+    # every chain must end (at the destination switch or a missing entry) without revisiting a node
+    done: dict[tuple[int, int], int] = {}
+    for u, row in table.items():
+        for t in row:
+            path, cur, hops = [], u, 0
+            while (cur, t) not in done:
+                if sw[cur] == t or t not in table.get(cur, {}):
+                    done[(cur, t)] = 0
+                    break
+                if (cur, t) in path:
+                    cyc = " -> ".join(str(x) for x, _ in path[path.index((cur, t)):]) + f" -> {cur}"
+                    raise TopoplanError(f"{where}: field 'forwarding': routing loop towards switch {t}: {cyc}")
+                path.append((cur, t))
+                cur = table[cur][t]
+            hops = done[(cur, t)]
+            for x, _ in reversed(path):
+                nxt = table[x][t]
+                hops += 1 if nxt in partners.get(x, ()) else 0
+                done[(x, t)] = hops
+                if hop_limit is not None and hops > int(hop_limit):
+                    raise TopoplanError(f"{where}: field 'forwarding.{x}.{t}': the route crosses {hops} circuits, "
+                                        f"more than hop_limit {hop_limit}")
+    r2n = doc.get("rank_to_node")
+    if r2n is not None:
+        if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
+            raise TopoplanError(f"{where}: field 'rank_to_node': expected a list of node ids")
+        bad = [x for x in r2n if not 0 <= int(x) < n]
+        if bad:
+            raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
+
+
+def _is_int(x) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return True
+    if isinstance(x, str):
+        return x.strip().lstrip("-").isdigit()
+    if isinstance(x, float):
+        return x.is_integer()
+    return False
+
+
+# -- solve ----------------------------------------------------------------
+
+HEURISTICS = ("sp", "three-step", "greedy", "matching")
+
+
+def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
+          seed: int | None = 0, **options) -> PlanResult:
+    """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
+
+    Parameters
+    ----------
+    problem : :class:`CircuitProblem`.
+    method : ``none``, ``sp``, ``three-step``, ``greedy``, ``matching``, ``ilp`` or ``anneal``.
+    time_limit : seconds (``ilp``, ``anneal``).
+    seed : random seed (``greedy``'s random picks, ``anneal``, solver seeds); recorded in the result.
+    options : method options, e.g. ``solver='highs'`` or ``formulation='switch'`` for ``ilp``.
+
+    Returns
+    -------
+    PlanResult with ``plan`` = circuits, forwarding, load_sharing, hop_limit,
+    threshold_B, rank_to_node; ``objective`` = the communication-time bound
+    (seconds) of the plan; ``metrics`` incl. ``congestion_bound_s``,
+    ``uplink_bytes`` and ``circuits_used``. The plan is validated.
+    """
+    res = solve_with(METHODS, problem, method, problem_name="circuits", time_limit=time_limit, seed=seed,
+                     validate=validate_plan, **options)
+    res.options.setdefault("hop_limit", problem.hop_limit)
+    res.options.setdefault("max_circuits", problem.max_circuits)
+    res.options.setdefault("threshold_B", problem.threshold_B)
+    return res
+
+
+def ilp(problem: CircuitProblem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: str = "auto",
+        objective: str = "lexicographic", threads: int | None = None, **_) -> PlanResult:
+    """The exact model (see :mod:`models.circuits_milp`): best plan found, proven bound and gap."""
+    from models.circuits_milp import solve_exact
+
+    return solve_exact(problem, time_limit=time_limit, seed=seed, solver=solver, formulation=formulation,
+                       objective=objective, threads=threads)
+
+
+# The registry: adding a method is one function plus one line here.
+from planner.circuits import anneal as _anneal, heuristics as _heur  # noqa: E402  (they import this module)
+
+METHODS = {
+    "none": _heur.eps_only,
+    "sp": _heur.switch_partitioning,
+    "three-step": _heur.three_step,
+    "greedy": _heur.greedy,
+    "matching": _heur.matching,
+    "ilp": ilp,
+    "anneal": _anneal.anneal,
+}
+
+
+def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None = None, seed: int | None = 0,
+            simulate=None, **options) -> list[dict]:
+    """Run several methods on one problem; one row per method, plus the gap to the exact model.
+
+    ``gap_to_exact`` is ``(T - T_ilp) / T`` when ``ilp`` ran and proved
+    optimality, else ``(T - best lower bound) / T`` (then labelled
+    ``gap_to_bound``). ``simulate(plan_dict) -> seconds`` adds the simulated
+    communication time when given.
+    """
+    methods = list(methods or METHODS)
+    rows, results = [], {}
+    for m in methods:
+        opts = dict(options) if m == "ilp" else {}
+        res = solve(problem, m, time_limit=time_limit if m in ("ilp", "anneal") else None, seed=seed, **opts)
+        results[m] = res
+        row = {"method": m, "status": res.status, "objective": res.objective, "bound": res.bound, "gap": res.gap,
+               "uplink_bytes": res.metrics["uplink_bytes"], "circuits": res.metrics["circuits_used"],
+               "fallback_bytes": res.metrics["large_fallback_bytes"], "bottleneck": res.metrics["bottleneck"],
+               "wall_s": res.wall_s}
+        if simulate is not None:
+            row["simulated_s"] = simulate(res.to_dict())
+        rows.append(row)
+    bounds = [r.bound for r in results.values() if r.bound is not None]
+    best_bound = max(bounds) if bounds else None
+    exact = results.get("ilp")
+    for row in rows:
+        T = row["objective"]
+        if exact is not None and exact.status == "optimal":
+            row["gap_to_exact"] = 0.0 if T <= 0 else (T - exact.objective) / T
+        elif best_bound is not None:
+            row["gap_to_bound"] = 0.0 if T <= 0 else max(0.0, (T - best_bound) / T)
+    return rows

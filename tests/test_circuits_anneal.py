@@ -1,0 +1,37 @@
+"""Simulated annealing over circuit sets: seeded, never worse than its start, within the limits."""
+
+import pytest
+
+from test_circuits_cases import random_problem
+from planner.circuits import solve
+from planner.errors import TopoplanError
+
+
+def test_anneal_is_seeded_and_not_worse_than_the_best_heuristic():
+    p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=25, max_circuits=3)
+    a = solve(p, "anneal", seed=7, iters=150)
+    b = solve(p, "anneal", seed=7, iters=150)
+    assert a.plan["circuits"] == b.plan["circuits"] and a.objective == b.objective
+    best_h = min((solve(p, m).objective, solve(p, m).metrics["uplink_bytes"]) for m in ("sp", "three-step", "greedy", "matching"))
+    assert (a.objective, a.metrics["uplink_bytes"]) <= (best_h[0] * (1 + 1e-9), best_h[1] + 1)
+    assert len(a.plan["circuits"]) <= 3 and a.options["moves"] == 150 and a.options["start"]
+
+
+def test_anneal_improves_a_poor_start():
+    p = random_problem(8, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=30)
+    start = solve(p, "none")
+    a = solve(p, "anneal", seed=1, iters=300, start="none")
+    assert a.objective < start.objective
+    assert a.options["accepted"] > 0
+
+
+def test_anneal_time_budget_and_options():
+    p = random_problem(1)
+    r = solve(p, "anneal", time_limit=0.3, seed=0)
+    assert r.wall_s < 3 and r.options["moves"] > 0
+    with pytest.raises(TopoplanError, match="score"):
+        solve(p, "anneal", iters=5, score="magic")
+    with pytest.raises(TopoplanError, match="trace"):
+        solve(p, "anneal", iters=5, score="sim")
+    with pytest.raises(TopoplanError, match="unknown heuristic"):
+        solve(p, "anneal", iters=5, start="nope")

@@ -1,0 +1,83 @@
+"""`topoplan circuits`, `topoplan validate` and `topoplan compare circuits` end to end."""
+
+import json
+
+import pytest
+
+from planner.traffic import from_arrays
+
+
+@pytest.fixture
+def matrix(tmp_path):
+    # 64 ranks on paper003 round-robin: rank r on node r; neighbours across switches
+    src = [0, 16, 1, 17, 20, 36, 40, 56]
+    dst = [16, 0, 17, 1, 36, 20, 56, 40]
+    path = tmp_path / "m.csv"
+    from_arrays(64, src, dst, [8e6] * 8).write_matrix(path)
+    return path
+
+
+def test_circuits_writes_a_valid_plan(run_cli, matrix, tmp_path):
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-m", "sp",
+                                "--max-circuits", "3", "-o", out, "--json")
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert json.loads(stdout)["circuits"] == doc["circuits"]
+    assert doc["method"] == "sp" and doc["status"] == "heuristic" and len(doc["circuits"]) == 3
+    assert doc["metrics"]["congestion_bound_s"] == doc["objective"] and doc["topology"] == "paper003"
+    assert doc["rank_to_node"][:3] == [0, 1, 2] and doc["options"]["max_circuits"] == 3
+    code, stdout, err = run_cli("validate", out, "-t", "paper003")
+    assert code == 0 and "valid" in stdout
+    # the same plan is wrong for a system with fewer OCS nodes
+    code, stdout, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=1")
+    assert code == 2 and "is not an OCS node" in err and err.count("\n") == 1
+
+
+def test_ilp_from_the_cli(run_cli, matrix):
+    code, stdout, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-m", "ilp",
+                                "--time-limit", "20", "--json")
+    assert code == 0, err
+    d = json.loads(stdout)
+    assert d["status"] == "optimal" and d["gap"] == pytest.approx(0, abs=1e-6)
+    assert d["metrics"]["uplink_bytes"] == 0
+
+
+def test_validate_rejects_loops_and_checks_placements_and_orders(run_cli, tmp_path):
+    bad = tmp_path / "loop.json"
+    bad.write_text(json.dumps({"circuits": [[0, 16]], "forwarding": {"1": {"1": 2}, "2": {"1": 1}}}))
+    code, out, err = run_cli("validate", bad, "-t", "paper003")
+    assert code == 2 and "routing loop" in err and "Traceback" not in err
+    pl = tmp_path / "pl.json"
+    pl.write_text(json.dumps({"rank_to_node": [0, 0, 0, 0, 0], "rank_to_slot": [0, 1, 2, 3, 3]}))
+    code, out, err = run_cli("validate", pl, "-t", "paper003")
+    assert code == 2 and "share node 0 slot 3" in err
+    pl.write_text(json.dumps({"rank_to_node": [0, 0, 1]}))
+    code, out, err = run_cli("validate", pl, "-t", "paper003", "--json")
+    assert code == 0 and json.loads(out)["ranks"] == 3
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({"order": [3, 1, 2], "allocation": [1, 2, 3]}))
+    assert run_cli("validate", order, "-t", "paper003")[0] == 0
+    order.write_text(json.dumps({"order": [3, 1, 1]}))
+    code, out, err = run_cli("validate", order, "-t", "paper003")
+    assert code == 2 and "appears twice" in err
+    empty = tmp_path / "e.json"
+    empty.write_text("{}")
+    assert run_cli("validate", empty, "-t", "paper003")[0] == 2
+
+
+def test_compare_circuits_json(run_cli, matrix):
+    code, out, err = run_cli("compare", "circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin",
+                             "--methods", "none,greedy,ilp", "--time-limit", "10", "--json")
+    assert code == 0, err
+    rows = {r["method"]: r for r in json.loads(out)["rows"]}
+    assert set(rows) == {"none", "greedy", "ilp"}
+    assert rows["ilp"]["objective"] <= rows["greedy"]["objective"] <= rows["none"]["objective"]
+    assert rows["none"]["gap_to_exact"] > 0
+
+
+def test_circuits_bad_input(run_cli, matrix):
+    code, _, err = run_cli("circuits", "-t", "paper003", "--set", "kind=tree", "--set", "ocs=null", "-T", matrix)
+    assert code == 2 and "hybrid" in err
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-m", "nosuch")
+    assert code == 2 and "unknown circuits method" in err

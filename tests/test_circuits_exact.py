@@ -1,0 +1,152 @@
+"""The exact model: equal to exhaustive search, never beaten by a heuristic, valid bounds, time-outs."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from test_circuits_cases import hybrid, problem, random_problem
+from planner.circuits import solve
+from planner.circuits.bound import better, evaluate
+from planner.errors import TopoplanError
+from models.circuits_milp import build_node_model, lp_bound, node_size
+
+REL = 1e-6
+
+
+def brute_force(p):
+    """Best (bound, uplink bytes) over every circuit set and every forwarding table of the nodes that matter."""
+    sw = p.node_switch
+    ocs = p.ocs_nodes.tolist()
+    edges = [(u, v) for u, v in itertools.combinations(ocs, 2) if sw[u] != sw[v]]
+    own = p.own_out()
+    dests = [b for b in range(p.n_switches) if own[:, b].sum() > 0]
+    slots = [(n, b) for b in dests for n in range(p.n_nodes) if sw[n] != b and (own[n, b] > 0 or p.is_ocs[n])]
+    best, count = None, 0
+    for k in range(len(edges) + 1):
+        for circ in itertools.combinations(edges, k):
+            deg = np.zeros(p.n_nodes, int)
+            for u, v in circ:
+                deg[u] += 1
+                deg[v] += 1
+            if deg.max(initial=0) > p.ports or k > p.circuit_limit():
+                continue
+            part = {n: [v if u == n else u for u, v in circ if n in (u, v)] for n in range(p.n_nodes)}
+            opts = [[-1] + [q for q in ocs if sw[q] == sw[n] and q != n] + part[n] for n, _ in slots]
+            for choice in itertools.product(*opts):
+                nh = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
+                for (n, b), h in zip(slots, choice):
+                    nh[n, b] = h
+                try:
+                    ev = evaluate(p, list(circ), nh)
+                except TopoplanError:
+                    continue  # a loop
+                if p.hop_limit is not None and ev.max_hops > p.hop_limit:
+                    continue
+                count += 1
+                if better(ev, best):
+                    best = ev
+    return best, count
+
+
+def two_switch_case():
+    t = hybrid(switches=2, per_switch=3, ocs_per_switch=2, up="2Gbps")   # 0,1,2 | 3,4,5; OCS 0,1 | 3,4
+    return problem(t, [(0, 4, 6e6), (2, 5, 9e6), (1, 3, 2e6), (5, 0, 4e6), (2, 1, 3e6), (4, 3, 2e6)])
+
+
+def multi_hop_case(hop_limit=None):
+    # S2 has one OCS node (4): both S0 and S1 want it; thin uplinks make S0 go through S1
+    t = hybrid(switches=3, per_switch=2, up="1Gbps", ocs_nodes=[0, 1, 2, 3, 4])
+    return problem(t, [(0, 5, 6e6), (1, 4, 5e6), (2, 5, 4e6), (3, 0, 1e6)], hop_limit=hop_limit)
+
+
+@pytest.mark.parametrize("case", ["two_switch", "multi_hop", "multi_hop_h1"])
+def test_exact_equals_exhaustive_search(case):
+    p = {"two_switch": two_switch_case, "multi_hop": multi_hop_case,
+         "multi_hop_h1": lambda: multi_hop_case(1)}[case]()
+    best, count = brute_force(p)
+    assert count > 100
+    res = solve(p, "ilp", formulation="node")
+    assert res.status == "optimal" and res.options["formulation"] == "node"
+    assert res.objective == pytest.approx(best.congestion_s, rel=REL)
+    assert res.metrics["uplink_bytes"] == pytest.approx(best.uplink_bytes, rel=REL, abs=1.0)
+    assert res.bound == pytest.approx(res.objective, rel=REL) and res.gap == pytest.approx(0, abs=REL)
+    if case == "multi_hop":
+        assert res.metrics["max_circuit_hops"] == 2   # the optimum crosses two circuits
+        assert res.objective < solve(multi_hop_case(1), "ilp", formulation="node").objective
+
+
+def test_node_model_objective_is_the_plan_bound():
+    p = random_problem(5)
+    m = build_node_model(p, T_max=solve(p, "none").objective)
+    from models.backends import solve as backend_solve
+    from models.circuits_milp import extract_node_plan
+
+    r = backend_solve(m.prob, "cbc")
+    assert r.status == "optimal"
+    circ, nh = extract_node_plan(p, m)
+    ev = evaluate(p, circ, nh)
+    assert ev.congestion_s == pytest.approx(m.T.value() * m.info["T_scale"], rel=REL)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_exact_never_beaten_and_switch_bound_valid(seed):
+    p = random_problem(seed)
+    exact = solve(p, "ilp", formulation="node")
+    assert exact.status == "optimal"
+    for m in ("none", "sp", "three-step", "greedy", "matching"):
+        h = solve(p, m, seed=seed)
+        assert exact.objective <= h.objective * (1 + REL), m
+        assert exact.bound <= h.objective * (1 + REL)
+    lb = lp_bound(p)
+    agg = solve(p, "ilp", formulation="switch")
+    assert lb <= agg.bound * (1 + REL) <= exact.objective * (1 + REL)
+    assert agg.objective >= exact.objective * (1 - REL)
+
+
+def test_switch_formulation_proves_a_floor_bound_instance():
+    # 003's system, a few neighbours across switches: the sources' own links bound everything
+    from planner.topology_io import load_topology
+    from planner.traffic import from_arrays
+    from planner.circuits import CircuitProblem
+
+    t = load_topology("paper003", ["ocs.nodes_per_switch=8"])
+    src = [60, 61, 124, 125, 188, 0]
+    dst = [64, 65, 128, 129, 192, 250]
+    p = CircuitProblem.build(t, from_arrays(256, src + dst, dst + src, [20e6] * 12))
+    assert node_size(p) > 4000  # auto picks the switch formulation
+    res = solve(p, "ilp", time_limit=20)
+    assert res.options["formulation"] == "switch"
+    assert res.status == "optimal" and res.gap == pytest.approx(0, abs=REL)
+    assert res.metrics["uplink_bytes"] == 0
+
+
+def test_timeout_returns_the_best_plan_with_bound_and_gap():
+    p = random_problem(7, switches=4, per_switch=4, ocs_per_switch=3, n_msgs=40)
+    res = solve(p, "ilp", formulation="node", time_limit=0.5)
+    assert res.status in ("timeout", "optimal")
+    assert res.bound is not None and res.bound <= res.objective * (1 + REL)
+    h = min(solve(p, m).objective for m in ("sp", "three-step", "greedy"))
+    assert res.objective <= h * (1 + REL)
+    if res.status == "timeout":
+        assert res.gap is not None and res.gap >= 0
+
+
+def test_weighted_objective_and_bad_options():
+    p = two_switch_case()
+    lex = solve(p, "ilp", formulation="node")
+    w = solve(p, "ilp", formulation="node", objective="weighted")
+    assert w.objective == pytest.approx(lex.objective, rel=1e-3)
+    with pytest.raises(TopoplanError, match="formulation"):
+        solve(p, "ilp", formulation="nope")
+    with pytest.raises(TopoplanError, match="not available|unknown solver"):
+        solve(p, "ilp", solver="nosuch")
+
+
+def test_switch_model_relaxation_is_below_every_plan():
+    for seed in (11, 12):
+        p = random_problem(seed, switches=4, per_switch=3, ocs_per_switch=2)
+        lb = lp_bound(p)
+        for m in ("none", "sp", "three-step", "greedy", "matching", "anneal"):
+            r = solve(p, m, seed=seed, **({"time_limit": 0.5} if m == "anneal" else {}))
+            assert lb <= r.objective * (1 + REL), m

@@ -1,0 +1,103 @@
+"""Solver back-ends: same optimum everywhere, LP relaxation, infeasibility, time limits, warm starts."""
+
+import itertools
+import random
+
+import numpy as np
+import pulp
+import pytest
+
+from models.backends import SOLVERS, available, available_solvers, relative_gap, solve, to_matrix
+from planner.errors import TopoplanError
+
+SOLVABLE = [s for s in ("cbc", "highs", "ortools") if available(s)]
+
+
+def knapsack(n=12, m=2, seed=3):
+    rng = random.Random(seed)
+    prob = pulp.LpProblem("knap", pulp.LpMaximize)
+    x = [prob.add_variable(f"x{i}", 0, 1, cat="Binary") if hasattr(prob, "add_variable")
+         else pulp.LpVariable(f"x{i}", cat="Binary") for i in range(n)]
+    v = [rng.randint(5, 40) for _ in range(n)]
+    w = [[rng.randint(5, 30) for _ in range(n)] for _ in range(m)]
+    cap = [sum(row) // 3 for row in w]
+    prob += pulp.lpSum(vi * xi for vi, xi in zip(v, x))
+    for j in range(m):
+        prob += pulp.lpSum(w[j][i] * x[i] for i in range(n)) <= cap[j], f"cap{j}"
+    best = max(sum(v[i] for i in range(n) if bits[i]) for bits in itertools.product((0, 1), repeat=n)
+               if all(sum(w[j][i] for i in range(n) if bits[i]) <= cap[j] for j in range(m)))
+    return prob, x, best
+
+
+@pytest.mark.parametrize("solver", SOLVABLE)
+def test_every_backend_finds_the_enumerated_optimum(solver):
+    prob, x, best = knapsack()
+    r = solve(prob, solver, seed=5, threads=1)
+    assert r.status == "optimal" and r.proven and r.has_solution and r.solver == solver
+    assert r.objective == pytest.approx(best)
+    assert r.bound == pytest.approx(best, rel=1e-6) and r.gap == pytest.approx(0, abs=1e-6)
+    assert sum(prob.objective.get(xi, 0) * xi.value() for xi in x) == pytest.approx(best)  # values written back
+    lp = solve(prob, solver, relax=True)
+    assert lp.status == "optimal" and lp.objective >= best - 1e-9
+    assert any(0.01 < xi.value() < 0.99 for xi in x) or lp.objective == pytest.approx(best)
+
+
+def test_cbc_and_highs_in_one_process_with_ortools():
+    # highspy and OR-Tools bundle clashing libhighs builds: the second one loaded runs in a fresh process
+    prob, _, best = knapsack(n=10, seed=4)
+    for s in ("highs", "ortools", "highs"):
+        if available(s):
+            assert solve(prob, s).objective == pytest.approx(best)
+
+
+def test_infeasible_and_errors():
+    prob = pulp.LpProblem("bad", pulp.LpMinimize)
+    x = prob.add_variable("y", 0, 1, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("y", 0, 1, cat="Integer")
+    prob += x
+    prob += x >= 2, "impossible"
+    for s in SOLVABLE:
+        r = solve(prob, s)
+        assert r.status == "infeasible" and not r.has_solution, s
+    with pytest.raises(TopoplanError, match="unknown solver"):
+        solve(prob, "cplex")
+    with pytest.raises(TopoplanError, match="time_limit"):
+        solve(prob, "cbc", time_limit=0)
+    if not available("gurobi"):
+        with pytest.raises(TopoplanError, match="gurobipy"):
+            solve(prob, "gurobi")
+
+
+@pytest.mark.parametrize("solver", [s for s in ("cbc", "highs") if available(s)])
+def test_time_limit_returns_incumbent_bound_and_gap(solver):
+    rng = random.Random(1)
+    prob = pulp.LpProblem("big", pulp.LpMaximize)
+    new = prob.add_variable if hasattr(prob, "add_variable") else (lambda n, lo, hi, cat: pulp.LpVariable(n, lo, hi, cat=cat))
+    x = [new(f"b{i}", 0, 1, cat="Binary") for i in range(400)]
+    w = [rng.randint(10, 1000) for _ in x]
+    prob += pulp.lpSum((wi + rng.randint(-5, 5)) * xi for wi, xi in zip(w, x))
+    for j in range(30):
+        prob += pulp.lpSum(rng.randint(10, 1000) * xi for xi in x) <= 15000 + j, f"c{j}"
+    r = solve(prob, solver, time_limit=0.3, seed=0)
+    assert r.status in ("timeout", "optimal")
+    assert r.wall_s < 10
+    if r.status == "timeout":
+        assert r.has_solution and r.bound >= r.objective - 1e-6 and r.gap >= 0
+
+
+def test_warm_start_and_matrix_form():
+    prob, _, best = knapsack(n=8, seed=9)
+    r0 = solve(prob, "cbc")
+    r1 = solve(prob, "cbc", warm_start=True)   # values from r0 are the start
+    assert r1.objective == pytest.approx(r0.objective) == pytest.approx(best)
+    m = to_matrix(prob)
+    assert m.A.shape == (2, 8) and m.sense == -1 and m.integer.all()
+    assert np.isinf(m.row_lo).all() and np.isfinite(m.row_hi).all()
+    assert m.start is not None and set(np.round(m.start)) <= {0.0, 1.0}
+    assert to_matrix(prob, relax=True).integer.sum() == 0
+
+
+def test_registry_and_gap_helper():
+    assert set(available_solvers()) <= set(SOLVERS) and "cbc" in available_solvers()
+    assert relative_gap(10.0, 8.0) == pytest.approx(0.2)
+    assert relative_gap(8.0, 10.0, sense=-1) == pytest.approx(0.25)
+    assert relative_gap(0.0, 0.0) == 0.0 and relative_gap(1.0, None) is None
