@@ -79,8 +79,10 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1) 
 
 def npb(kernel: str, np: int, klass: str = "C", iters: int = 0) -> Trace:
     """Skeleton of an NPB 3.x MPI kernel (see :mod:`planner.npb`)."""
-    from planner.npb import npb_trace
-
+    try:
+        from planner.npb import npb_trace
+    except ImportError:
+        raise TopoplanError("traffic spec 'npb': the NPB skeletons are not available in this build") from None
     return npb_trace(kernel, klass, np, iters or None)
 
 
