@@ -286,11 +286,24 @@ def _cached(op, p, me, root, n, counts, th):
     raise TopoplanError(f"unknown collective {op!r} (known: {', '.join(OPERATIONS)})")
 
 
-def messages(op, comm_size, root, nbytes, *, counts_by_rank=None, thresholds=MPICHThresholds()):
-    """All point-to-point messages of one call: ``(src, dst, bytes)`` arrays of local indices."""
+def messages(op, comm_size, root, nbytes, *, counts=None, counts_by_rank=None, thresholds=MPICHThresholds()):
+    """All point-to-point messages of one call: ``(src, dst, bytes)`` arrays of local indices.
+
+    ``counts`` (alltoallv): per-destination bytes, the same for every rank
+    (length comm_size), or one such row per rank (comm_size x comm_size);
+    ``counts_by_rank`` is the per-rank form under its older name.
+
+    >>> s, d, b = messages("bcast", 4, 0, 100)
+    >>> int(b.sum())
+    300
+    """
+    if counts is not None and counts_by_rank is None:
+        c = np.asarray(counts, dtype=float)
+        counts_by_rank = c if c.ndim == 2 else np.tile(c, (comm_size, 1))
     src, dst, by = [], [], []
     for me in range(comm_size):
-        counts = counts_by_rank[me] if counts_by_rank is not None else None
+        counts = tuple(counts_by_rank[me].tolist() if hasattr(counts_by_rank[me], "tolist")
+                       else counts_by_rank[me]) if counts_by_rank is not None else None
         for st in schedule(op, comm_size, me, root, nbytes, counts=counts, thresholds=thresholds):
             for peer, b in st.sends:
                 src.append(me); dst.append(peer); by.append(b)

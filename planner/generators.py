@@ -8,8 +8,7 @@ recorded traffic alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy
 
@@ -18,7 +17,7 @@ from planner.trace import Trace
 from planner.units import parse_size
 
 
-def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute: float = 0.0) -> Trace:
+def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
     """2D neighbour exchange: row-major ranks on a rows x cols grid, up to 4 neighbours, no wrap.
 
     Each iteration every rank posts an irecv and an isend per neighbour, then waitall.
@@ -38,22 +37,23 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute: floa
             for q in nbrs:
                 recs.append((r, "isend", q, bytes, -1, n, t, t, -1, 0))
             recs.append((r, "waitall", -1, 0, -1, n, t, t, -1, -1))
-        t += compute
+        t += compute_s + 1e-9  # distinct times per iteration keep calls ordered
     return Trace.from_records(recs, n, source=f"neighbor2d:{rows}x{cols}")
 
 
-def alltoall(np: int, bytes: float, iters: int = 1, compute: float = 0.0) -> Trace:
-    """``iters`` MPI_Alltoall calls of ``bytes`` per destination."""
-    recs = [(r, "alltoall", -1, bytes, -1, np, k * compute, k * compute, -1, -1)
+def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
+    """``iters`` MPI_Alltoall calls of ``bytes`` per destination (one row per rank and call)."""
+    step = compute_s + 1e-9
+    recs = [(r, "alltoall", -1, bytes, -1, np, k * step, k * step, -1, -1)
             for r in range(np) for k in range(iters)]
     return Trace.from_records(recs, np, source="alltoall")
 
 
-def ring(np: int, bytes: float, iters: int = 1, compute: float = 0.0) -> Trace:
+def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
     """Each rank sends to (r+1) % np and receives from (r-1) % np, per iteration."""
     recs = []
     for k in range(iters):
-        t = k * compute
+        t = k * (compute_s + 1e-9)
         for r in range(np):
             recs += [(r, "irecv", (r - 1) % np, bytes, -1, np, t, t, -1, 0),
                      (r, "isend", (r + 1) % np, bytes, -1, np, t, t, -1, 0),
@@ -77,19 +77,18 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1) 
     return Trace.from_records(recs, np, source="random")
 
 
-def npb(kernel: str, np: int, klass: str = "C", iters: int = 0) -> Trace:
-    """Skeleton of an NPB 3.x MPI kernel (see :mod:`planner.npb`)."""
-    try:
-        from planner.npb import npb_trace
-    except ImportError:
-        raise TopoplanError("traffic spec 'npb': the NPB skeletons are not available in this build") from None
-    return npb_trace(kernel, klass, np, iters or None)
+def npb(kernel: str, np: int, klass: str = "C", iters: int = 0, compute_s: float = 0.0) -> Trace:
+    """Skeleton of an NPB 3.x MPI kernel (see :mod:`planner.npb`); iters 0 means the class default."""
+    from planner.npb import npb_trace
+
+    return npb_trace(kernel, klass, np, iters or None, compute_s)
 
 
-@dataclass(frozen=True)
-class Generator:
+class Generator(NamedTuple):
+    """A registry entry: ``(fn, params, help)``; params maps name -> (kind int|size|float|str, default or REQUIRED, help)."""
+
     fn: Callable
-    params: dict  # name -> (kind, default or REQUIRED, help)
+    params: dict
     help: str
 
 
@@ -109,7 +108,8 @@ GENERATORS = {
                                  "msgs": ("int", 0, "messages per iteration (default np)"), "seed": ("int", 0, "seed"),
                                  "iters": ("int", 1, "iterations")}, "random pairs"),
     "npb": Generator(npb, {"kernel": ("str", REQUIRED, "cg, mg, is, lu or ft"), "np": ("int", REQUIRED, "ranks"),
-                           "class": ("str", "C", "S, W, A, B or C"), "iters": ("int", 0, "iterations (0: class default)")},
+                           "class": ("str", "C", "S, W, A, B or C"), "iters": ("int", 0, "iterations (0: class default)"),
+                           "compute": ("float", 0.0, "seconds of computation per iteration")},
                      "NPB 3.x MPI skeletons"),
 }
 
@@ -150,7 +150,7 @@ def parse_spec(spec: str) -> Trace:
                 args[key] = parse_size(value, key)
             else:
                 args[key] = value.strip()
-        except ValueError:
+        except (ValueError, TopoplanError):
             raise TopoplanError(f"traffic spec {name!r}: parameter {key!r}: bad value {value!r}") from None
     for key, (kind, default, _) in gen.params.items():
         if key not in args:
@@ -162,6 +162,8 @@ def parse_spec(spec: str) -> Trace:
             raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} must be at least 1")
     if name == "npb":
         args["klass"] = args.pop("class")
+    if "compute" in args:
+        args["compute_s"] = args.pop("compute")
     trace = gen.fn(**args)
     trace.source = spec
     return trace

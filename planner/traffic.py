@@ -117,7 +117,7 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
                                 f"communicator of {n} ranks")
     key = src * max(n, 1) + dst
     uniq, inv = np.unique(key, return_inverse=True)
-    tot = np.bincount(inv, weights=by, minlength=len(uniq))
+    tot = np.bincount(inv, weights=by, minlength=len(uniq)).astype(np.float64)
     cnt = np.bincount(inv, weights=msgs, minlength=len(uniq)).astype(np.int64)
     cnt = np.where((cnt == 0) & (tot > 0), 1, cnt)
     keep = cnt > 0
