@@ -89,6 +89,10 @@ def simulate_cmd(
         from planner.topology_io import topology_to_dict
 
         res["topology_doc"] = topology_to_dict(topo)
+        from planner.analysis import analyze
+
+        sa = analyze(topo, tr, pl)
+        res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
         if plan is not None:
             res["circuit_pairs"] = plan.get("circuits", [])
     emit(res, json_mode, output)
