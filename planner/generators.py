@@ -1,9 +1,12 @@
-"""Synthetic traffic generators, addressed by spec strings such as
-``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5`` or ``alltoall:np=256,bytes=1MB``.
+"""Synthetic traffic generators and the spec strings that name them.
 
-Each generator returns a :class:`planner.trace.Trace` (calls in per-rank
-order with synthetic times), so analysis and replay treat generated and
-recorded traffic alike.
+A spec such as ``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``,
+``alltoall:np=256,bytes=1MB`` or ``npb:kernel=cg,class=C,np=128,iters=5``
+can stand in for a traffic file; :func:`parse_spec` runs the generator it
+names. Every generator returns a :class:`planner.trace.Trace` (calls in
+per-rank order with synthetic times), so analysis and replay treat generated
+and recorded traffic alike. :class:`TraceBuilder` is the vectorised call
+recorder the generators and :mod:`planner.npb` share.
 """
 
 from __future__ import annotations
@@ -13,165 +16,432 @@ from typing import Callable, NamedTuple
 import numpy
 
 from planner.errors import TopoplanError
-from planner.trace import Trace
+from planner.trace import OP_CODE, Trace
 from planner.units import parse_size
+
+TICK_S = 1e-9  # duration of one synthetic call; keeps the calls of a rank at distinct times
+
+
+class TraceBuilder:
+    """Records MPI calls for many ranks at once, in each rank's program order.
+
+    Every :meth:`add` appends one call per listed rank (a rank listed k times
+    makes k calls, in list order) after that rank's previous calls. Times are
+    synthetic: the i-th call of a rank starts at ``i * (TICK_S + call_gap_s)``
+    plus the computation added with :meth:`compute`, and lasts ``TICK_S``.
+    A block of calls recorded after :meth:`mark` can be repeated without
+    recording it again (:meth:`repeat`), which keeps long runs cheap.
+
+    Parameters
+    ----------
+    n_ranks : size of MPI_COMM_WORLD.
+    call_gap_s : computation before every call (seconds).
+
+    Example
+    -------
+    >>> b = TraceBuilder(2)
+    >>> b.add([0], "send", peer=1, nbytes=8); b.add([1], "recv", peer=0, nbytes=8)
+    >>> m = b.mark(); b.add([0, 1], "barrier"); b.repeat(m, 3)
+    >>> b.build("demo").op_counts()
+    {'send': 1, 'recv': 1, 'barrier': 6}
+    """
+
+    _COLS = ("rank", "op", "peer", "bytes", "root", "comm_size", "tag", "comm", "req", "seq", "t0")
+
+    def __init__(self, n_ranks: int, call_gap_s: float = 0.0):
+        self.n = int(n_ranks)
+        self.call_gap_s = float(call_gap_s)
+        self.next = numpy.zeros(self.n, dtype=numpy.int64)   # number of the next call of each rank
+        self.clock = numpy.zeros(self.n)                     # computation added so far per rank
+        self.chunks: list[tuple] = []
+
+    def add(self, ranks, op: str, peer=-1, nbytes=0.0, *, root=-1, size=None, tag=-1, comm=-1, req=-1,
+            one_call: bool = False) -> None:
+        """Append one call of ``op`` per entry of ``ranks``; other arguments are scalars or per-entry arrays.
+
+        ``size`` is the communicator size (default: all ranks); ``req`` marks
+        what a ``wait`` completes (1 send, 0 receive). With ``one_call`` the
+        rows of a rank form a single call sharing one start time (alltoallv
+        written per destination).
+        """
+        r = numpy.asarray(ranks, dtype=numpy.int64).ravel()
+        k = len(r)
+        if k == 0:
+            return
+        if one_call:
+            seq = self.next[r]
+            self.next[numpy.unique(r)] += 1
+        else:
+            # the j-th occurrence of a rank in r is its j-th new call
+            order = numpy.argsort(r, kind="stable")
+            rs = r[order]
+            first = numpy.r_[0, numpy.flatnonzero(rs[1:] != rs[:-1]) + 1]
+            occ = numpy.arange(k) - numpy.repeat(first, numpy.diff(numpy.r_[first, k]))
+            seq = numpy.empty(k, dtype=numpy.int64)
+            seq[order] = self.next[rs] + occ
+            numpy.add.at(self.next, r, 1)
+
+        def col(v, dtype):
+            a = numpy.asarray(v, dtype=dtype)
+            return numpy.full(k, a, dtype=dtype) if a.ndim == 0 else a.ravel()
+
+        self.chunks.append((r, numpy.full(k, OP_CODE[op], dtype=numpy.int16), col(peer, numpy.int64),
+                            col(nbytes, numpy.float64), col(root, numpy.int64),
+                            col(self.n if size is None else size, numpy.int64), col(tag, numpy.int64),
+                            col(comm, numpy.int64), col(req, numpy.int64), seq, self.clock[r]))
+
+    def compute(self, seconds: float, ranks=None) -> None:
+        """Add ``seconds`` of computation before the next call of ``ranks`` (default: every rank)."""
+        if seconds:
+            if ranks is None:
+                self.clock += seconds
+            else:
+                numpy.add.at(self.clock, numpy.asarray(ranks, dtype=numpy.int64), seconds)
+
+    def mark(self):
+        """A position to :meth:`repeat` from."""
+        return len(self.chunks), self.next.copy(), self.clock.copy()
+
+    def repeat(self, mark, times: int) -> None:
+        """Make the calls recorded since ``mark`` happen ``times`` times in all (0 removes them)."""
+        i, next0, clock0 = mark
+        if times == 1:
+            return
+        if i == len(self.chunks):  # only computation since the mark
+            self.clock = clock0 + (self.clock - clock0) * max(times, 0)
+            return
+        if times <= 0:
+            del self.chunks[i:]
+            self.next, self.clock = next0, clock0
+            return
+        block = [numpy.concatenate(c) for c in zip(*self.chunks[i:])]
+        dseq, dclock = self.next - next0, self.clock - clock0
+        reps = numpy.repeat(numpy.arange(1, times), len(block[0]))
+        copies = [numpy.tile(c, times - 1) for c in block]
+        rr = copies[0]
+        copies[9] = copies[9] + reps * dseq[rr]
+        copies[10] = copies[10] + reps * dclock[rr]
+        self.chunks[i:] = [tuple(block), tuple(copies)]
+        self.next += dseq * (times - 1)
+        self.clock += dclock * (times - 1)
+
+    def build(self, source: str, communicators=None) -> Trace:
+        """The recorded calls as a validated :class:`Trace`, sorted by rank and call order."""
+        if self.chunks:
+            c = [numpy.concatenate(x) for x in zip(*self.chunks)]
+        else:
+            c = [numpy.zeros(0, dtype=d) for d in (numpy.int64, numpy.int16, numpy.int64, numpy.float64,
+                                                   numpy.int64, numpy.int64, numpy.int64, numpy.int64,
+                                                   numpy.int64, numpy.int64, numpy.float64)]
+        rank, op, peer, nbytes, root, size, tag, comm, req, seq, t0 = c
+        order = numpy.lexsort((numpy.arange(len(rank)), seq, rank))
+        t_start = (seq * (TICK_S + self.call_gap_s) + t0)[order]
+        tr = Trace(n_ranks=self.n, rank=rank[order], op=op[order], peer=peer[order], bytes=nbytes[order],
+                   root=root[order], comm_size=size[order], t_start=t_start, t_end=t_start + TICK_S,
+                   comm=comm[order], tag=tag[order], req=req[order].astype(numpy.int8),
+                   communicators={int(k): numpy.asarray(v, dtype=numpy.int64)
+                                  for k, v in (communicators or {}).items()},
+                   source=source)
+        tr.validate()
+        return tr
+
+
+# --------------------------------------------------------------- generators --
+def _positive(name, value, gen, minimum=1):
+    if int(value) < minimum:
+        raise TopoplanError(f"traffic spec {gen!r}: parameter {name!r} must be at least {minimum}, got {value}")
+    return int(value)
 
 
 def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
-    """2D neighbour exchange: row-major ranks on a rows x cols grid, up to 4 neighbours, no wrap.
+    """2-D neighbour exchange on a ``rows x cols`` grid (row-major ranks, up to 4 neighbours, no wrap).
 
-    Each iteration every rank posts an irecv and an isend per neighbour, then waitall.
+    Per iteration every rank posts an irecv from each neighbour, then an
+    isend to each (order: up, down, left, right), then a waitall.
 
-    >>> neighbor2d(2, 2, 10).n_ranks
-    4
+    Parameters
+    ----------
+    rows, cols : grid shape; rank ``r`` sits at ``divmod(r, cols)``.
+    bytes : message size.
+    iters : iterations.
+    compute_s : computation before each iteration (seconds).
+
+    Returns
+    -------
+    Trace of ``rows * cols`` ranks.
+
+    Example
+    -------
+    >>> t = neighbor2d(2, 3, 1000)
+    >>> t.n_ranks, t.op_counts()["isend"]
+    (6, 14)
     """
+    rows = _positive("rows", rows, "neighbor2d")
+    cols = _positive("cols", cols, "neighbor2d")
+    iters = _positive("iters", iters, "neighbor2d", 0)
     n = rows * cols
-    recs, t = [], 0.0
-    for it in range(iters):
-        for r in range(n):
-            i, j = divmod(r, cols)
-            nbrs = [(i + di) * cols + (j + dj) for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1))
-                    if 0 <= i + di < rows and 0 <= j + dj < cols]
-            for q in nbrs:
-                recs.append((r, "irecv", q, bytes, -1, n, t, t, -1, 0))
-            for q in nbrs:
-                recs.append((r, "isend", q, bytes, -1, n, t, t, -1, 0))
-            recs.append((r, "waitall", -1, 0, -1, n, t, t, -1, -1))
-        t += compute_s + 1e-9  # distinct times per iteration keep calls ordered
-    return Trace.from_records(recs, n, source=f"neighbor2d:{rows}x{cols}")
+    r = numpy.arange(n)
+    i, j = divmod(r, cols)
+    nbrs = [(i > 0, r - cols), (i < rows - 1, r + cols), (j > 0, r - 1), (j < cols - 1, r + 1)]
+    b = TraceBuilder(n)
+    m = b.mark()
+    b.compute(compute_s)
+    for has, q in nbrs:
+        b.add(r[has], "irecv", q[has], bytes, tag=0)
+    for has, q in nbrs:
+        b.add(r[has], "isend", q[has], bytes, tag=0)
+    b.add(r, "waitall")
+    b.repeat(m, iters)
+    return b.build(f"neighbor2d:rows={rows},cols={cols}")
 
 
 def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
-    """``iters`` MPI_Alltoall calls of ``bytes`` per destination (one row per rank and call)."""
-    step = compute_s + 1e-9
-    recs = [(r, "alltoall", -1, bytes, -1, np, k * step, k * step, -1, -1)
-            for r in range(np) for k in range(iters)]
-    return Trace.from_records(recs, np, source="alltoall")
+    """``iters`` MPI_Alltoall calls with ``bytes`` per destination (one trace row per rank and call).
+
+    The collectives expand into MPICH's algorithm for that size
+    (:mod:`planner.collectives`).
+
+    Example
+    -------
+    >>> alltoall(8, 1e6, iters=2).op_counts()
+    {'alltoall': 16}
+    """
+    np = _positive("np", np, "alltoall")
+    iters = _positive("iters", iters, "alltoall", 0)
+    b = TraceBuilder(np)
+    m = b.mark()
+    b.compute(compute_s)
+    b.add(numpy.arange(np), "alltoall", -1, bytes)
+    b.repeat(m, iters)
+    return b.build(f"alltoall:np={np}")
 
 
 def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
-    """Each rank sends to (r+1) % np and receives from (r-1) % np, per iteration."""
-    recs = []
-    for k in range(iters):
-        t = k * (compute_s + 1e-9)
-        for r in range(np):
-            recs += [(r, "irecv", (r - 1) % np, bytes, -1, np, t, t, -1, 0),
-                     (r, "isend", (r + 1) % np, bytes, -1, np, t, t, -1, 0),
-                     (r, "waitall", -1, 0, -1, np, t, t, -1, -1)]
-    return Trace.from_records(recs, np, source="ring")
+    """Each rank sends ``bytes`` to ``(r + 1) % np`` and receives from ``(r - 1) % np`` per iteration.
+
+    Example
+    -------
+    >>> ring(4, 64).op_counts()
+    {'isend': 4, 'irecv': 4, 'waitall': 4}
+    """
+    np = _positive("np", np, "ring")
+    iters = _positive("iters", iters, "ring", 0)
+    r = numpy.arange(np)
+    b = TraceBuilder(np)
+    m = b.mark()
+    b.compute(compute_s)
+    b.add(r, "irecv", (r - 1) % np, bytes, tag=0)
+    b.add(r, "isend", (r + 1) % np, bytes, tag=0)
+    b.add(r, "waitall")
+    b.repeat(m, iters)
+    return b.build(f"ring:np={np}")
 
 
-def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1) -> Trace:
-    """``msgs`` messages (default np) between random distinct rank pairs per iteration, seeded."""
-    rng = numpy.random.default_rng(seed)
-    msgs = msgs or np
-    recs = []
-    for k in range(iters):
+def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, compute_s: float = 0.0) -> Trace:
+    """``msgs`` messages (default ``np``) between random distinct ranks per iteration, from ``seed``.
+
+    Each message is an isend at its source and an irecv at its destination
+    (posted in message order); every rank ends the iteration with a waitall.
+
+    Example
+    -------
+    >>> t = random(8, 100, msgs=20, seed=1)
+    >>> t.op_counts()["isend"], t.n_ranks
+    (20, 8)
+    """
+    np = _positive("np", np, "random", 2)
+    iters = _positive("iters", iters, "random", 0)
+    msgs = _positive("msgs", msgs, "random", 0) or np
+    rng = numpy.random.default_rng(int(seed))
+    b = TraceBuilder(np)
+    for it in range(iters):
+        b.compute(compute_s)
         src = rng.integers(0, np, msgs)
-        dst = (src + rng.integers(1, max(np, 2), msgs)) % np
-        for a, b in zip(src.tolist(), dst.tolist()):
-            recs.append((a, "isend", b, bytes, -1, np, float(k), float(k), -1, k))
-            recs.append((b, "irecv", a, bytes, -1, np, float(k), float(k), -1, k))
-        for r in range(np):
-            recs.append((r, "waitall", -1, 0, -1, np, float(k), float(k), -1, -1))
-    return Trace.from_records(recs, np, source="random")
+        dst = (src + rng.integers(1, np, msgs)) % np  # never the source itself
+        b.add(dst, "irecv", src, bytes, tag=it)
+        b.add(src, "isend", dst, bytes, tag=it)
+        b.add(numpy.arange(np), "waitall")
+    return b.build(f"random:np={np},seed={seed}")
 
 
-def npb(kernel: str, np: int, klass: str = "C", iters: int = 0, compute_s: float = 0.0) -> Trace:
-    """Skeleton of an NPB 3.x MPI kernel (see :mod:`planner.npb`); iters 0 means the class default."""
+def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, compute_s: float = 0.0) -> Trace:
+    """Communication skeleton of an NPB 3.4 MPI kernel; see :func:`planner.npb.npb_trace`.
+
+    Example
+    -------
+    >>> npb("cg", 8, "S", iters=1).n_ranks
+    8
+    """
     from planner.npb import npb_trace
 
-    return npb_trace(kernel, klass, np, iters or None, compute_s)
+    return npb_trace(kernel, klass, np, iters, compute_s)
+
+
+# ------------------------------------------------------------ spec strings --
+class Param(NamedTuple):
+    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword."""
+
+    kind: str
+    default: object
+    help: str
+    arg: str
+
+
+REQUIRED = object()
 
 
 class Generator(NamedTuple):
-    """A registry entry: ``(fn, params, help)``; params maps name -> (kind int|size|float|str, default or REQUIRED, help)."""
+    """A registry entry: the function, its parameters (spec name -> :class:`Param`) and a one-line help."""
 
     fn: Callable
     params: dict
     help: str
 
 
-REQUIRED = object()
+def _p(kind, default, help, arg=None):
+    return kind, default, help, arg
+
+
+def _gen(fn, help, **params):
+    return Generator(fn, {k: Param(kind, default, h, arg or k) for k, (kind, default, h, arg) in params.items()},
+                     help)
+
+
 GENERATORS = {
-    "neighbor2d": Generator(neighbor2d, {"rows": ("int", REQUIRED, "grid rows"), "cols": ("int", REQUIRED, "grid columns"),
-                                         "bytes": ("size", REQUIRED, "message size"), "iters": ("int", 1, "iterations"),
-                                         "compute": ("float", 0.0, "seconds of computation per iteration")},
-                            "2D neighbour exchange, row-major, no wrap"),
-    "alltoall": Generator(alltoall, {"np": ("int", REQUIRED, "ranks"), "bytes": ("size", REQUIRED, "bytes per destination"),
-                                     "iters": ("int", 1, "calls"), "compute": ("float", 0.0, "seconds between calls")},
-                          "MPI_Alltoall calls"),
-    "ring": Generator(ring, {"np": ("int", REQUIRED, "ranks"), "bytes": ("size", REQUIRED, "message size"),
-                             "iters": ("int", 1, "iterations"), "compute": ("float", 0.0, "seconds per iteration")},
-                      "send to the next rank"),
-    "random": Generator(random, {"np": ("int", REQUIRED, "ranks"), "bytes": ("size", REQUIRED, "message size"),
-                                 "msgs": ("int", 0, "messages per iteration (default np)"), "seed": ("int", 0, "seed"),
-                                 "iters": ("int", 1, "iterations")}, "random pairs"),
-    "npb": Generator(npb, {"kernel": ("str", REQUIRED, "cg, mg, is, lu or ft"), "np": ("int", REQUIRED, "ranks"),
-                           "class": ("str", "C", "S, W, A, B or C"), "iters": ("int", 0, "iterations (0: class default)"),
-                           "compute": ("float", 0.0, "seconds of computation per iteration")},
-                     "NPB 3.x MPI skeletons"),
+    "neighbor2d": _gen(neighbor2d, "2-D neighbour exchange: row-major grid, up to 4 neighbours, no wrap",
+                       rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns"),
+                       bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations"),
+                       compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+    "alltoall": _gen(alltoall, "MPI_Alltoall calls (MPICH algorithms)",
+                     np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "bytes per destination"),
+                     iters=_p("int", 1, "calls"),
+                     compute=_p("float", 0.0, "seconds of computation before each call", "compute_s")),
+    "ring": _gen(ring, "each rank sends to (r+1) mod np",
+                 np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "message size"),
+                 iters=_p("int", 1, "iterations"),
+                 compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+    "random": _gen(random, "seeded random pairs",
+                   np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "message size"),
+                   msgs=_p("int", 0, "messages per iteration (0: np)"), seed=_p("int", 0, "random seed"),
+                   iters=_p("int", 1, "iterations"),
+                   compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+    "npb": _gen(npb, "NPB 3.4 MPI skeletons (planner/npb.py)",
+                kernel=_p("str", REQUIRED, "cg, mg, is, lu or ft"), np=_p("int", REQUIRED, "ranks"),
+                **{"class": _p("str", "C", "problem class S, W, A-F", "klass")},
+                iters=_p("int", None, "timed iterations (default: the class's)"),
+                compute=_p("float", 0.0, "seconds of computation before each MPI call", "compute_s")),
 }
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _convert(gen: str, key: str, kind: str, text: str):
+    err = TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: bad value {text!r} (expected {kind})")
+    t = text.strip()
+    try:
+        if kind == "int":
+            v = int(t)
+        elif kind == "float":
+            v = float(t)
+            if not numpy.isfinite(v):
+                raise ValueError
+        elif kind == "size":
+            v = parse_size(t)
+        elif kind == "bool":
+            if t.lower() not in _TRUE + _FALSE:
+                raise ValueError
+            v = t.lower() in _TRUE
+        else:
+            if not t:
+                raise ValueError
+            v = t
+    except (ValueError, TopoplanError):
+        raise err from None
+    if kind in ("int", "float") and v < 0:
+        raise TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: must be non-negative, got {text!r}")
+    return v
 
 
 def is_spec(text: str) -> bool:
-    """True for ``name`` or ``name:...`` with a registered generator name."""
-    return str(text).split(":", 1)[0].strip().lower() in GENERATORS
+    """True for ``name`` or ``name:...`` where ``name`` is a registered generator.
+
+    >>> is_spec("ring:np=4,bytes=1KB"), is_spec("npb"), is_spec("traffic.csv")
+    (True, True, False)
+    """
+    s = str(text).strip()
+    name, colon, _ = s.partition(":")
+    return name.strip().lower() in GENERATORS and (bool(colon) or name.strip() == s)
 
 
 def parse_spec(spec: str) -> Trace:
-    """Run the generator a spec string names.
+    """Run the generator that a spec string ``name:key=value,...`` names.
 
+    Sizes accept units (``4MB`` = 4e6 bytes, ``4MiB`` = 2^22 bytes).
+
+    Parameters
+    ----------
+    spec : e.g. ``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``.
+
+    Returns
+    -------
+    The generated :class:`Trace`; its ``source`` is the spec.
+
+    Raises TopoplanError naming the generator and the parameter for an
+    unknown generator, an unknown, repeated or missing parameter, or a bad
+    value.
+
+    Example
+    -------
     >>> parse_spec("ring:np=4,bytes=1KB").n_ranks
     4
     """
-    name, _, rest = str(spec).partition(":")
+    name, _, rest = str(spec).strip().partition(":")
     name = name.strip().lower()
-    if name not in GENERATORS:
+    gen = GENERATORS.get(name)
+    if gen is None:
         raise TopoplanError(f"unknown traffic generator {name!r} (known: {', '.join(GENERATORS)})")
-    gen = GENERATORS[name]
-    args = {}
-    for item in filter(None, (x.strip() for x in rest.split(","))):
+    given: dict[str, object] = {}
+    for item in (x.strip() for x in rest.split(",")):
+        if not item:
+            continue
         key, eq, value = item.partition("=")
-        key = key.strip()
+        key = key.strip().lower()
         if not eq:
             raise TopoplanError(f"traffic spec {name!r}: expected key=value, got {item!r}")
         if key not in gen.params:
             raise TopoplanError(f"traffic spec {name!r}: unknown parameter {key!r} (known: {', '.join(gen.params)})")
-        kind = gen.params[key][0]
-        try:
-            if kind == "int":
-                args[key] = int(value)
-                if args[key] < 0:
-                    raise ValueError
-            elif kind == "float":
-                args[key] = float(value)
-            elif kind == "size":
-                args[key] = parse_size(value, key)
-            else:
-                args[key] = value.strip()
-        except (ValueError, TopoplanError):
-            raise TopoplanError(f"traffic spec {name!r}: parameter {key!r}: bad value {value!r}") from None
-    for key, (kind, default, _) in gen.params.items():
-        if key not in args:
-            if default is REQUIRED:
-                raise TopoplanError(f"traffic spec {name!r}: missing parameter {key!r}")
-            args[key] = default
-    for key in ("rows", "cols", "np"):
-        if key in args and args[key] < 1:
-            raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} must be at least 1")
-    if name == "npb":
-        args["klass"] = args.pop("class")
-    if "compute" in args:
-        args["compute_s"] = args.pop("compute")
-    trace = gen.fn(**args)
-    trace.source = spec
+        if key in given:
+            raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} given twice")
+        given[key] = _convert(name, key, gen.params[key].kind, value)
+    kwargs = {}
+    for key, par in gen.params.items():
+        if key in given:
+            kwargs[par.arg] = given[key]
+        elif par.default is REQUIRED:
+            raise TopoplanError(f"traffic spec {name!r}: missing parameter {key!r}")
+        else:
+            kwargs[par.arg] = par.default
+    try:
+        trace = gen.fn(**kwargs)
+    except TopoplanError as exc:
+        msg = str(exc)
+        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+    trace.source = str(spec).strip()
     return trace
 
 
 def describe_generators() -> str:
+    """Help text listing every generator with its parameters (for the CLI).
+
+    >>> "neighbor2d:rows=<int>,cols=<int>,bytes=<size>" in describe_generators()
+    True
+    """
     lines = []
     for name, g in GENERATORS.items():
-        ps = ", ".join(f"{k}=<{v[0]}>" + ("" if v[1] is REQUIRED else f" ({v[1]})") for k, v in g.params.items())
-        lines.append(f"{name}: {g.help}; {ps}")
+        req = [f"{k}=<{p.kind}>" for k, p in g.params.items() if p.default is REQUIRED]
+        opt = [f"{k}={'default' if p.default is None else p.default}" for k, p in g.params.items()
+               if p.default is not REQUIRED]
+        lines.append(f"{name}:{','.join(req)}" + (f"[,{','.join(opt)}]" if opt else "") + f"  -- {g.help}")
+        for k, p in g.params.items():
+            lines.append(f"    {k:<8} {p.kind:<5} {p.help}")
     return "\n".join(lines)

@@ -1,68 +1,217 @@
+import copy
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from planner.collectives import MPICHThresholds, OPERATIONS, expand_trace_collectives, messages, schedule
+from planner.collectives import (OPERATIONS, ROOTED, MPICHThresholds, expand_trace_collectives, messages,
+                                 schedule)
+from planner.errors import TopoplanError
+from planner.trace import Trace, op_codes, read_trace
+
+# message sizes straddling each op's MPICH thresholds (bytes as the trace format defines them)
+SIZES = {
+    "bcast": [1, 12287, 12288, 100_000, 524_287, 524_288, 1_000_003],
+    "reduce": [8, 2048, 2049, 2056, 1_000_000],
+    "allreduce": [8, 2048, 2049, 2056, 1_000_000],
+    "allgather": [1, 1000, 5000, 100_000],
+    "allgatherv": [1000, 100_000],
+    "alltoall": [8, 256, 257, 32768, 32769],
+    "gather": [1, 100_000],
+    "scatter": [1, 100_000],
+    "reduce_scatter": [8, 10_000, 100_000],
+    "barrier": [0],
+}
 
 
-def pair_volumes(op, p, root, n, counts=None):
-    sent, recvd = Counter(), Counter()
+def sends_and_recvs(op, p, root, n, counts=None):
+    sent, recvd, unsized = Counter(), Counter(), Counter()
     for me in range(p):
-        c = counts[me] if counts is not None else None
-        for st in schedule(op, p, me, root, n, counts=c):
+        for st in schedule(op, p, me, root, n, counts=counts):
             for peer, b in st.sends:
-                sent[(me, peer)] += 1
+                assert peer != me and 0 <= peer < p
+                sent[(me, peer, b)] += 1
             for peer, b in st.recvs:
-                recvd[(peer, me)] += 1
-    return sent, recvd
+                if b is None:
+                    unsized[(peer, me)] += 1
+                else:
+                    recvd[(peer, me, b)] += 1
+    return sent, recvd, unsized
 
 
 @pytest.mark.parametrize("op", [o for o in OPERATIONS if o != "alltoallv"])
-@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 12, 16, 17])
-@pytest.mark.parametrize("n", [8, 4096, 100_000, 2_000_000])
-def test_every_send_has_a_matching_receive(op, p, n):
-    sent, recvd = pair_volumes(op, p, min(1, p - 1), n)
-    assert sent == recvd
+def test_every_send_has_its_receive(op):
+    for p in range(1, 34):
+        roots = sorted({0, p // 2, p - 1}) if op in ROOTED else [-1]
+        for n in SIZES[op]:
+            for root in roots:
+                sent, recvd, unsized = sends_and_recvs(op, p, root, n)
+                assert not unsized
+                assert sent == recvd, (op, p, root, n)
+
+
+def test_steps_match_up_in_order():
+    # the k-th message a -> b in a's steps is the k-th receive from a in b's steps, with the same size
+    for op, p, n in (("allreduce", 12, 1e6), ("bcast", 13, 1e6), ("reduce", 7, 1e6), ("allgather", 5, 2e5)):
+        out, inn = {}, {}
+        for me in range(p):
+            for st in schedule(op, p, me, 2 % p if op in ROOTED else -1, n):
+                for peer, b in st.sends:
+                    out.setdefault((me, peer), []).append(b)
+                for peer, b in st.recvs:
+                    inn.setdefault((peer, me), []).append(b)
+        assert out == inn
+
+
+def test_alltoallv_matrix_and_row_counts():
+    rng = np.random.default_rng(1)
+    for p in (2, 3, 8, 13, 40):
+        m = rng.integers(0, 4, (p, p)) * 1000.0
+        sent, recvd, unsized = sends_and_recvs("alltoallv", p, -1, 0, counts=m)
+        assert sent == recvd and not unsized
+        assert sum(b for (_, _, b), k in sent.items()) == m.sum() - np.trace(m)
+        assert all(b > 0 for (_, _, b) in sent)  # MPICH skips empty messages when both sides know
+        # with only the sender's row, receives have unknown size and every pair exchanges a message
+        steps = [schedule("alltoallv", p, me, -1, 0, counts=m[me]) for me in range(p)]
+        s = Counter((me, d) for me in range(p) for st in steps[me] for d, _ in st.sends)
+        r = Counter((src, me) for me in range(p) for st in steps[me] for src, b in st.recvs if b is None)
+        assert s == r and len(s) == p * (p - 1)
 
 
 def test_closed_form_totals():
-    th = MPICHThresholds()
-    s, d, b = messages("bcast", 16, 3, 1000)
-    assert len(s) == 15 and b.sum() == 15 * 1000  # binomial: every rank but the root receives once
-    s, d, b = messages("allgather", 6, 0, 1e6)  # ring: p(p-1) blocks
-    assert b.sum() == pytest.approx(6 * 5 * 1e6)
-    s, d, b = messages("bcast", 16, 0, 4e6)  # long: scatter + ring allgather
-    # binomial scatter moves (p/2) log2 p blocks of n/p; the ring allgather p(p-1) blocks
-    assert b.sum() == pytest.approx(4e6 / 16 * (8 * 4) + 16 * 15 * 4e6 / 16)
-    s, d, b = messages("alltoall", 5, 0, 1e5)
-    assert len(s) == 20 and set(zip(s.tolist(), d.tolist())) == {(a, c) for a in range(5) for c in range(5) if a != c}
+    p = 16
+    s, d, b = messages("bcast", p, 3, 1000)  # binomial: everyone but the root receives once
+    assert len(s) == p - 1 and b.sum() == (p - 1) * 1000 and sorted(d.tolist()) == sorted(set(range(p)) - {3})
+    n = 16e6  # long bcast: binomial scatter of n/p chunks, then a ring allgather
+    s, d, b = messages("bcast", p, 0, n)
+    scatter = n / p * sum(min(r & -r, p - r) for r in range(1, p))
+    assert b.sum() == pytest.approx(scatter + (p - 1) * n)
+    per_rank = np.bincount(s, weights=b, minlength=p)  # each rank forwards (p-1) chunks in the ring
+    assert per_rank[1:].min() >= (p - 1) * n / p and per_rank.max() <= 2 * n * (p - 1) / p + n / 2
+    s, d, b = messages("allgather", 6, 0, 1e6)  # ring
+    assert b.sum() == 6 * 5 * 1e6 and len(s) == 30
+    s, d, b = messages("allgather", 8, 0, 1000)  # recursive doubling
+    assert b.sum() == 8 * 7 * 1000 and len(s) == 8 * 3
+    s, d, b = messages("allgather", 12, 0, 1000)  # Bruck: ceil(log2 p) steps
+    assert b.sum() == 12 * 11 * 1000 and len(s) == 12 * 4
+    s, d, b = messages("allreduce", 8, 0, 8)  # recursive doubling
+    assert len(s) == 8 * 3 and b.sum() == 8 * 3 * 8
+    s, d, b = messages("allreduce", 8, 0, 8e6)  # Rabenseifner: 2 n (p-1)/p per rank
+    assert np.allclose(np.bincount(s, weights=b), 2 * 8e6 * 7 / 8)
+    s, d, b = messages("allreduce", 6, 0, 8)  # fold 2 ranks in and out, recursive doubling on 4
+    assert len(s) == 2 + 4 * 2 + 2 and b.sum() == 12 * 8
+    s, d, b = messages("reduce", 8, 0, 8e6)  # Rabenseifner: reduce-scatter, then log2 p gather steps of n/2
+    assert b.sum() == pytest.approx(8 * 8e6 * 7 / 8 + 3 * 8e6 / 2)
+    assert (d == 0).sum() == 6  # the root receives once per reduce-scatter step and once per gather step
+    s, d, b = messages("reduce", 8, 0, 800)  # binomial
+    assert len(s) == 7 and b.sum() == 7 * 800
+    for n in (300, 30000, 1e6):  # spread and pairwise: one direct message per pair
+        s, d, b = messages("alltoall", 8, 0, n)
+        assert len(s) == 56 and b.sum() == 56 * n and len(set(zip(s.tolist(), d.tolist()))) == 56
+    s, d, b = messages("alltoall", 8, 0, 8)  # Bruck: log2 p steps of p/2 blocks
+    assert len(s) == 8 * 3 and b.sum() == 8 * 3 * 4 * 8
     s, d, b = messages("barrier", 8, 0, 0)
     assert len(s) == 8 * 3 and b.sum() == 0
+    s, d, b = messages("gather", 5, 2, 10)
+    assert b.sum() == 10 * sum(min(r & -r, 5 - r) for r in range(1, 5)) and (d == 2).sum() == 3  # children 1, 2, 4
+    s, d, b = messages("scatter", 5, 2, 10)
+    assert b.sum() == 10 * sum(min(r & -r, 5 - r) for r in range(1, 5)) and (s == 2).sum() == 3
+    s, d, b = messages("reduce_scatter", 8, 0, 1e5)  # 800 kB total: pairwise
+    assert b.sum() == 8 * 7 * 1e5
+    s, d, b = messages("reduce_scatter", 8, 0, 100)  # recursive halving: n (p-1) per rank
+    assert np.allclose(np.bincount(s, weights=b), 7 * 100)
+    s, d, b = messages("alltoallv", 3, 0, 0, counts=[5, 6, 7])
+    assert sorted(zip(s.tolist(), d.tolist(), b.tolist())) == [(0, 1, 6), (0, 2, 7), (1, 0, 5), (1, 2, 7),
+                                                               (2, 0, 5), (2, 1, 6)]
 
 
-def test_alltoallv_counts_are_respected():
-    counts = [[(me + 1) * 10 * (dst != me) for dst in range(4)] for me in range(4)]
-    s, d, b = messages("alltoallv", 4, 0, 0, counts_by_rank=counts)
-    for a, c, x in zip(s, d, b):
-        assert x == counts[a][c]
+def test_thresholds_are_options():
+    p, n = 16, 1000
+    assert len(schedule("bcast", p, 0, 0, n)) == 4  # binomial
+    big = schedule("bcast", p, 0, 0, n, thresholds=MPICHThresholds(bcast_short_B=0))
+    assert len(big) > 4  # scatter + recursive doubling
+    assert len(schedule("alltoall", 64, 0, -1, 1000)) == 2  # two batches of 32
+    assert len(schedule("alltoall", 64, 0, -1, 1000, thresholds=MPICHThresholds(alltoall_throttle=0))) == 1
 
 
-def test_is_trace_alltoallv_matches_matrix(shared):
-    from planner.trace import OP_CODE, read_trace
+def test_bad_arguments():
+    with pytest.raises(TopoplanError, match="unknown op 'scan'"):
+        schedule("scan", 4, 0, 0, 8)
+    with pytest.raises(TopoplanError, match="'root'"):
+        schedule("bcast", 4, 0, 7, 8)
+    with pytest.raises(TopoplanError, match="outside"):
+        schedule("allreduce", 4, 4, -1, 8)
+    with pytest.raises(TopoplanError, match="'counts'"):
+        schedule("alltoallv", 4, 0, -1, 0, counts=[1, 2])
+    with pytest.raises(TopoplanError, match="'bytes'"):
+        schedule("allreduce", 4, 0, -1, -5)
+
+
+def _trace(rows, n, communicators=None):
+    return Trace.from_records(rows, n, communicators=communicators, source="t")
+
+
+def test_expand_maps_communicators_and_roots():
+    # a bcast rooted at world rank 5 on the communicator {4, 5, 6, 7}
+    rows = [(r, "bcast", -1, 100, 5, 4, 0.0, 0.0, 1) for r in (4, 5, 6, 7)]
+    s, d, b = expand_trace_collectives(_trace(rows, 8, {1: [4, 5, 6, 7]}))
+    ref = messages("bcast", 4, 1, 100)
+    assert sorted(zip(s.tolist(), d.tolist())) == sorted(zip((ref[0] + 4).tolist(), (ref[1] + 4).tolist()))
+    rows = [(0, "allreduce", -1, 8, -1, 4, 0.0, 0.0, 1)]
+    with pytest.raises(TopoplanError, match="not one of its members"):
+        expand_trace_collectives(_trace(rows, 8, {1: [4, 5, 6, 7]}))
+
+
+def test_expand_groups_per_destination_rows():
+    rows = []
+    for r in range(4):  # two alltoallv calls per rank, rows per destination
+        for k, t in enumerate((0.0, 1.0)):
+            rows += [(r, "alltoallv", d, (r + 1) * 100 + k, -1, 4, t, t) for d in range(4)]
+    s, d, b = expand_trace_collectives(_trace(rows, 4))
+    assert len(s) == 2 * 12 and set(zip(s.tolist(), d.tolist())) == {(a, c) for a in range(4) for c in range(4)
+                                                                      if a != c}
+    assert b.sum() == sum(3 * ((r + 1) * 100 + k) for r in range(4) for k in (0, 1))
+    # the same messages as the schedules of the two calls
+    ref = Counter()
+    for k in (0, 1):
+        m = np.array([[(r + 1) * 100.0 + k] * 4 for r in range(4)])
+        ref.update(zip(*(x.tolist() for x in messages("alltoallv", 4, 0, 0, counts=m))))
+    assert Counter(zip(s.tolist(), d.tolist(), b.tolist())) == ref
+    # a uniform alltoall written per destination is an ordinary (here: Bruck) alltoall
+    rows = [(r, "alltoall", d, 4, -1, 8, 0.0, 0.0) for r in range(8) for d in range(8)]
+    s, d, b = expand_trace_collectives(_trace(rows, 8))
+    ref = messages("alltoall", 8, 0, 4)
+    assert len(s) == len(ref[0]) == 24 and b.sum() == ref[2].sum()
+
+
+def _only(tr, ops):
+    keep = np.isin(tr.op, op_codes(ops))
+    sub = copy.copy(tr)
+    for col in ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req"):
+        setattr(sub, col, getattr(tr, col)[keep])
+    return sub
+
+
+def test_is_trace_alltoallv_bytes_equal_the_a2a_matrix(shared):
     from planner.traffic import read_matrix
 
     d = shared / "traces" / "IS.C.64"
+    if not (d / "events.csv.gz").is_file():
+        pytest.skip("IS.C.64 trace is absent")
     tr = read_trace(d / "events.csv.gz")
+    t0 = time.perf_counter()
     s, dst, b = expand_trace_collectives(tr)
-    ref = read_matrix(d / "a2a_matrix.csv", 64).dense()
+    assert time.perf_counter() - t0 < 1.0
+    v = _only(tr, ("alltoallv",))
+    s, dst, b = expand_trace_collectives(v)
     mine = np.zeros((64, 64))
-    # the a2a matrix covers alltoall and alltoallv; remove the other collectives' messages
-    keep = np.isin(tr.op, [OP_CODE["alltoall"], OP_CODE["alltoallv"]])
-    sub = tr.__class__(**{**tr.__dict__})
-    for col in ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req"):
-        setattr(sub, col, getattr(tr, col)[keep])
-    s, dst, b = expand_trace_collectives(sub)
     np.add.at(mine, (s, dst), b)
+    # a2a_matrix.csv holds the alltoall (send counts) and alltoallv rows as sent, self blocks included
+    a = _only(tr, ("alltoall",))
+    direct = np.zeros((64, 64))
+    np.add.at(direct, (a.rank, a.peer), a.bytes)
+    ref = read_matrix(d / "a2a_matrix.csv", 64).dense() - direct
     np.fill_diagonal(ref, 0)
-    assert np.allclose(mine, ref)
+    assert np.array_equal(mine, ref)
+    assert mine.sum() == v.bytes[v.peer != v.rank].sum()

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from planner.errors import TopoplanError
-from planner.generators import GENERATORS, alltoall, describe_generators, is_spec, neighbor2d, parse_spec, random, ring
+from planner.generators import (GENERATORS, TraceBuilder, alltoall, describe_generators, is_spec, neighbor2d,
+                                parse_spec, random, ring)
 from planner.trace import op_codes
 from planner.traffic import from_trace
 
@@ -19,69 +20,109 @@ def recvs(tr):
     return Counter(zip(tr.peer[m].tolist(), tr.rank[m].tolist(), tr.bytes[m].tolist()))
 
 
-def test_neighbor2d_pairs_and_volume():
-    tr = neighbor2d(3, 4, 1000, iters=2)
-    assert tr.n_ranks == 12
+def test_neighbor2d_16x16_volume():
+    tr = parse_spec("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5")
+    assert tr.n_ranks == 256 and tr.source == "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"
     s = sends(tr)
     assert s == recvs(tr)
-    # 3x4 grid without wrap: 2*(3*3 + 2*4) = 34 directed edges, twice
-    assert sum(s.values()) == 34 * 2
-    assert (5, 1, 1000.0) in s and (5, 9, 1000.0) in s and (5, 4, 1000.0) in s and (5, 6, 1000.0) in s
-    assert (3, 4, 1000.0) not in s  # no wrap at the end of a row
-    # per iteration: irecvs before isends, then one waitall
+    assert sum(b * k for (_, _, b), k in s.items()) == 2 * (16 * 15 * 2) * 4e6 * 5
+    degree = Counter(a for (a, _, _), k in s.items() for _ in range(k))
+    assert degree[0] == degree[15] == degree[240] == degree[255] == 2 * 5   # corners
+    assert degree[1] == degree[16] == degree[31] == 3 * 5                    # edges
+    assert degree[17] == 4 * 5 and min(degree.values()) == 10
+
+
+def test_neighbor2d_pattern_and_call_order():
+    tr = neighbor2d(3, 4, 1000, iters=2)
+    s = sends(tr)
+    assert {(5, q) for q in (1, 9, 4, 6)} <= {(a, b) for a, b, _ in s}
+    assert (3, 4, 1000.0) not in s and (4, 3, 1000.0) not in s  # no wrap between rows
+    assert sum(s.values()) == 2 * (3 * 3 + 2 * 4) * 2
     ops = tr.op_names()[tr.rank == 0].tolist()
     assert ops == ["irecv", "irecv", "isend", "isend", "waitall"] * 2
+    assert tr.peer[tr.rank == 5][:4].tolist() == [1, 9, 4, 6]  # up, down, left, right
 
 
-def test_neighbor2d_matrix_rows_via_spec():
+def test_matrix_rows_via_traffic():
     t = from_trace(parse_spec("neighbor2d:rows=2,cols=2,bytes=1KB,iters=3"))
     s, d, b, m = t.matrix()
     rows = {(a, c): (x, y) for a, c, x, y in zip(s.tolist(), d.tolist(), b.tolist(), m.tolist())}
     assert len(rows) == 8 and rows[(0, 1)] == (3000, 3) and (0, 3) not in rows
 
 
-def test_ring_and_random_are_matched():
+def test_ring_random_alltoall():
     tr = ring(5, 64, iters=3)
     assert sends(tr) == recvs(tr)
-    assert set((a, b) for a, b, _ in sends(tr)) == {(r, (r + 1) % 5) for r in range(5)}
+    assert {(a, b) for a, b, _ in sends(tr)} == {(r, (r + 1) % 5) for r in range(5)}
     a, b = random(16, 100, msgs=40, seed=3), random(16, 100, msgs=40, seed=3)
-    assert sends(a) == sends(b) == recvs(a)
-    assert sum(sends(a).values()) == 40
+    assert sends(a) == sends(b) == recvs(a) and sum(sends(a).values()) == 40
     assert all(x != y for x, y, _ in sends(a))
     assert sends(random(16, 100, msgs=40, seed=4)) != sends(a)
-
-
-def test_alltoall_rows_expand_to_all_pairs():
+    assert sum(sends(random(16, 100, seed=1, iters=2)).values()) == 32  # msgs default: np per iteration
     tr = alltoall(6, 2e6, iters=2)
     assert len(tr) == 12 and set(tr.peer.tolist()) == {-1}
-    t = from_trace(tr)
-    m = t.dense()
+    m = from_trace(tr).dense()
     off = ~np.eye(6, dtype=bool)
     assert np.allclose(m[off], 2 * 2e6) and np.allclose(np.diag(m), 0)
 
 
+def test_compute_gaps_and_builder_repeat():
+    tr = parse_spec("ring:np=3,bytes=8,iters=3,compute=0.5")
+    r0 = tr.rank == 0
+    starts = tr.t_start[r0]
+    assert np.allclose(np.diff(starts[::3]), 0.5 + 3e-9)  # one iteration = 3 calls + 0.5 s of computation
+    b = TraceBuilder(3)
+    m = b.mark()
+    b.add([0, 0, 2], "isend", [1, 2, 0], 8)  # rank 0 makes two calls, in list order
+    b.add([1, 2, 0], "waitall")
+    b.repeat(m, 4)
+    t = b.build("x")
+    assert t.op_names()[t.rank == 0].tolist() == ["isend", "isend", "waitall"] * 4
+    assert t.peer[t.rank == 0][:2].tolist() == [1, 2]
+    m = b.mark()
+    b.add([0, 1, 2], "barrier")
+    b.repeat(m, 0)  # zero times removes the block
+    assert len(b.build("x")) == 24
+
+
 def test_spec_parsing_and_errors():
-    assert is_spec("ring:np=4,bytes=1KB") and is_spec("npb") and not is_spec("foo.csv") and not is_spec("x:np=1")
-    assert parse_spec("alltoall:np=4,bytes=1MB").bytes[0] == 1e6
-    with pytest.raises(TopoplanError, match=r"'neighbor2d': unknown parameter 'colz' \(known: rows, cols, bytes, iters, compute\)"):
+    assert is_spec("ring:np=4,bytes=1KB") and is_spec("npb") and is_spec("NPB:kernel=cg")
+    assert not is_spec("foo.csv") and not is_spec("x:np=1") and not is_spec("ringx")
+    assert parse_spec("alltoall:np=4,bytes=1MiB").bytes[0] == 2 ** 20
+    with pytest.raises(TopoplanError, match=r"traffic spec 'neighbor2d': unknown parameter 'colz' "
+                                            r"\(known: rows, cols, bytes, iters, compute\)"):
         parse_spec("neighbor2d:rows=2,colz=3,bytes=1KB")
-    with pytest.raises(TopoplanError, match="missing parameter 'cols'"):
+    with pytest.raises(TopoplanError, match="'neighbor2d': missing parameter 'cols'"):
         parse_spec("neighbor2d:rows=2,bytes=1KB")
-    with pytest.raises(TopoplanError, match="'ring'.*'np'.*bad value"):
+    with pytest.raises(TopoplanError, match="'ring': parameter 'np': bad value 'four'"):
         parse_spec("ring:np=four,bytes=1KB")
-    with pytest.raises(TopoplanError, match="'ring'.*'bytes'"):
+    with pytest.raises(TopoplanError, match="'ring': parameter 'bytes': bad value 'lots'"):
         parse_spec("ring:np=4,bytes=lots")
-    with pytest.raises(TopoplanError, match="unknown traffic generator 'ringg'"):
+    with pytest.raises(TopoplanError, match="'ring': parameter 'np' given twice"):
+        parse_spec("ring:np=4,np=5,bytes=1")
+    with pytest.raises(TopoplanError, match="'ring': expected key=value, got 'np'"):
+        parse_spec("ring:np,bytes=1")
+    with pytest.raises(TopoplanError, match="'ring': parameter 'np' must be at least 1"):
+        parse_spec("ring:np=0,bytes=1")
+    with pytest.raises(TopoplanError, match="'ring': parameter 'compute': must be non-negative"):
+        parse_spec("ring:np=2,bytes=1,compute=-1")
+    with pytest.raises(TopoplanError, match=r"unknown traffic generator 'ringg' \(known: neighbor2d"):
         parse_spec("ringg:np=4")
-    with pytest.raises(TopoplanError, match="class"):
+    with pytest.raises(TopoplanError, match="traffic spec 'npb': npb cg: field 'class'"):
         parse_spec("npb:kernel=cg,class=Q,np=4")
+    with pytest.raises(TopoplanError, match="traffic spec 'npb': npb cg: field 'np'"):
+        parse_spec("npb:kernel=cg,np=6")
 
 
 def test_npb_spec_forwards_and_describe():
     tr = parse_spec("npb:kernel=cg,class=S,np=8,iters=1")
     assert tr.n_ranks == 8 and tr.source == "npb:kernel=cg,class=S,np=8,iters=1"
+    assert parse_spec("npb:kernel=lu,class=S,np=4").op_counts()["barrier"] == 8  # class default itmax
     text = describe_generators()
-    for name in GENERATORS:
-        assert name in text
+    for name, g in GENERATORS.items():
+        assert name in text and all(k in text for k in g.params)
+    assert "neighbor2d:rows=<int>,cols=<int>,bytes=<size>[,iters=1,compute=0.0]" in text
     fn, params, _ = GENERATORS["neighbor2d"]
-    assert fn is neighbor2d and params["bytes"][0] == "size"
+    assert fn is neighbor2d and params["bytes"].kind == "size" and params["compute"].arg == "compute_s"
+    assert {p.kind for g in GENERATORS.values() for p in g.params.values()} <= {"int", "size", "float", "str",
+                                                                               "bool"}
