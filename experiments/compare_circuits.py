@@ -126,7 +126,7 @@ def alltoall(ranks: int, nbytes: float, iters: int = 5):
 
 def simulator(topo, trace, traffic, problem):
     """``plan_dict -> simulated makespan (s)``, or a function returning None when the simulator is not built."""
-    if importlib.util.find_spec("sim.flows") is None:
+    if importlib.util.find_spec("sim.run") is None:
         return lambda plan: None
     from sim.replay import bulk_trace
     from sim.run import simulate

@@ -245,6 +245,25 @@ def _in_fresh_process(solver: str, m: MatrixModel, args):
         return pool.apply(_matrix_worker, (solver, arrays, args))
 
 
+def call_isolated(library: str, fn, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)``, in a spawned interpreter if ``library`` would clash here.
+
+    ``library`` is ``"ortools"`` or ``"highs"``: the native library ``fn``
+    loads. When the other one is already loaded in this process (and this one
+    is not), loading it would fail with an undefined symbol (see
+    :func:`_native_loaded`), so ``fn`` runs in a fresh process instead; ``fn``
+    and its arguments must then be picklable (module-level function).
+    """
+    other = {"highs": "ortools", "ortools": "highs"}[library]
+    loaded = _native_loaded()
+    if other in loaded and library not in loaded:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(1) as pool:
+            return pool.apply(fn, args, kwargs)
+    return fn(*args, **kwargs)
+
+
 def _matrix_worker(solver, arrays, args):
     m = MatrixModel(variables=[], **arrays)
     return _MATRIX_SOLVERS[solver](m, *args)

@@ -10,7 +10,7 @@ when both sides have posted and the send completes with the transfer).
 Collectives are expanded into steps of point-to-point messages with the
 MPICH algorithms of :mod:`planner.collectives`. Every message becomes one
 flow per segment of its route (see :mod:`sim.network`) in the max-min
-engine of :mod:`sim.flows`.
+engine of :mod:`sim.maxmin`.
 
 A deadlock (ranks blocked with nothing in flight) raises
 :class:`TopoplanError` naming the blocked ranks and their calls.

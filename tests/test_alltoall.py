@@ -12,7 +12,7 @@ from planner.errors import TopoplanError
 from planner.topology_io import load_topology
 from planner.trace import OP_CODE
 
-HAVE_SIM = importlib.util.find_spec("sim.flows") is not None
+HAVE_SIM = importlib.util.find_spec("sim.run") is not None
 
 
 def _topo(dims, wrap=False, bw="4.76GB/s"):
@@ -161,7 +161,7 @@ def test_cli_compare_reports_both():
     assert s["A2A"]["rounds"] == 21 and s["A2AT"]["window"] == 3
 
 
-@pytest.mark.skipif(not HAVE_SIM, reason="sim.flows (the flow engine) is not built yet")
+@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (sim.run) is not importable")
 def test_simulated_a2at_faster_than_a2a():
     res = _cli("bound", "alltoall", "-t", "mesh10x10x10", "--set", "dims=[4,4,4]", "--bytes", "1MB",
                "--simulate", "a2a,a2at", "--json")
