@@ -1,0 +1,81 @@
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def test_cli_writes_plan_and_rankfile(run_cli, tmp_path):
+    out, rf = tmp_path / "plan.json", tmp_path / "ranks.txt"
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=16,racks=4,seed=1", "--root", "3",
+                           "--bytes", "64kB", "--tree", "knomial", "-m", "bft", "--json", "-o", out,
+                           "--rankfile", rf)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    for key in ("method", "seed", "objective", "metrics", "bound", "gap", "status", "wall_s", "order"):
+        assert key in doc
+    assert doc["order"][3] == doc["allocation_nodes"][3]
+    assert doc["metrics"]["simulated_time_s"] > 0
+    lines = rf.read_text().splitlines()
+    assert len(lines) == 16 and lines[0].startswith("rank 0=")
+
+
+def test_cli_bad_input_is_one_line_error(run_cli, tmp_path):
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=16", "--root", "99")
+    assert code == 2 and "--root" in err
+    (tmp_path / "d.csv").write_text("a,b\n0,1\n1,0\n")
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=2", "--delay", tmp_path / "d.csv")
+    assert code == 2 and "header lacks host" in err
+
+
+MPI_SCRIPT = r"""
+import json, sys
+import numpy as np
+from mpi4py import MPI
+from planner.bcast.mpi_helper import reordered_comm, new_rank_keys
+plan = json.load(open(sys.argv[1]))
+world = MPI.COMM_WORLD
+comm = reordered_comm(world, sys.argv[1])
+keys = new_rank_keys(plan, world.Get_size())
+root = plan["root"]
+buf = np.zeros(8, dtype=np.int64)
+if comm.Get_rank() == root:
+    buf[:] = 1000 * world.Get_rank() + np.arange(8)
+comm.Bcast(buf, root=root)
+# the root's node keeps its rank, so the data must come from world rank `root`
+ok = comm.Get_rank() == keys[world.Get_rank()] and np.array_equal(buf, 1000 * root + np.arange(8))
+res = world.gather((world.Get_rank(), comm.Get_rank(), bool(ok)), root=0)
+if world.Get_rank() == 0:
+    print(json.dumps(res))
+"""
+
+
+def test_reordered_comm_under_real_mpirun(tmp_path):
+    if shutil.which("mpirun") is None:
+        pytest.skip("mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)")
+    pytest.importorskip("mpi4py", reason="mpi4py not in the venv")
+    from planner.bcast import BcastProblem, solve
+    from planner.bcast.allocation import cluster
+
+    d = np.array([[0, 3, 1, 2], [3, 0, 4, 4], [1, 9, 0, 4], [2, 4, 4, 0]], dtype=float)
+    p = BcastProblem.build(cluster(2, 4), [0, 1, 2, 3], root=1, bytes_B=64, tree="binomial", delay=d)
+    res = solve(p, "bft", simulate=False)
+    assert res.plan["order"] != [0, 1, 2, 3]   # a real permutation
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(res.to_dict()))
+    script = tmp_path / "run.py"
+    script.write_text(MPI_SCRIPT)
+    cmd = ["mpirun", "-np", "4", "--oversubscribe", "--allow-run-as-root", sys.executable, str(script), str(plan)]
+    env = {"OMPI_MCA_plm_rsh_agent": "", "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    from planner.bcast.mpi_helper import new_rank_keys
+
+    want = new_rank_keys(res.to_dict(), 4)
+    assert [r[1] for r in sorted(rows)] == want and all(r[2] for r in rows)
+    assert sorted(want) == [0, 1, 2, 3] and want != [0, 1, 2, 3]

@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+
+from planner.bcast import delay
+from planner.bcast.allocation import DDR_Bps, SDR_Bps, cluster
+from planner.errors import TopoplanError
+
+
+def test_hops_and_speed_matrices():
+    topo = cluster(2, 2, bw_Bps="mixed")          # rack 0 SDR, rack 1 DDR
+    h = delay.hops(topo, [0, 1, 2])
+    assert h.tolist() == [[0, 1, 3], [1, 0, 3], [3, 3, 0]]
+    s = delay.speed(topo, [0, 2, 3])
+    assert s[0, 1] == pytest.approx(1 / SDR_Bps) and s[1, 2] == pytest.approx(1 / DDR_Bps) and s[0, 0] == 0
+
+
+def test_delay_from_csv_and_npy_in_allocation_order(tmp_path):
+    topo = cluster(1, 3)
+    names = topo.host_names()
+    m = np.array([[0, 1, 2], [1, 0, 5], [2, 5, 0]], dtype=float)
+    f = tmp_path / "d.csv"
+    f.write_text(",".join(names) + "\n" + "\n".join(",".join(str(v) for v in row) for row in m) + "\n")
+    got = delay.delay_matrix(str(f), topo, [2, 0])
+    assert got.tolist() == [[0, 2], [2, 0]]
+    np.save(tmp_path / "d.npy", m[:2, :2])
+    assert delay.delay_matrix(str(tmp_path / "d.npy"), topo, [0, 1]).tolist() == [[0, 1], [1, 0]]
+    with pytest.raises(TopoplanError, match="allocation has 3"):
+        delay.delay_matrix(str(tmp_path / "d.npy"), topo, [0, 1, 2])
+    f.write_text(",".join(names) + "\n0,1,x\n1,0,5\n2,5,0\n")
+    with pytest.raises(TopoplanError, match="non-numeric"):
+        delay.delay_matrix(str(f), topo, [0, 1])
