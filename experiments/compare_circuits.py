@@ -13,16 +13,18 @@ exact model did not prove optimality in its time limit).
     python experiments/compare_circuits.py --systems 003 --traffic neighbor,cg --time-limit 5
 
 Traffic comes from the generator specs (``neighbor2d:...``, ``npb:kernel=...``).
-Where the generators are not installed yet, neighbor and IS fall back to the
-built-in patterns below and CG to a CG-like pattern (marked ``synthetic`` in
-the CSV); MG and LU are then skipped.
+The simulated time replays the traffic as one bulk phase (every pair's bytes
+at once: fast, and what the circuit model optimizes); ``--simulate trace``
+replays the generated MPI trace instead (slower, includes the application's
+phases), ``--simulate off`` skips the simulator. A PNG shows, per system and
+traffic, each method's bound and simulated time relative to EPS only.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
+import io
 import sys
 import time
 from pathlib import Path
@@ -50,7 +52,7 @@ SYSTEMS = {
 }
 
 
-def traffic_spec(kind: str, ranks: int, system: str) -> str:
+def traffic_spec(kind: str, ranks: int) -> str:
     """The generator spec of the papers' traffic."""
     if kind == "neighbor":
         if ranks == 128:
@@ -59,91 +61,22 @@ def traffic_spec(kind: str, ranks: int, system: str) -> str:
     return f"npb:kernel={kind},class=C,np={ranks},iters=5"
 
 
-def load_traffic(kind: str, ranks: int, system: str):
-    """``(trace or None, Traffic, source label)``; falls back to built-in patterns without the generators."""
+def load_traffic(kind: str, ranks: int):
+    """``(trace, Traffic, spec)`` of one of the papers' traffic kinds."""
     from planner.traffic import load_source
 
-    spec = traffic_spec(kind, ranks, system)
-    try:
-        trace, tr = load_source(spec)
-        return trace, tr, spec
-    except Exception as exc:  # generators not installed yet (or unknown kernel)
-        if kind == "neighbor":
-            rows, cols, nbytes = (8, 16, 40e6) if ranks == 128 else (16, 16, 4e6)
-            return None, neighbor2d(rows, cols, nbytes, 5), f"synthetic neighbor {rows}x{cols} ({exc.__class__.__name__})"
-        if kind == "cg":
-            return None, cg_like(ranks), "synthetic CG-like"
-        if kind == "is":
-            return None, alltoall(ranks, 2 ** 27 * 4 // ranks // ranks, 5), "synthetic IS-like all-to-all"
-        return None, None, f"skipped: {spec} needs planner.generators"
-
-
-def neighbor2d(rows: int, cols: int, nbytes: float, iters: int = 5):
-    """Each rank of a rows x cols grid (row-major) exchanges ``nbytes`` with its up to 4 neighbours, ``iters`` times."""
-    from planner.traffic import from_arrays
-
-    r = np.arange(rows * cols)
-    i, j = r // cols, r % cols
-    src, dst = [], []
-    for di, dj in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        ok = (0 <= i + di) & (i + di < rows) & (0 <= j + dj) & (j + dj < cols)
-        src.append(r[ok])
-        dst.append(((i + di) * cols + j + dj)[ok])
-    src, dst = np.concatenate(src), np.concatenate(dst)
-    return from_arrays(rows * cols, src, dst, np.full(len(src), float(nbytes)), np.full(len(src), iters))
-
-
-def cg_like(ranks: int, segment_B: float = 150000 * 8 / 16, count: int = 125):
-    """The communication structure of NPB CG: ranks on an nprows x npcols grid exchange vector segments with
-    the partners of a recursive-doubling reduction along their row (``j xor 2^k``) and with their transpose
-    partner. Segment size and count are class-C-like; it is a pattern, not a trace of CG."""
-    from planner.traffic import from_arrays
-
-    nprows = 2 ** (int(np.log2(ranks)) // 2)
-    npcols = ranks // nprows
-    src, dst = [], []
-    for r in range(ranks):
-        i, j = divmod(r, npcols)
-        k = 1
-        while k < npcols:
-            src.append(r)
-            dst.append(i * npcols + (j ^ k))
-            k <<= 1
-        t = (j % nprows) * npcols + i * (npcols // nprows) + j // nprows
-        if t != r:
-            src.append(r)
-            dst.append(t)
-    return from_arrays(ranks, src, dst, np.full(len(src), segment_B), np.full(len(src), count))
-
-
-def alltoall(ranks: int, nbytes: float, iters: int = 5):
-    from planner.traffic import from_arrays
-
-    s, d = np.meshgrid(np.arange(ranks), np.arange(ranks))
-    m = s != d
-    return from_arrays(ranks, s[m], d[m], np.full(int(m.sum()), float(nbytes)), np.full(int(m.sum()), iters))
-
-
-def simulator(topo, trace, traffic, problem):
-    """``plan_dict -> simulated makespan (s)``, or a function returning None when the simulator is not built."""
-    if importlib.util.find_spec("sim.run") is None:
-        return lambda plan: None
-    from sim.replay import bulk_trace
-    from sim.run import simulate
-
-    tr = trace if trace is not None else bulk_trace(traffic, 1)
-
-    def run(plan):
-        return simulate(topo, tr, problem.placement, circuits=plan, threshold_B=problem.threshold_B)["makespan_s"]
-
-    return run
+    spec = traffic_spec(kind, ranks)
+    trace, tr = load_source(spec)
+    return trace, tr, spec
 
 
 def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "lu"), methods=METHODS,
-        time_limit=10.0, anneal_s=5.0, quick=False, solver="cbc", out=None, log=print) -> list[dict]:
+        time_limit=10.0, anneal_s=5.0, quick=False, solver="cbc", out=None, log=print,
+        simulate="bulk") -> list[dict]:
     """Run the grid; returns the rows (and writes them as CSV to ``out``)."""
     from planner.circuits import CircuitProblem
     from planner.circuits.problem import compare
+    from planner.circuits.simulate import plan_simulator
     from planner.placement import sequential
     from planner.topology_io import load_topology
 
@@ -156,15 +89,14 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
             for kind in kinds:
                 if kind not in traffic:
                     continue
-                trace, tr, label = load_traffic(kind, ranks, system)
-                if tr is None:
-                    log(f"{system} {preset} {kind}: {label}")
-                    continue
+                trace, tr, label = load_traffic(kind, ranks)
                 for size, (sets, max_c) in items:
                     topo = load_topology(preset, sets)
                     pl = sequential(tr.n_ranks, topo)
                     prob = CircuitProblem.build(topo, tr, pl, thr, max_circuits=max_c)
-                    sim = simulator(topo, trace, tr, prob)
+                    sim = None
+                    if simulate != "off":
+                        sim = plan_simulator(topo, trace if simulate == "trace" else None, tr, prob)
                     t0 = time.perf_counter()
                     res = []
                     for m in methods:
@@ -186,13 +118,60 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                         rows.append(row)
                     log(_line(rows[-len(res):], time.perf_counter() - t0))
     if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["system"])
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(rows, Path(out))
+        if rows:
+            plot(rows, Path(out).with_suffix(".png"))
     return rows
+
+
+def write_csv(rows, path: Path) -> None:
+    from planner.io import atomic_write
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["system"])
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(path, buf.getvalue())
+
+
+def plot(rows, path: Path) -> None:
+    """One panel per (topology, traffic): bound and simulated time of each method relative to EPS only,
+    at the largest OCS size run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from planner.io import atomic_write
+
+    panels = {}
+    for r in rows:
+        panels.setdefault((r["topology"], r["traffic"]), []).append(r)
+    n = len(panels)
+    cols = min(4, n)
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3 * nrows), squeeze=False)
+    for ax, ((topo, kind), rs) in zip(axes.ravel(), panels.items()):
+        size = rs[-1]["ocs"]
+        rs = [r for r in rs if r["ocs"] == size]
+        base = next((r for r in rs if r["method"] == "none"), rs[0])
+        names = [r["method"] for r in rs]
+        x = np.arange(len(rs))
+        ax.bar(x - 0.2, [r["bound_s"] / base["bound_s"] for r in rs], 0.4, label="bound")
+        if all(r["simulated_s"] is not None for r in rs + [base]):
+            ax.bar(x + 0.2, [r["simulated_s"] / base["simulated_s"] for r in rs], 0.4, label="simulated")
+        ax.axhline(1.0, color="k", lw=0.6)
+        ax.set_xticks(x, names, rotation=45, ha="right", fontsize=7)
+        ax.set_title(f"{topo}, {size}, {kind}", fontsize=8)
+        ax.set_ylabel("relative to EPS only", fontsize=7)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    axes.ravel()[0].legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write(path, buf.getvalue(), binary=True)
 
 
 def _line(rows, wall) -> str:
@@ -211,10 +190,12 @@ def main(argv=None) -> int:
     ap.add_argument("--anneal", type=float, default=5.0, help="anneal seconds per instance")
     ap.add_argument("--solver", default="cbc")
     ap.add_argument("--quick", action="store_true", help="one OCS size per system")
+    ap.add_argument("--simulate", choices=("bulk", "trace", "off"), default="bulk",
+                    help="simulated time: bulk replay of the traffic (default), the MPI trace, or none")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "compare_circuits.csv"))
     a = ap.parse_args(argv)
     rows = run(tuple(a.systems.split(",")), tuple(a.traffic.split(",")), tuple(a.methods.split(",")),
-               a.time_limit, a.anneal, a.quick, a.solver, a.out)
+               a.time_limit, a.anneal, a.quick, a.solver, a.out, simulate=a.simulate)
     print(f"{len(rows)} rows -> {a.out}  (* = proven optimal)")
     return 0
 

@@ -107,9 +107,9 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     sim = None
     if simulate:
-        from experiments.compare_circuits import simulator
+        from planner.circuits.simulate import plan_simulator
 
-        sim = simulator(topo, trace, tr, prob)
+        sim = plan_simulator(topo, trace, tr, prob)
     rows = compare(prob, [m.strip() for m in methods.split(",") if m.strip()], time_limit=time_limit, seed=seed,
                    simulate=sim, solver=solver, formulation=formulation)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
