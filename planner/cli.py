@@ -55,12 +55,13 @@ def main(argv=None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 1
     except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+        kinds = {c.__name__ for c in type(exc).__mro__}
+        # Typer may vendor its own copy of click (typer._click), so match by class name, not identity
+        if "ClickException" in kinds:
             exc.show()
             return 2
-        if isinstance(exc, click.exceptions.Abort):
+        if "Abort" in kinds:
+            print("error: aborted", file=sys.stderr)
             return 1
         raise
     return 0
