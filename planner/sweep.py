@@ -3,7 +3,7 @@
 A sweep is a YAML file::
 
     name: circuits-vs-ocs-size
-    output: results/circuits.csv        # relative to this file; .parquet also works
+    output: results/circuits.csv        # relative to this file; .parquet writes Parquet (needs pyarrow)
     problem: circuits                   # default problem of the methods
     instances:
       - name: neighbor
@@ -397,17 +397,26 @@ def execute(cell: dict) -> dict:
 
 # -- the table ----------------------------------------------------------------------------
 
+def table_format(path) -> str:
+    """``parquet`` when the output name ends in ``.parquet`` (pyarrow needed), else ``csv``."""
+    path = Path(path)
+    if path.suffix.lower() != ".parquet":
+        return "csv"
+    if not have_parquet():
+        raise TopoplanError(f"output {path}: Parquet needs pyarrow (pip install pyarrow); or name the output .csv")
+    return "parquet"
+
+
 def read_table(path: Path):
-    """Finished rows of a previous run (CSV or Parquet), or None."""
+    """Finished rows of a previous run (CSV or Parquet, by the name's suffix), or None."""
     import pandas as pd
 
     path = Path(path)
-    if path.suffix == ".parquet" and not (path.is_file() and have_parquet()):
-        path = path.with_suffix(".csv")    # written as CSV when pyarrow is missing
+    fmt = table_format(path)
     if not path.is_file():
         return None
     try:
-        if path.suffix == ".parquet":
+        if fmt == "parquet":
             return pd.read_parquet(path)
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as exc:
@@ -418,27 +427,44 @@ def have_parquet() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
+def _parquet_ready(df):
+    """Parquet needs one type per column: object columns of numbers (and gaps) become floats, the
+    others strings with gaps as '' (as the CSV reads back)."""
+    import pandas as pd
+
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_string_dtype(out[c].dtype) and out[c].dtype != object:
+            out[c] = out[c].fillna("")     # pandas' str dtype: gaps as '' like the CSV
+            continue
+        if out[c].dtype != object:
+            continue
+        col = out[c]
+        gap = col.isna()
+        num = pd.to_numeric(col[~gap], errors="coerce")
+        if len(num) and num.notna().all() and not col[~gap].map(lambda v: isinstance(v, (str, bool))).any():
+            out[c] = pd.to_numeric(col, errors="coerce").astype("float64")
+        else:
+            out[c] = col.map(lambda v: "" if v is None or (isinstance(v, float) and v != v) else str(v))
+    return out
+
+
 def write_table(df, path: Path) -> list[str]:
-    """Write the table atomically (CSV; Parquet too when pyarrow is installed). Returns the files written."""
+    """Write the table atomically: Parquet when the name ends in ``.parquet``, else CSV. Returns the files written."""
     import io as _io
 
     from planner.io import atomic_write
 
     path = Path(path)
-    written = []
-    csv_path = path.with_suffix(".csv") if path.suffix == ".parquet" else path
-    if path.suffix != ".parquet" or not have_parquet():
-        buf = _io.StringIO()
-        df.to_csv(buf, index=False)
-        atomic_write(csv_path, buf.getvalue())
-        written.append(str(csv_path))
-    if have_parquet():
-        pq = path if path.suffix == ".parquet" else path.with_suffix(".parquet")
+    if table_format(path) == "parquet":
         buf = _io.BytesIO()
-        df.astype({c: str for c in df.columns if df[c].dtype == object}).to_parquet(buf, index=False)
-        atomic_write(pq, buf.getvalue(), binary=True)
-        written.append(str(pq))
-    return written
+        _parquet_ready(df).to_parquet(buf, index=False)
+        atomic_write(path, buf.getvalue(), binary=True)
+    else:
+        sbuf = _io.StringIO()
+        df.to_csv(sbuf, index=False)
+        atomic_write(path, sbuf.getvalue())
+    return [str(path)]
 
 
 def _order_columns(df, cfg_params):
@@ -511,6 +537,7 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
     import pandas as pd
 
     t0 = time.perf_counter()
+    table_format(cfg.output)     # fail before any work when the output cannot be written
     cells = expand_cells(cfg)
     keys = [c["key"] for c in cells]
     prev = read_table(cfg.output)

@@ -168,3 +168,69 @@ def test_simulated_a2at_faster_than_a2a():
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)["schedules"]
     assert 1.0 <= s["A2AT"]["simulated_ratio"] < s["A2A"]["simulated_ratio"]
+
+
+def test_a2at_window_multiple_merges_orbits():
+    """A window of 2 x dimensions joins orbit rounds: half the rounds, still exactly at the bound."""
+    t = _topo((4, 4, 4))
+    s3, s6 = a2at_schedule(t), a2at_schedule(t, window=6)
+    s6.validate()
+    assert s6.meta["method"] == "orbit" and s6.n_rounds == (s3.n_rounds + 1) // 2
+    assert schedule_congestion(t, s6, 1e4)["ratio"] == pytest.approx(1.0)
+    with pytest.raises(TopoplanError, match="multiple"):
+        a2at_schedule(t, window=4, method="orbit")
+    assert a2at_schedule(t, window=4).meta["method"] == "greedy"
+
+
+def test_simulate_rounds_without_latency_is_the_congestion_estimate():
+    """With no latency, each round of max-min fair flows lasts exactly as long as its busiest link needs."""
+    from planner.alltoall import simulate_rounds
+
+    t = load_topology("mesh10x10x10", ["dims=[4,3,3]", "latency=0", "mtu=1B"])
+    for s in (a2a_schedule(t.n_nodes, 3), a2at_schedule(t)):
+        c = schedule_congestion(t, s, 1e5)
+        r = simulate_rounds(t, s, 1e5)
+        assert r["round_s"] == pytest.approx(c["round_s"], rel=1e-4)   # 1-byte packets: ~1 ns of store-and-forward
+        assert r["makespan_s"] == pytest.approx(sum(r["round_s"]))
+        assert r["n_flows"] == t.n_nodes * (t.n_nodes - 1)
+    # with latency every round pays its longest route on top
+    lat = simulate_rounds(_topo((4, 3, 3)), a2at_schedule(t), 1e5)
+    assert lat["makespan_s"] > schedule_congestion(t, a2at_schedule(t), 1e5)["estimate_s"] * 1.01
+
+
+def test_simulate_rounds_timeline_conserves_bytes():
+    """The stitched per-round timelines carry every byte over every hop, in the report's schema."""
+    from planner.alltoall import simulate_rounds
+    from planner.report import class_series, parse_result
+    from planner.topology_io import topology_to_dict
+    from sim.network import build_network
+
+    t = _topo((3, 3, 2), [True, False, False])
+    s = a2at_schedule(t)
+    r = simulate_rounds(t, s, 1e6, timeline_dt_s=7e-5)        # dt not aligned with the rounds
+    tl = r["timeline"]
+    assert len(tl["t_s"]) == int(np.ceil(r["makespan_s"] / 7e-5 - 1e-9))
+    net = build_network(t)
+    ptr, links = net.eps_routes(np.tile(np.arange(t.n_nodes), s.n_steps), s.dst.reshape(-1))
+    bw = {net.link_name[l]: net.bw_Bps[l] for l in range(net.n_links)}
+    moved = sum(sum(l["util"]) * 7e-5 * bw[l["name"]] for l in tl["links"])
+    assert moved == pytest.approx(len(links) * 1e6, rel=1e-4)
+    data = parse_result({"timeline": tl, "topology": topology_to_dict(t)})
+    series = class_series(data)
+    assert {"torus-x+", "torus-x-", "torus-y+", "torus-z-"} <= set(series)
+    assert all((mx <= 1 + 1e-6).all() and (av <= mx + 1e-9).all() for mx, av in series.values())
+    with pytest.raises(TopoplanError, match="timeline_dt_s"):
+        simulate_rounds(t, s, 1e6, timeline_dt_s=0)
+    with pytest.raises(TopoplanError, match="nodes"):
+        simulate_rounds(t, a2a_schedule(5), 1e6)
+
+
+@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (sim.run) is not importable")
+def test_cli_simulate_rounds_mode_agrees_with_replay_for_large_messages():
+    base = ["bound", "alltoall", "-t", "mesh10x10x10", "--set", "dims=[3,3,3]", "--bytes", "1MB", "--json"]
+    rounds = json.loads(_cli(*base, "--simulate", "a2a,a2at", "--sim-mode", "rounds").output)["schedules"]
+    replay = json.loads(_cli(*base, "--simulate", "a2at", "--sim-mode", "replay").output)["schedules"]
+    assert rounds["A2AT"]["sim_mode"] == "rounds" and replay["A2AT"]["sim_mode"] == "replay"
+    assert rounds["A2AT"]["simulated_s"] == pytest.approx(replay["A2AT"]["simulated_s"], rel=0.01)
+    assert 1.0 <= rounds["A2AT"]["simulated_ratio"] < rounds["A2A"]["simulated_ratio"]
+    assert isinstance(_cli(*base, "--simulate", "a2a", "--sim-mode", "bogus").exception, TopoplanError)

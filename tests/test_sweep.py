@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import shutil
 
@@ -189,17 +190,52 @@ def test_cli_dry_run_and_run(data, tmp_path):
     assert json.loads(dry.output)["pending"] == 0
 
 
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="pyarrow is not installed")
 def test_parquet_output_resumes(data, tmp_path, client):
-    """A .parquet output: Parquet (and CSV) with pyarrow, else CSV beside it; either way the sweep resumes."""
-    from planner.sweep import have_parquet
-
+    """A .parquet output is Parquet (no CSV beside it), holds what the CSV would, and the sweep resumes from it."""
     cfg = _cheap(data, tmp_path)
     cfg.output = tmp_path / "t.parquet"
-    cfg.parameters["a"] = [1]
-    first = run_sweep(cfg, client=client, progress=False)
-    assert first.ran == 8
-    if have_parquet():
-        assert pd.read_parquet(tmp_path / "t.parquet").shape[0] == 8
-    else:
-        assert first.files == [str(tmp_path / "t.csv")]
-    assert run_sweep(cfg, client=client, progress=False).ran == 0
+    first = run_sweep(cfg, client=client, progress=False, limit=12)
+    assert (first.ran, first.files) == (12, [str(tmp_path / "t.parquet")])
+    assert not (tmp_path / "t.csv").exists()
+    with open(tmp_path / "t.parquet", "rb") as fh:
+        assert fh.read(4) == b"PAR1"
+    pq = pd.read_parquet(tmp_path / "t.parquet")
+    assert len(pq) == 12 and pq["key"].is_unique
+    assert pq["objective"].dtype == np.float64 and pq["param.a"].dtype == np.int64
+    assert set(pq.loc[pq["param.a"] == 3, "error"].str.contains("fails on purpose")) == {True}
+    second = run_sweep(cfg, client=client, progress=False)
+    assert (second.skipped, second.ran) == (8, 16)     # finished cells read back from Parquet are kept
+    # the same sweep into CSV gives the same table
+    cfg_csv = _cheap(data, tmp_path)
+    cfg_csv.output = tmp_path / "t.csv"
+    run_sweep(cfg_csv, client=client, progress=False)
+    a = pd.read_parquet(tmp_path / "t.parquet").set_index("key").sort_index()
+    b = pd.read_csv(tmp_path / "t.csv", keep_default_na=False).set_index("key").sort_index()
+    assert a.index.equals(b.index)
+    for col in ("instance", "method", "status", "error"):
+        assert a[col].tolist() == b[col].astype(str).tolist(), col
+    ok = a["error"] == ""
+    assert np.allclose(a.loc[ok, "objective"], b.loc[ok, "objective"].astype(float))
+
+
+def test_parquet_mixed_object_columns():
+    """Columns of numbers with gaps become floats; anything with text stays text, gaps as ''."""
+    from planner.sweep import _parquet_ready
+
+    df = pd.DataFrame({"gap": [1.5, None, 2], "txt": ["a", None, 3], "flag": [True, None, False]}, dtype=object)
+    out = _parquet_ready(df)
+    assert out["gap"].dtype == np.float64 and np.isnan(out["gap"][1]) and out["gap"][2] == 2.0
+    assert out["txt"].tolist() == ["a", "", "3"]
+    assert out["flag"].tolist() == ["True", "", "False"]
+
+
+def test_parquet_without_pyarrow_is_a_clear_error(data, tmp_path, monkeypatch):
+    import planner.sweep as sweep
+
+    monkeypatch.setattr(sweep, "have_parquet", lambda: False)
+    cfg = _cheap(data, tmp_path)
+    cfg.output = tmp_path / "t.parquet"
+    with pytest.raises(TopoplanError, match=r"t\.parquet: Parquet needs pyarrow"):
+        run_sweep(cfg, progress=False)
+    assert not (tmp_path / "t.csv").exists()
