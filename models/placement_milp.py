@@ -1,0 +1,400 @@
+"""Exact process placement on tree networks: a CP-SAT model, combinatorial lower bounds, the ``ilp`` method.
+
+On a tree, fat tree or hybrid (EPS part) the placement objectives are cuts:
+
+- ``inter-switch`` = bytes between ranks on different edge switches (the
+  switch-level cut);
+- ``hops`` = node cut + 2 x switch cut (same node 0 hops, same switch 1,
+  across switches 3: :meth:`PlacementProblem.hops`).
+
+Model (OR-Tools CP-SAT). Booleans ``x[r,n]`` (rank r on node n, exactly one
+node per rank, at most ``cores[n]`` ranks per node; with one core per node
+or the ``inter-switch`` objective the node level drops out and ``x`` is
+``z[r,s]``, rank r on switch s, at most the switch's cores). Per rank-graph
+edge ``e = (u, v)`` a cut literal ``ds[e] >= z[u,s] - z[v,s]`` for every
+switch s (and ``dn[e]`` the same over nodes, with ``ds <= dn``). Minimize
+``sum_e w_e (dn[e] + 2 ds[e])`` or ``sum_e w_e ds[e]``. Symmetry breaking
+when switches (and nodes) are interchangeable: switches are numbered by the
+smallest rank they hold, so rank r sits on a switch ``<= r`` (nodes within a
+switch likewise).
+
+Such partition models have weak LP relaxations, so two more things make
+structured instances prove in seconds:
+
+- the best heuristic placement (``metis``, ``greedy``) is the solver's hint;
+- a combinatorial lower bound, added as a constraint on the objective:
+  (a) the *degree bound*: a rank shares its group (node or switch of ``c``
+  cores) with at most ``c - 1`` partners, so at least its traffic beyond its
+  ``c - 1`` heaviest partners leaves the group; (b) the *edge-isoperimetric
+  bound* when the rank graph contains a row-major ``R x C`` grid (2-D
+  stencils): a set of ``m`` grid cells spans at most ``floor(2m - 2 sqrt(m))``
+  grid edges (Harary and Harborth 1976; ``m - 1`` on a path), so a partition
+  into groups of sizes ``m_g`` cuts at least ``|E| - sum_g i(m_g)`` grid
+  edges, each of at least the smallest grid-edge weight. Group sizes are
+  the capacities when the ranks fill the machine, else the minimum over all
+  feasible sizes (a small knapsack DP).
+
+When the hint meets the bound the solver proves optimality at once; otherwise
+it searches up to the time limit and the result carries the best placement,
+the proven bound (``max`` of the solver's and the combinatorial one) and the
+gap. CP-SAT runs through :func:`models.backends.call_isolated` (its native
+library clashes with highspy's).
+
+Example
+-------
+>>> from planner.placement_methods import PlacementProblem, solve
+>>> from planner.topology_io import load_topology
+>>> from planner.traffic import load_traffic
+>>> p = PlacementProblem.build(load_topology("paper003"),
+...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), objective="inter-switch")
+>>> r = solve(p, "ilp", time_limit=20)
+>>> r.status, r.objective, r.bound          # 32 cut edges x 40 MB, proven
+('optimal', 1280000000.0, 1280000000.0)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from planner.errors import TopoplanError
+
+DEFAULT_TIME_S = 20.0
+# model size guard: x variables and cut constraints (beyond this CP-SAT would only spend the time building)
+MAX_VARS = 200_000
+MAX_CUT_ROWS = 2_000_000
+
+
+# -- lower bounds ------------------------------------------------------------------
+
+def grid_shapes(W: sp.csr_matrix) -> list[tuple[int, int, float]]:
+    """Row-major ``rows x cols`` grids (cols >= 2) whose every edge carries traffic in ``W``.
+
+    Returns ``(rows, cols, smallest grid-edge weight)`` for each shape found.
+
+    >>> from planner.traffic import load_traffic
+    >>> from planner.placement_methods import PlacementProblem
+    >>> from planner.topology_io import load_topology
+    >>> W = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=4,cols=8,bytes=1MB")).graph()
+    >>> [s[:2] for s in grid_shapes(W)]
+    [(4, 8)]
+    """
+    n = W.shape[0]
+    out = []
+    for cols in range(2, n + 1):
+        if n % cols:
+            continue
+        rows = n // cols
+        r = np.arange(n)
+        h = r[(r % cols) < cols - 1]
+        v = r[r + cols < n]
+        u = np.concatenate([h, v])
+        w = np.asarray(W[u, np.concatenate([h + 1, v + cols])]).ravel()
+        if len(w) and (w > 0).all():
+            out.append((rows, cols, float(w.min())))
+    return out
+
+
+def max_internal_edges(m: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Most grid edges ``m`` cells of a ``rows x cols`` grid can span (Harary-Harborth; a path: ``m - 1``)."""
+    m = np.asarray(m, dtype=np.float64)
+    if min(rows, cols) == 1:
+        return np.maximum(m - 1, 0)
+    return np.maximum(np.floor(2 * m - 2 * np.sqrt(m) + 1e-9), 0)
+
+
+def min_separable(f: np.ndarray, caps: np.ndarray, n: int) -> float:
+    """``min sum_g f[m_g]`` over group sizes ``0 <= m_g <= caps[g]`` with ``sum m_g = n`` (``f`` indexed by size)."""
+    caps = np.asarray(caps, dtype=np.int64)
+    if n == int(caps.sum()):
+        return float(f[caps].sum())
+    dp = np.full(n + 1, np.inf)
+    dp[0] = 0.0
+    for c in caps:  # groups of equal capacity could be merged; instances here are small enough
+        new = np.full(n + 1, np.inf)
+        for m in range(0, min(int(c), n) + 1):
+            new[m:] = np.minimum(new[m:], dp[:n + 1 - m] + f[m])
+        dp = new
+    return float(dp[n])
+
+
+def degree_bound(W: sp.csr_matrix, group_cap: int) -> float:
+    """Bytes that must cross between groups of at most ``group_cap`` ranks (see the module docstring)."""
+    if group_cap <= 1:
+        return float(W.sum()) / 2.0
+    total = 0.0
+    k = group_cap - 1
+    for r in range(W.shape[0]):
+        d = W.data[W.indptr[r]:W.indptr[r + 1]]
+        if len(d) > k:
+            total += float(np.sort(d)[:len(d) - k].sum())
+    return total / 2.0
+
+
+def cut_bound(W: sp.csr_matrix, caps, n: int) -> float:
+    """Lower bound on the bytes cut by any assignment of ``n`` ranks to groups of capacities ``caps``."""
+    caps = np.asarray(caps, dtype=np.int64)
+    if len(caps) == 0 or W.nnz == 0:
+        return 0.0
+    best = degree_bound(W, int(min(caps.max(), n)))
+    for rows, cols, wmin in grid_shapes(W):
+        edges = rows * (cols - 1) + cols * (rows - 1)
+        inside = min_separable(max_internal_edges(np.arange(n + 1), rows, cols), caps, n)
+        best = max(best, wmin * max(0.0, edges - inside))
+    return best
+
+
+def lower_bound(problem) -> float:
+    """A proven lower bound on the problem's objective (tree topologies; 0 where none is known)."""
+    from planner.topology import TreeTopology
+
+    if not isinstance(problem.topo, TreeTopology) or problem.objective == "congestion":
+        return 0.0
+    W, n = problem.graph(), problem.n_ranks
+    sw = problem.node_switch
+    sw_caps = np.bincount(sw, weights=problem.cores, minlength=problem.topo.n_switches).astype(np.int64)
+    s_cut = cut_bound(W, sw_caps, n)
+    if problem.objective == "inter-switch":
+        return s_cut
+    return cut_bound(W, problem.cores, n) + 2.0 * s_cut
+
+
+# -- the CP-SAT model ---------------------------------------------------------------
+
+def solve_cpsat(data: dict) -> dict:
+    """Build and solve the model of the module docstring from plain arrays (picklable: runs in a fresh process).
+
+    ``data``: ``n`` ranks, ``group_of`` (node -> switch, or None for the switch-only model), ``caps`` per
+    column of ``x``, ``u``/``v``/``w`` integer edges, ``node_weight``/``switch_weight``, ``lb`` (model units),
+    ``hint`` (column of every rank or None), ``sym_switch``/``sym_node``, ``time_limit``, ``seed``, ``workers``.
+    Returns ``status``, ``objective``, ``bound`` (model units), ``column`` of every rank (or None).
+    """
+    from ortools.sat.python import cp_model
+
+    n, caps = data["n"], data["caps"]
+    k = len(caps)
+    group_of = data["group_of"]
+    u, v, w = data["u"], data["v"], data["w"]
+    md = cp_model.CpModel()
+    x = [[md.NewBoolVar(f"x{r}_{j}") for j in range(k)] for r in range(n)]
+    for r in range(n):
+        md.AddExactlyOne(x[r])
+    for j in range(k):
+        md.Add(sum(x[r][j] for r in range(n)) <= int(caps[j]))
+    # switch membership: x itself, or the sum over the switch's nodes
+    if group_of is None:
+        groups = [[j] for j in range(k)]
+    else:
+        groups = [list(np.flatnonzero(np.asarray(group_of) == s)) for s in range(int(max(group_of)) + 1)]
+    local = np.zeros(k, dtype=np.int64)
+    for g in groups:
+        local[g] = np.arange(len(g))
+    # symmetry breaking: groups (switches) numbered by their smallest rank, nodes within a switch likewise
+    for r in range(n):
+        for s, g in enumerate(groups):
+            for j in g:
+                if (data["sym_switch"] and s > r) or (data["sym_node"] and local[j] > r):
+                    md.Add(x[r][j] == 0)
+    zs = [[sum(x[r][j] for j in g) for g in groups] for r in range(n)]
+    obj = []
+    ds, dn = [], []
+    for e in range(len(u)):
+        a, b = int(u[e]), int(v[e])
+        d = md.NewBoolVar(f"ds{e}")
+        for s in range(len(groups)):
+            md.Add(zs[a][s] - zs[b][s] <= d)
+        ds.append(d)
+        obj.append(int(w[e]) * int(data["switch_weight"]) * d)
+        if group_of is not None and data["node_weight"]:
+            c = md.NewBoolVar(f"dn{e}")
+            for j in range(k):
+                md.Add(x[a][j] - x[b][j] <= c)
+            md.AddImplication(d, c)
+            dn.append(c)
+            obj.append(int(w[e]) * int(data["node_weight"]) * c)
+    total = sum(obj) + int(data.get("constant", 0))
+    # the objective as a variable whose domain starts at the proven bound: the solver's bound starts there,
+    # so a hint that meets it is optimal at once
+    top = int(w.sum()) * (int(data["switch_weight"]) + int(data["node_weight"])) + int(data.get("constant", 0))
+    cost = md.NewIntVar(min(int(data["lb"]), top), top, "cost")
+    md.Add(cost == total)
+    md.Minimize(cost)
+    hint = data.get("hint")
+    if hint is not None:
+        hint = np.asarray(hint)
+        for r in range(n):
+            for j in range(k):
+                md.AddHint(x[r][j], int(hint[r] == j))
+        gh = np.zeros(k, dtype=np.int64)
+        for s, g in enumerate(groups):
+            gh[g] = s
+        for e in range(len(u)):
+            md.AddHint(ds[e], int(gh[hint[u[e]]] != gh[hint[v[e]]]))
+            if dn:
+                md.AddHint(dn[e], int(hint[u[e]] != hint[v[e]]))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(data["time_limit"])
+    solver.parameters.random_seed = int(data["seed"]) % (2**31)
+    solver.parameters.num_workers = int(data.get("workers", 2))
+    st = solver.Solve(md)
+    out = {"status": {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
+                      cp_model.INFEASIBLE: "infeasible"}.get(st, "unknown"),
+           "objective": None, "bound": float(solver.BestObjectiveBound()), "column": None,
+           "wall_s": solver.WallTime()}
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        out["objective"] = float(solver.ObjectiveValue())
+        col = np.empty(n, dtype=np.int64)
+        for r in range(n):
+            col[r] = next(j for j in range(k) if solver.BooleanValue(x[r][j]))
+        out["column"] = col
+    return out
+
+
+def _integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """Integer edge weights, the scale back to bytes, and whether they are exact.
+
+    Bytes are integers: dividing by their gcd keeps the numbers small and exact. Fractional weights (scaled
+    matrices) are rounded *down* in units of 1e-6 of the largest, so the model's bound stays a valid bound.
+    """
+    wi = np.round(w).astype(np.int64)
+    if len(wi) == 0:
+        return wi, 1.0, True
+    if np.abs(wi - w).max() > 1e-9 * max(1.0, float(np.abs(w).max())) or (wi <= 0).any():
+        q = float(np.abs(w).max()) * 1e-6
+        return np.floor(w / q).astype(np.int64), q, False
+    g = int(np.gcd.reduce(wi))
+    return wi // g, float(g), True
+
+
+def _symmetric_switches(problem) -> tuple[bool, bool]:
+    """Are all switches alike (same node cores, in order) and all nodes of a switch alike?"""
+    sw, cores = problem.node_switch, problem.cores
+    per = [cores[sw == s].tolist() for s in range(problem.topo.n_switches)]
+    same_switch = all(p == per[0] for p in per)
+    same_node = all(len(set(p)) <= 1 for p in per)
+    return same_switch, same_node
+
+
+def canonical(col: np.ndarray, group_of, n_groups: int, sym_switch: bool, sym_node: bool) -> np.ndarray:
+    """Relabel an assignment to the symmetry-broken form of :func:`solve_cpsat`.
+
+    ``col`` is the node (``group_of`` = node -> switch) or the switch (``group_of`` None) of every rank.
+    Switches are renumbered by their smallest rank, and nodes within a switch by theirs (the nodes of every
+    switch are alike when ``sym_switch``, so node i of one switch maps to node i of another).
+
+    >>> canonical(np.array([3, 3, 1, 0]), None, 4, True, False).tolist()
+    [0, 0, 1, 2]
+    """
+    col = np.asarray(col, dtype=np.int64)
+    if group_of is None:
+        if not sym_switch:
+            return col
+        first = [int(c) for c in dict.fromkeys(col.tolist())]
+        rest = [g for g in range(n_groups) if g not in set(first)]
+        relabel = np.empty(n_groups, dtype=np.int64)
+        relabel[first + rest] = np.arange(n_groups)
+        return relabel[col]
+    group_of = np.asarray(group_of, dtype=np.int64)
+    members = [np.flatnonzero(group_of == s) for s in range(n_groups)]
+    sw_of_rank = group_of[col]
+    new_sw = canonical(sw_of_rank, None, n_groups, sym_switch, False)
+    out = col.copy()
+    for s in range(n_groups):
+        on = np.flatnonzero(sw_of_rank == s)
+        if len(on) == 0:
+            continue
+        nodes = members[s]
+        local = np.searchsorted(nodes, col[on])
+        if sym_node:
+            first = [int(c) for c in dict.fromkeys(local.tolist())]
+            rest = [i for i in range(len(nodes)) if i not in set(first)]
+            relabel = np.empty(len(nodes), dtype=np.int64)
+            relabel[first + rest] = np.arange(len(nodes))
+            local = relabel[local]
+        out[on] = members[new_sw[on[0]]][local]
+    return out
+
+
+def ilp(problem, *, time_limit=None, seed=0, warm=("metis", "greedy"), workers: int = 2, **_):
+    """Exact placement with a proven bound (tree, fat-tree and hybrid topologies; ``hops`` or ``inter-switch``).
+
+    Parameters
+    ----------
+    problem : :class:`planner.placement_methods.PlacementProblem`.
+    time_limit : seconds for CP-SAT (default 20).
+    seed : solver seed.
+    warm : heuristic methods whose best placement is the hint (and the answer when the solver finds none).
+    workers : CP-SAT search workers.
+
+    Returns
+    -------
+    PlanResult with status ``optimal`` (proven), ``timeout`` (time limit hit; ``bound`` and ``gap`` set) or
+    ``feasible`` (model too large to build: the warm start with the combinatorial bound).
+    """
+    from models.backends import call_isolated
+    from planner.placement_methods.metis import ocs_first, recursive_map
+    from planner.placement_methods.problem import METHODS, result_from
+    from planner.topology import TreeTopology
+
+    if not isinstance(problem.topo, TreeTopology):
+        raise TopoplanError(f"method ilp: the exact model covers tree, fat-tree and hybrid topologies, not "
+                            f"{problem.topo.kind!r} (use anneal)")
+    if problem.objective == "congestion":
+        raise TopoplanError("method ilp: the exact model minimizes the hops or inter-switch objective, "
+                            "not congestion (use --objective hops|inter-switch, or anneal)")
+    limit = DEFAULT_TIME_S if time_limit is None else float(time_limit)
+    # warm start: the best heuristic on the problem's objective
+    starts = [(problem.cost(r.plan["rank_to_node"]), name, r)
+              for name in warm for r in [METHODS[name](problem, time_limit=None, seed=seed)]]
+    best_cost, best_name, best = min(starts, key=lambda t: t[0])
+    lb = lower_bound(problem)
+    u, v, w = problem.edges()
+    wi, scale, exact = _integer_weights(w)
+    n, sw, cores = problem.n_ranks, problem.node_switch, problem.cores
+    hops = problem.objective == "hops"
+    node_level = hops and cores.max() > 1
+    constant = 0.0
+    if node_level:
+        caps, group_of = cores, sw
+        hint = np.asarray(best.plan["rank_to_node"])
+    else:
+        caps = np.bincount(sw, weights=cores, minlength=problem.topo.n_switches).astype(np.int64)
+        group_of = None
+        hint = sw[np.asarray(best.plan["rank_to_node"])]
+        if hops:  # one core per node: every edge leaves its node, 1 hop each, plus 2 per switch crossing
+            constant = float(wi.sum())
+    same_switch, same_node = _symmetric_switches(problem)
+    hint = canonical(hint, group_of, problem.topo.n_switches, same_switch, node_level and same_node)
+    n_cols = len(caps)
+    opts = {"warm": best_name, "lower_bound": lb, "model": "node+switch" if node_level else "switch"}
+    if n * n_cols > MAX_VARS or len(u) * n_cols > MAX_CUT_ROWS:
+        return result_from(problem, best.plan["rank_to_node"], rank_to_slot=best.plan["rank_to_slot"],
+                           status="feasible", bound=lb, options=opts,
+                           message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
+                                   f"{best_name} placement with the combinatorial bound")
+    data = {"n": n, "caps": np.asarray(caps, dtype=np.int64), "group_of": group_of, "u": u, "v": v, "w": wi,
+            "switch_weight": 2 if hops else 1, "node_weight": 1 if node_level else 0, "constant": int(constant),
+            "lb": int(math.ceil(lb / scale - 1e-9)) if exact else 0, "hint": hint, "sym_switch": same_switch,
+            "sym_node": node_level and same_node, "time_limit": limit, "seed": seed or 0, "workers": workers}
+    out = call_isolated("ortools", solve_cpsat, data)
+    bound = max(lb, out["bound"] * scale) if out["status"] in ("optimal", "feasible") else lb
+    if out["column"] is None:
+        return result_from(problem, best.plan["rank_to_node"], rank_to_slot=best.plan["rank_to_slot"],
+                           status="timeout", bound=bound, options=opts,
+                           message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
+    col = out["column"]
+    if node_level:
+        node = ocs_first(problem, col)
+    else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
+        doms = [(np.flatnonzero(col == s), np.flatnonzero(sw == s)) for s in range(len(caps))]
+        node = ocs_first(problem, recursive_map(problem, seed=seed or 0, domains=doms))
+    cost = problem.cost(node)
+    if cost > best_cost:  # rounded model weights can mislead it: never return worse than the warm start
+        node, cost = np.asarray(best.plan["rank_to_node"]), best_cost
+    bound = min(bound, cost)
+    status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
+    msg = (f"CP-SAT {out['status']} in {out['wall_s']:.2f} s; warm start {best_name} {best_cost:.6g}, "
+           f"combinatorial bound {lb:.6g}")
+    return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)

@@ -1,0 +1,64 @@
+"""``topoplan place``: map ranks to nodes and cores with one placement method."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from planner.commands.common import (JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
+                                     console, emit)
+from planner.units import format_bytes, format_time, parse_size
+
+
+def register(app: typer.Typer) -> None:
+    app.command("place")(place_cmd)
+
+
+def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
+              method: str = typer.Option("metis", "--method", "-m",
+                                         help="sequential | round-robin | random | metis | greedy | anneal | ilp | "
+                                              "joint | kahip | scotch."),
+              time_limit: Optional[float] = TimeLimitOpt, seed: int = SeedOpt,
+              objective: str = typer.Option("hops", "--objective",
+                                            help="What anneal/greedy/ilp minimize: hops (hop-weighted bytes) | "
+                                                 "congestion (link bound) | inter-switch (bytes)."),
+              init: Optional[str] = typer.Option(None, "--init", help="anneal: starting method (default metis)."),
+              threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold "
+                                                      "(default: OCS bandwidth-delay product)."),
+              simulate: bool = typer.Option(False, "--simulate", help="Also replay the traffic on the plan "
+                                            "(flow simulator) and report the simulated time."),
+              json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+    """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
+    from planner.placement_methods import PlacementProblem, simulated_time, solve
+    from planner.topology_io import load_topology
+    from planner.traffic import load_source
+
+    topo = load_topology(topology, sets or [])
+    trace, tr = load_source(traffic)
+    thr = parse_size(threshold, "threshold") if threshold is not None else None
+    prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr)
+    opts = {"init": init} if init is not None else {}
+    res = solve(prob, method, time_limit=time_limit, seed=seed, **opts)
+    if simulate:
+        res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace)
+    doc = res.to_dict()
+    doc.update({"topology": topo.name or topology, "traffic": traffic})
+    emit(doc, json_mode, output)
+    if json_mode:
+        return
+    m = res.metrics
+    bound = f", bound {res.bound:.6g} (gap {res.gap:.1%})" if res.bound is not None else ""
+    con = console()
+    con.print(f"[bold]{method}[/] ({res.status}, objective {objective}): {res.objective:.6g}{bound}")
+    con.print(f"inter-switch {format_bytes(m['inter_switch_bytes'])} (large "
+              f"{format_bytes(m['inter_switch_large_bytes'])}, small {format_bytes(m['inter_switch_small_bytes'])}), "
+              f"hop-weighted {format_bytes(m['hop_weighted_bytes'])}, congestion bound "
+              f"{format_time(m['congestion_bound_s'])} ({m['bottleneck']})"
+              + (f", simulated {format_time(m['simulated_time_s'])}" if "simulated_time_s" in m else "")
+              + f", wall {res.wall_s:.2f} s")
+    if res.message:
+        con.print(res.message)
+    if output is not None:
+        con.print(f"wrote {output}")

@@ -1,0 +1,129 @@
+"""Launcher files from a placement: Open MPI 4/5 rankfiles, MPICH/Hydra machinefile, Slurm arbitrary, JSON.
+
+Formats (``FORMATS``):
+
+- ``ompi4``: Open MPI 4 rankfile, one line ``rank N=host slot=S`` per rank
+  (``S`` = logical core on that host). Run with
+  ``mpirun --rankfile FILE -np N prog``.
+- ``ompi5``: Open MPI 5 / PRRTE rankfile. PRRTE keeps the ``rank N=host
+  slot=S`` syntax (``slot`` = core index; ``S:C`` would be socket:core);
+  the option is ``mpirun --map-by rankfile:file=FILE -np N prog``.
+- ``mpich``: MPICH/Hydra machinefile, one host per line per rank in rank
+  order (Hydra places rank i on line i; it does not bind to a core, so add
+  ``-bind-to core`` to keep ranks on distinct cores).
+- ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
+  for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
+- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
+
+Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
+names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
+host per line in node order (``#`` starts a comment). A placement that
+does not validate against the topology is never exported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import TopoplanError
+
+FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json")
+
+
+def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
+    """Host name of every node id from ``path`` (``node_id host`` lines, or one host per line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such hostfile")
+    lines = []
+    for i, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            lines.append((i, line.split()))
+    if not lines:
+        raise TopoplanError(f"{path}: hostfile has no hosts")
+    if all(len(f) == 2 for _, f in lines):
+        names: dict[int, str] = {}
+        for i, (node, host) in lines:
+            try:
+                k = int(node)
+            except ValueError:
+                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}") from None
+            if k < 0 or k in names:
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
+            names[k] = host
+        size = max(names) + 1
+        missing = [k for k in range(size) if k not in names]
+        if missing:
+            raise TopoplanError(f"{path}: node {missing[0]} has no host name")
+        hosts = [names[k] for k in range(size)]
+    elif all(len(f) == 1 for _, f in lines):
+        hosts = [f[0] for _, f in lines]
+    else:
+        i = next(i for i, f in lines if len(f) not in (1, 2) or len(f) != len(lines[0][1]))
+        raise TopoplanError(f"{path}:{i}: expected 'node_id host' or 'host' on every line")
+    if n_nodes is not None and len(hosts) < n_nodes:
+        raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
+    return hosts
+
+
+def _check(placement, topo, hosts):
+    if topo is not None:
+        placement.validate(topo, where="placement")
+    else:
+        if (placement.rank_to_node < 0).any() or (placement.rank_to_slot < 0).any():
+            raise TopoplanError("placement: negative node or slot")
+        key = placement.rank_to_node * (int(placement.rank_to_slot.max()) + 1) + placement.rank_to_slot
+        if len(np.unique(key)) != len(key):
+            raise TopoplanError("placement: two ranks share a node and slot")
+    used = int(placement.rank_to_node.max()) + 1
+    if len(hosts) < used:
+        raise TopoplanError(f"placement uses node {used - 1} but only {len(hosts)} host names are known")
+
+
+def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
+    """The file content of format ``fmt`` (see the module docstring); validates first.
+
+    Example
+    -------
+    >>> from planner.placement import Placement
+    >>> import numpy as np
+    >>> print(render("ompi4", Placement(np.array([0, 0]), np.array([1, 0])), ["a"]), end="")
+    rank 0=a slot=1
+    rank 1=a slot=0
+    """
+    if fmt not in FORMATS:
+        raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    _check(placement, topo, hosts)
+    node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
+    if fmt in ("ompi4", "ompi5"):
+        return "".join(f"rank {r}={hosts[k]} slot={s}\n" for r, (k, s) in enumerate(zip(node, slot)))
+    if fmt in ("mpich", "slurm"):
+        return "".join(f"{hosts[k]}\n" for k in node)
+    doc = {"n_ranks": len(node),
+           "ranks": [{"rank": r, "node": k, "host": hosts[k], "slot": s} for r, (k, s) in enumerate(zip(node, slot))]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def launch_command(fmt: str, path, n_ranks: int) -> str:
+    """The launcher line that uses the exported file."""
+    return {"ompi4": f"mpirun --rankfile {path} -np {n_ranks} PROGRAM",
+            "ompi5": f"mpirun --map-by rankfile:file={path} -np {n_ranks} PROGRAM",
+            "mpich": f"mpiexec -f {path} -bind-to core -n {n_ranks} PROGRAM",
+            "slurm": f"SLURM_HOSTFILE={path} srun --distribution=arbitrary -n {n_ranks} PROGRAM",
+            "json": ""}[fmt]
+
+
+def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None) -> str:
+    """Write the launcher file atomically and return the command that uses it."""
+    from planner.io import atomic_write
+
+    if hosts is None:
+        if topo is None:
+            raise TopoplanError("export needs host names: give a topology or a hostfile")
+        hosts = topo.host_names()
+    atomic_write(path, render(fmt, placement, hosts, topo))
+    return launch_command(fmt, path, placement.n_ranks)

@@ -1,0 +1,36 @@
+"""Placements that ignore the traffic: sequential (block), round-robin (cyclic by node) and random (seeded)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.placement_methods.problem import PlacementProblem, result_from
+
+
+def sequential(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+    """Block placement: ranks fill the cores of node 0, then node 1, ... (003's "Sequential").
+
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> p = PlacementProblem.build(load_topology("paper003"), from_arrays(6, [0], [5], [1e6]))
+    >>> sequential(p).plan["rank_to_node"]
+    [0, 0, 0, 0, 1, 1]
+    """
+    node = np.repeat(np.arange(problem.n_nodes), problem.cores)[:problem.n_ranks]
+    return result_from(problem, node)
+
+
+def round_robin(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+    """Cyclic placement: rank r on the r-th node with a free core, cycling over the nodes."""
+    cores = problem.cores
+    # slot s of every node in turn: (slot 0 of all nodes), (slot 1 of all nodes with 2+ cores), ...
+    order = np.lexsort((np.arange(int(cores.sum())), np.concatenate([np.arange(c) for c in cores])))
+    node_of_slot = np.repeat(np.arange(problem.n_nodes), cores)
+    return result_from(problem, node_of_slot[order][:problem.n_ranks])
+
+
+def random_placement(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+    """A uniformly random assignment of ranks to cores (seeded)."""
+    rng = np.random.default_rng(seed)
+    node_of_slot = np.repeat(np.arange(problem.n_nodes), problem.cores)
+    return result_from(problem, node_of_slot[rng.permutation(len(node_of_slot))[:problem.n_ranks]])

@@ -1,0 +1,341 @@
+"""The process-placement problem: put every rank on a node and a core so that traffic crosses few links.
+
+A :class:`PlacementProblem` is built once from a topology and traffic. It
+holds what every method needs as arrays: the symmetric rank graph (CSR,
+both directions of a pair summed), the node capacities (cores), the switch
+of every node, the node distance of the objective, and the link model of
+:mod:`planner.linkload`. Objectives:
+
+- ``hops`` -- hop-weighted volume: bytes x switch hops between the two
+  ranks' nodes (:meth:`topology.hop_matrix`), summed over all messages;
+- ``congestion`` -- the congestion bound: max over directed links of
+  bytes / bandwidth under the topology's static routing (seconds);
+- ``inter-switch`` -- the bytes crossing between edge switches (the
+  papers' CommPattern objective, 003 Table 2).
+
+:func:`solve` runs one method of :data:`METHODS` and returns a validated
+:class:`planner.result.PlanResult` whose plan is ``rank_to_node`` and
+``rank_to_slot``; :func:`placement_metrics` scores any placement with every
+objective (plus large/small inter-switch bytes).
+
+Example
+-------
+>>> from planner.topology_io import load_topology
+>>> from planner.traffic import load_traffic
+>>> prob = PlacementProblem.build(load_topology("paper003"),
+...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))
+>>> res = solve(prob, method="sequential")
+>>> res.metrics["inter_switch_bytes"]
+1920000000.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from planner.errors import TopoplanError
+from planner.placement import Placement, from_nodes
+from planner.result import PlanResult, solve_with
+from planner.topology import GraphTopology, TorusTopology, TreeTopology
+
+OBJECTIVES = ("hops", "congestion", "inter-switch")
+
+
+@dataclass
+class PlacementProblem:
+    """Topology, traffic, objective and threshold, with cached arrays (see the module docstring)."""
+
+    topo: Any
+    traffic: Any
+    objective: str = "hops"
+    threshold_B: float = 8192.0
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, topo, traffic, objective: str = "hops", threshold_B: float | None = None) -> "PlacementProblem":
+        """Check that the ranks fit the topology's cores and fix the large-message threshold.
+
+        Parameters
+        ----------
+        topo : any topology (tree, fat-tree, hybrid, torus/mesh, graph).
+        traffic : :class:`planner.traffic.Traffic`.
+        objective : ``hops`` (default), ``congestion`` or ``inter-switch``.
+        threshold_B : large-message threshold for the large/small split (default: the OCS
+            bandwidth-delay product on a hybrid, else 8192 B).
+        """
+        from planner.analysis import default_threshold
+
+        if objective not in OBJECTIVES:
+            raise TopoplanError(f"field 'objective': unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
+        cap = int(topo.node_cores().sum())
+        if traffic.n_ranks < 1:
+            raise TopoplanError("traffic: no ranks to place")
+        if traffic.n_ranks > cap:
+            raise TopoplanError(f"{traffic.n_ranks} ranks do not fit topology {topo.name or topo.kind}: "
+                                f"{topo.n_nodes} nodes with {cap} cores")
+        thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
+        if not thr >= 0:
+            raise TopoplanError(f"field 'threshold': must be non-negative, got {threshold_B}")
+        return cls(topo, traffic, objective, thr)
+
+    # -- sizes --------------------------------------------------------------
+    @property
+    def n_ranks(self) -> int:
+        return int(self.traffic.n_ranks)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.topo.n_nodes)
+
+    @property
+    def cores(self) -> np.ndarray:
+        return np.asarray(self.topo.node_cores(), dtype=np.int64)
+
+    @property
+    def node_switch(self) -> np.ndarray:
+        return np.asarray(self.topo.node_switch(), dtype=np.int64)
+
+    @property
+    def is_tree(self) -> bool:
+        return isinstance(self.topo, TreeTopology)
+
+    # -- the rank graph -------------------------------------------------------
+    def graph(self) -> sp.csr_matrix:
+        """Symmetric rank x rank bytes (``W[u, v]`` = bytes u->v plus v->u), no diagonal, CSR."""
+        if "W" not in self._cache:
+            t, n = self.traffic, self.n_ranks
+            keep = t.src != t.dst
+            w = sp.coo_matrix((t.bytes[keep].astype(np.float64), (t.src[keep], t.dst[keep])), shape=(n, n)).tocsr()
+            w = (w + w.T).tocsr()
+            w.sum_duplicates()
+            w.eliminate_zeros()
+            w.sort_indices()
+            self._cache["W"] = w
+        return self._cache["W"]
+
+    def edges(self):
+        """Undirected weighted edges ``(u, v, bytes)`` with ``u < v`` (both directions summed)."""
+        if "edges" not in self._cache:
+            w = sp.triu(self.graph(), 1).tocoo()
+            self._cache["edges"] = (w.row.astype(np.int64), w.col.astype(np.int64), w.data.astype(np.float64))
+        return self._cache["edges"]
+
+    def pairs(self):
+        """Directed rank pairs with traffic ``(src, dst, bytes)`` (self-messages dropped)."""
+        if "pairs" not in self._cache:
+            s, d, b, _ = self.traffic.matrix()
+            keep = (s != d) & (b > 0)
+            self._cache["pairs"] = (s[keep], d[keep], b[keep].astype(np.float64))
+        return self._cache["pairs"]
+
+    # -- distances and links ----------------------------------------------------
+    def hops(self, a, b) -> np.ndarray:
+        """Switch hops between nodes ``a[i]`` and ``b[i]`` (as :meth:`hop_matrix`, without the n x n matrix)."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        t = self.topo
+        if isinstance(t, TreeTopology):
+            sw = self.node_switch
+            h = np.where(sw[a] == sw[b], 1, 3)
+        elif isinstance(t, TorusTopology):
+            c = self._coords()
+            h = np.ones(np.broadcast(a, b).shape, dtype=np.int64)
+            for d, k in enumerate(t.dims):
+                diff = np.abs(c[a, d] - c[b, d])
+                h = h + (np.minimum(diff, k - diff) if t.wrap[d] else diff)
+        elif isinstance(t, GraphTopology):
+            if "swhops" not in self._cache:
+                self._cache["swhops"] = t.switch_hops()
+            sh = self._cache["swhops"]
+            sw = self.node_switch
+            h = sh[sw[a], sw[b]] + 1
+            if (h <= 0).any():
+                raise TopoplanError(f"topology {t.name or 'graph'}: some hosts are not connected")
+        else:
+            raise TopoplanError(f"no hop distance for topology kind {getattr(t, 'kind', '?')!r}")
+        return np.where(a == b, 0, h)
+
+    def _coords(self):
+        if "coords" not in self._cache:
+            self._cache["coords"] = self.topo.coords()
+        return self._cache["coords"]
+
+    def distance(self, a, b) -> np.ndarray:
+        """The pair cost of the linear objectives: hops, or 1 across switches for ``inter-switch``."""
+        if self.objective == "inter-switch":
+            sw = self.node_switch
+            return (sw[np.asarray(a)] != sw[np.asarray(b)]).astype(np.float64)
+        return self.hops(a, b).astype(np.float64)
+
+    def links(self):
+        """The :class:`planner.linkload.LinkGraph` of the topology (EPS part on a hybrid)."""
+        if "links" not in self._cache:
+            from planner.linkload import link_graph
+
+            self._cache["links"] = link_graph(self.topo)
+        return self._cache["links"]
+
+    # -- scores -------------------------------------------------------------------
+    def hop_bytes(self, rank_to_node) -> float:
+        """Hop-weighted volume: sum over messages of bytes x hops between the ranks' nodes."""
+        node = np.asarray(rank_to_node, dtype=np.int64)
+        u, v, w = self.edges()
+        return float(np.dot(w, self.hops(node[u], node[v])))
+
+    def inter_switch_bytes(self, rank_to_node) -> float:
+        node = np.asarray(rank_to_node, dtype=np.int64)
+        u, v, w = self.edges()
+        sw = self.node_switch
+        return float(w[sw[node[u]] != sw[node[v]]].sum())
+
+    def link_loads(self, rank_to_node) -> np.ndarray:
+        s, d, w = self.pairs()
+        node = np.asarray(rank_to_node, dtype=np.int64)
+        return self.links().loads(node[s], node[d], w)
+
+    def congestion(self, rank_to_node) -> float:
+        """The congestion bound (s) of a node assignment."""
+        return self.links().bound(self.link_loads(rank_to_node))
+
+    def cost(self, rank_to_node) -> float:
+        """The problem's objective for a node assignment."""
+        if self.objective == "congestion":
+            return self.congestion(rank_to_node)
+        if self.objective == "inter-switch":
+            return self.inter_switch_bytes(rank_to_node)
+        return self.hop_bytes(rank_to_node)
+
+    def packed_node_counts(self) -> np.ndarray:
+        """Ranks per node when filling nodes in order (the node set every partitioning method uses)."""
+        cores = self.cores
+        filled = np.minimum(cores, np.maximum(0, self.n_ranks - np.concatenate([[0], np.cumsum(cores)[:-1]])))
+        return filled.astype(np.int64)
+
+    def describe(self) -> dict:
+        return {"ranks": self.n_ranks, "nodes": self.n_nodes, "switches": int(self.topo.n_switches),
+                "objective": self.objective, "threshold_B": self.threshold_B,
+                "traffic": getattr(self.traffic, "name", ""), "pairs": int(len(self.edges()[0]))}
+
+
+def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
+    """Every score of a placement: inter-switch bytes (large/small), hop-weighted bytes, congestion bound."""
+    from planner.analysis import analyze
+
+    a = analyze(problem.topo, problem.traffic, placement, problem.threshold_B)
+    node = placement.rank_to_node[:problem.n_ranks]
+    loads = problem.link_loads(node)
+    g = problem.links()
+    busiest = g.busiest(loads, 1)
+    return {"inter_switch_bytes": a.inter_switch_bytes,
+            "inter_switch_large_bytes": a.inter(a.large_bytes),
+            "inter_switch_small_bytes": a.inter(a.small_bytes),
+            "intra_node_bytes": a.intra_node_bytes,
+            "hop_weighted_bytes": problem.hop_bytes(node),
+            "congestion_bound_s": g.bound(loads),
+            "bottleneck": busiest[0]["link"] if busiest else None,
+            "nodes_used": int(len(np.unique(node)))}
+
+
+def slots_for(problem: PlacementProblem, rank_to_node) -> np.ndarray:
+    """Consecutive cores on every node, in rank order."""
+    return from_nodes(rank_to_node, problem.topo).rank_to_slot
+
+
+def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuristic", bound: float | None = None,
+                objective: float | None = None, rank_to_slot=None, message: str = "", extra_plan=None,
+                extra_metrics=None, options=None) -> PlanResult:
+    """Wrap a node assignment as a :class:`PlanResult` (slots consecutive per node unless given), with metrics."""
+    node = np.asarray(rank_to_node, dtype=np.int64)
+    slot = slots_for(problem, node) if rank_to_slot is None else np.asarray(rank_to_slot, dtype=np.int64)
+    pl = Placement(node, slot)
+    pl.validate(problem.topo, where="placement plan")
+    m = placement_metrics(problem, pl)
+    if extra_metrics:
+        m.update(extra_metrics)
+    if objective is None:
+        objective = {"hops": m["hop_weighted_bytes"], "congestion": m["congestion_bound_s"],
+                     "inter-switch": m["inter_switch_bytes"]}[problem.objective]
+    plan = pl.to_dict()
+    if extra_plan:
+        plan.update(extra_plan)
+    opts = {"objective": problem.objective, "threshold_B": problem.threshold_B}
+    opts.update(options or {})
+    return PlanResult(method="", objective=float(objective), plan=plan, status=status, bound=bound, metrics=m,
+                      message=message, options=opts)
+
+
+def validate_result(problem: PlacementProblem, res: PlanResult) -> None:
+    """Every rank placed once on a free core of an existing node."""
+    pl = to_placement(res)
+    if pl.n_ranks != problem.n_ranks:
+        raise TopoplanError(f"{res.method} plan: places {pl.n_ranks} ranks but the traffic has {problem.n_ranks}")
+    pl.validate(problem.topo, where=f"{res.method} plan")
+
+
+def to_placement(res) -> Placement:
+    """The :class:`Placement` of a result (a :class:`PlanResult` or its JSON dict)."""
+    plan = res.plan if isinstance(res, PlanResult) else res
+    return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
+
+
+def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float | None = None,
+          seed: int | None = 0, **options) -> PlanResult:
+    """Place the ranks with ``method`` (one of :data:`METHODS`).
+
+    Parameters
+    ----------
+    problem : :class:`PlacementProblem`.
+    method : ``sequential``, ``round-robin``, ``random``, ``metis``, ``greedy``, ``anneal``, ``ilp``,
+        ``joint`` (hybrid networks), ``kahip`` / ``scotch`` (when installed).
+    time_limit : seconds (``anneal``, ``ilp``, ``joint``).
+    seed : random seed (recorded in the result).
+    options : method options (e.g. ``init='metis'`` for ``anneal``).
+
+    Returns
+    -------
+    PlanResult with ``plan`` = ``rank_to_node``, ``rank_to_slot`` (``joint``: also
+    ``circuits`` and ``forwarding``), ``objective`` = the problem's objective and
+    ``metrics`` = :func:`placement_metrics`. The plan is validated.
+    """
+    return solve_with(METHODS, problem, method, problem_name="placement", time_limit=time_limit, seed=seed,
+                      validate=validate_result, **options)
+
+
+def simulated_time(problem: PlacementProblem, plan: dict, trace=None) -> float:
+    """Makespan (s) of the plan in the simulator: the trace if given, else the traffic as one bulk phase.
+
+    A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them.
+    """
+    from sim.replay import bulk_trace
+    from sim.run import simulate
+
+    circuits = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan} if "circuits" in plan else None
+    tr = trace if trace is not None else bulk_trace(problem.traffic)
+    return float(simulate(problem.topo, tr, to_placement(plan), circuits=circuits,
+                          threshold_B=problem.threshold_B if circuits else None)["makespan_s"])
+
+
+# The registry: adding a method is one function plus one line here.
+from models import placement_milp as _milp  # noqa: E402
+from planner.placement_methods import anneal as _anneal  # noqa: E402  (they import this module)
+from planner.placement_methods import basic as _basic  # noqa: E402
+from planner.placement_methods import greedy as _greedy  # noqa: E402
+from planner.placement_methods import joint as _joint  # noqa: E402
+from planner.placement_methods import metis as _metis  # noqa: E402
+
+METHODS = {
+    "sequential": _basic.sequential,
+    "round-robin": _basic.round_robin,
+    "random": _basic.random_placement,
+    "metis": _metis.metis,
+    "greedy": _greedy.greedy,
+    "anneal": _anneal.anneal,
+    "ilp": _milp.ilp,
+    "joint": _joint.joint,
+    "kahip": _metis.kahip,
+    "scotch": _metis.scotch,
+}

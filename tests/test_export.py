@@ -1,0 +1,103 @@
+"""Launcher exports: formats, host names, refusal of invalid plans, and a real mpirun with the rankfile."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from planner.errors import TopoplanError
+from planner.export import export, read_hostfile, render
+from planner.placement import Placement
+from planner.topology import TreeTopology
+
+
+def _topo(nodes=2, cores=2, names=None):
+    return TreeTopology(kind="tree", nodes_per_switch=(nodes,), cores_per_node=cores, hostnames=names)
+
+
+def test_formats_follow_rank_order():
+    pl = Placement(np.array([1, 0, 1]), np.array([0, 1, 1]))
+    hosts = ["a", "b"]
+    assert render("ompi4", pl, hosts).splitlines() == ["rank 0=b slot=0", "rank 1=a slot=1", "rank 2=b slot=1"]
+    assert render("ompi5", pl, hosts) == render("ompi4", pl, hosts)
+    assert render("mpich", pl, hosts).split() == ["b", "a", "b"]
+    assert render("slurm", pl, hosts).split() == ["b", "a", "b"]
+    doc = json.loads(render("json", pl, hosts))
+    assert [(d["host"], d["slot"]) for d in doc["ranks"]] == [("b", 0), ("a", 1), ("b", 1)]
+
+
+def test_invalid_placement_is_not_written(tmp_path):
+    topo = _topo()
+    clash = Placement(np.array([0, 0]), np.array([1, 1]))
+    with pytest.raises(TopoplanError, match="share node 0 slot 1"):
+        export("ompi4", clash, tmp_path / "rf", topo=topo)
+    too_big = Placement(np.array([0]), np.array([2]))
+    with pytest.raises(TopoplanError, match="2 cores"):
+        export("slurm", too_big, tmp_path / "rf", topo=topo)
+    assert not (tmp_path / "rf").exists()
+    with pytest.raises(TopoplanError, match="unknown export format"):
+        render("pbs", Placement(np.array([0]), np.array([0])), ["a"])
+
+
+def test_hostfile_two_forms(tmp_path):
+    f = tmp_path / "h1"
+    f.write_text("# ids\n1 beta\n0 alpha\n")
+    assert read_hostfile(f) == ["alpha", "beta"]
+    g = tmp_path / "h2"
+    g.write_text("x\ny\n")
+    assert read_hostfile(g) == ["x", "y"]
+    bad = tmp_path / "h3"
+    bad.write_text("0 a\n2 c\n")
+    with pytest.raises(TopoplanError, match="node 1 has no host"):
+        read_hostfile(bad)
+    with pytest.raises(TopoplanError, match="3 nodes"):
+        read_hostfile(g, n_nodes=3)
+
+
+def test_topology_names_used(tmp_path):
+    topo = _topo(names=("n-a", "n-b"))
+    cmd = export("slurm", Placement(np.array([1, 0]), np.array([0, 0])), tmp_path / "hf", topo=topo)
+    assert (tmp_path / "hf").read_text().split() == ["n-b", "n-a"]
+    assert cmd.startswith(f"SLURM_HOSTFILE={tmp_path / 'hf'} srun --distribution=arbitrary -n 2")
+
+
+def test_cli_place_then_export(tmp_path):
+    from typer.testing import CliRunner
+
+    from planner.cli import build_app
+
+    app, run = build_app(), CliRunner()
+    plan = tmp_path / "p.json"
+    r = run.invoke(app, ["place", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=1MB,iters=1",
+                         "-m", "metis", "-o", str(plan)])
+    assert r.exit_code == 0, r.output
+    r = run.invoke(app, ["export", "mpich", "-p", str(plan), "-t", "paper003", "-o", str(tmp_path / "mf")])
+    assert r.exit_code == 0, r.output
+    node = json.loads(plan.read_text())["rank_to_node"]
+    assert (tmp_path / "mf").read_text().split() == [f"node{k:04d}" for k in node]
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (apt-get install openmpi-bin)")
+def test_mpirun_honours_exported_rankfile(tmp_path):
+    """Two ranks on the two cores of this machine, swapped: each rank must report the core the plan gives."""
+    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+        pytest.skip("needs cores 0 and 1")
+    host = socket.gethostname()
+    hf = tmp_path / "hosts"
+    hf.write_text(f"0 {host}\n")
+    plan = Placement(np.array([0, 0]), np.array([1, 0]))     # rank 0 -> core 1, rank 1 -> core 0
+    rf = tmp_path / "rankfile"
+    export("ompi4", plan, rf, hosts=read_hostfile(hf), topo=_topo(nodes=1, cores=2))
+    code = "import os; print(os.environ['OMPI_COMM_WORLD_RANK'], *sorted(os.sched_getaffinity(0)))"
+    cmd = ["mpirun", "--rankfile", str(rf), "-np", "2", "--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    out = subprocess.run(cmd + [sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    got = {int(l.split()[0]): [int(c) for c in l.split()[1:]] for l in out.stdout.splitlines() if l.strip()}
+    assert got == {0: [1], 1: [0]}, out.stdout
