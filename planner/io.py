@@ -24,6 +24,10 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         raw = gzip.compress(raw, mtime=0)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; give it the permissions a plain open() would (umask applied),
+        # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
         os.replace(tmp, path)
@@ -31,6 +35,12 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    cur = os.umask(0)
+    os.umask(cur)
+    return cur
 
 
 def write_json(path, obj) -> None:

@@ -1,0 +1,41 @@
+"""Atomic output (planner/io.py)."""
+
+import gzip
+import os
+import stat
+
+import pytest
+
+from planner.errors import TopoplanError
+from planner.io import atomic_write, read_json, write_json
+
+
+def test_new_file_gets_umask_permissions_not_mkstemp_0600(tmp_path):
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "hosts.txt", "node1\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "hosts.txt").stat().st_mode) == 0o644
+
+
+def test_rewrite_keeps_existing_permissions_and_leaves_no_temp(tmp_path):
+    p = tmp_path / "rankfile"
+    p.write_text("old\n")
+    p.chmod(0o640)
+    atomic_write(p, "rank 0=node1 slot=0\n")
+    assert p.read_text() == "rank 0=node1 slot=0\n"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o640
+    assert [f.name for f in tmp_path.iterdir()] == ["rankfile"]
+
+
+def test_gz_suffix_compresses_and_json_round_trips(tmp_path):
+    write_json(tmp_path / "plan.json.gz", {"seed": 3, "order": [2, 0, 1]})
+    assert gzip.decompress((tmp_path / "plan.json.gz").read_bytes()).startswith(b"{")
+    write_json(tmp_path / "plan.json", {"seed": 3})
+    assert read_json(tmp_path / "plan.json")["seed"] == 3
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(TopoplanError, match="does not exist"):
+        atomic_write(tmp_path / "nope" / "x.txt", "x")
