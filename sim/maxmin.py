@@ -1,46 +1,113 @@
-"""Vectorized flow-level engine: max-min fair sharing of directed links, event by event.
+"""Flow-level network simulation with max-min fair sharing of directed links.
 
-A flow waits its route's latency without using bandwidth, then shares link
-bandwidth max-min fairly (progressive filling) with the flows transferring
-at the same time; the allocation is re-solved whenever a flow starts or
-ends. Alone on a path a flow ends at ``start + latency + bytes / bottleneck``.
-Directions of a link are separate link ids (split duplex). A link with
-``shared=False`` (a "fat pipe") caps each flow at its bandwidth but is not
-shared. This is SimGrid's CM02 model without its correction factors and
-RTT weighting; ``tests/test_sim_engine.py`` checks it against SimGrid.
+A message is a *flow*: a route (directed link ids), a start time and a size.
+It first waits its path latency (the sum of its links' latencies) without
+using bandwidth, then shares link bandwidth max-min fairly (unweighted
+progressive filling) with every flow transferring at the same time. The
+allocation is re-solved whenever a flow starts transferring or ends, so a
+flow alone on its path ends at ``start + latency + bytes / bottleneck``.
+The two directions of a cable are separate link ids (split duplex). A link
+with ``shared=False`` is a *fat pipe*: it caps each flow at its bandwidth but
+is not divided among flows.
 
-Every re-solve is array work over the active flows' link incidence: one
-pass per bottleneck level, not per flow. Flows that finish or start within
-a relative 1e-12 of each other form one event.
+:class:`FlowEngine` is event driven: flows may be injected while the
+simulation runs (the reference MPI replay of :mod:`sim.replay` uses it) and
+it records utilization timelines. :func:`simulate_flows` runs a known flow
+set; with Numba it runs the same event loop compiled as a whole
+(:mod:`sim._compiled`, which also hosts the compiled replay), so no Python
+runs per event. ``tests/test_sim_engine.py`` checks all paths against
+SimGrid 3.32 and against each other.
+
+Events are batched: every flow whose transfer starts, and every flow that
+completes, within a relative ``rel_tol`` (1e-12) of the event time is handled
+in that one event. Per-event work is array work over the active flows; the
+allocation itself is computed by one of two interchangeable solvers:
+
+``"numpy"``
+    Vectorized progressive filling over the flattened (flow, link)
+    incidence: each round computes every link's fair share with
+    ``np.bincount``, every flow's smallest share with ``np.minimum.reduceat``
+    and freezes, in one step, all flows crossing a link that no neighbouring
+    link undercuts (a local bottleneck is a global one in max-min), so rounds
+    follow chains of bottleneck levels, not flows.
+``"numba"``
+    The same allocation by a compiled sequential progressive filling: a heap
+    of link fair shares (lazily refreshed, since shares only grow) and
+    link -> flow lists that are updated per started or ended flow rather than
+    rebuilt, so a re-solve costs O(nnz + levels log links) with no per-round
+    array passes. ``"auto"`` uses it when Numba is importable: workloads with
+    thousands of distinct start times re-solve thousands of times, and a
+    per-round NumPy pass costs more than the whole compiled solve.
+
+Transferring flows live in *slots* (rows of fixed-width arrays), so a start or
+an end writes one slot instead of compacting arrays, and remaining bytes are
+brought forward lazily at the next re-solve (rates are constant until then).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
-_REL = 1e-12  # relative tolerance that merges simultaneous events
+from planner.errors import TopoplanError
 
-try:  # the compiled filling is ~100x faster; the NumPy one below is the reference
-    from sim._fill import active_rates as _compiled_rates
-except ImportError:  # pragma: no cover - numba missing
-    _compiled_rates = None
+REL_TOL = 1e-12
+"""Events closer than this (relative to the event time) are one event."""
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+_EMPTY_F = np.zeros(0, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------- data
 
 
 @dataclass
 class LinkSet:
-    """Directed links: bandwidth (bytes/s), latency (s), and whether flows share it."""
+    """Directed links of a network.
+
+    Parameters
+    ----------
+    bw_Bps : array of float
+        Bandwidth of each directed link in bytes per second (> 0, may be inf).
+    latency_s : array of float
+        Latency of each directed link in seconds (>= 0).
+    shared : array of bool
+        ``False`` marks a fat pipe: each flow gets the full bandwidth.
+    names : list of str, optional
+        A name per link, for reports.
+
+    Example
+    -------
+    >>> links = LinkSet(bw_Bps=[1e9, 1e9], latency_s=[1e-6, 1e-6], shared=[True, True], names=["L/up", "L/down"])
+    >>> len(links)
+    2
+    """
 
     bw_Bps: np.ndarray
     latency_s: np.ndarray
     shared: np.ndarray
-    names: list | None = None
+    names: list[str] | None = None
 
     def __post_init__(self):
-        self.bw_Bps = np.asarray(self.bw_Bps, dtype=np.float64)
-        self.latency_s = np.asarray(self.latency_s, dtype=np.float64)
-        self.shared = np.asarray(self.shared, dtype=bool)
+        self.bw_Bps = np.asarray(self.bw_Bps, dtype=np.float64).reshape(-1)
+        self.latency_s = np.asarray(self.latency_s, dtype=np.float64).reshape(-1)
+        self.shared = np.asarray(self.shared, dtype=bool).reshape(-1)
+        n = len(self.bw_Bps)
+        if len(self.latency_s) != n or len(self.shared) != n or (self.names is not None and len(self.names) != n):
+            raise TopoplanError(f"LinkSet: bw_Bps, latency_s, shared and names must have the same length ({n})")
+        bad = np.flatnonzero(~(self.bw_Bps > 0))
+        if bad.size:
+            raise TopoplanError(f"LinkSet: link {self._name(bad[0])}: bandwidth must be > 0, got {self.bw_Bps[bad[0]]}")
+        bad = np.flatnonzero(~((self.latency_s >= 0) & np.isfinite(self.latency_s)))
+        if bad.size:
+            raise TopoplanError(f"LinkSet: link {self._name(bad[0])}: latency must be finite and >= 0, "
+                                f"got {self.latency_s[bad[0]]}")
+
+    def _name(self, i) -> str:
+        return repr(self.names[i]) if self.names is not None else str(int(i))
 
     def __len__(self) -> int:
         return len(self.bw_Bps)
@@ -48,7 +115,23 @@ class LinkSet:
 
 @dataclass
 class FlowResult:
-    """Finish time of every flow (input order), makespan, bytes per link, number of events."""
+    """Outcome of :func:`simulate_flows`.
+
+    Attributes
+    ----------
+    finish_s : array of float
+        Finish time of each flow, in input order.
+    makespan_s : float
+        Latest finish time (0 without flows).
+    link_bytes : array of float
+        Bytes carried by each directed link.
+    n_events : int
+        Number of events (batches of simultaneous starts and ends).
+    timeline : dict or None
+        With ``timeline_dt_s``: ``{"t_s", "dt_s", "util"}``, ``util[link, k]``
+        the bytes carried in interval ``k`` divided by ``bw_Bps * dt`` (on a
+        fat pipe this may exceed 1).
+    """
 
     finish_s: np.ndarray
     makespan_s: float
@@ -57,251 +140,903 @@ class FlowResult:
     timeline: dict | None = None
 
 
-class _Grow:
-    """A growable 1-D array (amortized doubling)."""
+def routes_to_csr(routes, n_links: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Normalize routes to CSR arrays ``(route_ptr, route_links)``.
 
-    def __init__(self, dtype, fill=0):
-        self.a = np.full(1024, fill, dtype=dtype)
-        self.n = 0
-        self.fill = fill
+    Parameters
+    ----------
+    routes : list of int arrays, tuple ``(route_ptr, route_links)`` or SciPy sparse matrix
+        One route per flow. A tuple is read as CSR (flow ``i`` uses
+        ``route_links[route_ptr[i]:route_ptr[i + 1]]``); a sparse matrix is
+        flow-by-link (its nonzeros are the links).
+    n_links : int, optional
+        Number of links, to check the ids.
+
+    Returns
+    -------
+    route_ptr, route_links : int64 arrays
+
+    Example
+    -------
+    >>> routes_to_csr([[0, 2], [], [1]])
+    (array([0, 2, 2, 3]), array([0, 2, 1]))
+    """
+    if isinstance(routes, tuple):
+        ptr, rl = (np.asarray(a, dtype=np.int64).reshape(-1) for a in routes)
+    elif hasattr(routes, "tocsr"):
+        m = routes.tocsr()
+        ptr, rl = m.indptr.astype(np.int64), m.indices.astype(np.int64)
+    else:
+        parts = [np.asarray(r, dtype=np.int64).reshape(-1) for r in routes]
+        ptr = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=ptr[1:])
+        rl = np.concatenate(parts) if parts else _EMPTY_I.copy()
+    if len(ptr) == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(rl):
+        raise TopoplanError("routes: route_ptr must start at 0, not decrease and end at len(route_links)")
+    if n_links is not None and len(rl) and (rl.min() < 0 or rl.max() >= n_links):
+        raise TopoplanError(f"routes: link id out of range 0..{n_links - 1}")
+    return ptr, rl
+
+
+# --------------------------------------------------------------------------- solvers
+
+
+def _fill_numpy(ent_links, ent_count, flow_cap, link_cap, rel_tol=REL_TOL):
+    """Max-min rates by vectorized progressive filling.
+
+    ``ent_links`` lists the links of each flow, flow after flow (every flow
+    has >= 1 entry), ``ent_count`` the entries per flow, ``flow_cap`` a
+    per-flow rate cap (fat pipes; inf if none) and ``link_cap`` the capacity
+    per link (inf for links that are not shared).
+    """
+    n = len(ent_count)
+    rate = np.empty(n)
+    if n == 0:
+        return rate
+    n_links = len(link_cap)
+    rem = np.array(link_cap, dtype=np.float64)
+    cnt = np.bincount(ent_links, minlength=n_links).astype(np.float64)
+    pos = np.arange(n)
+    links, count, cap = ent_links, ent_count, flow_cap
+    slack = 1.0 + rel_tol
+    share = np.empty(n_links)
+    while True:
+        starts = np.zeros(len(count), dtype=np.int64)
+        np.cumsum(count[:-1], out=starts[1:])
+        share.fill(np.inf)
+        np.divide(rem, cnt, out=share, where=cnt > 0)
+        ent_share = share[links]
+        level = np.minimum.reduceat(ent_share, starts)      # each flow's tightest share
+        np.minimum(level, cap, out=level)
+        ent_level = np.repeat(level, count)
+        # a link is a bottleneck when none of its flows is held lower by another link:
+        # then nothing can lower its share before its flows freeze, so freeze them now
+        held = np.zeros(n_links, dtype=bool)
+        held[links[ent_level * slack < ent_share]] = True
+        freeze = np.logical_or.reduceat(~held[links], starts) | (cap <= level * slack)
+        rate[pos[freeze]] = level[freeze]
+        if freeze.all():
+            return rate
+        ent_freeze = np.repeat(freeze, count)
+        done_links = links[ent_freeze]
+        rem -= np.bincount(done_links, weights=ent_level[ent_freeze], minlength=n_links)
+        cnt -= np.bincount(done_links, minlength=n_links)
+        keep = ~freeze
+        links, count, cap, pos = links[~ent_freeze], count[keep], cap[keep], pos[keep]
+
+
+try:  # the compiled solver; the NumPy one is the fallback
+    import numba as _numba
+
+    _NUMBA = True
+    _jit = _numba.njit(cache=True, nogil=True, error_model="numpy")
+except ImportError:  # pragma: no cover - numba is a project dependency
+    _NUMBA = False
+
+    def _jit(fn):
+        return fn
+
+
+@_jit
+def _sift_down(hk, hv, hs, i):
+    key, val = hk[i], hv[i]
+    while True:
+        c = 2 * i + 1
+        if c >= hs:
+            break
+        if c + 1 < hs and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= key:
+            break
+        hk[i] = hk[c]
+        hv[i] = hv[c]
+        i = c
+    hk[i] = key
+    hv[i] = val
+
+
+# The compiled solver keeps, for every link, the list of slots (transferring flows) that
+# cross it, in segments of one pool array, updated per started or ended flow, so a
+# re-solve never rebuilds the incidence. ``seg`` rows: 0 segment start, 1 length,
+# 2 capacity, 3 live links (length > 0), 4 position in the live list; ``meta``: pool end,
+# number of live links. ``back[s, j]`` is the pool position of slot s's j-th link.
+
+
+@_jit
+def _csc_link_of(rows, lens, back, t, l, pos):
+    """Index j of slot t's entry on link l stored at pool position pos."""
+    for j in range(lens[t]):
+        if rows[t, j] == l and back[t, j] == pos:
+            return j
+    return -1
+
+
+@_jit
+def _csc_insert(slots, rows, lens, back, seg, pool, meta):
+    start, length, cap, live, live_pos = seg[0], seg[1], seg[2], seg[3], seg[4]
+    for s in slots:
+        for j in range(lens[s]):
+            l = rows[s, j]
+            if length[l] == cap[l]:  # full: move the segment to the end of the pool, twice as big
+                new = meta[0]
+                for k in range(length[l]):
+                    p = start[l] + k
+                    t = pool[p]
+                    back[t, _csc_link_of(rows, lens, back, t, l, p)] = new + k
+                    pool[new + k] = t
+                start[l] = new
+                cap[l] = 2 * length[l] + 4
+                meta[0] = new + cap[l]
+            if length[l] == 0:
+                live_pos[l] = meta[1]
+                live[meta[1]] = l
+                meta[1] += 1
+            p = start[l] + length[l]
+            pool[p] = s
+            back[s, j] = p
+            length[l] += 1
+
+
+@_jit
+def _csc_remove(slots, rows, lens, back, seg, pool, meta):
+    start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
+    for s in slots:
+        for j in range(lens[s]):
+            l = rows[s, j]
+            p = back[s, j]
+            last = start[l] + length[l] - 1
+            if p != last:  # fill the hole with the segment's last entry
+                t = pool[last]
+                back[t, _csc_link_of(rows, lens, back, t, l, last)] = p
+                pool[p] = t
+            length[l] -= 1
+            if length[l] == 0:
+                meta[1] -= 1
+                m = live[meta[1]]
+                live[live_pos[l]] = m
+                live_pos[m] = live_pos[l]
+
+
+@_jit
+def _csc_rebuild(rows, lens, back, seg, pool, meta):
+    """Lay all segments out again, each with room to grow by half (compaction)."""
+    start, length, cap, live = seg[0], seg[1], seg[2], seg[3]
+    pos = 0
+    for l in range(length.shape[0]):
+        start[l] = pos
+        cap[l] = length[l] + length[l] // 2 + 4 if length[l] else 0
+        pos += cap[l]
+        length[l] = 0
+    meta[0] = pos
+    meta[1] = 0
+    for s in range(lens.shape[0]):
+        for j in range(lens[s]):
+            l = rows[s, j]
+            if length[l] == 0:
+                seg[4, l] = meta[1]
+                live[meta[1]] = l
+                meta[1] += 1
+            p = start[l] + length[l]
+            pool[p] = s
+            back[s, j] = p
+            length[l] += 1
+
+
+@_jit
+def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, rem_b, dt, now, fin):
+    """Max-min rates of the transferring flows by sequential progressive filling.
+
+    Slot ``s`` (one of the ``n`` used ones listed in ``act[:n]``) crosses links
+    ``rows[s, :lens[s]]`` (``lens[s] == 0``: unused); ``fcap`` is its cap (fat pipes; inf if
+    none), ``lcap`` the capacity per link (inf: not shared); ``seg``,
+    ``pool`` and ``meta`` hold the link -> slots lists; ``iw`` (2 x links)
+    and ``fw`` (2 x links) are scratch. Cost: O(nnz + levels log links).
+    First brings the remaining bytes ``rem_b`` forward by ``dt`` at the old
+    rates, then writes the new ``rate`` and the projected finish
+    ``fin = now + rem_b / rate`` of the used slots; returns the earliest finish.
+    """
+    n_slots = lens.shape[0]
+    start, length, live = seg[0], seg[1], seg[3]
+    cnt, hv = iw[0], iw[1]
+    rem, hk = fw[0], fw[1]
+    inf = np.inf
+    n_live = meta[1]
+    # heap of link fair shares. Shares only grow as flows freeze, so a stale key is a
+    # lower bound: refresh it when it reaches the top instead of pushing every change.
+    hs = 0
+    for t in range(n_live):
+        l = live[t]
+        cnt[l] = length[l]
+        rem[l] = lcap[l]
+        if rem[l] < inf:
+            hk[hs] = rem[l] / cnt[l]
+            hv[hs] = l
+            hs += 1
+    for i in range(hs // 2 - 1, -1, -1):
+        _sift_down(hk, hv, hs, i)
+    # fat-pipe caps act as private links: visit capped flows by increasing cap
+    capped = np.empty(n, dtype=np.int64)
+    ncap = 0
+    for a in range(n):  # only used slots: the slot arrays may be much longer than the active set
+        s = act[a]
+        rem_b[s] -= rate[s] * dt  # the engine advances remaining bytes lazily
+        if fcap[s] < inf:
+            capped[ncap] = s
+            ncap += 1
+    corder = capped[:ncap][np.argsort(fcap[capped[:ncap]])]
+    cp = 0
+    frozen = np.zeros(n_slots, dtype=np.bool_)
+    nfz = 0
+    level = 0.0
+    while nfz < n:
+        link_level = inf
+        while hs > 0:
+            l = hv[0]
+            if cnt[l] == 0:
+                hs -= 1
+                hk[0] = hk[hs]
+                hv[0] = hv[hs]
+                _sift_down(hk, hv, hs, 0)
+                continue
+            cur = rem[l] / cnt[l]
+            if cur > hk[0]:
+                hk[0] = cur
+                _sift_down(hk, hv, hs, 0)
+                continue
+            link_level = cur
+            break
+        while cp < ncap and frozen[corder[cp]]:
+            cp += 1
+        cap_level = fcap[corder[cp]] if cp < ncap else inf
+        if cap_level == inf and link_level == inf:  # no finite link left: unbounded
+            for a in range(n):
+                if not frozen[act[a]]:
+                    rate[act[a]] = inf
+            break
+        by_cap = cap_level <= link_level
+        level = max(level, min(cap_level, link_level))  # never down, whatever the rounding
+        if by_cap:
+            lo, hi = cp, cp + 1
+        else:
+            lo, hi = start[hv[0]], start[hv[0]] + length[hv[0]]
+        for k in range(lo, hi):
+            s = corder[k] if by_cap else pool[k]
+            if frozen[s]:
+                continue
+            rate[s] = level
+            frozen[s] = True
+            nfz += 1
+            for j in range(lens[s]):
+                m = rows[s, j]
+                rem[m] -= level
+                cnt[m] -= 1
+    for t in range(n_live):
+        cnt[live[t]] = 0
+    t_done = inf
+    for a in range(n):
+        s = act[a]
+        fin[s] = now + rem_b[s] / rate[s]
+        t_done = min(t_done, fin[s])
+    return t_done
+
+
+@_jit
+def _act_add(act, apos, n, slots):
+    """Append ``slots`` to the used-slot list ``act[:n]`` (``apos``: position of a slot); returns the new n."""
+    for s in slots:
+        act[n] = s
+        apos[s] = n
+        n += 1
+    return n
+
+
+@_jit
+def _act_remove(act, apos, n, slots):
+    """Remove ``slots`` from the used-slot list (swap with the last); returns the new n."""
+    for s in slots:
+        p = apos[s]
+        n -= 1
+        last = act[n]
+        act[p] = last
+        apos[last] = p
+    return n
+
+
+class _Incidence:
+    """Link -> transferring-flow lists for the compiled solver, kept up to date per flow."""
+
+    def __init__(self, n_links: int):
+        self.seg = np.zeros((5, n_links), dtype=np.int64)
+        self.pool = np.zeros(1024, dtype=np.int64)
+        self.meta = np.zeros(2, dtype=np.int64)
+        self.iw = np.zeros((2, n_links), dtype=np.int64)
+        self.fw = np.zeros((2, n_links))
+        self.nnz = 0
+
+    def insert(self, slots, rows, lens, back) -> None:
+        added = int(lens[slots].sum())
+        # segments grow geometrically (to 2 length + 4): this batch needs at most `room` more
+        room = 8 * (self.nnz + added) + 8 * self.seg.shape[1]
+        if self.meta[0] + room > len(self.pool):
+            # compact (to at most 1.5 nnz + 4 links), in a bigger pool if needed; the new slots go in below
+            if 2 * room > len(self.pool):
+                self.pool = np.zeros(2 * room, dtype=np.int64)
+            old = lens.copy()
+            old[slots] = 0
+            _csc_rebuild(rows, old, back, self.seg, self.pool, self.meta)
+        _csc_insert(slots, rows, lens, back, self.seg, self.pool, self.meta)
+        self.nnz += added
+
+    def remove(self, slots, rows, lens, back) -> None:
+        _csc_remove(slots, rows, lens, back, self.seg, self.pool, self.meta)
+        self.nnz -= int(lens[slots].sum())
+
+    def fill(self, rows, lens, act, n, fcap, lcap, rate, rem_b, dt, now, fin) -> float:
+        return _fill_slots(rows, lens, act, n, fcap, lcap, self.seg, self.pool, self.meta, self.iw, self.fw,
+                           rate, rem_b, dt, now, fin)
+
+
+def _compiled_fill():
+    """The Numba-compiled :func:`_fill_slots`, or None when Numba is missing."""
+    return _fill_slots if _NUMBA else None
+
+
+def _resolve_solver(solver: str) -> str:
+    if solver not in ("auto", "numpy", "numba"):
+        raise TopoplanError(f"solver must be 'auto', 'numpy' or 'numba', got {solver!r}")
+    if solver == "numpy":
+        return "numpy"
+    if _compiled_fill() is not None:
+        return "numba"
+    if solver == "numba":
+        raise TopoplanError("solver 'numba' requested but Numba is not installed")
+    return "numpy"
+
+
+def _check_flows(links: LinkSet, route_ptr, route_links, start_s, bytes_):
+    """Validated ``(route_ptr, route_links, start_s, bytes_)`` arrays (TopoplanError on bad input)."""
+    ptr, rl = routes_to_csr((route_ptr, route_links), len(links))
+    k = len(ptr) - 1
+    start = np.asarray(start_s, dtype=np.float64).reshape(-1)
+    size = np.asarray(bytes_, dtype=np.float64).reshape(-1)
+    if len(start) != k or len(size) != k:
+        raise TopoplanError(f"add_flows: {k} routes but {len(start)} start times and {len(size)} sizes")
+    bad = np.flatnonzero(~np.isfinite(start))
+    if bad.size:
+        raise TopoplanError(f"add_flows: flow {bad[0]}: start_s must be finite, got {start[bad[0]]}")
+    bad = np.flatnonzero(~((size >= 0) & np.isfinite(size)))
+    if bad.size:
+        raise TopoplanError(f"add_flows: flow {bad[0]}: bytes must be finite and >= 0, got {size[bad[0]]}")
+    return ptr, rl, start, size
+
+
+def _route_stats(links: LinkSet, ptr, rl):
+    """Per route: latency (sum over its links), fat-pipe cap and slowest bandwidth (inf if none)."""
+    k = len(ptr) - 1
+    fidx = np.repeat(np.arange(k), np.diff(ptr))
+    lat = np.bincount(fidx, weights=links.latency_s[rl], minlength=k)
+    cap = np.full(k, np.inf)
+    np.minimum.at(cap, fidx, np.where(links.shared, np.inf, links.bw_Bps)[rl])
+    slowest = np.full(k, np.inf)
+    np.minimum.at(slowest, fidx, links.bw_Bps[rl])
+    return lat, cap, slowest
+
+
+def _pad_routes(ptr, rl, ids, width):
+    """Routes of flows ``ids`` as rows of a (len(ids) x width) array padded with -1."""
+    lo = ptr[ids]
+    count = ptr[ids + 1] - lo
+    rows = np.full((len(ids), width), -1, dtype=np.int64)
+    r = np.repeat(np.arange(len(ids)), count)
+    c = np.arange(len(r)) - np.repeat(np.cumsum(count) - count, count)
+    rows[r, c] = rl[lo[r] + c]
+    return rows, count
+
+
+def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
+    """Max-min fair rates of flows that all transfer at once.
+
+    Parameters
+    ----------
+    links : LinkSet
+    routes : routes as accepted by :func:`routes_to_csr`
+    solver : {"auto", "numpy", "numba"}
+
+    Returns
+    -------
+    rates : array of float
+        Bytes per second per flow (inf for a flow without a finite link).
+
+    Example
+    -------
+    >>> links = LinkSet([1e9, 5e8], [0, 0], [True, True])
+    >>> maxmin_rates(links, [[0], [0, 1], [1]]).tolist()
+    [750000000.0, 250000000.0, 250000000.0]
+    """
+    ptr, rl = routes_to_csr(routes, len(links))
+    n = len(ptr) - 1
+    fidx = np.repeat(np.arange(n), np.diff(ptr))
+    fcap = np.full(n, np.inf)
+    np.minimum.at(fcap, fidx, np.where(links.shared, np.inf, links.bw_Bps)[rl])
+    slowest = np.full(n, np.inf)
+    np.minimum.at(slowest, fidx, links.bw_Bps[rl])
+    rate = np.full(n, np.inf)
+    act = np.flatnonzero(slowest < np.inf)
+    if act.size == 0:
+        return rate
+    lcap = np.where(links.shared, links.bw_Bps, np.inf)
+    rows, count = _pad_routes(ptr, rl, act, int(np.diff(ptr).max()))
+    if _resolve_solver(solver) == "numba":
+        inc = _Incidence(len(links))
+        inc.insert(np.arange(len(act)), rows, count, np.zeros_like(rows))
+        out = np.empty(len(act))
+        inc.fill(rows, count, np.arange(len(act)), len(act), fcap[act], lcap, out, np.zeros(len(act)), 0.0, 0.0, np.empty(len(act)))
+        rate[act] = out
+    else:
+        rate[act] = _fill_numpy(rows[rows >= 0], count, fcap[act], lcap)
+    return rate
+
+
+# --------------------------------------------------------------------------- engine
+
+
+class _Grow:
+    """A 1-D array with amortized O(1) append (the engine's per-flow columns)."""
+
+    def __init__(self, dtype, init=()):
+        self.a = np.empty(max(16, len(init)), dtype=dtype)
+        self.n = len(init)
+        self.a[: self.n] = init
 
     def extend(self, values) -> None:
-        values = np.asarray(values)
-        need = self.n + len(values)
-        if need > len(self.a):
-            new = np.full(max(need, 2 * len(self.a)), self.fill, dtype=self.a.dtype)
-            new[: self.n] = self.a[: self.n]
-            self.a = new
-        self.a[self.n: need] = values
-        self.n = need
+        k = len(values)
+        if self.n + k > len(self.a):
+            bigger = np.empty(max(2 * len(self.a), self.n + k), dtype=self.a.dtype)
+            bigger[: self.n] = self.a[: self.n]
+            self.a = bigger
+        self.a[self.n: self.n + k] = values
+        self.n += k
 
     @property
-    def view(self) -> np.ndarray:
+    def v(self) -> np.ndarray:
         return self.a[: self.n]
 
 
 class FlowEngine:
-    """Event-driven engine into which flows can be injected while it runs (used by the MPI replay).
-
-    Example
-    -------
-    >>> links = LinkSet([1e9], [1e-6], [True])
-    >>> eng = FlowEngine(links)
-    >>> ids = eng.add_flows(np.array([0, 1]), np.array([0]), np.array([0.0]), np.array([1e9]))
-    >>> eng.run_until_next_event()[0]
-    1.000001
-    """
-
-    def __init__(self, links: LinkSet, timeline_dt_s: float | None = None, *, compiled: bool = True):
-        self.links = links
-        self.compiled = compiled
-        self.now = 0.0
-        self.rptr = _Grow(np.int64)
-        self.rptr.extend([0])
-        self.rlinks = _Grow(np.int64)
-        self.size = _Grow(np.float64)
-        self.rem = _Grow(np.float64)
-        self.t_xfer = _Grow(np.float64)       # when the flow starts transferring (start + latency)
-        self.finish = _Grow(np.float64, np.nan)
-        self.trivial = _Grow(bool, False)     # moves no bytes: done when its latency is over
-        self.active = np.zeros(0, dtype=np.int64)
-        self.rate = np.zeros(0)
-        self.pending = np.zeros(0, dtype=np.int64)
-        self.pending_t = np.zeros(0)
-        self.dirty = False
-        self.n_events = 0
-        self._link_bytes = np.zeros(len(links))
-        self._usage = np.zeros(len(links))     # current bytes/s on every link
-        self.dt = timeline_dt_s
-        self._tl = np.zeros((len(links), 0)) if timeline_dt_s else None
-
-    # -- input -------------------------------------------------------------
-    def add_flows(self, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
-        """Add flows (routes as CSR); returns their ids. Starts before ``now`` are moved to ``now``."""
-        route_ptr = np.asarray(route_ptr, dtype=np.int64)
-        route_links = np.asarray(route_links, dtype=np.int64)
-        start = np.maximum(np.asarray(start_s, dtype=np.float64), self.now)
-        size = np.asarray(bytes_, dtype=np.float64)
-        k = len(size)
-        first = self.size.n
-        ids = np.arange(first, first + k)
-        lengths = np.diff(route_ptr)
-        owner = np.repeat(np.arange(k), lengths)
-        lat = np.bincount(owner, weights=self.links.latency_s[route_links], minlength=k)
-        self.rptr.extend(self.rlinks.n + route_ptr[1:])
-        self.rlinks.extend(route_links)
-        self.size.extend(size)
-        self.rem.extend(size)
-        self.t_xfer.extend(start + lat)
-        self.finish.extend(np.full(k, np.nan))
-        self.trivial.extend((size <= 0) | (lengths == 0))
-        self.pending = np.concatenate([self.pending, ids])
-        self.pending_t = np.concatenate([self.pending_t, start + lat])
-        return ids
-
-    # -- rates -------------------------------------------------------------
-    def _gather(self, flows):
-        ptr = self.rptr.view
-        starts, ends = ptr[flows], ptr[flows + 1]
-        lengths = ends - starts
-        owner = np.repeat(np.arange(len(flows)), lengths)
-        offs = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return owner, self.rlinks.view[np.repeat(starts, lengths) + offs]
-
-    def _solve(self) -> None:
-        """Max-min fair rates of the active flows by progressive filling."""
-        self.dirty = False
-        A = self.active
-        m = len(A)
-        if m == 0:
-            self.rate = np.zeros(0)
-            self._usage[:] = 0.0
-            return
-        if _compiled_rates is not None and self.compiled:
-            self.rate, self._usage = _compiled_rates(A, self.rptr.view, self.rlinks.view, self.links.bw_Bps,
-                                                     self.links.shared, _REL)
-            return
-        owner, link = self._gather(A)
-        self.rate = self._numpy_rates(m, owner, link)
-        r = self.rate[owner]
-        self._usage = np.bincount(link, weights=np.where(np.isfinite(r), r, 0.0), minlength=len(self.links))
-
-    def _numpy_rates(self, m, owner, link):
-        bw = self.links.bw_Bps
-        sh = self.links.shared[link]
-        cap = np.full(m, np.inf)
-        np.minimum.at(cap, owner[~sh], bw[link[~sh]])
-        so, sl = owner[sh], link[sh]
-        ul, sl_loc = np.unique(sl, return_inverse=True)
-        free = bw[ul].copy()                    # capacity not yet taken by frozen flows
-        rate = np.full(m, np.inf)
-        unfrozen = np.ones(m, dtype=bool)
-        inc_unfrozen = np.ones(len(so), dtype=bool)
-        while unfrozen.any():
-            n = np.bincount(sl_loc[inc_unfrozen], minlength=len(ul))
-            busy = n > 0
-            level_l = np.full(len(ul), np.inf)
-            level_l[busy] = free[busy] / n[busy]
-            level = min(level_l.min(initial=np.inf), cap[unfrozen].min(initial=np.inf))
-            if not np.isfinite(level):
-                break  # remaining flows cross no shared link and no cap
-            sat = busy & (level_l <= level * (1 + _REL))
-            hit = np.zeros(m, dtype=bool)
-            hit[so[inc_unfrozen & sat[sl_loc]]] = True
-            freeze = unfrozen & (hit | (cap <= level * (1 + _REL)))
-            rate[freeze] = level
-            fz_inc = freeze[so] & inc_unfrozen
-            free -= np.bincount(sl_loc[fz_inc], minlength=len(ul)) * level
-            np.maximum(free, 0.0, out=free)
-            unfrozen &= ~freeze
-            inc_unfrozen &= ~fz_inc
-        return rate
-
-    # -- time --------------------------------------------------------------
-    def next_event_time(self) -> float:
-        """Time of the next start of transfer or completion (inf when idle)."""
-        if self.dirty:
-            self._solve()
-        t = self.pending_t.min(initial=np.inf)
-        if len(self.active):
-            t = min(t, self.now + (self.rem.view[self.active] / self.rate).min())
-        return t
-
-    def advance_to(self, t: float) -> None:
-        """Progress transfers up to time ``t`` (no event may fall before ``t``)."""
-        if t <= self.now:
-            return
-        if self.dirty:
-            self._solve()
-        dt = t - self.now
-        if len(self.active):
-            r = self.rem.view
-            r[self.active] = np.maximum(r[self.active] - self.rate * dt, 0.0)
-            self._link_bytes += self._usage * dt
-            if self._tl is not None:
-                self._record(self.now, t)
-        self.now = t
-
-    def _record(self, t0: float, t1: float) -> None:
-        k0, k1 = int(t0 // self.dt), int(np.ceil(t1 / self.dt))
-        if k1 > self._tl.shape[1]:
-            self._tl = np.concatenate([self._tl, np.zeros((len(self._usage), k1 - self._tl.shape[1] + 16))], axis=1)
-        edges = np.arange(k0, k1 + 1) * self.dt
-        overlap = np.clip(np.minimum(edges[1:], t1) - np.maximum(edges[:-1], t0), 0.0, None)
-        used = np.flatnonzero(self._usage)
-        self._tl[np.ix_(used, np.arange(k0, k1))] += np.outer(self._usage[used], overlap)
-
-    def run_until_next_event(self):
-        """Advance to the next event; returns ``(time_s, ids of flows finished at that time)``."""
-        t = self.next_event_time()
-        if not np.isfinite(t):
-            return t, np.zeros(0, dtype=np.int64)
-        self.advance_to(t)
-        self.n_events += 1
-        tol = t * _REL + 1e-18
-        done = np.zeros(0, dtype=np.int64)
-        if len(self.active):
-            left = self.rem.view[self.active] / self.rate
-            fin = left <= tol + t * _REL
-            if fin.any():
-                done = self.active[fin]
-                self.active, self.rate = self.active[~fin], self.rate[~fin]
-                self.dirty = True
-        starting = self.pending_t <= t + tol
-        if starting.any():
-            new = self.pending[starting]
-            self.pending, self.pending_t = self.pending[~starting], self.pending_t[~starting]
-            triv = self.trivial.view[new]
-            done = np.concatenate([done, new[triv]])
-            self.active = np.concatenate([self.active, new[~triv]])
-            self.rate = np.concatenate([self.rate, np.zeros((~triv).sum())])
-            self.dirty = True
-        if len(done):
-            self.finish.view[done] = t
-            self.rem.view[done] = 0.0
-        return t, np.sort(done)
-
-    # -- results -----------------------------------------------------------
-    @property
-    def finish_s(self) -> np.ndarray:
-        return self.finish.view
-
-    def link_bytes(self) -> np.ndarray:
-        return self._link_bytes.copy()
-
-    def timeline(self) -> dict | None:
-        if self._tl is None:
-            return None
-        k = max(int(np.ceil(self.now / self.dt)), 1)
-        util = self._tl[:, :k] / (self.dt * self.links.bw_Bps[:, None])
-        return {"t_s": (np.arange(k) * self.dt).tolist(), "dt_s": self.dt, "util": util}
-
-
-def simulate_flows(links: LinkSet, route_ptr, route_links, start_s, bytes_, *, timeline_dt_s=None,
-                   progress=None) -> FlowResult:
-    """Simulate a fixed set of flows to completion.
+    """Event-driven max-min flow simulator; flows may be added while it runs.
 
     Parameters
     ----------
-    links : :class:`LinkSet`.
-    route_ptr, route_links : routes in CSR form (flow ``i`` crosses ``route_links[route_ptr[i]:route_ptr[i+1]]``).
-    start_s, bytes_ : per flow.
-    timeline_dt_s : record link utilization per interval of this length.
-    progress : optional callable ``(done, total)``.
+    links : LinkSet
+    timeline_dt_s : float, optional
+        Record per-link utilization averaged over intervals of this length.
+    solver : {"auto", "numpy", "numba"}
+        Allocation solver (see the module docstring); results agree to ~1e-12.
+    rel_tol : float
+        Starts and completions within ``rel_tol * |t|`` of an event time ``t``
+        belong to that event.
+
+    Example
+    -------
+    >>> eng = FlowEngine(LinkSet([1e9], [1e-6], [True]))
+    >>> eng.add_flows([0, 1, 2], [0, 0], [0.0, 0.0], [1e9, 1e9]).tolist()
+    [0, 1]
+    >>> eng.run_until_next_event()      # both transfers start after the latency
+    (1e-06, array([], dtype=int64))
+    >>> t, done = eng.run_until_next_event()
+    >>> round(t, 9), done.tolist()
+    (2.000001, [0, 1])
+
+    A replay loop injects flows as ranks reach their sends::
+
+        while True:
+            t_flow = eng.next_event_time()
+            ...                             # run ranks due before t_flow, after eng.advance_to(t)
+            eng.add_flows(ptr, links, starts, sizes)
+            t, finished = eng.run_until_next_event()
+    """
+
+    def __init__(self, links: LinkSet, timeline_dt_s: float | None = None, *, solver: str = "auto",
+                 rel_tol: float = REL_TOL):
+        self.links = links
+        self.rel_tol = float(rel_tol)
+        self.solver = _resolve_solver(solver)
+        self._inc = _Incidence(len(links)) if self.solver == "numba" else None
+        self._lcap = np.where(links.shared, links.bw_Bps, np.inf)
+        self._fat_bw = np.where(links.shared, np.inf, links.bw_Bps)
+        # per flow, by id
+        self._ptr = _Grow(np.int64, [0])
+        self._rl = _Grow(np.int64)
+        self._size = _Grow(np.float64)
+        self._cap = _Grow(np.float64)       # fat-pipe cap (inf: none)
+        self._instant = _Grow(bool)         # zero bytes or no finite link: done once its latency is over
+        self._finish = _Grow(np.float64)
+        # flows waiting for their transfer to start, sorted by that time
+        self._pend_t, self._pend_id = _EMPTY_F, _EMPTY_I
+        # transferring flows live in slots, so a start or an end touches only its own slot:
+        # flow id (-1 free), route (padded rows), route length (0 free), remaining bytes, rate,
+        # projected finish (inf free), cap
+        self._sid = np.zeros(0, dtype=np.int64)
+        self._rows = np.zeros((0, 4), dtype=np.int64)
+        self._back = np.zeros((0, 4), dtype=np.int64)  # pool positions, for the compiled solver
+        self._len = np.zeros(0, dtype=np.int64)
+        self._rem = np.zeros(0)             # remaining bytes as of time _t_rem (brought forward lazily)
+        self._t_rem = 0.0
+        self._rate = np.zeros(0)
+        self._fin = np.zeros(0)
+        self._scap = np.zeros(0)
+        self._free: list[int] = []
+        self._act = np.zeros(0, dtype=np.int64)   # used slots, act[:n_act] (solves visit only these)
+        self._apos = np.zeros(0, dtype=np.int64)  # position of a used slot in act
+        self._n_act = 0
+        self._dirty = False
+        self._t_done = np.inf
+        self.now_s = 0.0
+        self.n_events = 0
+        self.n_done = 0
+        self._load = None
+        self._dt, self._tl = None, None
+        if timeline_dt_s is not None:
+            if not timeline_dt_s > 0:
+                raise TopoplanError(f"timeline_dt_s must be > 0, got {timeline_dt_s}")
+            self._dt = float(timeline_dt_s)
+            self._tl = np.zeros((len(links), 64))
+            self._load = np.zeros(len(links))
+
+    # -- public state ------------------------------------------------------------
+    @property
+    def n_flows(self) -> int:
+        """Flows added so far."""
+        return self._size.n
+
+    @property
+    def now(self) -> float:
+        """Current time (alias of ``now_s``)."""
+        return self.now_s
+
+    @property
+    def n_active(self) -> int:
+        """Flows transferring now."""
+        return self._n_act
+
+    @property
+    def finish_s(self) -> np.ndarray:
+        """Finish time per flow id (NaN while unfinished)."""
+        return self._finish.v.copy()
+
+    def link_bytes(self) -> np.ndarray:
+        """Bytes carried so far per link (all of a finished flow, the sent part of an active one)."""
+        self._sync()
+        sent = np.where(np.isnan(self._finish.v), 0.0, self._size.v)
+        used = self._len > 0
+        ids = self._sid[used]
+        sent[ids] = self._size.a[ids] - np.maximum(self._rem[used], 0.0)
+        return np.bincount(self._rl.v, weights=np.repeat(sent, np.diff(self._ptr.v)), minlength=len(self.links))
+
+    def timeline(self) -> dict | None:
+        """Utilization series ``{"t_s", "dt_s", "util"}`` (util: links x intervals), or None."""
+        if self._tl is None:
+            return None
+        k = max(int(np.ceil(self.now_s / self._dt - 1e-9)), 1)
+        util = self._tl[:, :k] / (self._dt * self.links.bw_Bps[:, None])
+        return {"t_s": np.arange(k) * self._dt, "dt_s": self._dt, "util": util}
+
+    # -- input -------------------------------------------------------------------
+    def add_flows(self, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
+        """Add flows; returns their ids (consecutive integers from ``n_flows``).
+
+        Parameters
+        ----------
+        route_ptr, route_links : int arrays
+            Routes in CSR form: flow ``i`` crosses ``route_links[route_ptr[i]:route_ptr[i + 1]]``.
+        start_s : array of float
+            Start times. The transfer begins at ``start + route latency``, and
+            never before the engine's current time.
+        bytes_ : array of float
+            Sizes (>= 0). Zero bytes, or a route without a finite-bandwidth
+            link, finish as soon as the transfer would start.
+
+        Returns
+        -------
+        ids : int64 array
+        """
+        ptr, rl, start, size = _check_flows(self.links, route_ptr, route_links, start_s, bytes_)
+        k = len(ptr) - 1
+        ids = np.arange(self.n_flows, self.n_flows + k, dtype=np.int64)
+        if k == 0:
+            return ids
+        lat, cap, slowest = _route_stats(self.links, ptr, rl)
+        self._ptr.extend(self._ptr.v[-1] + ptr[1:])
+        self._rl.extend(rl)
+        self._size.extend(size)
+        self._cap.extend(cap)
+        self._instant.extend((size == 0) | np.isinf(slowest))
+        self._finish.extend(np.full(k, np.nan))
+        self._push_pending(np.maximum(start + lat, self.now_s), ids)
+        return ids
+
+    def _push_pending(self, tx, ids) -> None:
+        order = np.argsort(tx, kind="stable")
+        tx, ids = tx[order], ids[order]
+        if len(self._pend_t) == 0:
+            self._pend_t, self._pend_id = tx, ids
+        elif tx[0] >= self._pend_t[-1]:
+            self._pend_t = np.concatenate([self._pend_t, tx])
+            self._pend_id = np.concatenate([self._pend_id, ids])
+        else:
+            t = np.concatenate([self._pend_t, tx])
+            order = np.argsort(t, kind="stable")
+            self._pend_t, self._pend_id = t[order], np.concatenate([self._pend_id, ids])[order]
+
+    # -- stepping ----------------------------------------------------------------
+    def next_event_time(self) -> float:
+        """Time of the next start of transfer or completion (inf when nothing is left)."""
+        if self._dirty:
+            self._solve()
+        if len(self._pend_t) and self._pend_t[0] < self._t_done:
+            return float(self._pend_t[0])
+        return self._t_done
+
+    def advance_to(self, t: float) -> None:
+        """Move the clock to ``t`` without crossing an event (transfers progress)."""
+        if t <= self.now_s:
+            return
+        t_next = self.next_event_time()
+        if t > t_next + self.rel_tol * abs(t_next):
+            raise TopoplanError(f"advance_to({t}) would skip the event at {t_next}; "
+                                "call run_until_next_event first")
+        self._advance(t)
+
+    def run_until_next_event(self) -> tuple[float, np.ndarray]:
+        """Process the next event.
+
+        Returns
+        -------
+        time_s : float
+            The event time (inf when no flow is left).
+        finished : int64 array
+            Ids of the flows that finished at this event (possibly empty
+            when the event only starts transfers).
+        """
+        t = self.next_event_time()
+        if t == np.inf:
+            return t, _EMPTY_I
+        t = max(t, self.now_s)
+        self._advance(t)
+        horizon = t + self.rel_tol * abs(t)
+        finished = _EMPTY_I
+        if self._t_done <= horizon:
+            used = self._act[: self._n_act]
+            finished = self._end(np.sort(used[self._fin[used] <= horizon]))
+        k = int(np.searchsorted(self._pend_t, horizon, side="right"))
+        if k:
+            ids = self._pend_id[:k]
+            self._pend_t, self._pend_id = self._pend_t[k:], self._pend_id[k:]
+            instant = self._instant.a[ids]
+            if instant.any():
+                finished = np.concatenate([finished, ids[instant]])
+                ids = ids[~instant]
+            if len(ids):
+                self._begin(ids)
+        if len(finished):
+            finished = np.sort(finished)
+            self._finish.a[finished] = t
+            self.n_done += len(finished)
+        self.n_events += 1
+        return t, finished
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Run until every added flow has finished; ``progress(done, total)`` is called now and then."""
+        last = time.perf_counter()
+        while True:
+            t, _ = self.run_until_next_event()
+            if t == np.inf:
+                break
+            if progress is not None and time.perf_counter() - last > 0.1:
+                progress(self.n_done, self.n_flows)
+                last = time.perf_counter()
+        if progress is not None:
+            progress(self.n_done, self.n_flows)
+
+    # -- internals ---------------------------------------------------------------
+    def _begin(self, ids) -> None:
+        """Put flows ``ids`` into free slots: their transfers start now."""
+        k = len(ids)
+        ptr = self._ptr.a
+        if k == 1:  # the common case in random traffic; skip the vector machinery
+            i = int(ids[0])
+            lo, hi = int(ptr[i]), int(ptr[i + 1])
+            if hi - lo > self._rows.shape[1]:
+                self._widen(hi - lo)
+            if not self._free:
+                self._more_slots(1)
+            s = self._free.pop()
+            self._rows[s, : hi - lo] = self._rl.a[lo:hi]
+            self._len[s] = hi - lo
+            slots, ids = np.array([s]), i
+        else:
+            count = ptr[ids + 1] - ptr[ids]
+            width = int(count.max())
+            if width > self._rows.shape[1]:
+                self._widen(width)
+            if len(self._free) < k:
+                self._more_slots(k - len(self._free))
+            slots = np.array(self._free[-k:], dtype=np.int64)
+            del self._free[-k:]
+            rows, count = _pad_routes(ptr, self._rl.a, ids, self._rows.shape[1])
+            self._rows[slots] = rows
+            self._len[slots] = count
+        self._sid[slots] = ids
+        self._rem[slots] = self._size.a[ids]
+        self._scap[slots] = self._cap.a[ids]
+        if self._inc is not None:
+            self._inc.insert(slots, self._rows, self._len, self._back)
+        self._n_act = _act_add(self._act, self._apos, self._n_act, slots)
+        self._dirty = True
+
+    def _end(self, slots) -> np.ndarray:
+        """Free the slots of finished flows; returns their ids."""
+        ids = self._sid[slots]
+        if self._inc is not None:
+            self._inc.remove(slots, self._rows, self._len, self._back)
+        self._sid[slots] = -1
+        self._len[slots] = 0
+        self._rate[slots] = 0.0
+        self._rem[slots] = 0.0
+        self._fin[slots] = np.inf
+        self._free.extend(slots.tolist())
+        self._n_act = _act_remove(self._act, self._apos, self._n_act, slots)
+        self._dirty = True
+        return ids
+
+    def _more_slots(self, extra: int) -> None:
+        old = len(self._len)
+        new = max(2 * old, old + extra, 64)
+        grow = new - old
+
+        def ext(a, fill):
+            return np.concatenate([a, np.full((grow,) + a.shape[1:], fill, dtype=a.dtype)])
+
+        self._sid, self._rows, self._len = ext(self._sid, -1), ext(self._rows, -1), ext(self._len, 0)
+        self._back = ext(self._back, 0)
+        self._act, self._apos = ext(self._act, -1), ext(self._apos, -1)
+        self._rem, self._rate, self._fin, self._scap = (ext(self._rem, 0.0), ext(self._rate, 0.0),
+                                                        ext(self._fin, np.inf), ext(self._scap, np.inf))
+        self._free[:0] = range(new - 1, old - 1, -1)  # pop() hands out low slots first
+
+    def _widen(self, width: int) -> None:
+        rows = np.full((len(self._rows), width), -1, dtype=np.int64)
+        rows[:, : self._rows.shape[1]] = self._rows
+        back = np.zeros_like(rows)
+        back[:, : self._back.shape[1]] = self._back
+        self._rows, self._back = rows, back
+
+    def _solve(self) -> None:
+        self._dirty = False
+        if self._n_act == 0:
+            self._t_done = np.inf
+            if self._load is not None:
+                self._load[:] = 0.0
+            return
+        if self._inc is not None:
+            self._t_done = self._inc.fill(self._rows, self._len, self._act, self._n_act, self._scap, self._lcap, self._rate,
+                                          self._rem, self.now_s - self._t_rem, self.now_s, self._fin)
+            self._t_rem = self.now_s
+        else:
+            self._sync()
+            used = self._len > 0
+            count = self._len[used]
+            rows = self._rows[used]
+            ent = rows[np.arange(rows.shape[1]) < count[:, None]]
+            rate = _fill_numpy(ent, count, self._scap[used], self._lcap, self.rel_tol)
+            self._rate[used] = rate
+            fin = self._rem[used] / rate
+            fin += self.now_s
+            self._fin[used] = fin
+            self._t_done = float(fin.min())
+        if self._load is not None:
+            mask = np.arange(self._rows.shape[1]) < self._len[:, None]
+            self._load = np.bincount(self._rows[mask], weights=np.broadcast_to(self._rate[:, None], mask.shape)[mask],
+                                     minlength=len(self.links))
+
+    def _advance(self, t: float) -> None:
+        """Move the clock; remaining bytes follow lazily (rates are constant until the next solve)."""
+        if t <= self.now_s:
+            return
+        if self._n_act and self._tl is not None:
+            self._accumulate(self.now_s, t)
+        self.now_s = t
+
+    def _sync(self) -> None:
+        """Bring the remaining bytes forward to now (freed and fresh slots have rate 0)."""
+        if self.now_s > self._t_rem:
+            self._rem -= self._rate * (self.now_s - self._t_rem)
+            self._t_rem = self.now_s
+
+    def _accumulate(self, t0: float, t1: float) -> None:
+        """Add the current per-link load over [t0, t1) to the utilization bins."""
+        dt = self._dt
+        k0, k1 = int(t0 // dt), int(t1 // dt)
+        if k1 >= self._tl.shape[1]:
+            grown = np.zeros((self._tl.shape[0], max(2 * self._tl.shape[1], k1 + 1)))
+            grown[:, : self._tl.shape[1]] = self._tl
+            self._tl = grown
+        load = self._load
+        if k0 == k1:
+            self._tl[:, k0] += load * (t1 - t0)
+            return
+        self._tl[:, k0] += load * ((k0 + 1) * dt - t0)
+        if k1 > k0 + 1:
+            self._tl[:, k0 + 1: k1] += load[:, None] * dt
+        self._tl[:, k1] += load * (t1 - k1 * dt)
+
+
+def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[float], bytes_: Sequence[float], *,
+                   timeline_dt_s: float | None = None, progress: Callable[[int, int], None] | None = None,
+                   solver: str = "auto") -> FlowResult:
+    """Simulate a known set of flows to completion.
+
+    Parameters
+    ----------
+    links : LinkSet
+    route_ptr, route_links : int arrays
+        Routes in CSR form: flow ``i`` crosses ``route_links[route_ptr[i]:route_ptr[i + 1]]``
+        (:func:`routes_to_csr` builds them from lists).
+    start_s : array of float
+        Start time of each flow; its transfer begins after the route latency.
+    bytes_ : array of float
+        Size of each flow in bytes.
+    timeline_dt_s : float, optional
+        Also return per-link utilization averaged over intervals of this length.
+    progress : callable, optional
+        ``progress(done_flows, total_flows)``, called at most every 0.1 s and at the end.
+    solver : {"auto", "numpy", "numba"}
 
     Returns
     -------
     FlowResult
+
+    Example
+    -------
+    >>> links = LinkSet([1e9, 5e8], [0, 0], [True, True])
+    >>> ptr, rl = routes_to_csr([[0], [0, 1], [1]])
+    >>> simulate_flows(links, ptr, rl, [0, 0, 0], [1e9] * 3).finish_s.tolist()
+    [1.3333333333333333, 4.0, 4.0]
     """
-    eng = FlowEngine(links, timeline_dt_s)
+    if timeline_dt_s is None and _resolve_solver(solver) == "numba":
+        # the whole event loop compiled (sim._compiled): no Python work per event
+        from sim._compiled import run_flows
+
+        ptr, rl, start, size = _check_flows(links, route_ptr, route_links, start_s, bytes_)
+        finish, n_events = run_flows(links, ptr, rl, start, size, REL_TOL)
+        if progress is not None:
+            progress(len(size), len(size))
+        link_bytes = np.bincount(rl, weights=np.repeat(size, np.diff(ptr)), minlength=len(links))
+        return FlowResult(finish_s=finish, makespan_s=float(finish.max(initial=0.0)), link_bytes=link_bytes,
+                          n_events=n_events)
+    eng = FlowEngine(links, timeline_dt_s, solver=solver)
     eng.add_flows(route_ptr, route_links, start_s, bytes_)
-    total, done = len(np.asarray(bytes_)), 0
-    while True:
-        t, fin = eng.run_until_next_event()
-        if not np.isfinite(t):
-            break
-        done += len(fin)
-        if progress is not None and len(fin):
-            progress(done, total)
-    fs = eng.finish_s.copy()
-    return FlowResult(fs, float(np.nanmax(fs)) if len(fs) else 0.0, eng.link_bytes(), eng.n_events, eng.timeline())
+    eng.run(progress)
+    finish = eng.finish_s
+    return FlowResult(finish_s=finish, makespan_s=float(finish.max(initial=0.0)), link_bytes=eng.link_bytes(),
+                      n_events=eng.n_events, timeline=eng.timeline())

@@ -294,7 +294,7 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     >>> from planner.topology_io import load_topology
     >>> net = build_network(load_topology("paper003", ["ocs=null", "kind=tree"]))
     >>> ptr, links = net.eps_routes([0], [16])
-    >>> [net.link_class[l] for l in links]
+    >>> [str(net.link_class[l]) for l in links]
     ['node-up', 'uplink-up', 'uplink-down', 'node-down']
     """
     b = _Builder()

@@ -14,6 +14,12 @@ engine of :mod:`sim.maxmin`.
 
 A deadlock (ranks blocked with nothing in flight) raises
 :class:`TopoplanError` naming the blocked ranks and their calls.
+
+Two interchangeable implementations: the compiled one (the default, see
+:mod:`sim._compiled`: the trace is compiled into per-rank micro-ops and
+one Numba loop runs ranks and flows, ~1 us per message) and this module's
+Python :class:`Replayer`, the readable reference, which also records the
+utilization timeline. ``tests/test_sim_replay.py`` checks they agree.
 """
 
 from __future__ import annotations
@@ -47,6 +53,62 @@ class ReplayResult:
     n_events: int
     timeline: dict | None = None
     unknown_ops: dict = field(default_factory=dict)
+
+
+def _gaps(trace: Trace, bounds: np.ndarray, compute_scale: float) -> np.ndarray:
+    """Computation before each call: the gap since the rank's previous call (first call: since the trace start)."""
+    gap = np.zeros(len(trace))
+    if len(trace):
+        gap[1:] = trace.t_start[1:] - trace.t_end[:-1]
+        first = bounds[:-1][bounds[:-1] < bounds[1:]]
+        gap[first] = trace.t_start[first] - trace.t_start.min()
+    return np.maximum(gap, 0.0) * compute_scale
+
+
+class _Collectives:
+    """Expands collective calls into MPICH schedule steps (cached per call shape)."""
+
+    def __init__(self, trace: Trace, thresholds=None):
+        self.trace = trace
+        self.thresholds = thresholds
+        self.local: dict = {}       # comm id -> {world rank: local rank}
+        self.cache: dict = {}
+
+    def expand(self, r: int, i: int, hi: int):
+        """Steps of rank r's collective call i (rows up to ``hi``); returns ``(steps, members, last)``.
+
+        ``last`` is the last trace row the call spans: an ``alltoall(v)`` written
+        one row per destination is one call over consecutive rows with the same
+        ``t_start``; its per-destination sizes become ``counts`` and the op keeps
+        its name, so an ``alltoall`` gets MPICH's algorithm selection by size.
+        """
+        from planner.collectives import MPICHThresholds, schedule
+
+        tr = self.trace
+        op, comm = int(tr.op[i]), int(tr.comm[i])
+        members = tr.members(comm)
+        local = self.local.get(comm)
+        if local is None:
+            local = self.local[comm] = {int(w): k for k, w in enumerate(members)}
+        if r not in local:
+            raise TopoplanError(f"{tr.source}: rank {r} calls {OPS[op]} on communicator {comm} "
+                                f"but is not one of its members")
+        j, counts = i, None
+        if op in _A2A and tr.peer[i] >= 0:
+            while j + 1 < hi and tr.op[j + 1] == op and tr.t_start[j + 1] == tr.t_start[i]:
+                j += 1
+            c = [0.0] * len(members)
+            for k in range(i, j + 1):
+                c[local[int(tr.peer[k])]] += float(tr.bytes[k])
+            counts = tuple(c)
+        key = (op, len(members), local[r], local.get(int(tr.root[i]), 0), float(tr.bytes[i]), counts)
+        steps = self.cache.get(key)
+        if steps is None:
+            kw = {"thresholds": self.thresholds or MPICHThresholds()}
+            if counts is not None:
+                kw["counts"] = list(counts)
+            steps = self.cache[key] = schedule(OPS[op], *key[1:5], **kw)
+        return steps, members, j
 
 
 class _Req:
@@ -89,17 +151,12 @@ class Replayer:
         self.op = trace.op.tolist(); self.peer = trace.peer.tolist(); self.nb = trace.bytes.tolist()
         self.root = trace.root.tolist(); self.comm = trace.comm.tolist(); self.tag = trace.tag.tolist()
         self.req_kind = trace.req.tolist(); self.csize = trace.comm_size.tolist()
-        gap = np.zeros(len(trace))
-        if len(trace):
-            gap[1:] = trace.t_start[1:] - trace.t_end[:-1]
-            first = bounds[:-1][bounds[:-1] < bounds[1:]]
-            gap[first] = trace.t_start[first] - trace.t_start.min()
-        self.gap = (np.maximum(gap, 0.0) * compute_scale).tolist()
+        self.gap = _gaps(trace, bounds, compute_scale).tolist()
         self.compute_total = np.zeros(n)
         self.pc = list(self.lo)
         self.gap_waited = [-1] * n           # call index whose computation gap has elapsed
         self.seq = 0
-        self.local_index: dict = {}           # comm id -> {world rank: local rank}
+        self.colls = _Collectives(trace, thresholds)
         self.clock = [0.0] * n
         self.blocked: list[list | None] = [None] * n      # requests a rank waits on
         self.micro: list[deque] = [deque() for _ in range(n)]  # pending collective steps
@@ -115,21 +172,6 @@ class Replayer:
         self.new_flows: list = []
         self.n_messages = 0
         self.done_ranks = 0
-        self._sched_cache: dict = {}
-
-    # -- scheduling helpers ----------------------------------------------
-    def _schedule(self, op, size, me, root, nbytes, counts):
-        from planner.collectives import MPICHThresholds, schedule
-
-        key = (op, size, me, root, nbytes, counts)
-        got = self._sched_cache.get(key)
-        if got is None:
-            kw = {"thresholds": self.thresholds or MPICHThresholds()}
-            if counts is not None:
-                kw["counts"] = list(counts)
-            got = schedule(OPS[op], size, me, root, nbytes, **kw)
-            self._sched_cache[key] = got
-        return got
 
     def run(self) -> ReplayResult:
         for r in range(self.n):
@@ -242,34 +284,11 @@ class Replayer:
         # unknown ops are skipped (counted in trace.unknown_ops)
 
     def _collective(self, r: int, i: int) -> None:
-        op = self.op[i]
+        steps, members, last = self.colls.expand(r, i, self.hi[r])
+        self.pc[r] = last + 1
         comm = self.comm[i]
-        members = self.trace.members(comm)
-        counts = None
-        if op in _A2A and self.peer[i] >= 0:
-            # one row per destination: gather the rows of this call (same t_start) into counts
-            j, start = i, self.trace.t_start[i]
-            while j + 1 < self.hi[r] and self.op[j + 1] == op and self.trace.t_start[j + 1] == start:
-                j += 1
-            self.pc[r] = j + 1
-            local = {int(w): k for k, w in enumerate(members)}
-            c = [0.0] * len(members)
-            for k in range(i, j + 1):
-                c[local[self.peer[k]]] += self.nb[k]
-            counts = tuple(c)
-            op = OP_CODE["alltoallv"]
-        size = len(members)
-        local = self.local_index.get(comm)
-        if local is None:
-            local = self.local_index[comm] = {int(w): k for k, w in enumerate(members)}
-        if r not in local:
-            raise TopoplanError(f"{self.trace.source}: rank {r} calls {OPS[op]} on communicator {comm} "
-                                f"but is not one of its members")
-        me = local[r]
-        root_local = local.get(self.root[i], 0)
         seq = self.coll_seq[r][comm]
         self.coll_seq[r][comm] = seq + 1
-        steps = self._schedule(op, size, me, root_local, float(self.nb[i]), counts)
         tag = ("coll", comm, seq)
         for st in steps:
             self.micro[r].append((tag, members, st))
@@ -338,7 +357,7 @@ class Replayer:
         for key in self.unexp_keys[r]:
             dq = self.unexpected[key]
             if (src < 0 or key[1] == src) and (tag == -1 and not isinstance(key[2], tuple) or key[2] == tag):
-                if best is None or dq[0].t_send < best.t_send:
+                if best is None or (dq[0].t_send, dq[0].sreq.seq) < (best.t_send, best.sreq.seq):  # ties: sent first
                     best, best_key = dq[0], key
         if best is not None:
             dq = self.unexpected[best_key]
@@ -409,12 +428,179 @@ class Replayer:
     def _complete(self, q: _Req, t: float) -> None:
         q.done, q.t_done = True, t
         r = q.rank
-        if self.blocked[r] is not None and all(x.done for x in self.blocked[r]):
+        blocked = self.blocked[r]
+        # only a request the rank waits on may wake it (a second wake-up would skip a computation gap)
+        if blocked is not None and any(x is q for x in blocked) and all(x.done for x in blocked):
             heapq.heappush(self.ready, (t, r))
 
 
+def _compiled_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
+                    thresholds=None) -> dict:
+    """The trace as flat arrays for :func:`sim._compiled.run_core` (micro-ops, route classes).
+
+    Every call becomes one micro-op, except a collective (one ``STEP`` per
+    step of its MPICH schedule: receives, then sends, then wait for all;
+    ``NOP`` when it has none) and the extra rows of an alltoall written per
+    destination (none). The computation gap of a call stays on its first
+    micro-op. Every send site gets a route class: its (source node,
+    destination node, size), whose segments (:meth:`Network.message_segments`)
+    carry the size-dependent part of their latency as the reference adds it.
+    """
+    from sim import _compiled as core
+
+    n = trace.n_ranks
+    node = np.asarray(placement.rank_to_node, dtype=np.int64)
+    bounds = np.searchsorted(trace.rank, np.arange(n + 1))
+    gap = _gaps(trace, bounds, compute_scale)
+    op = trace.op
+    count = np.ones(len(trace), dtype=np.int64)
+    colls = _Collectives(trace, thresholds)
+    coll_seq: dict = {}
+    tags: dict = {}
+    expanded = {}
+    skip_to = -1
+    for i in np.flatnonzero(np.isin(op, list(_COLL))).tolist():
+        if i <= skip_to:
+            count[i] = 0
+            continue
+        r = int(trace.rank[i])
+        steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
+        count[i + 1: last + 1] = 0
+        skip_to = last
+        key = (r, int(trace.comm[i]))
+        seq = coll_seq.get(key, 0)
+        coll_seq[key] = seq + 1
+        tag = tags.setdefault((int(trace.comm[i]), seq), -2 - len(tags))  # below -1: never a wildcard match
+        expanded[i] = (steps, members, tag)
+        count[i] = max(len(steps), 1)
+    ptr = np.zeros(len(trace) + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    n_ops = int(ptr[-1])
+    single = np.flatnonzero(count == 1)
+    at = ptr[single]
+    kind_of = np.full(len(OPS) + 1, core.K_NOP, dtype=np.int64)   # index -1 (unknown op) is the last
+    for name, k in (("send", core.K_SEND), ("isend", core.K_ISEND), ("recv", core.K_RECV), ("irecv", core.K_IRECV),
+                    ("sendrecv", core.K_SENDRECV), ("wait", core.K_WAIT), ("waitall", core.K_WAITALL)):
+        kind_of[OP_CODE[name]] = k
+    kind = np.full(n_ops, core.K_NOP, dtype=np.int64)
+    kind[at] = kind_of[op[single]]
+    peer = np.full(n_ops, -1, dtype=np.int64)
+    peer[at] = trace.peer[single]
+    nbytes = np.zeros(n_ops)
+    nbytes[at] = trace.bytes[single]
+    tag = np.full(n_ops, -1, dtype=np.int64)
+    tag[at] = trace.tag[single]
+    reqkind = np.full(n_ops, -1, dtype=np.int64)
+    reqkind[at] = trace.req[single]
+    call = np.repeat(np.arange(len(trace)), count)
+    mgap = np.zeros(n_ops)
+    mgap[ptr[:-1][count > 0]] = gap[count > 0]
+    # collective steps: entries (peer, bytes, is_send), receives first
+    e_count = np.zeros(n_ops, dtype=np.int64)
+    e_peer, e_bytes, e_send = [], [], []
+    for i, (steps, members, ctag) in expanded.items():
+        for j, st in enumerate(steps):
+            o = int(ptr[i]) + j
+            kind[o], tag[o] = core.K_STEP, ctag
+            e_count[o] = len(st.recvs) + len(st.sends)
+            for p_, b in st.recvs:
+                e_peer.append(int(members[p_])); e_bytes.append(float(b or 0.0)); e_send.append(0)  # None: unknown
+            for p_, b in st.sends:
+                e_peer.append(int(members[p_])); e_bytes.append(float(b)); e_send.append(1)
+    e_peer = np.asarray(e_peer, dtype=np.int64)      # appended in micro-op order (calls ascending)
+    e_bytes = np.asarray(e_bytes, dtype=np.float64)
+    e_send = np.asarray(e_send, dtype=np.int64)
+    e_ptr = np.zeros(n_ops + 1, dtype=np.int64)
+    np.cumsum(e_count, out=e_ptr[1:])
+    # send sites and their route classes
+    op_rank = np.repeat(np.arange(n), np.diff(ptr[bounds]))
+    p2p_send = np.isin(kind, [core.K_SEND, core.K_ISEND, core.K_SENDRECV])
+    p2p_recv = np.isin(kind, [core.K_RECV, core.K_IRECV, core.K_SENDRECV])
+    bad = np.flatnonzero((p2p_send & ((peer < 0) | (peer >= n))) | (p2p_recv & (peer >= n)))
+    if bad.size:
+        i = int(call[bad[0]])
+        raise TopoplanError(f"{trace.source}: rank {int(trace.rank[i])} call {i - int(bounds[trace.rank[i]])} "
+                            f"({OPS[op[i]]}): field 'peer': {int(trace.peer[i])} is not a rank of 0..{n - 1}")
+    e_owner = np.repeat(np.arange(n_ops), e_count)
+    s_src = np.concatenate([node[op_rank[p2p_send]], node[op_rank[e_owner[e_send == 1]]]])
+    s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
+    s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
+    sizes, size_id = np.unique(s_bytes, return_inverse=True)   # few distinct sizes: one integer key per site
+    n_nodes = int(node.max(initial=0)) + 1
+    ukey, inv = np.unique((s_src * n_nodes + s_dst) * len(sizes) + size_id.reshape(-1), return_inverse=True)
+    inv = inv.reshape(-1)
+    pair, u_size = np.divmod(ukey, max(len(sizes), 1))
+    ukeys = np.stack([pair // n_nodes, pair % n_nodes, sizes[u_size] if len(sizes) else np.zeros(0)], axis=1)
+    cls = np.full(n_ops, -1, dtype=np.int64)
+    cls[p2p_send] = inv[: int(p2p_send.sum())]
+    e_cls = np.full(len(e_peer), -1, dtype=np.int64)
+    e_cls[e_send == 1] = inv[int(p2p_send.sum()):]
+    cls_ptr, _, _, rptr, rlinks = net.message_segments(ukeys[:, 0].astype(np.int64), ukeys[:, 1].astype(np.int64),
+                                                       ukeys[:, 2])
+    seg_bytes = np.repeat(ukeys[:, 2], np.diff(cls_ptr))
+    seg_len = np.diff(rptr)
+    owner = np.repeat(np.arange(len(seg_len)), seg_len)
+    seg_lat = np.bincount(owner, weights=net.latency_s[rlinks], minlength=len(seg_len))
+    seg_extra = net.route_latency(rptr, rlinks, seg_bytes) - seg_lat
+    seg_cap = np.full(len(seg_len), np.inf)
+    np.minimum.at(seg_cap, owner, np.where(net.shared, np.inf, net.bw_Bps)[rlinks])
+    slowest = np.full(len(seg_len), np.inf)
+    np.minimum.at(slowest, owner, net.bw_Bps[rlinks])
+    width = max(int(seg_len.max(initial=0)), 1)
+    seg_rows = np.full((len(seg_len), width), -1, dtype=np.int64)
+    seg_rows[owner, np.arange(len(rlinks)) - rptr[owner]] = rlinks
+    n_msgs = int(p2p_send.sum() + (e_send == 1).sum())
+    n_reqs = int(p2p_send.sum() + p2p_recv.sum() + len(e_send))
+    prog = (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr, e_peer, e_bytes,
+            e_send, e_cls, n_msgs, n_reqs)
+    route = (cls_ptr.astype(np.int64), seg_rows, seg_len.astype(np.int64), seg_extra, seg_lat, seg_cap,
+             ~np.isfinite(slowest))
+    return {"prog": prog, "route": route, "call": call, "op_rank": op_rank, "rptr": rptr, "rlinks": rlinks,
+            "bounds": bounds, "eager_B": float(eager_threshold_B)}
+
+
+def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
+                     progress) -> ReplayResult:
+    from sim import _compiled as core
+    from sim.maxmin import REL_TOL
+
+    pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
+                         thresholds=thresholds)
+    lcap = np.where(net.shared, net.bw_Bps, np.inf)
+    finish, pc, blocked, n_msgs, n_events, flow_seg, flow_size, _ = core.run_core(
+        pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    n = trace.n_ranks
+    unfinished = np.flatnonzero(np.isnan(finish))
+    if unfinished.size:
+        lo, hi = pg["prog"][0], pg["prog"][1]
+        parts = []
+        for r in unfinished[:4].tolist():
+            i = int(pc[r]) - 1 if blocked[r] else int(pc[r])
+            c = int(pg["call"][i]) if lo[r] <= i < hi[r] else -1
+            op = OPS[trace.op[c]] if c >= 0 and trace.op[c] >= 0 else "unknown"
+            parts.append(f"rank {r} in call {c - int(pg['bounds'][r])} ({op} peer {int(trace.peer[c])})")
+        more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
+        raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
+                            + "; ".join(parts) + more)
+    seg_bytes = np.bincount(flow_seg, weights=flow_size, minlength=len(pg["rptr"]) - 1)
+    link_bytes = np.bincount(pg["rlinks"], weights=np.repeat(seg_bytes, np.diff(pg["rptr"])), minlength=net.n_links)
+    compute = np.bincount(pg["op_rank"], weights=pg["prog"][7], minlength=n)
+    if progress:
+        progress(n, n)
+    return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
+                        comm_time_s=np.maximum(finish - compute, 0.0), link_bytes=link_bytes,
+                        n_messages=int(n_msgs), n_flows=len(flow_seg), n_events=int(n_events), timeline=None,
+                        unknown_ops=dict(trace.unknown_ops))
+
+
 def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
-           thresholds=None, timeline_dt_s: float | None = None, progress=None) -> ReplayResult:
+           thresholds=None, timeline_dt_s: float | None = None, progress=None, method: str = "auto") -> ReplayResult:
     """Replay ``trace`` on network ``net`` with ranks placed by ``placement``.
 
     Parameters
@@ -425,6 +611,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     eager_threshold_B : messages smaller than this are sent eagerly.
     compute_scale : multiplies the computation gaps (0 replays communication only; 0.5 = a CPU twice as fast).
     timeline_dt_s : sample link utilization every ``timeline_dt_s`` seconds.
+    method : ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
+        unless a timeline is requested (only the reference records it) or Numba is missing.
 
     Returns
     -------
@@ -441,6 +629,13 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     >>> res.makespan_s > 0
     True
     """
+    if method not in ("auto", "compiled", "python"):
+        raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
+    if method == "compiled" and timeline_dt_s:
+        raise TopoplanError("replay: the compiled method records no timeline; use method='python' or 'auto'")
+    if method == "compiled" or (method == "auto" and not timeline_dt_s and _compiled_available()):
+        return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
+                                compute_scale=compute_scale, thresholds=thresholds, progress=progress)
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                     thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress).run()
 

@@ -1,0 +1,1 @@
+"""Flow-level network simulation (max-min fair sharing) and MPI trace replay."""
