@@ -1,0 +1,71 @@
+"""experiments/paper003.py on its --quick subset (Neighbor 16x16 4 MB, Sequential, 4 and 32 OCS nodes)."""
+
+import csv
+
+import pytest
+
+from experiments import paper003
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("p003")
+    assert paper003.main(["--quick", "--out-dir", str(out)]) == 0
+    with open(out / "paper003.csv") as f:
+        rows = list(csv.DictReader(f))
+    return out, rows
+
+
+def _val(rows, metric, **match):
+    hit = [r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())]
+    assert len(hit) == 1, (metric, match, len(hit))
+    return float(hit[0]["ours"])
+
+
+def test_outputs_and_columns(quick):
+    out, rows = quick
+    assert list(rows[0].keys()) == list(paper003.COLUMNS)
+    assert (out / "paper003.png").stat().st_size > 10_000
+    md = (out / "paper003.md").read_text()
+    assert "| Neighbor | Sequential | Ours |" in md and "(+26%)" in md  # the paper's 32-node value beside ours
+    labels = {(r["label"], r["ocs_nodes"], r["circuits"]) for r in rows if r["metric"] == "gain"}
+    assert {("EPS only", "0", "none"), ("FT EPS", "0", "none"), ("Ours", "32", "ilp"),
+            ("Ours (narrow)", "4", "greedy")} <= labels
+
+
+def test_physics_of_the_neighbor_cells(quick):
+    _, rows = quick
+    eps = _val(rows, "makespan_s", label="EPS only", placement="sequential")
+    ft = _val(rows, "makespan_s", label="FT EPS", placement="sequential")
+    # sequential Neighbor is uplink-limited on 003's 20 Gbps uplinks: 128 MB per iteration leaves the middle
+    # switches, 51.2 ms at 20 Gbps, x 5 iterations
+    assert eps == pytest.approx(5 * 128e6 * 8 / 20e9, rel=0.02)
+    assert ft < eps
+    for n in (4, 32):
+        wide = _val(rows, "makespan_s", label="Ours", ocs_nodes=n, circuits="greedy")
+        narrow = _val(rows, "makespan_s", label="Ours (narrow)", ocs_nodes=n, circuits="greedy")
+        assert narrow > wide  # relays on 10 Gbps node links are the bottleneck (003 §4.2)
+        # every large inter-switch byte goes either over the OCS or up an EPS uplink
+        ocs = _val(rows, "ocs_bytes", label="Ours", ocs_nodes=n, circuits="greedy")
+        up = _val(rows, "uplink_bytes", label="Ours", ocs_nodes=n, circuits="greedy")
+        assert ocs + up == pytest.approx(1920e6, rel=1e-6)
+    # 16 circuits cover the three communicating switch pairs: nothing is left on the uplinks
+    assert _val(rows, "uplink_bytes", label="Ours", ocs_nodes=32, circuits="ilp") == 0
+    # the exact circuits' bound is never worse than the heuristic's
+    for n in (4, 32):
+        assert (_val(rows, "bound_s", label="Ours", ocs_nodes=n, circuits="ilp")
+                <= _val(rows, "bound_s", label="Ours", ocs_nodes=n, circuits="greedy") + 1e-12)
+
+
+def test_table2_and_cache(quick):
+    out, rows = quick
+    # 3 switch boundaries x 2 directions x 16 ranks x 4 MB x 5 iterations, as 003 Table 2 says
+    assert _val(rows, "inter_switch_total_B", table="table2", placement="sequential") == pytest.approx(1920e6)
+    assert _val(rows, "inter_switch_small_B", table="table2", placement="sequential") == 0
+    cached = list((out / ".cache_paper003").glob("*.json"))
+    assert len(cached) == 8
+    logged = []
+    rows2 = paper003.run(("neighbor",), ("sequential",), (4, 32), quick=True, ilp_time_limit=3.0, out_dir=out,
+                         cache=out / ".cache_paper003", log=logged.append)
+    assert logged == []  # every cell came from the cache
+    assert len(rows2) == len(rows)
