@@ -146,9 +146,34 @@ def _section(doc, key):
     return sec
 
 
-KNOWN_TOP = {"kind", "name", "description", "switches", "nodes_per_switch", "cores_per_node", "eps", "node",
-             "ocs", "hostnames", "switch_names", "dims", "wrap", "bw", "latency", "router_delay", "injection_bw",
-             "mtu", "hosts", "links", "switch_delay", "paper", "variants", "switch_guids"}
+_COMMON = {"kind", "name", "description", "paper", "variants", "cores_per_node", "node", "hostnames"}
+# Keys each kind reads, per section: a key outside these (a typo in a file or in --set) would silently do
+# nothing, so it is an error.
+KNOWN_KEYS = {
+    "tree": {"": _COMMON | {"switches", "nodes_per_switch", "eps", "ocs", "switch_names"},
+             "eps": {"down_bw", "down_latency", "up_bw", "up_latency", "switch_delay", "mtu"},
+             "ocs": {"nodes", "nodes_per_switch", "ports_per_node", "bw", "latency", "setup", "node_link_bw", "mtu"},
+             "node": {"intra_bw", "intra_latency"}},
+    "torus": {"": _COMMON | {"dims", "wrap", "bw", "latency", "router_delay", "injection_bw", "mtu"},
+              "node": {"intra_bw", "intra_latency"}},
+    "graph": {"": _COMMON | {"switches", "hosts", "links", "eps", "switch_guids"},
+              "eps": {"latency", "switch_delay", "mtu"},
+              "node": {"intra_bw", "intra_latency"}},
+}
+KNOWN_TOP = set().union(*(k[""] for k in KNOWN_KEYS.values()))
+
+
+def _check_keys(doc: dict, family: str) -> None:
+    """Reject keys the topology kind does not read (naming the first one and the known keys)."""
+    for section, known in KNOWN_KEYS[family].items():
+        part = doc if not section else doc.get(section)
+        if not isinstance(part, dict):
+            continue
+        unknown = sorted(str(k) for k in set(part) - known)
+        if unknown:
+            field = f"{section}.{unknown[0]}" if section else unknown[0]
+            kind = doc.get("kind", "tree")
+            raise TopoplanError(f"field '{field}': unknown key for kind {kind} (known: {', '.join(sorted(known))})")
 
 
 def topology_from_dict(doc: dict, name: str = "") -> Topology:
@@ -157,6 +182,9 @@ def topology_from_dict(doc: dict, name: str = "") -> Topology:
     if unknown:
         raise TopoplanError(f"field '{unknown[0]}': unknown key (known: {', '.join(sorted(KNOWN_TOP))})")
     kind = str(doc.get("kind", "tree"))
+    family = {"tree": "tree", "fat-tree": "tree", "hybrid": "tree", "torus": "torus", "mesh": "torus"}.get(kind, kind)
+    if family in KNOWN_KEYS:
+        _check_keys(doc, family)
     if kind in ("tree", "fat-tree", "hybrid"):
         topo = _tree(doc, kind, name)
     elif kind in ("torus", "mesh"):

@@ -135,3 +135,18 @@ def test_apply_overrides_creates_nested_keys():
     assert d == {"a": "x", "b": {"c": 2}}
     with pytest.raises(TopoplanError):
         apply_overrides({}, ["novalue"])
+
+
+@pytest.mark.parametrize("preset,override,field", [
+    ("paper003", "eps.up_bws=40Gbps", "eps.up_bws"),       # a typo would otherwise change nothing
+    ("paper003", "ocs.node_bw=10Gbps", "ocs.node_bw"),
+    ("paper003", "mtu=1MB", "mtu"),                         # a torus key on a tree: the tree's is eps.mtu
+    ("mesh10x10x10", "eps.mtu=1MB", "eps"),
+    ("mesh10x10x10", "node.cores=2", "node.cores"),
+])
+def test_unknown_keys_are_errors_not_ignored(preset, override, field):
+    with pytest.raises(TopoplanError, match=rf"{preset}: field '{field}': unknown key for kind"):
+        load_topology(preset, [override])
+    # the key each kind does read is accepted
+    ok = {"paper003": "eps.mtu=1MB", "mesh10x10x10": "mtu=1MB"}[preset]
+    assert load_topology(preset, [ok]).mtu_B == pytest.approx(1e6)
