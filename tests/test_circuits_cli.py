@@ -81,3 +81,20 @@ def test_circuits_bad_input(run_cli, matrix):
     assert code == 2 and "hybrid" in err
     code, _, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-m", "nosuch")
     assert code == 2 and "unknown circuits method" in err
+
+
+def test_simulate_rejects_a_file_that_is_not_a_valid_circuit_plan(run_cli, matrix, tmp_path):
+    placement = tmp_path / "placement.json"
+    placement.write_text(json.dumps({"rank_to_node": list(range(64))}))
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", matrix, "--circuits", placement)
+    assert code == 2 and "not a circuit plan" in err and err.count("\n") == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"circuits": [[0, 1]]}))  # nodes 0 and 1 share a switch
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", matrix, "--circuits", broken)
+    assert code == 2 and "broken.json" in err
+    good = tmp_path / "plan.json"
+    assert run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-m", "sp", "-o", good)[0] == 0
+    code, out, err = run_cli("simulate", "-t", "paper003", "-T", matrix, "-p", "round-robin", "--circuits", good,
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["bytes_by_link_class"]["ocs"] > 0

@@ -44,7 +44,6 @@ def simulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
-    from planner.io import read_json
     from planner.placement import load_placement
     from planner.topology_io import load_topology
     from planner.traffic import load_source
@@ -61,15 +60,11 @@ def simulate_cmd(
     pl = load_placement(placement, trace.n_ranks, topo)
     plan = None
     if circuits is not None:
-        plan = read_json(circuits, "circuit plan")
         if network not in (None, "hybrid"):
             raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        try:
-            from planner.circuits.problem import validate_plan_dict
-        except ImportError:
-            validate_plan_dict = None
-        if validate_plan_dict is not None:
-            validate_plan_dict(plan, topo, where=str(circuits))
+        from planner.circuits.planfile import read_plan
+
+        plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
     thr = parse_size(threshold, "threshold") if threshold else None
     dt = parse_time(timeline, "timeline") if timeline else None
     kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=parse_size(eager, "eager"),
