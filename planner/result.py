@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from planner.errors import TopoplanError
 
 STATUSES = ("optimal", "feasible", "timeout", "heuristic")
@@ -70,6 +72,8 @@ def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_na
         raise TopoplanError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
     if time_limit is not None and not time_limit > 0:
         raise TopoplanError(f"field 'time_limit': must be positive, got {time_limit}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     t0 = time.perf_counter()
     res = methods[method](problem, time_limit=time_limit, seed=seed, **options)
     res.wall_s = time.perf_counter() - t0

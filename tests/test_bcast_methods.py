@@ -99,3 +99,11 @@ def test_allocation_generator_and_errors(tmp_path):
         parse_spec("gen:nodes=200", topo)
     with pytest.raises(TopoplanError):
         solve(_prob(), "nosuch")
+    with pytest.raises(TopoplanError, match="field 'seed'"):
+        solve(_prob(), "anneal", seed=-1)
+    # an inline Slurm host list ($SLURM_JOB_NODELIST), in its order
+    assert parse_spec("n[00005-00007],n00001", topo).tolist() == [5, 6, 7, 1]
+    with pytest.raises(TopoplanError, match=r"--allocation n00001,x9: unknown host 'x9'"):
+        parse_spec("n00001,x9", topo)
+    with pytest.raises(TopoplanError, match="appears twice"):
+        parse_spec("n[00001-00002],n00001", topo)

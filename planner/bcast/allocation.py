@@ -2,7 +2,8 @@
 
 An allocation is an ordered list of node ids (the node-leader communicator in
 allocation order). It comes from a file (host names or node ids, one per
-line; ``#`` comments) or a generator ``gen:nodes=256,racks=22,seed=1``
+line; ``#`` comments), an inline Slurm host list (``node[001-004,009]``, as
+``$SLURM_JOB_NODELIST`` gives it) or a generator ``gen:nodes=256,racks=22,seed=1``
 that scatters the job over racks like 002 Table I.
 """
 
@@ -23,20 +24,32 @@ def read_allocation(path, topo) -> np.ndarray:
     """Node ids from a file of host names or node ids, one per line."""
     path = Path(path)
     if not path.is_file():
-        raise TopoplanError(f"--allocation {path}: no such file (or use gen:nodes=N,racks=R,seed=S)")
-    hosts = {h: i for i, h in enumerate(topo.host_names())}
-    out = []
+        raise TopoplanError(f"--allocation {path}: no such file (or a host list such as node[01-04], "
+                            "or gen:nodes=N,racks=R,seed=S)")
+    tokens = []
     for ln, line in enumerate(path.read_text().splitlines(), 1):
         tok = line.split("#", 1)[0].strip()
-        if not tok:
-            continue
+        if tok:
+            tokens.append((tok, f"{path}:{ln}"))
+    return check(_resolve(tokens, topo), topo, str(path))
+
+
+def _resolve(tokens, topo) -> np.ndarray:
+    """Map (host name or node id, where) pairs to node ids."""
+    hosts = {h: i for i, h in enumerate(topo.host_names())}
+    out = []
+    for tok, where in tokens:
         if tok in hosts:
             out.append(hosts[tok])
         elif tok.lstrip("-").isdigit():
             out.append(int(tok))
         else:
-            raise TopoplanError(f"{path}:{ln}: unknown host {tok!r}")
-    return check(np.asarray(out, dtype=np.int64), topo, str(path))
+            raise TopoplanError(f"{where}: unknown host {tok!r}")
+    return np.asarray(out, dtype=np.int64)
+
+
+def _looks_like_hostlist(spec: str) -> bool:
+    return not Path(spec).exists() and ("," in spec or "[" in spec)
 
 
 def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
@@ -82,7 +95,8 @@ def generate(topo, nodes: int, racks: int | None = None, seed: int = 0) -> np.nd
 
 
 def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
-    """Resolve ``--allocation``: a file, ``gen:nodes=...,racks=...,seed=...`` or ``all``."""
+    """Resolve ``--allocation``: a file, a Slurm host list (``node[01-04],node09``),
+    ``gen:nodes=...,racks=...,seed=...`` or ``all``."""
     if spec == "all":
         return np.arange(topo.n_nodes, dtype=np.int64)
     if spec.startswith("gen:"):
@@ -100,6 +114,11 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
         if "nodes" not in kw:
             raise TopoplanError(f"--allocation {spec}: needs nodes=N")
         return generate(topo, kw["nodes"], kw.get("racks"), kw.get("seed", seed))
+    if _looks_like_hostlist(spec):
+        from planner.topology_io import expand_hostlist
+
+        where = f"--allocation {spec}"
+        return check(_resolve([(h, where) for h in expand_hostlist(spec, where)], topo), topo, where)
     return read_allocation(spec, topo)
 
 

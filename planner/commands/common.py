@@ -17,7 +17,7 @@ TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. nei
 PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
 OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
-SeedOpt = typer.Option(0, "--seed", help="Random seed (recorded in the result).")
+SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
 TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
 
 
