@@ -216,12 +216,15 @@ def _cache_file(cache: Path, cell: dict) -> Path:
     return cache / f"{cell['app']}_{cell['placement']}_{lab}_{cell['ocs_nodes']}_{cell['circuits']}.json"
 
 
-def cached_run(cell: dict, inputs: _Inputs, cache: Path | None, params: dict, log=print) -> dict:
-    """``run_cell`` through the per-cell JSON cache (keyed by the cell and every parameter that changes it)."""
+def cached_run(cell: dict, inputs: _Inputs, cache: Path | None, params: dict, log=print, *, runner=None,
+               cache_file=None, describe=None) -> dict:
+    """``run_cell`` through the per-cell JSON cache (keyed by the cell and every parameter that changes it).
+    ``runner``, ``cache_file`` and ``describe`` let another paper's script reuse the cache with its own cells."""
     from planner.io import write_json
 
+    runner, cache_file = runner or run_cell, cache_file or _cache_file
     key = {**cell, **params, "spec": inputs.spec}
-    path = _cache_file(cache, cell) if cache is not None else None
+    path = cache_file(cache, cell) if cache is not None else None
     if path is not None and path.is_file():
         try:
             doc = json.loads(path.read_text())
@@ -230,10 +233,11 @@ def cached_run(cell: dict, inputs: _Inputs, cache: Path | None, params: dict, lo
         except (OSError, ValueError):
             pass  # a broken cache file is recomputed
     t0 = time.perf_counter()
-    res = run_cell(cell, inputs, params["ilp_time_limit"], params["seed"])
+    res = runner(cell, inputs, params["ilp_time_limit"], params["seed"])
     res["wall_s"] = time.perf_counter() - t0
-    log(f"  {cell['app']:8s} {cell['placement']:10s} {cell['label']:14s} {cell['ocs_nodes']:3d} {cell['circuits']:7s} "
-        f"{res['makespan_s'] * 1e3:9.2f} ms  ({res['wall_s']:.1f} s)")
+    what = describe(cell) if describe else (f"{cell['app']:8s} {cell['placement']:10s} {cell['label']:14s} "
+                                            f"{cell['ocs_nodes']:3d} {cell['circuits']:7s}")
+    log(f"  {what} {res['makespan_s'] * 1e3:9.2f} ms  ({res['wall_s']:.1f} s)")
     if path is not None:
         write_json(path, {"key": key, "result": res})
     return res
@@ -316,11 +320,11 @@ def tidy(results) -> list[dict]:
     return rows
 
 
-def write_csv(rows, path: Path) -> None:
+def write_csv(rows, path: Path, columns=COLUMNS) -> None:
     from planner.io import atomic_write
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(COLUMNS))
+    w = csv.DictWriter(buf, fieldnames=list(columns))
     w.writeheader()
     w.writerows(rows)
     atomic_write(path, buf.getvalue())
