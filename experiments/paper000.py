@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from experiments.paper001 import used_circuits  # noqa: E402
-from experiments.paper003 import _get, cached_run as _cached_run, placement_on, write_csv  # noqa: E402
+from experiments.paper003 import _Inputs as _Inputs003, _get, cached_run as _cached_run, placement_on, write_csv  # noqa: E402,E501
 
 RESULTS = ROOT / "experiments" / "results"
 PRESET = "paper000"
@@ -127,20 +127,11 @@ def topology_of(network: str, uplink: str = "1"):
     return load_topology(PRESET, sets)
 
 
-class _Inputs:
+class _Inputs(_Inputs003):
     """Trace, traffic and placements shared by the cells of one application: built once, on demand."""
 
     def __init__(self, spec: str, seed: int):
-        self.spec, self.seed = spec, seed
-        self._trace = self._traffic = None
-        self._pl = {}
-
-    def traffic(self):
-        if self._trace is None:
-            from planner.traffic import load_source
-
-            self._trace, self._traffic = load_source(self.spec)
-        return self._trace, self._traffic
+        super().__init__(spec, seed, anneal_steps=0)
 
     def placement(self, kind: str, ocs_nodes: int = 0):
         """SP: ranks sequentially from left to right (000 Fig. 4); CP: METIS over the switches, then the nodes
