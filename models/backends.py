@@ -41,9 +41,11 @@ call ``solve(prob, solver, time_limit=..., seed=...)``, read
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
+import sys
 import tempfile
 import time
 import warnings
@@ -330,16 +332,38 @@ def _solve_cbc(prob, time_limit, seed, threads, mip_gap, msg, warm_start, relax)
 
 # -- HiGHS -------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _stdout_silenced(active: bool = True):
+    """Point file descriptor 1 at /dev/null for a native library's unconditional prints (``--json`` stays clean)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _solve_highs(m: MatrixModel, time_limit, seed, threads, mip_gap, msg, warm_start):
     import highspy
 
-    h = highspy.Highs()
+    with _stdout_silenced(not msg):  # HiGHS >= 1.16 prints its banner from the constructor, before any option
+        h = highspy.Highs()
     h.setOptionValue("output_flag", bool(msg))
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     if seed is not None:
         h.setOptionValue("random_seed", int(seed) % 2**31)
     if threads is not None:
+        # HiGHS >= 1.16 keeps one process-wide thread pool; a run asking for another size fails
+        # ("Not Set") unless the pool is reset first
+        if hasattr(highspy.Highs, "resetGlobalScheduler"):
+            highspy.Highs.resetGlobalScheduler(True)
         h.setOptionValue("threads", int(threads))
     h.setOptionValue("mip_rel_gap", float(mip_gap))
     inf = highspy.kHighsInf

@@ -57,6 +57,12 @@ def main(argv=None) -> int:
     except Exception as exc:  # click usage errors and the like
         kinds = {c.__name__ for c in type(exc).__mro__}
         # Typer may vendor its own copy of click (typer._click), so match by class name, not identity
+        if "UsageError" in kinds:
+            # one line, like every other input error; the usage block is one --help away
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "topoplan"
+            print(f"error: {where}: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+            return 2
         if "ClickException" in kinds:
             exc.show()
             return 2

@@ -82,8 +82,8 @@ class CostParams:
             raise TopoplanError("field 'ocs_switch_ports': must be at least 1")
         for f in ("eps_switch_power_W", "eps_nic_power_W", "ocs_nic_power_W", "ocs_switch_power_W") + PRICE_FIELDS:
             v = getattr(self, f)
-            if v is not None and not v >= 0:
-                raise TopoplanError(f"field '{f}': must be non-negative, got {v}")
+            if v is not None and not 0 <= v < float("inf"):
+                raise TopoplanError(f"field '{f}': must be a finite non-negative number, got {v}")
         given = [f for f in PRICE_FIELDS if getattr(self, f) is not None]
         if given and len(given) < len(PRICE_FIELDS):
             missing = [f for f in PRICE_FIELDS if getattr(self, f) is None]

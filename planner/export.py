@@ -35,11 +35,11 @@ FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json")
 
 def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     """Host name of every node id from ``path`` (``node_id host`` lines, or one host per line)."""
+    from planner.io import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise TopoplanError(f"{path}: no such hostfile")
     lines = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
+    for i, raw in enumerate(read_text(path, "hostfile").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if line:
             lines.append((i, line.split()))

@@ -22,6 +22,11 @@ from planner.units import parse_size
 TICK_S = 1e-9  # duration of one synthetic call; keeps the calls of a rank at distinct times
 
 
+# A generated trace is held in memory: refuse, before allocating, one that cannot fit
+# (a typo such as np=99999999999 should be an error, not a MemoryError or a swap storm).
+MAX_TRACE_ROWS = 100_000_000
+
+
 class TraceBuilder:
     """Records MPI calls for many ranks at once, in each rank's program order.
 
@@ -54,6 +59,14 @@ class TraceBuilder:
         self.next = numpy.zeros(self.n, dtype=numpy.int64)   # number of the next call of each rank
         self.clock = numpy.zeros(self.n)                     # computation added so far per rank
         self.chunks: list[tuple] = []
+        self.rows = 0
+
+    def _grow(self, k: float) -> None:
+        # checked before allocating, so a huge request is an error rather than a MemoryError
+        if self.rows + k > MAX_TRACE_ROWS:
+            raise TopoplanError(f"the generated trace would exceed {MAX_TRACE_ROWS:,} rows "
+                                f"({self.n} ranks); use fewer ranks, messages or iterations")
+        self.rows += int(k)
 
     def add(self, ranks, op: str, peer=-1, nbytes=0.0, *, root=-1, size=None, tag=-1, comm=-1, req=-1,
             one_call: bool = False) -> None:
@@ -68,6 +81,7 @@ class TraceBuilder:
         k = len(r)
         if k == 0:
             return
+        self._grow(k)
         if one_call:
             seq = self.next[r]
             self.next[numpy.unique(r)] += 1
@@ -111,9 +125,11 @@ class TraceBuilder:
             self.clock = clock0 + (self.clock - clock0) * max(times, 0)
             return
         if times <= 0:
+            self.rows -= sum(len(c[0]) for c in self.chunks[i:])
             del self.chunks[i:]
             self.next, self.clock = next0, clock0
             return
+        self._grow(float(sum(len(c[0]) for c in self.chunks[i:])) * (times - 1))
         block = [numpy.concatenate(c) for c in zip(*self.chunks[i:])]
         dseq, dclock = self.next - next0, self.clock - clock0
         reps = numpy.repeat(numpy.arange(1, times), len(block[0]))
@@ -153,6 +169,12 @@ def _positive(name, value, gen, minimum=1):
     return int(value)
 
 
+def _check_size(gen: str, rows: float, what: str = "trace rows") -> None:
+    if rows > MAX_TRACE_ROWS:
+        raise TopoplanError(f"traffic spec {gen!r}: would generate {rows:.3g} {what}, over the limit of "
+                            f"{MAX_TRACE_ROWS:,}; use fewer ranks, messages or iterations")
+
+
 def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
     """2-D neighbour exchange on a ``rows x cols`` grid (row-major ranks, up to 4 neighbours, no wrap).
 
@@ -178,8 +200,9 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: fl
     """
     rows = _positive("rows", rows, "neighbor2d")
     cols = _positive("cols", cols, "neighbor2d")
-    iters = _positive("iters", iters, "neighbor2d", 0)
+    iters = _positive("iters", iters, "neighbor2d")
     n = rows * cols
+    _check_size("neighbor2d", 10.0 * n * iters)
     r = numpy.arange(n)
     i, j = divmod(r, cols)
     nbrs = [(i > 0, r - cols), (i < rows - 1, r + cols), (j > 0, r - 1), (j < cols - 1, r + 1)]
@@ -207,7 +230,8 @@ def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> T
     {'alltoall': 16}
     """
     np = _positive("np", np, "alltoall")
-    iters = _positive("iters", iters, "alltoall", 0)
+    iters = _positive("iters", iters, "alltoall")
+    _check_size("alltoall", float(np) * np * iters, "messages once the all-to-alls are expanded")
     b = TraceBuilder(np)
     m = b.mark()
     b.compute(compute_s)
@@ -225,7 +249,8 @@ def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace
     {'isend': 4, 'irecv': 4, 'waitall': 4}
     """
     np = _positive("np", np, "ring")
-    iters = _positive("iters", iters, "ring", 0)
+    iters = _positive("iters", iters, "ring")
+    _check_size("ring", 4.0 * np * iters)
     r = numpy.arange(np)
     b = TraceBuilder(np)
     m = b.mark()
@@ -250,8 +275,9 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, 
     (20, 8)
     """
     np = _positive("np", np, "random", 2)
-    iters = _positive("iters", iters, "random", 0)
+    iters = _positive("iters", iters, "random")
     msgs = _positive("msgs", msgs, "random", 0) or np
+    _check_size("random", (2.0 * msgs + 2.0 * np) * iters)
     rng = numpy.random.default_rng(int(seed))
     b = TraceBuilder(np)
     for it in range(iters):

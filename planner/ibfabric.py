@@ -565,18 +565,10 @@ def read_ibnetdiscover(path) -> IBFabric:
 
 
 def _read_text(path, what: str) -> str:
-    path = Path(path)
-    if not path.is_file():
-        raise TopoplanError(f"{path}: no such {what}")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TopoplanError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    if not raw.strip():
-        raise TopoplanError(f"{path}: empty {what}")
-    if b"\0" in raw[:4096]:
-        raise TopoplanError(f"{path}: binary data, not a text {what}")
-    return raw.decode("utf-8", errors="replace")
+    # real dumps may carry non-UTF-8 node descriptions: keep them readable rather than fail
+    from planner.io import read_text
+
+    return read_text(path, what, lenient=True)
 
 
 # -- ibroute --------------------------------------------------------------------

@@ -713,6 +713,9 @@ def _lu(klass, P, iters, gap):
 _KERNELS = {"cg": _cg, "mg": _mg, "is": _is, "lu": _lu, "ft": _ft}
 
 
+MAX_NPB_RANKS = 65536  # CG class C at 16,384 ranks is already 57 million trace rows per iteration
+
+
 def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = None,
               compute_s: float = 0.0) -> Trace:
     """Communication skeleton of an NPB 3.4 MPI kernel as a :class:`Trace`.
@@ -759,6 +762,8 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
         raise TopoplanError(f"npb {k}: field 'np': not an integer: {np!r}") from None
     if P < 1:
         raise _bad_np(k, P, "must be at least 1")
+    if P > MAX_NPB_RANKS:
+        raise _bad_np(k, P, f"is over the limit of {MAX_NPB_RANKS:,} ranks for a generated NPB trace")
     if iters is not None:
         try:
             it = int(iters)

@@ -34,6 +34,8 @@ class Placement:
         node, slot = self.rank_to_node, self.rank_to_slot
         if len(node) != len(slot):
             raise TopoplanError(f"{where}: rank_to_node and rank_to_slot differ in length")
+        if len(node) == 0:
+            raise TopoplanError(f"{where}: field 'rank_to_node': no ranks placed (empty list)")
         bad = np.flatnonzero((node < 0) | (node >= n))
         if bad.size:
             raise TopoplanError(f"{where}: rank {bad[0]} is on node {node[bad[0]]}, but the topology has {n} nodes")
@@ -120,8 +122,8 @@ def read_placement(path) -> Placement:
         from planner.trace import read_csv_table, to_numbers
 
         df = read_csv_table(path, ("rank", "node"), "placement")
-        rank = to_numbers(df, "rank", path, integer=True)
-        node_col = to_numbers(df, "node", path, integer=True)
+        rank = to_numbers(df, "rank", path, integer=True, empty=None)
+        node_col = to_numbers(df, "node", path, integer=True, empty=None)
         n = len(rank)
         if sorted(rank.tolist()) != list(range(n)):
             missing = sorted(set(range(n)) - set(rank.tolist()))
@@ -132,7 +134,9 @@ def read_placement(path) -> Placement:
         slot = None
         if "slot" in df.columns:
             slot = np.empty(n, dtype=np.int64)
-            slot[rank] = to_numbers(df, "slot", path, integer=True)
+            slot[rank] = to_numbers(df, "slot", path, integer=True, empty=None)
+    if node.ndim != 1 or len(node) == 0:
+        raise TopoplanError(f"{path}: field 'rank_to_node': expected a non-empty list of node ids")
     if slot is None:
         return from_nodes(node, None)
     if len(slot) != len(node):

@@ -64,14 +64,19 @@ def gap_of(objective: float, bound: float | None) -> float | None:
     return max(0.0, (objective - bound) / abs(objective))
 
 
+MAX_TIME_LIMIT_S = 7 * 86400.0
+
+
 def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields."""
     if method not in methods:
         raise TopoplanError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
-    if time_limit is not None and not time_limit > 0:
-        raise TopoplanError(f"field 'time_limit': must be positive, got {time_limit}")
+    if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:
+        # inf would let an annealer run forever: a limit is a finite budget
+        raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
+                            f"(7 days), got {time_limit}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     t0 = time.perf_counter()

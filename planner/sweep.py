@@ -96,11 +96,11 @@ def load_config(path, output=None) -> SweepConfig:
     """Read and check a sweep YAML file; ``output`` overrides its ``output``."""
     import yaml
 
+    from planner.io import read_text
+
     path = Path(path)
-    if not path.is_file():
-        raise TopoplanError(f"{path}: no such file")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_text(path, "sweep config"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

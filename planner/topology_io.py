@@ -24,6 +24,7 @@ import copy
 import re
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from planner.errors import TopoplanError
@@ -203,19 +204,32 @@ def _node_section(doc):
                 intra_node_latency_s=_get(node, "intra_latency", parse_time, "100ns", prefix="node."))
 
 
+# Per-node arrays (and the simulator's per-link ones) are dense: a typo such as switches=1000000000 must be
+# an error, not a hang. A million nodes is six times Fugaku.
+MAX_NODES = 1 << 20
+
+
+def _check_nodes(n: int, field: str) -> None:
+    if n > MAX_NODES:
+        raise TopoplanError(f"field '{field}': gives {n:,} nodes, over the limit of {MAX_NODES:,}")
+
+
 def _tree(doc, kind, name):
     nps = doc.get("nodes_per_switch")
     if nps is None:
         raise TopoplanError("field 'nodes_per_switch': missing")
     if isinstance(nps, list):
         counts = tuple(_int(v, "nodes_per_switch") for v in nps)
+        _check_nodes(sum(counts), "nodes_per_switch")
         if "switches" in doc and _int(doc["switches"], "switches") != len(counts):
             raise TopoplanError(f"field 'switches': {doc['switches']} but nodes_per_switch lists {len(counts)}")
     else:
         sw = _get(doc, "switches", _int)
         if sw < 1:
             raise TopoplanError("field 'switches': must be at least 1")
-        counts = (_int(nps, "nodes_per_switch"),) * sw
+        per_switch = _int(nps, "nodes_per_switch")
+        _check_nodes(sw * max(per_switch, 1), "switches")
+        counts = (per_switch,) * sw
     eps = _section(doc, "eps")
     p = "eps."
     ocs = None
@@ -267,6 +281,7 @@ def _torus(doc, kind, name):
     if not isinstance(dims, list) or not dims:
         raise TopoplanError("field 'dims': expected a list of dimension sizes")
     dims = tuple(_int(v, "dims") for v in dims)
+    _check_nodes(int(np.prod([max(d, 1) for d in dims], dtype=object)), "dims")
     n = len(dims)
     wrap = doc.get("wrap", kind == "torus")
     if isinstance(wrap, list):

@@ -194,22 +194,35 @@ def read_csv_table(path, required, kind: str):
 
 
 def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
-    """Column of a string DataFrame to numbers; raises naming the line of the first bad cell."""
+    """Column of a string DataFrame to finite numbers; raises naming the line of the first bad cell.
+
+    ``empty`` is the value of an empty cell, or None when a cell must not be empty
+    (a row cut short, as in a truncated file, is then an error, not a sentinel).
+    """
     import pandas as pd
 
     raw = df[col]
+    blank = raw.isna().to_numpy()
     if pd.api.types.is_numeric_dtype(raw):
         # fast path: the C parser already read numbers; empty cells are NaN
-        num = raw.fillna(empty)
+        num = raw.fillna(0 if empty is None else empty)
     else:
         s = raw.astype(str).str.strip()
-        s = s.where((s != "") & (s != "nan"), str(empty))
+        blank = blank | (s == "").to_numpy()
+        s = s.where((s != "") & (s != "nan"), str(0 if empty is None else empty))
         num = pd.to_numeric(s, errors="coerce")
+    if empty is None and blank.any():
+        i = int(np.flatnonzero(blank)[0])
+        raise TopoplanError(f"{path}:{i + 2}: field '{col}': empty (is the row cut short?)")
     bad = np.flatnonzero(num.isna().to_numpy())
     if bad.size:
         i = int(bad[0])
         raise TopoplanError(f"{path}:{i + 2}: field '{col}': not a number: {df[col].iloc[i]!r}")
     arr = num.to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{i + 2}: field '{col}': not a finite number: {df[col].iloc[i]}")
     if integer:
         frac = np.flatnonzero(arr != np.round(arr))
         if frac.size:

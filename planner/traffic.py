@@ -100,10 +100,10 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
 
     path = Path(path)
     df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix")
-    src = to_numbers(df, "src", path, integer=True, empty=-1)
-    dst = to_numbers(df, "dst", path, integer=True, empty=-1)
-    by = to_numbers(df, "bytes", path, integer=False, empty=-1)
-    msgs = (to_numbers(df, "msgs", path, integer=True, empty=1) if "msgs" in df.columns
+    src = to_numbers(df, "src", path, integer=True, empty=None)
+    dst = to_numbers(df, "dst", path, integer=True, empty=None)
+    by = to_numbers(df, "bytes", path, integer=False, empty=None)
+    msgs = (to_numbers(df, "msgs", path, integer=True, empty=None) if "msgs" in df.columns
             else np.ones(len(df), dtype=np.int64))
     for col, arr in (("src", src), ("dst", dst), ("bytes", by), ("msgs", msgs)):
         bad = np.flatnonzero(arr < 0)
@@ -163,7 +163,11 @@ def load_source(spec: str, n_ranks: int | None = None):
         path = path / "events.csv.gz"
     if path.is_file():
         if is_matrix_file(path):
-            return None, read_matrix(path, n_ranks)
+            tr = read_matrix(path, n_ranks)
+            if tr.n_ranks == 0:
+                raise TopoplanError(f"{path}: the matrix has no rows, so no ranks to plan for (an application that "
+                                    "only calls collectives, such as NPB FT, needs its MPI trace instead)")
+            return None, tr
         from planner.trace import read_trace
 
         tr = read_trace(path, n_ranks)

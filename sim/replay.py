@@ -599,6 +599,17 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
                         unknown_ops=dict(trace.unknown_ops))
 
 
+def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 65536.0,
+                  timeline_dt_s: float | None = None) -> None:
+    """Raise :class:`TopoplanError` for a replay option no run can use (negative, NaN or infinite)."""
+    if not 0 <= compute_scale < float("inf"):
+        raise TopoplanError(f"field 'compute_scale': must be a finite non-negative factor, got {compute_scale}")
+    if not 0 <= eager_threshold_B < float("inf"):
+        raise TopoplanError(f"field 'eager_threshold': must be a finite non-negative size, got {eager_threshold_B}")
+    if timeline_dt_s is not None and not 0 < timeline_dt_s < float("inf"):
+        raise TopoplanError(f"field 'timeline_dt': must be a positive time, got {timeline_dt_s}")
+
+
 def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
            thresholds=None, timeline_dt_s: float | None = None, progress=None, method: str = "auto") -> ReplayResult:
     """Replay ``trace`` on network ``net`` with ranks placed by ``placement``.
@@ -631,6 +642,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     """
     if method not in ("auto", "compiled", "python"):
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
+    check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     if method == "compiled" and timeline_dt_s:
         raise TopoplanError("replay: the compiled method records no timeline; use method='python' or 'auto'")
     if method == "compiled" or (method == "auto" and not timeline_dt_s and _compiled_available()):
@@ -649,9 +661,11 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     phase; replay a trace for message-exact behaviour (sizes decide eager vs
     rendezvous and EPS vs circuits).
     """
+    if int(iters) < 1:
+        raise TopoplanError(f"field 'iters': the matrix must be replayed in at least 1 phase, got {iters}")
     recs = []
     s, d, b, _ = traffic.matrix()
-    iters = max(int(iters), 1)
+    iters = int(iters)
     keep = s != d
     by_rank = defaultdict(list)
     for a, c, x in zip(s[keep].tolist(), d[keep].tolist(), (b[keep] / iters).tolist()):

@@ -21,11 +21,25 @@ def test_cli_writes_plan_and_rankfile(run_cli, tmp_path):
     assert doc["metrics"]["simulated_time_s"] > 0
     lines = rf.read_text().splitlines()
     assert len(lines) == 16 and lines[0].startswith("rank 0=")
+    # the plan written by bcast validates, and a tampered order does not
+    code, _, err = run_cli("validate", out, "-t", "paper000")
+    assert code == 0, err
+    doc["order"][1] = doc["order"][2]
+    (tmp_path / "dup.json").write_text(json.dumps(doc))
+    code, _, err = run_cli("validate", tmp_path / "dup.json", "-t", "paper000")
+    assert code == 2 and "appears twice" in err
+    outside = next(v for v in range(128) if v not in doc["allocation_nodes"])
+    doc["order"][1] = outside
+    (tmp_path / "out.json").write_text(json.dumps(doc))
+    code, _, err = run_cli("validate", tmp_path / "out.json", "-t", "paper000")
+    assert code == 2 and "not a permutation of 'allocation_nodes'" in err and len(err.strip().splitlines()) == 1
 
 
 def test_cli_bad_input_is_one_line_error(run_cli, tmp_path):
     code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=16", "--root", "99")
     assert code == 2 and "--root" in err
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=16,seed=-1")
+    assert code == 2 and "seed=-1" in err
     (tmp_path / "d.csv").write_text("a,b\n0,1\n1,0\n")
     code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=2", "--delay", tmp_path / "d.csv")
     assert code == 2 and "header lacks host" in err

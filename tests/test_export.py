@@ -82,6 +82,31 @@ def test_cli_place_then_export(tmp_path):
     assert (tmp_path / "mf").read_text().split() == [f"node{k:04d}" for k in node]
 
 
+def test_cli_export_checks_the_recorded_topology(tmp_path, run_cli):
+    """With --hosts and no -t, the topology the plan records (with its --set) still checks the cores."""
+    plan = tmp_path / "p.json"
+    code, _, err = run_cli("place", "-t", "paper003", "--set", "cores_per_node=2", "-T", "ring:np=8,bytes=1MB",
+                           "-m", "sequential", "-o", plan)
+    assert code == 0, err
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"h{i}\n" for i in range(64)))
+    code, _, err = run_cli("export", "mpich", "-p", plan, "--hosts", hosts, "-o", tmp_path / "ok")
+    assert code == 0, err
+    doc = json.loads(plan.read_text())
+    doc["rank_to_node"], doc["rank_to_slot"] = [0] * 3 + doc["rank_to_node"][3:], None  # 3 ranks on a 2-core node
+    plan.write_text(json.dumps(doc))
+    code, _, err = run_cli("export", "mpich", "-p", plan, "--hosts", hosts, "-o", tmp_path / "bad")
+    assert code == 2 and "node 0" in err and not (tmp_path / "bad").exists()
+    doc["topology_spec"] = str(tmp_path / "gone.yaml")
+    plan.write_text(json.dumps(doc))
+    code, _, err = run_cli("export", "mpich", "-p", plan, "--hosts", hosts, "-o", tmp_path / "bad")
+    assert code == 2 and "pass --topology" in err
+    doc["rank_to_node"] = []
+    plan.write_text(json.dumps(doc))
+    code, _, err = run_cli("export", "mpich", "-p", plan, "-t", "paper003", "-o", tmp_path / "bad")
+    assert code == 2 and "non-empty" in err
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (apt-get install openmpi-bin)")
 def test_mpirun_honours_exported_rankfile(tmp_path):
     """Two ranks on the two cores of this machine, swapped: each rank must report the core the plan gives."""

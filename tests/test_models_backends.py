@@ -101,3 +101,13 @@ def test_registry_and_gap_helper():
     assert relative_gap(10.0, 8.0) == pytest.approx(0.2)
     assert relative_gap(8.0, 10.0, sense=-1) == pytest.approx(0.25)
     assert relative_gap(0.0, 0.0) == 0.0 and relative_gap(1.0, None) is None
+
+
+@pytest.mark.skipif(not available("highs"), reason="highspy not installed")
+def test_highs_thread_counts_change_between_runs_and_stdout_stays_clean(capfd):
+    # HiGHS 1.16 keeps one process-wide thread pool: a later run with another size used to fail "Not Set"
+    prob, _, best = knapsack(n=10, seed=4)
+    for threads in (1, 2, None, 1):
+        r = solve(prob, "highs", threads=threads)
+        assert r.status == "optimal" and r.objective == pytest.approx(best), (threads, r)
+    assert capfd.readouterr().out == ""  # no banner on stdout, which carries --json output

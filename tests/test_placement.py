@@ -35,6 +35,8 @@ def test_validation_catches_double_booking():
         p.validate(t)
     with pytest.raises(TopoplanError, match="slot 4 of node 0"):
         Placement(np.array([0]), np.array([4])).validate(t)
+    with pytest.raises(TopoplanError, match="no ranks placed"):
+        Placement(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).validate(t)
 
 
 def test_placement_files(tmp_path):

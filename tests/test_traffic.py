@@ -21,6 +21,9 @@ def test_matrix_rows_add_up_and_average_size(tmp_path):
     ("0,1,-5,1\n", "m.csv:2: field 'bytes'"),
     ("0,x,5,1\n", "m.csv:2: field 'dst': not a number"),
     ("0,1,5,1\n0,9,5,1\n", "m.csv:3: field 'dst': rank 9 is outside the communicator of 4 ranks"),
+    ("0,1,5,1\n1,0,1e400,1\n", "m.csv:3: field 'bytes': not a finite number"),
+    ("0,1,5,1\n0,2,10", "m.csv:3: field 'msgs': empty (is the row cut short?)"),
+    ("0,1,5,1\n0,2", "m.csv:3: field 'bytes': empty"),
 ])
 def test_matrix_errors(tmp_path, body, needle):
     p = tmp_path / "m.csv"
@@ -61,3 +64,12 @@ def test_unknown_traffic_spec():
         load_source("bogus-thing")
     with pytest.raises(TopoplanError, match="no such traffic file"):
         load_source("missing/file.csv")
+
+
+def test_empty_matrix_is_explained(tmp_path):
+    from planner.traffic import load_source
+
+    p = tmp_path / "p2p_matrix.csv"
+    p.write_text("src,dst,bytes,msgs\n")
+    with pytest.raises(TopoplanError, match="no rows.*MPI trace"):
+        load_source(str(p))

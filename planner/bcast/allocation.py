@@ -27,7 +27,9 @@ def read_allocation(path, topo) -> np.ndarray:
         raise TopoplanError(f"--allocation {path}: no such file (or a host list such as node[01-04], "
                             "or gen:nodes=N,racks=R,seed=S)")
     tokens = []
-    for ln, line in enumerate(path.read_text().splitlines(), 1):
+    from planner.io import read_text
+
+    for ln, line in enumerate(read_text(path, "allocation").splitlines(), 1):
         tok = line.split("#", 1)[0].strip()
         if tok:
             tokens.append((tok, f"{path}:{ln}"))
@@ -69,6 +71,8 @@ def generate(topo, nodes: int, racks: int | None = None, seed: int = 0) -> np.nd
     ``racks`` defaults to 002 Table I's ratio (about one rack per 2.5 hosts at 1K-4K cores)
     capped by the topology. Nodes are spread as evenly as the racks allow.
     """
+    if seed < 0:
+        raise TopoplanError(f"gen: seed={seed} must be a non-negative integer")
     rng = np.random.default_rng(seed)
     sw = np.asarray(topo.node_switch())
     n_sw = int(sw.max()) + 1

@@ -67,10 +67,19 @@ def alltoall_cmd(
         con.print(f"{name}: {s['rounds']} rounds of {s['window']}; " + ", ".join(parts))
 
 
+MAX_SCHEDULE_MESSAGES = 100_000_000  # a schedule holds every message (int64 arrays): ~2.4 GB at the limit
+
+
 def _schedules(topo, m, window, method, compare, algos, sim_mode="replay") -> dict:
     from planner.alltoall import (a2a_schedule, a2at_schedule, alltoall_lower_bound, schedule_congestion, schedule_trace,
                                   simulate_rounds)
 
+    from planner.errors import TopoplanError
+
+    n = topo.n_nodes
+    if n * (n - 1) > MAX_SCHEDULE_MESSAGES:
+        raise TopoplanError(f"--compare/--simulate: an all-to-all of {n:,} nodes is {n * (n - 1):,} messages, over "
+                            f"the limit of {MAX_SCHEDULE_MESSAGES:,} held in memory; the bound alone needs neither")
     lb = alltoall_lower_bound(topo, m)
     w = window if window is not None else sum(1 for k in topo.dims if k > 1)
     out = {}

@@ -25,15 +25,12 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     from dataclasses import replace
 
     from planner.analysis import analyze
-    from planner.placement import sequential
-    from planner.topology_io import load_topology
-    from planner.traffic import load_source
+    from planner.commands.common import load_inputs
+    from planner.topology import TreeTopology
     from sim.run import simulate
 
     con = console()
-    topo = load_topology(topology)
-    trace, tr = load_source(traffic)
-    pl = sequential(tr.n_ranks, topo)
+    topo, trace, tr, pl = load_inputs(topology, [], traffic, "sequential")
     a = analyze(topo, tr, pl)
     con.print(f"[bold]topoplan demo[/]: {traffic} on {topology} "
               f"({topo.n_nodes} nodes x {topo.cores_per_node} cores, {topo.n_switches} switches, "
@@ -42,9 +39,12 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
               f"(large {format_bytes(a.inter(a.large_bytes))}, small {format_bytes(a.inter(a.small_bytes))}) "
               f"between {int(a.node_pairs.sum() - a.node_pairs.trace()) // 2} node pairs")
     rows = []
-    eps = replace(topo, kind="tree", ocs=None)
-    rows.append(("EPS only", "-", simulate(eps, trace, pl), None))
-    rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl), None))
+    if isinstance(topo, TreeTopology):
+        eps = replace(topo, kind="tree", ocs=None)
+        rows.append(("EPS only", "-", simulate(eps, trace, pl), None))
+        rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl), None))
+    else:  # a torus or switch graph has no EPS/OCS variants: simulate it as it is
+        rows.append((topo.kind, "-", simulate(topo, trace, pl), None))
     try:
         from planner.circuits import solve as solve_circuits
         from planner.circuits.problem import CircuitProblem
@@ -58,10 +58,14 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
             rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
                          f"{format_time(res.objective)} ({res.status})", simulate(topo, trace, pl, circuits=plan), res))
     tab = Table(title="simulated communication time")
-    for col in ("network", "plan", "makespan", "vs EPS only", "top switch bytes", "busiest node link"):
+    tree = isinstance(topo, TreeTopology)
+    cols = ["network", "plan", "makespan", f"vs {rows[0][0]}"] + (["top switch bytes", "busiest node link"] if tree else [])
+    for col in cols:
         tab.add_column(col, justify="right" if col != "network" else "left")
     base = rows[0][2]["makespan_s"]
     for name, plan, sim, _ in rows:
-        tab.add_row(name, plan, format_time(sim["makespan_s"]), f"{sim['makespan_s'] / base:.2f}x",
-                    format_bytes(sim["top_switch_bytes"]), format_bytes(sim["max_node_link_bytes"]))
+        cells = [name, plan, format_time(sim["makespan_s"]), f"{sim['makespan_s'] / base:.2f}x"]
+        if tree:
+            cells += [format_bytes(sim["top_switch_bytes"]), format_bytes(sim["max_node_link_bytes"])]
+        tab.add_row(*cells)
     con.print(tab)

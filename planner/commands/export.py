@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import SetOpt, console
+from planner.commands.common import writable, SetOpt, console
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +20,7 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                topology: Optional[str] = typer.Option(None, "--topology", "-t",
                                                       help="Topology to validate against (and take host names from)."),
                sets: Optional[List[str]] = SetOpt,
-               output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
+               output: Path = typer.Option(..., "--output", "-o", callback=writable, help="File to write (atomically).")) -> None:
     """Export a placement for a real launcher; refuses a placement that does not validate."""
     from planner.errors import TopoplanError
     from planner.export import FORMATS, export, read_hostfile
@@ -33,6 +33,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         from planner.topology_io import load_topology
 
         topo = load_topology(topology, sets or [])
+    if topo is None:
+        topo = _recorded_topology(placement)
     if topo is None and hosts is None:
         raise TopoplanError("export needs --hosts or --topology (for host names)")
     pl = read_placement(placement)
@@ -42,3 +44,22 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")
     if cmd:
         con.print(f"run: {cmd}")
+
+
+def _recorded_topology(placement: Path):
+    """The topology a ``topoplan place`` JSON was planned on (so its cores are checked), or None."""
+    from planner.errors import TopoplanError
+    from planner.io import read_json
+    from planner.topology_io import load_topology
+
+    if placement.suffix != ".json" or not placement.is_file():
+        return None
+    doc = read_json(placement, "placement")
+    spec = doc.get("topology_spec") if isinstance(doc, dict) else None
+    if not isinstance(spec, str):
+        return None
+    try:
+        return load_topology(spec, doc.get("topology_sets") or [])
+    except TopoplanError as exc:
+        raise TopoplanError(f"{placement}: was planned on topology {spec!r}, which cannot be loaded here ({exc}); "
+                            "pass --topology") from None

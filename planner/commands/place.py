@@ -44,7 +44,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     if simulate:
         res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace)
     doc = res.to_dict()
-    doc.update({"topology": topo.name or topology, "traffic": traffic})
+    doc.update({"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or []), "traffic": traffic})
     emit(doc, json_mode, output)
     if json_mode:
         return

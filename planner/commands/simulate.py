@@ -25,7 +25,7 @@ def simulate_cmd(
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: OCS bandwidth-delay product)."),
     eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
-    iters: int = typer.Option(1, "--iters", help="Phases to replay when the traffic is a matrix (no timing)."),
+    iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
     flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
@@ -54,6 +54,9 @@ def simulate_cmd(
     trace, tr = load_source(traffic)
     if trace is None:
         trace = bulk_trace(tr, iters)
+    elif iters != 1:
+        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
+                            "(a generator takes iters= in its spec)")
     capacity = int(topo.node_cores().sum())
     if trace.n_ranks > capacity:
         raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
@@ -67,6 +70,9 @@ def simulate_cmd(
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
     thr = parse_size(threshold, "threshold") if threshold else None
     dt = parse_time(timeline, "timeline") if timeline else None
+    from sim.replay import check_options
+
+    check_options(compute_scale=compute_scale, eager_threshold_B=parse_size(eager, "eager"), timeline_dt_s=dt)
     kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=parse_size(eager, "eager"),
                   compute_scale=compute_scale, timeline_dt_s=dt)
     if json_mode:

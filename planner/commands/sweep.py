@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from planner.commands.common import JsonOpt, console, emit
+from planner.commands.common import writable, JsonOpt, console, emit
 
 
 def register(app: typer.Typer) -> None:
@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
 def sweep_cmd(
     config: Path = typer.Argument(..., help="Sweep YAML: instances, methods, parameters (see `planner.sweep`)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Result table (.csv or .parquet); default: the config's 'output'."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", callback=writable, help="Result table (.csv or .parquet); default: the config's 'output'."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786); default: a local cluster."),
     workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Local cluster workers (default: one per core)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="Threads per local worker."),

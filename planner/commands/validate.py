@@ -64,16 +64,18 @@ def validate_document(doc, topo, where: str) -> dict:
         if len(set(order)) != len(order):
             dup = next(x for x in order if order.count(x) > 1)
             raise TopoplanError(f"{where}: field 'order': {dup} appears twice (not a permutation)")
-        alloc = doc.get("allocation", doc.get("nodes"))
+        bad = [x for x in order if not 0 <= x < topo.n_nodes]
+        if bad:
+            raise TopoplanError(f"{where}: field 'order': node {bad[0]} does not exist ({topo.n_nodes} nodes)")
+        # 'allocation' is the user's spec string (e.g. gen:nodes=16,...); the node ids are 'allocation_nodes'
+        alloc = doc.get("allocation_nodes")
         if alloc is not None:
+            if not isinstance(alloc, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in alloc):
+                raise TopoplanError(f"{where}: field 'allocation_nodes': expected a list of integers")
             if sorted(order) != sorted(alloc):
-                missing = sorted(set(alloc) - set(order)) or sorted(set(order) - set(alloc))
-                raise TopoplanError(f"{where}: field 'order': not a permutation of the allocation "
-                                    f"({missing[0]} is in one but not the other)")
-        elif sorted(order) != list(range(len(order))):
-            bad = [x for x in order if not 0 <= x < topo.n_nodes]
-            if bad:
-                raise TopoplanError(f"{where}: field 'order': node {bad[0]} does not exist ({topo.n_nodes} nodes)")
+                missing = sorted(set(alloc) ^ set(order)) or [len(order) - len(alloc)]
+                raise TopoplanError(f"{where}: field 'order': not a permutation of 'allocation_nodes' "
+                                    f"(node {missing[0]} is in one but not the other)")
         checked.append(f"Bcast order of {len(order)}")
         out["order"] = len(order)
     if not checked:

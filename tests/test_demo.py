@@ -1,0 +1,20 @@
+"""``topoplan demo``: the README's first command, on the default system and on a torus."""
+
+
+def test_demo_on_hybrid_tree(run_cli):
+    code, out, err = run_cli("demo", "-T", "ring:np=64,bytes=4MB,iters=2", "--time-limit", "5")
+    assert code == 0, err
+    for row in ("EPS only", "fat-tree EPS", "greedy circuits", "ilp circuits"):
+        assert row in out
+    assert "1.00x" in out  # the EPS-only baseline row
+
+
+def test_demo_on_mesh_has_no_eps_variants(run_cli):
+    code, out, err = run_cli("demo", "-t", "mesh10x10x10", "-T", "ring:np=27,bytes=1MB")
+    assert code == 0, err
+    assert "mesh" in out and "EPS only" not in out and "top switch" not in out
+
+
+def test_demo_bad_traffic_is_one_line(run_cli):
+    code, _, err = run_cli("demo", "-T", "ring:np=9999,bytes=1MB")
+    assert code == 2 and "do not fit" in err and len(err.strip().splitlines()) == 1
