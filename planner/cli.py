@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import inspect
 import sys
+from pathlib import Path
 
 import typer
 
@@ -29,6 +32,41 @@ COMMAND_MODULES = (
 )
 
 
+OUTPUT_PARAMS = ("output", "rankfile", "png")
+
+
+def guard_outputs(fn):
+    """Wrap a command so its output files may not be one of its input files, nor each other.
+
+    Inputs are the other path-like arguments that name existing files; a command that would
+    overwrite its own input (``topo convert -i D -o D``) stops before doing any work.
+    """
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from planner.io import check_writable
+
+        bound = sig.bind_partial(*args, **kwargs).arguments
+        outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
+        for i, (name, path) in enumerate(outs):
+            check_writable(path, inputs=ins)
+            for other, prev in outs[:i]:
+                if Path(prev).resolve() == Path(path).resolve():
+                    raise TopoplanError(f"{path}: given as both --{other} and --{name}; choose two names")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _guard_all(app: typer.Typer) -> None:
+    for cmd in app.registered_commands:
+        cmd.callback = guard_outputs(cmd.callback)
+    for group in app.registered_groups:
+        _guard_all(group.typer_instance)
+
+
 def build_app() -> typer.Typer:
     app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=False,
                       pretty_exceptions_enable=False,
@@ -38,6 +76,7 @@ def build_app() -> typer.Typer:
         if importlib.util.find_spec(name) is None:
             continue  # a group not built yet
         importlib.import_module(name).register(app)
+    _guard_all(app)
     return app
 
 

@@ -121,7 +121,12 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
         raise TopoplanError(f"{where}: field 'timeline.t_s': no time points")
     if np.any(np.diff(t) <= 0):
         raise TopoplanError(f"{where}: field 'timeline.t_s': times must increase")
-    dt = float(tl.get("dt_s") or (np.median(np.diff(t)) if t.size > 1 else 1.0))
+    dt = tl.get("dt_s")
+    if dt is None:
+        dt = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    elif isinstance(dt, bool) or not isinstance(dt, (int, float)) or not 0 < dt < float("inf"):
+        raise TopoplanError(f"{where}: field 'timeline.dt_s': expected a positive number of seconds, got {dt!r}")
+    dt = float(dt)
     links = tl.get("links")
     if not isinstance(links, list):
         raise TopoplanError(f"{where}: field 'timeline.links': expected a list")

@@ -189,6 +189,68 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
                        score=doc.get("score"), cell=doc.get("cell"), source=where)
 
 
+INSTANCE_KEYS = ("name", "topology", "traffic", "set", "placement", "options")
+METHOD_KEYS = ("name", "label", "problem", "options")
+
+
+def check_config(cfg: SweepConfig) -> None:
+    """Catch, before any cell runs, the mistakes that would fail every cell of a row or column:
+    unknown keys, presets, topology overrides, traffic specs, problems and methods, and bad seeds or
+    time limits. Raises :class:`TopoplanError` naming the sweep file and field.
+
+    Only the default cell is checked this deeply; a custom ``cell:`` hook gets its fields as given.
+    """
+    import math
+
+    from planner.result import MAX_TIME_LIMIT_S
+
+    where = cfg.source
+    for k, vals in cfg.parameters.items():
+        for v in vals:
+            if k == "seed" and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise TopoplanError(f"{where}: field 'parameters.seed': {v!r} is not a non-negative integer")
+            if k == "time_limit" and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                                        or not 0 < v <= MAX_TIME_LIMIT_S or math.isnan(v)):
+                raise TopoplanError(f"{where}: field 'parameters.time_limit': {v!r} is not a positive number of "
+                                    f"seconds up to {MAX_TIME_LIMIT_S:g}")
+    if cfg.cell:
+        return
+    from planner import generators
+    from planner.topology_io import load_topology
+
+    for i, m in enumerate(cfg.methods):
+        f = f"{where}: field 'methods[{i}]"
+        extra = sorted(set(m) - set(METHOD_KEYS))
+        if extra:
+            raise TopoplanError(f"{f}.{extra[0]}': unknown key (known: {', '.join(METHOD_KEYS)})")
+        mod, _ = problem_module(m["problem"])
+        known = getattr(mod, "METHODS", None)
+        if known is not None and m["name"] not in known:
+            raise TopoplanError(f"{f}.name': unknown {m['problem']} method {m['name']!r} "
+                                f"(methods: {', '.join(known)})")
+    set_params = {k[4:]: v for k, v in cfg.parameters.items() if k.startswith("set.")}
+    for i, inst in enumerate(cfg.instances):
+        f = f"{where}: field 'instances[{i}]"
+        extra = sorted(set(inst) - set(INSTANCE_KEYS))
+        if extra:
+            raise TopoplanError(f"{f}.{extra[0]}': unknown key (known: {', '.join(INSTANCE_KEYS)})")
+        topo_spec = _local(inst["topology"], cfg.base)
+        try:
+            load_topology(topo_spec, inst["set"])
+            for key, vals in set_params.items():
+                for v in vals:
+                    load_topology(topo_spec, inst["set"] + [f"{key}={_yaml_value(v)}"])
+        except TopoplanError as exc:
+            raise TopoplanError(f"{f}.topology': {exc}") from None
+        traffic = _local(inst["traffic"], cfg.base)
+        if not generators.is_spec(traffic) and not Path(traffic).exists():
+            raise TopoplanError(f"{f}.traffic': {traffic!r} is neither a file nor a generator spec "
+                                f"(generators: {', '.join(generators.GENERATORS)})")
+        pl = inst.get("placement", "sequential")
+        if pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
+            raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
+
+
 def _first_dup(items):
     seen = set()
     for x in items:
@@ -417,10 +479,16 @@ def read_table(path: Path):
         return None
     try:
         if fmt == "parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+            df = pd.read_parquet(path)
+        else:
+            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as exc:
         raise TopoplanError(f"{path}: cannot read the previous sweep table ({exc}); move it away to start over") from None
+    if "key" not in df.columns:
+        # an unrelated table: a sweep would overwrite it with its own rows
+        raise TopoplanError(f"{path}: exists and is not a sweep table (no 'key' column); choose another output "
+                            "or move it away")
+    return df
 
 
 def have_parquet() -> bool:
@@ -505,8 +573,9 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
     if scheduler:
         try:
             return Client(scheduler, timeout="20s"), None
-        except OSError as exc:
-            raise TopoplanError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        except (OSError, ValueError, TypeError) as exc:
+            raise TopoplanError(f"--scheduler {scheduler}: cannot connect ({exc}); expected an address such as "
+                                "tcp://host:8786") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=processes,
                            dashboard_address=":0", silence_logs=40)   # any free port: sweeps may run side by side
     return Client(cluster), cluster
@@ -538,6 +607,7 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
 
     t0 = time.perf_counter()
     table_format(cfg.output)     # fail before any work when the output cannot be written
+    check_config(cfg)
     cells = expand_cells(cfg)
     keys = [c["key"] for c in cells]
     prev = read_table(cfg.output)

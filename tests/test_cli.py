@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,40 @@ def test_bad_invocations_exit_2_without_traceback(args, needle):
 def test_help_works():
     r = _run("--help")
     assert r.returncode == 0 and "simulate" in r.stdout
+
+
+def _audit_cases(tmp):
+    (tmp / "bin.txt").write_bytes(b"\x00\xff\x10binary")
+    (tmp / "latin1.txt").write_bytes(b"node0001\nn\xe9ud\n")
+    (tmp / "place.json").write_text('{"rank_to_node": [0, 1]}')
+    dump = tmp / "dump.txt"
+    dump.write_bytes((Path(__file__).parent / "data" / "ib" / "tree2" / "ibnetdiscover.txt").read_bytes())
+    return [
+        (["show", "paper003", "-o", tmp], "is a directory"),
+        (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
+        (["export", "mpich", "-p", tmp / "place.json", "--hosts", tmp / "bin.txt", "-o", tmp / "o"], "binary data"),
+        (["bcast", "-t", "paper003", "-a", tmp / "latin1.txt"], "latin1.txt:2: not UTF-8"),
+        (["bcast", "-t", "paper003", "-a", "gen:nodes=8", "-o", tmp / "b.json", "--rankfile", tmp / "b.json"],
+         "given as both"),
+        (["topo", "convert", "-i", dump, "-o", dump], "would overwrite the input"),
+        (["circuits", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "-m", "anneal", "--time-limit", "inf"],
+         "time_limit"),
+        (["cost", "--eps-switch-power", "inf"], "eps_switch_power_W"),
+        (["traffic", "ring:np=99999999999,bytes=1MB", "-o", tmp / "r.csv"], "over the limit"),
+        (["traffic", "npb:kernel=cg,class=S,np=4,iters=999999999", "-o", tmp / "r.csv"], "100,000,000 rows"),
+        (["show", "paper003", "--set", "switches=1000000000"], "over the limit"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--iters", "0"], "--iters"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--compute-scale", "nan"], "compute_scale"),
+        (["bound", "alltoall", "-t", "kcomputer", "--bytes", "32KiB", "--compare"], "over the limit"),
+        (["place", "-t", "paper003", "-q"], "No such option: -q"),
+    ]
+
+
+def test_audit_cases_are_one_line_errors(tmp_path, run_cli):
+    """Inputs found by the CLI audit: each is exit 2 and one line on stderr, no traceback, nothing written."""
+    for args, needle in _audit_cases(tmp_path):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        code, out, err = run_cli(*args)
+        assert code == 2, (args, err)
+        assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args

@@ -39,3 +39,32 @@ def test_gz_suffix_compresses_and_json_round_trips(tmp_path):
 def test_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(TopoplanError, match="does not exist"):
         atomic_write(tmp_path / "nope" / "x.txt", "x")
+
+
+def test_write_errors_are_one_line_naming_the_path(tmp_path):
+    with pytest.raises(TopoplanError, match="is a directory"):
+        atomic_write(tmp_path, "x")
+    with pytest.raises(TopoplanError, match="does not exist"):
+        atomic_write(tmp_path / "no" / "x.json", "x")
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o500)
+    try:
+        if os.geteuid() != 0:  # root may write anyway
+            with pytest.raises(TopoplanError, match="permission denied"):
+                atomic_write(tmp_path / "ro" / "x.json", "x")
+    finally:
+        (tmp_path / "ro").chmod(0o700)
+
+
+def test_read_text_names_the_file_and_line(tmp_path):
+    from planner.io import read_text
+
+    (tmp_path / "bin").write_bytes(b"\x00\x01\x02abc")
+    with pytest.raises(TopoplanError, match="binary data, not a text hostfile"):
+        read_text(tmp_path / "bin", "hostfile")
+    (tmp_path / "latin1").write_bytes(b"node1\nn\xe9ud2\n")
+    with pytest.raises(TopoplanError, match=r"latin1:2: not UTF-8 text \(byte 0xe9"):
+        read_text(tmp_path / "latin1", "hostfile")
+    assert read_text(tmp_path / "latin1", "dump", lenient=True).splitlines()[1] == "n\ufffdud2"
+    with pytest.raises(TopoplanError, match="no such hostfile"):
+        read_text(tmp_path / "missing", "hostfile")

@@ -78,6 +78,8 @@ def test_simulator_key_variants(data):
     (lambda d: d.update(circuits=[[0, 99]]), "circuits"),
     (lambda d: d.update(switch_bytes=[[1, 2, 3]]), "switch_bytes"),
     (lambda d: d["topology"].update(kind="hypercube"), "kind"),
+    (lambda d: d["timeline"].update(dt_s="abc"), "timeline.dt_s"),
+    (lambda d: d["timeline"].update(dt_s=-1), "timeline.dt_s"),
 ])
 def test_bad_results_name_the_field(data, mutate, field):
     doc = _doc(data)

@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from planner.errors import TopoplanError
-from planner.sweep import expand_cells, load_config, parse_config, run_sweep
+from planner.sweep import expand_cells, load_config, parse_config, read_table, run_sweep
 
 ME = __name__   # how the sweep finds this module's cell, problem and score functions
 
@@ -162,11 +162,40 @@ def test_default_cell_plans_and_scores(data, tmp_path, client):
     assert set(df["hooked"]) == {"sequential", "spread"} and set(df["status"]) == {"heuristic"}
 
 
-def test_missing_problem_module_is_a_row_error(tmp_path, client):
+def test_missing_problem_module_stops_before_any_cell(tmp_path, client):
     cfg = parse_config({"instances": [{"topology": "paper003", "traffic": "nowhere.csv"}],
                         "methods": ["m"], "problem": "no_such_module_xyz", "output": str(tmp_path / "e.csv")}, "e.yaml")
-    out = run_sweep(cfg, client=client, progress=False)
-    assert out.failed == 1 and "cannot import no_such_module_xyz" in out.table["error"][0]
+    with pytest.raises(TopoplanError, match="cannot import no_such_module_xyz"):
+        run_sweep(cfg, client=client, progress=False)
+    assert not (tmp_path / "e.csv").exists()
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"methods": ["no-such-method"]}, "methods[0].name': unknown circuits method 'no-such-method'"),
+    ({"methods": [{"name": "sp", "optoins": {}}]}, "methods[0].optoins': unknown key"),
+    ({"instances": [{"topology": "no-such-preset", "traffic": "ring:np=8,bytes=1MB"}]}, "instances[0].topology'"),
+    ({"instances": [{"topology": "paper003", "traffic": "ring:np=8,bytes=1MB", "seet": []}]}, "instances[0].seet'"),
+    ({"instances": [{"topology": "paper003", "traffic": "nowhere.csv"}]}, "instances[0].traffic'"),
+    ({"parameters": {"seed": [0, -1]}}, "parameters.seed': -1"),
+    ({"parameters": {"time_limit": [0]}}, "parameters.time_limit': 0"),
+    ({"parameters": {"set.eps.up_bws": ["1Gbps"]}}, "eps.up_bws"),
+])
+def test_config_mistakes_are_caught_up_front(change, needle):
+    from planner.sweep import check_config
+
+    doc = {"instances": [{"topology": "paper003", "traffic": "ring:np=8,bytes=1MB"}], "methods": ["sp"],
+           "problem": "circuits", **change}
+    with pytest.raises(TopoplanError) as e:
+        check_config(parse_config(doc, "s.yaml"))
+    assert "s.yaml: field '" in str(e.value) and needle in str(e.value)
+
+
+def test_unrelated_output_table_is_not_overwritten(tmp_path):
+    out = tmp_path / "mine.csv"
+    out.write_text("a,b\n1,2\n")
+    with pytest.raises(TopoplanError, match="not a sweep table"):
+        read_table(out)
+    assert out.read_text() == "a,b\n1,2\n"
 
 
 def test_cli_dry_run_and_run(data, tmp_path):

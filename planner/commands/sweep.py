@@ -18,17 +18,21 @@ def sweep_cmd(
     config: Path = typer.Argument(..., help="Sweep YAML: instances, methods, parameters (see `planner.sweep`)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", callback=writable, help="Result table (.csv or .parquet); default: the config's 'output'."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786); default: a local cluster."),
-    workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Local cluster workers (default: one per core)."),
-    threads_per_worker: int = typer.Option(1, "--threads-per-worker", help="Threads per local worker."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Local cluster workers (default: one per core)."),
+    threads_per_worker: int = typer.Option(1, "--threads-per-worker", min=1, help="Threads per local worker."),
     processes: bool = typer.Option(True, "--processes/--threads", help="Local workers as processes (default) or threads."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Run at most this many pending cells."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Run at most this many pending cells."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the cells and which are finished; run nothing."),
     json_mode: bool = JsonOpt,
 ) -> None:
     """Plan and simulate every cell of a grid on Dask; finished cells are kept and not recomputed."""
-    from planner.sweep import expand_cells, load_config, read_table, run_sweep
+    from planner.sweep import check_config, expand_cells, load_config, read_table, run_sweep
+
+    from planner.io import check_writable
 
     cfg = load_config(config, output)
+    check_writable(cfg.output, inputs=[config])
+    check_config(cfg)
     if dry_run:
         cells = expand_cells(cfg)
         prev = read_table(cfg.output)
