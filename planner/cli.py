@@ -91,6 +91,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a path the OS refuses (name too long, permissions) that no reader caught
+        name = str(exc.filename or "")
+        name = name if len(name) <= 80 else name[:77] + "..."
+        print(f"error: {name + ': ' if name else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 1
     except Exception as exc:  # click usage errors and the like

@@ -73,6 +73,9 @@ class CostParams:
                 raise TopoplanError(f"field '{f}': must be at least 1, got {getattr(self, f)}")
         if self.upper_switches < 0 or self.ocs_switches < 0:
             raise TopoplanError("field 'upper_switches'/'ocs_switches': must be non-negative")
+        if self.lower_switches > self.nodes:
+            raise TopoplanError(f"field 'lower_switches': {self.lower_switches} edge switches for {self.nodes} nodes; "
+                                "every edge switch needs at least one node")
         if self.upper_switches > self.lower_switches:
             raise TopoplanError(f"field 'upper_switches': {self.upper_switches} upper switches exceed the "
                                 f"{self.lower_switches} lower ones; the fat tree of eq. (2) has k upper switches")

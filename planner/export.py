@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import TopoplanError
+from planner.topology_io import MAX_NODES
 
 FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json")
 
@@ -54,6 +55,8 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}") from None
             if k < 0 or k in names:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
+            if k >= MAX_NODES:
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is over the limit of {MAX_NODES:,} nodes")
             names[k] = host
         size = max(names) + 1
         missing = [k for k in range(size) if k not in names]
@@ -65,6 +68,12 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     else:
         i = next(i for i, f in lines if len(f) not in (1, 2) or len(f) != len(lines[0][1]))
         raise TopoplanError(f"{path}:{i}: expected 'node_id host' or 'host' on every line")
+    seen: dict[str, int] = {}
+    for k, h in enumerate(hosts):
+        if h in seen:
+            # two nodes with one name would send their ranks to the same machine
+            raise TopoplanError(f"{path}: host {h!r} is named for node {seen[h]} and node {k}")
+        seen[h] = k
     if n_nodes is not None and len(hosts) < n_nodes:
         raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
     return hosts

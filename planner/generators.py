@@ -248,7 +248,7 @@ def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace
     >>> ring(4, 64).op_counts()
     {'isend': 4, 'irecv': 4, 'waitall': 4}
     """
-    np = _positive("np", np, "ring")
+    np = _positive("np", np, "ring", 2)
     iters = _positive("iters", iters, "ring")
     _check_size("ring", 4.0 * np * iters)
     r = numpy.arange(np)

@@ -72,6 +72,21 @@ def sequential(n_ranks: int, topo) -> Placement:
     return Placement(node.astype(np.int64), slot.astype(np.int64))
 
 
+def int_array(values, where: str) -> np.ndarray:
+    """A JSON list of integers as an int64 array; anything else (floats such as 1.5, strings, booleans,
+    values past int64) is a :class:`TopoplanError` naming ``where`` -- never silently truncated."""
+    if not isinstance(values, list):
+        raise TopoplanError(f"{where}: expected a list of integers")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+                continue  # 3.0 written by a tool that only has floats
+            raise TopoplanError(f"{where}: item {i}: expected an integer, got {v!r}")
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise TopoplanError(f"{where}: item {i}: {v} is out of range")
+    return np.asarray(values, dtype=np.int64).reshape(-1)
+
+
 def from_nodes(rank_to_node, topo) -> Placement:
     """Give ranks placed on nodes consecutive slots on each node, in rank order."""
     node = np.asarray(rank_to_node, dtype=np.int64)
@@ -111,13 +126,13 @@ def read_placement(path) -> Placement:
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
     if path.suffix == ".json":
         doc = read_json(path, "placement")
+        if not isinstance(doc, dict):
+            raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
-        try:
-            node = np.asarray(doc["rank_to_node"], dtype=np.int64)
-            slot = np.asarray(doc["rank_to_slot"], dtype=np.int64) if doc.get("rank_to_slot") is not None else None
-        except (TypeError, ValueError):
-            raise TopoplanError(f"{path}: field 'rank_to_node': expected a list of node ids") from None
+        node = int_array(doc["rank_to_node"], f"{path}: field 'rank_to_node'")
+        slot = (int_array(doc["rank_to_slot"], f"{path}: field 'rank_to_slot'")
+                if doc.get("rank_to_slot") is not None else None)
     else:
         from planner.trace import read_csv_table, to_numbers
 

@@ -425,13 +425,19 @@ def expand_hostlist(expr: str, where: str = "") -> list[str]:
                     if int(hi) < int(lo):
                         raise TopoplanError(f"{where}host list {expr!r}: range {rng!r} runs backwards")
                     width = len(lo) if lo.startswith("0") else 0
+                    if len(choices) + int(hi) - int(lo) + 1 > MAX_NODES:
+                        raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
                     choices.extend(str(v).zfill(width) for v in range(int(lo), int(hi) + 1))
+                if len(combos) * len(choices) > MAX_NODES:
+                    raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
                 combos = [c + x for c in combos for x in choices]
             else:
                 if "[" in part or "]" in part:
                     raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
                 combos = [c + part for c in combos]
         out.extend(combos)
+        if len(out) > MAX_NODES:
+            raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
     return out
 
 

@@ -179,7 +179,8 @@ def read_csv_table(path, required, kind: str):
         raise TopoplanError(f"{path}: no such file")
     try:
         with _open_text(path) as fh:
-            df = pd.read_csv(fh, skipinitialspace=True, low_memory=False)
+            # only an empty cell is missing: 'nan', 'NA' or 'null' written in a file are errors, not zeros
+            df = pd.read_csv(fh, skipinitialspace=True, low_memory=False, keep_default_na=False, na_values=[""])
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise TopoplanError(f"{path}: cannot read {kind}: {exc}") from None
     except pd.errors.ParserError as exc:
@@ -202,14 +203,15 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
     import pandas as pd
 
     raw = df[col]
-    blank = raw.isna().to_numpy()
+    fill = 0 if empty is None else empty
+    blank = raw.isna().to_numpy()   # only empty cells are NA (read_csv_table); a literal 'nan' is text
     if pd.api.types.is_numeric_dtype(raw):
-        # fast path: the C parser already read numbers; empty cells are NaN
-        num = raw.fillna(0 if empty is None else empty)
+        # fast path: the C parser already read numbers
+        num = raw.fillna(fill)
     else:
         s = raw.astype(str).str.strip()
         blank = blank | (s == "").to_numpy()
-        s = s.where((s != "") & (s != "nan"), str(0 if empty is None else empty))
+        s = s.mask(blank, str(fill))
         num = pd.to_numeric(s, errors="coerce")
     if empty is None and blank.any():
         i = int(np.flatnonzero(blank)[0])
@@ -230,6 +232,22 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
             raise TopoplanError(f"{path}:{i + 2}: field '{col}': not an integer: {df[col].iloc[i]!r}")
         return arr.astype(np.int64)
     return arr
+
+
+MAX_RANKS = 1 << 24   # a communicator larger than this is a corrupt file, not a job
+
+
+def check_limits(path, **cols) -> None:
+    """Reject values no real run has (a rank past 2^24, a message past 2^60 bytes) before they size arrays."""
+    from planner.units import MAX_VALUE
+
+    for col, arr in cols.items():
+        limit = MAX_VALUE["size"] if col == "bytes" else MAX_RANKS
+        bad = np.flatnonzero(np.asarray(arr) > limit)
+        if bad.size:
+            i = int(bad[0])
+            what = "bytes" if col == "bytes" else "ranks"
+            raise TopoplanError(f"{path}:{i + 2}: field '{col}': {arr[i]:,.0f} is over the limit of {limit:,.0f} {what}")
 
 
 def read_trace(path, n_ranks: int | None = None) -> Trace:
@@ -266,6 +284,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
             raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be a non-negative number")
+    check_limits(path, bytes=by, rank=ints["rank"], peer=ints["peer"], comm_size=ints["comm_size"])
     bad = np.flatnonzero(te < ts)
     if bad.size:
         raise TopoplanError(f"{path}:{bad[0] + 2}: field 't_end': ends before t_start")
@@ -273,7 +292,15 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     comms = _read_communicators(path.parent / "communicators.csv")
     if n_ranks is None:
         world = [len(m) for m in comms.values()]
-        n_ranks = int(max([ints["rank"].max(initial=-1) + 1, ints["peer"].max(initial=-1) + 1] + world))
+        # MPI_COMM_WORLD is at least every rank with events and every communicator; a peer beyond all of
+        # them (a send to rank 7 in a trace whose communicators have 2 ranks) is a corrupt row, not a rank
+        known = int(max([ints["rank"].max(initial=-1) + 1, ints["comm_size"].max(initial=0)] + world))
+        bad = np.flatnonzero(ints["peer"] >= known)
+        if bad.size:
+            i = int(bad[0])
+            raise TopoplanError(f"{path}:{i + 2}: field 'peer': rank {ints['peer'][i]} is outside MPI_COMM_WORLD "
+                                f"({known} ranks: the largest rank with events and the largest comm_size)")
+        n_ranks = known
     for col in ("rank", "peer", "root"):
         lo = 0 if col == "rank" else -1
         bad = np.flatnonzero((ints[col] < lo) | (ints[col] >= n_ranks))

@@ -109,6 +109,9 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
         bad = np.flatnonzero(arr < 0)
         if bad.size:
             raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be non-negative, got {arr[bad[0]]}")
+    from planner.trace import check_limits
+
+    check_limits(path, src=src, dst=dst, bytes=by)
     n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1) if n_ranks is None else int(n_ranks)
     for col, arr in (("src", src), ("dst", dst)):
         bad = np.flatnonzero(arr >= n)
@@ -143,13 +146,20 @@ def from_trace(trace) -> Traffic:
 
 
 def is_matrix_file(path: Path) -> bool:
-    """A CSV whose header starts with src,dst is a matrix; one with rank,op is a trace."""
+    """A CSV whose header has src and dst columns (any order) is a matrix; one with rank, op is a trace."""
     import gzip
+    import zlib
 
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        header = fh.readline().strip().lower().replace(" ", "")
-    return header.startswith("src,dst")
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            header = fh.readline(65536).strip().lower().replace(" ", "")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TopoplanError(f"{path}: cannot read traffic file: {exc}") from None
+    cols = set(header.split(","))
+    return {"src", "dst"} <= cols and "op" not in cols
 
 
 def load_source(spec: str, n_ranks: int | None = None):

@@ -55,10 +55,17 @@ def _prefix(unit: str, base_units: tuple[str, ...]):
     return None, None
 
 
+# Far beyond any real message, link or run, yet small enough that sums over millions of
+# messages stay finite (1e308 bytes would overflow to inf and poison every total).
+MAX_VALUE = {"size": 2.0 ** 60, "bandwidth": 1e18, "time": 1e9}
+
+
 def _check(value: float, kind: str, text, field, allow_zero=True):
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         need = "positive" if not allow_zero else "non-negative"
         raise TopoplanError(f"{_label(field)}{kind} must be {need}, got {text!r}")
+    if value > MAX_VALUE[kind]:
+        raise TopoplanError(f"{_label(field)}{kind} {text!r} is implausibly large (limit {MAX_VALUE[kind]:.3g})")
     return value
 
 

@@ -297,6 +297,10 @@ def load_scenario(source) -> Scenario:
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
+        from planner.topology_io import MAX_NODES
+
+        if leaves * per_leaf > MAX_NODES:
+            raise w.fail("tree", f"{leaves * per_leaf:,} hosts, over the limit of {MAX_NODES:,}")
         links = tree_links(leaves, per_leaf, w.number(tree, "down_bw", "tree", positive=True),
                            w.number(tree, "up_bw", "tree", positive=True), w.number(tree, "down_lat", "tree"),
                            w.number(tree, "up_lat", "tree"))

@@ -622,6 +622,9 @@ class _Grow:
         return self.a[: self.n]
 
 
+MAX_TIMELINE_CELLS = 200_000_000  # links x intervals held in memory (1.6 GB of float64)
+
+
 class FlowEngine:
     """Event-driven max-min flow simulator; flows may be added while it runs.
 
@@ -978,6 +981,10 @@ class FlowEngine:
         dt = self._dt
         k0, k1 = int(t0 // dt), int(t1 // dt)
         if k1 >= self._tl.shape[1]:
+            if float(k1 + 1) * self._tl.shape[0] > MAX_TIMELINE_CELLS:
+                raise TopoplanError(f"timeline: the run reaches {t1:.3g} s, {k1 + 1:,} intervals of {dt:.3g} s for "
+                                    f"{self._tl.shape[0]:,} links, over the limit of {MAX_TIMELINE_CELLS:,} "
+                                    "samples; use a coarser --timeline")
             grown = np.zeros((self._tl.shape[0], max(2 * self._tl.shape[1], k1 + 1)))
             grown[:, : self._tl.shape[1]] = self._tl
             self._tl = grown

@@ -667,6 +667,12 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     s, d, b, _ = traffic.matrix()
     iters = int(iters)
     keep = s != d
+    from planner.generators import MAX_TRACE_ROWS
+
+    rows = float(iters) * (2 * int(keep.sum()) + traffic.n_ranks)
+    if rows > MAX_TRACE_ROWS:
+        raise TopoplanError(f"field 'iters': {iters} phases of this matrix would be {rows:.3g} trace rows, over the "
+                            f"limit of {MAX_TRACE_ROWS:,}")
     by_rank = defaultdict(list)
     for a, c, x in zip(s[keep].tolist(), d[keep].tolist(), (b[keep] / iters).tolist()):
         by_rank[a].append(("isend", c, x))

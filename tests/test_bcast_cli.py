@@ -28,6 +28,11 @@ def test_cli_writes_plan_and_rankfile(run_cli, tmp_path):
     (tmp_path / "dup.json").write_text(json.dumps(doc))
     code, _, err = run_cli("validate", tmp_path / "dup.json", "-t", "paper000")
     assert code == 2 and "appears twice" in err
+    moved = json.loads(out.read_text())
+    moved["order"][3], moved["order"][4] = moved["order"][4], moved["order"][3]  # root (rank 3) changes node
+    (tmp_path / "moved.json").write_text(json.dumps(moved))
+    code, _, err = run_cli("validate", tmp_path / "moved.json", "-t", "paper000")
+    assert code == 2 and "the root (rank 3) moved" in err
     outside = next(v for v in range(128) if v not in doc["allocation_nodes"])
     doc["order"][1] = outside
     (tmp_path / "out.json").write_text(json.dumps(doc))

@@ -35,6 +35,16 @@ def _audit_cases(tmp):
     (tmp / "place.json").write_text('{"rank_to_node": [0, 1]}')
     dump = tmp / "dump.txt"
     dump.write_bytes((Path(__file__).parent / "data" / "ib" / "tree2" / "ibnetdiscover.txt").read_bytes())
+    (tmp / "float.json").write_text('{"rank_to_node": [0, 1.5]}')
+    (tmp / "m1e308.csv").write_text("src,dst,bytes,msgs\n0,1,1e308,1\n")
+    (tmp / "m.csv").write_text("src,dst,bytes,msgs\n0,1,100,1\n")
+    head = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
+    (tmp / "peer7.csv").write_text(head + "0,send,7,1000,-1,2,0.0,0.001\n1,recv,0,1000,-1,2,0.0,0.001\n")
+    (tmp / "nanbytes.csv").write_text(head + "0,send,1,nan,-1,2,0.0,0.001\n1,recv,0,nan,-1,2,0.0,0.001\n")
+    (tmp / "bad.csv.gz").write_bytes(b"\x1f\x8b\x08\x00trunc")
+    (tmp / "huge.conf").write_text("SwitchName=s0 Nodes=n[0-999999999]\n")
+    (tmp / "flows.json").write_text('{"tree": {"leaves": 1000000000, "hosts_per_leaf": 2, "down_bw": 1e9, '
+                                    '"up_bw": 1e9, "down_lat": 0, "up_lat": 0}, "flows": []}')
     return [
         (["show", "paper003", "-o", tmp], "is a directory"),
         (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
@@ -53,6 +63,20 @@ def _audit_cases(tmp):
         (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--compute-scale", "nan"], "compute_scale"),
         (["bound", "alltoall", "-t", "kcomputer", "--bytes", "32KiB", "--compare"], "over the limit"),
         (["place", "-t", "paper003", "-q"], "No such option: -q"),
+        # round 2
+        (["validate", tmp / "float.json", "-t", "paper003"], "item 1: expected an integer, got 1.5"),
+        (["traffic", tmp / "m1e308.csv", "-o", tmp / "r.csv"], "over the limit"),
+        (["traffic", tmp / "peer7.csv", "-o", tmp / "r.csv"], "rank 7 is outside MPI_COMM_WORLD"),
+        (["traffic", tmp / "nanbytes.csv", "-o", tmp / "r.csv"], "not a number: 'nan'"),
+        (["traffic", tmp / "bad.csv.gz", "-o", tmp / "r.csv"], "cannot read traffic file"),
+        (["traffic", "ring:np=4,bytes=" + "9" * 5000, "-o", tmp / "r.csv"], "too long"),
+        (["show", tmp / "huge.conf"], "more than 1,048,576 hosts"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--timeline", "1e-15"], "coarser"),
+        (["simulate", "-t", "paper003", "-T", tmp / "m.csv", "--iters", "1000000000000"], "over the limit"),
+        (["simulate", "--flows", tmp / "flows.json"], "over the limit"),
+        (["compare", "circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--methods", ",,"], "no method"),
+        (["cost", "-n", "4", "-k", "10"], "edge switches"),
+        (["serve", "-i", dump, "-p", "0", "--poll", "nan"], "--poll"),
     ]
 
 

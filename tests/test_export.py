@@ -57,6 +57,14 @@ def test_hostfile_two_forms(tmp_path):
         read_hostfile(bad)
     with pytest.raises(TopoplanError, match="3 nodes"):
         read_hostfile(g, n_nodes=3)
+    dup = tmp_path / "h4"
+    dup.write_text("a\nb\na\n")
+    with pytest.raises(TopoplanError, match="'a' is named for node 0 and node 2"):
+        read_hostfile(dup)
+    huge = tmp_path / "h5"
+    huge.write_text("0 a\n99999999999 b\n")
+    with pytest.raises(TopoplanError, match="h5:2: field 'node_id': 99999999999 is over the limit"):
+        read_hostfile(huge)
 
 
 def test_topology_names_used(tmp_path):

@@ -102,7 +102,7 @@ def test_spec_parsing_and_errors():
         parse_spec("ring:np=4,np=5,bytes=1")
     with pytest.raises(TopoplanError, match="'ring': expected key=value, got 'np'"):
         parse_spec("ring:np,bytes=1")
-    with pytest.raises(TopoplanError, match="'ring': parameter 'np' must be at least 1"):
+    with pytest.raises(TopoplanError, match="'ring': parameter 'np' must be at least 2"):
         parse_spec("ring:np=0,bytes=1")
     with pytest.raises(TopoplanError, match="'ring': parameter 'compute': must be non-negative"):
         parse_spec("ring:np=2,bytes=1,compute=-1")

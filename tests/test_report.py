@@ -145,6 +145,9 @@ def test_cli_writes_page_and_reports_json(tmp_path, data):
     assert d["frames"] == 3 and (tmp_path / "r.html").stat().st_size == d["html_bytes"]
     bad = _cli(tmp_path / "missing.json", "-o", tmp_path / "x.html")
     assert isinstance(bad.exception, TopoplanError) and "no such file" in str(bad.exception)
+    late = _cli(data / FIXTURE, "-o", tmp_path / "late.html", "--at", "99s")
+    assert isinstance(late.exception, TopoplanError) and "outside the timeline" in str(late.exception)
+    assert not (tmp_path / "late.html").exists()
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

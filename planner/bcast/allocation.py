@@ -122,7 +122,7 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
         from planner.topology_io import expand_hostlist
 
         where = f"--allocation {spec}"
-        return check(_resolve([(h, where) for h in expand_hostlist(spec, where)], topo), topo, where)
+        return check(_resolve([(h, where) for h in expand_hostlist(spec, where + ": ")], topo), topo, where)
     return read_allocation(spec, topo)
 
 

@@ -63,7 +63,7 @@ def load(path, topo, nodes) -> np.ndarray:
     try:
         df = pd.read_csv(path)
     except Exception as exc:  # noqa: BLE001
-        raise TopoplanError(f"{path}: unreadable CSV ({exc})") from None
+        raise TopoplanError(f"{path}: unreadable CSV ({str(exc).strip().splitlines()[0]})") from None
     names = [str(c).strip() for c in df.columns]
     hosts = topo.host_names()
     want = [hosts[i] for i in nodes]

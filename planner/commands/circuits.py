@@ -103,14 +103,18 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                          json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Every circuit method on one problem: bound, gap to the exact model, uplink bytes, solve time."""
     from planner.circuits.problem import compare
+    from planner.errors import TopoplanError
 
+    method_list = [m.strip() for m in methods.split(",") if m.strip()]
+    if not method_list:
+        raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
     topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     sim = None
     if simulate:
         from planner.circuits.simulate import plan_simulator
 
         sim = plan_simulator(topo, trace, tr, prob)
-    rows = compare(prob, [m.strip() for m in methods.split(",") if m.strip()], time_limit=time_limit, seed=seed,
+    rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
                    simulate=sim, solver=solver, formulation=formulation)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
            "rows": rows}

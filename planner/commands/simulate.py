@@ -36,6 +36,11 @@ def simulate_cmd(
     if flows is not None:
         from sim.flowfile import run_scenario
 
+        given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
+                                ("--timeline", timeline)) if v is not None]
+        if given:
+            raise TopoplanError(f"--flows runs a self-contained scenario (its own network and flows); "
+                                f"{given[0]} does not apply")
         res = run_scenario(flows)
         emit(res, json_mode, output)
         if not json_mode:
@@ -75,13 +80,14 @@ def simulate_cmd(
     check_options(compute_scale=compute_scale, eager_threshold_B=parse_size(eager, "eager"), timeline_dt_s=dt)
     kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=parse_size(eager, "eager"),
                   compute_scale=compute_scale, timeline_dt_s=dt)
-    if json_mode:
+    err_console = console(True)
+    if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
         res = simulate(topo, trace, pl, **kwargs)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} ranks done"),
-                      TimeElapsedColumn(), console=console(True), transient=True) as bar:
+                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
             task = bar.add_task("sim", total=trace.n_ranks)
             res = simulate(topo, trace, pl, progress=lambda done, total: bar.update(task, completed=done), **kwargs)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,

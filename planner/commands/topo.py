@@ -97,7 +97,7 @@ def serve_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
 
     if not 0 <= port <= 65535:
         raise TopoplanError(f"--port {port}: expected 0..65535")
-    if poll <= 0 or settle < 0:
+    if not 0 < poll < 86400 or not 0 <= settle < 86400:  # also NaN and inf
         raise TopoplanError("--poll must be positive and --settle non-negative")
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"warning: listening on {host}: the service has no authentication; anyone who can reach "

@@ -31,8 +31,6 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
 
 def validate_document(doc, topo, where: str) -> dict:
     """Validate every plan kind present in ``doc``; returns what was checked. Raises TopoplanError."""
-    import numpy as np
-
     from planner.errors import TopoplanError
 
     if not isinstance(doc, dict):
@@ -48,12 +46,14 @@ def validate_document(doc, topo, where: str) -> dict:
     if doc.get("rank_to_node") is not None:
         from planner.placement import Placement, from_nodes
 
-        try:
-            node = np.asarray(doc["rank_to_node"], dtype=np.int64)
-            slot = doc.get("rank_to_slot")
-            pl = from_nodes(node, topo) if slot is None else Placement(node, np.asarray(slot, dtype=np.int64))
-        except (TypeError, ValueError):
-            raise TopoplanError(f"{where}: field 'rank_to_node'/'rank_to_slot': expected lists of integers") from None
+        from planner.placement import int_array
+
+        node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
+        slot = doc.get("rank_to_slot")
+        pl = (from_nodes(node, topo) if slot is None
+              else Placement(node, int_array(slot, f"{where}: field 'rank_to_slot'")))
+        if len(pl.rank_to_slot) != len(node):
+            raise TopoplanError(f"{where}: fields 'rank_to_node' and 'rank_to_slot' differ in length")
         pl.validate(topo, where=where)
         checked.append(f"placement: {pl.n_ranks} ranks")
         out["ranks"] = pl.n_ranks
@@ -76,6 +76,11 @@ def validate_document(doc, topo, where: str) -> dict:
                 missing = sorted(set(alloc) ^ set(order)) or [len(order) - len(alloc)]
                 raise TopoplanError(f"{where}: field 'order': not a permutation of 'allocation_nodes' "
                                     f"(node {missing[0]} is in one but not the other)")
+            root = doc.get("root")
+            # the root keeps its rank: the reordered communicator's Bcast(root=r) must send from the same node
+            if isinstance(root, int) and 0 <= root < len(order) and order[root] != alloc[root]:
+                raise TopoplanError(f"{where}: field 'order': the root (rank {root}) moved from node "
+                                    f"{alloc[root]} to node {order[root]}")
         checked.append(f"Bcast order of {len(order)}")
         out["order"] = len(order)
     if not checked:
