@@ -71,8 +71,13 @@ class CostParams:
         for f in ("nodes", "lower_switches"):
             if getattr(self, f) < 1:
                 raise TopoplanError(f"field '{f}': must be at least 1, got {getattr(self, f)}")
-        if self.upper_switches < 0 or self.ocs_switches < 0:
-            raise TopoplanError("field 'upper_switches'/'ocs_switches': must be non-negative")
+        if self.upper_switches < 1 or self.ocs_switches < 0:
+            raise TopoplanError("field 'upper_switches': must be at least 1 (the EPS tree has a top); "
+                                "'ocs_switches' must be non-negative")
+        from planner.topology_io import MAX_NODES
+
+        if self.nodes > MAX_NODES:
+            raise TopoplanError(f"field 'nodes': {self.nodes:,} is over the limit of {MAX_NODES:,}")
         if self.lower_switches > self.nodes:
             raise TopoplanError(f"field 'lower_switches': {self.lower_switches} edge switches for {self.nodes} nodes; "
                                 "every edge switch needs at least one node")

@@ -243,7 +243,12 @@ def check_config(cfg: SweepConfig) -> None:
         except TopoplanError as exc:
             raise TopoplanError(f"{f}.topology': {exc}") from None
         traffic = _local(inst["traffic"], cfg.base)
-        if not generators.is_spec(traffic) and not Path(traffic).exists():
+        if generators.is_spec(traffic):
+            try:
+                generators.parse_spec(traffic)  # cheap next to the cells, and catches np=-1 once, not per cell
+            except TopoplanError as exc:
+                raise TopoplanError(f"{f}.traffic': {exc}") from None
+        elif not Path(traffic).exists():
             raise TopoplanError(f"{f}.traffic': {traffic!r} is neither a file nor a generator spec "
                                 f"(generators: {', '.join(generators.GENERATORS)})")
         pl = inst.get("placement", "sequential")

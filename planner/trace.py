@@ -226,6 +226,10 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
         i = int(bad[0])
         raise TopoplanError(f"{path}:{i + 2}: field '{col}': not a finite number: {df[col].iloc[i]}")
     if integer:
+        big = np.flatnonzero(np.abs(arr) >= 2.0 ** 62)  # would wrap around in int64
+        if big.size:
+            i = int(big[0])
+            raise TopoplanError(f"{path}:{i + 2}: field '{col}': {arr[i]:.3g} is out of range")
         frac = np.flatnonzero(arr != np.round(arr))
         if frac.size:
             i = int(frac[0])
@@ -247,7 +251,7 @@ def check_limits(path, **cols) -> None:
         if bad.size:
             i = int(bad[0])
             what = "bytes" if col == "bytes" else "ranks"
-            raise TopoplanError(f"{path}:{i + 2}: field '{col}': {arr[i]:,.0f} is over the limit of {limit:,.0f} {what}")
+            raise TopoplanError(f"{path}:{i + 2}: field '{col}': {arr[i]:.4g} is over the limit of {limit:,.0f} {what}")
 
 
 def read_trace(path, n_ranks: int | None = None) -> Trace:
@@ -288,6 +292,10 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     bad = np.flatnonzero(te < ts)
     if bad.size:
         raise TopoplanError(f"{path}:{bad[0] + 2}: field 't_end': ends before t_start")
+    bad = np.flatnonzero(np.isin(op, [OP_CODE[o] for o in COLLECTIVE_OPS]) & (ints["comm_size"] < 1))
+    if bad.size:
+        raise TopoplanError(f"{path}:{bad[0] + 2}: field 'comm_size': a collective needs a communicator of at "
+                            f"least 1 rank, got {ints['comm_size'][bad[0]]}")
 
     comms = _read_communicators(path.parent / "communicators.csv")
     if n_ranks is None:

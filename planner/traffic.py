@@ -181,6 +181,13 @@ def load_source(spec: str, n_ranks: int | None = None):
         from planner.trace import read_trace
 
         tr = read_trace(path, n_ranks)
+        if tr.unknown_ops:
+            # trace.md: calls we do not model are skipped, and the user is told (they may hide messages)
+            import sys
+
+            ops = ", ".join(f"{o} ({c})" for o, c in sorted(tr.unknown_ops.items())[:5])
+            print(f"warning: {path}: skipped {sum(tr.unknown_ops.values())} rows with calls topoplan does not "
+                  f"model: {ops}", file=sys.stderr)
         return tr, from_trace(tr)
     from planner import generators
 

@@ -599,6 +599,21 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
                         unknown_ops=dict(trace.unknown_ops))
 
 
+def check_sends_matched(trace: Trace) -> None:
+    """Every message sent to a rank must have a receive there: an eager send with no receive would
+    otherwise 'arrive' and the run would look fine (an unmatched receive shows up as a deadlock)."""
+    op, peer, rank = trace.op, trace.peer, trace.rank
+    is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (peer >= 0)
+    is_recv = np.isin(op, (_RECV, _IRECV, _SENDRECV))  # a sendrecv receives once, from its source
+    sent = np.bincount(peer[is_send], minlength=trace.n_ranks)
+    received = np.bincount(rank[is_recv], minlength=trace.n_ranks)
+    over = np.flatnonzero(sent > received)
+    if over.size:
+        d = int(over[0])
+        raise TopoplanError(f"{trace.source or 'trace'}: unmatched send: rank {d} is sent {int(sent[d])} messages "
+                            f"but posts {int(received[d])} receives")
+
+
 def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 65536.0,
                   timeline_dt_s: float | None = None) -> None:
     """Raise :class:`TopoplanError` for a replay option no run can use (negative, NaN or infinite)."""
@@ -643,6 +658,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     if method not in ("auto", "compiled", "python"):
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
+    check_sends_matched(trace)
     if method == "compiled" and timeline_dt_s:
         raise TopoplanError("replay: the compiled method records no timeline; use method='python' or 'auto'")
     if method == "compiled" or (method == "auto" and not timeline_dt_s and _compiled_available()):

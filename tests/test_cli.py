@@ -45,6 +45,11 @@ def _audit_cases(tmp):
     (tmp / "huge.conf").write_text("SwitchName=s0 Nodes=n[0-999999999]\n")
     (tmp / "flows.json").write_text('{"tree": {"leaves": 1000000000, "hosts_per_leaf": 2, "down_bw": 1e9, '
                                     '"up_bw": 1e9, "down_lat": 0, "up_lat": 0}, "flows": []}')
+    (tmp / "unmatched.csv").write_text(head + "0,send,1,1000,-1,2,0.0,0.001\n")
+    (tmp / "cs0.csv").write_text(head + "0,allreduce,-1,8,-1,0,0.0,0.001\n")
+    (tmp / "plhuge.csv").write_text("rank,node\n0,1e30\n")
+    (tmp / "sw.yaml").write_text("instances: [{topology: paper003, traffic: 'ring:np=-1,bytes=1MB'}]\n"
+                                 "methods: [sp]\nproblem: circuits\n")
     return [
         (["show", "paper003", "-o", tmp], "is a directory"),
         (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
@@ -77,6 +82,15 @@ def _audit_cases(tmp):
         (["compare", "circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--methods", ",,"], "no method"),
         (["cost", "-n", "4", "-k", "10"], "edge switches"),
         (["serve", "-i", dump, "-p", "0", "--poll", "nan"], "--poll"),
+        # round 3
+        (["simulate", "-t", "paper003", "-T", tmp / "unmatched.csv"], "unmatched send: rank 1"),
+        (["analyze", "-t", "paper003", "-T", tmp / "cs0.csv"], "field 'comm_size'"),
+        (["analyze", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", tmp / "plhuge.csv"], "out of range"),
+        (["cost", "-l", "0"], "upper_switches"),
+        (["serve", "-i", dump, "-p", "0", "--host", "999.1.1.1"], "cannot resolve"),
+        (["bound", "alltoall", "-t", "mesh10x10x10", "--bytes", "1KiB", "--simulate", "a2a", "--method", "bogus"],
+         "--method"),
+        (["sweep", tmp / "sw.yaml", "--dry-run"], "instances[0].traffic'"),
     ]
 
 
@@ -88,3 +102,15 @@ def test_audit_cases_are_one_line_errors(tmp_path, run_cli):
         assert code == 2, (args, err)
         assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
         assert sorted(p.name for p in tmp_path.iterdir()) == before, args
+
+
+def test_simulate_refuses_circuits_planned_for_another_placement(tmp_path, run_cli):
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-p", "round-robin",
+                           "-m", "greedy", "-o", plan)
+    assert code == 0, err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "--circuits", plan)
+    assert code == 2 and "made for another placement (round-robin)" in err
+    for p in ("round-robin", plan):  # the same placement, named or taken from the plan
+        code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-p", p, "--circuits", plan)
+        assert code == 0, err

@@ -41,6 +41,10 @@ def alltoall_cmd(
     algos = []
     if sim_mode not in ("replay", "rounds"):
         raise TopoplanError(f"--sim-mode {sim_mode!r}: choose replay or rounds")
+    if method not in ("auto", "orbit", "greedy"):
+        raise TopoplanError(f"--method {method!r}: choose auto, orbit or greedy")
+    if simulate is not None and not simulate.strip(" ,"):
+        raise TopoplanError("--simulate: name a schedule (a2a, a2at or a2a,a2at)")
     if simulate:
         algos = [a.strip().lower() for a in simulate.split(",") if a.strip()]
         bad = [a for a in algos if a not in ALGORITHMS]

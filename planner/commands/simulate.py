@@ -73,6 +73,12 @@ def simulate_cmd(
         from planner.circuits.planfile import read_plan
 
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+        planned = plan.get("rank_to_node")
+        if isinstance(planned, list) and list(map(int, pl.rank_to_node)) != planned:
+            # circuits chosen for one placement join the wrong nodes under another
+            raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement "
+                                f"({plan.get('placement', 'its rank_to_node')}) than --placement {placement}; "
+                                f"pass -p {circuits} to use the plan's")
     thr = parse_size(threshold, "threshold") if threshold else None
     dt = parse_time(timeline, "timeline") if timeline else None
     from sim.replay import check_options

@@ -99,6 +99,12 @@ def serve_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
         raise TopoplanError(f"--port {port}: expected 0..65535")
     if not 0 < poll < 86400 or not 0 <= settle < 86400:  # also NaN and inf
         raise TopoplanError("--poll must be positive and --settle non-negative")
+    import socket
+
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise TopoplanError(f"--host {host}: cannot resolve it ({getattr(exc, 'strerror', None) or exc})") from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"warning: listening on {host}: the service has no authentication; anyone who can reach "
                    f"the port can read the fabric's routes", err=True)
