@@ -130,30 +130,38 @@ def read_placement(path) -> Placement:
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
-        node = int_array(doc["rank_to_node"], f"{path}: field 'rank_to_node'")
-        slot = (int_array(doc["rank_to_slot"], f"{path}: field 'rank_to_slot'")
-                if doc.get("rank_to_slot") is not None else None)
-    else:
-        from planner.trace import read_csv_table, to_numbers
+        return placement_from_doc(doc, str(path))
+    from planner.trace import read_csv_table, to_numbers
 
-        df = read_csv_table(path, ("rank", "node"), "placement")
-        rank = to_numbers(df, "rank", path, integer=True, empty=None)
-        node_col = to_numbers(df, "node", path, integer=True, empty=None)
-        n = len(rank)
-        if sorted(rank.tolist()) != list(range(n)):
-            missing = sorted(set(range(n)) - set(rank.tolist()))
-            raise TopoplanError(f"{path}: field 'rank': ranks must be 0..{n - 1} once each"
-                                + (f" (rank {missing[0]} missing)" if missing else " (duplicate rank)"))
-        node = np.empty(n, dtype=np.int64)
-        node[rank] = node_col
-        slot = None
-        if "slot" in df.columns:
-            slot = np.empty(n, dtype=np.int64)
-            slot[rank] = to_numbers(df, "slot", path, integer=True, empty=None)
+    df = read_csv_table(path, ("rank", "node"), "placement")
+    rank = to_numbers(df, "rank", path, integer=True, empty=None)
+    node_col = to_numbers(df, "node", path, integer=True, empty=None)
+    n = len(rank)
+    if sorted(rank.tolist()) != list(range(n)):
+        missing = sorted(set(range(n)) - set(rank.tolist()))
+        raise TopoplanError(f"{path}: field 'rank': ranks must be 0..{n - 1} once each"
+                            + (f" (rank {missing[0]} missing)" if missing else " (duplicate rank)"))
+    node = np.empty(n, dtype=np.int64)
+    node[rank] = node_col
+    slot = None
+    if "slot" in df.columns:
+        slot = np.empty(n, dtype=np.int64)
+        slot[rank] = to_numbers(df, "slot", path, integer=True, empty=None)
+    return _assemble(node, slot, str(path))
+
+
+def placement_from_doc(doc: dict, where: str) -> Placement:
+    """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers)."""
+    node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
+    slot = doc.get("rank_to_slot")
+    return _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)
+
+
+def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placement:
     if node.ndim != 1 or len(node) == 0:
-        raise TopoplanError(f"{path}: field 'rank_to_node': expected a non-empty list of node ids")
+        raise TopoplanError(f"{where}: field 'rank_to_node': expected a non-empty list of node ids")
     if slot is None:
         return from_nodes(node, None)
     if len(slot) != len(node):
-        raise TopoplanError(f"{path}: rank_to_slot and rank_to_node differ in length")
+        raise TopoplanError(f"{where}: rank_to_slot and rank_to_node differ in length")
     return Placement(node, slot)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from planner.commands.common import (writable, JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
+from planner.commands.common import (JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
                                      emit, load_inputs)
 from planner.units import format_bytes, parse_size
 
@@ -43,7 +43,7 @@ def presets(json_mode: bool = JsonOpt) -> None:
 
 def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm topology.conf."),
          sets: Optional[List[str]] = SetOpt,
-         output: Optional[Path] = typer.Option(None, "--output", "-o", callback=writable, help="Write the resolved topology as YAML.")) -> None:
+         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the resolved topology as YAML.")) -> None:
     """Print a topology (with --set overrides applied) as YAML."""
     from planner.io import atomic_write
     from planner.topology_io import dump_topology, load_topology
@@ -56,7 +56,7 @@ def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm to
 
 
 def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix CSV or trace CSV."),
-                output: Path = typer.Option(..., "--output", "-o", callback=writable, help="Output CSV (.gz to compress)."),
+                output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
                 trace: bool = typer.Option(False, "--trace", help="Write the MPI event trace instead of the matrix."),
                 json_mode: bool = JsonOpt) -> None:
     """Write any traffic source as a communication matrix (or, with --trace, as an event trace)."""

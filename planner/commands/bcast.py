@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import writable, JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, console, emit
+from planner.commands.common import (JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, console, emit,
+                                     topology_record)
 from planner.units import format_time, parse_size
 
 
@@ -32,7 +33,7 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
               delay: str = typer.Option("hops", "--delay", help="hops | speed | CSV/.npy delay matrix file."),
               time_limit: Optional[float] = TimeLimitOpt, seed: int = SeedOpt,
               no_simulate: bool = typer.Option(False, "--no-simulate", help="Skip the flow-simulator score."),
-              rankfile: Optional[Path] = typer.Option(None, "--rankfile", callback=writable, help="Also write an Open MPI rankfile."),
+              rankfile: Optional[Path] = typer.Option(None, "--rankfile", help="Also write an Open MPI rankfile."),
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Reorder Bcast node leaders so the critical sends use the shortest/fastest links."""
     from planner.bcast import BcastProblem, solve
@@ -48,7 +49,7 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     doc = res.to_dict()
     hosts = topo.host_names()
     doc["hosts"] = [hosts[i] for i in res.plan["order"]]
-    doc.update({"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or []), "allocation": allocation})
+    doc.update({**topology_record(topo, topology, sets), "allocation": allocation})
     if rankfile is not None:
         write_rankfile(rankfile, doc["hosts"])
     emit(doc, json_mode, output)

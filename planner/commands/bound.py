@@ -77,7 +77,6 @@ MAX_SCHEDULE_MESSAGES = 100_000_000  # a schedule holds every message (int64 arr
 def _schedules(topo, m, window, method, compare, algos, sim_mode="replay") -> dict:
     from planner.alltoall import (a2a_schedule, a2at_schedule, alltoall_lower_bound, schedule_congestion, schedule_trace,
                                   simulate_rounds)
-
     from planner.errors import TopoplanError
 
     n = topo.n_nodes

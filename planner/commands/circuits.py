@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from planner.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                     TrafficOpt, console, emit, load_inputs)
+                                     TrafficOpt, console, emit, load_inputs, topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -59,7 +59,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     topo, _, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
     res = solve(prob, method, time_limit=time_limit, seed=seed, **opts)
-    extra = {"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or []), "traffic": traffic, "placement": placement}
+    extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
     doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
     emit(doc, json_mode, None)
     if json_mode:

@@ -9,20 +9,14 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from planner.io import check_writable, dumps, write_json
-
-
-def writable(value: Optional[Path]) -> Optional[Path]:
-    """Option callback: an output path is checked when the command line is read, before any work."""
-    return None if value is None else check_writable(value)
-
+from planner.io import dumps, write_json
 
 TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file or Slurm topology.conf.")
 SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
 TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
 PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
-OutOpt = typer.Option(None, "--output", "-o", callback=writable, help="Write the JSON result to this file (atomically).")
+OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
 SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
 TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
 
@@ -50,6 +44,12 @@ def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str]
                                 f"({topo.n_nodes} nodes, {capacity} cores)")
     pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
     return topo, trace, tr, pl
+
+
+def topology_record(topo, topology: str, sets) -> dict:
+    """What a plan file records of its topology: the name, and the spec and --set overrides that rebuild it
+    (``export`` reloads them to check a placement's cores)."""
+    return {"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or [])}
 
 
 def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:

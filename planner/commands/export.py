@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import writable, SetOpt, console
+from planner.commands.common import SetOpt, console
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +20,7 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                topology: Optional[str] = typer.Option(None, "--topology", "-t",
                                                       help="Topology to validate against (and take host names from)."),
                sets: Optional[List[str]] = SetOpt,
-               output: Path = typer.Option(..., "--output", "-o", callback=writable, help="File to write (atomically).")) -> None:
+               output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
     """Export a placement for a real launcher; refuses a placement that does not validate."""
     from planner.errors import TopoplanError
     from planner.export import FORMATS, export, read_hostfile

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from planner.commands.common import (JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
-                                     console, emit)
+                                     console, emit, topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 
@@ -44,7 +44,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     if simulate:
         res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace)
     doc = res.to_dict()
-    doc.update({"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or []), "traffic": traffic})
+    doc.update({**topology_record(topo, topology, sets), "traffic": traffic})
     emit(doc, json_mode, output)
     if json_mode:
         return

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from planner.commands.common import writable, JsonOpt, console, emit
+from planner.commands.common import JsonOpt, console, emit
 
 
 def register(app: typer.Typer) -> None:
@@ -16,8 +16,8 @@ def register(app: typer.Typer) -> None:
 
 def report_cmd(
     result: Path = typer.Argument(..., help="Result JSON of `topoplan simulate --timeline DT --json -o FILE`."),
-    output: Optional[Path] = typer.Option(Path("report.html"), "--output", "-o", callback=writable, help="HTML page to write."),
-    png: Optional[Path] = typer.Option(None, "--png", callback=writable, help="Also write all views stacked in one PNG."),
+    output: Optional[Path] = typer.Option(Path("report.html"), "--output", "-o", help="HTML page to write."),
+    png: Optional[Path] = typer.Option(None, "--png", help="Also write all views stacked in one PNG."),
     at: Optional[str] = typer.Option(None, "--at", help="Time of the topological view (e.g. 12ms; default: the busiest interval)."),
     frames: int = typer.Option(8, "--frames", help="Times the page can show in the topological view (plus the selected one)."),
     title: Optional[str] = typer.Option(None, "--title", help="Page title."),

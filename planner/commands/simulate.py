@@ -83,8 +83,9 @@ def simulate_cmd(
     dt = parse_time(timeline, "timeline") if timeline else None
     from sim.replay import check_options
 
-    check_options(compute_scale=compute_scale, eager_threshold_B=parse_size(eager, "eager"), timeline_dt_s=dt)
-    kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=parse_size(eager, "eager"),
+    eager_B = parse_size(eager, "eager")
+    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+    kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=eager_B,
                   compute_scale=compute_scale, timeline_dt_s=dt)
     err_console = console(True)
     if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes

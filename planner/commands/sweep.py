@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from planner.commands.common import writable, JsonOpt, console, emit
+from planner.commands.common import JsonOpt, console, emit
 
 
 def register(app: typer.Typer) -> None:
@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
 def sweep_cmd(
     config: Path = typer.Argument(..., help="Sweep YAML: instances, methods, parameters (see `planner.sweep`)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", callback=writable, help="Result table (.csv or .parquet); default: the config's 'output'."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Result table (.csv or .parquet); default: the config's 'output'."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address (tcp://host:8786); default: a local cluster."),
     workers: Optional[int] = typer.Option(None, "--workers", "-w", min=1, help="Local cluster workers (default: one per core)."),
     threads_per_worker: int = typer.Option(1, "--threads-per-worker", min=1, help="Threads per local worker."),
@@ -26,14 +26,13 @@ def sweep_cmd(
     json_mode: bool = JsonOpt,
 ) -> None:
     """Plan and simulate every cell of a grid on Dask; finished cells are kept and not recomputed."""
-    from planner.sweep import check_config, expand_cells, load_config, read_table, run_sweep
-
     from planner.io import check_writable
+    from planner.sweep import check_config, expand_cells, load_config, read_table, run_sweep
 
     cfg = load_config(config, output)
     check_writable(cfg.output, inputs=[config])
-    check_config(cfg)
     if dry_run:
+        check_config(cfg)  # run_sweep checks it itself
         cells = expand_cells(cfg)
         prev = read_table(cfg.output)
         finished = set()

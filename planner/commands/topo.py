@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from planner.commands.common import writable
 
 IbnetOpt = typer.Option(..., "--ibnetdiscover", "-i", help="ibnetdiscover output (plain or -p form).")
 LftOpt = typer.Option(None, "--lft", help="Directory of ibroute outputs, one per switch (any file names). "
@@ -55,7 +54,7 @@ def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
                                                               "Slurm ranges like node[001-016] work)."),
               kind: str = typer.Option("hops", "--kind", help="hops: switches on the route; speed: 1/(slowest "
                                                               "link rate on the route) in s/B."),
-              output: Path = typer.Option(..., "--output", "-o", callback=writable,
+              output: Path = typer.Option(..., "--output", "-o",
                                           help="CSV (header row of host names) or .npy.")) -> None:
     """Write the delay matrix of the Bcast reordering along the fabric's real routes."""
     from planner.ibfabric import check_hosts, delay_matrix, read_hosts, write_delay_matrix
@@ -69,7 +68,7 @@ def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
 
 
 def convert_cmd(ibnetdiscover: Path = IbnetOpt,
-                output: Path = typer.Option(..., "--output", "-o", callback=writable, help="Topology YAML to write."),
+                output: Path = typer.Option(..., "--output", "-o", help="Topology YAML to write."),
                 name: Optional[str] = typer.Option(None, "--name",
                                                    help="Topology name (default: the dump's directory or file "
                                                         "name).")) -> None:

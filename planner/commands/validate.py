@@ -44,16 +44,9 @@ def validate_document(doc, topo, where: str) -> dict:
         checked.append(f"circuit plan: {len(doc.get('circuits') or [])} circuits, {n_entries} forwarding entries")
         out["circuits"] = len(doc.get("circuits") or [])
     if doc.get("rank_to_node") is not None:
-        from planner.placement import Placement, from_nodes
+        from planner.placement import placement_from_doc
 
-        from planner.placement import int_array
-
-        node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
-        slot = doc.get("rank_to_slot")
-        pl = (from_nodes(node, topo) if slot is None
-              else Placement(node, int_array(slot, f"{where}: field 'rank_to_slot'")))
-        if len(pl.rank_to_slot) != len(node):
-            raise TopoplanError(f"{where}: fields 'rank_to_node' and 'rank_to_slot' differ in length")
+        pl = placement_from_doc(doc, where)
         pl.validate(topo, where=where)
         checked.append(f"placement: {pl.n_ranks} ranks")
         out["ranks"] = pl.n_ranks
