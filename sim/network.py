@@ -1,10 +1,17 @@
 """Compile a topology (plus placement and circuit plan) into directed links and routes.
 
 Links are directed (full duplex: the two directions never share). A route
-is a list of link ids. On a hybrid network a large inter-switch message is
-a chain of *segments* that follows the circuit plan's forwarding tables;
-a relay node receives the whole segment before it sends the next one
-(store-and-forward at message level), so each segment is its own flow.
+is a list of link ids. On a hybrid network a large inter-switch message
+follows the circuit plan's forwarding tables through relay (OCS) nodes; how
+a relay forwards is the model's ``relay`` choice (:class:`sim.model.SimModel`):
+
+- ``pipelined``: the message is one transfer over the concatenated route;
+  each relay adds one chunk's serialization (``relay_chunk_B`` / bandwidth
+  of the link it sends on) to the route latency, as a switch adds one MTU;
+- ``store-and-forward``: the message is a chain of *segments* (source ->
+  relay, relay -> relay over a circuit, relay -> destination); a relay
+  receives the whole segment before it sends the next, so each segment is
+  its own flow.
 
 Link classes (for reports and ``bytes_by_link_class``): ``node-up``,
 ``node-down`` (node EPS links), ``uplink-up``, ``uplink-down`` (edge switch
@@ -21,6 +28,7 @@ import numpy as np
 
 from planner.errors import TopoplanError
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
+from sim.model import SimModel
 
 DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"
 
@@ -69,6 +77,7 @@ class Network:
     mtu_B: float
     circuits: CircuitPlan | None = None
     threshold_B: float = np.inf
+    model: SimModel = field(default_factory=SimModel)
     _idx: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -180,7 +189,10 @@ class Network:
 
         Returns ``(msg_ptr, seg_src, seg_dst, route_ptr, route_links)``: message
         ``m`` is segments ``msg_ptr[m]:msg_ptr[m+1]``, segment ``s`` goes from
-        node ``seg_src[s]`` to ``seg_dst[s]`` over route ``s`` of the CSR.
+        node ``seg_src[s]`` to ``seg_dst[s]`` over route ``s`` of the CSR. With
+        pipelined relays (the model's default) every message is one segment
+        (a relayed one over the concatenated route); with store-and-forward
+        relays a relayed message is one segment per hop of its relay chain.
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
@@ -216,7 +228,13 @@ class Network:
                 else:
                     new_links[new_ptr[s]:new_ptr[s + 1]] = links[ptr[s]:ptr[s + 1]]
             ptr, links = new_ptr, new_links
-        return np.concatenate([[0], np.cumsum(counts)]), seg_src, seg_dst, ptr, links
+        msg_ptr = np.concatenate([[0], np.cumsum(counts)])
+        if self.model.relay == "pipelined":  # one transfer per message over the concatenated route
+            first, last = msg_ptr[:-1], msg_ptr[1:] - 1
+            msg_lengths = ptr[msg_ptr[1:]] - ptr[msg_ptr[:-1]]
+            return (np.arange(len(src) + 1), seg_src[first], seg_dst[last],
+                    np.concatenate([[0], np.cumsum(msg_lengths)]), links)
+        return msg_ptr, seg_src, seg_dst, ptr, links
 
     def _relay_chain(self, a: int, b: int) -> list[tuple[int, int, str]]:
         """Follow the forwarding tables from node a towards node b's switch."""
@@ -243,19 +261,46 @@ class Network:
             chain.append((cur, b, "eps"))
         return chain
 
+    def relay_positions(self, route_ptr, route_links) -> np.ndarray:
+        """Per route position: is the link entered from a relay node (the previous link ends at a node that
+        is not the route's end)? Only pipelined relay routes have such positions.
+
+        Examples
+        --------
+        >>> from planner.topology_io import load_topology
+        >>> t = load_topology("paper003")
+        >>> net = build_network(t, {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}})
+        >>> ptr, links = net.message_segments([1], [17], [4e6])[3:]
+        >>> [str(net.link_class[l]) for l in links]
+        ['node-up', 'node-down', 'ocs', 'node-up', 'node-down']
+        >>> net.relay_positions(ptr, links).tolist()
+        [False, False, True, True, False]
+        """
+        route_ptr = np.asarray(route_ptr, dtype=np.int64)
+        route_links = np.asarray(route_links, dtype=np.int64)
+        out = np.zeros(len(route_links), dtype=bool)
+        if len(route_links) < 2:
+            return out
+        out[1:] = self._switches_in[route_links[:-1]] == 0
+        out[route_ptr[:-1][np.diff(route_ptr) > 0]] = False  # a route's first link follows its source
+        return out
+
     def route_latency(self, route_ptr, route_links, nbytes):
-        """Latency of each route for a message of ``nbytes``: link latencies, switch delays and
-        store-and-forward of the first MTU packet at every switch after the first link."""
+        """Latency of each route for a message of ``nbytes``: link latencies, switch delays,
+        store-and-forward of the first MTU packet at every switch after the first link, and of the first
+        ``relay_chunk_B`` at every pipelined relay."""
         nbytes = np.asarray(nbytes, dtype=np.float64)
+        route_ptr = np.asarray(route_ptr, dtype=np.int64)
         lengths = np.diff(route_ptr)
         owner = np.repeat(np.arange(len(lengths)), lengths)
         lat = np.bincount(owner, weights=self.latency_s[route_links], minlength=len(lengths))
         sw_in = np.bincount(owner, weights=self._switches_in[route_links], minlength=len(lengths))
-        pkt = np.minimum(nbytes, self.mtu_B)
         first = np.zeros(len(route_links), dtype=bool)
         first[route_ptr[:-1][lengths > 0]] = True
-        inv_bw = np.where(first, 0.0, 1.0 / self.bw_Bps[route_links])
-        sf = np.bincount(owner, weights=inv_bw, minlength=len(lengths)) * pkt
+        relay = self.relay_positions(route_ptr, route_links)
+        unit = np.where(relay, self.model.relay_chunk_B, self.mtu_B)
+        pkt = np.minimum(np.repeat(np.broadcast_to(nbytes, lengths.shape), lengths), unit)
+        sf = np.bincount(owner, weights=np.where(first, 0.0, pkt / self.bw_Bps[route_links]), minlength=len(lengths))
         return lat + sw_in * self.switch_delay_s + sf
 
     @property
@@ -280,7 +325,8 @@ class _Builder:
         return len(self.bw) - 1
 
 
-def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B: float | None = None) -> Network:
+def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B: float | None = None,
+                  model: SimModel | dict | None = None) -> Network:
     """Compile a topology (and optional circuit plan) into a :class:`Network`.
 
     Parameters
@@ -288,6 +334,7 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     topo : TreeTopology (tree, fat-tree, hybrid), TorusTopology or GraphTopology.
     circuits : circuit plan (dict as in the plan JSON, or :class:`CircuitPlan`); only on hybrids.
     threshold_B : large-message threshold for using circuits (default: OCS bandwidth-delay product).
+    model : :class:`sim.model.SimModel` (or its dict); decides how relays forward. Default: ``SimModel()``.
 
     Example
     -------
@@ -389,6 +436,6 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     thr = threshold_B if threshold_B is not None else (topo.ocs.bdp_B if getattr(topo, "ocs", None) else np.inf)
     net = Network(topo=topo, bw_Bps=np.array(b.bw), latency_s=np.array(b.lat), shared=np.array(b.shared),
                   link_class=np.array(b.cls), link_name=b.name, link_ends=b.ends, switch_delay_s=delay, mtu_B=mtu,
-                  circuits=plan, threshold_B=thr, _idx=idx)
+                  circuits=plan, threshold_B=thr, model=SimModel.coerce(model), _idx=idx)
     idx["switch_in"] = np.array(b.sw_in, dtype=np.float64)
     return net

@@ -35,20 +35,25 @@ def network_view(topo, network: str | None):
 
 
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
-             compute_scale=1.0, timeline_dt_s=None, progress=None) -> dict:
+             compute_scale=1.0, timeline_dt_s=None, progress=None, model=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
 
-    Keys: ``makespan_s``, ``rank_finish_s``, ``comm_time_s`` (per rank, time
+    ``model`` is a :class:`sim.model.SimModel` (or its dict; default ``SimModel()``:
+    max-min sharing, pipelined relays); the result names it under ``sim_model``.
+
+    Keys: ``sim_model``, ``makespan_s``, ``rank_finish_s``, ``comm_time_s`` (per rank, time
     not computing), ``bytes_by_link_class``, ``top_switch_bytes`` (bytes the
     top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
     (the most any node sends or receives on its EPS link), ``n_messages``,
     ``n_flows``, ``n_events``, ``wall_s`` and, with ``timeline_dt_s``, ``timeline``.
     """
+    from sim.model import SimModel
     from sim.network import build_network
     from sim.replay import replay
 
     t0 = time.perf_counter()
-    net = build_network(topo, circuits, threshold_B)
+    model = SimModel.coerce(model)
+    net = build_network(topo, circuits, threshold_B, model=model)
     res = replay(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                  timeline_dt_s=timeline_dt_s, progress=progress)
     lb = np.asarray(res.link_bytes, dtype=np.float64)
@@ -56,6 +61,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     by_class = {str(c): float(lb[classes == c].sum()) for c in np.unique(classes)}
     node_links = np.isin(classes, ["node-up", "node-down"])
     out = {
+        "sim_model": model.to_dict(),
         "makespan_s": res.makespan_s,
         "rank_finish_s": res.rank_finish_s.tolist(),
         "comm_time_s": res.comm_time_s.tolist(),

@@ -7,6 +7,15 @@ def test_demo_on_hybrid_tree(run_cli):
     for row in ("EPS only", "fat-tree EPS", "greedy circuits", "ilp circuits"):
         assert row in out
     assert "1.00x" in out  # the EPS-only baseline row
+    assert "network model: maxmin, pipelined relays (64 KiB chunks)" in out
+    assert "same plan, store-and-forward relays" in out  # the other relay model, one more row
+
+
+def test_demo_names_the_chosen_relay_model(run_cli):
+    code, out, err = run_cli("demo", "-T", "ring:np=64,bytes=4MB,iters=1", "--time-limit", "5",
+                             "--relay", "store-and-forward")
+    assert code == 0, err
+    assert "network model: maxmin, store-and-forward relays" in out and "same plan, pipelined relays" in out
 
 
 def test_demo_on_mesh_has_no_eps_variants(run_cli):

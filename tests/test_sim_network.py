@@ -32,7 +32,7 @@ def test_fat_tree_uplinks_do_not_share():
 def test_hybrid_relay_chain_follows_forwarding():
     t = load_topology("paper003")  # OCS nodes 0-7 under switch 0, 16-23 under switch 1, ...
     plan = {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}}
-    net = build_network(t, plan)
+    net = build_network(t, plan, model={"relay": "store-and-forward"})
     mp, ss, sd, ptr, links = net.message_segments(np.array([1, 1, 0]), np.array([17, 17, 16]),
                                                   np.array([4e6, 100.0, 4e6]))
     # large 1 -> 17: 1 -> 0 (EPS), 0 => 16 (circuit), 16 -> 17 (EPS); small: EPS uplinks; 0 -> 16 direct circuit
@@ -40,6 +40,12 @@ def test_hybrid_relay_chain_follows_forwarding():
     assert list(zip(ss.tolist(), sd.tolist())) == [(1, 0), (0, 16), (16, 17), (1, 17), (0, 16)]
     assert classes(net, links[ptr[1]:ptr[2]]) == ["ocs"]
     assert classes(net, links[ptr[3]:ptr[4]]) == ["node-up", "uplink-up", "uplink-down", "node-down"]
+    # pipelined relays (the default): the same chain as one segment over the concatenated route
+    pip = build_network(t, plan)
+    mp2, ss2, sd2, ptr2, links2 = pip.message_segments(np.array([1, 1, 0]), np.array([17, 17, 16]),
+                                                       np.array([4e6, 100.0, 4e6]))
+    assert mp2.tolist() == [0, 1, 2, 3] and list(zip(ss2.tolist(), sd2.tolist())) == [(1, 17), (1, 17), (0, 16)]
+    assert links2[ptr2[0]:ptr2[1]].tolist() == links[ptr[0]:ptr[3]].tolist()
 
 
 def test_hybrid_without_route_falls_back_to_uplinks():

@@ -53,16 +53,24 @@ def test_sharing_uplink_between_two_transfers():
     assert res.makespan_s == pytest.approx(2.0, rel=1e-6)  # both cross the one 1 GB/s uplink
 
 
-def test_relay_adds_one_full_message_time():
+@pytest.mark.parametrize("method", ["compiled", "python"])
+@pytest.mark.parametrize("relay, expected_s", [
+    # 1 -> 0 (EPS), 0 => 2 (circuit), 2 -> 3 (EPS): three store-and-forward segments of 1 s each
+    ("store-and-forward", 3.0),
+    # one transfer over the concatenated route; relays 0 and 2 each add one 64 KiB chunk at 1 GB/s
+    ("pipelined", 1.0 + 2 * 65536 / 1e9),
+])
+def test_relay_forwarding_modes(relay, expected_s, method):
     doc = dict(TREE, kind="hybrid", ocs={"nodes": [0, 2], "bw": "8Gbps", "latency": "0ns"})
     t = topology_from_dict(doc)
     plan = {"circuits": [[0, 2]], "forwarding": {"1": {"1": 0}, "0": {"1": 2}}}
+    net = build_network(t, plan, model={"relay": relay})
     tr = rec((1, "send", 3, 1e9, -1, 4, 0, 0), (3, "recv", 1, 1e9, -1, 4, 0, 0))
-    res = replay(tr, build_network(t, plan), sequential(4, t))
-    # 1 -> 0 (EPS), 0 => 2 (circuit), 2 -> 3 (EPS): three store-and-forward segments of 1 s each
-    assert res.makespan_s == pytest.approx(3.0, rel=1e-6)
+    res = replay(tr, net, sequential(4, t), method=method)
+    assert res.makespan_s == pytest.approx(expected_s, rel=1e-6)
+    assert res.n_flows == (3 if relay == "store-and-forward" else 1)
     direct = replay(rec((0, "send", 2, 1e9, -1, 4, 0, 0), (2, "recv", 0, 1e9, -1, 4, 0, 0)),
-                    build_network(t, plan), sequential(4, t))
+                    net, sequential(4, t), method=method)
     assert direct.makespan_s == pytest.approx(1.0, rel=1e-6)
 
 
@@ -118,7 +126,8 @@ def test_compiled_replay_matches_reference_on_npb(spec):
     assert res.makespan_s > 0 and res.n_messages > 0
 
 
-def test_compiled_replay_matches_reference_on_relays_wildcards_and_waits():
+@pytest.mark.parametrize("relay", ["store-and-forward", "pipelined"])
+def test_compiled_replay_matches_reference_on_relays_wildcards_and_waits(relay):
     doc = dict(TREE, kind="hybrid", ocs={"nodes": [0, 2], "bw": "8Gbps", "latency": "0ns"})
     t = topology_from_dict(doc)
     plan = {"circuits": [[0, 2]], "forwarding": {"1": {"1": 0}, "0": {"1": 2}}}
@@ -132,8 +141,11 @@ def test_compiled_replay_matches_reference_on_relays_wildcards_and_waits():
         (0, "sendrecv", 2, 3e8, -1, 4, 0, 0, -1, 4), (0, "recv", 3, 5e8, -1, 4, 0, 0, -1, 3),
         (0, "allreduce", -1, 2e6, -1, 4, 0.2, 0.2), (1, "allreduce", -1, 2e6, -1, 4, 1.0, 1.0),
         (2, "allreduce", -1, 2e6, -1, 4, 0.2, 0.2), (3, "allreduce", -1, 2e6, -1, 4, 1.0, 1.0)], 4)
-    res = both(tr, build_network(t, plan), sequential(4, t))
-    assert res.n_flows > res.n_messages  # the relayed message is three flows
+    res = both(tr, build_network(t, plan, model={"relay": relay}), sequential(4, t))
+    if relay == "store-and-forward":
+        assert res.n_flows > res.n_messages  # a relayed message is three flows
+    else:
+        assert res.n_flows == res.n_messages
 
 
 def test_compiled_replay_reports_deadlock_like_reference():

@@ -19,11 +19,39 @@ JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instea
 OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
 SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
 TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
+ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
+                        "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
+RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
+                        "or store-and-forward (whole message, as in the papers).")
+RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB).")
+ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only: queue messages per link "
+                             "(default) or per receiving device.")
+
+
+def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
+              paper_contention: Optional[str] = None):
+    """The :class:`sim.model.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    from planner.errors import TopoplanError
+    from planner.units import parse_size
+    from sim.model import SimModel
+
+    chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
+    try:
+        return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
+    except TopoplanError as e:  # name the flag, not the library field
+        msg = str(e)
+        for field_, flag in (("'model'", "--model"), ("'relay'", "--relay"), ("'relay_chunk_B'", "--relay-chunk"),
+                             ("'paper_contention'", "--paper-contention")):
+            msg = msg.replace(f"field {field_}", flag)
+        raise TopoplanError(msg) from None
 
 
 def console(json_mode: bool = False) -> Console:
-    """Rich console for human output; on stderr when stdout carries JSON, so the two never mix."""
-    return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 120)
+    """Rich console for human output; on stderr when stdout carries JSON, so the two never mix.
+
+    On a terminal lines fit its width; in pipes and files nothing is wrapped (a line is one record for
+    grep and awk, and a table is as wide as its contents)."""
+    return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
 
 
 def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from planner.commands.common import console
+from planner.commands.common import ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, sim_model
 from planner.units import format_bytes, format_time
 
 DEFAULT_TOPOLOGY = "paper003"
@@ -20,8 +20,13 @@ def register(app: typer.Typer) -> None:
 
 def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
          traffic: str = typer.Option(DEFAULT_TRAFFIC, "--traffic", "-T"),
-         time_limit: Optional[float] = typer.Option(20.0, "--time-limit", help="Limit for the exact circuit model.")) -> None:
-    """Analyze the default job, plan circuits with the paper's heuristic and the exact model, and simulate."""
+         time_limit: Optional[float] = typer.Option(20.0, "--time-limit", help="Limit for the exact circuit model."),
+         model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+         paper_contention: Optional[str] = ContentionOpt) -> None:
+    """Analyze the default job, plan circuits with the paper's heuristic and the exact model, and simulate.
+
+    Every row is simulated with the chosen network model (default: max-min sharing, pipelined relays); one
+    more row shows the exact plan under the other relay model."""
     from dataclasses import replace
 
     from planner.analysis import analyze
@@ -30,6 +35,8 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     from sim.run import simulate
 
     con = console()
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    other = replace(smodel, relay="store-and-forward" if smodel.relay == "pipelined" else "pipelined")
     topo, trace, tr, pl = load_inputs(topology, [], traffic, "sequential")
     a = analyze(topo, tr, pl)
     con.print(f"[bold]topoplan demo[/]: {traffic} on {topology} "
@@ -38,13 +45,15 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     con.print(f"inter-switch traffic: {format_bytes(a.inter_switch_bytes)} "
               f"(large {format_bytes(a.inter(a.large_bytes))}, small {format_bytes(a.inter(a.small_bytes))}) "
               f"between {int(a.node_pairs.sum() - a.node_pairs.trace()) // 2} node pairs")
+    con.print(f"network model: {smodel.label()}")
     rows = []
     if isinstance(topo, TreeTopology):
         eps = replace(topo, kind="tree", ocs=None)
-        rows.append(("EPS only", "-", simulate(eps, trace, pl), None))
-        rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl), None))
+        rows.append(("EPS only", "-", simulate(eps, trace, pl, model=smodel), None))
+        rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl, model=smodel),
+                     None))
     else:  # a torus or switch graph has no EPS/OCS variants: simulate it as it is
-        rows.append((topo.kind, "-", simulate(topo, trace, pl), None))
+        rows.append((topo.kind, "-", simulate(topo, trace, pl, model=smodel), None))
     try:
         from planner.circuits import solve as solve_circuits
         from planner.circuits.problem import CircuitProblem
@@ -56,7 +65,10 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
             res = solve_circuits(prob, method=method, time_limit=time_limit, seed=0)
             plan = res.to_dict()
             rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
-                         f"{format_time(res.objective)} ({res.status})", simulate(topo, trace, pl, circuits=plan), res))
+                         f"{format_time(res.objective)} ({res.status})",
+                         simulate(topo, trace, pl, circuits=plan, model=smodel), res))
+        rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
+                     simulate(topo, trace, pl, circuits=plan, model=other), res))
     tab = Table(title="simulated communication time")
     tree = isinstance(topo, TreeTopology)
     cols = ["network", "plan", "makespan", f"vs {rows[0][0]}"] + (["top switch bytes", "busiest node link"] if tree else [])

@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import JsonOpt, OutOpt, SetOpt, console, emit
+from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SetOpt, console,
+                                     emit, sim_model)
 from planner.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -28,6 +29,8 @@ def simulate_cmd(
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
     flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
+    model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+    paper_contention: Optional[str] = ContentionOpt,
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
 ) -> None:
     """Replay an MPI trace, a generator or a matrix on the network; or run a raw flow scenario (--flows)."""
@@ -37,7 +40,9 @@ def simulate_cmd(
         from sim.flowfile import run_scenario
 
         given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
-                                ("--timeline", timeline)) if v is not None]
+                                ("--timeline", timeline), ("--model", model), ("--relay", relay),
+                                ("--relay-chunk", relay_chunk), ("--paper-contention", paper_contention))
+                 if v is not None]
         if given:
             raise TopoplanError(f"--flows runs a self-contained scenario (its own network and flows); "
                                 f"{given[0]} does not apply")
@@ -49,6 +54,7 @@ def simulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
     from planner.placement import load_placement
     from planner.topology_io import load_topology
     from planner.traffic import load_source
@@ -86,7 +92,7 @@ def simulate_cmd(
     eager_B = parse_size(eager, "eager")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
     kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=eager_B,
-                  compute_scale=compute_scale, timeline_dt_s=dt)
+                  compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
     err_console = console(True)
     if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
         res = simulate(topo, trace, pl, **kwargs)
@@ -113,6 +119,7 @@ def simulate_cmd(
     if json_mode:
         return
     con = console()
+    con.print(f"model: {smodel.label()}")
     con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
     con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
