@@ -81,6 +81,8 @@ class SimModel:
             v = getattr(self, name)
             if v not in allowed:
                 raise TopoplanError(f"field '{name}': choose one of {', '.join(allowed)}, got {v!r}")
+        if self.model != "paper" and self.paper_contention != "link":
+            raise TopoplanError(f"field 'paper_contention': applies to model 'paper' only, not {self.model!r}")
         try:
             chunk = float(self.relay_chunk_B)
         except (TypeError, ValueError):

@@ -285,6 +285,16 @@ class Network:
         out[route_ptr[:-1][np.diff(route_ptr) > 0]] = False  # a route's first link follows its source
         return out
 
+    def paper_queues(self) -> np.ndarray:
+        """Queue id per link for the paper model (:mod:`sim.paper`): the link itself (``link`` contention) or
+        the device the link enters (``device``); ``-1`` for fat pipes, which never postpone a message."""
+        if self.model.paper_contention == "link":
+            q = np.arange(self.n_links)
+        else:
+            heads = {}
+            q = np.array([heads.setdefault(head, len(heads)) for _, head in self.link_ends], dtype=np.int64)
+        return np.where(self.shared, q, -1).astype(np.int64)
+
     def route_latency(self, route_ptr, route_links, nbytes):
         """Latency of each route for a message of ``nbytes``: link latencies, switch delays,
         store-and-forward of the first MTU packet at every switch after the first link, and of the first

@@ -137,12 +137,22 @@ class Replayer:
         from sim.maxmin import FlowEngine
 
         self.trace, self.net = trace, net
+        self.paper = net.model.model == "paper"
         self.node = np.asarray(placement.rank_to_node, dtype=np.int64)
         self.eager_B = float(eager_threshold_B)
         self.thresholds = thresholds
         self.progress = progress
-        self.engine = FlowEngine(net.linkset(), timeline_dt_s=timeline_dt_s) if timeline_dt_s \
-            else FlowEngine(net.linkset())
+        if self.paper:
+            from sim.paper import PaperEngine
+
+            if timeline_dt_s:
+                raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
+            self.engine = PaperEngine(net.linkset(), queue_of_link=net.paper_queues(),
+                                      chunk_B=net.model.relay_chunk_B)
+        elif timeline_dt_s:
+            self.engine = FlowEngine(net.linkset(), timeline_dt_s=timeline_dt_s)
+        else:
+            self.engine = FlowEngine(net.linkset())
         n = trace.n_ranks
         self.n = n
         # per-rank call lists as plain Python lists: scalar access in the hot loop
@@ -403,11 +413,18 @@ class Replayer:
         ptr = np.concatenate([[0], np.cumsum(lengths)])
         links = np.concatenate(routes).astype(np.int64) if routes else np.zeros(0, np.int64)
         sizes = np.array(sizes, dtype=np.float64)
-        # size-dependent part of the latency (switch delays, store-and-forward of the first packet);
-        # the engine adds the links' own latencies
-        extra = self.net.route_latency(ptr, links, sizes) - np.bincount(
-            np.repeat(np.arange(len(routes)), lengths), weights=self.net.latency_s[links], minlength=len(routes))
-        ids = self.engine.add_flows(ptr, links, np.array(starts) + extra, sizes)
+        owner = np.repeat(np.arange(len(routes)), lengths)
+        if self.paper:  # the engine stores and forwards per hop; switches add their switching delay
+            extra = self.net.switch_delay_s * np.bincount(owner, weights=self.net._switches_in[links],
+                                                          minlength=len(routes))
+            ids = self.engine.add_flows(ptr, links, np.array(starts) + extra, sizes,
+                                        cut_through=self.net.relay_positions(ptr, links))
+        else:
+            # size-dependent part of the latency (switch delays, store-and-forward of the first packet);
+            # the engine adds the links' own latencies
+            extra = self.net.route_latency(ptr, links, sizes) - np.bincount(
+                owner, weights=self.net.latency_s[links], minlength=len(routes))
+            ids = self.engine.add_flows(ptr, links, np.array(starts) + extra, sizes)
         for fid, (m, _) in zip(np.asarray(ids).tolist(), batch):
             self.flow_msg[fid] = m
 
@@ -638,7 +655,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     compute_scale : multiplies the computation gaps (0 replays communication only; 0.5 = a CPU twice as fast).
     timeline_dt_s : sample link utilization every ``timeline_dt_s`` seconds.
     method : ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
-        unless a timeline is requested (only the reference records it) or Numba is missing.
+        unless a timeline is requested (only the reference records it), the network's model is ``paper``
+        (its engine, :mod:`sim.paper`, runs under the reference) or Numba is missing.
 
     Returns
     -------
@@ -661,7 +679,10 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     check_sends_matched(trace)
     if method == "compiled" and timeline_dt_s:
         raise TopoplanError("replay: the compiled method records no timeline; use method='python' or 'auto'")
-    if method == "compiled" or (method == "auto" and not timeline_dt_s and _compiled_available()):
+    paper = net.model.model == "paper"
+    if method == "compiled" and paper:
+        raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
+    if method == "compiled" or (method == "auto" and not timeline_dt_s and not paper and _compiled_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress)
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,

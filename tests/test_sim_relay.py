@@ -126,6 +126,7 @@ def test_model_is_recorded_and_store_and_forward_is_the_papers_relay():
     ({"relay_chunk_B": 0}, "field 'relay_chunk_B': must be at least 1 byte"),
     ({"relay_chunk_B": "big"}, "field 'relay_chunk_B': expected a size"),
     ({"paper_contention": "switch"}, "field 'paper_contention': choose one of link, device"),
+    ({"paper_contention": "device"}, "field 'paper_contention': applies to model 'paper' only"),
     ({"relay_chunk": 4096}, "unknown simulator model option 'relay_chunk'"),
 ])
 def test_bad_model_options_are_refused(options, match):
