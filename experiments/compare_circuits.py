@@ -76,7 +76,7 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
     """Run the grid; returns the rows (and writes them as CSV to ``out``)."""
     from planner.circuits import CircuitProblem
     from planner.circuits.problem import compare
-    from planner.circuits.simulate import plan_simulator
+    from planner.circuits.problem import plan_simulator
     from planner.placement import sequential
     from planner.topology_io import load_topology
 
@@ -96,7 +96,7 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                     prob = CircuitProblem.build(topo, tr, pl, thr, max_circuits=max_c)
                     sim = None
                     if simulate != "off":
-                        sim = plan_simulator(topo, trace if simulate == "trace" else None, tr, prob)
+                        sim = plan_simulator(prob, trace if simulate == "trace" else None)
                     t0 = time.perf_counter()
                     res = []
                     for m in methods:

@@ -11,7 +11,7 @@ traffic, one CSV row per (system, OCS size, traffic, approach):
 - ``joint+greedy`` / ``joint+ilp`` -- :func:`planner.placement_methods.joint.joint`
   with greedy circuits in its rounds (``+ilp``: the start and the final plan
   use the exact circuit model, so it is never worse than ``metis+ilp``); among
-  its improvements it returns the plan that simulates fastest (``score='sim'``),
+  its improvements it returns the plan that simulates fastest (``score='simulated'``),
   so it is never worse than its start in bound or simulated time.
 
 Columns: the circuit model's communication-time bound (``bound_s``), uplink
@@ -77,7 +77,7 @@ def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=
                                  metis.metrics["inter_switch_bytes"])
     for m, final in (("greedy", None), ("ilp", "ilp")):
         res = solve(prob, "joint", time_limit=joint_s, seed=seed, circuit_method="greedy", final_method=final,
-                    circuit_time_limit=ilp_s, score="sim" if simulate else "bound")
+                    circuit_time_limit=ilp_s, score="simulated" if simulate else "bound")
         results[f"joint+{m}"] = (res.plan, res.objective, res.metrics, res.status, res.wall_s,
                                  res.metrics["inter_switch_bytes"])
     rows = []

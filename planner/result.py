@@ -67,10 +67,59 @@ def gap_of(objective: float, bound: float | None) -> float | None:
 MAX_TIME_LIMIT_S = 7 * 86400.0
 
 
+SCORES = ("bound", "simulated")
+
+
 def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
+               score: str = "bound", simulate: Callable[[dict], float] | None = None,
+               starts: dict[str, tuple] | None = None, **options) -> PlanResult:
+    """Run ``methods[method]`` on ``problem`` and fill the common result fields.
+
+    With ``score="simulated"`` the result is judged by what the simulator measures: the method's plan and
+    the plans of the heuristics it starts from (``starts[method]``, run here with the same seed) are each
+    simulated with ``simulate(plan_dict) -> seconds``, and the fastest is returned (ties keep the
+    method's own plan), so no method returns a plan that simulates slower than its starting heuristics.
+    The result then carries ``metrics["simulated_s"]``, ``metrics["simulated_candidates_s"]`` and
+    ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
+    method's objective, which the picked plan also has) and is no longer called optimal.
+    """
+    if score not in SCORES:
+        raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
+    if score == "simulated" and simulate is None:
+        raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
+    res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
+                     validate=validate, **options)
+    if score == "bound":
+        return res
+    t0 = time.perf_counter()
+    candidates = {method: res}
+    for name in (starts or {}).get(method, ()):
+        if name != method and name in methods:
+            candidates[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
+                                          seed=seed, validate=validate)
+    times = {name: float(simulate(r.to_dict())) for name, r in candidates.items()}
+    best = min(times, key=lambda k: (times[k], k != method))
+    if best != method:
+        picked = candidates[best]
+        res.plan, res.objective = picked.plan, picked.objective
+        res.metrics = {**picked.metrics, **{k: v for k, v in res.metrics.items() if k not in picked.metrics}}
+        res.gap = gap_of(res.objective, res.bound)
+        if res.status == "optimal":
+            res.status = "feasible"
+        res.message = (f"{res.message}; " if res.message else "") + \
+            f"kept {best}'s plan: it simulates faster ({times[best]:.6g} s vs {times[method]:.6g} s)"
+    res.metrics["simulated_s"] = times[best]
+    res.metrics["simulated_candidates_s"] = times
+    res.metrics["picked"] = best
+    res.options["score"] = "simulated"
+    res.wall_s += time.perf_counter() - t0
+    return res
+
+
+def _solve_one(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
+               time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                **options) -> PlanResult:
-    """Run ``methods[method]`` on ``problem`` and fill the common result fields."""
     if method not in methods:
         raise TopoplanError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
     if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:

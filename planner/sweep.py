@@ -19,7 +19,10 @@ A sweep is a YAML file::
       set.ocs.nodes_per_switch: [1, 2, 4, 8]   # 'set.' = a topology override
       problem.hop_limit: [1, 2]         # 'problem.' = an option of the problem builder
       restarts: [1, 4]                  # anything else = a method option
+      sim.relay: [pipelined, store-and-forward]   # 'sim.' = a simulator model option
     simulate: true                      # score every plan in the simulator
+    sim_model: {model: maxmin}          # the simulator's model (sim.model.SimModel fields); default maxmin,
+                                        # pipelined relays; 'sim.' parameters override it per cell
     score: mypkg.scoring:score          # optional hook: extra columns per cell
     cell: mypkg.cells:run               # optional: replace the whole cell
 
@@ -45,7 +48,7 @@ from typing import Callable
 
 from planner.errors import TopoplanError
 
-KEY_VERSION = 1
+KEY_VERSION = 2  # 2: cells name their simulator model (the default relay became pipelined)
 BASE_COLUMNS = ("key", "instance", "problem", "method", "status", "objective", "bound", "gap", "plan_wall_s",
                 "makespan_s", "score", "cell_wall_s", "worker", "error")
 RESERVED_PARAMS = ("seed", "time_limit")
@@ -88,6 +91,7 @@ class SweepConfig:
     score: str | None = None
     cell: str | None = None
     source: str = "sweep"
+    sim_model: dict | None = None
 
 
 # -- configuration ---------------------------------------------------------------------
@@ -116,7 +120,7 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a mapping with instances, methods and parameters")
     known = {"name", "output", "problem", "instances", "methods", "parameters", "simulate", "score", "cell",
-             "description"}
+             "description", "sim_model"}
     unknown = sorted(set(doc) - known)
     if unknown:
         raise TopoplanError(f"{where}: field '{unknown[0]}': unknown key (known: {', '.join(sorted(known))})")
@@ -176,6 +180,18 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
         if not vals:
             raise TopoplanError(f"{where}: field 'parameters.{k}': empty list")
         grid[str(k)] = vals
+    sim_model = doc.get("sim_model") or {}
+    if not isinstance(sim_model, dict):
+        raise TopoplanError(f"{where}: field 'sim_model': expected a mapping of simulator model options")
+    from sim.model import SimModel
+
+    sim_keys = {k[4:]: v for k, v in grid.items() if k.startswith("sim.")}
+    try:
+        SimModel.from_options(**sim_model)
+        for combo in itertools.product(*sim_keys.values()):
+            SimModel.from_options(**{**sim_model, **dict(zip(sim_keys, combo))})
+    except TopoplanError as exc:
+        raise TopoplanError(f"{where}: field 'sim_model' or a 'sim.' parameter: {exc}") from None
     for hook in ("score", "cell"):
         h = doc.get(hook)
         if h is not None and (not isinstance(h, str) or ":" not in h):
@@ -186,7 +202,7 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
         out = base / out
     return SweepConfig(name=name, instances=instances, methods=methods, parameters=grid, output=out,
                        problem=doc.get("problem"), base=str(base) if base is not None else None, simulate=bool(doc.get("simulate", True)),
-                       score=doc.get("score"), cell=doc.get("cell"), source=where)
+                       score=doc.get("score"), cell=doc.get("cell"), source=where, sim_model=dict(sim_model))
 
 
 INSTANCE_KEYS = ("name", "topology", "traffic", "set", "placement", "options")
@@ -268,7 +284,8 @@ def _first_dup(items):
 def cell_key(cell: dict) -> str:
     """Stable hash of what defines a cell (instance, method, parameters, hooks)."""
     ident = {"v": KEY_VERSION, "instance": cell["instance"], "method": cell["method"], "params": cell["params"],
-             "simulate": cell["simulate"], "score": cell["score"], "cell": cell["cell"]}
+             "simulate": cell["simulate"], "score": cell["score"], "cell": cell["cell"],
+             "sim_model": cell.get("sim_model") or {}}
     raw = json.dumps(ident, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
 
@@ -288,7 +305,8 @@ def expand_cells(cfg: SweepConfig) -> list[dict]:
         for meth in cfg.methods:
             for combo in combos:
                 cell = {"instance": inst, "method": meth, "params": dict(zip(names, combo)),
-                        "simulate": cfg.simulate, "score": cfg.score, "cell": cfg.cell}
+                        "simulate": cfg.simulate, "score": cfg.score, "cell": cfg.cell,
+                        "sim_model": cfg.sim_model or {}}
                 cell["key"] = cell_key(cell)
                 cell["base"] = cfg.base   # not part of the key: moving the sweep keeps its results
                 cells.append(cell)
@@ -349,13 +367,21 @@ def _call_builder(builder, topo, traffic, placement, trace, options: dict):
 
 def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
     """Parameters -> (topology overrides ``set.*``, {seed, time_limit}, problem options ``problem.*``,
-    method options (the rest))."""
+    method options (the rest)); simulator model options ``sim.*`` are taken by :func:`cell_model`."""
     sets = [f"{k[4:]}={_yaml_value(v)}" for k, v in params.items() if k.startswith("set.")]
     common = {k: params[k] for k in RESERVED_PARAMS if k in params}
     prob = {k[8:]: v for k, v in params.items() if k.startswith("problem.")}
     opts = {k: v for k, v in params.items()
-            if not k.startswith(("set.", "problem.")) and k not in RESERVED_PARAMS}
+            if not k.startswith(("set.", "problem.", "sim.")) and k not in RESERVED_PARAMS}
     return sets, common, prob, opts
+
+
+def cell_model(cell: dict):
+    """The :class:`sim.model.SimModel` of a cell: the sweep's ``sim_model`` with its ``sim.*`` parameters."""
+    from sim.model import SimModel
+
+    over = {k[4:]: v for k, v in cell["params"].items() if k.startswith("sim.")}
+    return SimModel.from_options(**{**(cell.get("sim_model") or {}), **over})
 
 
 def _yaml_value(v) -> str:
@@ -383,21 +409,32 @@ def run_cell(cell: dict) -> dict:
                                                   _local(inst["traffic"], base),
                                                   _local(inst.get("placement", "sequential"), base))
     problem = _call_builder(builder, topo, traffic, placement, trace, {**(inst.get("options") or {}), **prob_opts})
+    model = cell_model(cell)
+    extra = {"sim_model": model} if _accepts(mod.solve, "sim_model") else {}
     res = mod.solve(problem, method=meth["name"], time_limit=common.get("time_limit"), seed=common.get("seed", 0),
-                    **{**meth["options"], **opts})
+                    **extra, **{**meth["options"], **opts})
     row = {"status": res.status, "objective": res.objective, "bound": res.bound, "gap": res.gap,
            "plan_wall_s": res.wall_s}
     for k, v in (res.metrics or {}).items():
         if isinstance(v, (int, float, str, bool)) or v is None:
             row[f"metric.{k}"] = v
-    ctx = {"cell": cell, "result": res, "topo": topo, "trace": trace, "traffic": traffic, "placement": placement}
+    ctx = {"cell": cell, "result": res, "topo": topo, "trace": trace, "traffic": traffic, "placement": placement,
+           "model": model}
     sim = SIMULATORS.get(meth["problem"]) if cell["simulate"] else None
     if sim is not None:
         row.update(sim(**ctx))
+        row.update({f"sim.{k}": v for k, v in model.to_dict().items()})
     row["score"] = row.get("makespan_s", res.objective)
     if cell["score"]:
         row.update(resolve(cell["score"])(**ctx) or {})
     return row
+
+
+def _accepts(fn, name: str) -> bool:
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _local(spec: str, base) -> str:
@@ -413,31 +450,18 @@ def _replay_trace(trace, traffic):
     return trace if trace is not None else bulk_trace(traffic, 1)
 
 
-def simulate_circuits(*, result, topo, trace, traffic, placement, **_) -> dict:
-    """Score a circuit plan: replay the traffic on the hybrid network with the plan's circuits."""
-    from sim.run import simulate
+def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, **_) -> dict:
+    """Score a circuit or placement plan: replay the traffic with the plan (:func:`sim.run.simulate_plan`)."""
+    from sim.run import simulate_plan
 
-    res = simulate(topo, _replay_trace(trace, traffic), placement, circuits=result.plan)
-    return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
-
-
-def simulate_placement(*, result, topo, trace, traffic, **_) -> dict:
-    """Score a placement: replay the traffic with ranks where the plan puts them."""
-    import numpy as np
-
-    from planner.placement import Placement
-    from sim.run import simulate
-
-    pl = Placement(np.asarray(result.plan["rank_to_node"], dtype=np.int64),
-                   np.asarray(result.plan.get("rank_to_slot") or np.zeros(len(result.plan["rank_to_node"])),
-                              dtype=np.int64))
-    pl.validate(topo, "placement plan")
-    res = simulate(topo, _replay_trace(trace, traffic), pl)
+    plan = result.to_dict()
+    given = None if plan.get("rank_to_node") is not None else placement
+    res = simulate_plan(topo, _replay_trace(trace, traffic), plan, placement=given, model=model)
     return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
 
 
 # Simulation of each problem's plan (problems without one are scored by their objective or a hook).
-SIMULATORS: dict[str, Callable] = {"circuits": simulate_circuits, "placement": simulate_placement}
+SIMULATORS: dict[str, Callable] = {"circuits": simulate_plan_cell, "placement": simulate_plan_cell}
 
 
 def execute(cell: dict) -> dict:

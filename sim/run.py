@@ -88,3 +88,70 @@ def _timeline_doc(net, tl) -> dict:
     links = [{"name": net.link_name[l], "class": str(net.link_class[l]), "src": net.link_ends[l][0],
               "dst": net.link_ends[l][1], "util": np.round(util[l], 6).tolist()} for l in used]
     return {"t_s": list(map(float, tl["t_s"])), "dt_s": float(tl["dt_s"]), "links": links}
+
+
+def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, threshold_B=None, model=None,
+                  **replay_options) -> dict:
+    """Score a plan in the simulator: the one hand-off from every planning problem to :func:`simulate`.
+
+    Parameters
+    ----------
+    topo : the topology the plan was made for.
+    trace : :class:`planner.trace.Trace` to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
+    plan : a plan dict (``PlanResult.to_dict()`` or a plan file): ``rank_to_node`` (+ ``rank_to_slot``)
+        places the ranks (placement, joint and Bcast plans); ``circuits`` + ``forwarding`` (+ ``hop_limit``,
+        ``threshold_B``) sets up circuits (circuit and joint plans). None: the placement on the bare network.
+    placement : :class:`planner.placement.Placement` for a plan without ``rank_to_node``; when the plan has
+        one too, the two must agree (circuits join nodes chosen for the plan's placement).
+    threshold_B : large-message threshold (default: the plan's ``threshold_B``, else the OCS bandwidth-delay
+        product).
+    model : :class:`sim.model.SimModel` or its dict (default: maxmin, pipelined relays).
+    replay_options : ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress``.
+
+    Returns
+    -------
+    dict of :func:`simulate` (``makespan_s``, ``sim_model``, loads...).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_source
+    >>> t = load_topology("paper003")
+    >>> trace, _ = load_source("ring:np=8,bytes=1MB")
+    >>> res = simulate_plan(t, trace, {"rank_to_node": [0, 16, 32, 48, 1, 17, 33, 49]})
+    >>> res["sim_model"]["relay"], res["makespan_s"] > 0
+    ('pipelined', True)
+    >>> simulate_plan(t, trace, {"rank_to_node": [0] * 8})
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
+    """
+    from planner.placement import Placement, placement_from_doc
+
+    plan = plan or {}
+    capacity = int(topo.node_cores().sum())
+    if trace.n_ranks > capacity:
+        raise TopoplanError(f"{trace.source or 'traffic'}: {trace.n_ranks} ranks do not fit topology "
+                            f"{topo.name or topo.kind} ({capacity} cores)")
+    if plan.get("rank_to_node") is not None:
+        planned = placement_from_doc(plan, "plan")
+        planned.validate(topo, "plan")
+        if placement is not None and not np.array_equal(np.asarray(placement.rank_to_node)[:trace.n_ranks],
+                                                         planned.rank_to_node[:trace.n_ranks]):
+            raise TopoplanError("plan: made for another placement (its rank_to_node differs from the one given)")
+        placement = planned
+    if placement is None:
+        from planner.placement import sequential
+
+        placement = sequential(trace.n_ranks, topo)
+    if not isinstance(placement, Placement):
+        raise TopoplanError(f"placement: expected a Placement, got {type(placement).__name__}")
+    if placement.n_ranks < trace.n_ranks:
+        raise TopoplanError(f"placement: places {placement.n_ranks} ranks but the traffic has {trace.n_ranks}")
+    circuits = None
+    if plan.get("circuits") is not None:
+        circuits = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan}
+        if threshold_B is None:
+            threshold_B = plan.get("threshold_B")
+    return simulate(topo, trace, placement, circuits=circuits, threshold_B=threshold_B, model=model,
+                    **replay_options)

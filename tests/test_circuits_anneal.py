@@ -29,9 +29,23 @@ def test_anneal_time_budget_and_options():
     p = random_problem(1)
     r = solve(p, "anneal", time_limit=0.3, seed=0)
     assert r.wall_s < 3 and r.options["moves"] > 0
-    with pytest.raises(TopoplanError, match="score"):
+    with pytest.raises(TopoplanError, match="field 'score': choose one of bound, simulated"):
         solve(p, "anneal", iters=5, score="magic")
-    with pytest.raises(TopoplanError, match="trace"):
-        solve(p, "anneal", iters=5, score="sim")
+    with pytest.raises(TopoplanError, match="field 'energy': 'bound' or 'simulated'"):
+        solve(p, "anneal", iters=5, energy="sim")
     with pytest.raises(TopoplanError, match="unknown heuristic"):
         solve(p, "anneal", iters=5, start="nope")
+
+
+@pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
+def test_anneal_with_the_simulator_as_energy_never_simulates_slower_than_its_start(relay):
+    from planner.circuits.problem import plan_simulator
+
+    p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=2, n_msgs=24)
+    model = {"relay": relay}
+    start = solve(p, "greedy", seed=0)
+    a = solve(p, "anneal", seed=0, iters=40, start="greedy", energy="simulated", sim_model=model)
+    run = plan_simulator(p, None, model)
+    assert a.metrics["annealed_simulated_s"] == pytest.approx(run(a.to_dict()))
+    assert a.metrics["annealed_simulated_s"] <= run(start.to_dict()) * (1 + 1e-9)
+    assert a.options["energy"] == "simulated"

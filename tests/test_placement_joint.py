@@ -117,11 +117,21 @@ def test_seeded_runs_repeat():
     assert a.seed == 4
 
 
-def test_score_sim_reports_the_simulated_time():
+@pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
+def test_score_simulated_reports_the_simulated_time_and_never_loses_to_the_start(relay):
     topo = _tiny()
     p = PlacementProblem.build(topo, _heavy_pairs(topo))
-    res = solve(p, "joint", init="sequential", seed=0, score="sim", **FAST)
-    assert res.metrics["simulated_s"] == pytest.approx(simulated_time(p, res.to_dict()), rel=1e-9)
+    model = {"relay": relay}
+    res = solve(p, "joint", init="sequential", seed=0, score="simulated", sim_model=model, **FAST)
+    assert res.metrics["simulated_s"] == pytest.approx(simulated_time(p, res.to_dict(), None, model), rel=1e-9)
+    assert res.options["sim_model"]["relay"] == relay and res.options["final_pick"] == "simulated"
+    # the start: place sequentially, then assign circuits with the same method (greedy)
+    from planner.circuits import CircuitProblem, solve as circuit_solve
+    from planner.placement import sequential
+
+    pl = sequential(p.n_ranks, topo)
+    start = circuit_solve(CircuitProblem.build(topo, p.traffic, pl, p.threshold_B), "greedy", seed=0)
+    assert res.metrics["simulated_s"] <= simulated_time(p, {**start.plan, **pl.to_dict()}, None, model) * (1 + 1e-9)
 
 
 def test_bad_input():

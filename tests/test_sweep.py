@@ -112,6 +112,10 @@ def test_grid_and_keys(data, tmp_path):
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "score": "nocolon"}, "score"),
     ({"instances": [{"name": "a", "cell": 1}, {"name": "a"}], "methods": ["m"], "cell": "m:f"}, "duplicate"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "grid": {}}, "grid"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p",
+      "sim_model": {"relay": "cut-through"}}, "sim_model.*field 'relay'"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p",
+      "parameters": {"sim.relays": ["pipelined"]}}, "unknown simulator model option 'relays'"),
 ])
 def test_bad_configs_name_the_field(doc, field):
     with pytest.raises(TopoplanError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -268,3 +272,18 @@ def test_parquet_without_pyarrow_is_a_clear_error(data, tmp_path, monkeypatch):
     with pytest.raises(TopoplanError, match=r"t\.parquet: Parquet needs pyarrow"):
         run_sweep(cfg, progress=False)
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_cells_name_and_use_their_simulator_model():
+    from planner.sweep import run_cell
+
+    cfg = parse_config({"problem": "circuits", "methods": ["greedy"], "sim_model": {"relay_chunk_B": 65536},
+                        "instances": [{"name": "nb", "topology": "paper003",
+                                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB,iters=1"}],
+                        "parameters": {"sim.relay": ["pipelined", "store-and-forward"]}}, "s.yaml")
+    cells = expand_cells(cfg)
+    assert len({c["key"] for c in cells}) == 2
+    rows = {c["params"]["sim.relay"]: run_cell(c) for c in cells}
+    assert rows["pipelined"]["sim.relay"] == "pipelined" and rows["pipelined"]["sim.model"] == "maxmin"
+    assert rows["store-and-forward"]["makespan_s"] > 1.3 * rows["pipelined"]["makespan_s"]
+    assert rows["pipelined"]["objective"] == rows["store-and-forward"]["objective"]  # one plan, two models

@@ -283,6 +283,9 @@ def ilp(problem: BcastProblem, *, time_limit=None, seed=0, **options) -> PlanRes
 
 METHODS = {"default": default, "dft": dft, "bft": bft, "greedy": greedy, "anneal": anneal, "ilp": ilp}
 
+# The heuristics each method starts from: with score='simulated' their orders compete with the method's.
+STARTS = {"anneal": ("default", "dft", "bft", "greedy"), "ilp": ("default", "dft", "bft", "greedy")}
+
 
 # ---------------------------------------------------------------- scoring
 def validate_plan(problem: BcastProblem, res: PlanResult) -> None:
@@ -323,35 +326,50 @@ def n_messages(problem: BcastProblem) -> int:
     return len(problem.schedule.edges["child"]) + sum(len(a) * rep for a, _, _, rep in problem.schedule.allgather_pairs())
 
 
-def simulated_time(problem: BcastProblem, order, *, max_messages: int = 20000) -> float | None:
-    """Replay the Bcast in the flow simulator (sim.run.simulate); None when it has more than ``max_messages``."""
+def simulated_time(problem: BcastProblem, order, *, max_messages: float = 20000, sim_model=None) -> float | None:
+    """Replay the Bcast in the simulator (:func:`sim.run.simulate_plan`); None when it has more than
+    ``max_messages`` point-to-point messages. ``sim_model``: :class:`sim.model.SimModel` or its dict."""
     if n_messages(problem) > max_messages:
         return None
     from planner.placement import from_nodes
     from planner.trace import Trace
-    from sim.run import simulate
+    from sim.run import simulate_plan
 
     trace = Trace.from_records(p2p_records(problem), problem.n, source="bcast")
     placement = from_nodes(np.asarray(order, dtype=np.int64), problem.topology)
-    return float(simulate(problem.topology, trace, placement)["makespan_s"])
+    return float(simulate_plan(problem.topology, trace, placement=placement, model=sim_model)["makespan_s"])
 
 
 def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | None = None, seed: int | None = 0,
-          simulate: bool = True, max_sim_messages: int = 20000, **options) -> PlanResult:
+          simulate: bool = True, max_sim_messages: int = 20000, score: str = "bound", sim_model=None,
+          **options) -> PlanResult:
     """Reorder the node-leader communicator of ``problem`` with ``method`` (see :data:`METHODS`).
 
     Returns a PlanResult with plan key ``order`` (new rank -> node id) and
     metrics ``predicted_time_s`` and ``simulated_time_s`` (None when the
     Bcast has more than ``max_sim_messages`` point-to-point messages or
-    ``simulate`` is False).
+    ``simulate`` is False). With ``score='simulated'`` the method's order and
+    the orders of the heuristics it starts from (:data:`STARTS`) are replayed
+    under ``sim_model`` (whatever their size) and the fastest is returned.
     """
+    sim_fn = None
+    if score == "simulated":
+        def sim_fn(plan):
+            return simulated_time(problem, plan["order"], max_messages=np.inf, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, problem_name="bcast", time_limit=time_limit, seed=seed,
-                     validate=validate_plan, **options)
+                     validate=validate_plan, score=score, simulate=sim_fn, starts=STARTS, **options)
     default_t = problem.model.time(problem.default_assign())
     res.metrics["default_time_s"] = default_t
     res.metrics["speedup_vs_default"] = default_t / res.objective if res.objective > 0 else 1.0
-    res.metrics["simulated_time_s"] = (simulated_time(problem, res.plan["order"], max_messages=max_sim_messages)
-                                       if simulate else None)
+    if "simulated_s" in res.metrics:
+        res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
+    else:
+        res.metrics["simulated_time_s"] = (simulated_time(problem, res.plan["order"], max_messages=max_sim_messages,
+                                                          sim_model=sim_model) if simulate else None)
+    if res.metrics["simulated_time_s"] is not None:
+        from sim.model import SimModel
+
+        res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     res.metrics.update({"n_leaders": problem.n, "tree": problem.schedule.kind, "bytes": problem.bytes_B,
                         "delay": problem.delay_kind})
     res.plan["root"] = problem.root

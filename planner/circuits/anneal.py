@@ -4,8 +4,9 @@ The state is a set of circuits; every state gets the distance-vector
 forwarding tables of :func:`planner.circuits.forwarding.distance_vector` and
 is scored by the same objective as every other method: the
 communication-time bound, then the uplink bytes (energy
-``T / T0 + 1e-3 * uplink / large bytes``). Optionally (``score='sim'``) the
-energy is the simulated makespan (needs the simulator and the trace).
+``T / T0 + 1e-3 * uplink / large bytes``). Optionally (``energy='simulated'``)
+the energy is the simulated makespan: a local search with the simulator as
+objective (the trace, or the traffic as one bulk phase; ``sim_model``).
 
 Moves: re-point one end of a circuit to another free OCS node (same or
 other switch), swap the ends of two circuits, add a circuit between two
@@ -31,7 +32,7 @@ DEFAULT_TIME_S = 10.0
 
 
 def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters: int | None = None,
-           t0: float = 0.02, t1: float = 1e-4, score: str = "bound", trace=None, **_):
+           t0: float = 0.02, t1: float = 1e-4, energy: str = "bound", trace=None, sim_model=None, **_):
     """Simulated annealing over circuit sets, started from the best heuristic (see the module docstring).
 
     Parameters
@@ -42,14 +43,15 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
     start : heuristic to start from (default: the best of sp, three-step, greedy, matching).
     iters : number of moves.
     t0, t1 : start and end temperature, relative to the start energy.
-    score : ``bound`` (default) or ``sim`` (simulated makespan; needs ``trace``).
+    energy : ``bound`` (default) or ``simulated`` (the simulated makespan of ``trace``, default the
+        traffic as one bulk phase, under ``sim_model``).
     """
     from planner.circuits import heuristics
     from planner.circuits.problem import HEURISTICS
 
-    if score not in ("bound", "sim"):
-        raise TopoplanError(f"field 'score': 'bound' or 'sim', got {score!r}")
-    sim_score = _sim_scorer(problem, trace) if score == "sim" else None
+    if energy not in ("bound", "simulated"):
+        raise TopoplanError(f"field 'energy': 'bound' or 'simulated', got {energy!r}")
+    sim_score = _sim_scorer(problem, trace, sim_model) if energy == "simulated" else None
     rng = np.random.default_rng(seed)
     budget = DEFAULT_TIME_S if time_limit is None and iters is None else time_limit
     t_start = time.perf_counter()
@@ -69,7 +71,7 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
     large = max(float(problem.large_bytes.sum()), 1.0)
     T0 = max(best_ev.congestion_s, 1e-30)
 
-    def energy(circ):
+    def energy_of(circ):
         nh = distance_vector(problem, circ)
         ev = evaluate(problem, circ, nh)
         e = ev.congestion_s / T0 + 1e-3 * ev.uplink_bytes / large
@@ -77,7 +79,7 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
             e = sim_score(circ, nh) / max(sim_score.ref, 1e-30)
         return e, ev, nh
 
-    e_cur, ev_cur, nh_cur = energy(cur)
+    e_cur, ev_cur, nh_cur = energy_of(cur)
     best = (e_cur, list(cur), ev_cur, nh_cur)
     state = _State(problem, cur)
     moves = accepted = 0
@@ -93,7 +95,7 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
         moves += 1
         if cand is None:
             continue
-        e_new, ev_new, nh_new = energy(cand)
+        e_new, ev_new, nh_new = energy_of(cand)
         if e_new <= e_cur or rng.random() < math.exp(-(e_new - e_cur) / temp):
             state.set(cand)
             e_cur = e_new
@@ -102,10 +104,10 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
                 best = (e_new, list(cand), ev_new, nh_new)
     _, circ, ev, nh = best
     res = result_from_plan(problem, circ, nh, status="heuristic",
-                           options={"start": start_name, "moves": moves, "accepted": accepted, "score": score,
+                           options={"start": start_name, "moves": moves, "accepted": accepted, "energy": energy,
                                     "t0": t0, "t1": t1})
     if sim_score is not None:
-        res.metrics["simulated_makespan_s"] = sim_score(circ, nh)
+        res.metrics["annealed_simulated_s"] = sim_score(circ, nh)
     return res
 
 
@@ -167,20 +169,14 @@ class _State:
         return None
 
 
-def _sim_scorer(problem, trace):
-    """Simulated makespan of a plan (the simulator's hybrid mode); needs sim.run and a trace."""
-    if trace is None:
-        raise TopoplanError("anneal score='sim' needs the event trace (trace=...); generators and trace files have one")
-    try:
-        from sim.run import simulate
-    except ImportError as exc:  # the simulator is not built yet
-        raise TopoplanError(f"anneal score='sim': the simulator is not available ({exc})") from None
-    from planner.circuits.problem import plan_dict
+def _sim_scorer(problem, trace, sim_model=None):
+    """Simulated makespan of a plan (circuits, next-hop array) on the problem's network."""
+    from planner.circuits.problem import plan_dict, plan_simulator
+
+    run = plan_simulator(problem, trace, sim_model)
 
     def score(circ, nh):
-        plan = plan_dict(problem, circ, nh, "")
-        return simulate(problem.topo, trace, problem.placement, circuits=plan,
-                        threshold_B=problem.threshold_B)["makespan_s"]
+        return run(plan_dict(problem, circ, nh, ""))
 
     score.ref = score([], np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64))
     return score

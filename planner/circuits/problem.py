@@ -72,6 +72,7 @@ class CircuitProblem:
     node_min_rank: np.ndarray
     traffic_name: str = ""
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    traffic: object = field(default=None, repr=False, compare=False)  # rank traffic (for simulating plans)
 
     # -- construction ---------------------------------------------------
     @classmethod
@@ -137,7 +138,8 @@ class CircuitProblem:
                    uplinks_shared=topo.kind != "fat-tree",
                    base_up_B=up, base_down_B=down, base_intra_B=intra, base_uplink_up_B=uu, base_uplink_down_B=ud,
                    large_src=(uniq // n)[keep], large_dst=(uniq % n)[keep], large_bytes=lb[keep],
-                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""))
+                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
+                   traffic=traffic)
 
     # -- sizes and structure --------------------------------------------
     @property
@@ -429,7 +431,7 @@ HEURISTICS = ("sp", "three-step", "greedy", "matching")
 
 
 def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
-          seed: int | None = 0, **options) -> PlanResult:
+          seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
     """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
 
     Parameters
@@ -438,6 +440,12 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     method : ``none``, ``sp``, ``three-step``, ``greedy``, ``matching``, ``ilp`` or ``anneal``.
     time_limit : seconds (``ilp``, ``anneal``).
     seed : random seed (``greedy``'s random picks, ``anneal``, solver seeds); recorded in the result.
+    score : ``bound`` (default): the plan the method finds for the communication-time bound;
+        ``simulated``: that plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever
+        simulates faster (see :func:`planner.result.solve_with`).
+    trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
+    sim_model : :class:`sim.model.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
+        pipelined relays.
     options : method options, e.g. ``solver='highs'`` or ``formulation='switch'`` for ``ilp``.
 
     Returns
@@ -445,10 +453,18 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     PlanResult with ``plan`` = circuits, forwarding, load_sharing, hop_limit,
     threshold_B, rank_to_node; ``objective`` = the communication-time bound
     (seconds) of the plan; ``metrics`` incl. ``congestion_bound_s``,
-    ``uplink_bytes`` and ``circuits_used``. The plan is validated.
+    ``uplink_bytes`` and ``circuits_used`` (and ``simulated_s`` with ``score='simulated'``). The plan is
+    validated.
     """
+    simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
+    if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
+        options.update(trace=trace, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, problem_name="circuits", time_limit=time_limit, seed=seed,
-                     validate=validate_plan, **options)
+                     validate=validate_plan, score=score, simulate=simulate, starts=STARTS, **options)
+    if score == "simulated":
+        from sim.model import SimModel
+
+        res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
     res.options.setdefault("threshold_B", problem.threshold_B)
@@ -464,6 +480,20 @@ def ilp(problem: CircuitProblem, *, time_limit=None, seed=0, solver: str = "cbc"
                        objective=objective, threads=threads)
 
 
+def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
+    """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`sim.run.simulate_plan`)."""
+    from sim.replay import bulk_trace
+    from sim.run import simulate_plan
+
+    tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
+
+    def run(plan: dict) -> float:
+        return float(simulate_plan(problem.topo, tr, plan, placement=problem.placement,
+                                   threshold_B=problem.threshold_B, model=sim_model)["makespan_s"])
+
+    return run
+
+
 # The registry: adding a method is one function plus one line here.
 from planner.circuits import anneal as _anneal, heuristics as _heur  # noqa: E402  (they import this module)
 
@@ -476,6 +506,9 @@ METHODS = {
     "ilp": ilp,
     "anneal": _anneal.anneal,
 }
+
+# The heuristics each method starts from: with score='simulated' their plans compete with the method's.
+STARTS = {"ilp": HEURISTICS + ("none",), "anneal": HEURISTICS + ("none",)}
 
 
 def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None = None, seed: int | None = 0,

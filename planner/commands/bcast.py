@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import (JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, console, emit,
-                                     topology_record)
+from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+                                     SetOpt, TimeLimitOpt, TopologyOpt, console, emit, sim_model, topology_record)
 from planner.units import format_time, parse_size
 
 
@@ -33,19 +33,29 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
               delay: str = typer.Option("hops", "--delay", help="hops | speed | CSV/.npy delay matrix file."),
               time_limit: Optional[float] = TimeLimitOpt, seed: int = SeedOpt,
               no_simulate: bool = typer.Option(False, "--no-simulate", help="Skip the flow-simulator score."),
+              score: str = typer.Option("bound", "--score", help="bound: the method's order for the time model; "
+                                        "simulated: that order or a heuristic's it starts from, whichever "
+                                        "simulates faster."),
+              model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
+              relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
               rankfile: Optional[Path] = typer.Option(None, "--rankfile", help="Also write an Open MPI rankfile."),
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Reorder Bcast node leaders so the critical sends use the shortest/fastest links."""
     from planner.bcast import BcastProblem, solve
     from planner.bcast.allocation import parse_spec
+    from planner.errors import TopoplanError
     from planner.topology_io import load_topology
 
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    if score not in ("bound", "simulated"):
+        raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
     prob = BcastProblem.build(topo, nodes, root=root, bytes_B=parse_size(nbytes, "bytes"), tree=tree, k=k,
                               delay=delay, short_B=parse_size(short_msg, "short-msg"),
                               long_B=parse_size(long_msg, "long-msg"))
-    res = solve(prob, method, time_limit=time_limit, seed=seed, simulate=not no_simulate)
+    res = solve(prob, method, time_limit=time_limit, seed=seed, simulate=not no_simulate, score=score,
+                sim_model=smodel)
     doc = res.to_dict()
     hosts = topo.host_names()
     doc["hosts"] = [hosts[i] for i in res.plan["order"]]
@@ -61,6 +71,8 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     console().print(f"[bold]{method}[/] ({res.status}): {prob.n} leaders, {m['tree']}, predicted "
                     f"{format_time(res.objective)} (default {format_time(m['default_time_s'])}, "
                     f"x{m['speedup_vs_default']:.3f}){bound}; simulated {sim}; wall {res.wall_s:.2f} s")
+    if res.message:
+        console().print(res.message)
 
 
 def write_rankfile(path: Path, hosts: list[str]) -> None:

@@ -8,8 +8,9 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from planner.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                     TrafficOpt, console, emit, load_inputs, topology_record)
+from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
+                                     SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
+                                     load_inputs, sim_model, topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -20,6 +21,10 @@ ThresholdOpt = typer.Option(None, "--threshold", help="Large-message threshold (
 SolverOpt = typer.Option("cbc", "--solver", help="MILP back-end for ilp: cbc | highs | ortools | gurobi.")
 FormulationOpt = typer.Option("auto", "--formulation", help="ilp model: auto | node (exact) | switch (aggregated) | lp.")
 ObjectiveOpt = typer.Option("lexicographic", "--objective", help="ilp: lexicographic | weighted (bound, then uplink bytes).")
+ScoreOpt = typer.Option("bound", "--score", help="bound: the method's plan for the communication-time bound; "
+                        "simulated: that plan or a heuristic's it starts from, whichever simulates faster.")
+SimulateOpt = typer.Option(True, "--simulate/--no-simulate",
+                           help="Simulate the returned plan and report its time beside the bound.")
 
 
 def register(app: typer.Typer) -> None:
@@ -51,14 +56,30 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                  seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
                  hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
                  solver: str = SolverOpt, formulation: str = FormulationOpt, objective: str = ObjectiveOpt,
+                 score: str = ScoreOpt, simulate: bool = SimulateOpt, model: Optional[str] = ModelOpt,
+                 relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+                 paper_contention: Optional[str] = ContentionOpt,
                  json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
-    """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network."""
+    """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network.
+
+    The plan is scored by its communication-time bound (the busiest link); it is also simulated with the
+    chosen network model (--model/--relay) and both times are reported. With --score simulated the plan
+    of a heuristic the method starts from is returned instead when it simulates faster."""
     from planner.circuits import solve
     from planner.circuits.planfile import plan_document, write_plan
+    from planner.circuits.problem import plan_simulator
+    from planner.errors import TopoplanError
 
-    topo, _, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    if score not in ("bound", "simulated"):
+        raise TopoplanError(f"--score {score!r}: choose bound or simulated")
+    topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
-    res = solve(prob, method, time_limit=time_limit, seed=seed, **opts)
+    res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
+    if simulate and "simulated_s" not in res.metrics:
+        res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+    if "simulated_s" in res.metrics:
+        res.options["sim_model"] = smodel.to_dict()
     extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
     doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
     emit(doc, json_mode, None)
@@ -71,6 +92,9 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
               f"{format_time(res.objective)}{bound}; uplink bytes {format_bytes(m['uplink_bytes'])}, "
               f"large bytes falling back {format_bytes(m['large_fallback_bytes'])}, bottleneck {m['bottleneck']}, "
               f"wall {res.wall_s:.2f} s")
+    if "simulated_s" in m:
+        con.print(f"simulated {format_time(m['simulated_s'])} ({smodel.label()}; "
+                  f"{'the traffic as one bulk phase' if trace is None else 'the trace'})")
     if res.message:
         con.print(res.message)
     sw = prob.node_switch
@@ -100,6 +124,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                          solver: str = SolverOpt, formulation: str = FormulationOpt,
                          simulate: bool = typer.Option(False, "--simulate",
                                                        help="Also replay the traffic on each plan (the simulator)."),
+                         model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
+                         relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
                          json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Every circuit method on one problem: bound, gap to the exact model, uplink bytes, solve time."""
     from planner.circuits.problem import compare
@@ -108,16 +134,17 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     if not method_list:
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
     topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     sim = None
     if simulate:
-        from planner.circuits.simulate import plan_simulator
+        from planner.circuits.problem import plan_simulator
 
-        sim = plan_simulator(topo, trace, tr, prob)
+        sim = plan_simulator(prob, trace, smodel)
     rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
                    simulate=sim, solver=solver, formulation=formulation)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
-           "rows": rows}
+           "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
     emit(doc, json_mode, output)
     if json_mode:
         return

@@ -32,7 +32,7 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     from planner.analysis import analyze
     from planner.commands.common import load_inputs
     from planner.topology import TreeTopology
-    from sim.run import simulate
+    from sim.run import simulate, simulate_plan
 
     con = console()
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
@@ -66,9 +66,9 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
             plan = res.to_dict()
             rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
                          f"{format_time(res.objective)} ({res.status})",
-                         simulate(topo, trace, pl, circuits=plan, model=smodel), res))
+                         simulate_plan(topo, trace, plan, model=smodel), res))
         rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
-                     simulate(topo, trace, pl, circuits=plan, model=other), res))
+                     simulate_plan(topo, trace, plan, model=other), res))
     tab = Table(title="simulated communication time")
     tree = isinstance(topo, TreeTopology)
     cols = ["network", "plan", "makespan", f"vs {rows[0][0]}"] + (["top switch bytes", "busiest node link"] if tree else [])

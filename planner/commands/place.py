@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from planner.commands.common import (JsonOpt, OutOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
-                                     console, emit, topology_record)
+from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+                                     SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, sim_model,
+                                     topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 
@@ -29,20 +30,34 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                                       "(default: OCS bandwidth-delay product)."),
               simulate: bool = typer.Option(False, "--simulate", help="Also replay the traffic on the plan "
                                             "(flow simulator) and report the simulated time."),
+              score: str = typer.Option("bound", "--score", help="bound: the method's placement for --objective; "
+                                        "simulated: that placement or a heuristic's it starts from, whichever "
+                                        "simulates faster."),
+              model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
+              relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
     from planner.placement_methods import PlacementProblem, simulated_time, solve
     from planner.topology_io import load_topology
     from planner.traffic import load_source
 
+    from planner.errors import TopoplanError
+
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    if score not in ("bound", "simulated"):
+        raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     topo = load_topology(topology, sets or [])
     trace, tr = load_source(traffic)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
     prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr)
     opts = {"init": init} if init is not None else {}
-    res = solve(prob, method, time_limit=time_limit, seed=seed, **opts)
-    if simulate:
-        res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace)
+    res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
+    if "simulated_s" in res.metrics:
+        res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
+    elif simulate:
+        res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
+    if "simulated_time_s" in res.metrics:
+        res.options["sim_model"] = smodel.to_dict()
     doc = res.to_dict()
     doc.update({**topology_record(topo, topology, sets), "traffic": traffic})
     emit(doc, json_mode, output)

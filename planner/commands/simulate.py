@@ -59,7 +59,7 @@ def simulate_cmd(
     from planner.topology_io import load_topology
     from planner.traffic import load_source
     from sim.replay import bulk_trace
-    from sim.run import network_view, simulate
+    from sim.run import network_view, simulate_plan
 
     topo = network_view(load_topology(topology, sets or []), network)
     trace, tr = load_source(traffic)
@@ -79,30 +79,29 @@ def simulate_cmd(
         from planner.circuits.planfile import read_plan
 
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
-        planned = plan.get("rank_to_node")
-        if isinstance(planned, list) and list(map(int, pl.rank_to_node)) != planned:
-            # circuits chosen for one placement join the wrong nodes under another
-            raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement "
-                                f"({plan.get('placement', 'its rank_to_node')}) than --placement {placement}; "
-                                f"pass -p {circuits} to use the plan's")
     thr = parse_size(threshold, "threshold") if threshold else None
     dt = parse_time(timeline, "timeline") if timeline else None
     from sim.replay import check_options
 
     eager_B = parse_size(eager, "eager")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
-    kwargs = dict(circuits=plan, threshold_B=thr, eager_threshold_B=eager_B,
+    made_for = None
+    if plan is not None:
+        made_for = plan.get("placement", "its rank_to_node")
+        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+    kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
                   compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
     err_console = console(True)
     if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
-        res = simulate(topo, trace, pl, **kwargs)
+        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} ranks done"),
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
             task = bar.add_task("sim", total=trace.n_ranks)
-            res = simulate(topo, trace, pl, progress=lambda done, total: bar.update(task, completed=done), **kwargs)
+            kwargs["progress"] = lambda done, total: bar.update(task, completed=done)
+            res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, **res}
     if dt is not None:
@@ -124,3 +123,16 @@ def simulate_cmd(
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
     con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
     con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")
+
+
+def _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs):
+    """The library checks that a plan's placement is the one given; the CLI says which flag to change."""
+    from planner.errors import TopoplanError
+
+    try:
+        return simulate_plan(topo, trace, plan, **kwargs)
+    except TopoplanError as exc:
+        if "made for another placement" not in str(exc):
+            raise
+        raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement ({made_for}) than "
+                            f"--placement {placement}; pass -p {circuits} to use the plan's") from None

@@ -44,7 +44,7 @@ plan (``circuits``, ``forwarding``, ``load_sharing``, ``hop_limit``,
 ``threshold_B``), validated with :func:`planner.circuits.validate_plan_dict`,
 so ``topoplan simulate --circuits`` and the exports take it as it is. The
 result's ``objective`` is the circuit bound (s), whatever the problem's
-objective; ``score='sim'`` picks the final plan among the start and the
+objective; ``final_pick='simulated'`` picks the final plan among the start and the
 last few improvements by simulated makespan instead (then the simulated
 time is never worse than the start's, and the bound still is not).
 
@@ -63,7 +63,7 @@ import numpy as np
 
 from planner.errors import TopoplanError
 from planner.placement import Placement, from_nodes
-from planner.placement_methods.problem import PlacementProblem, result_from
+from planner.placement_methods.problem import PlacementProblem, result_from, simulated_time
 from planner.topology import TreeTopology
 
 DEFAULT_TIME_S = 10.0
@@ -420,8 +420,8 @@ def descent(sc: Scorer, cur: Candidate, rng, *, deadline: float, max_evals: int 
 def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", circuit_method: str = "greedy",
           final_method: str | None = None, circuit_time_limit: float | None = None, rounds: int = 6,
           hop_limit: int | None = None, max_circuits: int | None = None, max_evals: int | None = None,
-          anneal_steps: int | None = None, steps=("matching", "anneal", "descent"), score: str = "bound",
-          trace=None, **_):
+          anneal_steps: int | None = None, steps=("matching", "anneal", "descent"), final_pick: str = "bound",
+          trace=None, sim_model=None, **_):
     """Placement and circuits chosen together on a hybrid network (see the module docstring).
 
     Parameters
@@ -438,15 +438,16 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     max_evals : plan evaluations per descent step (reproducible runs); default: time-bounded.
     anneal_steps : batches per anneal step (reproducible runs); default: a share of the time.
     steps : which of ``matching``, ``anneal``, ``descent`` the rounds run.
-    score : ``bound`` (default) or ``sim``: pick the final plan among the start and the
-        last improvements by simulated makespan (``trace``, default the traffic as one bulk phase).
+    final_pick : ``bound`` (default) or ``simulated``: pick the final plan among the start and the
+        last improvements by simulated makespan (``trace``, default the traffic as one bulk phase, under
+        ``sim_model``, a :class:`sim.model.SimModel` or its dict; default maxmin, pipelined relays).
 
     Returns
     -------
     PlanResult: plan = ``rank_to_node``, ``rank_to_slot``, ``circuits``, ``forwarding``, ...;
     objective = circuit bound (s); metrics = the placement metrics plus ``circuit_bound_s``,
     ``uplink_bytes``, ``circuits_used``, ``direct_bytes``, ``relayed_bytes``, ``start_circuit_bound_s``
-    (place-then-assign), ``rounds``, ``evaluations`` (and ``simulated_s`` with ``score='sim'``).
+    (place-then-assign), ``rounds``, ``evaluations`` (and ``simulated_s`` with ``final_pick='simulated'``).
 
     Example
     -------
@@ -465,8 +466,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
         raise TopoplanError(f"method joint: topology {topo.name or topo.kind} has no OCS; joint placement + circuits "
                             f"needs a hybrid topology (kind: hybrid with an 'ocs' section)")
-    if score not in ("bound", "sim"):
-        raise TopoplanError(f"method joint: field 'score': 'bound' or 'sim', got {score!r}")
+    if final_pick not in ("bound", "simulated"):
+        raise TopoplanError(f"method joint: field 'final_pick': 'bound' or 'simulated', got {final_pick!r}")
     bad = [s for s in steps if s not in ("matching", "anneal", "descent")]
     if bad:
         raise TopoplanError(f"method joint: unknown step {bad[0]!r} (matching, anneal, descent)")
@@ -513,7 +514,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
         elif converged:
             break
     if inner is not cands[-1] and inner is not start:
-        cands.append(inner)        # equal bound, lower smooth maximum (a plateau move): a candidate for score='sim'
+        cands.append(inner)        # equal bound, lower smooth maximum (a plateau move): a candidate for final_pick='simulated'
     if final_method is not None:
         if not np.array_equal(inner.node, start.node):
             cands.append(sc.assign(inner.node, final_method, f"final:{final_method}"))
@@ -527,11 +528,11 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     for c in cands[1:]:
         best = _best(best, c)       # ties keep the earlier plan (the start first)
     sim_s = None
-    if score == "sim":
+    if final_pick == "simulated":
         # only plans at least as good as the start on the bound (with a final_method the rounds' own
         # plans may not be), so neither the bound nor the simulated time is worse than the start's
         pool = [cands[0]] + [c for c in cands[1:] if not start.better_than(c)][-4:]
-        times = [_simulated(problem, c, trace) for c in pool]
+        times = [_simulated(problem, c, trace, sim_model) for c in pool]
         i = int(np.argmin(times))
         best, sim_s = pool[i], times[i]
     plan = best.plan or plan_dict(best.problem, best.circuits, best.next_hop, LOAD_SHARING)
@@ -552,7 +553,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     return result_from(problem, best.node, objective=best.bound_s, extra_plan=extra_plan, extra_metrics=metrics,
                        message=msg, options={"init": init if isinstance(init, str) else "given",
                                              "circuit_method": circuit_method, "final_method": final_method,
-                                             "rounds": rounds, "score": score, "hop_limit": hop_limit,
+                                             "rounds": rounds, "final_pick": final_pick, "hop_limit": hop_limit,
                                              "max_circuits": max_circuits,
                                              "time_budget_s": budget})
 
@@ -575,16 +576,11 @@ def _initial(problem: PlacementProblem, init, seed) -> np.ndarray:
     return node
 
 
-def _simulated(problem: PlacementProblem, cand: Candidate, trace) -> float:
-    from sim.replay import bulk_trace
-    from sim.run import simulate
-
-    pl = from_nodes(cand.node, problem.topo)
-    plan = cand.plan or {}
+def _simulated(problem: PlacementProblem, cand: Candidate, trace, sim_model=None) -> float:
     from planner.circuits.forwarding import tables_from_array
 
-    circuits = {"circuits": [list(c) for c in cand.circuits],
-                "forwarding": plan.get("forwarding") or tables_from_array(cand.next_hop),
-                "hop_limit": cand.problem.hop_limit}
-    tr = trace if trace is not None else bulk_trace(problem.traffic)
-    return float(simulate(problem.topo, tr, pl, circuits=circuits, threshold_B=problem.threshold_B)["makespan_s"])
+    plan = cand.plan or {}
+    doc = {"rank_to_node": cand.node.tolist(), "circuits": [list(c) for c in cand.circuits],
+           "forwarding": plan.get("forwarding") or tables_from_array(cand.next_hop),
+           "hop_limit": cand.problem.hop_limit}
+    return simulated_time(problem, doc, trace, sim_model)

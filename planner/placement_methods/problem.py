@@ -283,7 +283,7 @@ def to_placement(res) -> Placement:
 
 
 def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float | None = None,
-          seed: int | None = 0, **options) -> PlanResult:
+          seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
     """Place the ranks with ``method`` (one of :data:`METHODS`).
 
     Parameters
@@ -293,30 +293,48 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
         ``joint`` (hybrid networks), ``kahip`` / ``scotch`` (when installed).
     time_limit : seconds (``anneal``, ``ilp``, ``joint``).
     seed : random seed (recorded in the result).
+    score : ``bound`` (default): the method's placement for the problem's objective; ``simulated``: that
+        placement or the placement of a heuristic it starts from (:data:`STARTS`), whichever simulates
+        faster (``joint`` also picks its final plan among its start and improvements by simulated time).
+    trace : the MPI trace to simulate (default: the traffic as one bulk phase).
+    sim_model : :class:`sim.model.SimModel` or its dict (default maxmin, pipelined relays).
     options : method options (e.g. ``init='metis'`` for ``anneal``).
 
     Returns
     -------
     PlanResult with ``plan`` = ``rank_to_node``, ``rank_to_slot`` (``joint``: also
     ``circuits`` and ``forwarding``), ``objective`` = the problem's objective and
-    ``metrics`` = :func:`placement_metrics`. The plan is validated.
+    ``metrics`` = :func:`placement_metrics` (and ``simulated_s`` with ``score='simulated'``). The plan is
+    validated.
     """
-    return solve_with(METHODS, problem, method, problem_name="placement", time_limit=time_limit, seed=seed,
-                      validate=validate_result, **options)
+    simulate = None
+    if score == "simulated":
+        def simulate(plan):
+            return simulated_time(problem, plan, trace, sim_model)
+
+        if method == "joint":
+            options.update(final_pick="simulated", trace=trace, sim_model=sim_model)
+    res = solve_with(METHODS, problem, method, problem_name="placement", time_limit=time_limit, seed=seed,
+                     validate=validate_result, score=score, simulate=simulate, starts=STARTS, **options)
+    if score == "simulated":
+        from sim.model import SimModel
+
+        res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
+    return res
 
 
-def simulated_time(problem: PlacementProblem, plan: dict, trace=None) -> float:
+def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=None) -> float:
     """Makespan (s) of the plan in the simulator: the trace if given, else the traffic as one bulk phase.
 
-    A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them.
+    A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them;
+    ``sim_model`` is the network model (:class:`sim.model.SimModel` or its dict).
     """
     from sim.replay import bulk_trace
-    from sim.run import simulate
+    from sim.run import simulate_plan
 
-    circuits = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan} if "circuits" in plan else None
     tr = trace if trace is not None else bulk_trace(problem.traffic)
-    return float(simulate(problem.topo, tr, to_placement(plan), circuits=circuits,
-                          threshold_B=problem.threshold_B if circuits else None)["makespan_s"])
+    return float(simulate_plan(problem.topo, tr, plan, threshold_B=problem.threshold_B if "circuits" in plan else None,
+                               model=sim_model)["makespan_s"])
 
 
 # The registry: adding a method is one function plus one line here.
@@ -339,3 +357,7 @@ METHODS = {
     "kahip": _metis.kahip,
     "scotch": _metis.scotch,
 }
+
+# The heuristics each method starts from: with score='simulated' their placements compete with the method's
+# (joint compares its own start, place-then-assign, inside).
+STARTS = {"anneal": ("metis", "greedy"), "ilp": ("metis", "greedy")}

@@ -1,0 +1,106 @@
+"""Plans judged by what is simulated: with score='simulated' no method returns a plan that simulates slower
+than the heuristics it starts from, on the 003 and 000 systems, under both relay models."""
+
+import pytest
+
+from planner.commands.common import load_inputs
+from planner.errors import TopoplanError
+
+NEIGHBOR_003 = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=1"
+NEIGHBOR_000 = "neighbor2d:rows=8,cols=16,bytes=40MB,iters=1"
+RELAYS = ["pipelined", "store-and-forward"]
+
+
+def _circuit_problem(system):
+    from planner.circuits import CircuitProblem
+
+    if system == "003":
+        topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], NEIGHBOR_003, "sequential")
+        return CircuitProblem.build(topo, tr, pl), trace
+    topo, trace, tr, pl = load_inputs("paper000", [], NEIGHBOR_000, "sequential")
+    return CircuitProblem.build(topo, tr, pl, 8192.0, max_circuits=6), trace
+
+
+@pytest.mark.parametrize("relay", RELAYS)
+@pytest.mark.parametrize("system", ["003", "000"])
+@pytest.mark.parametrize("method, opts", [("ilp", {}), ("anneal", {"iters": 30})])
+def test_circuit_methods_never_simulate_slower_than_their_starts(system, method, opts, relay):
+    from planner.circuits import solve
+    from planner.circuits.problem import STARTS, plan_simulator
+
+    prob, trace = _circuit_problem(system)
+    model = {"relay": relay}
+    res = solve(prob, method, time_limit=3, seed=0, score="simulated", trace=trace, sim_model=model, **opts)
+    run = plan_simulator(prob, trace, model)
+    assert res.metrics["simulated_s"] == pytest.approx(run(res.to_dict()), rel=1e-9)
+    for start in STARTS[method]:
+        assert res.metrics["simulated_s"] <= run(solve(prob, start, seed=0).to_dict()) * (1 + 1e-9), start
+    assert set(res.metrics["simulated_candidates_s"]) == {method, *STARTS[method]}
+    assert res.options["score"] == "simulated" and res.options["sim_model"]["relay"] == relay
+    if res.metrics["picked"] != method:
+        assert res.status != "optimal" and "simulates faster" in res.message
+
+
+def test_exact_circuits_bound_is_tight_under_pipelined_relays():
+    """003's neighbor case: the exact plan's simulated time is within 5% of its bound (default model)."""
+    from planner.circuits import solve
+    from planner.circuits.problem import CircuitProblem, plan_simulator
+
+    topo, trace, tr, pl = load_inputs("paper003", [], NEIGHBOR_003, "sequential")
+    prob = CircuitProblem.build(topo, tr, pl)
+    res = solve(prob, "ilp", time_limit=10, seed=0)
+    sim = plan_simulator(prob, trace)(res.to_dict())
+    assert res.objective <= sim <= 1.05 * res.objective
+
+
+@pytest.mark.parametrize("relay", RELAYS)
+@pytest.mark.parametrize("method, opts", [("anneal", {"max_steps": 200}), ("ilp", {})])
+def test_placement_methods_never_simulate_slower_than_their_starts(method, opts, relay):
+    from planner.placement_methods import PlacementProblem, simulated_time, solve
+    from planner.placement_methods.problem import STARTS
+
+    topo, trace, tr, _ = load_inputs("paper003", ["kind=tree", "ocs=null"], "npb:kernel=cg,class=S,np=64,iters=1",
+                                     None)
+    prob = PlacementProblem.build(topo, tr, objective="hops")
+    model = {"relay": relay}
+    res = solve(prob, method, time_limit=2, seed=0, score="simulated", trace=trace, sim_model=model, **opts)
+    t = res.metrics["simulated_s"]
+    assert t == pytest.approx(simulated_time(prob, res.to_dict(), trace, model), rel=1e-9)
+    for start in STARTS[method]:
+        assert t <= simulated_time(prob, solve(prob, start, seed=0).to_dict(), trace, model) * (1 + 1e-9), start
+
+
+@pytest.mark.parametrize("method", ["anneal", "ilp"])
+def test_bcast_methods_never_simulate_slower_than_their_starts(method):
+    from planner.bcast import BcastProblem, solve
+    from planner.bcast.allocation import parse_spec
+    from planner.bcast.problem import STARTS, simulated_time
+    from planner.topology_io import load_topology
+
+    topo = load_topology("paper000")
+    prob = BcastProblem.build(topo, parse_spec("gen:nodes=16,racks=4,seed=1", topo, 0), bytes_B=1024.0)
+    res = solve(prob, method, time_limit=2, seed=0, score="simulated")
+    t = res.metrics["simulated_time_s"]
+    for start in STARTS[method]:
+        other = solve(prob, start, seed=0, simulate=False)
+        assert t <= simulated_time(prob, other.plan["order"]) * (1 + 1e-9), start
+
+
+def test_score_must_be_known_and_simulated_needs_a_simulator():
+    from planner.circuits import METHODS
+    from planner.result import solve_with
+
+    prob, _ = _circuit_problem("003")
+    with pytest.raises(TopoplanError, match="field 'score': choose one of bound, simulated, got 'sim'"):
+        solve_with(METHODS, prob, "greedy", problem_name="circuits", score="sim")
+    with pytest.raises(TopoplanError, match="'simulated' needs a simulator"):
+        solve_with(METHODS, prob, "greedy", problem_name="circuits", score="simulated")
+
+
+def test_circuits_cli_reports_simulated_time_beside_the_bound(run_cli):
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy")
+    assert code == 0, err
+    assert "communication-time bound 35.2 ms" in out
+    assert "simulated 35.2" in out and "maxmin, pipelined relays (64 KiB chunks)" in out
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy", "--score", "best")
+    assert code == 2 and "--score 'best': choose bound or simulated" in err
