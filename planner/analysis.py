@@ -21,9 +21,18 @@ def default_threshold(topo) -> float:
     return ocs.bdp_B if ocs is not None else DEFAULT_THRESHOLD_B
 
 
+PAIR_COUNTS = ("any", "large")
+
+
 @dataclass
 class SwitchAnalysis:
-    """Per edge-switch pair: distinct communicating node pairs and bytes (large/small)."""
+    """Per edge-switch pair: distinct communicating node pairs and bytes (large/small).
+
+    ``node_pairs`` counts *unordered* node pairs (a and b exchanging in either direction count once) that
+    exchange any message (``pairs="any"``) or at least one message of ``threshold_B`` bytes or more
+    (``pairs="large"``, 000 Table 2's "node pairs that have inter-switch communication": the ones circuits
+    can serve; zero-byte synchronisation messages of a real trace do not make a pair).
+    """
 
     switch_names: list[str]
     threshold_B: float
@@ -33,6 +42,7 @@ class SwitchAnalysis:
     small_bytes: np.ndarray
     intra_node_bytes: float
     total_bytes: float
+    pairs: str = "any"
 
     @property
     def inter_switch_bytes(self) -> float:
@@ -47,6 +57,8 @@ class SwitchAnalysis:
             "switches": self.switch_names,
             "threshold_B": self.threshold_B,
             "node_pairs": self.node_pairs.tolist(),
+            "node_pairs_count": self.pairs,
+            "node_pairs_ordered": False,
             "bytes": self.bytes.tolist(),
             "large_bytes": self.large_bytes.tolist(),
             "small_bytes": self.small_bytes.tolist(),
@@ -60,7 +72,7 @@ class SwitchAnalysis:
         }
 
 
-def analyze(topo, traffic, placement, threshold_B: float | None = None) -> SwitchAnalysis:
+def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs: str = "any") -> SwitchAnalysis:
     """Count node pairs and bytes between edge switches.
 
     Parameters
@@ -69,6 +81,8 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None) -> Switc
     traffic : :class:`planner.traffic.Traffic`.
     placement : :class:`planner.placement.Placement`.
     threshold_B : messages of at least this size are "large" (default :func:`default_threshold`).
+    pairs : ``"any"`` counts unordered node pairs exchanging any message; ``"large"`` only those exchanging
+        a large message (see :class:`SwitchAnalysis`).
 
     Returns
     -------
@@ -83,6 +97,10 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None) -> Switc
     >>> analyze(t, tr, sequential(256, t)).inter_switch_bytes
     1920000000.0
     """
+    from planner.errors import TopoplanError
+
+    if pairs not in PAIR_COUNTS:
+        raise TopoplanError(f"field 'pairs': choose one of {', '.join(PAIR_COUNTS)}, got {pairs!r}")
     thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
     node_of = placement.rank_to_node
     sw_of = topo.node_switch()
@@ -99,11 +117,12 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None) -> Switc
         return m
 
     big, small = mat(inter_node & large), mat(inter_node & ~large)
-    # distinct unordered node pairs that exchange any message
-    lo, hi = np.minimum(a, b)[inter_node], np.maximum(a, b)[inter_node]
+    # distinct unordered node pairs that exchange any message (or a large one)
+    counted = inter_node & (large if pairs == "large" else True)
+    lo, hi = np.minimum(a, b)[counted], np.maximum(a, b)[counted]
     n = topo.n_nodes
-    pairs = np.unique(lo * n + hi)
-    p_lo, p_hi = pairs // n, pairs % n
+    uniq = np.unique(lo * n + hi)
+    p_lo, p_hi = uniq // n, uniq % n
     npairs = np.zeros((s, s), dtype=np.int64)
     np.add.at(npairs, (sw_of[p_lo], sw_of[p_hi]), 1)
     npairs = npairs + npairs.T - np.diag(np.diag(npairs))
@@ -111,4 +130,4 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None) -> Switc
              else list(getattr(topo, "switches", None) or [f"S{i}" for i in range(s)]))
     return SwitchAnalysis(names, thr, npairs, big + small, big, small,
                           float(by[~inter_node & (traffic.src != traffic.dst)].sum()),
-                          traffic.total_bytes())
+                          traffic.total_bytes(), pairs)

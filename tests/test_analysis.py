@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from planner.analysis import analyze, default_threshold
+from planner.errors import TopoplanError
 from planner.placement import sequential
 from planner.topology_io import load_topology
 from planner.traffic import from_arrays, load_traffic
@@ -73,3 +74,39 @@ def test_traffic_command_writes_matrix(run_cli, tmp_path):
     assert d["bytes"] == 8 * 3000
     code, out, err = run_cli("analyze", "-t", "paper003", "-T", out_csv, "--json")
     assert code == 0 and json.loads(out)["total_bytes"] == 24000
+
+
+def test_node_pairs_count_large_message_pairs_when_asked():
+    """000 Table 2 counts node pairs with inter-switch communication circuits can serve: a pair that only
+    exchanges small (e.g. zero-byte synchronisation) messages is not one of them."""
+    from planner.traffic import from_arrays
+
+    t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    # ranks 0/64 (nodes 0 and 16): 1 MB both ways; ranks 4/68: zero-byte only; ranks 8/72: one of each
+    tr = from_arrays(256, [0, 64, 4, 68, 8, 72], [64, 0, 68, 4, 72, 8], [1e6, 1e6, 0, 0, 1e6, 0])
+    pl = sequential(256, t)
+    anyp = analyze(t, tr, pl, threshold_B=8192)
+    large = analyze(t, tr, pl, threshold_B=8192, pairs="large")
+    assert anyp.to_dict()["inter_switch_node_pairs"] == 3 and anyp.node_pairs[0, 1] == 3
+    assert large.to_dict()["inter_switch_node_pairs"] == 2   # pairs are unordered: 0<->64 counts once
+    assert large.to_dict()["node_pairs_ordered"] is False and large.to_dict()["node_pairs_count"] == "large"
+    with pytest.raises(TopoplanError, match="field 'pairs': choose one of any, large"):
+        analyze(t, tr, pl, pairs="ordered")
+
+
+def test_analyze_cli_counts_large_pairs_of_the_real_cg_trace_with_a_threshold(run_cli):
+    import json
+    from pathlib import Path
+
+    trace = Path(__file__).resolve().parents[2] / "shared" / "traces" / "CG.C.64" / "events.csv.gz"
+    if not trace.exists():
+        pytest.skip("needs ../shared/traces")
+    base = ("analyze", "-t", "paper003", "-T", str(trace), "-p", "round-robin", "--json")
+    code, out, err = run_cli(*base)
+    assert code == 0, err
+    every = json.loads(out)["inter_switch_node_pairs"]
+    code, out, err = run_cli(*base, "--threshold", "8KiB")
+    doc = json.loads(out)
+    assert code == 0 and doc["node_pairs_count"] == "large"
+    # CG's zero-byte and small reduction messages reach many pairs; large ones few
+    assert doc["inter_switch_node_pairs"] == 24 < every

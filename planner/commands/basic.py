@@ -84,14 +84,17 @@ def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix C
 
 def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
                 placement: str = PlacementOpt,
-                threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B."),
+                threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B. When given, node pairs count only pairs exchanging large messages."),
+                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold) or large (default with it)."),
                 json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
-    """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small."""
+    """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small.
+
+    Node pairs are unordered (a pair exchanging in both directions counts once)."""
     from planner.analysis import analyze
 
     topo, _, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
-    res = analyze(topo, tr, pl, thr)
+    res = analyze(topo, tr, pl, thr, pairs=pairs or ("large" if threshold is not None else "any"))
     d = {"topology": topo.name, "traffic": traffic, "placement": placement, **res.to_dict()}
     emit(d, json_mode, output)
     if json_mode:
@@ -99,7 +102,9 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
     con = console()
     s = len(res.switch_names)
     if s <= 32:
-        tab = Table(title=f"node pairs / bytes between EPS switches (threshold {format_bytes(res.threshold_B)})")
+        which = "exchanging large messages" if res.pairs == "large" else "exchanging any message"
+        tab = Table(title=f"unordered node pairs ({which}) / bytes between EPS switches "
+                          f"(threshold {format_bytes(res.threshold_B)})")
         tab.add_column("switch")
         for n in res.switch_names:
             tab.add_column(n, justify="right")
@@ -107,7 +112,8 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
             tab.add_row(n, *(f"{res.node_pairs[i, j]} / {format_bytes(res.bytes[i, j] + res.bytes[j, i] if i != j else res.bytes[i, i])}"
                              for j in range(s)))
         con.print(tab)
-    con.print(f"inter-switch node pairs: {d['inter_switch_node_pairs']:,}")
+    con.print(f"inter-switch node pairs (unordered, {'large messages' if res.pairs == 'large' else 'any message'}): "
+              f"{d['inter_switch_node_pairs']:,}")
     con.print(f"inter-switch bytes: {format_bytes(d['inter_switch_bytes'])} "
               f"(large {format_bytes(d['inter_switch_large_bytes'])}, small {format_bytes(d['inter_switch_small_bytes'])})")
     con.print(f"intra-switch bytes: {format_bytes(d['intra_switch_bytes'])}, intra-node: {format_bytes(d['intra_node_bytes'])}, "
