@@ -912,18 +912,26 @@ def _fill_tables(problem, circuits, nh, carried):
     entry (fall back). A filled entry is dropped if it would loop or cross
     more circuits than the hop limit.
     """
-    from planner.circuits.forwarding import Routes, distance_vector
+    from planner.circuits.forwarding import distance_vector
 
     dv = distance_vector(problem, circuits)
     out = nh.copy()
     fill = (out < 0) & (dv >= 0) & ~carried
     out[fill] = dv[fill]
     H = problem.hop_limit
-    for n_, s_ in zip(*np.nonzero(fill)):
-        try:
-            nc = Routes(problem, circuits, out).route(int(n_), int(s_))[3]
-            if H is not None and nc > H:
-                out[n_, s_] = -1
-        except TopoplanError:
-            out[n_, s_] = -1
+    net = problem.network()
+    links = net.circuit_links(circuits)
+    rows, cols = np.nonzero(fill)
+    # The filled entries are checked in order, each on the tables as the earlier checks left them: the
+    # tables change only where an entry is dropped, so walk all entries not checked yet at once, drop the
+    # first wrong one (loop, non-neighbour, too many circuits) and walk the rest again.
+    i = 0
+    while i < len(rows):
+        w = net.relay_hops(rows[i:], cols[i:], out, links, errors="flag")
+        wrong = w.bad | (w.n_circuits > H if H is not None else False)
+        if not wrong.any():
+            break
+        j = i + int(np.flatnonzero(wrong)[0])
+        out[rows[j], cols[j]] = -1
+        i = j + 1
     return out

@@ -1,9 +1,32 @@
 """Compile a topology (plus placement and circuit plan) into directed links and routes.
 
+This module is the one network model of the project: the simulator, the
+congestion bound of placements (:mod:`planner.linkload`) and the circuit
+bound (:mod:`planner.circuits.bound`) all number links and compute routes
+here.
+
 Links are directed (full duplex: the two directions never share). A route
-is a list of link ids. On a hybrid network a large inter-switch message
-follows the circuit plan's forwarding tables through relay (OCS) nodes; how
-a relay forwards is the model's ``relay`` choice (:class:`sim.model.SimModel`):
+is a list of link ids. Link numbering (:meth:`Network.link_ids`):
+
+- tree, fat-tree, hybrid: intra-node links ``0..N-1``, node up links
+  ``N..2N-1``, node down links ``2N..3N-1``, edge-switch uplinks up
+  ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``;
+- torus / mesh: intra-node links, then per dimension and node its ``+``
+  then its ``-`` link (those that exist), then inject and eject links
+  when the topology gives an injection bandwidth;
+- graph: intra-node, node up, node down, then the switch links (both
+  directions of every link; of parallel links the first carries routes).
+
+These are the *fixed* links (:attr:`Network.n_fixed_links`). A circuit plan's
+circuits follow, two directed links per circuit in the plan's order: circuit
+``i`` = ``(u, v)`` is link ``n_fixed_links + 2 i`` from u to v and the next
+one back (:class:`CircuitLinks`).
+
+On a hybrid network a large inter-switch message follows the circuit plan's
+forwarding tables through relay (OCS) nodes (:func:`follow_forwarding`, the
+one implementation of that walk; the circuit bound uses it too, through
+:meth:`Network.relay_routes`); how a relay forwards is the model's ``relay``
+choice (:class:`sim.model.SimModel`):
 
 - ``pipelined``: the message is one transfer over the concatenated route;
   each relay adds one chunk's serialization (``relay_chunk_B`` / bandwidth
@@ -31,8 +54,6 @@ from planner.topology import GraphTopology, TorusTopology, TreeTopology
 from sim.model import SimModel
 
 DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"
-
-
 @dataclass
 class CircuitPlan:
     """Circuits (node pairs) and forwarding tables: ``forwarding[node][dst_switch] = next hop node``."""
@@ -51,6 +72,197 @@ class CircuitPlan:
             raise TopoplanError(f"{where}: field 'circuits'/'forwarding': expected node-id pairs and "
                                 f"{{node: {{switch: next_hop}}}}") from None
         return cls(circuits, fwd, doc.get("hop_limit"))
+
+
+@dataclass
+class CircuitLinks:
+    """The directed links of a list of circuits, numbered from ``first`` in the list's order.
+
+    Circuit ``i`` = ``(u, v)`` is link ``first + 2 i`` from u to v and
+    ``first + 2 i + 1`` from v to u; :func:`build_network` numbers a plan's
+    circuits so with ``first`` = the number of fixed links. A circuit listed
+    twice resolves to its last listing (a valid plan lists none twice).
+    """
+
+    n_nodes: int
+    first: int
+    src: np.ndarray
+    dst: np.ndarray
+    _keys: np.ndarray = field(repr=False)
+    _links: np.ndarray = field(repr=False)
+
+    @classmethod
+    def number(cls, n_nodes: int, circuits, first: int) -> "CircuitLinks":
+        """Number ``circuits`` (``(u, v)`` node pairs) after link ``first - 1``."""
+        c = np.asarray(circuits, dtype=np.int64).reshape(-1, 2)
+        src, dst = c.ravel(), c[:, ::-1].ravel()
+        keys = src * n_nodes + dst
+        order = np.argsort(keys, kind="stable")
+        return cls(int(n_nodes), int(first), src, dst, keys[order], first + order.astype(np.int64))
+
+    @property
+    def n_links(self) -> int:
+        return len(self.src)
+
+    def lookup(self, u, v) -> np.ndarray:
+        """Link id of the circuit from node ``u[i]`` to node ``v[i]``, ``-1`` where there is none."""
+        key = np.asarray(u, dtype=np.int64) * self.n_nodes + np.asarray(v, dtype=np.int64)
+        if not len(self._keys):
+            return np.full(key.shape, -1, dtype=np.int64)
+        pos = np.searchsorted(self._keys, key, side="right") - 1
+        safe = np.maximum(pos, 0)
+        return np.where((pos >= 0) & (self._keys[safe] == key), self._links[safe], -1)
+
+    def ends(self, link: int) -> tuple[int, int]:
+        """``(from node, to node)`` of circuit link ``link``."""
+        j = int(link) - self.first
+        if not 0 <= j < self.n_links:
+            raise TopoplanError(f"field 'link': {link} is not a circuit link "
+                                f"({self.first}..{self.first + self.n_links - 1})")
+        return int(self.src[j]), int(self.dst[j])
+
+
+@dataclass
+class RelayHops:
+    """Walks through forwarding tables, as CSR over walks: walk ``i`` is hops ``ptr[i]:ptr[i+1]``.
+
+    Attributes
+    ----------
+    ptr : hop offsets per walk.
+    src, dst : per hop, the node it leaves and the node it reaches.
+    link : per hop, the directed circuit link it crosses; ``-1`` for an EPS hop to a relay under the same switch.
+    end : per walk, the node where it stops: under the destination switch, or where an entry is missing.
+    fallback : per walk, whether it stopped at a missing entry (from ``end`` it takes the EPS uplinks).
+    bad : per walk, whether it stopped at a non-neighbour next hop or loops (only with ``errors='flag'``).
+    """
+
+    ptr: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    link: np.ndarray
+    end: np.ndarray
+    fallback: np.ndarray
+    bad: np.ndarray
+
+    def _per_walk(self, mask) -> np.ndarray:
+        owner = np.repeat(np.arange(len(self.end)), np.diff(self.ptr))
+        return np.bincount(owner, weights=mask, minlength=len(self.end)).astype(np.int64)
+
+    @property
+    def n_circuits(self) -> np.ndarray:
+        """Circuits crossed per walk."""
+        return self._per_walk(self.link >= 0)
+
+    @property
+    def n_relay_hops(self) -> np.ndarray:
+        """EPS hops to relays per walk."""
+        return self._per_walk(self.link < 0)
+
+
+@dataclass
+class RelayRoutes:
+    """Routes of walks through forwarding tables (:meth:`Network.relay_routes`).
+
+    Route ``i`` is ``links[ptr[i]:ptr[i+1]]``: the links the walk crosses up to
+    its ``end`` node (an EPS hop: the node's up link and the relay's down link;
+    a circuit: its directed link), plus, when it falls back, ``end``'s up link
+    and the uplinks to the destination switch. Delivery from ``end`` to the
+    destination node is the caller's (it depends on the node).
+    """
+
+    ptr: np.ndarray
+    links: np.ndarray
+    hops: RelayHops
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.hops.end
+
+    @property
+    def fallback(self) -> np.ndarray:
+        return self.hops.fallback
+
+
+def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start, target_switch, *,
+                      errors: str = "raise") -> RelayHops:
+    """Follow forwarding tables from nodes ``start[i]`` towards switches ``target_switch[i]`` (all walks at once).
+
+    At node ``u`` the next hop is ``next_hop[u, target]``: a circuit partner of
+    ``u`` (cross the circuit), another node under ``u``'s switch (an EPS hop to
+    a relay), or ``-1`` (no entry: the walk stops and falls back to the EPS
+    uplinks from ``u``). A walk stops at the first node under its target switch.
+
+    Parameters
+    ----------
+    next_hop : (n_nodes x n_switches) integer array, ``-1`` = no entry.
+    node_switch : edge switch of every node.
+    circuit_links : the circuits and their link ids (:class:`CircuitLinks`).
+    start, target_switch : the walks' start nodes and destination switches.
+    errors : ``raise`` (default) or ``flag``: mark such walks in ``bad`` (stopped where it went wrong).
+
+    Returns
+    -------
+    RelayHops
+
+    Raises
+    ------
+    TopoplanError
+        on a next hop that is not a neighbour, and on a routing loop (a walk
+        longer than the number of nodes revisits one), unless ``errors='flag'``.
+    """
+    if errors not in ("raise", "flag"):
+        raise TopoplanError(f"field 'errors': 'raise' or 'flag', got {errors!r}")
+    sw = np.asarray(node_switch, dtype=np.int64)
+    n = len(sw)
+    start = np.asarray(start, dtype=np.int64).ravel()
+    target = np.asarray(target_switch, dtype=np.int64).ravel()
+    m = len(start)
+    cur = start.copy()
+    fallback = np.zeros(m, dtype=bool)
+    bad = np.zeros(m, dtype=bool)
+    walk, hsrc, hdst, hlink = [], [], [], []
+    active = np.flatnonzero(sw[cur] != target)
+    steps = 0
+    while active.size:
+        if steps >= n:  # a walk over distinct nodes has at most n - 1 hops
+            k = int(active[0])
+            if errors == "flag":
+                bad[active] = True
+                break
+            raise TopoplanError(f"circuit plan: routing loop from node {start[k]} towards switch {target[k]}")
+        u, t = cur[active], target[active]
+        h = np.asarray(next_hop[u, t], dtype=np.int64)
+        has = h >= 0
+        fallback[active[~has]] = True
+        active, u, t, h = active[has], u[has], t[has], h[has]
+        inside = h < n
+        link = np.full(len(h), -1, dtype=np.int64)
+        link[inside] = circuit_links.lookup(u[inside], h[inside])
+        eps = np.zeros(len(h), dtype=bool)
+        eps[inside] = (link[inside] < 0) & (sw[h[inside]] == sw[u[inside]]) & (h[inside] != u[inside])
+        wrong = (link < 0) & ~eps
+        if wrong.any():
+            if errors == "raise":
+                j = int(np.flatnonzero(wrong)[0])
+                raise TopoplanError(f"circuit plan: forwarding[{u[j]}][{t[j]}] = {h[j]} is not a neighbour of "
+                                    f"node {u[j]}")
+            bad[active[wrong]] = True
+            ok = ~wrong
+            active, u, t, h, link = active[ok], u[ok], t[ok], h[ok], link[ok]
+        walk.append(active); hsrc.append(u); hdst.append(h); hlink.append(link)
+        cur[active] = h
+        active = active[sw[h] != t]
+        steps += 1
+    if walk:
+        w = np.concatenate(walk)
+        order = np.argsort(w, kind="stable")  # hops were appended step by step: stable keeps their order
+        hsrc, hdst, hlink = (np.concatenate(x)[order] for x in (hsrc, hdst, hlink))
+        counts = np.bincount(w, minlength=m)
+    else:
+        hsrc = hdst = hlink = np.zeros(0, dtype=np.int64)
+        counts = np.zeros(m, dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return RelayHops(ptr=ptr, src=hsrc, dst=hdst, link=hlink, end=cur, fallback=fallback, bad=bad)
 
 
 @dataclass
@@ -83,6 +295,22 @@ class Network:
     @property
     def n_links(self) -> int:
         return len(self.bw_Bps)
+
+    @property
+    def n_fixed_links(self) -> int:
+        """Links that do not depend on a circuit plan (every link but the circuits, which come last)."""
+        return int(self._idx["n_fixed"])
+
+    def link_ids(self) -> dict[str, np.ndarray]:
+        """Link ids by group (the numbering of the module docstring); do not modify the arrays.
+
+        ``intra`` (per node) always; ``up``, ``down`` (per node) on trees and
+        graphs; ``uplink_up``, ``uplink_down`` (per edge switch) on trees;
+        ``inject``, ``eject`` (per node) on a torus with injection links.
+        """
+        keys = {"intra": "intra", "up": "up", "down": "down", "uplink_up": "sw_up", "uplink_down": "sw_down",
+                "inject": "inject", "eject": "eject"}
+        return {k: self._idx[v] for k, v in keys.items() if v in self._idx}
 
     def linkset(self):
         from sim.maxmin import LinkSet
@@ -165,24 +393,133 @@ class Network:
         return np.concatenate([[0], np.cumsum(lengths)]), link[srt].astype(np.int64)
 
     def _graph_routes(self, src, dst):
+        """Host up link, the shortest switch path (one step of every unfinished pair at a time), host down link."""
         i = self._idx
-        hs = i["node_switch"]
-        per_pair = []
-        for a, b in zip(src.tolist(), dst.tolist()):
-            if a == b:
-                per_pair.append([i["intra"][a]])
-                continue
-            route = [i["up"][a]]
-            sa, sb = hs[a], hs[b]
-            while sa != sb:
-                nxt = i["next_switch"][sa, sb]
-                if nxt < 0:
-                    raise TopoplanError(f"no route from host {a} to host {b}: switches not connected")
-                route.append(i["sw_link"][(sa, nxt)])
-                sa = nxt
-            route.append(i["down"][b])
-            per_pair.append(route)
-        return _csr(per_pair)
+        hs, nxt, swl = i["node_switch"], i["next_switch"], i["sw_link"]
+        m = len(src)
+        same = src == dst
+        a, b = hs[src], hs[dst]
+        moving = np.flatnonzero(~same)
+        pair = [np.flatnonzero(same), moving]
+        pos = [np.zeros(int(same.sum()), dtype=np.int64), np.zeros(len(moving), dtype=np.int64)]
+        link = [i["intra"][src[same]], i["up"][src[moving]]]
+        cur = a.copy()
+        step_no = np.ones(m, dtype=np.int64)
+        act = moving[cur[moving] != b[moving]]
+        while act.size:
+            nx = nxt[cur[act], b[act]]
+            if (nx < 0).any():
+                k = act[np.flatnonzero(nx < 0)[0]]
+                raise TopoplanError(f"no route from host {src[k]} to host {dst[k]}: switches not connected")
+            pair.append(act); pos.append(step_no[act].copy()); link.append(swl[cur[act], nx])
+            step_no[act] += 1
+            cur[act] = nx
+            act = act[cur[act] != b[act]]
+        pair.append(moving); pos.append(step_no[moving]); link.append(i["down"][dst[moving]])
+        pair = np.concatenate(pair); pos = np.concatenate(pos); link = np.concatenate(link)
+        order = np.lexsort((pos, pair))
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(pair, minlength=m))])
+        return ptr, link[order].astype(np.int64)
+
+    # -- circuits and forwarding tables -----------------------------------
+    def circuit_links(self, circuits=None) -> CircuitLinks:
+        """The links of ``circuits`` numbered after the fixed links, as :func:`build_network` numbers a plan's
+        (default: the network's own plan)."""
+        if isinstance(circuits, CircuitLinks):
+            return circuits
+        if circuits is None:
+            if "circuit_links" not in self._idx:
+                return CircuitLinks.number(self.topo.n_nodes, [], self.n_fixed_links)
+            return self._idx["circuit_links"]
+        return CircuitLinks.number(self.topo.n_nodes, circuits, self.n_fixed_links)
+
+    def next_hop_table(self) -> np.ndarray:
+        """The network's forwarding tables as an (n_nodes x n_switches) array, ``-1`` = no entry (built once).
+
+        Entries for nodes or switches the topology does not have are never consulted and are left out."""
+        if "next_hop" not in self._idx:
+            n, s = self.topo.n_nodes, self.topo.n_switches
+            fwd = self.circuits.forwarding if self.circuits is not None else {}
+            rows = [(u, t, h) for u, row in fwd.items() if 0 <= u < n for t, h in row.items() if 0 <= t < s]
+            nh = np.full((n, s), -1, dtype=np.int64 if n > np.iinfo(np.int32).max else np.int32)
+            if rows:
+                u, t, h = (np.array(x, dtype=np.int64) for x in zip(*rows))
+                nh[u, t] = h
+            self._idx["next_hop"] = nh
+        return self._idx["next_hop"]
+
+    def relay_hops(self, start, target_switch, next_hop=None, circuits=None, *, errors: str = "raise") -> RelayHops:
+        """Walk the forwarding tables from nodes ``start[i]`` towards switches ``target_switch[i]``.
+
+        Uses the network's own circuit plan, or ``next_hop`` (n_nodes x
+        n_switches, ``-1`` = no entry) with ``circuits`` (a list of node pairs,
+        whose links are numbered after the fixed links, or a :class:`CircuitLinks`
+        from :meth:`circuit_links`). See :func:`follow_forwarding`.
+        """
+        if not isinstance(self.topo, TreeTopology):
+            raise TopoplanError("forwarding tables need a hybrid topology (with an 'ocs' section)")
+        if next_hop is None:
+            next_hop, cl = self.next_hop_table(), self.circuit_links()
+        else:
+            cl = self.circuit_links([] if circuits is None else circuits)
+        return follow_forwarding(next_hop, self._idx["node_switch"], cl, start, target_switch, errors=errors)
+
+    def relay_routes(self, start, target_switch, next_hop=None, circuits=None, *,
+                     errors: str = "raise") -> RelayRoutes:
+        """Routes of walks through forwarding tables (:class:`RelayRoutes`); arguments as :meth:`relay_hops`.
+
+        Example
+        -------
+        >>> from planner.topology_io import load_topology
+        >>> net = build_network(load_topology("paper003"))
+        >>> nh = np.full((64, 4), -1); nh[1, 1], nh[0, 1] = 0, 16   # node 1 -> relay 0 => 16 under switch 1
+        >>> r = net.relay_routes([1, 2], [1, 1], nh, [(0, 16)])
+        >>> [net.link_label(l, [(0, 16)]) for l in r.links[r.ptr[0]:r.ptr[1]]], int(r.end[0])
+        (['node0001->S0', 'S0->node0000', 'node0000=>node0016'], 16)
+        >>> [net.link_label(l) for l in r.links[r.ptr[1]:r.ptr[2]]], bool(r.fallback[1])   # no entry at 2
+        (['node0002->S0', 'S0->top', 'top->S1'], True)
+        """
+        hops = self.relay_hops(start, target_switch, next_hop, circuits, errors=errors)
+        target = np.asarray(target_switch, dtype=np.int64).ravel()
+        n_walks = len(hops.end)
+        eps = np.flatnonzero(hops.link < 0)
+        hop_len = np.ones(len(hops.link), dtype=np.int64)
+        if eps.size:
+            eptr, elinks = self.eps_routes(hops.src[eps], hops.dst[eps])
+            hop_len[eps] = np.diff(eptr)
+        owner = np.repeat(np.arange(n_walks), np.diff(hops.ptr))
+        walk_len = np.bincount(owner, weights=hop_len, minlength=n_walks).astype(np.int64)
+        fb = np.flatnonzero(hops.fallback)
+        if fb.size:
+            # falling back from `end`: the tree route from `end` to a node under the target switch, but its last link
+            if "switch_node" not in self._idx:
+                first = np.full(self.topo.n_switches, -1, dtype=np.int64)
+                first[self._idx["node_switch"][::-1]] = np.arange(self.topo.n_nodes)[::-1]
+                self._idx["switch_node"] = first
+            tptr, tlinks = self.eps_routes(hops.end[fb], self._idx["switch_node"][target[fb]])
+            tail_len = np.diff(tptr) - 1
+            walk_len[fb] += tail_len
+        ptr = np.concatenate([[0], np.cumsum(walk_len)]).astype(np.int64)
+        links = np.empty(int(ptr[-1]), dtype=np.int64)
+        before = np.concatenate([[0], np.cumsum(hop_len)]).astype(np.int64)  # link count of all earlier hops
+        hop_start = ptr[owner] + before[:-1] - before[hops.ptr[owner]]
+        circ = hops.link >= 0
+        links[hop_start[circ]] = hops.link[circ]
+        if eps.size:
+            links[_ranges(hop_start[eps], np.diff(eptr))] = elinks
+        if fb.size:
+            keep = np.ones(len(tlinks), dtype=bool)
+            keep[tptr[1:] - 1] = False
+            links[_ranges(ptr[1:][fb] - tail_len, tail_len)] = tlinks[keep]
+        return RelayRoutes(ptr=ptr, links=links, hops=hops)
+
+    def link_label(self, link: int, circuits=None) -> str:
+        """Name of ``link``; past the fixed links, the circuit links of ``circuits`` (default: the own plan)."""
+        link = int(link)
+        if circuits is None or link < self.n_fixed_links:
+            return self.link_name[link]
+        u, v = self.circuit_links(circuits).ends(link)
+        return _circuit_name(self._idx["host_names"], u, v)
 
     def message_segments(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray):
         """Split messages (node pairs) into segments: one EPS route, or a relay chain on a hybrid network.
@@ -192,74 +529,57 @@ class Network:
         node ``seg_src[s]`` to ``seg_dst[s]`` over route ``s`` of the CSR. With
         pipelined relays (the model's default) every message is one segment
         (a relayed one over the concatenated route); with store-and-forward
-        relays a relayed message is one segment per hop of its relay chain.
+        relays a relayed message is one segment per hop of its relay chain
+        (the forwarding-table walk of :meth:`relay_hops`, then the delivery
+        from where the walk ends, over the EPS uplinks when it fell back).
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         nbytes = np.asarray(nbytes, dtype=np.float64)
         relayed = np.zeros(len(src), dtype=bool)
+        sw = self._idx.get("node_switch")
         if self.circuits is not None and isinstance(self.topo, TreeTopology):
-            sw = self._idx["node_switch"]
             relayed = (nbytes >= self.threshold_B) & (sw[src] != sw[dst])
         if not relayed.any():
             ptr, links = self.eps_routes(src, dst)
             return np.arange(len(src) + 1), src, dst, ptr, links
-        segs: list[list[tuple[int, int, str]]] = [[(int(a), int(b), "eps")] for a, b in zip(src, dst)]
-        cache: dict[tuple[int, int], list] = {}
-        for m in np.flatnonzero(relayed):
-            key = (int(src[m]), int(dst[m]))
-            if key not in cache:
-                cache[key] = self._relay_chain(*key)
-            segs[m] = cache[key]
-        counts = np.array([len(s) for s in segs])
-        flat = [x for s in segs for x in s]
-        seg_src = np.array([a for a, _, _ in flat], dtype=np.int64)
-        seg_dst = np.array([b for _, b, _ in flat], dtype=np.int64)
-        is_ocs = np.array([k == "ocs" for _, _, k in flat])
-        ptr, links = self.eps_routes(seg_src, seg_dst)
-        if is_ocs.any():
-            lengths = np.diff(ptr)
-            lengths[is_ocs] = 1
-            new_ptr = np.concatenate([[0], np.cumsum(lengths)])
-            new_links = np.empty(new_ptr[-1], dtype=np.int64)
-            for s in range(len(flat)):
-                if is_ocs[s]:
-                    new_links[new_ptr[s]] = self._idx["ocs"][(int(seg_src[s]), int(seg_dst[s]))]
-                else:
-                    new_links[new_ptr[s]:new_ptr[s + 1]] = links[ptr[s]:ptr[s + 1]]
-            ptr, links = new_ptr, new_links
+        r = np.flatnonzero(relayed)
+        s_count = self.topo.n_switches
+        walks, g = np.unique(src[r] * s_count + sw[dst[r]], return_inverse=True)
+        g = g.ravel()
+        hops = self.relay_hops(walks // s_count, walks % s_count)
+        n_hops = np.diff(hops.ptr)[g]
+        end = hops.end[g]
+        deliver = end != dst[r]
+        counts = np.ones(len(src), dtype=np.int64)
+        counts[r] = n_hops + deliver
         msg_ptr = np.concatenate([[0], np.cumsum(counts)])
+        total = int(msg_ptr[-1])
+        seg_src = np.empty(total, dtype=np.int64)
+        seg_dst = np.empty(total, dtype=np.int64)
+        seg_link = np.full(total, -1, dtype=np.int64)
+        direct = np.flatnonzero(~relayed)
+        seg_src[msg_ptr[direct]], seg_dst[msg_ptr[direct]] = src[direct], dst[direct]
+        at = _ranges(msg_ptr[r], n_hops)
+        hop = _ranges(hops.ptr[g], n_hops)
+        seg_src[at], seg_dst[at], seg_link[at] = hops.src[hop], hops.dst[hop], hops.link[hop]
+        last = msg_ptr[r[deliver] + 1] - 1
+        seg_src[last], seg_dst[last] = end[deliver], dst[r[deliver]]
+        is_ocs = seg_link >= 0
+        eps = np.flatnonzero(~is_ocs)
+        eptr, elinks = self.eps_routes(seg_src[eps], seg_dst[eps])
+        lengths = np.ones(total, dtype=np.int64)
+        lengths[eps] = np.diff(eptr)
+        ptr = np.concatenate([[0], np.cumsum(lengths)])
+        links = np.empty(int(ptr[-1]), dtype=np.int64)
+        links[ptr[:-1][is_ocs]] = seg_link[is_ocs]
+        links[_ranges(ptr[eps], np.diff(eptr))] = elinks
         if self.model.relay == "pipelined":  # one transfer per message over the concatenated route
             first, last = msg_ptr[:-1], msg_ptr[1:] - 1
             msg_lengths = ptr[msg_ptr[1:]] - ptr[msg_ptr[:-1]]
             return (np.arange(len(src) + 1), seg_src[first], seg_dst[last],
                     np.concatenate([[0], np.cumsum(msg_lengths)]), links)
         return msg_ptr, seg_src, seg_dst, ptr, links
-
-    def _relay_chain(self, a: int, b: int) -> list[tuple[int, int, str]]:
-        """Follow the forwarding tables from node a towards node b's switch."""
-        sw = self._idx["node_switch"]
-        partner = self._idx["partner"]
-        fwd = self.circuits.forwarding
-        target = int(sw[b])
-        chain, cur, seen = [], a, {a}
-        while sw[cur] != target:
-            nxt = fwd.get(cur, {}).get(target)
-            if nxt is None:
-                break  # no route: fall back to the EPS uplinks from here
-            if nxt in partner.get(cur, ()):
-                chain.append((cur, nxt, "ocs"))
-            elif sw[nxt] == sw[cur] and nxt != cur:
-                chain.append((cur, nxt, "eps"))
-            else:
-                raise TopoplanError(f"circuit plan: forwarding[{cur}][{target}] = {nxt} is not a neighbour of node {cur}")
-            cur = nxt
-            if cur in seen:
-                raise TopoplanError(f"circuit plan: routing loop from node {a} towards switch {target}")
-            seen.add(cur)
-        if cur != b:
-            chain.append((cur, b, "eps"))
-        return chain
 
     def relay_positions(self, route_ptr, route_links) -> np.ndarray:
         """Per route position: is the link entered from a relay node (the previous link ends at a node that
@@ -318,21 +638,50 @@ class Network:
         return self._idx["switch_in"]
 
 
-def _csr(lists):
-    lengths = np.array([len(r) for r in lists], dtype=np.int64)
-    ptr = np.concatenate([[0], np.cumsum(lengths)])
-    links = np.fromiter((x for r in lists for x in r), dtype=np.int64, count=int(ptr[-1]))
-    return ptr, links
+def _ranges(starts, lengths) -> np.ndarray:
+    """Concatenated ``arange(starts[i], starts[i] + lengths[i])``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths)
+    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
+
+
+def _circuit_name(names, u: int, v: int) -> str:
+    return f"{names[u]}=>{names[v]}"
 
 
 class _Builder:
-    def __init__(self):
-        self.bw, self.lat, self.shared, self.cls, self.name, self.ends, self.sw_in = [], [], [], [], [], [], []
+    """Collects links (one at a time or many at once) and numbers them in order."""
 
-    def add(self, bw, lat, cls, name, ends, *, shared=True, switch_in=0):
-        self.bw.append(float(bw)); self.lat.append(float(lat)); self.shared.append(shared)
-        self.cls.append(cls); self.name.append(name); self.ends.append(ends); self.sw_in.append(switch_in)
-        return len(self.bw) - 1
+    def __init__(self):
+        self.n = 0
+        self.bw, self.lat, self.shared, self.sw_in = [], [], [], []
+        self.cls, self.name, self.ends = [], [], []
+
+    def add_many(self, bw, lat, cls, names, ends, *, shared=True, switch_in=0) -> np.ndarray:
+        """Add ``len(names)`` links; ``bw``, ``lat``, ``cls``, ``shared`` and ``switch_in`` are per link or
+        one for all. Returns their ids."""
+        k = len(names)
+        self.bw.append(np.broadcast_to(np.asarray(bw, dtype=np.float64), (k,)))
+        self.lat.append(np.broadcast_to(np.asarray(lat, dtype=np.float64), (k,)))
+        self.shared.append(np.broadcast_to(np.asarray(shared, dtype=bool), (k,)))
+        self.sw_in.append(np.broadcast_to(np.asarray(switch_in, dtype=np.float64), (k,)))
+        self.cls += [cls] * k if isinstance(cls, str) else list(cls)
+        self.name += list(names)
+        self.ends += list(ends)
+        ids = np.arange(self.n, self.n + k, dtype=np.int64)
+        self.n += k
+        return ids
+
+    def add(self, bw, lat, cls, name, ends, *, shared=True, switch_in=0) -> int:
+        return int(self.add_many(bw, lat, cls, [name], [ends], shared=shared, switch_in=switch_in)[0])
+
+    def arrays(self):
+        cat = (lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt))
+        return (cat(self.bw, np.float64), cat(self.lat, np.float64), cat(self.shared, bool),
+                np.array(self.cls), cat(self.sw_in, np.float64))
 
 
 def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B: float | None = None,
@@ -357,25 +706,24 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     b = _Builder()
     idx: dict = {}
     names = topo.host_names()
+    idx["host_names"] = names
     n = topo.n_nodes
-    idx["intra"] = np.array([b.add(topo.intra_node_bw_Bps, topo.intra_node_latency_s, "intra", f"{names[k]}:intra",
-                                   (names[k], names[k])) for k in range(n)])
+    idx["intra"] = b.add_many(topo.intra_node_bw_Bps, topo.intra_node_latency_s, "intra",
+                              [f"{x}:intra" for x in names], [(x, x) for x in names])
     if isinstance(topo, TreeTopology):
         bw = topo.node_link_bw()
         sw_names = list(topo.switch_names) if topo.switch_names else [f"S{s}" for s in range(topo.n_switches)]
         idx["node_switch"] = topo.node_switch()
-        idx["up"] = np.array([b.add(bw[k], topo.down_latency_s, "node-up", f"{names[k]}->{sw_names[s]}",
-                                    (names[k], sw_names[s]), switch_in=1)
-                              for k, s in enumerate(idx["node_switch"])])
-        idx["down"] = np.array([b.add(bw[k], topo.down_latency_s, "node-down", f"{sw_names[s]}->{names[k]}",
-                                      (sw_names[s], names[k])) for k, s in enumerate(idx["node_switch"])])
+        at = [sw_names[s] for s in idx["node_switch"].tolist()]
+        idx["up"] = b.add_many(bw, topo.down_latency_s, "node-up", [f"{x}->{y}" for x, y in zip(names, at)],
+                               list(zip(names, at)), switch_in=1)
+        idx["down"] = b.add_many(bw, topo.down_latency_s, "node-down", [f"{y}->{x}" for x, y in zip(names, at)],
+                                 list(zip(at, names)))
         fat = topo.kind == "fat-tree"
-        idx["sw_up"] = np.array([b.add(topo.up_bw_Bps, topo.up_latency_s, "uplink-up", f"{sw_names[s]}->top",
-                                       (sw_names[s], "top"), shared=not fat, switch_in=1)
-                                 for s in range(topo.n_switches)])
-        idx["sw_down"] = np.array([b.add(topo.up_bw_Bps, topo.up_latency_s, "uplink-down", f"top->{sw_names[s]}",
-                                         ("top", sw_names[s]), shared=not fat, switch_in=1)
-                                   for s in range(topo.n_switches)])
+        idx["sw_up"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-up", [f"{x}->top" for x in sw_names],
+                                  [(x, "top") for x in sw_names], shared=not fat, switch_in=1)
+        idx["sw_down"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-down", [f"top->{x}" for x in sw_names],
+                                    [("top", x) for x in sw_names], shared=not fat, switch_in=1)
         delay, mtu = topo.switch_delay_s, topo.mtu_B
     elif isinstance(topo, TorusTopology):
         c = topo.coords()
@@ -383,25 +731,24 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
         idx["coords"], idx["stride"] = c, stride
         idx["dir_link"] = []
         for d, k in enumerate(topo.dims):
-            plus = np.full(n, -1)
-            minus = np.full(n, -1)
+            pos = c[:, d]
+            ring = bool(topo.wrap[d]) and k > 1
+            has_plus, has_minus = (pos + 1 < k) | ring, (pos - 1 >= 0) | ring
+            count = has_plus.astype(np.int64) + has_minus
+            first = b.n + np.concatenate([[0], np.cumsum(count)[:-1]])   # per node: its + link, then its - link
+            node = np.repeat(np.arange(n), count)
+            sign = np.where(has_plus[node] & (np.arange(len(node)) == (first - b.n)[node]), 1, -1)
+            nb = node + (np.mod(pos[node] + sign, k) - pos[node]) * stride[d]
             dn = DIM_NAMES[d]
-            for node in range(n):
-                pos = c[node, d]
-                if pos + 1 < k or (topo.wrap[d] and k > 1):
-                    nb = node + ((pos + 1) % k - pos) * stride[d]
-                    plus[node] = b.add(topo.bw_Bps[d], topo.latency_s, f"torus-{dn}+", f"{names[node]}->{names[nb]}",
-                                       (names[node], names[nb]), switch_in=1)
-                if pos - 1 >= 0 or (topo.wrap[d] and k > 1):
-                    nb = node + ((pos - 1) % k - pos) * stride[d]
-                    minus[node] = b.add(topo.bw_Bps[d], topo.latency_s, f"torus-{dn}-", f"{names[node]}->{names[nb]}",
-                                        (names[node], names[nb]), switch_in=1)
-            idx["dir_link"].append((plus, minus))
+            b.add_many(topo.bw_Bps[d], topo.latency_s, [f"torus-{dn}{'+' if x > 0 else '-'}" for x in sign.tolist()],
+                       [f"{names[x]}->{names[y]}" for x, y in zip(node.tolist(), nb.tolist())],
+                       [(names[x], names[y]) for x, y in zip(node.tolist(), nb.tolist())], switch_in=1)
+            idx["dir_link"].append((np.where(has_plus, first, -1), np.where(has_minus, first + has_plus, -1)))
         if topo.injection_bw_Bps:
-            idx["inject"] = np.array([b.add(topo.injection_bw_Bps, 0.0, "inject", f"{names[k]}:inject",
-                                            (names[k], names[k]), switch_in=1) for k in range(n)])
-            idx["eject"] = np.array([b.add(topo.injection_bw_Bps, 0.0, "eject", f"{names[k]}:eject",
-                                           (names[k], names[k])) for k in range(n)])
+            idx["inject"] = b.add_many(topo.injection_bw_Bps, 0.0, "inject", [f"{x}:inject" for x in names],
+                                       [(x, x) for x in names], switch_in=1)
+            idx["eject"] = b.add_many(topo.injection_bw_Bps, 0.0, "eject", [f"{x}:eject" for x in names],
+                                      [(x, x) for x in names])
         delay, mtu = topo.router_delay_s, topo.mtu_B
     elif isinstance(topo, GraphTopology):
         from scipy.sparse import coo_matrix
@@ -409,17 +756,19 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
 
         idx["node_switch"] = topo.node_switch()
         sw = topo.switches
-        idx["up"] = np.array([b.add(bw, topo.latency_s, "node-up", f"{names[k]}->{sw[s]}", (names[k], sw[s]), switch_in=1)
-                              for k, (s, bw) in enumerate(zip(topo.host_switch, topo.host_bw_Bps))])
-        idx["down"] = np.array([b.add(bw, topo.latency_s, "node-down", f"{sw[s]}->{names[k]}", (sw[s], names[k]))
-                                for k, (s, bw) in enumerate(zip(topo.host_switch, topo.host_bw_Bps))])
-        idx["sw_link"] = {}
+        at = [sw[s] for s in topo.host_switch]
+        idx["up"] = b.add_many(topo.host_bw_Bps, topo.latency_s, "node-up", [f"{x}->{y}" for x, y in zip(names, at)],
+                               list(zip(names, at)), switch_in=1)
+        idx["down"] = b.add_many(topo.host_bw_Bps, topo.latency_s, "node-down",
+                                 [f"{y}->{x}" for x, y in zip(names, at)], list(zip(at, names)))
+        s = topo.n_switches
+        sw_link = np.full((s, s), -1, dtype=np.int64)
         for a, c2, bw in topo.links:
             for u, v in ((a, c2), (c2, a)):
-                if (u, v) not in idx["sw_link"]:  # parallel links: the first carries the route
-                    idx["sw_link"][(u, v)] = b.add(bw, topo.latency_s, "switch", f"{sw[u]}->{sw[v]}", (sw[u], sw[v]),
-                                                   switch_in=1)
-        s = topo.n_switches
+                if sw_link[u, v] < 0:  # parallel links: the first carries the route
+                    sw_link[u, v] = b.add(bw, topo.latency_s, "switch", f"{sw[u]}->{sw[v]}", (sw[u], sw[v]),
+                                          switch_in=1)
+        idx["sw_link"] = sw_link
         a = np.array([l[0] for l in topo.links] + [l[1] for l in topo.links], dtype=np.int64)
         c2 = np.array([l[1] for l in topo.links] + [l[0] for l in topo.links], dtype=np.int64)
         adj = coo_matrix((np.ones(len(a)), (a, c2)), shape=(s, s)).tocsr()
@@ -430,22 +779,20 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     else:
         raise TopoplanError(f"cannot simulate topology kind {getattr(topo, 'kind', type(topo).__name__)!r}")
 
+    idx["n_fixed"] = b.n
     plan = None
     if circuits is not None:
         plan = circuits if isinstance(circuits, CircuitPlan) else CircuitPlan.from_dict(circuits)
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError("a circuit plan needs a hybrid topology (with an 'ocs' section)")
-        ocs = topo.ocs
-        idx["ocs"], partner = {}, {}
-        for a, c2 in plan.circuits:
-            for u, v in ((a, c2), (c2, a)):
-                idx["ocs"][(u, v)] = b.add(ocs.bw_Bps, ocs.latency_s, "ocs", f"{names[u]}=>{names[v]}",
-                                           (names[u], names[v]))
-                partner.setdefault(u, set()).add(v)
-        idx["partner"] = partner
+        cl = CircuitLinks.number(n, plan.circuits, b.n)
+        b.add_many(topo.ocs.bw_Bps, topo.ocs.latency_s, "ocs",
+                   [_circuit_name(names, u, v) for u, v in zip(cl.src.tolist(), cl.dst.tolist())],
+                   [(names[u], names[v]) for u, v in zip(cl.src.tolist(), cl.dst.tolist())])
+        idx["circuit_links"] = cl
     thr = threshold_B if threshold_B is not None else (topo.ocs.bdp_B if getattr(topo, "ocs", None) else np.inf)
-    net = Network(topo=topo, bw_Bps=np.array(b.bw), latency_s=np.array(b.lat), shared=np.array(b.shared),
-                  link_class=np.array(b.cls), link_name=b.name, link_ends=b.ends, switch_delay_s=delay, mtu_B=mtu,
-                  circuits=plan, threshold_B=thr, model=SimModel.coerce(model), _idx=idx)
-    idx["switch_in"] = np.array(b.sw_in, dtype=np.float64)
-    return net
+    bw_Bps, lat_s, shared, cls, sw_in = b.arrays()
+    idx["switch_in"] = sw_in
+    return Network(topo=topo, bw_Bps=bw_Bps, latency_s=lat_s, shared=shared, link_class=cls, link_name=b.name,
+                   link_ends=b.ends, switch_delay_s=delay, mtu_B=mtu, circuits=plan, threshold_B=thr,
+                   model=SimModel.coerce(model), _idx=idx)

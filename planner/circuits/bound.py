@@ -4,10 +4,13 @@ Every byte of the traffic is put on the directed links it crosses under the
 plan: node EPS links (up and down, including those of relay nodes), the
 edge switches' uplinks (both directions), intra-node links and the
 circuits (both directions). Small and intra-switch messages take their EPS
-routes; large inter-switch messages follow the forwarding tables
-(:class:`planner.circuits.forwarding.Routes`) exactly as the simulator does,
-then are delivered over the EPS from the node where they arrive (not at all
-when they arrive at their destination node). The bound is
+routes; large inter-switch messages follow the forwarding tables with the
+simulator's own walk (:meth:`sim.network.Network.relay_routes`), then are
+delivered over the EPS from the node where they arrive (not at all when they
+arrive at their destination node). Links are numbered as the simulator
+numbers them (:meth:`planner.circuits.problem.CircuitProblem.network`), so
+``loads_B`` compares link by link with a simulation's ``link_bytes``. The
+bound is
 
     congestion_bound_s = max over links of bytes / bandwidth,
 
@@ -23,12 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.circuits.forwarding import Routes
-
 
 @dataclass
 class Evaluation:
-    """Loads of one plan. ``loads_B``/``bw_Bps`` per link in the problem's numbering (circuits last)."""
+    """Loads of one plan. ``loads_B``/``bw_Bps`` per link in the simulator's numbering (circuits last)."""
 
     problem: object
     circuits: list
@@ -55,9 +56,10 @@ class Evaluation:
         """The problem's objectives and diagnostics, by name."""
         p = self.problem
         t = self.times_s()
-        i = p.link_index()
-        n, s = p.n_nodes, p.n_switches
-        node_t = t[:2 * n]
+        ids = p.link_ids()
+        nfix = p.n_fixed_links()
+        s = p.n_switches
+        node_t = t[np.concatenate([ids["up"], ids["down"]])]
         return {
             "congestion_bound_s": self.congestion_s,
             "uplink_bytes": self.uplink_bytes,
@@ -68,9 +70,9 @@ class Evaluation:
             "direct_bytes": self.direct_bytes,
             "max_circuit_hops": self.max_hops,
             "node_link_max_s": float(node_t.max(initial=0.0)),
-            "uplink_max_s": float(t[i["uplink_up"]:i["circuit"]].max(initial=0.0)),
-            "circuit_max_s": float(t[i["circuit"]:].max(initial=0.0)),
-            "intra_node_max_s": float(t[2 * n:3 * n].max(initial=0.0)),
+            "uplink_max_s": float(t[np.concatenate([ids["uplink_up"], ids["uplink_down"]])].max(initial=0.0)),
+            "circuit_max_s": float(t[nfix:].max(initial=0.0)),
+            "intra_node_max_s": float(t[ids["intra"]].max(initial=0.0)),
             "bottleneck": self.bottleneck(),
             "large_inter_switch_bytes": float(p.large_bytes.sum()),
             "switches": s,
@@ -104,49 +106,35 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
     """
     circuits = [(int(a), int(b)) for a, b in circuits]
     p = problem
-    idx = p.link_index()
+    ids = p.link_ids()
     nfix = p.n_fixed_links()
     loads = np.concatenate([p.base_loads(), np.zeros(2 * len(circuits))])
     bw = np.concatenate([p.fixed_link_bw(), np.full(2 * len(circuits), p.ocs_bw_Bps)])
-    sw = p.node_switch
     src, dst, w = p.large_src, p.large_dst, p.large_bytes
-    dsw = sw[dst]
     fallback = relayed = direct = 0.0
     max_hops = 0
     if len(w):
-        gkey = src * p.n_switches + dsw
-        groups, ginv = np.unique(gkey, return_inverse=True)
+        s = p.n_switches
+        groups, ginv = np.unique(src * s + p.node_switch[dst], return_inverse=True)
+        ginv = ginv.ravel()
         gw = np.bincount(ginv, weights=w, minlength=len(groups))
-        routes = Routes(p, circuits, next_hop)
-        ends = np.empty(len(groups), dtype=np.int64)
-        fb = np.zeros(len(groups), dtype=bool)
-        link_ids, link_w = [], []
-        for g, key in enumerate(groups.tolist()):
-            a, b_sw = divmod(key, p.n_switches)
-            links, end, is_fb, ncirc, nrelay = routes.route(a, b_sw)
-            ends[g], fb[g] = end, is_fb
-            max_hops = max(max_hops, ncirc)
-            if links:
-                link_ids.extend(links)
-                link_w.extend([gw[g]] * len(links))
-            if nrelay:
-                relayed += gw[g]
-        if link_ids:
-            np.add.at(loads, np.asarray(link_ids, dtype=np.int64), np.asarray(link_w))
-        e = ends[ginv]
-        f = fb[ginv]
-        deliver = f | (dst != e)
-        np.add.at(loads, idx["down"] + dst[deliver], w[deliver])
-        via = ~f & (dst != e)
-        np.add.at(loads, idx["up"] + e[via], w[via])
+        r = p.network().relay_routes(groups // s, groups % s, next_hop, circuits)
+        loads += np.bincount(r.links, weights=np.repeat(gw, np.diff(r.ptr)), minlength=len(loads))
+        max_hops = int(r.hops.n_circuits.max(initial=0))
+        relayed = float(gw[r.hops.n_relay_hops > 0].sum())
+        e, f = r.end[ginv], r.fallback[ginv]
+        deliver = f | (dst != e)       # over the EPS from where the walk ends
+        loads += np.bincount(ids["down"][dst[deliver]], weights=w[deliver], minlength=len(loads))
+        via = ~f & (dst != e)          # arrived under the destination switch at another node
+        loads += np.bincount(ids["up"][e[via]], weights=w[via], minlength=len(loads))
         fallback = float(w[f].sum())
         direct = float(w[~f & (dst == e)].sum())
     t = loads / bw
     t = np.where(np.isfinite(bw), t, 0.0)
     return Evaluation(problem=p, circuits=circuits, loads_B=loads, bw_Bps=bw,
                       congestion_s=float(t.max(initial=0.0)),
-                      uplink_bytes=float(loads[idx["uplink_up"]:idx["uplink_down"]].sum()),
-                      ocs_bytes=float(loads[nfix:].sum()), fallback_bytes=fallback, relayed_bytes=float(relayed),
+                      uplink_bytes=float(loads[ids["uplink_up"]].sum()),
+                      ocs_bytes=float(loads[nfix:].sum()), fallback_bytes=fallback, relayed_bytes=relayed,
                       direct_bytes=direct, max_hops=max_hops)
 
 

@@ -5,7 +5,7 @@ large message at node ``n`` bound for a node under switch ``S`` goes to next
 (``-1``: no entry, fall back to the EPS uplinks from ``n``). A next hop is
 either a circuit partner of ``n`` (cross the circuit) or another node under
 ``n``'s switch (an EPS hop to a relay). At a node under ``S`` the message is
-delivered over the EPS. This is exactly what :mod:`sim.network` follows.
+delivered over the EPS. The simulator follows the same tables with the same walk.
 
 :func:`distance_vector` builds the tables of 000 section 3.3 and 003 Fig. 4:
 a distance vector over the relay graph (EPS hops inside a switch and
@@ -15,8 +15,9 @@ crosses, and no entry (EPS fallback) where no route exists. The EPS uplink
 path is not a candidate: the papers use it only when no relay route exists
 (003 3.3.3, 000 3.3). Ties prefer the optical next hop (001 3.2.3); several
 equal-cost next hops share the load as :data:`LOAD_SHARING` says.
-:class:`Routes` expands tables into per-(node, switch) routes, raising on
-loops and non-neighbour hops.
+:class:`Routes` expands tables into per-(node, switch) routes with the
+simulator's walk (:func:`sim.network.follow_forwarding`), raising on loops
+and non-neighbour hops.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-
-from planner.errors import TopoplanError
 
 LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each node's traffic to a destination "
                 "switch, the largest first, goes to the next hop whose entry link (relay EPS down link or circuit) "
@@ -45,13 +44,9 @@ def partners_of(n_nodes: int, circuits) -> list[list[int]]:
 
 
 def circuit_links(problem, circuits) -> dict[tuple[int, int], int]:
-    """Directed circuit ``(u, v)`` -> link id in the problem's numbering."""
-    base = problem.link_index()["circuit"]
-    out = {}
-    for i, (a, b) in enumerate(circuits):
-        out[(a, b)] = base + 2 * i
-        out[(b, a)] = base + 2 * i + 1
-    return out
+    """Directed circuit ``(u, v)`` -> link id, numbered as the problem's network numbers a plan's circuits."""
+    cl = problem.network().circuit_links(circuits)
+    return dict(zip(zip(cl.src.tolist(), cl.dst.tolist()), range(cl.first, cl.first + cl.n_links)))
 
 
 def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
@@ -73,62 +68,64 @@ def array_from_tables(tables: dict, n_nodes: int, n_switches: int) -> np.ndarray
 
 
 class Routes:
-    """Expand forwarding tables into routes, memoized per (node, destination switch).
+    """Routes through forwarding tables, memoized per (node, destination switch).
 
     ``route(n, S)`` returns ``(links, end, fallback, circuits, relay_hops)``: the link ids
     the message crosses up to the end node (EPS hops: node up + node down;
     circuits: the directed circuit link; fallback: node up of ``end`` and the
-    two uplinks), the node where it ends (under ``S``, or where it falls back)
-    whether it falls back, the circuits crossed and the EPS hops to relays. Delivery from ``end`` to the destination node
-    is left to the caller (it depends on the destination node).
+    two uplinks), the node where it ends (under ``S``, or where it falls back),
+    whether it falls back, the circuits crossed and the EPS hops to relays. Delivery from ``end`` to the
+    destination node is left to the caller (it depends on the destination node). The walk is the
+    simulator's (:meth:`sim.network.Network.relay_routes`), which raises on loops and non-neighbour hops.
     """
 
     def __init__(self, problem, circuits, next_hop: np.ndarray):
         self.p = problem
         self.nh = next_hop
         self.sw = problem.node_switch
-        self.partners = partners_of(problem.n_nodes, circuits)
-        self.clink = circuit_links(problem, circuits)
-        self.idx = problem.link_index()
+        self.circuits = [(int(a), int(b)) for a, b in circuits]
+        self.partners = partners_of(problem.n_nodes, self.circuits)
+        self.clink = circuit_links(problem, self.circuits)
+        self._links = problem.network().circuit_links(self.circuits)
         self._memo: dict[tuple[int, int], tuple] = {}
+        self._nodes: dict[tuple[int, int], tuple] = {}
+
+    def prefetch(self, nodes, switches) -> None:
+        """Compute the routes of many ``(node, switch)`` pairs in one vectorized walk."""
+        nodes = np.asarray(nodes, dtype=np.int64).ravel()
+        switches = np.asarray(switches, dtype=np.int64).ravel()
+        if not len(nodes):
+            return
+        r = self.p.network().relay_routes(nodes, switches, self.nh, self._links)
+        links = r.links.tolist()
+        ptr = r.ptr.tolist()
+        hop_to, hptr = r.hops.dst.tolist(), r.hops.ptr.tolist()
+        rows = zip(nodes.tolist(), switches.tolist(), r.end.tolist(), r.fallback.tolist(),
+                   r.hops.n_circuits.tolist(), r.hops.n_relay_hops.tolist())
+        for i, (a, s, end, fb, nc, nr) in enumerate(rows):
+            self._memo[(a, s)] = (tuple(links[ptr[i]:ptr[i + 1]]), end, fb, nc, nr)
+            self._nodes[(a, s)] = (a, *hop_to[hptr[i]:hptr[i + 1]])
 
     def route(self, n: int, dst: int):
-        key = (n, dst)
-        if key in self._memo:
-            return self._memo[key]
-        path, cur = [], n
-        while True:
-            k = (cur, dst)
-            if k in self._memo:
-                tail = self._memo[k]
-                break
-            if self.sw[cur] == dst:
-                tail = ((), cur, False, 0, 0)
-                break
-            h = int(self.nh[cur, dst])
-            if h < 0:
-                i = self.idx
-                tail = ((i["up"] + cur, i["uplink_up"] + int(self.sw[cur]), i["uplink_down"] + dst), cur, True, 0, 0)
-                break
-            if (cur, dst) in path:
-                raise TopoplanError(f"circuit plan: routing loop from node {n} towards switch {dst}")
-            path.append((cur, dst))
-            cur = h
-        links, end, fb, ncirc, nrel = tail
-        for (u, _) in reversed(path):
-            h = int(self.nh[u, dst])
-            if h in self.partners[u]:
-                links = (self.clink[(u, h)],) + tuple(links)
-                ncirc += 1
-            elif self.sw[h] == self.sw[u] and h != u:
-                links = (self.idx["up"] + u, self.idx["down"] + h) + tuple(links)
-                nrel += 1
-            else:
-                raise TopoplanError(f"circuit plan: forwarding[{u}][{dst}] = {h} is not a neighbour of node {u}")
-            self._memo[(u, dst)] = (links, end, fb, ncirc, nrel)
-        if not path:
-            self._memo[key] = tail
+        key = (int(n), int(dst))
+        if key not in self._memo:
+            self.prefetch([key[0]], [key[1]])
         return self._memo[key]
+
+    def nodes(self, n: int, dst: int) -> tuple:
+        """The nodes the walk from ``n`` towards switch ``dst`` visits, ``n`` first."""
+        key = (int(n), int(dst))
+        if key not in self._nodes:
+            self.prefetch([key[0]], [key[1]])
+        return self._nodes[key]
+
+    def set_entry(self, n: int, dst: int, h: int) -> None:
+        """Set ``next_hop[n, dst] = h`` and forget the memoized walks towards ``dst`` that pass ``n``."""
+        n, dst = int(n), int(dst)
+        self.nh[n, dst] = h
+        stale = [k for k, path in self._nodes.items() if k[1] == dst and n in path]
+        for k in stale:
+            del self._memo[k], self._nodes[k]
 
 
 def distance_vector(problem, circuits, *, hop_limit: int | None = None, full: bool = True,
@@ -320,13 +317,9 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
     members = {int(k): (p.large_dst[order_g[bounds_g[g]:bounds_g[g + 1]]], p.large_bytes[order_g[bounds_g[g]:bounds_g[g + 1]]])
                for g, k in enumerate(groups.tolist())}
     gweight = dict(zip(groups.tolist(), gw.tolist()))
+    routes.prefetch(groups // s, groups % s)
 
-    def path_nodes(a, dst):
-        out, cur = [a], a
-        while sw[cur] != dst and nh[cur, dst] >= 0:
-            cur = int(nh[cur, dst])
-            out.append(cur)
-        return out
+    path_nodes = routes.nodes
 
     through: dict[tuple[int, int], int] = {}
     for k in groups.tolist():
@@ -403,8 +396,7 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
             if _better_key((T1, at1, up1, dsq), (T0, at0, uplink, base_sq)):
                 for x in path_nodes(a, dst)[1:]:
                     through[(x, dst)] -= 1
-                nh[a, dst] = h
-                routes._memo.pop((a, dst), None)
+                routes.set_entry(a, dst, h)
                 for x in path_nodes(a, dst)[1:]:
                     through[(x, dst)] = through.get((x, dst), 0) + 1
                 t[touched] = new_t

@@ -5,7 +5,7 @@ placement and the large-message threshold. It holds
 
 - the topology as arrays (switch of every node, OCS nodes, optical ports,
   link bandwidths) and a fixed numbering of the directed links
-  (:meth:`CircuitProblem.link_index`);
+  (the simulator's, :meth:`CircuitProblem.network`);
 - the *base* link loads: every byte whose route does not depend on the
   plan (intra-node, intra-switch, small inter-switch messages);
 - the *large inter-switch* traffic as node pairs (the part circuits and
@@ -41,10 +41,12 @@ from planner.result import PlanResult, solve_with
 class CircuitProblem:
     """Inputs of circuit assignment, as arrays (see the module docstring).
 
-    Link numbering (:meth:`link_index`): node up links ``0..N-1``, node down
-    links ``N..2N-1``, intra-node links ``2N..3N-1``, switch uplinks up
-    ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``; circuits follow, two
-    directed links each, in the order of the plan's circuit list.
+    Link numbering: the simulator's (:meth:`network`, :mod:`sim.network`), so a
+    plan's per-link bytes compare link by link with a simulation's:
+    intra-node links ``0..N-1``, node up links ``N..2N-1``, node down links
+    ``2N..3N-1``, switch uplinks up ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``
+    (:meth:`link_ids`, :meth:`link_index`); circuits follow, two directed
+    links each, in the order of the plan's circuit list.
     """
 
     topo: Any
@@ -214,46 +216,59 @@ class CircuitProblem:
         return self._cache["counts"]
 
     # -- links ----------------------------------------------------------
+    def network(self):
+        """The simulator's network of the topology (no circuits; built once): it numbers the links and
+        routes the traffic (:mod:`sim.network`)."""
+        if "net" not in self._cache:
+            from sim.network import build_network
+
+            self._cache["net"] = build_network(self.topo, threshold_B=self.threshold_B)
+        return self._cache["net"]
+
     def n_fixed_links(self) -> int:
-        return 3 * self.n_nodes + 2 * self.n_switches
+        return self.network().n_fixed_links
+
+    def link_ids(self) -> dict[str, np.ndarray]:
+        """Link ids per group: ``intra``, ``up``, ``down`` (per node), ``uplink_up``, ``uplink_down`` (per switch)."""
+        return self.network().link_ids()
 
     def link_index(self) -> dict[str, int]:
-        """Offsets of the link groups (see the class docstring)."""
-        n, s = self.n_nodes, self.n_switches
-        return {"up": 0, "down": n, "intra": 2 * n, "uplink_up": 3 * n, "uplink_down": 3 * n + s, "circuit": 3 * n + 2 * s}
+        """First link id of every group (each group is a contiguous range; see the class docstring)."""
+        if "link_index" not in self._cache:
+            out = {}
+            for k, ids in self.link_ids().items():
+                if len(ids) and not np.array_equal(ids, np.arange(ids[0], ids[0] + len(ids))):
+                    raise TopoplanError(f"field 'topology': links of group {k!r} are not numbered contiguously")
+                out[k] = int(ids[0]) if len(ids) else self.n_fixed_links()
+            out["circuit"] = self.n_fixed_links()
+            self._cache["link_index"] = out
+        return self._cache["link_index"]
 
     def fixed_link_bw(self) -> np.ndarray:
         """Bandwidth of the fixed links; fat-tree uplinks get ``inf`` (they cap flows but are not shared)."""
-        s = self.n_switches
-        up = self.up_bw_Bps if self.uplinks_shared else np.inf
-        return np.concatenate([self.node_bw_Bps, self.node_bw_Bps, np.full(self.n_nodes, self.intra_bw_Bps),
-                               np.full(2 * s, up)])
+        if "fixed_bw" not in self._cache:
+            net = self.network()
+            bw = np.where(net.shared, net.bw_Bps, np.inf)[:net.n_fixed_links]
+            bw.flags.writeable = False
+            self._cache["fixed_bw"] = bw
+        return self._cache["fixed_bw"]
 
     def base_loads(self) -> np.ndarray:
-        """Bytes on every fixed link that do not depend on the plan."""
-        return np.concatenate([self.base_up_B, self.base_down_B, self.base_intra_B, self.base_uplink_up_B,
-                               self.base_uplink_down_B])
+        """Bytes on every fixed link that do not depend on the plan (read-only)."""
+        if "base_loads" not in self._cache:
+            ids = self.link_ids()
+            loads = np.zeros(self.n_fixed_links())
+            for k, v in (("up", self.base_up_B), ("down", self.base_down_B), ("intra", self.base_intra_B),
+                         ("uplink_up", self.base_uplink_up_B), ("uplink_down", self.base_uplink_down_B)):
+                loads[ids[k]] = v
+            loads.flags.writeable = False
+            self._cache["base_loads"] = loads
+        return self._cache["base_loads"]
 
     def link_name(self, link: int, circuits=()) -> str:
-        n, s = self.n_nodes, self.n_switches
-        names = self.topo.host_names()
-        sw = (list(self.topo.switch_names) if self.topo.switch_names else [f"S{k}" for k in range(s)])
-        if link < n:
-            return f"{names[link]}->{sw[self.node_switch[link]]}"
-        if link < 2 * n:
-            k = link - n
-            return f"{sw[self.node_switch[k]]}->{names[k]}"
-        if link < 3 * n:
-            return f"{names[link - 2 * n]}:intra"
-        if link < 3 * n + s:
-            return f"{sw[link - 3 * n]}->top"
-        if link < 3 * n + 2 * s:
-            return f"top->{sw[link - 3 * n - s]}"
-        c = link - 3 * n - 2 * s
-        u, v = circuits[c // 2]
-        if c % 2:
-            u, v = v, u
-        return f"{names[u]}=>{names[v]}"
+        """The network's name of ``link`` (``node0001->S0``, ``S0->top``, ``node0000=>node0016``...); past the
+        fixed links, the circuit links of ``circuits``."""
+        return self.network().link_label(link, list(circuits))
 
     def describe(self) -> dict:
         return {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
@@ -518,7 +533,8 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
     ``gap_to_exact`` is ``(T - T_ilp) / T`` when ``ilp`` ran and proved
     optimality, else ``(T - best lower bound) / T`` (then labelled
     ``gap_to_bound``). ``simulate(plan_dict) -> seconds`` adds the simulated
-    communication time when given.
+    communication time (``simulated_s``) when given; a dict of named simulators
+    (``{"pipelined": fn, ...}``) adds one column ``simulated_s.<name>`` each.
     """
     methods = list(methods or METHODS)
     rows, results = [], {}
@@ -530,7 +546,10 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
                "uplink_bytes": res.metrics["uplink_bytes"], "circuits": res.metrics["circuits_used"],
                "fallback_bytes": res.metrics["large_fallback_bytes"], "bottleneck": res.metrics["bottleneck"],
                "wall_s": res.wall_s}
-        if simulate is not None:
+        if isinstance(simulate, dict):
+            for name, fn in simulate.items():
+                row[f"simulated_s.{name}"] = fn(res.to_dict())
+        elif simulate is not None:
             row["simulated_s"] = simulate(res.to_dict())
         rows.append(row)
     bounds = [r.bound for r in results.values() if r.bound is not None]

@@ -277,35 +277,30 @@ def route_costs(cand: Candidate, power: int = 4, floor: float = 0.05) -> np.ndar
     Symmetric (the rank graph sums both directions), scaled to a median of 1.
     """
     cp, ev = cand.problem, cand.evaluation
-    from planner.circuits.forwarding import Routes
-
     n, S = cp.n_nodes, cp.n_switches
     sw = cp.node_switch
-    idx = cp.link_index()
+    ids = cp.link_ids()
     t = ev.times_s()
     top = t.max(initial=0.0) or 1.0
     with np.errstate(divide="ignore"):
         inv = np.where(np.isfinite(ev.bw_Bps), 1.0 / ev.bw_Bps, 0.0)
     w = (floor + (t / top) ** (power - 1)) * inv
-    up, down = w[idx["up"]:idx["up"] + n], w[idx["down"]:idx["down"] + n]
-    routes = Routes(cp, cand.circuits, cand.next_hop)
+    up, down = w[ids["up"]], w[ids["down"]]
+    a, s = np.divmod(np.arange(n * S), S)
+    a, s = a[s != sw[a]], s[s != sw[a]]
+    r = cp.network().relay_routes(a, s, cand.next_hop, cand.circuits)   # every node towards every other switch
     base = np.zeros((n, S))
     end = np.zeros((n, S), dtype=np.int64)
     fb = np.zeros((n, S), dtype=bool)
-    for a in range(n):
-        for s in range(S):
-            if s == sw[a]:
-                continue
-            links, e, f, _, _ = routes.route(a, s)
-            base[a, s] = w[list(links)].sum() if links else 0.0
-            end[a, s], fb[a, s] = e, f
+    base[a, s] = np.bincount(np.repeat(np.arange(len(a)), np.diff(r.ptr)), weights=w[r.links], minlength=len(a))
+    end[a, s], fb[a, s] = r.end, r.fallback
     cols = np.arange(n)
     e = end[:, sw]                       # n x n: where a's message to node j's switch arrives
     f = fb[:, sw]
     D = base[:, sw] + np.where(e != cols[None, :], down[None, :], 0.0) + np.where(~f & (e != cols[None, :]), up[e], 0.0)
     same = sw[:, None] == sw[None, :]
     D = np.where(same, up[:, None] + down[None, :], D)
-    D[cols, cols] = w[idx["intra"]:idx["intra"] + n]
+    D[cols, cols] = w[ids["intra"]]
     D = (D + D.T) / 2.0
     pos = D[D > 0]
     return D / (np.median(pos) if pos.size else 1.0)
