@@ -38,7 +38,7 @@ bench: install
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 experiments: install
-	@for e in experiments/[a-z]*.py; do echo "== $$e"; $(PY) $$e || exit 1; done
+	@for e in experiments/[a-z]*.py; do m=$$(basename $$e .py); echo "== $$m"; $(PY) -m experiments.$$m || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

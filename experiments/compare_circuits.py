@@ -1,16 +1,18 @@
-"""Heuristic vs optimal circuit assignment on the papers' systems (issue 4, item 4).
+"""Heuristic vs optimal circuit assignment on the papers' systems, simulated under the three network models.
 
 Runs every circuit method on the 000, 001 and 003 systems with the neighbor,
 CG, MG, IS and LU traffic of the papers, at each OCS size of the papers, and
 writes one CSV row per (system, OCS size, traffic, method): the
 communication-time bound the method reaches, the EPS uplink bytes, the
-simulated communication time (when the simulator is available), the solve
-time and the gap to the exact optimum (to the best lower bound when the
-exact model did not prove optimality in its time limit).
+simulated communication time under each model of ``--models`` (columns
+``simulated_s.<model>``: ``paper``, ``pipelined``, ``store-and-forward``; see
+:mod:`experiments._common`), the solve time and the gap to the exact optimum
+(to the best lower bound when the exact model did not prove optimality in its
+time limit).
 
-    python experiments/compare_circuits.py                 # the whole grid, CSV to experiments/results/
-    python experiments/compare_circuits.py --quick         # one OCS size per system
-    python experiments/compare_circuits.py --systems 003 --traffic neighbor,cg --time-limit 5
+    python -m experiments.compare_circuits                 # the whole grid, CSV to experiments/results/
+    python -m experiments.compare_circuits --quick         # one OCS size per system
+    python -m experiments.compare_circuits --systems 003 --traffic neighbor,cg --time-limit 5
 
 Traffic comes from the generator specs (``neighbor2d:...``, ``npb:kernel=...``).
 The simulated time replays the traffic as one bulk phase (every pair's bytes
@@ -31,9 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from experiments._common import MODEL_NAMES, MODELS, ROOT, model_of, parse_models
 
 METHODS = ("none", "sp", "three-step", "greedy", "matching", "ilp", "anneal")
 
@@ -72,7 +72,7 @@ def load_traffic(kind: str, ranks: int):
 
 def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "lu"), methods=METHODS,
         time_limit=10.0, anneal_s=5.0, quick=False, solver="cbc", out=None, log=print,
-        simulate="bulk") -> list[dict]:
+        simulate="bulk", models=MODELS) -> list[dict]:
     """Run the grid; returns the rows (and writes them as CSV to ``out``)."""
     from planner.circuits import CircuitProblem
     from planner.circuits.problem import compare
@@ -96,7 +96,8 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                     prob = CircuitProblem.build(topo, tr, pl, thr, max_circuits=max_c)
                     sim = None
                     if simulate != "off":
-                        sim = plan_simulator(prob, trace if simulate == "trace" else None)
+                        sim = {m: plan_simulator(prob, trace if simulate == "trace" else None, model_of(m))
+                               for m in models}
                     t0 = time.perf_counter()
                     res = []
                     for m in methods:
@@ -113,8 +114,8 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                         row = {"system": system, "topology": preset, "ocs": size, "traffic": kind, "source": label,
                                "method": r["method"], "status": r["status"], "bound_s": T, "lower_bound_s": r["bound"],
                                "uplink_bytes": r["uplink_bytes"], "circuits": r["circuits"],
-                               "simulated_s": r.get("simulated_s"), "solve_s": r["wall_s"],
-                               "gap_to_exact": gap_exact, "gap_to_bound": gap_bound}
+                               **{f"simulated_s.{m}": r.get(f"simulated_s.{m}") for m in models},
+                               "solve_s": r["wall_s"], "gap_to_exact": gap_exact, "gap_to_bound": gap_bound}
                         rows.append(row)
                     log(_line(rows[-len(res):], time.perf_counter() - t0))
     if out is not None:
@@ -135,8 +136,8 @@ def write_csv(rows, path: Path) -> None:
 
 
 def plot(rows, path: Path) -> None:
-    """One panel per (topology, traffic): bound and simulated time of each method relative to EPS only,
-    at the largest OCS size run."""
+    """One panel per (topology, traffic): bound and simulated time (each model) of each method relative to
+    EPS only, at the largest OCS size run."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -157,17 +158,21 @@ def plot(rows, path: Path) -> None:
         base = next((r for r in rs if r["method"] == "none"), rs[0])
         names = [r["method"] for r in rs]
         x = np.arange(len(rs))
-        ax.bar(x - 0.2, [r["bound_s"] / base["bound_s"] for r in rs], 0.4, label="bound")
-        if all(r["simulated_s"] is not None for r in rs + [base]):
-            ax.bar(x + 0.2, [r["simulated_s"] / base["simulated_s"] for r in rs], 0.4, label="simulated")
+        models = [m for m in MODELS if rs[0].get(f"simulated_s.{m}") is not None]
+        w = 0.8 / (1 + len(models))
+        ax.bar(x - 0.4 + w / 2, [r["bound_s"] / base["bound_s"] for r in rs], w, label="bound", color="0.3")
+        for k, m in enumerate(models):
+            col = f"simulated_s.{m}"
+            ax.bar(x - 0.4 + w * (k + 1.5), [r[col] / base[col] for r in rs], w, label=f"simulated, {MODEL_NAMES[m]}")
         ax.axhline(1.0, color="k", lw=0.6)
         ax.set_xticks(x, names, rotation=45, ha="right", fontsize=7)
         ax.set_title(f"{topo}, {size}, {kind}", fontsize=8)
         ax.set_ylabel("relative to EPS only", fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    axes.ravel()[0].legend(fontsize=7)
-    fig.tight_layout()
+    h, lab = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / nrows))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
@@ -192,10 +197,15 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="one OCS size per system")
     ap.add_argument("--simulate", choices=("bulk", "trace", "off"), default="bulk",
                     help="simulated time: bulk replay of the traffic (default), the MPI trace, or none")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"network models ({', '.join(MODELS)})")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "compare_circuits.csv"))
     a = ap.parse_args(argv)
+    try:
+        models = parse_models(a.models)
+    except Exception as exc:  # TopoplanError: one line
+        ap.error(str(exc))
     rows = run(tuple(a.systems.split(",")), tuple(a.traffic.split(",")), tuple(a.methods.split(",")),
-               a.time_limit, a.anneal, a.quick, a.solver, a.out, simulate=a.simulate)
+               a.time_limit, a.anneal, a.quick, a.solver, a.out, simulate=a.simulate, models=models)
     print(f"{len(rows)} rows -> {a.out}  (* = proven optimal)")
     return 0
 

@@ -1,15 +1,17 @@
-"""Process placement methods compared on the papers' systems (issue 5, item 4).
+"""Process placement methods compared on the papers' systems, simulated under the three network models.
 
 Every placement method on the neighbor 16x16 pattern (4 MB, 5 iterations)
 and NPB CG, MG, IS, LU and FT (class C, 256 ranks) on 003's system (4
 switches x 16 nodes x 4 cores) and 001's two systems (8 x 32 and 16 x 16
 nodes, one core each). One CSV row per (system, traffic, method):
 inter-switch bytes, hop-weighted bytes, the congestion bound, the simulated
-time (the traffic replayed as one bulk phase on the EPS network, circuits
-only for ``joint``), the solve time, and the status/bound/gap of ``ilp``.
+time under each model of ``--models`` (columns ``simulated_s.<model>``; the
+traffic replayed as one bulk phase on the EPS network, circuits only for
+``joint``; see :mod:`experiments._common`), the solve time, and the
+status/bound/gap of ``ilp``.
 
-    python experiments/compare_placement.py            # 6 patterns x 3 systems, about 15 minutes
-    python experiments/compare_placement.py --quick    # neighbor and CG on 003, about a minute
+    python -m experiments.compare_placement            # 6 patterns x 3 systems, about 15 minutes
+    python -m experiments.compare_placement --quick    # neighbor and CG on 003, about a minute
 
 CG and LU are generated with fewer iterations than class C's (15 and 25):
 every iteration has the same pattern, so the placement problem only scales.
@@ -30,9 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from experiments._common import MODELS, ROOT, model_of, parse_models
 
 METHODS = ("sequential", "round-robin", "random", "metis", "greedy", "anneal", "anneal-cong", "ilp", "joint",
            "kahip", "scotch")
@@ -45,8 +45,14 @@ TRAFFIC = {
     "lu": "npb:kernel=lu,class=C,np=256,iters=25",
     "ft": "npb:kernel=ft,class=C,np=256",
 }
-FIELDS = ("system", "traffic", "method", "status", "inter_switch_MB", "inter_switch_large_MB", "hop_weighted_MB",
-          "congestion_bound_s", "simulated_s", "solve_s", "objective", "bound", "gap", "note")
+def fields(models=MODELS) -> tuple[str, ...]:
+    """The CSV columns: one ``simulated_s.<model>`` per model."""
+    return ("system", "traffic", "method", "status", "inter_switch_MB", "inter_switch_large_MB", "hop_weighted_MB",
+            "congestion_bound_s", *(f"simulated_s.{m}" for m in models), "solve_s", "objective", "bound", "gap",
+            "note")
+
+
+FIELDS = fields()
 
 
 def run_one(prob, method: str, *, seed: int, anneal_s: float, ilp_s: float):
@@ -65,8 +71,8 @@ def run_one(prob, method: str, *, seed: int, anneal_s: float, ilp_s: float):
 
 
 def run(systems=SYSTEMS, traffic=tuple(TRAFFIC), methods=METHODS, *, seed=0, anneal_s=5.0, ilp_s=10.0,
-        simulate=True, log=print):
-    """All rows of the comparison (dicts with :data:`FIELDS`)."""
+        simulate=True, models=MODELS, log=print):
+    """All rows of the comparison (dicts with :func:`fields`)."""
     from planner.placement_methods import PlacementProblem, simulated_time
     from planner.topology_io import load_topology
     from planner.traffic import load_traffic
@@ -85,33 +91,36 @@ def run(systems=SYSTEMS, traffic=tuple(TRAFFIC), methods=METHODS, *, seed=0, ann
                     log(f"  {system} {kind} {method}: skipped ({res})")
                     continue
                 m = res.metrics
-                sim = None
+                sim = {}
                 if simulate:
                     key = (tuple(res.plan["rank_to_node"]), str(res.plan.get("circuits")))
                     if key not in sims:   # methods that agree share one simulation
-                        sims[key] = simulated_time(prob, res.plan)
+                        sims[key] = {mo: simulated_time(prob, res.plan, None, model_of(mo)) for mo in models}
                     sim = sims[key]
                 row = {"system": system, "traffic": kind, "method": method, "status": res.status,
                        "inter_switch_MB": m["inter_switch_bytes"] / 1e6,
                        "inter_switch_large_MB": m["inter_switch_large_bytes"] / 1e6,
                        "hop_weighted_MB": m["hop_weighted_bytes"] / 1e6, "congestion_bound_s": m["congestion_bound_s"],
-                       "simulated_s": sim, "solve_s": res.wall_s, "objective": res.objective, "bound": res.bound,
+                       **{f"simulated_s.{mo}": sim.get(mo) for mo in models},
+                       "solve_s": res.wall_s, "objective": res.objective, "bound": res.bound,
                        "gap": res.gap, "note": (res.message or "")[:120]}
                 rows.append(row)
                 log(f"  {system} {kind} {method:12s} inter-switch {row['inter_switch_MB']:10.1f} MB  "
                     f"hops {row['hop_weighted_MB']:11.1f} MB  bound {row['congestion_bound_s']:.4f} s  "
-                    + (f"sim {sim:.4f} s  " if sim is not None else "") + f"solve {res.wall_s:.2f} s  {res.status}")
+                    + "".join(f"sim[{mo}] {v:.4f} s  " for mo, v in sim.items()) + f"solve {res.wall_s:.2f} s  {res.status}")
     return rows
 
 
-def write_csv(rows, path: Path) -> None:
+def write_csv(rows, path: Path, models=MODELS) -> None:
     from planner.io import atomic_write
 
+    cols = fields(models)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: ("" if r[k] is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k])) for k in FIELDS})
+        w.writerow({k: ("" if r.get(k) is None else (f"{r[k]:.6g}" if isinstance(r[k], float) else r[k]))
+                    for k in cols})
     atomic_write(path, buf.getvalue())
 
 
@@ -126,8 +135,10 @@ def plot(rows, path: Path) -> None:
 
     cases = list(dict.fromkeys((r["system"], r["traffic"]) for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    metrics = [("congestion_bound_s", "congestion bound / metis"), ("simulated_s", "simulated time / metis")]
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(8, 0.9 * len(cases) + 3), 7), squeeze=False)
+    metrics = [("congestion_bound_s", "congestion bound / metis")] + [
+        (f"simulated_s.{m}", f"simulated / metis\n({m} model)") for m in MODELS if any(r.get(f"simulated_s.{m}") for r in rows)]
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(8, 0.9 * len(cases) + 3), 2.6 * len(metrics) + 1),
+                             squeeze=False)
     width = 0.8 / max(1, len(methods))
     for ax, (key, label) in zip(axes[:, 0], metrics):
         for j, meth in enumerate(methods):
@@ -161,20 +172,25 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=10.0, help="ilp/joint seconds per instance")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-simulate", action="store_true", help="skip the simulator")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"network models ({', '.join(MODELS)})")
     ap.add_argument("--quick", action="store_true", help="neighbor and CG on 003 only, short budgets")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "compare_placement.csv"))
     a = ap.parse_args(argv)
     systems, traffic = a.systems.split(","), a.traffic.split(",")
     if a.quick:
         systems, traffic, a.anneal, a.time_limit = ["paper003"], ["neighbor", "cg"], 2.0, 5.0
+    try:
+        models = parse_models(a.models)
+    except Exception as exc:  # TopoplanError: one line
+        ap.error(str(exc))
     bad = [t for t in traffic if t not in TRAFFIC]
     if bad:
         ap.error(f"unknown traffic {bad[0]!r} (choose from {', '.join(TRAFFIC)})")
     t0 = time.perf_counter()
     rows = run(systems, traffic, a.methods.split(","), seed=a.seed, anneal_s=a.anneal, ilp_s=a.time_limit,
-               simulate=not a.no_simulate)
+               simulate=not a.no_simulate, models=models)
     out = Path(a.out)
-    write_csv(rows, out)
+    write_csv(rows, out, models)
     plot(rows, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')} ({len(rows)} rows, {time.perf_counter() - t0:.0f} s)")
     return 0

@@ -11,17 +11,19 @@ traffic, one CSV row per (system, OCS size, traffic, approach):
 - ``joint+greedy`` / ``joint+ilp`` -- :func:`planner.placement_methods.joint.joint`
   with greedy circuits in its rounds (``+ilp``: the start and the final plan
   use the exact circuit model, so it is never worse than ``metis+ilp``); among
-  its improvements it returns the plan that simulates fastest (``score='simulated'``),
-  so it is never worse than its start in bound or simulated time.
+  its improvements it returns the plan that simulates fastest under the
+  default model (``score='simulated'``: max-min, pipelined relays), so it is
+  never worse than its start in bound or simulated time there.
 
 Columns: the circuit model's communication-time bound (``bound_s``), uplink
 bytes, inter-switch bytes, bytes on circuits direct / relayed, the simulated
-time of the plan (the traffic as one bulk phase, :func:`sim.run.simulate`
-with the circuit plan), the solve time. The PNG shows bound and simulated
-time relative to ``metis+greedy``.
+time of the plan under each model of ``--models`` (``simulated_s.<model>``;
+the traffic as one bulk phase, :func:`sim.run.simulate_plan`; see
+:mod:`experiments._common`), the solve time. The PNG shows bound and
+simulated times relative to ``metis+greedy``.
 
-    python experiments/joint_placement.py            # the whole grid (about 10 minutes on 2 cores)
-    python experiments/joint_placement.py --quick    # 003 with 8 OCS nodes and 001 8x32, neighbor and CG
+    python -m experiments.joint_placement            # the whole grid (about 10 minutes on 2 cores)
+    python -m experiments.joint_placement --quick    # 003 with 8 OCS nodes and 001 8x32, neighbor and CG
 """
 
 from __future__ import annotations
@@ -35,9 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from experiments._common import MODEL_NAMES, MODELS, ROOT, model_of, parse_models
 
 OUT = ROOT / "experiments" / "results" / "joint_placement.csv"
 # (preset, label, --set overrides)
@@ -54,7 +54,8 @@ TRAFFIC = {
 APPROACHES = ("metis+none", "metis+greedy", "metis+ilp", "joint+greedy", "joint+ilp")
 
 
-def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=True, log=print) -> list[dict]:
+def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=True, models=MODELS,
+                 log=print) -> list[dict]:
     """All approaches on one (system, traffic); one row each."""
     from planner.circuits import CircuitProblem
     from planner.circuits import solve as circuit_solve
@@ -83,11 +84,13 @@ def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=
     rows = []
     for name in APPROACHES:
         plan, bound, met, status, wall, inter = results[name]
-        sim_s = simulated_time(prob, plan) if simulate else None
+        sims = {m: simulated_time(prob, plan, None, model_of(m)) if simulate else None for m in models}
+        sim_s = sims.get("pipelined")
         rows.append({"topology": preset, "ocs": label, "traffic": kind, "source": TRAFFIC[kind], "approach": name,
                      "bound_s": bound, "uplink_bytes": met["uplink_bytes"], "inter_switch_bytes": inter,
                      "direct_bytes": met["direct_bytes"], "relayed_bytes": met["relayed_bytes"],
-                     "circuits": len(plan["circuits"]), "simulated_s": sim_s, "solve_s": wall, "status": status,
+                     "circuits": len(plan["circuits"]), "simulated_s": sim_s,
+                     **{f"simulated_s.{m}": v for m, v in sims.items()}, "solve_s": wall, "status": status,
                      "seed": seed})
     base = rows[1]
     cells = "  ".join(f"{r['approach']} {r['bound_s'] * 1e3:.1f}ms"
@@ -97,14 +100,15 @@ def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=
     return rows
 
 
-def run(quick=False, traffic=None, joint_s=8.0, ilp_s=5.0, seed=0, simulate=True, out=OUT, log=print) -> list[dict]:
+def run(quick=False, traffic=None, joint_s=8.0, ilp_s=5.0, seed=0, simulate=True, out=OUT, log=print,
+        models=MODELS) -> list[dict]:
     """The grid (``quick``: two systems, neighbor and CG); writes CSV and PNG next to each other."""
     kinds = traffic or (("neighbor", "cg") if quick else tuple(TRAFFIC))
     rows = []
     for preset, label, sets in (QUICK if quick else SYSTEMS):
         for kind in kinds:
             rows += run_instance(preset, label, sets, kind, joint_s=joint_s, ilp_s=ilp_s, seed=seed,
-                                 simulate=simulate, log=log)
+                                 simulate=simulate, models=models, log=log)
     if out is not None and rows:
         write_csv(rows, Path(out))
         plot(rows, Path(out).with_suffix(".png"))
@@ -135,8 +139,9 @@ def plot(rows, path: Path) -> None:
     p3 = [r for r in rows if r["topology"] == "paper003"]
     p1 = [r for r in rows if r["topology"] != "paper003"]
     cols = (kinds if p3 else []) + (["001"] if p1 else [])
-    metrics = [("bound_s", "circuit bound")] + ([("simulated_s", "simulated time")]
-                                              if all(r["simulated_s"] is not None for r in rows) else [])
+    metrics = [("bound_s", "circuit bound")] + [
+        (f"simulated_s.{m}", f"simulated, {MODEL_NAMES[m]}") for m in MODELS
+        if rows and all(r.get(f"simulated_s.{m}") is not None for r in rows)]
     fig, axes = plt.subplots(len(metrics), len(cols), figsize=(3.6 * len(cols), 3.0 * len(metrics)), squeeze=False)
 
     def rel(group, key):
@@ -173,8 +178,9 @@ def plot(rows, path: Path) -> None:
             ax.axhline(1.0, color="k", lw=0.6)
             ax.set_ylabel("relative to metis+greedy", fontsize=7)
             ax.tick_params(labelsize=7)
-    axes[0, 0].legend(fontsize=6)
-    fig.tight_layout()
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / len(metrics)))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
@@ -189,13 +195,18 @@ def main(argv=None) -> int:
     ap.add_argument("--ilp-time", type=float, default=None, help="exact circuit seconds per solve (default 5, quick 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-simulate", action="store_true", help="skip the simulator")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"network models ({', '.join(MODELS)})")
     ap.add_argument("--out", default=str(OUT))
     a = ap.parse_args(argv)
+    try:
+        models = parse_models(a.models)
+    except Exception as exc:  # TopoplanError: one line
+        ap.error(str(exc))
     joint_s = a.joint_time if a.joint_time is not None else (3.0 if a.quick else 8.0)
     ilp_s = a.ilp_time if a.ilp_time is not None else (2.0 if a.quick else 5.0)
     t0 = time.perf_counter()
     rows = run(a.quick, tuple(a.traffic.split(",")) if a.traffic else None, joint_s, ilp_s, a.seed,
-               not a.no_simulate, a.out)
+               not a.no_simulate, a.out, models=models)
     print(f"{len(rows)} rows -> {a.out} (+ .png) in {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -1,47 +1,49 @@
-"""Reproduce paper 001 (supplementing a small optical network): Figures 4-5 and Table 2 (issue 7).
+"""Reproduce paper 001 (supplementing a small optical network): Figures 4-5 and Table 2, under three network
+models.
 
 256 nodes as 8 switches x 32 or 16 x 16 (presets ``paper001-8x32``,
 ``paper001-16x16``), 64 or 128 OCS nodes, normal (1:5) and low (1:20)
 bisection uplinks and the full-bisection EPS reference; Neighbor 16x16 4 MB
-and NPB CG, LU, MG class C on 256 ranks. Every cell is simulated with
-``sim.run.simulate`` and reported relative to "EPS only" (sequential
-placement), as the paper's figures are. Beside the paper's own method
-(3-step circuit assignment, ranks placed sequentially) we run our exact
-circuits (``ilp``) and, for the normal uplinks, CommPattern placement
-(``metis``, OCS nodes first) with ``ilp`` circuits.
+and NPB CG, LU, MG class C on 256 ranks. Every cell is simulated under each
+model of :data:`experiments._common.MODELS` (the papers' own model; max-min
+with pipelined relays, our default; max-min with store-and-forward relays)
+with ``sim.run.simulate_plan`` and reported relative to "EPS only" (sequential
+placement) under the same model, as the paper's figures are. Beside the
+paper's own method (3-step circuit assignment, ranks placed sequentially) we
+run our exact circuits (``ilp``) and, for the normal uplinks, CommPattern
+placement (``metis``, OCS nodes first) with ``ilp`` circuits. Circuit plans do
+not depend on the model: each is made once and simulated under every model.
 
-    python experiments/paper001.py            # the whole grid (cached per cell)
-    python experiments/paper001.py --quick    # 16x16, Neighbor, a few cells (< 1 min)
-    python experiments/paper001.py --systems 16x16 --apps neighbor,cg --npb-iters 1
+    python -m experiments.paper001            # the whole grid (cached per cell)
+    python -m experiments.paper001 --quick    # 16x16, Neighbor, six cells per model (< 1 min)
+    python -m experiments.paper001 --systems 16x16 --apps neighbor,cg --models paper,pipelined
 
-Writes ``experiments/results/paper001.csv`` (one tidy row per cell and
+Writes ``experiments/results/paper001.csv`` (one tidy row per cell, model and
 metric, the paper's number beside ours where the paper gives one),
-``paper001.png`` (the figures, laid out like the paper's) and ``paper001.md``
-(the README table). Simulated cells are cached as JSON in
-``experiments/results/.cache_paper001/``; a cell is recomputed only when its
-parameters change (``--no-cache`` recomputes everything).
+``paper001.png`` (Figures 4-5 per model, laid out like the paper's, and Table
+2) and ``paper001.md`` (the claim table under every model, the bar tables per
+model, Table 2, and why the models and the paper differ). Simulated cells are
+cached as JSON in ``experiments/results/.cache_paper001/``; a cell is
+recomputed only when its parameters change (``--no-cache`` recomputes all).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import io
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, cached_run, claims_markdown, model_of,
+                                 parse_models, used_circuits, write_csv)
 
-RESULTS = ROOT / "experiments" / "results"
 THRESHOLD_B = 8192.0            # 001 §4.1: large-message threshold
 APPS = ("neighbor", "cg", "lu", "mg")
 APP_NAMES = {"neighbor": "Neighbor", "cg": "CG", "lu": "LU", "mg": "MG"}
+FIGURE = {"8x32": "fig4", "16x16": "fig5"}
 
 # 001 Table 1: uplink bandwidth per system (normal 1:5, low 1:20, full bisection); OCS nodes per switch for 64/128.
 SYSTEMS = {
@@ -77,38 +79,41 @@ PAPER_TABLE2 = {
 # §4.2: bytes the top EPS switch received for CG with Ours 64 nodes on the low-bisection EPS.
 PAPER_TOP = {("16x16", "cg", "Ours 0.8Gbps 64Nodes"): (2e9, "§4.2: 2 GB over its 16 links"),
              ("8x32", "cg", "Ours 1.6Gbps 64Nodes"): (82e3, "§4.2: 82 KB")}
+STATED_TOLERANCE = 0.10         # a stated relative time is "matched" within 0.10 (10 points of EPS only)
 
 METRICS = ("relative_time", "makespan_s", "top_switch_bytes", "ocs_bytes", "bound_s", "ocs_nodes_assigned",
            "ocs_nodes_used")
-COLUMNS = ("system", "app", "label", "network", "uplink", "uplink_bw", "ocs_nodes", "circuits", "placement",
-           "iters", "metric", "ours", "paper", "paper_source", "status")
+CELL_KEYS = ("system", "app", "label", "network", "uplink", "uplink_bw", "ocs_nodes", "circuits", "placement")
+COLUMNS = ("table", "model") + CELL_KEYS + ("iters", "metric", "ours", "paper", "paper_source", "status")
 
 
 # -- the grid ---------------------------------------------------------------
 
-def cells(system: str, apps=APPS, quick: bool = False) -> list[dict]:
-    """The configurations of one system: the paper's seven bars (3-step circuits, sequential placement),
-    our ``ilp`` circuits on the four hybrid bars, and CommPattern (metis) placement with ``ilp`` circuits."""
+def cells(system: str, apps=APPS, quick: bool = False, models=MODELS) -> list[dict]:
+    """The configurations of one system, per model: the paper's seven bars (3-step circuits, sequential
+    placement), our ``ilp`` circuits on the four hybrid bars, and CommPattern (metis) placement with ``ilp``
+    circuits."""
     c = SYSTEMS[system]
     low = c["low"]
     out = []
-    for app in apps:
-        def add(label, network, uplink, ocs=0, circuits="none", placement="sequential"):
-            out.append({"system": system, "app": app, "label": label, "network": network, "uplink": uplink,
-                        "uplink_bw": {"normal": c["up"], "low": low, "full": c["fb"]}[uplink],
-                        "ocs_nodes": ocs, "circuits": circuits, "placement": placement})
+    for model in models:
+        for app in apps:
+            def add(label, network, uplink, ocs=0, circuits="none", placement="sequential"):
+                out.append({"model": model, "system": system, "app": app, "label": label, "network": network,
+                            "uplink": uplink, "uplink_bw": {"normal": c["up"], "low": low, "full": c["fb"]}[uplink],
+                            "ocs_nodes": ocs, "circuits": circuits, "placement": placement})
 
-        add("FB EPS", "fat-tree", "full")
-        add("EPS only", "eps", "normal")
-        add(f"EPS {low}", "eps", "low")
-        for uplink in ("normal", "low"):
+            add("FB EPS", "fat-tree", "full")
+            add("EPS only", "eps", "normal")
+            add(f"EPS {low}", "eps", "low")
+            for uplink in ("normal", "low"):
+                for ocs in (64, 128):
+                    lab = f"Ours {ocs}Nodes" if uplink == "normal" else f"Ours {low} {ocs}Nodes"
+                    for meth in ("three-step", "ilp"):
+                        add(lab, "hybrid", uplink, ocs, meth)
+            add("EPS only", "eps", "normal", placement="metis")
             for ocs in (64, 128):
-                lab = f"Ours {ocs}Nodes" if uplink == "normal" else f"Ours {low} {ocs}Nodes"
-                for meth in ("three-step", "ilp"):
-                    add(lab, "hybrid", uplink, ocs, meth)
-        add("EPS only", "eps", "normal", placement="metis")
-        for ocs in (64, 128):
-            add(f"Ours {ocs}Nodes", "hybrid", "normal", ocs, "ilp", "metis")
+                add(f"Ours {ocs}Nodes", "hybrid", "normal", ocs, "ilp", "metis")
     if quick:  # a few cheap cells that still show every kind of bar
         keep = {("FB EPS", "none"), ("EPS only", "none"), (f"EPS {low}", "none"), ("Ours 128Nodes", "three-step"),
                 ("Ours 128Nodes", "ilp"), (f"Ours {low} 128Nodes", "three-step")}
@@ -140,143 +145,108 @@ def topology_of(cell: dict):
 
 # -- running one cell -------------------------------------------------------
 
-class _Inputs:
-    """Traces and placements shared by the cells of one (system, app): built once, on demand."""
+def placement_of(cell: dict, inputs: Inputs, topo):
+    """001 §4.1: ranks fill the switches in order, the lowest ranks of each switch on its OCS nodes
+    (sequential). CommPattern: METIS over the switches, OCS nodes first, on the hybrid with the cell's OCS
+    nodes (the EPS-only reference uses the 128-node one)."""
+    from planner.placement import sequential
 
-    def __init__(self, spec: str, seed: int):
-        self.spec, self.seed = spec, seed
-        self._trace = self._traffic = None
-        self._metis = {}
-
-    def traffic(self):
-        if self._trace is None:
-            from planner.traffic import load_source
-
-            self._trace, self._traffic = load_source(self.spec)
-        return self._trace, self._traffic
-
-    def placement(self, cell: dict, topo):
-        from planner.placement import sequential
-
-        n = self.traffic()[1].n_ranks
-        if cell["placement"] == "sequential":
-            # 001 §4.1: ranks fill switches in order, the lowest ranks of each switch on its OCS nodes
-            return sequential(n, topo)
-        # CommPattern: METIS on the hybrid with the most OCS nodes (the EPS-only reference shares it)
-        ocs = cell["ocs_nodes"] or 128
-        if ocs not in self._metis:
-            hyb = topology_of({**cell, "network": "hybrid", "ocs_nodes": ocs})
-            self._metis[ocs] = metis_placement(hyb, self.traffic()[1], self.seed)
-        return self._metis[ocs]
+    if cell["placement"] == "sequential":
+        return sequential(inputs.traffic()[1].n_ranks, topo)
+    hyb = topology_of({**cell, "network": "hybrid", "ocs_nodes": cell["ocs_nodes"] or 128})
+    return inputs.placement(hyb, "metis", threshold_B=THRESHOLD_B)
 
 
-def metis_placement(topo, traffic, seed: int = 0):
-    """CommPattern placement (``planner.placement_methods`` ``metis``: METIS over the switches, OCS nodes first)."""
-    from planner.placement_methods import PlacementProblem, solve
-    from planner.placement_methods.problem import to_placement
-
-    prob = PlacementProblem.build(topo, traffic, threshold_B=THRESHOLD_B)
-    return to_placement(solve(prob, method="metis", seed=seed))
+_PLANS: dict = {}
 
 
-def used_circuits(prob, plan: dict) -> int:
-    """Circuits that carry large messages when the plan's forwarding tables route the traffic."""
-    from planner.circuits.bound import evaluate
-    from planner.circuits.forwarding import array_from_tables
-
-    circ = [tuple(c) for c in plan["circuits"]]
-    nh = array_from_tables(plan["forwarding"], prob.n_nodes, prob.n_switches)
-    ev = evaluate(prob, circ, nh)
-    per_circuit = ev.loads_B[prob.n_fixed_links():].reshape(-1, 2).sum(axis=1)
-    return int((per_circuit > 0).sum())
-
-
-def run_cell(cell: dict, inputs: _Inputs, ilp_time_limit: float, seed: int) -> dict:
-    """Plan (hybrid cells) and simulate one cell; returns its measured values."""
+def plan_of(cell: dict, inputs: Inputs, params: dict):
+    """The cell's circuit plan (None without circuits): made once per (system, application, uplink, OCS nodes,
+    method, placement) and shared by the models, which only change how the plan is simulated."""
     from planner.circuits import CircuitProblem, solve
-    from sim.run import simulate
 
-    trace, traffic = inputs.traffic()
-    topo = topology_of(cell)
-    pl = inputs.placement(cell, topo)
-    out = {"status": "", "bound_s": None, "ocs_nodes_assigned": None, "ocs_nodes_used": None, "solve_s": 0.0}
-    plan = None
-    if cell["network"] == "hybrid":
-        prob = CircuitProblem.build(topo, traffic, pl, THRESHOLD_B)
-        res = solve(prob, cell["circuits"], time_limit=ilp_time_limit if cell["circuits"] == "ilp" else None,
-                    seed=seed)
+    if cell["network"] != "hybrid":
+        return None, {}
+    key = (inputs.spec, cell["system"], cell["uplink_bw"], cell["ocs_nodes"], cell["circuits"], cell["placement"],
+           params["ilp_time_limit"], params["seed"])
+    if key not in _PLANS:
+        topo = topology_of(cell)
+        prob = CircuitProblem.build(topo, inputs.traffic()[1], placement_of(cell, inputs, topo), THRESHOLD_B)
+        res = solve(prob, cell["circuits"], time_limit=params["ilp_time_limit"] if cell["circuits"] == "ilp" else None,
+                    seed=params["seed"])
         plan = res.to_dict()
-        out.update(status=res.status, bound_s=res.objective, solve_s=res.wall_s,
-                   ocs_nodes_assigned=2 * len(plan["circuits"]), ocs_nodes_used=2 * used_circuits(prob, plan))
-    r = simulate(topo, trace, pl, circuits=plan, threshold_B=THRESHOLD_B if plan else None)
+        _PLANS[key] = (plan, {"status": res.status, "bound_s": res.objective, "solve_s": res.wall_s,
+                              "ocs_nodes_assigned": 2 * len(plan["circuits"]),
+                              "ocs_nodes_used": 2 * used_circuits(prob, plan)})
+    return _PLANS[key]
+
+
+def run_cell(cell: dict, inputs: Inputs, params: dict) -> dict:
+    """Plan circuits (hybrid cells) and simulate one cell under its model; returns its measured values."""
+    from sim.run import simulate_plan
+
+    trace, _ = inputs.traffic()
+    topo = topology_of(cell)
+    plan, info = plan_of(cell, inputs, params)
+    out = {"status": "", "bound_s": None, "ocs_nodes_assigned": None, "ocs_nodes_used": None, "solve_s": 0.0,
+           **info}
+    r = simulate_plan(topo, trace, plan, placement=placement_of(cell, inputs, topo),
+                      threshold_B=THRESHOLD_B if plan else None, model=model_of(cell["model"]))
     out.update(makespan_s=r["makespan_s"], top_switch_bytes=r["top_switch_bytes"],
-               ocs_bytes=r["bytes_by_link_class"].get("ocs", 0.0), sim_wall_s=r["wall_s"])
+               ocs_bytes=r["bytes_by_link_class"].get("ocs", 0.0), sim_wall_s=r["wall_s"], sim_model=r["sim_model"])
     return out
 
 
 def _cache_file(cache: Path, cell: dict) -> Path:
     lab = cell["label"].replace(" ", "_").replace(".", "p")
-    return cache / f"{cell['system']}_{cell['app']}_{lab}_{cell['circuits']}_{cell['placement']}.json"
+    return cache / f"{cell['model']}_{cell['system']}_{cell['app']}_{lab}_{cell['circuits']}_{cell['placement']}.json"
 
 
-def cached_run(cell: dict, inputs: _Inputs, cache: Path | None, params: dict, log=print) -> dict:
-    """``run_cell`` through the per-cell JSON cache (keyed by the cell and every parameter that changes it)."""
-    from planner.io import write_json
-
-    key = {**cell, **params, "spec": inputs.spec}
-    path = _cache_file(cache, cell) if cache is not None else None
-    if path is not None and path.is_file():
-        try:
-            doc = json.loads(path.read_text())
-            if doc.get("key") == key:
-                return doc["result"]
-        except (OSError, ValueError):
-            pass  # a broken cache file is recomputed
-    t0 = time.perf_counter()
-    res = run_cell(cell, inputs, params["ilp_time_limit"], params["seed"])
-    res["wall_s"] = time.perf_counter() - t0
-    log(f"  {cell['system']:5s} {cell['app']:8s} {cell['label']:22s} {cell['circuits']:10s} {cell['placement']:10s} "
-        f"{res['makespan_s'] * 1e3:9.1f} ms  ({res['wall_s']:.1f} s)")
-    if path is not None:
-        write_json(path, {"key": key, "result": res})
-    return res
+def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print) -> dict:
+    """:func:`run_cell` through the per-cell JSON cache (keyed by the cell, its model and every parameter)."""
+    key = {**cell, **params, "spec": inputs.spec, "sim_model": model_of(cell["model"]).to_dict()}
+    what = (f"{cell['model']:17s} {cell['system']:5s} {cell['app']:8s} {cell['label']:22s} {cell['circuits']:10s} "
+            f"{cell['placement']:10s}")
+    return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what)
 
 
 # -- the experiment ---------------------------------------------------------
 
 def run(systems=("8x32", "16x16"), apps=APPS, *, quick=False, iters=5, npb_iters=1, ilp_time_limit=10.0,
-        seed=0, out_dir: Path = RESULTS, cache: Path | None = None, log=print) -> list[dict]:
+        seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None, log=print) -> list[dict]:
     """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows."""
+    from planner.io import atomic_write
+
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "threshold_B": THRESHOLD_B}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if cache is not None:
         Path(cache).mkdir(parents=True, exist_ok=True)
-    results = []
+    results, rows = [], []
     for system in systems:
         for app in apps:
-            spec = traffic_spec(app, iters, npb_iters)
-            inputs = _Inputs(spec, seed)
-            for cell in cells(system, (app,), quick):
-                res = cached_run(cell, inputs, cache, params, log)
+            inputs = Inputs(traffic_spec(app, iters, npb_iters), seed)
+            for cell in cells(system, (app,), quick, models):
+                res = cached_cell(cell, inputs, cache, params, log)
                 results.append((cell, res, iters if app == "neighbor" else npb_iters))
-    rows = tidy(results)
-    write_csv(rows, out_dir / "paper001.csv")
-    plot(rows, out_dir / "paper001.png")
-    from planner.io import atomic_write
-
-    atomic_write(out_dir / "paper001.md", markdown(rows))
+            # written after every (system, application) so a long run leaves usable results behind
+            rows = tidy(results)
+            write_csv(rows, out_dir / "paper001.csv", COLUMNS)
+            plot(rows, out_dir / "paper001.png")
+            atomic_write(out_dir / "paper001.md", markdown(rows))
     return rows
 
 
 def tidy(results) -> list[dict]:
-    """One row per (cell, metric); relative times against the cell's EPS only with sequential placement."""
-    base = {(c["system"], c["app"]): r["makespan_s"] for c, r, _ in results
+    """One row per (cell, metric); relative times against EPS only with sequential placement under the cell's
+    model."""
+    base = {(c["model"], c["system"], c["app"]): r["makespan_s"] for c, r, _ in results
             if c["label"] == "EPS only" and c["placement"] == "sequential"}
     rows = []
     for c, r, it in results:
-        b = base.get((c["system"], c["app"]))
+        b = base.get((c["model"], c["system"], c["app"]))
         vals = {"relative_time": r["makespan_s"] / b if b else None, **{m: r.get(m) for m in METRICS[1:]}}
         paper3 = c["circuits"] in ("none", "three-step") and c["placement"] == "sequential"
         for m in METRICS:
@@ -289,19 +259,10 @@ def tidy(results) -> list[dict]:
                 paper, src = PAPER_TOP[(c["system"], c["app"], c["label"])]
             if paper3 and m == "ocs_nodes_assigned" and c["uplink"] == "normal":
                 paper, src = PAPER_TABLE2[(c["system"], c["ocs_nodes"])][c["app"]], "Table 2"
-            rows.append({**{k: c[k] for k in COLUMNS[:9]}, "iters": it, "metric": m, "ours": vals[m],
-                         "paper": paper, "paper_source": src, "status": r.get("status", "")})
+            rows.append({"table": FIGURE[c["system"]], "model": c["model"], **{k: c[k] for k in CELL_KEYS},
+                         "iters": it, "metric": m, "ours": vals[m], "paper": paper, "paper_source": src,
+                         "status": r.get("status", "")})
     return rows
-
-
-def write_csv(rows, path: Path) -> None:
-    from planner.io import atomic_write
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(COLUMNS))
-    w.writeheader()
-    w.writerows(rows)
-    atomic_write(path, buf.getvalue())
 
 
 def _value(rows, **match):
@@ -311,6 +272,13 @@ def _value(rows, **match):
     return None
 
 
+def _rel(rows, model, system, app, label, circuits=None, placement="sequential", metric="relative_time"):
+    circuits = circuits or ("three-step" if label.startswith("Ours") else "none")
+    r = _value(rows, model=model, system=system, app=app, label=label, circuits=circuits, placement=placement,
+               metric=metric)
+    return None if r is None else float(r["ours"])
+
+
 def bar_labels(system: str) -> list[str]:
     """The legend of 001 Figures 4-5, in the paper's order."""
     low = SYSTEMS[system]["low"]
@@ -318,9 +286,133 @@ def bar_labels(system: str) -> list[str]:
             f"Ours {low} 128Nodes"]
 
 
+# -- the paper's claims -----------------------------------------------------
+
+def claims(rows, models) -> list[dict]:
+    """001 §4.2's statements, each checked under every model on the paper's method (3-step circuits,
+    sequential placement): ``{"claim", "paper", "by_model": {model: (holds, our value)}}``, ``(None, "")``
+    when the cells it needs were not run."""
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
+    apps = [a for a in APPS if any(r["app"] == a for r in rows)]
+    out = []
+
+    def add(text, paper, check):
+        by = {}
+        for m in models:
+            try:
+                by[m] = check(m)
+            except (TypeError, ValueError):  # a needed cell is missing (None in arithmetic, max of nothing)
+                by[m] = (None, "")
+        out.append({"claim": text, "paper": paper, "by_model": by})
+
+    def f2(v):
+        return f"{v:.2f}"
+
+    for (system, app, label), (value, src) in PAPER_REL.items():
+        if src.startswith("≈") or system not in systems or app not in apps:
+            continue
+
+        def stated(m, system=system, app=app, label=label, value=value):
+            v = _rel(rows, m, system, app, label)
+            return abs(v - value) <= STATED_TOLERANCE, f2(v)
+        add(f"{system}, {APP_NAMES[app]}, {label}: relative time {value:.2f} (within {STATED_TOLERANCE:.2f})",
+            f"{value:.2f} ({src})", stated)
+
+    if "8x32" in systems and "neighbor" in apps:
+        def more_nodes_help(m):
+            a, b = (_rel(rows, m, "8x32", "neighbor", f"Ours {n}Nodes") for n in (64, 128))
+            return b < a, f"{f2(b)} vs {f2(a)}"
+        add("8x32, Neighbor: 128 OCS nodes lose less than 64 (less load per relay)", "1.22 vs 1.47", more_nodes_help)
+    if len(systems) == 2 and "neighbor" in apps:
+        def topology_matters(m):
+            a, b = (_rel(rows, m, s, "neighbor", "Ours 128Nodes") for s in ("16x16", "8x32"))
+            return a < 1 < b, f"16x16 {f2(a)}, 8x32 {f2(b)}"
+        add("Neighbor, 128 OCS nodes: faster than EPS only on 16x16, slower on 8x32 (pattern-(1) pairs exist on "
+            "16x16 only)", "0.67 vs 1.22", topology_matters)
+    if "neighbor" in apps:
+        def low_eps_slow(m):
+            vs = {s: _rel(rows, m, s, "neighbor", f"EPS {SYSTEMS[s]['low']}") for s in systems}
+            return min(vs.values()) > 1.5, ", ".join(f"{s} {f2(v)}" for s, v in vs.items())
+        add("Neighbor: EPS only with the low-bisection uplinks is much slower (> 1.5)", "large increase", low_eps_slow)
+
+        def low_ours_same(m):
+            worst, text = 0.0, []
+            for s in systems:
+                for n in (64, 128):
+                    a = _rel(rows, m, s, "neighbor", f"Ours {n}Nodes")
+                    b = _rel(rows, m, s, "neighbor", f"Ours {SYSTEMS[s]['low']} {n}Nodes")
+                    if a is None or b is None:
+                        continue
+                    worst = max(worst, abs(b / a - 1))
+                    text.append(f"{s}-{n} {f2(b)} vs {f2(a)}")
+            if not text:
+                return None, ""
+            return worst <= 0.05, "; ".join(text)
+        add("Neighbor: the low-bisection uplinks do not affect Ours (within 5%; every inter-switch byte on the "
+            "OCS)", "Ours low = Ours", low_ours_same)
+    if "cg" in apps:
+        def cg_low(m):
+            res, text = [], []
+            for s in systems:
+                a = _rel(rows, m, s, "cg", "Ours 64Nodes")
+                b = _rel(rows, m, s, "cg", f"Ours {SYSTEMS[s]['low']} 64Nodes")
+                res.append(b > 1.05 * a if s == "16x16" else b <= 1.05 * a)
+                text.append(f"{s} {f2(b)} vs {f2(a)}")
+            return all(res), "; ".join(text)
+        add("CG, Ours 64 nodes: the low-bisection uplinks slow Ours on 16x16, not on 8x32", "16x16 +30%; 8x32 "
+            "unaffected", cg_low)
+
+        def cg_top(m):
+            t = {s: _rel(rows, m, s, "cg", f"Ours {SYSTEMS[s]['low']} 64Nodes", metric="top_switch_bytes")
+                 for s in systems}
+            ok = (t.get("16x16") is None or t["16x16"] >= 100e6) and (t.get("8x32") is None or t["8x32"] <= 1e6)
+            return ok, ", ".join(f"{s} {v / 1e6:,.3f} MB" for s, v in t.items())
+        add("CG, Ours 64 nodes, low bisection: the top switch receives GBs on 16x16 (>= 100 MB), almost nothing on "
+            "8x32 (<= 1 MB)", "2 GB vs 82 KB", cg_top)
+    if "lu" in apps:
+        def lu_flat(m):
+            vs = [_rel(rows, m, s, "lu", lab) for s in systems for lab in bar_labels(s)]
+            vs = [v for v in vs if v is not None]
+            return max(abs(v - 1) for v in vs) <= STATED_TOLERANCE, f"{min(vs):.2f} to {max(vs):.2f}"
+        add(f"LU: about the same time in every configuration (every bar within {STATED_TOLERANCE:.2f} of 1)", "≈1.0",
+            lu_flat)
+    if "mg" in apps:
+        def mg_plus20(m):
+            vs = [_rel(rows, m, s, "mg", lab) for s in systems for lab in bar_labels(s) if lab.startswith("Ours")]
+            vs = [v for v in vs if v is not None]
+            return max(abs(v - 1.2) for v in vs) <= STATED_TOLERANCE, f"{min(vs):.2f} to {max(vs):.2f}"
+        add(f"MG: Ours about +20% in every configuration (within {STATED_TOLERANCE:.2f} of 1.2)", "≈1.2", mg_plus20)
+
+    def ours64_mostly_slower(m):
+        vs = [_rel(rows, m, s, a, lab) for s in systems for a in apps for lab in bar_labels(s)
+              if lab.startswith("Ours") and lab.endswith("64Nodes")]
+        vs = [v for v in vs if v is not None]
+        if not vs:
+            return None, ""
+        slower, faster = sum(v > 1.0 for v in vs), sum(v < 1.0 for v in vs)
+        return slower > faster, f"{slower} slower, {faster} faster of {len(vs)}"
+    add("Ours with 64 OCS nodes (1/4 of the nodes): slowdowns outnumber speed-ups", "more slowdowns",
+        ours64_mostly_slower)
+
+    def table2(m):
+        t = [r for r in rows if r["model"] == m and r["metric"] == "ocs_nodes_assigned" and r["paper_source"] == "Table 2"]
+        if not t:
+            return None, ""
+        hit = sum(float(r["ours"]) == float(r["paper"]) for r in t)
+        return hit == len(t), f"{hit} of {len(t)} equal"
+    add("Table 2: OCS nodes given a circuit by the 3-step assignment", "16 values", table2)
+    return out
+
+
+# -- figure and tables ----------------------------------------------------------
+
+COLORS = ["#444444", "#9e9e9e", "#4f81bd", "#1f3f7a", "#e6a0a0", "#c0504d", "#7a1f1f"]
+
+
 def plot(rows, path: Path) -> None:
-    """Per system: the paper's method, our methods (relative execution time per application, grouped bars as in
-    001 Figures 4-5, the paper's stated values as black markers), and Table 2 (OCS nodes with a circuit)."""
+    """Per system and model: the paper's method and our methods (relative execution time per application,
+    grouped bars as in 001 Figures 4-5, the paper's stated values as black diamonds); last row: Table 2 (OCS
+    nodes with a circuit; the same under every model)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -328,52 +420,63 @@ def plot(rows, path: Path) -> None:
 
     from planner.io import atomic_write
 
-    systems = list(dict.fromkeys(r["system"] for r in rows))
-    apps = list(dict.fromkeys(r["app"] for r in rows))
-    fig, axes = plt.subplots(len(systems), 3, figsize=(17, 4.2 * len(systems)), squeeze=False,
-                             gridspec_kw={"width_ratios": [1.25, 1.25, 0.8]})
-    colors = ["#444444", "#9e9e9e", "#4f81bd", "#1f3f7a", "#e6a0a0", "#c0504d", "#7a1f1f"]
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
+    models = [m for m in MODELS if any(r["model"] == m for r in rows)]
+    apps = [a for a in APPS if any(r["app"] == a for r in rows)]
+    panels = [(s, m) for s in systems for m in models]
+    nrows = len(panels) + 1
+    fig, axes = plt.subplots(nrows, 2, figsize=(15, 3.6 * nrows), squeeze=False)
     rel = [r for r in rows if r["metric"] == "relative_time"]
-    for i, system in enumerate(systems):
+    handles: dict = {}
+    ycap = 4.5
+    for i, (system, model) in enumerate(panels):
         labels = bar_labels(system)
         x = np.arange(len(apps))
         w = 0.8 / len(labels)
-        ymax = 1.5
-        for j, (title, circ_of, pl) in enumerate((
-                ("paper's method: 3-step circuits, sequential placement", "three-step", "sequential"),
-                ("ours: exact circuits (ilp); hatched: + CommPattern (metis) placement", "ilp", "sequential"))):
+        for j, (title, circ_of) in enumerate((("paper's method: 3-step circuits, sequential placement", "three-step"),
+                                              ("ours: exact circuits (ilp); hatched: + CommPattern (metis) placement",
+                                               "ilp"))):
             ax = axes[i, j]
             for k, lab in enumerate(labels):
                 circ = "none" if not lab.startswith("Ours") else circ_of
                 ys, ps, ms = [], [], []
                 for app in apps:
-                    r = _value(rel, system=system, app=app, label=lab, circuits=circ, placement="sequential")
-                    ys.append(r["ours"] if r else np.nan)
-                    ps.append(r["paper"] if r and r["paper"] not in (None, "") else np.nan)
-                    m = _value(rel, system=system, app=app, label=lab, circuits=circ if circ != "three-step"
-                               else "ilp", placement="metis") if j == 1 else None
-                    ms.append(m["ours"] if m else np.nan)
+                    r = _value(rel, model=model, system=system, app=app, label=lab, circuits=circ,
+                               placement="sequential")
+                    ys.append(float(r["ours"]) if r else np.nan)
+                    ps.append(float(r["paper"]) if r and r["paper"] not in (None, "") else np.nan)
+                    mm = _value(rel, model=model, system=system, app=app, label=lab,
+                                circuits="ilp" if lab.startswith("Ours") else "none", placement="metis") if j == 1 else None
+                    ms.append(float(mm["ours"]) if mm else np.nan)
                 xs = x - 0.4 + (k + 0.5) * w
-                ax.bar(xs, ys, w, color=colors[k], label=lab, edgecolor="white", lw=0.3)
+                ax.bar(xs, np.minimum(ys, ycap), w, color=COLORS[k], label=lab, edgecolor="white", lw=0.3)
+                for xx, yy in zip(xs, ys):
+                    if np.isfinite(yy) and yy > ycap:  # clipped bar: its value on top
+                        ax.text(xx, ycap * 0.98, f"{yy:.1f}", rotation=90, ha="center", va="top", fontsize=6.5,
+                                color="black")
                 if j == 1 and np.isfinite(ms).any():
-                    ax.bar(xs, ms, w * 0.45, color="none", edgecolor="#f0c000", hatch="////", lw=0.8,
-                           label="metis placement" if k == 1 else None)
-                if j == 0 and np.isfinite(ps).any():
-                    ax.scatter(xs, ps, marker="D", s=22, color="black", zorder=5,
-                               label="paper (text of §4.2)" if k == 2 else None)
-                ymax = max(ymax, np.nanmax(ys + ms + [0]))
+                    ax.bar(xs, np.minimum(ms, ycap), w * 0.45, color="none", edgecolor="#f0c000", hatch="////",
+                           lw=0.8, label="metis placement + ilp")
+                if np.isfinite(ps).any():
+                    ax.scatter(xs, ps, marker="D", s=22, color="black", zorder=5, label="paper (text of §4.2)")
             ax.axhline(1.0, color="k", lw=0.6, ls="--")
             ax.set_xticks(x, [APP_NAMES[a] for a in apps])
-            ax.set_ylabel("relative execution time (vs EPS only)", fontsize=8)
-            ax.set_title(f"{system} ({'Fig. 4' if system == '8x32' else 'Fig. 5'}) — {title}", fontsize=8)
+            ax.set_ylim(0, ycap)
+            ax.set_ylabel("relative time (vs EPS only)", fontsize=8)
+            ax.set_title(f"{system} ({'Fig. 4' if system == '8x32' else 'Fig. 5'}), {MODEL_NAMES[model]}: {title}",
+                         fontsize=8)
             ax.grid(axis="y", lw=0.3)
-            ax.legend(fontsize=6, ncol=2, loc="upper left")
-        for j in (0, 1):
-            axes[i, j].set_ylim(0, min(ymax * 1.08, 6.0))
-        # Table 2
-        ax = axes[i, 2]
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab.replace(SYSTEMS[system]["low"], "low"), h)
+    # Table 2, one panel per system (a property of the plans, not of the model)
+    for j in range(2):
+        ax = axes[-1, j]
+        if j >= len(systems):
+            ax.axis("off")
+            continue
+        system = systems[j]
         t2 = [r for r in rows if r["metric"] in ("ocs_nodes_assigned", "ocs_nodes_used") and r["system"] == system
-              and r["circuits"] == "three-step" and r["uplink"] == "normal"]
+              and r["circuits"] == "three-step" and r["uplink"] == "normal" and r["model"] == models[0]]
         groups = [(o, a) for o in (64, 128) for a in apps]
         gx = np.arange(len(groups))
         for k, (metric, col, name) in enumerate((("ocs_nodes_assigned", "#4f81bd", "ours: given a circuit"),
@@ -382,12 +485,14 @@ def plot(rows, path: Path) -> None:
             ax.bar(gx - 0.3 + k * 0.3, ys, 0.3, color=col, label=name)
         pys = [PAPER_TABLE2[(system, o)][a] for o, a in groups]
         ax.bar(gx + 0.3, pys, 0.3, color="#cccccc", edgecolor="black", lw=0.4, label="paper Table 2")
-        ax.set_xticks(gx, [f"{APP_NAMES[a]}\n{o}" for o, a in groups], fontsize=6)
+        ax.set_xticks(gx, [f"{APP_NAMES[a]}\n{o}" for o, a in groups], fontsize=7)
         ax.set_ylabel("OCS nodes with a circuit", fontsize=8)
-        ax.set_title(f"{system}: Table 2 (3-step, sequential)", fontsize=8)
-        ax.legend(fontsize=6, loc="upper left")
-        ax.set_ylim(0, 150)
-    fig.tight_layout()
+        ax.set_title(f"{system}: Table 2 (3-step, sequential; every model)", fontsize=8)
+        ax.legend(fontsize=7, loc="upper left", ncol=3)
+        ax.set_ylim(0, 175)
+    order = sorted(handles, key=lambda lab: (lab.startswith(("paper", "metis")), lab.startswith("metis")))
+    fig.legend([handles[k] for k in order], order, loc="upper center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / (3.6 * nrows)))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
@@ -397,19 +502,17 @@ def plot(rows, path: Path) -> None:
 def _fmt(v, digits=2) -> str:
     if v is None or v == "" or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
-    return f"{v:.{digits}f}"
+    return f"{float(v):.{digits}f}"
 
 
-def markdown(rows) -> str:
-    """The README table: relative execution time per bar, paper's method and ours, and Table 2."""
-    rel = [r for r in rows if r["metric"] == "relative_time"]
-    systems = list(dict.fromkeys(r["system"] for r in rows))
-    apps = list(dict.fromkeys(r["app"] for r in rows))
-    lines = ["Relative execution time vs EPS only (sequential placement); `paper` = the value §4.2 states "
-             "(≈: a qualitative statement), `3-step` = the paper's method in our simulator, `ilp` = our exact "
-             "circuits, `metis+ilp` = CommPattern placement with exact circuits.", ""]
+def bar_table(rows, model) -> list[str]:
+    """Relative execution time per bar under one model: paper's value / 3-step / ilp / metis+ilp."""
+    rel = [r for r in rows if r["metric"] == "relative_time" and r["model"] == model]
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rel)]
+    apps = [a for a in APPS if any(r["app"] == a for r in rel)]
+    lines = []
     for system in systems:
-        lines += [f"**{system}** ({'Fig. 4' if system == '8x32' else 'Fig. 5'})", "",
+        lines += [f"**{system}** ({'Fig. 4' if system == '8x32' else 'Fig. 5'}), {MODEL_NAMES[model]}", "",
                   "| bar | " + " | ".join(f"{APP_NAMES[a]} paper / 3-step / ilp / metis+ilp" for a in apps) + " |",
                   "|---|" + "---|" * len(apps)]
         for lab in bar_labels(system):
@@ -426,80 +529,71 @@ def markdown(rows) -> str:
                               f"{_fmt(m and m['ours'])}")
             lines.append(f"| {lab} | " + " | ".join(cells_) + " |")
         lines.append("")
+    return lines
+
+
+def markdown(rows) -> str:
+    """The claim table under every model, the bar tables per model, Table 2 and why the models and the paper
+    differ."""
+    models = [m for m in MODELS if any(r["model"] == m for r in rows)]
+    systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
+    apps = [a for a in APPS if any(r["app"] == a for r in rows)]
+    lines = ["Each statement of 001 §4.2 (its figures print no numbers; the paper column gives the value its text "
+             "states, ≈ a qualitative statement) checked under the three network models (`experiments/_common.py`): "
+             "the paper's own model, max-min with pipelined relays (our default) and max-min with store-and-forward "
+             "relays, on the paper's method (3-step circuits, sequential placement). Our values in brackets; "
+             "relative times are T / T(EPS only, sequential placement) under the same model.", "",
+             claims_markdown(claims(rows, models), models)]
+    lines += ["Relative execution time vs EPS only (sequential placement, same model); `paper` = the value §4.2 "
+              "states (≈: a qualitative statement), `3-step` = the paper's method, `ilp` = our exact circuits, "
+              "`metis+ilp` = CommPattern placement with exact circuits.", ""]
+    for m in models:
+        lines += bar_table(rows, m)
     lines += ["Table 2: OCS nodes given a circuit by the 3-step assignment (paper / ours; in brackets: OCS nodes "
-              "whose circuit carries traffic under the plan's forwarding tables).", "",
-              "| system | OCS nodes | " + " | ".join(APP_NAMES[a] for a in apps) + " |",
+              "whose circuit carries traffic under the plan's forwarding tables); plans, the same under every model.",
+              "", "| system | OCS nodes | " + " | ".join(APP_NAMES[a] for a in apps) + " |",
               "|---|---|" + "---|" * len(apps)]
     for system in systems:
         for o in (64, 128):
             cs = []
             for a in apps:
-                r = _value(rows, system=system, app=a, ocs_nodes=o, circuits="three-step", uplink="normal",
-                           metric="ocs_nodes_assigned")
-                u = _value(rows, system=system, app=a, ocs_nodes=o, circuits="three-step", uplink="normal",
-                           metric="ocs_nodes_used")
+                r = _value(rows, model=models[0], system=system, app=a, ocs_nodes=o, circuits="three-step",
+                           uplink="normal", placement="sequential", metric="ocs_nodes_assigned")
+                u = _value(rows, model=models[0], system=system, app=a, ocs_nodes=o, circuits="three-step",
+                           uplink="normal", placement="sequential", metric="ocs_nodes_used")
                 cs.append(f"{PAPER_TABLE2[(system, o)][a]} / {int(r['ours']) if r else '–'}"
                           f" ({int(u['ours']) if u else '–'})")
             if any("–" not in c for c in cs):
                 lines.append(f"| {system} | {o} | " + " | ".join(cs) + " |")
-    top = [r for r in rows if r["metric"] == "top_switch_bytes" and r["paper"] not in (None, "")]
+    top = [r for r in rows if r["metric"] == "top_switch_bytes" and r["paper"] not in (None, "")
+           and r["model"] == models[0]]
     if top:
-        lines += ["", "Bytes the top switch receives (CG, Ours 64 nodes, low bisection, 3-step): " + "; ".join(
-            f"{r['system']}: paper {r['paper'] / 1e6:,.3f} MB, ours {r['ours'] / 1e6:,.3f} MB" for r in top) + "."]
+        lines += ["", "Bytes the top switch receives (CG, Ours 64 nodes, low bisection, 3-step; every model): "
+                  + "; ".join(f"{r['system']}: paper {r['paper'] / 1e6:,.3f} MB (5 iterations), ours "
+                              f"{r['ours'] / 1e6:,.3f} MB ({r['iters']} iteration(s))" for r in top) + "."]
     nb = []
-    for system in systems:
-        eps = _value(rows, system=system, app="neighbor", label="EPS only", placement="sequential",
-                     metric="makespan_s")
-        for o in (64, 128):
-            b = _value(rows, system=system, app="neighbor", label=f"Ours {o}Nodes", circuits="three-step",
-                       placement="sequential", metric="bound_s")
-            r = _value(rows, system=system, app="neighbor", label=f"Ours {o}Nodes", circuits="three-step",
-                       placement="sequential", metric="relative_time")
-            pap = PAPER_REL.get((system, "neighbor", f"Ours {o}Nodes"), (None,))[0]
-            if eps and b and r:
-                nb.append(f"{system} {o} nodes: bound {b['ours'] / eps['ours']:.2f}, simulated {r['ours']:.2f}"
-                          + (f", paper {pap:.2f}" if pap else ""))
+    for m in models:
+        for system in systems:
+            eps = _rel(rows, m, system, "neighbor", "EPS only", metric="makespan_s")
+            for o in (64, 128):
+                b = _rel(rows, m, system, "neighbor", f"Ours {o}Nodes", metric="bound_s")
+                r = _rel(rows, m, system, "neighbor", f"Ours {o}Nodes")
+                pap = PAPER_REL.get((system, "neighbor", f"Ours {o}Nodes"), (None,))[0]
+                if eps and b and r:
+                    nb.append(f"| {MODEL_NAMES[m]} | {system} | {o} | {b / eps:.2f} | {r:.2f} | "
+                              + (f"{pap:.2f}" if pap else "") + " |")
     if nb:
-        lines += ["", "Neighbor, 3-step, relative to EPS only (EPS only is uplink-limited, so its simulated time "
-                  "equals its bound): " + "; ".join(nb) + "."]
+        lines += ["", "Neighbor, 3-step circuits, relative to EPS only under the same model: the plan's busiest-link "
+                  "bound (bytes / bandwidth, relayed bytes charged to the relays' links; no model that respects "
+                  "link capacities runs the plan faster) and the simulated time:", "",
+                  "| model | system | OCS nodes | bound | simulated | paper |", "|---|---|---|---|---|---|"] + nb
     lines += ["", NOTES]
     return "\n".join(lines) + "\n"
 
 
-NOTES = """**Why our numbers differ from 001's**
+NOTES = """**Why the models differ, and where ours differs from 001**
 
-- *Communication only.* 001 adds each process's measured computation time to the simulated communication
-  (§4.1); we have no such measurements for 256 ranks and simulate communication only (generators with
-  `compute=0`). Every ratio is therefore stretched away from 1 in our table; the NPB kernels, which compute
-  much more than they communicate, are affected most (001 finds LU insensitive even to the 1:20 uplinks; in
-  communication time alone LU's EPS-only run is 1.5-1.8x slower with them). Neighbor has no computation and
-  is the fairest comparison.
-- *Relays are store-and-forward per message.* A relayed message is three full transfers in a row (source to
-  relay over EPS, relay to relay over the circuit, relay to destination over EPS), each shared max-min
-  fairly; 001 relays whole MPI messages too, but its per-link "delay + size / bandwidth, later messages
-  postponed" model lets consecutive messages overlap more. The communication-time bound, which counts bytes
-  per link and ignores this serialization, is close to the paper's numbers (see the Neighbor line above:
-  16x16 with 128 OCS nodes gives a bound of 0.60 where 001 reports 0.67), while the simulated time of the
-  same plan is above 1. The ordering of 001 is reproduced: 8x32 loses more than 16x16, 64 OCS nodes lose
-  more than 128, because all of 8x32's inter-switch neighbour traffic is relayed (no pattern-(1) pairs) and
-  the relay nodes' 1 Gbps EPS links carry their own traffic plus the relayed bytes.
-- *Fewer NPB iterations.* The NPB kernels run 1 iteration (001: 5) to keep the 256-rank replays affordable;
-  their initialisation exchanges are included. Per-iteration communication is identical, so the relative
-  time changes little; the top-switch bytes are per run (1 iteration), hence below 001's 2 GB for CG.
-- *Uplinks still matter to "Ours" on 16x16 for the NPB kernels.* 16x16 has 120 switch pairs but only 30 or
-  64 circuits: CG, LU and MG communicate between more switch pairs than 3-step can connect, and their
-  messages below the 8,192-byte threshold always use the EPS uplinks, so the 1:20 uplinks slow "Ours" down
-  in our simulator for all three (001 reports this only for CG, +30%).
-- *Exact circuits minimize the bound, not the simulated time.* `ilp` is never worse than 3-step on the
-  communication-time bound (most NPB cells stop at the 10 s limit with a feasible plan); in the run behind
-  this table it simulates faster than 3-step in 22 of the 32 hybrid cells, equal in 7 and slower in 3 (CG
-  and MG on 16x16 with 128 OCS nodes, MG on 8x32 with 128 nodes and 1:20 uplinks): the bound ignores relay
-  serialization, and its tie-break (fewest uplink bytes) moves traffic onto relays. With CommPattern placement (METIS, OCS nodes first)
-  and exact circuits, Neighbor reaches 0.62 of EPS only on 16x16 and 1.2 on 8x32 (METIS alone helps
-  EPS-only too: 0.50 and 0.80).
-- *Table 2 is reproduced exactly* (all 16 cells): our 3-step implementation gives circuits to the same
-  number of OCS nodes; one more check is whether the circuits carry traffic under the forwarding tables
-  (in brackets): all do except 4 circuits of CG on 16x16 with 128 OCS nodes.
+- TODO
 """
 
 
@@ -507,7 +601,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--systems", default="8x32,16x16")
     ap.add_argument("--apps", default=",".join(APPS))
-    ap.add_argument("--quick", action="store_true", help="16x16 Neighbor only, six cells (< 1 min)")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"network models ({', '.join(MODELS)})")
+    ap.add_argument("--quick", action="store_true", help="16x16 Neighbor only, six cells per model (< 1 min)")
     ap.add_argument("--iters", type=int, default=5, help="Neighbor iterations (the paper: 5)")
     ap.add_argument("--npb-iters", type=int, default=1, help="NPB iterations (the paper: 5)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="ilp seconds per cell")
@@ -517,6 +612,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cache", action="store_true")
     a = ap.parse_args(argv)
     systems, apps = tuple(a.systems.split(",")), tuple(a.apps.split(","))
+    try:
+        models = parse_models(a.models)
+    except Exception as exc:  # TopoplanError: one line
+        ap.error(str(exc))
     if a.quick:
         systems, apps = ("16x16",), ("neighbor",)
     for s in systems:
@@ -530,7 +629,7 @@ def main(argv=None) -> int:
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
     rows = run(systems, apps, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl, seed=a.seed,
-               out_dir=out_dir, cache=cache)
+               models=models, out_dir=out_dir, cache=cache)
     print(f"{len(rows)} rows -> {out_dir / 'paper001.csv'}, .png, .md  ({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -1,4 +1,5 @@
-"""experiments/paper000.py on its --quick subset (Neighbor 8x16 40 MB, uplinks x1 and x5, 3 and 24 pathways)."""
+"""experiments/paper000.py on its --quick subset (Neighbor 8x16 40 MB, uplinks x1 and x5, 3 and 24 pathways) under
+the three network models."""
 
 import csv
 
@@ -6,6 +7,7 @@ import numpy as np
 import pytest
 
 from experiments import paper000
+from experiments._common import MODELS
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +20,7 @@ def quick(tmp_path_factory):
 
 
 def _val(rows, metric, **match):
+    match.setdefault("model", "pipelined")
     hit = [r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())]
     assert len(hit) == 1, (metric, match, len(hit))
     return float(hit[0]["ours"])
@@ -26,13 +29,19 @@ def _val(rows, metric, **match):
 def test_outputs_and_columns(quick):
     out, rows = quick
     assert list(rows[0].keys()) == list(paper000.COLUMNS)
+    assert paper000.COLUMNS[:2] == ("table", "model")
+    assert {r["model"] for r in rows} == set(MODELS) | {""}  # "": Neighbor's node-pair matrix (traffic only)
     assert (out / "paper000.png").stat().st_size > 10_000
     md = (out / "paper000.md").read_text()
+    assert md.startswith("Each statement of 000")
+    assert "| claim | paper | paper model | max-min, pipelined relays | max-min, store-and-forward relays |" in md
     assert "| Neighbor | SP U x1 |" in md and "| Neighbor | CP U x1, ilp |" in md
     assert "below 6 pathways SP is much slower than CP" in md  # the claims table is filled from our rows
-    lines = {(r["scheme"], r["uplink"], r["pathways"], r["circuits"]) for r in rows if r["metric"] == "rel_time"}
-    assert {("EPS", "1", "0", "none"), ("EPS", "5", "0", "none"), ("SP", "1", "3", "sp"), ("CP", "5", "24", "sp"),
-            ("CP", "1", "24", "ilp")} <= lines
+    for m in MODELS:
+        lines = {(r["scheme"], r["uplink"], r["pathways"], r["circuits"]) for r in rows
+                 if r["metric"] == "rel_time" and r["model"] == m}
+        assert {("EPS", "1", "0", "none"), ("EPS", "5", "0", "none"), ("SP", "1", "3", "sp"), ("CP", "5", "24", "sp"),
+                ("CP", "1", "24", "ilp")} <= lines
 
 
 def test_physics_of_the_neighbor_cells(quick):
@@ -59,9 +68,60 @@ def test_physics_of_the_neighbor_cells(quick):
         assert _val(rows, "circuits_set", scheme=scheme, uplink="1", pathways=3, circuits="sp") == 3
 
 
+def test_every_model_simulates_the_same_plans(quick):
+    """issue 16: one plan per cell, simulated under each model: the plan's bound, circuits and every link's
+    bytes are the model's inputs, identical across models; only the times differ, each against its own EPS only."""
+    _, rows = quick
+    hybrid = {(r["scheme"], r["uplink"], r["pathways"], r["circuits"]) for r in rows
+              if r["metric"] == "bound_s" and r["model"] == "pipelined"}
+    assert len(hybrid) == 10
+    for cell in hybrid:
+        match = dict(zip(("scheme", "uplink", "pathways", "circuits"), cell))
+        for metric in ("bound_s", "circuits_set", "circuits_used", "ocs_bytes", "uplink_bytes", "top_switch_B",
+                       "max_node_link_B"):
+            vals = {_val(rows, metric, model=m, **match) for m in MODELS}
+            assert len(vals) == 1, (cell, metric, vals)
+    for m in MODELS:
+        assert _val(rows, "rel_time", model=m, scheme="EPS", uplink="1", placement="sequential") == 1.0
+    # EPS only is uplink-limited: 5 x 32 x 40 MB through a middle switch's 64 Gbps uplink. Max-min runs at that
+    # bound with either relay rule (no relays on EPS only); the paper model stores and forwards whole messages,
+    # so the first message needs its 32 ms node hop before the uplink starts and the last one a 5 ms downlink
+    # and a 32 ms node hop after it ends
+    up = 5 * 2 * 16 * 40e6 * 8 / 64e9
+    eps = {m: _val(rows, "makespan_s", model=m, scheme="EPS", uplink="1", placement="sequential") for m in MODELS}
+    assert eps["pipelined"] == eps["store-and-forward"] == pytest.approx(up, rel=1e-3)
+    assert eps["paper"] >= up + 2 * 40e6 * 8 / 10e9 + 40e6 * 8 / 64e9
+    # store-and-forward relays never beat pipelined ones on the same plan under max-min
+    for cell in hybrid:
+        match = dict(zip(("scheme", "uplink", "pathways", "circuits"), cell))
+        assert (_val(rows, "makespan_s", model="store-and-forward", **match)
+                >= _val(rows, "makespan_s", model="pipelined", **match) * (1 - 1e-9))
+
+
+def test_claims_per_model(quick):
+    """The claims that the quick cells can check, per model: SP's relays below 6 pathways hold under every model
+    (the capacity bound says so), and the node-link load is the same bytes everywhere."""
+    out, _ = quick
+    rows = paper000.run(("neighbor",), ("1", "5"), (3, 24), (24,), quick=True, ilp_time_limit=3.0, out_dir=out,
+                        cache=out / ".cache_paper000", log=lambda *_: None)  # in-memory rows, from the cache
+    by = {c["claim"]: c["by_model"] for c in paper000.claims(rows, MODELS)}
+    for m in MODELS:
+        assert by["Fig. 5: below 6 pathways SP is much slower than CP (its relays carry more)"][m][0] is True
+        assert by["Fig. 6: the busiest node link carries more than with EPS only (relaying)"][m][0] is True
+        # CP with our METIS leaves S0 loaded at 3 pathways: the claim is checked and fails the same way everywhere
+        ok, text = by["Fig. 6: no load on S0 from 3 pathways on (the switches are chained by circuits)"][m]
+        assert ok is False and text.startswith("SP only")
+        # not measurable on the quick subset: no x1/4 uplinks, fewer than 48 pathways
+        assert by["Fig. 5: CP uses only 24 pathways, SP 48"][m] == (None, "")
+    # the paper's "full bisection with about 20 pathways" holds with pipelined relays only
+    full = by["Fig. 5: the full-bisection EPS time is reached with about 20 pathways"]
+    assert [full[m][0] for m in MODELS] == [False, True, False]
+
+
 def test_cache_is_used(quick):
     out, rows = quick
-    assert len(list((out / ".cache_paper000").glob("*.json"))) == 13
+    assert len(list((out / ".cache_paper000").glob("*.json"))) == 13 * len(MODELS)
+    assert len(list((out / ".cache_paper000").glob("paper_*.json"))) == 13
     logged = []
     rows2 = paper000.run(("neighbor",), ("1", "5"), (3, 24), (24,), quick=True, ilp_time_limit=3.0, out_dir=out,
                          cache=out / ".cache_paper000", log=logged.append)
@@ -91,3 +151,7 @@ def test_bad_arguments_are_one_line_errors(capsys):
     assert "--pathways: 0 is not between 1 and 64" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         paper000.main(["--uplinks", "2"])
+    with pytest.raises(SystemExit) as e:
+        paper000.main(["--models", "paper,fluid"])
+    assert e.value.code == 2
+    assert "unknown model 'fluid'" in capsys.readouterr().err
