@@ -19,7 +19,7 @@ def run(anneal_limit: float = 25.0, seed: int = 0) -> list[dict]:
     rows = []
     for tree, nbytes in (("knomial", 1024), ("scatter-allgather", 4 << 20)):
         t0 = time.perf_counter()
-        prob = BcastProblem.build(topo, nodes, root=0, bytes_B=nbytes, tree=tree, delay="hops")
+        prob = BcastProblem.build(topo, placement=nodes, root=0, bytes_B=nbytes, tree=tree, delay="hops")
         build_s = time.perf_counter() - t0
         for m, target in (("default", 1.0), ("dft", 1.0), ("bft", 1.0), ("greedy", 1.0), ("anneal", 30.0)):
             r = solve(prob, m, time_limit=anneal_limit if m == "anneal" else None, seed=seed, simulate=False)

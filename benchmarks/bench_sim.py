@@ -98,7 +98,7 @@ def _replay_hybrid(n_ranks: int, relay: str):
         topo = load_topology("paper001-16x16")
         trace, traffic = load_source(f"npb:kernel=cg,class=C,np={n_ranks},iters=5")
         pl = sequential(n_ranks, topo)
-        plan = solve(CircuitProblem.build(topo, traffic, pl, 8192.0), "three-step").to_dict()
+        plan = solve(CircuitProblem.build(topo, traffic, pl, threshold_B=8192.0), "three-step").to_dict()
         t0 = time.perf_counter()
         res = simulate_plan(topo, trace, plan, placement=pl, model={"relay": relay})
         return time.perf_counter() - t0, {"flows": res["n_flows"], "events": res["n_events"],

@@ -53,7 +53,7 @@ def run(quick=False, anneal_limit=5.0, ilp_limit=10.0, max_sim_messages=20000, o
     sizes = SIZES[::2] if quick else SIZES
     for name, topo, nodes, delay in scenarios(quick):
         for nb in sizes:
-            prob = BcastProblem.build(topo, nodes, root=0, bytes_B=nb, tree="auto", delay=delay)
+            prob = BcastProblem.build(topo, placement=nodes, root=0, bytes_B=nb, tree="auto", delay=delay)
             for m in METHODS:
                 if m == "ilp" and prob.n > ilp_max_leaders:
                     continue  # the class model grows as leaders x racks^2: exact only on small jobs

@@ -93,7 +93,7 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                 for size, (sets, max_c) in items:
                     topo = load_topology(preset, sets)
                     pl = sequential(tr.n_ranks, topo)
-                    prob = CircuitProblem.build(topo, tr, pl, thr, max_circuits=max_c)
+                    prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, max_circuits=max_c)
                     sim = None
                     if simulate != "off":
                         sim = {m: plan_simulator(prob, trace if simulate == "trace" else None, model_of(m))

@@ -62,7 +62,7 @@ def run_one(prob, method: str, *, seed: int, anneal_s: float, ilp_s: float):
 
     try:
         if method == "anneal-cong":
-            p2 = PlacementProblem.build(prob.topo, prob.traffic, objective="congestion", threshold_B=prob.threshold_B)
+            p2 = PlacementProblem.build(prob.topology, prob.traffic, objective="congestion", threshold_B=prob.threshold_B)
             return solve(p2, "anneal", time_limit=anneal_s, seed=seed)
         limit = {"anneal": anneal_s, "ilp": ilp_s, "joint": ilp_s}.get(method)
         return solve(prob, method, time_limit=limit, seed=seed)

@@ -71,7 +71,7 @@ def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=
     metis_s = time.perf_counter() - t0
     results = {}
     for m in ("none", "greedy", "ilp"):
-        cp = CircuitProblem.build(topo, traffic, to_placement(metis), prob.threshold_B)
+        cp = CircuitProblem.build(topo, traffic, to_placement(metis), threshold_B=prob.threshold_B)
         res = circuit_solve(cp, m, time_limit=ilp_s if m == "ilp" else None, seed=seed)
         plan = {**res.plan, **metis.plan}
         results[f"metis+{m}"] = (plan, res.objective, res.metrics, res.status, metis_s + res.wall_s,

@@ -171,7 +171,8 @@ def plan_of(cell: dict, inputs: Inputs, params: dict):
            params["ilp_time_limit"], params["seed"])
     if key not in _PLANS:
         topo = topology_of(cell)
-        prob = CircuitProblem.build(topo, inputs.traffic()[1], placement_of(cell, inputs, topo), THRESHOLD_B)
+        prob = CircuitProblem.build(topo, inputs.traffic()[1], placement_of(cell, inputs, topo),
+                                    threshold_B=THRESHOLD_B)
         res = solve(prob, cell["circuits"], time_limit=params["ilp_time_limit"] if cell["circuits"] == "ilp" else None,
                     seed=params["seed"])
         plan = res.to_dict()
@@ -395,7 +396,8 @@ def claims(rows, models) -> list[dict]:
         ours64_mostly_slower)
 
     def table2(m):
-        t = [r for r in rows if r["model"] == m and r["metric"] == "ocs_nodes_assigned" and r["paper_source"] == "Table 2"]
+        t = [r for r in rows if r["model"] == m and r["metric"] == "ocs_nodes_assigned"
+             and r["paper_source"] == "Table 2"]
         if not t:
             return None, ""
         hit = sum(float(r["ours"]) == float(r["paper"]) for r in t)
@@ -445,8 +447,8 @@ def plot(rows, path: Path) -> None:
                                placement="sequential")
                     ys.append(float(r["ours"]) if r else np.nan)
                     ps.append(float(r["paper"]) if r and r["paper"] not in (None, "") else np.nan)
-                    mm = _value(rel, model=model, system=system, app=app, label=lab,
-                                circuits="ilp" if lab.startswith("Ours") else "none", placement="metis") if j == 1 else None
+                    mm = (_value(rel, model=model, system=system, app=app, label=lab, placement="metis",
+                                 circuits="ilp" if lab.startswith("Ours") else "none") if j == 1 else None)
                     ms.append(float(mm["ours"]) if mm else np.nan)
                 xs = x - 0.4 + (k + 0.5) * w
                 ax.bar(xs, np.minimum(ys, ycap), w, color=COLORS[k], label=lab, edgecolor="white", lw=0.3)
@@ -521,7 +523,8 @@ def bar_table(rows, model) -> list[str]:
                 ours = lab.startswith("Ours")
                 p = _value(rel, system=system, app=a, label=lab, circuits="three-step" if ours else "none",
                            placement="sequential")
-                q = _value(rel, system=system, app=a, label=lab, circuits="ilp", placement="sequential") if ours else None
+                q = (_value(rel, system=system, app=a, label=lab, circuits="ilp", placement="sequential")
+                     if ours else None)
                 m = _value(rel, system=system, app=a, label=lab, circuits="ilp" if ours else "none", placement="metis")
                 pap = p["paper"] if p and p["paper"] not in (None, "") else None
                 approx = "≈" if p and p["paper_source"].startswith("≈") else ""

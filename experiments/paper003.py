@@ -179,7 +179,7 @@ def plan_of(cell: dict, inputs: Inputs, params: dict):
         topo = topology_of(cell["network"], cell["ocs_nodes"])
         pl = placement_of(inputs, cell["app"], cell["placement"], cell["ocs_nodes"], params["anneal_steps"])
         thr = default_threshold(topo)  # 003 §4.1.3: "large" = above the OCS bandwidth-delay product
-        prob = CircuitProblem.build(topo, inputs.traffic()[1], pl, thr)
+        prob = CircuitProblem.build(topo, inputs.traffic()[1], pl, threshold_B=thr)
         res = solve(prob, cell["circuits"], time_limit=params["ilp_time_limit"] if cell["circuits"] == "ilp" else None,
                     seed=params["seed"])
         plan = res.to_dict()

@@ -64,8 +64,8 @@ def _class_table(latency, inv_bw, cls, nbytes, unit):
     return tab
 
 
-def solve_exact(problem, *, time_limit=None, seed=0, hint=None, resolution: float = 1e6, workers: int = 2,
-                **_) -> dict:
+def solve_exact(problem, *, time_limit=None, seed=0, hint=None, resolution: float = 1e6,
+                threads: int = 2) -> dict:
     """Solve ``problem`` (a BcastProblem) exactly.
 
     Returns a dict with ``assign`` (position -> local node index), ``status``
@@ -142,7 +142,7 @@ def solve_exact(problem, *, time_limit=None, seed=0, hint=None, resolution: floa
     solver = cp_model.CpSolver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = workers
+    solver.parameters.num_workers = threads
     solver.parameters.random_seed = int(seed or 0)
     st = solver.Solve(md)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

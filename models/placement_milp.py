@@ -1,4 +1,7 @@
-"""Exact process placement on tree networks: a CP-SAT model, combinatorial lower bounds, the ``ilp`` method.
+"""Exact process placement on tree networks: a CP-SAT model and combinatorial lower bounds.
+
+The placement method ``ilp`` (:mod:`planner.placement_methods.exact`) starts this model from the best
+heuristic placement and decodes its solution.
 
 On a tree, fat tree or hybrid (EPS part) the placement objectives are cuts:
 
@@ -40,8 +43,8 @@ the proven bound (``max`` of the solver's and the combinatorial one) and the
 gap. CP-SAT runs through :func:`models.backends.call_isolated` (its native
 library clashes with highspy's).
 
-Example
--------
+Examples
+--------
 >>> from planner.placement_methods import PlacementProblem, solve
 >>> from planner.topology_io import load_topology
 >>> from planner.traffic import load_traffic
@@ -54,12 +57,8 @@ Example
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
-
-from planner.errors import TopoplanError
 
 DEFAULT_TIME_S = 20.0
 # model size guard: x variables and cut constraints (beyond this CP-SAT would only spend the time building)
@@ -150,11 +149,11 @@ def lower_bound(problem) -> float:
     """A proven lower bound on the problem's objective (tree topologies; 0 where none is known)."""
     from planner.topology import TreeTopology
 
-    if not isinstance(problem.topo, TreeTopology) or problem.objective == "congestion":
+    if not isinstance(problem.topology, TreeTopology) or problem.objective == "congestion":
         return 0.0
     W, n = problem.graph(), problem.n_ranks
     sw = problem.node_switch
-    sw_caps = np.bincount(sw, weights=problem.cores, minlength=problem.topo.n_switches).astype(np.int64)
+    sw_caps = np.bincount(sw, weights=problem.cores, minlength=problem.topology.n_switches).astype(np.int64)
     s_cut = cut_bound(W, sw_caps, n)
     if problem.objective == "inter-switch":
         return s_cut
@@ -252,7 +251,7 @@ def solve_cpsat(data: dict) -> dict:
     return out
 
 
-def _integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
+def integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
     """Integer edge weights, the scale back to bytes, and whether they are exact.
 
     Bytes are integers: dividing by their gcd keeps the numbers small and exact. Fractional weights (scaled
@@ -268,10 +267,10 @@ def _integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
     return wi // g, float(g), True
 
 
-def _symmetric_switches(problem) -> tuple[bool, bool]:
+def symmetric_switches(problem) -> tuple[bool, bool]:
     """Are all switches alike (same node cores, in order) and all nodes of a switch alike?"""
     sw, cores = problem.node_switch, problem.cores
-    per = [cores[sw == s].tolist() for s in range(problem.topo.n_switches)]
+    per = [cores[sw == s].tolist() for s in range(problem.topology.n_switches)]
     same_switch = all(p == per[0] for p in per)
     same_node = all(len(set(p)) <= 1 for p in per)
     return same_switch, same_node
@@ -315,86 +314,3 @@ def canonical(col: np.ndarray, group_of, n_groups: int, sym_switch: bool, sym_no
             local = relabel[local]
         out[on] = members[new_sw[on[0]]][local]
     return out
-
-
-def ilp(problem, *, time_limit=None, seed=0, warm=("metis", "greedy"), workers: int = 2, **_):
-    """Exact placement with a proven bound (tree, fat-tree and hybrid topologies; ``hops`` or ``inter-switch``).
-
-    Parameters
-    ----------
-    problem : :class:`planner.placement_methods.PlacementProblem`.
-    time_limit : seconds for CP-SAT (default 20).
-    seed : solver seed.
-    warm : heuristic methods whose best placement is the hint (and the answer when the solver finds none).
-    workers : CP-SAT search workers.
-
-    Returns
-    -------
-    PlanResult with status ``optimal`` (proven), ``timeout`` (time limit hit; ``bound`` and ``gap`` set) or
-    ``feasible`` (model too large to build: the warm start with the combinatorial bound).
-    """
-    from models.backends import call_isolated
-    from planner.placement_methods.metis import ocs_first, recursive_map
-    from planner.placement_methods.problem import METHODS, result_from
-    from planner.topology import TreeTopology
-
-    if not isinstance(problem.topo, TreeTopology):
-        raise TopoplanError(f"method ilp: the exact model covers tree, fat-tree and hybrid topologies, not "
-                            f"{problem.topo.kind!r} (use anneal)")
-    if problem.objective == "congestion":
-        raise TopoplanError("method ilp: the exact model minimizes the hops or inter-switch objective, "
-                            "not congestion (use --objective hops|inter-switch, or anneal)")
-    limit = DEFAULT_TIME_S if time_limit is None else float(time_limit)
-    # warm start: the best heuristic on the problem's objective
-    starts = [(problem.cost(r.plan["rank_to_node"]), name, r)
-              for name in warm for r in [METHODS[name](problem, time_limit=None, seed=seed)]]
-    best_cost, best_name, best = min(starts, key=lambda t: t[0])
-    lb = lower_bound(problem)
-    u, v, w = problem.edges()
-    wi, scale, exact = _integer_weights(w)
-    n, sw, cores = problem.n_ranks, problem.node_switch, problem.cores
-    hops = problem.objective == "hops"
-    node_level = hops and cores.max() > 1
-    constant = 0.0
-    if node_level:
-        caps, group_of = cores, sw
-        hint = np.asarray(best.plan["rank_to_node"])
-    else:
-        caps = np.bincount(sw, weights=cores, minlength=problem.topo.n_switches).astype(np.int64)
-        group_of = None
-        hint = sw[np.asarray(best.plan["rank_to_node"])]
-        if hops:  # one core per node: every edge leaves its node, 1 hop each, plus 2 per switch crossing
-            constant = float(wi.sum())
-    same_switch, same_node = _symmetric_switches(problem)
-    hint = canonical(hint, group_of, problem.topo.n_switches, same_switch, node_level and same_node)
-    n_cols = len(caps)
-    opts = {"warm": best_name, "lower_bound": lb, "model": "node+switch" if node_level else "switch"}
-    if n * n_cols > MAX_VARS or len(u) * n_cols > MAX_CUT_ROWS:
-        return result_from(problem, best.plan["rank_to_node"], rank_to_slot=best.plan["rank_to_slot"],
-                           status="feasible", bound=lb, options=opts,
-                           message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
-                                   f"{best_name} placement with the combinatorial bound")
-    data = {"n": n, "caps": np.asarray(caps, dtype=np.int64), "group_of": group_of, "u": u, "v": v, "w": wi,
-            "switch_weight": 2 if hops else 1, "node_weight": 1 if node_level else 0, "constant": int(constant),
-            "lb": int(math.ceil(lb / scale - 1e-9)) if exact else 0, "hint": hint, "sym_switch": same_switch,
-            "sym_node": node_level and same_node, "time_limit": limit, "seed": seed or 0, "workers": workers}
-    out = call_isolated("ortools", solve_cpsat, data)
-    bound = max(lb, out["bound"] * scale) if out["status"] in ("optimal", "feasible") else lb
-    if out["column"] is None:
-        return result_from(problem, best.plan["rank_to_node"], rank_to_slot=best.plan["rank_to_slot"],
-                           status="timeout", bound=bound, options=opts,
-                           message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
-    col = out["column"]
-    if node_level:
-        node = ocs_first(problem, col)
-    else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
-        doms = [(np.flatnonzero(col == s), np.flatnonzero(sw == s)) for s in range(len(caps))]
-        node = ocs_first(problem, recursive_map(problem, seed=seed or 0, domains=doms))
-    cost = problem.cost(node)
-    if cost > best_cost:  # rounded model weights can mislead it: never return worse than the warm start
-        node, cost = np.asarray(best.plan["rank_to_node"]), best_cost
-    bound = min(bound, cost)
-    status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
-    msg = (f"CP-SAT {out['status']} in {out['wall_s']:.2f} s; warm start {best_name} {best_cost:.6g}, "
-           f"combinatorial bound {lb:.6g}")
-    return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)

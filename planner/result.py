@@ -1,21 +1,186 @@
-"""One result type for every planning method (circuits, placement, Bcast reordering).
+"""One result type, one registry type and one runner for every planning method (circuits, placement, Bcast).
 
-Each problem module keeps a registry ``METHODS = {name: function}``; every
-function takes ``(problem, *, time_limit, seed, **options)`` and returns a
-:class:`PlanResult`. :func:`solve_with` times the call, fills the common
-fields and validates the plan, so adding a method is one function plus one
-registry line.
+Each problem package keeps a :class:`Registry` of its methods in a leaf
+module (``planner/<problem>/registry.py``, which imports no method); every
+method module registers its functions with ``@METHODS.register("name")``.
+A method is a plain function ``method(problem, *, time_limit, seed, <its
+options>)`` that returns a :class:`PlanResult`; it declares every option it
+takes (no ``**kwargs``), so :func:`solve_with` refuses an option the method
+does not know, naming it and the known ones, before anything runs.
+:func:`solve_with` times the call, fills the common fields and validates the
+plan, so adding a method is one decorated function.
+
+Examples
+--------
+>>> from planner.placement_methods import METHODS
+>>> METHODS.options("anneal")
+('init', 'batch', 'max_steps', 't0', 'cycles')
+>>> "anneal" in METHODS, METHODS.problem
+(True, 'placement')
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import inspect
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from planner.errors import TopoplanError
+
+# The options the solve layer passes to every method: part of every method's signature.
+SOLVE_OPTIONS = ("time_limit", "seed")
+
+
+class UnknownMethodError(TopoplanError, KeyError):
+    """A method name missing from a :class:`Registry` (also a ``KeyError``, as a mapping lookup should raise)."""
+
+    def __str__(self) -> str:          # KeyError would quote the message
+        return Exception.__str__(self)
+
+
+def declared_options(fn: Callable, skip: tuple[str, ...] = SOLVE_OPTIONS) -> tuple[str, ...]:
+    """The keyword options ``fn`` declares, in signature order: its parameters after the first, minus ``skip``.
+
+    >>> def m(problem, *, time_limit=None, seed=0, init=None, max_steps=None): ...
+    >>> declared_options(m)
+    ('init', 'max_steps')
+    """
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip)
+
+
+def check_options(options, known, what: str) -> None:
+    """Raise :class:`TopoplanError` naming the first of ``options`` not in ``known`` (and the known ones).
+
+    >>> check_options({"max_step": 50}, ("init", "max_steps"), "placement method 'anneal'")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown option 'max_step' for placement method 'anneal'; known: init, max_steps
+    """
+    bad = [k for k in options if k not in known]
+    if bad:
+        raise TopoplanError(f"unknown option {bad[0]!r} for {what}; known: {', '.join(known) or '(none)'}")
+
+
+def strict_options(what: str) -> Callable:
+    """Decorate a builder so that a keyword it does not declare is refused with the known ones.
+
+    Python's own ``TypeError`` names the bad keyword but not the good ones; the builders'
+    options are keyword-only, so the known list is every keyword-only parameter.
+    """
+    def deco(fn):
+        params = inspect.signature(fn).parameters
+        known = tuple(n for n, p in params.items() if p.kind is p.KEYWORD_ONLY)
+        named = set(n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            check_options([k for k in kwargs if k not in named], known, what)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
+
+
+def module_missing(module: str, hint: str = "") -> Callable[[], str | None]:
+    """A ``requires`` check for :meth:`Registry.register`: None when ``module`` is importable, else why not."""
+    def check() -> str | None:
+        if importlib.util.find_spec(module) is not None:
+            return None
+        return f"the Python module {module!r} is not installed" + (f" ({hint})" if hint else "")
+
+    return check
+
+
+class Registry(Mapping):
+    """The methods of one planning problem, by name, in registration order.
+
+    A read-only mapping ``name -> function`` (``METHODS[name]``, ``name in
+    METHODS``, ``sorted(METHODS)``); an unknown name raises
+    :class:`UnknownMethodError` listing the known ones. Methods join with the
+    :meth:`register` decorator; the registry itself imports no method, so it
+    can live in a leaf module that method modules and the problem import.
+
+    Examples
+    --------
+    >>> R = Registry("toy")
+    >>> @R.register("zero")
+    ... def zero(problem, *, time_limit=None, seed=0, scale: float = 1.0):
+    ...     return problem * 0 * scale
+    >>> list(R), R.options("zero")
+    (['zero'], ('scale',))
+    >>> R["one"]
+    Traceback (most recent call last):
+    ...
+    planner.result.UnknownMethodError: unknown toy method 'one' (methods: zero)
+    """
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        self._methods: dict[str, Callable] = {}
+        self._requires: dict[str, Callable[[], str | None]] = {}
+
+    def register(self, name: str, *, requires: Callable[[], str | None] | None = None) -> Callable:
+        """Decorator adding a method under ``name``.
+
+        The function must take the problem first, then the keywords ``time_limit`` and
+        ``seed`` and its own options, and no ``**kwargs`` (so unknown options can be refused).
+        ``requires()`` returns None when the method can run here, else why not (an optional
+        peer module missing); see :meth:`unavailable`.
+        """
+        def deco(fn: Callable) -> Callable:
+            params = inspect.signature(fn).parameters
+            if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise TypeError(f"{self.problem} method {name!r}: declare every option; no **kwargs")
+            missing = [o for o in SOLVE_OPTIONS if o not in params]
+            if missing or not params:
+                raise TypeError(f"{self.problem} method {name!r}: must take (problem, *, time_limit, seed, ...); "
+                                f"missing {', '.join(missing) or 'the problem'}")
+            if name in self._methods and self._methods[name] is not fn:
+                raise TypeError(f"{self.problem} method {name!r} registered twice")
+            self._methods[name] = fn
+            if requires is not None:
+                self._requires[name] = requires
+            return fn
+
+        return deco
+
+    def __getitem__(self, name: str) -> Callable:
+        try:
+            return self._methods[name]
+        except (KeyError, TypeError):
+            raise UnknownMethodError(f"unknown {self.problem} method {name!r} "
+                                     f"(methods: {', '.join(self._methods)})") from None
+
+    def __contains__(self, name) -> bool:
+        return name in self._methods
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._methods)
+
+    def __len__(self) -> int:
+        return len(self._methods)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.problem!r}: {', '.join(self._methods)})"
+
+    def options(self, name: str) -> tuple[str, ...]:
+        """The options method ``name`` declares (besides ``time_limit`` and ``seed``)."""
+        return declared_options(self[name])
+
+    def unavailable(self, name: str) -> str | None:
+        """None when method ``name`` can run here, else why not (e.g. an optional peer module is missing)."""
+        self[name]
+        req = self._requires.get(name)
+        return req() if req is not None else None
+
 
 STATUSES = ("optimal", "feasible", "timeout", "heuristic")
 
@@ -70,11 +235,16 @@ MAX_TIME_LIMIT_S = 7 * 86400.0
 SCORES = ("bound", "simulated")
 
 
-def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
+def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
-               starts: dict[str, tuple] | None = None, **options) -> PlanResult:
+               starts: Mapping[str, tuple] | None = None, **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
+
+    ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
+    defaults to the registry's. Before anything runs, the method name, ``options`` (each
+    must be a parameter the method declares), ``time_limit`` and ``seed`` are checked:
+    a mistyped option is an error naming it and the known ones, never a silent full run.
 
     With ``score="simulated"`` the result is judged by what the simulator measures: the method's plan and
     the plans of the heuristics it starts from (``starts[method]``, run here with the same seed) are each
@@ -84,6 +254,8 @@ def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_na
     ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
     method's objective, which the picked plan also has) and is no longer called optimal.
     """
+    if problem_name is None:
+        problem_name = getattr(methods, "problem", "")
     if score not in SCORES:
         raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
     if score == "simulated" and simulate is None:
@@ -117,11 +289,14 @@ def solve_with(methods: dict[str, Callable], problem, method: str, *, problem_na
     return res
 
 
-def _solve_one(methods: dict[str, Callable], problem, method: str, *, problem_name: str,
+def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                **options) -> PlanResult:
     if method not in methods:
-        raise TopoplanError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
+        raise UnknownMethodError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
+    fn = methods[method]
+    if not _takes_any(fn):    # a Registry refuses **kwargs methods; a plain dict may still hold one
+        check_options(options, declared_options(fn), f"{problem_name} method {method!r}")
     if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:
         # inf would let an annealer run forever: a limit is a finite budget
         raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
@@ -129,7 +304,7 @@ def _solve_one(methods: dict[str, Callable], problem, method: str, *, problem_na
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     t0 = time.perf_counter()
-    res = methods[method](problem, time_limit=time_limit, seed=seed, **options)
+    res = fn(problem, time_limit=time_limit, seed=seed, **options)
     res.wall_s = time.perf_counter() - t0
     res.method = method
     res.seed = seed
@@ -142,6 +317,10 @@ def _solve_one(methods: dict[str, Callable], problem, method: str, *, problem_na
     if validate is not None:
         validate(problem, res)
     return res
+
+
+def _takes_any(fn) -> bool:
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
 
 
 def _plain(v) -> bool:

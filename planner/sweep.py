@@ -10,7 +10,7 @@ A sweep is a YAML file::
         topology: paper003
         set: [kind=hybrid]              # topology overrides (--set)
         traffic: neighbor2d:rows=16,cols=16,bytes=4MB,iters=5
-        placement: sequential
+        placement: sequential           # sequential, round-robin, a placement file or a list of node ids
         options: {threshold_B: 1250}    # problem builder options of this instance
     methods: [sp, three-step, {name: ilp, label: ilp-highs, options: {solver: highs}}]
     parameters:                         # grid (lists) or fixed values
@@ -25,6 +25,16 @@ A sweep is a YAML file::
                                         # pipelined relays; 'sim.' parameters override it per cell
     score: mypkg.scoring:score          # optional hook: extra columns per cell
     cell: mypkg.cells:run               # optional: replace the whole cell
+
+Every problem is built the same way: its module's ``build(topology, traffic,
+placement=None, **options)`` (:data:`PROBLEMS`; a dotted module path names
+any other module with ``build`` and ``solve``) gets the instance's topology,
+its traffic and placement (None when the instance gives none: a problem
+whose builder has a default for ``traffic``, such as ``bcast``, whose
+traffic is the Bcast itself, needs none, and its placement, the allocation,
+is a list of node ids), and the instance's ``options`` with the ``problem.``
+parameters. Builder options and method options are checked against the
+builder's and the method's signatures before any cell runs.
 
 Every cell (instance x method x parameter combination) has a key, the hash
 of everything that defines it; finished cells are kept in the output table
@@ -54,25 +64,12 @@ BASE_COLUMNS = ("key", "instance", "problem", "method", "status", "objective", "
 RESERVED_PARAMS = ("seed", "time_limit")
 
 
-@dataclass(frozen=True)
-class ProblemSpec:
-    """Where a planning problem lives: ``module.solve(problem, method=..., ...)`` and a builder
-    ``module.<builder>(topo, traffic, placement, [trace=...,] **instance_options)`` that makes the problem.
-
-    ``builders`` are tried in order (dotted names reach class methods);
-    failing them, a class of the module named ``...Problem`` with a
-    ``build`` class method is used.
-    """
-
-    module: str
-    builders: tuple[str, ...] = ("problem_from_inputs", "make_problem", "build_problem")
-
-
-# The planning problems, by name (one line each; modules are imported only when a cell needs them).
-PROBLEMS: dict[str, ProblemSpec] = {
-    "circuits": ProblemSpec("planner.circuits", ("CircuitProblem.build",)),
-    "placement": ProblemSpec("planner.placement_methods"),
-    "bcast": ProblemSpec("planner.bcast"),
+# The planning problems, by name: each module has ``build(topology, traffic, placement=None, **options)``,
+# ``solve(problem, method, ...)`` and ``METHODS`` (modules are imported only when a cell needs them).
+PROBLEMS: dict[str, str] = {
+    "circuits": "planner.circuits",
+    "placement": "planner.placement_methods",
+    "bcast": "planner.bcast",
 }
 
 
@@ -142,9 +139,15 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
             raise TopoplanError(f"{f}.set': expected a list of dotted.key=value strings")
         inst["set"] = sets
         if doc.get("cell") is None:
-            for key in ("topology", "traffic"):
-                if not isinstance(inst.get(key), str):
-                    raise TopoplanError(f"{f}.{key}': missing (a preset/file name or a traffic spec)")
+            if not isinstance(inst.get("topology"), str):
+                raise TopoplanError(f"{f}.topology': missing (a preset or file name)")
+            if "traffic" in inst and not isinstance(inst["traffic"], str):
+                raise TopoplanError(f"{f}.traffic': expected a traffic spec or file name")
+            pl = inst.get("placement")
+            if pl is not None and not isinstance(pl, str) and not (
+                    isinstance(pl, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in pl)):
+                raise TopoplanError(f"{f}.placement': expected sequential, round-robin, a placement file or a "
+                                    f"list of node ids")
         instances.append(inst)
     names = [i["name"] for i in instances]
     if len(set(names)) != len(names):
@@ -234,22 +237,42 @@ def check_config(cfg: SweepConfig) -> None:
     from planner import generators
     from planner.topology_io import load_topology
 
+    _, _, grid_prob, grid_opts = split_params({k: None for k in cfg.parameters})
+    builders = {}
     for i, m in enumerate(cfg.methods):
         f = f"{where}: field 'methods[{i}]"
         extra = sorted(set(m) - set(METHOD_KEYS))
         if extra:
             raise TopoplanError(f"{f}.{extra[0]}': unknown key (known: {', '.join(METHOD_KEYS)})")
-        mod, _ = problem_module(m["problem"])
+        mod, builders[m["problem"]] = problem_module(m["problem"])
         known = getattr(mod, "METHODS", None)
         if known is not None and m["name"] not in known:
             raise TopoplanError(f"{f}.name': unknown {m['problem']} method {m['name']!r} "
                                 f"(methods: {', '.join(known)})")
+        declared = _declared(known[m["name"]]) if known is not None else None
+        if declared is not None:   # a mistyped option would otherwise fail (or be ignored) in every cell
+            for key in m["options"]:
+                _check_option(key, declared, f"{f}.options.{key}'", f"{m['problem']} method {m['name']!r}")
+            for key in grid_opts:
+                _check_option(key, declared, f"{where}: field 'parameters.{key}'",
+                              f"{m['problem']} method {m['name']!r}")
     set_params = {k[4:]: v for k, v in cfg.parameters.items() if k.startswith("set.")}
     for i, inst in enumerate(cfg.instances):
         f = f"{where}: field 'instances[{i}]"
         extra = sorted(set(inst) - set(INSTANCE_KEYS))
         if extra:
             raise TopoplanError(f"{f}.{extra[0]}': unknown key (known: {', '.join(INSTANCE_KEYS)})")
+        for problem, build in builders.items():
+            declared = _declared(build, skip=("topology", "traffic", "placement"))
+            if declared is not None:
+                for key in inst.get("options") or {}:
+                    _check_option(key, declared, f"{f}.options.{key}'", f"the {problem} problem builder")
+                for key in grid_prob:
+                    _check_option(key, declared, f"{where}: field 'parameters.problem.{key}'",
+                                  f"the {problem} problem builder")
+            if inst.get("traffic") is None and _required(build, "traffic"):
+                raise TopoplanError(f"{f}.traffic': missing: a {problem} problem needs traffic (a generator spec "
+                                    f"or a file)")
         topo_spec = _local(inst["topology"], cfg.base)
         try:
             load_topology(topo_spec, inst["set"])
@@ -258,6 +281,11 @@ def check_config(cfg: SweepConfig) -> None:
                     load_topology(topo_spec, inst["set"] + [f"{key}={_yaml_value(v)}"])
         except TopoplanError as exc:
             raise TopoplanError(f"{f}.topology': {exc}") from None
+        if inst.get("traffic") is None:
+            if isinstance(inst.get("placement"), str):
+                raise TopoplanError(f"{f}.placement': a placement spec needs traffic; without traffic give the "
+                                    f"placement as a list of node ids")
+            continue
         traffic = _local(inst["traffic"], cfg.base)
         if generators.is_spec(traffic):
             try:
@@ -268,7 +296,7 @@ def check_config(cfg: SweepConfig) -> None:
             raise TopoplanError(f"{f}.traffic': {traffic!r} is neither a file nor a generator spec "
                                 f"(generators: {', '.join(generators.GENERATORS)})")
         pl = inst.get("placement", "sequential")
-        if pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
+        if isinstance(pl, str) and pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
             raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
 
 
@@ -330,39 +358,47 @@ def resolve(spec: str) -> Callable:
 
 
 def problem_module(name: str):
-    """The module of a planning problem: a name from :data:`PROBLEMS` or a dotted module path."""
-    spec = PROBLEMS.get(name) or ProblemSpec(name)
+    """``(module, build)`` of a planning problem: a name from :data:`PROBLEMS` or a dotted module path.
+
+    Every problem module has ``build(topology, traffic, placement=None, **options)`` and ``solve``.
+    """
+    path = PROBLEMS.get(name, name)
     try:
-        mod = importlib.import_module(spec.module)
+        mod = importlib.import_module(path)
     except ImportError as exc:
-        raise TopoplanError(f"problem {name!r}: cannot import {spec.module} ({exc}); is it built yet?") from None
-    if not hasattr(mod, "solve"):
-        raise TopoplanError(f"problem {name!r}: {spec.module} has no solve()")
-    for dotted in spec.builders:
-        obj = mod
-        for part in dotted.split("."):
-            obj = getattr(obj, part, None)
-        if callable(obj):
-            return mod, obj
-    for attr in sorted(dir(mod)):
-        cls = getattr(mod, attr)
-        if isinstance(cls, type) and attr.endswith("Problem") and callable(getattr(cls, "build", None)):
-            return mod, cls.build
-    raise TopoplanError(f"problem {name!r}: {spec.module} has none of {', '.join(spec.builders)} "
-                        f"and no ...Problem.build")
+        raise TopoplanError(f"problem {name!r}: cannot import {path} ({exc}); is it built yet?") from None
+    for attr in ("build", "solve"):
+        if not callable(getattr(mod, attr, None)):
+            raise TopoplanError(f"problem {name!r}: {path} has no {attr}() (a problem module has "
+                                f"build(topology, traffic, placement=None, **options) and solve())")
+    return mod, mod.build
 
 
-def _call_builder(builder, topo, traffic, placement, trace, options: dict):
-    """Call a problem builder with the trace only if it takes one."""
+def _declared(fn, skip=("time_limit", "seed")) -> tuple[str, ...] | None:
+    """The keyword options ``fn`` declares, or None when it takes ``**kwargs`` (then anything goes)."""
     import inspect
 
+    from planner.result import declared_options
+
     try:
-        params = inspect.signature(builder).parameters
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        params = {}
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    extra = {"trace": trace} if ("trace" in params or takes_any) else {}
-    return builder(topo, traffic, placement, **extra, **options)
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return declared_options(fn, skip=skip)
+
+
+def _required(fn, name: str) -> bool:
+    import inspect
+
+    p = inspect.signature(fn).parameters.get(name)
+    return p is not None and p.default is inspect.Parameter.empty
+
+
+def _check_option(key: str, known, where: str, what: str) -> None:
+    if key not in known:
+        raise TopoplanError(f"{where}: unknown option {key!r} for {what}; known: {', '.join(known) or '(none)'}")
 
 
 def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
@@ -404,11 +440,15 @@ def run_cell(cell: dict) -> dict:
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
     base = cell.get("base")
-    mod, builder = problem_module(meth["problem"])   # fail fast when the problem module is missing
+    mod, build = problem_module(meth["problem"])   # fail fast when the problem module is missing
+    spec = inst.get("placement")
+    traffic_spec = inst.get("traffic")
     topo, trace, traffic, placement = load_inputs(_local(inst["topology"], base), inst["set"] + sets,
-                                                  _local(inst["traffic"], base),
-                                                  _local(inst.get("placement", "sequential"), base))
-    problem = _call_builder(builder, topo, traffic, placement, trace, {**(inst.get("options") or {}), **prob_opts})
+                                                  None if traffic_spec is None else _local(traffic_spec, base),
+                                                  _local(spec, base) if isinstance(spec, str) else None)
+    if spec is None or isinstance(spec, list):   # none given (the builder's default), or node ids as they are
+        placement = spec
+    problem = build(topo, traffic, placement, **{**(inst.get("options") or {}), **prob_opts})
     model = cell_model(cell)
     extra = {"sim_model": model} if _accepts(mod.solve, "sim_model") else {}
     res = mod.solve(problem, method=meth["name"], time_limit=common.get("time_limit"), seed=common.get("seed", 0),

@@ -80,7 +80,7 @@ def test_reordered_comm_under_real_mpirun(tmp_path):
     from planner.bcast.allocation import cluster
 
     d = np.array([[0, 3, 1, 2], [3, 0, 4, 4], [1, 9, 0, 4], [2, 4, 4, 0]], dtype=float)
-    p = BcastProblem.build(cluster(2, 4), [0, 1, 2, 3], root=1, bytes_B=64, tree="binomial", delay=d)
+    p = BcastProblem.build(cluster(2, 4), placement=[0, 1, 2, 3], root=1, bytes_B=64, tree="binomial", delay=d)
     res = solve(p, "bft", simulate=False)
     assert res.plan["order"] != [0, 1, 2, 3]   # a real permutation
     plan = tmp_path / "plan.json"
@@ -98,3 +98,24 @@ def test_reordered_comm_under_real_mpirun(tmp_path):
     want = new_rank_keys(res.to_dict(), 4)
     assert [r[1] for r in sorted(rows)] == want and all(r[2] for r in rows)
     assert sorted(want) == [0, 1, 2, 3] and want != [0, 1, 2, 3]
+
+
+def test_library_errors_name_fields_and_the_cli_names_flags(run_cli):
+    from planner.bcast import BcastProblem
+    from planner.bcast.allocation import cluster
+    from planner.errors import TopoplanError
+
+    topo = cluster(2, 4)
+    for kw, needle in (({"placement": []}, "field 'placement': empty allocation"),
+                       ({"placement": [0, 1], "root": 5}, "field 'root': 5 must be a rank between 0 and 1"),
+                       ({"placement": [0, 1], "tree": "star"}, "field 'tree': 'star': choose one of"),
+                       ({}, "field 'placement': the allocation is required")):
+        with pytest.raises(TopoplanError) as e:
+            BcastProblem.build(topo, **kw)
+        assert str(e.value).startswith(needle) and "--" not in str(e.value)
+    with pytest.raises(TopoplanError, match="field 'traffic': a Bcast problem's traffic is the Bcast itself"):
+        BcastProblem.build(topo, [0, 1])      # the old shape: the allocation where the traffic goes
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--tree", "star")
+    assert code == 2 and "--tree: 'star': choose one of" in err
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "metis", "--init", "greedy")
+    assert code == 2 and "--init: method metis has no start (methods that take one: anneal, ilp, joint)" in err

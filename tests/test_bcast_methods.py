@@ -14,7 +14,7 @@ D = np.array([[0, 3, 1, 2],
 
 
 def _prob(delay=D, tree="binomial", n=4, root=0):
-    return BcastProblem.build(cluster(2, 4), list(range(n)), root=root, bytes_B=1000, tree=tree, delay=delay)
+    return BcastProblem.build(cluster(2, 4), placement=list(range(n)), root=root, bytes_B=1000, tree=tree, delay=delay)
 
 
 def test_dft_gives_each_child_the_closest_node_to_its_parent_depth_first():
@@ -53,7 +53,7 @@ def test_root_stays_and_default_is_allocation_order():
     for m in METHODS:
         if m == "ilp":
             continue
-        r = solve(p, m, seed=1, time_limit=2, simulate=False, **({"iterations": 300} if m == "anneal" else {}))
+        r = solve(p, m, seed=1, time_limit=2, simulate=False, **({"max_steps": 300} if m == "anneal" else {}))
         assert r.plan["order"][2] == 2 and sorted(r.plan["order"]) == [0, 1, 2, 3]
     assert solve(p, "default", simulate=False).plan["order"] == [0, 1, 2, 3]
 
@@ -61,7 +61,7 @@ def test_root_stays_and_default_is_allocation_order():
 def test_speed_aware_beats_default_on_mixed_cluster_and_simulates():
     topo = cluster(4, 8, bw_Bps="mixed")
     nodes = generate(topo, 16, racks=4, seed=2)
-    p = BcastProblem.build(topo, nodes, root=0, bytes_B=65536, tree="knomial", delay="speed")
+    p = BcastProblem.build(topo, placement=nodes, root=0, bytes_B=65536, tree="knomial", delay="speed")
     d = solve(p, "default")
     b = solve(p, "bft")
     assert b.objective < d.objective
@@ -75,11 +75,11 @@ def test_speed_aware_beats_default_on_mixed_cluster_and_simulates():
 def test_anneal_within_two_percent_of_proven_ilp(racks, tree, delay, nbytes):
     topo = cluster(racks, 8 if racks == 8 else 16, bw_Bps="mixed" if delay == "speed" else 1e9)
     nodes = generate(topo, 32, racks=8, seed=3 if racks == 8 else 1)
-    p = BcastProblem.build(topo, nodes, root=0, bytes_B=nbytes, tree=tree, delay=delay)
+    p = BcastProblem.build(topo, placement=nodes, root=0, bytes_B=nbytes, tree=tree, delay=delay)
     ilp = solve(p, "ilp", time_limit=20, simulate=False)
     assert ilp.status == "optimal" and ilp.bound <= ilp.objective * (1 + 1e-9)
     # a fixed iteration count (time limit far away) keeps the run deterministic on a loaded machine
-    an = solve(p, "anneal", seed=0, time_limit=600, iterations=50_000, simulate=False)
+    an = solve(p, "anneal", seed=0, time_limit=600, max_steps=50_000, simulate=False)
     assert an.objective <= ilp.objective * 1.02
     for m in ("default", "dft", "bft", "greedy"):
         assert solve(p, m, simulate=False).objective >= ilp.bound * (1 - 1e-9)

@@ -9,18 +9,18 @@ from planner.errors import TopoplanError
 
 def test_anneal_is_seeded_and_not_worse_than_the_best_heuristic():
     p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=25, max_circuits=3)
-    a = solve(p, "anneal", seed=7, iters=150)
-    b = solve(p, "anneal", seed=7, iters=150)
+    a = solve(p, "anneal", seed=7, max_steps=150)
+    b = solve(p, "anneal", seed=7, max_steps=150)
     assert a.plan["circuits"] == b.plan["circuits"] and a.objective == b.objective
     best_h = min((solve(p, m).objective, solve(p, m).metrics["uplink_bytes"]) for m in ("sp", "three-step", "greedy", "matching"))
     assert (a.objective, a.metrics["uplink_bytes"]) <= (best_h[0] * (1 + 1e-9), best_h[1] + 1)
-    assert len(a.plan["circuits"]) <= 3 and a.options["moves"] == 150 and a.options["start"]
+    assert len(a.plan["circuits"]) <= 3 and a.options["moves"] == 150 and a.options["init"]
 
 
 def test_anneal_improves_a_poor_start():
     p = random_problem(8, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=30)
     start = solve(p, "none")
-    a = solve(p, "anneal", seed=1, iters=300, start="none")
+    a = solve(p, "anneal", seed=1, max_steps=300, init="none")
     assert a.objective < start.objective
     assert a.options["accepted"] > 0
 
@@ -30,11 +30,11 @@ def test_anneal_time_budget_and_options():
     r = solve(p, "anneal", time_limit=0.3, seed=0)
     assert r.wall_s < 3 and r.options["moves"] > 0
     with pytest.raises(TopoplanError, match="field 'score': choose one of bound, simulated"):
-        solve(p, "anneal", iters=5, score="magic")
+        solve(p, "anneal", max_steps=5, score="magic")
     with pytest.raises(TopoplanError, match="field 'energy': 'bound' or 'simulated'"):
-        solve(p, "anneal", iters=5, energy="sim")
+        solve(p, "anneal", max_steps=5, energy="sim")
     with pytest.raises(TopoplanError, match="unknown heuristic"):
-        solve(p, "anneal", iters=5, start="nope")
+        solve(p, "anneal", max_steps=5, init="nope")
 
 
 @pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
@@ -44,7 +44,7 @@ def test_anneal_with_the_simulator_as_energy_never_simulates_slower_than_its_sta
     p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=2, n_msgs=24)
     model = {"relay": relay}
     start = solve(p, "greedy", seed=0)
-    a = solve(p, "anneal", seed=0, iters=40, start="greedy", energy="simulated", sim_model=model)
+    a = solve(p, "anneal", seed=0, max_steps=40, init="greedy", energy="simulated", sim_model=model)
     run = plan_simulator(p, None, model)
     assert a.metrics["annealed_simulated_s"] == pytest.approx(run(a.to_dict()))
     assert a.metrics["annealed_simulated_s"] <= run(start.to_dict()) * (1 + 1e-9)

@@ -75,7 +75,7 @@ def test_every_method_result_has_the_common_keys():
         for k in ("congestion_bound_s", "uplink_bytes", "circuits_used"):
             assert k in d["metrics"]
         assert d["objective"] == d["metrics"]["congestion_bound_s"]
-        validate_plan_dict(d, p.topo)
+        validate_plan_dict(d, p.topology)
 
 
 def test_compare_reports_gap_to_the_exact_optimum():

@@ -59,7 +59,8 @@ def test_paper_claims_hold_in_the_simulator(quick):
     assert _get(rows, "Ours 0.8Gbps 128Nodes", "three-step", "relative_time") == pytest.approx(
         _get(rows, "Ours 128Nodes", "three-step", "relative_time"), rel=1e-6)
     # exact circuits never lose to the 3-step heuristic on the bound they minimize
-    assert _get(rows, "Ours 128Nodes", "ilp", "bound_s") <= _get(rows, "Ours 128Nodes", "three-step", "bound_s") * (1 + 1e-9)
+    assert (_get(rows, "Ours 128Nodes", "ilp", "bound_s")
+            <= _get(rows, "Ours 128Nodes", "three-step", "bound_s") * (1 + 1e-9))
     # Table 2: the 3-step assignment gives circuits to as many OCS nodes as the paper's
     [t2] = [r for r in rows if r["metric"] == "ocs_nodes_assigned" and r["circuits"] == "three-step"
             and r["uplink"] == "normal" and r["model"] == "pipelined"]
@@ -71,7 +72,8 @@ def test_each_model_on_the_same_plans(quick):
     """issue 16: the plan of a cell is made once and simulated under every model (same bound, circuits and
     bytes); the EPS-only reference is each model's own; the claims are evaluated per model."""
     rows = _rows(quick)
-    for lab, circ in (("Ours 128Nodes", "three-step"), ("Ours 128Nodes", "ilp"), ("Ours 0.8Gbps 128Nodes", "three-step")):
+    for lab, circ in (("Ours 128Nodes", "three-step"), ("Ours 128Nodes", "ilp"),
+                      ("Ours 0.8Gbps 128Nodes", "three-step")):
         for metric in ("bound_s", "ocs_nodes_assigned", "ocs_nodes_used", "ocs_bytes", "top_switch_bytes"):
             assert len({_get(rows, lab, circ, metric, m) for m in MODELS}) == 1, (lab, circ, metric)
     # EPS only is uplink-limited: every switch in the middle of the 16-row grid sends 2 x 16 x 4 MB per iteration

@@ -37,7 +37,7 @@ def _heavy_pairs(topo):
 def _rescore(res, problem):
     """The circuit bound of a result's plan, recomputed from the plan alone."""
     pl = to_placement(res)
-    cp = CircuitProblem.build(problem.topo, problem.traffic, pl, problem.threshold_B)
+    cp = CircuitProblem.build(problem.topology, problem.traffic, pl, threshold_B=problem.threshold_B)
     nh = array_from_tables(res.plan["forwarding"], cp.n_nodes, cp.n_switches)
     return evaluate(cp, [tuple(c) for c in res.plan["circuits"]], nh)
 
@@ -82,7 +82,8 @@ def test_never_worse_than_its_start_and_plan_is_valid(spec, sets):
     assert res.objective <= res.metrics["start_circuit_bound_s"] * (1 + 1e-12)
     # the start is metis + greedy: recompute it independently
     metis = solve(p, "metis", seed=1)
-    start = circuit_solve(CircuitProblem.build(topo, p.traffic, to_placement(metis), p.threshold_B), "greedy", seed=1)
+    start = circuit_solve(CircuitProblem.build(topo, p.traffic, to_placement(metis), threshold_B=p.threshold_B), "greedy",
+                          seed=1)
     assert res.metrics["start_circuit_bound_s"] == pytest.approx(start.objective)
     # the plan carries placement and circuits, validates and scores as reported
     validate_plan_dict(res.to_dict(), topo, where="test")
@@ -99,7 +100,7 @@ def test_final_ilp_never_worse_than_metis_then_ilp():
     p = PlacementProblem.build(topo, load_traffic("npb:kernel=mg,class=A,np=256"))
     res = solve(p, "joint", seed=0, final_method="ilp", circuit_time_limit=3, **FAST)
     metis = solve(p, "metis", seed=0)
-    ilp = circuit_solve(CircuitProblem.build(topo, p.traffic, to_placement(metis), p.threshold_B), "ilp",
+    ilp = circuit_solve(CircuitProblem.build(topo, p.traffic, to_placement(metis), threshold_B=p.threshold_B), "ilp",
                         time_limit=3, seed=0)
     assert ilp.gap < 1e-6          # the bound of metis + ilp is proven optimal for that placement
     assert res.objective <= ilp.objective * (1 + 1e-6)
@@ -130,7 +131,7 @@ def test_score_simulated_reports_the_simulated_time_and_never_loses_to_the_start
     from planner.placement import sequential
 
     pl = sequential(p.n_ranks, topo)
-    start = circuit_solve(CircuitProblem.build(topo, p.traffic, pl, p.threshold_B), "greedy", seed=0)
+    start = circuit_solve(CircuitProblem.build(topo, p.traffic, pl, threshold_B=p.threshold_B), "greedy", seed=0)
     assert res.metrics["simulated_s"] <= simulated_time(p, {**start.plan, **pl.to_dict()}, None, model) * (1 + 1e-9)
 
 

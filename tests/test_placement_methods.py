@@ -147,7 +147,7 @@ def test_anneal_from_metis_keeps_the_optimum_and_is_seeded(grid):
 
 
 def test_anneal_improves_a_random_start(grid):
-    prob = PlacementProblem.build(grid.topo, grid.traffic, objective="inter-switch")
+    prob = PlacementProblem.build(grid.topology, grid.traffic, objective="inter-switch")
     res = solve(prob, "anneal", init="random", max_steps=1500, seed=1)
     start = solve(prob, "random", seed=1).objective
     assert res.objective < 0.2 * start

@@ -18,12 +18,12 @@ def _circuit_problem(system):
         topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], NEIGHBOR_003, "sequential")
         return CircuitProblem.build(topo, tr, pl), trace
     topo, trace, tr, pl = load_inputs("paper000", [], NEIGHBOR_000, "sequential")
-    return CircuitProblem.build(topo, tr, pl, 8192.0, max_circuits=6), trace
+    return CircuitProblem.build(topo, tr, pl, threshold_B=8192.0, max_circuits=6), trace
 
 
 @pytest.mark.parametrize("relay", RELAYS)
 @pytest.mark.parametrize("system", ["003", "000"])
-@pytest.mark.parametrize("method, opts", [("ilp", {}), ("anneal", {"iters": 30})])
+@pytest.mark.parametrize("method, opts", [("ilp", {}), ("anneal", {"max_steps": 30})])
 def test_circuit_methods_never_simulate_slower_than_their_starts(system, method, opts, relay):
     from planner.circuits import solve
     from planner.circuits.problem import STARTS, plan_simulator
@@ -78,7 +78,7 @@ def test_bcast_methods_never_simulate_slower_than_their_starts(method):
     from planner.topology_io import load_topology
 
     topo = load_topology("paper000")
-    prob = BcastProblem.build(topo, parse_spec("gen:nodes=16,racks=4,seed=1", topo, 0), bytes_B=1024.0)
+    prob = BcastProblem.build(topo, placement=parse_spec("gen:nodes=16,racks=4,seed=1", topo, 0), bytes_B=1024.0)
     res = solve(prob, method, time_limit=2, seed=0, score="simulated")
     t = res.metrics["simulated_time_s"]
     for start in STARTS[method]:

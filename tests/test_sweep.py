@@ -25,8 +25,8 @@ def cheap_cell(cell):
     return {"status": "heuristic", "objective": val + p["seed"]}
 
 
-def problem_from_inputs(topo, traffic, placement, trace=None, **_):
-    return {"topo": topo, "traffic": traffic}
+def build(topology, traffic, placement=None):
+    return {"topo": topology, "traffic": traffic}
 
 
 def _toy_method(spread):
@@ -104,7 +104,9 @@ def test_grid_and_keys(data, tmp_path):
 @pytest.mark.parametrize("doc, field", [
     ({"methods": ["x"], "problem": "p"}, "instances"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "problem": "p"}, "methods"),
-    ({"instances": [{"topology": "t"}], "methods": ["m"], "problem": "p"}, "instances[0].traffic"),
+    ({"instances": [{"topology": "t", "traffic": 5}], "methods": ["m"], "problem": "p"}, "instances[0].traffic"),
+    ({"instances": [{"topology": "t", "placement": {"a": 1}}], "methods": ["m"], "problem": "p"},
+     "instances[0].placement"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"]}, "methods[0].problem"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m", "m"], "problem": "p"}, "methods"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "parameters": {"a": []}},
@@ -180,6 +182,14 @@ def test_missing_problem_module_stops_before_any_cell(tmp_path, client):
     ({"instances": [{"topology": "no-such-preset", "traffic": "ring:np=8,bytes=1MB"}]}, "instances[0].topology'"),
     ({"instances": [{"topology": "paper003", "traffic": "ring:np=8,bytes=1MB", "seet": []}]}, "instances[0].seet'"),
     ({"instances": [{"topology": "paper003", "traffic": "nowhere.csv"}]}, "instances[0].traffic'"),
+    ({"instances": [{"topology": "paper003"}]}, "instances[0].traffic': missing: a circuits problem needs traffic"),
+    ({"instances": [{"topology": "paper003", "traffic": "ring:np=8,bytes=1MB", "options": {"threshold": 1}}]},
+     "instances[0].options.threshold': unknown option 'threshold' for the circuits problem builder; known: "
+     "threshold_B, hop_limit, max_circuits"),
+    ({"methods": [{"name": "anneal", "options": {"iters": 5}}]},
+     "methods[0].options.iters': unknown option 'iters' for circuits method 'anneal'; known: init, max_steps"),
+    ({"parameters": {"max_step": [5]}, "methods": ["anneal"]}, "parameters.max_step': unknown option 'max_step'"),
+    ({"parameters": {"problem.hop_limt": [1]}}, "parameters.problem.hop_limt': unknown option 'hop_limt'"),
     ({"parameters": {"seed": [0, -1]}}, "parameters.seed': -1"),
     ({"parameters": {"time_limit": [0]}}, "parameters.time_limit': 0"),
     ({"parameters": {"set.eps.up_bws": ["1Gbps"]}}, "eps.up_bws"),
@@ -287,3 +297,31 @@ def test_cells_name_and_use_their_simulator_model():
     assert rows["pipelined"]["sim.relay"] == "pipelined" and rows["pipelined"]["sim.model"] == "maxmin"
     assert rows["store-and-forward"]["makespan_s"] > 1.3 * rows["pipelined"]["makespan_s"]
     assert rows["pipelined"]["objective"] == rows["store-and-forward"]["objective"]  # one plan, two models
+
+
+def test_every_problem_is_built_the_same_way():
+    """placement and bcast cells go through the same build(topology, traffic, placement, **options) as circuits;
+    a Bcast has no traffic (it is the Bcast itself) and its placement is the allocation, a list of node ids."""
+    from planner.sweep import check_config, run_cell
+
+    cfg = parse_config({"methods": [{"name": "metis", "problem": "placement"},
+                                    {"name": "anneal", "problem": "placement", "options": {"max_steps": 20}}],
+                        "instances": [{"name": "ring", "topology": "paper003", "traffic": "ring:np=16,bytes=1MB",
+                                       "options": {"objective": "inter-switch"}}],
+                        "parameters": {"seed": 1}}, "s.yaml")
+    check_config(cfg)
+    rows = [run_cell(c) for c in expand_cells(cfg)]
+    assert all(r["makespan_s"] > 0 and r["status"] == "heuristic" for r in rows)
+    assert rows[1]["objective"] <= rows[0]["objective"]
+    cfg = parse_config({"problem": "bcast", "methods": ["default", "bft"],
+                        "instances": [{"name": "b", "topology": "paper000", "placement": [0, 40, 80, 120, 1, 41],
+                                       "options": {"root": 1}}],
+                        "parameters": {"problem.bytes_B": [1024, 1048576]}, "simulate": False}, "b.yaml")
+    check_config(cfg)
+    rows = {(c["method"]["name"], c["params"]["problem.bytes_B"]): run_cell(c) for c in expand_cells(cfg)}
+    assert rows[("bft", 1024)]["objective"] <= rows[("default", 1024)]["objective"]
+    assert rows[("bft", 1048576)]["metric.bytes"] == 1048576 and rows[("bft", 1024)]["metric.n_leaders"] == 6
+    bad = dict(cfg.instances[0], placement="sequential")
+    cfg.instances = [bad]
+    with pytest.raises(TopoplanError, match=r"instances\[0\].placement': a placement spec needs traffic"):
+        check_config(cfg)

@@ -1,5 +1,17 @@
-"""Topology- and speed-aware MPI_Bcast rank reordering (paper 002): ``topoplan bcast``."""
+"""Topology- and speed-aware MPI_Bcast rank reordering (paper 002): ``topoplan bcast``.
 
-from planner.bcast.problem import METHODS, BcastProblem, solve
+>>> from planner.bcast import METHODS
+>>> list(METHODS)
+['default', 'dft', 'bft', 'greedy', 'anneal', 'ilp']
+>>> METHODS.options("anneal")
+('init', 'max_steps', 't0')
+"""
 
-__all__ = ["METHODS", "BcastProblem", "solve"]
+from planner.bcast.problem import BcastProblem, solve, validate_plan
+from planner.bcast.registry import METHODS, STARTS
+
+#: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``
+#: (for a Bcast the traffic is the Bcast itself, described by options; the placement is the allocation).
+build = BcastProblem.build
+
+__all__ = ["METHODS", "STARTS", "BcastProblem", "build", "solve", "validate_plan"]

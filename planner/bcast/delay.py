@@ -49,7 +49,7 @@ def load(path, topo, nodes) -> np.ndarray:
     path = Path(path)
     n = len(nodes)
     if not path.is_file():
-        raise TopoplanError(f"--delay {path}: not 'hops', 'speed' or an existing file")
+        raise TopoplanError(f"field 'delay': {str(path)!r} is not 'hops', 'speed' or an existing file")
     if path.suffix == ".npy":
         try:
             m = np.load(path)

@@ -6,26 +6,49 @@ the logical schedule. A method returns an ``assign`` array (tree position ->
 local allocation index, position 0 = root, fixed to the root rank's node);
 the plan key ``order`` is new communicator rank -> node id.
 
-Example
--------
+The builder has the shape of every problem's, ``build(topology, traffic,
+placement=None, **options)``: the Bcast's *placement* is the allocation
+(rank i of the node-leader communicator sits on node ``placement[i]``: a
+rank -> node map, which is what a placement is), and its *traffic* is the
+Bcast itself, described by the options ``root``, ``bytes_B`` and ``tree``
+(so ``traffic`` stays None).
+
+The methods (``default``, ``dft``, ``bft``, ``greedy``, ``anneal``, ``ilp``)
+are defined here and registered in :data:`METHODS`
+(:mod:`planner.bcast.registry`).
+
+Examples
+--------
 >>> from planner.bcast.allocation import cluster
 >>> topo = cluster(4, 4)
->>> p = BcastProblem.build(topo, list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+>>> p = BcastProblem.build(topo, placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
 >>> solve(p, "bft").plan["order"][0]
 0
 """
 
 from __future__ import annotations
 
+import heapq
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from models.backends import call_isolated
+from models.bcast_milp import node_classes, solve_exact
 from planner.bcast import delay as delay_mod
 from planner.bcast import trees
 from planner.bcast.model import CostModel, TimeModel, link_latency_s, per_hop_s
+from planner.bcast.registry import METHODS, STARTS
 from planner.errors import TopoplanError
-from planner.result import PlanResult, solve_with
+from planner.placement import Placement, from_nodes
+from planner.result import PlanResult, module_missing, solve_with, strict_options
+from planner.trace import Trace
+from sim.model import SimModel
+from sim.run import simulate_plan
+
+__all__ = ["BcastProblem", "METHODS", "STARTS", "solve", "validate_plan", "simulated_time", "p2p_records",
+           "dft_visit", "bft_visit", "greedy_visit"]
 
 
 @dataclass
@@ -48,22 +71,47 @@ class BcastProblem:
     model: TimeModel
 
     @classmethod
-    def build(cls, topology, nodes, *, root: int = 0, bytes_B: float = 1.0, tree: str = "knomial", k: int = 4,
-              delay: str | np.ndarray = "hops", per_hop_delay_s: float | None = None,
-              short_B: float = trees.SHORT_MSG_B, long_B: float = trees.LONG_MSG_B) -> "BcastProblem":
-        """Build a problem; ``delay`` is ``hops``, ``speed``, a file path or a matrix."""
-        nodes = np.asarray(nodes, dtype=np.int64)
+    @strict_options("BcastProblem.build")
+    def build(cls, topology, traffic=None, placement=None, *, root: int = 0, bytes_B: float = 1.0,
+              tree: str = "knomial", k: int = 4, delay: str | np.ndarray = "hops",
+              per_hop_delay_s: float | None = None, short_B: float = trees.SHORT_MSG_B,
+              long_B: float = trees.LONG_MSG_B) -> "BcastProblem":
+        """Build a problem (the shape of every builder: ``build(topology, traffic, placement=None, **options)``).
+
+        Parameters
+        ----------
+        topology : the machine (any topology kind with hosts).
+        traffic : must be None: the traffic is the Bcast itself, given by ``root``, ``bytes_B`` and ``tree``.
+        placement : the allocation, required: node ids in allocation order (rank i of the node-leader
+            communicator on node ``placement[i]``), or a :class:`planner.placement.Placement` of those ranks.
+        root : root rank (its node stays fixed).
+        bytes_B : message size.
+        tree : ``knomial``, ``binomial``, ``scatter-allgather``, ``scatter-ring``, ``scatter-rd`` or ``auto``.
+        k : k-nomial factor.
+        delay : what dft/bft/greedy call close: ``hops``, ``speed``, a file path or an n x n matrix.
+        per_hop_delay_s : per-switch-hop latency of the time model (default: the topology's).
+        short_B, long_B : the MPICH size thresholds of ``auto`` / ``scatter-allgather``.
+
+        Errors name the field (``placement``, ``root``, ``bytes_B``, ...); the CLI names its flags.
+        """
+        if traffic is not None:
+            raise TopoplanError("field 'traffic': a Bcast problem's traffic is the Bcast itself (options root, "
+                                "bytes_B, tree); give the allocation as placement and leave traffic None")
+        if placement is None:
+            raise TopoplanError("field 'placement': the allocation is required (node ids in allocation order)")
+        nodes = placement.rank_to_node if isinstance(placement, Placement) else placement
+        nodes = np.asarray(nodes, dtype=np.int64).reshape(-1)
         n = len(nodes)
         if n < 1:
-            raise TopoplanError("--allocation: empty allocation")
+            raise TopoplanError("field 'placement': empty allocation")
         if not 0 <= root < n:
-            raise TopoplanError(f"--root {root}: must be a rank between 0 and {n - 1}")
+            raise TopoplanError(f"field 'root': {root} must be a rank between 0 and {n - 1}")
         if bytes_B < 0:
-            raise TopoplanError(f"--bytes {bytes_B}: must be non-negative")
+            raise TopoplanError(f"field 'bytes_B': {bytes_B} must be non-negative")
         sched = trees.build(tree, n, float(bytes_B), k=k, short_B=short_B, long_B=long_B)
         if isinstance(delay, np.ndarray):
             if delay.shape != (n, n):
-                raise TopoplanError(f"delay matrix is {delay.shape}, the allocation has {n} nodes")
+                raise TopoplanError(f"field 'delay': the matrix is {delay.shape}, the allocation has {n} nodes")
             dm, kind = delay.astype(np.float64), "matrix"
         else:
             dm, kind = delay_mod.delay_matrix(delay, topology, nodes), str(delay)
@@ -102,7 +150,8 @@ def _result(problem: BcastProblem, assign, status="heuristic", bound=None, **met
                       metrics={"predicted_time_s": t, **metrics})
 
 
-def default(problem: BcastProblem, *, time_limit=None, seed=None, **_) -> PlanResult:
+@METHODS.register("default")
+def default(problem: BcastProblem, *, time_limit=None, seed=None) -> PlanResult:
     """Ranks in allocation order (MVAPICH2 without topology information)."""
     return _result(problem, problem.default_assign())
 
@@ -144,12 +193,14 @@ def bft_visit(schedule) -> list[int]:
     return out
 
 
-def dft(problem: BcastProblem, *, time_limit=None, seed=None, **_) -> PlanResult:
+@METHODS.register("dft")
+def dft(problem: BcastProblem, *, time_limit=None, seed=None) -> PlanResult:
     """002's depth-first traversal heuristic."""
     return _result(problem, _closest_fill(problem, dft_visit(problem.schedule)))
 
 
-def bft(problem: BcastProblem, *, time_limit=None, seed=None, **_) -> PlanResult:
+@METHODS.register("bft")
+def bft(problem: BcastProblem, *, time_limit=None, seed=None) -> PlanResult:
     """002's breadth-first traversal heuristic."""
     return _result(problem, _closest_fill(problem, bft_visit(problem.schedule)))
 
@@ -159,8 +210,6 @@ def greedy_visit(schedule) -> list[int]:
 
     Ties go to the earlier send (then the lower position).
     """
-    import heapq
-
     size = schedule.subtree_sizes()
     heap = [(-int(size[c]), j, c) for j, (c, _) in enumerate(schedule.sends[0])]
     heapq.heapify(heap)
@@ -173,42 +222,62 @@ def greedy_visit(schedule) -> list[int]:
     return out
 
 
-def greedy(problem: BcastProblem, *, time_limit=None, seed=None, **_) -> PlanResult:
+@METHODS.register("greedy")
+def greedy(problem: BcastProblem, *, time_limit=None, seed=None) -> PlanResult:
     """Largest pending subtree first gets the closest remaining node to its parent."""
     return _result(problem, _closest_fill(problem, greedy_visit(problem.schedule)))
 
 
-def anneal(problem: BcastProblem, *, time_limit=None, seed=0, iterations: int | None = None,
-           start: str = "best", t_start: float = 0.02, **_) -> PlanResult:
+HEURISTICS = ("default", "dft", "bft", "greedy")
+
+
+def _start_names(init, default=HEURISTICS) -> list[str]:
+    """The heuristics an ``init`` option names: None (``default``), one name or several."""
+    names = list(default) if init is None else [init] if isinstance(init, str) else list(init)
+    bad = [x for x in names if x not in HEURISTICS]
+    if bad or not names:
+        raise TopoplanError(f"field 'init': unknown start {bad[0] if bad else init!r} "
+                            f"(one or more of {', '.join(HEURISTICS)})")
+    return names
+
+
+def _heuristic_assign(problem: BcastProblem, name: str) -> np.ndarray:
+    if name == "default":
+        return problem.default_assign()
+    visit = {"dft": dft_visit, "bft": bft_visit, "greedy": greedy_visit}[name]
+    return _closest_fill(problem, visit(problem.schedule))
+
+
+@METHODS.register("anneal")
+def anneal(problem: BcastProblem, *, time_limit=None, seed=0, init: str | tuple | None = None,
+           max_steps: int | None = None, t0: float = 0.02) -> PlanResult:
     """Simulated annealing over assignments (root fixed), swapping two positions per move.
 
-    Starts from the best of default/dft/bft/greedy; the score adds a small
-    multiple of the mean arrival so moves off the critical path still count.
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`.
+    time_limit : seconds (default min(10 s, 0.1 s per leader)); with ``max_steps`` the first to run out stops.
+    seed : random seed.
+    init : heuristic(s) to start from: one or more of default, dft, bft, greedy (default: the best of all four).
+    max_steps : number of moves.
+    t0 : start temperature, relative to the start score.
+
+    The score adds a small multiple of the mean arrival to the Bcast time so
+    moves off the critical path still count.
     """
-    assign, info = run_anneal(problem, time_limit=time_limit, seed=seed, iterations=iterations, start=start,
-                              t_start=t_start)
+    assign, info = run_anneal(problem, time_limit=time_limit, seed=seed, max_steps=max_steps, init=init, t0=t0)
     return _result(problem, assign, **info)
 
 
-def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, iterations=None, start="best", t_start=0.02):
+def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, max_steps=None, init=None, t0=0.02):
     """The annealing loop; returns (assign, info).
 
-    Runs until ``time_limit`` (default min(10 s, 0.1 s per leader)) or ``iterations``;
+    Runs until ``time_limit`` (default min(10 s, 0.1 s per leader)) or ``max_steps`` moves;
     the temperature falls geometrically with the fraction of the budget used.
     """
-    import time
-
     rng = np.random.default_rng(seed)
     n = problem.n
-    starts = {"default": problem.default_assign()}
-    if start in ("best", "dft"):
-        starts["dft"] = _closest_fill(problem, dft_visit(problem.schedule))
-    if start in ("best", "bft"):
-        starts["bft"] = _closest_fill(problem, bft_visit(problem.schedule))
-    if start in ("best", "greedy"):
-        starts["greedy"] = _closest_fill(problem, greedy_visit(problem.schedule))
-    if start != "best" and start not in starts:
-        raise TopoplanError(f"anneal: start must be best, default, dft, bft or greedy, got {start!r}")
+    starts = {name: _heuristic_assign(problem, name) for name in _start_names(init)}
     model = problem.model
 
     def score(a):
@@ -216,23 +285,23 @@ def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, iterations=Non
         t = float(arr.max(initial=0.0)) + model.allgather_time(a)
         return t + 1e-3 * float(arr.mean()), t
 
-    cands = {k: score(v) for k, v in starts.items()} if start == "best" else {start: score(starts[start])}
+    cands = {k: score(v) for k, v in starts.items()}
     first = min(cands, key=lambda k: cands[k][0])
     cur = starts[first].copy()
     cur_s, cur_t = cands[first]
     best, best_s, best_t = cur.copy(), cur_s, cur_t
     if n <= 2:
-        return best, {"iterations": 0, "start": first}
+        return best, {"steps": 0, "init": first}
     budget = min(10.0, 0.1 * n) if time_limit is None else float(time_limit)
-    iters = iterations if iterations is not None else 10**9  # by default the time limit ends the run
+    iters = max_steps if max_steps is not None else 10**9  # by default the time limit ends the run
     # interchangeable nodes (same switch and speed): swapping two of them changes nothing, so skip such moves
     cls = _swap_classes(problem)
-    t_hi, t_lo = t_start * cur_s, 1e-5 * cur_s
-    t0 = time.perf_counter()
+    t_hi, t_lo = t0 * cur_s, 1e-5 * cur_s
+    t_begin = time.perf_counter()
     it, frac = 0, 0.0
     for it in range(iters):
         if it % 128 == 0:
-            frac = max(it / iters, (time.perf_counter() - t0) / budget)
+            frac = max(it / iters, (time.perf_counter() - t_begin) / budget)
             if frac >= 1.0:
                 break
         temp = t_hi * (t_lo / t_hi) ** frac
@@ -251,40 +320,42 @@ def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, iterations=Non
                 best, best_s, best_t = cur.copy(), s, t
         else:
             cur[i], cur[j] = cur[j], cur[i]
-    return best, {"iterations": it + 1, "start": first}
+    return best, {"steps": it + 1, "init": first}
 
 
 def _swap_classes(problem: BcastProblem) -> np.ndarray:
     """Class id per local node (interchangeable nodes share one); all distinct above 512 leaders (cost)."""
     if problem.n > 512:
         return np.arange(problem.n)
-    from models.bcast_milp import node_classes
-
     return node_classes(problem.costs.latency_s, problem.costs.inv_bw_s_per_B)
 
 
-def ilp(problem: BcastProblem, *, time_limit=None, seed=0, **options) -> PlanResult:
-    """Exact CP-SAT model (models/bcast_milp.py): minimizes the latest arrival, with bound and gap."""
-    from models.backends import call_isolated
-    from models.bcast_milp import solve_exact
+@METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
+def ilp(problem: BcastProblem, *, time_limit=None, seed=0, init: str | tuple = ("dft", "bft", "greedy"),
+        threads: int = 2, resolution: float = 1e6) -> PlanResult:
+    """Exact CP-SAT model (:mod:`models.bcast_milp`): minimizes the latest arrival, with bound and gap.
 
-    warm = None
-    for m in (dft, bft, greedy):
-        r = m(problem)
-        if warm is None or r.objective < warm.objective:
-            warm = r
-    out = call_isolated("ortools", solve_exact, problem, time_limit=time_limit, seed=seed,
-                        hint=problem.assign_of(warm.plan["order"]), **options)
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`.
+    time_limit : seconds for CP-SAT (None: until proven).
+    seed : solver seed.
+    init : heuristic(s) whose best assignment is the solver's hint (default: the best of dft, bft, greedy).
+    threads : CP-SAT search workers.
+    resolution : time grid of the model: the largest edge cost over ``resolution`` (finer is slower).
+    """
+    warm, warm_t = None, np.inf
+    for name in _start_names(init):
+        a = _heuristic_assign(problem, name)
+        t = problem.model.time(a)
+        if t < warm_t:
+            warm, warm_t = a, t
+    out = call_isolated("ortools", solve_exact, problem, time_limit=time_limit, seed=seed, hint=warm,
+                        resolution=resolution, threads=threads)
     res = _result(problem, out["assign"], status=out["status"], bound=out["bound"],
                   solver="cp-sat", classes=out["classes"])
     res.message = out.get("message", "")
     return res
-
-
-METHODS = {"default": default, "dft": dft, "bft": bft, "greedy": greedy, "anneal": anneal, "ilp": ilp}
-
-# The heuristics each method starts from: with score='simulated' their orders compete with the method's.
-STARTS = {"anneal": ("default", "dft", "bft", "greedy"), "ilp": ("default", "dft", "bft", "greedy")}
 
 
 # ---------------------------------------------------------------- scoring
@@ -331,10 +402,6 @@ def simulated_time(problem: BcastProblem, order, *, max_messages: float = 20000,
     ``max_messages`` point-to-point messages. ``sim_model``: :class:`sim.model.SimModel` or its dict."""
     if n_messages(problem) > max_messages:
         return None
-    from planner.placement import from_nodes
-    from planner.trace import Trace
-    from sim.run import simulate_plan
-
     trace = Trace.from_records(p2p_records(problem), problem.n, source="bcast")
     placement = from_nodes(np.asarray(order, dtype=np.int64), problem.topology)
     return float(simulate_plan(problem.topology, trace, placement=placement, model=sim_model)["makespan_s"])
@@ -351,13 +418,16 @@ def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | Non
     ``simulate`` is False). With ``score='simulated'`` the method's order and
     the orders of the heuristics it starts from (:data:`STARTS`) are replayed
     under ``sim_model`` (whatever their size) and the fastest is returned.
+    ``options`` are the method's own (``METHODS.options(method)``, e.g. ``init`` and
+    ``max_steps`` for ``anneal``); an option the method does not declare is refused,
+    naming the known ones.
     """
     sim_fn = None
     if score == "simulated":
         def sim_fn(plan):
             return simulated_time(problem, plan["order"], max_messages=np.inf, sim_model=sim_model)
-    res = solve_with(METHODS, problem, method, problem_name="bcast", time_limit=time_limit, seed=seed,
-                     validate=validate_plan, score=score, simulate=sim_fn, starts=STARTS, **options)
+    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
+                     score=score, simulate=sim_fn, starts=STARTS, **options)
     default_t = problem.model.time(problem.default_assign())
     res.metrics["default_time_s"] = default_t
     res.metrics["speedup_vs_default"] = default_t / res.objective if res.objective > 0 else 1.0
@@ -367,8 +437,6 @@ def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | Non
         res.metrics["simulated_time_s"] = (simulated_time(problem, res.plan["order"], max_messages=max_sim_messages,
                                                           sim_model=sim_model) if simulate else None)
     if res.metrics["simulated_time_s"] is not None:
-        from sim.model import SimModel
-
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     res.metrics.update({"n_leaders": problem.n, "tree": problem.schedule.kind, "bytes": problem.bytes_B,
                         "delay": problem.delay_kind})

@@ -156,7 +156,7 @@ def build(tree: str, n: int, bytes_B: float, *, k: int = 4, short_B: float = SHO
     scatter + ring. ``scatter-allgather`` picks rd or ring by the same rule.
     """
     if tree not in TREES:
-        raise TopoplanError(f"--tree {tree!r}: choose one of {', '.join(TREES)}")
+        raise TopoplanError(f"field 'tree': {tree!r}: choose one of {', '.join(TREES)}")
     pow2 = n & (n - 1) == 0
     if tree == "auto":
         if bytes_B < short_B or n < 8:

@@ -11,9 +11,9 @@ objective (the trace, or the traffic as one bulk phase; ``sim_model``).
 Moves: re-point one end of a circuit to another free OCS node (same or
 other switch), swap the ends of two circuits, add a circuit between two
 free OCS nodes (within ``max_circuits``), remove a circuit. The start is
-the best of the papers' heuristics (``start=`` to choose); the temperature
+the best of the papers' heuristics (``init=`` to choose); the temperature
 falls geometrically from ``t0`` to ``t1`` (relative energy) over the time
-budget (``time_limit``, default 10 s) or ``iters`` moves. Seeded.
+budget (``time_limit``, default 10 s) or ``max_steps`` moves. Seeded.
 """
 
 from __future__ import annotations
@@ -23,46 +23,50 @@ import time
 
 import numpy as np
 
+from planner.circuits import heuristics  # noqa: F401  (registers the starts)
 from planner.circuits.bound import better, evaluate
 from planner.circuits.forwarding import array_from_tables, distance_vector
-from planner.circuits.problem import result_from_plan
+from planner.circuits.problem import plan_dict, plan_simulator, result_from_plan
+from planner.circuits.registry import HEURISTICS, METHODS
 from planner.errors import TopoplanError
 
 DEFAULT_TIME_S = 10.0
 
 
-def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters: int | None = None,
-           t0: float = 0.02, t1: float = 1e-4, energy: str = "bound", trace=None, sim_model=None, **_):
+STARTABLE = HEURISTICS + ("none",)
+
+
+@METHODS.register("anneal")
+def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_steps: int | None = None,
+           t0: float = 0.02, t1: float = 1e-4, energy: str = "bound", trace=None, sim_model=None):
     """Simulated annealing over circuit sets, started from the best heuristic (see the module docstring).
 
     Parameters
     ----------
     problem : :class:`planner.circuits.problem.CircuitProblem`.
-    time_limit : seconds (default 10; with ``iters`` the first to run out stops).
+    time_limit : seconds (default 10; with ``max_steps`` the first to run out stops).
     seed : random seed.
-    start : heuristic to start from (default: the best of sp, three-step, greedy, matching).
-    iters : number of moves.
+    init : heuristic to start from (``sp``, ``three-step``, ``greedy``, ``matching`` or ``none``;
+        default: the best of sp, three-step, greedy, matching).
+    max_steps : number of moves.
     t0, t1 : start and end temperature, relative to the start energy.
     energy : ``bound`` (default) or ``simulated`` (the simulated makespan of ``trace``, default the
         traffic as one bulk phase, under ``sim_model``).
+    trace, sim_model : what ``energy='simulated'`` replays, and under which network model
+        (:func:`planner.circuits.solve` passes its own).
     """
-    from planner.circuits import heuristics
-    from planner.circuits.problem import HEURISTICS
-
     if energy not in ("bound", "simulated"):
         raise TopoplanError(f"field 'energy': 'bound' or 'simulated', got {energy!r}")
     sim_score = _sim_scorer(problem, trace, sim_model) if energy == "simulated" else None
     rng = np.random.default_rng(seed)
-    budget = DEFAULT_TIME_S if time_limit is None and iters is None else time_limit
+    budget = DEFAULT_TIME_S if time_limit is None and max_steps is None else time_limit
     t_start = time.perf_counter()
-    names = [start] if start else list(HEURISTICS)
-    fns = {"sp": heuristics.switch_partitioning, "three-step": heuristics.three_step, "greedy": heuristics.greedy,
-           "matching": heuristics.matching, "none": heuristics.eps_only}
+    names = [init] if init else list(HEURISTICS)
     best_ev, cur, start_name = None, None, None
     for name in names:
-        if name not in fns:
-            raise TopoplanError(f"field 'start': unknown heuristic {name!r} ({', '.join(fns)})")
-        r = fns[name](problem, seed=seed)
+        if name not in STARTABLE:
+            raise TopoplanError(f"field 'init': unknown heuristic {name!r} ({', '.join(STARTABLE)})")
+        r = METHODS[name](problem, seed=seed)
         circ = [tuple(c) for c in r.plan["circuits"]]
         ev = evaluate(problem, circ, array_from_tables(r.plan["forwarding"], problem.n_nodes, problem.n_switches))
         if better(ev, best_ev):
@@ -87,9 +91,9 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
         elapsed = time.perf_counter() - t_start
         if budget is not None and elapsed >= budget:
             break
-        if iters is not None and moves >= iters:
+        if max_steps is not None and moves >= max_steps:
             break
-        frac = elapsed / budget if budget else moves / max(iters, 1)
+        frac = elapsed / budget if budget else moves / max(max_steps, 1)
         temp = t0 * (t1 / t0) ** min(1.0, frac)
         cand = state.propose(rng)
         moves += 1
@@ -104,7 +108,7 @@ def anneal(problem, *, time_limit=None, seed=0, start: str | None = None, iters:
                 best = (e_new, list(cand), ev_new, nh_new)
     _, circ, ev, nh = best
     res = result_from_plan(problem, circ, nh, status="heuristic",
-                           options={"start": start_name, "moves": moves, "accepted": accepted, "energy": energy,
+                           options={"init": start_name, "moves": moves, "accepted": accepted, "energy": energy,
                                     "t0": t0, "t1": t1})
     if sim_score is not None:
         res.metrics["annealed_simulated_s"] = sim_score(circ, nh)
@@ -171,8 +175,6 @@ class _State:
 
 def _sim_scorer(problem, trace, sim_model=None):
     """Simulated makespan of a plan (circuits, next-hop array) on the problem's network."""
-    from planner.circuits.problem import plan_dict, plan_simulator
-
     run = plan_simulator(problem, trace, sim_model)
 
     def score(circ, nh):

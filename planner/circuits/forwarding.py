@@ -23,8 +23,11 @@ and non-neighbour hops.
 from __future__ import annotations
 
 import heapq
+import time as _time
 
 import numpy as np
+
+from planner.circuits.bound import evaluate
 
 LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each node's traffic to a destination "
                 "switch, the largest first, goes to the next hop whose entry link (relay EPS down link or circuit) "
@@ -289,10 +292,6 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
     better balance lets later moves lower the bound). Stops at a local
     optimum, after ``max_passes`` or at ``time_limit`` seconds.
     """
-    import time as _time
-
-    from planner.circuits.bound import evaluate
-
     t_end = None if time_limit is None else _time.perf_counter() + time_limit
     p = problem
     nh = next_hop.copy()

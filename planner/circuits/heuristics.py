@@ -23,6 +23,7 @@ import numpy as np
 
 from planner.circuits.forwarding import distance_vector
 from planner.circuits.problem import result_from_plan
+from planner.circuits.registry import METHODS
 
 
 class _Circuits:
@@ -115,7 +116,14 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
             break
 
 
-def switch_partitioning(problem, *, time_limit=None, seed=0, **_):
+@METHODS.register("none")
+def eps_only(problem, *, time_limit=None, seed=0):
+    """``none``: no circuits; every message takes the EPS."""
+    return _finish(problem, _Circuits(problem))
+
+
+@METHODS.register("sp")
+def switch_partitioning(problem, *, time_limit=None, seed=0):
     """``sp``: Switch Partitioning (000 section 3.2).
 
     Round robin over switch pairs; per switch pair, the communicating pair
@@ -129,7 +137,8 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, **_):
     return _finish(problem, circ)
 
 
-def three_step(problem, *, time_limit=None, seed=0, **_):
+@METHODS.register("three-step")
+def three_step(problem, *, time_limit=None, seed=0):
     """``three-step``: the circuit assignment of 001 section 3.2.2.
 
     1. Pairs of OCS nodes that communicate across switches, by volume
@@ -166,7 +175,8 @@ def three_step(problem, *, time_limit=None, seed=0, **_):
     return _finish(problem, circ)
 
 
-def greedy(problem, *, time_limit=None, seed=0, **_):
+@METHODS.register("greedy")
+def greedy(problem, *, time_limit=None, seed=0):
     """``greedy``: the circuit assignment of 003 Fig. 3.
 
     Repeat: choose a switch pair -- first every communicating switch pair
@@ -205,7 +215,8 @@ def greedy(problem, *, time_limit=None, seed=0, **_):
     return _finish(problem, circ)
 
 
-def matching(problem, *, time_limit=None, seed=0, **_):
+@METHODS.register("matching")
+def matching(problem, *, time_limit=None, seed=0):
     """``matching``: maximum-weight matching on the OCS nodes (the c-Through / Helios approach).
 
     The weight of a possible circuit ``u``-``v`` (switches A, B) is the
@@ -249,8 +260,3 @@ def matching(problem, *, time_limit=None, seed=0, **_):
                 break
             circ.add(a, b)
     return _finish(problem, circ)
-
-
-def eps_only(problem, *, time_limit=None, seed=0, **_):
-    """``none``: no circuits; every message takes the EPS."""
-    return _finish(problem, _Circuits(problem))

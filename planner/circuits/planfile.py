@@ -17,6 +17,7 @@ Keys (the contract with :mod:`sim.network`):
 
 from __future__ import annotations
 
+from planner.circuits.problem import validate_plan_dict
 from planner.errors import TopoplanError
 from planner.io import read_json, write_json
 
@@ -30,8 +31,6 @@ def plan_document(result, **extra) -> dict:
 
 def write_plan(path, result, topo, **extra) -> dict:
     """Validate a circuit plan against ``topo`` and write it atomically. Returns the document."""
-    from planner.circuits.problem import validate_plan_dict
-
     doc = plan_document(result, **extra) if not isinstance(result, dict) else dict(result, **extra)
     validate_plan_dict(doc, topo, where=str(path))
     write_json(path, doc)
@@ -40,8 +39,6 @@ def write_plan(path, result, topo, **extra) -> dict:
 
 def read_plan(path, topo=None) -> dict:
     """Read a circuit plan file; with ``topo``, validate it (one-line :class:`TopoplanError` on any fault)."""
-    from planner.circuits.problem import validate_plan_dict
-
     doc = read_json(path, "circuit plan")
     if not isinstance(doc, dict) or "circuits" not in doc:
         raise TopoplanError(f"{path}: not a circuit plan (no 'circuits' key)")

@@ -11,12 +11,14 @@ placement and the large-message threshold. It holds
 - the *large inter-switch* traffic as node pairs (the part circuits and
   relays can carry), with per-node and per-switch-pair aggregates.
 
-:func:`solve` runs one method of :data:`METHODS` and returns a validated
-:class:`planner.result.PlanResult`; :func:`validate_plan_dict` checks a plan
-file against a topology (the rules of the plan-file contract).
+:func:`solve` runs one method of :data:`METHODS` (the registry of
+:mod:`planner.circuits.registry`; the methods register themselves) and
+returns a validated :class:`planner.result.PlanResult`;
+:func:`validate_plan_dict` checks a plan file against a topology (the rules
+of the plan-file contract).
 
-Example
--------
+Examples
+--------
 >>> from planner.topology_io import load_topology
 >>> from planner.traffic import from_arrays
 >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
@@ -33,8 +35,21 @@ from typing import Any
 
 import numpy as np
 
+from planner.analysis import default_threshold
+from planner.circuits.bound import evaluate
+from planner.circuits.forwarding import LOAD_SHARING, tables_from_array
+from planner.circuits.registry import HEURISTICS, METHODS, STARTS
 from planner.errors import TopoplanError
-from planner.result import PlanResult, solve_with
+from planner.placement import Placement, from_nodes, sequential
+from planner.result import PlanResult, solve_with, strict_options
+from planner.topology import TreeTopology
+from sim.model import SimModel
+from sim.network import build_network
+from sim.replay import bulk_trace
+from sim.run import simulate_plan
+
+__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
+           "validate_plan_dict", "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
 
 
 @dataclass
@@ -49,7 +64,7 @@ class CircuitProblem:
     links each, in the order of the plan's circuit list.
     """
 
-    topo: Any
+    topology: Any
     placement: Any
     threshold_B: float
     hop_limit: int | None
@@ -78,23 +93,27 @@ class CircuitProblem:
 
     # -- construction ---------------------------------------------------
     @classmethod
-    def build(cls, topo, traffic, placement=None, threshold_B: float | None = None, *,
+    @strict_options("CircuitProblem.build")
+    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
               hop_limit: int | None = None, max_circuits: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
 
+        The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
+        an option it does not know is refused with the known ones.
+
         Parameters
         ----------
-        topo : a hybrid :class:`planner.topology.TreeTopology` (with an ``ocs`` section).
+        topology : a hybrid :class:`planner.topology.TreeTopology` (with an ``ocs`` section).
         traffic : :class:`planner.traffic.Traffic`.
-        placement : :class:`planner.placement.Placement` (validated here).
+        placement : :class:`planner.placement.Placement`, or rank -> node ids (consecutive cores per
+            node); validated here. Default: sequential.
         threshold_B : large-message threshold (default: OCS bandwidth-delay product).
         hop_limit : most circuits a large message may cross (None: no limit).
         max_circuits : most circuits a plan may set up (None: as many as ports allow).
         """
-        from planner.analysis import default_threshold
-        from planner.placement import sequential
-        from planner.topology import TreeTopology
-
+        topo = topology
+        if traffic is None:
+            raise TopoplanError("field 'traffic': a circuit problem needs the traffic to plan for")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
                                 f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
@@ -104,12 +123,14 @@ class CircuitProblem:
             raise TopoplanError(f"field 'max_circuits': must be non-negative, got {max_circuits}")
         if placement is None:
             placement = sequential(traffic.n_ranks, topo)
+        elif not isinstance(placement, Placement):
+            placement = from_nodes(placement, topo)
         if placement.n_ranks < traffic.n_ranks:
             raise TopoplanError(f"placement: places {placement.n_ranks} ranks but the traffic has {traffic.n_ranks}")
         placement.validate(topo)
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
         if not thr >= 0:
-            raise TopoplanError(f"field 'threshold': must be non-negative, got {threshold_B}")
+            raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
         n, sw = topo.n_nodes, topo.node_switch()
         s = topo.n_switches
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
@@ -133,7 +154,7 @@ class CircuitProblem:
         min_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(min_rank, node[:traffic.n_ranks], np.arange(traffic.n_ranks, dtype=np.int64))
         ocs = topo.ocs
-        return cls(topo=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
+        return cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
                    node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(), ports=int(ocs.ports_per_node),
                    node_bw_Bps=topo.node_link_bw().astype(np.float64), up_bw_Bps=float(topo.up_bw_Bps),
                    ocs_bw_Bps=float(ocs.bw_Bps), intra_bw_Bps=float(topo.intra_node_bw_Bps),
@@ -150,7 +171,7 @@ class CircuitProblem:
 
     @property
     def n_switches(self) -> int:
-        return int(self.topo.n_switches)
+        return int(self.topology.n_switches)
 
     @property
     def ocs_nodes(self) -> np.ndarray:
@@ -220,9 +241,7 @@ class CircuitProblem:
         """The simulator's network of the topology (no circuits; built once): it numbers the links and
         routes the traffic (:mod:`sim.network`)."""
         if "net" not in self._cache:
-            from sim.network import build_network
-
-            self._cache["net"] = build_network(self.topo, threshold_B=self.threshold_B)
+            self._cache["net"] = build_network(self.topology, threshold_B=self.threshold_B)
         return self._cache["net"]
 
     def n_fixed_links(self) -> int:
@@ -286,8 +305,6 @@ def normalize_circuits(circuits) -> list[tuple[int, int]]:
 
 def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_sharing: str) -> dict:
     """The plan's own keys (circuits, forwarding, ...) from circuits and a next-hop array (-1 = no entry)."""
-    from planner.circuits.forwarding import tables_from_array
-
     return {"circuits": [list(c) for c in circuits],
             "forwarding": tables_from_array(next_hop),
             "load_sharing": load_sharing,
@@ -300,9 +317,6 @@ def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heu
                      load_sharing: str | None = None, message: str = "", extra_metrics=None,
                      options=None) -> PlanResult:
     """Evaluate a plan with the communication-time bound and wrap it in a :class:`PlanResult`."""
-    from planner.circuits.bound import evaluate
-    from planner.circuits.forwarding import LOAD_SHARING
-
     circuits = [tuple(map(int, c)) for c in circuits]
     ev = evaluate(problem, circuits, next_hop)
     metrics = ev.metrics()
@@ -315,7 +329,7 @@ def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heu
 
 def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
     """Validate a method's plan against the problem (ports, OCS nodes, neighbours, loops, limits)."""
-    validate_plan_dict(result.plan, problem.topo, where=f"{result.method or 'circuit'} plan",
+    validate_plan_dict(result.plan, problem.topology, where=f"{result.method or 'circuit'} plan",
                        max_circuits=problem.max_circuits)
 
 
@@ -330,8 +344,6 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     route crossing more circuits than ``hop_limit``, and more circuits than
     ``max_circuits`` (argument or ``options.max_circuits``).
     """
-    from planner.topology import TreeTopology
-
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
@@ -442,9 +454,6 @@ def _is_int(x) -> bool:
 
 # -- solve ----------------------------------------------------------------
 
-HEURISTICS = ("sp", "three-step", "greedy", "matching")
-
-
 def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
           seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
     """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
@@ -461,7 +470,9 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
     sim_model : :class:`sim.model.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
         pipelined relays.
-    options : method options, e.g. ``solver='highs'`` or ``formulation='switch'`` for ``ilp``.
+    options : the method's own options (``METHODS.options(method)``), e.g. ``solver='highs'`` or
+        ``formulation='switch'`` for ``ilp``, ``init`` and ``max_steps`` for ``anneal``; an option the
+        method does not declare is refused, naming the known ones.
 
     Returns
     -------
@@ -474,11 +485,9 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
-    res = solve_with(METHODS, problem, method, problem_name="circuits", time_limit=time_limit, seed=seed,
-                     validate=validate_plan, score=score, simulate=simulate, starts=STARTS, **options)
+    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
+                     score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
-        from sim.model import SimModel
-
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
@@ -486,44 +495,15 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     return res
 
 
-def ilp(problem: CircuitProblem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: str = "auto",
-        objective: str = "lexicographic", threads: int | None = None, **_) -> PlanResult:
-    """The exact model (see :mod:`models.circuits_milp`): best plan found, proven bound and gap."""
-    from models.circuits_milp import solve_exact
-
-    return solve_exact(problem, time_limit=time_limit, seed=seed, solver=solver, formulation=formulation,
-                       objective=objective, threads=threads)
-
-
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`sim.run.simulate_plan`)."""
-    from sim.replay import bulk_trace
-    from sim.run import simulate_plan
-
     tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
 
     def run(plan: dict) -> float:
-        return float(simulate_plan(problem.topo, tr, plan, placement=problem.placement,
+        return float(simulate_plan(problem.topology, tr, plan, placement=problem.placement,
                                    threshold_B=problem.threshold_B, model=sim_model)["makespan_s"])
 
     return run
-
-
-# The registry: adding a method is one function plus one line here.
-from planner.circuits import anneal as _anneal, heuristics as _heur  # noqa: E402  (they import this module)
-
-METHODS = {
-    "none": _heur.eps_only,
-    "sp": _heur.switch_partitioning,
-    "three-step": _heur.three_step,
-    "greedy": _heur.greedy,
-    "matching": _heur.matching,
-    "ilp": ilp,
-    "anneal": _anneal.anneal,
-}
-
-# The heuristics each method starts from: with score='simulated' their plans compete with the method's.
-STARTS = {"ilp": HEURISTICS + ("none",), "anneal": HEURISTICS + ("none",)}
 
 
 def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None = None, seed: int | None = 0,

@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                     SetOpt, TimeLimitOpt, TopologyOpt, console, emit, sim_model, topology_record)
+                                     SetOpt, TimeLimitOpt, TopologyOpt, console, emit, flag_names, sim_model,
+                                     topology_record)
 from planner.units import format_time, parse_size
 
 
@@ -51,9 +52,12 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
-    prob = BcastProblem.build(topo, nodes, root=root, bytes_B=parse_size(nbytes, "bytes"), tree=tree, k=k,
-                              delay=delay, short_B=parse_size(short_msg, "short-msg"),
-                              long_B=parse_size(long_msg, "long-msg"))
+    try:
+        prob = BcastProblem.build(topo, placement=nodes, root=root, bytes_B=parse_size(nbytes, "bytes"), tree=tree,
+                                  k=k, delay=delay, short_B=parse_size(short_msg, "short-msg"),
+                                  long_B=parse_size(long_msg, "long-msg"))
+    except TopoplanError as e:  # the library names its fields; name the flags
+        raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
     res = solve(prob, method, time_limit=time_limit, seed=seed, simulate=not no_simulate, score=score,
                 sim_model=smodel)
     doc = res.to_dict()
@@ -73,6 +77,11 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
                     f"x{m['speedup_vs_default']:.3f}){bound}; simulated {sim}; wall {res.wall_s:.2f} s")
     if res.message:
         console().print(res.message)
+
+
+# BcastProblem.build's fields and the flags that set them
+BUILD_FLAGS = {"placement": "--allocation", "root": "--root", "bytes_B": "--bytes", "tree": "--tree", "k": "--k",
+               "delay": "--delay", "short_B": "--short-msg", "long_B": "--long-msg"}
 
 
 def write_rankfile(path: Path, hosts: list[str]) -> None:

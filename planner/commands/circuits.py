@@ -10,7 +10,7 @@ from rich.table import Table
 
 from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
                                      SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     load_inputs, sim_model, topology_record)
+                                     flag_names, load_inputs, sim_model, topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -43,12 +43,21 @@ def _group(app: typer.Typer, name: str, help_text: str) -> typer.Typer:
     return sub
 
 
+# CircuitProblem.build's fields and the flags that set them
+BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_circuits": "--max-circuits"}
+
+
 def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits):
     from planner.circuits import CircuitProblem
+    from planner.errors import TopoplanError
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
-    return topo, trace, tr, CircuitProblem.build(topo, tr, pl, thr, hop_limit=hop_limit, max_circuits=max_circuits)
+    try:
+        prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits)
+    except TopoplanError as e:  # the library names its fields; name the flags
+        raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
+    return topo, trace, tr, prob
 
 
 def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,

@@ -39,11 +39,20 @@ def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_ch
     try:
         return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
     except TopoplanError as e:  # name the flag, not the library field
-        msg = str(e)
-        for field_, flag in (("'model'", "--model"), ("'relay'", "--relay"), ("'relay_chunk_B'", "--relay-chunk"),
-                             ("'paper_contention'", "--paper-contention")):
-            msg = msg.replace(f"field {field_}", flag)
-        raise TopoplanError(msg) from None
+        raise TopoplanError(flag_names(str(e), {"model": "--model", "relay": "--relay", "relay_chunk_B": "--relay-chunk",
+                                                "paper_contention": "--paper-contention"})) from None
+
+
+def flag_names(msg: str, flags: dict[str, str]) -> str:
+    """A library error with its ``field 'name'`` replaced by the CLI flag that sets the field
+    (library errors name fields; the CLI names its flags).
+
+    >>> flag_names("field 'root': 9 must be a rank between 0 and 3", {"root": "--root"})
+    '--root: 9 must be a rank between 0 and 3'
+    """
+    for field_, flag in flags.items():
+        msg = msg.replace(f"field '{field_}'", flag)
+    return msg
 
 
 def console(json_mode: bool = False) -> Console:

@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from planner.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                     SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, sim_model,
-                                     topology_record)
+                                     SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                     sim_model, topology_record)
 from planner.units import format_bytes, format_time, parse_size
 
 
@@ -25,7 +25,9 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
               objective: str = typer.Option("hops", "--objective",
                                             help="What anneal/greedy/ilp minimize: hops (hop-weighted bytes) | "
                                                  "congestion (link bound) | inter-switch (bytes)."),
-              init: Optional[str] = typer.Option(None, "--init", help="anneal: starting method (default metis)."),
+              init: Optional[str] = typer.Option(None, "--init", help="anneal, joint, ilp: the placement method(s) "
+                                                 "to start from, comma-separated (default: metis; ilp: the best "
+                                                 "of metis and greedy)."),
               threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold "
                                                       "(default: OCS bandwidth-delay product)."),
               simulate: bool = typer.Option(False, "--simulate", help="Also replay the traffic on the plan "
@@ -37,7 +39,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
               relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
-    from planner.placement_methods import PlacementProblem, simulated_time, solve
+    from planner.placement_methods import METHODS, PlacementProblem, simulated_time, solve
     from planner.topology_io import load_topology
     from planner.traffic import load_source
 
@@ -49,9 +51,17 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     topo = load_topology(topology, sets or [])
     trace, tr = load_source(traffic)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
-    prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr)
-    opts = {"init": init} if init is not None else {}
-    res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
+    opts = {} if init is None else {"init": init if "," not in init else tuple(init.split(","))}
+    if init is not None and method in METHODS and "init" not in METHODS.options(method):
+        starting = ", ".join(m for m in METHODS if "init" in METHODS.options(m))
+        raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")
+    try:   # the library names its fields; name the flags
+        prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr)
+        res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
+                    **opts)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"objective": "--objective", "threshold_B": "--threshold",
+                                                "init": "--init"})) from None
     if "simulated_s" in res.metrics:
         res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
     elif simulate:

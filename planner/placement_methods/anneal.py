@@ -31,26 +31,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from planner.errors import TopoplanError
-from planner.placement_methods.problem import PlacementProblem, result_from
+from planner.placement_methods import basic, greedy, metis  # noqa: F401  (register the starts)
+from planner.placement_methods.problem import PlacementProblem, initial_placement, result_from
+from planner.placement_methods.registry import METHODS
 
 DEFAULT_TIME_S = 10.0
-
-
-def _initial(problem: PlacementProblem, init, seed) -> np.ndarray:
-    if init is None:
-        init = "metis"
-    if isinstance(init, str):
-        from planner.placement_methods.problem import METHODS
-
-        if init not in METHODS or init in ("anneal", "ilp", "joint"):
-            raise TopoplanError(f"anneal: unknown init {init!r} (sequential, round-robin, random, metis, greedy)")
-        res = METHODS[init](problem, time_limit=None, seed=seed)
-        return np.asarray(res.plan["rank_to_node"], dtype=np.int64)
-    node = np.asarray(init, dtype=np.int64)
-    if node.shape != (problem.n_ranks,):
-        raise TopoplanError(f"anneal: init places {len(node)} ranks, the traffic has {problem.n_ranks}")
-    return node
+NOT_STARTS = ("ilp", "joint")    # the improving methods are no starts of anneal
 
 
 class _State:
@@ -77,7 +63,7 @@ class _State:
         # slots of every switch (for local proposals)
         slot_sw = sw[self.slot_node]
         self.sw_order = np.argsort(slot_sw, kind="stable")
-        self.sw_start = np.searchsorted(slot_sw[self.sw_order], np.arange(problem.topo.n_switches + 1))
+        self.sw_start = np.searchsorted(slot_sw[self.sw_order], np.arange(problem.topology.n_switches + 1))
         self.node_first = first
         self.cores = cores
         self.slot_busy = np.zeros(len(self.slot_node), dtype=bool)
@@ -376,8 +362,9 @@ def _metropolis(rng, delta, temp):
         return (delta <= 0) | (rng.random(len(delta)) < np.exp(-np.maximum(delta, 0) / temp))
 
 
+@METHODS.register("anneal")
 def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, batch: int | None = None,
-           max_steps: int | None = None, t0: float | None = None, cycles: int = 3, **_):
+           max_steps: int | None = None, t0: float | None = None, cycles: int = 3):
     """Simulated annealing with batched, vectorized swap deltas (see the module docstring).
 
     Parameters
@@ -385,7 +372,8 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     problem : :class:`PlacementProblem` (objective ``hops``, ``inter-switch`` or ``congestion``).
     time_limit : seconds of annealing (default 10).
     seed : random seed.
-    init : starting placement: a method name (default ``metis``) or a ``rank_to_node`` array.
+    init : starting placement: a method name (default ``metis``), several (the best on the objective)
+        or a ``rank_to_node`` array (see :func:`~planner.placement_methods.problem.initial_placement`).
     batch : swaps proposed and priced together per step (default n_ranks / 4, within 32..512).
     max_steps : stop after this many batches instead of the time budget (reproducible runs).
     t0 : start temperature in objective units (default: the first batch's median uphill move
@@ -393,8 +381,8 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     cycles : cooling cycles; each restarts from the best placement at half the previous start
         temperature. The last tenth of the run is a zero-temperature descent from the best.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB"))
@@ -407,7 +395,8 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     if batch is None:
         batch = int(np.clip(problem.n_ranks // 4, 32, 512))
     cycles = max(1, int(cycles))
-    start_node = _initial(problem, init, seed)
+    start_name, start_node = initial_placement(problem, "metis" if init is None else init, seed, method="anneal",
+                                               exclude=NOT_STARTS)
     cong = problem.objective == "congestion"
     dist = problem.hops if cong else problem.distance
     if problem.n_ranks < 2 or problem.graph().nnz == 0:
@@ -472,6 +461,6 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     exact = problem.cost(best_node)
     msg = f"{steps} batches of {batch} moves, {applied} applied; objective {start_cost:.6g} -> {exact:.6g}"
     return result_from(problem, best_node, message=msg,
-                       options={"init": init if isinstance(init, str) or init is None else "given",
+                       options={"init": start_name,
                                 "batch": batch, "steps": steps, "cycles": cycles, "t0": t0,
                                 "time_budget_s": None if max_steps is not None else budget})

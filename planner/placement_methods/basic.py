@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from planner.placement_methods.problem import PlacementProblem, result_from
+from planner.placement_methods.registry import METHODS
 
 
-def sequential(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("sequential")
+def sequential(problem: PlacementProblem, *, time_limit=None, seed=0):
     """Block placement: ranks fill the cores of node 0, then node 1, ... (003's "Sequential").
 
     >>> from planner.topology_io import load_topology
@@ -20,7 +22,8 @@ def sequential(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
     return result_from(problem, node)
 
 
-def round_robin(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("round-robin")
+def round_robin(problem: PlacementProblem, *, time_limit=None, seed=0):
     """Cyclic placement: rank r on the r-th node with a free core, cycling over the nodes."""
     cores = problem.cores
     # slot s of every node in turn: (slot 0 of all nodes), (slot 1 of all nodes with 2+ cores), ...
@@ -29,7 +32,8 @@ def round_robin(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
     return result_from(problem, node_of_slot[order][:problem.n_ranks])
 
 
-def random_placement(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("random")
+def random_placement(problem: PlacementProblem, *, time_limit=None, seed=0):
     """A uniformly random assignment of ranks to cores (seeded)."""
     rng = np.random.default_rng(seed)
     node_of_slot = np.repeat(np.arange(problem.n_nodes), problem.cores)

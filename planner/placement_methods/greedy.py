@@ -15,9 +15,11 @@ import heapq
 import numpy as np
 
 from planner.placement_methods.problem import PlacementProblem, result_from
+from planner.placement_methods.registry import METHODS
 
 
-def greedy(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("greedy")
+def greedy(problem: PlacementProblem, *, time_limit=None, seed=0):
     """Heaviest-edge-first growth (see the module docstring).
 
     >>> from planner.topology_io import load_topology

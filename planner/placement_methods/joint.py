@@ -61,9 +61,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.circuits import METHODS as CIRCUIT_METHODS
+from planner.circuits import CircuitProblem, validate_plan_dict
+from planner.circuits import solve as circuit_solve
+from planner.circuits.bound import evaluate
+from planner.circuits.forwarding import LOAD_SHARING, array_from_tables, distance_vector, tables_from_array
+from planner.circuits.problem import plan_dict
 from planner.errors import TopoplanError
 from planner.placement import Placement, from_nodes
-from planner.placement_methods.problem import PlacementProblem, result_from, simulated_time
+from planner.placement_methods.anneal import anneal
+from planner.placement_methods.problem import PlacementProblem, initial_placement, result_from, simulated_time
+from planner.placement_methods.registry import METHODS
 from planner.topology import TreeTopology
 
 DEFAULT_TIME_S = 10.0
@@ -109,7 +117,7 @@ class Scorer:
 
     def __init__(self, problem: PlacementProblem, hop_limit=None, max_circuits=None, seed=0, circuit_time_limit=None):
         self.p = problem
-        self.topo = problem.topo
+        self.topology = problem.topology
         self.hop_limit = hop_limit
         self.max_circuits = max_circuits
         self.seed = seed
@@ -117,15 +125,11 @@ class Scorer:
         self.evals = 0
 
     def build(self, node):
-        from planner.circuits import CircuitProblem
-
-        pl = Placement(np.asarray(node, dtype=np.int64), from_nodes(node, self.topo).rank_to_slot)
-        return CircuitProblem.build(self.topo, self.p.traffic, pl, self.p.threshold_B, hop_limit=self.hop_limit,
-                                    max_circuits=self.max_circuits)
+        pl = Placement(np.asarray(node, dtype=np.int64), from_nodes(node, self.topology).rank_to_slot)
+        return CircuitProblem.build(self.topology, self.p.traffic, pl, threshold_B=self.p.threshold_B,
+                                    hop_limit=self.hop_limit, max_circuits=self.max_circuits)
 
     def _wrap(self, node, cp, circuits, nh, how, plan=None) -> Candidate:
-        from planner.circuits.bound import evaluate
-
         self.evals += 1
         ev = evaluate(cp, circuits, nh)
         t = ev.times_s()
@@ -141,8 +145,6 @@ class Scorer:
         plan's tables stay valid for another placement; only their load
         sharing was chosen for the old one.
         """
-        from planner.circuits.forwarding import distance_vector
-
         cp = self.build(node)
         circuits = [(int(a), int(b)) for a, b in circuits]
         nh = distance_vector(cp, circuits) if next_hop is None else next_hop
@@ -150,9 +152,6 @@ class Scorer:
 
     def assign(self, node, method: str, how: str, time_limit=None) -> Candidate:
         """Score a placement with the circuits and tables of a circuit method."""
-        from planner.circuits import solve as circuit_solve
-        from planner.circuits.forwarding import array_from_tables
-
         cp = self.build(node)
         tl = time_limit if time_limit is not None else (self.circuit_time_limit if method in ("ilp", "anneal") else None)
         res = circuit_solve(cp, method, time_limit=tl, seed=self.seed)
@@ -327,10 +326,8 @@ class _RouteCostProblem(PlacementProblem):
 
 def anneal_step(sc: Scorer, cur: Candidate, circuit_method: str, *, time_limit, seed, max_steps=None) -> Candidate:
     """Step 2: anneal on the circuit-aware pair cost of ``cur``, then re-assign circuits (module docstring)."""
-    from planner.placement_methods.anneal import anneal
-
     p = sc.p
-    sub = _RouteCostProblem(p.topo, p.traffic, "hops", p.threshold_B, D=route_costs(cur))
+    sub = _RouteCostProblem(p.topology, p.traffic, "hops", p.threshold_B, D=route_costs(cur))
     res = anneal(sub, time_limit=time_limit, seed=seed, init=cur.node.copy(), max_steps=max_steps, cycles=1)
     node = np.asarray(res.plan["rank_to_node"], dtype=np.int64)
     a = sc.fixed(node, cur.circuits, "anneal")
@@ -412,11 +409,12 @@ def descent(sc: Scorer, cur: Candidate, rng, *, deadline: float, max_evals: int 
 
 # -- the method ------------------------------------------------------------------------
 
+@METHODS.register("joint")
 def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", circuit_method: str = "greedy",
           final_method: str | None = None, circuit_time_limit: float | None = None, rounds: int = 6,
           hop_limit: int | None = None, max_circuits: int | None = None, max_evals: int | None = None,
           anneal_steps: int | None = None, steps=("matching", "anneal", "descent"), final_pick: str = "bound",
-          trace=None, sim_model=None, **_):
+          trace=None, sim_model=None):
     """Placement and circuits chosen together on a hybrid network (see the module docstring).
 
     Parameters
@@ -424,7 +422,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     problem : :class:`PlacementProblem` on a hybrid topology.
     time_limit : seconds for the rounds (default 10; the start and ``final_method`` come on top).
     seed : random seed (anneal, candidate sampling, circuit methods).
-    init : starting placement: a placement method name (default ``metis``) or a ``rank_to_node`` array.
+    init : starting placement: a placement method name (default ``metis``), several (the best on the
+        problem's objective) or a ``rank_to_node`` array.
     circuit_method : circuit method used inside the rounds (default ``greedy``).
     final_method : circuit method for the start and the final plan (e.g. ``ilp``); default ``circuit_method``.
     circuit_time_limit : seconds for an ``ilp``/``anneal`` circuit solve (default 10).
@@ -433,6 +432,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     max_evals : plan evaluations per descent step (reproducible runs); default: time-bounded.
     anneal_steps : batches per anneal step (reproducible runs); default: a share of the time.
     steps : which of ``matching``, ``anneal``, ``descent`` the rounds run.
+    trace, sim_model : what ``final_pick='simulated'`` replays (:func:`planner.placement_methods.solve`
+        passes its own with ``score='simulated'``).
     final_pick : ``bound`` (default) or ``simulated``: pick the final plan among the start and the
         last improvements by simulated makespan (``trace``, default the traffic as one bulk phase, under
         ``sim_model``, a :class:`sim.model.SimModel` or its dict; default maxmin, pipelined relays).
@@ -444,8 +445,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     ``uplink_bytes``, ``circuits_used``, ``direct_bytes``, ``relayed_bytes``, ``start_circuit_bound_s``
     (place-then-assign), ``rounds``, ``evaluations`` (and ``simulated_s`` with ``final_pick='simulated'``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
@@ -453,11 +454,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     >>> r.objective <= r.metrics["start_circuit_bound_s"]
     True
     """
-    from planner.circuits import validate_plan_dict
-    from planner.circuits.forwarding import LOAD_SHARING
-    from planner.circuits.problem import plan_dict
-
-    topo = problem.topo
+    topo = problem.topology
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
         raise TopoplanError(f"method joint: topology {topo.name or topo.kind} has no OCS; joint placement + circuits "
                             f"needs a hybrid topology (kind: hybrid with an 'ocs' section)")
@@ -466,8 +463,6 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     bad = [s for s in steps if s not in ("matching", "anneal", "descent")]
     if bad:
         raise TopoplanError(f"method joint: unknown step {bad[0]!r} (matching, anneal, descent)")
-    from planner.circuits import METHODS as CIRCUIT_METHODS
-
     for m in (circuit_method, final_method):
         if m is not None and m not in CIRCUIT_METHODS:
             raise TopoplanError(f"method joint: unknown circuit method {m!r} (methods: {', '.join(CIRCUIT_METHODS)})")
@@ -475,7 +470,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     rng = np.random.default_rng(seed)
     sc = Scorer(problem, hop_limit=hop_limit, max_circuits=max_circuits, seed=seed,
                 circuit_time_limit=10.0 if circuit_time_limit is None else circuit_time_limit)
-    start_node = _initial(problem, init, seed)
+    start_name, start_node = initial_placement(problem, init, seed, method="joint")
     outer = final_method or circuit_method
     start = sc.assign(start_node, outer, f"start:{outer}")
     # the rounds score plans with circuit_method; with a final_method they start from its plan on the start placement
@@ -546,7 +541,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     msg = (f"{done_rounds} rounds, {sc.evals} plans scored; circuit bound {start.bound_s:.6g} s "
            f"(place-then-assign) -> {best.bound_s:.6g} s ({100 * gain:.1f}% lower), found by {best.how}")
     return result_from(problem, best.node, objective=best.bound_s, extra_plan=extra_plan, extra_metrics=metrics,
-                       message=msg, options={"init": init if isinstance(init, str) else "given",
+                       message=msg, options={"init": start_name,
                                              "circuit_method": circuit_method, "final_method": final_method,
                                              "rounds": rounds, "final_pick": final_pick, "hop_limit": hop_limit,
                                              "max_circuits": max_circuits,
@@ -557,23 +552,7 @@ def _best(a: Candidate, b: Candidate) -> Candidate:
     return b if b.better_than(a) else a
 
 
-def _initial(problem: PlacementProblem, init, seed) -> np.ndarray:
-    from planner.placement_methods.problem import METHODS
-
-    if isinstance(init, str):
-        if init not in METHODS or init == "joint":
-            raise TopoplanError(f"method joint: unknown init {init!r} (a placement method other than joint)")
-        return np.asarray(METHODS[init](problem, time_limit=None, seed=seed).plan["rank_to_node"], dtype=np.int64)
-    node = np.asarray(init, dtype=np.int64)
-    if node.shape != (problem.n_ranks,):
-        raise TopoplanError(f"method joint: init places {len(node)} ranks, the traffic has {problem.n_ranks}")
-    from_nodes(node, problem.topo).validate(problem.topo, where="joint init")
-    return node
-
-
 def _simulated(problem: PlacementProblem, cand: Candidate, trace, sim_model=None) -> float:
-    from planner.circuits.forwarding import tables_from_array
-
     plan = cand.plan or {}
     doc = {"rank_to_node": cand.node.tolist(), "circuits": [list(c) for c in cand.circuits],
            "forwarding": plan.get("forwarding") or tables_from_array(cand.next_hop),

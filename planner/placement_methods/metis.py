@@ -24,11 +24,18 @@ the ranks that cost least from over-full to under-full parts.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import scipy.sparse as sp
 
 from planner.errors import TopoplanError
 from planner.placement_methods.problem import PlacementProblem, result_from
+from planner.placement_methods.registry import METHODS
+from planner.result import module_missing
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
 
 
@@ -73,11 +80,6 @@ def kahip_parts(W: sp.csr_matrix, targets, seed: int = 0) -> np.ndarray:
 
 def scotch_parts(W: sp.csr_matrix, targets, seed: int = 0) -> np.ndarray:
     """Scotch (``gpart`` of the Debian/Ubuntu ``scotch`` package) partition into ``len(targets)`` parts."""
-    import shutil
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
     exe = shutil.which("gpart") or shutil.which("scotch_gpart")
     if exe is None:
         raise TopoplanError("method scotch: the Scotch 'gpart' program is not installed (apt-get install scotch)")
@@ -160,7 +162,7 @@ def children(problem: PlacementProblem, nodes: np.ndarray) -> list[np.ndarray] |
     """Split a domain (array of node ids) into sub-domains; None for a single node."""
     if len(nodes) <= 1:
         return None
-    t = problem.topo
+    t = problem.topology
     sw = problem.node_switch
     if isinstance(t, TreeTopology) or isinstance(t, GraphTopology):
         switches = np.unique(sw[nodes])
@@ -187,7 +189,7 @@ def _split_by_capacity(problem, ordered_nodes) -> list[np.ndarray]:
 
 def _bisect_switches(problem, nodes, switches) -> list[np.ndarray]:
     """Two halves of a graph domain: switches ordered by (distance to a) - (distance to b), a and b far apart."""
-    t = problem.topo
+    t = problem.topology
     if "swhops" not in problem._cache:
         problem._cache["swhops"] = t.switch_hops()
     h = problem._cache["swhops"][np.ix_(switches, switches)].astype(np.float64)
@@ -244,7 +246,7 @@ def ocs_first(problem: PlacementProblem, rank_to_node: np.ndarray) -> np.ndarray
     switch hosts which group changes, so inter-switch and inter-node bytes
     are unchanged (003: "nodes with much inter-switch traffic are the OCS nodes").
     """
-    t = problem.topo
+    t = problem.topology
     if not isinstance(t, TreeTopology) or t.ocs is None:
         return rank_to_node
     node = np.asarray(rank_to_node, dtype=np.int64).copy()
@@ -279,7 +281,8 @@ def _map(problem: PlacementProblem, seed, partitioner: str):
     return result_from(problem, node, options={"partitioner": partitioner})
 
 
-def metis(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("metis")
+def metis(problem: PlacementProblem, *, time_limit=None, seed=0):
     """The papers' CommPattern placement: METIS over the machine hierarchy, exact capacities, OCS nodes first.
 
     >>> from planner.topology_io import load_topology
@@ -291,11 +294,18 @@ def metis(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
     return _map(problem, seed, "metis")
 
 
-def kahip(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+def _scotch_missing() -> str | None:
+    return None if (shutil.which("gpart") or shutil.which("scotch_gpart")) else \
+        "the Scotch 'gpart' program is not installed (apt-get install scotch)"
+
+
+@METHODS.register("kahip", requires=module_missing("kahip", "pip install kahip"))
+def kahip(problem: PlacementProblem, *, time_limit=None, seed=0):
     """As :func:`metis` with KaHIP's kaffpa as the partitioner (needs ``pip install kahip``)."""
     return _map(problem, seed, "kahip")
 
 
-def scotch(problem: PlacementProblem, *, time_limit=None, seed=0, **_):
+@METHODS.register("scotch", requires=_scotch_missing)
+def scotch(problem: PlacementProblem, *, time_limit=None, seed=0):
     """As :func:`metis` with Scotch's ``gpart`` as the partitioner (needs the ``scotch`` package)."""
     return _map(problem, seed, "scotch")

@@ -13,13 +13,14 @@ of every node, the node distance of the objective, and the link model of
 - ``inter-switch`` -- the bytes crossing between edge switches (the
   papers' CommPattern objective, 003 Table 2).
 
-:func:`solve` runs one method of :data:`METHODS` and returns a validated
-:class:`planner.result.PlanResult` whose plan is ``rank_to_node`` and
-``rank_to_slot``; :func:`placement_metrics` scores any placement with every
-objective (plus large/small inter-switch bytes).
+:func:`solve` runs one method of :data:`METHODS` (the registry of
+:mod:`planner.placement_methods.registry`; the methods register themselves)
+and returns a validated :class:`planner.result.PlanResult` whose plan is
+``rank_to_node`` and ``rank_to_slot``; :func:`placement_metrics` scores any
+placement with every objective (plus large/small inter-switch bytes).
 
-Example
--------
+Examples
+--------
 >>> from planner.topology_io import load_topology
 >>> from planner.traffic import load_traffic
 >>> prob = PlacementProblem.build(load_topology("paper003"),
@@ -37,10 +38,19 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from planner.analysis import analyze, default_threshold
 from planner.errors import TopoplanError
+from planner.linkload import link_graph
 from planner.placement import Placement, from_nodes
-from planner.result import PlanResult, solve_with
+from planner.placement_methods.registry import METHODS, STARTS
+from planner.result import PlanResult, solve_with, strict_options
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
+from sim.model import SimModel
+from sim.replay import bulk_trace
+from sim.run import simulate_plan
+
+__all__ = ["PlacementProblem", "OBJECTIVES", "METHODS", "STARTS", "solve", "placement_metrics", "result_from",
+           "validate_result", "to_placement", "simulated_time", "initial_placement"]
 
 OBJECTIVES = ("hops", "congestion", "inter-switch")
 
@@ -49,26 +59,37 @@ OBJECTIVES = ("hops", "congestion", "inter-switch")
 class PlacementProblem:
     """Topology, traffic, objective and threshold, with cached arrays (see the module docstring)."""
 
-    topo: Any
+    topology: Any
     traffic: Any
     objective: str = "hops"
     threshold_B: float = 8192.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def build(cls, topo, traffic, objective: str = "hops", threshold_B: float | None = None) -> "PlacementProblem":
+    @strict_options("PlacementProblem.build")
+    def build(cls, topology, traffic, placement=None, *, objective: str = "hops",
+              threshold_B: float | None = None) -> "PlacementProblem":
         """Check that the ranks fit the topology's cores and fix the large-message threshold.
+
+        The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
+        an option it does not know is refused with the known ones.
 
         Parameters
         ----------
-        topo : any topology (tree, fat-tree, hybrid, torus/mesh, graph).
+        topology : any topology (tree, fat-tree, hybrid, torus/mesh, graph).
         traffic : :class:`planner.traffic.Traffic`.
+        placement : must be None: the placement is what this problem computes (a method that improves
+            a given placement takes it as its ``init`` option: ``anneal``, ``joint``, ``ilp``).
         objective : ``hops`` (default), ``congestion`` or ``inter-switch``.
         threshold_B : large-message threshold for the large/small split (default: the OCS
             bandwidth-delay product on a hybrid, else 8192 B).
         """
-        from planner.analysis import default_threshold
-
+        topo = topology
+        if traffic is None:
+            raise TopoplanError("field 'traffic': a placement problem needs the traffic of the ranks to place")
+        if placement is not None:
+            raise TopoplanError("field 'placement': a placement problem computes the placement; give a starting "
+                                "placement to a method as its init option (anneal, joint, ilp)")
         if objective not in OBJECTIVES:
             raise TopoplanError(f"field 'objective': unknown objective {objective!r} (choose from {', '.join(OBJECTIVES)})")
         cap = int(topo.node_cores().sum())
@@ -79,7 +100,7 @@ class PlacementProblem:
                                 f"{topo.n_nodes} nodes with {cap} cores")
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
         if not thr >= 0:
-            raise TopoplanError(f"field 'threshold': must be non-negative, got {threshold_B}")
+            raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
         return cls(topo, traffic, objective, thr)
 
     # -- sizes --------------------------------------------------------------
@@ -89,19 +110,19 @@ class PlacementProblem:
 
     @property
     def n_nodes(self) -> int:
-        return int(self.topo.n_nodes)
+        return int(self.topology.n_nodes)
 
     @property
     def cores(self) -> np.ndarray:
-        return np.asarray(self.topo.node_cores(), dtype=np.int64)
+        return np.asarray(self.topology.node_cores(), dtype=np.int64)
 
     @property
     def node_switch(self) -> np.ndarray:
-        return np.asarray(self.topo.node_switch(), dtype=np.int64)
+        return np.asarray(self.topology.node_switch(), dtype=np.int64)
 
     @property
     def is_tree(self) -> bool:
-        return isinstance(self.topo, TreeTopology)
+        return isinstance(self.topology, TreeTopology)
 
     # -- the rank graph -------------------------------------------------------
     def graph(self) -> sp.csr_matrix:
@@ -137,7 +158,7 @@ class PlacementProblem:
         """Switch hops between nodes ``a[i]`` and ``b[i]`` (as :meth:`hop_matrix`, without the n x n matrix)."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
-        t = self.topo
+        t = self.topology
         if isinstance(t, TreeTopology):
             sw = self.node_switch
             h = np.where(sw[a] == sw[b], 1, 3)
@@ -161,7 +182,7 @@ class PlacementProblem:
 
     def _coords(self):
         if "coords" not in self._cache:
-            self._cache["coords"] = self.topo.coords()
+            self._cache["coords"] = self.topology.coords()
         return self._cache["coords"]
 
     def distance(self, a, b) -> np.ndarray:
@@ -174,9 +195,7 @@ class PlacementProblem:
     def links(self):
         """The :class:`planner.linkload.LinkGraph` of the topology (EPS part on a hybrid)."""
         if "links" not in self._cache:
-            from planner.linkload import link_graph
-
-            self._cache["links"] = link_graph(self.topo)
+            self._cache["links"] = link_graph(self.topology)
         return self._cache["links"]
 
     # -- scores -------------------------------------------------------------------
@@ -216,16 +235,14 @@ class PlacementProblem:
         return filled.astype(np.int64)
 
     def describe(self) -> dict:
-        return {"ranks": self.n_ranks, "nodes": self.n_nodes, "switches": int(self.topo.n_switches),
+        return {"ranks": self.n_ranks, "nodes": self.n_nodes, "switches": int(self.topology.n_switches),
                 "objective": self.objective, "threshold_B": self.threshold_B,
                 "traffic": getattr(self.traffic, "name", ""), "pairs": int(len(self.edges()[0]))}
 
 
 def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
     """Every score of a placement: inter-switch bytes (large/small), hop-weighted bytes, congestion bound."""
-    from planner.analysis import analyze
-
-    a = analyze(problem.topo, problem.traffic, placement, problem.threshold_B)
+    a = analyze(problem.topology, problem.traffic, placement, problem.threshold_B)
     node = placement.rank_to_node[:problem.n_ranks]
     loads = problem.link_loads(node)
     g = problem.links()
@@ -242,7 +259,7 @@ def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
 
 def slots_for(problem: PlacementProblem, rank_to_node) -> np.ndarray:
     """Consecutive cores on every node, in rank order."""
-    return from_nodes(rank_to_node, problem.topo).rank_to_slot
+    return from_nodes(rank_to_node, problem.topology).rank_to_slot
 
 
 def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuristic", bound: float | None = None,
@@ -252,7 +269,7 @@ def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuri
     node = np.asarray(rank_to_node, dtype=np.int64)
     slot = slots_for(problem, node) if rank_to_slot is None else np.asarray(rank_to_slot, dtype=np.int64)
     pl = Placement(node, slot)
-    pl.validate(problem.topo, where="placement plan")
+    pl.validate(problem.topology, where="placement plan")
     m = placement_metrics(problem, pl)
     if extra_metrics:
         m.update(extra_metrics)
@@ -273,13 +290,49 @@ def validate_result(problem: PlacementProblem, res: PlanResult) -> None:
     pl = to_placement(res)
     if pl.n_ranks != problem.n_ranks:
         raise TopoplanError(f"{res.method} plan: places {pl.n_ranks} ranks but the traffic has {problem.n_ranks}")
-    pl.validate(problem.topo, where=f"{res.method} plan")
+    pl.validate(problem.topology, where=f"{res.method} plan")
 
 
 def to_placement(res) -> Placement:
     """The :class:`Placement` of a result (a :class:`PlanResult` or its JSON dict)."""
     plan = res.plan if isinstance(res, PlanResult) else res
     return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
+
+
+def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
+                      exclude: tuple[str, ...] = ()) -> tuple[str, np.ndarray]:
+    """The start a method's ``init`` option names: ``(name, rank_to_node)``.
+
+    ``init`` is a placement method's name, several names (the best of their placements on the problem's
+    objective; ties: the first), or a ``rank_to_node`` array (named ``given``). Methods in ``exclude``
+    (and ``method`` itself) cannot be starts.
+
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB"))
+    >>> initial_placement(p, ("sequential", "round-robin"), 0, method="anneal")[0]
+    'sequential'
+    """
+    if isinstance(init, str) or (isinstance(init, (list, tuple)) and init and all(isinstance(x, str) for x in init)):
+        names = [init] if isinstance(init, str) else list(init)
+        allowed = [m for m in METHODS if m != method and m not in exclude]
+        for name in names:
+            if name not in allowed:
+                raise TopoplanError(f"method {method}: field 'init': unknown start {name!r} "
+                                    f"(a placement method: {', '.join(allowed)})")
+        best = None
+        for name in names:
+            node = np.asarray(METHODS[name](problem, time_limit=None, seed=seed).plan["rank_to_node"], dtype=np.int64)
+            cost = problem.cost(node) if len(names) > 1 else 0.0
+            if best is None or cost < best[0]:
+                best = (cost, name, node)
+        return best[1], best[2]
+    node = np.asarray(init, dtype=np.int64)
+    if node.shape != (problem.n_ranks,):
+        raise TopoplanError(f"method {method}: field 'init': places {node.size} ranks, the traffic has "
+                            f"{problem.n_ranks}")
+    from_nodes(node, problem.topology).validate(problem.topology, where=f"method {method}: field 'init'")
+    return "given", node
 
 
 def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float | None = None,
@@ -298,7 +351,9 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
         faster (``joint`` also picks its final plan among its start and improvements by simulated time).
     trace : the MPI trace to simulate (default: the traffic as one bulk phase).
     sim_model : :class:`sim.model.SimModel` or its dict (default maxmin, pipelined relays).
-    options : method options (e.g. ``init='metis'`` for ``anneal``).
+    options : the method's own options (``METHODS.options(method)``, e.g. ``init='metis'`` and
+        ``max_steps`` for ``anneal``); an option the method does not declare is refused, naming the
+        known ones.
 
     Returns
     -------
@@ -314,11 +369,9 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
 
         if method == "joint":
             options.update(final_pick="simulated", trace=trace, sim_model=sim_model)
-    res = solve_with(METHODS, problem, method, problem_name="placement", time_limit=time_limit, seed=seed,
-                     validate=validate_result, score=score, simulate=simulate, starts=STARTS, **options)
+    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_result,
+                     score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
-        from sim.model import SimModel
-
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     return res
 
@@ -329,35 +382,7 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
     A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them;
     ``sim_model`` is the network model (:class:`sim.model.SimModel` or its dict).
     """
-    from sim.replay import bulk_trace
-    from sim.run import simulate_plan
-
     tr = trace if trace is not None else bulk_trace(problem.traffic)
-    return float(simulate_plan(problem.topo, tr, plan, threshold_B=problem.threshold_B if "circuits" in plan else None,
+    return float(simulate_plan(problem.topology, tr, plan,
+                               threshold_B=problem.threshold_B if "circuits" in plan else None,
                                model=sim_model)["makespan_s"])
-
-
-# The registry: adding a method is one function plus one line here.
-from models import placement_milp as _milp  # noqa: E402
-from planner.placement_methods import anneal as _anneal  # noqa: E402  (they import this module)
-from planner.placement_methods import basic as _basic  # noqa: E402
-from planner.placement_methods import greedy as _greedy  # noqa: E402
-from planner.placement_methods import joint as _joint  # noqa: E402
-from planner.placement_methods import metis as _metis  # noqa: E402
-
-METHODS = {
-    "sequential": _basic.sequential,
-    "round-robin": _basic.round_robin,
-    "random": _basic.random_placement,
-    "metis": _metis.metis,
-    "greedy": _greedy.greedy,
-    "anneal": _anneal.anneal,
-    "ilp": _milp.ilp,
-    "joint": _joint.joint,
-    "kahip": _metis.kahip,
-    "scotch": _metis.scotch,
-}
-
-# The heuristics each method starts from: with score='simulated' their placements compete with the method's
-# (joint compares its own start, place-then-assign, inside).
-STARTS = {"anneal": ("metis", "greedy"), "ilp": ("metis", "greedy")}

@@ -1,0 +1,14 @@
+"""The registry of Bcast reordering methods: a leaf module (it imports no method; each registers itself).
+
+:mod:`planner.bcast.problem` registers ``default``, ``dft``, ``bft``, ``greedy``, ``anneal`` and ``ilp``
+with ``@METHODS.register(name)``; importing :mod:`planner.bcast` imports it.
+"""
+
+from planner.result import Registry
+
+METHODS = Registry("bcast")
+
+# The heuristics each method starts from: with score='simulated' their orders compete with the method's.
+STARTS = {"anneal": ("default", "dft", "bft", "greedy"), "ilp": ("default", "dft", "bft", "greedy")}
+
+__all__ = ["METHODS", "STARTS"]

@@ -1,0 +1,101 @@
+"""``ilp``: exact placement with a proven bound, the CP-SAT model of :mod:`models.placement_milp`.
+
+The model, its symmetry breaking and the combinatorial lower bounds live in
+:mod:`models.placement_milp`; this module declares the method and its options,
+starts the model from the best heuristic placement and decodes the solution.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from models import placement_milp as formulation
+from models.backends import call_isolated
+from planner.errors import TopoplanError
+from planner.placement_methods import greedy, metis  # noqa: F401  (register the default starts)
+from planner.placement_methods.metis import ocs_first, recursive_map
+from planner.placement_methods.problem import PlacementProblem, initial_placement, result_from
+from planner.placement_methods.registry import METHODS
+from planner.result import module_missing
+from planner.topology import TreeTopology
+
+NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
+
+
+@METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
+def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "greedy"), threads: int = 2):
+    """Exact placement with a proven bound (tree, fat-tree and hybrid topologies; ``hops`` or ``inter-switch``).
+
+    Parameters
+    ----------
+    problem : :class:`planner.placement_methods.PlacementProblem`.
+    time_limit : seconds for CP-SAT (default 20).
+    seed : solver seed.
+    init : the start: placement methods whose best placement is the solver's hint (and the answer when the
+        solver finds none), or a ``rank_to_node`` array (default: the best of ``metis`` and ``greedy``).
+    threads : CP-SAT search workers.
+
+    Returns
+    -------
+    PlanResult with status ``optimal`` (proven), ``timeout`` (time limit hit; ``bound`` and ``gap`` set) or
+    ``feasible`` (model too large to build: the start with the combinatorial bound).
+    """
+    if not isinstance(problem.topology, TreeTopology):
+        raise TopoplanError(f"method ilp: the exact model covers tree, fat-tree and hybrid topologies, not "
+                            f"{problem.topology.kind!r} (use anneal)")
+    if problem.objective == "congestion":
+        raise TopoplanError("method ilp: the exact model minimizes the hops or inter-switch objective, "
+                            "not congestion (objective='hops' or 'inter-switch', or anneal)")
+    limit = formulation.DEFAULT_TIME_S if time_limit is None else float(time_limit)
+    # the start: the best heuristic on the problem's objective
+    best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS)
+    best_cost = problem.cost(best_node)
+    lb = formulation.lower_bound(problem)
+    u, v, w = problem.edges()
+    wi, scale, exact = formulation.integer_weights(w)
+    n, sw, cores = problem.n_ranks, problem.node_switch, problem.cores
+    hops = problem.objective == "hops"
+    node_level = hops and cores.max() > 1
+    constant = 0.0
+    if node_level:
+        caps, group_of = cores, sw
+        hint = best_node
+    else:
+        caps = np.bincount(sw, weights=cores, minlength=problem.topology.n_switches).astype(np.int64)
+        group_of = None
+        hint = sw[best_node]
+        if hops:  # one core per node: every edge leaves its node, 1 hop each, plus 2 per switch crossing
+            constant = float(wi.sum())
+    same_switch, same_node = formulation.symmetric_switches(problem)
+    hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
+    n_cols = len(caps)
+    opts = {"init": best_name, "lower_bound": lb, "model": "node+switch" if node_level else "switch"}
+    if n * n_cols > formulation.MAX_VARS or len(u) * n_cols > formulation.MAX_CUT_ROWS:
+        return result_from(problem, best_node, status="feasible", bound=lb, options=opts,
+                           message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
+                                   f"{best_name} placement with the combinatorial bound")
+    data = {"n": n, "caps": np.asarray(caps, dtype=np.int64), "group_of": group_of, "u": u, "v": v, "w": wi,
+            "switch_weight": 2 if hops else 1, "node_weight": 1 if node_level else 0, "constant": int(constant),
+            "lb": int(math.ceil(lb / scale - 1e-9)) if exact else 0, "hint": hint, "sym_switch": same_switch,
+            "sym_node": node_level and same_node, "time_limit": limit, "seed": seed or 0, "workers": threads}
+    out = call_isolated("ortools", formulation.solve_cpsat, data)
+    bound = max(lb, out["bound"] * scale) if out["status"] in ("optimal", "feasible") else lb
+    if out["column"] is None:
+        return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
+                           message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
+    col = out["column"]
+    if node_level:
+        node = ocs_first(problem, col)
+    else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
+        doms = [(np.flatnonzero(col == s), np.flatnonzero(sw == s)) for s in range(len(caps))]
+        node = ocs_first(problem, recursive_map(problem, seed=seed or 0, domains=doms))
+    cost = problem.cost(node)
+    if cost > best_cost:  # rounded model weights can mislead it: never return worse than the start
+        node, cost = best_node, best_cost
+    bound = min(bound, cost)
+    status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
+    msg = (f"CP-SAT {out['status']} in {out['wall_s']:.2f} s; warm start {best_name} {best_cost:.6g}, "
+           f"combinatorial bound {lb:.6g}")
+    return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)

@@ -1,0 +1,213 @@
+"""One contract for every planning method of every problem (the shape of scikit-learn's estimator checks).
+
+Every (problem, method) pair of the three registries -- circuits, placement, Bcast -- runs on a small
+fixed instance and must: return the common result keys with the seed recorded; stay within its time
+limit (plus a small constant); return a plan the problem's validator accepts; refuse an option it does
+not declare, naming it and the known ones, before running; and, with ``score="simulated"``, return a plan
+that simulates no slower than the heuristics it starts from (``STARTS``). A method whose optional peer
+module is missing here (kahip, scotch, ortools) is skipped with the reason. The builders share one shape:
+``build(topology, traffic, placement=None, **options)``, refusing unknown options with the known ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+import planner.bcast as bcast
+import planner.circuits as circuits
+import planner.placement_methods as placement
+from planner.errors import TopoplanError
+from planner.result import SOLVE_OPTIONS, STATUSES, Registry
+
+TIME_LIMIT_S = 0.5
+# what a time limit may be overrun by: building the model, decoding, validation, a solver's start-up
+SLACK_S = 2.0
+SEED = 3
+KEYS = ("problem", "method", "seed", "objective", "metrics", "bound", "gap", "status", "wall_s", "options")
+
+
+@dataclass
+class Case:
+    """One problem: its package, a small instance, its validator and its simulator (plan dict -> seconds)."""
+
+    module: object
+    problem: object
+    validate: Callable
+    simulate: Callable
+
+
+@functools.lru_cache(maxsize=None)
+def case(name: str) -> Case:
+    from planner.topology_io import load_topology
+    from planner.traffic import load_traffic
+
+    if name == "circuits":
+        topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])     # 4 switches, 2 OCS nodes each
+        prob = circuits.build(topo, load_traffic("neighbor2d:rows=8,cols=8,bytes=4MB,iters=1"))
+
+        def validate(p, res):
+            circuits.validate_plan(p, res)
+            circuits.validate_plan_dict(res.to_dict(), p.topology)
+
+        return Case(circuits, prob, validate, circuits.problem.plan_simulator(prob))
+    if name == "placement":
+        topo = load_topology("paper003")                                  # hybrid: joint runs too
+        prob = placement.build(topo, load_traffic("neighbor2d:rows=4,cols=8,bytes=4MB,iters=1"))
+
+        def validate(p, res):
+            placement.problem.validate_result(p, res)
+            if "circuits" in res.plan:                                    # joint: its circuit plan too
+                circuits.validate_plan_dict(res.to_dict(), p.topology)
+
+        return Case(placement, prob, validate, functools.partial(placement.simulated_time, prob))
+    if name == "bcast":
+        from planner.bcast.allocation import parse_spec
+
+        topo = load_topology("paper000")
+        prob = bcast.build(topo, placement=parse_spec("gen:nodes=16,racks=4,seed=1", topo), root=2, bytes_B=65536)
+        return Case(bcast, prob, bcast.validate_plan,
+                    lambda plan: bcast.problem.simulated_time(prob, plan["order"], max_messages=float("inf")))
+    raise KeyError(name)
+
+
+PROBLEMS = ("circuits", "placement", "bcast")
+REGISTRIES: dict[str, Registry] = {"circuits": circuits.METHODS, "placement": placement.METHODS,
+                                   "bcast": bcast.METHODS}
+
+
+def _pairs():
+    out = []
+    for name in PROBLEMS:
+        reg = REGISTRIES[name]
+        for m in reg:
+            why = reg.unavailable(m)
+            marks = [pytest.mark.skip(reason=f"{name} method {m}: {why}")] if why else []
+            out.append(pytest.param(name, m, marks=marks, id=f"{name}-{m}"))
+    return out
+
+
+PAIRS = _pairs()
+ALL_PAIRS = [pytest.param(*p.values, id=p.id) for p in PAIRS]     # signatures need no peer module
+
+
+@functools.lru_cache(maxsize=None)
+def solved(name: str, method: str):
+    """The method's result on the problem's instance (once per pair), and the wall time around the call."""
+    c = case(name)
+    t0 = time.perf_counter()
+    res = c.module.solve(c.problem, method, time_limit=TIME_LIMIT_S, seed=SEED)
+    return res, time.perf_counter() - t0
+
+
+# -- the registries and builders ------------------------------------------------------------------
+
+def test_every_problem_is_covered():
+    assert {p.values[0] for p in PAIRS} == set(PROBLEMS)
+    assert len(PAIRS) == sum(len(r) for r in REGISTRIES.values())
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_registry_is_a_mapping_refusing_unknown_methods(name):
+    reg = REGISTRIES[name]
+    assert reg.problem == name and list(reg) == list(reg.keys()) and len(reg) == len(list(reg))
+    first = next(iter(reg))
+    assert first in reg and callable(reg[first]) and "no-such" not in reg
+    with pytest.raises(TopoplanError, match=rf"unknown {name} method 'no-such' \(methods: {first}, "):
+        reg["no-such"]
+    with pytest.raises(KeyError):
+        reg["no-such"]
+    c = case(name)
+    with pytest.raises(TopoplanError, match=rf"unknown {name} method 'no-such'"):
+        c.module.solve(c.problem, "no-such")
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_builders_share_one_shape_and_refuse_unknown_options(name):
+    mod = case(name).module
+    params = list(inspect.signature(mod.build).parameters.values())
+    assert [p.name for p in params[:3]] == ["topology", "traffic", "placement"]
+    assert params[2].default is None
+    assert all(p.kind is p.KEYWORD_ONLY for p in params[3:]), "builder options are keyword-only"
+    known = ", ".join(p.name for p in params[3:])
+    c = case(name)
+    args = (c.problem.topology, None, c.problem.nodes) if name == "bcast" else (c.problem.topology, c.problem.traffic)
+    with pytest.raises(TopoplanError, match=rf"unknown option 'bogus' for \w+Problem\.build; known: {known}$"):
+        mod.build(*args, bogus=1)
+
+
+def test_registering_a_method_with_a_catch_all_or_without_the_solve_options_fails():
+    reg = Registry("toy")
+    with pytest.raises(TypeError, match="no \\*\\*kwargs"):
+        reg.register("loose")(lambda problem, *, time_limit=None, seed=0, **_: None)
+    with pytest.raises(TypeError, match="missing seed"):
+        reg.register("seedless")(lambda problem, *, time_limit=None: None)
+    assert len(reg) == 0
+
+
+# -- every method ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, method", ALL_PAIRS)
+def test_method_declares_its_options(name, method):
+    fn = REGISTRIES[name][method]
+    params = inspect.signature(fn).parameters
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values()), "no **kwargs: every option is declared"
+    for opt in SOLVE_OPTIONS:
+        assert opt in params and params[opt].kind is params[opt].KEYWORD_ONLY, opt
+    assert REGISTRIES[name].options(method) == tuple(n for n in params if n not in SOLVE_OPTIONS)[1:]
+
+
+@pytest.mark.parametrize("name, method", PAIRS)
+def test_result_has_the_common_keys_and_records_the_seed(name, method):
+    res, _ = solved(name, method)
+    d = res.to_dict()
+    assert all(k in d for k in KEYS), [k for k in KEYS if k not in d]
+    assert (d["problem"], d["method"], d["seed"]) == (name, method, SEED)
+    assert d["status"] in STATUSES and isinstance(d["metrics"], dict) and isinstance(d["options"], dict)
+    assert d["objective"] >= 0 and d["wall_s"] >= 0 and d["options"]["time_limit"] == TIME_LIMIT_S
+    if d["bound"] is not None:
+        assert d["bound"] <= d["objective"] * (1 + 1e-9) + 1e-12 and 0 <= d["gap"] <= 1
+
+
+@pytest.mark.parametrize("name, method", PAIRS)
+def test_time_limit_is_honoured(name, method):
+    res, outer = solved(name, method)
+    assert res.wall_s <= TIME_LIMIT_S + SLACK_S, res.wall_s
+    assert outer <= TIME_LIMIT_S + SLACK_S + 1.0, outer     # the solve layer around it adds little
+
+
+@pytest.mark.parametrize("name, method", PAIRS)
+def test_plan_validates(name, method):
+    res, _ = solved(name, method)
+    case(name).validate(case(name).problem, res)
+
+
+@pytest.mark.parametrize("name, method", PAIRS)
+def test_unknown_option_is_refused_before_running(name, method):
+    c = case(name)
+    known = ", ".join(REGISTRIES[name].options(method)) or "(none)"
+    t0 = time.perf_counter()
+    with pytest.raises(TopoplanError) as e:
+        c.module.solve(c.problem, method, time_limit=TIME_LIMIT_S, seed=SEED, max_step=50)
+    assert str(e.value) == f"unknown option 'max_step' for {name} method '{method}'; known: {known}"
+    assert time.perf_counter() - t0 < 0.1 * TIME_LIMIT_S, "refused before anything ran"
+
+
+@pytest.mark.parametrize("name, method", PAIRS)
+def test_score_simulated_is_no_slower_than_the_starts(name, method):
+    c = case(name)
+    res = c.module.solve(c.problem, method, time_limit=TIME_LIMIT_S, seed=SEED, score="simulated")
+    c.validate(c.problem, res)
+    t = res.metrics["simulated_s"]
+    assert t == pytest.approx(c.simulate(res.to_dict()), rel=1e-9)
+    starts = c.module.STARTS.get(method, ())
+    assert set(res.metrics["simulated_candidates_s"]) == {method, *starts}
+    for start in starts:
+        other = c.module.solve(c.problem, start, seed=SEED)
+        assert t <= c.simulate(other.to_dict()) * (1 + 1e-9), start
+    assert res.options["score"] == "simulated"
