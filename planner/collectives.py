@@ -120,20 +120,27 @@ def _sendrecv(dst, sbytes, src, rbytes) -> Step:
 
 
 # ------------------------------------------------------------------ bcast --
-def _bcast_binomial(p, me, root, n):
+def _bcast_knomial(p, me, root, n, k=2):
+    """k-nomial tree (MVAPICH2's Bcast, K = 4 by default; K = 2 is MPICH's binomial): receive from the
+    parent, then send to the children at distance ``mask * j`` (j < k), largest mask first."""
     rel = (me - root) % p
     steps, mask = [], 1
     while mask < p:
-        if rel & mask:
-            steps.append(Step(recvs=[((rel - mask + root) % p, n)]))
+        if rel % (k * mask):
+            steps.append(Step(recvs=[((rel - rel % (k * mask) + root) % p, n)]))
             break
-        mask <<= 1
-    mask >>= 1
-    while mask > 0:  # children, largest subtree first
-        if rel + mask < p:
-            steps.append(Step(sends=[((rel + mask + root) % p, n)]))
-        mask >>= 1
+        mask *= k
+    mask //= k
+    while mask > 0:
+        for j in range(1, k):
+            if rel + mask * j < p:
+                steps.append(Step(sends=[((rel + mask * j + root) % p, n)]))
+        mask //= k
     return steps
+
+
+def _bcast_binomial(p, me, root, n):
+    return _bcast_knomial(p, me, root, n, 2)
 
 
 def _bcast_scatter(p, me, root, n):
@@ -193,13 +200,72 @@ def _bcast_ring_allgather(p, me, root, n):
     return steps
 
 
-def _bcast(p, me, root, n, th):
-    if n < th.bcast_short_B or p < th.bcast_min_procs:
-        return _bcast_binomial(p, me, root, n)
+BCAST_ALGORITHMS = ("auto", "knomial", "binomial", "scatter-allgather", "scatter-ring", "scatter-rd")
+
+
+def bcast_algorithm(p: int, n: float, algorithm: str = "auto", th: MPICHThresholds = MPICHThresholds()) -> str:
+    """The Bcast algorithm MPICH runs (``auto``: binomial below ``bcast_short_B`` or ``bcast_min_procs``
+    ranks, else scatter + recursive doubling below ``bcast_long_B`` on a power of two, else scatter + ring;
+    ``scatter-allgather`` picks rd or ring by the same rule). ``auto_tree`` names the small-message tree.
+
+    Examples
+    --------
+    >>> bcast_algorithm(64, 1000), bcast_algorithm(64, 100_000), bcast_algorithm(60, 100_000)
+    ('binomial', 'scatter-rd', 'scatter-ring')
+    """
+    if algorithm not in BCAST_ALGORITHMS:
+        raise TopoplanError(f"field 'algorithm': {algorithm!r}: choose one of {', '.join(BCAST_ALGORITHMS)}")
+    if algorithm == "auto":
+        if n < th.bcast_short_B or p < th.bcast_min_procs:
+            return "binomial"
+        algorithm = "scatter-allgather"
+    if algorithm == "scatter-allgather":
+        return "scatter-rd" if n < th.bcast_long_B and _is_pof2(p) else "scatter-ring"
+    return algorithm
+
+
+def _bcast(p, me, root, n, th, algorithm="auto", k=4):
+    algorithm = bcast_algorithm(p, n, algorithm, th)
+    if algorithm in ("knomial", "binomial"):
+        return _bcast_knomial(p, me, root, n, k if algorithm == "knomial" else 2)
     steps = _bcast_scatter(p, me, root, n)
-    if n < th.bcast_long_B and _is_pof2(p):
+    if algorithm == "scatter-rd":
         return steps + _bcast_rd_allgather(p, me, root, n)
     return steps + _bcast_ring_allgather(p, me, root, n)
+
+
+def bcast_tree(p: int, nbytes: float, algorithm: str = "knomial", *, k: int = 4):
+    """The tree phase of a Bcast rooted at rank 0: ``(parent, sends)`` with ``parent[r]`` (-1 for the root)
+    and ``sends[r]`` the ordered ``(child, bytes)`` list of rank r (``scatter-*``: the binomial scatter's
+    subtree chunks). The one definition of the trees that :mod:`planner.bcast` reorders.
+
+    Examples
+    --------
+    >>> parent, sends = bcast_tree(8, 10.0, "knomial", k=4)
+    >>> parent.tolist(), [c for c, _ in sends[0]]
+    ([-1, 0, 0, 0, 0, 4, 4, 4], [4, 1, 2, 3])
+    >>> bcast_tree(8, 800.0, "scatter-ring")[1][0]
+    [(4, 400.0), (2, 200.0), (1, 100.0)]
+    """
+    if p < 1:
+        raise TopoplanError("field 'comm_size': a Bcast needs at least one rank")
+    if k < 2:
+        raise TopoplanError(f"field 'k': the k-nomial factor must be >= 2, got {k}")
+    n = _as_bytes(nbytes, "bcast: field 'bytes'")
+    parent = np.full(p, -1, dtype=np.int64)
+    sends = [[] for _ in range(p)]
+    for me in range(p):
+        if algorithm in ("knomial", "binomial"):
+            steps = _bcast_knomial(p, me, 0, n, k if algorithm == "knomial" else 2)
+        elif algorithm.startswith("scatter"):
+            steps = _bcast_scatter(p, me, 0, n)
+        else:
+            raise TopoplanError(f"field 'algorithm': {algorithm!r} has no tree phase")
+        for st in steps:
+            for peer, _ in st.recvs:
+                parent[me] = peer
+            sends[me] += [(int(c), float(b)) for c, b in st.sends]
+    return parent, sends
 
 
 # ----------------------------------------------------------------- reduce --
@@ -568,7 +634,7 @@ def _per_rank_sizes(op, p, n, counts):
 
 
 def schedule(op: str, comm_size: int, me: int, root: int, nbytes: float, *, counts=None,
-             thresholds: MPICHThresholds = MPICHThresholds()) -> list[Step]:
+             thresholds: MPICHThresholds = MPICHThresholds(), algorithm: str = "auto", k: int = 4) -> list[Step]:
     """The steps rank ``me`` of a ``comm_size``-rank communicator runs for one collective call.
 
     Parameters
@@ -586,6 +652,8 @@ def schedule(op: str, comm_size: int, me: int, root: int, nbytes: float, *, coun
         destination bytes (uniform, as in a trace's per-destination rows);
         allgatherv / reduce_scatter: bytes per rank.
     thresholds : :class:`MPICHThresholds`.
+    algorithm, k : bcast only: one of :data:`BCAST_ALGORITHMS` (``auto``: MPICH's selection) and the
+        k-nomial factor (MVAPICH2's default 4).
 
     Returns
     -------
@@ -629,7 +697,7 @@ def schedule(op: str, comm_size: int, me: int, root: int, nbytes: float, *, coun
     if n == 0 and op not in ("allgatherv", "reduce_scatter"):
         return []  # MPICH returns at once for empty buffers
     if op == "bcast":
-        return _bcast(p, me, root, n, th)
+        return _bcast(p, me, root, n, th, algorithm, k)
     if op == "reduce":
         return _reduce(p, me, root, n, th)
     if op == "allreduce":

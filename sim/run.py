@@ -128,14 +128,17 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     """
     from planner.placement import Placement, placement_from_doc
 
+    from planner.validate import validate
+
     plan = plan or {}
+    if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
+        validate(plan, topo, where="plan")  # one home for plan checks: ports, neighbours, loops, cores
     capacity = int(topo.node_cores().sum())
     if trace.n_ranks > capacity:
         raise TopoplanError(f"{trace.source or 'traffic'}: {trace.n_ranks} ranks do not fit topology "
                             f"{topo.name or topo.kind} ({capacity} cores)")
     if plan.get("rank_to_node") is not None:
         planned = placement_from_doc(plan, "plan")
-        planned.validate(topo, "plan")
         if placement is not None and not np.array_equal(np.asarray(placement.rank_to_node)[:trace.n_ranks],
                                                          planned.rank_to_node[:trace.n_ranks]):
             raise TopoplanError("plan: made for another placement (its rank_to_node differs from the one given)")

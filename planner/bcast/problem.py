@@ -369,28 +369,19 @@ def validate_plan(problem: BcastProblem, res: PlanResult) -> None:
 
 
 def p2p_records(problem: BcastProblem) -> list[tuple]:
-    """The Bcast as isend/irecv/waitall records over new ranks."""
+    """The Bcast as isend/irecv/waitall records over new ranks: every rank's steps of
+    :func:`planner.collectives.schedule` for this tree (one step, then wait for it, as the replayer runs a
+    collective; a parent sends to its children one after another, as the time model has it)."""
+    from planner.collectives import schedule
+
     s, n, root = problem.schedule, problem.n, problem.root
-    rank = lambda p: int((p + root) % n)  # noqa: E731
-    recs: list[list[tuple]] = [[] for _ in range(n)]
-    bytes_in = {c: b for lst in s.sends for c, b in lst}
-    for p in range(n):
-        r = rank(p)
-        if s.parent[p] >= 0:
-            recs[p] += [(r, "irecv", rank(s.parent[p]), bytes_in[p], -1, n, 0.0, 0.0),
-                        (r, "waitall", -1, 0.0, -1, n, 0.0, 0.0)]
-        for c, b in s.sends[p]:  # one send after another, as the time model (and a blocking send) has it
-            recs[p] += [(r, "isend", rank(c), b, -1, n, 0.0, 0.0), (r, "waitall", -1, 0.0, -1, n, 0.0, 0.0)]
-    for src, dst, nb, rep in s.allgather_pairs():
-        for _ in range(rep):
-            peer_in = {int(d): int(a) for a, d in zip(src, dst)}
-            for a, d in zip(src, dst):
-                recs[a].append((rank(a), "isend", rank(d), nb, -1, n, 0.0, 0.0))
-            for d, a in peer_in.items():
-                recs[d].append((rank(d), "irecv", rank(a), nb, -1, n, 0.0, 0.0))
-            for p in set(src.tolist()) | set(dst.tolist()):
-                recs[p].append((rank(p), "waitall", -1, 0.0, -1, n, 0.0, 0.0))
-    return [r for lst in recs for r in lst]
+    recs: list[tuple] = []
+    for r in range(n):
+        for st in schedule("bcast", n, r, root, s.bytes_B, algorithm=s.kind, k=s.k):
+            recs += [(r, "irecv", int(peer), float(b), -1, n, 0.0, 0.0) for peer, b in st.recvs]
+            recs += [(r, "isend", int(peer), float(b), -1, n, 0.0, 0.0) for peer, b in st.sends]
+            recs.append((r, "waitall", -1, 0.0, -1, n, 0.0, 0.0))
+    return recs
 
 
 def n_messages(problem: BcastProblem) -> int:

@@ -1,5 +1,10 @@
 """Logical Bcast schedules over communicator positions (MVAPICH2/MPICH algorithms).
 
+The trees and thresholds themselves live in :mod:`planner.collectives` (one home
+for every collective algorithm: :func:`~planner.collectives.bcast_tree`,
+:func:`~planner.collectives.bcast_algorithm`); this module arranges them as the
+:class:`Schedule` that the reordering's time model and methods work on.
+
 A schedule is written over *positions* ``p = (rank - root) mod n`` so that the
 root is position 0. It has two phases:
 
@@ -23,13 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.collectives import MPICHThresholds, bcast_algorithm, bcast_tree
 from planner.errors import TopoplanError
 
 TREES = ("knomial", "binomial", "scatter-allgather", "scatter-ring", "scatter-rd", "auto")
 
-# MPICH's MPIR_CVAR_BCAST_SHORT_MSG_SIZE / LONG_MSG_SIZE defaults
-SHORT_MSG_B = 12288
-LONG_MSG_B = 524288
+# MPICH's MPIR_CVAR_BCAST_SHORT_MSG_SIZE / LONG_MSG_SIZE defaults (from planner.collectives)
+SHORT_MSG_B = MPICHThresholds.bcast_short_B
+LONG_MSG_B = MPICHThresholds.bcast_long_B
 
 
 @dataclass
@@ -101,7 +107,8 @@ def _levels(parent: np.ndarray) -> list[np.ndarray]:
 
 
 def knomial(n: int, k: int = 4, bytes_B: float = 0.0) -> Schedule:
-    """MVAPICH2's k-nomial tree: children at distance ``mask * j`` (j < k), largest mask first.
+    """MVAPICH2's k-nomial tree: children at distance ``mask * j`` (j < k), largest mask first
+    (:func:`planner.collectives.bcast_tree`).
 
     Parameters
     ----------
@@ -109,24 +116,7 @@ def knomial(n: int, k: int = 4, bytes_B: float = 0.0) -> Schedule:
     """
     if n < 1:
         raise TopoplanError("field 'n': a Bcast needs at least one rank")
-    if k < 2:
-        raise TopoplanError(f"field 'k': the k-nomial factor must be >= 2, got {k}")
-    parent = np.full(n, -1, dtype=np.int64)
-    sends: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    for p in range(n):
-        mask = 1
-        while mask < n:
-            if p % (k * mask):
-                parent[p] = p - p % (k * mask)
-                break
-            mask *= k
-        mask //= k
-        while mask > 0:
-            for j in range(1, k):
-                c = p + mask * j
-                if c < n:
-                    sends[p].append((c, float(bytes_B)))
-            mask //= k
+    parent, sends = bcast_tree(n, float(bytes_B), "knomial" if k != 2 else "binomial", k=k)
     return Schedule(n, "knomial" if k != 2 else "binomial", float(bytes_B), sends, parent, k=k)
 
 
@@ -136,14 +126,15 @@ def binomial(n: int, bytes_B: float = 0.0) -> Schedule:
 
 
 def scatter_allgather(n: int, bytes_B: float, allgather: str = "ring") -> Schedule:
-    """MPICH's large-message Bcast: binomial scatter of n chunks, then a ring or recursive-doubling allgather."""
+    """MPICH's large-message Bcast: binomial scatter of n chunks of ``ceil(bytes / n)``, then a ring or
+    recursive-doubling allgather (:func:`planner.collectives.bcast_tree`)."""
     if allgather not in ("ring", "rd"):
         raise TopoplanError(f"field 'allgather': ring or rd, got {allgather!r}")
-    tree = binomial(n)
-    chunk = float(bytes_B) / n
-    size = tree.subtree_sizes()
-    sends = [[(c, chunk * float(size[c])) for c, _ in lst] for lst in tree.sends]
-    return Schedule(n, f"scatter-{allgather}", float(bytes_B), sends, tree.parent, allgather=allgather,
+    if n < 1:
+        raise TopoplanError("field 'n': a Bcast needs at least one rank")
+    parent, sends = bcast_tree(n, float(bytes_B), f"scatter-{allgather}")
+    chunk = float(-(-float(bytes_B) // n))
+    return Schedule(n, f"scatter-{allgather}", float(bytes_B), sends, parent, allgather=allgather,
                     chunk_B=chunk, k=2)
 
 
@@ -153,25 +144,21 @@ def build(tree: str, n: int, bytes_B: float, *, k: int = 4, short_B: float = SHO
 
     ``auto``: below ``short_B`` (or fewer than 8 ranks) the k-nomial tree; below
     ``long_B`` with a power-of-two size scatter + recursive doubling; otherwise
-    scatter + ring. ``scatter-allgather`` picks rd or ring by the same rule.
+    scatter + ring. ``scatter-allgather`` picks rd or ring by the same rule
+    (:func:`planner.collectives.bcast_algorithm`).
     """
     if tree not in TREES:
         raise TopoplanError(f"field 'tree': {tree!r}: choose one of {', '.join(TREES)}")
-    pow2 = n & (n - 1) == 0
-    if tree == "auto":
-        if bytes_B < short_B or n < 8:
+    th = MPICHThresholds(bcast_short_B=short_B, bcast_long_B=long_B)
+    if tree in ("auto", "scatter-allgather"):
+        tree = bcast_algorithm(n, float(bytes_B), tree, th)
+        if tree == "binomial":  # MVAPICH2 runs its k-nomial tree where MPICH runs the binomial one
             tree = "knomial"
-        else:
-            tree = "scatter-allgather"
     if tree == "knomial":
         return knomial(n, k, bytes_B)
     if tree == "binomial":
         return binomial(n, bytes_B)
-    if tree == "scatter-ring":
-        return scatter_allgather(n, bytes_B, "ring")
-    if tree == "scatter-rd":
-        return scatter_allgather(n, bytes_B, "rd")
-    return scatter_allgather(n, bytes_B, "rd" if (pow2 and bytes_B < long_B) else "ring")
+    return scatter_allgather(n, bytes_B, "rd" if tree == "scatter-rd" else "ring")
 
 
 def rank_of(position, root: int, n: int):
