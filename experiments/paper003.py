@@ -416,37 +416,43 @@ def plot(rows, path: Path) -> None:
 
     apps = [a for a in APPS if any(r["app"] == a for r in rows)]
     models = [m for m in MODELS if any(r["model"] == m for r in rows)]
-    panels = [(m, pl) for m in models for pl in ("sequential", "metis-paper", "metis")
-              if any(r["model"] == m and r["placement"] == pl and r["metric"] == "gain" for r in rows)]
+    # the Neighbor-only "CommPattern (1,480 MB cut)" lines join the CommPattern panel of Neighbor
+    panels = [(m, pl) for m in models for pl in ("sequential", "metis")
+              if any(r["model"] == m and r["placement"] in (pl, pl + "-paper") and r["metric"] == "gain"
+                     for r in rows)]
     ncols = max(len(apps), 1)
     fig, axes = plt.subplots(len(panels) + 1, ncols, figsize=(3.7 * ncols, 2.9 * (len(panels) + 1)), squeeze=False)
     for i, (model, pl) in enumerate(panels):
         fig_no = 5 if pl == "sequential" else 6
         for j, app in enumerate(apps):
             ax = axes[i][j]
-            g = [r for r in rows if r["metric"] == "gain" and r["app"] == app and r["placement"] == pl
-                 and r["model"] == model]
+            sel = [r for r in rows if r["metric"] == "gain" and r["app"] == app and r["model"] == model]
+            g = [r for r in sel if r["placement"] == pl]
+            cut = [r for r in sel if r["placement"] == pl + "-paper"]
             if not g:
                 ax.set_axis_off()
-                ax.text(0.5, 0.5, f"{APP_NAMES[app]}: no {PLACEMENT_NAMES[pl]} cells", ha="center", va="center",
-                        fontsize=8, transform=ax.transAxes)
                 continue
-            xs = sorted({r["ocs_nodes"] for r in g if r["ocs_nodes"]})
+            xs = sorted({r["ocs_nodes"] for r in g + cut if r["ocs_nodes"]})
             pos = {n: k for k, n in enumerate(xs)}
 
-            def line(which, circuits, **kw):
-                pts = sorted((r["ocs_nodes"], r["ours"]) for r in g if r["label"] == which
+            def line(rs, which, circuits, **kw):
+                pts = sorted((r["ocs_nodes"], r["ours"]) for r in rs if r["label"] == which
                              and r["circuits"] == circuits and r["ocs_nodes"])
                 if pts:
                     ax.plot([pos[n] for n, _ in pts], [100 * v for _, v in pts], **kw)
 
-            line("Ours", "greedy", marker="o", color="k", label="Ours")
-            line("Ours (narrow)", "greedy", marker="s", color="0.5", mfc="w", label="Ours (narrow)")
-            line("Ours", "ilp", marker="^", color="tab:blue", ls=":", label="Ours, ilp circuits")
+            line(g, "Ours", "greedy", marker="o", color="k", label="Ours")
+            line(g, "Ours (narrow)", "greedy", marker="s", color="0.5", mfc="w", label="Ours (narrow)")
+            line(g, "Ours", "ilp", marker="^", color="tab:blue", ls=":", label="Ours, ilp circuits")
+            line(cut, "Ours", "greedy", marker="o", color="tab:purple", label="Ours, METIS cut as the paper's")
             ft = _get(g, label="FT EPS")
             if ft is not None and xs:
                 ax.plot(range(len(xs)), [100 * ft["ours"]] * len(xs), color="k", ls="--", marker="x", label="FT EPS")
-            for r in g:
+            ftc = _get(cut, label="FT EPS")
+            if ftc is not None and xs:
+                ax.plot(range(len(xs)), [100 * ftc["ours"]] * len(xs), color="tab:purple", ls="--", marker="x",
+                        label="FT EPS, METIS cut as the paper's")
+            for r in g + cut:
                 if r["paper"] not in (None, "") and r["circuits"] in ("none", "greedy"):
                     x = range(len(xs)) if r["label"] == "FT EPS" else [pos.get(r["ocs_nodes"])]
                     if None in x:
