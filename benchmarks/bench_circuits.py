@@ -75,7 +75,7 @@ def run_paper(cases, time_limit, solver, log):
 
 
 def run_large(variants, time_limit, solver, lp, log):
-    from models.circuits_milp import lp_bound
+    from planner.circuits.exact import lp_bound
     from planner.circuits import CircuitProblem, solve
     from planner.circuits.bound import floor_s
     from planner.traffic import load_source

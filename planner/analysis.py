@@ -12,11 +12,36 @@ import numpy as np
 
 from planner.topology import TreeTopology
 
+__all__ = ["DEFAULT_THRESHOLD_B", "PAIR_COUNTS", "default_threshold", "SwitchAnalysis", "analyze"]
+
 DEFAULT_THRESHOLD_B = 8192.0  # the papers' large-message threshold when there is no OCS
 
 
 def default_threshold(topo) -> float:
-    """The OCS bandwidth-delay product on a hybrid topology (003), else 8192 B (000, 001)."""
+    """The OCS bandwidth-delay product on a hybrid topology (003), else 8192 B (000, 001).
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    float
+        Bytes: messages of at least this size are "large" (they may take circuits).
+
+    References
+    ----------
+    003 section 3.1 (large messages: above the OCS bandwidth-delay product);
+    000 section 4 and 001 section 4.1 use a fixed threshold.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> round(default_threshold(load_topology("paper003")), 6)   # 20 Gbps x 500 ns
+    1250.0
+    >>> default_threshold(load_topology("mesh10x10x10"))
+    8192.0
+    """
     ocs = getattr(topo, "ocs", None)
     return ocs.bdp_B if ocs is not None else DEFAULT_THRESHOLD_B
 
@@ -32,6 +57,35 @@ class SwitchAnalysis:
     exchange any message (``pairs="any"``) or at least one message of ``threshold_B`` bytes or more
     (``pairs="large"``, 000 Table 2's "node pairs that have inter-switch communication": the ones circuits
     can serve; zero-byte synchronisation messages of a real trace do not make a pair).
+
+    Parameters
+    ----------
+    switch_names : list of str
+    threshold_B : float
+        The large-message threshold used.
+    node_pairs : numpy.ndarray
+        S x S, symmetric; diagonal = node pairs inside one switch.
+    bytes, large_bytes, small_bytes : numpy.ndarray
+        S x S, bytes sent from switch i to switch j (diagonal: intra-switch, inter-node), all, large, small.
+    intra_node_bytes, total_bytes : float
+    pairs : {"any", "large"}, optional
+        What ``node_pairs`` counts.
+
+    See Also
+    --------
+    analyze : makes one.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> from planner.placement import sequential
+    >>> t = load_topology("paper003")
+    >>> a = analyze(t, load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), sequential(256, t))
+    >>> a.switch_names, a.node_pairs.tolist()
+    (['S0', 'S1', 'S2', 'S3'], [[24, 4, 0, 0], [4, 24, 4, 0], [0, 4, 24, 4], [0, 0, 4, 24]])
+    >>> a.to_dict()["inter_switch_node_pairs"], a.inter(a.large_bytes), a.intra_node_bytes
+    (12, 1920000000.0, 7680000000.0)
     """
 
     switch_names: list[str]
@@ -77,19 +131,31 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
 
     Parameters
     ----------
-    topo : a topology (tree kinds give one row per edge switch; torus: one per router).
-    traffic : :class:`planner.traffic.Traffic`.
-    placement : :class:`planner.placement.Placement`.
-    threshold_B : messages of at least this size are "large" (default :func:`default_threshold`).
-    pairs : ``"any"`` counts unordered node pairs exchanging any message; ``"large"`` only those exchanging
+    topo : Topology
+        Tree kinds give one row per edge switch; torus: one per router.
+    traffic : Traffic
+    placement : Placement
+    threshold_B : float, optional
+        Messages of at least this size are "large" (default :func:`default_threshold`).
+    pairs : {"any", "large"}, optional
+        ``"any"`` counts unordered node pairs exchanging any message; ``"large"`` only those exchanging
         a large message (see :class:`SwitchAnalysis`).
 
     Returns
     -------
     SwitchAnalysis
 
-    Example
-    -------
+    Raises
+    ------
+    TopoplanError
+        For an unknown ``pairs``.
+
+    References
+    ----------
+    000 Tables 2 and 3 (node pairs between switches), 003 Table 2 (inter-switch volume).
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> from planner.placement import sequential

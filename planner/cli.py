@@ -13,6 +13,8 @@ import typer
 
 from planner.errors import TopoplanError
 
+__all__ = ["COMMAND_MODULES", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
+
 # Command modules, each with register(app). Listed here so adding a group is one line.
 COMMAND_MODULES = (
     "planner.commands.basic",
@@ -40,6 +42,28 @@ def guard_outputs(fn):
 
     Inputs are the other path-like arguments that name existing files; a command that would
     overwrite its own input (``topo convert -i D -o D``) stops before doing any work.
+
+    Parameters
+    ----------
+    fn : callable
+        A command callback; its parameters named in :data:`OUTPUT_PARAMS` are outputs.
+
+    Returns
+    -------
+    callable
+        The wrapped callback.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> def convert(input: str, output: str):
+    ...     return f"{input} -> {output}"
+    >>> convert = guard_outputs(convert)
+    >>> with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
+    ...     convert(f.name, f.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: ...yaml: output would overwrite the input ...yaml; choose another name
     """
     sig = inspect.signature(fn)
 
@@ -68,6 +92,19 @@ def _guard_all(app: typer.Typer) -> None:
 
 
 def build_app() -> typer.Typer:
+    """The Typer application with every command group of :data:`COMMAND_MODULES` registered.
+
+    Returns
+    -------
+    typer.Typer
+        Output files of every command are guarded (:func:`guard_outputs`).
+
+    Examples
+    --------
+    >>> app = build_app()
+    >>> "simulate" in [c.name for c in app.registered_commands]
+    True
+    """
     app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=False,
                       pretty_exceptions_enable=False,
                       help="Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement, "
@@ -81,7 +118,30 @@ def build_app() -> typer.Typer:
 
 
 def main(argv=None) -> int:
-    """Run the CLI; bad input becomes one line on stderr and exit status 2."""
+    """Run the CLI; bad input becomes one line on stderr and exit status 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for bad input (``error: <message>`` on
+        stderr), 130 when interrupted.
+
+    Examples
+    --------
+    >>> main(["show", "paper003"])  # doctest: +ELLIPSIS
+    kind: hybrid
+    name: paper003
+    switches: 4
+    ...
+    0
+    >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
+    2
+    """
     app = build_app()
     try:
         app(args=argv, prog_name="topoplan", standalone_mode=False)

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 
 from planner.errors import TopoplanError
 
+__all__ = ["PRICE_FIELDS", "CostParams", "params_from_topology", "network_costs"]
+
 PRICE_FIELDS = ("eps_switch_price", "eps_nic_price", "ocs_nic_price", "ocs_switch_price")
 
 
@@ -35,6 +37,35 @@ class CostParams:
     ``ocs_fraction`` of the nodes become OCS nodes (``ceil``); ``ocs_switches``
     OCS switches form ``OCS_NET`` (0 = as many ``ocs_switch_ports``-port
     switches as the OCS nodes need). Prices are optional (None = unknown).
+
+    Parameters
+    ----------
+    nodes, lower_switches, upper_switches : int
+        ``n``, ``k`` and ``l`` of the equations.
+    ocs_fraction : float
+        Share of the nodes that become OCS nodes.
+    ocs_switches, ocs_switch_ports : int
+        OCS switches (0: enough of ``ocs_switch_ports`` ports each).
+    eps_switch_power_W, eps_nic_power_W, ocs_nic_power_W, ocs_switch_power_W : float
+        Power of each part, watts.
+    eps_switch_price, eps_nic_price, ocs_nic_price, ocs_switch_price : float or None
+        Prices, all or none.
+    currency : str
+        Label of the prices.
+
+    References
+    ----------
+    003 section 5 (equations (1)-(5), the TSUBAME example).
+
+    Examples
+    --------
+    >>> p = CostParams()
+    >>> p.ocs_nodes, p.n_ocs_switches, p.has_prices()
+    (328, 4, False)
+    >>> CostParams(upper_switches=8).validate()
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'upper_switches': 8 upper switches exceed the 6 lower ones; the fat tree of eq. (2) has k upper switches
     """
 
     nodes: int = 655
@@ -105,6 +136,23 @@ def params_from_topology(topo, **overrides) -> CostParams:
     The OCS fraction is the topology's OCS node share when it has an OCS
     (else the default 1/2); ``overrides`` replace any field.
 
+    Parameters
+    ----------
+    topo : TreeTopology
+    **overrides
+        Fields of :class:`CostParams`.
+
+    Returns
+    -------
+    CostParams
+
+    Raises
+    ------
+    TopoplanError
+        For a topology that is not a two-level tree.
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> p = params_from_topology(load_topology("paper003"))
     >>> (p.nodes, p.lower_switches, p.upper_switches, p.ocs_nodes)
@@ -136,20 +184,36 @@ def _evaluate(p: CostParams, sw: float, nic: float, onic: float, osw: float) -> 
 def network_costs(p: CostParams) -> dict:
     """Evaluate 003's equations (1)-(5) for power (and price when all prices are given).
 
+    Parameters
+    ----------
+    p : CostParams
+
     Returns
     -------
-    dict with ``fat_tree_extra`` and ``hybrid_extra`` (each ``power_W``,
-    ``cost`` when priced, ``formula`` the worked power sum), the totals
-    ``eps_only``, ``fat_tree``, ``hybrid`` (eqs. 1-3, same keys), the
-    counts ``ocs_nodes``, ``added_upper_switches``, ``ocs_switches``,
-    ``cheaper_in_power`` (``hybrid`` or ``fat_tree``), ``cheaper_in_cost``
-    (None without prices) and ``parameters``.
+    dict
+        ``fat_tree_extra`` and ``hybrid_extra`` (each ``power_W``,
+        ``cost`` when priced, ``formula`` the worked power sum), the totals
+        ``eps_only``, ``fat_tree``, ``hybrid`` (eqs. 1-3, same keys), the
+        counts ``ocs_nodes``, ``added_upper_switches``, ``ocs_switches``,
+        ``cheaper_in_power`` (``hybrid`` or ``fat_tree``), ``cheaper_in_cost``
+        (None without prices) and ``parameters``.
 
-    Example
-    -------
+    Raises
+    ------
+    TopoplanError
+        For invalid parameters (:meth:`CostParams.validate`).
+
+    References
+    ----------
+    003 section 5: 10,000 W for the fat tree vs 7,536 W for the hybrid on TSUBAME.
+
+    Examples
+    --------
     >>> r = network_costs(CostParams())
     >>> r["fat_tree_extra"]["power_W"], r["hybrid_extra"]["power_W"]
     (10000.0, 7536.0)
+    >>> r["hybrid_extra"]["formula"]
+    '328 x 11 W + 328 x 11 W + 4 x 80 W = 7,536 W'
     """
     p.validate()
     watts = _evaluate(p, p.eps_switch_power_W, p.eps_nic_power_W, p.ocs_nic_power_W, p.ocs_switch_power_W)

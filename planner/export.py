@@ -31,11 +31,46 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.topology_io import MAX_NODES
 
+__all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
+
 FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json")
 
 
 def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
-    """Host name of every node id from ``path`` (``node_id host`` lines, or one host per line)."""
+    """Host name of every node id from ``path`` (``node_id host`` lines, or one host per line).
+
+    Parameters
+    ----------
+    path : str or path
+        The hostfile; ``#`` starts a comment.
+    n_nodes : int, optional
+        Nodes of the topology: the file must name at least these.
+
+    Returns
+    -------
+    list of str
+        Host of node 0, 1, ...
+
+    Raises
+    ------
+    TopoplanError
+        Naming the line, for a bad or repeated node id, a node without a name,
+        one host named for two nodes, mixed line shapes, or too few hosts.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "hosts")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("# node id, host\\n1 cn-b\\n0 cn-a\\n")
+    >>> read_hostfile(path)
+    ['cn-a', 'cn-b']
+    >>> read_hostfile(path, n_nodes=4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: .../hosts: names 2 hosts but the topology has 4 nodes
+    """
     from planner.io import read_text
 
     path = Path(path)
@@ -96,13 +131,36 @@ def _check(placement, topo, hosts):
 def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     """The file content of format ``fmt`` (see the module docstring); validates first.
 
-    Example
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    placement : Placement
+    hosts : list of str
+        Host name of every node id.
+    topo : Topology, optional
+        When given, the placement is validated against it (else only for distinct slots).
+
+    Returns
     -------
+    str
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown format, an invalid placement, or too few host names.
+
+    Examples
+    --------
     >>> from planner.placement import Placement
     >>> import numpy as np
     >>> print(render("ompi4", Placement(np.array([0, 0]), np.array([1, 0])), ["a"]), end="")
     rank 0=a slot=1
     rank 1=a slot=0
+    >>> print(render("mpich", Placement(np.array([0, 0, 1]), np.array([0, 1, 0])), ["a", "b"]), end="")
+    a
+    a
+    b
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
@@ -118,7 +176,28 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
 
 
 def launch_command(fmt: str, path, n_ranks: int) -> str:
-    """The launcher line that uses the exported file."""
+    """The launcher line that uses the exported file.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    path : str or path
+        The exported file.
+    n_ranks : int
+
+    Returns
+    -------
+    str
+        With ``PROGRAM`` for the program; empty for ``json``.
+
+    Examples
+    --------
+    >>> launch_command("ompi4", "ranks.txt", 3)
+    'mpirun --rankfile ranks.txt -np 3 PROGRAM'
+    >>> launch_command("slurm", "hosts.txt", 3)
+    'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 3 PROGRAM'
+    """
     return {"ompi4": f"mpirun --rankfile {path} -np {n_ranks} PROGRAM",
             "ompi5": f"mpirun --map-by rankfile:file={path} -np {n_ranks} PROGRAM",
             "mpich": f"mpiexec -f {path} -bind-to core -n {n_ranks} PROGRAM",
@@ -127,7 +206,45 @@ def launch_command(fmt: str, path, n_ranks: int) -> str:
 
 
 def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None) -> str:
-    """Write the launcher file atomically and return the command that uses it."""
+    """Write the launcher file atomically and return the command that uses it.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    placement : Placement
+    path : str or path
+        The file to write.
+    hosts : list of str, optional
+        Host name of every node id; default the topology's ``host_names()``.
+    topo : Topology, optional
+        Validates the placement; needed when ``hosts`` is not given.
+
+    Returns
+    -------
+    str
+        The launcher command (see :func:`launch_command`).
+
+    Raises
+    ------
+    TopoplanError
+        Without hosts or topology, or as :func:`render`; nothing is written then.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from planner.placement import Placement
+    >>> from planner.topology_io import load_topology
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "ranks.txt")
+    >>> p = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    >>> export("ompi5", p, path, topo=load_topology("paper003")).replace(tmp.name, "DIR")
+    'mpirun --map-by rankfile:file=DIR/ranks.txt -np 3 PROGRAM'
+    >>> print(open(path).read(), end="")
+    rank 0=node0000 slot=0
+    rank 1=node0000 slot=1
+    rank 2=node0001 slot=0
+    """
     from planner.io import atomic_write
 
     if hosts is None:

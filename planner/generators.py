@@ -19,6 +19,9 @@ from planner.errors import TopoplanError
 from planner.trace import OP_CODE, Trace
 from planner.units import parse_size
 
+__all__ = ["TICK_S", "MAX_TRACE_ROWS", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
+           "Param", "Generator", "REQUIRED", "GENERATORS", "is_spec", "parse_spec", "describe_generators"]
+
 TICK_S = 1e-9  # duration of one synthetic call; keeps the calls of a rank at distinct times
 
 
@@ -39,11 +42,23 @@ class TraceBuilder:
 
     Parameters
     ----------
-    n_ranks : size of MPI_COMM_WORLD.
-    call_gap_s : computation before every call (seconds).
+    n_ranks : int
+        Size of MPI_COMM_WORLD.
+    call_gap_s : float, optional
+        Computation before every call (seconds).
 
-    Example
-    -------
+    Raises
+    ------
+    TopoplanError
+        From :meth:`add` and :meth:`repeat` when the trace would exceed
+        ``MAX_TRACE_ROWS`` rows (checked before allocating).
+
+    See Also
+    --------
+    planner.trace.Trace : what :meth:`build` returns.
+
+    Examples
+    --------
     >>> b = TraceBuilder(2)
     >>> b.add([0], "send", peer=1, nbytes=8); b.add([1], "recv", peer=0, nbytes=8)
     >>> m = b.mark(); b.add([0, 1], "barrier"); b.repeat(m, 3)
@@ -183,20 +198,35 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: fl
 
     Parameters
     ----------
-    rows, cols : grid shape; rank ``r`` sits at ``divmod(r, cols)``.
-    bytes : message size.
-    iters : iterations.
-    compute_s : computation before each iteration (seconds).
+    rows, cols : int
+        Grid shape; rank ``r`` sits at ``divmod(r, cols)``.
+    bytes : float
+        Message size in bytes.
+    iters : int, optional
+        Iterations.
+    compute_s : float, optional
+        Computation before each iteration (seconds).
 
     Returns
     -------
-    Trace of ``rows * cols`` ranks.
+    planner.trace.Trace
+        ``rows * cols`` ranks.
 
-    Example
-    -------
+    Raises
+    ------
+    TopoplanError
+        For a size below 1 or a trace over ``MAX_TRACE_ROWS`` rows.
+
+    References
+    ----------
+    The "Neighbor" application of 000 (8x16, 40 MB), 001 section 4 (16x16,
+    4 MB) and 003 section 4.1.1 (16x16, 4 MB, 5 iterations).
+
+    Examples
+    --------
     >>> t = neighbor2d(2, 3, 1000)
-    >>> t.n_ranks, t.op_counts()["isend"]
-    (6, 14)
+    >>> t.n_ranks, t.op_counts()
+    (6, {'isend': 14, 'irecv': 14, 'waitall': 6})
     """
     rows = _positive("rows", rows, "neighbor2d")
     cols = _positive("cols", cols, "neighbor2d")
@@ -224,8 +254,27 @@ def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> T
     The collectives expand into MPICH's algorithm for that size
     (:mod:`planner.collectives`).
 
-    Example
+    Parameters
+    ----------
+    np : int
+        Ranks.
+    bytes : float
+        Bytes per destination.
+    iters : int, optional
+        Calls.
+    compute_s : float, optional
+        Computation before each call (seconds).
+
+    Returns
     -------
+    planner.trace.Trace
+
+    See Also
+    --------
+    planner.alltoall : all-to-all schedules on meshes (004).
+
+    Examples
+    --------
     >>> alltoall(8, 1e6, iters=2).op_counts()
     {'alltoall': 16}
     """
@@ -243,10 +292,27 @@ def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> T
 def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
     """Each rank sends ``bytes`` to ``(r + 1) % np`` and receives from ``(r - 1) % np`` per iteration.
 
-    Example
+    Parameters
+    ----------
+    np : int
+        Ranks, at least 2.
+    bytes : float
+        Message size in bytes.
+    iters : int, optional
+        Iterations.
+    compute_s : float, optional
+        Computation before each iteration (seconds).
+
+    Returns
     -------
+    planner.trace.Trace
+
+    Examples
+    --------
     >>> ring(4, 64).op_counts()
     {'isend': 4, 'irecv': 4, 'waitall': 4}
+    >>> ring(4, 64, iters=2).op_counts()["isend"]
+    8
     """
     np = _positive("np", np, "ring", 2)
     iters = _positive("iters", iters, "ring")
@@ -268,8 +334,27 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, 
     Each message is an isend at its source and an irecv at its destination
     (posted in message order); every rank ends the iteration with a waitall.
 
-    Example
+    Parameters
+    ----------
+    np : int
+        Ranks, at least 2.
+    bytes : float
+        Message size in bytes.
+    msgs : int, optional
+        Messages per iteration; 0 means ``np``.
+    seed : int, optional
+        Seed of the random pairs (the same seed gives the same trace).
+    iters : int, optional
+        Iterations (new pairs each).
+    compute_s : float, optional
+        Computation before each iteration (seconds).
+
+    Returns
     -------
+    planner.trace.Trace
+
+    Examples
+    --------
     >>> t = random(8, 100, msgs=20, seed=1)
     >>> t.op_counts()["isend"], t.n_ranks
     (20, 8)
@@ -293,10 +378,28 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, 
 def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, compute_s: float = 0.0) -> Trace:
     """Communication skeleton of an NPB 3.4 MPI kernel; see :func:`planner.npb.npb_trace`.
 
-    Example
+    Parameters
+    ----------
+    kernel : str
+        ``cg``, ``mg``, ``is``, ``lu`` or ``ft``.
+    np : int
+        Ranks (each kernel has its own rule, e.g. a power of two for CG).
+    klass : str, optional
+        Problem class S, W, A-F.
+    iters : int, optional
+        Timed iterations; default the class's.
+    compute_s : float, optional
+        Computation before each MPI call (seconds).
+
+    Returns
     -------
-    >>> npb("cg", 8, "S", iters=1).n_ranks
-    8
+    planner.trace.Trace
+
+    Examples
+    --------
+    >>> t = npb("cg", 8, "S", iters=1)
+    >>> t.n_ranks, sorted(t.op_counts())
+    (8, ['barrier', 'bcast', 'irecv', 'reduce', 'send', 'wait'])
     """
     from planner.npb import npb_trace
 
@@ -305,7 +408,25 @@ def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, comput
 
 # ------------------------------------------------------------ spec strings --
 class Param(NamedTuple):
-    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword."""
+    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword.
+
+    Parameters
+    ----------
+    kind : str
+        How the spec's text is read: ``int``, ``size`` (units allowed), ``float``, ``str`` or ``bool``.
+    default : object
+        The value when the spec leaves it out; :data:`REQUIRED` if it must be given.
+    help : str
+        One line for :func:`describe_generators`.
+    arg : str
+        The generator function's keyword (``compute`` -> ``compute_s``).
+
+    Examples
+    --------
+    >>> p = GENERATORS["neighbor2d"].params["compute"]
+    >>> p.kind, p.default, p.arg
+    ('float', 0.0, 'compute_s')
+    """
 
     kind: str
     default: object
@@ -317,7 +438,23 @@ REQUIRED = object()
 
 
 class Generator(NamedTuple):
-    """A registry entry: the function, its parameters (spec name -> :class:`Param`) and a one-line help."""
+    """A registry entry: the function, its parameters (spec name -> :class:`Param`) and a one-line help.
+
+    Parameters
+    ----------
+    fn : callable
+        The generator; called with the parameters' ``arg`` keywords, returns a Trace.
+    params : dict of str to Param
+        The spec's parameters, in the order :func:`describe_generators` lists them.
+    help : str
+        One line.
+
+    Examples
+    --------
+    >>> g = GENERATORS["ring"]
+    >>> g.fn.__name__, list(g.params), g.help
+    ('ring', ['np', 'bytes', 'iters', 'compute'], 'each rank sends to (r+1) mod np')
+    """
 
     fn: Callable
     params: dict
@@ -391,6 +528,19 @@ def _convert(gen: str, key: str, kind: str, text: str):
 def is_spec(text: str) -> bool:
     """True for ``name`` or ``name:...`` where ``name`` is a registered generator.
 
+    Only the name is checked; :func:`parse_spec` checks the parameters.
+
+    Parameters
+    ----------
+    text : str
+        A traffic argument.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
     >>> is_spec("ring:np=4,bytes=1KB"), is_spec("npb"), is_spec("traffic.csv")
     (True, True, False)
     """
@@ -406,20 +556,33 @@ def parse_spec(spec: str) -> Trace:
 
     Parameters
     ----------
-    spec : e.g. ``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``.
+    spec : str
+        E.g. ``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``.
 
     Returns
     -------
-    The generated :class:`Trace`; its ``source`` is the spec.
+    planner.trace.Trace
+        The generated trace; its ``source`` is the spec.
 
-    Raises TopoplanError naming the generator and the parameter for an
-    unknown generator, an unknown, repeated or missing parameter, or a bad
-    value.
+    Raises
+    ------
+    TopoplanError
+        Naming the generator and the parameter for an unknown generator, an
+        unknown, repeated or missing parameter, or a bad value.
 
-    Example
-    -------
-    >>> parse_spec("ring:np=4,bytes=1KB").n_ranks
-    4
+    See Also
+    --------
+    describe_generators : the generators and their parameters.
+
+    Examples
+    --------
+    >>> t = parse_spec("ring:np=4,bytes=1KB")
+    >>> t.n_ranks, t.source
+    (4, 'ring:np=4,bytes=1KB')
+    >>> parse_spec("ring:np=4,byte=1KB")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: traffic spec 'ring': unknown parameter 'byte' (known: np, bytes, iters, compute)
     """
     name, _, rest = str(spec).strip().partition(":")
     name = name.strip().lower()
@@ -459,6 +622,16 @@ def parse_spec(spec: str) -> Trace:
 def describe_generators() -> str:
     """Help text listing every generator with its parameters (for the CLI).
 
+    Returns
+    -------
+    str
+        One line per generator (required and optional parameters, help),
+        then one indented line per parameter.
+
+    Examples
+    --------
+    >>> print(describe_generators().splitlines()[0])
+    neighbor2d:rows=<int>,cols=<int>,bytes=<size>[,iters=1,compute=0.0]  -- 2-D neighbour exchange: ...
     >>> "neighbor2d:rows=<int>,cols=<int>,bytes=<size>" in describe_generators()
     True
     """

@@ -67,10 +67,10 @@ or an ``ibroute`` table without its closing ``N lids dumped`` line is a
 truncated or corrupt dump: :class:`~planner.errors.TopoplanError` naming
 file and line.
 
-Example
--------
->>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")  # doctest: +SKIP
->>> route(fab, "node001", "node009").line()                                                 # doctest: +SKIP
+Examples
+--------
+>>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+>>> route(fab, "node001", "node009").line()
 'node001 0x0000000000200001 0x0000000000200000 0x0000000000200003 node009'
 """
 
@@ -85,6 +85,11 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import TopoplanError
+
+__all__ = ["LANE_DATA_GBPS", "KINDS", "link_rate_Bps", "IBPort", "IBNode", "IBLink", "LFT", "ParseReport",
+           "Route", "IBFabric", "parse_ibnetdiscover", "read_ibnetdiscover", "parse_ibroute", "read_lft_dir",
+           "attach_lfts", "load_fabric", "route", "parse_query", "delay_matrix", "read_hosts", "check_hosts",
+           "write_delay_matrix", "switch_names", "to_topology", "Trace", "parse_ibtracert", "compare_traces"]
 
 #: Data rate per lane in Gb/s after line encoding (8b/10b up to QDR, 64b/66b from FDR10 on).
 LANE_DATA_GBPS: dict[str, float] = {
@@ -110,8 +115,8 @@ def link_rate_Bps(width: str | None, speed: str | None) -> float | None:
     -------
     float bytes/s, or None.
 
-    Example
-    -------
+    Examples
+    --------
     >>> link_rate_Bps("4x", "SDR") * 8 / 1e9, link_rate_Bps("4x", "DDR") * 8 / 1e9
     (8.0, 16.0)
     """
@@ -126,7 +131,34 @@ def link_rate_Bps(width: str | None, speed: str | None) -> float | None:
 
 @dataclass
 class IBPort:
-    """One connected port: where it goes and at what rate (``rate_Bps`` None when unknown)."""
+    """One connected port: where it goes and at what rate (``rate_Bps`` None when unknown).
+
+    Parameters
+    ----------
+    port : int
+    remote : str
+        Key of the node at the other end.
+    remote_port : int
+    width, speed : str or None
+        As the dump gives them (``4x``, ``DDR``).
+    rate_Bps : float or None
+        Data rate (:func:`link_rate_Bps`).
+    lid : int, optional
+        Base LID (CA and router ports; switches have one LID on port 0).
+    lmc : int, optional
+    port_guid : str, optional
+    line : int, optional
+        Line of the dump.
+    remote_kind : str, optional
+        What the dump says the remote node is.
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> port = fab.nodes[fab.hosts["node001"][0]].ports[1]
+    >>> port.width, port.speed, port.rate_Bps
+    ('4x', 'DDR', 2000000000.0)
+    """
 
     port: int
     remote: str                 # key of the remote node
@@ -148,6 +180,28 @@ class IBNode:
     In the plain form the key is the node GUID; the ports form only shows port
     GUIDs, so there the key is the port GUID (equal to the node GUID on
     switches, one "node" per CA port).
+
+    Parameters
+    ----------
+    guid : str
+    kind : {"switch", "ca", "router"}
+    desc : str
+        The node description.
+    n_ports : int, optional
+    lid : int, optional
+        Switch: LID of management port 0.
+    lmc : int, optional
+    port_guid : str, optional
+        Switch: its port GUID (what ibtracert prints).
+    ports : dict of int to IBPort, optional
+    line : int, optional
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> node = fab.nodes[fab.hosts["node001"][0]]
+    >>> node.kind, node.desc, sorted(node.ports)
+    ('ca', 'node001 HCA-1', [1])
     """
 
     guid: str
@@ -163,7 +217,22 @@ class IBNode:
 
 @dataclass(frozen=True)
 class IBLink:
-    """A physical link, once (``a`` < ``b`` by key then port)."""
+    """A physical link, once (``a`` < ``b`` by key then port).
+
+    Parameters
+    ----------
+    a, b : str
+        Node keys.
+    a_port, b_port : int
+    width, speed : str or None
+    rate_Bps : float or None
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> fab.links[0]
+    IBLink(a='0x0000000000200000', a_port=1, b='0x0000000000200001', b_port=13, width='4x', speed='DDR', rate_Bps=2000000000.0)
+    """
 
     a: str
     a_port: int
@@ -176,7 +245,26 @@ class IBLink:
 
 @dataclass
 class LFT:
-    """One switch's linear forwarding table from an ``ibroute`` dump."""
+    """One switch's linear forwarding table from an ``ibroute`` dump.
+
+    Parameters
+    ----------
+    switch_guid : str
+    switch_lid : int or None
+    out_port : dict of int to int
+        Destination LID -> output port.
+    dest_guid : dict of int to str
+        LID -> port GUID named in the Destination Info column.
+    path : str
+    line : int
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> lft = fab.lfts["0x0000000000200001"]
+    >>> lft.switch_lid, sorted(lft.out_port.items())[:3]
+    (3, [(1, 13), (2, 1), (3, 0)])
+    """
 
     switch_guid: str
     switch_lid: int | None
@@ -188,7 +276,22 @@ class LFT:
 
 @dataclass
 class ParseReport:
-    """What a reader skipped: unknown lines (count and first examples) and warnings."""
+    """What a reader skipped: unknown lines (count and first examples) and warnings.
+
+    Parameters
+    ----------
+    path : str
+    unknown_lines : int, optional
+    unknown_examples : list of (int, str), optional
+    warnings : list of str, optional
+
+    Examples
+    --------
+    >>> report = ParseReport("x.txt")
+    >>> report.unknown(3, "garbage")
+    >>> report.messages()
+    ["x.txt: 1 unknown line(s) ignored (line 3: 'garbage')"]
+    """
 
     path: str
     unknown_lines: int = 0
@@ -217,6 +320,21 @@ class Route:
     ``switches`` are switch GUIDs in order; ``rates_Bps`` the rate of every
     link crossed, host links included; ``source`` is ``"lft"`` or
     ``"shortest-path"``; ``note`` says why a route fell back to shortest paths.
+
+    Parameters
+    ----------
+    src, dst : str
+    switches : tuple of str
+    rates_Bps : tuple of float
+    source : str
+    note : str, optional
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> r = route(fab, "node001", "node004")
+    >>> r.hops, r.source, r.min_rate_Bps * 8 / 1e9
+    (3, 'lft', 8.0)
     """
 
     src: str
@@ -245,7 +363,35 @@ class Route:
 
 @dataclass
 class IBFabric:
-    """A discovered fabric with optional forwarding tables. Build it with :func:`load_fabric`."""
+    """A discovered fabric with optional forwarding tables. Build it with :func:`load_fabric`.
+
+    Parameters
+    ----------
+    nodes : dict of str to IBNode
+    links : list of IBLink
+    hosts : dict of str to (str, int)
+        Host -> primary (CA key, port).
+    host_ports : dict of str to list of (str, int)
+    lid_owner : dict of int to (str, int)
+        Base LID -> (node key, port); switches use port 0.
+    path : str
+    form : {"plain", "ports"}
+        The dump's form.
+    reports : list of ParseReport, optional
+    lfts : dict of str to LFT, optional
+        Forwarding tables by switch GUID.
+    lft_dir : str, optional
+    lft_conflicts : list of str, optional
+        Tables dropped as stale.
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> fab.routing, len(fab.switches), fab.host_names()[:3], fab.form
+    ('lft', 4, ['node001', 'node002', 'node003'], 'plain')
+    >>> fab.switch_key("0x200001"), fab.messages()
+    ('0x0000000000200001', [])
+    """
 
     nodes: dict[str, IBNode]
     links: list[IBLink]
@@ -364,10 +510,10 @@ def parse_ibnetdiscover(text: str, path: str = "<ibnetdiscover>") -> IBFabric:
     TopoplanError
         Truncated or corrupt dump, naming the line.
 
-    Example
-    -------
-    >>> fab = parse_ibnetdiscover(open("tests/data/ib/tree2/ibnetdiscover.txt").read())  # doctest: +SKIP
-    >>> fab.host_names()[:2]                                                             # doctest: +SKIP
+    Examples
+    --------
+    >>> fab = parse_ibnetdiscover(open("tests/data/ib/tree2/ibnetdiscover.txt").read())
+    >>> fab.host_names()[:2]
     ['node001', 'node002']
     """
     lines = text.splitlines()
@@ -560,7 +706,28 @@ def _build(nodes: dict[str, IBNode], report: ParseReport, path, form: str) -> IB
 
 
 def read_ibnetdiscover(path) -> IBFabric:
-    """Read an ``ibnetdiscover`` dump file (plain or ``-p``); see :func:`parse_ibnetdiscover`."""
+    """Read an ``ibnetdiscover`` dump file (plain or ``-p``); see :func:`parse_ibnetdiscover`.
+
+    Parameters
+    ----------
+    path : str or path
+
+    Returns
+    -------
+    IBFabric
+        Without forwarding tables (routes by shortest path).
+
+    Raises
+    ------
+    TopoplanError
+        For a missing, unreadable, truncated or corrupt dump.
+
+    Examples
+    --------
+    >>> fab = read_ibnetdiscover("tests/data/ib/tree2/ibnetdiscover.txt")
+    >>> fab.routing, len(fab.hosts)
+    ('shortest-path', 9)
+    """
     return parse_ibnetdiscover(_read_text(path, "ibnetdiscover dump"), str(path))
 
 
@@ -601,10 +768,10 @@ def parse_ibroute(text: str, path: str = "<ibroute>") -> tuple[list[LFT], ParseR
         A table without its ``N lids dumped`` line (truncated), a malformed
         row, a row outside any table, a LID twice.
 
-    Example
-    -------
-    >>> tabs, _ = parse_ibroute(open("tests/data/ib/tree2/lft/ibroute-top.txt").read())  # doctest: +SKIP
-    >>> tabs[0].out_port[2]                                                              # doctest: +SKIP
+    Examples
+    --------
+    >>> tabs, _ = parse_ibroute(open("tests/data/ib/tree2/lft/ibroute-top.txt").read())
+    >>> tabs[0].out_port[2]
     1
     """
     report = ParseReport(str(path))
@@ -683,9 +850,25 @@ def read_lft_dir(directory) -> tuple[list[LFT], list[ParseReport]]:
 
     Files with no ``Unicast lids`` table are reported and skipped.
 
+    Parameters
+    ----------
+    directory : str or path
+
     Returns
     -------
-    (tables, reports)
+    tables : list of LFT
+    reports : list of ParseReport
+
+    Raises
+    ------
+    TopoplanError
+        For a missing directory or a malformed dump.
+
+    Examples
+    --------
+    >>> tables, reports = read_lft_dir("tests/data/ib/tree2/lft")
+    >>> len(tables), sorted(t.switch_lid for t in tables)
+    (4, [1, 3, 4, 6])
     """
     d = Path(directory)
     if not d.is_dir():
@@ -710,6 +893,31 @@ def attach_lfts(fabric: IBFabric, tables: list[LFT], reports=(), lft_dir=None) -
     table whose switch LID or destination port GUIDs disagree with the dump
     (a stale table from another subnet-manager run) is dropped and listed in
     :attr:`IBFabric.lft_conflicts`. Two tables for one switch are an error.
+
+    Parameters
+    ----------
+    fabric : IBFabric
+        Changed in place.
+    tables : list of LFT
+    reports : sequence of ParseReport, optional
+    lft_dir : str, optional
+        Where the tables came from.
+
+    Returns
+    -------
+    IBFabric
+        ``fabric``.
+
+    Raises
+    ------
+    TopoplanError
+        For two tables of one switch.
+
+    Examples
+    --------
+    >>> fab = read_ibnetdiscover("tests/data/ib/tree2/ibnetdiscover.txt")
+    >>> attach_lfts(fab, *read_lft_dir("tests/data/ib/tree2/lft")).routing
+    'lft'
     """
     fabric.reports.extend(reports)
     fabric.lft_dir = str(lft_dir) if lft_dir is not None else None
@@ -765,10 +973,10 @@ def load_fabric(ibnetdiscover, lft_dir=None) -> IBFabric:
     -------
     IBFabric; :meth:`IBFabric.messages` lists what was skipped.
 
-    Example
-    -------
-    >>> fab = load_fabric("tests/data/ib/fattree/ibnetdiscover.txt", "tests/data/ib/fattree/lft")  # doctest: +SKIP
-    >>> fab.routing                                                                                # doctest: +SKIP
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/fattree/ibnetdiscover.txt", "tests/data/ib/fattree/lft")
+    >>> fab.routing
     'lft'
     """
     fab = read_ibnetdiscover(ibnetdiscover)
@@ -805,9 +1013,10 @@ def route(fabric: IBFabric, src: str, dst: str) -> Route:
     TopoplanError
         Unknown host, or no path at all between the two.
 
-    Example
-    -------
-    >>> route(fab, "node001", "node004").line()  # doctest: +SKIP
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> route(fab, "node001", "node004").line()
     'node001 0x0000000000200001 0x0000000000200000 0x0000000000200002 node004'
     """
     a, b = _host_port(fabric, src), _host_port(fabric, dst)
@@ -907,7 +1116,34 @@ def _shortest_route(fabric, src, dst, a, b, note: str = "") -> Route:
 
 
 def parse_query(text: str) -> tuple[str, str]:
-    """``hosta:hostb`` -> (``hosta``, ``hostb``); TopoplanError when malformed."""
+    """``hosta:hostb`` -> (``hosta``, ``hostb``); TopoplanError when malformed.
+
+    Parameters
+    ----------
+    text : str
+        The ``query`` argument of 002's route service.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    TopoplanError
+
+    References
+    ----------
+    002 section IV-A (the ``query hosta:hostb`` service).
+
+    Examples
+    --------
+    >>> parse_query("node001:node004")
+    ('node001', 'node004')
+    >>> parse_query("node001")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: expected hosta:hostb, got 'node001'
+    """
     parts = text.strip().split(":")
     if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
         raise TopoplanError(f"expected hosta:hostb, got {text.strip()[:80]!r}")
@@ -934,9 +1170,10 @@ def delay_matrix(fabric: IBFabric, hosts, kind: str) -> np.ndarray:
     (n, n) float array, 0 on the diagonal. Rows are sources: with LFTs a
     route and its reverse may differ, so the matrix need not be symmetric.
 
-    Example
-    -------
-    >>> delay_matrix(fab, ["node001", "node004"], "hops").tolist()  # doctest: +SKIP
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> delay_matrix(fab, ["node001", "node004"], "hops").tolist()
     [[0.0, 3.0], [3.0, 0.0]]
     """
     if kind not in KINDS:
@@ -984,6 +1221,29 @@ def read_hosts(path) -> list[str]:
     ``#`` starts a comment; MPI hostfile lines (``node001 slots=4``,
     ``node001:4``) give their first word; Slurm ranges (``node[001-004]``)
     expand. A host listed twice is an error naming the line.
+
+    Parameters
+    ----------
+    path : str or path
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, a bad range or a host listed twice.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "hosts")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("node001 slots=4\\nnode[002-003]\\n# comment\\n")
+    >>> read_hosts(path)
+    ['node001', 'node002', 'node003']
     """
     from planner.topology_io import expand_hostlist
 
@@ -1008,14 +1268,63 @@ def read_hosts(path) -> list[str]:
 
 
 def check_hosts(fabric: IBFabric, hosts, path="--hosts") -> None:
-    """TopoplanError naming the first host the fabric does not have."""
+    """TopoplanError naming the first host the fabric does not have.
+
+    Parameters
+    ----------
+    fabric : IBFabric
+    hosts : iterable of str
+    path : str, optional
+        How the message names the host list.
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> check_hosts(fab, ["node001", "node002"])
+    >>> check_hosts(fab, ["node001", "node099"], "hosts.txt")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: hosts.txt: host 'node099' is not in tests/data/ib/tree2/ibnetdiscover.txt
+    """
     for h in hosts:
         if h not in fabric.hosts:
             raise TopoplanError(f"{path}: host {h!r} is not in {fabric.path}")
 
 
 def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> None:
-    """Write a delay matrix atomically: ``.csv`` (header row of host names, one row per host) or ``.npy``."""
+    """Write a delay matrix atomically: ``.csv`` (header row of host names, one row per host) or ``.npy``.
+
+    Parameters
+    ----------
+    path : str or path
+        Ends in ``.csv``, ``.csv.gz`` or ``.npy``.
+    hosts : sequence of str
+    matrix : numpy.ndarray
+    kind : str, optional
+        ``hops`` values are written as integers.
+
+    Raises
+    ------
+    TopoplanError
+        For another file name ending, or a path that cannot be written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "delay.csv")
+    >>> hosts = ["node001", "node004"]
+    >>> write_delay_matrix(path, hosts, delay_matrix(fab, hosts, "hops"))
+    >>> print(open(path).read(), end="")
+    node001,node004
+    0,3
+    3,0
+    """
     from planner.io import atomic_write
 
     p = Path(path)
@@ -1038,7 +1347,23 @@ def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> N
 # -- topology model ---------------------------------------------------------------
 
 def switch_names(fabric: IBFabric) -> dict[str, str]:
-    """Unique switch names: the description when unique and non-empty, else ``S-<guid>``."""
+    """Unique switch names: the description when unique and non-empty, else ``S-<guid>``.
+
+    Parameters
+    ----------
+    fabric : IBFabric
+
+    Returns
+    -------
+    dict of str to str
+        Switch GUID -> name.
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> switch_names(fab)["0x0000000000200000"]
+    'top'
+    """
     desc = {k: fabric.nodes[k].desc.strip() for k in fabric.switches}
     counts: dict[str, int] = {}
     for d in desc.values():
@@ -1054,10 +1379,19 @@ def to_topology(fabric: IBFabric, name: str | None = None):
     ``switch_guids`` the switch GUIDs. Hosts cabled straight to another host
     (no switch) are left out with a warning.
 
-    Example
+    Parameters
+    ----------
+    fabric : IBFabric
+    name : str, optional
+
+    Returns
     -------
-    >>> topo = to_topology(load_fabric("tests/data/ib/tree2/ibnetdiscover.txt"))  # doctest: +SKIP
-    >>> topo.n_nodes, topo.n_switches                                            # doctest: +SKIP
+    GraphTopology
+
+    Examples
+    --------
+    >>> topo = to_topology(load_fabric("tests/data/ib/tree2/ibnetdiscover.txt"))
+    >>> topo.n_nodes, topo.n_switches
     (9, 4)
     """
     from planner.topology import GraphTopology
@@ -1092,7 +1426,20 @@ def to_topology(fabric: IBFabric, name: str | None = None):
 
 @dataclass(frozen=True)
 class Trace:
-    """One ``ibtracert`` run: the end descriptions and LIDs and the switch port GUIDs crossed."""
+    """One ``ibtracert`` run: the end descriptions and LIDs and the switch port GUIDs crossed.
+
+    Parameters
+    ----------
+    src_desc, dst_desc : str
+    src_lid, dst_lid : int
+    switch_guids : tuple of str
+    line : int
+
+    Examples
+    --------
+    >>> parse_ibtracert(open("tests/data/ib/tree2/ibtracert.txt").read())[0]
+    Trace(src_desc='node001 HCA-1', src_lid=2, dst_desc='node002 HCA-1', dst_lid=5, switch_guids=('0x0000000000200001',), line=1)
+    """
 
     src_desc: str
     src_lid: int
@@ -1110,9 +1457,24 @@ _RE_TR_TO = re.compile(r"^To (\S+) \{(0x" + _HEX + r")\} portnum (\d+) lid (\d+)
 def parse_ibtracert(text: str, path: str = "<ibtracert>") -> list[Trace]:
     """Parse one or more concatenated ``ibtracert`` outputs (unicast, default verbosity).
 
-    Example
+    Parameters
+    ----------
+    text : str
+    path : str, optional
+        File name used in messages.
+
+    Returns
     -------
-    >>> parse_ibtracert(open("tests/data/ib/tree2/ibtracert.txt").read())[0].src_desc  # doctest: +SKIP
+    list of Trace
+
+    Raises
+    ------
+    TopoplanError
+        For a malformed or truncated trace, naming the line.
+
+    Examples
+    --------
+    >>> parse_ibtracert(open("tests/data/ib/tree2/ibtracert.txt").read())[0].src_desc
     'node001 HCA-1'
     """
     out: list[Trace] = []
@@ -1149,9 +1511,23 @@ def compare_traces(fabric: IBFabric, traces) -> tuple[int, list[str]]:
     Hosts are matched by the first word of the traced descriptions; traces
     from a LID that is not the source host's primary port are skipped.
 
+    Parameters
+    ----------
+    fabric : IBFabric
+    traces : iterable of Trace
+
     Returns
     -------
-    (number of traces compared, one line per disagreement)
+    compared : int
+        Traces compared.
+    disagreements : list of str
+        One line each.
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> compare_traces(fab, parse_ibtracert(open("tests/data/ib/tree2/ibtracert.txt").read()))
+    (72, [])
     """
     diffs = []
     checked = 0

@@ -21,14 +21,20 @@ fails to parse keeps the old fabric (and is retried when it changes again);
 LFTs that contradict the new dump (a half-finished re-dump) delay the swap
 for up to ``conflict_wait_s``.
 
-Example
--------
->>> async def main():                                           # doctest: +SKIP
-...     srv = RouteServer("fabric/ibnetdiscover.txt", "fabric/lft", port=0)
-...     host, port = await srv.start()
+Examples
+--------
+>>> import asyncio
+>>> async def main():
+...     srv = RouteServer("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft", port=0,
+...                       log=lambda line: None)
+...     host, port = await srv.start()                  # port 0: a free port
 ...     r, w = await asyncio.open_connection(host, port)
-...     w.write(b"query node001:node002\\n"); print((await r.readline()).decode())
+...     w.write(b"query node001:node002\\n")
+...     print((await r.readline()).decode(), end="")
+...     w.close()
 ...     await srv.stop()
+>>> asyncio.run(main())
+node001 0x0000000000200001 node002
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ from typing import Callable
 from planner.errors import TopoplanError
 from planner.ibfabric import IBFabric, load_fabric, parse_query, route
 
+__all__ = ["MAX_LINE_B", "ServerStats", "fabric_signature", "answer", "RouteServer", "run_server"]
+
 #: Longest request line accepted, newline excluded.
 MAX_LINE_B = 4096
 #: After an oversized line, how much of the client's remaining data is read and dropped before closing.
@@ -53,7 +61,17 @@ _DRAIN_TIME_S = 2.0
 
 @dataclass
 class ServerStats:
-    """Counters since start."""
+    """Counters since start.
+
+    Parameters
+    ----------
+    connections, requests, errors, oversized, reloads, reload_failures : int, optional
+
+    Examples
+    --------
+    >>> ServerStats()
+    ServerStats(connections=0, requests=0, errors=0, oversized=0, reloads=0, reload_failures=0)
+    """
 
     connections: int = 0
     requests: int = 0
@@ -64,7 +82,26 @@ class ServerStats:
 
 
 def fabric_signature(ibnetdiscover, lft_dir=None) -> tuple:
-    """Size, mtime and inode of the dump and of every visible file in ``lft_dir``: changes when any is rewritten."""
+    """Size, mtime and inode of the dump and of every visible file in ``lft_dir``: changes when any is rewritten.
+
+    Parameters
+    ----------
+    ibnetdiscover : str or path
+    lft_dir : str or path, optional
+
+    Returns
+    -------
+    tuple
+        Comparable with ``==``; a missing file or directory is part of it too.
+
+    Examples
+    --------
+    >>> sig = fabric_signature("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> sig[0][0], [f[0] for f in sig[1]]
+    ('ibnetdiscover.txt', ['ibroute-leaf1.txt', 'ibroute-leaf2.txt', 'ibroute-leaf3.txt', 'ibroute-top.txt'])
+    >>> sig == fabric_signature("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    True
+    """
 
     def one(p: Path):
         try:
@@ -87,10 +124,28 @@ def fabric_signature(ibnetdiscover, lft_dir=None) -> tuple:
 def answer(fabric: IBFabric, line: str, generation: int = 0) -> str:
     """The reply to one request line (without the newline), computed on ``fabric`` only.
 
-    Example
+    Parameters
+    ----------
+    fabric : IBFabric
+    line : str
+        The request.
+    generation : int, optional
+        Reported by ``info`` (how many times the fabric was loaded).
+
+    Returns
     -------
-    >>> answer(fab, "query node001:node002")  # doctest: +SKIP
+    str
+        The route line, ``ok ...`` for ``info``, or ``error: <why>``.
+
+    Examples
+    --------
+    >>> fab = load_fabric("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft")
+    >>> answer(fab, "query node001:node002")
     'node001 0x0000000000200001 node002'
+    >>> answer(fab, "info", generation=3)
+    'ok generation=3 hosts=9 switches=4 routing=lft'
+    >>> answer(fab, "query node001")
+    "error: expected hosta:hostb, got 'node001'"
     """
     parts = line.strip().split(None, 1)
     if not parts:
@@ -128,6 +183,14 @@ class RouteServer:
     conflict_wait_s : how long a reload waits for LFTs that contradict the new dump.
     idle_timeout_s : a connection silent this long is closed (None: never).
     log : called with one line per event (start, reload, failure); default stderr.
+
+    Examples
+    --------
+    >>> srv = RouteServer("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft", log=lambda line: None)
+    >>> srv.load().routing, srv.stats.requests
+    ('lft', 0)
+
+    See the module docstring for a server started and queried.
     """
 
     def __init__(self, ibnetdiscover, lft_dir=None, *, host: str = "127.0.0.1", port: int = 0,
@@ -335,7 +398,31 @@ class RouteServer:
 
 def run_server(ibnetdiscover, lft_dir=None, *, host: str = "127.0.0.1", port: int = 0, poll_s: float = 1.0,
                settle_s: float = 0.5, log=None) -> None:
-    """Serve until SIGINT or SIGTERM (the ``topoplan serve`` command)."""
+    """Serve until SIGINT or SIGTERM (the ``topoplan serve`` command).
+
+    Parameters
+    ----------
+    ibnetdiscover : str or path
+    lft_dir : str or path, optional
+    host : str, optional
+    port : int, optional
+        0 picks a free port (logged).
+    poll_s, settle_s : float, optional
+        See :class:`RouteServer`.
+    log : callable, optional
+
+    Raises
+    ------
+    TopoplanError
+        When the fabric cannot be loaded at start (checked before binding).
+
+    Examples
+    --------
+    It blocks until a signal, so it is not run here (the module docstring runs the same server
+    with :class:`RouteServer` and stops it):
+
+    >>> run_server("tests/data/ib/tree2/ibnetdiscover.txt", "tests/data/ib/tree2/lft", port=4711)  # doctest: +SKIP
+    """
     import signal
 
     srv = RouteServer(ibnetdiscover, lft_dir, host=host, port=port, poll_s=poll_s, settle_s=settle_s, log=log)

@@ -10,16 +10,41 @@ from pathlib import Path
 
 from planner.errors import TopoplanError
 
+__all__ = ["check_writable", "atomic_write", "write_json", "dumps", "read_text", "read_json"]
+
 
 def check_writable(path, *, inputs=()) -> Path:
     """Fail early, before any work, if ``path`` cannot be written or would overwrite an input.
 
-    Parameters: ``path`` the output file; ``inputs`` files the same command reads.
-    Returns the path. Raises :class:`TopoplanError` naming the path.
+    Parameters
+    ----------
+    path : str or path
+        The output file.
+    inputs : iterable of str or path, optional
+        Files the same command reads (None entries are skipped).
 
+    Returns
+    -------
+    pathlib.Path
+        The path.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the path: a directory, a missing parent directory, no write
+        permission, or the same file as an input.
+
+    Examples
+    --------
     >>> check_writable("/nonexistent-dir/x.json")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     TopoplanError: /nonexistent-dir/x.json: directory /nonexistent-dir does not exist
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as f:
+    ...     check_writable(f.name, inputs=[f.name])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: ...: output would overwrite the input ...; choose another name
     """
     path = Path(path)
     if path.is_dir():
@@ -47,6 +72,29 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
 
     A name ending in ``.gz`` is gzip-compressed. The directory must exist. Any OS error
     (permissions, a directory in the way, a full disk) is a :class:`TopoplanError` naming the path.
+
+    Parameters
+    ----------
+    path : str or path
+        The file; an existing one keeps its permissions.
+    data : str or bytes
+        The content (str is written as UTF-8).
+    binary : bool, optional
+        Kept for callers that pass bytes explicitly; bytes are written as they are anyway.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the path, when it cannot be written (nothing is left behind).
+
+    Examples
+    --------
+    >>> import gzip, os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "hello.txt.gz")
+    >>> atomic_write(path, "hello\\n")
+    >>> gzip.decompress(open(path, "rb").read())
+    b'hello\\n'
     """
     path = Path(path)
     check_writable(path)
@@ -83,11 +131,57 @@ def _umask() -> int:
 
 
 def write_json(path, obj) -> None:
-    """Write JSON atomically (numpy scalars and arrays are converted)."""
+    """Write JSON atomically (numpy scalars and arrays are converted).
+
+    Parameters
+    ----------
+    path : str or path
+        The file (``.gz``: compressed).
+    obj : object
+        Anything :func:`dumps` accepts.
+
+    Raises
+    ------
+    TopoplanError
+        When the file cannot be written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "out.json")
+    >>> write_json(path, {"a": np.arange(3), "b": np.float64(0.5)})
+    >>> read_json(path)
+    {'a': [0, 1, 2], 'b': 0.5}
+    """
     atomic_write(path, dumps(obj) + "\n")
 
 
 def dumps(obj, indent: int | None = 1) -> str:
+    """JSON text of ``obj``, converting NumPy arrays and scalars and paths.
+
+    Parameters
+    ----------
+    obj : object
+    indent : int or None, optional
+        As :func:`json.dumps`; None for one line.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError
+        For an object JSON cannot hold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dumps({"a": np.arange(2), "ok": np.bool_(True)}, indent=None)
+    '{"a": [0, 1], "ok": true}'
+    """
     return json.dumps(obj, indent=indent, default=_default)
 
 
@@ -110,10 +204,26 @@ def _default(o):
 def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
     """Text of ``path`` (UTF-8), with one-line errors naming the file for every way reading can fail.
 
-    Parameters: ``what`` names the kind of file in messages; ``lenient`` replaces undecodable bytes
-    (for vendor dumps with stray Latin-1 names) instead of failing. Binary data (NUL bytes) is
-    always an error.
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+    lenient : bool, optional
+        Replace undecodable bytes (for vendor dumps with stray Latin-1 names)
+        instead of failing. Binary data (NUL bytes) is always an error.
 
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file (and line, for bad UTF-8): missing, unreadable, empty, binary or not UTF-8.
+
+    Examples
+    --------
     >>> read_text("/no/such/hostfile", "hostfile")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     TopoplanError: /no/such/hostfile: no such hostfile
@@ -138,6 +248,36 @@ def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
 
 
 def read_json(path, what: str = "JSON file"):
+    """Parse a JSON file (plain or gzip), with one-line errors naming the file and line.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    object
+        The parsed document.
+
+    Raises
+    ------
+    TopoplanError
+        For a missing or unreadable file, or malformed JSON (naming the line).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.json")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"order": [1, 0],\\n "root": }')
+    >>> read_json(path, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: .../plan.json:2: malformed plan: Expecting value
+    """
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such file")

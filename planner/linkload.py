@@ -22,8 +22,8 @@ Ranks on one node use the node's intra-node link (memory bandwidth).
 Routes of many node pairs are built at once as CSR arrays ``(ptr, links)``
 (route ``i`` is ``links[ptr[i]:ptr[i+1]]``), so loads are one ``bincount``.
 
-Example
--------
+Examples
+--------
 >>> from planner.topology_io import load_topology
 >>> from planner.traffic import from_arrays
 >>> from planner.placement import sequential
@@ -42,17 +42,36 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
 
+__all__ = ["LinkGraph", "link_graph", "node_pair_bytes", "link_loads", "congestion_bound"]
+
 
 @dataclass
 class LinkGraph:
     """Directed links of a topology and its static routes (a view of the simulator's network).
 
-    Attributes
+    Parameters
     ----------
-    bw_Bps : bandwidth per directed link (``inf``: never a bottleneck).
-    link_class : ``node-up``, ``node-down``, ``intra``, ``uplink-up``,
+    topo : Topology
+    bw_Bps : numpy.ndarray
+        Bandwidth per directed link (``inf``: never a bottleneck).
+    link_class : numpy.ndarray of str
+        ``node-up``, ``node-down``, ``intra``, ``uplink-up``,
         ``uplink-down``, ``torus-<dim><+|->``, ``inject``, ``eject``, ``switch``.
-    names : readable link names (``host->switch``...).
+    names : list of str
+        Readable link names (``host->switch``...).
+
+    Build one with :func:`link_graph`.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])   # 64 nodes, 10 Gbps node links
+    >>> g = link_graph(t)
+    >>> loads = g.loads(src=[0, 0], dst=[16, 1], nbytes=[2.5e9, 1e9])
+    >>> g.bound(loads)
+    2.8
+    >>> g.busiest(loads, 1)
+    [{'link': 'node0000->S0', 'class': 'node-up', 'bytes': 3500000000.0, 'time_s': 2.8}]
     """
 
     topo: object
@@ -110,6 +129,27 @@ def link_graph(topo) -> LinkGraph:
     tree kinds number intra ``0..N-1``, node up ``N..2N-1``, node down
     ``2N..3N-1``, uplink up ``3N..3N+S-1``, uplink down ``3N+S..3N+2S-1``.
     Unshared links (fat-tree uplinks) get ``inf`` bandwidth.
+
+    Parameters
+    ----------
+    topo : TreeTopology, TorusTopology or GraphTopology
+
+    Returns
+    -------
+    LinkGraph
+
+    Raises
+    ------
+    TopoplanError
+        For another kind of topology.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])   # 64 nodes, 10 Gbps node links
+    >>> g = link_graph(t)
+    >>> g.n_links, g.names[64], str(g.link_class[64])
+    (200, 'node0000->S0', 'node-up')
     """
     from sim.network import build_network
 
@@ -123,7 +163,28 @@ def link_graph(topo) -> LinkGraph:
 # -- placements -------------------------------------------------------------
 
 def node_pair_bytes(traffic, rank_to_node, n_nodes: int | None = None):
-    """Rank traffic aggregated to ordered node pairs ``(src_nodes, dst_nodes, bytes)`` (intra-node pairs kept)."""
+    """Rank traffic aggregated to ordered node pairs ``(src_nodes, dst_nodes, bytes)`` (intra-node pairs kept).
+
+    Parameters
+    ----------
+    traffic : Traffic
+    rank_to_node : array_like of int
+    n_nodes : int, optional
+        Default: one more than the largest node used.
+
+    Returns
+    -------
+    src_nodes, dst_nodes : numpy.ndarray of int64
+    bytes : numpy.ndarray of float64
+        Sorted by (src, dst); messages a rank sends itself are dropped.
+
+    Examples
+    --------
+    >>> from planner.traffic import from_arrays
+    >>> tr = from_arrays(8, src=[0, 1, 4], dst=[5, 2, 0], msg_bytes=[100.0, 10.0, 8.0])
+    >>> [x.tolist() for x in node_pair_bytes(tr, [0, 0, 0, 0, 1, 1, 1, 1])]
+    [[0, 0, 1], [0, 1, 0], [10.0, 100.0, 8.0]]
+    """
     node = np.asarray(rank_to_node, dtype=np.int64)
     keep = traffic.src != traffic.dst
     a, b = node[traffic.src[keep]], node[traffic.dst[keep]]
@@ -138,10 +199,26 @@ def link_loads(topo, traffic, placement, graph: LinkGraph | None = None) -> np.n
 
     Parameters
     ----------
-    topo : any topology.
-    traffic : :class:`planner.traffic.Traffic`.
-    placement : :class:`planner.placement.Placement` (or an array ``rank_to_node``).
-    graph : a prebuilt :class:`LinkGraph` of ``topo`` (saves building it again).
+    topo : Topology
+    traffic : Traffic
+    placement : Placement or array_like of int
+        Or an array ``rank_to_node``.
+    graph : LinkGraph, optional
+        A prebuilt graph of ``topo`` (saves building it again).
+
+    Returns
+    -------
+    numpy.ndarray
+        Bytes per directed link.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])   # 64 nodes, 10 Gbps node links
+    >>> from planner.traffic import from_arrays
+    >>> loads = link_loads(t, from_arrays(64, [0], [16], [1e9]), np.arange(64))
+    >>> [link_graph(t).names[i] for i in np.flatnonzero(loads)]
+    ['node0000->S0', 'S1->node0016', 'S0->top', 'top->S1']
     """
     g = graph if graph is not None else link_graph(topo)
     node = getattr(placement, "rank_to_node", placement)
@@ -150,6 +227,33 @@ def link_loads(topo, traffic, placement, graph: LinkGraph | None = None) -> np.n
 
 
 def congestion_bound(topo, traffic, placement, graph: LinkGraph | None = None) -> float:
-    """Lower bound on the communication time in seconds: the busiest link's bytes over its bandwidth."""
+    """Lower bound on the communication time in seconds: the busiest link's bytes over its bandwidth.
+
+    Parameters
+    ----------
+    topo : Topology
+    traffic : Traffic
+    placement : Placement or array_like of int
+    graph : LinkGraph, optional
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    See Also
+    --------
+    sim.run.simulate : the simulated time, which the bound never exceeds on bulk traffic.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])   # 64 nodes, 10 Gbps node links
+    >>> from planner.traffic import from_arrays
+    >>> from planner.placement import sequential
+    >>> tr = from_arrays(256, [0], [64], [2.5e9])
+    >>> congestion_bound(t, tr, sequential(256, t))   # 2.5 GB over a 10 Gbps node link
+    2.0
+    """
     g = graph if graph is not None else link_graph(topo)
     return g.bound(link_loads(topo, traffic, placement, g))

@@ -53,6 +53,9 @@ from planner.errors import TopoplanError
 from planner.generators import TraceBuilder
 from planner.trace import WORLD, Trace
 
+__all__ = ["KERNELS", "MAX_NPB_RANKS", "cg_layout", "mg_layout", "is_key_counts", "ft_layout", "lu_layout",
+           "npb_trace"]
+
 KERNELS = ("cg", "mg", "is", "lu", "ft")
 DBL, INT, DCOMPLEX = 8, 4, 16
 
@@ -101,8 +104,8 @@ def cg_layout(na: int, nprocs: int) -> dict:
     ``reduce_send_len`` (shape ``(nprocs, l2npcols)``: partner and doubles of
     the row-sum exchange i+1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> L = cg_layout(1400, 8)
     >>> L["npcols"], L["nprows"], L["reduce_exch_proc"][0].tolist(), int(L["exch_proc"][2])
     (4, 2, [2, 1], 4)
@@ -200,8 +203,8 @@ def mg_layout(n: int, nprocs: int) -> dict:
     ``give_ex[k]`` / ``take_ex[k]`` (ranks x 3: hand data to / take data from
     empty coarse-level neighbours in ``comm3_ex``).
 
-    Example
-    -------
+    Examples
+    --------
     >>> L = mg_layout(32, 8)
     >>> L["pi"].tolist(), L["m"][5][0].tolist(), L["nbr"][5][0].tolist()
     ([2, 2, 2], [18, 18, 18], [[1, 1], [2, 2], [4, 4]])
@@ -383,12 +386,20 @@ def is_key_counts(klass: str, nprocs: int) -> np.ndarray:
     this is applied to the expected (integer) bucket totals. Every source
     has the same expected distribution, so every row is the same.
 
+    Parameters
+    ----------
+    klass : str
+        Problem class S, W, A-F.
+    nprocs : int
+        Ranks (a power of two).
+
     Returns
     -------
-    int array of length ``nprocs`` adding up to ``num_keys``.
+    numpy.ndarray of int
+        Length ``nprocs``, adding up to ``num_keys``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> c = is_key_counts("S", 4)
     >>> int(c.sum()), bool((c > 0).all())
     (16384, True)
@@ -439,15 +450,23 @@ def _is(klass, P, iters, gap):
 def ft_layout(klass: str, nprocs: int) -> dict:
     """FT's processor grid (``setup`` in ft.f): np1 x np2 = the largest power of two <= nprocs.
 
+    Parameters
+    ----------
+    klass : str
+        Problem class S, W, A-F.
+    nprocs : int
+        Ranks.
+
     Returns
     -------
-    dict with ``np_min``, ``np1``, ``np2``, ``layout`` ('0D', '1D' or '2D')
-    and the per-destination alltoall sizes in bytes of the four transposes:
-    ``xy_fwd``, ``xz_fwd``, ``xz_inv``, ``xy_inv`` (2-D; on commslice2,
-    commslice1, commslice1, commslice2) or ``xyz`` (1-D, on commslice1).
+    dict
+        ``np_min``, ``np1``, ``np2``, ``layout`` ('0D', '1D' or '2D') and the
+        per-destination alltoall sizes in bytes of the four transposes:
+        ``xy_fwd``, ``xz_fwd``, ``xz_inv``, ``xy_inv`` (2-D; on commslice2,
+        commslice1, commslice1, commslice2) or ``xyz`` (1-D, on commslice1).
 
-    Example
-    -------
+    Examples
+    --------
     >>> L = ft_layout("C", 64)
     >>> L["layout"], L["np1"], L["np2"], L["xyz"]
     ('1D', 1, 64, 524288)
@@ -543,16 +562,27 @@ def _isqrt2(i: int) -> int:
 def lu_layout(n0: int, nprocs: int) -> dict:
     """LU's ``xdim x ydim`` grid, neighbours and block sizes (proc_grid, neighbors, subdomain).
 
+    Parameters
+    ----------
+    n0 : int
+        Grid points per side (the class's problem size, e.g. 162 for class C).
+    nprocs : int
+        Ranks.
+
     Returns
     -------
-    dict with ``xdim``, ``ydim`` and per-rank arrays ``north``, ``south``,
-    ``west``, ``east`` (-1: none), ``nx``, ``ny``, ``ipt``, ``jpt``, ``ist``,
-    ``iend``, ``jst``, ``jend``.
+    dict
+        ``xdim``, ``ydim`` and per-rank arrays ``north``, ``south``, ``west``,
+        ``east`` (-1: none), ``nx``, ``ny``, ``ipt``, ``jpt``, ``ist``,
+        ``iend``, ``jst``, ``jend``.
 
-    Raises TopoplanError naming 'np' when NPB LU would abort.
+    Raises
+    ------
+    TopoplanError
+        Naming 'np' when NPB LU would abort.
 
-    Example
-    -------
+    Examples
+    --------
     >>> L = lu_layout(162, 128)
     >>> L["xdim"], L["ydim"], int(L["nx"][0]), int(L["ny"][0])
     (16, 8, 11, 21)
@@ -741,8 +771,8 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
     Raises TopoplanError naming the field ('kernel', 'class', 'np', 'iters'
     or 'compute') for invalid input.
 
-    Example
-    -------
+    Examples
+    --------
     >>> t = npb_trace("lu", "S", 4, iters=2)
     >>> t.n_ranks, t.op_counts()["bcast"]
     (4, 40)

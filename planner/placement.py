@@ -15,10 +15,39 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
+           "placement_from_doc"]
+
 
 @dataclass
 class Placement:
-    """``rank_to_node[r]`` and ``rank_to_slot[r]`` (core index on that node) of every rank."""
+    """``rank_to_node[r]`` and ``rank_to_slot[r]`` (core index on that node) of every rank.
+
+    Parameters
+    ----------
+    rank_to_node : numpy.ndarray of int64
+        Node of every rank.
+    rank_to_slot : numpy.ndarray of int64
+        Core of every rank on its node (``0..cores-1``).
+
+    See Also
+    --------
+    load_placement : a named placement or a file, validated.
+    planner.placement_methods : methods that compute placements from traffic.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003")          # 64 nodes x 4 cores
+    >>> p = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    >>> p.n_ranks, p.to_dict()
+    (3, {'rank_to_node': [0, 0, 1], 'rank_to_slot': [0, 1, 0]})
+    >>> p.validate(topo)
+    >>> Placement(np.array([0, 0]), np.array([0, 0])).validate(topo)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: placement: ranks 0 and 1 share node 0 slot 0
+    """
 
     rank_to_node: np.ndarray
     rank_to_slot: np.ndarray
@@ -57,9 +86,39 @@ class Placement:
 def sequential(n_ranks: int, topo) -> Placement:
     """Block placement: rank r on node r // cores, slot r % cores (uniform cores).
 
+    Ranks fill the cores of a node, then the next node; with varied core
+    counts every node is filled in turn.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks to place.
+    topo : Topology
+        The topology (its ``node_cores()``).
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        If the ranks do not fit the topology's cores.
+
+    References
+    ----------
+    003 section 4.1.3, "Sequential".
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
-    >>> sequential(8, load_topology("paper003")).rank_to_node.tolist()
-    [0, 0, 0, 0, 1, 1, 1, 1]
+    >>> p = sequential(8, load_topology("paper003"))
+    >>> p.rank_to_node.tolist(), p.rank_to_slot.tolist()
+    ([0, 0, 0, 0, 1, 1, 1, 1], [0, 1, 2, 3, 0, 1, 2, 3])
+    >>> sequential(1000, load_topology("paper003"))
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: 1000 ranks do not fit the topology: 64 nodes x 4 cores = 256 slots
     """
     cores = topo.node_cores()
     capacity = int(cores.sum())
@@ -74,7 +133,35 @@ def sequential(n_ranks: int, topo) -> Placement:
 
 def int_array(values, where: str) -> np.ndarray:
     """A JSON list of integers as an int64 array; anything else (floats such as 1.5, strings, booleans,
-    values past int64) is a :class:`TopoplanError` naming ``where`` -- never silently truncated."""
+    values past int64) is a :class:`TopoplanError` naming ``where`` -- never silently truncated.
+
+    Whole floats (``3.0``, from tools that only write floats) are accepted.
+
+    Parameters
+    ----------
+    values : list
+        The JSON value.
+    where : str
+        Prefix of error messages (file and field).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TopoplanError
+        If ``values`` is not a list, or an item is not an integer or is out of the int64 range.
+
+    Examples
+    --------
+    >>> int_array([1, 2.0, 3], "plan.json: field 'rank_to_node'").tolist()
+    [1, 2, 3]
+    >>> int_array([1, 2.5], "plan.json: field 'rank_to_node'")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: plan.json: field 'rank_to_node': item 1: expected an integer, got 2.5
+    """
     if not isinstance(values, list):
         raise TopoplanError(f"{where}: expected a list of integers")
     for i, v in enumerate(values):
@@ -88,7 +175,25 @@ def int_array(values, where: str) -> np.ndarray:
 
 
 def from_nodes(rank_to_node, topo) -> Placement:
-    """Give ranks placed on nodes consecutive slots on each node, in rank order."""
+    """Give ranks placed on nodes consecutive slots on each node, in rank order.
+
+    Parameters
+    ----------
+    rank_to_node : array_like of int
+        Node of every rank.
+    topo : Topology or None
+        Not used (the slots need no topology); validate the result with
+        :meth:`Placement.validate`.
+
+    Returns
+    -------
+    Placement
+
+    Examples
+    --------
+    >>> from_nodes([3, 0, 3, 0], None).to_dict()
+    {'rank_to_node': [3, 0, 3, 0], 'rank_to_slot': [0, 0, 1, 1]}
+    """
     node = np.asarray(rank_to_node, dtype=np.int64)
     order = np.argsort(node, kind="stable")
     sorted_nodes = node[order]
@@ -102,6 +207,35 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
     """Resolve ``--placement``: ``sequential`` (default), ``round-robin``, or a placement file.
 
     The result is validated against the topology.
+
+    Parameters
+    ----------
+    spec : str or None
+        ``None`` or ``"sequential"``, ``"round-robin"`` (or ``"cyclic"``: rank r on
+        node r mod n_nodes), or a placement file (see :func:`read_placement`).
+    n_ranks : int
+        Ranks of the traffic; a file must place at least these.
+    topo : Topology
+        The topology.
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        If the ranks do not fit, the file places too few ranks, or the
+        placement is invalid for the topology (naming ``spec``).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003")
+    >>> load_placement(None, 5, topo).rank_to_node.tolist()
+    [0, 0, 0, 0, 1]
+    >>> load_placement("round-robin", 4, topo).to_dict()
+    {'rank_to_node': [0, 1, 2, 3], 'rank_to_slot': [0, 0, 0, 0]}
     """
     if spec is None or spec == "sequential":
         p = sequential(n_ranks, topo)
@@ -118,7 +252,36 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
 
 
 def read_placement(path) -> Placement:
-    """Read a placement JSON (``rank_to_node`` [+ ``rank_to_slot``]) or CSV (``rank,node[,slot]``)."""
+    """Read a placement JSON (``rank_to_node`` [+ ``rank_to_slot``]) or CSV (``rank,node[,slot]``).
+
+    Without slots, ranks on a node get consecutive slots in rank order. The
+    result is not validated against a topology (see :func:`load_placement`).
+
+    Parameters
+    ----------
+    path : str or path
+        A ``.json`` file (as written by ``topoplan place -o``) or a CSV whose
+        ranks are ``0..n-1`` once each, in any order.
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, malformed JSON or CSV, or ranks missing or repeated.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "placement.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n1,5\\n0,5\\n2,6\\n")
+    >>> read_placement(path).to_dict()
+    {'rank_to_node': [5, 5, 6], 'rank_to_slot': [0, 1, 0]}
+    """
     from planner.io import read_json
 
     path = Path(path)
@@ -151,7 +314,30 @@ def read_placement(path) -> Placement:
 
 
 def placement_from_doc(doc: dict, where: str) -> Placement:
-    """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers)."""
+    """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers).
+
+    Parameters
+    ----------
+    doc : dict
+        The document; ``rank_to_node`` must be present.
+    where : str
+        How errors name the document.
+
+    Returns
+    -------
+    Placement
+        Not validated against a topology.
+
+    Raises
+    ------
+    TopoplanError
+        For a list that is empty, not of integers, or of another length than ``rank_to_slot``.
+
+    Examples
+    --------
+    >>> placement_from_doc({"rank_to_node": [0, 0, 1]}, "plan.json").to_dict()
+    {'rank_to_node': [0, 0, 1], 'rank_to_slot': [0, 1, 0]}
+    """
     node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
     slot = doc.get("rank_to_slot")
     return _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)

@@ -47,6 +47,10 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.units import format_bytes, format_time
 
+__all__ = ["BASE_CLASSES", "SKIP_CLASSES", "ReportData", "load_result", "parse_result", "class_series",
+           "busiest_time_index", "time_index", "figure_timeseries", "figure_topology", "figure_switch_heatmap",
+           "figure_link_heatmap", "frame_indices", "render_html", "render_png", "write_report"]
+
 BASE_CLASSES = ("node-up", "node-down", "uplink-up", "uplink-down", "ocs", "switch", "inject", "eject")
 SKIP_CLASSES = ("intra",)   # memory copies inside a node, not network links
 CMAP = "YlOrRd"
@@ -56,7 +60,35 @@ DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"   # the simulator's names: class torus-
 
 @dataclass
 class ReportData:
-    """A parsed simulation result: utilization ``util[link, t]`` and what to draw it on."""
+    """A parsed simulation result: utilization ``util[link, t]`` and what to draw it on.
+
+    Parameters
+    ----------
+    source : str
+        The file (or name) it came from.
+    t_s : numpy.ndarray
+        Start of every interval.
+    dt_s : float
+    names, classes, src, dst : list of str
+        Per link in ``util``: name, class, ends.
+    util : numpy.ndarray
+        (links x intervals) utilization in 0..1.
+    topo : Topology, optional
+    circuits : list of (int, int), optional
+    switch_bytes : numpy.ndarray, optional
+    switch_names : list of str, optional
+    class_links : dict of str to int, optional
+        Links per class in the topology (idle ones included).
+    meta : dict, optional
+
+    Build one with :func:`load_result` or :func:`parse_result`.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> data.n_times, data.util.shape, data.class_order()
+    (24, (42, 24), ['node-up', 'node-down', 'uplink-up', 'uplink-down', 'ocs'])
+    """
 
     source: str
     t_s: np.ndarray
@@ -93,7 +125,28 @@ def _dim_rank(name: str) -> int:
 # -- input -------------------------------------------------------------------------
 
 def load_result(path) -> ReportData:
-    """Read and check a simulation result JSON (see the module docstring for the schema)."""
+    """Read and check a simulation result JSON (see the module docstring for the schema).
+
+    Parameters
+    ----------
+    path : str or path
+        Plain or gzip JSON.
+
+    Returns
+    -------
+    ReportData
+
+    Raises
+    ------
+    TopoplanError
+        For a missing or malformed file, naming the field.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> data.n_times, len(data.names)
+    (24, 42)
+    """
     from planner.io import read_json
 
     return parse_result(read_json(path, "simulation result"), str(path))
@@ -110,7 +163,30 @@ def _num_list(v, where: str) -> np.ndarray:
 
 
 def parse_result(doc: dict, where: str = "result") -> ReportData:
-    """Check the schema and build :class:`ReportData`; errors name the file and field."""
+    """Check the schema and build :class:`ReportData`; errors name the file and field.
+
+    Parameters
+    ----------
+    doc : dict
+        A result document (see the module docstring).
+    where : str, optional
+        How errors name it.
+
+    Returns
+    -------
+    ReportData
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> parse_result({"timeline": {"t_s": [0.0]}}, "x.json")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: x.json: field 'timeline.links': expected a list
+    """
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
     tl = doc.get("timeline")
@@ -236,7 +312,27 @@ def _class_links(data: ReportData) -> dict[str, int]:
 # -- numbers -------------------------------------------------------------------------
 
 def class_series(data: ReportData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per link class: (maximum, average) utilization per interval; idle links count in the average."""
+    """Per link class: (maximum, average) utilization per interval; idle links count in the average.
+
+    Parameters
+    ----------
+    data : ReportData
+
+    Returns
+    -------
+    dict of str to (numpy.ndarray, numpy.ndarray)
+
+    References
+    ----------
+    004 section III (CLV's time-series view: max and average utilization per dimension and direction).
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> peak, mean = class_series(data)["uplink-up"]
+    >>> np.round(peak[:3], 3).tolist()
+    [0.705, 0.775, 0.83]
+    """
     out = {}
     cls = np.asarray(data.classes)
     for c in data.class_order():
@@ -247,13 +343,50 @@ def class_series(data: ReportData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def busiest_time_index(data: ReportData) -> int:
-    """The interval with the highest total utilization (the default selected time)."""
+    """The interval with the highest total utilization (the default selected time).
+
+    Parameters
+    ----------
+    data : ReportData
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> busiest_time_index(data)
+    9
+    """
     if data.util.size == 0:
         return 0
     return int(np.argmax(data.util.sum(axis=0)))
 
 
 def time_index(data: ReportData, at_s: float | None) -> int:
+    """The interval starting nearest to time ``at_s``, or the busiest one (:func:`busiest_time_index`) for None.
+
+    Parameters
+    ----------
+    data : ReportData
+    at_s : float or None
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TopoplanError
+        For a time outside the timeline.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> time_index(data, None), time_index(data, 0.0)
+    (9, 0)
+    """
     if at_s is not None and not data.t_s[0] <= at_s <= data.t_s[-1] + data.dt_s:
         raise TopoplanError(f"--at {at_s:g} s: outside the timeline of {data.source} "
                             f"({data.t_s[0]:g} to {data.t_s[-1] + data.dt_s:g} s)")
@@ -279,8 +412,29 @@ def _png(fig) -> bytes:
 def figure_timeseries(data: ReportData, at_index: int | None = None):
     """004 Fig. 1/3: max (red) and average (green) utilization per class over time.
 
-    Returns ``(figure, axes_box)`` with ``axes_box = (left, right, bottom, top)``
-    in figure fractions and the plotted time range, for placing a cursor.
+    Parameters
+    ----------
+    data : ReportData
+    at_index : int, optional
+        Interval marked with a cursor.
+
+    Returns
+    -------
+    figure : matplotlib.figure.Figure
+    axes_box : dict
+        ``box`` = (left, right, bottom, top) of the axes in figure fractions,
+        ``t0``/``t1`` the plotted time range, for placing a cursor.
+
+    References
+    ----------
+    004 Fig. 1 and 3.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> fig, where = figure_timeseries(data, at_index=9)
+    >>> type(fig).__name__, sorted(where)
+    ('Figure', ['box', 't0', 't1'])
     """
     series = class_series(data)
     classes = list(series) or ["(no links)"]
@@ -331,7 +485,28 @@ def _seg_colors(values):
 
 
 def figure_topology(data: ReportData, k: int):
-    """Topological view at interval ``k``: links coloured by utilization."""
+    """Topological view at interval ``k``: links coloured by utilization.
+
+    Parameters
+    ----------
+    data : ReportData
+    k : int
+        The interval.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    References
+    ----------
+    004 section III (CLV's topological view).
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> type(figure_topology(data, 9)).__name__
+    'Figure'
+    """
     from planner.topology import GraphTopology, TorusTopology, TreeTopology
 
     t = data.topo
@@ -538,7 +713,22 @@ def _busiest_links_view(data: ReportData, k: int, top: int = 30):
 
 
 def figure_switch_heatmap(data: ReportData):
-    """Bytes sent between switch pairs (rows: source switch), or None without ``switch_bytes``."""
+    """Bytes sent between switch pairs (rows: source switch), or None without ``switch_bytes``.
+
+    Parameters
+    ----------
+    data : ReportData
+
+    Returns
+    -------
+    matplotlib.figure.Figure or None
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> type(figure_switch_heatmap(data)).__name__
+    'Figure'
+    """
     if data.switch_bytes is None:
         return None
     m = data.switch_bytes
@@ -567,7 +757,22 @@ def figure_switch_heatmap(data: ReportData):
 
 
 def figure_link_heatmap(data: ReportData):
-    """Utilization of every link (rows, grouped by class) over time (columns)."""
+    """Utilization of every link (rows, grouped by class) over time (columns).
+
+    Parameters
+    ----------
+    data : ReportData
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> type(figure_link_heatmap(data)).__name__
+    'Figure'
+    """
     order = []
     bounds = []
     cls = np.asarray(data.classes)
@@ -594,7 +799,25 @@ def figure_link_heatmap(data: ReportData):
 # -- output --------------------------------------------------------------------------
 
 def frame_indices(data: ReportData, frames: int, selected: int) -> list[int]:
-    """``frames`` evenly spaced intervals plus the selected one."""
+    """``frames`` evenly spaced intervals plus the selected one.
+
+    Parameters
+    ----------
+    data : ReportData
+    frames : int
+    selected : int
+
+    Returns
+    -------
+    list of int
+        Sorted, without repeats.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> frame_indices(data, 4, selected=5)
+    [0, 5, 8, 15, 23]
+    """
     n = data.n_times
     picks = set(np.linspace(0, n - 1, num=min(max(frames, 1), n)).round().astype(int).tolist())
     picks.add(int(selected))
@@ -675,7 +898,28 @@ _SCRIPT = """
 
 
 def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None, title: str | None = None) -> str:
-    """The report page as one self-contained HTML string (PNG images inline, no external resources)."""
+    """The report page as one self-contained HTML string (PNG images inline, no external resources).
+
+    Parameters
+    ----------
+    data : ReportData
+    frames : int, optional
+        Topological views pre-rendered for the slider.
+    at_s : float, optional
+        Selected time; default the busiest interval.
+    title : str, optional
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> page = render_html(data, frames=2)
+    >>> page.startswith("<!DOCTYPE html>"), "http" in page.split("<body")[1]
+    (True, False)
+    """
     sel = time_index(data, at_s)
     fig, axinfo = figure_timeseries(data)
     ts_png = _png(fig)
@@ -721,7 +965,24 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
 
 
 def render_png(data: ReportData, *, at_s: float | None = None) -> bytes:
-    """All views stacked in one PNG (time series with the selected time marked, topology, heat maps)."""
+    """All views stacked in one PNG (time series with the selected time marked, topology, heat maps).
+
+    Parameters
+    ----------
+    data : ReportData
+    at_s : float, optional
+
+    Returns
+    -------
+    bytes
+        The PNG file.
+
+    Examples
+    --------
+    >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+    >>> render_png(data)[:8]
+    b'\\x89PNG\\r\\n\\x1a\\n'
+    """
     from PIL import Image
 
     sel = time_index(data, at_s)
@@ -746,10 +1007,36 @@ def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float 
                  title: str | None = None) -> dict:
     """Read a simulation result and write the HTML report (and a PNG); returns a summary dict.
 
-    Example
+    Parameters
+    ----------
+    result_path : str or path
+    output : str or path
+        The HTML file.
+    png : str or path, optional
+        Also write the PNG there.
+    frames : int, optional
+    at_s : float, optional
+    title : str, optional
+
+    Returns
     -------
-    >>> write_report("tests/data/report_result.json", "/tmp/report.html")["frames"]  # doctest: +SKIP
-    9
+    dict
+        ``result``, ``frames``, ``intervals``, ``links``, ``selected_t_s``,
+        ``html`` and ``html_bytes`` (with ``output``), ``png`` (with ``png``).
+
+    Raises
+    ------
+    TopoplanError
+        For a bad result file or an output that cannot be written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> out = os.path.join(tmp.name, "report.html")
+    >>> summary = write_report("tests/data/report_result.json", out, frames=2)
+    >>> summary["frames"], summary["intervals"], os.path.getsize(out) == summary["html_bytes"]
+    (3, 24, True)
     """
     from planner.io import atomic_write
 

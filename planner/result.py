@@ -33,12 +33,30 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
+           "check_options", "strict_options", "module_missing", "Registry", "PlanResult", "gap_of", "solve_with"]
+
 # The options the solve layer passes to every method: part of every method's signature.
 SOLVE_OPTIONS = ("time_limit", "seed")
 
 
 class UnknownMethodError(TopoplanError, KeyError):
-    """A method name missing from a :class:`Registry` (also a ``KeyError``, as a mapping lookup should raise)."""
+    """A method name missing from a :class:`Registry` (also a ``KeyError``, as a mapping lookup should raise).
+
+    Parameters
+    ----------
+    message : str
+        Names the method and the known ones.
+
+    Examples
+    --------
+    >>> from planner.circuits import METHODS
+    >>> try:
+    ...     METHODS["three_step"]
+    ... except KeyError as exc:
+    ...     print(exc)
+    unknown circuits method 'three_step' (methods: none, sp, three-step, greedy, matching, ilp, anneal)
+    """
 
     def __str__(self) -> str:          # KeyError would quote the message
         return Exception.__str__(self)
@@ -47,6 +65,19 @@ class UnknownMethodError(TopoplanError, KeyError):
 def declared_options(fn: Callable, skip: tuple[str, ...] = SOLVE_OPTIONS) -> tuple[str, ...]:
     """The keyword options ``fn`` declares, in signature order: its parameters after the first, minus ``skip``.
 
+    Parameters
+    ----------
+    fn : callable
+        A method ``fn(problem, *, time_limit, seed, ...)``.
+    skip : tuple of str, optional
+        Names left out (default the options the solve layer passes).
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
     >>> def m(problem, *, time_limit=None, seed=0, init=None, max_steps=None): ...
     >>> declared_options(m)
     ('init', 'max_steps')
@@ -58,6 +89,21 @@ def declared_options(fn: Callable, skip: tuple[str, ...] = SOLVE_OPTIONS) -> tup
 def check_options(options, known, what: str) -> None:
     """Raise :class:`TopoplanError` naming the first of ``options`` not in ``known`` (and the known ones).
 
+    Parameters
+    ----------
+    options : iterable of str
+        The options given (a dict's keys).
+    known : sequence of str
+    what : str
+        What the options are for, in the message.
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> check_options({"init": "metis"}, ("init", "max_steps"), "placement method 'anneal'")
     >>> check_options({"max_step": 50}, ("init", "max_steps"), "placement method 'anneal'")
     Traceback (most recent call last):
     ...
@@ -73,6 +119,28 @@ def strict_options(what: str) -> Callable:
 
     Python's own ``TypeError`` names the bad keyword but not the good ones; the builders'
     options are keyword-only, so the known list is every keyword-only parameter.
+
+    Parameters
+    ----------
+    what : str
+        The builder's name, in the message.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Examples
+    --------
+    >>> def build(topology, traffic, placement=None, *, threshold_B=None, hop_limit=None):
+    ...     return hop_limit
+    >>> build = strict_options("Toy.build")(build)
+    >>> build(None, None, hop_limit=2)
+    2
+    >>> build(None, None, hop_limt=2)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown option 'hop_limt' for Toy.build; known: threshold_B, hop_limit
     """
     def deco(fn):
         params = inspect.signature(fn).parameters
@@ -90,7 +158,27 @@ def strict_options(what: str) -> Callable:
 
 
 def module_missing(module: str, hint: str = "") -> Callable[[], str | None]:
-    """A ``requires`` check for :meth:`Registry.register`: None when ``module`` is importable, else why not."""
+    """A ``requires`` check for :meth:`Registry.register`: None when ``module`` is importable, else why not.
+
+    Parameters
+    ----------
+    module : str
+        The module's import name.
+    hint : str, optional
+        How to get it, added to the reason.
+
+    Returns
+    -------
+    callable
+        ``check() -> str or None``.
+
+    Examples
+    --------
+    >>> module_missing("json")() is None
+    True
+    >>> module_missing("no_such_module_xyz", "pip install xyz")()
+    "the Python module 'no_such_module_xyz' is not installed (pip install xyz)"
+    """
     def check() -> str | None:
         if importlib.util.find_spec(module) is not None:
             return None
@@ -107,6 +195,15 @@ class Registry(Mapping):
     :class:`UnknownMethodError` listing the known ones. Methods join with the
     :meth:`register` decorator; the registry itself imports no method, so it
     can live in a leaf module that method modules and the problem import.
+
+    Parameters
+    ----------
+    problem : str
+        The problem's name, in messages (``circuits``, ``placement``, ``bcast``).
+
+    See Also
+    --------
+    solve_with : runs a registered method.
 
     Examples
     --------
@@ -194,6 +291,26 @@ class PlanResult:
     level of the JSON. ``objective`` is the number the method minimized;
     ``bound`` a proven lower bound (None when the method proves none);
     ``gap`` = (objective - bound) / objective.
+
+    Parameters
+    ----------
+    method : str
+    objective : float
+    plan : dict
+    status : str, optional
+        One of :data:`STATUSES`.
+    bound, gap : float, optional
+    seed : int, optional
+    wall_s : float, optional
+    metrics, options : dict, optional
+    problem : str, optional
+    message : str, optional
+
+    Examples
+    --------
+    >>> r = PlanResult(method="greedy", objective=2.0, plan={"order": [1, 0]}, bound=1.5)
+    >>> r.to_dict()
+    {'problem': '', 'method': 'greedy', 'seed': None, 'objective': 2.0, 'metrics': {}, 'bound': 1.5, 'gap': None, 'status': 'heuristic', 'wall_s': 0.0, 'order': [1, 0], 'options': {}}
     """
 
     method: str
@@ -221,7 +338,23 @@ class PlanResult:
 
 
 def gap_of(objective: float, bound: float | None) -> float | None:
-    """Relative gap (objective - bound) / objective, 0 when both are 0."""
+    """Relative gap (objective - bound) / objective, 0 when both are 0.
+
+    Parameters
+    ----------
+    objective : float
+    bound : float or None
+
+    Returns
+    -------
+    float or None
+        None without a bound; never negative.
+
+    Examples
+    --------
+    >>> gap_of(2.0, 1.5), gap_of(0.0, 0.0), gap_of(2.0, None)
+    (0.25, 0.0, None)
+    """
     if bound is None or objective is None:
         return None
     if objective <= 0:
@@ -253,6 +386,51 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     The result then carries ``metrics["simulated_s"]``, ``metrics["simulated_candidates_s"]`` and
     ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
     method's objective, which the picked plan also has) and is no longer called optimal.
+
+    Parameters
+    ----------
+    methods : Registry or mapping of str to callable
+    problem : object
+        The problem, passed to the method.
+    method : str
+    problem_name : str, optional
+    time_limit : float, optional
+        Seconds, at most :data:`MAX_TIME_LIMIT_S`.
+    seed : int, optional
+        Non-negative; recorded in the result.
+    validate : callable, optional
+        ``validate(problem, result)``, raising on an invalid plan.
+    score : {"bound", "simulated"}, optional
+    simulate : callable, optional
+        ``plan_dict -> seconds``, needed for ``score="simulated"``.
+    starts : mapping of str to tuple of str, optional
+        The heuristics each method starts from.
+    **options
+        The method's own options.
+
+    Returns
+    -------
+    PlanResult
+        With method, seed, problem, wall time and options filled in.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option, a bad ``time_limit``, ``seed`` or ``score``.
+
+    Examples
+    --------
+    >>> R = Registry("toy")
+    >>> @R.register("double")
+    ... def double(problem, *, time_limit=None, seed=0, factor: float = 2.0):
+    ...     return PlanResult(method="", objective=problem * factor, plan={"value": problem * factor})
+    >>> res = solve_with(R, 21, "double")
+    >>> res.objective, res.method, res.seed, res.problem, res.options
+    (42.0, 'double', 0, 'toy', {'time_limit': None})
+    >>> solve_with(R, 21, "double", factr=3)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown option 'factr' for toy method 'double'; known: factor
     """
     if problem_name is None:
         problem_name = getattr(methods, "problem", "")

@@ -58,6 +58,12 @@ from typing import Callable
 
 from planner.errors import TopoplanError
 
+__all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
+           "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
+           "expand_cells", "resolve", "problem_module", "split_params", "cell_model", "run_cell",
+           "simulate_plan_cell", "execute", "table_format", "read_table", "write_table", "SweepOutcome",
+           "make_client", "run_sweep"]
+
 KEY_VERSION = 2  # 2: cells name their simulator model (the default relay became pipelined)
 BASE_COLUMNS = ("key", "instance", "problem", "method", "status", "objective", "bound", "gap", "plan_wall_s",
                 "makespan_s", "score", "cell_wall_s", "worker", "error")
@@ -75,7 +81,42 @@ PROBLEMS: dict[str, str] = {
 
 @dataclass
 class SweepConfig:
-    """A parsed sweep file (see the module docstring)."""
+    """A parsed sweep file (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+    instances, methods : list of dict
+        Normalized entries (every instance and method a dict with its ``name``).
+    parameters : dict of str to list
+        Every parameter as a list of its grid values.
+    output : pathlib.Path
+        The table, relative paths resolved against ``base``.
+    problem : str, optional
+        Default problem of the methods.
+    base : str, optional
+        Directory of the sweep file.
+    simulate : bool, optional
+    score, cell : str, optional
+        ``module:function`` hooks.
+    source : str, optional
+        Names the file in messages.
+    sim_model : dict, optional
+
+    Build one with :func:`load_config` or :func:`parse_config`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> cfg.name, [m["name"] for m in cfg.methods], cfg.parameters, cfg.output.name
+    ('demo', ['none', 'three-step'], {'seed': [0]}, 'demo.csv')
+    """
 
     name: str
     instances: list[dict]
@@ -94,7 +135,28 @@ class SweepConfig:
 # -- configuration ---------------------------------------------------------------------
 
 def load_config(path, output=None) -> SweepConfig:
-    """Read and check a sweep YAML file; ``output`` overrides its ``output``."""
+    """Read and check a sweep YAML file; ``output`` overrides its ``output``.
+
+    Parameters
+    ----------
+    path : str or path
+    output : str or path, optional
+
+    Returns
+    -------
+    SweepConfig
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, malformed YAML (naming the line) or a bad field.
+
+    Examples
+    --------
+    >>> cfg = load_config("tests/data/sweep_cheap.yaml", output="/tmp/x.csv")
+    >>> cfg.name, len(cfg.instances), cfg.parameters
+    ('cheap', 2, {'a': [1, 2, 3], 'seed': [0, 1]})
+    """
     import yaml
 
     from planner.io import read_text
@@ -113,7 +175,40 @@ def load_config(path, output=None) -> SweepConfig:
 
 
 def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepConfig:
-    """Check a sweep document (dict); errors name the file and field."""
+    """Check a sweep document (dict); errors name the file and field.
+
+    Parameters
+    ----------
+    doc : dict
+    where : str, optional
+        Names the document in messages.
+    base : pathlib.Path, optional
+        Directory relative paths are resolved against.
+
+    Returns
+    -------
+    SweepConfig
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> cfg.output == Path(tmp.name) / "demo.csv"
+    True
+    >>> parse_config({**doc, "method": ["sp"]}, "demo.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: demo.yaml: field 'method': unknown key (...)
+    """
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a mapping with instances, methods and parameters")
     known = {"name", "output", "problem", "instances", "methods", "parameters", "simulate", "score", "cell",
@@ -218,6 +313,30 @@ def check_config(cfg: SweepConfig) -> None:
     time limits. Raises :class:`TopoplanError` naming the sweep file and field.
 
     Only the default cell is checked this deeply; a custom ``cell:`` hook gets its fields as given.
+
+    Parameters
+    ----------
+    cfg : SweepConfig
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> check_config(cfg)
+    >>> cfg.methods[1]["options"] = {"max_step": 5}
+    >>> check_config(cfg)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: demo.yaml: ...unknown option 'max_step'...
     """
     import math
 
@@ -310,7 +429,31 @@ def _first_dup(items):
 
 
 def cell_key(cell: dict) -> str:
-    """Stable hash of what defines a cell (instance, method, parameters, hooks)."""
+    """Stable hash of what defines a cell (instance, method, parameters, hooks).
+
+    Parameters
+    ----------
+    cell : dict
+        A cell of :func:`expand_cells` (its ``key`` is ignored).
+
+    Returns
+    -------
+    str
+        16 hex digits.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> cells = expand_cells(cfg)
+    >>> cell_key(cells[0]) == cells[0]["key"], cells[0]["key"] != cells[1]["key"], len(cells[0]["key"])
+    (True, True, 16)
+    """
     ident = {"v": KEY_VERSION, "instance": cell["instance"], "method": cell["method"], "params": cell["params"],
              "simulate": cell["simulate"], "score": cell["score"], "cell": cell["cell"],
              "sim_model": cell.get("sim_model") or {}}
@@ -321,6 +464,17 @@ def cell_key(cell: dict) -> str:
 def expand_cells(cfg: SweepConfig) -> list[dict]:
     """All cells of the grid, each with its ``key``.
 
+    Parameters
+    ----------
+    cfg : SweepConfig
+
+    Returns
+    -------
+    list of dict
+        Instances x methods x parameter combinations, in that nesting order.
+
+    Examples
+    --------
     >>> cfg = parse_config({"instances": [{"name": "a"}], "methods": ["m1", "m2"],
     ...                     "parameters": {"seed": [0, 1]}, "cell": "mod:fn"})
     >>> [(c["method"]["name"], c["params"]["seed"]) for c in expand_cells(cfg)]
@@ -344,7 +498,26 @@ def expand_cells(cfg: SweepConfig) -> list[dict]:
 # -- one cell -----------------------------------------------------------------------------
 
 def resolve(spec: str) -> Callable:
-    """``'package.module:function'`` -> the function (imported now; on a worker, there)."""
+    """``'package.module:function'`` -> the function (imported now; on a worker, there).
+
+    Parameters
+    ----------
+    spec : str
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    TopoplanError
+        For a malformed spec, a module that cannot be imported or a missing function.
+
+    Examples
+    --------
+    >>> resolve("planner.units:parse_size")("4MB")
+    4000000.0
+    """
     mod, _, attr = spec.partition(":")
     try:
         obj = importlib.import_module(mod)
@@ -361,6 +534,26 @@ def problem_module(name: str):
     """``(module, build)`` of a planning problem: a name from :data:`PROBLEMS` or a dotted module path.
 
     Every problem module has ``build(topology, traffic, placement=None, **options)`` and ``solve``.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    module : module
+    build : callable
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown problem or a module without ``build`` and ``solve``.
+
+    Examples
+    --------
+    >>> module, build = problem_module("placement")
+    >>> module.__name__, build.__qualname__
+    ('planner.placement_methods', 'PlacementProblem.build')
     """
     path = PROBLEMS.get(name, name)
     try:
@@ -403,7 +596,24 @@ def _check_option(key: str, known, where: str, what: str) -> None:
 
 def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
     """Parameters -> (topology overrides ``set.*``, {seed, time_limit}, problem options ``problem.*``,
-    method options (the rest)); simulator model options ``sim.*`` are taken by :func:`cell_model`."""
+    method options (the rest)); simulator model options ``sim.*`` are taken by :func:`cell_model`.
+
+    Parameters
+    ----------
+    params : dict
+        One cell's parameters.
+
+    Returns
+    -------
+    overrides : list of str
+    solve_options, problem_options, method_options : dict
+
+    Examples
+    --------
+    >>> split_params({"seed": 1, "set.ocs.nodes_per_switch": 2, "problem.hop_limit": 1, "max_steps": 5,
+    ...               "sim.relay": "pipelined"})
+    (['ocs.nodes_per_switch=2'], {'seed': 1}, {'hop_limit': 1}, {'max_steps': 5})
+    """
     sets = [f"{k[4:]}={_yaml_value(v)}" for k, v in params.items() if k.startswith("set.")]
     common = {k: params[k] for k in RESERVED_PARAMS if k in params}
     prob = {k[8:]: v for k, v in params.items() if k.startswith("problem.")}
@@ -413,7 +623,21 @@ def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
 
 
 def cell_model(cell: dict):
-    """The :class:`sim.model.SimModel` of a cell: the sweep's ``sim_model`` with its ``sim.*`` parameters."""
+    """The :class:`sim.model.SimModel` of a cell: the sweep's ``sim_model`` with its ``sim.*`` parameters.
+
+    Parameters
+    ----------
+    cell : dict
+
+    Returns
+    -------
+    SimModel
+
+    Examples
+    --------
+    >>> cell_model({"sim_model": {"model": "paper"}, "params": {"sim.relay": "store-and-forward"}}).label()
+    'paper, store-and-forward relays, link contention'
+    """
     from sim.model import SimModel
 
     over = {k[4:]: v for k, v in cell["params"].items() if k.startswith("sim.")}
@@ -434,6 +658,33 @@ def run_cell(cell: dict) -> dict:
     the simulated ``makespan_s`` (when ``simulate`` and the problem has a
     simulator in :data:`SIMULATORS`) and the score hook's columns; ``score``
     is the makespan (else the objective) unless the hook sets it.
+
+    Parameters
+    ----------
+    cell : dict
+        A cell of :func:`expand_cells`.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    TopoplanError
+        For bad input (:func:`execute` turns it into the ``error`` column).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> row = run_cell(expand_cells(cfg)[1])                  # three-step
+    >>> row["status"], round(row["objective"], 4), round(row["makespan_s"], 4), row["metric.circuits_used"]
+    ('heuristic', 0.0416, 0.0416, 3)
     """
     from planner.commands.common import load_inputs
 
@@ -491,7 +742,37 @@ def _replay_trace(trace, traffic):
 
 
 def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, **_) -> dict:
-    """Score a circuit or placement plan: replay the traffic with the plan (:func:`sim.run.simulate_plan`)."""
+    """Score a circuit or placement plan: replay the traffic with the plan (:func:`sim.run.simulate_plan`).
+
+    Parameters
+    ----------
+    result : PlanResult
+    topo : Topology
+    trace : Trace or None
+        The instance's trace; None replays the traffic as one bulk phase.
+    traffic : Traffic
+    placement : Placement or None
+    model : SimModel, optional
+    **_
+        Other cell fields, ignored (hooks get them all).
+
+    Returns
+    -------
+    dict
+        ``makespan_s`` and the simulator's other scalar results.
+
+    Examples
+    --------
+    >>> from planner.circuits import build, solve
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_source
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])
+    >>> trace, traffic = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
+    >>> result = solve(build(topo, traffic), "three-step")
+    >>> out = simulate_plan_cell(result=result, topo=topo, trace=trace, traffic=traffic, placement=None)
+    >>> round(out["makespan_s"], 4)
+    0.0416
+    """
     from sim.run import simulate_plan
 
     plan = result.to_dict()
@@ -505,7 +786,32 @@ SIMULATORS: dict[str, Callable] = {"circuits": simulate_plan_cell, "placement": 
 
 
 def execute(cell: dict) -> dict:
-    """Run one cell on a worker and always return a row (errors become the ``error`` column)."""
+    """Run one cell on a worker and always return a row (errors become the ``error`` column).
+
+    Parameters
+    ----------
+    cell : dict
+
+    Returns
+    -------
+    dict
+        The row, with ``key``, ``instance``, ``problem``, ``method``, ``param.*``,
+        ``cell_wall_s``, ``worker`` and ``error``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> cell = expand_cells(cfg)[0]
+    >>> cell["instance"]["topology"] = "nosuch"
+    >>> execute(cell)["error"]  # doctest: +ELLIPSIS
+    "TopoplanError: unknown topology preset 'nosuch' (presets: ...; or give a file)"
+    """
     import socket
 
     t0 = time.perf_counter()
@@ -529,7 +835,26 @@ def execute(cell: dict) -> dict:
 # -- the table ----------------------------------------------------------------------------
 
 def table_format(path) -> str:
-    """``parquet`` when the output name ends in ``.parquet`` (pyarrow needed), else ``csv``."""
+    """``parquet`` when the output name ends in ``.parquet`` (pyarrow needed), else ``csv``.
+
+    Parameters
+    ----------
+    path : str or path
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopoplanError
+        For ``.parquet`` without pyarrow.
+
+    Examples
+    --------
+    >>> table_format("results/run.parquet"), table_format("results/run.csv")
+    ('parquet', 'csv')
+    """
     path = Path(path)
     if path.suffix.lower() != ".parquet":
         return "csv"
@@ -539,7 +864,34 @@ def table_format(path) -> str:
 
 
 def read_table(path: Path):
-    """Finished rows of a previous run (CSV or Parquet, by the name's suffix), or None."""
+    """Finished rows of a previous run (CSV or Parquet, by the name's suffix), or None.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        None when the file does not exist.
+
+    Raises
+    ------
+    TopoplanError
+        For a file that cannot be read as a sweep table.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "t.csv"
+    >>> read_table(path) is None
+    True
+    >>> write_table(pd.DataFrame({"key": ["a"], "score": [1.5]}), path) == [str(path)]
+    True
+    >>> read_table(path).to_dict("records")
+    [{'key': 'a', 'score': 1.5}]
+    """
     import pandas as pd
 
     path = Path(path)
@@ -587,7 +939,28 @@ def _parquet_ready(df):
 
 
 def write_table(df, path: Path) -> list[str]:
-    """Write the table atomically: Parquet when the name ends in ``.parquet``, else CSV. Returns the files written."""
+    """Write the table atomically: Parquet when the name ends in ``.parquet``, else CSV. Returns the files written.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    path : pathlib.Path
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "t.csv"
+    >>> write_table(pd.DataFrame({"key": ["a"], "score": [1.5]}), path) == [str(path)]
+    True
+    >>> print(path.read_text(), end="")
+    key,score
+    a,1.5
+    """
     import io as _io
 
     from planner.io import atomic_write
@@ -616,7 +989,33 @@ def _order_columns(df, cfg_params):
 
 @dataclass
 class SweepOutcome:
-    """What :func:`run_sweep` did."""
+    """What :func:`run_sweep` did.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        All rows (previous and new).
+    total, skipped, ran, failed : int
+        Cells in the grid, kept from an earlier run, run now, failed now.
+    files : list of str
+        Files written.
+    wall_s : float
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> out = run_sweep(cfg, processes=False, workers=1, progress=False)
+    >>> out.total, out.ran, out.failed, out.table.shape[0]
+    (2, 2, 0, 2)
+    >>> run_sweep(cfg, processes=False, workers=1, progress=False).skipped   # finished cells are kept
+    2
+    """
 
     table: object            # pandas.DataFrame of all rows (previous and new)
     total: int
@@ -635,7 +1034,28 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
                 processes: bool = True):
     """A Dask client: on ``scheduler`` (``tcp://host:8786``) or on a new LocalCluster.
 
-    Returns ``(client, cluster_or_None)``; close both when done.
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler.
+    workers : int, optional
+        Workers of a new LocalCluster.
+    threads_per_worker : int, optional
+    processes : bool, optional
+        False: threads in this process.
+
+    Returns
+    -------
+    client : dask.distributed.Client
+    cluster : dask.distributed.LocalCluster or None
+        Close both when done.
+
+    Examples
+    --------
+    >>> client, cluster = make_client(workers=1, processes=False)
+    >>> client.submit(sum, [1, 2]).result()
+    3
+    >>> client.close(); cluster.close()
     """
     from dask.distributed import Client, LocalCluster
 
@@ -669,8 +1089,29 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
 
     Returns
     -------
-    SweepOutcome (the table has one row per cell in grid order, then any
-    finished rows of an earlier grid, which are never dropped).
+    SweepOutcome
+        The table has one row per cell in grid order, then any finished rows
+        of an earlier grid, which are never dropped.
+
+    Raises
+    ------
+    TopoplanError
+        For a bad config (:func:`check_config`) or an output that cannot be written.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> doc = {"name": "demo", "output": "demo.csv", "problem": "circuits",
+    ...        "instances": [{"name": "n", "topology": "paper003", "set": ["ocs.nodes_per_switch=2"],
+    ...                       "traffic": "neighbor2d:rows=16,cols=16,bytes=4MB"}],
+    ...        "methods": ["none", "three-step"], "parameters": {"seed": 0}}
+    >>> cfg = parse_config(doc, "demo.yaml", base=Path(tmp.name))
+    >>> out = run_sweep(cfg, processes=False, workers=1, progress=False)
+    >>> out.table[["method", "status"]].values.tolist()
+    [['none', 'heuristic'], ['three-step', 'heuristic']]
+    >>> [round(x, 4) for x in out.table["makespan_s"]]
+    [0.0512, 0.0416]
     """
     import pandas as pd
 

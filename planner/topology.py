@@ -16,6 +16,8 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["OCSConfig", "TreeTopology", "TorusTopology", "GraphTopology", "Topology", "balanced_ocs_nodes"]
+
 
 @dataclass(frozen=True)
 class OCSConfig:
@@ -25,6 +27,31 @@ class OCSConfig:
     each (one circuit per port). ``node_link_bw_Bps`` is the EPS link
     bandwidth of OCS nodes (fatter than the others' in 003's "Ours"; equal
     in "Ours (narrow)").
+
+    Parameters
+    ----------
+    nodes : tuple of int
+        The OCS nodes.
+    bw_Bps, latency_s : float
+        Bandwidth and latency of a circuit.
+    setup_s : float, optional
+        Time to set up the circuits (not charged per message).
+    ports_per_node : int, optional
+        Optical ports of every OCS node.
+    node_link_bw_Bps : float, optional
+        EPS link bandwidth of the OCS nodes; default the tree's ``down_bw_Bps``.
+    mtu_B : float, optional
+
+    References
+    ----------
+    001 section 2 (only some nodes are OCS nodes), 003 section 4.1.2 and
+    Table 1 (the parameters; "Ours" vs "Ours (narrow)").
+
+    Examples
+    --------
+    >>> o = OCSConfig(nodes=(0, 4), bw_Bps=2.5e9, latency_s=5e-7)
+    >>> o.bdp_B    # the large-message threshold
+    1250.0
     """
 
     nodes: tuple[int, ...]
@@ -48,6 +75,46 @@ class TreeTopology:
     ``kind`` is ``tree`` (uplinks shared: the bisection bottleneck),
     ``fat-tree`` (full bisection: no uplink contention) or ``hybrid``
     (tree plus :class:`OCSConfig`). Nodes are numbered switch by switch.
+
+    Parameters
+    ----------
+    kind : {"tree", "fat-tree", "hybrid"}
+    nodes_per_switch : tuple of int
+        Nodes under every edge switch.
+    cores_per_node : int, optional
+    down_bw_Bps, down_latency_s : float, optional
+        Node-to-edge-switch links.
+    up_bw_Bps, up_latency_s : float, optional
+        Edge-switch-to-top links.
+    switch_delay_s, mtu_B : float, optional
+        Per store-and-forward switch: delay and packet size.
+    intra_node_bw_Bps, intra_node_latency_s : float, optional
+        Between ranks on one node.
+    ocs : OCSConfig, optional
+    hostnames, switch_names : tuple of str, optional
+    name : str, optional
+
+    See Also
+    --------
+    planner.topology_io.load_topology : build one from a preset or file.
+
+    References
+    ----------
+    000 section 2 and Fig. 1 (the hybrid EPS/OCS tree), Table 1 (its parameters).
+
+    Examples
+    --------
+    >>> t = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+    >>> t.n_nodes, t.node_switch().tolist(), t.hop_matrix().tolist()
+    (4, [0, 0, 1, 1], [[0, 1, 3, 3], [1, 0, 3, 3], [3, 3, 0, 1], [3, 3, 1, 0]])
+    >>> h = TreeTopology(kind="hybrid", nodes_per_switch=(2, 2),
+    ...                  ocs=OCSConfig(nodes=(0, 2), bw_Bps=2.5e9, latency_s=5e-7))
+    >>> h.validate(); h.is_ocs_node().tolist()
+    [True, False, True, False]
+    >>> TreeTopology(kind="hybrid", nodes_per_switch=(2, 2)).validate()
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'ocs': a hybrid topology needs an 'ocs' section
     """
 
     kind: str
@@ -143,6 +210,32 @@ class TorusTopology:
     ``dims`` sizes, ``wrap`` per dimension (True = torus ring), ``bw_Bps``
     per dimension (one value per direction of a link). Node id is
     row-major with the first dimension fastest (x, then y, then z).
+
+    Parameters
+    ----------
+    dims : tuple of int
+    wrap : tuple of bool
+    bw_Bps : tuple of float
+    latency_s, router_delay_s : float, optional
+    cores_per_node : int, optional
+    injection_bw_Bps : float, optional
+        Node-to-router bandwidth; None: not modelled.
+    mtu_B, intra_node_bw_Bps, intra_node_latency_s : float, optional
+    hostnames : tuple of str, optional
+    name : str, optional
+    kind : {"torus", "mesh"}, optional
+
+    References
+    ----------
+    004 (the K computer's Tofu torus; a 10x10x10 mesh for the all-to-all study).
+
+    Examples
+    --------
+    >>> m = TorusTopology(dims=(3, 2), wrap=(True, False), bw_Bps=(1e9, 1e9))
+    >>> m.n_nodes, m.coords().tolist()
+    (6, [[0, 0], [1, 0], [2, 0], [0, 1], [1, 1], [2, 1]])
+    >>> m.hop_matrix()[0].tolist()    # routers crossed from node 0
+    [0, 2, 2, 2, 3, 3]
     """
 
     dims: tuple[int, ...]
@@ -214,6 +307,29 @@ class GraphTopology:
     ``host_switch[i]`` is the switch host ``i`` hangs under, over a link of
     ``host_bw_Bps[i]``. ``links`` are switch-switch links ``(a, b, bw_Bps)``
     (parallel links allowed); routes are shortest paths in switch hops.
+
+    Parameters
+    ----------
+    switches, hosts : tuple of str
+    host_switch : tuple of int
+    host_bw_Bps : tuple of float
+    links : tuple of (int, int, float)
+    latency_s, switch_delay_s, mtu_B : float, optional
+    cores_per_node : int, optional
+    intra_node_bw_Bps, intra_node_latency_s : float, optional
+    name : str, optional
+    kind : str, optional
+    switch_guids : tuple of str, optional
+        InfiniBand GUIDs of the switches (fabrics read by :mod:`planner.ibfabric`).
+
+    Examples
+    --------
+    >>> g = GraphTopology(switches=("s0", "s1", "top"), hosts=("a", "b", "c"), host_switch=(0, 0, 1),
+    ...                   host_bw_Bps=(1.25e9,) * 3, links=((0, 2, 2.5e9), (1, 2, 2.5e9)))
+    >>> g.validate(); g.hop_matrix().tolist()
+    [[0, 1, 3], [1, 0, 3], [3, 3, 0]]
+    >>> g.switch_hops().tolist()
+    [[0, 2, 1], [2, 0, 1], [1, 1, 0]]
     """
 
     switches: tuple[str, ...]
@@ -310,8 +426,31 @@ Topology = Union[TreeTopology, TorusTopology, GraphTopology]
 def balanced_ocs_nodes(nodes_per_switch, per_switch: int) -> tuple[int, ...]:
     """The first ``per_switch`` nodes under every switch: OCS nodes balanced per switch (001, 003).
 
+    Parameters
+    ----------
+    nodes_per_switch : sequence of int
+    per_switch : int
+
+    Returns
+    -------
+    tuple of int
+        Node ids, switch by switch.
+
+    Raises
+    ------
+    TopoplanError
+        If a switch has fewer nodes than ``per_switch``.
+
+    References
+    ----------
+    001 section 4.1 and 003 section 4.1.2 ("the OCS nodes per EPS switch are balanced").
+
+    Examples
+    --------
     >>> balanced_ocs_nodes((4, 4), 1)
     (0, 4)
+    >>> balanced_ocs_nodes((16, 16, 16, 16), 2)
+    (0, 1, 16, 17, 32, 33, 48, 49)
     """
     out, base = [], 0
     for n in nodes_per_switch:

@@ -32,10 +32,31 @@ from planner.topology import (GraphTopology, OCSConfig, Topology, TorusTopology,
                               balanced_ocs_nodes)
 from planner.units import parse_bandwidth, parse_size, parse_time
 
+__all__ = ["PRESET_DIR", "MAX_NODES", "KNOWN_KEYS", "preset_names", "load_topology", "apply_overrides",
+           "topology_from_dict", "topology_to_dict", "dump_topology", "expand_hostlist", "slurm_to_dict"]
+
 PRESET_DIR = Path(__file__).resolve().parent.parent / "instances"
 
 
 def preset_names() -> list[str]:
+    """Names of the topology presets shipped in ``instances/`` (one YAML file each).
+
+    Returns
+    -------
+    list of str
+        Sorted preset names, usable as the ``spec`` of :func:`load_topology`.
+
+    See Also
+    --------
+    load_topology
+
+    Examples
+    --------
+    >>> "paper003" in preset_names()
+    True
+    >>> preset_names()[:3]
+    ['kcomputer', 'mesh10x10x10', 'paper000']
+    """
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
@@ -44,19 +65,51 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
 
     Parameters
     ----------
-    spec : preset name (see :func:`preset_names`), path, or an already-built dict.
-    overrides : ``dotted.key=value`` strings applied to the document first
-        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``).
+    spec : str, path or dict
+        A preset name (see :func:`preset_names`), a path to a YAML file or a
+        Slurm ``topology.conf``, or an already-built document (copied, not changed).
+    overrides : sequence of str, optional
+        ``dotted.key=value`` strings applied to the document first
+        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`.
+    name : str, optional
+        The topology's name; default the document's ``name``, else the preset name or path.
 
     Returns
     -------
-    TreeTopology, TorusTopology or GraphTopology, validated.
+    TreeTopology, TorusTopology or GraphTopology
+        The validated topology.
 
-    Example
-    -------
+    Raises
+    ------
+    TopoplanError
+        For an unknown preset, a missing file, malformed YAML, or a field that
+        is missing, unknown to the kind or out of range; the message starts
+        with the preset name or path.
+
+    See Also
+    --------
+    topology_from_dict : the same from a document, without overrides.
+    dump_topology : the inverse direction.
+
+    References
+    ----------
+    The presets reproduce the papers' set-ups: ``paper000`` is 000's Table 1
+    (128 nodes, 4 switches x 32); ``paper001-8x32``/``paper001-16x16`` are 001's
+    section 4.1 and Table 1; ``paper003`` is 003's section 4.1.2 (64 nodes,
+    4 switches x 16); ``kcomputer`` and ``mesh10x10x10`` are 004's meshes.
+
+    Examples
+    --------
+    >>> t = load_topology("paper003")
+    >>> t.kind, t.n_nodes, t.n_switches, len(t.ocs.nodes)
+    ('hybrid', 64, 4, 32)
     >>> t = load_topology("paper003", ["ocs.nodes_per_switch=2"])
     >>> len(t.ocs.nodes)
     8
+    >>> load_topology("paper004")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown topology preset 'paper004' (presets: ...; or give a file)
     """
     doc, origin = _document(spec)
     doc = apply_overrides(doc, overrides)
@@ -99,7 +152,38 @@ def _yaml(raw: str, path) -> dict:
 
 
 def apply_overrides(doc: dict, overrides) -> dict:
-    """Apply ``dotted.key=value`` overrides; values are parsed as YAML scalars (``4``, ``true``, ``[1,2]``)."""
+    """Apply ``dotted.key=value`` overrides; values are parsed as YAML scalars (``4``, ``true``, ``[1,2]``).
+
+    Missing intermediate sections are created. Keys are not checked here:
+    :func:`topology_from_dict` rejects the ones the topology kind does not read.
+
+    Parameters
+    ----------
+    doc : dict
+        A topology document (not changed).
+    overrides : sequence of str or None
+        ``dotted.key=value`` strings, applied in order.
+
+    Returns
+    -------
+    dict
+        A deep copy of ``doc`` with the overrides applied.
+
+    Raises
+    ------
+    TopoplanError
+        If an item has no ``=`` or an empty key.
+
+    Examples
+    --------
+    >>> apply_overrides({"kind": "tree", "eps": {"up_bw": "20Gbps"}},
+    ...                 ["eps.up_bw=1.6Gbps", "ocs.nodes_per_switch=4"])
+    {'kind': 'tree', 'eps': {'up_bw': '1.6Gbps'}, 'ocs': {'nodes_per_switch': 4}}
+    >>> apply_overrides({}, ["oops"])
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: --set 'oops': expected dotted.key=value
+    """
     doc = copy.deepcopy(doc)
     for item in overrides or ():
         if "=" not in item:
@@ -178,7 +262,47 @@ def _check_keys(doc: dict, family: str) -> None:
 
 
 def topology_from_dict(doc: dict, name: str = "") -> Topology:
-    """Build and validate a topology from the YAML document (see the module docstring)."""
+    """Build and validate a topology from the YAML document (see the module docstring).
+
+    Parameters
+    ----------
+    doc : dict
+        The document: ``kind`` (default ``tree``) and the keys that kind reads.
+    name : str, optional
+        The topology's name.
+
+    Returns
+    -------
+    TreeTopology, TorusTopology or GraphTopology
+        ``tree``/``fat-tree``/``hybrid`` give a :class:`~planner.topology.TreeTopology`
+        (a ``tree`` with an ``ocs`` section becomes ``hybrid``), ``torus``/``mesh`` a
+        :class:`~planner.topology.TorusTopology`, ``graph`` a :class:`~planner.topology.GraphTopology`.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field at fault: a key the kind does not read (with the
+        known keys), a missing or malformed value, or a failed validation.
+
+    See Also
+    --------
+    load_topology : from a preset or file, with overrides.
+    topology_to_dict : the inverse.
+
+    Examples
+    --------
+    >>> doc = {"kind": "tree", "switches": 2, "nodes_per_switch": 4,
+    ...        "eps": {"down_bw": "10Gbps", "up_bw": "20Gbps"}}
+    >>> t = topology_from_dict(doc, name="small")
+    >>> t.n_nodes, t.node_switch().tolist()
+    (8, [0, 0, 0, 0, 1, 1, 1, 1])
+    >>> t.down_bw_Bps
+    1250000000.0
+    >>> topology_from_dict({**doc, "eps": {"down_bw": "10Gbps"}})
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'eps.up_bw': missing
+    """
     unknown = sorted(set(doc) - KNOWN_TOP)
     if unknown:
         raise TopoplanError(f"field '{unknown[0]}': unknown key (known: {', '.join(sorted(KNOWN_TOP))})")
@@ -353,7 +477,34 @@ def _t(x: float) -> str:
 
 
 def topology_to_dict(topo: Topology) -> dict:
-    """The YAML document of a topology (inverse of :func:`topology_from_dict`)."""
+    """The YAML document of a topology (inverse of :func:`topology_from_dict`).
+
+    Quantities are written with units (``Gbps``, ``ns``, ``B``) so the
+    document reads like a hand-written one.
+
+    Parameters
+    ----------
+    topo : TreeTopology, TorusTopology or GraphTopology
+        The topology.
+
+    Returns
+    -------
+    dict
+        A document that :func:`topology_from_dict` turns back into an equal topology.
+
+    See Also
+    --------
+    dump_topology : the same as YAML text.
+
+    Examples
+    --------
+    >>> t = load_topology("paper003")
+    >>> d = topology_to_dict(t)
+    >>> d["kind"], d["switches"], d["eps"]["up_bw"]
+    ('hybrid', 4, '20Gbps')
+    >>> topology_from_dict(d, name=d["name"]) == t
+    True
+    """
     node = {"intra_bw": _bw(topo.intra_node_bw_Bps), "intra_latency": _t(topo.intra_node_latency_s)}
     if isinstance(topo, TreeTopology):
         d = {"kind": topo.kind, "name": topo.name, "switches": topo.n_switches,
@@ -395,6 +546,32 @@ def topology_to_dict(topo: Topology) -> dict:
 
 
 def dump_topology(topo: Topology) -> str:
+    """The YAML text of a topology, as ``topoplan topo show`` prints it.
+
+    Parameters
+    ----------
+    topo : TreeTopology, TorusTopology or GraphTopology
+        The topology.
+
+    Returns
+    -------
+    str
+        YAML of :func:`topology_to_dict`, keys in document order.
+
+    Examples
+    --------
+    >>> t = topology_from_dict({"switches": 2, "nodes_per_switch": 4,
+    ...                         "eps": {"down_bw": "10Gbps", "up_bw": "20Gbps"}}, name="small")
+    >>> print(dump_topology(t))  # doctest: +ELLIPSIS
+    kind: tree
+    name: small
+    switches: 2
+    nodes_per_switch: 4
+    cores_per_node: 1
+    eps:
+      down_bw: 10Gbps
+    ...
+    """
     return yaml.safe_dump(topology_to_dict(topo), sort_keys=False)
 
 
@@ -403,8 +580,36 @@ def dump_topology(topo: Topology) -> str:
 def expand_hostlist(expr: str, where: str = "") -> list[str]:
     """Expand a Slurm host list: ``tux[0-3,7],node[001-002]`` -> tux0..tux3, tux7, node001, node002.
 
+    Zero-padded ranges keep their width; several bracket groups multiply out.
+
+    Parameters
+    ----------
+    expr : str
+        The host list.
+    where : str, optional
+        Prefix of error messages (e.g. ``"topology.conf:3: "``).
+
+    Returns
+    -------
+    list of str
+        The host names, in order.
+
+    Raises
+    ------
+    TopoplanError
+        For unbalanced brackets, a bad or backwards range, or more than
+        ``MAX_NODES`` hosts.
+
+    Examples
+    --------
+    >>> expand_hostlist("tux[0-3,7],node[001-002]")
+    ['tux0', 'tux1', 'tux2', 'tux3', 'tux7', 'node001', 'node002']
     >>> expand_hostlist("n[1-2]-c[01-02]")
     ['n1-c01', 'n1-c02', 'n2-c01', 'n2-c02']
+    >>> expand_hostlist("n[3-1]")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: host list 'n[3-1]': range '3-1' runs backwards
     """
     out = []
     for item in _split_top(expr.strip()):
@@ -464,6 +669,39 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     bandwidth; a bare number is taken as Gb/s (Slurm leaves its unit open).
     A two-level tree becomes ``kind: tree`` (leaf LinkSpeed = node links,
     top LinkSpeed = uplinks); deeper or irregular trees become ``kind: graph``.
+
+    Parameters
+    ----------
+    text : str
+        The file's content.
+    path : str or path, optional
+        The file name, used in error messages (``path:line:``) and as the topology name.
+    default_speed : str, optional
+        Link bandwidth where no LinkSpeed applies.
+
+    Returns
+    -------
+    dict
+        A topology document for :func:`topology_from_dict`.
+
+    Raises
+    ------
+    TopoplanError
+        For a line without ``SwitchName=``, an unknown key, a switch defined
+        twice or listing an unknown switch, or a node under two switches.
+
+    Examples
+    --------
+    >>> conf = ("SwitchName=s0 Nodes=n[1-2]\\n"
+    ...         "SwitchName=s1 Nodes=n[3-4]\\n"
+    ...         "SwitchName=top Switches=s[0-1] LinkSpeed=40\\n")
+    >>> doc = slurm_to_dict(conf)
+    >>> doc["kind"], doc["nodes_per_switch"], doc["hostnames"]
+    ('tree', [2, 2], ['n1', 'n2', 'n3', 'n4'])
+    >>> doc["eps"]
+    {'down_bw': '10Gbps', 'up_bw': '40Gbps'}
+    >>> topology_from_dict(doc).n_nodes
+    4
     """
     lines, buf, start = [], "", 0
     for no, raw in enumerate(text.splitlines(), 1):

@@ -17,6 +17,10 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
+           "OPTIONAL_INT", "MAX_RANKS", "op_codes", "Trace", "read_csv_table", "to_numbers", "check_limits",
+           "read_trace"]
+
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
        "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather", "scatter",
        "reduce_scatter", "barrier")
@@ -33,7 +37,26 @@ OPTIONAL_INT = ("comm", "tag", "req")
 
 
 def op_codes(names) -> np.ndarray:
-    """Codes of op names (tuple/list of str) for use with ``np.isin(trace.op, ...)``."""
+    """Codes of op names (tuple/list of str) for use with ``np.isin(trace.op, ...)``.
+
+    Parameters
+    ----------
+    names : iterable of str
+        Names from :data:`OPS`.
+
+    Returns
+    -------
+    numpy.ndarray of int16
+        Their codes (:data:`OP_CODE`).
+
+    Examples
+    --------
+    >>> op_codes(("send", "isend")).tolist()
+    [0, 1]
+    >>> t = Trace.from_records([(0, "isend", 1, 8, -1, 2, 0.0, 0.0), (1, "recv", 0, 8, -1, 2, 0.0, 0.0)], 2)
+    >>> np.isin(t.op, op_codes(SEND_OPS)).tolist()
+    [True, False]
+    """
     return np.array([OP_CODE[n] for n in names], dtype=np.int16)
 
 
@@ -45,6 +68,43 @@ class Trace:
     ``req`` use -1 for empty. ``communicators`` maps a comm id to the world
     ranks of its members (in communicator rank order); ids not in it, and
     :data:`WORLD`, mean MPI_COMM_WORLD.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Size of MPI_COMM_WORLD.
+    rank, peer, root, comm_size, comm, tag : numpy.ndarray of int64
+        Per call: the calling rank, the point-to-point partner, the
+        collective's root, the communicator's size and id, the tag.
+    op : numpy.ndarray of int16
+        Per call: the code of its name (:data:`OP_CODE`; :data:`UNKNOWN_OP` for calls not modelled).
+    bytes, t_start, t_end : numpy.ndarray of float64
+        Per call: message size in bytes, start and end in seconds.
+    req : numpy.ndarray of int8
+        What a ``wait`` completes (1 send, 0 receive, -1 unknown).
+    communicators : dict of int to numpy.ndarray, optional
+    unknown_ops : dict of str to int, optional
+        Calls read but not modelled, with their counts.
+    source : str, optional
+        The file (or generator spec) it came from; used in error messages.
+
+    See Also
+    --------
+    read_trace : read one from a file.
+    planner.generators.TraceBuilder : build one call by call.
+
+    References
+    ----------
+    The columns are those of ``shared/formats/trace.md``.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 1e-6),
+    ...                         (1, "recv", 0, 8, -1, 2, 0.0, 1e-6)], 2, source="demo")
+    >>> len(t), t.op_counts()
+    (2, {'send': 1, 'recv': 1})
+    >>> t.members(-1).tolist()  # MPI_COMM_WORLD
+    [0, 1]
     """
 
     n_ranks: int
@@ -169,8 +229,42 @@ def _open_text(path: Path):
 def read_csv_table(path, required, kind: str):
     """Read a CSV (plain or gzip) into a pandas DataFrame of strings, checking the header.
 
-    Raises :class:`TopoplanError` naming the file for a missing file,
-    a missing column or an unreadable file.
+    Only an empty cell is missing: ``nan``, ``NA`` or ``null`` written in a
+    file stay text, so :func:`to_numbers` reports them.
+
+    Parameters
+    ----------
+    path : str or path
+        The file.
+    required : sequence of str
+        Columns that must be in the header.
+    kind : str
+        What the file is, for messages (``"MPI event trace"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Column names stripped of spaces.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file for a missing, unreadable, empty or malformed file,
+        or a missing column.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "m.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("src, dst, bytes\\n0, 1, 100\\n")
+    >>> list(read_csv_table(path, ("src", "dst"), "communication matrix").columns)
+    ['src', 'dst', 'bytes']
+    >>> read_csv_table(path, ("msgs",), "communication matrix")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: .../m.csv: line 1: missing column(s) msgs for a communication matrix
     """
     import pandas as pd
 
@@ -197,8 +291,42 @@ def read_csv_table(path, required, kind: str):
 def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
     """Column of a string DataFrame to finite numbers; raises naming the line of the first bad cell.
 
-    ``empty`` is the value of an empty cell, or None when a cell must not be empty
-    (a row cut short, as in a truncated file, is then an error, not a sentinel).
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        As read by :func:`read_csv_table`.
+    col : str
+        The column.
+    path : str or path
+        The file, for messages (line numbers count the header as line 1).
+    integer : bool
+        Whether the values must be integers (returned as int64).
+    empty : float or None, optional
+        The value of an empty cell, or None when a cell must not be empty
+        (a row cut short, as in a truncated file, is then an error, not a sentinel).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 when ``integer``, else float64.
+
+    Raises
+    ------
+    TopoplanError
+        ``path:line: field 'col': ...`` for an empty cell (with ``empty=None``),
+        text, an infinite value, a fraction where an integer is needed, or an
+        integer beyond 2^62.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"rank": ["0", "1", ""], "bytes": ["8", "1e3", "x"]})
+    >>> to_numbers(df, "rank", "t.csv", integer=True).tolist()
+    [0, 1, -1]
+    >>> to_numbers(df, "bytes", "t.csv", integer=False)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: t.csv:4: field 'bytes': not a number: 'x'
     """
     import pandas as pd
 
@@ -242,7 +370,29 @@ MAX_RANKS = 1 << 24   # a communicator larger than this is a corrupt file, not a
 
 
 def check_limits(path, **cols) -> None:
-    """Reject values no real run has (a rank past 2^24, a message past 2^60 bytes) before they size arrays."""
+    """Reject values no real run has (a rank past 2^24, a message past 2^60 bytes) before they size arrays.
+
+    Parameters
+    ----------
+    path : str or path
+        The file, for messages.
+    **cols : array_like
+        Columns by name; ``bytes`` is checked against ``MAX_VALUE["size"]``
+        (:mod:`planner.units`), every other column against :data:`MAX_RANKS`.
+
+    Raises
+    ------
+    TopoplanError
+        ``path:line: field 'col': ... is over the limit of ...`` for the first value too large.
+
+    Examples
+    --------
+    >>> check_limits("x.csv", rank=[0, 1], bytes=[8.0, 4e6])
+    >>> check_limits("x.csv", rank=[0, 1 << 30])
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: x.csv:3: field 'rank': 1.074e+09 is over the limit of 16,777,216 ranks
+    """
     from planner.units import MAX_VALUE
 
     for col, arr in cols.items():
@@ -259,15 +409,44 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
 
     Parameters
     ----------
-    path : trace file.
-    n_ranks : size of MPI_COMM_WORLD; default: the largest rank, peer or
-        world-communicator size seen.
+    path : str or path
+        The trace file.
+    n_ranks : int, optional
+        Size of MPI_COMM_WORLD; default: the largest rank with events, ``comm_size``
+        or communicator size seen.
 
     Returns
     -------
-    Trace, sorted by rank then t_start.
+    Trace
+        Sorted by rank then t_start; calls not modelled are kept with
+        :data:`UNKNOWN_OP` and counted in ``unknown_ops``.
 
-    Raises TopoplanError (one line naming the file and line) on bad input.
+    Raises
+    ------
+    TopoplanError
+        One line naming the file and line on bad input: a missing column, a
+        malformed number, a negative size or time, a call ending before it
+        starts, or a rank outside MPI_COMM_WORLD.
+
+    References
+    ----------
+    The format is ``shared/formats/trace.md``; ``shared/traces/CG.C.64`` is a
+    recorded trace in it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "events.csv")
+    >>> Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 1e-6),
+    ...                     (1, "recv", 0, 8, -1, 2, 0.0, 1e-6)], 2).write_csv(path)
+    >>> print(open(path).read().strip())
+    rank,op,peer,bytes,root,comm_size,t_start,t_end,comm,tag
+    0,send,1,8,-1,2,0.0,1e-06,-1,-1
+    1,recv,0,8,-1,2,0.0,1e-06,-1,-1
+    >>> t = read_trace(path)
+    >>> t.n_ranks, len(t), t.op_counts()
+    (2, 2, {'send': 1, 'recv': 1})
     """
     path = Path(path)
     df = read_csv_table(path, REQUIRED, "MPI event trace")

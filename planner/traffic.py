@@ -18,10 +18,41 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "is_matrix_file", "load_source", "load_traffic"]
+
 
 @dataclass
 class Traffic:
-    """Point-to-point traffic between ranks (see the module docstring)."""
+    """Point-to-point traffic between ranks (see the module docstring).
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks of the communicator; every ``src`` and ``dst`` is below it.
+    src, dst : numpy.ndarray of int64
+        Sending and receiving rank of each group.
+    msg_bytes : numpy.ndarray of float64
+        Size of each message of the group, in bytes.
+    count : numpy.ndarray of int64
+        Messages in the group.
+    name : str, optional
+        Where the traffic came from (a file or generator spec).
+
+    See Also
+    --------
+    from_arrays : build one, merging equal groups.
+    load_traffic : from a generator spec, matrix file or trace.
+
+    Examples
+    --------
+    >>> t = from_arrays(4, src=[0, 0, 1], dst=[1, 1, 2], msg_bytes=[1e6, 1e6, 10.0])
+    >>> t.count.tolist(), t.bytes.tolist()
+    ([2, 1], [2000000.0, 10.0])
+    >>> t.total_bytes()
+    2000010.0
+    >>> float(t.dense(1000, large=True).sum())  # only messages of at least 1000 bytes
+    2000000.0
+    """
 
     n_ranks: int
     src: np.ndarray
@@ -70,6 +101,32 @@ def _num(x: float):
 
 
 def from_arrays(n_ranks, src, dst, msg_bytes, count=None, name="") -> Traffic:
+    """Traffic from parallel arrays of messages; groups with the same (src, dst, size) are merged.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks of the communicator.
+    src, dst : array_like of int
+        Sending and receiving rank of each entry.
+    msg_bytes : array_like of float
+        Message size of each entry, in bytes.
+    count : array_like of int, optional
+        Messages per entry; default one each.
+    name : str, optional
+        Name of the traffic.
+
+    Returns
+    -------
+    Traffic
+        One group per distinct ``(src, dst, msg_bytes)``, sorted by them.
+
+    Examples
+    --------
+    >>> t = from_arrays(4, [0, 0, 1], [1, 1, 2], [1e6, 1e6, 10.0])
+    >>> t.src.tolist(), t.dst.tolist(), t.msg_bytes.tolist(), t.count.tolist()
+    ([0, 1], [1, 2], [1000000.0, 10.0], [2, 1])
+    """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     msg_bytes = np.asarray(msg_bytes, dtype=np.float64)
@@ -92,9 +149,44 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     """Read a communication matrix CSV ``src,dst,bytes,msgs`` (plain or gzip).
 
     Rows with the same pair add up. Each pair becomes one group of ``msgs``
-    messages of the average size. Raises :class:`TopoplanError` naming the
-    line of a malformed row, a negative size or a rank outside the
-    communicator (``n_ranks`` when given).
+    messages of the average size.
+
+    Parameters
+    ----------
+    path : str or path
+        The CSV file; ``msgs`` is optional (one message per row without it).
+    n_ranks : int, optional
+        Ranks of the communicator; default one more than the largest rank seen.
+
+    Returns
+    -------
+    Traffic
+        One group per ordered pair, named after the file.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the line of a malformed row, a negative value or a rank
+        outside the communicator (``n_ranks`` when given).
+
+    See Also
+    --------
+    Traffic.write_matrix : writes this format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "matrix.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("src,dst,bytes,msgs\\n0,1,2000000,2\\n1,2,10,1\\n0,1,1000000,1\\n")
+    >>> m = read_matrix(path)
+    >>> m.n_ranks, m.src.tolist(), m.msg_bytes.tolist(), m.count.tolist()
+    (3, [0, 1], [1000000.0, 10.0], [3, 1])
+    >>> read_matrix(path, n_ranks=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
     """
     from planner.trace import read_csv_table, to_numbers
 
@@ -129,7 +221,28 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
 
 
 def from_trace(trace) -> Traffic:
-    """All point-to-point messages of a trace: explicit sends plus expanded collectives."""
+    """All point-to-point messages of a trace: explicit sends plus expanded collectives.
+
+    Collectives become the point-to-point messages of the MPICH algorithm
+    their size selects (:func:`planner.collectives.expand_trace_collectives`).
+
+    Parameters
+    ----------
+    trace : planner.trace.Trace
+        The event trace.
+
+    Returns
+    -------
+    Traffic
+        Named after the trace's directory (or source).
+
+    Examples
+    --------
+    >>> from planner.generators import parse_spec
+    >>> t = from_trace(parse_spec("ring:np=4,bytes=1MB,iters=2"))
+    >>> t.n_ranks, t.src.tolist(), t.dst.tolist(), t.count.tolist()
+    (4, [0, 1, 2, 3], [1, 2, 3, 0], [2, 2, 2, 2])
+    """
     from planner.collectives import expand_trace_collectives
     from planner.trace import op_codes
 
@@ -146,7 +259,33 @@ def from_trace(trace) -> Traffic:
 
 
 def is_matrix_file(path: Path) -> bool:
-    """A CSV whose header has src and dst columns (any order) is a matrix; one with rank, op is a trace."""
+    """A CSV whose header has src and dst columns (any order) is a matrix; one with rank, op is a trace.
+
+    Parameters
+    ----------
+    path : path
+        The file, plain or gzip.
+
+    Returns
+    -------
+    bool
+        True for a communication matrix.
+
+    Raises
+    ------
+    TopoplanError
+        If the file cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "m.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("dst,src,bytes\\n1,0,100\\n")
+    >>> is_matrix_file(path)
+    True
+    """
     import gzip
     import zlib
 
@@ -165,8 +304,37 @@ def is_matrix_file(path: Path) -> bool:
 def load_source(spec: str, n_ranks: int | None = None):
     """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
 
-    Returns ``(trace_or_None, traffic)``: generators and traces keep their
-    event trace (for replay); a matrix has none.
+    Parameters
+    ----------
+    spec : str
+        A generator spec (``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``, see
+        :mod:`planner.generators`), a communication matrix CSV, a trace CSV, or a
+        directory holding ``events.csv.gz``.
+    n_ranks : int, optional
+        Ranks of the communicator, for files; default from the largest rank seen.
+
+    Returns
+    -------
+    trace : planner.trace.Trace or None
+        The event trace (for replay) of a generator or trace file; None for a matrix.
+    traffic : Traffic
+        Its point-to-point traffic.
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, an unknown spec, or a malformed file (naming the line).
+
+    Notes
+    -----
+    Trace rows with MPI calls topoplan does not model are skipped with a
+    warning on stderr.
+
+    Examples
+    --------
+    >>> trace, t = load_source("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
+    >>> trace.n_ranks, t.n_ranks, t.total_bytes()
+    (16, 16, 192000000.0)
     """
     path = Path(spec)
     if path.is_dir() and (path / "events.csv.gz").is_file():
@@ -203,5 +371,36 @@ def load_source(spec: str, n_ranks: int | None = None):
 
 
 def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
-    """The :class:`Traffic` of a generator spec, matrix file or trace file (see :func:`load_source`)."""
+    """The :class:`Traffic` of a generator spec, matrix file or trace file (see :func:`load_source`).
+
+    Parameters
+    ----------
+    spec : str
+        A generator spec, a matrix or trace CSV, or a trace directory.
+    n_ranks : int, optional
+        Ranks of the communicator, for files.
+
+    Returns
+    -------
+    Traffic
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, an unknown spec or a malformed file.
+
+    See Also
+    --------
+    load_source : also returns the event trace.
+
+    Examples
+    --------
+    >>> t = load_traffic("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
+    >>> t.n_ranks, len(t.src), t.total_bytes()
+    (16, 48, 192000000.0)
+    >>> load_traffic("nosuch")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown traffic 'nosuch': not a file and not a generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)
+    """
     return load_source(spec, n_ranks)[1]

@@ -9,7 +9,9 @@ A bare number is taken in the base unit.
 1250000000.0
 >>> parse_size("4MiB")
 4194304.0
->>> parse_time("500ns")
+>>> parse_time("10ms")
+0.01
+>>> print(f"{parse_time('500ns'):g}")  # 500 * 1e-9 carries float rounding
 5e-07
 """
 
@@ -19,6 +21,8 @@ import math
 import re
 
 from planner.errors import TopoplanError
+
+__all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time"]
 
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-zµ/]*)\s*$")
@@ -75,6 +79,39 @@ def parse_bandwidth(text, field: str | None = None) -> float:
     Bits: ``bps``, ``b/s`` (``10Gbps``, ``20 Gb/s``); bytes: ``Bps``, ``B/s``
     (``1.25GB/s``, ``1.25GBps``). Prefixes k, M, G, T (10^3) and Ki, Mi, Gi
     (2^10). A bare number is bytes per second. Must be positive.
+
+    Parameters
+    ----------
+    text : str or float
+        The bandwidth, e.g. ``"10Gbps"``; a number is taken in bytes per second.
+    field : str, optional
+        Name of the field being read; errors start with ``field '<field>':``.
+
+    Returns
+    -------
+    float
+        Bytes per second.
+
+    Raises
+    ------
+    TopoplanError
+        If the text cannot be read, the unit is unknown, or the value is not
+        positive or implausibly large (above ``MAX_VALUE["bandwidth"]``).
+
+    See Also
+    --------
+    parse_size, parse_time
+
+    Examples
+    --------
+    >>> parse_bandwidth("10Gbps")
+    1250000000.0
+    >>> parse_bandwidth("1.25GB/s")
+    1250000000.0
+    >>> parse_bandwidth("0", field="eps_bw")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'eps_bw': bandwidth must be positive, got '0'
     """
     value, unit = _split(text, "bandwidth", field)
     if unit == "":
@@ -87,7 +124,40 @@ def parse_bandwidth(text, field: str | None = None) -> float:
 
 
 def parse_time(text, field: str | None = None) -> float:
-    """Parse a duration (``500ns``, ``1.5us``, ``10ms``, ``2s``); returns seconds."""
+    """Parse a duration (``500ns``, ``1.5us``, ``10ms``, ``2s``); returns seconds.
+
+    Units: ``ps``, ``ns``, ``us`` (or ``µs``), ``ms``, ``s`` (or ``sec``), ``min``, ``h``.
+    A bare number is seconds. Zero is allowed.
+
+    Parameters
+    ----------
+    text : str or float
+        The duration; a number is taken in seconds.
+    field : str, optional
+        Name of the field being read, used in error messages.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    TopoplanError
+        If the text cannot be read, the unit is unknown, or the value is
+        negative or implausibly large.
+
+    Examples
+    --------
+    >>> parse_time("10ms")
+    0.01
+    >>> parse_time("2min")
+    120.0
+    >>> parse_time("3 weeks")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown time unit in '3 weeks' (use ns, us, ms, s)
+    """
     value, unit = _split(text, "time", field)
     if unit == "":
         return _check(value, "time", text, field)
@@ -97,7 +167,35 @@ def parse_time(text, field: str | None = None) -> float:
 
 
 def parse_size(text, field: str | None = None) -> float:
-    """Parse a size in bytes: ``4MB`` = 4*10^6, ``4MiB`` = 4*2^20, ``8192``, ``10kB``."""
+    """Parse a size in bytes: ``4MB`` = 4*10^6, ``4MiB`` = 4*2^20, ``8192``, ``10kB``.
+
+    Parameters
+    ----------
+    text : str or float
+        The size; a number is taken in bytes.
+    field : str, optional
+        Name of the field being read, used in error messages.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Raises
+    ------
+    TopoplanError
+        If the text cannot be read, the unit is unknown, or the value is
+        negative or implausibly large.
+
+    Examples
+    --------
+    >>> parse_size("4MB")
+    4000000.0
+    >>> parse_size("4MiB")
+    4194304.0
+    >>> parse_size(8192)
+    8192.0
+    """
     value, unit = _split(text, "size", field)
     if unit == "":
         return _check(value, "size", text, field)
@@ -108,7 +206,32 @@ def parse_size(text, field: str | None = None) -> float:
 
 
 def format_bytes(n: float) -> str:
-    """Human form with decimal prefixes: 1920000000 -> '1,920 MB'."""
+    """Human form of a byte count with decimal prefixes: 1920000000 -> '1,920 MB'.
+
+    Parameters
+    ----------
+    n : float
+        Bytes.
+
+    Returns
+    -------
+    str
+        Three significant digits (at least the whole part) and a unit among
+        B, KB, MB, GB; GB are used from 10 GB on.
+
+    See Also
+    --------
+    parse_size : the inverse direction.
+
+    Examples
+    --------
+    >>> format_bytes(1_920_000_000)
+    '1,920 MB'
+    >>> format_bytes(40e6)
+    '40 MB'
+    >>> format_bytes(512)
+    '512 B'
+    """
     n = float(n)
     for unit, mult in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= mult * 10 or (unit == "KB" and abs(n) >= mult):
@@ -117,7 +240,32 @@ def format_bytes(n: float) -> str:
 
 
 def format_time(t: float) -> str:
-    """Human form of a duration in seconds: 0.0123 -> '12.3 ms'."""
+    """Human form of a duration in seconds: 0.0123 -> '12.3 ms'.
+
+    Parameters
+    ----------
+    t : float
+        Seconds.
+
+    Returns
+    -------
+    str
+        Four significant digits and the largest unit among s, ms, us, ns that
+        keeps the number at least 1.
+
+    See Also
+    --------
+    parse_time : the inverse direction.
+
+    Examples
+    --------
+    >>> format_time(0.0123)
+    '12.3 ms'
+    >>> format_time(2.5)
+    '2.5 s'
+    >>> format_time(5e-7)
+    '500 ns'
+    """
     for unit, mult in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(t) >= mult:
             return f"{t / mult:.4g} {unit}"

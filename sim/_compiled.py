@@ -22,6 +22,8 @@ from numba import njit
 
 from sim.maxmin import _act_add, _act_remove, _csc_insert, _csc_rebuild, _csc_remove, _fill_slots
 
+__all__ = ["run_core", "run_flows"]
+
 # micro-op kinds
 K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP = range(9)
 

@@ -27,6 +27,8 @@ import numpy as np
 from planner.errors import TopoplanError
 from sim.maxmin import LinkSet, routes_to_csr, simulate_flows
 
+__all__ = ["FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
+
 _SHARING = {"shared": True, "splitduplex": True, "fatpipe": False}
 _DIRS = {"up": 0, "down": 1}
 
@@ -44,6 +46,15 @@ class FlowTable:
     bytes_ : float array
     start_s : float array
     hosts : list of str
+
+    Examples
+    --------
+    >>> doc = {"tree": {"leaves": 2, "hosts_per_leaf": 2, "down_bw": 1e9, "up_bw": 1e9,
+    ...                 "down_lat": 1e-6, "up_lat": 1e-6},
+    ...        "flows": [{"id": "a", "src": "h0", "dst": "h2", "bytes": 1e9, "start_s": 0}]}
+    >>> flows = load_scenario(doc).flows
+    >>> flows.ids, flows.src.tolist(), flows.dst.tolist(), flows.hosts
+    (['a'], [0], [2], ['h0', 'h1', 'h2', 'h3'])
     """
 
     ids: list
@@ -66,7 +77,24 @@ class FlowTable:
 
 
 class Scenario(NamedTuple):
-    """``(links, routes, flows)``: directed links, one CSR route per flow, the flow table."""
+    """``(links, routes, flows)``: directed links, one CSR route per flow, the flow table.
+
+    Parameters
+    ----------
+    links : LinkSet
+    routes : tuple of numpy.ndarray
+        ``(route_ptr, route_links)``.
+    flows : FlowTable
+
+    Examples
+    --------
+    >>> doc = {"tree": {"leaves": 1, "hosts_per_leaf": 2, "down_bw": 1e9, "up_bw": 1e9,
+    ...                 "down_lat": 0, "up_lat": 0},
+    ...        "flows": [{"id": 1, "src": "h0", "dst": "h1", "bytes": 1e9, "start_s": 0}]}
+    >>> sc = load_scenario(doc)
+    >>> len(sc.links), sc.routes[0].tolist(), len(sc.flows.ids)
+    (6, [0, 2], 1)
+    """
 
     links: LinkSet
     routes: tuple[np.ndarray, np.ndarray]
@@ -148,8 +176,20 @@ def tree_links(leaves: int, hosts_per_leaf: int, down_bw: float, up_bw: float, d
     (leaf to top switch); named link ``i`` has directed ids ``2i`` (up) and
     ``2i + 1`` (down).
 
-    Example
+    Parameters
+    ----------
+    leaves, hosts_per_leaf : int
+    down_bw, up_bw : float
+        Bandwidth of host and leaf links, bytes per second.
+    down_lat, up_lat : float
+        Their latencies, seconds.
+
+    Returns
     -------
+    LinkSet
+
+    Examples
+    --------
     >>> tree_links(2, 2, 1e9, 2e9, 1e-6, 1e-6).names[:3]
     ['down0/up', 'down0/down', 'down1/up']
     """
@@ -166,8 +206,18 @@ def tree_routes(src, dst, leaves: int, hosts_per_leaf: int) -> tuple[np.ndarray,
     Within a leaf: ``down<src>`` up, ``down<dst>`` down; across leaves also
     ``up<leaf src>`` up and ``up<leaf dst>`` down; a host to itself: no link.
 
-    Example
+    Parameters
+    ----------
+    src, dst : array_like of int
+        Host indices.
+    leaves, hosts_per_leaf : int
+
+    Returns
     -------
+    route_ptr, route_links : numpy.ndarray
+
+    Examples
+    --------
     >>> tree_routes([0, 0], [1, 2], 2, 2)
     (array([0, 2, 6]), array([ 0,  3,  0,  8, 11,  5]))
     """
@@ -279,8 +329,8 @@ def load_scenario(source) -> Scenario:
         Missing or malformed field, unknown host or link, a flow without a
         route, bad numbers, unreadable or malformed file.
 
-    Example
-    -------
+    Examples
+    --------
     >>> doc = {"tree": {"leaves": 2, "hosts_per_leaf": 2, "down_bw": 1e9, "up_bw": 1e9,
     ...                 "down_lat": 1e-6, "up_lat": 1e-6},
     ...        "flows": [{"id": "a", "src": "h0", "dst": "h2", "bytes": 1e9, "start_s": 0}]}
@@ -340,8 +390,8 @@ def run_scenario(source, *, solver: str = "auto", progress=None) -> dict:
         ``{"flows": [{"id", "finish_s"}], "makespan_s", "n_flows", "n_events", "wall_s"}``;
         ``wall_s`` is the simulation time, without reading the file.
 
-    Example
-    -------
+    Examples
+    --------
     >>> doc = {"hosts": ["A", "B"], "routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}]}],
     ...        "links": [{"name": "L", "bandwidth_Bps": 1e9, "latency_s": 1e-6, "sharing": "shared"}],
     ...        "flows": [{"id": "f", "src": "B", "dst": "A", "bytes": 1e9, "start_s": 0}]}

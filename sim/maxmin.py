@@ -54,6 +54,9 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["REL_TOL", "MAX_TIMELINE_CELLS", "LinkSet", "FlowResult", "routes_to_csr", "maxmin_rates", "FlowEngine",
+           "simulate_flows"]
+
 REL_TOL = 1e-12
 """Events closer than this (relative to the event time) are one event."""
 
@@ -79,11 +82,15 @@ class LinkSet:
     names : list of str, optional
         A name per link, for reports.
 
-    Example
-    -------
+    Examples
+    --------
     >>> links = LinkSet(bw_Bps=[1e9, 1e9], latency_s=[1e-6, 1e-6], shared=[True, True], names=["L/up", "L/down"])
     >>> len(links)
     2
+    >>> LinkSet([0.0], [0.0], [True], names=["L"])
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: LinkSet: link 'L': bandwidth must be > 0, got 0.0
     """
 
     bw_Bps: np.ndarray
@@ -131,6 +138,15 @@ class FlowResult:
         With ``timeline_dt_s``: ``{"t_s", "dt_s", "util"}``, ``util[link, k]``
         the bytes carried in interval ``k`` divided by ``bw_Bps * dt`` (on a
         fat pipe this may exceed 1).
+
+    Examples
+    --------
+    >>> links = LinkSet([1e9, 5e8], [0, 0], [True, True])
+    >>> res = simulate_flows(links, *routes_to_csr([[0], [0, 1]]), [0, 0], [1e9, 1e9], timeline_dt_s=1.0)
+    >>> res.makespan_s, res.link_bytes.tolist(), res.n_events
+    (2.0, [2000000000.0, 1000000000.0], 2)
+    >>> res.timeline["util"][1].tolist()  # link 1 is full for both seconds
+    [1.0, 1.0]
     """
 
     finish_s: np.ndarray
@@ -156,8 +172,8 @@ def routes_to_csr(routes, n_links: int | None = None) -> tuple[np.ndarray, np.nd
     -------
     route_ptr, route_links : int64 arrays
 
-    Example
-    -------
+    Examples
+    --------
     >>> routes_to_csr([[0, 2], [], [1]])
     (array([0, 2, 2, 3]), array([0, 2, 1]))
     """
@@ -567,8 +583,8 @@ def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
     rates : array of float
         Bytes per second per flow (inf for a flow without a finite link).
 
-    Example
-    -------
+    Examples
+    --------
     >>> links = LinkSet([1e9, 5e8], [0, 0], [True, True])
     >>> maxmin_rates(links, [[0], [0, 1], [1]]).tolist()
     [750000000.0, 250000000.0, 250000000.0]
@@ -639,8 +655,8 @@ class FlowEngine:
         Starts and completions within ``rel_tol * |t|`` of an event time ``t``
         belong to that event.
 
-    Example
-    -------
+    Examples
+    --------
     >>> eng = FlowEngine(LinkSet([1e9], [1e-6], [True]))
     >>> eng.add_flows([0, 1, 2], [0, 0], [0.0, 0.0], [1e9, 1e9]).tolist()
     [0, 1]
@@ -1023,8 +1039,8 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     -------
     FlowResult
 
-    Example
-    -------
+    Examples
+    --------
     >>> links = LinkSet([1e9, 5e8], [0, 0], [True, True])
     >>> ptr, rl = routes_to_csr([[0], [0, 1], [1]])
     >>> simulate_flows(links, ptr, rl, [0, 0, 0], [1e9] * 3).finish_s.tolist()

@@ -69,7 +69,44 @@ DEFAULT_RELAY_CHUNK_B = 65536.0
 
 @dataclass(frozen=True)
 class SimModel:
-    """The network model of a simulation (see the module docstring for each field and its default)."""
+    """The network model of a simulation (see the module docstring for each field and its default).
+
+    Parameters
+    ----------
+    model : {"maxmin", "paper"}, optional
+        Max-min fair sharing, or the papers' store-and-forward simulator.
+    relay : {"pipelined", "store-and-forward"}, optional
+        How an OCS node forwards another node's large message.
+    relay_chunk_B : float, optional
+        Chunk of a pipelined relay, bytes.
+    paper_contention : {"link", "device"}, optional
+        Only with ``model="paper"``: where messages queue.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field, for a value outside its choices.
+
+    See Also
+    --------
+    sim.run.simulate : takes one as ``model``.
+
+    References
+    ----------
+    000 section 4.1 and 003 section 4.1.4 (the papers' simulator: ``model="paper"``,
+    store-and-forward relays, link or device contention).
+
+    Examples
+    --------
+    >>> SimModel().label()
+    'maxmin, pipelined relays (64 KiB chunks)'
+    >>> SimModel.coerce({"model": "paper", "relay": "store-and-forward"}).to_dict()
+    {'model': 'paper', 'relay': 'store-and-forward', 'relay_chunk_B': 65536.0, 'paper_contention': 'link'}
+    >>> SimModel(paper_contention="device")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
+    """
 
     model: str = "maxmin"
     relay: str = "pipelined"

@@ -53,10 +53,28 @@ from planner.errors import TopoplanError
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
 from sim.model import SimModel
 
+__all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
+           "build_network"]
+
 DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"
 @dataclass
 class CircuitPlan:
-    """Circuits (node pairs) and forwarding tables: ``forwarding[node][dst_switch] = next hop node``."""
+    """Circuits (node pairs) and forwarding tables: ``forwarding[node][dst_switch] = next hop node``.
+
+    Parameters
+    ----------
+    circuits : list of tuple of int
+        The circuits as node pairs.
+    forwarding : dict of int to dict of int to int, optional
+        ``forwarding[node][dst_switch]``: the next node of a large message towards ``dst_switch``.
+    hop_limit : int, optional
+        Most circuits a route may cross (recorded; the plan's validator checks it).
+
+    Examples
+    --------
+    >>> CircuitPlan.from_dict({"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}})
+    CircuitPlan(circuits=[(0, 16)], forwarding={1: {1: 0}, 0: {1: 16}}, hop_limit=None)
+    """
 
     circuits: list[tuple[int, int]]
     forwarding: dict[int, dict[int, int]] = field(default_factory=dict)
@@ -82,6 +100,24 @@ class CircuitLinks:
     ``first + 2 i + 1`` from v to u; :func:`build_network` numbers a plan's
     circuits so with ``first`` = the number of fixed links. A circuit listed
     twice resolves to its last listing (a valid plan lists none twice).
+
+    Parameters
+    ----------
+    n_nodes : int
+    first : int
+        Id of the first circuit link.
+    src, dst : numpy.ndarray of int64
+        Per circuit link (in id order), the node it leaves and the node it reaches.
+
+    Build one with :meth:`number`.
+
+    Examples
+    --------
+    >>> cl = CircuitLinks.number(64, [(0, 16), (32, 48)], first=200)
+    >>> cl.lookup([0, 16, 48, 0], [16, 0, 32, 32]).tolist()
+    [200, 201, 203, -1]
+    >>> cl.ends(203), cl.n_links
+    ((48, 32), 4)
     """
 
     n_nodes: int
@@ -126,14 +162,37 @@ class CircuitLinks:
 class RelayHops:
     """Walks through forwarding tables, as CSR over walks: walk ``i`` is hops ``ptr[i]:ptr[i+1]``.
 
-    Attributes
+    Parameters
     ----------
-    ptr : hop offsets per walk.
-    src, dst : per hop, the node it leaves and the node it reaches.
-    link : per hop, the directed circuit link it crosses; ``-1`` for an EPS hop to a relay under the same switch.
-    end : per walk, the node where it stops: under the destination switch, or where an entry is missing.
-    fallback : per walk, whether it stopped at a missing entry (from ``end`` it takes the EPS uplinks).
-    bad : per walk, whether it stopped at a non-neighbour next hop or loops (only with ``errors='flag'``).
+    ptr : numpy.ndarray
+        Hop offsets per walk.
+    src, dst : numpy.ndarray
+        Per hop, the node it leaves and the node it reaches.
+    link : numpy.ndarray
+        Per hop, the directed circuit link it crosses; ``-1`` for an EPS hop to a relay under the same switch.
+    end : numpy.ndarray
+        Per walk, the node where it stops: under the destination switch, or where an entry is missing.
+    fallback : numpy.ndarray of bool
+        Per walk, whether it stopped at a missing entry (from ``end`` it takes the EPS uplinks).
+    bad : numpy.ndarray of bool
+        Per walk, whether it stopped at a non-neighbour next hop or loops (only with ``errors='flag'``).
+
+    See Also
+    --------
+    follow_forwarding : makes them.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
+    >>> next_hop = np.full((64, 4), -1)
+    >>> next_hop[1, 1], next_hop[0, 1] = 0, 16      # node 1 -> relay 0 -> circuit -> 16 (switch 1)
+    >>> hops = follow_forwarding(next_hop, topo.node_switch(), CircuitLinks.number(64, [(0, 16)], 200),
+    ...                          start=[1, 2], target_switch=[1, 1])
+    >>> hops.ptr.tolist(), hops.link.tolist(), hops.end.tolist(), hops.fallback.tolist()
+    ([0, 2, 2], [-1, 200], [16, 2], [False, True])
+    >>> hops.n_circuits.tolist(), hops.n_relay_hops.tolist()
+    ([1, 0], [1, 0])
     """
 
     ptr: np.ndarray
@@ -168,6 +227,24 @@ class RelayRoutes:
     a circuit: its directed link), plus, when it falls back, ``end``'s up link
     and the uplinks to the destination switch. Delivery from ``end`` to the
     destination node is the caller's (it depends on the node).
+
+    Parameters
+    ----------
+    ptr : numpy.ndarray
+        Link offsets per route.
+    links : numpy.ndarray
+        The routes' link ids, concatenated.
+    hops : RelayHops
+        The walks the routes follow.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
+    >>> net = build_network(topo, {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}})
+    >>> routes = net.relay_routes([1], [1])
+    >>> [net.link_name[l] for l in routes.links], routes.end.tolist(), routes.fallback.tolist()
+    (['node0001->S0', 'S0->node0000', 'node0000=>node0016'], [16], [False])
     """
 
     ptr: np.ndarray
@@ -194,11 +271,16 @@ def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start,
 
     Parameters
     ----------
-    next_hop : (n_nodes x n_switches) integer array, ``-1`` = no entry.
-    node_switch : edge switch of every node.
-    circuit_links : the circuits and their link ids (:class:`CircuitLinks`).
-    start, target_switch : the walks' start nodes and destination switches.
-    errors : ``raise`` (default) or ``flag``: mark such walks in ``bad`` (stopped where it went wrong).
+    next_hop : numpy.ndarray
+        (n_nodes x n_switches) integers, ``-1`` = no entry.
+    node_switch : array_like of int
+        Edge switch of every node.
+    circuit_links : CircuitLinks
+        The circuits and their link ids.
+    start, target_switch : array_like of int
+        The walks' start nodes and destination switches.
+    errors : {"raise", "flag"}, optional
+        ``flag``: mark such walks in ``bad`` (stopped where it went wrong) instead of raising.
 
     Returns
     -------
@@ -209,6 +291,28 @@ def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start,
     TopoplanError
         on a next hop that is not a neighbour, and on a routing loop (a walk
         longer than the number of nodes revisits one), unless ``errors='flag'``.
+
+    References
+    ----------
+    The route patterns of 001 section 3.2.3 (Fig. 3) and 003 section 3.3.3
+    (Fig. 4): direct circuit, relay then circuit, circuit then relay.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
+    >>> next_hop = np.full((64, 4), -1)
+    >>> next_hop[1, 1], next_hop[0, 1] = 0, 16      # node 1 -> relay 0 -> circuit -> 16 (switch 1)
+    >>> hops = follow_forwarding(next_hop, topo.node_switch(), CircuitLinks.number(64, [(0, 16)], 200),
+    ...                          start=[1, 2], target_switch=[1, 1])
+    >>> hops.src.tolist(), hops.dst.tolist(), hops.end.tolist(), hops.fallback.tolist()
+    ([1, 0], [0, 16], [16, 2], [False, True])
+    >>> next_hop[16, 1] = 5                         # node 16 is already under switch 1: not consulted
+    >>> next_hop[2, 1] = 40                         # not a neighbour of node 2
+    >>> follow_forwarding(next_hop, topo.node_switch(), CircuitLinks.number(64, [(0, 16)], 200), [2], [1])
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: circuit plan: forwarding[2][1] = 40 is not a neighbour of node 2
     """
     if errors not in ("raise", "flag"):
         raise TopoplanError(f"field 'errors': 'raise' or 'flag', got {errors!r}")
@@ -269,13 +373,36 @@ def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start,
 class Network:
     """Directed links and routing of one topology under one placement (and circuit plan).
 
-    Attributes
+    Parameters
     ----------
-    bw_Bps, latency_s, shared : per directed link (``shared=False`` is a
-        fat pipe: it caps a flow but is not shared, used for fat-tree uplinks).
-    link_class, link_name : labels per link.
-    switches_on : number of store-and-forward switches a link enters (for
-        per-hop MTU serialization and switch delay).
+    topo : Topology
+    bw_Bps, latency_s, shared : numpy.ndarray
+        Per directed link (``shared=False`` is a fat pipe: it caps a flow but
+        is not shared, used for fat-tree uplinks).
+    link_class : numpy.ndarray of str
+    link_name : list of str
+        Labels per link.
+    link_ends : list of tuple of str
+        Per link, the names of the devices it joins.
+    switch_delay_s, mtu_B : float
+        Per store-and-forward switch a link enters: delay and the packet serialized.
+    circuits : CircuitPlan, optional
+    threshold_B : float, optional
+        Messages of at least this size take the circuits.
+    model : SimModel, optional
+
+    Build one with :func:`build_network`.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
+    >>> net = build_network(topo)
+    >>> net.n_links, sorted(net.link_ids())
+    (200, ['down', 'intra', 'up', 'uplink_down', 'uplink_up'])
+    >>> ptr, links = net.eps_routes([0], [16])
+    >>> [net.link_name[l] for l in links]
+    ['node0000->S0', 'S0->top', 'top->S1', 'S1->node0016']
     """
 
     topo: object
@@ -468,8 +595,8 @@ class Network:
                      errors: str = "raise") -> RelayRoutes:
         """Routes of walks through forwarding tables (:class:`RelayRoutes`); arguments as :meth:`relay_hops`.
 
-        Example
-        -------
+        Examples
+        --------
         >>> from planner.topology_io import load_topology
         >>> net = build_network(load_topology("paper003"))
         >>> nh = np.full((64, 4), -1); nh[1, 1], nh[0, 1] = 0, 16   # node 1 -> relay 0 => 16 under switch 1
@@ -690,13 +817,26 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
 
     Parameters
     ----------
-    topo : TreeTopology (tree, fat-tree, hybrid), TorusTopology or GraphTopology.
-    circuits : circuit plan (dict as in the plan JSON, or :class:`CircuitPlan`); only on hybrids.
-    threshold_B : large-message threshold for using circuits (default: OCS bandwidth-delay product).
-    model : :class:`sim.model.SimModel` (or its dict); decides how relays forward. Default: ``SimModel()``.
+    topo : TreeTopology, TorusTopology or GraphTopology
+        Tree, fat-tree, hybrid, mesh/torus or graph.
+    circuits : dict or CircuitPlan, optional
+        A circuit plan (dict as in the plan JSON); only on hybrids.
+    threshold_B : float, optional
+        Large-message threshold for using circuits (default: OCS bandwidth-delay product).
+    model : SimModel or dict, optional
+        Decides how relays forward. Default: ``SimModel()``.
 
-    Example
+    Returns
     -------
+    Network
+
+    Raises
+    ------
+    TopoplanError
+        For a circuit plan on a topology without OCS, or a malformed plan.
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> net = build_network(load_topology("paper003", ["ocs=null", "kind=tree"]))
     >>> ptr, links = net.eps_routes([0], [16])

@@ -33,6 +33,8 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.trace import OP_CODE, OPS, Trace
 
+__all__ = ["ReplayResult", "check_sends_matched", "check_options", "replay", "bulk_trace"]
+
 _SEND, _ISEND, _RECV, _IRECV, _SENDRECV = (OP_CODE[o] for o in ("send", "isend", "recv", "irecv", "sendrecv"))
 _WAIT, _WAITALL = OP_CODE["wait"], OP_CODE["waitall"]
 _COLL = {OP_CODE[o] for o in ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv",
@@ -42,7 +44,33 @@ _A2A = {OP_CODE["alltoall"], OP_CODE["alltoallv"]}
 
 @dataclass
 class ReplayResult:
-    """Outcome of a replay (times in seconds, bytes per directed link)."""
+    """Outcome of a replay (times in seconds, bytes per directed link).
+
+    Parameters
+    ----------
+    makespan_s : float
+        When the last rank finishes.
+    rank_finish_s, comm_time_s : numpy.ndarray
+        Per rank: finish time, and time not computing.
+    link_bytes : numpy.ndarray
+        Bytes per directed link of the network.
+    n_messages, n_flows, n_events : int
+    timeline : dict, optional
+        Link utilization per interval, with ``timeline_dt_s``.
+    unknown_ops : dict, optional
+        Calls skipped (not modelled), with counts.
+
+    Examples
+    --------
+    >>> from planner.generators import parse_spec
+    >>> from planner.topology_io import load_topology
+    >>> from planner.placement import sequential
+    >>> from sim.network import build_network
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    >>> res = replay(parse_spec("ring:np=8,bytes=1MB"), build_network(t), sequential(8, t))
+    >>> round(res.makespan_s, 6), res.n_messages, res.rank_finish_s.shape
+    (0.000804, 8, (8,))
+    """
 
     makespan_s: float
     rank_finish_s: np.ndarray
@@ -618,7 +646,25 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
 
 def check_sends_matched(trace: Trace) -> None:
     """Every message sent to a rank must have a receive there: an eager send with no receive would
-    otherwise 'arrive' and the run would look fine (an unmatched receive shows up as a deadlock)."""
+    otherwise 'arrive' and the run would look fine (an unmatched receive shows up as a deadlock).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Raises
+    ------
+    TopoplanError
+        Naming the first rank sent more messages than it receives.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 0.0)], 2, source="t.csv")
+    >>> check_sends_matched(t)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: t.csv: unmatched send: rank 1 is sent 1 messages but posts 0 receives
+    """
     op, peer, rank = trace.op, trace.peer, trace.rank
     is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (peer >= 0)
     is_recv = np.isin(op, (_RECV, _IRECV, _SENDRECV))  # a sendrecv receives once, from its source
@@ -633,7 +679,25 @@ def check_sends_matched(trace: Trace) -> None:
 
 def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 65536.0,
                   timeline_dt_s: float | None = None) -> None:
-    """Raise :class:`TopoplanError` for a replay option no run can use (negative, NaN or infinite)."""
+    """Raise :class:`TopoplanError` for a replay option no run can use (negative, NaN or infinite).
+
+    Parameters
+    ----------
+    compute_scale, eager_threshold_B, timeline_dt_s : float
+        As for :func:`replay`.
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> check_options(compute_scale=0.5)
+    >>> check_options(compute_scale=-1)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'compute_scale': must be a finite non-negative factor, got -1
+    """
     if not 0 <= compute_scale < float("inf"):
         raise TopoplanError(f"field 'compute_scale': must be a finite non-negative factor, got {compute_scale}")
     if not 0 <= eager_threshold_B < float("inf"):
@@ -648,13 +712,22 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
 
     Parameters
     ----------
-    trace : :class:`planner.trace.Trace` (real or generated).
-    net : :class:`sim.network.Network` from :func:`sim.network.build_network`.
-    placement : :class:`planner.placement.Placement`.
-    eager_threshold_B : messages smaller than this are sent eagerly.
-    compute_scale : multiplies the computation gaps (0 replays communication only; 0.5 = a CPU twice as fast).
-    timeline_dt_s : sample link utilization every ``timeline_dt_s`` seconds.
-    method : ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
+    trace : Trace
+        Real or generated.
+    net : Network
+        From :func:`sim.network.build_network`.
+    placement : Placement
+    eager_threshold_B : float, optional
+        Messages smaller than this are sent eagerly.
+    compute_scale : float, optional
+        Multiplies the computation gaps (0 replays communication only; 0.5 = a CPU twice as fast).
+    thresholds : MPICHThresholds, optional
+        Collective algorithm thresholds (default MPICH's).
+    timeline_dt_s : float, optional
+        Sample link utilization every ``timeline_dt_s`` seconds.
+    progress : callable, optional
+    method : {"auto", "compiled", "python"}, optional
+        ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
         unless a timeline is requested (only the reference records it), the network's model is ``paper``
         (its engine, :mod:`sim.paper`, runs under the reference) or Numba is missing.
 
@@ -662,8 +735,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     -------
     ReplayResult
 
-    Example
-    -------
+    Examples
+    --------
     >>> from planner.generators import parse_spec
     >>> from planner.topology_io import load_topology
     >>> from planner.placement import sequential
@@ -697,6 +770,27 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     them. A matrix has no order or timing, so a pair's messages are merged per
     phase; replay a trace for message-exact behaviour (sizes decide eager vs
     rendezvous and EPS vs circuits).
+
+    Parameters
+    ----------
+    traffic : Traffic
+    iters : int, optional
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    TopoplanError
+        For ``iters`` below 1 or a trace too large.
+
+    Examples
+    --------
+    >>> from planner.traffic import from_arrays
+    >>> tr = bulk_trace(from_arrays(4, [0, 1], [1, 0], [1e6, 2e6]), iters=2)
+    >>> tr.op_counts(), tr.bytes[tr.op == OP_CODE["isend"]].tolist()
+    ({'isend': 4, 'irecv': 4, 'waitall': 8}, [500000.0, 500000.0, 1000000.0, 1000000.0])
     """
     if int(iters) < 1:
         raise TopoplanError(f"field 'iters': the matrix must be replayed in at least 1 phase, got {iters}")

@@ -10,11 +10,43 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.topology import TorusTopology, TreeTopology
 
+__all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan"]
+
 NETWORKS = ("eps", "fat-tree", "hybrid", "torus", "graph")
 
 
 def network_view(topo, network: str | None):
-    """The topology seen as ``network``: ``eps`` drops the OCS, ``fat-tree`` removes uplink contention."""
+    """The topology seen as ``network``: ``eps`` drops the OCS, ``fat-tree`` removes uplink contention.
+
+    Parameters
+    ----------
+    topo : Topology
+    network : str or None
+        One of :data:`NETWORKS`, or None for the topology as it is. ``hybrid``
+        needs an OCS, ``eps``/``fat-tree`` a tree, ``torus`` a mesh/torus.
+
+    Returns
+    -------
+    Topology
+        A copy when the view differs, else ``topo`` itself.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown network or one the topology cannot be seen as.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> t = load_topology("paper003")
+    >>> eps = network_view(t, "eps")
+    >>> eps.kind, eps.ocs, network_view(t, "fat-tree").kind
+    ('tree', None, 'fat-tree')
+    >>> network_view(t, "torus")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: --network torus: needs a mesh/torus topology, got hybrid
+    """
     if network is None:
         return topo
     if network not in NETWORKS:
@@ -41,11 +73,61 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     ``model`` is a :class:`sim.model.SimModel` (or its dict; default ``SimModel()``:
     max-min sharing, pipelined relays); the result names it under ``sim_model``.
 
-    Keys: ``sim_model``, ``makespan_s``, ``rank_finish_s``, ``comm_time_s`` (per rank, time
-    not computing), ``bytes_by_link_class``, ``top_switch_bytes`` (bytes the
-    top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
-    (the most any node sends or receives on its EPS link), ``n_messages``,
-    ``n_flows``, ``n_events``, ``wall_s`` and, with ``timeline_dt_s``, ``timeline``.
+    Parameters
+    ----------
+    topo : Topology
+        The network (see :func:`network_view` for the EPS-only and fat-tree views).
+    trace : planner.trace.Trace
+        What to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
+    placement : Placement
+        Where the ranks run.
+    circuits : dict, optional
+        ``circuits`` + ``forwarding`` (+ ``hop_limit``) of a circuit plan, for a hybrid topology.
+    threshold_B : float, optional
+        Large-message threshold of the circuits (default: the OCS bandwidth-delay product).
+    eager_threshold_B : float, optional
+        Messages up to this size are sent eagerly (no rendezvous).
+    compute_scale : float, optional
+        Factor on the trace's computation time.
+    timeline_dt_s : float, optional
+        Interval of the link-utilization timeline; None for none.
+    progress : callable, optional
+        Called with progress reports during long replays.
+    model : SimModel or dict, optional
+        The network model.
+
+    Returns
+    -------
+    dict
+        ``sim_model``, ``makespan_s``, ``rank_finish_s``, ``comm_time_s`` (per rank, time
+        not computing), ``max_comm_time_s``, ``bytes_by_link_class``, ``top_switch_bytes``
+        (bytes the top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
+        (the most any node sends or receives on its EPS link), ``n_messages``,
+        ``n_flows``, ``n_events``, ``wall_s``; ``ignored_ops`` when the trace has calls
+        not modelled; with ``timeline_dt_s``, ``timeline``.
+
+    See Also
+    --------
+    simulate_plan : the same for a plan document, with the plan checks.
+
+    References
+    ----------
+    The simulator model of 000 section 4 (alpha + n/beta per link, contention)
+    and 003 section 4.1.4; ``sim.model`` lists the models.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_source
+    >>> from planner.placement import sequential
+    >>> t = load_topology("paper003")
+    >>> trace, _ = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
+    >>> tree = simulate(network_view(t, "eps"), trace, sequential(256, t))
+    >>> fat = simulate(network_view(t, "fat-tree"), trace, sequential(256, t))
+    >>> round(tree["makespan_s"], 4), round(fat["makespan_s"], 4)  # the tree's uplinks are the bottleneck
+    (0.0512, 0.032)
+    >>> tree["n_messages"], tree["top_switch_bytes"]
+    (960, 384000000.0)
     """
     from sim.model import SimModel
     from sim.network import build_network
@@ -96,21 +178,34 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
 
     Parameters
     ----------
-    topo : the topology the plan was made for.
-    trace : :class:`planner.trace.Trace` to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
-    plan : a plan dict (``PlanResult.to_dict()`` or a plan file): ``rank_to_node`` (+ ``rank_to_slot``)
+    topo : Topology
+        The topology the plan was made for.
+    trace : planner.trace.Trace
+        What to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
+    plan : dict, optional
+        A plan dict (``PlanResult.to_dict()`` or a plan file): ``rank_to_node`` (+ ``rank_to_slot``)
         places the ranks (placement, joint and Bcast plans); ``circuits`` + ``forwarding`` (+ ``hop_limit``,
         ``threshold_B``) sets up circuits (circuit and joint plans). None: the placement on the bare network.
-    placement : :class:`planner.placement.Placement` for a plan without ``rank_to_node``; when the plan has
-        one too, the two must agree (circuits join nodes chosen for the plan's placement).
-    threshold_B : large-message threshold (default: the plan's ``threshold_B``, else the OCS bandwidth-delay
-        product).
-    model : :class:`sim.model.SimModel` or its dict (default: maxmin, pipelined relays).
-    replay_options : ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress``.
+    placement : Placement, optional
+        For a plan without ``rank_to_node``; when the plan has one too, the two must agree
+        (circuits join nodes chosen for the plan's placement). Default: sequential.
+    threshold_B : float, optional
+        Large-message threshold (default: the plan's ``threshold_B``, else the OCS bandwidth-delay product).
+    model : SimModel or dict, optional
+        Default: maxmin, pipelined relays.
+    **replay_options
+        ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress`` of :func:`simulate`.
 
     Returns
     -------
-    dict of :func:`simulate` (``makespan_s``, ``sim_model``, loads...).
+    dict
+        The result of :func:`simulate` (``makespan_s``, ``sim_model``, loads...).
+
+    Raises
+    ------
+    TopoplanError
+        If the plan is invalid for the topology (:func:`planner.validate.validate`), the ranks
+        do not fit, or the plan was made for another placement.
 
     Examples
     --------

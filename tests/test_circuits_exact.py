@@ -9,7 +9,7 @@ from test_circuits_cases import hybrid, problem, random_problem
 from planner.circuits import solve
 from planner.circuits.bound import better, evaluate
 from planner.errors import TopoplanError
-from models.circuits_milp import build_node_model, lp_bound, node_size
+from planner.circuits.exact import build_node_model, lp_bound, node_size
 
 REL = 1e-6
 
@@ -80,7 +80,7 @@ def test_node_model_objective_is_the_plan_bound():
     p = random_problem(5)
     m = build_node_model(p, T_max=solve(p, "none").objective)
     from models.backends import solve as backend_solve
-    from models.circuits_milp import extract_node_plan
+    from planner.circuits.exact import extract_node_plan
 
     r = backend_solve(m.prob, "cbc")
     assert r.status == "optimal"

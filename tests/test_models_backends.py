@@ -111,3 +111,138 @@ def test_highs_thread_counts_change_between_runs_and_stdout_stays_clean(capfd):
         r = solve(prob, "highs", threads=threads)
         assert r.status == "optimal" and r.objective == pytest.approx(best), (threads, r)
     assert capfd.readouterr().out == ""  # no banner on stdout, which carries --json output
+
+
+# -- one suite, every back-end (the shape of PuLP's tests/solver_common.py) -----------------------
+# The same tiny models -- a knapsack with its enumerated optimum, an infeasible one, a hard one for the time
+# limit -- as a PuLP problem for the MILP back-ends and as a CP-SAT model (deferred: built where it is
+# solved) for cpsat. A back-end that cannot run here is skipped with the reason.
+
+from models.backends import BACKENDS, MILP_BACKENDS, Deferred, unavailable_reason  # noqa: E402
+
+EVERY_BACKEND = [pytest.param(b, marks=pytest.mark.skipif(not available(b), reason=f"{b}: {unavailable_reason(b)}"))
+                 for b in BACKENDS]
+TIME_LIMIT_S = 0.3
+SLACK_S = 5.0     # a solver's start-up, writing the model, a fresh process when the native libraries clash
+
+
+def knapsack_spec(n=12, m=2, seed=3):
+    """Values, weights, capacities of a multi-knapsack and its optimum by enumeration (small n)."""
+    rng = random.Random(seed)
+    v = [rng.randint(5, 40) for _ in range(n)]
+    w = [[rng.randint(5, 30) for _ in range(n)] for _ in range(m)]
+    cap = [sum(row) // 3 for row in w]
+    best = None
+    if n <= 16:
+        best = max(sum(v[i] for i in range(n) if bits[i]) for bits in itertools.product((0, 1), repeat=n)
+                   if all(sum(w[j][i] for i in range(n) if bits[i]) <= cap[j] for j in range(m)))
+    return {"v": v, "w": w, "cap": cap, "best": best}
+
+
+def hard_spec(n=400, m=30, seed=1):
+    rng = random.Random(seed)
+    base = [rng.randint(10, 1000) for _ in range(n)]
+    v = [b + rng.randint(-5, 5) for b in base]
+    w = [[rng.randint(10, 1000) for _ in range(n)] for _ in range(m)]
+    return {"v": v, "w": w, "cap": [15000 + j for j in range(m)], "best": None}
+
+
+def infeasible_spec():
+    return {"v": [1, 1], "w": [[-1, -1]], "cap": [-3], "best": None}    # x0 + x1 >= 3 with binaries
+
+
+def build_cpsat(spec):
+    """The knapsack as a CP-SAT model; decode -> chosen items (module-level: may run in a fresh process)."""
+    from ortools.sat.python import cp_model
+
+    md = cp_model.CpModel()
+    x = [md.NewBoolVar(f"x{i}") for i in range(len(spec["v"]))]
+    for j, row in enumerate(spec["w"]):
+        md.Add(sum(a * xi for a, xi in zip(row, x)) <= spec["cap"][j])
+    md.Maximize(sum(a * xi for a, xi in zip(spec["v"], x)))
+    idx = [xi.Index() for xi in x]
+    return md, lambda res: [int(res.values[i]) for i in idx]
+
+
+def build_pulp(spec):
+    prob = pulp.LpProblem("knap", pulp.LpMaximize)
+    new = (prob.add_variable if hasattr(prob, "add_variable")
+           else (lambda n, lo, hi, cat: pulp.LpVariable(n, lo, hi, cat=cat)))
+    x = [new(f"x{i}", 0, 1, cat="Binary") for i in range(len(spec["v"]))]
+    prob += pulp.lpSum(a * xi for a, xi in zip(spec["v"], x))
+    for j, row in enumerate(spec["w"]):
+        prob += pulp.lpSum(a * xi for a, xi in zip(row, x)) <= spec["cap"][j], f"c{j}"
+    return prob, lambda res: [int(round(xi.value())) for xi in x]
+
+
+def model_for(backend, spec):
+    """The model ``backend`` solves, and its decoder (None when ``Result.values`` is decoded already)."""
+    if backend in MILP_BACKENDS:
+        return build_pulp(spec)
+    return Deferred(build_cpsat, spec), None
+
+
+def chosen(backend, res, decode):
+    return res.values if decode is None else decode(res)
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_suite_optimum(backend):
+    spec = knapsack_spec()
+    model, decode = model_for(backend, spec)
+    r = solve(model, backend, time_limit=30, seed=5, threads=1)
+    assert r.status == "optimal" and r.proven and r.has_solution and r.solver == backend
+    assert r.objective == pytest.approx(spec["best"])
+    assert r.bound == pytest.approx(spec["best"], rel=1e-6) and r.gap == pytest.approx(0, abs=1e-6)
+    pick = chosen(backend, r, decode)
+    assert sum(a for a, b in zip(spec["v"], pick) if b) == pytest.approx(spec["best"])
+    assert all(sum(a for a, b in zip(row, pick) if b) <= c for row, c in zip(spec["w"], spec["cap"]))
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_suite_infeasible(backend):
+    model, _ = model_for(backend, infeasible_spec())
+    r = solve(model, backend, time_limit=30)
+    assert r.status == "infeasible" and not r.has_solution and r.values is None
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_suite_time_limit_respected(backend):
+    model, decode = model_for(backend, hard_spec())
+    r = solve(model, backend, time_limit=TIME_LIMIT_S, seed=0)
+    assert r.wall_s < TIME_LIMIT_S + SLACK_S
+    assert r.status in ("timeout", "optimal"), r
+    if r.has_solution:
+        assert r.bound >= r.objective - 1e-6 and r.gap >= 0        # maximize: the bound is above
+        assert len(chosen(backend, r, decode)) == 400
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_suite_seed_accepted(backend):
+    spec = knapsack_spec(n=10, seed=4)
+    for seed in (0, 1, 2**40 + 7, None):
+        model, _ = model_for(backend, spec)
+        r = solve(model, backend, time_limit=30, seed=seed)
+        assert r.status == "optimal" and r.objective == pytest.approx(spec["best"]), (seed, r)
+
+
+@pytest.mark.parametrize("backend", EVERY_BACKEND)
+def test_suite_refuses_the_other_kind_of_model(backend):
+    other = "cbc" if backend == "cpsat" else "cpsat"
+    model, _ = model_for(other, knapsack_spec(n=4))
+    with pytest.raises(TopoplanError, match="solves (CP-SAT|PuLP) models"):
+        solve(model, backend)
+
+
+@pytest.mark.parametrize("backend", [b for b in ("highs", "ortools", "cpsat") if available(b)])
+def test_suite_in_a_fresh_process_when_the_native_libraries_clash(backend, monkeypatch):
+    # force the clash: the model (a matrix, or a deferred CP-SAT model) is solved in a spawned interpreter
+    import models.backends.base as base
+
+    monkeypatch.setattr(base, "would_clash", lambda library: library is not None)
+    spec = knapsack_spec(n=10, seed=4)
+    model, decode = model_for(backend, spec)
+    r = solve(model, backend, time_limit=30, seed=1)
+    assert r.status == "optimal" and r.objective == pytest.approx(spec["best"])
+    pick = chosen(backend, r, decode)           # PuLP variables filled, or the decoded CP-SAT solution
+    assert sum(a for a, b in zip(spec["v"], pick) if b) == pytest.approx(spec["best"])

@@ -5,9 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from models.placement_milp import canonical, cut_bound, lower_bound
+from models.placement_cpsat import canonical, cut_bound
 from planner.errors import TopoplanError
 from planner.placement_methods import METHODS, PlacementProblem, simulated_time, solve
+from planner.placement_methods.exact import lower_bound
 from planner.placement_methods.metis import ocs_first, partition, repair_balance
 from planner.topology import TreeTopology
 from planner.topology_io import load_topology

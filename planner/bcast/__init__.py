@@ -10,6 +10,9 @@
 from planner.bcast.problem import BcastProblem, solve, validate_plan
 from planner.bcast.registry import METHODS, STARTS
 
+# ``ilp`` registers itself in METHODS when imported (after the methods of planner.bcast.problem).
+from planner.bcast import exact  # noqa: E402,F401,I001
+
 #: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``
 #: (for a Bcast the traffic is the Bcast itself, described by options; the placement is the allocation).
 build = BcastProblem.build

@@ -16,12 +16,42 @@ import numpy as np
 from planner.errors import TopoplanError
 from planner.topology import GraphTopology
 
+__all__ = ["SDR_Bps", "DDR_Bps", "read_allocation", "check", "generate", "parse_spec", "cluster"]
+
 SDR_Bps = 1e9    # 8 Gbps
 DDR_Bps = 2e9    # 16 Gbps
 
 
 def read_allocation(path, topo) -> np.ndarray:
-    """Node ids from a file of host names or node ids, one per line."""
+    """Node ids from a file of host names or node ids, one per line.
+
+    Parameters
+    ----------
+    path : str or path
+        ``#`` starts a comment.
+    topo : Topology
+        Names the hosts.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The allocation, in file order (checked: existing nodes, none twice).
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, an unknown host (naming the line), or a bad allocation.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "nodes.txt")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("# my job\\nn00004\\nn00005\\n9\\n")
+    >>> read_allocation(path, cluster(4, 4)).tolist()
+    [4, 5, 9]
+    """
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"--allocation {path}: no such file (or a host list such as node[01-04], "
@@ -55,6 +85,33 @@ def _looks_like_hostlist(spec: str) -> bool:
 
 
 def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
+    """Check an allocation: not empty, existing nodes, each node once (one leader per node).
+
+    Parameters
+    ----------
+    nodes : numpy.ndarray of int
+    topo : Topology
+    where : str
+        How errors name the allocation.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``nodes`` itself.
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> check(np.array([3, 0]), cluster(2, 2), "job").tolist()
+    [3, 0]
+    >>> check(np.array([0, 0]), cluster(2, 2), "job")
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: job: a node appears twice (one leader per node)
+    """
     if len(nodes) == 0:
         raise TopoplanError(f"{where}: empty allocation")
     bad = nodes[(nodes < 0) | (nodes >= topo.n_nodes)]
@@ -70,6 +127,31 @@ def generate(topo, nodes: int, racks: int | None = None, seed: int = 0) -> np.nd
 
     ``racks`` defaults to 002 Table I's ratio (about one rack per 2.5 hosts at 1K-4K cores)
     capped by the topology. Nodes are spread as evenly as the racks allow.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : int
+    racks : int, optional
+    seed : int, optional
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TopoplanError
+        When the nodes do not fit the racks or the topology.
+
+    References
+    ----------
+    002 Table I (allocations scattered over racks by the scheduler).
+
+    Examples
+    --------
+    >>> generate(cluster(4, 4), 6, racks=2, seed=1).tolist()
+    [7, 5, 0, 4, 2, 3]
     """
     if seed < 0:
         raise TopoplanError(f"gen: seed={seed} must be a non-negative integer")
@@ -100,7 +182,35 @@ def generate(topo, nodes: int, racks: int | None = None, seed: int = 0) -> np.nd
 
 def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
     """Resolve ``--allocation``: a file, a Slurm host list (``node[01-04],node09``),
-    ``gen:nodes=...,racks=...,seed=...`` or ``all``."""
+    ``gen:nodes=...,racks=...,seed=...`` or ``all``.
+
+    Parameters
+    ----------
+    spec : str
+    topo : Topology
+    seed : int, optional
+        Default seed of ``gen:``.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The allocation.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown host, a bad generator spec or a bad allocation.
+
+    Examples
+    --------
+    >>> topo = cluster(4, 4)
+    >>> parse_spec("n[00000-00001],n00008", topo).tolist()
+    [0, 1, 8]
+    >>> parse_spec("gen:nodes=4,racks=2,seed=3", topo).tolist()
+    [11, 15, 13, 9]
+    >>> parse_spec("all", cluster(2, 2)).tolist()
+    [0, 1, 2, 3]
+    """
     if spec == "all":
         return np.arange(topo.n_nodes, dtype=np.int64)
     if spec.startswith("gen:"):
@@ -133,6 +243,33 @@ def cluster(racks: int, nodes_per_rack: int, *, bw_Bps=SDR_Bps, spine_bw_Bps: fl
     ``bw_Bps`` is one rate for all hosts, a per-host sequence, or ``"mixed"``:
     alternate racks are SDR and DDR (002's Glenn: an SDR and a DDR tree joined
     at the spine).
+
+    Parameters
+    ----------
+    racks, nodes_per_rack : int
+    bw_Bps : float, sequence of float or "mixed", optional
+        Host link rates (default SDR, 8 Gbps).
+    spine_bw_Bps : float, optional
+        Leaf-to-spine links; default enough for the rack.
+    latency_s, switch_delay_s : float, optional
+    name : str, optional
+
+    Returns
+    -------
+    GraphTopology
+        Hosts ``n00000``...; switches ``leaf000``..., ``spine``.
+
+    References
+    ----------
+    002 section V (the evaluation clusters; Glenn's mixed SDR/DDR HCAs).
+
+    Examples
+    --------
+    >>> topo = cluster(4, 4)
+    >>> topo.n_nodes, topo.switches
+    (16, ('leaf000', 'leaf001', 'leaf002', 'leaf003', 'spine'))
+    >>> cluster(2, 2, bw_Bps="mixed").host_bw_Bps
+    (1000000000.0, 1000000000.0, 2000000000.0, 2000000000.0)
     """
     n = racks * nodes_per_rack
     if isinstance(bw_Bps, str):

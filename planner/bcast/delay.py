@@ -13,12 +13,31 @@ import numpy as np
 
 from planner.errors import TopoplanError
 
+__all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
+
 KINDS = ("hops", "speed")
 
 
 def hops(topo, nodes) -> np.ndarray:
     """Switch-hop count between every pair of ``nodes``.
 
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+        The allocation.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``len(nodes)`` square.
+
+    References
+    ----------
+    002 section IV-B1 (delay matrix for network-topology-aware broadcast).
+
+    Examples
+    --------
     >>> from planner.topology import TreeTopology
     >>> hops(TreeTopology("tree", (2, 2)), [0, 1, 2]).tolist()
     [[0.0, 1.0, 3.0], [1.0, 0.0, 3.0], [3.0, 3.0, 0.0]]
@@ -28,7 +47,28 @@ def hops(topo, nodes) -> np.ndarray:
 
 
 def speed(topo, nodes) -> np.ndarray:
-    """1 / min(link bandwidth of the pair) in seconds per byte; 0 on the diagonal."""
+    """1 / min(link bandwidth of the pair) in seconds per byte; 0 on the diagonal.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    References
+    ----------
+    002 section IV-B2 (delay matrix for network-speed-aware broadcast).
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> speed(topo, [0, 2, 3]).tolist()
+    [[0.0, 1e-09, 1e-09], [1e-09, 0.0, 5e-10], [1e-09, 5e-10, 0.0]]
+    """
     bw = node_bw(topo, nodes)
     d = 1.0 / np.minimum(bw[:, None], bw[None, :])
     np.fill_diagonal(d, 0.0)
@@ -36,7 +76,24 @@ def speed(topo, nodes) -> np.ndarray:
 
 
 def node_bw(topo, nodes) -> np.ndarray:
-    """Link (HCA) bandwidth of each node, bytes/s."""
+    """Link (HCA) bandwidth of each node, bytes/s.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> node_bw(topo, [0, 2]).tolist()
+    [1000000000.0, 2000000000.0]
+    """
     if hasattr(topo, "node_link_bw"):
         bw = np.asarray(topo.node_link_bw(), dtype=np.float64)
     else:  # torus: one rate per dimension, take the slowest
@@ -45,7 +102,37 @@ def node_bw(topo, nodes) -> np.ndarray:
 
 
 def load(path, topo, nodes) -> np.ndarray:
-    """Read a delay matrix for ``nodes`` from a CSV (header = host names) or ``.npy`` (allocation order)."""
+    """Read a delay matrix for ``nodes`` from a CSV (header = host names) or ``.npy`` (allocation order).
+
+    Parameters
+    ----------
+    path : str or path
+    topo : Topology
+        Names the hosts of the header.
+    nodes : array_like of int
+        The allocation; the result's rows and columns follow it.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, a host of the allocation missing from the header, or a malformed matrix.
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "delay.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("n00000,n00002\\n0,5\\n7,0\\n")
+    >>> load(path, topo, [2, 0]).tolist()
+    [[0.0, 7.0], [5.0, 0.0]]
+    """
     path = Path(path)
     n = len(nodes)
     if not path.is_file():
@@ -88,7 +175,35 @@ def _check(m, path):
 
 
 def delay_matrix(spec, topo, nodes) -> np.ndarray:
-    """Resolve ``--delay``: ``hops``, ``speed`` or a file."""
+    """Resolve ``--delay``: ``hops``, ``speed`` or a file.
+
+    Parameters
+    ----------
+    spec : str
+        One of :data:`KINDS` or a file (see :func:`load`).
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TopoplanError
+        For anything else.
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> delay_matrix("hops", topo, [0, 2]).tolist()
+    [[0.0, 3.0], [3.0, 0.0]]
+    >>> delay_matrix("latency", topo, [0, 2])
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: field 'delay': 'latency' is not 'hops', 'speed' or an existing file
+    """
     if spec == "hops":
         return hops(topo, nodes)
     if spec == "speed":

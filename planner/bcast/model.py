@@ -16,9 +16,28 @@ import numpy as np
 
 from planner.bcast.trees import Schedule
 
+__all__ = ["link_latency_s", "per_hop_s", "CostModel", "TimeModel"]
+
 
 def link_latency_s(topo) -> float:
-    """One-way latency of a host link."""
+    """One-way latency of a host link.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2)                         # 2 racks of 2 hosts
+    >>> link_latency_s(topo)
+    5e-07
+    """
     for name in ("latency_s", "down_latency_s"):
         if hasattr(topo, name):
             return float(getattr(topo, name))
@@ -26,7 +45,24 @@ def link_latency_s(topo) -> float:
 
 
 def per_hop_s(topo) -> float:
-    """Delay added by each switch hop: the switch delay, or the link latency when the topology gives none."""
+    """Delay added by each switch hop: the switch delay, or the link latency when the topology gives none.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2)                         # 2 racks of 2 hosts
+    >>> per_hop_s(topo)
+    2e-07
+    """
     d = float(getattr(topo, "switch_delay_s", 0.0) or getattr(topo, "router_delay_s", 0.0) or 0.0)
     return d if d > 0 else link_latency_s(topo)
 
@@ -36,6 +72,25 @@ class CostModel:
     """Pairwise send cost over the allocation's nodes (local indices 0..n-1).
 
     ``latency_s[a, b]`` and ``inv_bw_s_per_B[a, b]`` (1 / slower HCA).
+
+    Parameters
+    ----------
+    latency_s : numpy.ndarray
+    inv_bw_s_per_B : numpy.ndarray
+
+    Build one with :meth:`build`.
+
+    Examples
+    --------
+    >>> from planner.bcast.allocation import cluster
+    >>> topo = cluster(2, 2)                         # 2 racks of 2 hosts
+    >>> from planner.bcast.delay import hops, node_bw
+    >>> nodes = [0, 1, 2]
+    >>> cm = CostModel.build(hops(topo, nodes), node_bw(topo, nodes), per_hop_s(topo), link_latency_s(topo))
+    >>> cm.latency_s.tolist()                    # 1 switch inside a rack, 3 across
+    [[0.0, 7e-07, 1.1e-06], [7e-07, 0.0, 1.1e-06], [1.1e-06, 1.1e-06, 0.0]]
+    >>> float(cm.cost(0, 2, 1e6))                # latency + 1 MB at 8 Gbps
+    0.0010011
     """
 
     latency_s: np.ndarray
@@ -55,8 +110,15 @@ class CostModel:
 class TimeModel:
     """Scores assignments ``assign[position] = local node index`` for one schedule.
 
-    Example
-    -------
+    Parameters
+    ----------
+    schedule : Schedule
+        A Bcast schedule (:mod:`planner.bcast.trees`): who sends to whom, level by level.
+    costs : CostModel
+        Send costs between the allocation's nodes.
+
+    Examples
+    --------
     >>> from planner.bcast.trees import binomial
     >>> import numpy as np
     >>> cm = CostModel.build(np.ones((4, 4)), np.full(4, 1e9), 1e-6, 0.0)

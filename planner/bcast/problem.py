@@ -13,8 +13,9 @@ rank -> node map, which is what a placement is), and its *traffic* is the
 Bcast itself, described by the options ``root``, ``bytes_B`` and ``tree``
 (so ``traffic`` stays None).
 
-The methods (``default``, ``dft``, ``bft``, ``greedy``, ``anneal``, ``ilp``)
-are defined here and registered in :data:`METHODS`
+The methods ``default``, ``dft``, ``bft``, ``greedy`` and ``anneal`` are
+defined here, ``ilp`` in :mod:`planner.bcast.exact` (the CP-SAT model of
+:mod:`models.bcast_cpsat`); all are registered in :data:`METHODS`
 (:mod:`planner.bcast.registry`).
 
 Examples
@@ -34,15 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.backends import call_isolated
-from models.bcast_milp import node_classes, solve_exact
+from models.bcast_cpsat import node_classes
 from planner.bcast import delay as delay_mod
 from planner.bcast import trees
 from planner.bcast.model import CostModel, TimeModel, link_latency_s, per_hop_s
 from planner.bcast.registry import METHODS, STARTS
 from planner.errors import TopoplanError
 from planner.placement import Placement, from_nodes
-from planner.result import PlanResult, module_missing, solve_with, strict_options
+from planner.result import PlanResult, solve_with, strict_options
 from planner.trace import Trace
 from sim.model import SimModel
 from sim.run import simulate_plan
@@ -328,34 +328,6 @@ def _swap_classes(problem: BcastProblem) -> np.ndarray:
     if problem.n > 512:
         return np.arange(problem.n)
     return node_classes(problem.costs.latency_s, problem.costs.inv_bw_s_per_B)
-
-
-@METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
-def ilp(problem: BcastProblem, *, time_limit=None, seed=0, init: str | tuple = ("dft", "bft", "greedy"),
-        threads: int = 2, resolution: float = 1e6) -> PlanResult:
-    """Exact CP-SAT model (:mod:`models.bcast_milp`): minimizes the latest arrival, with bound and gap.
-
-    Parameters
-    ----------
-    problem : :class:`BcastProblem`.
-    time_limit : seconds for CP-SAT (None: until proven).
-    seed : solver seed.
-    init : heuristic(s) whose best assignment is the solver's hint (default: the best of dft, bft, greedy).
-    threads : CP-SAT search workers.
-    resolution : time grid of the model: the largest edge cost over ``resolution`` (finer is slower).
-    """
-    warm, warm_t = None, np.inf
-    for name in _start_names(init):
-        a = _heuristic_assign(problem, name)
-        t = problem.model.time(a)
-        if t < warm_t:
-            warm, warm_t = a, t
-    out = call_isolated("ortools", solve_exact, problem, time_limit=time_limit, seed=seed, hint=warm,
-                        resolution=resolution, threads=threads)
-    res = _result(problem, out["assign"], status=out["status"], bound=out["bound"],
-                  solver="cp-sat", classes=out["classes"])
-    res.message = out.get("message", "")
-    return res
 
 
 # ---------------------------------------------------------------- scoring

@@ -1,7 +1,8 @@
 """The registry of Bcast reordering methods: a leaf module (it imports no method; each registers itself).
 
-:mod:`planner.bcast.problem` registers ``default``, ``dft``, ``bft``, ``greedy``, ``anneal`` and ``ilp``
-with ``@METHODS.register(name)``; importing :mod:`planner.bcast` imports it.
+:mod:`planner.bcast.problem` registers ``default``, ``dft``, ``bft``, ``greedy`` and ``anneal``, and
+:mod:`planner.bcast.exact` registers ``ilp``, with ``@METHODS.register(name)``; importing
+:mod:`planner.bcast` imports both.
 """
 
 from planner.result import Registry

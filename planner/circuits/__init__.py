@@ -12,8 +12,8 @@ See :mod:`planner.circuits.problem` (problem, ``solve``, validation),
 :mod:`planner.circuits.anneal`, :mod:`planner.circuits.exact` (``ilp``),
 :mod:`planner.circuits.forwarding` (distance-vector tables, routes),
 :mod:`planner.circuits.bound` (the communication-time bound),
-:mod:`planner.circuits.planfile` (plan JSON) and :mod:`models.circuits_milp`
-(the exact model).
+:mod:`planner.circuits.planfile` (plan JSON); the exact models are :mod:`models.circuits_node` and
+:mod:`models.circuits_switch`.
 """
 
 from planner.circuits.problem import CircuitProblem, solve, validate_plan, validate_plan_dict

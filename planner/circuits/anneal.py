@@ -30,6 +30,8 @@ from planner.circuits.problem import plan_dict, plan_simulator, result_from_plan
 from planner.circuits.registry import HEURISTICS, METHODS
 from planner.errors import TopoplanError
 
+__all__ = ["DEFAULT_TIME_S", "STARTABLE", "anneal"]
+
 DEFAULT_TIME_S = 10.0
 
 
@@ -54,6 +56,28 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
         traffic as one bulk phase, under ``sim_model``).
     trace, sim_model : what ``energy='simulated'`` replays, and under which network model
         (:func:`planner.circuits.solve` passes its own).
+
+    Returns
+    -------
+    PlanResult
+        The best plan seen (status ``heuristic``).
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown ``init`` or ``energy``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> res = anneal(prob, max_steps=200, seed=0)
+    >>> res.plan["circuits"], round(res.objective, 3), res.metrics["circuits_used"]
+    ([[0, 16], [1, 17], [2, 18], [3, 19]], 0.032, 4)
     """
     if energy not in ("bound", "simulated"):
         raise TopoplanError(f"field 'energy': 'bound' or 'simulated', got {energy!r}")

@@ -26,10 +26,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["Evaluation", "evaluate", "better", "floor_s"]
+
 
 @dataclass
 class Evaluation:
-    """Loads of one plan. ``loads_B``/``bw_Bps`` per link in the simulator's numbering (circuits last)."""
+    """Loads of one plan. ``loads_B``/``bw_Bps`` per link in the simulator's numbering (circuits last).
+
+    Made by :func:`evaluate`; the fields are the bound (``congestion_s``), the
+    uplink bytes and the per-link loads, with the bytes by how they travel
+    (direct circuit, relayed, fallback to the EPS).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : list of (int, int)
+    loads_B, bw_Bps : numpy.ndarray
+        Per link: bytes and bandwidth (``inf`` on unshared links).
+    congestion_s : float
+        The bound.
+    uplink_bytes, ocs_bytes, fallback_bytes, relayed_bytes, direct_bytes : float
+        Bytes through the top switch, over circuits, of large messages falling
+        back to the EPS, relayed, and sent over their own node's circuit.
+    max_hops : int
+        Most circuits a route crosses.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> ev = evaluate(prob, [], np.full((64, 4), -1))     # no circuits
+    >>> ev.congestion_s, ev.uplink_bytes, ev.bottleneck()
+    (0.128, 320000000.0, 'S0->top')
+    >>> ev.metrics()["large_fallback_bytes"]
+    320000000.0
+    """
 
     problem: object
     circuits: list
@@ -84,16 +119,19 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
 
     Parameters
     ----------
-    problem : :class:`planner.circuits.problem.CircuitProblem`.
-    circuits : list of ``(u, v)`` node pairs.
-    next_hop : forwarding tables as an array (``-1`` = no entry).
+    problem : CircuitProblem
+    circuits : list of (int, int)
+        Node pairs.
+    next_hop : numpy.ndarray
+        Forwarding tables as an array (``-1`` = no entry).
 
     Returns
     -------
-    Evaluation (``congestion_s``, ``uplink_bytes``, loads per link, ...).
+    Evaluation
+        ``congestion_s``, ``uplink_bytes``, loads per link, ...
 
-    Example
-    -------
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import from_arrays
     >>> from planner.circuits.problem import CircuitProblem
@@ -139,7 +177,34 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
 
 
 def better(a: Evaluation, b: Evaluation | None, rel_tol: float = 1e-9) -> bool:
-    """Is ``a`` lexicographically better than ``b`` (bound first, ties within ``rel_tol``; then uplink bytes)?"""
+    """Is ``a`` lexicographically better than ``b`` (bound first, ties within ``rel_tol``; then uplink bytes)?
+
+    Parameters
+    ----------
+    a : Evaluation
+    b : Evaluation or None
+        None: ``a`` is better.
+    rel_tol : float, optional
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> from planner.circuits.forwarding import distance_vector
+    >>> circuits = [(0, 16), (1, 17)]
+    >>> none = evaluate(prob, [], np.full((64, 4), -1))
+    >>> two = evaluate(prob, circuits, distance_vector(prob, circuits))
+    >>> better(two, none), better(none, two), better(none, None)
+    (True, False, True)
+    """
     if b is None:
         return True
     if a.congestion_s < b.congestion_s * (1 - rel_tol):
@@ -150,7 +215,28 @@ def better(a: Evaluation, b: Evaluation | None, rel_tol: float = 1e-9) -> bool:
 
 
 def floor_s(problem) -> float:
-    """Bound no plan can beat: fixed links (non-OCS nodes' own traffic, small-message uplink loads, intra-node)."""
+    """Bound no plan can beat: fixed links (non-OCS nodes' own traffic, small-message uplink loads, intra-node).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> floor_s(prob)           # 40 MB over a non-OCS node's 10 Gbps link
+    0.032
+    """
     p = problem
     own_out, own_in = p.own_out().sum(axis=1), p.own_in().sum(axis=1)
     up = p.base_up_B + own_out

@@ -29,6 +29,9 @@ import numpy as np
 
 from planner.circuits.bound import evaluate
 
+__all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "tables_from_array", "array_from_tables", "Routes",
+           "distance_vector", "polish_tables", "congestion_tables"]
+
 LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each node's traffic to a destination "
                 "switch, the largest first, goes to the next hop whose entry link (relay EPS down link or circuit) "
                 "has the least load so far in seconds (bytes / bandwidth); remaining ties to the smaller node id. "
@@ -38,7 +41,22 @@ _REL_TOL = 1e-9
 
 
 def partners_of(n_nodes: int, circuits) -> list[list[int]]:
-    """Circuit partners of every node."""
+    """Circuit partners of every node.
+
+    Parameters
+    ----------
+    n_nodes : int
+    circuits : iterable of (int, int)
+
+    Returns
+    -------
+    list of list of int
+
+    Examples
+    --------
+    >>> partners_of(4, [(0, 2), (1, 2)])
+    [[2], [2], [0, 1], []]
+    """
     p: list[list[int]] = [[] for _ in range(n_nodes)]
     for a, b in circuits:
         p[a].append(b)
@@ -47,13 +65,56 @@ def partners_of(n_nodes: int, circuits) -> list[list[int]]:
 
 
 def circuit_links(problem, circuits) -> dict[tuple[int, int], int]:
-    """Directed circuit ``(u, v)`` -> link id, numbered as the problem's network numbers a plan's circuits."""
+    """Directed circuit ``(u, v)`` -> link id, numbered as the problem's network numbers a plan's circuits.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+
+    Returns
+    -------
+    dict of (int, int) to int
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> circuits = [(0, 16), (1, 17)]
+    >>> circuit_links(prob, circuits)
+    {(0, 16): 200, (16, 0): 201, (1, 17): 202, (17, 1): 203}
+    """
     cl = problem.network().circuit_links(circuits)
     return dict(zip(zip(cl.src.tolist(), cl.dst.tolist()), range(cl.first, cl.first + cl.n_links)))
 
 
 def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
-    """``next_hop`` array -> the plan's JSON form ``{"node": {"switch": next_hop}}`` (entries only)."""
+    """``next_hop`` array -> the plan's JSON form ``{"node": {"switch": next_hop}}`` (entries only).
+
+    Parameters
+    ----------
+    next_hop : numpy.ndarray
+        (n_nodes x n_switches), -1 = no entry.
+
+    Returns
+    -------
+    dict of str to dict of str to int
+
+    See Also
+    --------
+    array_from_tables : the inverse.
+
+    Examples
+    --------
+    >>> nh = np.full((3, 2), -1)
+    >>> nh[0, 1], nh[2, 0] = 1, 0
+    >>> tables_from_array(nh)
+    {'0': {'1': 1}, '2': {'0': 0}}
+    """
     rows, cols = np.nonzero(next_hop >= 0)
     out: dict[str, dict[str, int]] = {}
     for n, s in zip(rows.tolist(), cols.tolist()):
@@ -62,7 +123,23 @@ def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
 
 
 def array_from_tables(tables: dict, n_nodes: int, n_switches: int) -> np.ndarray:
-    """The plan's ``forwarding`` dict (string or int keys) -> ``next_hop`` array (-1 = no entry)."""
+    """The plan's ``forwarding`` dict (string or int keys) -> ``next_hop`` array (-1 = no entry).
+
+    Parameters
+    ----------
+    tables : dict
+        ``{node: {switch: next_hop}}``.
+    n_nodes, n_switches : int
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> array_from_tables({"0": {"1": 1}, 2: {0: 0}}, 3, 2).tolist()
+    [[-1, 1], [-1, -1], [0, -1]]
+    """
     nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
     for n, row in (tables or {}).items():
         for s, h in row.items():
@@ -80,6 +157,29 @@ class Routes:
     whether it falls back, the circuits crossed and the EPS hops to relays. Delivery from ``end`` to the
     destination node is left to the caller (it depends on the destination node). The walk is the
     simulator's (:meth:`sim.network.Network.relay_routes`), which raises on loops and non-neighbour hops.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+    next_hop : numpy.ndarray
+        The tables; :meth:`set_entry` changes them in place.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> circuits = [(0, 16), (1, 17)]
+    >>> routes = Routes(prob, circuits, distance_vector(prob, circuits))
+    >>> links, end, fallback, n_circuits, n_relay_hops = routes.route(4, 1)
+    >>> [prob.link_name(l, circuits) for l in links], end, fallback, n_circuits, n_relay_hops
+    (['node0004->S0', 'S0->node0000', 'node0000=>node0016'], 16, False, 1, 1)
+    >>> routes.nodes(4, 1)
+    (4, 0, 16)
     """
 
     def __init__(self, problem, circuits, next_hop: np.ndarray):
@@ -137,19 +237,29 @@ def distance_vector(problem, circuits, *, hop_limit: int | None = None, full: bo
 
     Parameters
     ----------
-    problem : :class:`planner.circuits.problem.CircuitProblem`.
-    circuits : list of ``(u, v)`` OCS node pairs.
-    hop_limit : most circuits a route may cross (default: the problem's; None = no limit).
-    full : give every node with a route an entry (True), or only nodes that carry planned traffic.
-    fallback : optional boolean (n_nodes x n_switches) mask of source entries left empty on purpose
+    problem : CircuitProblem
+    circuits : list of (int, int)
+        OCS node pairs.
+    hop_limit : int, optional
+        Most circuits a route may cross (default: the problem's; None = no limit).
+    full : bool, optional
+        Give every node with a route an entry (True), or only nodes that carry planned traffic.
+    fallback : numpy.ndarray of bool, optional
+        (n_nodes x n_switches) mask of source entries left empty on purpose
         (their traffic takes the uplinks); used to realize a model's fall-back flows. Relays keep theirs.
 
     Returns
     -------
-    ``next_hop`` array (n_nodes x n_switches, -1 = no entry).
+    numpy.ndarray
+        ``next_hop`` (n_nodes x n_switches, -1 = no entry).
 
-    Example
-    -------
+    References
+    ----------
+    000 section 3.3 and 003 section 3.3.3 / Fig. 4 (distance vector, reciprocal
+    bandwidth); 001 section 3.2.3 (ties prefer the optical path).
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import from_arrays
     >>> from planner.circuits.problem import CircuitProblem
@@ -291,6 +401,37 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
     uplink bytes, or keeps both and lowers the sum of squared link times (a
     better balance lets later moves lower the bound). Stops at a local
     optimum, after ``max_passes`` or at ``time_limit`` seconds.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+    next_hop : numpy.ndarray
+        The tables to start from (not changed).
+    time_limit : float, optional
+        Seconds.
+    max_passes : int, optional
+
+    Returns
+    -------
+    numpy.ndarray
+        The improved ``next_hop``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> circuits = [(0, 16), (1, 17)]
+    >>> from planner.circuits.bound import evaluate
+    >>> nh = distance_vector(prob, circuits)
+    >>> round(evaluate(prob, circuits, nh).congestion_s, 3)
+    0.064
+    >>> round(evaluate(prob, circuits, polish_tables(prob, circuits, nh)).congestion_s, 3)
+    0.048
     """
     t_end = None if time_limit is None else _time.perf_counter() + time_limit
     p = problem
@@ -432,6 +573,30 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2) -> 
     ties go to fewer uplink bytes, then fewer links. Entries fixed by earlier
     groups are followed, so the tables stay one next hop per node and
     destination switch. Nodes no group passes through get no entry.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+    max_circuits_per_route : int, optional
+
+    Returns
+    -------
+    numpy.ndarray
+        ``next_hop``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> circuits = [(0, 16), (1, 17)]
+    >>> from planner.circuits.bound import evaluate
+    >>> round(evaluate(prob, circuits, congestion_tables(prob, circuits)).congestion_s, 3)
+    0.048
     """
     p = problem
     H = max_circuits_per_route if p.hop_limit is None else min(max_circuits_per_route, p.hop_limit)

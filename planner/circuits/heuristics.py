@@ -25,6 +25,8 @@ from planner.circuits.forwarding import distance_vector
 from planner.circuits.problem import result_from_plan
 from planner.circuits.registry import METHODS
 
+__all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching"]
+
 
 class _Circuits:
     """Circuits being assigned: free ports per node and the pairs already joined."""
@@ -118,7 +120,34 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
 
 @METHODS.register("none")
 def eps_only(problem, *, time_limit=None, seed=0):
-    """``none``: no circuits; every message takes the EPS."""
+    """``none``: no circuits; every message takes the EPS.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    time_limit : float, optional
+        Not used (the method is fast); part of every method's signature.
+    seed : int, optional
+        Not used (the method is deterministic).
+
+    Returns
+    -------
+    PlanResult
+        Circuits and forwarding tables, scored by the communication-time bound;
+        :func:`planner.circuits.problem.solve` fills in method, seed and wall time and validates it.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> res = eps_only(prob)
+    >>> res.plan["circuits"], round(res.objective, 3), res.metrics["bottleneck"]
+    ([], 0.128, 'S0->top')
+    """
     return _finish(problem, _Circuits(problem))
 
 
@@ -130,6 +159,35 @@ def switch_partitioning(problem, *, time_limit=None, seed=0):
     of OCS nodes with the most (large) messages, ties to the pair with the
     smallest rank; further rounds while circuits remain. Only node pairs
     that communicate get circuits.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    time_limit : float, optional
+        Not used (the method is fast); part of every method's signature.
+    seed : int, optional
+        Not used (the method is deterministic).
+
+    Returns
+    -------
+    PlanResult
+        Circuits and forwarding tables, scored by the communication-time bound;
+        :func:`planner.circuits.problem.solve` fills in method, seed and wall time and validates it.
+
+    References
+    ----------
+    000 section 3.2 (Switch Partitioning).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> switch_partitioning(prob).plan["circuits"]      # only OCS nodes that talk get circuits
+    []
     """
     circ = _Circuits(problem)
     u, v, _, msgs, lo, hi = _ocs_pairs(problem)
@@ -152,6 +210,36 @@ def three_step(problem, *, time_limit=None, seed=0):
 
     Steps 2 and 3 join the free OCS nodes with the smallest ids (the paper
     does not say which).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    time_limit : float, optional
+        Not used (the method is fast); part of every method's signature.
+    seed : int, optional
+        Not used (the method is deterministic).
+
+    Returns
+    -------
+    PlanResult
+        Circuits and forwarding tables, scored by the communication-time bound;
+        :func:`planner.circuits.problem.solve` fills in method, seed and wall time and validates it.
+
+    References
+    ----------
+    001 section 3.2.2.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> res = three_step(prob)                         # step 2: relay through OCS nodes
+    >>> res.plan["circuits"], round(res.objective, 3)
+    ([[0, 16], [1, 17], [2, 18], [3, 19]], 0.032)
     """
     circ = _Circuits(problem)
     u, v, by, _, lo, hi = _ocs_pairs(problem)
@@ -187,6 +275,36 @@ def greedy(problem, *, time_limit=None, seed=0):
     random (``seed``). Stops when no communicating switch pair has a free
     OCS node on both sides (line 1 of Fig. 3: while OCS nodes remain), or at
     ``max_circuits``.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    time_limit : float, optional
+        Not used (the method is fast); part of every method's signature.
+    seed : int, optional
+        Seeds the random choice of OCS nodes.
+
+    Returns
+    -------
+    PlanResult
+        Circuits and forwarding tables, scored by the communication-time bound;
+        :func:`planner.circuits.problem.solve` fills in method, seed and wall time and validates it.
+
+    References
+    ----------
+    003 section 3.3.2 and Fig. 3.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> res = greedy(prob, seed=0)
+    >>> res.plan["circuits"], round(res.objective, 3)
+    ([[2, 19], [0, 17], [1, 16], [3, 18]], 0.032)
     """
     rng = np.random.default_rng(seed)
     circ = _Circuits(problem)
@@ -225,6 +343,32 @@ def matching(problem, *, time_limit=None, seed=0):
     (``k``: OCS nodes under a switch, the most circuits the pair could get).
     With several ports per node, matchings are repeated on the ports left until nothing can be added.
     NetworkX ``max_weight_matching``; ``max_circuits`` keeps the heaviest.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    time_limit : float, optional
+        Not used (the method is fast); part of every method's signature.
+    seed : int, optional
+        Not used (the method is deterministic).
+
+    Returns
+    -------
+    PlanResult
+        Circuits and forwarding tables, scored by the communication-time bound;
+        :func:`planner.circuits.problem.solve` fills in method, seed and wall time and validates it.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> from planner.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> res = matching(prob)
+    >>> res.plan["circuits"], round(res.objective, 3)
+    ([[0, 19], [1, 18], [2, 17], [3, 16]], 0.032)
     """
     import networkx as nx
 

@@ -62,6 +62,62 @@ class CircuitProblem:
     ``2N..3N-1``, switch uplinks up ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``
     (:meth:`link_ids`, :meth:`link_index`); circuits follow, two directed
     links each, in the order of the plan's circuit list.
+
+    Parameters
+    ----------
+    topology : TreeTopology
+        The hybrid topology.
+    placement : Placement
+        Where the ranks run.
+    threshold_B : float
+        Large-message threshold: messages of at least this size may use circuits.
+    hop_limit, max_circuits : int or None
+        Most circuits a route may cross; most circuits a plan may set up.
+    node_switch, is_ocs, node_bw_Bps : numpy.ndarray
+        Per node: its switch, whether it has optical ports, its EPS link bandwidth.
+    ports : int
+        Optical ports per OCS node.
+    up_bw_Bps, ocs_bw_Bps, intra_bw_Bps : float
+        Switch uplink, circuit and intra-node bandwidths.
+    uplinks_shared : bool
+        False on a fat tree (uplinks do not contend).
+    base_up_B, base_down_B, base_intra_B : numpy.ndarray
+        Per node: bytes on its links that no plan changes.
+    base_uplink_up_B, base_uplink_down_B : numpy.ndarray
+        Per switch: the same on its uplink.
+    large_src, large_dst, large_bytes, large_msgs : numpy.ndarray
+        Large inter-switch traffic by ordered node pair.
+    node_min_rank : numpy.ndarray
+        Lowest rank on every node (int64 max where none).
+    traffic_name : str, optional
+    traffic : Traffic, optional
+        The rank traffic, for simulating plans.
+
+    Build one with :meth:`build`, not field by field.
+
+    See Also
+    --------
+    solve : plan circuits for the problem.
+    planner.circuits.bound.evaluate : the communication-time bound of a plan.
+
+    References
+    ----------
+    000 section 3 (hybrid network, SP and CP assignment), 001 section 3.2
+    (only some nodes are OCS nodes; EPS-OCS relays) and 003 section 3.3
+    (circuit assignment of Fig. 3, routes of Fig. 4).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> d = prob.describe()
+    >>> d["ocs_nodes"], d["large_pairs"], d["large_inter_switch_bytes"]
+    (16, 16, 640000000.0)
+    >>> float(prob.switch_bytes()[0, 1]), prob.circuit_limit()
+    (640000000.0, 8)
     """
 
     topology: Any
@@ -103,13 +159,41 @@ class CircuitProblem:
 
         Parameters
         ----------
-        topology : a hybrid :class:`planner.topology.TreeTopology` (with an ``ocs`` section).
-        traffic : :class:`planner.traffic.Traffic`.
-        placement : :class:`planner.placement.Placement`, or rank -> node ids (consecutive cores per
-            node); validated here. Default: sequential.
-        threshold_B : large-message threshold (default: OCS bandwidth-delay product).
-        hop_limit : most circuits a large message may cross (None: no limit).
-        max_circuits : most circuits a plan may set up (None: as many as ports allow).
+        topology : TreeTopology
+            A hybrid topology (with an ``ocs`` section).
+        traffic : Traffic
+            The rank traffic.
+        placement : Placement or array_like of int, optional
+            Or rank -> node ids (consecutive cores per node); validated here. Default: sequential.
+        threshold_B : float, optional
+            Large-message threshold (default: OCS bandwidth-delay product).
+        hop_limit : int, optional
+            Most circuits a large message may cross (None: no limit).
+        max_circuits : int, optional
+            Most circuits a plan may set up (None: as many as ports allow).
+
+        Returns
+        -------
+        CircuitProblem
+
+        Raises
+        ------
+        TopoplanError
+            For a topology without OCS, a placement that does not fit, a bad
+            option value, or an unknown option (naming the known ones).
+
+        Examples
+        --------
+        >>> from planner.topology_io import load_topology
+        >>> from planner.traffic import from_arrays
+        >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+        >>> prob = CircuitProblem.build(topo, from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+        >>> prob.n_nodes, prob.n_switches, prob.ocs_nodes.tolist()
+        (64, 4, [0, 16, 32, 48])
+        >>> CircuitProblem.build(topo, from_arrays(2, [0], [1], [8.0]), hop_limt=2)
+        Traceback (most recent call last):
+        ...
+        planner.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits
         """
         topo = topology
         if traffic is None:
@@ -299,12 +383,57 @@ class CircuitProblem:
 # -- plan construction and validation -----------------------------------
 
 def normalize_circuits(circuits) -> list[tuple[int, int]]:
-    """Circuits as sorted ``(u, v)`` tuples, ``u < v``, in a canonical order."""
+    """Circuits as sorted ``(u, v)`` tuples, ``u < v``, in a canonical order.
+
+    Parameters
+    ----------
+    circuits : iterable of pairs of int
+        Circuits as node pairs, either end first.
+
+    Returns
+    -------
+    list of tuple of int
+
+    Examples
+    --------
+    >>> normalize_circuits([(48, 32), [16, 0]])
+    [(0, 16), (32, 48)]
+    """
     return sorted((int(min(a, b)), int(max(a, b))) for a, b in circuits)
 
 
 def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_sharing: str) -> dict:
-    """The plan's own keys (circuits, forwarding, ...) from circuits and a next-hop array (-1 = no entry)."""
+    """The plan's own keys (circuits, forwarding, ...) from circuits and a next-hop array (-1 = no entry).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of pairs of int
+        The circuits, as node pairs.
+    next_hop : numpy.ndarray
+        ``next_hop[node, switch]``: the next node towards ``switch`` for large messages, -1 for none.
+    load_sharing : str
+        How relays share load (see :data:`planner.circuits.forwarding.LOAD_SHARING`).
+
+    Returns
+    -------
+    dict
+        ``circuits``, ``forwarding`` (``{node: {switch: next_hop}}`` with string keys, as in the
+        plan JSON), ``load_sharing``, ``hop_limit``, ``threshold_B`` and ``rank_to_node``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> nh = np.full((prob.n_nodes, prob.n_switches), -1)
+    >>> nh[0, 1], nh[16, 0] = 16, 0
+    >>> plan = plan_dict(prob, [(0, 16)], nh, "first")
+    >>> plan["circuits"], plan["forwarding"]
+    ([[0, 16]], {'0': {'1': 16}, '16': {'0': 0}})
+    """
     return {"circuits": [list(c) for c in circuits],
             "forwarding": tables_from_array(next_hop),
             "load_sharing": load_sharing,
@@ -316,7 +445,46 @@ def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_shar
 def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heuristic", bound=None,
                      load_sharing: str | None = None, message: str = "", extra_metrics=None,
                      options=None) -> PlanResult:
-    """Evaluate a plan with the communication-time bound and wrap it in a :class:`PlanResult`."""
+    """Evaluate a plan with the communication-time bound and wrap it in a :class:`PlanResult`.
+
+    The methods' common last step; :func:`solve` then fills method, seed and wall time.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of pairs of int
+    next_hop : numpy.ndarray
+        ``next_hop[node, switch]``, -1 for no entry.
+    status : str, optional
+        One of :data:`planner.result.STATUSES`.
+    bound : float, optional
+        A proven lower bound on the objective.
+    load_sharing : str, optional
+        Default :data:`planner.circuits.forwarding.LOAD_SHARING`.
+    message : str, optional
+    extra_metrics : dict, optional
+        Added to the bound's metrics.
+    options : dict, optional
+        The options the plan was made with.
+
+    Returns
+    -------
+    PlanResult
+        ``objective`` is the communication-time bound in seconds.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> nh = np.full((prob.n_nodes, prob.n_switches), -1)
+    >>> nh[0, 1], nh[16, 0] = 16, 0
+    >>> res = result_from_plan(prob, [(0, 16)], nh)
+    >>> res.metrics["circuits_used"], round(res.objective, 3)
+    (1, 0.24)
+    """
     circuits = [tuple(map(int, c)) for c in circuits]
     ev = evaluate(problem, circuits, next_hop)
     metrics = ev.metrics()
@@ -328,7 +496,34 @@ def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heu
 
 
 def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
-    """Validate a method's plan against the problem (ports, OCS nodes, neighbours, loops, limits)."""
+    """Validate a method's plan against the problem (ports, OCS nodes, neighbours, loops, limits).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    result : PlanResult
+        A circuit method's result.
+
+    Raises
+    ------
+    TopoplanError
+        As :func:`validate_plan_dict`, naming the method.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> res = solve(prob, "sp")
+    >>> validate_plan(prob, res)
+    >>> res.plan["circuits"].append([0, 1])
+    >>> validate_plan(prob, res)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: sp plan: field 'circuits[4]': nodes 0 and 1 are under the same switch 0
+    """
     validate_plan_dict(result.plan, problem.topology, where=f"{result.method or 'circuit'} plan",
                        max_circuits=problem.max_circuits)
 
@@ -343,6 +538,37 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     entry at a node already under its destination switch, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
     ``max_circuits`` (argument or ``options.max_circuits``).
+
+    Parameters
+    ----------
+    doc : dict
+        The plan: ``circuits`` ([[u, v], ...]), ``forwarding`` ({node: {switch: next_hop}}),
+        optionally ``hop_limit``, ``options`` and ``rank_to_node``.
+    topo : TreeTopology
+        A hybrid topology.
+    where : str, optional
+        How errors name the plan.
+    max_circuits : int, optional
+        Most circuits allowed.
+
+    Raises
+    ------
+    TopoplanError
+        One line naming ``where`` and the field.
+
+    See Also
+    --------
+    planner.validate.validate : every kind of plan document.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])  # OCS nodes 0, 16, 32, 48
+    >>> validate_plan_dict({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}, topo)
+    >>> validate_plan_dict({"circuits": [[0, 1]]}, topo)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: circuit plan: field 'circuits[0]': node 1 is not an OCS node
     """
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
@@ -476,11 +702,46 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
 
     Returns
     -------
-    PlanResult with ``plan`` = circuits, forwarding, load_sharing, hop_limit,
-    threshold_B, rank_to_node; ``objective`` = the communication-time bound
-    (seconds) of the plan; ``metrics`` incl. ``congestion_bound_s``,
-    ``uplink_bytes`` and ``circuits_used`` (and ``simulated_s`` with ``score='simulated'``). The plan is
-    validated.
+    PlanResult
+        ``plan`` = circuits, forwarding, load_sharing, hop_limit, threshold_B,
+        rank_to_node; ``objective`` = the communication-time bound (seconds) of
+        the plan; ``metrics`` incl. ``congestion_bound_s``, ``uplink_bytes`` and
+        ``circuits_used`` (and ``simulated_s`` with ``score='simulated'``). The
+        plan is validated.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option (naming the known ones), a bad
+        ``time_limit``, ``seed`` or ``score``.
+
+    See Also
+    --------
+    compare : several methods side by side.
+    planner.circuits.registry.METHODS : the methods and their options.
+
+    References
+    ----------
+    ``sp`` is 000's Switch Partitioning (section 3), ``three-step`` 001's
+    assignment (section 3.2.2) and 003's Fig. 3 (section 3.3.2); forwarding
+    tables by distance vector as in 000 and 003 section 3.3.3.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> res = solve(prob, method="three-step")
+    >>> res.plan["circuits"]
+    [[0, 16], [1, 17], [2, 18], [3, 19]]
+    >>> res.status, round(res.objective, 3), res.metrics["bottleneck"]
+    ('heuristic', 0.064, 'node0000=>node0016')
+    >>> solve(prob, "anneal", max_step=50)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
@@ -496,7 +757,32 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
 
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
-    """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`sim.run.simulate_plan`)."""
+    """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`sim.run.simulate_plan`).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    trace : planner.trace.Trace, optional
+        What to simulate; default the problem's traffic as one bulk phase.
+    sim_model : SimModel or dict, optional
+        The network model; default maxmin with pipelined relays.
+
+    Returns
+    -------
+    callable
+        ``run(plan_dict) -> float`` seconds.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> simulate = plan_simulator(prob)
+    >>> round(simulate(solve(prob, "none").to_dict()), 3), round(simulate(solve(prob, "three-step").to_dict()), 3)
+    (0.256, 0.064)
+    """
     tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
 
     def run(plan: dict) -> float:
@@ -515,6 +801,36 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
     ``gap_to_bound``). ``simulate(plan_dict) -> seconds`` adds the simulated
     communication time (``simulated_s``) when given; a dict of named simulators
     (``{"pipelined": fn, ...}``) adds one column ``simulated_s.<name>`` each.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    methods : sequence of str, optional
+        Default every method of :data:`METHODS`.
+    time_limit : float, optional
+        For ``ilp`` and ``anneal``.
+    seed : int, optional
+    simulate : callable or dict of callables, optional
+        ``plan_dict -> seconds`` (see :func:`plan_simulator`).
+    **options
+        Options of ``ilp``.
+
+    Returns
+    -------
+    list of dict
+        One row per method: method, status, objective, bound, gap, uplink_bytes,
+        circuits, fallback_bytes, bottleneck, wall_s, and ``gap_to_exact`` or ``gap_to_bound``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> rows = compare(prob, ["none", "three-step"])
+    >>> [(r["method"], r["circuits"], r["bottleneck"], round(r["objective"], 3)) for r in rows]
+    [('none', 0, 'S0->top', 0.256), ('three-step', 4, 'node0000=>node0016', 0.064)]
     """
     methods = list(methods or METHODS)
     rows, results = [], {}

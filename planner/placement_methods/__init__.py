@@ -11,7 +11,7 @@ See :mod:`planner.placement_methods.problem` (problem, ``solve``, metrics),
 :mod:`~planner.placement_methods.basic` (sequential, round-robin, random),
 :mod:`~planner.placement_methods.metis` (the papers' CommPattern placement),
 :mod:`~planner.placement_methods.greedy`, :mod:`~planner.placement_methods.anneal`,
-:mod:`~planner.placement_methods.exact` (``ilp``, the model in :mod:`models.placement_milp`) and
+:mod:`~planner.placement_methods.exact` (``ilp``, the model in :mod:`models.placement_cpsat`) and
 :mod:`~planner.placement_methods.joint` (placement + circuits).
 """
 

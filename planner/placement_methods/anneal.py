@@ -35,6 +35,8 @@ from planner.placement_methods import basic, greedy, metis  # noqa: F401  (regis
 from planner.placement_methods.problem import PlacementProblem, initial_placement, result_from
 from planner.placement_methods.registry import METHODS
 
+__all__ = ["DEFAULT_TIME_S", "NOT_STARTS", "anneal"]
+
 DEFAULT_TIME_S = 10.0
 NOT_STARTS = ("ilp", "joint")    # the improving methods are no starts of anneal
 
@@ -380,6 +382,16 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
         is accepted 1 in 4, capped at 4 typical edges for the linear objectives).
     cycles : cooling cycles; each restarts from the best placement at half the previous start
         temperature. The last tenth of the run is a zero-temperature descent from the best.
+
+    Returns
+    -------
+    PlanResult
+        The best placement seen (status ``heuristic``).
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown ``init`` or a given placement that does not fit.
 
     Examples
     --------

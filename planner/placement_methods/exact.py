@@ -1,8 +1,21 @@
-"""``ilp``: exact placement with a proven bound, the CP-SAT model of :mod:`models.placement_milp`.
+"""``ilp``: exact placement with a proven bound -- the problem's side of the CP-SAT model.
 
-The model, its symmetry breaking and the combinatorial lower bounds live in
-:mod:`models.placement_milp`; this module declares the method and its options,
-starts the model from the best heuristic placement and decodes the solution.
+The model (:mod:`models.placement_cpsat`) reads plain arrays; this module declares the method and
+its options, turns a :class:`~planner.placement_methods.PlacementProblem` into the model's data (edge
+weights as integers, node or switch columns, the combinatorial :func:`lower_bound`, the symmetry of the
+machine), starts the model from the best heuristic placement, solves it with
+``models.backends.solve(..., "cpsat")`` and decodes the solution into a placement.
+
+Examples
+--------
+>>> from planner.placement_methods import PlacementProblem, solve
+>>> from planner.topology_io import load_topology
+>>> from planner.traffic import load_traffic
+>>> p = PlacementProblem.build(load_topology("paper003"),
+...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), objective="inter-switch")
+>>> r = solve(p, "ilp", time_limit=20)
+>>> r.status, r.objective, r.bound          # 32 cut edges x 40 MB, proven
+('optimal', 1280000000.0, 1280000000.0)
 """
 
 from __future__ import annotations
@@ -11,8 +24,9 @@ import math
 
 import numpy as np
 
-from models import placement_milp as formulation
-from models.backends import call_isolated
+from models import placement_cpsat as formulation
+from models.backends import Deferred
+from models.backends import solve as backend_solve
 from planner.errors import TopoplanError
 from planner.placement_methods import greedy, metis  # noqa: F401  (register the default starts)
 from planner.placement_methods.metis import ocs_first, recursive_map
@@ -21,6 +35,9 @@ from planner.placement_methods.registry import METHODS
 from planner.result import module_missing
 from planner.topology import TreeTopology
 
+__all__ = ["ilp", "lower_bound", "symmetric_switches", "DEFAULT_TIME_S"]
+
+DEFAULT_TIME_S = 20.0
 NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
 
 
@@ -48,11 +65,11 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
     if problem.objective == "congestion":
         raise TopoplanError("method ilp: the exact model minimizes the hops or inter-switch objective, "
                             "not congestion (objective='hops' or 'inter-switch', or anneal)")
-    limit = formulation.DEFAULT_TIME_S if time_limit is None else float(time_limit)
+    limit = DEFAULT_TIME_S if time_limit is None else float(time_limit)
     # the start: the best heuristic on the problem's objective
     best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS)
     best_cost = problem.cost(best_node)
-    lb = formulation.lower_bound(problem)
+    lb = lower_bound(problem)
     u, v, w = problem.edges()
     wi, scale, exact = formulation.integer_weights(w)
     n, sw, cores = problem.n_ranks, problem.node_switch, problem.cores
@@ -68,7 +85,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
         hint = sw[best_node]
         if hops:  # one core per node: every edge leaves its node, 1 hop each, plus 2 per switch crossing
             constant = float(wi.sum())
-    same_switch, same_node = formulation.symmetric_switches(problem)
+    same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
     opts = {"init": best_name, "lower_bound": lb, "model": "node+switch" if node_level else "switch"}
@@ -76,16 +93,17 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
         return result_from(problem, best_node, status="feasible", bound=lb, options=opts,
                            message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
                                    f"{best_name} placement with the combinatorial bound")
-    data = {"n": n, "caps": np.asarray(caps, dtype=np.int64), "group_of": group_of, "u": u, "v": v, "w": wi,
-            "switch_weight": 2 if hops else 1, "node_weight": 1 if node_level else 0, "constant": int(constant),
-            "lb": int(math.ceil(lb / scale - 1e-9)) if exact else 0, "hint": hint, "sym_switch": same_switch,
-            "sym_node": node_level and same_node, "time_limit": limit, "seed": seed or 0, "workers": threads}
-    out = call_isolated("ortools", formulation.solve_cpsat, data)
-    bound = max(lb, out["bound"] * scale) if out["status"] in ("optimal", "feasible") else lb
-    if out["column"] is None:
+    data = formulation.PlacementData(
+        n=n, caps=np.asarray(caps, dtype=np.int64), group_of=group_of, u=u, v=v, w=wi,
+        switch_weight=2 if hops else 1, node_weight=1 if node_level else 0, constant=int(constant),
+        lb=int(math.ceil(lb / scale - 1e-9)) if exact else 0, hint=hint, sym_switch=same_switch,
+        sym_node=node_level and same_node)
+    out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=limit, seed=seed or 0, threads=threads)
+    bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
+    if out.values is None:
         return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
                            message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
-    col = out["column"]
+    col = out.values
     if node_level:
         node = ocs_first(problem, col)
     else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
@@ -96,6 +114,31 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
         node, cost = best_node, best_cost
     bound = min(bound, cost)
     status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
-    msg = (f"CP-SAT {out['status']} in {out['wall_s']:.2f} s; warm start {best_name} {best_cost:.6g}, "
+    msg = (f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s; warm start {best_name} {best_cost:.6g}, "
            f"combinatorial bound {lb:.6g}")
     return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)
+
+
+def lower_bound(problem: PlacementProblem) -> float:
+    """A proven lower bound on the problem's objective (tree topologies; 0 where none is known): the
+    combinatorial cut bounds of :func:`models.placement_cpsat.cut_bound` at switch and node level."""
+    if not isinstance(problem.topology, TreeTopology) or problem.objective == "congestion":
+        return 0.0
+    W, n = problem.graph(), problem.n_ranks
+    sw = problem.node_switch
+    sw_caps = np.bincount(sw, weights=problem.cores, minlength=problem.topology.n_switches).astype(np.int64)
+    s_cut = formulation.cut_bound(W, sw_caps, n)
+    if problem.objective == "inter-switch":
+        return s_cut
+    return formulation.cut_bound(W, problem.cores, n) + 2.0 * s_cut
+
+
+
+
+def symmetric_switches(problem: PlacementProblem) -> tuple[bool, bool]:
+    """Are all switches alike (same node cores, in order) and all nodes of a switch alike?"""
+    sw, cores = problem.node_switch, problem.cores
+    per = [cores[sw == s].tolist() for s in range(problem.topology.n_switches)]
+    same_switch = all(p == per[0] for p in per)
+    same_node = all(len(set(p)) <= 1 for p in per)
+    return same_switch, same_node

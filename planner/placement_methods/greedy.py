@@ -17,11 +17,29 @@ import numpy as np
 from planner.placement_methods.problem import PlacementProblem, result_from
 from planner.placement_methods.registry import METHODS
 
+__all__ = ["greedy"]
+
 
 @METHODS.register("greedy")
 def greedy(problem: PlacementProblem, *, time_limit=None, seed=0):
     """Heaviest-edge-first growth (see the module docstring).
 
+    Parameters
+    ----------
+    problem : PlacementProblem
+    time_limit : float, optional
+        Not used; part of every method's signature.
+    seed : int, optional
+        Not used (deterministic).
+
+    Returns
+    -------
+    PlanResult
+        ``rank_to_node`` and ``rank_to_slot``; :func:`~planner.placement_methods.problem.solve`
+        fills in method, seed and wall time and validates it.
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))

@@ -74,6 +74,8 @@ from planner.placement_methods.problem import PlacementProblem, initial_placemen
 from planner.placement_methods.registry import METHODS
 from planner.topology import TreeTopology
 
+__all__ = ["DEFAULT_TIME_S", "MAX_ANNEAL_NODES", "joint"]
+
 DEFAULT_TIME_S = 10.0
 MAX_ANNEAL_NODES = 2048     # the anneal step keeps an n x n pair-cost matrix
 _REL = 1e-9
@@ -440,10 +442,21 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
 
     Returns
     -------
-    PlanResult: plan = ``rank_to_node``, ``rank_to_slot``, ``circuits``, ``forwarding``, ...;
-    objective = circuit bound (s); metrics = the placement metrics plus ``circuit_bound_s``,
-    ``uplink_bytes``, ``circuits_used``, ``direct_bytes``, ``relayed_bytes``, ``start_circuit_bound_s``
-    (place-then-assign), ``rounds``, ``evaluations`` (and ``simulated_s`` with ``final_pick='simulated'``).
+    PlanResult
+        plan = ``rank_to_node``, ``rank_to_slot``, ``circuits``, ``forwarding``, ...;
+        objective = circuit bound (s); metrics = the placement metrics plus ``circuit_bound_s``,
+        ``uplink_bytes``, ``circuits_used``, ``direct_bytes``, ``relayed_bytes``, ``start_circuit_bound_s``
+        (place-then-assign), ``rounds``, ``evaluations`` (and ``simulated_s`` with ``final_pick='simulated'``).
+
+    Raises
+    ------
+    TopoplanError
+        On a topology without OCS, or for an unknown step, circuit method or ``final_pick``.
+
+    References
+    ----------
+    003 section 4 places ranks first (Sequential, CommPattern) and assigns
+    circuits after; this method chooses both together.
 
     Examples
     --------

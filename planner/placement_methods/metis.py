@@ -38,6 +38,8 @@ from planner.placement_methods.registry import METHODS
 from planner.result import module_missing
 from planner.topology import GraphTopology, TorusTopology, TreeTopology
 
+__all__ = ["PARTITIONERS", "repair_balance", "partition", "recursive_map", "ocs_first", "metis", "kahip", "scotch"]
+
 
 # -- partitioners ------------------------------------------------------------------
 
@@ -116,6 +118,22 @@ def repair_balance(W: sp.csr_matrix, part: np.ndarray, targets) -> np.ndarray:
     The gain of moving rank ``r`` from part ``p`` to ``q`` is its bytes to
     ``q`` minus its bytes to ``p`` (the connectivity matrix ``W @ onehot``).
 
+    Parameters
+    ----------
+    W : scipy.sparse.csr_matrix
+        Symmetric rank graph (bytes).
+    part : numpy.ndarray
+        Part of every rank (not changed).
+    targets : sequence of int
+        Ranks each part must hold (summing to the ranks).
+
+    Returns
+    -------
+    numpy.ndarray
+        The repaired parts.
+
+    Examples
+    --------
     >>> W = sp.csr_matrix(np.array([[0, 5, 1], [5, 0, 0], [1, 0, 0]], float))
     >>> repair_balance(W, np.array([0, 0, 0]), [2, 1]).tolist()
     [0, 0, 1]
@@ -147,7 +165,32 @@ def repair_balance(W: sp.csr_matrix, part: np.ndarray, targets) -> np.ndarray:
 
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis") -> np.ndarray:
-    """Partition graph ``W`` into parts of exactly ``targets[p]`` vertices (partitioner, then repair)."""
+    """Partition graph ``W`` into parts of exactly ``targets[p]`` vertices (partitioner, then repair).
+
+    Parameters
+    ----------
+    W : scipy.sparse.csr_matrix
+        Symmetric rank graph (bytes).
+    targets : sequence of int
+    seed : int, optional
+    partitioner : {"metis", "kahip", "scotch"}, optional
+        See :data:`PARTITIONERS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Part of every vertex.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                            objective="inter-switch")
+    >>> parts = partition(p.graph(), [64] * 4)
+    >>> np.bincount(parts).tolist()
+    [64, 64, 64, 64]
+    """
     targets = np.asarray(targets, dtype=np.int64)
     if targets.sum() != W.shape[0]:
         raise ValueError("targets must add up to the number of vertices")
@@ -215,6 +258,28 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
 
     ``domains`` -- optional list of ``(ranks, nodes)`` to start from (e.g. the ranks
     an exact model put on each switch); default: all ranks on the whole machine.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    seed : int, optional
+    partitioner : {"metis", "kahip", "scotch"}, optional
+    domains : list of (array_like, array_like), optional
+
+    Returns
+    -------
+    numpy.ndarray
+        ``rank_to_node``; every node gets at most its cores.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                            objective="inter-switch")
+    >>> rank_to_node = recursive_map(p)
+    >>> int(np.bincount(rank_to_node, minlength=64).max()), p.cost(rank_to_node)
+    (4, 256000000.0)
     """
     W = problem.graph()
     node_of = np.full(problem.n_ranks, -1, dtype=np.int64)
@@ -245,6 +310,27 @@ def ocs_first(problem: PlacementProblem, rank_to_node: np.ndarray) -> np.ndarray
     The groups (ranks sharing a node) stay together; only which node of the
     switch hosts which group changes, so inter-switch and inter-node bytes
     are unchanged (003: "nodes with much inter-switch traffic are the OCS nodes").
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    rank_to_node : numpy.ndarray
+
+    Returns
+    -------
+    numpy.ndarray
+        The new ``rank_to_node`` (unchanged off hybrids).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"), objective="inter-switch")
+    >>> before = recursive_map(p)
+    >>> after = ocs_first(p, before)
+    >>> p.cost(after) == p.cost(before)
+    True
     """
     t = problem.topology
     if not isinstance(t, TreeTopology) or t.ocs is None:
@@ -285,6 +371,26 @@ def _map(problem: PlacementProblem, seed, partitioner: str):
 def metis(problem: PlacementProblem, *, time_limit=None, seed=0):
     """The papers' CommPattern placement: METIS over the machine hierarchy, exact capacities, OCS nodes first.
 
+    Parameters
+    ----------
+    problem : PlacementProblem
+    time_limit : float, optional
+        Not used; part of every method's signature.
+    seed : int, optional
+        Seeds METIS.
+
+    Returns
+    -------
+    PlanResult
+        ``rank_to_node`` and ``rank_to_slot``; :func:`~planner.placement_methods.problem.solve`
+        fills in method, seed and wall time and validates it.
+
+    References
+    ----------
+    003 section 4.1.3 ("CommPattern"), 000 section 4 (placement by METIS).
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))
@@ -301,11 +407,71 @@ def _scotch_missing() -> str | None:
 
 @METHODS.register("kahip", requires=module_missing("kahip", "pip install kahip"))
 def kahip(problem: PlacementProblem, *, time_limit=None, seed=0):
-    """As :func:`metis` with KaHIP's kaffpa as the partitioner (needs ``pip install kahip``)."""
+    """As :func:`metis` with KaHIP's kaffpa as the partitioner (needs ``pip install kahip``).
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    time_limit : float, optional
+        Not used; part of every method's signature.
+    seed : int, optional
+        Seeds KaHIP.
+
+    Returns
+    -------
+    PlanResult
+        ``rank_to_node`` and ``rank_to_slot``; :func:`~planner.placement_methods.problem.solve`
+        fills in method, seed and wall time and validates it.
+
+    Examples
+    --------
+    >>> from planner.placement_methods import METHODS
+    >>> reason = METHODS.unavailable("kahip")       # None where kahip is installed
+    >>> reason is None or "kahip" in reason
+    True
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                            objective="inter-switch")
+    >>> kahip(p).objective  # doctest: +SKIP
+    256000000.0
+
+    (Skipped: the optional ``kahip`` module is not installed where the suite runs.)
+    """
     return _map(problem, seed, "kahip")
 
 
 @METHODS.register("scotch", requires=_scotch_missing)
 def scotch(problem: PlacementProblem, *, time_limit=None, seed=0):
-    """As :func:`metis` with Scotch's ``gpart`` as the partitioner (needs the ``scotch`` package)."""
+    """As :func:`metis` with Scotch's ``gpart`` as the partitioner (needs the ``scotch`` package).
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    time_limit : float, optional
+        Not used; part of every method's signature.
+    seed : int, optional
+        Seeds Scotch.
+
+    Returns
+    -------
+    PlanResult
+        ``rank_to_node`` and ``rank_to_slot``; :func:`~planner.placement_methods.problem.solve`
+        fills in method, seed and wall time and validates it.
+
+    Examples
+    --------
+    >>> from planner.placement_methods import METHODS
+    >>> reason = METHODS.unavailable("scotch")      # None where gpart is installed
+    >>> reason is None or "gpart" in reason
+    True
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                            objective="inter-switch")
+    >>> scotch(p).objective  # doctest: +SKIP
+    256000000.0
+
+    (Skipped: the optional Scotch ``gpart`` program is not installed where the suite runs.)
+    """
     return _map(problem, seed, "scotch")

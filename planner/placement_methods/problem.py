@@ -57,7 +57,44 @@ OBJECTIVES = ("hops", "congestion", "inter-switch")
 
 @dataclass
 class PlacementProblem:
-    """Topology, traffic, objective and threshold, with cached arrays (see the module docstring)."""
+    """Topology, traffic, objective and threshold, with cached arrays (see the module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        Any topology kind.
+    traffic : Traffic
+        The traffic of the ranks to place.
+    objective : str, optional
+        One of :data:`OBJECTIVES`.
+    threshold_B : float, optional
+        Large-message threshold of the large/small split in the metrics.
+
+    Build one with :meth:`build`, which checks the inputs.
+
+    See Also
+    --------
+    solve : place the ranks.
+    placement_metrics : every score of a placement.
+
+    References
+    ----------
+    003 section 4.1.3 and Table 2 (Sequential vs CommPattern placement, the
+    bytes crossing switches); 000 and 001 place ranks by communication pattern
+    with METIS as well.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> prob.n_ranks, prob.n_nodes, prob.describe()["pairs"]
+    (256, 64, 480)
+    >>> prob.cost(np.arange(256) // 4)      # sequential: bytes between switches
+    384000000.0
+    """
 
     topology: Any
     traffic: Any
@@ -76,13 +113,40 @@ class PlacementProblem:
 
         Parameters
         ----------
-        topology : any topology (tree, fat-tree, hybrid, torus/mesh, graph).
-        traffic : :class:`planner.traffic.Traffic`.
-        placement : must be None: the placement is what this problem computes (a method that improves
+        topology : Topology
+            Any topology (tree, fat-tree, hybrid, torus/mesh, graph).
+        traffic : Traffic
+            The traffic of the ranks.
+        placement : None
+            Must be None: the placement is what this problem computes (a method that improves
             a given placement takes it as its ``init`` option: ``anneal``, ``joint``, ``ilp``).
-        objective : ``hops`` (default), ``congestion`` or ``inter-switch``.
-        threshold_B : large-message threshold for the large/small split (default: the OCS
+        objective : str, optional
+            ``hops`` (default), ``congestion`` or ``inter-switch``.
+        threshold_B : float, optional
+            Large-message threshold for the large/small split (default: the OCS
             bandwidth-delay product on a hybrid, else 8192 B).
+
+        Returns
+        -------
+        PlacementProblem
+
+        Raises
+        ------
+        TopoplanError
+            If the ranks do not fit the cores, a placement is given, the
+            objective is unknown, or an option is unknown (naming the known ones).
+
+        Examples
+        --------
+        >>> from planner.topology_io import load_topology
+        >>> from planner.traffic import load_traffic
+        >>> topo, traffic = load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB")
+        >>> PlacementProblem.build(topo, traffic).objective
+        'hops'
+        >>> PlacementProblem.build(topo, traffic, objective="bytes")
+        Traceback (most recent call last):
+        ...
+        planner.errors.TopoplanError: field 'objective': unknown objective 'bytes' (choose from hops, congestion, inter-switch)
         """
         topo = topology
         if traffic is None:
@@ -241,7 +305,33 @@ class PlacementProblem:
 
 
 def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
-    """Every score of a placement: inter-switch bytes (large/small), hop-weighted bytes, congestion bound."""
+    """Every score of a placement: inter-switch bytes (large/small), hop-weighted bytes, congestion bound.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    placement : Placement
+        Places at least the problem's ranks.
+
+    Returns
+    -------
+    dict
+        ``inter_switch_bytes``, ``inter_switch_large_bytes``, ``inter_switch_small_bytes``,
+        ``intra_node_bytes``, ``hop_weighted_bytes``, ``congestion_bound_s``, ``bottleneck``
+        (the busiest link's name) and ``nodes_used``.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> from planner.placement import sequential
+    >>> m = placement_metrics(prob, sequential(256, prob.topology))
+    >>> m["inter_switch_bytes"], m["hop_weighted_bytes"], m["nodes_used"]
+    (384000000.0, 3072000000.0, 64)
+    """
     a = analyze(problem.topology, problem.traffic, placement, problem.threshold_B)
     node = placement.rank_to_node[:problem.n_ranks]
     loads = problem.link_loads(node)
@@ -265,7 +355,47 @@ def slots_for(problem: PlacementProblem, rank_to_node) -> np.ndarray:
 def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuristic", bound: float | None = None,
                 objective: float | None = None, rank_to_slot=None, message: str = "", extra_plan=None,
                 extra_metrics=None, options=None) -> PlanResult:
-    """Wrap a node assignment as a :class:`PlanResult` (slots consecutive per node unless given), with metrics."""
+    """Wrap a node assignment as a :class:`PlanResult` (slots consecutive per node unless given), with metrics.
+
+    The methods' common last step; :func:`solve` then fills method, seed and wall time.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    rank_to_node : array_like of int
+        Node of every rank.
+    status : str, optional
+        One of :data:`planner.result.STATUSES`.
+    bound : float, optional
+        A proven lower bound on the objective.
+    objective : float, optional
+        Default: the problem's objective of the placement.
+    rank_to_slot : array_like of int, optional
+        Default: consecutive cores per node in rank order.
+    message : str, optional
+    extra_plan, extra_metrics, options : dict, optional
+        Added to the plan (``joint``'s circuits), the metrics and the options.
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    TopoplanError
+        If the placement is invalid for the topology.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> res = result_from(prob, np.arange(256) // 4)
+    >>> res.objective, res.plan["rank_to_slot"][:6]
+    (384000000.0, [0, 1, 2, 3, 0, 1])
+    """
     node = np.asarray(rank_to_node, dtype=np.int64)
     slot = slots_for(problem, node) if rank_to_slot is None else np.asarray(rank_to_slot, dtype=np.int64)
     pl = Placement(node, slot)
@@ -286,7 +416,34 @@ def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuri
 
 
 def validate_result(problem: PlacementProblem, res: PlanResult) -> None:
-    """Every rank placed once on a free core of an existing node."""
+    """Every rank placed once on a free core of an existing node.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    res : PlanResult
+        A placement method's result.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the method, if the plan places another number of ranks or an invalid placement.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> res = solve(prob, "sequential")
+    >>> validate_result(prob, res)
+    >>> res.plan["rank_to_node"] = [0] * 256
+    >>> validate_result(prob, res)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: sequential plan: ranks 0 and 4 share node 0 slot 0
+    """
     pl = to_placement(res)
     if pl.n_ranks != problem.n_ranks:
         raise TopoplanError(f"{res.method} plan: places {pl.n_ranks} ranks but the traffic has {problem.n_ranks}")
@@ -294,7 +451,22 @@ def validate_result(problem: PlacementProblem, res: PlanResult) -> None:
 
 
 def to_placement(res) -> Placement:
-    """The :class:`Placement` of a result (a :class:`PlanResult` or its JSON dict)."""
+    """The :class:`Placement` of a result (a :class:`PlanResult` or its JSON dict).
+
+    Parameters
+    ----------
+    res : PlanResult or dict
+        With ``rank_to_node`` and ``rank_to_slot``.
+
+    Returns
+    -------
+    Placement
+
+    Examples
+    --------
+    >>> to_placement({"rank_to_node": [0, 0, 1], "rank_to_slot": [0, 1, 0]}).rank_to_node.tolist()
+    [0, 0, 1]
+    """
     plan = res.plan if isinstance(res, PlanResult) else res
     return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
 
@@ -307,6 +479,31 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     objective; ties: the first), or a ``rank_to_node`` array (named ``given``). Methods in ``exclude``
     (and ``method`` itself) cannot be starts.
 
+    Parameters
+    ----------
+    problem : PlacementProblem
+    init : str, sequence of str, or array_like of int
+        The start.
+    seed : int or None
+        Seed of the start methods.
+    method : str
+        The method asking (named in errors; cannot start itself).
+    exclude : tuple of str, optional
+        Methods that cannot be starts.
+
+    Returns
+    -------
+    name : str
+        The start method's name, or ``"given"``.
+    rank_to_node : numpy.ndarray of int64
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown start, or a given array of the wrong size or invalid.
+
+    Examples
+    --------
     >>> from planner.topology_io import load_topology
     >>> from planner.traffic import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB"))
@@ -357,10 +554,39 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
 
     Returns
     -------
-    PlanResult with ``plan`` = ``rank_to_node``, ``rank_to_slot`` (``joint``: also
-    ``circuits`` and ``forwarding``), ``objective`` = the problem's objective and
-    ``metrics`` = :func:`placement_metrics` (and ``simulated_s`` with ``score='simulated'``). The plan is
-    validated.
+    PlanResult
+        ``plan`` = ``rank_to_node``, ``rank_to_slot`` (``joint``: also ``circuits``
+        and ``forwarding``), ``objective`` = the problem's objective and
+        ``metrics`` = :func:`placement_metrics` (and ``simulated_s`` with
+        ``score='simulated'``). The plan is validated.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option (naming the known ones), a bad
+        ``time_limit``, ``seed`` or ``score``.
+
+    See Also
+    --------
+    planner.placement_methods.registry.METHODS : the methods and their options.
+
+    References
+    ----------
+    ``metis`` is the papers' CommPattern placement (003 section 4.1.3; 000 section 4).
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> [(m, solve(prob, m).objective) for m in ("sequential", "round-robin", "metis")]
+    [('sequential', 384000000.0), ('round-robin', 1920000000.0), ('metis', 256000000.0)]
+    >>> solve(prob, "anneal", max_step=50)
+    Traceback (most recent call last):
+    ...
+    planner.errors.TopoplanError: unknown option 'max_step' for placement method 'anneal'; known: init, batch, max_steps, t0, cycles
     """
     simulate = None
     if score == "simulated":
@@ -381,6 +607,30 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
 
     A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them;
     ``sim_model`` is the network model (:class:`sim.model.SimModel` or its dict).
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    plan : dict
+        A plan with ``rank_to_node`` (``PlanResult.to_dict()``).
+    trace : planner.trace.Trace, optional
+    sim_model : SimModel or dict, optional
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from planner.topology_io import load_topology
+    >>> from planner.traffic import load_traffic
+    >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
+    ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
+    ...                               objective="inter-switch")
+    >>> seq, cp = solve(prob, "sequential"), solve(prob, "metis")
+    >>> round(simulated_time(prob, seq.to_dict()), 4), round(simulated_time(prob, cp.to_dict()), 4)
+    (0.0512, 0.0256)
     """
     tr = trace if trace is not None else bulk_trace(problem.traffic)
     return float(simulate_plan(problem.topology, tr, plan,

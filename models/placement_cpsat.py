@@ -1,7 +1,9 @@
 """Exact process placement on tree networks: a CP-SAT model and combinatorial lower bounds.
 
-The placement method ``ilp`` (:mod:`planner.placement_methods.exact`) starts this model from the best
-heuristic placement and decodes its solution.
+The formulation reads plain arrays (:class:`PlacementData`) and imports no problem package; the
+placement method ``ilp`` (:mod:`planner.placement_methods.exact`) turns a
+:class:`~planner.placement_methods.PlacementProblem` into them, starts the model from the best
+heuristic placement, solves it with ``models.backends.solve(..., "cpsat")`` and decodes the solution.
 
 On a tree, fat tree or hybrid (EPS part) the placement objectives are cuts:
 
@@ -40,27 +42,30 @@ structured instances prove in seconds:
 When the hint meets the bound the solver proves optimality at once; otherwise
 it searches up to the time limit and the result carries the best placement,
 the proven bound (``max`` of the solver's and the combinatorial one) and the
-gap. CP-SAT runs through :func:`models.backends.call_isolated` (its native
-library clashes with highspy's).
+gap. CP-SAT runs through :func:`models.backends.solve` with a deferred model
+(built in a fresh process when its native library would clash with highspy's).
 
 Examples
 --------
->>> from planner.placement_methods import PlacementProblem, solve
->>> from planner.topology_io import load_topology
->>> from planner.traffic import load_traffic
->>> p = PlacementProblem.build(load_topology("paper003"),
-...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), objective="inter-switch")
->>> r = solve(p, "ilp", time_limit=20)
->>> r.status, r.objective, r.bound          # 32 cut edges x 40 MB, proven
-('optimal', 1280000000.0, 1280000000.0)
+>>> from models.backends import Deferred, solve
+>>> # 4 ranks in a ring, 2 switches of 2 cores: the best cut is 2 edges
+>>> data = PlacementData(n=4, caps=np.array([2, 2]), group_of=None, u=np.array([0, 1, 2, 3]),
+...                      v=np.array([1, 2, 3, 0]), w=np.array([1, 1, 1, 1]), sym_switch=True)
+>>> r = solve(Deferred(build, data), "cpsat", time_limit=10, seed=0, threads=1)
+>>> r.status, r.objective, r.values.tolist()
+('optimal', 2.0, [0, 0, 1, 1])
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 
-DEFAULT_TIME_S = 20.0
+__all__ = ["PlacementData", "build", "cut_bound", "degree_bound", "grid_shapes", "max_internal_edges",
+           "min_separable", "integer_weights", "canonical", "MAX_VARS", "MAX_CUT_ROWS"]
+
 # model size guard: x variables and cut constraints (beyond this CP-SAT would only spend the time building)
 MAX_VARS = 200_000
 MAX_CUT_ROWS = 2_000_000
@@ -73,11 +78,10 @@ def grid_shapes(W: sp.csr_matrix) -> list[tuple[int, int, float]]:
 
     Returns ``(rows, cols, smallest grid-edge weight)`` for each shape found.
 
-    >>> from planner.traffic import load_traffic
-    >>> from planner.placement_methods import PlacementProblem
-    >>> from planner.topology_io import load_topology
-    >>> W = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=4,cols=8,bytes=1MB")).graph()
-    >>> [s[:2] for s in grid_shapes(W)]
+    >>> r = np.arange(32)
+    >>> h, v = r[r % 8 < 7], r[r + 8 < 32]                    # a 4 x 8 stencil, 1 MB per edge
+    >>> W = sp.coo_matrix((np.full(len(h) + len(v), 1e6), (np.r_[h, v], np.r_[h + 1, v + 8])), shape=(32, 32))
+    >>> [s[:2] for s in grid_shapes((W + W.T).tocsr())]
     [(4, 8)]
     """
     n = W.shape[0]
@@ -145,38 +149,50 @@ def cut_bound(W: sp.csr_matrix, caps, n: int) -> float:
     return best
 
 
-def lower_bound(problem) -> float:
-    """A proven lower bound on the problem's objective (tree topologies; 0 where none is known)."""
-    from planner.topology import TreeTopology
+# -- the CP-SAT model: data -> variables -> constraints -> objective -> hint; decoder -------------
 
-    if not isinstance(problem.topology, TreeTopology) or problem.objective == "congestion":
-        return 0.0
-    W, n = problem.graph(), problem.n_ranks
-    sw = problem.node_switch
-    sw_caps = np.bincount(sw, weights=problem.cores, minlength=problem.topology.n_switches).astype(np.int64)
-    s_cut = cut_bound(W, sw_caps, n)
-    if problem.objective == "inter-switch":
-        return s_cut
-    return cut_bound(W, problem.cores, n) + 2.0 * s_cut
+@dataclass(frozen=True)
+class PlacementData:
+    """What the model reads: ``n`` ranks; ``caps`` (ranks each column of ``x`` holds: per node, or per switch);
+    ``group_of`` (column -> switch, or None when the columns are switches); the rank-graph edges ``u``,
+    ``v`` with integer weights ``w``; the objective's ``switch_weight`` and ``node_weight`` per crossing and
+    its ``constant``; ``lb`` (a proven lower bound, model units); ``hint`` (column of every rank, or None);
+    ``sym_switch`` / ``sym_node`` (switches / the nodes of a switch are interchangeable: break the symmetry).
+    """
+
+    n: int
+    caps: np.ndarray
+    group_of: np.ndarray | None
+    u: np.ndarray
+    v: np.ndarray
+    w: np.ndarray
+    switch_weight: int = 1
+    node_weight: int = 0
+    constant: int = 0
+    lb: int = 0
+    hint: np.ndarray | None = None
+    sym_switch: bool = False
+    sym_node: bool = False
 
 
-# -- the CP-SAT model ---------------------------------------------------------------
+def build(data: PlacementData):
+    """Build the CP-SAT model of the module docstring from plain arrays.
 
-def solve_cpsat(data: dict) -> dict:
-    """Build and solve the model of the module docstring from plain arrays (picklable: runs in a fresh process).
-
-    ``data``: ``n`` ranks, ``group_of`` (node -> switch, or None for the switch-only model), ``caps`` per
-    column of ``x``, ``u``/``v``/``w`` integer edges, ``node_weight``/``switch_weight``, ``lb`` (model units),
-    ``hint`` (column of every rank or None), ``sym_switch``/``sym_node``, ``time_limit``, ``seed``, ``workers``.
-    Returns ``status``, ``objective``, ``bound`` (model units), ``column`` of every rank (or None).
+    Returns ``(model, decode)``: the ``cp_model.CpModel`` and ``decode(result)`` -> the column of every rank
+    (from :attr:`models.backends.Result.values`). Solve it with
+    ``models.backends.solve(Deferred(build, data), "cpsat", ...)``: it is then built where it is solved
+    (in a fresh process when OR-Tools' native library would clash) and ``Result.values`` is the decoded
+    column array.
     """
     from ortools.sat.python import cp_model
 
-    n, caps = data["n"], data["caps"]
+    # -- data
+    n, caps = data.n, data.caps
     k = len(caps)
-    group_of = data["group_of"]
-    u, v, w = data["u"], data["v"], data["w"]
+    group_of = data.group_of
+    u, v, w = data.u, data.v, data.w
     md = cp_model.CpModel()
+    # -- variables and constraints: one column per rank, within the capacities
     x = [[md.NewBoolVar(f"x{r}_{j}") for j in range(k)] for r in range(n)]
     for r in range(n):
         md.AddExactlyOne(x[r])
@@ -194,9 +210,10 @@ def solve_cpsat(data: dict) -> dict:
     for r in range(n):
         for s, g in enumerate(groups):
             for j in g:
-                if (data["sym_switch"] and s > r) or (data["sym_node"] and local[j] > r):
+                if (data.sym_switch and s > r) or (data.sym_node and local[j] > r):
                     md.Add(x[r][j] == 0)
     zs = [[sum(x[r][j] for j in g) for g in groups] for r in range(n)]
+    # cut literals per edge
     obj = []
     ds, dn = [], []
     for e in range(len(u)):
@@ -205,22 +222,24 @@ def solve_cpsat(data: dict) -> dict:
         for s in range(len(groups)):
             md.Add(zs[a][s] - zs[b][s] <= d)
         ds.append(d)
-        obj.append(int(w[e]) * int(data["switch_weight"]) * d)
-        if group_of is not None and data["node_weight"]:
+        obj.append(int(w[e]) * int(data.switch_weight) * d)
+        if group_of is not None and data.node_weight:
             c = md.NewBoolVar(f"dn{e}")
             for j in range(k):
                 md.Add(x[a][j] - x[b][j] <= c)
             md.AddImplication(d, c)
             dn.append(c)
-            obj.append(int(w[e]) * int(data["node_weight"]) * c)
-    total = sum(obj) + int(data.get("constant", 0))
+            obj.append(int(w[e]) * int(data.node_weight) * c)
+    # -- objective
+    total = sum(obj) + int(data.constant)
     # the objective as a variable whose domain starts at the proven bound: the solver's bound starts there,
     # so a hint that meets it is optimal at once
-    top = int(w.sum()) * (int(data["switch_weight"]) + int(data["node_weight"])) + int(data.get("constant", 0))
-    cost = md.NewIntVar(min(int(data["lb"]), top), top, "cost")
+    top = int(w.sum()) * (int(data.switch_weight) + int(data.node_weight)) + int(data.constant)
+    cost = md.NewIntVar(min(int(data.lb), top), top, "cost")
     md.Add(cost == total)
     md.Minimize(cost)
-    hint = data.get("hint")
+    # -- the start
+    hint = data.hint
     if hint is not None:
         hint = np.asarray(hint)
         for r in range(n):
@@ -233,22 +252,13 @@ def solve_cpsat(data: dict) -> dict:
             md.AddHint(ds[e], int(gh[hint[u[e]]] != gh[hint[v[e]]]))
             if dn:
                 md.AddHint(dn[e], int(hint[u[e]] != hint[v[e]]))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(data["time_limit"])
-    solver.parameters.random_seed = int(data["seed"]) % (2**31)
-    solver.parameters.num_workers = int(data.get("workers", 2))
-    st = solver.Solve(md)
-    out = {"status": {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible",
-                      cp_model.INFEASIBLE: "infeasible"}.get(st, "unknown"),
-           "objective": None, "bound": float(solver.BestObjectiveBound()), "column": None,
-           "wall_s": solver.WallTime()}
-    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        out["objective"] = float(solver.ObjectiveValue())
-        col = np.empty(n, dtype=np.int64)
-        for r in range(n):
-            col[r] = next(j for j in range(k) if solver.BooleanValue(x[r][j]))
-        out["column"] = col
-    return out
+    index = np.array([[x[r][j].Index() for j in range(k)] for r in range(n)], dtype=np.int64).reshape(n, k)
+
+    def decode(result) -> np.ndarray:
+        """The column of every rank (exactly one of its booleans is set)."""
+        return np.argmax(np.asarray(result.values)[index], axis=1).astype(np.int64)
+
+    return md, decode
 
 
 def integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
@@ -267,17 +277,8 @@ def integer_weights(w: np.ndarray) -> tuple[np.ndarray, float, bool]:
     return wi // g, float(g), True
 
 
-def symmetric_switches(problem) -> tuple[bool, bool]:
-    """Are all switches alike (same node cores, in order) and all nodes of a switch alike?"""
-    sw, cores = problem.node_switch, problem.cores
-    per = [cores[sw == s].tolist() for s in range(problem.topology.n_switches)]
-    same_switch = all(p == per[0] for p in per)
-    same_node = all(len(set(p)) <= 1 for p in per)
-    return same_switch, same_node
-
-
 def canonical(col: np.ndarray, group_of, n_groups: int, sym_switch: bool, sym_node: bool) -> np.ndarray:
-    """Relabel an assignment to the symmetry-broken form of :func:`solve_cpsat`.
+    """Relabel an assignment to the symmetry-broken form of :func:`build`.
 
     ``col`` is the node (``group_of`` = node -> switch) or the switch (``group_of`` None) of every rank.
     Switches are renumbered by their smallest rank, and nodes within a switch by theirs (the nodes of every

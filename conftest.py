@@ -1,0 +1,24 @@
+"""Collection set-up shared by the tests and the doctests (``--doctest-modules`` over planner/, sim/, models/).
+
+Every module of the packages is imported for its doctests; none needs an optional dependency at
+import time (``planner/bcast/mpi_helper.py`` imports mpi4py only inside the functions that get a
+communicator), so only the entry point is left out.
+"""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+collect_ignore = [
+    # Runs the CLI (sys.exit(main())) on import: `python -m planner` only.
+    "planner/__main__.py",
+]
+
+
+@pytest.fixture(autouse=True)
+def _doctests_run_in_the_repository(request, monkeypatch):
+    """Doctests name files relative to the repository root (``tests/data/...``, ``instances/...``)."""
+    if isinstance(request.node, pytest.DoctestItem):
+        monkeypatch.chdir(ROOT)
