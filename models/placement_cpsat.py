@@ -64,7 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["PlacementData", "build", "cut_bound", "degree_bound", "grid_shapes", "max_internal_edges",
-           "min_separable", "integer_weights", "canonical", "MAX_VARS", "MAX_CUT_ROWS"]
+           "max_separable", "integer_weights", "canonical", "MAX_VARS", "MAX_CUT_ROWS"]
 
 # model size guard: x variables and cut constraints (beyond this CP-SAT would only spend the time building)
 MAX_VARS = 200_000
@@ -108,17 +108,29 @@ def max_internal_edges(m: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return np.maximum(np.floor(2 * m - 2 * np.sqrt(m) + 1e-9), 0)
 
 
-def min_separable(f: np.ndarray, caps: np.ndarray, n: int) -> float:
-    """``min sum_g f[m_g]`` over group sizes ``0 <= m_g <= caps[g]`` with ``sum m_g = n`` (``f`` indexed by size)."""
+def max_separable(f: np.ndarray, caps: np.ndarray, n: int) -> float:
+    """``max sum_g f[m_g]`` over group sizes ``0 <= m_g <= caps[g]`` with ``sum m_g = n`` (``f`` indexed by size).
+
+    The most edges any assignment can keep inside its groups, when ``f[m]`` bounds the edges inside a group
+    of ``m`` ranks: a placement chooses its group sizes, so a valid cut bound must allow the best choice.
+
+    Examples
+    --------
+    >>> f = np.array([0, 0, 1, 2, 4])            # edges inside 0..4 vertices of a grid
+    >>> max_separable(f, np.array([4, 4]), 4)    # 4 ranks: all in one group keeps 4 edges
+    4.0
+    >>> max_separable(f, np.array([2, 2]), 4)    # forced 2 + 2
+    2.0
+    """
     caps = np.asarray(caps, dtype=np.int64)
     if n == int(caps.sum()):
         return float(f[caps].sum())
-    dp = np.full(n + 1, np.inf)
+    dp = np.full(n + 1, -np.inf)
     dp[0] = 0.0
     for c in caps:  # groups of equal capacity could be merged; instances here are small enough
-        new = np.full(n + 1, np.inf)
+        new = np.full(n + 1, -np.inf)
         for m in range(0, min(int(c), n) + 1):
-            new[m:] = np.minimum(new[m:], dp[:n + 1 - m] + f[m])
+            new[m:] = np.maximum(new[m:], dp[:n + 1 - m] + f[m])
         dp = new
     return float(dp[n])
 
@@ -144,7 +156,7 @@ def cut_bound(W: sp.csr_matrix, caps, n: int) -> float:
     best = degree_bound(W, int(min(caps.max(), n)))
     for rows, cols, wmin in grid_shapes(W):
         edges = rows * (cols - 1) + cols * (rows - 1)
-        inside = min_separable(max_internal_edges(np.arange(n + 1), rows, cols), caps, n)
+        inside = max_separable(max_internal_edges(np.arange(n + 1), rows, cols), caps, n)
         best = max(best, wmin * max(0.0, edges - inside))
     return best
 

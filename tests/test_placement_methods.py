@@ -216,3 +216,25 @@ def test_optional_partitioners(grid, method):
         assert "not installed" in str(e)
         pytest.skip(str(e))
     assert np.bincount(res.plan["rank_to_node"], minlength=64).tolist() == [4] * 64
+
+
+@pytest.mark.parametrize("rows, cols, caps", [(2, 4, [4, 4, 4, 4]), (1, 8, [4, 4, 4, 4]), (2, 3, [4, 4]),
+                                              (2, 4, [2, 2, 2, 2])])
+def test_cut_bound_never_exceeds_the_brute_force_optimum(rows, cols, caps):
+    """The grid cut bound must allow the placement to choose its group sizes (a machine larger than the job)."""
+    import itertools
+
+    import scipy.sparse as sp
+
+    from models.placement_cpsat import cut_bound
+
+    n = rows * cols
+    edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]
+    edges += [(r * cols + c, (r + 1) * cols + c) for r in range(rows - 1) for c in range(cols)]
+    a = [u for u, v in edges] + [v for u, v in edges]
+    b = [v for u, v in edges] + [u for u, v in edges]
+    W = sp.csr_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
+    best = min(sum(g[u] != g[v] for u, v in edges)
+               for g in itertools.product(range(len(caps)), repeat=n)
+               if all(g.count(k) <= c for k, c in enumerate(caps)))
+    assert cut_bound(W, np.array(caps), n) <= best
