@@ -150,3 +150,18 @@ def test_switch_model_relaxation_is_below_every_plan():
         for m in ("none", "sp", "three-step", "greedy", "matching", "anneal"):
             r = solve(p, m, seed=seed, **({"time_limit": 0.5} if m == "anneal" else {}))
             assert lb <= r.objective * (1 + REL), m
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lp_rounding_bound_is_a_valid_lower_bound(seed, monkeypatch):
+    """The large-instance path (rounded LP relaxation): its bound must never exceed the proven optimum."""
+    import planner.circuits.exact as exact
+
+    p = random_problem(seed, hop_limit=1)
+    opt = solve(p, "ilp", formulation="node", time_limit=20)
+    assert opt.status == "optimal"
+    monkeypatch.setattr(exact, "SWITCH_MAX_VARS", 0)  # force the rounding path on a small instance
+    r = solve(p, "ilp", formulation="switch", time_limit=20)
+    assert r.options["formulation"] == "switch-lp-rounding"
+    assert r.bound <= opt.objective * (1 + REL)
+    assert r.objective >= opt.objective * (1 - REL)

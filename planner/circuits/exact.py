@@ -385,21 +385,25 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
     lp_solver = _lp_solver(run.solver)
     r = backend_solve(m.prob, lp_solver, time_limit=None if run.deadline is None else 0.3 * run.left())
     info["solver_status"] = [r.status]
+    # the LP optimum of T is the bound (hop limit 1), taken from this first solve: the second one below
+    # optimizes the uplink bytes and its T is not a minimum
+    T_lp = m.T.value() if r.status == "optimal" else None
     if r.has_solution and run.objective == "lexicographic":  # then fewest uplink bytes: circuits where traffic is
-        T1, ub = m.T.value(), m.T.upBound
+        T1, ub, obj_T = m.T.value(), m.T.upBound, m.prob.objective
         m.T.upBound = T1 * (1 + 1e-6)
         m.prob.setObjective(m.uplink)
         r2 = backend_solve(m.prob, lp_solver, time_limit=None if run.deadline is None else 0.3 * run.left())
         info["solver_status"].append(r2.status)
         m.T.upBound = ub
-        if not r2.has_solution:
+        if not r2.has_solution:  # back to the first objective, so the counts decoded are the T-optimal ones
+            m.prob.setObjective(obj_T)
             r = backend_solve(m.prob, lp_solver)
     bound_T = run.floor
     if r.has_solution:
         circ = decompose(problem, circuits_switch.round_counts(one, decode()))
         _realize(problem, circ, best, "lp-rounding", None if run.deadline is None else 0.8 * run.left())
-        if problem.hop_limit == 1 and r.status == "optimal":
-            bound_T = max(bound_T, m.T.value() * m.info["T_scale"])
+    if problem.hop_limit == 1 and T_lp is not None:
+        bound_T = max(bound_T, T_lp * m.info["T_scale"])
     message = ("large instance: circuits from the rounded LP relaxation; bound = "
                + ("its LP value" if problem.hop_limit == 1 else "the fixed-link floor (lp_bound() gives the LP bound)"))
     return bound_T, False, message
