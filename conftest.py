@@ -1,7 +1,7 @@
 """Collection set-up shared by the tests and the doctests (``--doctest-modules`` over planner/, sim/, models/).
 
 Every module of the packages is imported for its doctests; none needs an optional dependency at
-import time (``planner/bcast/mpi_helper.py`` imports mpi4py only inside the functions that get a
+import time (``planner/problems/bcast/mpi_helper.py`` imports mpi4py only inside the functions that get a
 communicator), so only the entry point is left out.
 """
 

@@ -44,7 +44,7 @@ PAPER_CASES = [
 
 
 def big_topology(up_bw: str):
-    from planner.topology_io import load_topology
+    from planner.core.topology_io import load_topology
 
     return load_topology({"kind": "hybrid", "name": f"cg4096-up{up_bw}", "switches": 128, "nodes_per_switch": 32,
                           "cores_per_node": 1, "eps": {"down_bw": "10Gbps", "up_bw": up_bw},
@@ -54,8 +54,8 @@ def big_topology(up_bw: str):
 
 def run_paper(cases, time_limit, solver, log):
     from experiments.compare_circuits import load_traffic
-    from planner.circuits import CircuitProblem, solve
-    from planner.topology_io import load_topology
+    from planner.problems.circuits import CircuitProblem, solve
+    from planner.core.topology_io import load_topology
 
     rows = []
     for preset, sets, kind, ranks, thr in cases:
@@ -75,10 +75,10 @@ def run_paper(cases, time_limit, solver, log):
 
 
 def run_large(variants, time_limit, solver, lp, log):
-    from planner.circuits.exact import lp_bound
-    from planner.circuits import CircuitProblem, solve
-    from planner.circuits.bound import floor_s
-    from planner.traffic import load_source
+    from planner.problems.circuits.exact import lp_bound
+    from planner.problems.circuits import CircuitProblem, solve
+    from planner.problems.circuits.bound import floor_s
+    from planner.traffic.matrix import load_source
 
     rows = []
     tr = load_source("npb:kernel=cg,class=C,np=4096,iters=1")[1]  # NPB CG's 64 x 64 process grid

@@ -3,7 +3,7 @@
 The server runs in its own process on 127.0.0.1 (ephemeral port); the
 clients run in this process on one asyncio loop, each sending ``query a:b``
 and waiting for the answer (closed loop). Every answer is checked against
-:func:`planner.ibfabric.route`. ``--baseline`` adds the same load against a
+:func:`planner.fabric.ibfabric.route`. ``--baseline`` adds the same load against a
 trivial asyncio echo server, to tell the service's cost from the machine's
 (on a small VM the p99 of even the echo server is a scheduler tick).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.ibfabric import load_fabric, route  # noqa: E402
+from planner.fabric.ibfabric import load_fabric, route  # noqa: E402
 
 
 _ECHO = """
@@ -46,7 +46,7 @@ asyncio.run(main())
 
 def start_server(dump: Path | None, lft: Path | None) -> tuple[subprocess.Popen, int]:
     """The service (or, with ``dump`` None, the echo baseline) in a child process; returns (process, port)."""
-    code = ("import sys; from planner.ibserve import run_server; "
+    code = ("import sys; from planner.fabric.ibserve import run_server; "
             "run_server(sys.argv[1], sys.argv[2] or None, port=0)") if dump is not None else _ECHO
     proc = subprocess.Popen([sys.executable, "-c", code, str(dump or ""), str(lft or "")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

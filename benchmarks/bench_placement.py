@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
 
 def stencil3d(n: int, nbytes: float):
     """Traffic of a non-periodic n x n x n 7-point stencil, ranks in x-fastest order."""
-    from planner.traffic import from_arrays
+    from planner.traffic.matrix import from_arrays
 
     r = np.arange(n ** 3)
     x, y, z = r % n, (r // n) % n, r // (n * n)
@@ -56,7 +56,7 @@ def mesh_knn(n: int, k: int, nbytes: float, seed: int = 0):
     """Unstructured 3-D mesh: ``n`` seeded random points, each exchanging with its ``k`` nearest (symmetrized)."""
     from scipy.spatial import cKDTree
 
-    from planner.traffic import from_arrays
+    from planner.traffic.matrix import from_arrays
 
     pts = np.random.default_rng(seed).random((n, 3))
     _, idx = cKDTree(pts).query(pts, k=k + 1)
@@ -66,13 +66,13 @@ def mesh_knn(n: int, k: int, nbytes: float, seed: int = 0):
 
 
 def big_tree():
-    from planner.topology import TreeTopology
+    from planner.core.topology import TreeTopology
 
     return TreeTopology(kind="tree", nodes_per_switch=(32,) * 128, cores_per_node=1, name="tree-128x32")
 
 
 def run(budget_s: float, seed: int = 0, log=print) -> list[dict]:
-    from planner.placement_methods import PlacementProblem, solve
+    from planner.problems.placement import PlacementProblem, solve
 
     rows = []
     for pattern, traffic in (("stencil3d", stencil3d(16, 1e6)), ("mesh-knn", mesh_knn(4096, 6, 1e6, seed=seed))):

@@ -38,7 +38,7 @@ MODELS = tuple(MODEL_NAMES)
 
 def model_of(name: str):
     """The :class:`sim.model.SimModel` of one of :data:`MODELS`."""
-    from planner.errors import TopoplanError
+    from planner.core.errors import TopoplanError
     from sim.model import SimModel
 
     if name == "paper":
@@ -63,7 +63,7 @@ def parse_models(text: str | None) -> tuple[str, ...]:
 def cached_run(key: dict, path: Path | None, compute: Callable[[], dict], *, log=print, describe: str = "") -> dict:
     """``compute()`` through a JSON cache file: reused when the stored key equals ``key`` (every parameter
     that changes the result, the model included), recomputed otherwise; the cell's wall time is added."""
-    from planner.io import write_json
+    from planner.core.io import write_json
 
     if path is not None and path.is_file():
         try:
@@ -86,7 +86,7 @@ def cached_run(key: dict, path: Path | None, compute: Callable[[], dict], *, log
 
 def write_csv(rows, path: Path, columns) -> None:
     """Rows (dicts) as a CSV with exactly ``columns``, written atomically."""
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
@@ -97,8 +97,8 @@ def write_csv(rows, path: Path, columns) -> None:
 
 def used_circuits(prob, plan: dict) -> int:
     """Circuits that carry large messages when the plan's forwarding tables route the traffic."""
-    from planner.circuits.bound import evaluate
-    from planner.circuits.forwarding import array_from_tables
+    from planner.problems.circuits.bound import evaluate
+    from planner.problems.circuits.forwarding import array_from_tables
 
     circ = [tuple(c) for c in plan["circuits"]]
     nh = array_from_tables(plan["forwarding"], prob.n_nodes, prob.n_switches)
@@ -138,9 +138,9 @@ class Inputs:
         self._pl: dict = {}
 
     def traffic(self):
-        """``(trace, traffic)`` of :func:`planner.traffic.load_source`."""
+        """``(trace, traffic)`` of :func:`planner.traffic.matrix.load_source`."""
         if self._trace is None:
-            from planner.traffic import load_source
+            from planner.traffic.matrix import load_source
 
             self._trace, self._traffic = load_source(self.spec)
         return self._trace, self._traffic
@@ -159,7 +159,7 @@ class Inputs:
 
 def placement_on(topo, traffic, method: str, seed: int = 0, *, anneal_steps: int = 4000,
                  threshold_B: float | None = None, metis_cut_B: float | None = None):
-    """The papers' placements with :mod:`planner.placement_methods`.
+    """The papers' placements with :mod:`planner.problems.placement`.
 
     ``sequential``; ``metis`` (CommPattern: METIS over switches then nodes, the node groups with the most
     inter-switch traffic on the OCS nodes); with ``metis_cut_B`` the first METIS seed (from ``seed`` on)
@@ -167,11 +167,11 @@ def placement_on(topo, traffic, method: str, seed: int = 0, *, anneal_steps: int
     (003's cuts 1,480 MB of Neighbor where the optimum, which our METIS finds, is 1,280 MB); ``anneal``
     (congestion objective, a fixed step count so the result is reproducible).
     """
-    from planner.analysis import analyze
-    from planner.errors import TopoplanError
-    from planner.placement import sequential
-    from planner.placement_methods import PlacementProblem, solve
-    from planner.placement_methods.problem import to_placement
+    from planner.analysis.switches import analyze
+    from planner.core.errors import TopoplanError
+    from planner.core.placement import sequential
+    from planner.problems.placement import PlacementProblem, solve
+    from planner.problems.placement.problem import to_placement
 
     if method == "sequential":
         return sequential(traffic.n_ranks, topo)

@@ -8,7 +8,7 @@ traffic, one CSV row per (system, OCS size, traffic, approach):
 - ``metis+none``  -- METIS placement, EPS only (reference);
 - ``metis+greedy`` / ``metis+ilp`` -- place-then-assign: METIS placement
   (OCS nodes to the heaviest groups), then 003's greedy or the exact circuits;
-- ``joint+greedy`` / ``joint+ilp`` -- :func:`planner.placement_methods.joint.joint`
+- ``joint+greedy`` / ``joint+ilp`` -- :func:`planner.problems.placement.joint.joint`
   with greedy circuits in its rounds (``+ilp``: the start and the final plan
   use the exact circuit model, so it is never worse than ``metis+ilp``); among
   its improvements it returns the plan that simulates fastest under the
@@ -57,11 +57,11 @@ APPROACHES = ("metis+none", "metis+greedy", "metis+ilp", "joint+greedy", "joint+
 def run_instance(preset, label, sets, kind, *, joint_s, ilp_s, seed=0, simulate=True, models=MODELS,
                  log=print) -> list[dict]:
     """All approaches on one (system, traffic); one row each."""
-    from planner.circuits import CircuitProblem
-    from planner.circuits import solve as circuit_solve
-    from planner.placement_methods import PlacementProblem, simulated_time, solve, to_placement
-    from planner.topology_io import load_topology
-    from planner.traffic import load_traffic
+    from planner.problems.circuits import CircuitProblem
+    from planner.problems.circuits import solve as circuit_solve
+    from planner.problems.placement import PlacementProblem, simulated_time, solve, to_placement
+    from planner.core.topology_io import load_topology
+    from planner.traffic.matrix import load_traffic
 
     topo = load_topology(preset, sets)
     traffic = load_traffic(TRAFFIC[kind])
@@ -116,7 +116,7 @@ def run(quick=False, traffic=None, joint_s=8.0, ilp_s=5.0, seed=0, simulate=True
 
 
 def write_csv(rows, path: Path) -> None:
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -132,7 +132,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     show = ("metis+ilp", "joint+greedy", "joint+ilp", "metis+none")
     kinds = list(dict.fromkeys(r["traffic"] for r in rows))

@@ -125,7 +125,7 @@ def traffic_spec(app: str, iters: int, npb_iters: int) -> str:
 
 def topology_of(network: str, uplink: str = "1"):
     """The ``paper000`` preset with the uplink variant (and EPS only) as ``--set`` overrides."""
-    from planner.topology_io import load_topology
+    from planner.core.topology_io import load_topology
 
     sets = [f"eps.up_bw={UPLINKS[uplink]}"]
     if network == "eps":
@@ -138,7 +138,7 @@ def topology_of(network: str, uplink: str = "1"):
 def placement_of(inputs: Inputs, kind: str):
     """SP: ranks sequentially from left to right (000 Fig. 4); CP: METIS over the switches, then the nodes
     (000 §4.1). Uplinks do not change either, so both are computed once on the normal hybrid."""
-    from planner.placement import sequential
+    from planner.core.placement import sequential
 
     topo = topology_of("hybrid")
     if kind == "sequential":
@@ -152,7 +152,7 @@ _PLANS: dict = {}
 def plan_of(cell: dict, inputs: Inputs, params: dict):
     """The cell's circuit plan (None on EPS only): made once per (application, placement, uplink, pathways,
     method) and shared by the models, which only change how the plan is simulated."""
-    from planner.circuits import CircuitProblem, solve
+    from planner.problems.circuits import CircuitProblem, solve
 
     if cell["network"] != "hybrid":
         return None, {}
@@ -258,7 +258,7 @@ def run(apps=APPS, uplinks=tuple(UPLINKS), pathways=PATHWAYS, ilp_pathways=ILP_P
         npb_iters=1, ilp_time_limit=10.0, seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None,
         log=print) -> list[dict]:
     """Run the grid and write ``paper000.{csv,png,md}`` into ``out_dir``; returns the tidy rows."""
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed}
     out_dir = Path(out_dir)
@@ -447,7 +447,7 @@ def plot(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     apps = [a for a in APPS if any(r["app"] == a and r["metric"] == "rel_time" for r in rows)]
     models = _models(rows)

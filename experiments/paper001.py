@@ -130,7 +130,7 @@ def traffic_spec(app: str, iters: int, npb_iters: int) -> str:
 
 def topology_of(cell: dict):
     """The topology of a cell: the preset with 001 Table 1's variants as ``--set`` overrides."""
-    from planner.topology_io import load_topology
+    from planner.core.topology_io import load_topology
 
     c = SYSTEMS[cell["system"]]
     sets = [f"eps.up_bw={cell['uplink_bw']}"]
@@ -149,7 +149,7 @@ def placement_of(cell: dict, inputs: Inputs, topo):
     """001 §4.1: ranks fill the switches in order, the lowest ranks of each switch on its OCS nodes
     (sequential). CommPattern: METIS over the switches, OCS nodes first, on the hybrid with the cell's OCS
     nodes (the EPS-only reference uses the 128-node one)."""
-    from planner.placement import sequential
+    from planner.core.placement import sequential
 
     if cell["placement"] == "sequential":
         return sequential(inputs.traffic()[1].n_ranks, topo)
@@ -163,7 +163,7 @@ _PLANS: dict = {}
 def plan_of(cell: dict, inputs: Inputs, params: dict):
     """The cell's circuit plan (None without circuits): made once per (system, application, uplink, OCS nodes,
     method, placement) and shared by the models, which only change how the plan is simulated."""
-    from planner.circuits import CircuitProblem, solve
+    from planner.problems.circuits import CircuitProblem, solve
 
     if cell["network"] != "hybrid":
         return None, {}
@@ -217,7 +217,7 @@ def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, lo
 def run(systems=("8x32", "16x16"), apps=APPS, *, quick=False, iters=5, npb_iters=1, ilp_time_limit=10.0,
         seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None, log=print) -> list[dict]:
     """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows."""
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "threshold_B": THRESHOLD_B}
@@ -420,7 +420,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.io import atomic_write
+    from planner.core.io import atomic_write
 
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
     models = [m for m in MODELS if any(r["model"] == m for r in rows)]

@@ -1,7 +1,7 @@
 """Exact models: formulations, and the solver back-ends that solve them.
 
 A formulation builds a model from plain data (arrays and a dataclass the caller fills) and returns it
-with a decoder; it imports no planning problem (only :mod:`planner.errors` and :mod:`planner.units`;
+with a decoder; it imports no planning problem (only :mod:`planner.core.errors` and :mod:`planner.core.units`;
 ``tests/test_models_layout.py`` checks). The problem's side -- turning a problem into the data, choosing
 a formulation, the incumbents, decoding into a plan -- is in ``planner/<problem>/exact.py``.
 
@@ -10,8 +10,8 @@ a formulation, the incumbents, decoding into a plan -- is in ``planner/<problem>
 - :mod:`models.circuits_common` -- the circuit formulations' data (``CircuitData``), built model and
   two-objective solve; :mod:`models.circuits_node` (exact node-level MILP) and
   :mod:`models.circuits_switch` (aggregated switch-level MILP and its LP relaxation), used by
-  :mod:`planner.circuits.exact`.
+  :mod:`planner.problems.circuits.exact`.
 - :mod:`models.placement_cpsat` -- the CP-SAT placement model and combinatorial cut bounds, used by
-  :mod:`planner.placement_methods.exact`.
-- :mod:`models.bcast_cpsat` -- the CP-SAT Bcast reordering model, used by :mod:`planner.bcast.exact`.
+  :mod:`planner.problems.placement.exact`.
+- :mod:`models.bcast_cpsat` -- the CP-SAT Bcast reordering model, used by :mod:`planner.problems.bcast.exact`.
 """

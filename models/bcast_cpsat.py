@@ -1,7 +1,7 @@
 """Exact Bcast reordering with CP-SAT: assign node classes to tree positions, minimize the latest arrival.
 
 The formulation reads plain arrays (:class:`BcastData`) and imports no problem package; the Bcast
-method ``ilp`` (:mod:`planner.bcast.exact`) turns a :class:`~planner.bcast.BcastProblem` into them,
+method ``ilp`` (:mod:`planner.problems.bcast.exact`) turns a :class:`~planner.problems.bcast.BcastProblem` into them,
 solves the model with ``models.backends.solve(..., "cpsat")`` and turns the assignment into an order.
 
 Symmetry: nodes whose cost rows agree (same switch and HCA speed under the

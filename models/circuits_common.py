@@ -7,7 +7,7 @@ lexicographically (:func:`two_phase`: two solves, the second holds ``T`` at the 
 weighted (one solve, ``T + WEIGHT_UPLINK * uplink share``).
 
 They read a :class:`CircuitData`: plain arrays, filled by the caller (for a
-:class:`planner.circuits.CircuitProblem`, :func:`planner.circuits.exact.circuit_data`). Bytes in the
+:class:`planner.problems.circuits.CircuitProblem`, :func:`planner.problems.circuits.exact.circuit_data`). Bytes in the
 models are scaled to units of ``ocs_bw x T_max`` and the bound to ``T / T_max`` (``Model.info``:
 ``byte_scale``, ``T_scale``), so coefficients are O(1).
 """

@@ -12,7 +12,7 @@ a message straight off a circuit -- follow the chosen next hops
 (``flow <= demand * y``), so every node sends all its traffic for a
 switch one way, as a forwarding table does; multi-hop through other
 switches is allowed, up to ``hop_limit`` circuits (MTZ-style counters).
-Link loads are the ones :func:`planner.circuits.bound.evaluate` computes
+Link loads are the ones :func:`planner.problems.circuits.bound.evaluate` computes
 for the extracted plan, so the model's optimum is the optimum over all
 plans (circuit sets x forwarding tables). An EPS hop only ever leads to a
 relay that crosses a circuit next: any other EPS hop is dominated (it only

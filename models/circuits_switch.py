@@ -16,7 +16,7 @@ relaxation are *lower bounds* for every plan. What it loses: which node
 hosts which circuit (the best hosts are assumed), integral source-to-relay
 assignment (flows split freely), and own traffic of hosts not sent over
 their circuit. The caller turns a solution into node pairs and forwarding
-tables (for a :class:`planner.circuits.CircuitProblem`: :mod:`planner.circuits.exact`).
+tables (for a :class:`planner.problems.circuits.CircuitProblem`: :mod:`planner.problems.circuits.exact`).
 
 Sections: data (:class:`~models.circuits_common.CircuitData`) -> :func:`build` (variables,
 constraints, objective; ``relax=True``: the LP relaxation) -> solve (:func:`models.backends.solve`)

@@ -1,8 +1,8 @@
 """Exact process placement on tree networks: a CP-SAT model and combinatorial lower bounds.
 
 The formulation reads plain arrays (:class:`PlacementData`) and imports no problem package; the
-placement method ``ilp`` (:mod:`planner.placement_methods.exact`) turns a
-:class:`~planner.placement_methods.PlacementProblem` into them, starts the model from the best
+placement method ``ilp`` (:mod:`planner.problems.placement.exact`) turns a
+:class:`~planner.problems.placement.PlacementProblem` into them, starts the model from the best
 heuristic placement, solves it with ``models.backends.solve(..., "cpsat")`` and decodes the solution.
 
 On a tree, fat tree or hybrid (EPS part) the placement objectives are cuts:

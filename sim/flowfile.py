@@ -8,7 +8,7 @@ Every named link becomes two directed links, ``name/up`` (id ``2i``) and
 from ``src`` to ``dst`` also serves ``dst`` to ``src``, reversed, with each
 direction flipped, unless that way is listed too.
 
-Bad input raises :class:`planner.errors.TopoplanError` with a one-line
+Bad input raises :class:`planner.core.errors.TopoplanError` with a one-line
 message naming the file and the field or flow at fault.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 from sim.maxmin import LinkSet, routes_to_csr, simulate_flows
 
 __all__ = ["FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
@@ -347,7 +347,7 @@ def load_scenario(source) -> Scenario:
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
-        from planner.topology_io import MAX_NODES
+        from planner.core.topology_io import MAX_NODES
 
         if leaves * per_leaf > MAX_NODES:
             raise w.fail("tree", f"{leaves * per_leaf:,} hosts, over the limit of {MAX_NODES:,}")

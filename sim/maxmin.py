@@ -52,7 +52,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 
 __all__ = ["REL_TOL", "MAX_TIMELINE_CELLS", "LinkSet", "FlowResult", "routes_to_csr", "maxmin_rates", "FlowEngine",
            "simulate_flows"]
@@ -90,7 +90,7 @@ class LinkSet:
     >>> LinkSet([0.0], [0.0], [True], names=["L"])
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: LinkSet: link 'L': bandwidth must be > 0, got 0.0
+    planner.core.errors.TopoplanError: LinkSet: link 'L': bandwidth must be > 0, got 0.0
     """
 
     bw_Bps: np.ndarray

@@ -50,14 +50,14 @@ Examples
 >>> SimModel(relay="cut-through")
 Traceback (most recent call last):
 ...
-planner.errors.TopoplanError: field 'relay': choose one of pipelined, store-and-forward, got 'cut-through'
+planner.core.errors.TopoplanError: field 'relay': choose one of pipelined, store-and-forward, got 'cut-through'
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 
 __all__ = ["MODELS", "RELAYS", "CONTENTIONS", "DEFAULT_RELAY_CHUNK_B", "SimModel"]
 
@@ -105,7 +105,7 @@ class SimModel:
     >>> SimModel(paper_contention="device")
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
+    planner.core.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
     """
 
     model: str = "maxmin"
@@ -139,7 +139,7 @@ class SimModel:
         >>> SimModel.from_options(relays="pipelined")
         Traceback (most recent call last):
         ...
-        planner.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention
+        planner.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention
         """
         known = [f.name for f in fields(cls)]
         for k in options:

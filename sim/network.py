@@ -1,8 +1,8 @@
 """Compile a topology (plus placement and circuit plan) into directed links and routes.
 
 This module is the one network model of the project: the simulator, the
-congestion bound of placements (:mod:`planner.linkload`) and the circuit
-bound (:mod:`planner.circuits.bound`) all number links and compute routes
+congestion bound of placements (:mod:`planner.analysis.linkload`) and the circuit
+bound (:mod:`planner.problems.circuits.bound`) all number links and compute routes
 here.
 
 Links are directed (full duplex: the two directions never share). A route
@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.errors import TopoplanError
-from planner.topology import GraphTopology, TorusTopology, TreeTopology
+from planner.core.errors import TopoplanError
+from planner.core.topology import GraphTopology, TorusTopology, TreeTopology
 from sim.model import SimModel
 
 __all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
@@ -183,7 +183,7 @@ class RelayHops:
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
     >>> next_hop = np.full((64, 4), -1)
     >>> next_hop[1, 1], next_hop[0, 1] = 0, 16      # node 1 -> relay 0 -> circuit -> 16 (switch 1)
@@ -239,7 +239,7 @@ class RelayRoutes:
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
     >>> net = build_network(topo, {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}})
     >>> routes = net.relay_routes([1], [1])
@@ -299,7 +299,7 @@ def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start,
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
     >>> next_hop = np.full((64, 4), -1)
     >>> next_hop[1, 1], next_hop[0, 1] = 0, 16      # node 1 -> relay 0 -> circuit -> 16 (switch 1)
@@ -312,7 +312,7 @@ def follow_forwarding(next_hop, node_switch, circuit_links: CircuitLinks, start,
     >>> follow_forwarding(next_hop, topo.node_switch(), CircuitLinks.number(64, [(0, 16)], 200), [2], [1])
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: circuit plan: forwarding[2][1] = 40 is not a neighbour of node 2
+    planner.core.errors.TopoplanError: circuit plan: forwarding[2][1] = 40 is not a neighbour of node 2
     """
     if errors not in ("raise", "flag"):
         raise TopoplanError(f"field 'errors': 'raise' or 'flag', got {errors!r}")
@@ -395,7 +395,7 @@ class Network:
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
     >>> net = build_network(topo)
     >>> net.n_links, sorted(net.link_ids())
@@ -597,7 +597,7 @@ class Network:
 
         Examples
         --------
-        >>> from planner.topology_io import load_topology
+        >>> from planner.core.topology_io import load_topology
         >>> net = build_network(load_topology("paper003"))
         >>> nh = np.full((64, 4), -1); nh[1, 1], nh[0, 1] = 0, 16   # node 1 -> relay 0 => 16 under switch 1
         >>> r = net.relay_routes([1, 2], [1, 1], nh, [(0, 16)])
@@ -714,7 +714,7 @@ class Network:
 
         Examples
         --------
-        >>> from planner.topology_io import load_topology
+        >>> from planner.core.topology_io import load_topology
         >>> t = load_topology("paper003")
         >>> net = build_network(t, {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}})
         >>> ptr, links = net.message_segments([1], [17], [4e6])[3:]
@@ -837,7 +837,7 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> net = build_network(load_topology("paper003", ["ocs=null", "kind=tree"]))
     >>> ptr, links = net.eps_routes([0], [16])
     >>> [str(net.link_class[l]) for l in links]

@@ -81,7 +81,7 @@ from typing import Callable
 
 import numpy as np
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 from sim.maxmin import REL_TOL, LinkSet, _check_flows
 
 __all__ = ["PaperEngine", "simulate_paper"]

@@ -8,7 +8,7 @@ scaled by ``compute_scale``. Point-to-point calls follow MPI matching
 data flows immediately), larger ones use rendezvous (the transfer starts
 when both sides have posted and the send completes with the transfer).
 Collectives are expanded into steps of point-to-point messages with the
-MPICH algorithms of :mod:`planner.collectives`. Every message becomes one
+MPICH algorithms of :mod:`planner.traffic.collectives`. Every message becomes one
 flow per segment of its route (see :mod:`sim.network`) in the max-min
 engine of :mod:`sim.maxmin`.
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.errors import TopoplanError
-from planner.trace import OP_CODE, OPS, Trace
+from planner.core.errors import TopoplanError
+from planner.traffic.trace import OP_CODE, OPS, Trace
 
 __all__ = ["ReplayResult", "check_sends_matched", "check_options", "replay", "bulk_trace"]
 
@@ -62,9 +62,9 @@ class ReplayResult:
 
     Examples
     --------
-    >>> from planner.generators import parse_spec
-    >>> from planner.topology_io import load_topology
-    >>> from planner.placement import sequential
+    >>> from planner.traffic.generators import parse_spec
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.core.placement import sequential
     >>> from sim.network import build_network
     >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
     >>> res = replay(parse_spec("ring:np=8,bytes=1MB"), build_network(t), sequential(8, t))
@@ -110,7 +110,7 @@ class _Collectives:
         ``t_start``; its per-destination sizes become ``counts`` and the op keeps
         its name, so an ``alltoall`` gets MPICH's algorithm selection by size.
         """
-        from planner.collectives import MPICHThresholds, schedule
+        from planner.traffic.collectives import MPICHThresholds, schedule
 
         tr = self.trace
         op, comm = int(tr.op[i]), int(tr.comm[i])
@@ -663,7 +663,7 @@ def check_sends_matched(trace: Trace) -> None:
     >>> check_sends_matched(t)
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: t.csv: unmatched send: rank 1 is sent 1 messages but posts 0 receives
+    planner.core.errors.TopoplanError: t.csv: unmatched send: rank 1 is sent 1 messages but posts 0 receives
     """
     op, peer, rank = trace.op, trace.peer, trace.rank
     is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (peer >= 0)
@@ -696,7 +696,7 @@ def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 6553
     >>> check_options(compute_scale=-1)
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: field 'compute_scale': must be a finite non-negative factor, got -1
+    planner.core.errors.TopoplanError: field 'compute_scale': must be a finite non-negative factor, got -1
     """
     if not 0 <= compute_scale < float("inf"):
         raise TopoplanError(f"field 'compute_scale': must be a finite non-negative factor, got {compute_scale}")
@@ -737,9 +737,9 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
 
     Examples
     --------
-    >>> from planner.generators import parse_spec
-    >>> from planner.topology_io import load_topology
-    >>> from planner.placement import sequential
+    >>> from planner.traffic.generators import parse_spec
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.core.placement import sequential
     >>> from sim.network import build_network
     >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
     >>> res = replay(parse_spec("ring:np=8,bytes=1MB"), build_network(t), sequential(8, t))
@@ -787,7 +787,7 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
 
     Examples
     --------
-    >>> from planner.traffic import from_arrays
+    >>> from planner.traffic.matrix import from_arrays
     >>> tr = bulk_trace(from_arrays(4, [0, 1], [1, 0], [1e6, 2e6]), iters=2)
     >>> tr.op_counts(), tr.bytes[tr.op == OP_CODE["isend"]].tolist()
     ({'isend': 4, 'irecv': 4, 'waitall': 8}, [500000.0, 500000.0, 1000000.0, 1000000.0])
@@ -798,7 +798,7 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     s, d, b, _ = traffic.matrix()
     iters = int(iters)
     keep = s != d
-    from planner.generators import MAX_TRACE_ROWS
+    from planner.traffic.generators import MAX_TRACE_ROWS
 
     rows = float(iters) * (2 * int(keep.sum()) + traffic.n_ranks)
     if rows > MAX_TRACE_ROWS:

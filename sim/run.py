@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.errors import TopoplanError
-from planner.topology import TorusTopology, TreeTopology
+from planner.core.errors import TopoplanError
+from planner.core.topology import TorusTopology, TreeTopology
 
 __all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan"]
 
@@ -37,7 +37,7 @@ def network_view(topo, network: str | None):
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
+    >>> from planner.core.topology_io import load_topology
     >>> t = load_topology("paper003")
     >>> eps = network_view(t, "eps")
     >>> eps.kind, eps.ocs, network_view(t, "fat-tree").kind
@@ -45,7 +45,7 @@ def network_view(topo, network: str | None):
     >>> network_view(t, "torus")
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: --network torus: needs a mesh/torus topology, got hybrid
+    planner.core.errors.TopoplanError: --network torus: needs a mesh/torus topology, got hybrid
     """
     if network is None:
         return topo
@@ -77,7 +77,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     ----------
     topo : Topology
         The network (see :func:`network_view` for the EPS-only and fat-tree views).
-    trace : planner.trace.Trace
+    trace : planner.traffic.trace.Trace
         What to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
     placement : Placement
         Where the ranks run.
@@ -117,9 +117,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
-    >>> from planner.traffic import load_source
-    >>> from planner.placement import sequential
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_source
+    >>> from planner.core.placement import sequential
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
     >>> tree = simulate(network_view(t, "eps"), trace, sequential(256, t))
@@ -180,7 +180,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     ----------
     topo : Topology
         The topology the plan was made for.
-    trace : planner.trace.Trace
+    trace : planner.traffic.trace.Trace
         What to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
     plan : dict, optional
         A plan dict (``PlanResult.to_dict()`` or a plan file): ``rank_to_node`` (+ ``rank_to_slot``)
@@ -204,13 +204,13 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     Raises
     ------
     TopoplanError
-        If the plan is invalid for the topology (:func:`planner.validate.validate`), the ranks
+        If the plan is invalid for the topology (:func:`planner.problems.validate.validate`), the ranks
         do not fit, or the plan was made for another placement.
 
     Examples
     --------
-    >>> from planner.topology_io import load_topology
-    >>> from planner.traffic import load_source
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_source
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("ring:np=8,bytes=1MB")
     >>> res = simulate_plan(t, trace, {"rank_to_node": [0, 16, 32, 48, 1, 17, 33, 49]})
@@ -219,11 +219,11 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     >>> simulate_plan(t, trace, {"rank_to_node": [0] * 8})
     Traceback (most recent call last):
     ...
-    planner.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
+    planner.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
     """
-    from planner.placement import Placement, placement_from_doc
+    from planner.core.placement import Placement, placement_from_doc
 
-    from planner.validate import validate
+    from planner.problems.validate import validate
 
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
@@ -239,7 +239,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
             raise TopoplanError("plan: made for another placement (its rank_to_node differs from the one given)")
         placement = planned
     if placement is None:
-        from planner.placement import sequential
+        from planner.core.placement import sequential
 
         placement = sequential(trace.n_ranks, topo)
     if not isinstance(placement, Placement):

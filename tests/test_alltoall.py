@@ -6,11 +6,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.alltoall import (a2a_schedule, a2a_trace, a2at_schedule, a2at_trace, alltoall_lower_bound,
+from planner.analysis.alltoall import (a2a_schedule, a2a_trace, a2at_schedule, a2at_trace, alltoall_lower_bound,
                               bound_details, schedule_congestion, schedule_trace, shift_loads)
-from planner.errors import TopoplanError
-from planner.topology_io import load_topology
-from planner.trace import OP_CODE
+from planner.core.errors import TopoplanError
+from planner.core.topology_io import load_topology
+from planner.traffic.trace import OP_CODE
 
 HAVE_SIM = importlib.util.find_spec("sim.run") is not None
 
@@ -20,7 +20,7 @@ def _topo(dims, wrap=False, bw="4.76GB/s"):
 
 
 def _cli(*args):
-    from planner.commands.bound import register
+    from planner.cli.commands.bound import register
 
     app = typer.Typer()
     register(app)
@@ -184,7 +184,7 @@ def test_a2at_window_multiple_merges_orbits():
 
 def test_simulate_rounds_without_latency_is_the_congestion_estimate():
     """With no latency, each round of max-min fair flows lasts exactly as long as its busiest link needs."""
-    from planner.alltoall import simulate_rounds
+    from planner.analysis.alltoall import simulate_rounds
 
     t = load_topology("mesh10x10x10", ["dims=[4,3,3]", "latency=0", "mtu=1B"])
     for s in (a2a_schedule(t.n_nodes, 3), a2at_schedule(t)):
@@ -200,9 +200,9 @@ def test_simulate_rounds_without_latency_is_the_congestion_estimate():
 
 def test_simulate_rounds_timeline_conserves_bytes():
     """The stitched per-round timelines carry every byte over every hop, in the report's schema."""
-    from planner.alltoall import simulate_rounds
-    from planner.report import class_series, parse_result
-    from planner.topology_io import topology_to_dict
+    from planner.analysis.alltoall import simulate_rounds
+    from planner.reporting.report import class_series, parse_result
+    from planner.core.topology_io import topology_to_dict
     from sim.network import build_network
 
     t = _topo((3, 3, 2), [True, False, False])

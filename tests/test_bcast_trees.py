@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from planner.bcast import trees
-from planner.bcast.model import CostModel, TimeModel
-from planner.errors import TopoplanError
+from planner.problems.bcast import trees
+from planner.problems.bcast.model import CostModel, TimeModel
+from planner.core.errors import TopoplanError
 
 
 def test_knomial_children_follow_mvapich2_order():

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from planner.traffic import from_arrays
+from planner.traffic.matrix import from_arrays
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem, random_problem
-from planner.circuits import solve
-from planner.circuits.bound import better, evaluate
-from planner.errors import TopoplanError
-from planner.circuits.exact import build_node_model, lp_bound, node_size
+from planner.problems.circuits import solve
+from planner.problems.circuits.bound import better, evaluate
+from planner.core.errors import TopoplanError
+from planner.problems.circuits.exact import build_node_model, lp_bound, node_size
 
 REL = 1e-6
 
@@ -80,7 +80,7 @@ def test_node_model_objective_is_the_plan_bound():
     p = random_problem(5)
     m = build_node_model(p, T_max=solve(p, "none").objective)
     from models.backends import solve as backend_solve
-    from planner.circuits.exact import extract_node_plan
+    from planner.problems.circuits.exact import extract_node_plan
 
     r = backend_solve(m.prob, "cbc")
     assert r.status == "optimal"
@@ -106,9 +106,9 @@ def test_exact_never_beaten_and_switch_bound_valid(seed):
 
 def test_switch_formulation_proves_a_floor_bound_instance():
     # 003's system, a few neighbours across switches: the sources' own links bound everything
-    from planner.topology_io import load_topology
-    from planner.traffic import from_arrays
-    from planner.circuits import CircuitProblem
+    from planner.core.topology_io import load_topology
+    from planner.traffic.matrix import from_arrays
+    from planner.problems.circuits import CircuitProblem
 
     t = load_topology("paper003", ["ocs.nodes_per_switch=8"])
     src = [60, 61, 124, 125, 188, 0]
@@ -155,7 +155,7 @@ def test_switch_model_relaxation_is_below_every_plan():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_lp_rounding_bound_is_a_valid_lower_bound(seed, monkeypatch):
     """The large-instance path (rounded LP relaxation): its bound must never exceed the proven optimum."""
-    import planner.circuits.exact as exact
+    import planner.problems.circuits.exact as exact
 
     p = random_problem(seed, hop_limit=1)
     opt = solve(p, "ilp", formulation="node", time_limit=20)

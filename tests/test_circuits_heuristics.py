@@ -1,9 +1,9 @@
 """The papers' assignments, each checked on the rule that defines it."""
 
 from test_circuits_cases import hybrid, problem, random_problem
-from planner.circuits import CircuitProblem, solve
-from planner.placement import from_nodes
-from planner.traffic import from_arrays
+from planner.problems.circuits import CircuitProblem, solve
+from planner.core.placement import from_nodes
+from planner.traffic.matrix import from_arrays
 
 
 def circuits(res):

@@ -5,13 +5,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.cost import CostParams, network_costs, params_from_topology
-from planner.errors import TopoplanError
-from planner.topology_io import load_topology
+from planner.analysis.cost import CostParams, network_costs, params_from_topology
+from planner.core.errors import TopoplanError
+from planner.core.topology_io import load_topology
 
 
 def _cli(*args):
-    from planner.commands.cost import register
+    from planner.cli.commands.cost import register
 
     app = typer.Typer()
     register(app)

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 
-from planner.ibfabric import load_fabric, route
-from planner.ibserve import MAX_LINE_B, RouteServer, answer
+from planner.fabric.ibfabric import load_fabric, route
+from planner.fabric.ibserve import MAX_LINE_B, RouteServer, answer
 
 IB = Path(__file__).resolve().parent / "data" / "ib"
 REPO = Path(__file__).resolve().parents[1]
@@ -283,7 +283,7 @@ def test_idle_connections_are_closed():
 
 def test_serve_command_starts_answers_and_stops_on_sigterm():
     d = IB / "fattree"
-    code = ("import typer; from planner.commands.topo import register; app = typer.Typer(); register(app); "
+    code = ("import typer; from planner.cli.commands.topo import register; app = typer.Typer(); register(app); "
             "app(prog_name='topoplan')")
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--ibnetdiscover", str(d / "ibnetdiscover.txt"),
                              "--lft", str(d / "lft"), "--port", "0"],

@@ -1,4 +1,4 @@
-"""Atomic output (planner/io.py)."""
+"""Atomic output (planner/core/io.py)."""
 
 import gzip
 import os
@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
-from planner.errors import TopoplanError
-from planner.io import atomic_write, read_json, write_json
+from planner.core.errors import TopoplanError
+from planner.core.io import atomic_write, read_json, write_json
 
 
 def test_new_file_gets_umask_permissions_not_mkstemp_0600(tmp_path):
@@ -57,7 +57,7 @@ def test_write_errors_are_one_line_naming_the_path(tmp_path):
 
 
 def test_read_text_names_the_file_and_line(tmp_path):
-    from planner.io import read_text
+    from planner.core.io import read_text
 
     (tmp_path / "bin").write_bytes(b"\x00\x01\x02abc")
     with pytest.raises(TopoplanError, match="binary data, not a text hostfile"):

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from planner.linkload import congestion_bound, link_graph, link_loads, node_pair_bytes
-from planner.placement import Placement, sequential
-from planner.topology_io import load_topology
-from planner.traffic import from_arrays, load_traffic
+from planner.analysis.linkload import congestion_bound, link_graph, link_loads, node_pair_bytes
+from planner.core.placement import Placement, sequential
+from planner.core.topology_io import load_topology
+from planner.traffic.matrix import from_arrays, load_traffic
 
 
 def test_tree_uplink_is_the_bottleneck():

@@ -8,7 +8,7 @@ import pulp
 import pytest
 
 from models.backends import SOLVERS, available, available_solvers, relative_gap, solve, to_matrix
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 
 SOLVABLE = [s for s in ("cbc", "highs", "ortools") if available(s)]
 

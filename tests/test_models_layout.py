@@ -3,7 +3,7 @@
 A formulation builds a model from plain data (arrays, dataclasses the caller fills) and returns it with a
 decoder; turning a problem into that data and the decoded solution into a plan is the problem's business
 (``planner/<problem>/exact.py``). So nothing in ``models/`` may import a ``planner`` subpackage or module
-other than the leaves :mod:`planner.errors` and :mod:`planner.units` -- at module level or inside a function.
+other than the leaves :mod:`planner.core.errors` and :mod:`planner.core.units` -- at module level or inside a function.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
-ALLOWED = {"planner.errors", "planner.units"}
+ALLOWED = {"planner.core.errors", "planner.core.units"}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -55,8 +55,8 @@ def test_no_problem_package_imported(path):
 
 def test_the_check_catches_problem_imports(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("import numpy\nfrom planner.errors import TopoplanError\n\n"
-                 "def g():\n    from planner.circuits.bound import evaluate\n    from planner import bcast\n"
-                 "    import planner.placement_methods.problem\n")
+    f.write_text("import numpy\nfrom planner.core.errors import TopoplanError\n\n"
+                 "def g():\n    from planner.problems.circuits.bound import evaluate\n    from planner.problems import bcast\n"
+                 "    import planner.problems.placement.problem\n")
     assert [n for _, n in imported_modules(f) if forbidden(n)] == [
-        "planner.circuits.bound", "planner.bcast", "planner.placement_methods.problem"]
+        "planner.problems.circuits.bound", "planner.problems", "planner.problems.placement.problem"]

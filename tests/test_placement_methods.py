@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from models.placement_cpsat import canonical, cut_bound
-from planner.errors import TopoplanError
-from planner.placement_methods import METHODS, PlacementProblem, simulated_time, solve
-from planner.placement_methods.exact import lower_bound
-from planner.placement_methods.metis import ocs_first, partition, repair_balance
-from planner.topology import TreeTopology
-from planner.topology_io import load_topology
-from planner.traffic import from_arrays, load_traffic
+from planner.core.errors import TopoplanError
+from planner.problems.placement import METHODS, PlacementProblem, simulated_time, solve
+from planner.problems.placement.exact import lower_bound
+from planner.problems.placement.metis import ocs_first, partition, repair_balance
+from planner.core.topology import TreeTopology
+from planner.core.topology_io import load_topology
+from planner.traffic.matrix import from_arrays, load_traffic
 
 GRID = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"
 

@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.errors import TopoplanError
-from planner.report import (busiest_time_index, class_series, frame_indices, load_result, parse_result, render_html,
+from planner.core.errors import TopoplanError
+from planner.reporting.report import (busiest_time_index, class_series, frame_indices, load_result, parse_result, render_html,
                             render_png, write_report)
 
 FIXTURE = "report_result.json"
@@ -20,7 +20,7 @@ def _doc(data):
 
 
 def _cli(*args):
-    from planner.commands.report import register
+    from planner.cli.commands.report import register
 
     app = typer.Typer()
     register(app)
@@ -114,7 +114,7 @@ def test_png_stacks_all_views(page):
 
 
 def test_torus_slices_and_no_topology(tmp_path):
-    from planner.topology_io import load_topology, topology_to_dict
+    from planner.core.topology_io import load_topology, topology_to_dict
     from sim.network import build_network
 
     t = load_topology("mesh10x10x10", ["dims=[3,3,2]", "wrap=[true,false,false]"])

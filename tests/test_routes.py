@@ -1,7 +1,7 @@
 """One network model: the bounds' per-link bytes are the simulator's, link by link, on every topology kind.
 
-The placement bound (:func:`planner.linkload.link_loads`) and the circuit
-bound (:func:`planner.circuits.bound.evaluate`) route with the simulator's
+The placement bound (:func:`planner.analysis.linkload.link_loads`) and the circuit
+bound (:func:`planner.problems.circuits.bound.evaluate`) route with the simulator's
 :class:`sim.network.Network` and number links as it does, so on bulk traffic
 (one phase of a communication matrix) their per-link bytes equal the
 ``link_bytes`` of a replay.
@@ -16,13 +16,13 @@ small and both sides see the same sizes.
 import numpy as np
 import pytest
 
-from planner.circuits import CircuitProblem, solve, validate_plan_dict
-from planner.circuits.bound import evaluate
-from planner.circuits.forwarding import Routes, array_from_tables
-from planner.linkload import link_graph, link_loads
-from planner.placement import sequential
-from planner.topology_io import load_topology, topology_from_dict
-from planner.traffic import from_arrays
+from planner.problems.circuits import CircuitProblem, solve, validate_plan_dict
+from planner.problems.circuits.bound import evaluate
+from planner.problems.circuits.forwarding import Routes, array_from_tables
+from planner.analysis.linkload import link_graph, link_loads
+from planner.core.placement import sequential
+from planner.core.topology_io import load_topology, topology_from_dict
+from planner.traffic.matrix import from_arrays
 from sim.network import build_network
 from sim.replay import bulk_trace, replay
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 from sim.flowfile import load_scenario, run_scenario, tree_routes
 from sim.maxmin import FlowEngine, LinkSet, maxmin_rates, routes_to_csr, simulate_flows
 

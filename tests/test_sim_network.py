@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from planner.errors import TopoplanError
-from planner.topology_io import load_topology, topology_from_dict
+from planner.core.errors import TopoplanError
+from planner.core.topology_io import load_topology, topology_from_dict
 from sim.network import build_network
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 from sim.maxmin import LinkSet, routes_to_csr
 from sim.paper import PaperEngine, simulate_paper
 
@@ -422,7 +422,7 @@ def test_add_flows_is_validated(flows, match):
 # -- the paper model through the whole simulator (sim.run.simulate with SimModel(model="paper")) -----------------
 
 def _paper003(*sets):
-    from planner.topology_io import load_topology
+    from planner.core.topology_io import load_topology
 
     # "Ours (narrow)": every EPS node link at 10 Gbps, so Table 3's beta_1 holds for relays' links too
     return load_topology("paper003", ["ocs.node_link_bw=10Gbps", "node.intra_bw=68Gbps", *sets])
@@ -430,8 +430,8 @@ def _paper003(*sets):
 
 def _one_message(topo, src_rank, dst_rank, n, circuits=None, contention="link", relay="store-and-forward",
                  extra=()):
-    from planner.placement import sequential
-    from planner.trace import Trace
+    from planner.core.placement import sequential
+    from planner.traffic.trace import Trace
     from sim.run import simulate
 
     recs = [(src_rank, "send", dst_rank, n, -1, 256, 0.0, 0.0, -1, 0),
@@ -473,8 +473,8 @@ def test_table3_routes_on_the_003_system(n):
 
 def _two_to(topo, senders, receivers, n, contention):
     """Ranks ``senders`` send n bytes to ``receivers`` at time 0; every receive is posted at once."""
-    from planner.placement import sequential
-    from planner.trace import Trace
+    from planner.core.placement import sequential
+    from planner.traffic.trace import Trace
     from sim.run import simulate
 
     recs = []
@@ -513,8 +513,8 @@ def test_fat_tree_uplinks_never_postpone_in_the_paper_model():
 
 
 def test_paper_model_refuses_the_compiled_engine_and_a_timeline():
-    from planner.placement import sequential
-    from planner.traffic import load_source
+    from planner.core.placement import sequential
+    from planner.traffic.matrix import load_source
     from sim.network import build_network
     from sim.replay import replay
 

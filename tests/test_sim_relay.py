@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from planner.errors import TopoplanError
-from planner.placement import sequential
-from planner.topology_io import topology_from_dict
-from planner.trace import Trace
+from planner.core.errors import TopoplanError
+from planner.core.placement import sequential
+from planner.core.topology_io import topology_from_dict
+from planner.traffic.trace import Trace
 from sim.maxmin import FlowEngine
 from sim.model import SimModel
 from sim.network import build_network
@@ -147,7 +147,7 @@ def test_relay_positions_only_inside_pipelined_relay_routes():
 
 
 def test_replay_engines_agree_under_both_relay_models():
-    from planner.traffic import load_source
+    from planner.traffic.matrix import load_source
 
     topo = topology_from_dict(dict(HYBRID, switches=2, nodes_per_switch=4, cores_per_node=2))
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=1")

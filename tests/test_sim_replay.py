@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from planner.errors import TopoplanError
-from planner.placement import from_nodes, sequential
-from planner.topology_io import topology_from_dict
-from planner.trace import Trace
+from planner.core.errors import TopoplanError
+from planner.core.placement import from_nodes, sequential
+from planner.core.topology_io import topology_from_dict
+from planner.traffic.trace import Trace
 from sim.network import build_network
 from sim.replay import replay
 
@@ -117,7 +117,7 @@ def both(trace, net, placement, **kw):
 @pytest.mark.parametrize("spec", ["npb:kernel=cg,class=S,np=16,iters=2", "npb:kernel=mg,class=S,np=16,iters=1",
                                   "npb:kernel=ft,class=S,np=8,iters=1", "npb:kernel=lu,class=S,np=8,iters=1"])
 def test_compiled_replay_matches_reference_on_npb(spec):
-    from planner.traffic import load_source
+    from planner.traffic.matrix import load_source
 
     t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
                                 eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))

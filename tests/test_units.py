@@ -1,7 +1,7 @@
 import pytest
 
-from planner.errors import TopoplanError
-from planner.units import format_bytes, parse_bandwidth, parse_size, parse_time
+from planner.core.errors import TopoplanError
+from planner.core.units import format_bytes, parse_bandwidth, parse_size, parse_time
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 
-from planner.errors import TopoplanError
+from planner.core.errors import TopoplanError
 
 from models.backends import cbc, cpsat, gurobi, highs, ortools_milp
 from models.backends.base import (DEFAULT_MIP_GAP, Deferred, MatrixModel, Result, SolverResult, call_isolated,

@@ -60,7 +60,7 @@ def solve(model, *, time_limit=None, started=None, seed=0, threads=None, mip_gap
     ``relax`` is refused (CP-SAT has no LP relaxation to return).
     """
     if relax:
-        from planner.errors import TopoplanError
+        from planner.core.errors import TopoplanError
 
         raise TopoplanError("solver 'cpsat': no LP relaxation (relax=True needs a MILP back-end)")
     opts = dict(time_limit=time_limit, started=started, seed=seed, threads=threads, mip_gap=mip_gap, msg=msg)

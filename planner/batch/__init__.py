@@ -1,0 +1,1 @@
+"""Many runs at once: parameter sweeps on Dask (:mod:`.sweep`)."""

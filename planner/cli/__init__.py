@@ -1,0 +1,2 @@
+"""The ``topoplan`` command line: the Typer application (:mod:`.main`) and one module per command
+(:mod:`.commands`)."""

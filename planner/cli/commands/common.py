@@ -1,0 +1,97 @@
+"""Options and helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from planner.core.io import dumps, write_json
+
+TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file or Slurm topology.conf.")
+SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
+TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
+PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
+OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
+SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
+TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
+ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
+                        "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
+RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
+                        "or store-and-forward (whole message, as in the papers).")
+RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB).")
+ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only: queue messages per link "
+                             "(default) or per receiving device.")
+
+
+def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
+              paper_contention: Optional[str] = None):
+    """The :class:`sim.model.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    from planner.core.errors import TopoplanError
+    from planner.core.units import parse_size
+    from sim.model import SimModel
+
+    chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
+    try:
+        return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
+    except TopoplanError as e:  # name the flag, not the library field
+        raise TopoplanError(flag_names(str(e), {"model": "--model", "relay": "--relay", "relay_chunk_B": "--relay-chunk",
+                                                "paper_contention": "--paper-contention"})) from None
+
+
+def flag_names(msg: str, flags: dict[str, str]) -> str:
+    """A library error with its ``field 'name'`` replaced by the CLI flag that sets the field
+    (library errors name fields; the CLI names its flags).
+
+    >>> flag_names("field 'root': 9 must be a rank between 0 and 3", {"root": "--root"})
+    '--root: 9 must be a rank between 0 and 3'
+    """
+    for field_, flag in flags.items():
+        msg = msg.replace(f"field '{field_}'", flag)
+    return msg
+
+
+def console(json_mode: bool = False) -> Console:
+    """Rich console for human output; on stderr when stdout carries JSON, so the two never mix.
+
+    On a terminal lines fit its width; in pipes and files nothing is wrapped (a line is one record for
+    grep and awk, and a table is as wide as its contents)."""
+    return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
+
+
+def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):
+    """Topology, (trace, traffic) and validated placement from the common options."""
+    from planner.core.placement import load_placement
+    from planner.core.topology_io import load_topology
+    from planner.traffic.matrix import load_source
+
+    topo = load_topology(topology, sets or [])
+    trace, tr = (None, None)
+    if traffic is not None:
+        trace, tr = load_source(traffic)
+        capacity = int(topo.node_cores().sum())
+        if tr.n_ranks > capacity:
+            from planner.core.errors import TopoplanError
+
+            raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
+                                f"({topo.n_nodes} nodes, {capacity} cores)")
+    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
+    return topo, trace, tr, pl
+
+
+def topology_record(topo, topology: str, sets) -> dict:
+    """What a plan file records of its topology: the name, and the spec and --set overrides that rebuild it
+    (``export`` reloads them to check a placement's cores)."""
+    return {"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or [])}
+
+
+def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:
+    """Write the result file (if asked) and print JSON (if asked)."""
+    if output is not None:
+        write_json(output, result)
+    if json_mode:
+        typer.echo(dumps(result))

@@ -1,0 +1,138 @@
+"""``topoplan simulate``: replay traffic on a network and report times and loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from planner.cli.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SetOpt, console,
+                                     emit, sim_model)
+from planner.core.units import format_bytes, format_time, parse_size, parse_time
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate_cmd)
+
+
+def simulate_cmd(
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
+    traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Generator spec, trace CSV or matrix CSV."),
+    sets: Optional[List[str]] = SetOpt,
+    placement: str = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin or a placement file."),
+    network: Optional[str] = typer.Option(None, "--network", help="eps | fat-tree | hybrid | torus (default: the topology's own kind)."),
+    circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); hybrid only."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: OCS bandwidth-delay product)."),
+    eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size."),
+    compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
+    iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
+    timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
+    flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
+    model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+    paper_contention: Optional[str] = ContentionOpt,
+    json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
+) -> None:
+    """Replay an MPI trace, a generator or a matrix on the network; or run a raw flow scenario (--flows)."""
+    from planner.core.errors import TopoplanError
+
+    if flows is not None:
+        from sim.flowfile import run_scenario
+
+        given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
+                                ("--timeline", timeline), ("--model", model), ("--relay", relay),
+                                ("--relay-chunk", relay_chunk), ("--paper-contention", paper_contention))
+                 if v is not None]
+        if given:
+            raise TopoplanError(f"--flows runs a self-contained scenario (its own network and flows); "
+                                f"{given[0]} does not apply")
+        res = run_scenario(flows)
+        emit(res, json_mode, output)
+        if not json_mode:
+            console().print(f"{len(res['flows'])} flows, makespan {format_time(res['makespan_s'])}, "
+                            f"wall {res['wall_s']:.3f} s")
+        return
+    if topology is None or traffic is None:
+        raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    from planner.core.placement import load_placement
+    from planner.core.topology_io import load_topology
+    from planner.traffic.matrix import load_source
+    from sim.replay import bulk_trace
+    from sim.run import network_view, simulate_plan
+
+    topo = network_view(load_topology(topology, sets or []), network)
+    trace, tr = load_source(traffic)
+    if trace is None:
+        trace = bulk_trace(tr, iters)
+    elif iters != 1:
+        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
+                            "(a generator takes iters= in its spec)")
+    capacity = int(topo.node_cores().sum())
+    if trace.n_ranks > capacity:
+        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
+    pl = load_placement(placement, trace.n_ranks, topo)
+    plan = None
+    if circuits is not None:
+        if network not in (None, "hybrid"):
+            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+        from planner.problems.circuits.planfile import read_plan
+
+        plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+    thr = parse_size(threshold, "threshold") if threshold else None
+    dt = parse_time(timeline, "timeline") if timeline else None
+    from sim.replay import check_options
+
+    eager_B = parse_size(eager, "eager")
+    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+    made_for = None
+    if plan is not None:
+        made_for = plan.get("placement", "its rank_to_node")
+        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+    kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
+                  compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
+    err_console = console(True)
+    if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
+        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} ranks done"),
+                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
+            task = bar.add_task("sim", total=trace.n_ranks)
+            kwargs["progress"] = lambda done, total: bar.update(task, completed=done)
+            res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
+    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+           "circuits": str(circuits) if circuits else None, **res}
+    if dt is not None:
+        from planner.core.topology_io import topology_to_dict
+
+        res["topology_doc"] = topology_to_dict(topo)
+        from planner.analysis.switches import analyze
+
+        sa = analyze(topo, tr, pl)
+        res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+        if plan is not None:
+            res["circuit_pairs"] = plan.get("circuits", [])
+    emit(res, json_mode, output)
+    if json_mode:
+        return
+    con = console()
+    con.print(f"model: {smodel.label()}")
+    con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
+              f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
+    con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
+    con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")
+
+
+def _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs):
+    """The library checks that a plan's placement is the one given; the CLI says which flag to change."""
+    from planner.core.errors import TopoplanError
+
+    try:
+        return simulate_plan(topo, trace, plan, **kwargs)
+    except TopoplanError as exc:
+        if "made for another placement" not in str(exc):
+            raise
+        raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement ({made_for}) than "
+                            f"--placement {placement}; pass -p {circuits} to use the plan's") from None

@@ -1,0 +1,113 @@
+"""``topoplan topo`` (query, delay, convert) and ``topoplan serve``: real InfiniBand fabrics from OFED dumps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+IbnetOpt = typer.Option(..., "--ibnetdiscover", "-i", help="ibnetdiscover output (plain or -p form).")
+LftOpt = typer.Option(None, "--lft", help="Directory of ibroute outputs, one per switch (any file names). "
+                                          "Without it routes are shortest paths.")
+
+
+def register(app: typer.Typer) -> None:
+    topo = typer.Typer(name="topo", no_args_is_help=True,
+                       help="Real InfiniBand fabrics: routes, delay matrices and topology YAML from "
+                            "ibnetdiscover/ibroute dumps.")
+    topo.command("query")(query_cmd)
+    topo.command("delay")(delay_cmd)
+    topo.command("convert")(convert_cmd)
+    app.add_typer(topo, name="topo")
+    app.command("serve")(serve_cmd)
+
+
+def _load(ibnetdiscover: Path, lft: Optional[Path]):
+    from planner.fabric.ibfabric import load_fabric
+
+    fab = load_fabric(ibnetdiscover, lft)
+    for msg in fab.messages():
+        typer.echo(f"warning: {msg}", err=True)
+    return fab
+
+
+def query_cmd(pair: str = typer.Argument(..., metavar="HOSTA:HOSTB", help="The two hosts, e.g. node001:node042."),
+              ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
+              json_mode: bool = typer.Option(False, "--json",
+                                             help="Print {src, dst, switches, source} as JSON.")) -> None:
+    """Print the switches on the route from host A to host B: `hosta guid ... guid hostb` (002 IV-A)."""
+    from planner.fabric.ibfabric import parse_query, route
+    from planner.core.io import dumps
+
+    fab = _load(ibnetdiscover, lft)
+    src, dst = parse_query(pair)
+    r = route(fab, src, dst)
+    if r.note:
+        typer.echo(f"note: shortest-path route: {r.note}", err=True)
+    typer.echo(dumps(r.to_dict(), indent=None) if json_mode else r.line())
+
+
+def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
+              hosts: Path = typer.Option(..., "--hosts", help="Host list: one per line (MPI hostfile lines and "
+                                                              "Slurm ranges like node[001-016] work)."),
+              kind: str = typer.Option("hops", "--kind", help="hops: switches on the route; speed: 1/(slowest "
+                                                              "link rate on the route) in s/B."),
+              output: Path = typer.Option(..., "--output", "-o",
+                                          help="CSV (header row of host names) or .npy.")) -> None:
+    """Write the delay matrix of the Bcast reordering along the fabric's real routes."""
+    from planner.fabric.ibfabric import check_hosts, delay_matrix, read_hosts, write_delay_matrix
+
+    fab = _load(ibnetdiscover, lft)
+    names = read_hosts(hosts)
+    check_hosts(fab, names, hosts)
+    m = delay_matrix(fab, names, kind)
+    write_delay_matrix(output, names, m, kind)
+    typer.echo(f"wrote {output}: {kind} delays between {len(names)} hosts (routes: {fab.routing})", err=True)
+
+
+def convert_cmd(ibnetdiscover: Path = IbnetOpt,
+                output: Path = typer.Option(..., "--output", "-o", help="Topology YAML to write."),
+                name: Optional[str] = typer.Option(None, "--name",
+                                                   help="Topology name (default: the dump's directory or file "
+                                                        "name).")) -> None:
+    """Write the fabric as topology YAML (kind: graph) so every other command can plan on it."""
+    from planner.fabric.ibfabric import to_topology
+    from planner.core.io import atomic_write
+    from planner.core.topology_io import dump_topology
+
+    fab = _load(ibnetdiscover, None)
+    topo = to_topology(fab, name)
+    atomic_write(output, dump_topology(topo))
+    typer.echo(f"wrote {output}: {topo.n_nodes} hosts, {topo.n_switches} switches, {len(topo.links)} "
+               f"switch links", err=True)
+
+
+def serve_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
+              port: int = typer.Option(..., "--port", "-p", help="TCP port (0: any free port, printed at start)."),
+              host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+              poll: float = typer.Option(1.0, "--poll", help="Seconds between checks of the dump files for changes."),
+              settle: float = typer.Option(0.5, "--settle", help="Seconds the files must stay unchanged before a "
+                                                                "reload.")) -> None:
+    """Answer `query hosta:hostb` lines over TCP (002 IV-A); reload when the dumps change."""
+    from planner.core.errors import TopoplanError
+    from planner.fabric.ibserve import run_server
+
+    if not 0 <= port <= 65535:
+        raise TopoplanError(f"--port {port}: expected 0..65535")
+    if not 0 < poll < 86400 or not 0 <= settle < 86400:  # also NaN and inf
+        raise TopoplanError("--poll must be positive and --settle non-negative")
+    import socket
+
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise TopoplanError(f"--host {host}: cannot resolve it ({getattr(exc, 'strerror', None) or exc})") from None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(f"warning: listening on {host}: the service has no authentication; anyone who can reach "
+                   f"the port can read the fabric's routes", err=True)
+    try:
+        run_server(ibnetdiscover, lft, host=host, port=port, poll_s=poll, settle_s=settle)
+    except OSError as exc:
+        raise TopoplanError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

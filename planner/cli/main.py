@@ -1,0 +1,181 @@
+"""The ``topoplan`` command line (Typer). Each command group lives in :mod:`planner.cli.commands`."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+import typer
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["COMMAND_MODULES", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
+
+# Command modules, each with register(app). Listed here so adding a group is one line.
+COMMAND_MODULES = (
+    "planner.cli.commands.basic",
+    "planner.cli.commands.demo",
+    "planner.cli.commands.simulate",
+    "planner.cli.commands.circuits",
+    "planner.cli.commands.place",
+    "planner.cli.commands.export",
+    "planner.cli.commands.bcast",
+    "planner.cli.commands.topo",
+    "planner.cli.commands.experiments",
+    "planner.cli.commands.validate",
+    "planner.cli.commands.cost",
+    "planner.cli.commands.bound",
+    "planner.cli.commands.report",
+    "planner.cli.commands.sweep",
+)
+
+
+OUTPUT_PARAMS = ("output", "rankfile", "png")
+
+
+def guard_outputs(fn):
+    """Wrap a command so its output files may not be one of its input files, nor each other.
+
+    Inputs are the other path-like arguments that name existing files; a command that would
+    overwrite its own input (``topo convert -i D -o D``) stops before doing any work.
+
+    Parameters
+    ----------
+    fn : callable
+        A command callback; its parameters named in :data:`OUTPUT_PARAMS` are outputs.
+
+    Returns
+    -------
+    callable
+        The wrapped callback.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> def convert(input: str, output: str):
+    ...     return f"{input} -> {output}"
+    >>> convert = guard_outputs(convert)
+    >>> with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
+    ...     convert(f.name, f.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: ...yaml: output would overwrite the input ...yaml; choose another name
+    """
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from planner.core.io import check_writable
+
+        bound = sig.bind_partial(*args, **kwargs).arguments
+        outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
+        for i, (name, path) in enumerate(outs):
+            check_writable(path, inputs=ins)
+            for other, prev in outs[:i]:
+                if Path(prev).resolve() == Path(path).resolve():
+                    raise TopoplanError(f"{path}: given as both --{other} and --{name}; choose two names")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _guard_all(app: typer.Typer) -> None:
+    for cmd in app.registered_commands:
+        cmd.callback = guard_outputs(cmd.callback)
+    for group in app.registered_groups:
+        _guard_all(group.typer_instance)
+
+
+def build_app() -> typer.Typer:
+    """The Typer application with every command group of :data:`COMMAND_MODULES` registered.
+
+    Returns
+    -------
+    typer.Typer
+        Output files of every command are guarded (:func:`guard_outputs`).
+
+    Examples
+    --------
+    >>> app = build_app()
+    >>> "simulate" in [c.name for c in app.registered_commands]
+    True
+    """
+    app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=False,
+                      pretty_exceptions_enable=False,
+                      help="Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement, "
+                           "topology-aware Bcast, and a flow-level simulator to score every plan.")
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is None:
+            continue  # a group not built yet
+        importlib.import_module(name).register(app)
+    _guard_all(app)
+    return app
+
+
+def main(argv=None) -> int:
+    """Run the CLI; bad input becomes one line on stderr and exit status 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for bad input (``error: <message>`` on
+        stderr), 130 when interrupted.
+
+    Examples
+    --------
+    >>> main(["show", "paper003"])  # doctest: +ELLIPSIS
+    kind: hybrid
+    name: paper003
+    switches: 4
+    ...
+    0
+    >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
+    2
+    """
+    app = build_app()
+    try:
+        app(args=argv, prog_name="topoplan", standalone_mode=False)
+    except TopoplanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a path the OS refuses (name too long, permissions) that no reader caught
+        name = str(exc.filename or "")
+        name = name if len(name) <= 80 else name[:77] + "..."
+        print(f"error: {name + ': ' if name else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except Exception as exc:  # click usage errors and the like
+        kinds = {c.__name__ for c in type(exc).__mro__}
+        # Typer may vendor its own copy of click (typer._click), so match by class name, not identity
+        if "UsageError" in kinds:
+            # one line, like every other input error; the usage block is one --help away
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "topoplan"
+            print(f"error: {where}: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+            return 2
+        if "ClickException" in kinds:
+            exc.show()
+            return 2
+        if "Abort" in kinds:
+            print("error: aborted", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+"""The data model every part of topoplan shares: topologies (:mod:`.topology`, read by :mod:`.topology_io`),
+placements (:mod:`.placement`), units (:mod:`.units`), atomic file I/O (:mod:`.io`) and the one error type
+(:mod:`.errors`)."""

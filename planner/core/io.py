@@ -1,0 +1,293 @@
+"""Atomic file output: write to a temporary file beside the target, then rename."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["check_writable", "atomic_write", "write_json", "dumps", "read_text", "read_json"]
+
+
+def check_writable(path, *, inputs=()) -> Path:
+    """Fail early, before any work, if ``path`` cannot be written or would overwrite an input.
+
+    Parameters
+    ----------
+    path : str or path
+        The output file.
+    inputs : iterable of str or path, optional
+        Files the same command reads (None entries are skipped).
+
+    Returns
+    -------
+    pathlib.Path
+        The path.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the path: a directory, a missing parent directory, no write
+        permission, or the same file as an input.
+
+    Examples
+    --------
+    >>> check_writable("/nonexistent-dir/x.json")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    TopoplanError: /nonexistent-dir/x.json: directory /nonexistent-dir does not exist
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as f:
+    ...     check_writable(f.name, inputs=[f.name])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: ...: output would overwrite the input ...; choose another name
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise TopoplanError(f"{path}: is a directory, not an output file")
+    parent = path.parent
+    if not parent.is_dir():
+        raise TopoplanError(f"{path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise TopoplanError(f"{path}: cannot write here (permission denied)")
+    for src in inputs:
+        if src is not None and _same_file(path, src):
+            raise TopoplanError(f"{path}: output would overwrite the input {src}; choose another name")
+    return path
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return Path(a).exists() and Path(b).exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def atomic_write(path, data, *, binary: bool = False) -> None:
+    """Write ``data`` (str or bytes) to ``path`` so readers never see a half-written file.
+
+    A name ending in ``.gz`` is gzip-compressed. The directory must exist. Any OS error
+    (permissions, a directory in the way, a full disk) is a :class:`TopoplanError` naming the path.
+
+    Parameters
+    ----------
+    path : str or path
+        The file; an existing one keeps its permissions.
+    data : str or bytes
+        The content (str is written as UTF-8).
+    binary : bool, optional
+        Kept for callers that pass bytes explicitly; bytes are written as they are anyway.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the path, when it cannot be written (nothing is left behind).
+
+    Examples
+    --------
+    >>> import gzip, os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "hello.txt.gz")
+    >>> atomic_write(path, "hello\\n")
+    >>> gzip.decompress(open(path, "rb").read())
+    b'hello\\n'
+    """
+    path = Path(path)
+    check_writable(path)
+    raw = data if binary or isinstance(data, bytes) else data.encode("utf-8")
+    if path.suffix == ".gz":
+        raw = gzip.compress(raw, mtime=0)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        # mkstemp makes the file 0600; give it the permissions a plain open() would (umask applied),
+        # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        raise TopoplanError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    except BaseException:
+        _discard(tmp)
+        raise
+
+
+def _discard(tmp) -> None:
+    if tmp is not None and os.path.exists(tmp):
+        os.unlink(tmp)
+
+
+def _umask() -> int:
+    cur = os.umask(0)
+    os.umask(cur)
+    return cur
+
+
+def write_json(path, obj) -> None:
+    """Write JSON atomically (numpy scalars and arrays are converted).
+
+    Parameters
+    ----------
+    path : str or path
+        The file (``.gz``: compressed).
+    obj : object
+        Anything :func:`dumps` accepts.
+
+    Raises
+    ------
+    TopoplanError
+        When the file cannot be written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "out.json")
+    >>> write_json(path, {"a": np.arange(3), "b": np.float64(0.5)})
+    >>> read_json(path)
+    {'a': [0, 1, 2], 'b': 0.5}
+    """
+    atomic_write(path, dumps(obj) + "\n")
+
+
+def dumps(obj, indent: int | None = 1) -> str:
+    """JSON text of ``obj``, converting NumPy arrays and scalars and paths.
+
+    Parameters
+    ----------
+    obj : object
+    indent : int or None, optional
+        As :func:`json.dumps`; None for one line.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError
+        For an object JSON cannot hold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dumps({"a": np.arange(2), "ok": np.bool_(True)}, indent=None)
+    '{"a": [0, 1], "ok": true}'
+    """
+    return json.dumps(obj, indent=indent, default=_default)
+
+
+def _default(o):
+    import numpy as np
+
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
+    """Text of ``path`` (UTF-8), with one-line errors naming the file for every way reading can fail.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+    lenient : bool, optional
+        Replace undecodable bytes (for vendor dumps with stray Latin-1 names)
+        instead of failing. Binary data (NUL bytes) is always an error.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file (and line, for bad UTF-8): missing, unreadable, empty, binary or not UTF-8.
+
+    Examples
+    --------
+    >>> read_text("/no/such/hostfile", "hostfile")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    TopoplanError: /no/such/hostfile: no such hostfile
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such {what}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TopoplanError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise TopoplanError(f"{path}: empty {what}")
+    if b"\0" in raw[:4096]:
+        raise TopoplanError(f"{path}: binary data, not a text {what}")
+    try:
+        return raw.decode("utf-8", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise TopoplanError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                            f"{exc.start}); expected a text {what}") from None
+
+
+def read_json(path, what: str = "JSON file"):
+    """Parse a JSON file (plain or gzip), with one-line errors naming the file and line.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    object
+        The parsed document.
+
+    Raises
+    ------
+    TopoplanError
+        For a missing or unreadable file, or malformed JSON (naming the line).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.json")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"order": [1, 0],\\n "root": }')
+    >>> read_json(path, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../plan.json:2: malformed plan: Expecting value
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such file")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw.decode("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TopoplanError(f"{path}:{exc.lineno}: malformed {what}: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None

@@ -1,0 +1,353 @@
+"""Placements: which node and core (slot) every rank runs on.
+
+The default is ``sequential``: ranks fill the cores of a node, then the
+next node, switch by switch (003's "Sequential"). A placement file is the
+JSON result of ``topoplan place`` (keys ``rank_to_node`` and optionally
+``rank_to_slot``) or a CSV ``rank,node[,slot]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
+           "placement_from_doc"]
+
+
+@dataclass
+class Placement:
+    """``rank_to_node[r]`` and ``rank_to_slot[r]`` (core index on that node) of every rank.
+
+    Parameters
+    ----------
+    rank_to_node : numpy.ndarray of int64
+        Node of every rank.
+    rank_to_slot : numpy.ndarray of int64
+        Core of every rank on its node (``0..cores-1``).
+
+    See Also
+    --------
+    load_placement : a named placement or a file, validated.
+    planner.problems.placement : methods that compute placements from traffic.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> topo = load_topology("paper003")          # 64 nodes x 4 cores
+    >>> p = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    >>> p.n_ranks, p.to_dict()
+    (3, {'rank_to_node': [0, 0, 1], 'rank_to_slot': [0, 1, 0]})
+    >>> p.validate(topo)
+    >>> Placement(np.array([0, 0]), np.array([0, 0])).validate(topo)
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: placement: ranks 0 and 1 share node 0 slot 0
+    """
+
+    rank_to_node: np.ndarray
+    rank_to_slot: np.ndarray
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.rank_to_node)
+
+    def validate(self, topo, where: str = "placement") -> None:
+        """Every rank placed once on an existing node and a free slot within the node's cores."""
+        n = topo.n_nodes
+        cores = topo.node_cores()
+        node, slot = self.rank_to_node, self.rank_to_slot
+        if len(node) != len(slot):
+            raise TopoplanError(f"{where}: rank_to_node and rank_to_slot differ in length")
+        if len(node) == 0:
+            raise TopoplanError(f"{where}: field 'rank_to_node': no ranks placed (empty list)")
+        bad = np.flatnonzero((node < 0) | (node >= n))
+        if bad.size:
+            raise TopoplanError(f"{where}: rank {bad[0]} is on node {node[bad[0]]}, but the topology has {n} nodes")
+        bad = np.flatnonzero((slot < 0) | (slot >= cores[node]))
+        if bad.size:
+            r = bad[0]
+            raise TopoplanError(f"{where}: rank {r} is on slot {slot[r]} of node {node[r]}, which has {cores[node[r]]} cores")
+        key = node * (cores.max() + 1) + slot
+        uniq, counts = np.unique(key, return_counts=True)
+        if (counts > 1).any():
+            k = uniq[counts > 1][0]
+            ranks = np.flatnonzero(key == k)[:2].tolist()
+            raise TopoplanError(f"{where}: ranks {ranks[0]} and {ranks[1]} share node {node[ranks[0]]} slot {slot[ranks[0]]}")
+
+    def to_dict(self) -> dict:
+        return {"rank_to_node": self.rank_to_node.tolist(), "rank_to_slot": self.rank_to_slot.tolist()}
+
+
+def sequential(n_ranks: int, topo) -> Placement:
+    """Block placement: rank r on node r // cores, slot r % cores (uniform cores).
+
+    Ranks fill the cores of a node, then the next node; with varied core
+    counts every node is filled in turn.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks to place.
+    topo : Topology
+        The topology (its ``node_cores()``).
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        If the ranks do not fit the topology's cores.
+
+    References
+    ----------
+    003 section 4.1.3, "Sequential".
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> p = sequential(8, load_topology("paper003"))
+    >>> p.rank_to_node.tolist(), p.rank_to_slot.tolist()
+    ([0, 0, 0, 0, 1, 1, 1, 1], [0, 1, 2, 3, 0, 1, 2, 3])
+    >>> sequential(1000, load_topology("paper003"))
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: 1000 ranks do not fit the topology: 64 nodes x 4 cores = 256 slots
+    """
+    cores = topo.node_cores()
+    capacity = int(cores.sum())
+    if n_ranks > capacity:
+        raise TopoplanError(f"{n_ranks} ranks do not fit the topology: {topo.n_nodes} nodes x "
+                            f"{int(cores[0]) if len(set(cores.tolist())) == 1 else 'varied'} cores = {capacity} slots")
+    node = np.repeat(np.arange(topo.n_nodes), cores)[:n_ranks]
+    first = np.concatenate([[0], np.cumsum(cores)[:-1]])
+    slot = np.arange(n_ranks) - first[node]
+    return Placement(node.astype(np.int64), slot.astype(np.int64))
+
+
+def int_array(values, where: str) -> np.ndarray:
+    """A JSON list of integers as an int64 array; anything else (floats such as 1.5, strings, booleans,
+    values past int64) is a :class:`TopoplanError` naming ``where`` -- never silently truncated.
+
+    Whole floats (``3.0``, from tools that only write floats) are accepted.
+
+    Parameters
+    ----------
+    values : list
+        The JSON value.
+    where : str
+        Prefix of error messages (file and field).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TopoplanError
+        If ``values`` is not a list, or an item is not an integer or is out of the int64 range.
+
+    Examples
+    --------
+    >>> int_array([1, 2.0, 3], "plan.json: field 'rank_to_node'").tolist()
+    [1, 2, 3]
+    >>> int_array([1, 2.5], "plan.json: field 'rank_to_node'")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: plan.json: field 'rank_to_node': item 1: expected an integer, got 2.5
+    """
+    if not isinstance(values, list):
+        raise TopoplanError(f"{where}: expected a list of integers")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+                continue  # 3.0 written by a tool that only has floats
+            raise TopoplanError(f"{where}: item {i}: expected an integer, got {v!r}")
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise TopoplanError(f"{where}: item {i}: {v} is out of range")
+    return np.asarray(values, dtype=np.int64).reshape(-1)
+
+
+def from_nodes(rank_to_node, topo) -> Placement:
+    """Give ranks placed on nodes consecutive slots on each node, in rank order.
+
+    Parameters
+    ----------
+    rank_to_node : array_like of int
+        Node of every rank.
+    topo : Topology or None
+        Not used (the slots need no topology); validate the result with
+        :meth:`Placement.validate`.
+
+    Returns
+    -------
+    Placement
+
+    Examples
+    --------
+    >>> from_nodes([3, 0, 3, 0], None).to_dict()
+    {'rank_to_node': [3, 0, 3, 0], 'rank_to_slot': [0, 0, 1, 1]}
+    """
+    node = np.asarray(rank_to_node, dtype=np.int64)
+    order = np.argsort(node, kind="stable")
+    sorted_nodes = node[order]
+    starts = np.searchsorted(sorted_nodes, sorted_nodes, side="left")
+    slot = np.empty_like(node)
+    slot[order] = np.arange(len(node)) - starts
+    return Placement(node, slot)
+
+
+def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
+    """Resolve ``--placement``: ``sequential`` (default), ``round-robin``, or a placement file.
+
+    The result is validated against the topology.
+
+    Parameters
+    ----------
+    spec : str or None
+        ``None`` or ``"sequential"``, ``"round-robin"`` (or ``"cyclic"``: rank r on
+        node r mod n_nodes), or a placement file (see :func:`read_placement`).
+    n_ranks : int
+        Ranks of the traffic; a file must place at least these.
+    topo : Topology
+        The topology.
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        If the ranks do not fit, the file places too few ranks, or the
+        placement is invalid for the topology (naming ``spec``).
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> topo = load_topology("paper003")
+    >>> load_placement(None, 5, topo).rank_to_node.tolist()
+    [0, 0, 0, 0, 1]
+    >>> load_placement("round-robin", 4, topo).to_dict()
+    {'rank_to_node': [0, 1, 2, 3], 'rank_to_slot': [0, 0, 0, 0]}
+    """
+    if spec is None or spec == "sequential":
+        p = sequential(n_ranks, topo)
+    elif spec in ("round-robin", "cyclic"):
+        if n_ranks > int(topo.node_cores().sum()):
+            raise TopoplanError(f"{n_ranks} ranks do not fit the topology's {int(topo.node_cores().sum())} slots")
+        p = from_nodes(np.arange(n_ranks) % topo.n_nodes, topo)
+    else:
+        p = read_placement(spec)
+        if p.n_ranks < n_ranks:
+            raise TopoplanError(f"{spec}: places {p.n_ranks} ranks but the traffic has {n_ranks}")
+    p.validate(topo, where=str(spec or "sequential"))
+    return p
+
+
+def read_placement(path) -> Placement:
+    """Read a placement JSON (``rank_to_node`` [+ ``rank_to_slot``]) or CSV (``rank,node[,slot]``).
+
+    Without slots, ranks on a node get consecutive slots in rank order. The
+    result is not validated against a topology (see :func:`load_placement`).
+
+    Parameters
+    ----------
+    path : str or path
+        A ``.json`` file (as written by ``topoplan place -o``) or a CSV whose
+        ranks are ``0..n-1`` once each, in any order.
+
+    Returns
+    -------
+    Placement
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, malformed JSON or CSV, or ranks missing or repeated.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "placement.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n1,5\\n0,5\\n2,6\\n")
+    >>> read_placement(path).to_dict()
+    {'rank_to_node': [5, 5, 6], 'rank_to_slot': [0, 1, 0]}
+    """
+    from planner.core.io import read_json
+
+    path = Path(path)
+    if not path.is_file():
+        raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
+    if path.suffix == ".json":
+        doc = read_json(path, "placement")
+        if not isinstance(doc, dict):
+            raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
+        if "rank_to_node" not in doc:
+            raise TopoplanError(f"{path}: field 'rank_to_node': missing")
+        return placement_from_doc(doc, str(path))
+    from planner.traffic.trace import read_csv_table, to_numbers
+
+    df = read_csv_table(path, ("rank", "node"), "placement")
+    rank = to_numbers(df, "rank", path, integer=True, empty=None)
+    node_col = to_numbers(df, "node", path, integer=True, empty=None)
+    n = len(rank)
+    if sorted(rank.tolist()) != list(range(n)):
+        missing = sorted(set(range(n)) - set(rank.tolist()))
+        raise TopoplanError(f"{path}: field 'rank': ranks must be 0..{n - 1} once each"
+                            + (f" (rank {missing[0]} missing)" if missing else " (duplicate rank)"))
+    node = np.empty(n, dtype=np.int64)
+    node[rank] = node_col
+    slot = None
+    if "slot" in df.columns:
+        slot = np.empty(n, dtype=np.int64)
+        slot[rank] = to_numbers(df, "slot", path, integer=True, empty=None)
+    return _assemble(node, slot, str(path))
+
+
+def placement_from_doc(doc: dict, where: str) -> Placement:
+    """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers).
+
+    Parameters
+    ----------
+    doc : dict
+        The document; ``rank_to_node`` must be present.
+    where : str
+        How errors name the document.
+
+    Returns
+    -------
+    Placement
+        Not validated against a topology.
+
+    Raises
+    ------
+    TopoplanError
+        For a list that is empty, not of integers, or of another length than ``rank_to_slot``.
+
+    Examples
+    --------
+    >>> placement_from_doc({"rank_to_node": [0, 0, 1]}, "plan.json").to_dict()
+    {'rank_to_node': [0, 0, 1], 'rank_to_slot': [0, 1, 0]}
+    """
+    node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
+    slot = doc.get("rank_to_slot")
+    return _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)
+
+
+def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placement:
+    if node.ndim != 1 or len(node) == 0:
+        raise TopoplanError(f"{where}: field 'rank_to_node': expected a non-empty list of node ids")
+    if slot is None:
+        return from_nodes(node, None)
+    if len(slot) != len(node):
+        raise TopoplanError(f"{where}: rank_to_slot and rank_to_node differ in length")
+    return Placement(node, slot)

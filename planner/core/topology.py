@@ -1,0 +1,475 @@
+"""The topology model: two-level EPS trees (plain, fat tree, hybrid EPS+OCS), mesh/torus and general switch graphs.
+
+Every topology numbers its compute nodes ``0..n_nodes-1`` and answers the
+same questions: which edge switch a node hangs under (:meth:`node_switch`),
+how many cores it has, its host name, and the switch-hop distance between
+nodes (:meth:`hop_matrix`). Units are in the field names (``bw_Bps`` bytes
+per second, ``latency_s`` seconds, ``mtu_B`` bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["OCSConfig", "TreeTopology", "TorusTopology", "GraphTopology", "Topology", "balanced_ocs_nodes"]
+
+
+@dataclass(frozen=True)
+class OCSConfig:
+    """The optical circuit switch of a hybrid network.
+
+    ``nodes`` are the OCS nodes (node ids). ``ports_per_node`` optical ports
+    each (one circuit per port). ``node_link_bw_Bps`` is the EPS link
+    bandwidth of OCS nodes (fatter than the others' in 003's "Ours"; equal
+    in "Ours (narrow)").
+
+    Parameters
+    ----------
+    nodes : tuple of int
+        The OCS nodes.
+    bw_Bps, latency_s : float
+        Bandwidth and latency of a circuit.
+    setup_s : float, optional
+        Time to set up the circuits (not charged per message).
+    ports_per_node : int, optional
+        Optical ports of every OCS node.
+    node_link_bw_Bps : float, optional
+        EPS link bandwidth of the OCS nodes; default the tree's ``down_bw_Bps``.
+    mtu_B : float, optional
+
+    References
+    ----------
+    001 section 2 (only some nodes are OCS nodes), 003 section 4.1.2 and
+    Table 1 (the parameters; "Ours" vs "Ours (narrow)").
+
+    Examples
+    --------
+    >>> o = OCSConfig(nodes=(0, 4), bw_Bps=2.5e9, latency_s=5e-7)
+    >>> o.bdp_B    # the large-message threshold
+    1250.0
+    """
+
+    nodes: tuple[int, ...]
+    bw_Bps: float
+    latency_s: float
+    setup_s: float = 0.010
+    ports_per_node: int = 1
+    node_link_bw_Bps: float | None = None
+    mtu_B: float = 4096.0
+
+    @property
+    def bdp_B(self) -> float:
+        """Bandwidth-delay product: the large-message threshold of the papers."""
+        return self.bw_Bps * self.latency_s
+
+
+@dataclass
+class TreeTopology:
+    """Two-level EPS tree: edge switches under one top switch, optionally with an OCS (``kind='hybrid'``).
+
+    ``kind`` is ``tree`` (uplinks shared: the bisection bottleneck),
+    ``fat-tree`` (full bisection: no uplink contention) or ``hybrid``
+    (tree plus :class:`OCSConfig`). Nodes are numbered switch by switch.
+
+    Parameters
+    ----------
+    kind : {"tree", "fat-tree", "hybrid"}
+    nodes_per_switch : tuple of int
+        Nodes under every edge switch.
+    cores_per_node : int, optional
+    down_bw_Bps, down_latency_s : float, optional
+        Node-to-edge-switch links.
+    up_bw_Bps, up_latency_s : float, optional
+        Edge-switch-to-top links.
+    switch_delay_s, mtu_B : float, optional
+        Per store-and-forward switch: delay and packet size.
+    intra_node_bw_Bps, intra_node_latency_s : float, optional
+        Between ranks on one node.
+    ocs : OCSConfig, optional
+    hostnames, switch_names : tuple of str, optional
+    name : str, optional
+
+    See Also
+    --------
+    planner.core.topology_io.load_topology : build one from a preset or file.
+
+    References
+    ----------
+    000 section 2 and Fig. 1 (the hybrid EPS/OCS tree), Table 1 (its parameters).
+
+    Examples
+    --------
+    >>> t = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+    >>> t.n_nodes, t.node_switch().tolist(), t.hop_matrix().tolist()
+    (4, [0, 0, 1, 1], [[0, 1, 3, 3], [1, 0, 3, 3], [3, 3, 0, 1], [3, 3, 1, 0]])
+    >>> h = TreeTopology(kind="hybrid", nodes_per_switch=(2, 2),
+    ...                  ocs=OCSConfig(nodes=(0, 2), bw_Bps=2.5e9, latency_s=5e-7))
+    >>> h.validate(); h.is_ocs_node().tolist()
+    [True, False, True, False]
+    >>> TreeTopology(kind="hybrid", nodes_per_switch=(2, 2)).validate()
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'ocs': a hybrid topology needs an 'ocs' section
+    """
+
+    kind: str
+    nodes_per_switch: tuple[int, ...]
+    cores_per_node: int = 1
+    down_bw_Bps: float = 1.25e9
+    down_latency_s: float = 5e-7
+    up_bw_Bps: float = 2.5e9
+    up_latency_s: float = 5e-7
+    switch_delay_s: float = 0.0
+    mtu_B: float = 4096.0
+    intra_node_bw_Bps: float = 8.5e9
+    intra_node_latency_s: float = 1e-7
+    ocs: OCSConfig | None = None
+    hostnames: tuple[str, ...] | None = None
+    switch_names: tuple[str, ...] | None = None
+    name: str = ""
+
+    @property
+    def n_switches(self) -> int:
+        return len(self.nodes_per_switch)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(sum(self.nodes_per_switch))
+
+    def node_switch(self) -> np.ndarray:
+        """Edge-switch id of every node."""
+        return np.repeat(np.arange(self.n_switches), self.nodes_per_switch)
+
+    def node_cores(self) -> np.ndarray:
+        return np.full(self.n_nodes, self.cores_per_node, dtype=np.int64)
+
+    def node_link_bw(self) -> np.ndarray:
+        """EPS link bandwidth of every node (OCS nodes may have fatter links)."""
+        bw = np.full(self.n_nodes, self.down_bw_Bps)
+        if self.ocs is not None and self.ocs.node_link_bw_Bps is not None:
+            bw[list(self.ocs.nodes)] = self.ocs.node_link_bw_Bps
+        return bw
+
+    def is_ocs_node(self) -> np.ndarray:
+        mask = np.zeros(self.n_nodes, dtype=bool)
+        if self.ocs is not None:
+            mask[list(self.ocs.nodes)] = True
+        return mask
+
+    def hop_matrix(self) -> np.ndarray:
+        """Switches traversed between nodes: 0 on one node, 1 under one switch, 3 across (edge, top, edge)."""
+        sw = self.node_switch()
+        hops = np.where(sw[:, None] == sw[None, :], 1, 3)
+        np.fill_diagonal(hops, 0)
+        return hops
+
+    def host_names(self) -> list[str]:
+        return list(self.hostnames) if self.hostnames else [f"node{i:04d}" for i in range(self.n_nodes)]
+
+    def validate(self) -> None:
+        _positive(self, ("down_bw_Bps", "up_bw_Bps", "intra_node_bw_Bps", "mtu_B"))
+        _nonneg(self, ("down_latency_s", "up_latency_s", "switch_delay_s", "intra_node_latency_s"))
+        if self.kind not in ("tree", "fat-tree", "hybrid"):
+            raise TopoplanError(f"field 'kind': unknown tree kind {self.kind!r} (tree, fat-tree, hybrid)")
+        if not self.nodes_per_switch or min(self.nodes_per_switch) < 1:
+            raise TopoplanError("field 'nodes_per_switch': every switch needs at least one node")
+        if self.cores_per_node < 1:
+            raise TopoplanError("field 'cores_per_node': must be at least 1")
+        if self.kind == "hybrid" and self.ocs is None:
+            raise TopoplanError("field 'ocs': a hybrid topology needs an 'ocs' section")
+        if self.ocs is not None:
+            o = self.ocs
+            for f in ("bw_Bps", "mtu_B"):
+                if not getattr(o, f) > 0:
+                    raise TopoplanError(f"field 'ocs.{f}': must be positive")
+            for f in ("latency_s", "setup_s"):
+                if not getattr(o, f) >= 0:
+                    raise TopoplanError(f"field 'ocs.{f}': must be non-negative")
+            if o.node_link_bw_Bps is not None and not o.node_link_bw_Bps > 0:
+                raise TopoplanError("field 'ocs.node_link_bw_Bps': must be positive")
+            if o.ports_per_node < 1:
+                raise TopoplanError("field 'ocs.ports_per_node': must be at least 1")
+            bad = [n for n in o.nodes if not 0 <= n < self.n_nodes]
+            if bad:
+                raise TopoplanError(f"field 'ocs.nodes': node {bad[0]} does not exist ({self.n_nodes} nodes)")
+            if len(set(o.nodes)) != len(o.nodes):
+                raise TopoplanError("field 'ocs.nodes': a node is listed twice")
+        if self.hostnames is not None and len(self.hostnames) != self.n_nodes:
+            raise TopoplanError(f"field 'hostnames': {len(self.hostnames)} names for {self.n_nodes} nodes")
+
+
+@dataclass
+class TorusTopology:
+    """k-ary n-dimensional mesh/torus of routers, one compute node per router.
+
+    ``dims`` sizes, ``wrap`` per dimension (True = torus ring), ``bw_Bps``
+    per dimension (one value per direction of a link). Node id is
+    row-major with the first dimension fastest (x, then y, then z).
+
+    Parameters
+    ----------
+    dims : tuple of int
+    wrap : tuple of bool
+    bw_Bps : tuple of float
+    latency_s, router_delay_s : float, optional
+    cores_per_node : int, optional
+    injection_bw_Bps : float, optional
+        Node-to-router bandwidth; None: not modelled.
+    mtu_B, intra_node_bw_Bps, intra_node_latency_s : float, optional
+    hostnames : tuple of str, optional
+    name : str, optional
+    kind : {"torus", "mesh"}, optional
+
+    References
+    ----------
+    004 (the K computer's Tofu torus; a 10x10x10 mesh for the all-to-all study).
+
+    Examples
+    --------
+    >>> m = TorusTopology(dims=(3, 2), wrap=(True, False), bw_Bps=(1e9, 1e9))
+    >>> m.n_nodes, m.coords().tolist()
+    (6, [[0, 0], [1, 0], [2, 0], [0, 1], [1, 1], [2, 1]])
+    >>> m.hop_matrix()[0].tolist()    # routers crossed from node 0
+    [0, 2, 2, 2, 3, 3]
+    """
+
+    dims: tuple[int, ...]
+    wrap: tuple[bool, ...]
+    bw_Bps: tuple[float, ...]
+    latency_s: float = 1e-7
+    router_delay_s: float = 0.0
+    cores_per_node: int = 1
+    injection_bw_Bps: float | None = None
+    mtu_B: float = 4096.0
+    intra_node_bw_Bps: float = 8.5e9
+    intra_node_latency_s: float = 1e-7
+    hostnames: tuple[str, ...] | None = None
+    name: str = ""
+    kind: str = "torus"
+
+    @property
+    def n_nodes(self) -> int:
+        return int(np.prod(self.dims))
+
+    @property
+    def n_switches(self) -> int:
+        return self.n_nodes
+
+    def coords(self) -> np.ndarray:
+        """(n_nodes, n_dims) coordinates, first dimension fastest."""
+        idx = np.arange(self.n_nodes)
+        out = np.empty((self.n_nodes, len(self.dims)), dtype=np.int64)
+        for d, k in enumerate(self.dims):
+            out[:, d] = idx % k
+            idx = idx // k
+        return out
+
+    def node_switch(self) -> np.ndarray:
+        return np.arange(self.n_nodes)
+
+    def node_cores(self) -> np.ndarray:
+        return np.full(self.n_nodes, self.cores_per_node, dtype=np.int64)
+
+    def hop_matrix(self) -> np.ndarray:
+        """Router hops of dimension-order routing (+1 for the first router), shortest way round on rings."""
+        c = self.coords()
+        hops = np.zeros((self.n_nodes, self.n_nodes), dtype=np.int64)
+        for d, k in enumerate(self.dims):
+            diff = np.abs(c[:, None, d] - c[None, :, d])
+            hops += np.minimum(diff, k - diff) if self.wrap[d] else diff
+        return np.where(np.eye(self.n_nodes, dtype=bool), 0, hops + 1)
+
+    def host_names(self) -> list[str]:
+        return list(self.hostnames) if self.hostnames else [f"node{i:05d}" for i in range(self.n_nodes)]
+
+    def validate(self) -> None:
+        n = len(self.dims)
+        if n == 0 or min(self.dims) < 1:
+            raise TopoplanError("field 'dims': need at least one dimension, each of size >= 1")
+        if len(self.wrap) != n:
+            raise TopoplanError(f"field 'wrap': {len(self.wrap)} values for {n} dimensions")
+        if len(self.bw_Bps) != n:
+            raise TopoplanError(f"field 'bw_Bps': {len(self.bw_Bps)} values for {n} dimensions")
+        if min(self.bw_Bps) <= 0:
+            raise TopoplanError("field 'bw_Bps': bandwidth must be positive")
+        _nonneg(self, ("latency_s", "router_delay_s"))
+
+
+@dataclass
+class GraphTopology:
+    """A general switch graph with hosts attached to switches (Slurm multi-level trees, InfiniBand fabrics).
+
+    ``host_switch[i]`` is the switch host ``i`` hangs under, over a link of
+    ``host_bw_Bps[i]``. ``links`` are switch-switch links ``(a, b, bw_Bps)``
+    (parallel links allowed); routes are shortest paths in switch hops.
+
+    Parameters
+    ----------
+    switches, hosts : tuple of str
+    host_switch : tuple of int
+    host_bw_Bps : tuple of float
+    links : tuple of (int, int, float)
+    latency_s, switch_delay_s, mtu_B : float, optional
+    cores_per_node : int, optional
+    intra_node_bw_Bps, intra_node_latency_s : float, optional
+    name : str, optional
+    kind : str, optional
+    switch_guids : tuple of str, optional
+        InfiniBand GUIDs of the switches (fabrics read by :mod:`planner.fabric.ibfabric`).
+
+    Examples
+    --------
+    >>> g = GraphTopology(switches=("s0", "s1", "top"), hosts=("a", "b", "c"), host_switch=(0, 0, 1),
+    ...                   host_bw_Bps=(1.25e9,) * 3, links=((0, 2, 2.5e9), (1, 2, 2.5e9)))
+    >>> g.validate(); g.hop_matrix().tolist()
+    [[0, 1, 3], [1, 0, 3], [3, 3, 0]]
+    >>> g.switch_hops().tolist()
+    [[0, 2, 1], [2, 0, 1], [1, 1, 0]]
+    """
+
+    switches: tuple[str, ...]
+    hosts: tuple[str, ...]
+    host_switch: tuple[int, ...]
+    host_bw_Bps: tuple[float, ...]
+    links: tuple[tuple[int, int, float], ...]
+    latency_s: float = 1e-7
+    switch_delay_s: float = 1e-7
+    cores_per_node: int = 1
+    mtu_B: float = 4096.0
+    intra_node_bw_Bps: float = 8.5e9
+    intra_node_latency_s: float = 1e-7
+    name: str = ""
+    kind: str = "graph"
+    switch_guids: tuple[str, ...] | None = None
+    _hops: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def n_switches(self) -> int:
+        return len(self.switches)
+
+    def node_switch(self) -> np.ndarray:
+        return np.asarray(self.host_switch, dtype=np.int64)
+
+    def node_cores(self) -> np.ndarray:
+        return np.full(self.n_nodes, self.cores_per_node, dtype=np.int64)
+
+    def node_link_bw(self) -> np.ndarray:
+        return np.asarray(self.host_bw_Bps, dtype=np.float64)
+
+    def switch_graph(self):
+        """NetworkX multigraph of switches with ``bw_Bps`` on each edge."""
+        import networkx as nx
+
+        g = nx.MultiGraph()
+        g.add_nodes_from(range(self.n_switches))
+        for a, b, bw in self.links:
+            g.add_edge(a, b, bw_Bps=bw)
+        return g
+
+    def switch_hops(self) -> np.ndarray:
+        """Switch-to-switch distance in switch hops (BFS), -1 when disconnected."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import shortest_path
+
+        s = self.n_switches
+        if self.links:
+            a = np.array([l[0] for l in self.links]); b = np.array([l[1] for l in self.links])
+            adj = coo_matrix((np.ones(len(a)), (a, b)), shape=(s, s)).tocsr()
+        else:
+            adj = coo_matrix((s, s)).tocsr()
+        d = shortest_path(adj, directed=False, unweighted=True)
+        return np.where(np.isinf(d), -1, d).astype(np.int64)
+
+    def hop_matrix(self) -> np.ndarray:
+        """Switches traversed between hosts (1 under one switch; 1 + switch distance otherwise)."""
+        if self._hops is None:
+            sh = self.switch_hops()
+            sw = self.node_switch()
+            hops = sh[sw[:, None], sw[None, :]] + 1
+            np.fill_diagonal(hops, 0)
+            self._hops = hops
+        return self._hops
+
+    def host_names(self) -> list[str]:
+        return list(self.hosts)
+
+    def validate(self) -> None:
+        if len(self.host_switch) != len(self.hosts) or len(self.host_bw_Bps) != len(self.hosts):
+            raise TopoplanError("field 'hosts': host_switch and host_bw_Bps need one entry per host")
+        for i, s in enumerate(self.host_switch):
+            if not 0 <= s < self.n_switches:
+                raise TopoplanError(f"field 'hosts[{i}].switch': unknown switch {s}")
+        for i, bw in enumerate(self.host_bw_Bps):
+            if not bw > 0:
+                raise TopoplanError(f"field 'hosts[{i}].bw': bandwidth must be positive")
+        for i, (a, b, bw) in enumerate(self.links):
+            if not (0 <= a < self.n_switches and 0 <= b < self.n_switches):
+                raise TopoplanError(f"field 'links[{i}]': unknown switch")
+            if not bw > 0:
+                raise TopoplanError(f"field 'links[{i}].bw': bandwidth must be positive")
+        if len(set(self.hosts)) != len(self.hosts):
+            raise TopoplanError("field 'hosts': duplicate host name")
+
+
+Topology = Union[TreeTopology, TorusTopology, GraphTopology]
+
+
+def balanced_ocs_nodes(nodes_per_switch, per_switch: int) -> tuple[int, ...]:
+    """The first ``per_switch`` nodes under every switch: OCS nodes balanced per switch (001, 003).
+
+    Parameters
+    ----------
+    nodes_per_switch : sequence of int
+    per_switch : int
+
+    Returns
+    -------
+    tuple of int
+        Node ids, switch by switch.
+
+    Raises
+    ------
+    TopoplanError
+        If a switch has fewer nodes than ``per_switch``.
+
+    References
+    ----------
+    001 section 4.1 and 003 section 4.1.2 ("the OCS nodes per EPS switch are balanced").
+
+    Examples
+    --------
+    >>> balanced_ocs_nodes((4, 4), 1)
+    (0, 4)
+    >>> balanced_ocs_nodes((16, 16, 16, 16), 2)
+    (0, 1, 16, 17, 32, 33, 48, 49)
+    """
+    out, base = [], 0
+    for n in nodes_per_switch:
+        if per_switch > n:
+            raise TopoplanError(f"field 'ocs.per_switch': {per_switch} OCS nodes per switch but a switch has {n} nodes")
+        out.extend(range(base, base + per_switch))
+        base += n
+    return tuple(out)
+
+
+def _positive(obj, names):
+    for f in names:
+        v = getattr(obj, f)
+        if v is None or not v > 0:
+            raise TopoplanError(f"field '{f}': must be positive, got {v!r}")
+
+
+def _nonneg(obj, names):
+    for f in names:
+        v = getattr(obj, f)
+        if v is None or not v >= 0:
+            raise TopoplanError(f"field '{f}': must be non-negative, got {v!r}")

@@ -1,0 +1,96 @@
+"""Plan validation: one function for every kind of plan document (circuits, placements, Bcast orders)."""
+
+from __future__ import annotations
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["validate"]
+
+
+def validate(plan: dict, topology, *, where: str = "plan") -> dict:
+    """Check a plan document against a topology, by the plan kinds it holds.
+
+    The one home of plan validation: ``topoplan validate``, the simulator hand-off
+    (:func:`sim.run.simulate_plan`) and the exports use it. A document may hold
+    several kinds at once (a ``joint`` plan has circuits and a placement).
+
+    Parameters
+    ----------
+    plan : dict
+        A plan as written by ``topoplan circuits/place/bcast -o`` or ``PlanResult.to_dict()``:
+        ``circuits`` + ``forwarding`` (circuit plan: ports, OCS nodes, neighbours, loops),
+        ``rank_to_node`` [+ ``rank_to_slot``] (placement: nodes exist, cores not exceeded),
+        ``order`` [+ ``allocation_nodes``, ``root``] (Bcast order: a permutation of the allocation that keeps
+        the root on its node).
+    topology : the topology the plan is for.
+    where : how errors name the plan (e.g. its file name).
+
+    Returns
+    -------
+    dict
+        ``checked`` (one line per kind) and ``circuits`` / ``ranks`` / ``order`` (sizes).
+
+    Raises
+    ------
+    TopoplanError
+        naming ``where`` and the field at fault; also when the document holds no plan kind.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> t = load_topology("paper003")
+    >>> validate({"rank_to_node": [0, 0, 1]}, t)["checked"]
+    ['placement: 3 ranks']
+    >>> validate({"order": [2, 2]}, t)
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: plan: field 'order': 2 appears twice (not a permutation)
+    """
+    doc, topo = plan, topology
+    if not isinstance(doc, dict):
+        raise TopoplanError(f"{where}: expected a JSON object")
+    checked, out = [], {}
+    if "circuits" in doc or "forwarding" in doc:
+        from planner.problems.circuits.problem import validate_plan_dict  # the circuit rules live with the problem
+
+        validate_plan_dict(doc, topo, where=where)
+        n_entries = sum(len(r) for r in (doc.get("forwarding") or {}).values())
+        checked.append(f"circuit plan: {len(doc.get('circuits') or [])} circuits, {n_entries} forwarding entries")
+        out["circuits"] = len(doc.get("circuits") or [])
+    if doc.get("rank_to_node") is not None:
+        from planner.core.placement import placement_from_doc
+
+        pl = placement_from_doc(doc, where)
+        pl.validate(topo, where=where)
+        checked.append(f"placement: {pl.n_ranks} ranks")
+        out["ranks"] = pl.n_ranks
+    if "order" in doc:
+        order = doc["order"]
+        if not isinstance(order, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in order):
+            raise TopoplanError(f"{where}: field 'order': expected a list of integers")
+        if len(set(order)) != len(order):
+            dup = next(x for x in order if order.count(x) > 1)
+            raise TopoplanError(f"{where}: field 'order': {dup} appears twice (not a permutation)")
+        bad = [x for x in order if not 0 <= x < topo.n_nodes]
+        if bad:
+            raise TopoplanError(f"{where}: field 'order': node {bad[0]} does not exist ({topo.n_nodes} nodes)")
+        # 'allocation' is the user's spec string (e.g. gen:nodes=16,...); the node ids are 'allocation_nodes'
+        alloc = doc.get("allocation_nodes")
+        if alloc is not None:
+            if not isinstance(alloc, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in alloc):
+                raise TopoplanError(f"{where}: field 'allocation_nodes': expected a list of integers")
+            if sorted(order) != sorted(alloc):
+                missing = sorted(set(alloc) ^ set(order)) or [len(order) - len(alloc)]
+                raise TopoplanError(f"{where}: field 'order': not a permutation of 'allocation_nodes' "
+                                    f"(node {missing[0]} is in one but not the other)")
+            root = doc.get("root")
+            # the root keeps its rank: the reordered communicator's Bcast(root=r) must send from the same node
+            if isinstance(root, int) and 0 <= root < len(order) and order[root] != alloc[root]:
+                raise TopoplanError(f"{where}: field 'order': the root (rank {root}) moved from node "
+                                    f"{alloc[root]} to node {order[root]}")
+        checked.append(f"Bcast order of {len(order)}")
+        out["order"] = len(order)
+    if not checked:
+        raise TopoplanError(f"{where}: nothing to validate (no 'circuits', 'forwarding', 'rank_to_node' or 'order')")
+    out["checked"] = checked
+    return out

@@ -1,0 +1,406 @@
+"""Traffic: who sends how much to whom, as message groups.
+
+A :class:`Traffic` is a list of groups ``(src, dst, msg_bytes, count)``:
+``count`` messages of ``msg_bytes`` each from rank ``src`` to rank ``dst``.
+Keeping message sizes (not only totals) is what lets analysis split large
+from small messages at a threshold. A communication matrix file gives one
+group per pair with the average message size. Traces and generators are
+turned into traffic by expanding every send and every collective (MPICH
+algorithms, :mod:`planner.traffic.collectives`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.core.errors import TopoplanError
+
+__all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "is_matrix_file", "load_source", "load_traffic"]
+
+
+@dataclass
+class Traffic:
+    """Point-to-point traffic between ranks (see the module docstring).
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks of the communicator; every ``src`` and ``dst`` is below it.
+    src, dst : numpy.ndarray of int64
+        Sending and receiving rank of each group.
+    msg_bytes : numpy.ndarray of float64
+        Size of each message of the group, in bytes.
+    count : numpy.ndarray of int64
+        Messages in the group.
+    name : str, optional
+        Where the traffic came from (a file or generator spec).
+
+    See Also
+    --------
+    from_arrays : build one, merging equal groups.
+    load_traffic : from a generator spec, matrix file or trace.
+
+    Examples
+    --------
+    >>> t = from_arrays(4, src=[0, 0, 1], dst=[1, 1, 2], msg_bytes=[1e6, 1e6, 10.0])
+    >>> t.count.tolist(), t.bytes.tolist()
+    ([2, 1], [2000000.0, 10.0])
+    >>> t.total_bytes()
+    2000010.0
+    >>> float(t.dense(1000, large=True).sum())  # only messages of at least 1000 bytes
+    2000000.0
+    """
+
+    n_ranks: int
+    src: np.ndarray
+    dst: np.ndarray
+    msg_bytes: np.ndarray
+    count: np.ndarray
+    name: str = ""
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.msg_bytes * self.count
+
+    def total_bytes(self, include_self: bool = False) -> float:
+        keep = np.ones(len(self.src), bool) if include_self else self.src != self.dst
+        return float(self.bytes[keep].sum())
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Aggregate to one row per ordered pair: ``(src, dst, bytes, msgs)`` sorted by (src, dst)."""
+        key = self.src * self.n_ranks + self.dst
+        uniq, inv = np.unique(key, return_inverse=True)
+        by = np.bincount(inv, weights=self.bytes, minlength=len(uniq))
+        msgs = np.bincount(inv, weights=self.count, minlength=len(uniq)).astype(np.int64)
+        return uniq // self.n_ranks, uniq % self.n_ranks, by, msgs
+
+    def dense(self, large_threshold: float | None = None, *, large: bool | None = None) -> np.ndarray:
+        """Dense ``n_ranks x n_ranks`` byte matrix; with ``large=True/False`` only messages >= / < threshold."""
+        keep = np.ones(len(self.src), bool)
+        if large is not None:
+            is_large = self.msg_bytes >= large_threshold
+            keep = is_large if large else ~is_large
+        m = np.zeros((self.n_ranks, self.n_ranks))
+        np.add.at(m, (self.src[keep], self.dst[keep]), self.bytes[keep])
+        return m
+
+    def write_matrix(self, path) -> None:
+        """Write the communication matrix CSV ``src,dst,bytes,msgs`` atomically."""
+        from planner.core.io import atomic_write
+
+        s, d, b, m = self.matrix()
+        lines = ["src,dst,bytes,msgs"] + [f"{a},{c},{_num(x)},{y}" for a, c, x, y in zip(s, d, b, m)]
+        atomic_write(path, "\n".join(lines) + "\n")
+
+
+def _num(x: float):
+    return int(round(x)) if abs(x - round(x)) < 1e-6 else x
+
+
+def from_arrays(n_ranks, src, dst, msg_bytes, count=None, name="") -> Traffic:
+    """Traffic from parallel arrays of messages; groups with the same (src, dst, size) are merged.
+
+    Parameters
+    ----------
+    n_ranks : int
+        Ranks of the communicator.
+    src, dst : array_like of int
+        Sending and receiving rank of each entry.
+    msg_bytes : array_like of float
+        Message size of each entry, in bytes.
+    count : array_like of int, optional
+        Messages per entry; default one each.
+    name : str, optional
+        Name of the traffic.
+
+    Returns
+    -------
+    Traffic
+        One group per distinct ``(src, dst, msg_bytes)``, sorted by them.
+
+    Examples
+    --------
+    >>> t = from_arrays(4, [0, 0, 1], [1, 1, 2], [1e6, 1e6, 10.0])
+    >>> t.src.tolist(), t.dst.tolist(), t.msg_bytes.tolist(), t.count.tolist()
+    ([0, 1], [1, 2], [1000000.0, 10.0], [2, 1])
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    msg_bytes = np.asarray(msg_bytes, dtype=np.float64)
+    count = np.ones(len(src), dtype=np.int64) if count is None else np.asarray(count, dtype=np.int64)
+    return _group(Traffic(int(n_ranks), src, dst, msg_bytes, count, name))
+
+
+def _group(t: Traffic) -> Traffic:
+    """Merge groups with the same (src, dst, msg_bytes)."""
+    if len(t.src) == 0:
+        return t
+    keys = np.stack([t.src, t.dst, t.msg_bytes])
+    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+    inv = inv.ravel()
+    count = np.bincount(inv, weights=t.count, minlength=uniq.shape[1]).astype(np.int64)
+    return Traffic(t.n_ranks, uniq[0].astype(np.int64), uniq[1].astype(np.int64), uniq[2], count, t.name)
+
+
+def read_matrix(path, n_ranks: int | None = None) -> Traffic:
+    """Read a communication matrix CSV ``src,dst,bytes,msgs`` (plain or gzip).
+
+    Rows with the same pair add up. Each pair becomes one group of ``msgs``
+    messages of the average size.
+
+    Parameters
+    ----------
+    path : str or path
+        The CSV file; ``msgs`` is optional (one message per row without it).
+    n_ranks : int, optional
+        Ranks of the communicator; default one more than the largest rank seen.
+
+    Returns
+    -------
+    Traffic
+        One group per ordered pair, named after the file.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the line of a malformed row, a negative value or a rank
+        outside the communicator (``n_ranks`` when given).
+
+    See Also
+    --------
+    Traffic.write_matrix : writes this format.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "matrix.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("src,dst,bytes,msgs\\n0,1,2000000,2\\n1,2,10,1\\n0,1,1000000,1\\n")
+    >>> m = read_matrix(path)
+    >>> m.n_ranks, m.src.tolist(), m.msg_bytes.tolist(), m.count.tolist()
+    (3, [0, 1], [1000000.0, 10.0], [3, 1])
+    >>> read_matrix(path, n_ranks=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
+    """
+    from planner.traffic.trace import read_csv_table, to_numbers
+
+    path = Path(path)
+    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix")
+    src = to_numbers(df, "src", path, integer=True, empty=None)
+    dst = to_numbers(df, "dst", path, integer=True, empty=None)
+    by = to_numbers(df, "bytes", path, integer=False, empty=None)
+    msgs = (to_numbers(df, "msgs", path, integer=True, empty=None) if "msgs" in df.columns
+            else np.ones(len(df), dtype=np.int64))
+    for col, arr in (("src", src), ("dst", dst), ("bytes", by), ("msgs", msgs)):
+        bad = np.flatnonzero(arr < 0)
+        if bad.size:
+            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be non-negative, got {arr[bad[0]]}")
+    from planner.traffic.trace import check_limits
+
+    check_limits(path, src=src, dst=dst, bytes=by)
+    n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1) if n_ranks is None else int(n_ranks)
+    for col, arr in (("src", src), ("dst", dst)):
+        bad = np.flatnonzero(arr >= n)
+        if bad.size:
+            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': rank {arr[bad[0]]} is outside the "
+                                f"communicator of {n} ranks")
+    key = src * max(n, 1) + dst
+    uniq, inv = np.unique(key, return_inverse=True)
+    tot = np.bincount(inv, weights=by, minlength=len(uniq)).astype(np.float64)
+    cnt = np.bincount(inv, weights=msgs, minlength=len(uniq)).astype(np.int64)
+    cnt = np.where((cnt == 0) & (tot > 0), 1, cnt)
+    keep = cnt > 0
+    size = np.divide(tot, cnt, out=np.zeros_like(tot), where=cnt > 0)
+    return Traffic(n, (uniq // max(n, 1))[keep], (uniq % max(n, 1))[keep], size[keep], cnt[keep], path.name)
+
+
+def from_trace(trace) -> Traffic:
+    """All point-to-point messages of a trace: explicit sends plus expanded collectives.
+
+    Collectives become the point-to-point messages of the MPICH algorithm
+    their size selects (:func:`planner.traffic.collectives.expand_trace_collectives`).
+
+    Parameters
+    ----------
+    trace : planner.traffic.trace.Trace
+        The event trace.
+
+    Returns
+    -------
+    Traffic
+        Named after the trace's directory (or source).
+
+    Examples
+    --------
+    >>> from planner.traffic.generators import parse_spec
+    >>> t = from_trace(parse_spec("ring:np=4,bytes=1MB,iters=2"))
+    >>> t.n_ranks, t.src.tolist(), t.dst.tolist(), t.count.tolist()
+    (4, [0, 1, 2, 3], [1, 2, 3, 0], [2, 2, 2, 2])
+    """
+    from planner.traffic.collectives import expand_trace_collectives
+    from planner.traffic.trace import op_codes
+
+    send = np.isin(trace.op, op_codes(("send", "isend", "sendrecv"))) & (trace.peer >= 0)
+    src = [trace.rank[send]]
+    dst = [trace.peer[send]]
+    size = [trace.bytes[send]]
+    cs, cd, cb = expand_trace_collectives(trace)
+    src.append(np.asarray(cs, dtype=np.int64))
+    dst.append(np.asarray(cd, dtype=np.int64))
+    size.append(np.asarray(cb, dtype=np.float64))
+    return from_arrays(trace.n_ranks, np.concatenate(src), np.concatenate(dst), np.concatenate(size),
+                       name=Path(trace.source).parent.name or trace.source)
+
+
+def is_matrix_file(path: Path) -> bool:
+    """A CSV whose header has src and dst columns (any order) is a matrix; one with rank, op is a trace.
+
+    Parameters
+    ----------
+    path : path
+        The file, plain or gzip.
+
+    Returns
+    -------
+    bool
+        True for a communication matrix.
+
+    Raises
+    ------
+    TopoplanError
+        If the file cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "m.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("dst,src,bytes\\n1,0,100\\n")
+    >>> is_matrix_file(path)
+    True
+    """
+    import gzip
+    import zlib
+
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+        opener = gzip.open if magic == b"\x1f\x8b" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            header = fh.readline(65536).strip().lower().replace(" ", "")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TopoplanError(f"{path}: cannot read traffic file: {exc}") from None
+    cols = set(header.split(","))
+    return {"src", "dst"} <= cols and "op" not in cols
+
+
+def load_source(spec: str, n_ranks: int | None = None):
+    """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
+
+    Parameters
+    ----------
+    spec : str
+        A generator spec (``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``, see
+        :mod:`planner.traffic.generators`), a communication matrix CSV, a trace CSV, or a
+        directory holding ``events.csv.gz``.
+    n_ranks : int, optional
+        Ranks of the communicator, for files; default from the largest rank seen.
+
+    Returns
+    -------
+    trace : planner.traffic.trace.Trace or None
+        The event trace (for replay) of a generator or trace file; None for a matrix.
+    traffic : Traffic
+        Its point-to-point traffic.
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, an unknown spec, or a malformed file (naming the line).
+
+    Notes
+    -----
+    Trace rows with MPI calls topoplan does not model are skipped with a
+    warning on stderr.
+
+    Examples
+    --------
+    >>> trace, t = load_source("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
+    >>> trace.n_ranks, t.n_ranks, t.total_bytes()
+    (16, 16, 192000000.0)
+    """
+    path = Path(spec)
+    if path.is_dir() and (path / "events.csv.gz").is_file():
+        path = path / "events.csv.gz"
+    if path.is_file():
+        if is_matrix_file(path):
+            tr = read_matrix(path, n_ranks)
+            if tr.n_ranks == 0:
+                raise TopoplanError(f"{path}: the matrix has no rows, so no ranks to plan for (an application that "
+                                    "only calls collectives, such as NPB FT, needs its MPI trace instead)")
+            return None, tr
+        from planner.traffic.trace import read_trace
+
+        tr = read_trace(path, n_ranks)
+        if tr.unknown_ops:
+            # trace.md: calls we do not model are skipped, and the user is told (they may hide messages)
+            import sys
+
+            ops = ", ".join(f"{o} ({c})" for o, c in sorted(tr.unknown_ops.items())[:5])
+            print(f"warning: {path}: skipped {sum(tr.unknown_ops.values())} rows with calls topoplan does not "
+                  f"model: {ops}", file=sys.stderr)
+        return tr, from_trace(tr)
+    from planner.traffic import generators
+
+    if generators.is_spec(spec):
+        tr = generators.parse_spec(spec)
+        t = from_trace(tr)
+        t.name = spec
+        return tr, t
+    if "/" in spec or spec.endswith((".csv", ".gz")):
+        raise TopoplanError(f"{spec}: no such traffic file")
+    raise TopoplanError(f"unknown traffic {spec!r}: not a file and not a generator spec "
+                        f"(e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)")
+
+
+def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
+    """The :class:`Traffic` of a generator spec, matrix file or trace file (see :func:`load_source`).
+
+    Parameters
+    ----------
+    spec : str
+        A generator spec, a matrix or trace CSV, or a trace directory.
+    n_ranks : int, optional
+        Ranks of the communicator, for files.
+
+    Returns
+    -------
+    Traffic
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, an unknown spec or a malformed file.
+
+    See Also
+    --------
+    load_source : also returns the event trace.
+
+    Examples
+    --------
+    >>> t = load_traffic("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
+    >>> t.n_ranks, len(t.src), t.total_bytes()
+    (16, 48, 192000000.0)
+    >>> load_traffic("nosuch")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: unknown traffic 'nosuch': not a file and not a generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)
+    """
+    return load_source(spec, n_ranks)[1]
