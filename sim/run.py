@@ -45,24 +45,24 @@ def network_view(topo, network: str | None):
     >>> network_view(t, "torus")
     Traceback (most recent call last):
     ...
-    planner.core.errors.TopoplanError: --network torus: needs a mesh/torus topology, got hybrid
+    planner.core.errors.TopoplanError: field 'network': torus: needs a mesh/torus topology, got hybrid
     """
     if network is None:
         return topo
     if network not in NETWORKS:
-        raise TopoplanError(f"--network {network!r}: choose one of {', '.join(NETWORKS)}")
+        raise TopoplanError(f"field 'network': {network!r}: choose one of {', '.join(NETWORKS)}")
     if network in ("eps", "fat-tree", "hybrid"):
         if not isinstance(topo, TreeTopology):
-            raise TopoplanError(f"--network {network}: needs a tree topology, got {topo.kind}")
+            raise TopoplanError(f"field 'network': {network}: needs a tree topology, got {topo.kind}")
         if network == "eps":
             return replace(topo, kind="tree", ocs=None)
         if network == "fat-tree":
             return replace(topo, kind="fat-tree", ocs=None)
         if topo.ocs is None:
-            raise TopoplanError("--network hybrid: the topology has no 'ocs' section")
+            raise TopoplanError("field 'network': hybrid: the topology has no 'ocs' section")
         return topo
     if network == "torus" and not isinstance(topo, TorusTopology):
-        raise TopoplanError(f"--network torus: needs a mesh/torus topology, got {topo.kind}")
+        raise TopoplanError(f"field 'network': torus: needs a mesh/torus topology, got {topo.kind}")
     return topo
 
 

@@ -320,7 +320,7 @@ def test_delay_matrices_tree2():
     assert speed[0, 1] == pytest.approx(1 / (16 * GB)) and speed[0, 3] == pytest.approx(1 / (8 * GB))
     assert speed[0, 8] == pytest.approx(1 / (8 * GB))  # node009 is on an SDR host link
     assert (np.diag(speed) == 0).all()
-    with pytest.raises(TopoplanError, match="--kind"):
+    with pytest.raises(TopoplanError, match="field 'kind'"):
         delay_matrix(f, hosts, "latency")
 
 

@@ -1063,7 +1063,7 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
         try:
             return Client(scheduler, timeout="20s"), None
         except (OSError, ValueError, TypeError) as exc:
-            raise TopoplanError(f"--scheduler {scheduler}: cannot connect ({exc}); expected an address such as "
+            raise TopoplanError(f"field 'scheduler': {scheduler}: cannot connect ({exc}); expected an address such as "
                                 "tcp://host:8786") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=processes,
                            dashboard_address=":0", silence_logs=40)   # any free port: sweeps may run side by side

@@ -117,6 +117,24 @@ def build_app() -> typer.Typer:
     return app
 
 
+# Library errors name the fields they are about; the CLI names the flags that set those fields.
+FIELD_FLAGS = {"set": "--set", "network": "--network", "allocation": "--allocation", "at_s": "--at",
+               "scheduler": "--scheduler"}
+
+
+def _flags(message: str) -> str:
+    """``field 'network': ...`` -> ``--network: ...`` for the fields a command-line flag sets.
+
+    Examples
+    --------
+    >>> _flags("field 'network': 'x': choose one of eps, fat-tree")
+    "--network 'x': choose one of eps, fat-tree"
+    """
+    for field_, flag in FIELD_FLAGS.items():
+        message = message.replace(f"field '{field_}': ", f"{flag} ")
+    return message
+
+
 def main(argv=None) -> int:
     """Run the CLI; bad input becomes one line on stderr and exit status 2.
 
@@ -146,7 +164,7 @@ def main(argv=None) -> int:
     try:
         app(args=argv, prog_name="topoplan", standalone_mode=False)
     except TopoplanError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_flags(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

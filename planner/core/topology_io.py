@@ -182,16 +182,16 @@ def apply_overrides(doc: dict, overrides) -> dict:
     >>> apply_overrides({}, ["oops"])
     Traceback (most recent call last):
     ...
-    planner.core.errors.TopoplanError: --set 'oops': expected dotted.key=value
+    planner.core.errors.TopoplanError: field 'set': 'oops': expected dotted.key=value
     """
     doc = copy.deepcopy(doc)
     for item in overrides or ():
         if "=" not in item:
-            raise TopoplanError(f"--set {item!r}: expected dotted.key=value")
+            raise TopoplanError(f"field 'set': {item!r}: expected dotted.key=value")
         key, value = item.split("=", 1)
         parts = [p for p in key.strip().split(".") if p]
         if not parts:
-            raise TopoplanError(f"--set {item!r}: empty key")
+            raise TopoplanError(f"field 'set': {item!r}: empty key")
         try:
             val = yaml.safe_load(value) if value.strip() else None
         except yaml.YAMLError:

@@ -1177,7 +1177,7 @@ def delay_matrix(fabric: IBFabric, hosts, kind: str) -> np.ndarray:
     [[0.0, 3.0], [3.0, 0.0]]
     """
     if kind not in KINDS:
-        raise TopoplanError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+        raise TopoplanError(f"field 'kind': {kind!r}: expected one of {', '.join(KINDS)}")
     hosts = list(hosts)
     n = len(hosts)
     hops = np.zeros((n, n), dtype=np.float64)

@@ -388,7 +388,7 @@ def time_index(data: ReportData, at_s: float | None) -> int:
     (9, 0)
     """
     if at_s is not None and not data.t_s[0] <= at_s <= data.t_s[-1] + data.dt_s:
-        raise TopoplanError(f"--at {at_s:g} s: outside the timeline of {data.source} "
+        raise TopoplanError(f"field 'at_s': {at_s:g} s: outside the timeline of {data.source} "
                             f"({data.t_s[0]:g} to {data.t_s[-1] + data.dt_s:g} s)")
     if at_s is None:
         return busiest_time_index(data)

@@ -62,7 +62,10 @@ def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
     fab = _load(ibnetdiscover, lft)
     names = read_hosts(hosts)
     check_hosts(fab, names, hosts)
-    m = delay_matrix(fab, names, kind)
+    try:
+        m = delay_matrix(fab, names, kind)
+    except TopoplanError as exc:  # the library names the field, the CLI its flag
+        raise TopoplanError(str(exc).replace("field 'kind': ", "--kind ")) from None
     write_delay_matrix(output, names, m, kind)
     typer.echo(f"wrote {output}: {kind} delays between {len(names)} hosts (routes: {fab.routing})", err=True)
 

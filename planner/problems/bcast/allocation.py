@@ -54,7 +54,7 @@ def read_allocation(path, topo) -> np.ndarray:
     """
     path = Path(path)
     if not path.is_file():
-        raise TopoplanError(f"--allocation {path}: no such file (or a host list such as node[01-04], "
+        raise TopoplanError(f"field 'allocation': {path}: no such file (or a host list such as node[01-04], "
                             "or gen:nodes=N,racks=R,seed=S)")
     tokens = []
     from planner.core.io import read_text
@@ -217,16 +217,16 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
         kw = {}
         for part in filter(None, spec[4:].split(",")):
             if "=" not in part:
-                raise TopoplanError(f"--allocation {spec}: expected key=value, got {part!r}")
+                raise TopoplanError(f"field 'allocation': {spec}: expected key=value, got {part!r}")
             k, v = part.split("=", 1)
             if k not in ("nodes", "racks", "seed"):
-                raise TopoplanError(f"--allocation {spec}: unknown key {k!r} (nodes, racks, seed)")
+                raise TopoplanError(f"field 'allocation': {spec}: unknown key {k!r} (nodes, racks, seed)")
             try:
                 kw[k] = int(v)
             except ValueError:
-                raise TopoplanError(f"--allocation {spec}: {k} must be an integer") from None
+                raise TopoplanError(f"field 'allocation': {spec}: {k} must be an integer") from None
         if "nodes" not in kw:
-            raise TopoplanError(f"--allocation {spec}: needs nodes=N")
+            raise TopoplanError(f"field 'allocation': {spec}: needs nodes=N")
         return generate(topo, kw["nodes"], kw.get("racks"), kw.get("seed", seed))
     if _looks_like_hostlist(spec):
         from planner.core.topology_io import expand_hostlist
