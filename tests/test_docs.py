@@ -39,12 +39,7 @@ CLI_DIR = "planner/cli/commands/"
 KNOWN_WITHOUT_EXAMPLES: dict[str, str] = {}
 
 # Docstrings still headed "Example" (singular): "module path:object" -> why.
-KNOWN_SINGULAR: dict[str, str] = {
-    "planner/traffic/collectives.py:schedule": "file owned by the Bcast/collectives merge in progress",
-    "planner/traffic/collectives.py:messages": "file owned by the Bcast/collectives merge in progress",
-    "planner/traffic/collectives.py:expand_trace_collectives": "file owned by the Bcast/collectives merge in progress",
-    "planner/problems/bcast/trees.py:<module>": "file owned by the Bcast/collectives merge in progress",
-}
+KNOWN_SINGULAR: dict[str, str] = {}
 
 EXAMPLES = re.compile(r"^[ \t]*Examples\n[ \t]*-{8,}[ \t]*$", re.M)
 SINGULAR = re.compile(r"^[ \t]*Example:?[ \t]*$", re.M)

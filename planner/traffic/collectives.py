@@ -660,8 +660,8 @@ def schedule(op: str, comm_size: int, me: int, root: int, nbytes: float, *, coun
     list of :class:`Step` with communicator-local peers, in execution order.
     Self-copies are not messages and never appear.
 
-    Example
-    -------
+    Examples
+    --------
     >>> [(s.sends, s.recvs) for s in schedule("bcast", 4, 2, 0, 8)]
     [([], [(0, 8)]), ([(3, 8)], [])]
     >>> len(schedule("barrier", 16, 5, -1, 0))
@@ -735,8 +735,8 @@ def messages(op: str, comm_size: int, root: int, nbytes: float, *, counts=None,
     -------
     ``(src, dst, bytes)`` NumPy arrays of communicator-local ranks.
 
-    Example
-    -------
+    Examples
+    --------
     >>> s, d, b = messages("bcast", 4, 0, 100)
     >>> sorted(zip(s.tolist(), d.tolist())), int(b.sum())
     ([(0, 1), (0, 2), (2, 3)], 300)
@@ -779,8 +779,8 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     Raises TopoplanError when a rank calls a collective on a communicator it
     is not a member of.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from planner.traffic.trace import Trace
     >>> t = Trace.from_records([(r, "allreduce", -1, 8, -1, 4, 0.0, 0.0) for r in range(4)], 4)
     >>> s, d, b = expand_trace_collectives(t)

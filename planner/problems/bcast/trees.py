@@ -15,8 +15,8 @@ root is position 0. It has two phases:
   p -> p+1, one chunk each) or ``rd`` (recursive doubling, step s exchanges
   ``chunk * 2**s`` bytes with ``p xor 2**s``).
 
-Example
--------
+Examples
+--------
 >>> s = knomial(8, k=4)
 >>> [list(d for d, _ in s.sends[p]) for p in range(3)]
 [[4, 1, 2, 3], [], []]
