@@ -47,6 +47,9 @@ import numpy as np
 
 from planner.core.errors import TopoplanError
 
+__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "bcast_algorithm", "bcast_tree",
+           "schedule", "messages", "expand_trace_collectives"]
+
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
               "scatter", "reduce_scatter", "barrier")
 ROOTED = ("bcast", "reduce", "gather", "scatter")
@@ -61,6 +64,12 @@ class MPICHThresholds:
     the buffer in whole elements); for a byte count it does not divide, the
     largest size dividing both is used (4116 bytes: 1029 ints).
 
+    Parameters
+    ----------
+    bcast_short_B, ..., elem_size_B : the switch-over points (fields below).
+
+    Examples
+    --------
     >>> MPICHThresholds().bcast_short_B
     12288
     >>> MPICHThresholds(alltoall_throttle=0).alltoall_throttle   # post every isend/irecv at once
@@ -88,6 +97,15 @@ class Step:
 
     A receive's size is ``None`` when the receiver cannot know it (alltoallv
     given only the caller's send counts); the sender's size then applies.
+
+    Parameters
+    ----------
+    sends, recvs : lists of ``(peer, bytes)``.
+
+    Examples
+    --------
+    >>> schedule("bcast", 2, 0, 0, 8)
+    [Step(sends=[(1, 8)], recvs=[])]
     """
 
     sends: list = field(default_factory=list)
@@ -208,6 +226,15 @@ def bcast_algorithm(p: int, n: float, algorithm: str = "auto", th: MPICHThreshol
     ranks, else scatter + recursive doubling below ``bcast_long_B`` on a power of two, else scatter + ring;
     ``scatter-allgather`` picks rd or ring by the same rule). ``auto_tree`` names the small-message tree.
 
+    Parameters
+    ----------
+    p : communicator size; n : message bytes; algorithm : one of :data:`BCAST_ALGORITHMS`;
+    th : :class:`MPICHThresholds`.
+
+    Returns
+    -------
+    str : the concrete algorithm name.
+
     Examples
     --------
     >>> bcast_algorithm(64, 1000), bcast_algorithm(64, 100_000), bcast_algorithm(60, 100_000)
@@ -238,6 +265,15 @@ def bcast_tree(p: int, nbytes: float, algorithm: str = "knomial", *, k: int = 4)
     """The tree phase of a Bcast rooted at rank 0: ``(parent, sends)`` with ``parent[r]`` (-1 for the root)
     and ``sends[r]`` the ordered ``(child, bytes)`` list of rank r (``scatter-*``: the binomial scatter's
     subtree chunks). The one definition of the trees that :mod:`planner.problems.bcast` reorders.
+
+    Parameters
+    ----------
+    p : communicator size; nbytes : message bytes; algorithm : ``knomial``, ``binomial`` or
+    ``scatter-*``; k : the k-nomial factor.
+
+    Returns
+    -------
+    ``(parent, sends)``: NumPy int array and list of ``(child, bytes)`` lists.
 
     Examples
     --------

@@ -42,6 +42,17 @@ def ilp(problem: BcastProblem, *, time_limit=None, seed=0, init: str | tuple = (
     init : heuristic(s) whose best assignment is the solver's hint (default: the best of dft, bft, greedy).
     threads : CP-SAT search workers.
     resolution : time grid of the model: the largest edge cost over ``resolution`` (finer is slower).
+
+    Returns
+    -------
+    PlanResult with status ``optimal`` or ``timeout`` and the CP-SAT bound.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> ilp(p, time_limit=20).status
+    'optimal'
     """
     warm, warm_t = None, np.inf
     for name in _start_names(init):
@@ -57,7 +68,24 @@ def ilp(problem: BcastProblem, *, time_limit=None, seed=0, init: str | tuple = (
 
 
 def bcast_data(problem: BcastProblem, *, hint=None, resolution: float = 1e6) -> bcast_cpsat.BcastData:
-    """The arrays of ``problem`` the CP-SAT model reads (``hint``: a node per tree position, or None)."""
+    """The arrays of ``problem`` the CP-SAT model reads (``hint``: a node per tree position, or None).
+
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`; hint : warm start or None; resolution : the model's time grid.
+
+    Returns
+    -------
+    :class:`models.bcast_cpsat.BcastData`
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> d = bcast_data(p)
+    >>> d.root, len(d.parent)
+    (0, 7)
+    """
     e = problem.schedule.edges
     return bcast_cpsat.BcastData(latency_s=problem.costs.latency_s, inv_bw_s_per_B=problem.costs.inv_bw_s_per_B,
                                  root=int(problem.root), parent=e["parent"], child=e["child"], bytes_B=e["bytes"],
@@ -69,9 +97,24 @@ def solve_exact(problem: BcastProblem, *, time_limit=None, seed=0, hint=None, re
                 threads: int = 2) -> dict:
     """Solve ``problem`` exactly.
 
-    Returns a dict with ``assign`` (position -> local node index), ``status``
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`; time_limit : seconds (None: until proven); seed : solver seed;
+    hint : warm start (node per position) or None; resolution : the model's time grid; threads : workers.
+
+    Returns
+    -------
+    dict with ``assign`` (position -> local node index), ``status``
     (optimal|timeout), ``bound`` (seconds), ``classes`` (count) and ``message``.
     Without a solution in the time limit: the ``hint`` (a feasible heuristic order), no bound.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> out = solve_exact(p, time_limit=20)
+    >>> out["status"], len(out["assign"])
+    ('optimal', 8)
     """
     data = bcast_data(problem, hint=hint, resolution=resolution)
     r = backend_solve(Deferred(bcast_cpsat.build, data), "cpsat", time_limit=time_limit, seed=int(seed or 0),

@@ -58,6 +58,18 @@ class BcastProblem:
     ``nodes``: allocation (node ids, allocation order); ``root``: root rank;
     ``delay``: matrix over ``nodes`` used by dft/bft/greedy; ``model`` scores
     an assignment; ``delay_kind`` names the delay source.
+
+    Parameters
+    ----------
+    topology, nodes, root, bytes_B, schedule, delay, delay_kind, costs, model : the fields above;
+    build them with :meth:`BcastProblem.build`.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> p.n, p.schedule.kind, p.nodes[:3].tolist()
+    (8, 'binomial', [0, 2, 4])
     """
 
     topology: object
@@ -174,7 +186,22 @@ def _closest_fill(problem: BcastProblem, visit) -> np.ndarray:
 
 
 def dft_visit(schedule) -> list[int]:
-    """Depth-first (pre-order) positions below the root, children in send order."""
+    """Depth-first (pre-order) positions below the root, children in send order.
+
+    Parameters
+    ----------
+    schedule : :class:`planner.problems.bcast.trees.Schedule`.
+
+    Returns
+    -------
+    list of positions.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.trees import binomial
+    >>> dft_visit(binomial(8))
+    [4, 6, 7, 5, 2, 3, 1]
+    """
     out, stack = [], [c for c, _ in reversed(schedule.sends[0])]
     while stack:
         p = stack.pop()
@@ -184,7 +211,22 @@ def dft_visit(schedule) -> list[int]:
 
 
 def bft_visit(schedule) -> list[int]:
-    """Breadth-first positions below the root, children in send order."""
+    """Breadth-first positions below the root, children in send order.
+
+    Parameters
+    ----------
+    schedule : :class:`planner.problems.bcast.trees.Schedule`.
+
+    Returns
+    -------
+    list of positions.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.trees import binomial
+    >>> bft_visit(binomial(8))
+    [4, 2, 1, 6, 5, 3, 7]
+    """
     out, queue, i = [], [c for c, _ in schedule.sends[0]], 0
     while i < len(queue):
         p = queue[i]; i += 1
@@ -209,6 +251,20 @@ def greedy_visit(schedule) -> list[int]:
     """Critical-subtree-first: among positions whose parent is placed, the largest subtree goes next.
 
     Ties go to the earlier send (then the lower position).
+
+    Parameters
+    ----------
+    schedule : :class:`planner.problems.bcast.trees.Schedule`.
+
+    Returns
+    -------
+    list of positions.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.trees import binomial
+    >>> greedy_visit(binomial(8))
+    [4, 6, 2, 3, 7, 5, 1]
     """
     size = schedule.subtree_sizes()
     heap = [(-int(size[c]), j, c) for j, (c, _) in enumerate(schedule.sends[0])]
@@ -332,7 +388,22 @@ def _swap_classes(problem: BcastProblem) -> np.ndarray:
 
 # ---------------------------------------------------------------- scoring
 def validate_plan(problem: BcastProblem, res: PlanResult) -> None:
-    """The order must be a permutation of the allocation keeping the root on its node."""
+    """The order must be a permutation of the allocation keeping the root on its node.
+
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`; res : a method's PlanResult.
+
+    Returns
+    -------
+    None; raises TopoplanError when the plan is invalid.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> validate_plan(p, solve(p, "bft", simulate=False))
+    """
     order = np.asarray(res.plan["order"], dtype=np.int64)
     if len(order) != problem.n or set(order.tolist()) != set([int(v) for v in problem.nodes]):
         raise TopoplanError(f"{res.method}: order is not a permutation of the allocation")
@@ -343,7 +414,24 @@ def validate_plan(problem: BcastProblem, res: PlanResult) -> None:
 def p2p_records(problem: BcastProblem) -> list[tuple]:
     """The Bcast as isend/irecv/waitall records over new ranks: every rank's steps of
     :func:`planner.traffic.collectives.schedule` for this tree (one step, then wait for it, as the replayer runs a
-    collective; a parent sends to its children one after another, as the time model has it)."""
+    collective; a parent sends to its children one after another, as the time model has it).
+
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`.
+
+    Returns
+    -------
+    list of trace records ``(rank, op, peer, bytes, root, comm_size, t_start, t_end)``.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> recs = p2p_records(p)
+    >>> len(recs), recs[0]
+    (28, (0, 'isend', 4, 1024.0, -1, 8, 0.0, 0.0))
+    """
     from planner.traffic.collectives import schedule
 
     s, n, root = problem.schedule, problem.n, problem.root
@@ -362,7 +450,26 @@ def n_messages(problem: BcastProblem) -> int:
 
 def simulated_time(problem: BcastProblem, order, *, max_messages: float = 20000, sim_model=None) -> float | None:
     """Replay the Bcast in the simulator (:func:`sim.run.simulate_plan`); None when it has more than
-    ``max_messages`` point-to-point messages. ``sim_model``: :class:`sim.model.SimModel` or its dict."""
+    ``max_messages`` point-to-point messages. ``sim_model``: :class:`sim.model.SimModel` or its dict.
+
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`; order : new rank -> node id; max_messages : size limit;
+    sim_model : simulator model (None: the default).
+
+    Returns
+    -------
+    float (seconds) or None.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> simulated_time(p, p.nodes) > 0
+    True
+    >>> simulated_time(p, p.nodes, max_messages=3) is None
+    True
+    """
     if n_messages(problem) > max_messages:
         return None
     trace = Trace.from_records(p2p_records(problem), problem.n, source="bcast")
@@ -384,6 +491,24 @@ def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | Non
     ``options`` are the method's own (``METHODS.options(method)``, e.g. ``init`` and
     ``max_steps`` for ``anneal``); an option the method does not declare is refused,
     naming the known ones.
+
+    Parameters
+    ----------
+    problem : :class:`BcastProblem`; method : a name in :data:`METHODS`; time_limit, seed : method budget
+    and seed; simulate, max_sim_messages, score, sim_model : simulation and scoring (above);
+    options : the method's own options.
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> r = solve(p, "bft", simulate=False)
+    >>> r.plan["order"][0], r.metrics["simulated_time_s"] is None
+    (0, True)
     """
     sim_fn = None
     if score == "simulated":

@@ -31,6 +31,9 @@ import numpy as np
 from planner.traffic.collectives import MPICHThresholds, bcast_algorithm, bcast_tree
 from planner.core.errors import TopoplanError
 
+__all__ = ["Schedule", "knomial", "binomial", "scatter_allgather", "build", "rank_of", "position_of",
+           "TREES", "SHORT_MSG_B", "LONG_MSG_B"]
+
 TREES = ("knomial", "binomial", "scatter-allgather", "scatter-ring", "scatter-rd", "auto")
 
 # MPICH's MPIR_CVAR_BCAST_SHORT_MSG_SIZE / LONG_MSG_SIZE defaults (from planner.traffic.collectives)
@@ -45,6 +48,20 @@ class Schedule:
     ``sends[p]`` is the ordered list of ``(child position, bytes)``;
     ``parent[p]`` the position p receives from (-1 for the root);
     ``allgather`` is ``None``, ``"ring"`` or ``"rd"`` with ``chunk_B`` bytes per block.
+
+    Parameters
+    ----------
+    n : number of positions; kind : tree name; bytes_B : message size;
+    sends, parent : the tree (see above); allgather, chunk_B : the optional allgather phase;
+    k : the K factor of a k-nomial tree.
+
+    Examples
+    --------
+    >>> s = binomial(4, 1024.0)
+    >>> s.parent.tolist(), s.sends[0]
+    ([-1, 0, 0, 2], [(2, 1024.0), (1, 1024.0)])
+    >>> s.subtree_sizes().tolist()
+    [4, 1, 2, 1]
     """
 
     n: int
@@ -112,7 +129,17 @@ def knomial(n: int, k: int = 4, bytes_B: float = 0.0) -> Schedule:
 
     Parameters
     ----------
-    n : number of positions; k : the K factor (2 gives the binomial tree).
+    n : number of positions; k : the K factor (2 gives the binomial tree); bytes_B : message size.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> s = knomial(8, k=4, bytes_B=1024.0)
+    >>> s.kind, s.parent.tolist()
+    ('knomial', [-1, 0, 0, 0, 0, 4, 4, 4])
     """
     if n < 1:
         raise TopoplanError("field 'n': a Bcast needs at least one rank")
@@ -121,13 +148,42 @@ def knomial(n: int, k: int = 4, bytes_B: float = 0.0) -> Schedule:
 
 
 def binomial(n: int, bytes_B: float = 0.0) -> Schedule:
-    """The binomial tree (k-nomial with K = 2)."""
+    """The binomial tree (k-nomial with K = 2).
+
+    Parameters
+    ----------
+    n : number of positions; bytes_B : message size.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> binomial(8).parent.tolist()
+    [-1, 0, 0, 2, 0, 4, 4, 6]
+    """
     return knomial(n, 2, bytes_B)
 
 
 def scatter_allgather(n: int, bytes_B: float, allgather: str = "ring") -> Schedule:
     """MPICH's large-message Bcast: binomial scatter of n chunks of ``ceil(bytes / n)``, then a ring or
-    recursive-doubling allgather (:func:`planner.traffic.collectives.bcast_tree`)."""
+    recursive-doubling allgather (:func:`planner.traffic.collectives.bcast_tree`).
+
+    Parameters
+    ----------
+    n : number of positions; bytes_B : message size; allgather : ``"ring"`` or ``"rd"``.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> s = scatter_allgather(8, 1e6)
+    >>> s.kind, s.chunk_B
+    ('scatter-ring', 125000.0)
+    """
     if allgather not in ("ring", "rd"):
         raise TopoplanError(f"field 'allgather': ring or rd, got {allgather!r}")
     if n < 1:
@@ -146,6 +202,20 @@ def build(tree: str, n: int, bytes_B: float, *, k: int = 4, short_B: float = SHO
     ``long_B`` with a power-of-two size scatter + recursive doubling; otherwise
     scatter + ring. ``scatter-allgather`` picks rd or ring by the same rule
     (:func:`planner.traffic.collectives.bcast_algorithm`).
+
+    Parameters
+    ----------
+    tree : one of :data:`TREES`; n : number of positions; bytes_B : message size;
+    k : K factor of the k-nomial tree; short_B, long_B : the ``auto`` thresholds.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> build("auto", 8, 100.0).kind, build("auto", 8, 1e6).kind
+    ('knomial', 'scatter-ring')
     """
     if tree not in TREES:
         raise TopoplanError(f"field 'tree': {tree!r}: choose one of {', '.join(TREES)}")
@@ -162,9 +232,38 @@ def build(tree: str, n: int, bytes_B: float, *, k: int = 4, short_B: float = SHO
 
 
 def rank_of(position, root: int, n: int):
-    """Communicator rank of a position (root = position 0)."""
+    """Communicator rank of a position (root = position 0).
+
+    Parameters
+    ----------
+    position : position(s); root : root rank; n : communicator size.
+
+    Returns
+    -------
+    numpy.ndarray of ranks.
+
+    Examples
+    --------
+    >>> rank_of([0, 1, 7], root=3, n=8).tolist()
+    [3, 4, 2]
+    """
     return (np.asarray(position) + root) % n
 
 
 def position_of(rank, root: int, n: int):
+    """Position of a communicator rank (the inverse of :func:`rank_of`).
+
+    Parameters
+    ----------
+    rank : rank(s); root : root rank; n : communicator size.
+
+    Returns
+    -------
+    numpy.ndarray of positions.
+
+    Examples
+    --------
+    >>> position_of([3, 4, 2], root=3, n=8).tolist()
+    [0, 1, 7]
+    """
     return (np.asarray(rank) - root) % n

@@ -79,6 +79,21 @@ def ilp(problem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: s
     objective : ``lexicographic`` (the bound, then uplink bytes) or ``weighted``.
     threads : solver threads (None: the back-end's default).
     pairs : switch formulation: switch pairs that may get circuits, ``auto``, ``all`` or ``traffic``.
+
+    Returns
+    -------
+    PlanResult (see :func:`solve_exact`).
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> r = ilp(prob, time_limit=10)
+    >>> r.status, r.plan["circuits"]
+    ('optimal', [[0, 16]])
     """
     return solve_exact(problem, time_limit=time_limit, seed=seed, solver=solver, formulation=formulation,
                        objective=objective, threads=threads, pairs=pairs)
@@ -87,7 +102,26 @@ def ilp(problem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: s
 # -- the problem as the formulations' data ---------------------------------------
 
 def circuit_data(problem: CircuitProblem) -> CircuitData:
-    """The arrays of ``problem`` the circuit formulations read."""
+    """The arrays of ``problem`` the circuit formulations read.
+
+    Parameters
+    ----------
+    problem : :class:`planner.problems.circuits.CircuitProblem`.
+
+    Returns
+    -------
+    :class:`models.circuits_common.CircuitData`
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> circuit_data(prob).n_switches
+    4
+    """
     p = problem
     return CircuitData(node_switch=p.node_switch, is_ocs=p.is_ocs, n_switches=p.n_switches, ports=p.ports,
                        circuit_limit=p.circuit_limit(), hop_limit=p.hop_limit, node_bw_Bps=p.node_bw_Bps,
@@ -100,29 +134,127 @@ def circuit_data(problem: CircuitProblem) -> CircuitData:
 
 
 def node_size(problem) -> int:
-    """Rough variable count of the node formulation (to choose the formulation)."""
+    """Rough variable count of the node formulation (to choose the formulation).
+
+    Parameters
+    ----------
+    problem : :class:`planner.problems.circuits.CircuitProblem`.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> node_size(prob) <= NODE_MAX_VARS
+    True
+    """
     return circuits_node.size(circuit_data(problem))
 
 
 def switch_size(problem, pairs: str = "auto") -> int:
-    """Upper estimate of the switch formulation's flow variables (to choose MILP or LP rounding)."""
+    """Upper estimate of the switch formulation's flow variables (to choose MILP or LP rounding).
+
+    Parameters
+    ----------
+    problem : the circuit problem; pairs : ``auto``, ``all`` or ``traffic`` (:func:`candidate_pairs`).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> switch_size(prob) <= SWITCH_MAX_VARS
+    True
+    """
     return circuits_switch.size(circuit_data(problem), pairs)
 
 
 def candidate_pairs(problem, which: str = "auto") -> list[tuple[int, int]]:
-    """Switch pairs that may get circuits: all (small S) or the pairs that exchange large traffic."""
+    """Switch pairs that may get circuits: all (small S) or the pairs that exchange large traffic.
+
+    Parameters
+    ----------
+    problem : the circuit problem; which : ``auto``, ``all`` or ``traffic``.
+
+    Returns
+    -------
+    list of ``(switch, switch)`` pairs.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> candidate_pairs(prob, "all")[:3]
+    [(0, 1), (0, 2), (0, 3)]
+    """
     return circuits_switch.candidate_pairs(circuit_data(problem), which)
 
 
 def build_node_model(problem, *, T_max: float, T_floor: float = 0.0) -> Model:
     """The node formulation of ``problem`` (:func:`models.circuits_node.build`); decode with
-    :func:`extract_node_plan`."""
+    :func:`extract_node_plan`.
+
+    Parameters
+    ----------
+    problem : the circuit problem; T_max, T_floor : bounds on the time variable ``T`` (seconds).
+
+    Returns
+    -------
+    :class:`models.circuits_common.Model`
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> m = build_node_model(prob, T_max=1.0)
+    >>> m.n_variables > 0
+    True
+    """
     return circuits_node.build(circuit_data(problem), T_max=T_max, T_floor=T_floor)[0]
 
 
 def build_switch_model(problem, *, T_max: float, T_floor: float = 0.0, pairs=None, relax: bool = False,
                        slots: bool | None = None) -> Model:
-    """The switch formulation of ``problem`` (:func:`models.circuits_switch.build`)."""
+    """The switch formulation of ``problem`` (:func:`models.circuits_switch.build`).
+
+    Parameters
+    ----------
+    problem : the circuit problem; T_max, T_floor : bounds on ``T``; pairs : candidate switch pairs
+    (None: all); relax : LP relaxation; slots : see :func:`models.circuits_switch.build`.
+
+    Returns
+    -------
+    :class:`models.circuits_common.Model`
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> m = build_switch_model(prob, T_max=1.0, relax=True)
+    >>> m.n_variables > 0
+    True
+    """
     return circuits_switch.build(circuit_data(problem), T_max=T_max, T_floor=T_floor, pairs=pairs, relax=relax,
                                  slots=slots)[0]
 
@@ -134,6 +266,29 @@ def extract_node_plan(problem, model: Model, with_carried: bool = False):
 
     Entries only where traffic flows: a next hop chosen for a node that
     carries nothing is arbitrary (it may even close a cycle of empty entries).
+
+    Parameters
+    ----------
+    problem : the circuit problem; model : a solved node model; with_carried : also return the mask.
+
+    Returns
+    -------
+    ``(circuits, next_hop)`` or ``(circuits, next_hop, carried)``.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> from models.backends import solve as backend_solve
+    >>> m = build_node_model(prob, T_max=1.0)
+    >>> backend_solve(m.prob, "cbc").status
+    'optimal'
+    >>> circuits, next_hop = extract_node_plan(prob, m)
+    >>> next_hop.shape
+    (64, 4)
     """
     sol = circuits_node.decode(model)
     return (sol.circuits, sol.next_hop, sol.carried) if with_carried else (sol.circuits, sol.next_hop)
@@ -146,6 +301,25 @@ def fallback_sources(problem, fallback: dict, circuits) -> np.ndarray:
     (:attr:`models.circuits_switch.SwitchSolution.fallback`, model units). Per (source switch,
     destination switch), sources that host no circuit are sent to the uplinks, largest first, while the
     total stays within the model's fall-back bytes at the source switch.
+
+    Parameters
+    ----------
+    problem : the circuit problem; fallback : as above; circuits : the plan's node pairs.
+
+    Returns
+    -------
+    boolean ``(n_nodes, n_switches)`` mask.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> mask = fallback_sources(prob, {}, [(0, 16)])
+    >>> mask.shape, bool(mask.any())
+    ((64, 4), False)
     """
     # NOTE: ``fallback`` is in model units (bytes / byte_scale) and ``own`` in bytes; they are compared
     # as they were before the formulations moved to models/ (the plans stay the same).
@@ -174,6 +348,24 @@ def decompose(problem, counts: dict[tuple[int, int], int]) -> list[tuple[int, in
     counts and the ports), then, per switch, the free OCS nodes with the
     smallest base EPS load host the remaining circuits, the busiest switch
     pairs (most bytes per circuit) choosing first.
+
+    Parameters
+    ----------
+    problem : the circuit problem; counts : circuits per ``(switch, switch)`` pair.
+
+    Returns
+    -------
+    sorted list of node pairs.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> decompose(prob, {(0, 1): 1})
+    [(0, 16)]
     """
     p = problem
     sw = p.node_switch
@@ -225,6 +417,25 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None) -> f
 
     Valid for any circuit set and forwarding tables; cheap enough for
     instances far beyond what the MILPs solve.
+
+    Parameters
+    ----------
+    problem : the circuit problem; solver : LP back-end; T_max : upper bound on ``T`` (None: the
+    no-circuit plan's).
+
+    Returns
+    -------
+    float (seconds).
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> lp_bound(prob) > 0
+    True
     """
     floor = floor_s(problem)
     if T_max is None:
@@ -287,6 +498,25 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="cbc", formulation="
     ``all``, ``traffic`` (pairs that exchange large traffic) or ``auto``
     (all up to 8 switches). With ``traffic`` the bound comes from the LP
     relaxation over all pairs, so it stays valid for every plan.
+
+    Parameters
+    ----------
+    problem : the circuit problem; the other options are those of :func:`ilp`.
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> r = solve_exact(prob, time_limit=10)
+    >>> r.status, r.options["formulation"], r.objective == r.bound
+    ('optimal', 'node', True)
     """
     if objective not in ("lexicographic", "weighted"):
         raise TopoplanError(f"field 'objective': 'lexicographic' or 'weighted', got {objective!r}")
@@ -345,7 +575,26 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="cbc", formulation="
 def solve_lp(run: _Run) -> tuple[float, bool, str]:
     """``formulation='lp'``: the LP-relaxation bound only; the plan is the best incumbent's.
 
-    Returns ``(bound_T_s, proven, message)``.
+    Called by :func:`solve_exact` (``formulation='lp'``).
+
+    Parameters
+    ----------
+    run : the run state of :func:`solve_exact` (problem, options, clock, best plan so far).
+
+    Returns
+    -------
+    ``(bound_T_s, proven, message)``.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> r = solve_exact(prob, formulation="lp", time_limit=10)
+    >>> r.status, r.options["formulation"]
+    ('feasible', 'lp')
     """
     bound_T = max(run.floor, lp_bound(run.problem, solver=_lp_solver(run.solver), T_max=run.T_max))
     return bound_T, False, "LP-relaxation bound only; the plan is the best heuristic's after table local search"
@@ -354,7 +603,26 @@ def solve_lp(run: _Run) -> tuple[float, bool, str]:
 def solve_node(run: _Run) -> tuple[float, bool, str]:
     """The node formulation: its plan keeps the model's own next hops; proven when both objectives are.
 
-    Returns ``(bound_T_s, proven, message)``.
+    Called by :func:`solve_exact` (``formulation='node'``).
+
+    Parameters
+    ----------
+    run : the run state of :func:`solve_exact` (problem, options, clock, best plan so far).
+
+    Returns
+    -------
+    ``(bound_T_s, proven, message)``.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> r = solve_exact(prob, formulation="node", time_limit=10)
+    >>> r.status, r.options["formulation"], r.objective == r.bound
+    ('optimal', 'node', True)
     """
     problem, info = run.problem, run.info
     m = build_node_model(problem, T_max=run.T_max, T_floor=run.floor)
@@ -374,7 +642,31 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
     """The switch formulation too large for the MILP in time: circuit counts from the LP relaxation of the
     single-circuit model (rounded within the ports), then congestion-aware tables and local search.
 
-    Returns ``(bound_T_s, proven, message)``.
+    Called by :func:`solve_exact` (``formulation='switch'`` beyond :data:`SWITCH_MAX_VARS`).
+
+    Parameters
+    ----------
+    run : the run state of :func:`solve_exact` (problem, options, clock, best plan so far).
+
+    Returns
+    -------
+    ``(bound_T_s, proven, message)``.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> import planner.problems.circuits.exact as ex
+    >>> saved, ex.SWITCH_MAX_VARS = ex.SWITCH_MAX_VARS, 0     # pretend the instance is large
+    >>> try:
+    ...     r = solve_exact(prob, formulation="switch", time_limit=10)
+    ... finally:
+    ...     ex.SWITCH_MAX_VARS = saved
+    >>> r.status, r.options["formulation"]
+    ('feasible', 'switch-lp-rounding')
     """
     problem, info, best = run.problem, run.info, run.best
     info["formulation"] = "switch-lp-rounding"
@@ -413,7 +705,26 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     """The switch formulation: its circuit counts become node pairs with congestion-aware tables (and the
     model's fall-backs); proven when the plan meets the model's bound (and the uplink bound).
 
-    Returns ``(bound_T_s, proven, message)``.
+    Called by :func:`solve_exact` (``formulation='switch'``).
+
+    Parameters
+    ----------
+    run : the run state of :func:`solve_exact` (problem, options, clock, best plan so far).
+
+    Returns
+    -------
+    ``(bound_T_s, proven, message)``.
+
+    Examples
+    --------
+    >>> from planner.problems.circuits import CircuitProblem
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import from_arrays
+    >>> prob = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+    ...                             from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+    >>> r = solve_exact(prob, formulation="switch", time_limit=10)
+    >>> r.options["formulation"], r.options["pairs"]
+    ('switch', 'all')
     """
     problem, info, best = run.problem, run.info, run.best
     bound_T = run.floor

@@ -58,6 +58,15 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
     -------
     PlanResult with status ``optimal`` (proven), ``timeout`` (time limit hit; ``bound`` and ``gap`` set) or
     ``feasible`` (model too large to build: the start with the combinatorial bound).
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
+    >>> r = ilp(p, time_limit=20)
+    >>> r.status, r.objective == r.bound
+    ('optimal', True)
     """
     if not isinstance(problem.topology, TreeTopology):
         raise TopoplanError(f"method ilp: the exact model covers tree, fat-tree and hybrid topologies, not "
@@ -121,7 +130,24 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
 
 def lower_bound(problem: PlacementProblem) -> float:
     """A proven lower bound on the problem's objective (tree topologies; 0 where none is known): the
-    combinatorial cut bounds of :func:`models.placement_cpsat.cut_bound` at switch and node level."""
+    combinatorial cut bounds of :func:`models.placement_cpsat.cut_bound` at switch and node level.
+
+    Parameters
+    ----------
+    problem : :class:`planner.problems.placement.PlacementProblem`.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
+    >>> lower_bound(p)
+    1000000.0
+    """
     if not isinstance(problem.topology, TreeTopology) or problem.objective == "congestion":
         return 0.0
     W, n = problem.graph(), problem.n_ranks
@@ -136,7 +162,24 @@ def lower_bound(problem: PlacementProblem) -> float:
 
 
 def symmetric_switches(problem: PlacementProblem) -> tuple[bool, bool]:
-    """Are all switches alike (same node cores, in order) and all nodes of a switch alike?"""
+    """Are all switches alike (same node cores, in order) and all nodes of a switch alike?
+
+    Parameters
+    ----------
+    problem : :class:`planner.problems.placement.PlacementProblem`.
+
+    Returns
+    -------
+    ``(same_switch, same_node)`` booleans.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
+    >>> symmetric_switches(p)
+    (True, True)
+    """
     sw, cores = problem.node_switch, problem.cores
     per = [cores[sw == s].tolist() for s in range(problem.topology.n_switches)]
     same_switch = all(p == per[0] for p in per)
