@@ -59,7 +59,7 @@ def chunked_makespan(topo, plan, msgs, chunk_B):
             crossed[m][s] += 1
             if s == len(routes[m]) - 1 and crossed[m][s] == k[m]:
                 finish[m] = t
-        for m in {owner_m for owner_m in range(len(msgs))}:
+        for m in range(len(msgs)):
             launch(m, t)
     return np.array(finish)
 
