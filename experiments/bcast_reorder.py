@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:
 
 from planner.problems.bcast import BcastProblem, solve
 from planner.problems.bcast.allocation import cluster, generate
+from sim.model import SimModel
 
 SIZES = [1, 64, 1024, 16384, 262144, 1 << 20, 4 << 20]
 METHODS = ("default", "dft", "bft", "greedy", "anneal", "ilp")
@@ -47,7 +48,7 @@ def scenarios(quick: bool):
 
 def run(quick=False, anneal_limit=5.0, ilp_limit=10.0, max_sim_messages=20000, out=sys.stdout, ilp_max_leaders=64):
     fields = ["scenario", "leaders", "delay", "bytes", "tree", "method", "predicted_time_s", "simulated_time_s",
-              "default_time_s", "gain_vs_default", "solve_s", "status", "bound_s", "gap"]
+              "sim_model", "default_time_s", "gain_vs_default", "solve_s", "status", "bound_s", "gap"]
     w = csv.DictWriter(out, fieldnames=fields)
     w.writeheader()
     sizes = SIZES[::2] if quick else SIZES
@@ -62,6 +63,8 @@ def run(quick=False, anneal_limit=5.0, ilp_limit=10.0, max_sim_messages=20000, o
                 w.writerow({"scenario": name, "leaders": prob.n, "delay": delay, "bytes": nb,
                             "tree": prob.schedule.kind, "method": m, "predicted_time_s": r.objective,
                             "simulated_time_s": r.metrics["simulated_time_s"],
+                            "sim_model": (SimModel.coerce(r.options["sim_model"]).label()
+                                          if r.metrics["simulated_time_s"] is not None else ""),
                             "default_time_s": r.metrics["default_time_s"],
                             "gain_vs_default": r.metrics["speedup_vs_default"] - 1.0, "solve_s": round(r.wall_s, 3),
                             "status": r.status, "bound_s": r.bound, "gap": r.gap})

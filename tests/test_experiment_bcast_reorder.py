@@ -31,6 +31,7 @@ def test_writes_csv_png_md_and_exact_beats_default(exp, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "bcast_reorder.csv")))
     assert {r["method"] for r in rows} == set(exp.METHODS)
     assert len(rows) == 2 * len(exp.METHODS)
+    assert {r["sim_model"] for r in rows} == {"maxmin, pipelined relays (64 KiB chunks)"}  # every row names its model
     for size in ("64", str(1 << 20)):
         cell = {r["method"]: r for r in rows if r["bytes"] == size}
         assert cell["ilp"]["status"] == "optimal"
