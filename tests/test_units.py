@@ -39,3 +39,27 @@ def test_bad_units_are_clear_errors(fn, text):
 def test_format_bytes():
     assert format_bytes(1.92e9) == "1,920 MB"
     assert format_bytes(512) == "512 B"
+
+
+@pytest.mark.parametrize("text,expected", [("12", 12), (" -3 ", -3), ("0042", 42), ("-0", 0)])
+def test_ascii_int(text, expected):
+    from planner.core.units import ascii_int, is_ascii_int
+
+    assert is_ascii_int(text) and ascii_int(text, "f:1") == expected
+
+
+@pytest.mark.parametrize("text", ["²", "٣", "３", "--3", "+-3", "+3", "−3", "3.0", "1e3", "1_0", "", " ", "0x1", 3, None])
+def test_ascii_int_refuses_other_digits_and_signs(text):
+    from planner.core.units import ascii_int, is_ascii_int
+
+    assert not is_ascii_int(text)
+    with pytest.raises(TopoplanError, match=r"^f:1: not an integer: "):
+        ascii_int(text, "f:1")
+
+
+def test_ascii_int_range():
+    from planner.core.units import ascii_int
+
+    assert ascii_int(str(2 ** 62 - 1), "f:1") == 2 ** 62 - 1
+    with pytest.raises(TopoplanError, match="f:1: 4611686018427387904 is out of range"):
+        ascii_int(str(2 ** 62), "f:1")

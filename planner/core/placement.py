@@ -214,7 +214,7 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
         ``None`` or ``"sequential"``, ``"round-robin"`` (or ``"cyclic"``: rank r on
         node r mod n_nodes), or a placement file (see :func:`read_placement`).
     n_ranks : int
-        Ranks of the traffic; a file must place at least these.
+        Ranks of the traffic; a file must place exactly these.
     topo : Topology
         The topology.
 
@@ -225,8 +225,9 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
     Raises
     ------
     TopoplanError
-        If the ranks do not fit, the file places too few ranks, or the
-        placement is invalid for the topology (naming ``spec``).
+        If the ranks do not fit, the file places another number of ranks
+        than the traffic has, or the placement is invalid for the topology
+        (naming ``spec``).
 
     Examples
     --------
@@ -236,6 +237,15 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
     [0, 0, 0, 0, 1]
     >>> load_placement("round-robin", 4, topo).to_dict()
     {'rank_to_node': [0, 1, 2, 3], 'rank_to_slot': [0, 0, 0, 0]}
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "p.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n0,0\\n1,0\\n2,1\\n")
+    >>> load_placement(path, 2, topo)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../p.csv: places 3 ranks but the traffic has 2 (a placement made for another run?)
     """
     if spec is None or spec == "sequential":
         p = sequential(n_ranks, topo)
@@ -245,8 +255,9 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
         p = from_nodes(np.arange(n_ranks) % topo.n_nodes, topo)
     else:
         p = read_placement(spec)
-        if p.n_ranks < n_ranks:
-            raise TopoplanError(f"{spec}: places {p.n_ranks} ranks but the traffic has {n_ranks}")
+        if p.n_ranks != n_ranks:  # more ranks is a placement made for another run, as much as fewer
+            raise TopoplanError(f"{spec}: places {p.n_ranks} ranks but the traffic has {n_ranks}"
+                                + (" (a placement made for another run?)" if p.n_ranks > n_ranks else ""))
     p.validate(topo, where=str(spec or "sequential"))
     return p
 
@@ -294,16 +305,22 @@ def read_placement(path) -> Placement:
         if "rank_to_node" not in doc:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
         return placement_from_doc(doc, str(path))
-    from planner.traffic.trace import read_csv_table, to_numbers
+    from planner.traffic.trace import read_csv_table, row_line, to_numbers
 
     df = read_csv_table(path, ("rank", "node"), "placement")
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
     node_col = to_numbers(df, "node", path, integer=True, empty=None)
     n = len(rank)
-    if sorted(rank.tolist()) != list(range(n)):
-        missing = sorted(set(range(n)) - set(rank.tolist()))
-        raise TopoplanError(f"{path}: field 'rank': ranks must be 0..{n - 1} once each"
-                            + (f" (rank {missing[0]} missing)" if missing else " (duplicate rank)"))
+    bad = np.flatnonzero((rank < 0) | (rank >= n))
+    if bad.size:
+        raise TopoplanError(f"{path}:{row_line(df, bad[0])}: field 'rank': rank {rank[bad[0]]} in a file of {n} "
+                            f"rows (ranks must be 0..{n - 1} once each)")
+    order = np.argsort(rank, kind="stable")
+    dup = np.flatnonzero(rank[order][1:] == rank[order][:-1])
+    if dup.size:  # then some rank is missing too
+        i, j = int(order[dup[0]]), int(order[dup[0] + 1])
+        raise TopoplanError(f"{path}:{row_line(df, j)}: field 'rank': rank {rank[j]} again (first on line "
+                            f"{row_line(df, i)}; ranks must be 0..{n - 1} once each)")
     node = np.empty(n, dtype=np.int64)
     node[rank] = node_col
     slot = None

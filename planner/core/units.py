@@ -22,7 +22,8 @@ import re
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time"]
+__all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time",
+           "is_ascii_int", "ascii_int"]
 
 _NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-zµ/]*)\s*$")
@@ -270,3 +271,82 @@ def format_time(t: float) -> str:
         if abs(t) >= mult:
             return f"{t / mult:.4g} {unit}"
     return f"{t:.3g} s"
+
+
+# ASCII digits only: Python's int() and str.isdigit() also take '²', '٣' or '３', which would make a
+# typo an alias of another node or rank (int('٣') == 3) or crash int() ('²'.isdigit() is True).
+_ASCII_INT = re.compile(r"[ \t]*-?[0-9]+[ \t]*")
+
+
+def is_ascii_int(text) -> bool:
+    """Whether ``text`` is an integer in ASCII digits with an optional leading ``-`` (spaces around allowed).
+
+    Parameters
+    ----------
+    text : object
+        Usually a str; anything else is not an integer written as text.
+
+    Returns
+    -------
+    bool
+        False for other digits (``'²'``, ``'٣'``, ``'３'``), signs doubled or
+        mixed (``'--3'``, ``'+-3'``), a ``'+'``, decimals and exponents.
+
+    See Also
+    --------
+    ascii_int : parse one, with a one-line error.
+
+    Examples
+    --------
+    >>> is_ascii_int("12"), is_ascii_int(" -3 "), is_ascii_int("0042")
+    (True, True, True)
+    >>> "²".isdigit(), is_ascii_int("²"), is_ascii_int("٣"), is_ascii_int("--3"), is_ascii_int("+-3")
+    (True, False, False, False, False)
+    >>> is_ascii_int("3.0"), is_ascii_int(""), is_ascii_int(3)
+    (False, False, False)
+    """
+    return isinstance(text, str) and _ASCII_INT.fullmatch(text) is not None
+
+
+def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
+    """Parse an integer id written in ASCII digits with an optional leading ``-`` (see :func:`is_ascii_int`).
+
+    Parameters
+    ----------
+    text : str
+        The text, e.g. a node id from a host list.
+    where : str
+        Prefix of error messages: file, line and field (``hosts.txt:3``).
+    limit : int, optional
+        Magnitudes from this on are out of range (default 2^62, so the value
+        and sums of a few of them fit an int64).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TopoplanError
+        ``<where>: not an integer: ...`` for anything but ASCII digits and one
+        leading ``-``; ``<where>: ... is out of range`` from ``limit`` on.
+
+    Examples
+    --------
+    >>> ascii_int(" 12", "hosts.txt:3")
+    12
+    >>> ascii_int("٣", "hosts.txt:3")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: hosts.txt:3: not an integer: '٣' (ASCII digits 0-9 with an optional leading '-')
+    >>> ascii_int("1" * 30, "hosts.txt:4")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: hosts.txt:4: 111111111111111111111111111111 is out of range
+    """
+    if not is_ascii_int(text):
+        raise TopoplanError(f"{where}: not an integer: {text!r} (ASCII digits 0-9 with an optional leading '-')")
+    value = int(text)
+    if abs(value) >= limit:
+        raise TopoplanError(f"{where}: {text.strip()} is out of range")
+    return value

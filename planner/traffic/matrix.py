@@ -166,8 +166,9 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     Raises
     ------
     TopoplanError
-        Naming the line of a malformed row, a negative value or a rank
-        outside the communicator (``n_ranks`` when given).
+        Naming the line of a malformed row (see
+        :func:`planner.traffic.trace.read_csv_table`), a negative value, bytes
+        with ``msgs`` 0, or a rank outside the communicator (``n_ranks`` when given).
 
     See Also
     --------
@@ -188,7 +189,7 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     ...
     planner.core.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
     """
-    from planner.traffic.trace import read_csv_table, to_numbers
+    from planner.traffic.trace import check_limits, read_csv_table, row_line, to_numbers
 
     path = Path(path)
     df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix")
@@ -200,21 +201,28 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     for col, arr in (("src", src), ("dst", dst), ("bytes", by), ("msgs", msgs)):
         bad = np.flatnonzero(arr < 0)
         if bad.size:
-            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': must be non-negative, got {arr[bad[0]]}")
-    from planner.traffic.trace import check_limits
-
-    check_limits(path, src=src, dst=dst, bytes=by)
+            raise TopoplanError(f"{path}:{row_line(df, bad[0])}: field '{col}': must be non-negative, "
+                                f"got {arr[bad[0]]}")
+    bad = np.flatnonzero((msgs == 0) & (by > 0))
+    if bad.size:  # bytes need at least one message to carry them; counting one would invent it
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{row_line(df, i)}: field 'msgs': 0 messages cannot carry {_num(by[i])} bytes")
+    check_limits(path, df, src=src, dst=dst, bytes=by, msgs=msgs)
     n = int(max(src.max(initial=-1), dst.max(initial=-1)) + 1) if n_ranks is None else int(n_ranks)
     for col, arr in (("src", src), ("dst", dst)):
         bad = np.flatnonzero(arr >= n)
         if bad.size:
-            raise TopoplanError(f"{path}:{bad[0] + 2}: field '{col}': rank {arr[bad[0]]} is outside the "
+            raise TopoplanError(f"{path}:{row_line(df, bad[0])}: field '{col}': rank {arr[bad[0]]} is outside the "
                                 f"communicator of {n} ranks")
     key = src * max(n, 1) + dst
     uniq, inv = np.unique(key, return_inverse=True)
     tot = np.bincount(inv, weights=by, minlength=len(uniq)).astype(np.float64)
-    cnt = np.bincount(inv, weights=msgs, minlength=len(uniq)).astype(np.int64)
-    cnt = np.where((cnt == 0) & (tot > 0), 1, cnt)
+    cnt = np.bincount(inv, weights=msgs, minlength=len(uniq))
+    if cnt.max(initial=0) >= 2.0 ** 62:
+        k = int(np.argmax(cnt))
+        raise TopoplanError(f"{path}: field 'msgs': the rows of pair {uniq[k] // max(n, 1)} -> {uniq[k] % max(n, 1)} "
+                            f"add up to {cnt[k]:.3g} messages, out of range")
+    cnt = cnt.astype(np.int64)
     keep = cnt > 0
     size = np.divide(tot, cnt, out=np.zeros_like(tot), where=cnt > 0)
     return Traffic(n, (uniq // max(n, 1))[keep], (uniq % max(n, 1))[keep], size[keep], cnt[keep], path.name)
@@ -286,18 +294,25 @@ def is_matrix_file(path: Path) -> bool:
     >>> is_matrix_file(path)
     True
     """
+    import csv
     import gzip
     import zlib
 
+    header = ""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(2)
         opener = gzip.open if magic == b"\x1f\x8b" else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            header = fh.readline(65536).strip().lower().replace(" ", "")
+        # utf-8-sig: a byte order mark (spreadsheet exports) is not part of the first column's name
+        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for _ in range(1000):  # the header is the first line that is not blank, as for read_csv_table
+                line = fh.readline(65536)
+                if not line or line.strip():
+                    header = line
+                    break
     except (OSError, EOFError, zlib.error) as exc:
         raise TopoplanError(f"{path}: cannot read traffic file: {exc}") from None
-    cols = set(header.split(","))
+    cols = {c.strip().lower() for c in next(csv.reader([header.strip("\r\n")], skipinitialspace=True), [])}
     return {"src", "dst"} <= cols and "op" not in cols
 
 

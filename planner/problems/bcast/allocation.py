@@ -68,13 +68,15 @@ def read_allocation(path, topo) -> np.ndarray:
 
 def _resolve(tokens, topo) -> np.ndarray:
     """Map (host name or node id, where) pairs to node ids."""
+    from planner.core.units import ascii_int, is_ascii_int
+
     hosts = {h: i for i, h in enumerate(topo.host_names())}
     out = []
     for tok, where in tokens:
         if tok in hosts:
             out.append(hosts[tok])
-        elif tok.lstrip("-").isdigit():
-            out.append(int(tok))
+        elif is_ascii_int(tok):  # not str.isdigit(): '²' would crash int() and '٣' alias node 3
+            out.append(ascii_int(tok, where))
         else:
             raise TopoplanError(f"{where}: unknown host {tok!r}")
     return np.asarray(out, dtype=np.int64)
@@ -221,10 +223,9 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
             k, v = part.split("=", 1)
             if k not in ("nodes", "racks", "seed"):
                 raise TopoplanError(f"field 'allocation': {spec}: unknown key {k!r} (nodes, racks, seed)")
-            try:
-                kw[k] = int(v)
-            except ValueError:
-                raise TopoplanError(f"field 'allocation': {spec}: {k} must be an integer") from None
+            from planner.core.units import ascii_int
+
+            kw[k] = ascii_int(v, f"field 'allocation': {spec}: {k}")   # not int(): int('٣') == 3
         if "nodes" not in kw:
             raise TopoplanError(f"field 'allocation': {spec}: needs nodes=N")
         return generate(topo, kw["nodes"], kw.get("racks"), kw.get("seed", seed))
