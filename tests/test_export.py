@@ -111,7 +111,7 @@ def test_cli_export_checks_the_recorded_topology(tmp_path, run_cli):
     assert code == 2 and "pass --topology" in err
     doc["rank_to_node"] = []
     plan.write_text(json.dumps(doc))
-    code, _, err = run_cli("export", "mpich", "-p", plan, "-t", "paper003", "-o", tmp_path / "bad")
+    code, _, err = run_cli("export", "mpich", "-p", plan, "-t", "paper003", "--set", "cores_per_node=2", "-o", tmp_path / "bad")
     assert code == 2 and "non-empty" in err
 
 

@@ -9,14 +9,29 @@ per second, ``latency_s`` seconds, ``mtu_B`` bytes).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
 
-from planner.core.errors import TopoplanError
+from planner.core.errors import TopoplanError, where
 
-__all__ = ["OCSConfig", "TreeTopology", "TorusTopology", "GraphTopology", "Topology", "balanced_ocs_nodes"]
+__all__ = ["OCSConfig", "TreeTopology", "TorusTopology", "GraphTopology", "Topology", "balanced_ocs_nodes",
+           "MAX_NODES", "MAX_CORES_PER_NODE", "MAX_PORTS_PER_NODE", "MAX_HOST_NAME", "check_count",
+           "check_host_names"]
+
+# Per-node arrays (and the simulator's per-link ones) are dense: a typo such as switches=1000000000 must be
+# an error, not a hang. A million nodes is six times Fugaku.
+MAX_NODES = 1 << 20
+# Far above any real machine (Fugaku: 48 cores, a GPU node's lanes: a few thousand) and small enough that
+# nodes x cores stays a modest int64.
+MAX_CORES_PER_NODE = 1 << 16
+# Optical ports of one OCS node: real ones have a handful.
+MAX_PORTS_PER_NODE = 1 << 10
+# RFC 1123 (a DNS name is at most 253 characters).
+MAX_HOST_NAME = 253
 
 
 @dataclass(frozen=True)
@@ -176,31 +191,37 @@ class TreeTopology:
         _nonneg(self, ("down_latency_s", "up_latency_s", "switch_delay_s", "intra_node_latency_s"))
         if self.kind not in ("tree", "fat-tree", "hybrid"):
             raise TopoplanError(f"field 'kind': unknown tree kind {self.kind!r} (tree, fat-tree, hybrid)")
-        if not self.nodes_per_switch or min(self.nodes_per_switch) < 1:
+        if not self.nodes_per_switch:
             raise TopoplanError("field 'nodes_per_switch': every switch needs at least one node")
-        if self.cores_per_node < 1:
-            raise TopoplanError("field 'cores_per_node': must be at least 1")
+        for i, n in enumerate(self.nodes_per_switch):
+            check_count(n, f"nodes_per_switch[{i}]", maximum=MAX_NODES)
+        if self.n_nodes > MAX_NODES:
+            raise TopoplanError(f"field 'nodes_per_switch': gives {self.n_nodes:,} nodes, over the limit of "
+                                f"{MAX_NODES:,}")
+        check_count(self.cores_per_node, "cores_per_node", maximum=MAX_CORES_PER_NODE)
         if self.kind == "hybrid" and self.ocs is None:
             raise TopoplanError("field 'ocs': a hybrid topology needs an 'ocs' section")
         if self.ocs is not None:
             o = self.ocs
-            for f in ("bw_Bps", "mtu_B"):
-                if not getattr(o, f) > 0:
-                    raise TopoplanError(f"field 'ocs.{f}': must be positive")
-            for f in ("latency_s", "setup_s"):
-                if not getattr(o, f) >= 0:
-                    raise TopoplanError(f"field 'ocs.{f}': must be non-negative")
-            if o.node_link_bw_Bps is not None and not o.node_link_bw_Bps > 0:
-                raise TopoplanError("field 'ocs.node_link_bw_Bps': must be positive")
-            if o.ports_per_node < 1:
-                raise TopoplanError("field 'ocs.ports_per_node': must be at least 1")
-            bad = [n for n in o.nodes if not 0 <= n < self.n_nodes]
-            if bad:
-                raise TopoplanError(f"field 'ocs.nodes': node {bad[0]} does not exist ({self.n_nodes} nodes)")
+            _positive(o, ("bw_Bps", "mtu_B"), "ocs.")
+            _nonneg(o, ("latency_s", "setup_s"), "ocs.")
+            if o.node_link_bw_Bps is not None:
+                _positive(o, ("node_link_bw_Bps",), "ocs.")
+            check_count(o.ports_per_node, "ocs.ports_per_node", maximum=MAX_PORTS_PER_NODE)
+            for i, n in enumerate(o.nodes):
+                if not 0 <= check_count(n, f"ocs.nodes[{i}]", minimum=0) < self.n_nodes:
+                    raise TopoplanError(f"field 'ocs.nodes': node {n} does not exist ({self.n_nodes} nodes)")
             if len(set(o.nodes)) != len(o.nodes):
                 raise TopoplanError("field 'ocs.nodes': a node is listed twice")
-        if self.hostnames is not None and len(self.hostnames) != self.n_nodes:
-            raise TopoplanError(f"field 'hostnames': {len(self.hostnames)} names for {self.n_nodes} nodes")
+        if self.hostnames is not None:
+            if len(self.hostnames) != self.n_nodes:
+                raise TopoplanError(f"field 'hostnames': {len(self.hostnames)} names for {self.n_nodes} nodes")
+            check_host_names(self.hostnames, "hostnames")
+        if self.switch_names is not None:
+            if len(self.switch_names) != self.n_switches:
+                raise TopoplanError(f"field 'switch_names': {len(self.switch_names)} names for "
+                                    f"{self.n_switches} switches")
+            _unique(self.switch_names, "switch_names", "switch")
 
 
 @dataclass
@@ -289,15 +310,32 @@ class TorusTopology:
 
     def validate(self) -> None:
         n = len(self.dims)
-        if n == 0 or min(self.dims) < 1:
+        if n == 0:
             raise TopoplanError("field 'dims': need at least one dimension, each of size >= 1")
+        size = 1
+        for i, k in enumerate(self.dims):
+            size *= check_count(k, f"dims[{i}]", maximum=MAX_NODES)
+        if size > MAX_NODES:
+            raise TopoplanError(f"field 'dims': gives {size:,} nodes, over the limit of {MAX_NODES:,}")
         if len(self.wrap) != n:
             raise TopoplanError(f"field 'wrap': {len(self.wrap)} values for {n} dimensions")
+        if not all(isinstance(w, (bool, np.bool_)) for w in self.wrap):
+            raise TopoplanError("field 'wrap': expected true/false per dimension")
         if len(self.bw_Bps) != n:
             raise TopoplanError(f"field 'bw_Bps': {len(self.bw_Bps)} values for {n} dimensions")
-        if min(self.bw_Bps) <= 0:
-            raise TopoplanError("field 'bw_Bps': bandwidth must be positive")
-        _nonneg(self, ("latency_s", "router_delay_s"))
+        for i, bw in enumerate(self.bw_Bps):
+            _check_number(bw, f"bw_Bps[{i}]", positive=True)
+        _positive(self, ("mtu_B", "intra_node_bw_Bps"))
+        if self.injection_bw_Bps is not None:
+            _positive(self, ("injection_bw_Bps",))
+        _nonneg(self, ("latency_s", "router_delay_s", "intra_node_latency_s"))
+        check_count(self.cores_per_node, "cores_per_node", maximum=MAX_CORES_PER_NODE)
+        if self.kind not in ("torus", "mesh"):
+            raise TopoplanError(f"field 'kind': unknown torus kind {self.kind!r} (torus, mesh)")
+        if self.hostnames is not None:
+            if len(self.hostnames) != self.n_nodes:
+                raise TopoplanError(f"field 'hostnames': {len(self.hostnames)} names for {self.n_nodes} nodes")
+            check_host_names(self.hostnames, "hostnames")
 
 
 @dataclass
@@ -405,19 +443,56 @@ class GraphTopology:
     def validate(self) -> None:
         if len(self.host_switch) != len(self.hosts) or len(self.host_bw_Bps) != len(self.hosts):
             raise TopoplanError("field 'hosts': host_switch and host_bw_Bps need one entry per host")
+        if not self.switches:
+            raise TopoplanError("field 'switches': a graph topology needs switches")
+        if not self.hosts:
+            raise TopoplanError("field 'hosts': a graph topology needs hosts")
+        if self.n_nodes > MAX_NODES:
+            raise TopoplanError(f"field 'hosts': {self.n_nodes:,} hosts, over the limit of {MAX_NODES:,}")
+        _unique(self.switches, "switches", "switch")
         for i, s in enumerate(self.host_switch):
-            if not 0 <= s < self.n_switches:
-                raise TopoplanError(f"field 'hosts[{i}].switch': unknown switch {s}")
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < self.n_switches:
+                raise TopoplanError(f"field 'hosts[{i}].switch': unknown switch {s!r}")
         for i, bw in enumerate(self.host_bw_Bps):
-            if not bw > 0:
-                raise TopoplanError(f"field 'hosts[{i}].bw': bandwidth must be positive")
-        for i, (a, b, bw) in enumerate(self.links):
-            if not (0 <= a < self.n_switches and 0 <= b < self.n_switches):
-                raise TopoplanError(f"field 'links[{i}]': unknown switch")
-            if not bw > 0:
-                raise TopoplanError(f"field 'links[{i}].bw': bandwidth must be positive")
-        if len(set(self.hosts)) != len(self.hosts):
-            raise TopoplanError("field 'hosts': duplicate host name")
+            _check_number(bw, f"hosts[{i}].bw", positive=True)
+        for i, link in enumerate(self.links):
+            if len(link) != 3:
+                raise TopoplanError(f"field 'links[{i}]': expected (a, b, bw)")
+            a, b, bw = link
+            for end, s in (("a", a), ("b", b)):
+                if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < self.n_switches:
+                    raise TopoplanError(f"field 'links[{i}].{end}': unknown switch {s!r}")
+            if a == b:
+                raise TopoplanError(f"field 'links[{i}]': switch {self.switches[a]!r} is linked to itself")
+            _check_number(bw, f"links[{i}].bw", positive=True)
+        _positive(self, ("mtu_B", "intra_node_bw_Bps"))
+        _nonneg(self, ("latency_s", "switch_delay_s", "intra_node_latency_s"))
+        check_count(self.cores_per_node, "cores_per_node", maximum=MAX_CORES_PER_NODE)
+        check_host_names(self.hosts, "hosts")
+        if self.switch_guids is not None and len(self.switch_guids) != self.n_switches:
+            raise TopoplanError(f"field 'switch_guids': {len(self.switch_guids)} GUIDs for {self.n_switches} "
+                                "switches")
+        self._check_connected()
+
+    def _check_connected(self) -> None:
+        """Every host must reach every other one: a hop count across a gap would read as 0."""
+        used = sorted(set(int(s) for s in self.host_switch))
+        if len(used) < 2:
+            return
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        s = self.n_switches
+        a = np.array([l[0] for l in self.links], dtype=np.int64)
+        b = np.array([l[1] for l in self.links], dtype=np.int64)
+        adj = coo_matrix((np.ones(len(a)), (a, b)), shape=(s, s))
+        _, label = connected_components(adj, directed=False)
+        first = used[0]
+        other = next((k for k in used if label[k] != label[first]), None)
+        if other is not None:
+            raise TopoplanError(f"field 'links': switch {self.switches[first]!r} and switch "
+                                f"{self.switches[other]!r} are not connected, so their hosts cannot reach each "
+                                "other (plan each connected part separately)")
 
 
 Topology = Union[TreeTopology, TorusTopology, GraphTopology]
@@ -461,15 +536,187 @@ def balanced_ocs_nodes(nodes_per_switch, per_switch: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _positive(obj, names):
-    for f in names:
-        v = getattr(obj, f)
-        if v is None or not v > 0:
-            raise TopoplanError(f"field '{f}': must be positive, got {v!r}")
+def check_count(value, field: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An integer count (cores, nodes, ports, a dimension) as an ``int``, or a one-line error naming ``field``.
+
+    The one check of every integer field of a topology, whether read from a
+    document or set in code: ``True``, text, ``inf``/``nan``, fractions and
+    values out of range are errors, never coerced.
+
+    Parameters
+    ----------
+    value : object
+        The value read (an int, or a float with an integral value such as ``4.0``).
+    field : str
+        The field's name in the document (``cores_per_node``, ``dims[2]``).
+    minimum : int, optional
+        Smallest allowed value (default 1: a count that must be positive).
+    maximum : int, optional
+        Largest allowed value (default: none).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TopoplanError
+        ``field '<field>': ...`` naming what is wrong.
+
+    Examples
+    --------
+    >>> check_count(4, "cores_per_node"), check_count(8.0, "dims[0]")
+    (4, 8)
+    >>> check_count(float("inf"), "cores_per_node")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'cores_per_node': expected an integer, got inf
+    >>> check_count(True, "switches")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'switches': expected an integer, got True
+    >>> check_count(0, "cores_per_node")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'cores_per_node': must be at least 1, got 0
+    >>> check_count(1e30, "cores_per_node", maximum=MAX_CORES_PER_NODE)
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'cores_per_node': 1e+30 is over the limit of 65,536
+    """
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not number or not math.isfinite(value) or value != math.floor(value):
+        raise TopoplanError(f"field '{field}': expected an integer, got {value!r}")
+    n = int(value)
+    shown = f"{n:,}" if isinstance(value, (int, np.integer)) else repr(float(value))
+    if n < minimum:
+        raise TopoplanError(f"field '{field}': must be at least {minimum}, got {shown}")
+    if maximum is not None and n > maximum:
+        raise TopoplanError(f"field '{field}': {shown} is over the limit of {maximum:,}")
+    return n
 
 
-def _nonneg(obj, names):
+# Host names go verbatim into launcher files: ``rank N=host slot=S`` lines (Open MPI), one host per line
+# (MPICH, SLURM_HOSTFILE). Whitespace, '=', a newline or a shell metacharacter in a name would rewrite
+# those lines, so only RFC 1123 names are allowed, with '_' (common in cluster node names, and accepted by
+# Slurm and by the MPI launchers).
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+
+
+def _shown(name: str) -> str:
+    return repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
+
+
+def _host_name_problem(name) -> str | None:
+    if not isinstance(name, str):
+        return f"expected a host name (text), got {name!r}"
+    if not name:
+        return "empty host name"
+    bad = next((c for c in name if c not in _HOST_CHARS), None)
+    if bad is not None:
+        return (f"host name {_shown(name)} contains {bad!r}; host names may only contain letters, digits, "
+                "'-', '_' and '.'")
+    if len(name) > MAX_HOST_NAME:
+        return f"host name {_shown(name)} is longer than {MAX_HOST_NAME} characters"
+    if not _HOST_RE.fullmatch(name):
+        return (f"host name {_shown(name)} is malformed: '.'-separated labels of 1-63 characters, none "
+                "starting or ending with '-'")
+    return None
+
+
+def check_host_names(names, field: str = "hostnames", *, source=None, lines=None) -> list[str]:
+    """Check host names for launcher files: the RFC 1123 grammar (plus ``_``) and no name twice.
+
+    Host names go verbatim into Open MPI rankfiles (``rank N=host slot=S``),
+    MPICH machinefiles and ``SLURM_HOSTFILE`` (one host per line): a space,
+    ``=``, a newline, a control or shell character would rewrite those lines,
+    and two nodes with one name put their ranks on one machine. Allowed:
+    ASCII letters, digits, ``-``, ``_``, ``.``; ``.``-separated labels of 1-63
+    characters not starting or ending with ``-``; at most 253 characters.
+    Names are compared without case (DNS ignores it).
+
+    Parameters
+    ----------
+    names : sequence of str
+        Host name of node 0, 1, ...
+    field : str, optional
+        The field they come from, for messages (``hostnames[3]``).
+    source : str or path, optional
+        The file they come from, for messages.
+    lines : sequence of int, optional
+        Line of every name in ``source``: messages then name the line
+        (``hosts.txt:4: field 'host'``) instead of the index.
+
+    Returns
+    -------
+    list of str
+        The names.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file, line or index of the first bad or repeated name.
+
+    See Also
+    --------
+    planner.reporting.export.read_hostfile : reads ``--hosts`` files with this check.
+
+    Examples
+    --------
+    >>> check_host_names(["cn-01", "cn-02.cluster", "gpu_7"])
+    ['cn-01', 'cn-02.cluster', 'gpu_7']
+    >>> check_host_names(["n1", "x slot=9"])
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: field 'hostnames[1]': host name 'x slot=9' contains ' '; host names may only contain letters, digits, '-', '_' and '.'
+    >>> check_host_names(["n1", "n2", "N1"], "hosts", source="hosts.txt", lines=[1, 2, 4])
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: hosts.txt:4: field 'hosts': host 'N1' is named for node 0 and node 2 (host names ignore case)
+    """
+    def loc(i):
+        if lines is not None:
+            return where(source, lines[i], field)
+        return where(source, None, f"{field}[{i}]")
+
+    seen: dict[str, int] = {}
+    out = []
+    for i, name in enumerate(names):
+        problem = _host_name_problem(name)
+        if problem:
+            raise TopoplanError(f"{loc(i)}: {problem}")
+        key = name.lower()
+        if key in seen:
+            raise TopoplanError(f"{loc(i)}: host {name!r} is named for node {seen[key]} and node {i} "
+                                "(host names ignore case)")
+        seen[key] = i
+        out.append(name)
+    return out
+
+
+def _unique(names, field: str, what: str) -> None:
+    seen: dict = {}
+    for i, n in enumerate(names):
+        if n in seen:
+            raise TopoplanError(f"field '{field}[{i}]': {what} {n!r} is listed twice (also {field}[{seen[n]}])")
+        seen[n] = i
+
+
+def _check_number(v, field: str, *, positive: bool) -> float:
+    number = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    if not number or not math.isfinite(v) or not (v > 0 if positive else v >= 0):
+        need = "a positive" if positive else "a non-negative"
+        raise TopoplanError(f"field '{field}': must be {need} finite number, got {v!r}")
+    return float(v)
+
+
+def _positive(obj, names, prefix=""):
     for f in names:
-        v = getattr(obj, f)
-        if v is None or not v >= 0:
-            raise TopoplanError(f"field '{f}': must be non-negative, got {v!r}")
+        _check_number(getattr(obj, f), prefix + f, positive=True)
+
+
+def _nonneg(obj, names, prefix=""):
+    for f in names:
+        _check_number(getattr(obj, f), prefix + f, positive=False)

@@ -18,7 +18,10 @@ Formats (``FORMATS``):
 Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
 names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
 host per line in node order (``#`` starts a comment). A placement that
-does not validate against the topology is never exported.
+does not validate against the topology is never exported, nor are host
+names a launcher would misread (a space, ``=``, a newline, a shell
+character) or one name for two nodes: see
+:func:`planner.core.topology.check_host_names`.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
+import re
+
 from planner.core.errors import TopoplanError
-from planner.core.topology_io import MAX_NODES
+from planner.core.topology import MAX_NODES, check_host_names
+from planner.core.units import is_ascii_int
 
 __all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
 
@@ -55,7 +61,9 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     ------
     TopoplanError
         Naming the line, for a bad or repeated node id, a node without a name,
-        one host named for two nodes, mixed line shapes, or too few hosts.
+        a host name launchers would misread or one named for two nodes (see
+        :func:`planner.core.topology.check_host_names`), mixed line shapes, or
+        too few hosts.
 
     Examples
     --------
@@ -70,45 +78,51 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: .../hosts: names 2 hosts but the topology has 4 nodes
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("cn-a\\ncn-b;reboot\\n")
+    >>> read_hostfile(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
     """
     from planner.core.io import read_text
 
     path = Path(path)
     lines = []
-    for i, raw in enumerate(read_text(path, "hostfile").splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
+    # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
+    # space stays inside the name, which the host-name check then refuses (str.split() and splitlines()
+    # would quietly cut a name in two, or shift every later line).
+    for i, raw in enumerate(read_text(path, "hostfile").split("\n"), 1):
+        line = raw.split("#", 1)[0].strip(" \t\r")
         if line:
-            lines.append((i, line.split()))
+            lines.append((i, re.split(r"[ \t]+", line)))
     if not lines:
         raise TopoplanError(f"{path}: hostfile has no hosts")
     if all(len(f) == 2 for _, f in lines):
-        names: dict[int, str] = {}
+        names: dict[int, tuple[str, int]] = {}
         for i, (node, host) in lines:
-            try:
-                k = int(node)
-            except ValueError:
-                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}") from None
+            if not is_ascii_int(node):   # int() also takes '٣', '+3' and '1_0'
+                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}")
+            k = int(node)
             if k < 0 or k in names:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
             if k >= MAX_NODES:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is over the limit of {MAX_NODES:,} nodes")
-            names[k] = host
+            names[k] = (host, i)
         size = max(names) + 1
         missing = [k for k in range(size) if k not in names]
         if missing:
             raise TopoplanError(f"{path}: node {missing[0]} has no host name")
-        hosts = [names[k] for k in range(size)]
+        hosts = [names[k][0] for k in range(size)]
+        where = [names[k][1] for k in range(size)]
     elif all(len(f) == 1 for _, f in lines):
         hosts = [f[0] for _, f in lines]
+        where = [i for i, _ in lines]
     else:
         i = next(i for i, f in lines if len(f) not in (1, 2) or len(f) != len(lines[0][1]))
         raise TopoplanError(f"{path}:{i}: expected 'node_id host' or 'host' on every line")
-    seen: dict[str, int] = {}
-    for k, h in enumerate(hosts):
-        if h in seen:
-            # two nodes with one name would send their ranks to the same machine
-            raise TopoplanError(f"{path}: host {h!r} is named for node {seen[h]} and node {k}")
-        seen[h] = k
+    # two nodes with one name would send their ranks to the same machine
+    check_host_names(hosts, "host", source=path, lines=where)
     if n_nodes is not None and len(hosts) < n_nodes:
         raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
     return hosts
@@ -148,7 +162,8 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     Raises
     ------
     TopoplanError
-        For an unknown format, an invalid placement, or too few host names.
+        For an unknown format, an invalid placement, too few host names, or a
+        host name a launcher would misread or given to two nodes.
 
     Examples
     --------
@@ -165,6 +180,7 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     _check(placement, topo, hosts)
+    check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
     if fmt in ("ompi4", "ompi5"):
         return "".join(f"rank {r}={hosts[k]} slot={s}\n" for r, (k, s) in enumerate(zip(node, slot)))
