@@ -13,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from planner.core.errors import TopoplanError
-from planner.fabric.ibfabric import (LANE_DATA_GBPS, compare_traces, delay_matrix, link_rate_Bps,
+from planner.fabric.ibfabric import (LANE_DATA_GBPS, compare_traces, delay_matrix, lft_health, link_rate_Bps,
                               load_fabric, parse_ibnetdiscover, parse_ibroute, parse_ibtracert, parse_query,
                               read_hosts, read_lft_dir, route, to_topology, write_delay_matrix)
 
@@ -438,3 +438,134 @@ def test_delay_matrix_equals_route_by_route(name, lft):
                 r = route(f, a, b)
                 want = 0.0 if i == j else (r.hops if kind == "hops" else 1 / r.min_rate_Bps)
                 assert m[i, j] == pytest.approx(want, rel=1e-12), (kind, a, b)
+
+
+# -- LFTs that loop or dead-end (issue 17) ------------------------------------------------
+
+def _broken_tree2(tmp_path, edits):
+    """tree2's dump and LFTs in tmp_path, with ``edits`` ({(file, old row start): new row start}) applied."""
+    shutil.copy(IB / "tree2" / "ibnetdiscover.txt", tmp_path / "ibnetdiscover.txt")
+    shutil.copytree(IB / "tree2" / "lft", tmp_path / "lft")
+    for (name, old), new in edits.items():
+        f = tmp_path / "lft" / name
+        text = f.read_text()
+        assert text.count("\n" + old) == 1, (name, old)
+        f.write_text(text.replace("\n" + old, "\n" + new))
+    return tmp_path / "ibnetdiscover.txt", tmp_path / "lft"
+
+
+LEAF2, TOP = "0x0000000000200002", "0x0000000000200000"
+
+
+def test_lft_loop_is_no_route_and_says_where(tmp_path):
+    # leaf2 sends node004's LID 8 back up to the top switch, which sends it down to leaf2 again
+    dump, lft = _broken_tree2(tmp_path, {("ibroute-leaf2.txt", "0x0008 001"): "0x0008 013"})
+    f = load_fabric(dump, lft)
+    assert f.routing == "lft" and not f.lft_conflicts
+    for src in ("node001", "node005", "node009"):
+        with pytest.raises(TopoplanError, match=rf"^no route from {src} to node004: the LFTs loop on the way to "
+                                                rf"LID 8: switch 0x00000000002000\d\d \('(top|leaf2)'\) is reached "
+                                                rf"again .*{TOP}.*{LEAF2}"):
+            route(f, src, "node004")
+    # every other pair is still routed by the tables, never silently by a shortest path
+    others = [(a, b) for a in f.host_names() for b in f.host_names() if b != "node004"]
+    assert all(route(f, a, b).source == "lft" for a, b in others)
+    h = lft_health(f)
+    assert (h.pairs, h.ok, h.fallback, h.loop, h.dead_end) == (72, 64, 0, 8, 0)
+    assert h.first_loop.startswith("node001->node004: the LFTs loop on the way to LID 8")
+    assert h.fields() == "lft_pairs=72 lft_ok=64 lft_fallback=0 lft_loop=8 lft_dead_end=0"
+    assert len(h.messages()) == 1 and "8 of 72 host pairs loop" in h.messages()[0]
+    with pytest.raises(TopoplanError, match="loop on the way to LID 8"):
+        delay_matrix(f, f.host_names(), "hops")  # no matrix computed from routes that do not exist
+    checked, diffs = compare_traces(f, traces("tree2"))
+    assert checked == 72 and len(diffs) == 8 and all("node004" in d and "loop" in d for d in diffs)
+
+
+def test_lft_dead_ends_are_no_route(tmp_path):
+    dump, lft = _broken_tree2(tmp_path, {
+        ("ibroute-leaf2.txt", "0x0009 002"): "0x0009 020",      # node005's LID to an unconnected port
+        ("ibroute-top.txt", "0x000b 003"): "0x000b 000",        # node007's LID to the top switch itself
+    })
+    f = load_fabric(dump, lft)
+    with pytest.raises(TopoplanError, match=rf"^no route from node004 to node005: the LFT of switch {LEAF2} "
+                                            r"\('leaf2'\) sends LID 9 to port 20, which is not connected"):
+        route(f, "node004", "node005")
+    with pytest.raises(TopoplanError, match=rf"the LFT of switch {TOP} \('top'\) sends LID 11 to port 0 "
+                                            r"\(the switch itself\)"):
+        route(f, "node001", "node007")
+    assert route(f, "node008", "node007").source == "lft"  # under the same leaf: never reaches the top
+    h = lft_health(f)
+    assert (h.loop, h.dead_end) == (0, 8 + 6)
+    bad = sum(1 for a in f.hosts for b in f.hosts if a != b and _raises(f, a, b))
+    assert bad == h.loop + h.dead_end and h.ok == h.pairs - bad
+
+
+def _raises(f, a, b):
+    try:
+        route(f, a, b)
+    except TopoplanError:
+        return True
+    return False
+
+
+def test_missing_entry_is_a_dead_end_and_missing_table_a_labelled_fallback(tmp_path):
+    src = (IB / "tree2" / "lft" / "ibroute-leaf2.txt").read_text()
+    dump, lft = _broken_tree2(tmp_path, {})
+    (lft / "ibroute-leaf2.txt").write_text(src.replace("0x0008 001 : (Channel Adapter portguid 0x0000000000100007: "
+                                                       "'node004 HCA-1')\n", "").replace("13 valid", "12 valid"))
+    (lft / "ibroute-leaf3.txt").unlink()
+    f = load_fabric(dump, lft)
+    with pytest.raises(TopoplanError, match=rf"the LFT of switch {LEAF2} \('leaf2'\) has no entry for LID 8"):
+        route(f, "node001", "node004")
+    r = route(f, "node001", "node009")  # leaf3 has no table: a shortest path, and it says so
+    assert r.source == "shortest-path" and "no LFT for switch 0x0000000000200003" in r.note
+    h = lft_health(f)
+    # from leaf3's 3 hosts (to all 8 others) and to them (from the 6 others) the walk meets leaf3: fallback;
+    # to node004 from the 5 hosts of leaf1 and leaf2: dead end at leaf2
+    assert (h.fallback, h.dead_end, h.ok) == (3 * 8 + 6 * 3, 5, 72 - 42 - 5)
+    assert h.ok + h.fallback + h.loop + h.dead_end == h.pairs
+
+
+def test_cli_query_and_info_on_looping_lfts(tmp_path, run_cli, cli):
+    dump, lft = _broken_tree2(tmp_path, {("ibroute-leaf2.txt", "0x0008 001"): "0x0008 013"})
+    code, out, err = run_cli("topo", "query", "-i", dump, "--lft", lft, "node001:node004")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: no route from node001 to node004: the LFTs loop on the way to LID 8")
+    r = cli("topo", "info", "-i", dump, "--lft", lft)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.strip() == ("hosts=9 switches=4 routing=lft lft_pairs=72 lft_ok=64 lft_fallback=0 lft_loop=8 "
+                                "lft_dead_end=0")
+    assert "8 of 72 host pairs loop" in r.stderr
+
+
+# -- host names: dual-rail hosts and duplicate descriptions (issue 17) -----------------------
+
+@pytest.mark.parametrize("form", FORMS)
+def test_dual_rail_host_is_one_host_with_two_ports(form):
+    # node002's HCA renamed as node001's second HCA, as rdma-ndd names them ("%h %d")
+    text = (IB / "tree2" / form).read_text().replace("node001 HCA-1", "node001 mlx5_0")
+    text = text.replace("node002 HCA-1", "node001 mlx5_1")
+    f = parse_ibnetdiscover(text, form)
+    assert "node002" not in f.hosts and len(f.hosts) == 8
+    assert len(f.host_ports["node001"]) == 2  # both HCAs kept, none dropped
+    assert f.hosts["node001"] == f.host_ports["node001"][0]
+
+
+@pytest.mark.parametrize("form,line", [("ibnetdiscover.txt", 107), ("ibnetdiscover-p.txt", 9)])
+def test_two_hcas_with_one_description_are_an_error(tmp_path, form, line):
+    text = (IB / "tree2" / form).read_text().replace("node002 HCA-1", "node001 HCA-1")
+    p = tmp_path / form
+    p.write_text(text)
+    with pytest.raises(TopoplanError, match=rf"^{p}:{line}: host 'node001': .* has the same description "
+                                            r"'node001 HCA-1' as .* at line \d+; two machines with one name"):
+        load_fabric(p)
+
+
+def test_firmware_default_descriptions_are_an_error(tmp_path):
+    text = (IB / "tree2" / "ibnetdiscover.txt").read_text()
+    for i in (1, 2):
+        text = text.replace(f"node00{i} HCA-1", "MT4123 ConnectX6   Mellanox Technologies")
+    p = tmp_path / "d.txt"
+    p.write_text(text)
+    with pytest.raises(TopoplanError, match=r"host 'MT4123': .*'MT4123 ConnectX6 Mellanox Technologies'"):
+        load_fabric(p)
