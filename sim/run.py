@@ -173,7 +173,7 @@ def _timeline_doc(net, tl) -> dict:
 
 
 def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, threshold_B=None, model=None,
-                  **replay_options) -> dict:
+                  check_inputs: bool = True, **replay_options) -> dict:
     """Score a plan in the simulator: the one hand-off from every planning problem to :func:`simulate`.
 
     Parameters
@@ -193,6 +193,9 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
         Large-message threshold (default: the plan's ``threshold_B``, else the OCS bandwidth-delay product).
     model : SimModel or dict, optional
         Default: maxmin, pipelined relays.
+    check_inputs : bool, optional
+        Refuse a plan recorded as made for another topology or placement (its ``inputs``
+        fingerprints); False simulates it anyway.
     **replay_options
         ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress`` of :func:`simulate`.
 
@@ -227,7 +230,8 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
 
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
-        validate(plan, topo, where="plan")  # one home for plan checks: ports, neighbours, loops, cores
+        # one home for plan checks: ports, neighbours, loops, cores, and the inputs it was made for
+        validate(plan, topo, where="plan", placement=placement, check_inputs=check_inputs)
     capacity = int(topo.node_cores().sum())
     if trace.n_ranks > capacity:
         raise TopoplanError(f"{trace.source or 'traffic'}: {trace.n_ranks} ranks do not fit topology "

@@ -31,6 +31,8 @@ def test_circuits_writes_a_valid_plan(run_cli, matrix, tmp_path):
     assert code == 0 and "valid" in stdout
     # the same plan is wrong for a system with fewer OCS nodes
     code, stdout, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=1")
+    assert code == 2 and "made for another topology" in err and err.count("\n") == 1
+    code, stdout, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=1", "--any-inputs")
     assert code == 2 and "is not an OCS node" in err and err.count("\n") == 1
 
 

@@ -1,5 +1,6 @@
 """The real entry point: usage errors and bad input are one message, exit status 2, no traceback."""
 
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,47 @@ def _audit_cases(tmp):
     (tmp / "plhuge.csv").write_text("rank,node\n0,1e30\n")
     (tmp / "sw.yaml").write_text("instances: [{topology: paper003, traffic: 'ring:np=-1,bytes=1MB'}]\n"
                                  "methods: [sp]\nproblem: circuits\n")
+    # issue 17: LFTs that loop or dead-end, two adapters with one description
+    (tmp / "lft").mkdir()
+    for f in (Path(__file__).parent / "data" / "ib" / "tree2" / "lft").iterdir():
+        # leaf2 sends node004's LID 8 back up to the top switch (a loop), node005's LID 9 to unconnected port 20
+        (tmp / "lft" / f.name).write_text(f.read_text().replace("\n0x0008 001", "\n0x0008 013")
+                                          .replace("\n0x0009 002", "\n0x0009 020"))
+    (tmp / "dupdesc.txt").write_text(dump.read_text().replace("node002 HCA-1", "node001 HCA-1"))
+    (tmp / "ib-hosts.txt").write_text("node[001-006]\n")
+    # issue 17: topologies (Slurm, YAML), host names
+    TREE = "kind: tree\nswitches: 2\nnodes_per_switch: 2\neps: {down_bw: 10Gbps, up_bw: 20Gbps}\n"
+    (tmp / "cycle.conf").write_text("SwitchName=s1 Switches=s2 Nodes=n1\nSwitchName=s2 Switches=s1\n")
+    (tmp / "speed.conf").write_text("SwitchName=s0 Nodes=n[0-1] LinkSpeed=10\nSwitchName=s1 Nodes=n[2-3]\n"
+                                    "SwitchName=top Switches=s[0-1] LinkSpeed=40\n")
+    (tmp / "nodes2.conf").write_text("SwitchName=s0 Nodes=n[0-1]\nSwitchName=s1 Nodes=n[1-2]\n"
+                                     "SwitchName=top Switches=s[0-1]\n")
+    (tmp / "slurmhost.conf").write_text("SwitchName=s0 Nodes=n0,n1;reboot\n")
+    (tmp / "slot.yaml").write_text(TREE + "hostnames: [n0, n1, n2, 'x slot=9']\n")
+    (tmp / "duphost.yaml").write_text(TREE + "hostnames: [n0, n1, n2, N0]\n")
+    (tmp / "eq.txt").write_text("0 n0\n1 x=y\n")
+    (tmp / "dup.yaml").write_text(TREE + "switches: 3\n")
+    (tmp / "bomb.yaml").write_text(TREE + "variants:\n" + "".join(
+        f"  {chr(97 + i)}: &{chr(97 + i)} [" + (",".join([f"*{chr(96 + i)}"] * 9) if i else "x,x,x,x,x,x,x,x,x") + "]\n"
+        for i in range(9)))
+    (tmp / "inf.yaml").write_text(TREE + "cores_per_node: .inf\n")
+    (tmp / "octal.yaml").write_text(TREE.replace("nodes_per_switch: 2", "nodes_per_switch: 010"))
+    (tmp / "selfloop.yaml").write_text("kind: graph\nswitches: [a, b]\nhosts: [{name: h0, switch: a}, "
+                                       "{name: h1, switch: b}]\nlinks: [{a: a, b: b}, {a: b, b: b}]\n")
+    (tmp / "mtu0.yaml").write_text("kind: torus\ndims: [2, 2]\nbw: 1GB/s\nmtu: 0\n")
+    (tmp / "dupplan.json").write_text('{"rank_to_node": [0, 1],\n "rank_to_node": [0, 0]}')
+    # issue 17: CSV file inputs
+    (tmp / "short.csv").write_text(head + "0,send,1,10\n")
+    (tmp / "pl3.csv").write_text("rank,node\n" + "".join(f"{r},{r},3\n" for r in range(8)))
+    (tmp / "bom.csv").write_text("\ufeffsrc,dst,bytes,msgs\n0,1,-5,1\n")
+    (tmp / "dupcol.csv").write_text("src,dst,bytes,bytes\n0,1,5,6\n")
+    (tmp / "msgs0.csv").write_text("src,dst,bytes,msgs\n0,1,100,0\n")
+    (tmp / "arabic.csv").write_text("src,dst,bytes,msgs\n0,\u0663,100,1\n")
+    (tmp / "sup.txt").write_text("0\n\u00b2\n")
+    (tmp / "t1e300.csv").write_text(head + "0,send,1,8,-1,2,0.0,1e300\n1,recv,0,8,-1,2,0.0,0.001\n")
+    (tmp / "trunc.csv").write_text(head + "0,send,1,1000,-1,2,0.0,0.001\n1,recv,0,10,-1,2,0.0,0.001\n")
+    (tmp / "rows.csv.gz").write_bytes(gzip.compress(b"src,dst,bytes,msgs\n" + b"\n" * 100_000_001, compresslevel=1))
+    (tmp / "pl64.csv").write_text("rank,node\n" + "".join(f"{r},{r // 4}\n" for r in range(64)))
     return [
         (["show", "paper003", "-o", tmp], "is a directory"),
         (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
@@ -59,7 +101,7 @@ def _audit_cases(tmp):
          "given as both"),
         (["topo", "convert", "-i", dump, "-o", dump], "would overwrite the input"),
         (["circuits", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "-m", "anneal", "--time-limit", "inf"],
-         "time_limit"),
+         "--time-limit"),
         (["cost", "--eps-switch-power", "inf"], "eps_switch_power_W"),
         (["traffic", "ring:np=99999999999,bytes=1MB", "-o", tmp / "r.csv"], "over the limit"),
         (["traffic", "npb:kernel=cg,class=S,np=4,iters=999999999", "-o", tmp / "r.csv"], "100,000,000 rows"),
@@ -81,16 +123,57 @@ def _audit_cases(tmp):
         (["simulate", "--flows", tmp / "flows.json"], "over the limit"),
         (["compare", "circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--methods", ",,"], "no method"),
         (["cost", "-n", "4", "-k", "10"], "edge switches"),
-        (["serve", "-i", dump, "-p", "0", "--poll", "nan"], "--poll"),
+        (["serve", "-i", dump, "--port", "0", "--poll", "nan"], "--poll"),
         # round 3
         (["simulate", "-t", "paper003", "-T", tmp / "unmatched.csv"], "unmatched send: rank 1"),
         (["analyze", "-t", "paper003", "-T", tmp / "cs0.csv"], "field 'comm_size'"),
         (["analyze", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", tmp / "plhuge.csv"], "out of range"),
         (["cost", "-l", "0"], "upper_switches"),
-        (["serve", "-i", dump, "-p", "0", "--host", "999.1.1.1"], "cannot resolve"),
+        (["serve", "-i", dump, "--port", "0", "--host", "999.1.1.1"], "cannot resolve"),
         (["bound", "alltoall", "-t", "mesh10x10x10", "--bytes", "1KiB", "--simulate", "a2a", "--method", "bogus"],
          "--method"),
         (["sweep", tmp / "sw.yaml", "--dry-run"], "instances[0].traffic'"),
+        # round 4 (issue 17): CSV rows that do not match the header, BOMs, duplicate columns, counts, ids, times
+        (["traffic", tmp / "short.csv", "-o", tmp / "r.csv"], "short.csv:2: 4 fields, the header has 8"),
+        (["analyze", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", tmp / "pl3.csv"],
+         "pl3.csv:2: 3 fields, the header has 2"),
+        (["traffic", tmp / "bom.csv", "-o", tmp / "r.csv"], "bom.csv:2: field 'bytes': must be non-negative"),
+        (["traffic", tmp / "dupcol.csv", "-o", tmp / "r.csv"], "dupcol.csv:1: duplicate column 'bytes'"),
+        (["traffic", tmp / "msgs0.csv", "-o", tmp / "r.csv"], "0 messages cannot carry 100 bytes"),
+        (["traffic", tmp / "arabic.csv", "-o", tmp / "r.csv"], "arabic.csv:2: field 'dst': not a number"),
+        (["bcast", "-t", "paper003", "-a", tmp / "sup.txt"], "sup.txt:2: unknown host"),
+        (["traffic", tmp / "t1e300.csv", "-o", tmp / "r.csv"], "over the limit of 1e+10 s"),
+        (["traffic", tmp / "trunc.csv", "-o", tmp / "r.csv"], "MPI_ERR_TRUNCATE"),
+        (["traffic", tmp / "rows.csv.gz", "-o", tmp / "r.csv"], "over the limit of 100,000,000 rows"),
+        (["analyze", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "-p", tmp / "pl64.csv"],
+         "places 64 ranks but the traffic has 16"),
+        # round 4 (issue 17): Slurm topology.conf, host names, YAML/JSON documents and numbers
+        (["show", tmp / "cycle.conf"], "is in a cycle: s1 -> s2 -> s1"),
+        (["show", tmp / "speed.conf"], "has no LinkSpeed but switch 's0'"),
+        (["show", tmp / "nodes2.conf"], "node 'n1' is also under switch 's0'"),
+        (["show", tmp / "slurmhost.conf"], "slurmhost.conf:1: field 'Nodes'"),
+        (["show", tmp / "slot.yaml"], "slot.yaml:5: field 'hostnames[3]'"),
+        (["show", tmp / "duphost.yaml"], "is named for node 0 and node 3"),
+        (["export", "ompi4", "-p", tmp / "place.json", "--hosts", tmp / "eq.txt", "-o", tmp / "o"],
+         "eq.txt:2: field 'host'"),
+        (["show", tmp / "dup.yaml"], "dup.yaml:5: field 'switches': duplicate key"),
+        (["show", tmp / "bomb.yaml"], "aliases expand"),
+        (["show", tmp / "inf.yaml"], "inf.yaml:5: field 'cores_per_node'"),
+        (["show", tmp / "octal.yaml"], "field 'nodes_per_switch': expected an integer, got '010'"),
+        (["show", tmp / "selfloop.yaml"], "field 'links[1]': switch 'b' is linked to itself"),
+        (["show", tmp / "mtu0.yaml"], "mtu0.yaml:4: field 'mtu'"),
+        (["show", "paper003", "--set", "cores_per_node=1e30"], "over the limit"),
+        (["validate", tmp / "dupplan.json", "-t", "paper003"], "duplicate key 'rank_to_node'"),
+        # round 4 (issue 17): routes that are not what they claim, host names, the route server's options
+        (["topo", "query", "-i", dump, "--lft", tmp / "lft", "node001:node004"], "the LFTs loop on the way to LID 8"),
+        (["topo", "query", "-i", dump, "--lft", tmp / "lft", "node004:node005"],
+         "sends LID 9 to port 20, which is not connected"),
+        (["topo", "delay", "-i", dump, "--lft", tmp / "lft", "--hosts", tmp / "ib-hosts.txt", "-o", tmp / "d.csv"],
+         "no route from node001 to node004"),
+        (["topo", "query", "-i", tmp / "dupdesc.txt", "node001:node003"], "dupdesc.txt:107: host 'node001'"),
+        (["topo", "info", "-i", tmp / "dupdesc.txt"], "dupdesc.txt:107: host 'node001'"),
+        (["serve", "-i", dump, "--port", "0", "--idle-timeout", "soon"], "--idle-timeout 'soon'"),
+        (["serve", "-i", dump, "--port", "0", "--max-clients", "0"], "--max-clients 0: expected at least 1"),
     ]
 
 

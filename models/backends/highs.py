@@ -106,7 +106,7 @@ def solve_matrix(m: MatrixModel, *, time_limit=None, started=None, seed=0, threa
     limit = remaining(time_limit, started)   # what building the model left of the limit
     if limit is not None:
         h.setOptionValue("time_limit", float(limit))
-    h.run()
+    _run(h)
     ms = h.getModelStatus()
     info = h.getInfo()
     S = highspy.HighsModelStatus
@@ -126,3 +126,26 @@ def solve_matrix(m: MatrixModel, *, time_limit=None, started=None, seed=0, threa
         bound = obj
     x = np.array(h.getSolution().col_value) if has else None
     return Result(status, obj, bound, None, 0.0, NAME, h.modelStatusToString(ms)), x
+
+
+def _run(h) -> None:
+    """``h.run()``, in HiGHS's solver thread so that Ctrl-C can reach it: the first Ctrl-C
+    (:func:`planner.core.interrupt.stop_requested`) cancels the search, which then ends with its
+    incumbent as if the time limit had been reached; a second one cancels and aborts."""
+    from planner.core.interrupt import stop_requested
+
+    if not hasattr(h, "startSolve"):   # an old highspy: no solver thread
+        h.run()
+        return
+    thread = h.startSolve()
+    cancelled = False
+    try:
+        while not h.wait(0.05)[0]:
+            if stop_requested() and not cancelled:
+                h.cancelSolve()
+                cancelled = True
+    except BaseException:
+        h.cancelSolve()
+        thread.join()
+        raise
+    thread.join()

@@ -51,7 +51,9 @@ import importlib
 import importlib.util
 import itertools
 import json
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -61,7 +63,7 @@ from planner.core.errors import TopoplanError
 __all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
            "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
            "expand_cells", "resolve", "problem_module", "split_params", "cell_model", "run_cell",
-           "simulate_plan_cell", "execute", "table_format", "read_table", "write_table", "SweepOutcome",
+           "simulate_plan_cell", "execute", "table_format", "read_table", "write_table", "table_lock", "SweepOutcome",
            "make_client", "run_sweep"]
 
 KEY_VERSION = 2  # 2: cells name their simulator model (the default relay became pipelined)
@@ -157,17 +159,12 @@ def load_config(path, output=None) -> SweepConfig:
     >>> cfg.name, len(cfg.instances), cfg.parameters
     ('cheap', 2, {'a': [1, 2, 3], 'seed': [0, 1]})
     """
-    import yaml
-
     from planner.core.io import read_text
+    from planner.core.topology_io import strict_yaml
 
     path = Path(path)
-    try:
-        doc = yaml.safe_load(read_text(path, "sweep config"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise TopoplanError(f"{where}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    # the strict reader of every YAML input: duplicate keys, alias bombs and YAML 1.1 numbers are refused
+    doc = strict_yaml(read_text(path, "sweep config"), path)
     cfg = parse_config(doc, str(path), base=path.parent)
     if output is not None:
         cfg.output = Path(output)
@@ -1118,6 +1115,90 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
     t0 = time.perf_counter()
     table_format(cfg.output)     # fail before any work when the output cannot be written
     check_config(cfg)
+    with table_lock(cfg.output):   # a second sweep on the same table would lose the first one's rows
+        return _run_locked(cfg, t0, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
+                           processes=processes, progress=progress, console=console, flush_s=flush_s, client=client,
+                           limit=limit)
+
+
+@contextmanager
+def table_lock(path):
+    """Hold an exclusive lock on a sweep table while a sweep reads and rewrites it.
+
+    The lock is ``flock`` on a hidden file beside the table (``.NAME.lock``, removed at the end);
+    a second sweep on the same table fails at once, naming the table, instead of overwriting the
+    first one's rows with its own.
+
+    Parameters
+    ----------
+    path : str or path
+        The table.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    TopoplanError
+        When another process holds the lock.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> table = Path(tmp.name) / "t.csv"
+    >>> with table_lock(table):
+    ...     with table_lock(table):               # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../t.csv: another sweep is writing this table (...); wait for it to finish or choose another output
+    """
+    import fcntl
+
+    path = Path(path)
+    lock = path.parent / f".{path.name}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise TopoplanError(f"{path}: cannot lock the table ({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = ""
+            try:
+                holder = os.pread(fd, 32, 0).decode().strip()
+            except (OSError, UnicodeDecodeError):
+                pass
+            os.close(fd)
+            raise TopoplanError(f"{path}: another sweep is writing this table (lock {lock.name}"
+                                f"{', process ' + holder if holder else ''}); wait for it to finish or choose "
+                                "another output") from None
+        try:   # the file may have been removed by the previous holder after we opened it: lock the current one
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _run_locked(cfg, t0, *, scheduler, workers, threads_per_worker, processes, progress, console, flush_s, client,
+                limit) -> SweepOutcome:
+    import pandas as pd
+
     cells = expand_cells(cfg)
     keys = [c["key"] for c in cells]
     prev = read_table(cfg.output)
@@ -1145,9 +1226,15 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
     if todo:
         own = client is None
         cluster = None
-        if own:
-            client, cluster = make_client(scheduler, workers=workers, threads_per_worker=threads_per_worker,
-                                          processes=processes)
+        if own:   # starting Dask takes seconds: say so instead of staying silent
+            where = scheduler or f"a local cluster of {workers or 'default'} {'processes' if processes else 'threads'}"
+            if progress and console is not None:
+                with console.status(f"sweep {cfg.name}: starting Dask ({where}) for {len(todo)} cells..."):
+                    client, cluster = make_client(scheduler, workers=workers, threads_per_worker=threads_per_worker,
+                                                  processes=processes)
+            else:
+                client, cluster = make_client(scheduler, workers=workers, threads_per_worker=threads_per_worker,
+                                              processes=processes)
         bar = None
         try:
             from dask.distributed import as_completed

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "planner.cli.commands.bound",
     "planner.cli.commands.report",
     "planner.cli.commands.sweep",
+    "planner.cli.commands.trace",
 )
 
 
@@ -84,11 +85,28 @@ def guard_outputs(fn):
     return wrapper
 
 
-def _guard_all(app: typer.Typer) -> None:
+def _guard_all(app: typer.Typer, prefix: str = "") -> None:
+    from planner.cli.examples import epilog
+
     for cmd in app.registered_commands:
         cmd.callback = guard_outputs(cmd.callback)
+        name = cmd.name or cmd.callback.__name__.replace("_", "-")
+        if cmd.epilog is None:
+            cmd.epilog = epilog(f"{prefix}{name}")
     for group in app.registered_groups:
-        _guard_all(group.typer_instance)
+        _guard_all(group.typer_instance, f"{prefix}{group.name or group.typer_instance.info.name} ")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("topoplan")
+        except PackageNotFoundError:   # run from a checkout that was not installed
+            v = "unknown (not installed)"
+        typer.echo(f"topoplan {v}")
+        raise typer.Exit()
 
 
 def build_app() -> typer.Typer:
@@ -105,10 +123,19 @@ def build_app() -> typer.Typer:
     >>> "simulate" in [c.name for c in app.registered_commands]
     True
     """
-    app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=False,
-                      pretty_exceptions_enable=False,
+    # plain click help (no boxes: greppable, flags shown without a value placeholder), -h as well as --help,
+    # shell completion (--install-completion), and an Examples block at the end of every command's help
+    app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=True, rich_markup_mode=None,
+                      pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
                       help="Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement, "
                            "topology-aware Bcast, and a flow-level simulator to score every plan.")
+
+    @app.callback()
+    def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                           help="Print the version and exit.")) -> None:
+        """Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement,
+        topology-aware Bcast, and a flow-level simulator to score every plan."""
+
     for name in COMMAND_MODULES:
         if importlib.util.find_spec(name) is None:
             continue  # a group not built yet
@@ -160,9 +187,22 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
+    from planner.core import interrupt
+
     app = build_app()
+    interrupt.reset()
     try:
-        app(args=argv, prog_name="topoplan", standalone_mode=False)
+        rc = app(args=argv, prog_name="topoplan", standalone_mode=False)
+        if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
+            raise KeyboardInterrupt
+        if isinstance(rc, int) and rc != 0:
+            return rc
+        if interrupt.was_interrupted():
+            # the first Ctrl-C stopped a search: its best plan was written (status "interrupted"), but the
+            # run did not finish as asked, so it is not a success
+            print("interrupted: stopped early by Ctrl-C; the results written hold the best plan found so far",
+                  file=sys.stderr)
+            return 130
     except TopoplanError as exc:
         print(f"error: {_flags(str(exc))}", file=sys.stderr)
         return 2
@@ -179,6 +219,9 @@ def main(argv=None) -> int:
     except Exception as exc:  # click usage errors and the like
         kinds = {c.__name__ for c in type(exc).__mro__}
         # Typer may vendor its own copy of click (typer._click), so match by class name, not identity
+        if "NoArgsIsHelpError" in kinds:   # a bare command group: its help, which is not a result
+            print(exc.format_message(), file=sys.stderr)
+            return 2
         if "UsageError" in kinds:
             # one line, like every other input error; the usage block is one --help away
             ctx = getattr(exc, "ctx", None)

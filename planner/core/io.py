@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextvars
 import gzip
 import json
 import os
+import stat
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["check_writable", "atomic_write", "write_json", "dumps", "read_text", "read_json"]
+__all__ = ["check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_text", "read_json"]
 
 
 def check_writable(path, *, inputs=()) -> Path:
@@ -49,6 +52,13 @@ def check_writable(path, *, inputs=()) -> Path:
     path = Path(path)
     if path.is_dir():
         raise TopoplanError(f"{path}: is a directory, not an output file")
+    kind = _special(path)
+    if kind in ("socket", "block device"):
+        raise TopoplanError(f"{path}: is a {kind}, not an output file")
+    if kind is not None:   # a FIFO or character device (/dev/null, /dev/stdout): written into, never replaced
+        if not os.access(path, os.W_OK):
+            raise TopoplanError(f"{path}: cannot write here (permission denied)")
+        return path
     parent = path.parent
     if not parent.is_dir():
         raise TopoplanError(f"{path}: directory {parent} does not exist")
@@ -58,6 +68,19 @@ def check_writable(path, *, inputs=()) -> Path:
         if src is not None and _same_file(path, src):
             raise TopoplanError(f"{path}: output would overwrite the input {src}; choose another name")
     return path
+
+
+def _special(path: Path) -> str | None:
+    """What kind of special file ``path`` is (None: a regular file or nothing there)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return None
 
 
 def _same_file(a, b) -> bool:
@@ -101,6 +124,13 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     raw = data if binary or isinstance(data, bytes) else data.encode("utf-8")
     if path.suffix == ".gz":
         raw = gzip.compress(raw, mtime=0)
+    group = _group.get()
+    if _special(path) is not None:   # a FIFO or character device: write into it (replacing /dev/null would be wrong)
+        if group is not None:
+            group.append((None, path, raw))
+        else:
+            _write_special(path, raw)
+        return
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -110,6 +140,9 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
+        if group is not None:   # renamed into place when the whole group succeeded
+            group.append((tmp, path, None))
+            return
         os.replace(tmp, path)
     except OSError as exc:
         _discard(tmp)
@@ -117,6 +150,69 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     except BaseException:
         _discard(tmp)
         raise
+
+
+_group: contextvars.ContextVar = contextvars.ContextVar("topoplan_output_group", default=None)
+
+
+def _write_special(path: Path, raw: bytes) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY)   # no O_CREAT / O_TRUNC: the device or FIFO stays what it is
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+    except OSError as exc:
+        raise TopoplanError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def output_group():
+    """Make every :func:`atomic_write` in the block part of one all-or-nothing output set.
+
+    Files are written to temporary files beside their targets as the block runs; they are renamed
+    into place only when the whole block succeeded, and discarded when it raised (an error, Ctrl-C),
+    so a command with two outputs never leaves one of them behind. FIFOs and character devices
+    are written at the end, after the regular files.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> a, b = os.path.join(tmp.name, "a.txt"), os.path.join(tmp.name, "no-dir", "b.txt")
+    >>> with output_group():                      # doctest: +ELLIPSIS
+    ...     atomic_write(a, "plan")
+    ...     atomic_write(b, "rankfile")           # fails: its directory does not exist
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../b.txt: directory .../no-dir does not exist
+    >>> os.listdir(tmp.name)                      # a.txt was not left behind
+    []
+    """
+    staged: list = []
+    token = _group.set(staged)
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _group.reset(token)
+        if not ok:
+            for tmp, _, _ in staged:
+                _discard(tmp)
+    try:
+        for tmp, path, _ in staged:
+            if tmp is not None:
+                os.replace(tmp, path)
+    except OSError as exc:
+        for tmp, _, _ in staged:
+            _discard(tmp)
+        raise TopoplanError(f"cannot write the outputs: {exc.strerror or exc}") from None
+    for tmp, path, raw in staged:
+        if tmp is None:
+            _write_special(path, raw)
 
 
 def _discard(tmp) -> None:
@@ -264,7 +360,9 @@ def read_json(path, what: str = "JSON file"):
     Raises
     ------
     TopoplanError
-        For a missing or unreadable file, or malformed JSON (naming the line).
+        For a missing or unreadable file, malformed JSON (naming the line),
+        a key given twice in one object (naming the key and line: JSON
+        parsers disagree on which one wins), or nesting too deep to parse.
 
     Examples
     --------
@@ -277,6 +375,12 @@ def read_json(path, what: str = "JSON file"):
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: .../plan.json:2: malformed plan: Expecting value
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"root": 0,\\n "order": [1, 0],\\n "root": 1}')
+    >>> read_json(path, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../plan.json:3: malformed plan: duplicate key 'root'
     """
     path = Path(path)
     if not path.is_file():
@@ -286,8 +390,69 @@ def read_json(path, what: str = "JSON file"):
             raw = fh.read()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        return json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        try:
+            return json.loads(text, object_pairs_hook=_unique_pairs)
+        except _DuplicateKey as dup:
+            line = _duplicate_line(text)
+            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
+                                f"{dup.key!r}") from None
     except json.JSONDecodeError as exc:
         raise TopoplanError(f"{path}:{exc.lineno}: malformed {what}: {exc.msg}") from None
+    except RecursionError:
+        raise TopoplanError(f"{path}: malformed {what}: nested too deeply") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key, line=None):
+        super().__init__(key)
+        self.key, self.line = key, line
+
+
+def _unique_pairs(pairs):
+    """``object_pairs_hook``: a dict, or ``_DuplicateKey`` for a key given twice (json.loads lets the last win)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return out
+
+
+def _duplicate_line(text: str):
+    """Line of the first repeated key: the slow pure-Python parser, run only after the fast one found one."""
+    import json.decoder
+    import json.scanner
+
+    decoder = json.JSONDecoder()
+
+    def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
+        starts = []
+
+        def scan(s, idx):
+            starts.append(idx)
+            return scan_once(s, idx)
+
+        def hook(pairs):
+            seen = set()
+            for (k, _), at in zip(pairs, starts):
+                if k in seen:
+                    raise _DuplicateKey(k, s_and_end[0].count("\n", 0, at) + 1)
+                seen.add(k)
+            return dict(pairs)
+
+        return json.decoder.JSONObject(s_and_end, strict, scan, object_hook, hook, memo)
+
+    decoder.parse_object = parse_object
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except _DuplicateKey as dup:
+        return dup.line
+    except (ValueError, RecursionError):
+        return None
+    return None

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from planner.core.errors import TopoplanError
+from planner.core.interrupt import graceful_stop, stop_requested
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
            "check_options", "strict_options", "module_missing", "Registry", "PlanResult", "gap_of", "solve_with"]
@@ -279,7 +280,7 @@ class Registry(Mapping):
         return req() if req is not None else None
 
 
-STATUSES = ("optimal", "feasible", "timeout", "heuristic")
+STATUSES = ("optimal", "feasible", "timeout", "heuristic", "interrupted")
 
 
 @dataclass
@@ -305,6 +306,8 @@ class PlanResult:
     metrics, options : dict, optional
     problem : str, optional
     message : str, optional
+    inputs : dict of str to str, optional
+        Fingerprints of the inputs the plan was made for (:mod:`planner.core.fingerprint`).
 
     Examples
     --------
@@ -325,6 +328,7 @@ class PlanResult:
     options: dict[str, Any] = field(default_factory=dict)
     problem: str = ""
     message: str = ""
+    inputs: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         d = {"problem": self.problem, "method": self.method, "seed": self.seed, "objective": self.objective,
@@ -332,6 +336,8 @@ class PlanResult:
              "wall_s": self.wall_s}
         d.update(self.plan)
         d["options"] = self.options
+        if self.inputs:
+            d["inputs"] = self.inputs
         if self.message:
             d["message"] = self.message
         return d
@@ -440,7 +446,7 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
     res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
                      validate=validate, **options)
-    if score == "bound":
+    if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
         return res
     t0 = time.perf_counter()
     candidates = {method: res}
@@ -482,11 +488,18 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     t0 = time.perf_counter()
-    res = fn(problem, time_limit=time_limit, seed=seed, **options)
+    with graceful_stop():   # the first Ctrl-C ends the search with its best plan, the second aborts
+        res = fn(problem, time_limit=time_limit, seed=seed, **options)
+        if stop_requested():
+            res.status = "interrupted"
+            res.message = (f"{res.message}; " if res.message else "") + "stopped by Ctrl-C: the best plan found so far"
     res.wall_s = time.perf_counter() - t0
     res.method = method
     res.seed = seed
     res.problem = problem_name
+    fingerprint = getattr(problem, "fingerprint", None)
+    if callable(fingerprint):   # the inputs the plan was made for (planner.core.fingerprint)
+        res.inputs = fingerprint()
     if res.gap is None and res.bound is not None:
         res.gap = gap_of(res.objective, res.bound)
     res.options = {"time_limit": time_limit, **{k: v for k, v in options.items() if _plain(v)}, **res.options}

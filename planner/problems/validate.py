@@ -7,7 +7,8 @@ from planner.core.errors import TopoplanError
 __all__ = ["validate"]
 
 
-def validate(plan: dict, topology, *, where: str = "plan") -> dict:
+def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placement=None,
+             check_inputs: bool = True) -> dict:
     """Check a plan document against a topology, by the plan kinds it holds.
 
     The one home of plan validation: ``topoplan validate``, the simulator hand-off
@@ -24,6 +25,14 @@ def validate(plan: dict, topology, *, where: str = "plan") -> dict:
         the root on its node).
     topology : the topology the plan is for.
     where : how errors name the plan (e.g. its file name).
+    traffic : Traffic, optional
+        The traffic the plan is used with; compared with the plan's recorded ``inputs``.
+    placement : Placement, optional
+        The placement a circuit plan is used with; compared likewise.
+    check_inputs : bool, optional
+        Refuse a plan whose recorded ``inputs`` fingerprints (:mod:`planner.core.fingerprint`) differ
+        from those of ``topology`` (after overrides), ``traffic`` and ``placement``. False uses the
+        plan anyway (the CLI's ``--any-inputs``); a plan without ``inputs`` is not compared.
 
     Returns
     -------
@@ -33,7 +42,8 @@ def validate(plan: dict, topology, *, where: str = "plan") -> dict:
     Raises
     ------
     TopoplanError
-        naming ``where`` and the field at fault; also when the document holds no plan kind.
+        naming ``where`` and the field at fault; also when the document holds no plan kind, or
+        (``check_inputs``) when the plan was made for other inputs.
 
     Examples
     --------
@@ -45,10 +55,20 @@ def validate(plan: dict, topology, *, where: str = "plan") -> dict:
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: plan: field 'order': 2 appears twice (not a permutation)
+    >>> from planner.core.fingerprint import fingerprint
+    >>> plan = {"rank_to_node": [0, 1], "inputs": fingerprint(topology=t)}
+    >>> validate(plan, load_topology("paper003", ["ocs.bw=1Gbps"]), where="p.json")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: p.json: field 'inputs': made for another topology (...)
     """
     doc, topo = plan, topology
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
+    if check_inputs and doc.get("inputs") is not None:
+        from planner.core.fingerprint import check_inputs as compare, fingerprint
+
+        compare(doc["inputs"], fingerprint(topology=topo, traffic=traffic, placement=placement), where)
     checked, out = [], {}
     if "circuits" in doc or "forwarding" in doc:
         from planner.problems.circuits.problem import validate_plan_dict  # the circuit rules live with the problem

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from planner.cli.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+from planner.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
                                      SetOpt, TimeLimitOpt, TopologyOpt, console, emit, flag_names, sim_model,
                                      topology_record)
 from planner.core.units import format_time, parse_size
@@ -58,15 +58,19 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
                                   long_B=parse_size(long_msg, "long-msg"))
     except TopoplanError as e:  # the library names its fields; name the flags
         raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
-    res = solve(prob, method, time_limit=time_limit, seed=seed, simulate=not no_simulate, score=score,
-                sim_model=smodel)
+    with solving(method, time_limit):   # progress on a terminal
+        res = solve(prob, method, time_limit=time_limit, seed=seed, simulate=not no_simulate, score=score,
+                    sim_model=smodel)
     doc = res.to_dict()
     hosts = topo.host_names()
     doc["hosts"] = [hosts[i] for i in res.plan["order"]]
     doc.update({**topology_record(topo, topology, sets), "allocation": allocation})
-    if rankfile is not None:
-        write_rankfile(rankfile, doc["hosts"])
-    emit(doc, json_mode, output)
+    from planner.core.io import output_group
+
+    with output_group():   # the plan and the rankfile: both or neither
+        if rankfile is not None:
+            write_rankfile(rankfile, doc["hosts"])
+        emit(doc, json_mode, output)
     if json_mode:
         return
     m = res.metrics

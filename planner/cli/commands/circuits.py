@@ -8,9 +8,9 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from planner.cli.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
+from planner.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
                                      SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     flag_names, load_inputs, sim_model, topology_record)
+                                     flag_names, load_inputs, parse_time_limit, sim_model, topology_record)
 from planner.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -84,7 +84,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
-    res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
+    with solving(method, time_limit):   # progress on a terminal
+        res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
     if simulate and "simulated_s" not in res.metrics:
         res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
     if "simulated_s" in res.metrics:
@@ -126,8 +127,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                          placement: str = PlacementOpt,
                          methods: str = typer.Option("none,sp,three-step,greedy,matching,ilp,anneal", "--methods",
                                                      help="Comma-separated methods."),
-                         time_limit: Optional[float] = typer.Option(10.0, "--time-limit",
-                                                                    help="Seconds for ilp and anneal each."),
+                         time_limit: Optional[float] = typer.Option("10", "--time-limit", parser=parse_time_limit, metavar="DURATION",
+                                                                    help="For ilp and anneal each (seconds, or 10s, 1min)."),
                          seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
                          hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
                          solver: str = SolverOpt, formulation: str = FormulationOpt,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -18,7 +19,19 @@ PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential,
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
 OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
 SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
-TimeLimitOpt = typer.Option(None, "--time-limit", help="Solver time limit in seconds.")
+def parse_time_limit(text: str) -> float:
+    """``--time-limit``: a duration with a unit (``90s``, ``2min``, ``500ms``) or a bare number of seconds."""
+    from planner.core.errors import TopoplanError
+    from planner.core.units import parse_time
+
+    try:
+        return parse_time(text, "time_limit")
+    except TopoplanError as exc:   # name the flag, not the field
+        raise TopoplanError(flag_names(str(exc), {"time_limit": "--time-limit"})) from None
+
+
+TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metavar="DURATION",
+                            help="Solver time limit: seconds, or with a unit (90s, 2min).")
 ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
                         "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
@@ -87,6 +100,66 @@ def topology_record(topo, topology: str, sets) -> dict:
     """What a plan file records of its topology: the name, and the spec and --set overrides that rebuild it
     (``export`` reloads them to check a placement's cores)."""
     return {"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or [])}
+
+
+AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it was made for another topology, "
+                            "traffic or placement (its recorded input fingerprints differ).")
+
+
+def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
+                      placement=None) -> None:
+    """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given."""
+    if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
+        return
+    from planner.core.errors import TopoplanError
+    from planner.core.fingerprint import check_inputs, fingerprint
+
+    try:
+        check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)
+    except TopoplanError as exc:
+        msg = str(exc).replace("field 'inputs': ", "")
+        raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
+
+
+def plan_doc(spec) -> dict | None:
+    """The JSON document of a plan or placement file argument, or None (a named placement, a CSV)."""
+    from planner.core.io import read_json
+
+    path = Path(str(spec))
+    if path.suffix not in (".json", ".gz") or not path.is_file():
+        return None
+    doc = read_json(path, "plan")
+    return doc if isinstance(doc, dict) else None
+
+
+@contextmanager
+def solving(method: str, time_limit: Optional[float] = None):
+    """Show a long search's progress on stderr while it runs, when stderr is a terminal: elapsed time
+    against the limit, the incumbent and bound the method reports (:mod:`planner.core.progress`), and
+    that Ctrl-C keeps the best plan. Nothing in pipes and logs."""
+    err = Console(stderr=True, highlight=False)
+    if not err.is_terminal:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from planner.core.progress import reporting_to
+
+    limit = f" / {time_limit:g} s" if time_limit else ""
+    with Progress(SpinnerColumn(), TextColumn(method), TimeElapsedColumn(), TextColumn(limit + "{task.fields[info]}"),
+                  TextColumn("[dim](Ctrl-C: stop and keep the best plan)"), console=err, transient=True) as bar:
+        task = bar.add_task(method, total=None, info="")
+        seen: dict = {}
+
+        def show(fields):
+            seen.update(fields)
+            parts = [f"{k} {v:.6g}" for k, v in seen.items() if k in ("incumbent", "bound") and v is not None]
+            if seen.get("stage"):
+                parts.append(str(seen["stage"]))
+            bar.update(task, info=("  " + ", ".join(parts)) if parts else "")
+
+        with reporting_to(show):
+            yield
 
 
 def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from planner.cli.commands.common import ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, sim_model
+from planner.cli.commands.common import ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, parse_time_limit, sim_model
 from planner.core.units import format_bytes, format_time
 
 DEFAULT_TOPOLOGY = "paper003"
@@ -20,7 +20,8 @@ def register(app: typer.Typer) -> None:
 
 def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
          traffic: str = typer.Option(DEFAULT_TRAFFIC, "--traffic", "-T"),
-         time_limit: Optional[float] = typer.Option(20.0, "--time-limit", help="Limit for the exact circuit model."),
+         time_limit: Optional[float] = typer.Option("20", "--time-limit", parser=parse_time_limit, metavar="DURATION",
+                                                    help="Limit for the exact circuit model (seconds, or 20s, 1min)."),
          model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
          paper_contention: Optional[str] = ContentionOpt) -> None:
     """Analyze the default job, plan circuits with the paper's heuristic and the exact model, and simulate.

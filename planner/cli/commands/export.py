@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from planner.cli.commands.common import SetOpt, console
+from planner.cli.commands.common import AnyInputsOpt, SetOpt, check_plan_inputs, console, plan_doc
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +19,7 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                hosts: Optional[Path] = typer.Option(None, "--hosts", help="Hostfile: 'node_id host' or one host per line."),
                topology: Optional[str] = typer.Option(None, "--topology", "-t",
                                                       help="Topology to validate against (and take host names from)."),
-               sets: Optional[List[str]] = SetOpt,
+               sets: Optional[List[str]] = SetOpt, any_inputs: bool = AnyInputsOpt,
                output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
     """Export a placement for a real launcher; refuses a placement that does not validate."""
     from planner.core.errors import TopoplanError
@@ -35,6 +35,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         topo = load_topology(topology, sets or [])
     if topo is None:
         topo = _recorded_topology(placement)
+    if topo is not None:   # a placement planned on another machine (or an edited topology file) is refused
+        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo)
     if topo is None and hosts is None:
         raise TopoplanError("export needs --hosts or --topology (for host names)")
     pl = read_placement(placement)

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from planner.cli.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+from planner.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
                                      SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
                                      sim_model, topology_record)
 from planner.core.units import format_bytes, format_time, parse_size
@@ -57,8 +57,9 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
         raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")
     try:   # the library names its fields; name the flags
         prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr)
-        res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
-                    **opts)
+        with solving(method, time_limit):   # progress on a terminal
+            res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
+                        **opts)
     except TopoplanError as e:
         raise TopoplanError(flag_names(str(e), {"objective": "--objective", "threshold_B": "--threshold",
                                                 "init": "--init"})) from None

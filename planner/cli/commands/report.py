@@ -31,7 +31,10 @@ def report_cmd(
     if frames < 1:
         raise TopoplanError(f"--frames: must be at least 1, got {frames}")
     at_s = parse_time(at, "at") if at else None
-    res = write_report(result, output, png=png, frames=frames, at_s=at_s, title=title)
+    from planner.core.io import output_group
+
+    with output_group():   # the page and the PNG: both or neither
+        res = write_report(result, output, png=png, frames=frames, at_s=at_s, title=title)
     if json_mode:
         emit(res, True, None)
         return

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from planner.cli.commands.common import (ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SetOpt, console,
-                                     emit, sim_model)
+from planner.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
+                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model)
 from planner.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -30,7 +30,7 @@ def simulate_cmd(
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
     flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
     model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
-    paper_contention: Optional[str] = ContentionOpt,
+    paper_contention: Optional[str] = ContentionOpt, any_inputs: bool = AnyInputsOpt,
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
 ) -> None:
     """Replay an MPI trace, a generator or a matrix on the network; or run a raw flow scenario (--flows)."""
@@ -61,7 +61,8 @@ def simulate_cmd(
     from sim.replay import bulk_trace
     from sim.run import network_view, simulate_plan
 
-    topo = network_view(load_topology(topology, sets or []), network)
+    given_topo = load_topology(topology, sets or [])
+    topo = network_view(given_topo, network)
     trace, tr = load_source(traffic)
     if trace is None:
         trace = bulk_trace(tr, iters)
@@ -71,6 +72,9 @@ def simulate_cmd(
     capacity = int(topo.node_cores().sum())
     if trace.n_ranks > capacity:
         raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
+    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
+    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
+                      traffic=tr)
     pl = load_placement(placement, trace.n_ranks, topo)
     plan = None
     if circuits is not None:
@@ -79,6 +83,7 @@ def simulate_cmd(
         from planner.problems.circuits.planfile import read_plan
 
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+        check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
     thr = parse_size(threshold, "threshold") if threshold else None
     dt = parse_time(timeline, "timeline") if timeline else None
     from sim.replay import check_options

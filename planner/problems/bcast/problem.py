@@ -44,6 +44,8 @@ from planner.core.errors import TopoplanError
 from planner.core.placement import Placement, from_nodes
 from planner.problems.result import PlanResult, solve_with, strict_options
 from planner.traffic.trace import Trace
+from planner.core.interrupt import stop_requested
+from planner.core.progress import report
 from sim.model import SimModel
 from sim.run import simulate_plan
 
@@ -81,6 +83,12 @@ class BcastProblem:
     delay_kind: str
     costs: CostModel
     model: TimeModel
+
+    def fingerprint(self) -> dict[str, str]:
+        """Fingerprints of the topology and the allocation (node list) this problem was built from."""
+        from planner.core.fingerprint import fingerprint
+
+        return fingerprint(topology=self.topology, allocation=np.asarray(self.nodes, np.int64))
 
     @classmethod
     @strict_options("BcastProblem.build")
@@ -358,7 +366,7 @@ def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, max_steps=None
     for it in range(iters):
         if it % 128 == 0:
             frac = max(it / iters, (time.perf_counter() - t_begin) / budget)
-            if frac >= 1.0:
+            if frac >= 1.0 or stop_requested():   # Ctrl-C: keep the best order found so far
                 break
         temp = t_hi * (t_lo / t_hi) ** frac
         i = int(rng.integers(1, n))
@@ -374,6 +382,7 @@ def run_anneal(problem: BcastProblem, *, time_limit=None, seed=0, max_steps=None
             cur_s, cur_t = s, t
             if s < best_s:
                 best, best_s, best_t = cur.copy(), s, t
+                report(incumbent=best_t)
         else:
             cur[i], cur[j] = cur[j], cur[i]
     return best, {"steps": it + 1, "init": first}

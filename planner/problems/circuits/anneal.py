@@ -29,6 +29,8 @@ from planner.problems.circuits.forwarding import array_from_tables, distance_vec
 from planner.problems.circuits.problem import plan_dict, plan_simulator, result_from_plan
 from planner.problems.circuits.registry import HEURISTICS, METHODS
 from planner.core.errors import TopoplanError
+from planner.core.interrupt import stop_requested
+from planner.core.progress import report
 
 __all__ = ["DEFAULT_TIME_S", "STARTABLE", "anneal"]
 
@@ -117,6 +119,8 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             break
         if max_steps is not None and moves >= max_steps:
             break
+        if stop_requested():   # Ctrl-C: keep the best configuration found so far
+            break
         frac = elapsed / budget if budget else moves / max(max_steps, 1)
         temp = t0 * (t1 / t0) ** min(1.0, frac)
         cand = state.propose(rng)
@@ -130,6 +134,7 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             accepted += 1
             if e_new < best[0] - 1e-15:
                 best = (e_new, list(cand), ev_new, nh_new)
+                report(incumbent=e_new)
     _, circ, ev, nh = best
     res = result_from_plan(problem, circ, nh, status="heuristic",
                            options={"init": start_name, "moves": moves, "accepted": accepted, "energy": energy,

@@ -53,6 +53,8 @@ from planner.problems.circuits.forwarding import (LOAD_SHARING, array_from_table
 from planner.problems.circuits.problem import CircuitProblem, result_from_plan
 from planner.problems.circuits.registry import METHODS
 from planner.core.errors import TopoplanError
+from planner.core.interrupt import stop_requested
+from planner.core.progress import report
 from planner.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
@@ -472,7 +474,9 @@ class _Run:
     info: dict = field(default_factory=dict)
 
     def left(self) -> float | None:
-        """Seconds left of the time limit (at least 0.05; None: no limit)."""
+        """Seconds left of the time limit (at least 0.05; None: no limit; 0.05 once Ctrl-C asked to stop)."""
+        if stop_requested():
+            return 0.05
         return None if self.deadline is None else max(0.05, self.deadline - time.perf_counter())
 
     @property
@@ -774,6 +778,7 @@ class _Best:
         self.last_key = (ev.congestion_s, ev.uplink_bytes)
         if better(ev, self.ev):
             self.ev, self.plan, self.name = ev, (list(circ), nh), name
+            report(stage=f"ilp: incumbent from {name}", incumbent=ev.congestion_s)
 
 
 def _incumbents(problem, seed):

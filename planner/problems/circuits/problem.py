@@ -147,6 +147,14 @@ class CircuitProblem:
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
     traffic: object = field(default=None, repr=False, compare=False)  # rank traffic (for simulating plans)
 
+    def fingerprint(self) -> dict[str, str]:
+        """Fingerprints of the topology, rank traffic and placement this problem was built from
+        (recorded in every plan as ``inputs``; :mod:`planner.core.fingerprint`)."""
+        from planner.core.fingerprint import fingerprint
+
+        pl = self.placement if hasattr(self.placement, "rank_to_node") else None
+        return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
+
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
@@ -672,7 +680,9 @@ def _is_int(x) -> bool:
     if isinstance(x, (int, np.integer)):
         return True
     if isinstance(x, str):
-        return x.strip().lstrip("-").isdigit()
+        from planner.core.units import is_ascii_int
+
+        return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
     if isinstance(x, float):
         return x.is_integer()
     return False

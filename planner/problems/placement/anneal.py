@@ -34,6 +34,8 @@ import scipy.sparse as sp
 from planner.problems.placement import basic, greedy, metis  # noqa: F401  (register the starts)
 from planner.problems.placement.problem import PlacementProblem, initial_placement, result_from
 from planner.problems.placement.registry import METHODS
+from planner.core.interrupt import stop_requested
+from planner.core.progress import report
 
 __all__ = ["DEFAULT_TIME_S", "NOT_STARTS", "anneal"]
 
@@ -432,6 +434,8 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     moved = np.zeros(problem.n_ranks, dtype=bool)
     t_begin = time.perf_counter()
     while True:
+        if stop_requested():   # Ctrl-C: keep the best placement found so far
+            break
         if max_steps is not None:
             if steps >= max_steps:
                 break
@@ -470,6 +474,7 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
             cost += change
         if cost < best_cost - 1e-9 * max(abs(best_cost), 1.0):
             best_cost, best_node = cost, st.node_of.copy()
+            report(incumbent=best_cost)
     exact = problem.cost(best_node)
     msg = f"{steps} batches of {batch} moves, {applied} applied; objective {start_cost:.6g} -> {exact:.6g}"
     return result_from(problem, best_node, message=msg,

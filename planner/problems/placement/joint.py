@@ -73,6 +73,7 @@ from planner.problems.placement.anneal import anneal
 from planner.problems.placement.problem import PlacementProblem, initial_placement, result_from, simulated_time
 from planner.problems.placement.registry import METHODS
 from planner.core.topology import TreeTopology
+from planner.core.interrupt import stop_requested
 
 __all__ = ["DEFAULT_TIME_S", "MAX_ANNEAL_NODES", "joint"]
 
@@ -375,7 +376,7 @@ def descent(sc: Scorer, cur: Candidate, rng, *, deadline: float, max_evals: int 
     n = cp.n_nodes
     ocs = np.flatnonzero(cp.is_ocs)
     budget = max_evals
-    while time.perf_counter() < deadline and (budget is None or budget > 0):
+    while time.perf_counter() < deadline and (budget is None or budget > 0) and not stop_requested():
         cnt = np.bincount(cur.node, minlength=n)
         tr = p.traffic
         best = None
@@ -495,7 +496,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     use_anneal = "anneal" in steps and problem.n_nodes <= MAX_ANNEAL_NODES and problem.n_ranks > 1
     for r in range(max(0, int(rounds))):
         now = time.perf_counter()
-        if now >= deadline:
+        if now >= deadline or stop_requested():
             break
         round_end = now + (deadline - now) / (rounds - r)
         before = inner

@@ -102,6 +102,12 @@ class PlacementProblem:
     threshold_B: float = 8192.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def fingerprint(self) -> dict[str, str]:
+        """Fingerprints of the topology and traffic this problem was built from (a plan's ``inputs``)."""
+        from planner.core.fingerprint import fingerprint
+
+        return fingerprint(topology=self.topology, traffic=self.traffic)
+
     @classmethod
     @strict_options("PlacementProblem.build")
     def build(cls, topology, traffic, placement=None, *, objective: str = "hops",

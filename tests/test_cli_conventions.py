@@ -1,0 +1,110 @@
+"""CLI conventions (issue 18, point 6): -h, --version, completion, an example in every --help (and the
+examples run as written), flags shown without a value placeholder, a bare group's help without an
+empty error, durations with units for --time-limit."""
+
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from planner.cli.examples import EXAMPLES, ORDER
+
+
+def _commands():
+    """``(path, click command)`` of every leaf command."""
+    import typer.main
+
+    from planner.cli.main import build_app
+
+    root = typer.main.get_command(build_app())
+    out = []
+
+    def walk(cmd, path):
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+        else:
+            out.append((" ".join(path), cmd))
+
+    walk(root, [])
+    return out
+
+
+COMMANDS = _commands()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS])
+def test_every_command_has_an_example_and_short_help(path, run_cli):
+    code, out, err = run_cli(*path.split(), "-h")
+    assert code == 0, err
+    example = out[out.index("Examples:\n"):].splitlines()[1].strip()
+    assert example == f"topoplan {path}" or example.startswith(f"topoplan {path} "), out[-400:]
+    assert "<bool>" not in out       # a flag takes no value
+
+
+def test_examples_name_real_commands():
+    paths = {p for p, _ in COMMANDS}
+    assert set(EXAMPLES) <= paths
+    for path, lines in EXAMPLES.items():
+        assert all(line.startswith(f"topoplan {path} ") or line == f"topoplan {path}" for line in lines), path
+    assert set(ORDER) <= set(EXAMPLES)
+
+
+def test_the_examples_run_as_written(tmp_path, data, run_cli, monkeypatch):
+    """Every example of ORDER, one after another in one directory (they pass files down)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(data / "ib" / "tree2" / "ibnetdiscover.txt", tmp_path / "ibnetdiscover.txt")
+    shutil.copytree(data / "ib" / "tree2" / "lft", tmp_path / "lft")
+    (tmp_path / "hosts.txt").write_text("node001\nnode002\nnode003\nnode004\n")
+    (tmp_path / "sweep.yaml").write_text("name: s\noutput: s.csv\nproblem: circuits\nmethods: [none, greedy]\n"
+                                         "instances: [{topology: paper003, traffic: 'ring:np=64,bytes=4MB'}]\n")
+    for path in ORDER:
+        for line in EXAMPLES[path]:
+            args = shlex.split(line)[1:]
+            code, out, err = run_cli(*args)
+            assert code == 0, (line, err)
+
+
+def test_version_and_completion():
+    from importlib.metadata import version
+
+    r = _cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"topoplan {version('topoplan')}"
+    r = _cli("--show-completion", "bash")
+    assert r.returncode == 0 and "_TOPOPLAN_COMPLETE" in r.stdout
+
+
+def test_a_bare_group_prints_its_help_not_an_empty_error():
+    r = _cli("topo")
+    assert r.returncode == 2 and r.stderr.startswith("Usage: topoplan topo") and "error:" not in r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("value, seconds", [("2", 2.0), ("2s", 2.0), ("1500ms", 1.5), ("0.5min", 30.0)])
+def test_time_limit_takes_units(value, seconds, run_cli):
+    import json
+
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", "ring:np=64,bytes=4MB", "-m", "greedy",
+                             "--time-limit", value, "--json")
+    assert code == 0, err
+    assert json.loads(out)["options"]["time_limit"] == seconds
+
+
+def test_keyboard_interrupt_is_not_success(monkeypatch, run_cli):
+    """Typer turns Ctrl-C into a return value of 130; main() must not turn that into 0."""
+    import planner.cli.commands.basic as basic
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(basic, "load_topology", interrupted, raising=False)
+    monkeypatch.setattr("planner.core.topology_io.load_topology", interrupted)
+    code, _, err = run_cli("show", "paper003")
+    assert code == 130 and "interrupted" in err

@@ -1,0 +1,170 @@
+"""Ctrl-C, special files, all-or-nothing outputs and concurrent sweeps (issue 17)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from planner.core import interrupt
+from planner.core.errors import TopoplanError
+from planner.core.io import atomic_write, check_writable, output_group, write_json
+
+
+def _sigint_default():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)   # a background CI shell may start us with SIGINT ignored
+
+
+def _run_and_interrupt(args, after_s):
+    p = subprocess.Popen([sys.executable, "-m", "planner", *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+    time.sleep(after_s)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    return p.returncode, out, err
+
+
+@pytest.mark.parametrize("cmd", [
+    ["place", "-t", "paper003", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB", "-m", "anneal"],
+    ["circuits", "-t", "paper003", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB", "-m", "anneal"],
+    ["bcast", "-t", "paper003", "-a", "gen:nodes=64", "-m", "anneal"],
+])
+def test_first_ctrl_c_writes_the_best_plan_and_exits_130(tmp_path, cmd):
+    out = tmp_path / "plan.json"
+    t0 = time.perf_counter()
+    code, _, err = _run_and_interrupt([*cmd, "--time-limit", "60", "-o", out], after_s=4.0)
+    assert code == 130, err
+    assert time.perf_counter() - t0 < 30     # stopped long before the 60 s limit
+    doc = json.loads(out.read_text())
+    assert doc["status"] == "interrupted" and "Ctrl-C" in doc["message"]
+    assert "interrupted" in err.splitlines()[-1] and "Traceback" not in err
+
+
+def test_ctrl_c_outside_a_search_is_exit_130_without_output(tmp_path):
+    """A long command that is not a search (here a big generated trace): exit 130, nothing written."""
+    out = tmp_path / "t.csv"
+    code, _, err = _run_and_interrupt(["traffic", "npb:kernel=cg,class=C,np=256", "--trace", "-o", out], after_s=3.0)
+    assert code == 130 and err.strip().splitlines()[-1] == "error: interrupted"
+    assert not out.exists() and not [p for p in tmp_path.iterdir()]
+
+
+def test_second_ctrl_c_aborts():
+    interrupt.reset()
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt.graceful_stop(note=""):
+            os.kill(os.getpid(), signal.SIGINT)
+            assert interrupt.stop_requested()
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)   # the handler raises here
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    interrupt.reset()
+
+
+def test_solve_marks_an_interrupted_search():
+    import planner
+    from planner.core.topology_io import load_topology
+
+    prob = planner.PlacementProblem.build(load_topology("paper003"),
+                                          planner.load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
+    import threading
+
+    threading.Timer(1.0, interrupt.request_stop).start()
+    t0 = time.perf_counter()
+    res = planner.solve(prob, method="anneal", time_limit=60, seed=0)
+    assert time.perf_counter() - t0 < 10 and res.status == "interrupted"
+    planner.validate(res.to_dict(), load_topology("paper003"))   # the best plan so far is a valid plan
+    interrupt.reset()
+
+
+# -- special files ---------------------------------------------------------------------------
+
+def test_dev_null_is_written_into_not_replaced(run_cli):
+    before = os.stat("/dev/null")
+    code, _, err = run_cli("show", "paper003", "-o", "/dev/null")
+    assert code == 0, err
+    after = os.stat("/dev/null")
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+
+
+def test_a_fifo_stays_a_fifo(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+
+    import threading
+
+    def reader():
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    t = threading.Thread(target=reader)
+    t.start()
+    write_json(fifo, {"a": 1})
+    t.join(5)
+    assert json.loads(got[0]) == {"a": 1}
+    import stat
+
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_socket_is_refused(tmp_path):
+    path = tmp_path / "s"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(path))
+    try:
+        with pytest.raises(TopoplanError, match="is a socket, not an output file"):
+            check_writable(path)
+    finally:
+        s.close()
+
+
+# -- all or nothing --------------------------------------------------------------------------
+
+def test_output_group_is_all_or_nothing(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.txt"
+    a.write_text("old")
+    with pytest.raises(RuntimeError):
+        with output_group():
+            write_json(a, {"new": 1})
+            atomic_write(b, "x")
+            raise RuntimeError("the second output failed")
+    assert a.read_text() == "old" and not b.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]   # no temporary files left
+    with output_group():
+        write_json(a, {"new": 1})
+        atomic_write(b, "x")
+        assert a.read_text() == "old"          # renamed into place only at the end
+    assert json.loads(a.read_text()) == {"new": 1} and b.read_text() == "x"
+
+
+def test_bcast_plan_and_rankfile_both_or_neither(tmp_path, run_cli, monkeypatch):
+    import planner.cli.commands.common as common
+
+    def full_disk(path, obj):
+        raise TopoplanError(f"{path}: cannot write: No space left on device")
+
+    monkeypatch.setattr(common, "write_json", full_disk)
+    plan, rankfile = tmp_path / "b.json", tmp_path / "rankfile"
+    code, _, err = run_cli("bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--rankfile", rankfile,
+                           "-o", plan)
+    assert code == 2 and "No space left" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- concurrent sweeps -----------------------------------------------------------------------
+
+def test_a_second_sweep_on_one_table_is_refused(tmp_path, run_cli):
+    from planner.batch.sweep import table_lock
+
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("name: s\noutput: t.csv\nproblem: circuits\nmethods: [none]\n"
+                   "instances: [{topology: paper003, traffic: 'ring:np=8,bytes=1MB'}]\n")
+    with table_lock(tmp_path / "t.csv"):
+        code, _, err = run_cli("sweep", cfg, "--threads", "--workers", "1")
+    assert code == 2 and "another sweep is writing this table" in err and f"process {os.getpid()}" in err
+    assert not (tmp_path / "t.csv").exists()
+    assert not (tmp_path / ".t.csv.lock").exists()

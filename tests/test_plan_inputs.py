@@ -1,0 +1,141 @@
+"""Plans are bound to the inputs they were made for (issue 17): every plan records fingerprints of its
+topology (after --set), traffic and placement; validate, simulate and export refuse other inputs unless
+--any-inputs is given."""
+
+import json
+
+import numpy as np
+import pytest
+
+from planner.core.errors import TopoplanError
+from planner.core.fingerprint import check_inputs, fingerprint, fingerprint_topology, fingerprint_traffic
+from planner.core.topology_io import load_topology
+from planner.traffic.matrix import from_arrays, load_source
+
+RING = "ring:np=64,bytes=4MB"
+NEIGH = "neighbor2d:rows=16,cols=16,bytes=4MB"
+
+
+@pytest.mark.parametrize("sets", [["ocs.bw=1Gbps"], ["cores_per_node=8"], ["ocs.nodes_per_switch=2"],
+                                  ["eps.up_bw=1Gbps"]])
+def test_every_override_changes_the_topology_fingerprint(sets):
+    assert fingerprint_topology(load_topology("paper003", sets)) != fingerprint_topology(load_topology("paper003"))
+
+
+def test_the_name_is_not_part_of_the_topology():
+    from planner.core.topology_io import dump_topology, topology_from_dict
+    import yaml
+
+    t = load_topology("paper003")
+    again = topology_from_dict(yaml.safe_load(dump_topology(t)), name="renamed")
+    assert fingerprint_topology(again) == fingerprint_topology(t)
+
+
+def test_a_trace_and_its_matrix_have_one_fingerprint(tmp_path):
+    trace, tr = load_source(NEIGH)
+    path = tmp_path / "m.csv"
+    tr.write_matrix(path)
+    _, again = load_source(str(path))
+    assert fingerprint_traffic(again) == fingerprint_traffic(tr)
+    assert fingerprint_traffic(load_source("neighbor2d:rows=16,cols=16,bytes=2MB")[1]) != fingerprint_traffic(tr)
+
+
+def test_check_inputs_compares_what_both_sides_have():
+    t = load_topology("paper003")
+    rec = fingerprint(topology=t, traffic=from_arrays(2, [0], [1], [8.0]))
+    check_inputs(rec, fingerprint(topology=t))                        # traffic not given: not compared
+    check_inputs(None, fingerprint(topology=t))                       # an old plan without a record
+    with pytest.raises(TopoplanError, match=r"p.json: field 'inputs': made for another traffic"):
+        check_inputs(rec, fingerprint(topology=t, traffic=from_arrays(2, [1], [0], [8.0])), "p.json")
+    with pytest.raises(TopoplanError, match="expected an object of fingerprint strings"):
+        check_inputs({"topology": 3}, {}, "p.json")
+
+
+@pytest.mark.parametrize("problem, method", [("circuits", "greedy"), ("placement", "greedy"), ("bcast", "dft")])
+def test_every_problem_records_its_inputs(problem, method):
+    import planner
+
+    t = load_topology("paper003")
+    tr = planner.load_traffic(NEIGH)
+    if problem == "bcast":
+        prob = planner.BcastProblem.build(t, placement=list(range(0, 64, 4)), bytes_B=1e6)
+        res = planner.solve(prob, method=method, simulate=False)
+        assert set(res.inputs) == {"topology", "allocation"}
+    elif problem == "placement":
+        res = planner.solve(planner.PlacementProblem.build(t, tr), method=method)
+        assert res.inputs == fingerprint(topology=t, traffic=tr)
+    else:
+        res = planner.solve(planner.CircuitProblem.build(t, tr), method=method)
+        assert set(res.inputs) == {"topology", "traffic", "placement"}
+    assert res.to_dict()["inputs"] == res.inputs
+
+
+def test_simulate_plan_refuses_a_plan_for_another_topology():
+    import planner
+    from sim.run import simulate_plan
+
+    t = load_topology("paper003", ["ocs.bw=1Gbps"])
+    trace, tr = load_source(NEIGH)
+    plan = planner.solve(planner.CircuitProblem.build(t, tr), method="greedy").to_dict()
+    with pytest.raises(TopoplanError, match="made for another topology"):
+        simulate_plan(load_topology("paper003"), trace, plan)
+    assert simulate_plan(load_topology("paper003"), trace, plan, check_inputs=False)["makespan_s"] > 0
+    assert simulate_plan(t, trace, plan)["makespan_s"] > 0
+
+
+def test_cli_circuit_plan_with_other_ocs_bandwidth(tmp_path, run_cli):
+    """The audit's example: a plan made with --set ocs.bw=1Gbps used on the unmodified topology."""
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "--set", "ocs.bw=1Gbps", "-T", NEIGH, "-m", "greedy",
+                           "-o", plan)
+    assert code == 0, err
+    assert set(json.loads(plan.read_text())["inputs"]) == {"topology", "traffic", "placement"}
+    for cmd in (["simulate", "-t", "paper003", "-T", NEIGH, "--circuits", plan],
+                ["validate", plan, "-t", "paper003"]):
+        code, _, err = run_cli(*cmd)
+        assert code == 2 and "made for another topology" in err and "--any-inputs" in err, (cmd, err)
+        assert len(err.strip().splitlines()) == 1
+        code, _, err = run_cli(*cmd, "--any-inputs")
+        assert code == 0, err
+    code, _, err = run_cli("simulate", "-t", "paper003", "--set", "ocs.bw=1Gbps", "-T", NEIGH, "--circuits", plan)
+    assert code == 0, err
+    code, _, err = run_cli("simulate", "-t", "paper003", "--set", "ocs.bw=1Gbps", "-T",
+                           "neighbor2d:rows=16,cols=16,bytes=1MB", "--circuits", plan)
+    assert code == 2 and "made for another traffic" in err
+    code, _, err = run_cli("validate", plan, "-t", "paper003", "--set", "ocs.bw=1Gbps", "-T", RING)
+    assert code == 2 and "made for another traffic" in err
+
+
+def test_cli_placement_used_elsewhere(tmp_path, run_cli):
+    plan = tmp_path / "p.json"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", NEIGH, "-m", "greedy", "-o", plan)
+    assert code == 0, err
+    out = tmp_path / "rankfile"
+    code, _, err = run_cli("export", "ompi4", "-p", plan, "-t", "paper003", "--set", "cores_per_node=8", "-o", out)
+    assert code == 2 and "made for another topology" in err and not out.exists()
+    code, _, err = run_cli("export", "ompi4", "-p", plan, "-o", out)     # the recorded topology: the same one
+    assert code == 0 and out.exists(), err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", RING, "-p", plan)
+    assert code == 2 and "--placement" in err and "made for another traffic" in err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", NEIGH, "-p", plan)
+    assert code == 0, err
+
+
+def test_validate_json_reports_an_invalid_plan(tmp_path, run_cli):
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({"order": [2, 2]}))
+    code, out, err = run_cli("validate", bad, "-t", "paper003", "--json")
+    doc = json.loads(out)
+    assert code == 2 and doc["valid"] is False and "appears twice" in doc["error"] and "appears twice" in err
+
+
+def test_placement_fingerprint_in_a_circuit_plan():
+    import planner
+    from planner.core.placement import load_placement
+
+    t = load_topology("paper003")
+    trace, tr = load_source(NEIGH)
+    rr = load_placement("round-robin", tr.n_ranks, t)
+    res = planner.solve(planner.CircuitProblem.build(t, tr, rr), method="greedy")
+    assert res.inputs["placement"] == fingerprint(placement=rr)["placement"]
+    assert not np.array_equal(rr.rank_to_node, np.arange(256) // 4)
