@@ -40,6 +40,8 @@ EXAMPLES: dict[str, list[str]] = {
     "topo convert": ["topoplan topo convert -i ibnetdiscover.txt -o fabric.yaml"],
     "topo info": ["topoplan topo info -i ibnetdiscover.txt --lft lft"],
     "serve": ["topoplan serve -i ibnetdiscover.txt --lft lft --port 8750"],
+    # an MPI run (tests/test_trace_recorder.py runs it on a real program), so not in ORDER
+    "trace": ["topoplan trace -o app-trace -np 4 -- ./app --steps 10", "topoplan trace --lib"],
 }
 
 # The order in which the examples can run one after another in one directory (files flow down).

@@ -323,8 +323,9 @@ def load_source(spec: str, n_ranks: int | None = None):
     ----------
     spec : str
         A generator spec (``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``, see
-        :mod:`planner.traffic.generators`), a communication matrix CSV, a trace CSV, or a
-        directory holding ``events.csv.gz``.
+        :mod:`planner.traffic.generators`), a communication matrix CSV, a trace CSV, a
+        directory holding ``events.csv.gz`` or ``events.csv`` (``topoplan trace``), or an OTF2
+        archive (``traces.otf2`` or its directory, :mod:`planner.traffic.otf2`).
     n_ranks : int, optional
         Ranks of the communicator, for files; default from the largest rank seen.
 
@@ -352,16 +353,19 @@ def load_source(spec: str, n_ranks: int | None = None):
     (16, 16, 192000000.0)
     """
     path = Path(spec)
-    if path.is_dir() and (path / "events.csv.gz").is_file():
-        path = path / "events.csv.gz"
+    if path.is_dir():
+        path = next((path / f for f in ("events.csv.gz", "events.csv", "traces.otf2") if (path / f).is_file()), path)
     if path.is_file():
-        if is_matrix_file(path):
+        if path.suffix == ".otf2":   # an OTF2 archive's anchor file (Score-P)
+            from planner.traffic.otf2 import read_otf2 as read_trace
+        elif is_matrix_file(path):
             tr = read_matrix(path, n_ranks)
             if tr.n_ranks == 0:
                 raise TopoplanError(f"{path}: the matrix has no rows, so no ranks to plan for (an application that "
                                     "only calls collectives, such as NPB FT, needs its MPI trace instead)")
             return None, tr
-        from planner.traffic.trace import read_trace
+        else:
+            from planner.traffic.trace import read_trace
 
         tr = read_trace(path, n_ranks)
         if tr.unknown_ops:
