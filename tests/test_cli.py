@@ -80,6 +80,19 @@ def _audit_cases(tmp):
                                        "{name: h1, switch: b}]\nlinks: [{a: a, b: b}, {a: b, b: b}]\n")
     (tmp / "mtu0.yaml").write_text("kind: torus\ndims: [2, 2]\nbw: 1GB/s\nmtu: 0\n")
     (tmp / "dupplan.json").write_text('{"rank_to_node": [0, 1],\n "rank_to_node": [0, 0]}')
+    # issue 18: Slurm as it really is (slurm.conf beside topology.conf, topology.yaml, host names)
+    TOPO = "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n"
+    for d, conf in (("sl-ok", "NodeName=DEFAULT Sockets=2 CoresPerSocket=4\nNodeName=n[1-4]\n"),
+                    ("sl-miss", "NodeName=n[1-3] CPUs=8\n"),
+                    ("sl-mixed", "NodeName=n[1-2] CPUs=8\nNodeName=n[3-4] CPUs=16\n"),
+                    ("sl-bad", "NodeName=DEFAULT CoresPerSocket=twelve\nNodeName=n[1-4]\n"),
+                    ("sl-none", None)):
+        (tmp / d).mkdir()
+        (tmp / d / "topology.conf").write_text(TOPO)
+        if conf is not None:
+            (tmp / d / "slurm.conf").write_text(conf)
+    (tmp / "sl-ok" / "topology.yaml").write_text("- topology: all\n  flat: true\n")
+    (tmp / "sl-hosts.csv").write_text("rank,node\n0,n1\n1,n9\n")
     # issue 17: CSV file inputs
     (tmp / "short.csv").write_text(head + "0,send,1,10\n")
     (tmp / "pl3.csv").write_text("rank,node\n" + "".join(f"{r},{r},3\n" for r in range(8)))
@@ -164,6 +177,19 @@ def _audit_cases(tmp):
         (["show", tmp / "mtu0.yaml"], "mtu0.yaml:4: field 'mtu'"),
         (["show", "paper003", "--set", "cores_per_node=1e30"], "over the limit"),
         (["validate", tmp / "dupplan.json", "-t", "paper003"], "duplicate key 'rank_to_node'"),
+        # issue 18: Slurm files as they are, host names
+        (["show", tmp / "sl-miss" / "topology.conf"], "topology.conf:2: node 'n4' has no NodeName line"),
+        (["show", tmp / "sl-mixed" / "topology.conf"], "node 'n3' has 16 cores but node 'n1'"),
+        (["show", tmp / "sl-bad" / "topology.conf"],
+         "slurm.conf:1: field 'CoresPerSocket': expected a positive integer"),
+        (["simulate", "-t", tmp / "sl-none" / "topology.conf", "-T", "ring:np=8,bytes=1MB"], "--set cores_per_node=N"),
+        (["analyze", "-t", tmp / "sl-ok" / "topology.conf", "-T", "ring:np=2,bytes=1MB", "-p", tmp / "sl-hosts.csv"],
+         "sl-hosts.csv:3: field 'node': unknown host 'n9'"),
+        (["bcast", "-t", tmp / "sl-ok" / "topology.conf", "-a", "n[1-2],n7"], "unknown host 'n7'"),
+        (["show", tmp / "sl-ok" / "topology.yaml"], "uses the topology/flat plugin"),
+        (["show", tmp / "sl-ok" / "slurm.conf"], "is a slurm.conf line"),
+        (["show", tmp / "sl-ok" / "topology.conf", "--set", "slurm_topology=x"],
+         "names a topology of a Slurm topology.yaml"),
         # round 4 (issue 17): routes that are not what they claim, host names, the route server's options
         (["topo", "query", "-i", dump, "--lft", tmp / "lft", "node001:node004"], "the LFTs loop on the way to LID 8"),
         (["topo", "query", "-i", dump, "--lft", tmp / "lft", "node004:node005"],

@@ -52,3 +52,26 @@ def test_placement_files(tmp_path):
     c.write_text("rank,node\n0,1\n0,2\n")
     with pytest.raises(TopoplanError, match="field 'rank'"):
         read_placement(c)
+
+
+def test_placement_csv_takes_host_names_of_any_topology(tmp_path):
+    """Host names (any case, as the topology names them) stand for node ids; slots and validation are the same."""
+    t = load_topology("paper003")                          # default host names node0000..node0063
+    p = tmp_path / "p.csv"
+    p.write_text("rank,node,slot\n0,node0005,1\n1,NODE0005,0\n2,7,0\n")
+    pl = load_placement(str(p), 3, t)
+    assert pl.rank_to_node.tolist() == [5, 5, 7] and pl.rank_to_slot.tolist() == [1, 0, 0]
+    p.write_text("rank,node\n0,node0005\n1,\n")
+    with pytest.raises(TopoplanError, match=r"p.csv:3: field 'node': empty"):
+        load_placement(str(p), 2, t)
+    p.write_text("rank,node\n0,node0005\n1,1.5\n")
+    with pytest.raises(TopoplanError, match=r"p.csv:3: field 'node': unknown host '1.5'"):
+        load_placement(str(p), 2, t)
+    p.write_text("rank,node\n0,1.5\n")
+    with pytest.raises(TopoplanError, match=r"p.csv:2: field 'node': not an integer"):
+        load_placement(str(p), 1, t)
+
+
+def test_too_many_ranks_without_a_slurm_file_has_no_hint():
+    with pytest.raises(TopoplanError, match=r"= 256 slots$"):
+        sequential(257, load_topology("paper003"))

@@ -150,3 +150,16 @@ def test_unknown_keys_are_errors_not_ignored(preset, override, field):
     # the key each kind does read is accepted
     ok = {"paper003": "eps.mtu=1MB", "mesh10x10x10": "mtu=1MB"}[preset]
     assert load_topology(preset, [ok]).mtu_B == pytest.approx(1e6)
+
+
+def test_yaml_topology_is_topoplan_or_slurm_by_its_shape(tmp_path):
+    """A mapping is a topoplan topology, a list of '- topology: name' a Slurm topology.yaml; anything else neither."""
+    p = tmp_path / "t.yaml"
+    p.write_text("- topology: t\n  tree:\n    switches:\n      - switch: s0\n        nodes: n[1-4]\n")
+    t = load_topology(p)
+    assert isinstance(t, TreeTopology) and t.name == "t" and t.host_names() == ["n1", "n2", "n3", "n4"]
+    for text in ("[1, 2]\n", "just text\n", "- [a]\n"):
+        p.write_text(text)
+        with pytest.raises(TopoplanError, match=r"t.yaml: a topology file must be a YAML mapping .* or, for "
+                                                r"Slurm's topology.yaml, a list of topologies"):
+            load_topology(p)

@@ -3,7 +3,10 @@
 The default is ``sequential``: ranks fill the cores of a node, then the
 next node, switch by switch (003's "Sequential"). A placement file is the
 JSON result of ``topoplan place`` (keys ``rank_to_node`` and optionally
-``rank_to_slot``) or a CSV ``rank,node[,slot]``.
+``rank_to_slot``) or a CSV ``rank,node[,slot]``. A node is a node id or a
+host name of the topology (``cn07``, any case): :func:`node_ids` is the one
+place that turns what users write into node ids (placement files, Bcast
+allocations).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
-           "placement_from_doc"]
+           "placement_from_doc", "node_ids"]
 
 
 @dataclass
@@ -123,8 +126,11 @@ def sequential(n_ranks: int, topo) -> Placement:
     cores = topo.node_cores()
     capacity = int(cores.sum())
     if n_ranks > capacity:
+        from planner.core.topology_io import cores_hint
+
         raise TopoplanError(f"{n_ranks} ranks do not fit the topology: {topo.n_nodes} nodes x "
-                            f"{int(cores[0]) if len(set(cores.tolist())) == 1 else 'varied'} cores = {capacity} slots")
+                            f"{int(cores[0]) if len(set(cores.tolist())) == 1 else 'varied'} cores = {capacity} slots"
+                            f"{cores_hint(topo)}")
     node = np.repeat(np.arange(topo.n_nodes), cores)[:n_ranks]
     first = np.concatenate([[0], np.cumsum(cores)[:-1]])
     slot = np.arange(n_ranks) - first[node]
@@ -251,10 +257,13 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
         p = sequential(n_ranks, topo)
     elif spec in ("round-robin", "cyclic"):
         if n_ranks > int(topo.node_cores().sum()):
-            raise TopoplanError(f"{n_ranks} ranks do not fit the topology's {int(topo.node_cores().sum())} slots")
+            from planner.core.topology_io import cores_hint
+
+            raise TopoplanError(f"{n_ranks} ranks do not fit the topology's {int(topo.node_cores().sum())} slots"
+                                f"{cores_hint(topo)}")
         p = from_nodes(np.arange(n_ranks) % topo.n_nodes, topo)
     else:
-        p = read_placement(spec)
+        p = read_placement(spec, topo)
         if p.n_ranks != n_ranks:  # more ranks is a placement made for another run, as much as fewer
             raise TopoplanError(f"{spec}: places {p.n_ranks} ranks but the traffic has {n_ranks}"
                                 + (" (a placement made for another run?)" if p.n_ranks > n_ranks else ""))
@@ -262,17 +271,21 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
     return p
 
 
-def read_placement(path) -> Placement:
+def read_placement(path, hosts=None) -> Placement:
     """Read a placement JSON (``rank_to_node`` [+ ``rank_to_slot``]) or CSV (``rank,node[,slot]``).
 
-    Without slots, ranks on a node get consecutive slots in rank order. The
-    result is not validated against a topology (see :func:`load_placement`).
+    A node is a node id or, given ``hosts``, a host name (see :func:`node_ids`):
+    ``0,cn01`` as well as ``0,0``. Without slots, ranks on a node get
+    consecutive slots in rank order. The result is not validated against a
+    topology (see :func:`load_placement`).
 
     Parameters
     ----------
     path : str or path
         A ``.json`` file (as written by ``topoplan place -o``) or a CSV whose
         ranks are ``0..n-1`` once each, in any order.
+    hosts : Topology or sequence of str, optional
+        Resolves host names: the topology, or the host name of every node id.
 
     Returns
     -------
@@ -281,7 +294,8 @@ def read_placement(path) -> Placement:
     Raises
     ------
     TopoplanError
-        For a missing file, malformed JSON or CSV, or ranks missing or repeated.
+        For a missing file, malformed JSON or CSV, ranks missing or repeated,
+        an unknown host (naming the line), or a host name without ``hosts``.
 
     Examples
     --------
@@ -292,6 +306,14 @@ def read_placement(path) -> Placement:
     ...     _ = fh.write("rank,node\\n1,5\\n0,5\\n2,6\\n")
     >>> read_placement(path).to_dict()
     {'rank_to_node': [5, 5, 6], 'rank_to_slot': [0, 1, 0]}
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n0,cn02\\n1,CN01\\n2,cn02\\n")
+    >>> read_placement(path, ["cn01", "cn02"]).to_dict()
+    {'rank_to_node': [1, 0, 1], 'rank_to_slot': [0, 0, 1]}
+    >>> read_placement(path, ["cn01", "cn03"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../placement.csv:2: field 'node': unknown host 'cn02' (hosts: cn01, cn03; or a node id 0-1)
     """
     from planner.core.io import read_json
 
@@ -304,12 +326,12 @@ def read_placement(path) -> Placement:
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
-        return placement_from_doc(doc, str(path))
+        return placement_from_doc(doc, str(path), hosts)
     from planner.traffic.trace import read_csv_table, row_line, to_numbers
 
     df = read_csv_table(path, ("rank", "node"), "placement")
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
-    node_col = to_numbers(df, "node", path, integer=True, empty=None)
+    node_col = _node_column(df, path, hosts)
     n = len(rank)
     bad = np.flatnonzero((rank < 0) | (rank >= n))
     if bad.size:
@@ -330,7 +352,7 @@ def read_placement(path) -> Placement:
     return _assemble(node, slot, str(path))
 
 
-def placement_from_doc(doc: dict, where: str) -> Placement:
+def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
     """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers).
 
     Parameters
@@ -339,6 +361,8 @@ def placement_from_doc(doc: dict, where: str) -> Placement:
         The document; ``rank_to_node`` must be present.
     where : str
         How errors name the document.
+    hosts : Topology or sequence of str, optional
+        When given, ``rank_to_node`` may also hold host names (see :func:`node_ids`).
 
     Returns
     -------
@@ -348,14 +372,21 @@ def placement_from_doc(doc: dict, where: str) -> Placement:
     Raises
     ------
     TopoplanError
-        For a list that is empty, not of integers, or of another length than ``rank_to_slot``.
+        For a list that is empty, not of integers (or, with ``hosts``, host
+        names), or of another length than ``rank_to_slot``.
 
     Examples
     --------
     >>> placement_from_doc({"rank_to_node": [0, 0, 1]}, "plan.json").to_dict()
     {'rank_to_node': [0, 0, 1], 'rank_to_slot': [0, 1, 0]}
+    >>> placement_from_doc({"rank_to_node": ["b", "a", 1]}, "p.json", ["a", "b"]).to_dict()
+    {'rank_to_node': [1, 0, 1], 'rank_to_slot': [0, 0, 1]}
     """
-    node = int_array(doc["rank_to_node"], f"{where}: field 'rank_to_node'")
+    values = doc["rank_to_node"]
+    if hosts is not None and isinstance(values, list) and any(isinstance(v, str) for v in values):
+        field = f"{where}: field 'rank_to_node'"
+        values = node_ids(values, hosts, lambda i: f"{field}: item {i}").tolist()
+    node = int_array(values, f"{where}: field 'rank_to_node'")
     slot = doc.get("rank_to_slot")
     return _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)
 
@@ -368,3 +399,132 @@ def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placemen
     if len(slot) != len(node):
         raise TopoplanError(f"{where}: rank_to_slot and rank_to_node differ in length")
     return Placement(node, slot)
+
+
+def _node_column(df, path, hosts) -> np.ndarray:
+    """The ``node`` column of a placement CSV: node ids, or host names resolved with ``hosts``."""
+    import pandas as pd
+
+    from planner.traffic.trace import row_line, to_numbers
+
+    raw = df["node"]
+
+    def loc(i):
+        return f"{path}:{row_line(df, i)}: field 'node'"
+
+    try:
+        ids = to_numbers(df, "node", path, integer=True, empty=None)
+    except TopoplanError:
+        text = raw.astype(str).str.strip()
+        named = raw.notna() & (text != "") & pd.to_numeric(text.where(raw.notna(), "0"), errors="coerce").isna()
+        if not named.any():
+            raise   # a bad number ('1.5', '1e30', an empty cell), not a host name
+        blank = (raw.isna() | (text == "")).to_numpy()
+        if blank.any():
+            raise TopoplanError(f"{loc(int(np.flatnonzero(blank)[0]))}: empty") from None
+        if hosts is None:
+            i = int(np.flatnonzero(named.to_numpy())[0])
+            raise TopoplanError(f"{loc(i)}: {text.iloc[i]!r} is a host name; resolving it needs the topology "
+                                "(none was given)") from None
+        return node_ids(text.tolist(), hosts, loc)
+    if hosts is not None and _numeric_host_names(hosts):   # '12' might name another node than id 12
+        node_ids([str(v) for v in ids.tolist()], hosts, loc)
+    return ids
+
+
+def _host_list(hosts) -> list:
+    return hosts.host_names() if hasattr(hosts, "host_names") else list(hosts)
+
+
+def _numeric_host_names(hosts) -> bool:
+    from planner.core.units import is_ascii_int
+
+    return any(is_ascii_int(h) and int(h) != i for i, h in enumerate(_host_list(hosts)))
+
+
+def node_ids(values, hosts, where) -> np.ndarray:
+    """Node ids of host names or node ids, as users write them in placement files, allocations and host lists.
+
+    The one place that turns a node as written into a node id. A text equal
+    to a host name of the topology, ignoring case as host names do (see
+    :func:`planner.core.topology.check_host_names`), is that node; ASCII
+    digits are a node id (checked against the topology later, by
+    :meth:`Placement.validate` or the allocation check); an integer is taken
+    as it is. A text that is both a host name and the id of another node
+    (hosts named ``1``, ``2``, ...) is refused as ambiguous.
+
+    Parameters
+    ----------
+    values : sequence of str or int
+        The nodes as written (spaces around a name are ignored).
+    hosts : Topology or sequence of str
+        The topology (its ``host_names()``), or the host name of node 0, 1, ...
+    where : str or callable
+        How messages name value ``i``: one prefix for all, or ``where(i)``
+        (``"p.csv:7: field 'node'"``).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TopoplanError
+        ``<where>: unknown host ...`` naming the host and the topology's
+        hosts; ``<where>: ... is ambiguous``; non-ASCII digits.
+
+    See Also
+    --------
+    read_placement : placement files (``rank,node`` with host names).
+    planner.problems.bcast.allocation.parse_spec : Bcast allocations.
+
+    Examples
+    --------
+    >>> from planner.core.topology import TreeTopology
+    >>> topo = TreeTopology(kind="tree", nodes_per_switch=(2, 2), hostnames=("cn01", "cn02", "cn03", "cn04"))
+    >>> node_ids(["cn03", "CN01", " cn04 ", "1", 2], topo, "alloc.txt").tolist()
+    [2, 0, 3, 1, 2]
+    >>> node_ids(["cn01", "gpu7"], topo, lambda i: f"p.csv:{i + 2}: field 'node'")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: p.csv:3: field 'node': unknown host 'gpu7' (hosts: cn01, cn02, cn03, cn04; or a node id 0-3)
+    >>> node_ids(["2"], ["1", "2", "3"], "job")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: job: '2' is ambiguous: host '2' is node 1, and node id 2 is host '3'
+    """
+    from planner.core.units import ascii_int, is_ascii_int
+
+    names = _host_list(hosts)
+    index = {h.lower(): i for i, h in enumerate(names)}   # host names are distinct ignoring case
+
+    def loc(i):
+        return where(i) if callable(where) else where
+
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            out[i] = v
+            continue
+        if not isinstance(v, str):
+            raise TopoplanError(f"{loc(i)}: expected a host name or node id, got {v!r}")
+        tok = v.strip()
+        node = index.get(tok.lower())
+        if is_ascii_int(tok) and (node is None or node == int(tok) or 0 <= int(tok) < len(names)):
+            n = ascii_int(tok, loc(i))
+            if node is not None and node != n:
+                raise TopoplanError(f"{loc(i)}: {tok!r} is ambiguous: host {names[node]!r} is node {node}, and node "
+                                    f"id {n} is host {names[n]!r}")
+            out[i] = n
+        elif node is not None:
+            out[i] = node
+        else:
+            raise TopoplanError(f"{loc(i)}: unknown host {tok!r} ({_hosts_shown(names)})")
+    return out
+
+
+def _hosts_shown(names: list) -> str:
+    if not names:
+        return "the topology has no hosts"
+    shown = ", ".join(names) if len(names) <= 4 else f"{names[0]}, {names[1]}, ..., {names[-1]}"
+    return f"hosts: {shown}; or a node id 0-{len(names) - 1}"

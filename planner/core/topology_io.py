@@ -28,6 +28,13 @@ launcher files and distinct (:func:`planner.core.topology.check_host_names`).
 Slurm ``topology.conf``: a switch's ``LinkSpeed`` is the bandwidth of its
 links to its children; a bare number (``100``, ``1e2``) is Gb/s, a value
 with a unit goes through :mod:`planner.core.units` (see :func:`slurm_to_dict`).
+Slurm's ``topology.yaml`` (23.11+; tree and block topologies) is told from a
+topoplan YAML by its shape: a list of ``- topology: name`` entries, where a
+topoplan topology is a mapping (see :func:`slurm_yaml_to_dict`). Either Slurm
+file takes its core counts from the ``slurm.conf`` beside it (``NodeName``
+lines, physical cores: see :func:`slurm_conf_nodes`); ``--set slurm_conf=PATH``
+names another one (or ``none``), ``--set slurm_topology=NAME`` picks a
+topology of a ``topology.yaml``, and ``--set cores_per_node=N`` wins over both.
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ from planner.core.units import parse_bandwidth, parse_size, parse_time
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
            "apply_overrides", "topology_from_dict", "topology_to_dict", "dump_topology", "expand_hostlist",
-           "slurm_to_dict", "SLURM_LINKSPEED_UNIT", "strict_yaml"]
+           "slurm_to_dict", "slurm_yaml_to_dict", "slurm_conf_nodes", "cores_hint", "SLURM_OPTIONS",
+           "SLURM_LINKSPEED_UNIT", "strict_yaml"]
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "instances"
 
@@ -75,16 +83,31 @@ def preset_names() -> list[str]:
 
 
 def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
-    """Load a topology from a preset name, a YAML file or a Slurm ``topology.conf``.
+    """Load a topology from a preset name, a YAML file or a Slurm ``topology.conf``/``topology.yaml``.
+
+    A Slurm file (:func:`slurm_to_dict`, :func:`slurm_yaml_to_dict`) gets the
+    cores of its nodes from the ``slurm.conf`` in the same directory, as Slurm
+    keeps them (:func:`slurm_conf_nodes`: physical cores, hardware threads not
+    counted). Both files must list the same nodes, and all nodes must have
+    one core count (topoplan's ``cores_per_node`` is one number per
+    topology); either mismatch is an error naming the file, line and host.
+    Without a ``slurm.conf`` (or one without counts) every node has Slurm's
+    default of 1 core, and "ranks do not fit" errors say how to give them
+    (:func:`cores_hint`).
 
     Parameters
     ----------
     spec : str, path or dict
         A preset name (see :func:`preset_names`), a path to a YAML file or a
-        Slurm ``topology.conf``, or an already-built document (copied, not changed).
+        Slurm ``topology.conf`` or ``topology.yaml``, or an already-built
+        document (copied, not changed).
     overrides : sequence of str, optional
         ``dotted.key=value`` strings applied to the document first
         (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`.
+        Three more apply to Slurm files: ``slurm_conf=PATH`` reads that
+        ``slurm.conf`` (``slurm_conf=none``: none), ``slurm_topology=NAME``
+        reads that topology of a ``topology.yaml``, and ``cores_per_node=N``
+        is used instead of ``slurm.conf`` (which is then not read).
     name : str, optional
         The topology's name; default the document's ``name``, else the preset name or path.
 
@@ -98,7 +121,9 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     TopoplanError
         For an unknown preset, a missing file, malformed YAML, or a field that
         is missing, unknown to the kind or out of range; the message starts
-        with the preset name or path.
+        with the preset name or path. For a Slurm file: the errors of its
+        reader, a ``slurm.conf`` that lacks a node or has one the topology
+        lacks, or gives nodes different core counts.
 
     See Also
     --------
@@ -124,13 +149,37 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: unknown topology preset 'paper004' (presets: ...; or give a file)
+
+    A Slurm cluster: ``topology.conf`` and the ``slurm.conf`` beside it.
+
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> with open(os.path.join(tmp.name, "topology.conf"), "w") as fh:
+    ...     _ = fh.write("SwitchName=s1 Nodes=cn[01-02]\\nSwitchName=s2 Nodes=cn[03-04]\\n"
+    ...                  "SwitchName=top Switches=s[1-2]\\n")
+    >>> with open(os.path.join(tmp.name, "slurm.conf"), "w") as fh:
+    ...     _ = fh.write("NodeName=DEFAULT Sockets=2 CoresPerSocket=12 ThreadsPerCore=2\\nNodeName=cn[01-04]\\n")
+    >>> t = load_topology(os.path.join(tmp.name, "topology.conf"))
+    >>> t.n_nodes, t.cores_per_node, t.host_names()[2]
+    (4, 24, 'cn03')
+    >>> load_topology(os.path.join(tmp.name, "topology.conf"), ["cores_per_node=48"]).cores_per_node
+    48
     """
-    doc, origin, lines = _document(spec)
+    overrides, slurm_opts = _slurm_options(overrides)
+    doc, origin, lines, slurm = _document(spec, slurm_opts.get("slurm_topology"))
+    if slurm is None and slurm_opts:
+        key = next(iter(slurm_opts))
+        raise TopoplanError(f"field '{key}': applies to a Slurm topology.conf or topology.yaml, not to {origin}")
+    hint = None
+    if slurm is not None and not _sets_cores(overrides):   # --set cores_per_node=N: slurm.conf is not read
+        hint = _apply_slurm_conf(doc, slurm, slurm_opts.get("slurm_conf"))
     doc = apply_overrides(doc, overrides)
     try:
         topo = topology_from_dict(doc, name=name or doc.get("name") or origin)
     except TopoplanError as exc:
         raise TopoplanError(f"{origin}{_line_of(str(exc), lines, overrides)}: {exc}") from None
+    if hint:
+        topo._slurm_cores_hint = hint   # not a field: not compared, hashed or written; read by cores_hint()
     return topo
 
 
@@ -151,22 +200,33 @@ def _line_of(message: str, lines: dict | None, overrides) -> str:
     return ""
 
 
-def _document(spec):
-    """(document, origin for messages, field -> line map or None)."""
+def _document(spec, slurm_topology: str | None = None):
+    """(document, origin for messages, field -> line map or None, Slurm source or None).
+
+    The Slurm source of a topology.conf or topology.yaml is ``{path, hosts, where}``: its file, its nodes in
+    order and the ``file:line`` listing each.
+    """
     if isinstance(spec, dict):
-        return copy.deepcopy(spec), spec.get("name", "topology"), None
+        return copy.deepcopy(spec), spec.get("name", "topology"), None, None
     text = str(spec)
     path = Path(text)
     if path.is_file():
         raw = _read(path)
-        if path.suffix == ".conf" or re.search(r"(?im)^\s*switchname\s*=", raw):
-            return slurm_to_dict(raw, path), str(path), None
-        doc, lines = _yaml_lines(raw, path)
-        return doc, str(path), lines
+        if path.suffix == ".conf" or re.search(r"(?im)^\s*(switchname|blockname)\s*=", raw):
+            if slurm_topology is not None:
+                raise TopoplanError(f"field 'slurm_topology': names a topology of a Slurm topology.yaml; {path} is "
+                                    "a topology.conf (one topology)")
+            doc, where = _slurm_conf_topology(raw, path)
+            return doc, str(path), None, _slurm_source(path, doc, where)
+        doc, lines = _yaml_lines(raw, path, slurm=True)
+        if _is_slurm_yaml(doc):
+            doc, where = _slurm_yaml(doc, lines, path, slurm_topology)
+            return doc, str(path), None, _slurm_source(path, doc, where)
+        return doc, str(path), lines, None
     if (PRESET_DIR / f"{text}.yaml").is_file():
         p = PRESET_DIR / f"{text}.yaml"
         doc, lines = _yaml_lines(p.read_text(encoding="utf-8"), p)
-        return doc, text, lines
+        return doc, text, lines, None
     if "/" in text or text.endswith((".yaml", ".yml", ".json", ".conf")):
         raise TopoplanError(f"{text}: no such topology file")
     raise TopoplanError(f"unknown topology preset {text!r} (presets: {', '.join(preset_names())}; or give a file)")
@@ -317,16 +377,32 @@ def _yaml(raw: str, path) -> dict:
     return _yaml_lines(raw, path)[0]
 
 
-def _yaml_lines(raw: str, path) -> tuple[dict, dict]:
-    """The document of a topology file and the line of every field's value."""
+def _yaml_lines(raw: str, path, *, slurm: bool = False) -> tuple:
+    """The document of a topology file and the line of every field's value.
+
+    With ``slurm``, a list (a Slurm topology.yaml) is returned too; anything else but a mapping is refused.
+    """
     if len(raw) > MAX_TOPOLOGY_BYTES:
         raise TopoplanError(f"{path}: {len(raw):,} characters, over the limit of {MAX_TOPOLOGY_BYTES:,} for a "
                             "topology file")
     lines: dict[str, int] = {}
     doc = strict_yaml(raw, path, lines=lines)
+    if slurm and _is_slurm_yaml(doc):
+        return doc, lines
     if not isinstance(doc, dict):
-        raise TopoplanError(f"{path}: a topology file must be a YAML mapping")
+        got = "an empty file" if doc is None else f"a {type(doc).__name__}"
+        raise TopoplanError(f"{path}: a topology file must be a YAML mapping (kind: tree, ...) or, for Slurm's "
+                            f"topology.yaml, a list of topologies ('- topology: name'); this is {got}")
+    if "topology" in doc and any(k in doc for k in _SLURM_YAML_KINDS):
+        raise TopoplanError(f"{path}:{lines.get('topology', 1)}: field 'topology': this is one topology of a Slurm "
+                            "topology.yaml, which is a list: write it as '- topology: name' (a topoplan topology "
+                            "has kind: tree, ...)")
     return doc, lines
+
+
+def _slurm_source(path: Path, doc: dict, where: dict) -> dict:
+    hosts = doc["hostnames"] if doc["kind"] == "tree" else [h["name"] for h in doc["hosts"]]
+    return {"path": path, "hosts": hosts, "where": where}
 
 
 def strict_yaml(raw: str, path, *, lines: dict | None = None):
@@ -863,7 +939,7 @@ def dump_topology(topo: Topology) -> str:
     return yaml.dump(topology_to_dict(topo), Dumper=_StrictDumper, sort_keys=False)
 
 
-# -- Slurm topology.conf (tree plugin) -----------------------------------------
+# -- Slurm: topology.conf, topology.yaml, slurm.conf ----------------------------
 
 def expand_hostlist(expr: str, where: str = "") -> list[str]:
     """Expand a Slurm host list: ``tux[0-3,7],node[001-002]`` -> tux0..tux3, tux7, node001, node002.
@@ -953,18 +1029,19 @@ def _split_top(expr: str) -> list[str]:
 # -- 100, 100.0, 1e2, .5 -- as Gb/s, and a value with a unit (100Gbps, 12.5GB/s) through planner.core.units.
 SLURM_LINKSPEED_UNIT = "Gbps"
 _SLURM_SPEED = re.compile(r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)([A-Za-z/]*)")
-_SLURM_KEYS = {"switchname": "SwitchName", "nodes": "Nodes", "switches": "Switches", "linkspeed": "LinkSpeed"}
 
 
-def _slurm_speed(text: str, where: str) -> float:
-    m = _SLURM_SPEED.fullmatch(text)
+def _slurm_speed(text, where: str, field: str = "LinkSpeed") -> float:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):   # a number in topology.yaml
+        text = repr(text)
+    m = _SLURM_SPEED.fullmatch(text) if isinstance(text, str) else None
     if m is None:
-        raise TopoplanError(f"{where}field 'LinkSpeed': cannot read {text!r} (a number, read as Gb/s, or a "
+        raise TopoplanError(f"{where}field '{field}': cannot read {text!r} (a number, read as Gb/s, or a "
                             "bandwidth such as 100Gbps)")
     try:
         return parse_bandwidth(text + SLURM_LINKSPEED_UNIT if not m.group(2) else text)
     except TopoplanError as exc:
-        raise TopoplanError(f"{where}field 'LinkSpeed': {exc} (a bare LinkSpeed is in Gb/s)") from None
+        raise TopoplanError(f"{where}field '{field}': {exc} (a bare {field} is in Gb/s)") from None
 
 
 def _slurm_lines(text: str):
@@ -986,13 +1063,27 @@ def _slurm_lines(text: str):
     return out
 
 
-def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") -> dict:
-    """Parse a Slurm ``topology.conf`` (tree plugin) into a topology document.
+# Field names of a switch in messages: topology.conf's keys, or topology.yaml's.
+_CONF_FIELDS = {"switch": "SwitchName", "nodes": "Nodes", "children": "Switches", "speed": "LinkSpeed",
+                "block": "BlockName", "sizes": "BlockSizes"}
+_YAML_FIELDS = {"switch": "switch", "nodes": "nodes", "children": "children", "speed": "link_speed",
+                "block": "block", "sizes": "block_sizes"}
+# Keys that start a slurm.conf line, never a topology.conf one: a slurm.conf given as the topology.
+_SLURM_CONF_FIRST = {"nodename", "clustername", "partitionname", "slurmctldhost", "controlmachine", "slurmuser",
+                     "selecttype", "schedulertype", "authtype", "nodeset"}
 
-    Lines ``SwitchName=S [Nodes=hostlist] [Switches=hostlist] [LinkSpeed=N]``
-    (keys in any case); ``#`` comments and ``\\`` continuations (also on the
-    last line). A two-level tree becomes ``kind: tree``, deeper or irregular
-    trees ``kind: graph``.
+
+def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") -> dict:
+    """Parse a Slurm ``topology.conf`` (tree or block plugin) into a topology document.
+
+    Tree plugin: lines ``SwitchName=S [Nodes=hostlist] [Switches=hostlist]
+    [LinkSpeed=N]``. A two-level tree becomes ``kind: tree``, deeper or
+    irregular trees ``kind: graph``. Block plugin: lines ``BlockName=B
+    Nodes=hostlist`` and at most one ``BlockSizes=n1,n2,...``; see
+    :func:`slurm_yaml_to_dict` for what blocks become. Keys in any case;
+    ``#`` comments and ``\\`` continuations (also on the last line). Core
+    counts are not in this file: :func:`load_topology` reads them from the
+    ``slurm.conf`` beside it (:func:`slurm_conf_nodes`).
 
     LinkSpeed: a switch's LinkSpeed is the bandwidth of its links down to its
     children (its Nodes and its Switches). Slurm leaves the unit open; here a
@@ -1009,7 +1100,7 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     path : str or path, optional
         The file name, used in error messages (``path:line:``) and as the topology name.
     default_speed : str, optional
-        Link bandwidth when no switch has a LinkSpeed.
+        Link bandwidth when no switch has a LinkSpeed (and of every link of a block topology).
 
     Returns
     -------
@@ -1019,13 +1110,20 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     Raises
     ------
     TopoplanError
-        Naming the file and line: a line without ``SwitchName=``, an unknown
-        or repeated key, an unreadable LinkSpeed or one missing on some
-        switches, a switch defined twice, listing an unknown switch, itself, a
-        switch twice, or in a cycle; a node under two switches or listed
-        twice, a host name launchers would misread (see
-        :func:`planner.core.topology.check_host_names`), more than ``MAX_NODES``
-        nodes, or switches whose nodes cannot reach each other.
+        Naming the file and line: a line without ``SwitchName=``/``BlockName=``,
+        an unknown or repeated key, switches and blocks in one file, an
+        unreadable LinkSpeed or one missing on some switches, a switch or
+        block defined twice, listing an unknown switch, itself, a switch
+        twice, or in a cycle; a node under two switches or listed twice, a
+        host name launchers would misread (see
+        :func:`planner.core.topology.check_host_names`), more than
+        ``MAX_NODES`` nodes, switches whose nodes cannot reach each other, or
+        a ``slurm.conf`` given in place of the topology.
+
+    See Also
+    --------
+    slurm_yaml_to_dict : the same from Slurm's ``topology.yaml``.
+    load_topology : reads the file, and core counts from ``slurm.conf``.
 
     Examples
     --------
@@ -1039,36 +1137,96 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     {'down_bw': '10Gbps', 'up_bw': '40Gbps'}
     >>> topology_from_dict(doc).n_nodes
     4
+    >>> blocks = slurm_to_dict("BlockName=b1 Nodes=n[1-4]\\nBlockName=b2 Nodes=n[5-8]\\nBlockSizes=4,8\\n")
+    >>> blocks["switch_names"], blocks["nodes_per_switch"]
+    (['b1', 'b2'], [4, 4])
     >>> slurm_to_dict("SwitchName=s1 Switches=s2\\nSwitchName=s2 Switches=s1 Nodes=n1\\n")
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: topology.conf:1: switch 's1' is in a cycle: s1 -> s2 -> s1
     """
-    switches: dict[str, dict] = {}
-    owner: dict[str, tuple[str, int]] = {}   # node -> (switch, line)
-    n_children = 0
+    return _slurm_conf_topology(text, path, default_speed)[0]
+
+
+def _slurm_conf_topology(text: str, path, default_speed="10Gbps") -> tuple[dict, dict]:
+    """(document, host -> ``path:line`` of the line listing it) of a topology.conf."""
+    switches, blocks, sizes = [], [], None
     for no, line in _slurm_lines(text):
         where = f"{path}:{no}: "
         fields: dict[str, str] = {}
         for tok in re.split(r"[ \t]+", line):
             if "=" not in tok:
+                if not fields and tok.lower() == "include":
+                    raise TopoplanError(f"{where}Include lines belong in slurm.conf; a topology.conf lists "
+                                        "SwitchName or BlockName lines")
                 raise TopoplanError(f"{where}expected Key=Value, got {tok!r}")
             k, v = tok.split("=", 1)
             key = k.lower()
-            if key not in _SLURM_KEYS:
-                raise TopoplanError(f"{where}unknown key {k!r} (SwitchName, Nodes, Switches, LinkSpeed)")
+            if key not in ("switchname", "nodes", "switches", "linkspeed", "blockname", "blocksizes"):
+                if not fields and key in _SLURM_CONF_FIRST:
+                    raise TopoplanError(f"{where}{k}= is a slurm.conf line: give --topology the topology.conf "
+                                        "(or topology.yaml) beside it; slurm.conf is read from the same "
+                                        "directory for the core counts")
+                raise TopoplanError(f"{where}unknown key {k!r} (SwitchName, Nodes, Switches, LinkSpeed; or "
+                                    "BlockName, Nodes, BlockSizes)")
+            name = {"switchname": "SwitchName", "nodes": "Nodes", "switches": "Switches", "linkspeed": "LinkSpeed",
+                    "blockname": "BlockName", "blocksizes": "BlockSizes"}[key]
             if key in fields:
-                raise TopoplanError(f"{where}field '{_SLURM_KEYS[key]}': given twice on one line")
+                raise TopoplanError(f"{where}field '{name}': given twice on one line")
             fields[key] = v
-        if "switchname" not in fields:
-            raise TopoplanError(f"{where}line has no SwitchName= (tree plugin lines only)")
-        name = fields["switchname"]
-        if not name or any(c in name for c in "[],"):
-            raise TopoplanError(f"{where}field 'SwitchName': {name!r} is not a switch name (no brackets or commas)")
+        if "switchname" in fields:
+            extra = [k for k in fields if k in ("blockname", "blocksizes")]
+            if extra:
+                raise TopoplanError(f"{where}field '{_CONF_FIELDS['block' if extra[0] == 'blockname' else 'sizes']}'"
+                                    ": not a key of a SwitchName line")
+            switches.append({"line": no, "where": where, "name": fields["switchname"],
+                             "nodes": fields.get("nodes", ""), "children": fields.get("switches", ""),
+                             "speed": fields.get("linkspeed")})
+        elif "blockname" in fields:
+            extra = [k for k in fields if k not in ("blockname", "nodes")]
+            if extra:
+                shown = {"switches": "Switches", "linkspeed": "LinkSpeed", "blocksizes": "BlockSizes"}[extra[0]]
+                raise TopoplanError(f"{where}field '{shown}': not a key of a BlockName line")
+            blocks.append({"line": no, "where": where, "name": fields["blockname"], "nodes": fields.get("nodes", "")})
+        elif "blocksizes" in fields:
+            if len(fields) > 1:
+                raise TopoplanError(f"{where}field 'BlockSizes': give it on a line of its own")
+            if sizes is not None:
+                raise TopoplanError(f"{where}field 'BlockSizes': given twice (first at line {sizes[0]})")
+            sizes = (no, fields["blocksizes"])
+        else:
+            raise TopoplanError(f"{where}line has no SwitchName= or BlockName= (tree and block plugin lines only)")
+    if switches and (blocks or sizes):
+        other = blocks[0]["line"] if blocks else sizes[0]
+        raise TopoplanError(f"{path}:{other}: block plugin lines and SwitchName lines (tree plugin, line "
+                            f"{switches[0]['line']}) in one file: a topology.conf describes one plugin")
+    if blocks or sizes:
+        size_list = None
+        if sizes is not None:
+            size_list = [(f"{path}:{sizes[0]}: ", v) for v in sizes[1].split(",")]
+        return _slurm_blocks(blocks, size_list, path, _CONF_FIELDS, default_speed)
+    if not switches:
+        raise TopoplanError(f"{path}: no SwitchName lines")
+    return _slurm_tree(switches, path, _CONF_FIELDS, default_speed)
+
+
+def _switch_name(name, where: str, field: str) -> str:
+    if not name or any(c in name for c in "[],") or any(c.isspace() for c in name):
+        raise TopoplanError(f"{where}field '{field}': {name!r} is not a name (no brackets, commas or spaces)")
+    return name
+
+
+def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict]:
+    """A tree of switches (``{line, where, name, nodes, children, speed}`` each) as a topology document."""
+    switches: dict[str, dict] = {}
+    owner: dict[str, tuple[str, int]] = {}   # node -> (switch, line)
+    n_children = 0
+    for e in entries:
+        no, where = e["line"], e["where"]
+        name = _switch_name(e["name"], where, f["switch"])
         if name in switches:
             raise TopoplanError(f"{where}switch {name!r} defined twice (first at line {switches[name]['line']})")
-        speed = fields.get("linkspeed")
-        nodes = expand_hostlist(fields.get("nodes", ""), where)
+        nodes = expand_hostlist(e["nodes"], where)
         for h in nodes:
             if h in owner:
                 sw, ln = owner[h]
@@ -1077,23 +1235,24 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
             owner[h] = (name, no)
         if len(owner) > MAX_NODES:
             raise TopoplanError(f"{where}more than {MAX_NODES:,} nodes in the file")
-        children = expand_hostlist(fields.get("switches", ""), where)
+        children = expand_hostlist(e["children"], where)
         n_children += len(children)
         if n_children > MAX_NODES:
             raise TopoplanError(f"{where}more than {MAX_NODES:,} switch links in the file")
         seen_child: set[str] = set()
         for c in children:
             if c == name:
-                raise TopoplanError(f"{where}switch {name!r} lists itself in Switches")
+                raise TopoplanError(f"{where}switch {name!r} lists itself in {f['children']}")
             if c in seen_child:
                 raise TopoplanError(f"{where}switch {name!r} lists switch {c!r} twice")
             seen_child.add(c)
+        speed = e["speed"]
         switches[name] = {"line": no, "nodes": nodes, "children": children,
-                          "speed": None if speed is None else _slurm_speed(speed, where)}
+                          "speed": None if speed is None else _slurm_speed(speed, where, f["speed"])}
     if not switches:
-        raise TopoplanError(f"{path}: no SwitchName lines")
+        raise TopoplanError(f"{path}: no switches")
     hosts = list(owner)
-    check_host_names(hosts, "Nodes", source=path, lines=[owner[h][1] for h in hosts])
+    check_host_names(hosts, f["nodes"], source=path, lines=[owner[h][1] for h in hosts])
     for name, s in switches.items():
         for c in s["children"]:
             if c not in switches:
@@ -1104,9 +1263,12 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     given = [n for n in linked if switches[n]["speed"] is not None]
     if given and len(given) < len(linked):
         miss = next(n for n in linked if switches[n]["speed"] is None)
-        raise TopoplanError(f"{path}:{switches[miss]['line']}: switch {miss!r} has no LinkSpeed but switch "
-                            f"{given[0]!r} (line {switches[given[0]]['line']}) has one: give LinkSpeed on every "
+        raise TopoplanError(f"{path}:{switches[miss]['line']}: switch {miss!r} has no {f['speed']} but switch "
+                            f"{given[0]!r} (line {switches[given[0]]['line']}) has one: give {f['speed']} on every "
                             f"switch or on none (then every link is {default_speed})")
+    if not hosts:
+        raise TopoplanError(f"{path}: no switch lists {f['nodes']}: a topology needs nodes")
+    where_host = {h: f"{path}:{ln}" for h, (_, ln) in owner.items()}
     default = parse_bandwidth(default_speed, "default_speed")
     speed = {n: s["speed"] if s["speed"] is not None else default for n, s in switches.items()}
     leaves = [n for n, s in switches.items() if s["nodes"]]
@@ -1118,14 +1280,63 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     if (two_level or one_switch) and len({speed[l] for l in leaves}) == 1:
         leaf_speed = speed[leaves[0]]
         top_speed = speed[tops[0]] if two_level else leaf_speed
-        return {"kind": "tree", "name": Path(str(path)).stem, "switches": len(leaves),
-                "nodes_per_switch": [len(switches[l]["nodes"]) for l in leaves],
-                "hostnames": [h for l in leaves for h in switches[l]["nodes"]], "switch_names": leaves,
-                "eps": {"down_bw": _bw(leaf_speed), "up_bw": _bw(top_speed)}}
+        return ({"kind": "tree", "name": Path(str(path)).stem, "switches": len(leaves),
+                 "nodes_per_switch": [len(switches[l]["nodes"]) for l in leaves],
+                 "hostnames": [h for l in leaves for h in switches[l]["nodes"]], "switch_names": leaves,
+                 "eps": {"down_bw": _bw(leaf_speed), "up_bw": _bw(top_speed)}}, where_host)
     names = list(switches)
-    return {"kind": "graph", "name": Path(str(path)).stem, "switches": names,
-            "hosts": [{"name": h, "switch": n, "bw": _bw(speed[n])} for n in names for h in switches[n]["nodes"]],
-            "links": [{"a": n, "b": c, "bw": _bw(speed[n])} for n in names for c in switches[n]["children"]]}
+    return ({"kind": "graph", "name": Path(str(path)).stem, "switches": names,
+             "hosts": [{"name": h, "switch": n, "bw": _bw(speed[n])} for n in names for h in switches[n]["nodes"]],
+             "links": [{"a": n, "b": c, "bw": _bw(speed[n])} for n in names for c in switches[n]["children"]]},
+            where_host)
+
+
+def _slurm_blocks(entries: list, sizes, path, f: dict, default_speed) -> tuple[dict, dict]:
+    """Blocks (``{line, where, name, nodes}`` each) as a two-level tree: one switch per block, one on top.
+
+    ``sizes`` is None or ``[(where, value), ...]``: Slurm's block sizes, checked as Slurm checks them (each a
+    power-of-two multiple of the first) but not used: they constrain allocations, not links.
+    """
+    if sizes is not None:
+        base = None
+        for where, v in sizes:
+            text = str(v).strip()
+            if isinstance(v, bool) or not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+                raise TopoplanError(f"{where}field '{f['sizes']}': expected positive integers, got {v!r}")
+            n = int(text)
+            base = base or n
+            if n % base or (n // base) & (n // base - 1) or n // base >= 1 << 16:
+                raise TopoplanError(f"{where}field '{f['sizes']}': {n} is not a power-of-two multiple of the "
+                                    f"base block size {base} (1, 2, 4, ... up to 32768 times it)")
+    names: dict[str, int] = {}
+    owner: dict[str, tuple[str, int]] = {}
+    leaves = []
+    for e in entries:
+        no, where = e["line"], e["where"]
+        name = _switch_name(e["name"], where, f["block"])
+        if name in names:
+            raise TopoplanError(f"{where}block {name!r} defined twice (first at line {names[name]})")
+        names[name] = no
+        nodes = expand_hostlist(e["nodes"], where)
+        for h in nodes:
+            if h in owner:
+                b, ln = owner[h]
+                where_else = "listed twice in block" if b == name else "also in block"
+                raise TopoplanError(f"{where}node {h!r} is {where_else} {b!r} (line {ln})")
+            owner[h] = (name, no)
+        if len(owner) > MAX_NODES:
+            raise TopoplanError(f"{where}more than {MAX_NODES:,} nodes in the file")
+        if nodes:   # Slurm allows a block without nodes; it has nothing to place on
+            leaves.append((name, nodes))
+    if not owner:
+        raise TopoplanError(f"{path}: no block lists {f['nodes']}: a topology needs nodes")
+    hosts = list(owner)
+    check_host_names(hosts, f["nodes"], source=path, lines=[owner[h][1] for h in hosts])
+    bw = _bw(parse_bandwidth(default_speed, "default_speed"))
+    return ({"kind": "tree", "name": Path(str(path)).stem, "switches": len(leaves),
+             "nodes_per_switch": [len(n) for _, n in leaves], "hostnames": hosts,
+             "switch_names": [b for b, _ in leaves], "eps": {"down_bw": bw, "up_bw": bw}},
+            {h: f"{path}:{ln}" for h, (_, ln) in owner.items()})
 
 
 def _slurm_acyclic(switches: dict, path) -> None:
@@ -1174,3 +1385,561 @@ def _slurm_connected(switches: dict, path) -> None:
             raise TopoplanError(f"{path}:{switches[n]['line']}: switch {n!r} is not connected to switch "
                                 f"{leaves[0]!r} (line {switches[leaves[0]]['line']}): no switch lists both, so "
                                 "their nodes cannot reach each other")
+
+
+# -- Slurm topology.yaml (23.11+: several topologies, tree and block plugins) ---------------------------
+
+_SLURM_YAML_KINDS = ("tree", "block", "flat", "ring", "torus3d")
+
+
+def slurm_yaml_to_dict(text: str, path="topology.yaml", *, topology: str | None = None,
+                       default_speed="10Gbps") -> dict:
+    """Parse a Slurm ``topology.yaml`` (Slurm 23.11 and later) into a topology document.
+
+    The file is a list of topologies, each ``topology: name``, optionally
+    ``cluster_default: true``, and exactly one of ``tree``, ``block``,
+    ``flat``, ``ring`` or ``torus3d``. The one read is ``topology`` if given,
+    else the first with ``cluster_default: true``, else the first (as Slurm
+    picks its default). It is read with :func:`strict_yaml`.
+
+    ``tree: {switches: [{switch, children, nodes}, ...]}`` gives the same
+    document as the equivalent ``topology.conf`` (:func:`slurm_to_dict`):
+    ``children`` and ``nodes`` are Slurm host lists (``s[1-2]``,
+    ``node[01-04]``). Slurm's YAML has no link speed; a switch may carry
+    ``link_speed`` (read as ``LinkSpeed``: a bare number is Gb/s, on every
+    switch or on none; Slurm ignores the key), else every link is ``default_speed``.
+
+    ``block: {block_sizes: [...], blocks: [{block, nodes}, ...]}`` becomes a
+    two-level ``kind: tree``: one edge switch per block (named after it, in
+    file order; a block without nodes is left out) under one top switch,
+    every link ``default_speed``. ``block_sizes`` is checked as Slurm checks
+    it (each size a power-of-two multiple of the first) and otherwise unused:
+    larger blocks are allocation rules, not links. ``flat``, ``ring`` and
+    ``torus3d`` topologies are refused (no switches to plan on).
+
+    Parameters
+    ----------
+    text : str
+        The file's content.
+    path : str or path, optional
+        The file name, for messages (``path:line:``).
+    topology : str, optional
+        The name of the topology to read.
+    default_speed : str, optional
+        Bandwidth of links without ``link_speed``.
+
+    Returns
+    -------
+    dict
+        A topology document for :func:`topology_from_dict`, named after the topology.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file, line and field: not a list of topologies, a
+        topology without a name or with two, an unknown key, no or several
+        types, an unknown ``topology``, a plugin without switches, and every
+        error of :func:`slurm_to_dict`.
+
+    See Also
+    --------
+    slurm_to_dict : the ``topology.conf`` reader.
+    load_topology : ``--set slurm_topology=NAME`` chooses the topology.
+
+    Examples
+    --------
+    >>> text = '''
+    ... - topology: fabric
+    ...   cluster_default: true
+    ...   tree:
+    ...     switches:
+    ...       - switch: top
+    ...         children: s[1-2]
+    ...       - switch: s1
+    ...         nodes: node[01-02]
+    ...       - switch: s2
+    ...         nodes: node[03-04]
+    ... - topology: racks
+    ...   block:
+    ...     block_sizes: [2, 4]
+    ...     blocks:
+    ...       - block: b1
+    ...         nodes: node[01-02]
+    ...       - block: b2
+    ...         nodes: node[03-04]
+    ... '''
+    >>> doc = slurm_yaml_to_dict(text)
+    >>> doc["name"], doc["kind"], doc["switch_names"], doc["hostnames"]
+    ('fabric', 'tree', ['s1', 's2'], ['node01', 'node02', 'node03', 'node04'])
+    >>> slurm_yaml_to_dict(text, topology="racks")["switch_names"]
+    ['b1', 'b2']
+    >>> slurm_yaml_to_dict(text, topology="nvl")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: topology.yaml: field 'slurm_topology': no topology 'nvl' in the file (fabric, racks)
+    """
+    lines: dict[str, int] = {}
+    doc = strict_yaml(text, path, lines=lines)
+    return _slurm_yaml(doc, lines, path, topology, default_speed)[0]
+
+
+def _is_slurm_yaml(doc) -> bool:
+    """A Slurm topology.yaml is a list of topologies (``- topology: name``); a topoplan topology is a mapping."""
+    return isinstance(doc, list) and any(isinstance(e, dict) and "topology" in e for e in doc)
+
+
+def _slurm_yaml(doc, lines: dict, path, topology: str | None, default_speed="10Gbps") -> tuple[dict, dict]:
+    """(document, host -> ``path:line``) of the chosen topology of a parsed topology.yaml."""
+    def at(field: str) -> str:
+        while field and field not in lines:
+            field = re.sub(r"(\.[^.\[]*|\[\d+\])$", "", field)
+        return f"{path}:{lines[field]}: " if field in lines else f"{path}: "
+
+    def fail(field: str, message: str):
+        raise TopoplanError(f"{at(field)}field '{field}': {message}")
+
+    if not isinstance(doc, list) or not doc:
+        raise TopoplanError(f"{path}: a Slurm topology.yaml is a list of topologies ('- topology: name'), "
+                            "this one is empty")
+    names: dict[str, int] = {}
+    chosen = None
+    for i, entry in enumerate(doc):
+        f = f"[{i}]"
+        if not isinstance(entry, dict):
+            fail(f, f"expected a topology ('topology: name' and one of tree, block, ...), got {_short(entry)}")
+        if "topology" not in entry:
+            fail(f"{f}.topology", "missing (every topology has a name)")
+        name = entry["topology"]
+        if not isinstance(name, str) or not name:
+            fail(f"{f}.topology", f"expected a name, got {_short(name)} (quote it)")
+        if name in names:
+            fail(f"{f}.topology", f"topology {name!r} defined twice (first at line {names[name]})")
+        names[name] = lines.get(f"{f}.topology", 0)
+        unknown = sorted(str(k) for k in entry if k not in ("topology", "cluster_default") + _SLURM_YAML_KINDS)
+        if unknown:
+            fail(f"{f}.{unknown[0]}", f"unknown key (known: topology, cluster_default, {', '.join(_SLURM_YAML_KINDS)})")
+        kinds = [k for k in _SLURM_YAML_KINDS if k in entry]
+        if len(kinds) != 1:
+            fail(f"{f}.topology", f"topology {name!r} " + (f"defines {' and '.join(kinds)}: give exactly one type"
+                                                          if kinds else "defines no type (tree, block, flat, ring "
+                                                                        "or torus3d)"))
+        default = entry.get("cluster_default", False)
+        if not isinstance(default, bool):
+            fail(f"{f}.cluster_default", f"expected true or false, got {_short(default)}")
+        if topology is not None:
+            if name == topology:
+                chosen = i
+        elif default and chosen is None:
+            chosen = i
+    if topology is not None and chosen is None:
+        raise TopoplanError(f"{path}: field 'slurm_topology': no topology {topology!r} in the file "
+                            f"({', '.join(names)})")
+    i = chosen or 0
+    entry = doc[i]
+    name = entry["topology"]
+    kind = next(k for k in _SLURM_YAML_KINDS if k in entry)
+    f = f"[{i}].{kind}"
+    if kind not in ("tree", "block"):
+        usable = [str(e["topology"]) for e in doc if "tree" in e or "block" in e]
+        fail(f, f"topology {name!r} uses the topology/{kind} plugin: no switches or blocks to plan on (topoplan "
+                "reads tree and block topologies" + (f"; choose one with --set slurm_topology=NAME: "
+                                                     f"{', '.join(usable)})" if usable else ")"))
+    body = entry[kind]
+    if not isinstance(body, dict):
+        fail(f, f"expected a mapping, got {_short(body)}")
+    fields = _YAML_FIELDS
+    if kind == "tree":
+        extra = sorted(str(k) for k in body if k != "switches")
+        if extra:
+            fail(f"{f}.{extra[0]}", "unknown key (known: switches)")
+        items = body.get("switches")
+        if not isinstance(items, list) or not items:
+            fail(f"{f}.switches", "expected a list of switches ({switch, children, nodes})")
+        entries = []
+        for j, s in enumerate(items):
+            g = f"{f}.switches[{j}]"
+            if not isinstance(s, dict):
+                fail(g, f"expected a switch ({{switch, children, nodes}}), got {_short(s)}")
+            extra = sorted(str(k) for k in s if k not in ("switch", "children", "nodes", "link_speed"))
+            if extra:
+                fail(f"{g}.{extra[0]}", "unknown key (known: switch, children, nodes, link_speed)")
+            if s.get("switch") is None:
+                fail(f"{g}.switch", "missing (every switch has a name)")
+            entries.append({"line": lines.get(g, 0), "where": at(g), "name": _label(s["switch"], f"{g}.switch"),
+                            "nodes": _hostlist_text(s.get("nodes"), f"{g}.nodes", at),
+                            "children": _hostlist_text(s.get("children"), f"{g}.children", at),
+                            "speed": s.get("link_speed")})
+        out, where_host = _slurm_tree(entries, path, fields, default_speed)
+    else:
+        extra = sorted(str(k) for k in body if k not in ("blocks", "block_sizes"))
+        if extra:
+            fail(f"{f}.{extra[0]}", "unknown key (known: block_sizes, blocks)")
+        items = body.get("blocks")
+        if not isinstance(items, list) or not items:
+            fail(f"{f}.blocks", "expected a list of blocks ({block, nodes})")
+        entries = []
+        for j, b in enumerate(items):
+            g = f"{f}.blocks[{j}]"
+            if not isinstance(b, dict):
+                fail(g, f"expected a block ({{block, nodes}}), got {_short(b)}")
+            extra = sorted(str(k) for k in b if k not in ("block", "nodes"))
+            if extra:
+                fail(f"{g}.{extra[0]}", "unknown key (known: block, nodes)")
+            if b.get("block") is None:
+                fail(f"{g}.block", "missing (every block has a name)")
+            entries.append({"line": lines.get(g, 0), "where": at(g), "name": _label(b["block"], f"{g}.block"),
+                            "nodes": _hostlist_text(b.get("nodes"), f"{g}.nodes", at)})
+        sizes = body.get("block_sizes")
+        if sizes is not None:
+            g = f"{f}.block_sizes"
+            if isinstance(sizes, str):
+                sizes = sizes.split(",")
+            elif isinstance(sizes, int) and not isinstance(sizes, bool):
+                sizes = [sizes]
+            if not isinstance(sizes, list) or not sizes:
+                fail(g, f"expected a list of block sizes, got {_short(sizes)}")
+            sizes = [(at(f"{g}[{k}]") if f"{g}[{k}]" in lines else at(g), v) for k, v in enumerate(sizes)]
+        out, where_host = _slurm_blocks(entries, sizes, path, fields, default_speed)
+    out["name"] = name
+    return out, where_host
+
+
+def _hostlist_text(value, field: str, at) -> str:
+    """A host list of topology.yaml (text, as Slurm reads it); absent is empty."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TopoplanError(f"{at(field)}field '{field}': expected a host list such as node[01-04] (text, as Slurm "
+                            f"reads it), got {_short(value)}")
+    return value
+
+
+# -- Slurm slurm.conf: the cores of every node ---------------------------------------------------------
+
+_SLURM_COUNTS = {"cpus": "CPUs", "procs": "Procs", "boards": "Boards", "sockets": "Sockets",
+                 "socketsperboard": "SocketsPerBoard", "corespersocket": "CoresPerSocket",
+                 "threadspercore": "ThreadsPerCore"}
+_MAX_INCLUDE_DEPTH = 16
+_CONF_TOKEN = re.compile(r"[ \t]*(?:([^\s=]+)=(\"[^\"]*\"|\S*)|(\S+))")
+
+
+def slurm_conf_nodes(path) -> dict[str, tuple[int | None, str]]:
+    """The physical cores of every node a Slurm ``slurm.conf`` defines (its ``NodeName`` lines).
+
+    Read as Slurm reads them (``read_config.c``): keys in any case, ``#``
+    comments (``\\#`` is a ``#``), ``\\`` continuations, ``NodeName=DEFAULT``
+    lines setting values for the lines after them (each adds to or replaces
+    the defaults before it), host lists (``cn[001-024]``), and ``Include
+    FILE`` lines followed in place: ``FILE`` is absolute or relative to the
+    directory of ``slurm.conf``, ``%c`` is the ``ClusterName``; an absolute
+    path missing on this machine is looked for beside ``slurm.conf`` (a
+    copied ``/etc/slurm``). Other lines are skipped.
+
+    Cores: MPI jobs run one rank per physical core, so a node's cores are
+    sockets x ``CoresPerSocket``, hardware threads not counted. Sockets are
+    ``Sockets`` (the node's total, as Slurm's code reads it) or ``Boards`` x
+    ``SocketsPerBoard``; when neither is given, ``CPUs`` (or its old name
+    ``Procs``) / (``CoresPerSocket`` x ``ThreadsPerCore``) when that divides
+    evenly, else ``Boards``. So ``CPUs=48 ThreadsPerCore=2`` is 24 cores and
+    ``Sockets=2 CoresPerSocket=12 ThreadsPerCore=2`` is 24 (Slurm's CPUs: 48).
+    A node whose lines give none of these keys has no core count (``None``):
+    Slurm's default is one CPU.
+
+    Parameters
+    ----------
+    path : str or path
+        The ``slurm.conf``.
+
+    Returns
+    -------
+    dict
+        Node name -> (cores or None, ``file:line`` of its NodeName line), in file order.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file, line and field: a count that is not a positive
+        integer (or over 65,536), ``Sockets`` with ``SocketsPerBoard``, a node
+        defined twice, ``NodeName=ALL``, a bad host list, an Include that is
+        missing, has a wildcard, ``%c`` before any ``ClusterName``, or includes
+        itself; a file that cannot be read.
+
+    See Also
+    --------
+    load_topology : reads the ``slurm.conf`` beside a ``topology.conf`` or ``topology.yaml``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "slurm.conf")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("ClusterName=demo\\n"
+    ...                  "NodeName=DEFAULT Sockets=2 CoresPerSocket=12 ThreadsPerCore=2 State=UNKNOWN\\n"
+    ...                  "NodeName=cn[01-02] RealMemory=192000\\n"
+    ...                  "NodeName=big01 CPUs=128 ThreadsPerCore=2 Sockets=1 CoresPerSocket=64  # fat\\n"
+    ...                  "PartitionName=all Nodes=ALL Default=YES\\n")
+    >>> nodes = slurm_conf_nodes(path)
+    >>> {h: cores for h, (cores, _) in nodes.items()}
+    {'cn01': 24, 'cn02': 24, 'big01': 64}
+    >>> nodes["cn02"][1].endswith("slurm.conf:3")
+    True
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("NodeName=cn01 CoresPerSocket=twelve\\n")
+    >>> slurm_conf_nodes(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../slurm.conf:1: field 'CoresPerSocket': expected a positive integer, got 'twelve'
+    """
+    path = Path(path)
+    nodes: dict[str, tuple[int | None, str]] = {}
+    state = {"defaults": {}, "cluster": None, "base": path.parent}
+    _slurm_conf_file(path, nodes, state, [path.resolve()])
+    return nodes
+
+
+def _slurm_conf_file(path: Path, nodes: dict, state: dict, stack: list) -> None:
+    for no, line in _conf_lines(_read_conf(path)):
+        where = f"{path}:{no}"
+        m = re.match(r"(?i)include[ \t]+(\S+)", line)
+        if m:
+            _slurm_include(m.group(1), where, nodes, state, stack)
+            continue
+        tokens = [t for t in _CONF_TOKEN.finditer(line) if t.group(0).strip()]
+        if not tokens or tokens[0].group(1) is None:
+            continue
+        first = tokens[0].group(1).lower()
+        if first == "clustername":
+            state["cluster"] = tokens[0].group(2).strip('"')
+        if first != "nodename":
+            continue
+        counts: dict[str, int] = {}
+        for t in tokens[1:]:
+            if t.group(3) is not None:
+                raise TopoplanError(f"{where}: expected Key=Value on a NodeName line, got {t.group(3)!r}")
+            key = t.group(1).lower()
+            if key not in _SLURM_COUNTS:
+                continue   # RealMemory, Features, State, Gres, ...: not about cores
+            name = _SLURM_COUNTS[key]
+            if key in counts:
+                raise TopoplanError(f"{where}: field '{name}': given twice on one line")
+            value = t.group(2).strip('"')
+            if not re.fullmatch(r"[0-9]+", value):
+                raise TopoplanError(f"{where}: field '{name}': expected a positive integer, got {value!r}")
+            try:
+                counts[key] = check_count(int(value), name, maximum=MAX_CORES_PER_NODE)
+            except TopoplanError as exc:
+                raise TopoplanError(f"{where}: {exc}") from None
+        value = tokens[0].group(2).strip('"')
+        if value.lower() == "default":   # adds to or replaces the defaults; never reinitialises them
+            state["defaults"].update(counts)
+            continue
+        if value.lower() == "all":
+            raise TopoplanError(f"{where}: field 'NodeName': ALL is a reserved word, not a node")
+        merged = {**state["defaults"], **counts}
+        cores = _slurm_cores(merged, where)
+        for h in expand_hostlist(value, f"{where}: "):
+            if h in nodes:
+                raise TopoplanError(f"{where}: node {h!r} is defined twice (first at {nodes[h][1]})")
+            nodes[h] = (cores, where)
+        if len(nodes) > MAX_NODES:
+            raise TopoplanError(f"{where}: more than {MAX_NODES:,} nodes")
+
+
+def _slurm_cores(c: dict, where: str) -> int | None:
+    """Physical cores of a NodeName line's counts (read_config.c's arithmetic), None when none is given."""
+    if not c:
+        return None
+    if "sockets" in c and "socketsperboard" in c:
+        raise TopoplanError(f"{where}: field 'SocketsPerBoard': Sockets and SocketsPerBoard are mutually exclusive")
+    boards, per_socket, threads = c.get("boards", 1), c.get("corespersocket", 1), c.get("threadspercore", 1)
+    cpus = c.get("cpus", c.get("procs"))
+    if "socketsperboard" in c:
+        sockets = boards * c["socketsperboard"]
+    elif "sockets" in c:
+        sockets = c["sockets"]
+    elif cpus is not None and cpus >= per_socket * threads and cpus % (per_socket * threads) == 0:
+        sockets = cpus // (per_socket * threads)
+    else:
+        sockets = boards
+    cores = sockets * per_socket
+    if cores > MAX_CORES_PER_NODE:
+        raise TopoplanError(f"{where}: field 'CoresPerSocket': {sockets} sockets x {per_socket} cores = {cores:,} "
+                            f"cores, over the limit of {MAX_CORES_PER_NODE:,}")
+    return cores
+
+
+def _slurm_include(target: str, where: str, nodes: dict, state: dict, stack: list) -> None:
+    target = target.strip('"')
+    shown = target
+    if "%c" in target:
+        if not state["cluster"]:
+            raise TopoplanError(f"{where}: Include {shown}: %c needs a ClusterName= line before it")
+        target = target.replace("%c", state["cluster"])
+    if "*" in target or "?" in target:
+        raise TopoplanError(f"{where}: Include {shown}: Slurm does not expand wildcards in Include (name the file)")
+    p = Path(target)
+    if not p.is_absolute():
+        p = state["base"] / p
+    if not p.is_file():
+        alt = state["base"] / p.name
+        if not alt.is_file():
+            raise TopoplanError(f"{where}: Include {shown}: no such file ({p}, nor {alt}); copy it beside "
+                                "slurm.conf")
+        p = alt
+    real = p.resolve()
+    if real in stack:
+        raise TopoplanError(f"{where}: Include {shown}: includes itself ({' -> '.join(str(s) for s in stack)})")
+    if len(stack) > _MAX_INCLUDE_DEPTH:
+        raise TopoplanError(f"{where}: Include {shown}: more than {_MAX_INCLUDE_DEPTH} nested Include levels")
+    _slurm_conf_file(p, nodes, state, stack + [real])
+
+
+def _read_conf(path: Path) -> str:
+    """A Slurm configuration file's text (size-capped; stray Latin-1 bytes replaced, as Slurm ignores them)."""
+    from planner.core.io import read_text
+
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise TopoplanError(f"{path}: cannot read Slurm configuration file: {exc.strerror or exc}") from None
+    if size > MAX_TOPOLOGY_BYTES:
+        raise TopoplanError(f"{path}: {size:,} bytes, over the limit of {MAX_TOPOLOGY_BYTES:,} for a Slurm "
+                            "configuration file")
+    if size == 0:
+        return ""
+    return read_text(path, "Slurm configuration file", lenient=True)
+
+
+def _conf_lines(text: str):
+    """(first line number, logical line) of a slurm.conf: '#' comments ('\\#' is '#'), '\\' continuations."""
+    out, buf, start = [], "", 0
+    for no, raw in enumerate(text.split("\n"), 1):
+        line = raw.rstrip("\r")
+        cut, slashes = len(line), 0
+        for k, ch in enumerate(line):
+            if ch == "#" and slashes % 2 == 0:
+                cut = k
+                break
+            slashes = slashes + 1 if ch == "\\" else 0
+        line = line[:cut].rstrip(" \t")
+        if not buf:
+            start = no
+        if line.endswith("\\") and (len(line) - len(line.rstrip("\\"))) % 2 == 1:
+            buf += line[:-1] + " "
+            continue
+        buf += line
+        logical = re.sub(r"\\(.)", r"\1", buf).strip(" \t")
+        if logical:
+            out.append((start, logical))
+        buf = ""
+    if buf.strip(" \t"):
+        out.append((start, re.sub(r"\\(.)", r"\1", buf).strip(" \t")))
+    return out
+
+
+# -- Slurm inputs in load_topology: the options, slurm.conf beside the topology, the hint -----------------
+
+SLURM_OPTIONS = ("slurm_conf", "slurm_topology")
+
+
+def _slurm_options(overrides) -> tuple[list, dict]:
+    """(the other overrides, {slurm_conf, slurm_topology} given by --set)."""
+    rest, opts = [], {}
+    for item in overrides or ():
+        key = item.split("=", 1)[0].strip() if isinstance(item, str) else ""
+        if key in SLURM_OPTIONS:
+            value = item.split("=", 1)[1].strip() if "=" in item else ""
+            if not value:
+                raise TopoplanError(f"field '{key}': {item!r}: expected {key}=" +
+                                    ("PATH (or none)" if key == "slurm_conf" else "NAME"))
+            opts[key] = value
+        else:
+            rest.append(item)
+    return rest, opts
+
+
+def _sets_cores(overrides) -> bool:
+    return any(isinstance(i, str) and i.split("=", 1)[0].strip() == "cores_per_node" for i in overrides or ())
+
+
+def _apply_slurm_conf(doc: dict, source: dict, conf_opt: str | None) -> str | None:
+    """Put slurm.conf's core count into ``doc``; returns the hint for "do not fit" messages when there is none."""
+    spec = Path(source["path"])
+    fix = "--set cores_per_node=N (ranks per node)"
+    if conf_opt == "none":
+        return f"{spec.name} gives no core counts (slurm_conf=none), so every node has 1 core: pass {fix}"
+    if conf_opt is not None:
+        conf = Path(conf_opt)
+        if not conf.is_file():
+            raise TopoplanError(f"field 'slurm_conf': {conf_opt}: no such file (the cluster's slurm.conf, or none)")
+    else:
+        conf = spec.parent / "slurm.conf"
+        if not conf.is_file() or conf.resolve() == spec.resolve():
+            return (f"{spec.name} gives no core counts and no slurm.conf is beside it, so every node has 1 core: "
+                    f"copy the cluster's slurm.conf (its NodeName lines) beside {spec.name}, or pass --set "
+                    f"slurm_conf=PATH or {fix}")
+    nodes = slurm_conf_nodes(conf)
+    hosts = source["hosts"]
+    where = source["where"]
+    lower = {h.lower(): h for h in nodes}
+    for h in hosts:
+        if h not in nodes:
+            other = lower.get(h.lower())
+            case = f" ({conf} has {other!r}: Slurm node names are case-sensitive)" if other else ""
+            raise TopoplanError(f"{where[h]}: node {h!r} has no NodeName line in {conf}{case}")
+    listed = set(hosts)
+    for h, (_, at) in nodes.items():
+        if h not in listed:
+            raise TopoplanError(f"{at}: node {h!r} is not in {spec}: slurm.conf and the topology must describe "
+                                "the same nodes")
+    first = hosts[0]
+    for h in hosts:
+        if nodes[h][0] != nodes[first][0]:
+            def shown(x):
+                c = nodes[x][0]
+                return f"{c} cores" if c is not None else "no core count (Slurm's default: 1 CPU)"
+            raise TopoplanError(f"{nodes[h][1]}: node {h!r} has {shown(h)} but node {first!r} ({nodes[first][1]}) "
+                                f"has {shown(first)}: topoplan gives every node of a topology one core count; "
+                                "pass --set cores_per_node=N to use N on every node")
+    cores = nodes[first][0]
+    if cores is None:
+        return (f"{conf} gives its nodes no core count (CPUs, Sockets, CoresPerSocket), so every node has 1 core "
+                f"(Slurm's default): add them to its NodeName lines, or pass {fix}")
+    doc["cores_per_node"] = cores
+    return None
+
+
+def cores_hint(topo) -> str:
+    """How to give core counts to a topology read from a Slurm file without them, for "ranks do not fit" errors.
+
+    :func:`load_topology` notes on the topology when its cores are Slurm's
+    default of 1 because no ``slurm.conf`` gave counts (none beside the
+    ``topology.conf``/``topology.yaml``, ``slurm_conf=none``, or NodeName
+    lines without CPUs/Sockets/CoresPerSocket) and ``--set cores_per_node``
+    was not given.
+
+    Parameters
+    ----------
+    topo : Topology
+        A topology.
+
+    Returns
+    -------
+    str
+        ``"; <what to do>"`` to append to the message, or ``""``.
+
+    Examples
+    --------
+    >>> cores_hint(load_topology("paper003"))
+    ''
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "topology.conf")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("SwitchName=s0 Nodes=cn[01-04]\\n")
+    >>> print(cores_hint(load_topology(path)))  # doctest: +ELLIPSIS
+    ; topology.conf gives no core counts and no slurm.conf is beside it, so every node has 1 core: ...
+    """
+    hint = getattr(topo, "_slurm_cores_hint", None)
+    return f"; {hint}" if hint else ""

@@ -80,7 +80,7 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     if doc.get("rank_to_node") is not None:
         from planner.core.placement import placement_from_doc
 
-        pl = placement_from_doc(doc, where)
+        pl = placement_from_doc(doc, where, topo)   # nodes by id or by host name
         pl.validate(topo, where=where)
         checked.append(f"placement: {pl.n_ranks} ranks")
         out["ranks"] = pl.n_ranks

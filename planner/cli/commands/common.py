@@ -12,7 +12,8 @@ from rich.console import Console
 
 from planner.core.io import dumps, write_json
 
-TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file or Slurm topology.conf.")
+TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file, or Slurm "
+                           "topology.conf / topology.yaml (cores from the slurm.conf beside it).")
 SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
 TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
 PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
@@ -89,9 +90,10 @@ def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str]
         capacity = int(topo.node_cores().sum())
         if tr.n_ranks > capacity:
             from planner.core.errors import TopoplanError
+            from planner.core.topology_io import cores_hint
 
             raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
-                                f"({topo.n_nodes} nodes, {capacity} cores)")
+                                f"({topo.n_nodes} nodes, {capacity} cores){cores_hint(topo)}")
     pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
     return topo, trace, tr, pl
 

@@ -39,8 +39,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo)
     if topo is None and hosts is None:
         raise TopoplanError("export needs --hosts or --topology (for host names)")
-    pl = read_placement(placement)
     names = read_hostfile(hosts, topo.n_nodes if topo is not None else None) if hosts is not None else None
+    pl = read_placement(placement, topo if topo is not None else names)   # host names in the placement too
     cmd = export(fmt, pl, output, hosts=names, topo=topo)
     con = console()
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")

@@ -71,7 +71,10 @@ def simulate_cmd(
                             "(a generator takes iters= in its spec)")
     capacity = int(topo.node_cores().sum())
     if trace.n_ranks > capacity:
-        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
+        from planner.core.topology_io import cores_hint
+
+        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
+                            f"{cores_hint(given_topo)}")
     # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
     check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
                       traffic=tr)

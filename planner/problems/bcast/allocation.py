@@ -1,8 +1,8 @@
 """Job allocations (node lists) and the clusters 002 evaluates on.
 
 An allocation is an ordered list of node ids (the node-leader communicator in
-allocation order). It comes from a file (host names or node ids, one per
-line; ``#`` comments), an inline Slurm host list (``node[001-004,009]``, as
+allocation order). It comes from a file (host names, in any case, or node ids,
+one per line; ``#`` comments), an inline Slurm host list (``node[001-004,009]``, as
 ``$SLURM_JOB_NODELIST`` gives it) or a generator ``gen:nodes=256,racks=22,seed=1``
 that scatters the job over racks like 002 Table I.
 """
@@ -23,7 +23,9 @@ DDR_Bps = 2e9    # 16 Gbps
 
 
 def read_allocation(path, topo) -> np.ndarray:
-    """Node ids from a file of host names or node ids, one per line.
+    """Node ids from a file of host names (any case) or node ids, one per line.
+
+    Names are resolved by :func:`planner.core.placement.node_ids`.
 
     Parameters
     ----------
@@ -51,6 +53,12 @@ def read_allocation(path, topo) -> np.ndarray:
     ...     _ = fh.write("# my job\\nn00004\\nn00005\\n9\\n")
     >>> read_allocation(path, cluster(4, 4)).tolist()
     [4, 5, 9]
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("N00004\\nn00099\\n")
+    >>> read_allocation(path, cluster(4, 4))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: .../nodes.txt:2: unknown host 'n00099' (hosts: n00000, n00001, ..., n00015; or a node id 0-15)
     """
     path = Path(path)
     if not path.is_file():
@@ -67,19 +75,10 @@ def read_allocation(path, topo) -> np.ndarray:
 
 
 def _resolve(tokens, topo) -> np.ndarray:
-    """Map (host name or node id, where) pairs to node ids."""
-    from planner.core.units import ascii_int, is_ascii_int
+    """Map (host name or node id, where) pairs to node ids (:func:`planner.core.placement.node_ids`)."""
+    from planner.core.placement import node_ids
 
-    hosts = {h: i for i, h in enumerate(topo.host_names())}
-    out = []
-    for tok, where in tokens:
-        if tok in hosts:
-            out.append(hosts[tok])
-        elif is_ascii_int(tok):  # not str.isdigit(): '²' would crash int() and '٣' alias node 3
-            out.append(ascii_int(tok, where))
-        else:
-            raise TopoplanError(f"{where}: unknown host {tok!r}")
-    return np.asarray(out, dtype=np.int64)
+    return node_ids([tok for tok, _ in tokens], topo, lambda i: tokens[i][1])
 
 
 def _looks_like_hostlist(spec: str) -> bool:

@@ -166,8 +166,10 @@ class PlacementProblem:
         if traffic.n_ranks < 1:
             raise TopoplanError("traffic: no ranks to place")
         if traffic.n_ranks > cap:
+            from planner.core.topology_io import cores_hint
+
             raise TopoplanError(f"{traffic.n_ranks} ranks do not fit topology {topo.name or topo.kind}: "
-                                f"{topo.n_nodes} nodes with {cap} cores")
+                                f"{topo.n_nodes} nodes with {cap} cores{cores_hint(topo)}")
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
         if not thr >= 0:
             raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
