@@ -148,6 +148,8 @@ def write_png(rows: list[dict], series: dict, path: Path) -> None:
     grid = fig.add_gridspec(2 + n_ts, max(len(sizes), 2), height_ratios=[6.0, 1.2] + [1.0] * n_ts, hspace=0.45)
     styles = {("A2A", False): ("tab:red", "-"), ("A2AT", False): ("tab:blue", "-"),
               ("A2A", True): ("tab:red", "--"), ("A2AT", True): ("tab:blue", "--")}
+    legend: dict = {}
+    top_axes = []
     for j, nb in enumerate(sizes):
         ax = fig.add_subplot(grid[0, j])
         for (alg, wrap), (color, ls) in styles.items():
@@ -172,7 +174,9 @@ def write_png(rows: list[dict], series: dict, path: Path) -> None:
         ax.set_title(f"{nb:,} B per pair", fontsize=10)
         if j == 0:
             ax.set_ylabel("simulated time / lower bound")
-            ax.legend(fontsize=7, loc="upper left")
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(lab, h)
+        top_axes.append(ax)
     for c, alg in enumerate(("A2A", "A2AT")):
         if alg not in series:
             continue
@@ -196,6 +200,20 @@ def write_png(rows: list[dict], series: dict, path: Path) -> None:
                 ax.set_xticklabels([])
             else:
                 ax.set_xlabel("time (ms)")
+    # the legend outside the data: in the free column under the top row (beside the time series), else to
+    # the right of the last top panel
+    n_strip_cols = sum(alg in series for alg in ("A2A", "A2AT"))
+    if series and max(len(sizes), 2) > n_strip_cols:
+        lax = fig.add_subplot(grid[2:, n_strip_cols])
+        lax.axis("off")
+        lax.legend(list(legend.values()), list(legend), loc="upper left", fontsize=9, frameon=False,
+                   title="simulated time / lower bound (top row)", title_fontsize=9, alignment="left")
+        lax.text(0.0, 0.45, "time series: per dimension and direction,\nthe busiest link (red) and the average\n"
+                 "link (green) of every interval;\neach strip from 0 to 100% utilization", transform=lax.transAxes,
+                 fontsize=8, va="top")
+    elif top_axes:
+        top_axes[-1].legend(list(legend.values()), list(legend), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                            fontsize=8, frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     atomic_write(path, buf.getvalue(), binary=True)

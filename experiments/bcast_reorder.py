@@ -128,6 +128,7 @@ def plot(rows, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     from planner.core.io import atomic_write
 
@@ -147,9 +148,18 @@ def plot(rows, path: Path) -> None:
             if sim:
                 ax.plot([t[0] for t in sim], [100 * t[1] for t in sim], "--", color=colors[m], alpha=0.6)
         ax.set_xscale("log", base=2)
+        # the sizes run, in B / KiB / MiB (binary prefixes: the sizes are powers of two)
+        sizes = sorted({r["bytes"] for r in rows if r["scenario"] == sc})
+        ax.xaxis.set_major_locator(FixedLocator(sizes))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _size(int(round(v)))))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.tick_params(axis="x", labelsize=8, labelrotation=35)
+        for lab in ax.get_xticklabels():
+            lab.set_horizontalalignment("right")
+            lab.set_rotation_mode("anchor")
         delay = next(r["delay"] for r in rows if r["scenario"] == sc)
         ax.set_title(f"{sc} ({delay} delays)", fontsize=10)
-        ax.set_xlabel("message size (B)")
+        ax.set_xlabel("message size")
         ax.set_ylabel("faster than default (%)")
         ax.grid(alpha=0.3)
     for ax in axes.ravel()[len(scen):]:

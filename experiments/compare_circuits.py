@@ -149,7 +149,9 @@ def plot(rows, path: Path) -> None:
     for r in rows:
         panels.setdefault((r["topology"], r["traffic"]), []).append(r)
     n = len(panels)
-    cols = min(4, n)
+    # the column count (4, else 5 or 3) that leaves the fewest empty slots: 15 panels are 5 x 3, not 4 x 4 with
+    # a blank one; a slot left over holds the legend
+    cols = min((c for c in (4, 5, 3) if c <= n), key=lambda c: -n % c) if n > 3 else max(n, 1)
     nrows = (n + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4 * cols, 3 * nrows), squeeze=False)
     for ax, ((topo, kind), rs) in zip(axes.ravel(), panels.items()):
@@ -171,8 +173,12 @@ def plot(rows, path: Path) -> None:
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     h, lab = axes.ravel()[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / nrows))
+    if n < axes.size:
+        axes.ravel()[n].legend(h, lab, loc="center", fontsize=9, frameon=False)
+        fig.tight_layout()
+    else:
+        fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

@@ -124,8 +124,17 @@ def write_csv(rows, path: Path, models=MODELS) -> None:
     atomic_write(path, buf.getvalue())
 
 
+# naive placements, far off the others (up to 12 x metis): drawn cut at the panel's top with their value written on
+# them, so that the methods that matter get the whole (linear) axis
+BASELINES = ("random", "round-robin")
+
+
 def plot(rows, path: Path) -> None:
-    """Per (system, traffic): congestion bound and simulated time of every method relative to metis."""
+    """Per (system, traffic): congestion bound and simulated time of every method relative to metis.
+
+    Linear axes whose top is set by the methods other than :data:`BASELINES` (1.1 x their largest ratio, at
+    least 1.5); a bar beyond the top (in practice ``random`` and ``round-robin``) is cut there, marked with a
+    white break and labelled with its value. The legend sits above the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,26 +146,45 @@ def plot(rows, path: Path) -> None:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     metrics = [("congestion_bound_s", "congestion bound / metis")] + [
         (f"simulated_s.{m}", f"simulated / metis\n({m} model)") for m in MODELS if any(r.get(f"simulated_s.{m}") for r in rows)]
-    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(8, 0.9 * len(cases) + 3), 2.6 * len(metrics) + 1),
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(max(8, 0.9 * len(cases) + 3), 2.6 * len(metrics) + 1.2),
                              squeeze=False)
     width = 0.8 / max(1, len(methods))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (key, label) in zip(axes[:, 0], metrics):
-        for j, meth in enumerate(methods):
+        ratios = {}
+        for meth in methods:
             vals = []
             for c in cases:
                 by = {r["method"]: r for r in rows if (r["system"], r["traffic"]) == c}
                 base = by.get("metis", {}).get(key)
                 v = by.get(meth, {}).get(key)
                 vals.append(v / base if v is not None and base else np.nan)
-            ax.bar(np.arange(len(cases)) + (j - len(methods) / 2 + 0.5) * width, vals, width, label=meth)
+            ratios[meth] = np.array(vals, dtype=float)
+        kept = np.concatenate([v for m, v in ratios.items() if m not in BASELINES] or [np.array([1.0])])
+        kept = kept[np.isfinite(kept)]
+        top = max(1.5, 1.1 * float(kept.max())) if kept.size else 1.5
+        for j, meth in enumerate(methods):
+            vals = ratios[meth]
+            x = np.arange(len(cases)) + (j - len(methods) / 2 + 0.5) * width
+            ax.bar(x, np.minimum(vals, top), width, label=meth, color=colors[j % len(colors)])
+            for xi, v in zip(x[vals > top], vals[vals > top]):
+                ax.plot([xi - width / 2, xi + width / 2], [top * 0.90, top * 0.93], color="white", lw=2.2,
+                        solid_capstyle="butt")
+                ax.text(xi, top * 0.88, f"{v:.3g}", rotation=90, ha="center", va="top", fontsize=6.5,
+                        color="white", fontweight="bold")
         ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_yscale("log")
+        ax.set_ylim(0, top)
+        ax.set_xlim(-0.5, len(cases) - 0.5)
         ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
         ax.set_xticks(np.arange(len(cases)))
         ax.set_xticklabels([f"{s.replace('paper', '')}\n{t}" for s, t in cases], fontsize=8)
-    axes[0, 0].legend(ncol=min(6, len(methods)), fontsize=7, loc="upper left")
-    axes[0, 0].set_title("Placement methods relative to metis (lower is better)")
-    fig.tight_layout()
+    axes[0, 0].set_title("Placement methods relative to metis (lower is better; bars cut at the top are "
+                         f"{' and '.join(m for m in BASELINES if m in methods) or 'outliers'}, their value written "
+                         "on them)")
+    h, lab = axes[0, 0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", ncol=len(lab), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

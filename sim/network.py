@@ -852,7 +852,7 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
                               [f"{x}:intra" for x in names], [(x, x) for x in names])
     if isinstance(topo, TreeTopology):
         bw = topo.node_link_bw()
-        sw_names = list(topo.switch_names) if topo.switch_names else [f"S{s}" for s in range(topo.n_switches)]
+        sw_names = topo.switch_labels()
         idx["node_switch"] = topo.node_switch()
         at = [sw_names[s] for s in idx["node_switch"].tolist()]
         idx["up"] = b.add_many(bw, topo.down_latency_s, "node-up", [f"{x}->{y}" for x, y in zip(names, at)],

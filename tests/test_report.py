@@ -9,8 +9,9 @@ import typer
 from typer.testing import CliRunner
 
 from planner.core.errors import TopoplanError
-from planner.reporting.report import (busiest_time_index, class_series, frame_indices, load_result, parse_result, render_html,
-                            render_png, write_report)
+from planner.reporting.report import (busiest_time_index, class_series, figure_link_heatmap, figure_switch_heatmap,
+                                     figure_timeseries, figure_topology, frame_indices, load_result, parse_result,
+                                     render_html, render_png, write_report)
 
 FIXTURE = "report_result.json"
 
@@ -148,6 +149,67 @@ def test_cli_writes_page_and_reports_json(tmp_path, data):
     late = _cli(data / FIXTURE, "-o", tmp_path / "late.html", "--at", "99s")
     assert isinstance(late.exception, TopoplanError) and "outside the timeline" in str(late.exception)
     assert not (tmp_path / "late.html").exists()
+
+
+def _summary(page: str) -> dict:
+    return dict(re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", page))
+
+
+def test_one_time_unit_for_every_view(data):
+    """Issue 18: the strips, the topological view, the slider, the link heat map and the summary all use one
+    unit, chosen by the run's length (24 ms here: ms); the strips' utilization axis is in percent."""
+    d = load_result(data / FIXTURE)
+    assert d.time_unit() == ("ms", 1e-3)
+    fig, where = figure_timeseries(d, 9)
+    strips = fig.axes
+    assert strips[-1].get_xlabel() == "time (ms)" and strips[-1].get_xlim() == pytest.approx((0, 24))
+    assert all([t.get_text() for t in ax.get_yticklabels()] == ["0%", "100%"] for ax in strips)
+    assert "% of link bandwidth" in strips[0].get_title()
+    assert (where["t0"], where["t1"]) == pytest.approx((0, 0.024))       # the page's cursor works in seconds
+    assert figure_link_heatmap(d).axes[0].get_xlabel() == "time (ms)"
+    assert figure_topology(d, 9)._suptitle.get_text() == "topological view at t = 9 ms"
+    page = render_html(d, frames=2)
+    frames = json.loads(re.search(r'id="frames">(.*?)</script>', page).group(1))
+    assert [f["label"] for f in frames] == ["0 ms", "9 ms", "23 ms"]
+    summary = _summary(page)
+    assert summary["makespan"] == "24 ms" and summary["timeline"] == "24 intervals of 1 ms"
+    assert "time (s)" not in page and not re.search(r"\d s<", page)
+
+
+@pytest.mark.parametrize("scale, unit", [(1e3, "s"), (1e-3, "us")])
+def test_time_unit_follows_the_run_length(data, scale, unit):
+    doc = _doc(data)
+    doc["timeline"]["t_s"] = [t * scale for t in doc["timeline"]["t_s"]]
+    doc["timeline"]["dt_s"] *= scale
+    doc["makespan_s"] *= scale
+    d = parse_result(doc, "scaled.json")
+    assert d.time_unit()[0] == unit
+    assert figure_timeseries(d)[0].axes[-1].get_xlabel() == f"time ({unit})"
+    assert figure_link_heatmap(d).axes[0].get_xlabel() == f"time ({unit})"
+    summary = _summary(render_html(d, frames=1))
+    assert summary["makespan"] == f"24 {unit}" and summary["timeline"] == f"24 intervals of 1 {unit}"
+
+
+def test_switch_heatmap_scale_starts_at_zero(data):
+    doc = _doc(data)
+    doc["switch_bytes"] = [[v + 5e8 for v in row] for row in doc["switch_bytes"]]     # no empty pair
+    heat = figure_switch_heatmap(parse_result(doc, "busy.json"))
+    norm = heat.axes[0].images[0].norm
+    assert norm.vmin == 0 and norm.vmax == pytest.approx(max(map(max, doc["switch_bytes"])))
+
+
+def test_nodes_by_host_name_and_switches_by_the_topology(data):
+    doc = _doc(data)
+    hosts = [f"cn{i:02d}" for i in range(1, 17)]
+    doc["topology"].update(hostnames=hosts, switch_names=["leafA", "leafB", "leafC", "leafD"])
+    d = parse_result(doc, "named.json")          # the result's own switch_names are S0..S3
+    assert d.switch_names == ["leafA", "leafB", "leafC", "leafD"]
+    heat = figure_switch_heatmap(d).axes[0]
+    assert [t.get_text() for t in heat.get_xticklabels()] == d.switch_names
+    texts = [t.get_text() for t in figure_topology(d, 9).axes[0].texts]
+    assert set(hosts) <= set(texts) and {"leafA", "leafD"} <= set(texts)
+    assert not set(texts) & {str(i) for i in range(16)} and "S0" not in texts
+    assert _summary(render_html(d, frames=1))["circuits"] == "2: cn01-cn05, cn09-cn13"
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

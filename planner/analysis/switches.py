@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.core.topology import TreeTopology
 
 __all__ = ["DEFAULT_THRESHOLD_B", "PAIR_COUNTS", "default_threshold", "SwitchAnalysis", "analyze"]
 
@@ -192,8 +191,7 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
     npairs = np.zeros((s, s), dtype=np.int64)
     np.add.at(npairs, (sw_of[p_lo], sw_of[p_hi]), 1)
     npairs = npairs + npairs.T - np.diag(np.diag(npairs))
-    names = (list(topo.switch_names) if isinstance(topo, TreeTopology) and topo.switch_names
-             else list(getattr(topo, "switches", None) or [f"S{i}" for i in range(s)]))
+    names = topo.switch_labels()[:s]   # switches without hosts past the last edge switch have no row
     return SwitchAnalysis(names, thr, npairs, big + small, big, small,
                           float(by[~inter_node & (traffic.src != traffic.dst)].sum()),
                           traffic.total_bytes(), pairs)

@@ -186,6 +186,24 @@ class TreeTopology:
     def host_names(self) -> list[str]:
         return list(self.hostnames) if self.hostnames else [f"node{i:04d}" for i in range(self.n_nodes)]
 
+    def switch_labels(self) -> list[str]:
+        """Display name of every edge switch, the one name every output uses for it.
+
+        Returns
+        -------
+        list of str
+            ``switch_names`` when the topology has them (a Slurm topology.conf's
+            leaf names, a YAML ``switch_names`` list), else ``S0``, ``S1``, ...
+
+        Examples
+        --------
+        >>> TreeTopology(kind="tree", nodes_per_switch=(2, 2)).switch_labels()
+        ['S0', 'S1']
+        >>> TreeTopology(kind="tree", nodes_per_switch=(2, 2), switch_names=("leaf1", "leaf2")).switch_labels()
+        ['leaf1', 'leaf2']
+        """
+        return list(self.switch_names) if self.switch_names else [f"S{i}" for i in range(self.n_switches)]
+
     def validate(self) -> None:
         _positive(self, ("down_bw_Bps", "up_bw_Bps", "intra_node_bw_Bps", "mtu_B"))
         _nonneg(self, ("down_latency_s", "up_latency_s", "switch_delay_s", "intra_node_latency_s"))
@@ -307,6 +325,21 @@ class TorusTopology:
 
     def host_names(self) -> list[str]:
         return list(self.hostnames) if self.hostnames else [f"node{i:05d}" for i in range(self.n_nodes)]
+
+    def switch_labels(self) -> list[str]:
+        """Display name of every router (one per node), the one name every output uses for it.
+
+        Returns
+        -------
+        list of str
+            ``S0``, ``S1``, ... (a mesh/torus has no switch names of its own).
+
+        Examples
+        --------
+        >>> TorusTopology(dims=(3,), wrap=(True,), bw_Bps=(1e9,)).switch_labels()
+        ['S0', 'S1', 'S2']
+        """
+        return [f"S{i}" for i in range(self.n_switches)]
 
     def validate(self) -> None:
         n = len(self.dims)
@@ -439,6 +472,23 @@ class GraphTopology:
 
     def host_names(self) -> list[str]:
         return list(self.hosts)
+
+    def switch_labels(self) -> list[str]:
+        """Display name of every switch, the one name every output uses for it.
+
+        Returns
+        -------
+        list of str
+            ``switches`` (a graph topology always names its switches).
+
+        Examples
+        --------
+        >>> g = GraphTopology(switches=("leaf1", "spine"), hosts=("a", "b"), host_switch=(0, 0),
+        ...                   host_bw_Bps=(1.25e9,) * 2, links=((0, 1, 2.5e9),))
+        >>> g.switch_labels()
+        ['leaf1', 'spine']
+        """
+        return list(self.switches)
 
     def validate(self) -> None:
         if len(self.host_switch) != len(self.hosts) or len(self.host_bw_Bps) != len(self.hosts):

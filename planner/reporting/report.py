@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.core.errors import TopoplanError
-from planner.core.units import format_bytes, format_time
+from planner.core.units import format_bytes
 
 __all__ = ["BASE_CLASSES", "SKIP_CLASSES", "ReportData", "load_result", "parse_result", "class_series",
            "busiest_time_index", "time_index", "figure_timeseries", "figure_topology", "figure_switch_heatmap",
@@ -116,6 +116,70 @@ class ReportData:
         known = [c for c in BASE_CLASSES if c in present]
         rest = sorted(c for c in present if c not in known and c not in torus)
         return known + torus + rest
+
+    def time_unit(self) -> tuple[str, float]:
+        """The one time unit of every axis, label and summary line of the report, chosen by the run's length.
+
+        Returns
+        -------
+        unit : {"s", "ms", "us"}
+            Seconds for a timeline reaching 1 s or more, milliseconds from 1 ms, else microseconds.
+        seconds : float
+            Seconds per unit (divide a time in seconds by it).
+
+        Examples
+        --------
+        >>> data = load_result("tests/data/report_result.json")     # 24 intervals of 1 ms
+        >>> data.time_unit(), data.format_t(0.0095)
+        (('ms', 0.001), '9.5 ms')
+        """
+        end = float(self.t_s[-1] + self.dt_s)
+        for unit, sec in (("s", 1.0), ("ms", 1e-3)):
+            if end >= sec:
+                return unit, sec
+        return "us", 1e-6
+
+    def format_t(self, t_s: float) -> str:
+        """A time in seconds in the report's unit (:meth:`time_unit`), e.g. ``'9.5 ms'``.
+
+        Parameters
+        ----------
+        t_s : float
+            Seconds.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> data = load_result("tests/data/report_result.json")
+        >>> data.format_t(0.024), data.format_t(1e-5)
+        ('24 ms', '0.01 ms')
+        """
+        unit, sec = self.time_unit()
+        return f"{float(t_s) / sec:.4g} {unit}"
+
+    def host_label(self, node: int) -> str:
+        """How the report names node ``node``: its host name (``topo.host_names()``), else ``node<i>``.
+
+        Parameters
+        ----------
+        node : int
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> data = load_result("tests/data/report_result.json")     # a hybrid run with a timeline
+        >>> data.host_label(4)
+        'node0004'
+        """
+        if self.topo is not None:
+            return self.topo.host_names()[node]
+        return f"node{node}"
 
 
 def _dim_rank(name: str) -> int:
@@ -248,10 +312,12 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
             sb = None
         if sb is None or sb.ndim != 2 or sb.shape[0] != sb.shape[1] or not np.isfinite(sb).all():
             raise TopoplanError(f"{where}: field 'switch_bytes': expected a square matrix of numbers")
-        snames = doc.get("switch_names") or _switch_names(topo, sb.shape[0])
-        if len(snames) != sb.shape[0]:
-            raise TopoplanError(f"{where}: field 'switch_names': {len(snames)} names for {sb.shape[0]} switches")
-        snames = [str(s) for s in snames]
+        snames = doc.get("switch_names")
+        if snames is not None and (not isinstance(snames, list) or len(snames) != sb.shape[0]):
+            raise TopoplanError(f"{where}: field 'switch_names': expected a list of {sb.shape[0]} names, one per "
+                                f"switch of 'switch_bytes'")
+        # the topology's names when it is known (one display name per switch across every output)
+        snames = _switch_names(topo, sb.shape[0]) if topo is not None or not snames else [str(s) for s in snames]
     data = ReportData(source=where, t_s=t, dt_s=dt, names=names, classes=classes, src=src, dst=dst, util=util,
                       topo=topo, circuits=circuits, switch_bytes=sb, switch_names=snames,
                       meta={k: doc[k] for k in ("makespan_s", "network", "traffic", "placement") if k in doc})
@@ -281,9 +347,10 @@ def _circuits(doc, where, topo) -> list[tuple[int, int]]:
 
 
 def _switch_names(topo, s: int) -> list[str]:
-    names = getattr(topo, "switch_names", None) or getattr(topo, "switches", None)
-    if names and len(names) == s:
-        return list(names)
+    """The first ``s`` switches' display names (:meth:`TreeTopology.switch_labels`), ``S0..`` without a topology."""
+    names = topo.switch_labels() if topo is not None else []
+    if len(names) >= s:
+        return names[:s]
     return [f"S{i}" for i in range(s)]
 
 
@@ -423,7 +490,8 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     figure : matplotlib.figure.Figure
     axes_box : dict
         ``box`` = (left, right, bottom, top) of the axes in figure fractions,
-        ``t0``/``t1`` the plotted time range, for placing a cursor.
+        ``t0``/``t1`` the plotted time range in seconds, for placing a cursor
+        (the axis itself is in :meth:`ReportData.time_unit`).
 
     References
     ----------
@@ -438,27 +506,32 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     """
     series = class_series(data)
     classes = list(series) or ["(no links)"]
+    unit, sec = data.time_unit()
     h = 0.85 * len(classes) + 1.0
     fig = _figure(11, h)
     fig.subplots_adjust(left=0.12, right=0.98, top=1 - 0.35 / h, bottom=0.65 / h, hspace=0.12)
     axes = fig.subplots(len(classes), 1, sharex=True, squeeze=False)[:, 0]
-    t, dt = data.t_s, data.dt_s
-    lo, hi = float(t[0]), float(t[-1] + dt)
+    lo, hi = float(data.t_s[0]), float(data.t_s[-1] + data.dt_s)
+    # plotted in the report's unit; rounded so that a bar ends exactly where the next starts (no seams)
+    t, dt = np.round(data.t_s / sec, 9), round(data.dt_s / sec, 9)
     for ax, c in zip(axes, classes):
         ax.set_facecolor("black")
         if c in series:
             mx, av = series[c]
-            ax.bar(t, mx, width=dt, align="edge", color="#e8282b", linewidth=0)
-            ax.bar(t, av, width=dt, align="edge", color="#3bd14a", linewidth=0)
+            ax.bar(t, mx, width=dt, align="edge", color="#e8282b", linewidth=0,
+                   antialiased=False, snap=False)
+            ax.bar(t, av, width=dt, align="edge", color="#3bd14a", linewidth=0,
+                   antialiased=False, snap=False)
         ax.set_ylim(0, 1.05)
-        ax.set_yticks([0, 1])
+        ax.set_yticks([0, 1], ["0%", "100%"])
         ax.set_ylabel(c, rotation=0, ha="right", va="center", fontsize=9)
         ax.tick_params(labelsize=8)
         if at_index is not None:
             ax.axvline(t[at_index] + dt / 2, color="white", linewidth=1.2)
-    axes[-1].set_xlim(lo, hi)
-    axes[-1].set_xlabel("time (s)")
-    axes[0].set_title("link utilization per class: maximum (red), average (green)", fontsize=10)
+    axes[-1].set_xlim(lo / sec, hi / sec)
+    axes[-1].set_xlabel(f"time ({unit})")
+    axes[0].set_title("link utilization per class, % of link bandwidth: maximum (red), average (green)",
+                      fontsize=10)
     box = (axes[0].get_position().x0, axes[0].get_position().x1, axes[-1].get_position().y0,
            axes[0].get_position().y1)
     return fig, {"box": box, "t0": lo, "t1": hi}
@@ -518,7 +591,7 @@ def figure_topology(data: ReportData, k: int):
         fig = _graph_view(data, k)
     else:
         fig = _busiest_links_view(data, k)
-    fig.suptitle(f"topological view at t = {format_time(float(data.t_s[k]))}", fontsize=11)
+    fig.suptitle(f"topological view at t = {data.format_t(data.t_s[k])}", fontsize=11)
     return fig
 
 
@@ -529,7 +602,7 @@ def _tree_view(data: ReportData, k: int):
     t = data.topo
     u = _util_lookup(data, k)
     hosts = t.host_names()
-    sw_names = list(t.switch_names) if t.switch_names else [f"S{s}" for s in range(t.n_switches)]
+    sw_names = t.switch_labels()
     node_sw = t.node_switch()
     width = max(t.n_nodes, 8)
     fig = _figure(min(4 + 0.18 * width, 22), 6)
@@ -557,6 +630,19 @@ def _tree_view(data: ReportData, k: int):
     if ocs.any():
         ax.scatter(nx_[ocs], np.zeros(ocs.sum()), s=45, marker="s", c="#1f5fbf", zorder=3, label="OCS node")
     ax.scatter(sx, np.ones(t.n_switches), s=260, marker="s", c="#2b2b2b", zorder=3)
+    # host names, written downwards under the nodes; the circuits' arcs hang below them
+    span = max(1.0, abs(nx_[-1] - nx_[0]))
+    below = 0.2 + 0.18 * span / 8 if data.circuits else 0.25      # room under the arcs (data units)
+    arc_y = -0.05
+    if t.n_nodes <= 64:
+        labels = [h if len(h) <= 24 else h[:23] + "…" for h in hosts]
+        for i in range(t.n_nodes):
+            ax.annotate(labels[i], (nx_[i], 0.0), xytext=(0, -5), textcoords="offset points", ha="center",
+                        va="top", rotation=90, fontsize=6)
+        # the labels' length in points (6 pt characters about 3.4 pt wide) as a share k of the axes' height,
+        # then the arcs' y such that they start just under the labels: arc_y = -0.05 - k * (2.35 + below - arc_y)
+        k = (5 + 3.4 * max(len(h) for h in labels) + 4) / (fig.get_figheight() * 0.85 * 72)
+        arc_y = (-0.05 - k * (2.35 + below)) / (1 - k)
     ax.scatter([top[0]], [top[1]], s=420, marker="s", c="#2b2b2b", zorder=3)
     for s in range(t.n_switches):
         ax.annotate(sw_names[s], (sx[s], 1.0), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=8)
@@ -567,15 +653,11 @@ def _tree_view(data: ReportData, k: int):
     for a, b in data.circuits:
         v = max(u.get(("ocs", hosts[a], hosts[b]), 0.0), u.get(("ocs", hosts[b], hosts[a]), 0.0))
         rad = 0.35 if a < b else -0.35
-        ax.add_patch(FancyArrowPatch((nx_[a], -0.05), (nx_[b], -0.05), connectionstyle=f"arc3,rad={rad}",
+        ax.add_patch(FancyArrowPatch((nx_[a], arc_y), (nx_[b], arc_y), connectionstyle=f"arc3,rad={rad}",
                                      arrowstyle="-", linewidth=2.4, linestyle="-" if v > 0 else "--",
                                      color=cmap(v) if v > 0 else "#8a8a8a", zorder=2))
-    if t.n_nodes <= 64:
-        for i in range(t.n_nodes):
-            ax.annotate(str(i), (nx_[i], 0.0), xytext=(0, -11), textcoords="offset points", ha="center", fontsize=6)
-    span = max(1.0, abs(nx_[-1] - nx_[0]))
     ax.set_xlim(-1, t.n_nodes)
-    ax.set_ylim(-0.25 - 0.18 * span / 8 if data.circuits else -0.3, 2.35)
+    ax.set_ylim(arc_y - below, 2.35)
     ax.axis("off")
     if data.circuits:
         ax.text(0.0, 0.01, f"{len(data.circuits)} circuits (arcs; dashed = idle)", transform=ax.transAxes, fontsize=8)
@@ -685,15 +767,16 @@ def _graph_view(data: ReportData, k: int):
     fig = _figure(9, 7)
     ax = fig.add_axes([0.03, 0.03, 0.85, 0.88])
     segs, vals = [], []
+    labels = t.switch_labels()
     for a, b, _bw in t.links:
-        sa, sb = t.switches[a], t.switches[b]
+        sa, sb = labels[a], labels[b]
         segs.append([pos[a], pos[b]])
         vals.append(max(u.get(("switch", sa, sb), 0.0), u.get(("switch", sb, sa), 0.0)))
     ax.add_collection(LineCollection(segs, colors=_seg_colors(vals), linewidths=2.5))
     xy = np.array([pos[i] for i in range(t.n_switches)])
     ax.scatter(xy[:, 0], xy[:, 1], s=120, marker="s", c="#2b2b2b", zorder=3)
     if t.n_switches <= 40:
-        for i, name in enumerate(t.switches):
+        for i, name in enumerate(labels):
             ax.annotate(name, xy[i], xytext=(0, 8), textcoords="offset points", ha="center", fontsize=7)
     ax.axis("off")
     ax.autoscale()
@@ -735,7 +818,7 @@ def figure_switch_heatmap(data: ReportData):
     s = len(m)
     fig = _figure(min(6.5 + 0.3 * s, 14), min(4 + 0.3 * s, 12))
     ax = fig.add_axes([0.14, 0.12, 0.7, 0.78])
-    im = ax.imshow(m, cmap="viridis", interpolation="nearest")
+    im = ax.imshow(m, cmap="viridis", interpolation="nearest", vmin=0, vmax=max(float(m.max()), 1.0))
     if s <= 32:
         ax.set_xticks(range(s), data.switch_names, rotation=90, fontsize=7)
         ax.set_yticks(range(s), data.switch_names, fontsize=7)
@@ -784,13 +867,14 @@ def figure_link_heatmap(data: ReportData):
     fig = _figure(11, min(2.5 + 0.012 * len(order), 9))
     ax = fig.add_axes([0.14, 0.14, 0.78, 0.76])
     m = data.util[order] if order else np.zeros((1, data.n_times))
-    t0, t1 = float(data.t_s[0]), float(data.t_s[-1] + data.dt_s)
+    unit, sec = data.time_unit()
+    t0, t1 = float(data.t_s[0]) / sec, float(data.t_s[-1] + data.dt_s) / sec
     im = ax.imshow(m, aspect="auto", cmap=CMAP, vmin=0, vmax=1, interpolation="nearest",
                    extent=(t0, t1, len(m), 0))
     ax.set_yticks([(a + b) / 2 for _, a, b in bounds], [f"{c} ({b - a})" for c, a, b in bounds], fontsize=7)
     for _, a, _b in bounds[1:]:
         ax.axhline(a, color="#1f5fbf", linewidth=0.6)
-    ax.set_xlabel("time (s)")
+    ax.set_xlabel(f"time ({unit})")
     ax.set_title(f"utilization of each of the {len(order)} busy links over time (idle links omitted)", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01).set_label("utilization")
     return fig
@@ -832,7 +916,7 @@ def _summary_rows(data: ReportData) -> list[tuple[str, str]]:
     rows = [("result", data.source)]
     t = data.topo
     if t is not None:
-        shape = " x ".join(map(str, t.dims)) if hasattr(t, "dims") else f"{t.n_nodes} nodes"
+        shape = " x ".join(map(str, t.dims)) if hasattr(t, "dims") else f"{t.n_switches} switches"
         rows.append(("topology", f"{t.name or data.meta.get('topology', '')} ({t.kind}, {shape}, {t.n_nodes} nodes)"))
     elif "topology" in data.meta:
         rows.append(("topology", str(data.meta["topology"])))
@@ -840,12 +924,14 @@ def _summary_rows(data: ReportData) -> list[tuple[str, str]]:
         if data.meta.get(key):
             rows.append((key, str(data.meta[key])))
     if "makespan_s" in data.meta:
-        rows.append(("makespan", format_time(float(data.meta["makespan_s"]))))
-    rows.append(("timeline", f"{data.n_times} intervals of {format_time(data.dt_s)}"))
+        rows.append(("makespan", data.format_t(float(data.meta["makespan_s"]))))
+    rows.append(("timeline", f"{data.n_times} intervals of {data.format_t(data.dt_s)}"))
     total = sum(data.class_links.values())
     rows.append(("links", f"{len(data.names)} busy of {total}"))
     if data.circuits:
-        rows.append(("circuits", str(len(data.circuits))))
+        shown = ", ".join(f"{data.host_label(a)}-{data.host_label(b)}" for a, b in data.circuits[:8])
+        more = f", ... ({len(data.circuits) - 8} more)" if len(data.circuits) > 8 else ""
+        rows.append(("circuits", f"{len(data.circuits)}: {shown}{more}"))
     if data.util.size:
         rows.append(("peak utilization", f"{data.util.max():.0%}"))
     return rows
@@ -926,7 +1012,7 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
     picks = frame_indices(data, frames, sel)
     frame_docs = []
     for k in picks:
-        frame_docs.append({"t": float(data.t_s[k]) + data.dt_s / 2, "label": format_time(float(data.t_s[k])),
+        frame_docs.append({"t": float(data.t_s[k]) + data.dt_s / 2, "label": data.format_t(data.t_s[k]),
                            "img": _b64(_png(figure_topology(data, k)))})
     start = picks.index(sel)
     left, right, bottom, top = axinfo["box"]

@@ -116,8 +116,9 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         tab = Table(title="circuits per switch pair")
         tab.add_column("switches")
         tab.add_column("circuits", justify="right")
+        labels = topo.switch_labels()
         for k in sorted(per):
-            tab.add_row(f"S{k[0]}-S{k[1]}", str(per[k]))
+            tab.add_row(f"{labels[k[0]]}-{labels[k[1]]}", str(per[k]))
         con.print(tab)
     if output is not None:
         con.print(f"wrote {output}")
