@@ -139,7 +139,6 @@ BAD_INTS = ["²", "٣", "３", "--3", "+-3", "−3", "3²", "True", "0x3", "1_0"
 @pytest.mark.parametrize("bad", BAD_INTS)
 @pytest.mark.parametrize("fn,text,where", [
     (read_matrix, MHEAD + "0,1,100,1\n0,{bad},5,1\n", "t.csv:3: field 'dst'"),
-    (read_placement, "rank,node\n0,1\n1,{bad}\n", "t.csv:3: field 'node'"),
     (read_placement, "rank,node\n{bad},1\n0,2\n", "t.csv:2: field 'rank'"),
     (read_trace, HEAD + "0,send,1,8,,2,0,0\n{bad},recv,0,8,,2,0,0\n", "t.csv:3: field 'rank'"),
 ])
@@ -147,6 +146,17 @@ def test_integer_fields_take_ascii_digits_only(tmp_path, fn, text, where, bad):
     with pytest.raises(TopoplanError) as e:
         fn(write(tmp_path, "t.csv", text.format(bad=bad)))
     assert str(e.value).endswith(f"{where}: not a number: {bad!r}")
+
+
+@pytest.mark.parametrize("bad", BAD_INTS)
+def test_a_placement_node_is_an_ascii_id_or_a_host_name(tmp_path, bad):
+    """The node column also takes host names (issue 18), so a bad id is an unknown host, never an alias."""
+    from planner.core.topology_io import load_topology
+
+    path = write(tmp_path, "t.csv", f"rank,node\n0,1\n1,{bad}\n")
+    for hosts in (None, load_topology("paper003")):
+        with pytest.raises(TopoplanError, match=r"t\.csv:3: field 'node': "):
+            read_placement(path, hosts)
 
 
 def test_whole_decimals_and_signs_still_read(tmp_path):
