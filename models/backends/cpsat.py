@@ -97,7 +97,7 @@ def _solve_built(md, *, time_limit=None, started=None, seed=0, threads=None, mip
         solver.parameters.relative_gap_limit = float(mip_gap)
     if msg:
         solver.parameters.log_search_progress = True
-    st = solver.Solve(md)
+    st = _solve_watched(solver, md, limit)
     has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     has_objective = md.HasObjective()
     obj = float(solver.ObjectiveValue()) if has and has_objective else (0.0 if has else None)
@@ -118,3 +118,42 @@ def _solve_built(md, *, time_limit=None, started=None, seed=0, threads=None, mip
     res = Result(status, obj, bound, None, 0.0, NAME, solver.StatusName(st), values=values)
     sense = -1 if has_objective and md.Proto().objective.scaling_factor < 0 else 1   # maximize: scaled by -1
     return with_gap(res, sense)
+
+
+# CP-SAT checks max_time_in_seconds between steps; a large model's presolve (element constraints over
+# big tables) can run far past it (a 10 s limit took 34 s on 1,024 Bcast leaders). The solve therefore
+# runs in a thread and is stopped from here at the limit plus this margin, and at once on Ctrl-C.
+STOP_MARGIN_S = 0.25
+
+
+def _solve_watched(solver, md, limit):
+    """``solver.Solve(md)``, stopped (``StopSearch``) at ``limit`` + :data:`STOP_MARGIN_S` seconds or when
+    Ctrl-C asked to stop (:func:`planner.core.interrupt.stop_requested`); CP-SAT then returns its best
+    solution so far, as at its own time limit."""
+    import threading
+    import time
+
+    from planner.core.interrupt import stop_requested
+
+    solver.parameters.catch_sigint_signal = False   # Ctrl-C is topoplan's (first: stop and keep the best)
+    out = {}
+
+    def run():
+        out["status"] = solver.Solve(md)
+
+    thread = threading.Thread(target=run, name="cp-sat", daemon=True)
+    t0 = time.monotonic()
+    thread.start()
+    stopped = False
+    try:
+        while thread.is_alive():
+            thread.join(0.05)
+            late = limit is not None and time.monotonic() - t0 > limit + STOP_MARGIN_S
+            if not stopped and thread.is_alive() and (late or stop_requested()):
+                solver.StopSearch()
+                stopped = True
+    except BaseException:   # a second Ctrl-C: stop the solver before the interpreter unwinds
+        solver.StopSearch()
+        thread.join()
+        raise
+    return out["status"]

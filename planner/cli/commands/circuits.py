@@ -18,7 +18,8 @@ MethodOpt = typer.Option("three-step", "--method", "-m",
 MaxCircuitsOpt = typer.Option(None, "--max-circuits", help="Set up at most this many circuits (000's pathway count).")
 HopLimitOpt = typer.Option(None, "--hop-limit", help="Most circuits a large message may cross (default: no limit).")
 ThresholdOpt = typer.Option(None, "--threshold", help="Large-message threshold (default: OCS bandwidth-delay product).")
-SolverOpt = typer.Option("cbc", "--solver", help="MILP back-end for ilp: cbc | highs | ortools | gurobi.")
+SolverOpt = typer.Option("auto", "--solver", help="MILP back-end for ilp: auto (measured: HiGHS for the node model, CBC for the "
+                         "switch model) | cbc | highs | ortools | gurobi.")
 FormulationOpt = typer.Option("auto", "--formulation", help="ilp model: auto | node (exact) | switch (aggregated) | lp.")
 ObjectiveOpt = typer.Option("lexicographic", "--objective", help="ilp: lexicographic | weighted (bound, then uplink bytes).")
 ScoreOpt = typer.Option("bound", "--score", help="bound: the method's plan for the communication-time bound; "

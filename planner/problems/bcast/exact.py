@@ -26,7 +26,7 @@ from planner.problems.bcast.problem import BcastProblem, _heuristic_assign, _res
 from planner.problems.bcast.registry import METHODS
 from planner.problems.result import PlanResult, module_missing
 
-__all__ = ["ilp", "solve_exact", "bcast_data"]
+__all__ = ["CPSAT_ENTRIES_PER_S", "ilp", "solve_exact", "bcast_data", "model_size", "root_bound"]
 
 
 @METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
@@ -93,6 +93,65 @@ def bcast_data(problem: BcastProblem, *, hint=None, resolution: float = 1e6) -> 
                                  hint=None if hint is None else np.asarray(hint), resolution=float(resolution))
 
 
+# CP-SAT expands every element constraint over the m x m class-pair table in presolve: measured
+# ~4.3 M table entries (1,023 sends x 65^2 classes, 1,024 leaders) in ~20 s of presolve and 5.4 GB, past
+# any stop request. About 200,000 entries per second of the time limit, with room for the search.
+CPSAT_ENTRIES_PER_S = 200_000
+
+
+def model_size(data: bcast_cpsat.BcastData) -> tuple[int, int]:
+    """How large the CP-SAT model of ``data`` is: (class-pair table entries, node classes).
+
+    Parameters
+    ----------
+    data : :class:`models.bcast_cpsat.BcastData`
+
+    Returns
+    -------
+    tuple of int
+        Entries ``(sends + allgather pairs) x classes^2``, and the number of classes.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> model_size(bcast_data(p))
+    (175, 5)
+    """
+    m = int(bcast_cpsat.node_classes(data.latency_s, data.inv_bw_s_per_B, fixed=data.root).max()) + 1
+    pairs = len(data.child) + sum(len(src) for src, _, _, _ in data.allgather)
+    return pairs * m * m, m
+
+
+def root_bound(data: bcast_cpsat.BcastData) -> float:
+    """A lower bound on the Bcast time without a model: the root's sends go one after another, each
+    at least the cheapest link's cost for its size.
+
+    Parameters
+    ----------
+    data : :class:`models.bcast_cpsat.BcastData`
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from planner.problems.bcast.allocation import cluster
+    >>> p = BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024, tree="binomial")
+    >>> 0 < root_bound(bcast_data(p)) <= solve_exact(p, time_limit=20)["bound"] + 1e-12
+    True
+    """
+    lat, inv = np.asarray(data.latency_s, float), np.asarray(data.inv_bw_s_per_B, float)
+    off = ~np.eye(len(lat), dtype=bool)
+    if not off.any():
+        return 0.0
+    lo_lat, lo_inv = float(lat[off].min()), float(inv[off].min())
+    root_sends = np.asarray(data.bytes_B, float)[np.asarray(data.parent) == 0]
+    return float(sum(lo_lat + nb * lo_inv for nb in root_sends))
+
+
 def solve_exact(problem: BcastProblem, *, time_limit=None, seed=0, hint=None, resolution: float = 1e6,
                 threads: int = 2) -> dict:
     """Solve ``problem`` exactly.
@@ -117,6 +176,14 @@ def solve_exact(problem: BcastProblem, *, time_limit=None, seed=0, hint=None, re
     ('optimal', 8)
     """
     data = bcast_data(problem, hint=hint, resolution=resolution)
+    entries, m = model_size(data)
+    if time_limit is not None and entries > CPSAT_ENTRIES_PER_S * time_limit:
+        # the formulation is too large for the limit: say so before building it, keep the heuristic
+        return {"assign": np.asarray(hint), "status": "timeout", "bound": root_bound(data), "classes": m,
+                "message": f"model too large for the time limit: {entries:,} class-pair table entries "
+                           f"({len(data.child):,} sends x {m}^2 node classes) take about "
+                           f"{entries / CPSAT_ENTRIES_PER_S:.0f} s to build and presolve (limit {time_limit:g} s); "
+                           "returning the best heuristic order, with the root's sends as bound"}
     r = backend_solve(Deferred(bcast_cpsat.build, data), "cpsat", time_limit=time_limit, seed=int(seed or 0),
                       threads=threads)
     if r.values is None:

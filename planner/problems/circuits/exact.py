@@ -59,7 +59,7 @@ from planner.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
-           "extract_node_plan", "decompose", "fallback_sources", "NODE_MAX_VARS", "SWITCH_MAX_VARS", "REL_TOL"]
+           "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "NODE_MAX_VARS", "SWITCH_MAX_VARS", "REL_TOL"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
@@ -67,7 +67,7 @@ REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
 
 
 @METHODS.register("ilp")
-def ilp(problem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: str = "auto",
+def ilp(problem, *, time_limit=None, seed=0, solver: str = "auto", formulation: str = "auto",
         objective: str = "lexicographic", threads: int | None = None, pairs: str = "auto") -> PlanResult:
     """The exact model: best plan found, proven bound and gap (see :func:`solve_exact`).
 
@@ -76,7 +76,8 @@ def ilp(problem, *, time_limit=None, seed=0, solver: str = "cbc", formulation: s
     problem : :class:`planner.problems.circuits.CircuitProblem`.
     time_limit : seconds for the solver (None: until proven).
     seed : solver seed (and the heuristics' seed for the incumbents).
-    solver : MILP back-end: ``cbc``, ``highs``, ``ortools`` or ``gurobi``.
+    solver : MILP back-end: ``auto`` (measured choice: HiGHS for the node formulation, CBC for the
+        switch formulation; see :func:`auto_solver`), ``cbc``, ``highs``, ``ortools`` or ``gurobi``.
     formulation : ``auto``, ``node`` (exact tables), ``switch`` (aggregated) or ``lp`` (bound only).
     objective : ``lexicographic`` (the bound, then uplink bytes) or ``weighted``.
     threads : solver threads (None: the back-end's default).
@@ -484,7 +485,7 @@ class _Run:
         return float(self.problem.large_bytes.sum())
 
 
-def solve_exact(problem, *, time_limit=None, seed=0, solver="cbc", formulation="auto", objective="lexicographic",
+def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation="auto", objective="lexicographic",
                 threads=None, pairs: str = "auto") -> PlanResult:
     """The ``ilp`` method: the exact model, with the papers' heuristics (and matching) as incumbents.
 
@@ -528,7 +529,8 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="cbc", formulation="
         raise TopoplanError(f"field 'formulation': auto, node, switch or lp, got {formulation!r}")
     if pairs not in ("auto", "all", "traffic"):
         raise TopoplanError(f"field 'pairs': auto, all or traffic, got {pairs!r}")
-    check(solver, MILP_BACKENDS)   # the one-line "unknown solver" / "not available" error
+    if solver != "auto":
+        check(solver, MILP_BACKENDS)   # the one-line "unknown solver" / "not available" error
     t0 = time.perf_counter()
     run = _Run(problem, time_limit, seed, solver, objective, threads, pairs,
                deadline=None if time_limit is None else t0 + time_limit, best=_Best(), floor=floor_s(problem))
@@ -539,6 +541,8 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="cbc", formulation="
         incs.append((name, circ, best.last_key))
     if formulation == "auto":
         formulation = "node" if node_size(problem) <= NODE_MAX_VARS else "switch"
+    if solver == "auto":
+        solver = run.solver = auto_solver(formulation)
     if formulation != "node":
         # the heuristics' circuits with congestion-aware tables (the papers' tables relay everything)
         for name, circ, _ in sorted(incs, key=lambda x: x[2])[:2]:
@@ -791,6 +795,34 @@ def _incumbents(problem, seed):
         r = fn(problem, seed=seed)
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,
                                                                             problem.n_switches)
+
+
+def auto_solver(formulation: str) -> str:
+    """The MILP back-end ``solver="auto"`` picks, by measurement (``benchmarks/bench_circuits.py --solvers``,
+    README "MILP back-end"): HiGHS for the exact node formulation (it proves in 1.4-9 s the 6-OCS-node
+    cases CBC leaves at a 9.7-41.7% gap after 20 s), CBC for the switch formulation (on IS traffic HiGHS
+    more often returns an equally optimal switch-level solution that becomes a worse plan). Falls back to
+    whichever of the two is installed.
+
+    Parameters
+    ----------
+    formulation : str
+        ``node``, ``switch`` or ``lp``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> auto_solver("node"), auto_solver("switch")
+    ('highs', 'cbc')
+    """
+    want, other = ("highs", "cbc") if formulation == "node" else ("cbc", "highs")
+    if available(want):
+        return want
+    check(other, MILP_BACKENDS)
+    return other
 
 
 def _lp_solver(solver: str) -> str:

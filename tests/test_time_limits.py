@@ -1,0 +1,56 @@
+"""Exact methods honour their time limits (issue 20): a model too large for the limit is refused before it
+is built (with the best heuristic and a bound), and CP-SAT is stopped from outside when its presolve runs past
+the limit or Ctrl-C asks to stop."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from planner.core import interrupt
+from planner.core.topology_io import load_topology
+from planner.problems.bcast import BcastProblem, solve
+from planner.problems.bcast.allocation import generate
+from planner.problems.bcast.exact import CPSAT_ENTRIES_PER_S, bcast_data, model_size, root_bound
+
+
+@pytest.fixture(scope="module")
+def bcast128():
+    topo = load_topology("paper000", ["switches=16"])
+    return BcastProblem.build(topo, placement=generate(topo, 128, seed=0), root=0, bytes_B=1e6)
+
+
+def test_a_model_too_large_for_the_limit_is_refused_up_front(bcast128):
+    entries, m = model_size(bcast_data(bcast128))
+    limit = 0.5 * entries / CPSAT_ENTRIES_PER_S
+    t0 = time.perf_counter()
+    res = solve(bcast128, "ilp", time_limit=limit, simulate=False)
+    assert time.perf_counter() - t0 < 5 + limit
+    assert res.status == "timeout" and "model too large for the time limit" in res.message
+    best = min(solve(bcast128, h, simulate=False).objective for h in ("dft", "bft", "greedy"))
+    assert res.objective == pytest.approx(best)
+    assert 0 < res.bound <= res.objective and res.gap is not None
+
+
+def test_root_bound_is_below_every_order(bcast128):
+    data = bcast_data(bcast128)
+    lb = root_bound(data)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        order = np.concatenate([[0], 1 + rng.permutation(bcast128.n - 1)])
+        assert bcast128.model.time(order) >= lb - 1e-15
+
+
+def test_cpsat_is_stopped_by_ctrl_c(bcast128):
+    """A search with no time limit (this one takes ~12 s to prove optimal) ends with its best solution
+    soon after Ctrl-C asks it to stop: CP-SAT runs in a thread that is stopped from outside."""
+    interrupt.reset()
+    threading.Timer(1.5, interrupt.request_stop).start()
+    t0 = time.perf_counter()
+    res = solve(bcast128, "ilp", time_limit=None, simulate=False)
+    took = time.perf_counter() - t0
+    interrupt.reset()
+    assert res.status == "interrupted" and took < 8
+    best = min(solve(bcast128, h, simulate=False).objective for h in ("dft", "bft", "greedy"))
+    assert res.objective <= best + 1e-12
