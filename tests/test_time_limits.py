@@ -54,3 +54,30 @@ def test_cpsat_is_stopped_by_ctrl_c(bcast128):
     assert res.status == "interrupted" and took < 8
     best = min(solve(bcast128, h, simulate=False).objective for h in ("dft", "bft", "greedy"))
     assert res.objective <= best + 1e-12
+
+
+def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path):
+    """CBC stayed minutes in its root LP with '-sec 0.1' on a 1,024-node switch model: the back-end now
+    interrupts the process at the limit and kills it if it does not stop (here a stand-in that ignores
+    SIGINT, run under the name cbc)."""
+    import subprocess
+
+    from models.backends import cbc
+
+    import shutil
+    import signal
+
+    fake = tmp_path / "cbc"
+    shutil.copy(shutil.which("sleep"), fake)
+
+    class Prob:
+        def solve(self, cmd):   # a 'cbc' that ignores SIGINT, so only the kill ends it
+            subprocess.run([str(fake), "60"], check=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+    stopped = [False]
+    t0 = time.perf_counter()
+    with pytest.raises(subprocess.CalledProcessError):
+        cbc._solve_watched(Prob(), None, 0.3, stopped)
+    took = time.perf_counter() - t0
+    assert stopped[0] and took < 0.3 + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S + 3

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import tempfile
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -19,7 +22,12 @@ from models.backends.base import Result, remaining, with_gap
 NAME = "cbc"
 KIND = "milp"
 NATIVE = None           # a separate executable: no native library in this process
-MISSING = "CBC is missing (pip install 'pulp[cbc]')"
+MISSING = "CBC is missing (pip install 'pulp>=2.8,<4', which bundles it)"
+# CBC does not always honour its own limit: on a large switch model it stayed in its root LP for minutes with
+# '-sec 0.1'. It is interrupted (SIGINT: CBC stops and writes its best solution) at the limit plus this margin,
+# and killed if it is still there KILL_GRACE_S later. Ctrl-C (planner.core.interrupt) does the same at once.
+STOP_MARGIN_S = 0.5
+KILL_GRACE_S = 2.0
 
 __all__ = ["NAME", "KIND", "available", "solve"]
 
@@ -52,10 +60,14 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
         warnings.simplefilter("ignore", DeprecationWarning)
         cmd = pulp.PULP_CBC_CMD(msg=msg, timeLimit=remaining(time_limit, started), threads=threads, gapRel=mip_gap,
                                 warmStart=warm_start and not relax, options=opts, logPath=log)
+    limit = remaining(time_limit, started)
+    stopped = [False]
     try:
-        prob.solve(cmd)
+        _solve_watched(prob, cmd, limit, stopped)
         text = open(log, encoding="utf-8", errors="replace").read()
     except pulp.PulpSolverError as exc:
+        if stopped[0]:   # we stopped CBC at the limit before it wrote a solution
+            return Result("timeout", None, None, None, 0.0, NAME, "CBC stopped at the time limit without a solution")
         return Result("error", None, None, None, 0.0, NAME, str(exc))
     finally:
         if saved:
@@ -92,3 +104,44 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
     values = np.array([np.nan if v.varValue is None else v.varValue for v in prob.variables()]) if has else None
     res = Result(status, float(obj) if obj is not None else None, bound, None, 0.0, NAME, values=values)
     return with_gap(res, 1 if prob.sense == 1 else -1)
+
+
+def _solve_watched(prob, cmd, limit, stopped) -> None:
+    """``prob.solve(cmd)`` in a thread; the CBC process is interrupted at ``limit`` + :data:`STOP_MARGIN_S`
+    (or on a Ctrl-C stop request) and killed :data:`KILL_GRACE_S` later. ``stopped[0]`` tells whether
+    it was."""
+    from planner.core.interrupt import child_pids, stop_requested
+
+    out: dict = {}
+
+    def run():
+        try:
+            prob.solve(cmd)
+        except BaseException as exc:   # re-raised in the caller's thread
+            out["exc"] = exc
+
+    thread = threading.Thread(target=run, name="cbc", daemon=True)
+    t0 = time.monotonic()
+    thread.start()
+    t_int = None
+    while thread.is_alive():
+        thread.join(0.05)
+        if not thread.is_alive():
+            break
+        now = time.monotonic()
+        if t_int is None and ((limit is not None and now - t0 > limit + STOP_MARGIN_S) or stop_requested()):
+            t_int, stopped[0] = now, True
+            _signal_cbc(child_pids("cbc"), signal.SIGINT)
+        elif t_int is not None and now - t_int > KILL_GRACE_S:
+            _signal_cbc(child_pids("cbc"), signal.SIGKILL)
+            t_int = float("inf")
+    if "exc" in out:
+        raise out["exc"]
+
+
+def _signal_cbc(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass

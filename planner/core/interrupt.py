@@ -21,7 +21,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["stop_requested", "was_interrupted", "request_stop", "reset", "graceful_stop"]
+__all__ = ["stop_requested", "was_interrupted", "request_stop", "reset", "graceful_stop", "child_pids"]
 
 _requested = threading.Event()   # a stop was asked for during the current graceful_stop
 _ever = threading.Event()        # ... at any time since reset() (the CLI's exit status)
@@ -85,15 +85,45 @@ def reset() -> None:
     _ever.clear()
 
 
-def _children() -> list[int]:
-    """Direct child processes (Linux /proc), e.g. a CBC run or a spawned solver interpreter."""
+def child_pids(command: str | None = None) -> list[int]:
+    """Direct child processes of this one (Linux ``/proc``; empty elsewhere), e.g. a CBC run or a spawned
+    solver interpreter.
+
+    Parameters
+    ----------
+    command : str, optional
+        Only children whose executable's file name contains this (``"cbc"``).
+
+    Returns
+    -------
+    list of int
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    >>> p.pid in child_pids(), child_pids("no-such-program")
+    (True, [])
+    >>> p.kill(); p.wait() != 0
+    True
+    """
     pids: list[int] = []
     for task in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
         try:
             pids += [int(p) for p in task.read_text().split()]
         except (OSError, ValueError):
             continue
-    return pids
+    if command is None:
+        return pids
+    out = []
+    for pid in pids:
+        try:
+            exe = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if command in Path(exe).name:
+            out.append(pid)
+    return out
 
 
 @contextmanager
@@ -135,7 +165,7 @@ def graceful_stop(note: str = "stopping: finishing with the best plan found so f
         request_stop()
         if note:
             print(note, file=sys.stderr, flush=True)
-        for pid in _children():   # CBC and isolated solver processes end their search on SIGINT
+        for pid in child_pids():   # CBC and isolated solver processes end their search on SIGINT
             try:
                 os.kill(pid, signal.SIGINT)
             except OSError:

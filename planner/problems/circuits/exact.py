@@ -415,7 +415,7 @@ def decompose(problem, counts: dict[tuple[int, int], int]) -> list[tuple[int, in
 
 # -- the LP bound ------------------------------------------------------------------
 
-def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None) -> float:
+def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time_limit: float | None = None) -> float:
     """LP-relaxation lower bound on the communication-time bound of every plan (switch formulation).
 
     Valid for any circuit set and forwarding tables; cheap enough for
@@ -424,11 +424,11 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None) -> f
     Parameters
     ----------
     problem : the circuit problem; solver : LP back-end; T_max : upper bound on ``T`` (None: the
-    no-circuit plan's).
+    no-circuit plan's); time_limit : seconds for building and solving the LP (None: until solved).
 
     Returns
     -------
-    float (seconds).
+    float (seconds). With a ``time_limit`` the LP does not meet: the fixed-link floor (still a bound).
 
     Examples
     --------
@@ -440,12 +440,18 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None) -> f
     >>> lp_bound(prob) > 0
     True
     """
+    t0 = time.perf_counter()
     floor = floor_s(problem)
     if T_max is None:
         T_max = _incumbent_T(problem)
     m = build_switch_model(problem, T_max=max(T_max, floor), T_floor=floor, relax=True)
-    r = backend_solve(m.prob, solver)
+    left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+    if left is not None and left <= 0.05:
+        return floor   # building used the time: the floor is the bound we have
+    r = backend_solve(m.prob, solver, time_limit=left)
     if r.status != "optimal":
+        if time_limit is not None:
+            return floor
         raise TopoplanError(f"LP relaxation failed: {r.status} ({r.message})")
     return float(max(floor, m.T.value() * m.info["T_scale"]))
 
@@ -536,7 +542,7 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
                deadline=None if time_limit is None else t0 + time_limit, best=_Best(), floor=floor_s(problem))
     best = run.best
     incs = []
-    for name, circ, nh in _incumbents(problem, seed):
+    for name, circ, nh in _incumbents(problem, seed, run):
         best.offer(problem, circ, nh, name)
         incs.append((name, circ, best.last_key))
     if formulation == "auto":
@@ -604,7 +610,8 @@ def solve_lp(run: _Run) -> tuple[float, bool, str]:
     >>> r.status, r.options["formulation"]
     ('feasible', 'lp')
     """
-    bound_T = max(run.floor, lp_bound(run.problem, solver=_lp_solver(run.solver), T_max=run.T_max))
+    bound_T = max(run.floor, lp_bound(run.problem, solver=_lp_solver(run.solver), T_max=run.T_max,
+                                          time_limit=None if run.deadline is None else run.left()))
     return bound_T, False, "LP-relaxation bound only; the plan is the best heuristic's after table local search"
 
 
@@ -740,7 +747,8 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     mode = run.pairs if run.pairs != "auto" else ("all" if S <= 8 else "traffic")
     info["pairs"] = mode
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
-        bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max))
+        lp_left = None if run.deadline is None else 0.3 * run.left()
+        bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max, time_limit=lp_left))
     data = circuit_data(problem)
     m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.floor,
                                       pairs=circuits_switch.candidate_pairs(data, mode))
@@ -785,13 +793,17 @@ class _Best:
             report(stage=f"ilp: incumbent from {name}", incumbent=ev.congestion_s)
 
 
-def _incumbents(problem, seed):
-    """The heuristics' plans: three-step, greedy, sp, matching (small instances) and EPS only."""
+def _incumbents(problem, seed, run=None):
+    """The heuristics' plans: three-step, greedy, sp, EPS only, and matching (small instances, and only
+    while at least half the time limit is left: on 256 OCS nodes it takes seconds)."""
     fns = [("three-step", heuristics.three_step), ("greedy", heuristics.greedy),
            ("sp", heuristics.switch_partitioning), ("none", heuristics.eps_only)]
     if int(problem.is_ocs.sum()) <= 256:
         fns.append(("matching", heuristics.matching))
     for name, fn in fns:
+        if name == "matching" and run is not None and run.deadline is not None and \
+                run.left() < 0.5 * run.time_limit:
+            continue
         r = fn(problem, seed=seed)
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,
                                                                             problem.n_switches)
