@@ -22,6 +22,9 @@ EXAMPLES: dict[str, list[str]] = {
                  "topoplan circuits -t paper003 -T matrix.csv -m ilp --time-limit 10s --json"],
     "simulate": ["topoplan simulate -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB --circuits plan.json",
                  "topoplan simulate -t paper003 -T cg-trace.csv --network eps --timeline 1ms -o sim.json"],
+    "phases": ["topoplan phases -t paper003 -T cg-trace.csv -o phases.json",
+               "topoplan phases -t paper003 --set ocs.nodes_per_switch=4 -T npb:kernel=mg,class=S,np=64 "
+               "--schedule exact --circuit-method greedy --simulate"],
     "place": ["topoplan place -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB -m metis -o place.json"],
     "export": ["topoplan export ompi5 -p place.json -o rankfile",
                "topoplan export slurm -p place.json -o hostlist"],
@@ -45,7 +48,7 @@ EXAMPLES: dict[str, list[str]] = {
 }
 
 # The order in which the examples can run one after another in one directory (files flow down).
-ORDER = ("presets", "show", "traffic", "analyze", "circuits", "simulate", "place", "export", "validate", "bcast",
+ORDER = ("presets", "show", "traffic", "analyze", "circuits", "simulate", "phases", "place", "export", "validate", "bcast",
          "cost", "report", "sweep", "compare circuits", "bound alltoall", "topo query", "topo delay", "topo convert", "topo info",
          "demo")
 

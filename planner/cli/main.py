@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "planner.cli.commands.report",
     "planner.cli.commands.sweep",
     "planner.cli.commands.trace",
+    "planner.cli.commands.phases",
 )
 
 

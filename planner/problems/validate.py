@@ -22,7 +22,8 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         ``circuits`` + ``forwarding`` (circuit plan: ports, OCS nodes, neighbours, loops),
         ``rank_to_node`` [+ ``rank_to_slot``] (placement: nodes exist, cores not exceeded),
         ``order`` [+ ``allocation_nodes``, ``root``] (Bcast order: a permutation of the allocation that keeps
-        the root on its node).
+        the root on its node), ``schedule`` (circuit schedule: a list of entries, each checked as a circuit
+        plan, :func:`planner.problems.circuits.schedule.validate_schedule`).
     topology : the topology the plan is for.
     where : how errors name the plan (e.g. its file name).
     traffic : Traffic, optional
@@ -55,6 +56,16 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: plan: field 'order': 2 appears twice (not a permutation)
+    >>> sched = {"schedule": [{"from_phase": 0, "to_phase": 1, "circuits": [[0, 16]], "forwarding": {}},
+    ...                       {"from_phase": 1, "to_phase": 2, "circuits": [[0, 32]], "forwarding": {},
+    ...                        "setup": {"during": "wait"}}], "n_phases": 2}
+    >>> validate(sched, t)["checked"]
+    ['circuit schedule: 2 entries over 2 phases, 1 reconfigurations']
+    >>> sched["schedule"][1]["circuits"] = [[0, 1]]
+    >>> validate(sched, t, where="s.json")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: s.json: entry 1: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
     >>> from planner.core.fingerprint import fingerprint
     >>> plan = {"rank_to_node": [0, 1], "inputs": fingerprint(topology=t)}
     >>> validate(plan, load_topology("paper003", ["ocs.bw=1Gbps"]), where="p.json")
@@ -110,7 +121,16 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
                                     f"{alloc[root]} to node {order[root]}")
         checked.append(f"Bcast order of {len(order)}")
         out["order"] = len(order)
+    if "schedule" in doc:
+        # a circuit schedule (issue 21): every entry, and every configuration used during a set-up, is a circuit plan
+        from planner.problems.circuits.schedule import validate_schedule
+
+        got = validate_schedule(doc, topo, where=where)
+        checked.append(f"circuit schedule: {got['entries']} entries over {got['phases']} phases, "
+                       f"{got['reconfigurations']} reconfigurations")
+        out["schedule"] = got["entries"]
     if not checked:
-        raise TopoplanError(f"{where}: nothing to validate (no 'circuits', 'forwarding', 'rank_to_node' or 'order')")
+        raise TopoplanError(f"{where}: nothing to validate (no 'circuits', 'forwarding', 'rank_to_node', 'order' "
+                            "or 'schedule')")
     out["checked"] = checked
     return out

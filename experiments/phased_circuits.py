@@ -1,0 +1,253 @@
+"""Circuits that change with the application's phases (issue 21): static vs scheduled configurations.
+
+Every workload is split into communication phases (:mod:`planner.traffic.phases`), and circuit
+configurations are scheduled over them (:mod:`planner.problems.circuits.schedule`); every schedule is
+simulated phase by phase with set-up blackouts (:mod:`sim.schedule`, max-min with pipelined relays, the
+default model). Per system and workload the rows are
+
+- **EPS only**: the tree without OCS (``--set kind=tree --set ocs=null``), the whole trace replayed;
+- **best static**: one configuration for the whole run: the fastest, simulating the whole trace, of the
+  exact scheduler's candidates (the exact circuit model ``ilp`` on the whole trace's traffic, the papers'
+  heuristics on it, every phase class's ``ilp`` configuration, EPS only), each with its own tables
+  (IS: by the phase-sum bound, its replays take ~25 s each);
+- **per-phase**: every phase's own best configuration, switched to where that phase gains more than the
+  set-up costs (greedy in time);
+- **exact**: dynamic programming over phases x those candidates, exact over them, phase times scored by
+  simulating each phase alone (``score='simulated'``; IS by the bound); its ``bound`` (the zero-set-up
+  lower bound from the circuit ``ilp``'s per-phase bounds) and ``gap``;
+- **zero set-up**: every phase at its best candidate with no set-up: the reference no schedule beats.
+
+Systems: 003's (``paper003``: 4 switches x 16 nodes x 4 cores) with 16, 32 (the preset), and 64 OCS nodes,
+and 001's (``paper001-16x16``: 16 switches x 16 nodes) with 64 (the preset) and 128 OCS nodes.
+Workloads: the two-phase workload ``halo+transpose`` (Neighbor 16x16, 4 MB, 5 iterations, then a 16x16
+transpose exchange, 4 MB, 5 iterations; :mod:`planner.traffic.twophase`), and NPB CG, MG, LU, FT and IS,
+class C on 256 ranks, 1 iteration (as 003's experiment), sequential placement. The set-up sweep runs the
+two-phase workload at ``ocs.setup`` 1, 3, 10, 30 and 100 ms.
+
+    python -m experiments.phased_circuits            # everything (~15 min on 2 cores)
+    python -m experiments.phased_circuits --quick    # the two-phase workload on two systems (~1 min)
+
+Writes ``experiments/results/phased_circuits.json`` (every cell) and ``phased_circuits.md`` (tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from experiments._common import RESULTS
+
+SYSTEMS = {  # name -> (preset, --set overrides)
+    "003, 16 OCS": ("paper003", ["ocs.nodes_per_switch=4"]),
+    "003, 32 OCS": ("paper003", []),
+    "003, 64 OCS": ("paper003", ["ocs.nodes_per_switch=16"]),
+    "001-16x16, 64 OCS": ("paper001-16x16", []),
+    "001-16x16, 128 OCS": ("paper001-16x16", ["ocs.nodes_per_switch=8"]),
+}
+TWO_PHASE = "halo+transpose"
+KERNELS = ("cg", "mg", "lu", "ft", "is")
+NPB_SYSTEMS = ("003, 16 OCS", "003, 32 OCS", "001-16x16, 64 OCS")
+SWEEP_SYSTEMS = ("003, 16 OCS", "001-16x16, 128 OCS")
+SETUPS_MS = (1, 3, 10, 30, 100)
+ROWS = ("EPS only", "best static", "per-phase", "exact", "zero set-up")
+
+
+def workload(name: str):
+    """The trace of a workload."""
+    if name == TWO_PHASE:
+        from planner.traffic.twophase import halo_then_transpose
+
+        return halo_then_transpose(16, 16, 4e6, iters=5)
+    from planner.traffic.generators import parse_spec
+
+    return parse_spec(f"npb:kernel={name},class=C,np=256,iters=1")
+
+
+def _sim_key(doc: dict) -> str:
+    keep = {"schedule": [{k: e.get(k) for k in ("from_phase", "to_phase", "circuits", "forwarding", "setup")}
+                         for e in doc["schedule"]], "setup_s": doc.get("setup_s")}
+    return json.dumps(keep, sort_keys=True)
+
+
+def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0, log=print,
+             setups_ms=()) -> dict:
+    """Schedule and simulate one (system, workload); with ``setups_ms`` also the set-up sweep."""
+    from dataclasses import replace
+
+    from planner.core.topology_io import load_topology
+    from planner.problems.circuits.schedule import PhasedProblem, schedule
+    from planner.traffic.phases import detect_phases
+    from sim.run import network_view, simulate_plan
+    from sim.schedule import simulate_schedule
+
+    preset, sets = SYSTEMS[system]
+    topo = load_topology(preset, sets)
+    t0 = time.perf_counter()
+    ph = detect_phases(trace, topo)
+    t_detect = time.perf_counter() - t0
+    score = "bound" if name == "is" else "simulated"     # IS: one phase, ~25 s per replay
+    prob = PhasedProblem.build(topo, ph, score=score)
+    sims: dict = {}
+
+    def simulated(res, setup_s=None):
+        key = _sim_key(res.plan) + repr(setup_s)
+        if key not in sims:
+            sims[key] = simulate_schedule(topo, trace, ph, res, setup_s=setup_s)
+        return sims[key]
+
+    out = {"system": system, "preset": preset, "sets": sets, "workload": name, "phases": len(ph),
+           "kinds": len(set(ph.kinds())), "classes": len(prob.class_problems), "detect_s": t_detect,
+           "phase_spans_ms": [[round(p.start_s * 1e3, 4), round(p.end_s * 1e3, 4)] for p in ph][:50],
+           "setup_s": prob.setup_s, "score": score, "rows": {}}
+    eps = simulate_plan(network_view(topo, "eps"), trace, None)
+    out["rows"]["EPS only"] = {"simulated_s": eps["makespan_s"]}
+    pick = "candidates" if name == "is" else "simulated"    # IS: by the phase-sum bound
+    runs = [("best static", "static", {"pick": pick}), ("per-phase", "per-phase", {}), ("exact", "exact", {}),
+            ("zero set-up", "zero-setup", {})]
+    results = {}
+    for row, method, opts in runs:
+        t1 = time.perf_counter()
+        res = schedule(prob, method, time_limit=time_limit, seed=seed, **opts)
+        t2 = time.perf_counter()
+        sim = simulated(res)
+        results[row] = res
+        out["rows"][row] = {"objective_s": res.objective, "bound_s": res.bound, "gap": res.gap,
+                            "status": res.status, "simulated_s": sim["makespan_s"],
+                            "reconfigurations": res.metrics["reconfigurations"], "entries": res.metrics["entries"],
+                            "setup_idle_s": sim["setup_idle_s"], "segments": len(sim["segments"]),
+                            "during": [e["setup"]["during"] for e in res.plan["schedule"] if e.get("setup")],
+                            "circuits": [len(e["circuits"]) for e in res.plan["schedule"]][:20],
+                            "solve_s": t2 - t1, "sim_s": time.perf_counter() - t2,
+                            **({"zero_setup_s": res.metrics["zero_setup_s"], "static_s": res.metrics["static_s"]}
+                               if method == "exact" else {})}
+        log(f"  {system:20s} {name:15s} {row:12s} {sim['makespan_s'] * 1e3:9.2f} ms simulated, "
+            f"{res.objective * 1e3:9.2f} ms {prob.score}, {res.metrics['reconfigurations']} changes "
+            f"({t2 - t1:.1f} + {time.perf_counter() - t2:.1f} s)")
+    if setups_ms:
+        sweep = []
+        static_sim = out["rows"]["best static"]["simulated_s"]
+        zero_sim = out["rows"]["zero set-up"]["simulated_s"]
+        for ms in setups_ms:
+            p2 = replace(prob, setup_s=ms * 1e-3)       # shares the candidates (and their solves) with prob
+            row = {"setup_ms": ms}
+            for method in ("per-phase", "exact"):
+                res = schedule(p2, method, time_limit=time_limit, seed=seed)
+                sim = simulated(res)
+                row[method] = {"objective_s": res.objective, "simulated_s": sim["makespan_s"],
+                               "reconfigurations": res.metrics["reconfigurations"],
+                               "during": [e["setup"]["during"] for e in res.plan["schedule"] if e.get("setup")],
+                               "gain_vs_static": 1.0 - sim["makespan_s"] / static_sim}
+            row["exact"]["vs_zero_setup"] = row["exact"]["simulated_s"] / zero_sim - 1.0
+            sweep.append(row)
+            log(f"  {system:20s} setup {ms:4d} ms: exact {row['exact']['simulated_s'] * 1e3:8.2f} ms "
+                f"({row['exact']['reconfigurations']} changes, {row['exact']['gain_vs_static']:+.1%} vs static), "
+                f"per-phase {row['per-phase']['simulated_s'] * 1e3:8.2f} ms")
+        out["setup_sweep"] = sweep
+    return out
+
+
+def _ms(x) -> str:
+    return "" if x is None else f"{x * 1e3:,.1f}"
+
+
+def markdown(cells: list, params: dict) -> str:
+    """The result tables."""
+    lines = ["# Circuits that change with the application's phases (issue 21)", "",
+             "Generated by `python -m experiments.phased_circuits` "
+             f"(time limit {params['time_limit']:g} s per schedule, seed {params['seed']}; "
+             f"wall {params.get('wall_s', 0):.0f} s). Simulated: max-min sharing, pipelined relays; schedules phase "
+             "by phase, phases separated as if by barriers, set-up blackouts as the plan says "
+             "(`sim/schedule.py`). The schedulers minimize the sum of phase times (each phase simulated alone; "
+             "IS: its communication-time bound) plus set-ups; zero set-up: every phase at its best candidate with "
+             "no set-up.", "",
+             "## Static vs scheduled", "",
+             "| system | workload | phases (kinds) | EPS only | best static | per-phase | exact | zero set-up | "
+             "exact vs static | exact vs zero set-up | changes | exact bound / gap |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for c in cells:
+        r = c["rows"]
+        ex, st, zs = r["exact"]["simulated_s"], r["best static"]["simulated_s"], r["zero set-up"]["simulated_s"]
+        lines.append(f"| {c['system']} | {c['workload']} | {c['phases']} ({c['kinds']}) | "
+                     f"{_ms(r['EPS only']['simulated_s'])} | {_ms(st)} | {_ms(r['per-phase']['simulated_s'])} | "
+                     f"{_ms(ex)} | {_ms(zs)} | {1 - ex / st:+.1%} | {ex / zs - 1:+.1%} | "
+                     f"{r['exact']['reconfigurations']} | {_ms(r['exact']['objective_s'])} / "
+                     f"{_ms(r['exact']['bound_s'])} ms, {100 * (r['exact']['gap'] or 0):.0f}% |")
+    lines += ["", "Times in ms (simulated). `exact vs static`: 1 - exact / best static (positive: the schedule is "
+              "faster). `changes`: reconfigurations of the exact schedule. The last column is the exact "
+              "scheduler's objective (phase-sum plus set-ups) against its zero-set-up lower bound (the sum of "
+              "per-phase lower bounds of the circuit problem: every phase at a configuration no plan beats).", ""]
+    sweeps = [c for c in cells if c.get("setup_sweep")]
+    if sweeps:
+        lines += ["## The two-phase workload against the set-up time", "",
+                  "| system | setup | exact (ms) | changes | during the set-up | gain vs best static | "
+                  "vs zero set-up | per-phase (ms) | per-phase gain |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+        for c in sweeps:
+            for row in c["setup_sweep"]:
+                e, p = row["exact"], row["per-phase"]
+                lines.append(f"| {c['system']} | {row['setup_ms']} ms | {_ms(e['simulated_s'])} | "
+                             f"{e['reconfigurations']} | {', '.join(e['during']) or '-'} | "
+                             f"{e['gain_vs_static']:+.1%} | {e['vs_zero_setup']:+.1%} | {_ms(p['simulated_s'])} | "
+                             f"{p['gain_vs_static']:+.1%} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_systems=SWEEP_SYSTEMS,
+        setups_ms=SETUPS_MS, *, time_limit: float = 20.0, seed: int = 0, out_dir: Path = RESULTS, log=print) -> list:
+    """Run every cell and write ``phased_circuits.{json,md}``; returns the cells."""
+    from planner.core.io import atomic_write, write_json
+
+    t0 = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {"time_limit": time_limit, "seed": seed}
+    cells = []
+    traces = {TWO_PHASE: workload(TWO_PHASE)}
+
+    def save():
+        params["wall_s"] = time.perf_counter() - t0
+        write_json(out_dir / "phased_circuits.json", {"params": params, "cells": cells})
+        atomic_write(out_dir / "phased_circuits.md", markdown(cells, params))
+
+    for system in systems:
+        cells.append(run_cell(system, TWO_PHASE, traces[TWO_PHASE], time_limit=time_limit, seed=seed, log=log,
+                              setups_ms=setups_ms if system in sweep_systems else ()))
+        save()
+    for k in kernels:
+        traces[k] = workload(k)
+        for system in npb_systems:
+            if system in systems:
+                cells.append(run_cell(system, k, traces[k], time_limit=time_limit, seed=seed, log=log))
+                save()
+        del traces[k]
+    save()
+    return cells
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the two-phase workload on 003-16 and 001-128 OCS only")
+    ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per schedule (shared by its ilp solves)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out-dir", default=str(RESULTS))
+    a = ap.parse_args(argv)
+    kernels = tuple(k for k in a.kernels.split(",") if k)
+    for k in kernels:
+        if k not in KERNELS:
+            ap.error(f"--kernels: unknown kernel {k!r} ({', '.join(KERNELS)})")
+    t0 = time.perf_counter()
+    if a.quick:
+        cells = run(SWEEP_SYSTEMS, (), (), SWEEP_SYSTEMS, (1, 10, 100), time_limit=min(a.time_limit, 10.0),
+                    seed=a.seed, out_dir=Path(a.out_dir))
+    else:
+        cells = run(kernels=kernels, time_limit=a.time_limit, seed=a.seed, out_dir=Path(a.out_dir))
+    print(f"{len(cells)} cells -> {Path(a.out_dir) / 'phased_circuits.md'}, .json  ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

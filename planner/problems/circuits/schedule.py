@@ -1,0 +1,1161 @@
+"""Circuit schedules: a circuit configuration per application phase (issue 21).
+
+A **schedule** is a list of entries, each a circuit configuration (circuits and forwarding tables)
+that holds from one phase (:mod:`planner.traffic.phases`) on until the next entry; a static plan is
+a one-entry schedule. The plan document::
+
+    {"schedule": [{"from_phase": 0, "to_phase": 3, "from_s": 0.0, "circuits": [[a, b], ...],
+                   "forwarding": {node: {switch: next_hop}}, "load_sharing": ..., "setup": null},
+                  {"from_phase": 3, ..., "setup": {"changed_circuits": 6, "during": "wait"}}, ...],
+     "n_phases": 5, "setup_s": 0.01, "blackout": "eps", "threshold_B": ..., "hop_limit": ...,
+     "rank_to_node": [...]}
+
+**Reconfiguration model.** An OCS sets up new circuits in ``ocs.setup_s`` (10 ms by default); all
+changed ports are set up in parallel, so one change costs one set-up whatever the number of ports.
+While it runs, the ports that change carry nothing; the circuits both configurations share keep
+working. The first configuration is set up before the run, as a static plan's is. Two blackout
+models (``blackout=``):
+
+``eps`` (default)
+    at a change, the next phase either *waits* for the new circuits (``setup_s`` of idle time, then
+    the phase on the new configuration) or runs at once on the *surviving* circuits (those the two
+    configurations share, with forwarding tables recomputed for them: every large message that
+    would have used a changed port takes the EPS path) and the new circuits are used from the
+    following phase on (if that phase ends before the set-up does, the rest of the set-up is idle
+    time). The scheduler picks the faster of the two per change, and the plan records the choice
+    (``setup.during`` = ``wait`` or ``surviving``); the simulator replays what the plan says.
+    Moving traffic onto new circuits in the middle of a phase is not modelled: it could only help.
+``stall``
+    every change stalls the whole application for ``setup_s`` (the conservative reading).
+
+Forwarding tables are software (the MPI library's relay tables): changing them costs nothing, so
+every phase may use the tables of its configuration or tables recomputed for its own traffic
+(:func:`~planner.problems.circuits.forwarding.distance_vector`) when those lower its bound by more
+than :data:`RETABLE_GAIN` (1%).
+
+**Phase times.** ``score='bound'`` (default) prices a phase under a configuration by the circuit
+problem's communication-time bound (:func:`~planner.problems.circuits.bound.evaluate`) of the
+phase's traffic; ``score='simulated'`` by simulating the phase's calls alone
+(:func:`sim.run.simulate_plan` on :meth:`~planner.traffic.phases.Phases.subtrace`). A schedule's
+objective is the sum of its phase times plus its set-up time: phases run one after another, as if
+separated by barriers.
+
+**Schedulers** (:data:`SCHEDULERS`, run by :func:`schedule`):
+
+``static``
+    today's best single configuration: a circuit method (``circuit_method``, default ``ilp``) on
+    the whole trace's traffic, for every phase; or (``pick``) the best of the candidates below used
+    as one configuration for the whole run, by bound or by simulation.
+``per-phase``
+    greedy in time: every phase's best configuration (the circuit method on the phase's traffic,
+    or any other candidate that serves the phase better), switched to only where that phase gains
+    more than the change costs.
+``exact``
+    dynamic programming over phases x candidate configurations (every phase class's best
+    configuration, the static one, the papers' heuristics on the whole trace and EPS only),
+    minimizing the sum of phase times plus reconfiguration costs. **It is exact over its
+    candidates, not over all circuit sets.** Its ``bound`` is the zero-set-up lower bound: every
+    phase at a time no configuration can beat (the circuit ``ilp``'s proven lower bound for that
+    phase's traffic, or the bound of the links no circuit can relieve), with no set-up; ``gap`` is
+    measured against it. ``metrics.zero_setup_s``
+    is the sum of every phase's best candidate time, no set-up.
+``zero-setup``
+    the reference, not a realizable schedule: every phase at its best candidate, set-up free
+    (``setup_s: 0`` in the plan); no schedule over the candidates does better.
+
+Examples
+--------
+>>> from planner.core.topology_io import load_topology
+>>> from planner.traffic.twophase import halo_then_transpose
+>>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
+>>> prob = PhasedProblem.build(topo, halo_then_transpose(16, 16, 4e6, iters=5))
+>>> len(prob.phases), prob.setup_s
+(2, 0.01)
+>>> static, best = (schedule(prob, m, circuit_method="greedy") for m in ("static", "exact"))
+>>> [e["from_phase"] for e in best.plan["schedule"]], best.metrics["reconfigurations"]
+([0, 1], 1)
+>>> round(static.objective * 1e3), round(best.objective * 1e3), round(best.metrics["zero_setup_s"] * 1e3)
+(336, 298, 288)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.core.errors import TopoplanError
+from planner.problems.result import PlanResult, Registry, gap_of, solve_with
+
+__all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
+           "static_schedule", "validate_schedule", "schedule_entries"]
+
+SCHEDULERS = Registry("schedule")
+BLACKOUTS = ("eps", "stall")
+SCORES = ("bound", "simulated")
+# Forwarding tables recomputed for a phase replace the configuration's own only when they lower the
+# phase's bound by more than this share: every table change splits the replay into segments separated
+# as if by barriers (sim.schedule), which costs more than a gain below 1% of a phase's bound.
+RETABLE_GAIN = 0.01
+
+
+@dataclass
+class Config:
+    """One circuit configuration: circuits (sorted node pairs) and forwarding tables as a next-hop array.
+
+    Parameters
+    ----------
+    circuits : tuple of tuple of int
+        Sorted ``(u, v)`` pairs, ``u < v``.
+    next_hop : numpy.ndarray
+        ``next_hop[node, switch]``, -1 for no entry.
+    source : str
+        Where it came from (``static``, ``kind 2``, ``none``, ...).
+    load_sharing : str, optional
+    retable : bool, optional
+        Whether a phase may use forwarding tables recomputed for its own traffic (False: the
+        configuration's own tables throughout, as a static plan has).
+
+    Examples
+    --------
+    >>> c = Config.of([(16, 0), (32, 48)], np.full((64, 4), -1), "demo")
+    >>> c.circuits, c.key() == Config.of([(0, 16), (48, 32)], np.full((64, 4), -1), "x").key()
+    (((0, 16), (32, 48)), True)
+    """
+
+    circuits: tuple
+    next_hop: np.ndarray = field(repr=False)
+    source: str = ""
+    load_sharing: str = "least-loaded"
+    retable: bool = True
+
+    @classmethod
+    def of(cls, circuits, next_hop, source: str = "", load_sharing: str | None = None) -> "Config":
+        """A configuration from any circuit pairs (normalized)."""
+        circ = tuple(sorted((int(min(a, b)), int(max(a, b))) for a, b in circuits))
+        return cls(circ, np.asarray(next_hop, dtype=np.int64), source, load_sharing or "least-loaded")
+
+    def key(self) -> tuple:
+        """The circuit set (what a reconfiguration changes)."""
+        return self.circuits
+
+
+def _traffic_key(tr) -> str:
+    h = hashlib.sha1()
+    for a in (tr.src, tr.dst, tr.msg_bytes, tr.count):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+@dataclass
+class PhasedProblem:
+    """Inputs of circuit scheduling: a hybrid topology, the phases of a trace, and the set-up model.
+
+    Build one with :meth:`build`. Phases with identical traffic form a *class* (priced once);
+    phases of one *kind* (similar pairs, :func:`~planner.traffic.phases.detect_phases`) share a
+    candidate configuration when there are many classes.
+
+    Parameters
+    ----------
+    topology : TreeTopology
+    placement : Placement
+    phases : Phases
+    threshold_B : float
+    setup_s : float
+    blackout : str
+        ``eps`` or ``stall`` (see the module docstring).
+    score : str
+        ``bound`` or ``simulated``.
+    sim_model : SimModel or dict or None
+    hop_limit, max_circuits : int or None
+    total : CircuitProblem
+        The whole trace's circuit problem.
+    phase_class : list of int
+        Class of every phase.
+    class_problems : list of CircuitProblem
+        One per class (its first phase's traffic).
+    class_phase : list of int
+        The first phase of every class.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import ring
+    >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6, iters=3))
+    >>> len(p.phases), p.phase_class, p.blackout, p.score
+    (1, [0], 'eps', 'bound')
+    """
+
+    topology: object
+    placement: object
+    phases: object
+    threshold_B: float
+    setup_s: float
+    blackout: str
+    score: str
+    sim_model: object
+    hop_limit: int | None
+    max_circuits: int | None
+    total: object
+    phase_class: list
+    class_problems: list
+    class_phase: list
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(cls, topology, phases, placement=None, *, setup_s: float | None = None, blackout: str = "eps",
+              score: str = "bound", sim_model=None, threshold_B: float | None = None, hop_limit: int | None = None,
+              max_circuits: int | None = None, phase_options: dict | None = None) -> "PhasedProblem":
+        """The scheduling problem of ``phases`` (a :class:`~planner.traffic.phases.Phases`, or a trace to split).
+
+        Parameters
+        ----------
+        topology : TreeTopology
+            Hybrid (with an ``ocs`` section).
+        phases : Phases or Trace
+            A trace is split with :func:`~planner.traffic.phases.detect_phases` (``phase_options``).
+        placement : Placement or array_like of int, optional
+            Default sequential.
+        setup_s : float, optional
+            Default the topology's ``ocs.setup``.
+        blackout : {"eps", "stall"}, optional
+        score : {"bound", "simulated"}, optional
+        sim_model : SimModel or dict, optional
+            For ``score='simulated'``.
+        threshold_B, hop_limit, max_circuits : optional
+            As for :meth:`~planner.problems.circuits.problem.CircuitProblem.build`.
+        phase_options : dict, optional
+            Options of :func:`~planner.traffic.phases.detect_phases`.
+
+        Returns
+        -------
+        PhasedProblem
+
+        Raises
+        ------
+        TopoplanError
+            For a topology without OCS, a bad option (naming its field), or phases of another trace size.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> PhasedProblem.build(load_topology("paper003"), ring(8, 1e6), blackout="wait")
+        Traceback (most recent call last):
+        ...
+        planner.core.errors.TopoplanError: field 'blackout': choose one of eps, stall, got 'wait'
+        """
+        from planner.core.placement import Placement, from_nodes, sequential
+        from planner.core.topology import TreeTopology
+        from planner.problems.circuits.problem import CircuitProblem
+        from planner.traffic.matrix import from_trace
+        from planner.traffic.phases import Phases, detect_phases
+        from planner.traffic.trace import Trace
+
+        if not isinstance(topology, TreeTopology) or topology.ocs is None:
+            raise TopoplanError(f"topology {getattr(topology, 'name', '') or getattr(topology, 'kind', '?')}: circuit "
+                                "schedules need a hybrid topology (kind: hybrid with an 'ocs' section)")
+        if blackout not in BLACKOUTS:
+            raise TopoplanError(f"field 'blackout': choose one of {', '.join(BLACKOUTS)}, got {blackout!r}")
+        if score not in SCORES:
+            raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
+        setup = float(topology.ocs.setup_s) if setup_s is None else float(setup_s)
+        if not 0 <= setup < float("inf"):
+            raise TopoplanError(f"field 'setup_s': must be a non-negative time, got {setup_s}")
+        if isinstance(phases, Trace):
+            trace = phases
+            n = trace.n_ranks
+            if placement is None:
+                placement = sequential(n, topology)
+            elif not isinstance(placement, Placement):
+                placement = from_nodes(placement, topology)
+            phases = detect_phases(trace, topology, placement, **(phase_options or {}))
+        elif not isinstance(phases, Phases):
+            raise TopoplanError(f"field 'phases': expected Phases or a Trace, got {type(phases).__name__}")
+        n = phases.trace.n_ranks
+        if placement is None:
+            placement = sequential(n, topology)
+        elif not isinstance(placement, Placement):
+            placement = from_nodes(placement, topology)
+        opts = dict(threshold_B=threshold_B, hop_limit=hop_limit, max_circuits=max_circuits)
+        total = CircuitProblem.build(topology, from_trace(phases.trace), placement, **opts)
+        thr = total.threshold_B
+        opts["threshold_B"] = thr
+        keys: dict = {}
+        phase_class, class_problems, class_phase = [], [], []
+        for p in phases:
+            k = _traffic_key(p.traffic)
+            if k not in keys:
+                keys[k] = len(class_problems)
+                class_problems.append(CircuitProblem.build(topology, p.traffic, placement, **opts))
+                class_phase.append(p.index)
+            phase_class.append(keys[k])
+        return cls(topology=topology, placement=total.placement, phases=phases, threshold_B=thr, setup_s=setup,
+                   blackout=blackout, score=score, sim_model=sim_model, hop_limit=hop_limit,
+                   max_circuits=max_circuits, total=total, phase_class=phase_class, class_problems=class_problems,
+                   class_phase=class_phase)
+
+    def fingerprint(self) -> dict:
+        """Fingerprints of the topology, whole traffic and placement (as circuit plans record them)."""
+        return self.total.fingerprint()
+
+    # -- pricing ----------------------------------------------------------
+    def _dv(self, c: int, circuits: tuple) -> np.ndarray:
+        from planner.problems.circuits.forwarding import distance_vector
+
+        key = ("dv", c, circuits)
+        if key not in self._cache:
+            self._cache[key] = distance_vector(self.class_problems[c], list(circuits))
+        return self._cache[key]
+
+    def _bound(self, c: int, circuits: tuple, next_hop: np.ndarray) -> float:
+        from planner.problems.circuits.bound import evaluate
+
+        return float(evaluate(self.class_problems[c], list(circuits), next_hop).congestion_s)
+
+    def price(self, c: int, cfg: Config) -> tuple[float, np.ndarray]:
+        """Time of class ``c``'s phase under ``cfg``, with the forwarding tables that give it.
+
+        The configuration's own tables or (``cfg.retable``) tables recomputed for the phase when they
+        lower its time by more than :data:`RETABLE_GAIN`; the time is the bound, or the simulated time
+        with ``score='simulated'``.
+
+        Parameters
+        ----------
+        c : int
+            A class (see ``phase_class``).
+        cfg : Config
+
+        Returns
+        -------
+        (float, numpy.ndarray)
+            Seconds, and the next-hop array used.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+        >>> t, nh = p.price(0, Config.of([], np.full((64, 4), -1), "none"))
+        >>> round(t * 1e3, 3)                 # 4 MB over a 10 Gb/s node link
+        3.2
+        """
+        key = ("price", c, cfg.circuits, cfg.next_hop.tobytes(), cfg.retable)
+        got = self._cache.get(key)
+        if got is None:
+            sim = self.score == "simulated"
+            own = self.simulate_class(c, cfg.circuits, cfg.next_hop) if sim else \
+                self._bound(c, cfg.circuits, cfg.next_hop)
+            nh, t = cfg.next_hop, own
+            if cfg.retable:
+                dv = self._dv(c, cfg.circuits)
+                if not np.array_equal(dv, cfg.next_hop):
+                    mine = self.simulate_class(c, cfg.circuits, dv) if sim else self._bound(c, cfg.circuits, dv)
+                    if mine < own * (1 - RETABLE_GAIN):
+                        nh, t = dv, mine
+            got = self._cache[key] = (t, nh)
+        return got
+
+    def price_surviving(self, c: int, a: Config, b: Config) -> tuple[float, tuple, np.ndarray]:
+        """Time of class ``c``'s phase on the circuits ``a`` and ``b`` share (forwarding recomputed for them).
+
+        Parameters
+        ----------
+        c : int
+        a, b : Config
+
+        Returns
+        -------
+        (float, tuple, numpy.ndarray)
+            Seconds, the surviving circuits, their next-hop array.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+        >>> none = np.full((64, 4), -1)
+        >>> t, circ, _ = p.price_surviving(0, Config.of([(0, 16)], none), Config.of([(0, 16), (1, 17)], none))
+        >>> circ
+        ((0, 16),)
+        """
+        circ = tuple(sorted(set(a.circuits) & set(b.circuits)))
+        key = ("surv", c, circ)
+        got = self._cache.get(key)
+        if got is None:
+            nh = self._dv(c, circ)
+            t = self._bound(c, circ, nh) if self.score == "bound" else self.simulate_class(c, circ, nh)
+            got = self._cache[key] = (t, circ, nh)
+        return got
+
+    def simulate_class(self, c: int, circuits: tuple, next_hop: np.ndarray) -> float:
+        """Simulated time of class ``c``'s first phase alone under a configuration (see :mod:`sim.schedule`).
+
+        Parameters
+        ----------
+        c : int
+        circuits : tuple
+        next_hop : numpy.ndarray
+
+        Returns
+        -------
+        float
+            Seconds.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+        >>> round(p.simulate_class(0, (), np.full((64, 4), -1)) * 1e3, 1)
+        3.2
+        """
+        from sim.schedule import simulate_segment
+
+        key = ("sim", c, circuits, next_hop.tobytes())
+        if key not in self._cache:
+            i = self.class_phase[c]
+            plan = self.config_plan(Config(circuits, next_hop))
+            self._cache[key] = simulate_segment(self.topology, self.phases, i, i + 1, plan,
+                                                placement=self.placement, model=self.sim_model)["time_s"]
+        return self._cache[key]
+
+    def lower_bound(self, c: int) -> float:
+        """A time no configuration gets class ``c``'s phase below: the best proven bound seen for it.
+
+        Parameters
+        ----------
+        c : int
+
+        Returns
+        -------
+        float
+            Seconds: the links no circuit can relieve (:func:`~planner.problems.circuits.bound.floor_s`),
+            or an exact circuit solve's lower bound for the phase when one ran.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+        >>> round(p.lower_bound(0) * 1e3, 3)
+        3.2
+        """
+        from planner.problems.circuits.bound import floor_s
+
+        lb = self._cache.setdefault("lb", {})
+        if c not in lb:
+            lb[c] = float(floor_s(self.class_problems[c]))
+        return lb[c]
+
+    def _raise_lower_bound(self, c: int, value) -> None:
+        if value is not None:
+            lb = self._cache.setdefault("lb", {})
+            lb[c] = max(self.lower_bound(c), float(value))
+
+    def config_plan(self, cfg: Config) -> dict:
+        """A circuit plan document for ``cfg`` (what :func:`sim.run.simulate_plan` takes).
+
+        Parameters
+        ----------
+        cfg : Config
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> from planner.traffic.generators import ring
+        >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+        >>> sorted(p.config_plan(Config.of([], np.full((64, 4), -1))))
+        ['circuits', 'forwarding', 'hop_limit', 'load_sharing', 'rank_to_node', 'threshold_B']
+        """
+        from planner.problems.circuits.forwarding import tables_from_array
+
+        return {"circuits": [list(c) for c in cfg.circuits], "forwarding": tables_from_array(cfg.next_hop),
+                "load_sharing": cfg.load_sharing, "hop_limit": self.hop_limit, "threshold_B": self.threshold_B,
+                "rank_to_node": self.placement.rank_to_node.tolist()}
+
+
+# -- candidates ------------------------------------------------------------------
+
+def _solve_config(problem, method: str, time_limit, seed, source: str):
+    from planner.problems.circuits.forwarding import array_from_tables
+    from planner.problems.circuits.problem import solve
+
+    res = solve(problem, method, time_limit=time_limit if method in ("ilp", "anneal") else None, seed=seed)
+    nh = array_from_tables(res.plan["forwarding"], problem.n_nodes, problem.n_switches)
+    cfg = Config.of(res.plan["circuits"], nh, source, res.plan.get("load_sharing"))
+    return cfg, res
+
+
+def _kind_problem(prob: PhasedProblem, kind: int):
+    from planner.problems.circuits.problem import CircuitProblem
+    from planner.traffic.matrix import from_arrays
+
+    ts = [p.traffic for p in prob.phases if p.kind == kind]
+    tr = from_arrays(ts[0].n_ranks, np.concatenate([t.src for t in ts]), np.concatenate([t.dst for t in ts]),
+                     np.concatenate([t.msg_bytes for t in ts]), np.concatenate([t.count for t in ts]),
+                     name=f"kind {kind}")
+    return CircuitProblem.build(prob.topology, tr, prob.placement, threshold_B=prob.threshold_B,
+                                hop_limit=prob.hop_limit, max_circuits=prob.max_circuits)
+
+
+class _Budget:
+    """Splits a time limit over circuit solves; past the deadline the fast heuristic stands in.
+
+    A solver may overrun the limit it is given (the circuit ``ilp`` computes its LP bound and polishes
+    tables outside it); the largest overrun seen so far is kept back from every later share.
+    """
+
+    def __init__(self, time_limit, method: str, fallback: str = "greedy"):
+        self.t0 = time.perf_counter()
+        self.limit = time_limit
+        self.method, self.fallback = method, fallback
+        self.timed_out = False
+        self.overrun = 0.0
+
+    def left(self) -> float:
+        return float("inf") if self.limit is None else self.limit - (time.perf_counter() - self.t0)
+
+    def next(self, solves_left: int):
+        """``(method, time_limit)`` for the next solve."""
+        if self.method not in ("ilp", "anneal") or self.limit is None:
+            return self.method, None
+        share = self.left() / max(solves_left, 1) - self.overrun
+        if share < 0.2:
+            self.timed_out = True
+            return self.fallback, None
+        return self.method, 0.8 * share
+
+    def solve(self, problem, seed, source: str, solves_left: int):
+        """One configuration for ``problem`` within the budget: ``(Config, PlanResult)``."""
+        m, tl = self.next(solves_left)
+        t0 = time.perf_counter()
+        got = _solve_config(problem, m, tl, seed, source)
+        if tl is not None:
+            self.overrun = max(self.overrun, time.perf_counter() - t0 - tl)
+        return got
+
+
+def _static(prob: PhasedProblem, budget: _Budget, seed, solves_left: int = 1):
+    key = ("static", budget.method)
+    if key not in prob._cache:
+        cfg, res = budget.solve(prob.total, seed, "static", solves_left)
+        prob._cache[key] = (cfg, res)
+    return prob._cache[key]
+
+
+WHOLE_TRACE_HEURISTICS = ("sp", "three-step", "greedy", "matching")
+
+
+def _whole_trace_configs(prob: PhasedProblem, seed) -> list:
+    """The papers' heuristics and the matching baseline on the whole trace's traffic (fast; cached)."""
+    key = ("whole-heuristics", seed)
+    if key not in prob._cache:
+        prob._cache[key] = [_solve_config(prob.total, m, None, seed, f"static {m}")[0] for m in WHOLE_TRACE_HEURISTICS]
+    return prob._cache[key]
+
+
+def _candidates(prob: PhasedProblem, budget: _Budget, seed) -> list:
+    """The static configuration (the circuit method on the whole trace), every unit's configuration, the
+    heuristics' whole-trace plans and EPS only, in that order; duplicates (same circuits and tables) once.
+    Candidates with the same circuits but other tables switch without a set-up."""
+    units = _unit_configs(prob, budget, seed, extra_solves=1)
+    st, _ = _static(prob, budget, seed)
+    cands, seen = [], set()
+    # the static configuration first: ties (equal times) go to it, today's plan
+    for cfg in [st] + list(units.values()) + _whole_trace_configs(prob, seed) + [_none_config(prob)]:
+        ident = (cfg.key(), cfg.next_hop.tobytes())     # same circuits, other tables: another candidate
+        if ident not in seen:
+            seen.add(ident)
+            cands.append(cfg)
+    return cands
+
+
+def _units(prob: PhasedProblem, max_solves: int = 16):
+    """What to solve one configuration for: every class, or every kind when there are more than ``max_solves``."""
+    n_classes = len(prob.class_problems)
+    if n_classes <= max_solves:
+        return [("class", c) for c in range(n_classes)]
+    return [("kind", k) for k in sorted(set(prob.phases.kinds()))]
+
+
+def _unit_configs(prob: PhasedProblem, budget: _Budget, seed, extra_solves: int = 0) -> dict:
+    """One configuration per unit (:func:`_units`): ``{unit: Config}``; exact lower bounds are kept."""
+    out = {}
+    units = _units(prob)
+    for i, u in enumerate(units):
+        key = ("unit", u, budget.method)
+        if key not in prob._cache:
+            left = len(units) - i + extra_solves
+            if u[0] == "class":
+                cfg, res = budget.solve(prob.class_problems[u[1]], seed, f"phase {prob.class_phase[u[1]]}", left)
+                if res.bound is not None:
+                    prob._raise_lower_bound(u[1], res.bound)
+            else:
+                cfg, res = budget.solve(_kind_problem(prob, u[1]), seed, f"kind {u[1]}", left)
+            prob._cache[key] = cfg
+        out[u] = prob._cache[key]
+    return out
+
+
+# -- the dynamic programme -----------------------------------------------------------
+
+def _transition(prob: PhasedProblem, p: int, a: Config, b: Config):
+    """Cost of phase ``p`` when the configuration changes from ``a`` to ``b`` before it, and how."""
+    c = prob.phase_class[p]
+    tb, _ = prob.price(c, b)
+    wait = prob.setup_s + tb
+    if prob.blackout == "stall":
+        return wait, "wait"
+    ts, _, _ = prob.price_surviving(c, a, b)
+    surv = max(prob.setup_s, ts)
+    return (surv, "surviving") if surv < wait * (1 - 1e-12) else (wait, "wait")
+
+
+def _dp(prob: PhasedProblem, cands: list):
+    """Exact minimum over ``cands`` per phase; returns ``(value, choice per phase, during per phase, T)``.
+
+    Ties (within a relative 1e-12) go to the schedule with fewer reconfigurations, then to staying.
+    """
+    P, C = len(prob.phases), len(cands)
+    T = np.array([[prob.price(prob.phase_class[p], cands[k])[0] for k in range(C)] for p in range(P)])
+    V = T[0].copy()
+    N = np.zeros(C, dtype=np.int64)        # reconfigurations on the best path to each state
+    back = np.zeros((P, C), dtype=np.int64)
+    how = [[None] * C for _ in range(P)]
+    back[0] = np.arange(C)
+
+    def better(v, nch, best, best_n):
+        if v < best * (1 - 1e-12) - 1e-15:
+            return True
+        return v <= best * (1 + 1e-12) + 1e-15 and nch < best_n
+
+    for p in range(1, P):
+        newV, newN = np.empty(C), np.zeros(C, dtype=np.int64)
+        for b in range(C):
+            best, best_n, arg, h = V[b] + T[p, b], N[b], b, None
+            for a in range(C):
+                if a == b:
+                    continue
+                if cands[a].key() == cands[b].key():
+                    cost, mode, nch = T[p, b], None, N[a]
+                else:
+                    # a change costs at least the set-up: skip pricing it when that cannot win
+                    if not better(V[a] + prob.setup_s, N[a] + 1, best, best_n):
+                        continue
+                    cost, mode = _transition(prob, p, cands[a], cands[b])
+                    nch = N[a] + 1
+                if better(V[a] + cost, nch, best, best_n):
+                    best, best_n, arg, h = V[a] + cost, nch, a, mode
+            newV[b], newN[b], back[p, b], how[p][b] = best, best_n, arg, h
+        V, N = newV, newN
+    k = 0
+    for j in range(1, C):
+        if better(V[j], N[j], V[k], N[k]):
+            k = j
+    value = float(V[k])
+    choice = [0] * P
+    during = [None] * P
+    for p in range(P - 1, -1, -1):
+        choice[p] = k
+        during[p] = how[p][k]
+        k = int(back[p, k])
+    return value, choice, during, T
+
+
+def _evaluate_choice(prob: PhasedProblem, cands: list, choice: list):
+    """Sum of phase times plus set-ups of a fixed choice (the blackout choice made per change as in the DP)."""
+    total, during = 0.0, [None] * len(choice)
+    for p, k in enumerate(choice):
+        if p > 0 and cands[choice[p - 1]].key() != cands[k].key():
+            cost, mode = _transition(prob, p, cands[choice[p - 1]], cands[k])
+            total += cost
+            during[p] = mode
+        else:
+            total += prob.price(prob.phase_class[p], cands[k])[0]
+    return total, during
+
+
+def schedule_entries(prob: PhasedProblem, cands: list, choice: list, during: list) -> list:
+    """The ``schedule`` list of a plan: one entry per run of phases with the same circuits and tables.
+
+    Parameters
+    ----------
+    prob : PhasedProblem
+    cands : list of Config
+    choice : list of int
+        Candidate of every phase.
+    during : list of str or None
+        At every change, ``wait`` or ``surviving`` (None elsewhere).
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import ring
+    >>> p = PhasedProblem.build(load_topology("paper003"), ring(256, 4e6))
+    >>> e = schedule_entries(p, [Config.of([], np.full((64, 4), -1), "none")], [0], [None])
+    >>> [(x["from_phase"], x["to_phase"], x["circuits"], x["setup"]) for x in e]
+    [(0, 1, [], None)]
+    """
+    from planner.problems.circuits.forwarding import tables_from_array
+
+    entries = []
+    for p, k in enumerate(choice):
+        c = prob.phase_class[p]
+        _, nh = prob.price(c, cands[k])
+        changed = p > 0 and cands[choice[p - 1]].key() != cands[k].key()
+        same = entries and not changed and entries[-1]["_nh"] is nh
+        if same:
+            entries[-1]["to_phase"] = p + 1
+            continue
+        setup = None
+        if changed:
+            old, new = set(cands[choice[p - 1]].circuits), set(cands[k].circuits)
+            setup = {"changed_circuits": len(old ^ new), "removed": len(old - new), "added": len(new - old),
+                     "during": during[p] or "wait"}
+            if setup["during"] == "surviving":
+                _, circ, snh = prob.price_surviving(c, cands[choice[p - 1]], cands[k])
+                setup["surviving_circuits"] = [list(x) for x in circ]
+                setup["surviving_forwarding"] = tables_from_array(snh)
+        entries.append({"from_phase": p, "to_phase": p + 1, "from_s": float(prob.phases[p].start_s),
+                        "circuits": [list(x) for x in cands[k].circuits], "forwarding": tables_from_array(nh),
+                        "load_sharing": cands[k].load_sharing, "source": cands[k].source, "setup": setup, "_nh": nh})
+    for e in entries:
+        del e["_nh"]
+    return entries
+
+
+def _result(prob: PhasedProblem, cands, choice, during, *, status="heuristic", bound=None, message="",
+            extra=None) -> PlanResult:
+    total, during2 = _evaluate_choice(prob, cands, choice)
+    during = [d if d is not None else d2 for d, d2 in zip(during, during2)]
+    entries = schedule_entries(prob, cands, choice, during)
+    n_changes = sum(1 for e in entries if e["setup"] is not None)
+    phase_s = [prob.price(prob.phase_class[p], cands[k])[0] for p, k in enumerate(choice)]
+    lb = sum(prob.lower_bound(prob.phase_class[p]) for p in range(len(prob.phases)))
+    bound = lb if bound is None else bound
+    metrics = {"phases": len(prob.phases), "kinds": len(set(prob.phases.kinds())),
+               "classes": len(prob.class_problems), "candidates": len(cands), "reconfigurations": n_changes,
+               "setup_overhead_s": float(total - sum(phase_s)),
+               "phase_time_s": float(sum(phase_s)), "lower_bound_s": float(lb), "score": prob.score,
+               "entries": len(entries), "phase_config": [int(k) for k in choice],
+               "candidate_sources": [c.source for c in cands], "blackout": prob.blackout, "setup_s": prob.setup_s}
+    metrics.update(extra or {})
+    plan = {"schedule": entries, "n_phases": len(prob.phases), "setup_s": prob.setup_s, "blackout": prob.blackout,
+            "threshold_B": prob.threshold_B, "hop_limit": prob.hop_limit,
+            "rank_to_node": prob.placement.rank_to_node.tolist()}
+    return PlanResult(method="", objective=float(total), plan=plan, status=status, bound=float(bound),
+                      gap=gap_of(float(total), float(bound)), metrics=metrics, message=message)
+
+
+# -- the schedulers --------------------------------------------------------------
+
+def _none_config(prob: PhasedProblem) -> Config:
+    return Config.of([], np.full((prob.total.n_nodes, prob.total.n_switches), -1), "none")
+
+
+@SCHEDULERS.register("static")
+def static(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp",
+           pick: str = "bound") -> PlanResult:
+    """One configuration for the whole run: ``circuit_method`` on the whole trace's traffic.
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit : float, optional
+        For the circuit method.
+    seed : int, optional
+    circuit_method : str, optional
+        A method of :data:`planner.problems.circuits.METHODS`.
+    pick : {"bound", "candidates", "simulated"}, optional
+        ``bound``: the circuit method's plan for the whole trace's traffic (the whole-trace bound, today's
+        static plan). The other two pick among the ``exact`` scheduler's candidates (that plan, the
+        papers' heuristics on the whole trace, every phase class's best configuration, EPS only), each
+        with its own forwarding tables or with tables recomputed for the whole trace, one set of tables
+        throughout: ``candidates`` by the phase-sum of bounds,
+        ``simulated`` by simulating the whole trace under each: the best static configuration in the
+        simulator. The whole-trace bound can mislead: it spreads every link's bytes over the whole run,
+        while phases load different links one after another.
+
+    Returns
+    -------
+    PlanResult
+        A one-entry schedule.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import neighbor2d
+    >>> p = PhasedProblem.build(load_topology("paper003"), neighbor2d(16, 16, 4e6, iters=2))
+    >>> r = static(p, circuit_method="greedy")
+    >>> len(r.plan["schedule"]), r.metrics["reconfigurations"]
+    (1, 0)
+    """
+    if pick not in ("bound", "candidates", "simulated"):
+        raise TopoplanError(f"field 'pick': choose bound, candidates or simulated, got {pick!r}")
+    budget = _Budget(time_limit, circuit_method)
+    pool = _candidates(problem, budget, seed) if pick != "bound" else None   # the units first: fair shares
+    cfg, res = _static(problem, budget, seed)
+    extra = {"whole_trace_bound_s": float(res.objective), "circuit_status": res.status}
+    if pick != "bound":
+        from planner.problems.circuits.bound import evaluate
+        from planner.problems.circuits.forwarding import distance_vector
+
+        own, seen = [], set()
+        for c in pool:   # each candidate with its own tables, and with tables recomputed for the whole trace
+            for nh, src in ((c.next_hop, c.source), (distance_vector(problem.total, list(c.circuits)),
+                                                     f"{c.source}, tables for the whole trace")):
+                ident = (c.circuits, nh.tobytes())
+                if ident not in seen:
+                    seen.add(ident)
+                    own.append(Config(c.circuits, nh, src, c.load_sharing, retable=False))
+        if pick == "candidates":
+            score = [sum(problem.price(problem.phase_class[p], c)[0] for p in range(len(problem.phases)))
+                     for c in own]
+        else:
+            from sim.run import simulate_plan
+
+            score = [float(simulate_plan(problem.topology, problem.phases.trace, problem.config_plan(c),
+                                         placement=problem.placement, model=problem.sim_model)["makespan_s"])
+                     for c in own]
+        k = int(np.argmin(score))
+        cfg = own[k]
+        extra.update(picked=cfg.source, pick=pick, pick_scores_s={c.source: float(x) for c, x in zip(own, score)},
+                     whole_trace_bound_s=float(evaluate(problem.total, list(cfg.circuits), cfg.next_hop).congestion_s))
+    cfg = Config(cfg.circuits, cfg.next_hop, cfg.source, cfg.load_sharing, retable=False)
+    out = _result(problem, [cfg], [0] * len(problem.phases), [None] * len(problem.phases), extra=extra)
+    if budget.timed_out:
+        out.status = "timeout"
+    return out
+
+
+@SCHEDULERS.register("per-phase")
+def per_phase(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp") -> PlanResult:
+    """Greedy in time: switch to a phase's best configuration only where the switch pays for itself.
+
+    A phase's best configuration is the fastest for it among the ``exact`` scheduler's candidates (its
+    own circuit solve, the other phases', the whole trace's, EPS only). The run starts on the best
+    configuration of the first phase with large inter-switch traffic (earlier phases do not use
+    circuits); at every later phase, the schedule changes to that phase's best configuration when
+    the phase's time there, set-up included (the blackout model), is below its time on the current
+    configuration. Myopic: it never looks past the phase at hand.
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit : float, optional
+        Shared by the circuit solves.
+    seed : int, optional
+    circuit_method : str, optional
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import neighbor2d
+    >>> p = PhasedProblem.build(load_topology("paper003"), neighbor2d(16, 16, 4e6, iters=2))
+    >>> per_phase(p, circuit_method="greedy").metrics["reconfigurations"]
+    0
+    """
+    budget = _Budget(time_limit, circuit_method)
+    pool = _candidates(problem, budget, seed)
+    P = len(problem.phases)
+
+    def best_for(p):   # ties: the earlier candidate (the static configuration comes first)
+        t = [problem.price(problem.phase_class[p], c)[0] for c in pool]
+        return int(np.argmin(t))
+
+    choice, during = [0] * P, [None] * P
+    # the first configuration: the best of the first phase with large inter-switch traffic (phases before it
+    # are indifferent to circuits, and their own "best" configuration is an arbitrary one)
+    busy = [p for p in range(P) if problem.class_problems[problem.phase_class[p]].large_bytes.sum() > 0]
+    cur = best_for(busy[0] if busy else 0)
+    choice[0] = cur
+    for p in range(1, P):
+        best = best_for(p)
+        if pool[best].key() != pool[cur].key():
+            stay = problem.price(problem.phase_class[p], pool[cur])[0]
+            move, mode = _transition(problem, p, pool[cur], pool[best])
+            if move < stay * (1 - 1e-12):
+                cur = best
+                during[p] = mode
+        choice[p] = cur
+    out = _result(problem, pool, choice, during)
+    if budget.timed_out:
+        out.status = "timeout"
+    return out
+
+
+@SCHEDULERS.register("exact")
+def exact(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp") -> PlanResult:
+    """Dynamic programming over phases x candidate configurations (exact over the candidates).
+
+    Candidates: the static configuration, every unit's best configuration (per phase class, or per
+    kind when there are many classes; ``circuit_method`` on that traffic), the papers' heuristics on
+    the whole trace and EPS only. Ties go to fewer reconfigurations, then to the earlier candidate
+    (the static one first). The time limit is shared by the circuit solves (past it, ``greedy``
+    stands in and the status is ``timeout``); it holds up to the overrun of one circuit solve (the
+    circuit ``ilp`` computes its LP bound outside its own limit: about 0.1 s on 003's system, several
+    seconds on 001's 16 switches), and the largest overrun seen is kept back from later shares. The
+    programme itself takes milliseconds and is exact over the candidates.
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit : float, optional
+    seed : int, optional
+    circuit_method : str, optional
+
+    Returns
+    -------
+    PlanResult
+        ``objective``: phase times plus set-ups; ``bound``: the zero-set-up lower bound;
+        ``metrics``: ``zero_setup_s`` (every phase at its best candidate, no set-up), ``static_s``
+        (the static candidate throughout), ``per_phase_s``.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import neighbor2d
+    >>> p = PhasedProblem.build(load_topology("paper003"), neighbor2d(16, 16, 4e6, iters=2))
+    >>> r = exact(p, circuit_method="greedy")
+    >>> r.metrics["reconfigurations"], r.objective <= r.metrics["static_s"]
+    (0, True)
+    """
+    budget = _Budget(time_limit, circuit_method)
+    cands = _candidates(problem, budget, seed)
+    st, _ = _static(problem, budget, seed)
+    value, choice, during, T = _dp(problem, cands)
+    k_static = next(i for i, c in enumerate(cands) if c.key() == st.key())
+    zero = float(T.min(axis=1).sum())
+    extra = {"zero_setup_s": zero, "static_s": float(T[:, k_static].sum()),
+             "best_single_s": float(T.sum(axis=0).min()), "exact_over": f"{len(cands)} candidate configurations"}
+    out = _result(problem, cands, choice, during, extra=extra,
+                  message=f"exact over {len(cands)} candidate configurations (each phase class's best, the static "
+                          "one, the heuristics' whole-trace plans, EPS only); bound: zero set-up, every phase at "
+                          "its proven lower bound")
+    out.status = "timeout" if budget.timed_out else ("optimal" if out.gap is not None and out.gap <= 1e-9
+                                                     else "feasible")
+    if abs(out.objective - value) > 1e-9 * max(1.0, value):
+        raise AssertionError(f"schedule value {out.objective} differs from the programme's {value}")
+    return out
+
+
+@SCHEDULERS.register("zero-setup")
+def zero_setup(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp") -> PlanResult:
+    """The zero-set-up reference: every phase at its best ``exact`` candidate, set-up free.
+
+    Not realizable with a set-up time above zero: the plan says ``setup_s: 0``, so
+    :func:`sim.schedule.simulate_schedule` replays it without blackouts. Its objective is
+    ``exact``'s ``metrics.zero_setup_s``; no schedule over these candidates does better at any set-up time.
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit, seed, circuit_method : optional
+        As for ``exact`` (the candidates are shared with it).
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.twophase import halo_then_transpose
+    >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+    ...                         halo_then_transpose(16, 16, 4e6))
+    >>> r = zero_setup(p, circuit_method="greedy")
+    >>> round(r.objective * 1e3), r.plan["setup_s"], r.metrics["reconfigurations"]
+    (288, 0.0, 1)
+    """
+    from dataclasses import replace
+
+    free = replace(problem, setup_s=0.0, blackout="stall")
+    budget = _Budget(time_limit, circuit_method)
+    cands = _candidates(free, budget, seed)
+    choice = []
+    for p in range(len(free.phases)):
+        t = [free.price(free.phase_class[p], c)[0] for c in cands]
+        best = min(t)
+        # ties: keep the previous phase's candidate (fewer segments to replay)
+        k = choice[-1] if choice and t[choice[-1]] <= best * (1 + 1e-12) else int(np.argmin(t))
+        choice.append(k)
+    out = _result(free, cands, choice, [None] * len(choice),
+                  message="reference only: every phase at its best candidate with no set-up time")
+    out.status = "timeout" if budget.timed_out else "feasible"
+    return out
+
+
+# -- entry point -------------------------------------------------------------------
+
+def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit: float | None = None,
+             seed: int | None = 0, **options) -> PlanResult:
+    """Schedule circuit configurations over the phases with ``method`` (one of :data:`SCHEDULERS`).
+
+    Parameters
+    ----------
+    problem_phases : PhasedProblem
+    method : str, optional
+        ``static``, ``per-phase``, ``exact`` (default) or ``zero-setup`` (the lower-bound reference).
+    time_limit : float, optional
+        Seconds, shared by the circuit solves.
+    seed : int, optional
+    **options
+        The scheduler's options (``circuit_method``; ``pick`` for ``static``);
+        an unknown one is refused, naming the known ones.
+
+    Returns
+    -------
+    PlanResult
+        ``plan`` = ``schedule`` (entries), ``n_phases``, ``setup_s``, ``blackout``, ``threshold_B``,
+        ``hop_limit``, ``rank_to_node``; ``objective`` = phase times plus set-up (seconds);
+        validated (:func:`validate_schedule`).
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option, a bad time limit or seed.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.generators import neighbor2d
+    >>> p = PhasedProblem.build(load_topology("paper003"), neighbor2d(16, 16, 4e6, iters=2))
+    >>> schedule(p, "static", circuit_method="greedy").problem
+    'schedule'
+    >>> schedule(p, "exact", circuit_methd="greedy")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: unknown option 'circuit_methd' for schedule method 'exact'; known: circuit_method
+    """
+    return solve_with(SCHEDULERS, problem_phases, method, time_limit=time_limit, seed=seed,
+                      validate=lambda prob, res: validate_schedule(res.plan, prob.topology, n_phases=len(prob.phases)),
+                      **options)
+
+
+def static_schedule(plan: dict, n_phases: int = 1) -> dict:
+    """A circuit plan as a one-entry schedule document.
+
+    Parameters
+    ----------
+    plan : dict
+        A circuit plan (``circuits``, ``forwarding``, ...).
+    n_phases : int, optional
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> d = static_schedule({"circuits": [[0, 16]], "forwarding": {}, "threshold_B": 1250.0}, 3)
+    >>> d["schedule"][0]["from_phase"], d["schedule"][0]["to_phase"], d["n_phases"], d["threshold_B"]
+    (0, 3, 3, 1250.0)
+    """
+    entry = {"from_phase": 0, "to_phase": int(n_phases), "from_s": 0.0, "circuits": plan.get("circuits") or [],
+             "forwarding": plan.get("forwarding") or {}, "load_sharing": plan.get("load_sharing"),
+             "source": plan.get("method", "static"), "setup": None}
+    out = {"schedule": [entry], "n_phases": int(n_phases)}
+    for k in ("threshold_B", "hop_limit", "rank_to_node", "rank_to_slot", "inputs"):
+        if plan.get(k) is not None:
+            out[k] = plan[k]
+    return out
+
+
+def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int | None = None) -> dict:
+    """Check a schedule document: every entry (and every surviving configuration) is a valid circuit plan.
+
+    Entries must cover phases ``0 .. n_phases - 1`` in order without gaps; a ``setup`` with
+    ``during: surviving`` must name circuits both neighbouring entries have.
+
+    Parameters
+    ----------
+    doc : dict
+        With a ``schedule`` list.
+    topo : TreeTopology
+    where : str, optional
+    n_phases : int, optional
+        Default the document's ``n_phases``.
+
+    Returns
+    -------
+    dict
+        ``entries``, ``phases``, ``reconfigurations``.
+
+    Raises
+    ------
+    TopoplanError
+        Naming ``where``, the entry and the field at fault.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> t = load_topology("paper003")
+    >>> validate_schedule(static_schedule({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}), t)
+    {'entries': 1, 'phases': 1, 'reconfigurations': 0}
+    >>> validate_schedule({"schedule": [{"from_phase": 0, "circuits": [[0, 1]], "forwarding": {}}]}, t)
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: schedule: entry 0: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
+    """
+    from planner.problems.circuits.problem import validate_plan_dict
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("schedule"), list) or not doc["schedule"]:
+        raise TopoplanError(f"{where}: field 'schedule': expected a non-empty list of entries")
+    entries = doc["schedule"]
+    n = doc.get("n_phases", n_phases) if n_phases is None else n_phases
+    prev_to, changes = 0, 0
+    prev_circ = None
+    for i, e in enumerate(entries):
+        w = f"{where}: entry {i}"
+        if not isinstance(e, dict):
+            raise TopoplanError(f"{w}: expected an object with 'from_phase', 'circuits' and 'forwarding'")
+        fp = e.get("from_phase")
+        if isinstance(fp, bool) or not isinstance(fp, int) or fp != prev_to:
+            raise TopoplanError(f"{w}: field 'from_phase': expected {prev_to} (entries cover the phases in order), "
+                                f"got {fp!r}")
+        tp = e.get("to_phase", fp + 1 if i + 1 == len(entries) and n is None else None)
+        if tp is None:
+            tp = entries[i + 1].get("from_phase") if i + 1 < len(entries) else n
+        if isinstance(tp, bool) or not isinstance(tp, int) or tp <= fp:
+            raise TopoplanError(f"{w}: field 'to_phase': expected a phase after {fp}, got {tp!r}")
+        plan = {k: e.get(k) for k in ("circuits", "forwarding")}
+        plan["hop_limit"] = e.get("hop_limit", doc.get("hop_limit"))
+        validate_plan_dict(plan, topo, where=w)
+        circ = {tuple(sorted(map(int, c))) for c in (e.get("circuits") or [])}
+        setup = e.get("setup")
+        if setup is not None:
+            if i == 0:
+                raise TopoplanError(f"{w}: field 'setup': the first configuration is set up before the run")
+            if not isinstance(setup, dict) or setup.get("during", "wait") not in ("wait", "surviving"):
+                raise TopoplanError(f"{w}: field 'setup.during': expected 'wait' or 'surviving'")
+            if setup.get("during") == "surviving":
+                surv = {tuple(sorted(map(int, c))) for c in (setup.get("surviving_circuits") or [])}
+                if not surv <= (circ & prev_circ):
+                    raise TopoplanError(f"{w}: field 'setup.surviving_circuits': a circuit not in both this entry "
+                                        "and the previous one")
+                validate_plan_dict({"circuits": setup.get("surviving_circuits") or [],
+                                    "forwarding": setup.get("surviving_forwarding") or {},
+                                    "hop_limit": plan["hop_limit"]}, topo, where=f"{w} (surviving circuits)")
+            changes += 1
+        elif i > 0 and circ != prev_circ:
+            raise TopoplanError(f"{w}: field 'setup': the circuits change but the entry has no set-up")
+        prev_to, prev_circ = tp, circ
+    if n is not None and prev_to != n:
+        raise TopoplanError(f"{where}: field 'schedule': entries cover phases 0..{prev_to - 1}, "
+                            f"but there are {n} phases")
+    return {"entries": len(entries), "phases": prev_to, "reconfigurations": changes}

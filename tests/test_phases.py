@@ -1,0 +1,128 @@
+"""Phase detection (issue 21): boundaries, consistent cuts, kinds, determinism, the ``phases`` command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from planner.core.errors import TopoplanError
+from planner.traffic.generators import alltoall, neighbor2d, npb, ring
+from planner.traffic.phases import concat, detect_phases, logical_clock, split_at
+from planner.traffic.trace import Trace
+from planner.traffic.twophase import halo_then_transpose, transpose2d
+
+
+def _calls_per_rank(trace):
+    return np.bincount(trace.rank, minlength=trace.n_ranks)
+
+
+def test_two_phase_boundary_is_where_the_pattern_changes():
+    halo, a2a = neighbor2d(4, 4, 4e6, iters=3), alltoall(16, 1e6, iters=3)
+    ph = detect_phases(concat([halo, a2a]))
+    assert len(ph) == 2 and ph.kinds() == [0, 1]
+    # phase 1 starts, on every rank, right after that rank's halo calls
+    assert ph[1].first_call.tolist() == _calls_per_rank(halo).tolist()
+    assert ph[0].bytes == pytest.approx(halo.bytes[np.isin(halo.op, [1])].sum())
+    assert ph[1].traffic.total_bytes() == pytest.approx(16 * 15 * 1e6 * 3)
+    assert ph[0].end_s <= ph[1].start_s + 1e-12
+
+
+def test_halo_then_transpose_on_a_topology_counts_node_pairs():
+    from planner.core.topology_io import load_topology
+
+    topo = load_topology("paper001-16x16")
+    tr = halo_then_transpose(16, 16, 4e6, iters=2)
+    ph = detect_phases(tr, topo)
+    assert len(ph) == 2 and ph.pair_basis == "node"
+    assert ph[1].first_call.tolist() == _calls_per_rank(neighbor2d(16, 16, 4e6, iters=2)).tolist()
+    # the transpose pairs are mirror ranks (one rank per node here)
+    a, b, _ = ph[1].pairs[0]
+    assert divmod(a, 16) == divmod(b, 16)[::-1]
+
+
+def test_repeated_patterns_share_a_kind_and_subtraces_cover_the_trace():
+    tr = concat([neighbor2d(4, 4, 4e6, iters=2), alltoall(16, 1e6, iters=2), neighbor2d(4, 4, 4e6, iters=2)])
+    ph = detect_phases(tr)
+    assert ph.kinds() == [0, 1, 0]
+    rows = np.concatenate([ph.rows(i) for i in range(len(ph))])
+    assert sorted(rows.tolist()) == list(range(len(tr)))
+    assert ph.subtrace(0, len(ph)) is tr
+
+
+def test_detection_is_deterministic():
+    tr = npb("mg", 16, "S", iters=1)
+    a, b = detect_phases(tr), detect_phases(tr)
+    assert np.array_equal(a.cuts, b.cuts) and a.kinds() == b.kinds()
+    assert json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
+
+
+def test_every_phase_replays_alone():
+    from planner.core.placement import sequential
+    from planner.core.topology_io import load_topology
+    from sim.network import build_network
+    from sim.replay import replay
+
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    tr = npb("lu", 16, "S", iters=1)       # wavefront and exchange_3..6, collectives in between
+    ph = detect_phases(tr)                 # rank pairs: finer phases than node pairs here
+    assert len(ph) >= 5
+    net = build_network(topo)
+    for i in range(len(ph)):
+        sub = ph.subtrace(i)
+        res = replay(sub, net, sequential(16, topo))     # no deadlock, no unmatched message
+        assert res.makespan_s >= 0
+        assert sub.t_start.min() == pytest.approx(0.0, abs=1e-6)
+
+
+def test_cuts_are_moved_to_consistent_points():
+    tr = ring(4, 1e6, iters=3)          # per rank: (irecv, isend, waitall) x 3
+    assert [p.n_calls for p in split_at(tr, [[3, 3, 3, 3]])] == [12, 24]
+    # after the irecv of iteration 2 on rank 0 only: an open request there, so the cut moves past rank 0's
+    # waitall, which pulls the whole second iteration (the messages it waits for) before the cut
+    ph = split_at(tr, [[4, 3, 3, 3]])
+    assert [p.n_calls for p in ph] == [24, 12]
+    c = logical_clock(tr)
+    for i in range(len(ph)):
+        rows = set(ph.rows(i).tolist())
+        for s, r in zip(c.send_rows.tolist(), c.recv_rows.tolist()):
+            assert (s in rows) == (r in rows)
+    # a collective is never split: rank 0 after the first alltoall, the others after the second
+    assert [p.n_calls for p in split_at(alltoall(4, 1e3, iters=2), [[1, 2, 2, 2]])] == [8]
+    assert [p.n_calls for p in split_at(alltoall(4, 1e3, iters=2), [[1, 1, 1, 0]])] == [4, 4]
+
+
+def test_clock_reports_an_unmatched_receive():
+    t = Trace.from_records([(0, "recv", 1, 8, -1, 2, 0.0, 0.0), (1, "barrier", -1, 0, -1, 2, 0.0, 0.0)], 2, source="t")
+    with pytest.raises(TopoplanError, match="deadlock or unmatched receive"):
+        logical_clock(t)
+
+
+def test_options_are_checked_by_name():
+    with pytest.raises(TopoplanError, match="field 'threshold'"):
+        detect_phases(ring(4, 1e6), threshold=1.5)
+    with pytest.raises(TopoplanError, match="field 'window_s'"):
+        detect_phases(ring(4, 1e6), window_s=0)
+    with pytest.raises(TopoplanError, match="field 'traces\\[1\\]'"):
+        concat([ring(4, 1e6), ring(8, 1e6)])
+    with pytest.raises(TopoplanError, match="square"):
+        transpose2d(2, 3, 1e6)
+
+
+def test_concat_keeps_communicators_apart():
+    a, b = npb("ft", 16, "S", iters=1), npb("ft", 16, "S", iters=1)
+    t = concat([a, b])
+    ids = sorted(k for k in t.communicators if k >= 0)
+    assert len(ids) == len([k for k in a.communicators if k >= 0]) * 2
+    assert len(t) == len(a) + len(b)
+
+
+def test_phases_command(tmp_path, run_cli):
+    out = tmp_path / "ph.json"
+    code, _, err = run_cli("phases", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=1MB,iters=2", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["n_phases"] == 1 and doc["phases"][0]["kind"] == 0
+    code, _, err = run_cli("phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--threshold", "0")
+    assert code == 2 and "--threshold" in err
