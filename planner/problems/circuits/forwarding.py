@@ -115,10 +115,19 @@ def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
     >>> tables_from_array(nh)
     {'0': {'1': 1}, '2': {'0': 0}}
     """
+    next_hop = np.asarray(next_hop)
     rows, cols = np.nonzero(next_hop >= 0)
     out: dict[str, dict[str, int]] = {}
-    for n, s in zip(rows.tolist(), cols.tolist()):
-        out.setdefault(str(n), {})[str(s)] = int(next_hop[n, s])
+    if not len(rows):
+        return out
+    vals = next_hop[rows, cols].astype(np.int64)
+    n, s = next_hop.shape
+    names = [str(i) for i in range(max(n, s))]
+    ids = list(range(int(vals.max()) + 1))   # one int object per node id, shared by the rows
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    ends = np.r_[starts[1:], len(rows)]
+    for r, a, b in zip(rows[starts].tolist(), starts.tolist(), ends.tolist()):
+        out[names[r]] = dict(zip(map(names.__getitem__, cols[a:b].tolist()), map(ids.__getitem__, vals[a:b].tolist())))
     return out
 
 
@@ -253,6 +262,20 @@ def distance_vector(problem, circuits, *, hop_limit: int | None = None, full: bo
     numpy.ndarray
         ``next_hop`` (n_nodes x n_switches, -1 = no entry).
 
+    Notes
+    -----
+    Per destination switch, in ascending order: the relay distances of the OCS
+    nodes (a reversed Dijkstra from the OCS nodes under it; without a hop limit
+    all destinations at once by relaxing to the fixpoint, which is the same
+    distances bit for bit, as every distance is the same sum of the same terms),
+    then every other node reaches a relay with one EPS hop, then nodes take
+    their next hops in order of decreasing distance, larger own traffic first,
+    then node id. Only nodes that carry traffic change link loads; they are
+    taken one by one, so the Python work grows with the traffic's (node,
+    destination switch) groups and the relays they use. The entries of the
+    other nodes (``full``) are chosen with the loads at their place in that
+    order, all at once with arrays.
+
     References
     ----------
     000 section 3.3 and 003 section 3.3.3 / Fig. 4 (distance vector, reciprocal
@@ -269,6 +292,384 @@ def distance_vector(problem, circuits, *, hop_limit: int | None = None, full: bo
     >>> int(nh[1, 1]), int(nh[0, 1])    # node 1 relays via OCS node 0, which crosses its circuit
     (0, 16)
     """
+    hop_limit = problem.hop_limit if hop_limit is None else hop_limit
+    circuits = [(int(a), int(b)) for a, b in circuits]
+    rel = _Relays(problem, circuits)
+    if not rel.ok:  # a circuit with a non-OCS end, or listed twice: the plain version handles it
+        return _distance_vector_reference(problem, circuits, hop_limit=hop_limit, full=full, fallback=fallback)
+    H = np.inf if hop_limit is None else int(hop_limit)
+    n, s = problem.n_nodes, problem.n_switches
+    if rel.K == 0:   # no relays: no routes
+        return np.full((n, s), -1, dtype=np.int64)
+    c_circ = 1.0 / problem.ocs_bw_Bps
+    share = _Sharing(problem, rel, circuits, full, fallback)
+    # destinations in blocks: the relaxation holds K x block distances at a time
+    block = max(1, min(s, 4_000_000 // max(1, rel.K * max(1, rel.kmax))))
+    for b0 in range(0, s, block):
+        dsts = np.arange(b0, min(s, b0 + block))
+        if np.isinf(H):
+            D, ct, et = _relay_distances(rel, dsts, c_circ)
+        else:
+            D, ct, et = _relay_distances_limited(rel, dsts, problem, circuits, c_circ, H)
+        D, ct, et = (np.ascontiguousarray(np.moveaxis(x, -1, 0)) for x in (D, ct, et))   # destination first
+        for j, t in enumerate(dsts.tolist()):
+            share.round(t, D[j], ct[j], et[j])
+    return share.nh
+
+
+class _Relays:
+    """The relay graph of :func:`distance_vector` as arrays: OCS nodes (ascending), their circuit partners
+    (in :func:`partners_of` order) and the OCS nodes of every switch in slots (ascending)."""
+
+    def __init__(self, problem, circuits):
+        n, s = problem.n_nodes, problem.n_switches
+        sw = problem.node_switch
+        self.ocs = problem.ocs_nodes.astype(np.int64)
+        K = self.K = len(self.ocs)
+        self.oi = np.full(n, -1, dtype=np.int64)
+        self.oi[self.ocs] = np.arange(K)
+        self.swo = sw[self.ocs]
+        self.inv_o = 1.0 / problem.node_bw_Bps[self.ocs]
+        c = np.asarray(circuits, dtype=np.int64).reshape(-1, 2)
+        keys = np.minimum(c[:, 0], c[:, 1]) * n + np.maximum(c[:, 0], c[:, 1])
+        self.ok = bool((self.oi[c.ravel()] >= 0).all() and (c[:, 0] != c[:, 1]).all()
+                       and len(np.unique(keys)) == len(keys))
+        if not self.ok:
+            return
+        partners = partners_of(n, circuits)
+        P = self.P = max((len(partners[v]) for v in c.ravel().tolist()), default=0)
+        self.PM = np.full((K, P), -1, dtype=np.int64)     # partner, as an OCS index
+        self.PMn = np.full((K, P), -1, dtype=np.int64)    # partner node
+        for v in np.unique(c.ravel()).tolist():
+            row = partners[v]
+            self.PMn[self.oi[v], :len(row)] = row
+        has = self.PMn >= 0
+        self.PM[has] = self.oi[self.PMn[has]]
+        self.CL = np.full((K, P), -1, dtype=np.int64)     # directed circuit link to the partner
+        rows = np.repeat(self.ocs[:, None], P, axis=1)
+        self.CL[has] = problem.network().circuit_links(circuits).lookup(rows[has], self.PMn[has])
+        self.has_p = has
+        self.CLc = np.maximum(self.CL, 0)
+        ocs_of = problem.ocs_of_switch()
+        kmax = self.kmax = max((len(o) for o in ocs_of), default=0)
+        self.SL = np.full((s, kmax), -1, dtype=np.int64)  # OCS index in slot j of switch S
+        for k, o in enumerate(ocs_of):
+            self.SL[k, :len(o)] = self.oi[o]
+        self.slot_ok = self.SL >= 0
+        self.SLc = np.maximum(self.SL, 0)
+        self.SLn = np.where(self.slot_ok, self.ocs[self.SLc] if K else 0, -1)   # node in slot
+        self.slot = np.zeros(K, dtype=np.int64)
+        self.slot[self.SL[self.slot_ok]] = np.nonzero(self.slot_ok)[1]
+        self.PMn_l, self.CL_l, self.SLn_l = self.PMn.tolist(), self.CL.tolist(), self.SLn.tolist()
+
+
+def _relay_distances(rel: _Relays, dsts: np.ndarray, c_circ: float):
+    """Relay distances of every OCS node towards every switch of ``dsts`` (K x B), with the circuit ties
+    (K x P x B) and EPS ties (K x kmax x B) of :func:`_dijkstra` (no hop limit), by relaxing to the fixpoint.
+
+    The fixpoint is Dijkstra's result: each distance is the minimum over its neighbours of the same float
+    sums (``dist[p] + c`` over a circuit, ``dist[q] + inv[v] + inv[q]`` over an EPS hop). An EPS hop to a
+    relay that does not cross a circuit next is never the minimum (two EPS hops cost more than one), so
+    it may be relaxed too. Only entries that changed push to their neighbours: the work follows the
+    number of changes, not the diameter of the relay graph times its size.
+    """
+    K, P, B = rel.K, rel.P, len(dsts)
+    under = rel.swo[:, None] == dsts[None, :]
+    flat = np.where(under, 0.0, np.inf).ravel()          # (OCS node k, destination j) at k * B + j
+    inv = rel.inv_o
+    # relax from the entries that changed (first the OCS nodes under each destination) until none does;
+    # every step pushes the values of the last one, so the fixpoint is reached whatever the order
+    front = np.flatnonzero(under.ravel())
+    while front.size:
+        k, j = np.divmod(front, B)
+        d = flat[front]
+        tgt, val = [], []
+        for c in range(P):                                # over a circuit to the partner
+            h = rel.has_p[k, c]
+            u = rel.PM[k[h], c]
+            tgt.append(u * B + j[h])
+            val.append(d[h] + c_circ)
+        eps = ~under[k, j]                                # an EPS hop from a relay not under the destination
+        ke, je, de = k[eps], j[eps], d[eps]
+        for c in range(rel.kmax):
+            u = rel.SL[rel.swo[ke], c]
+            h = (u >= 0) & (u != ke)
+            uh = u[h]
+            tgt.append(uh * B + je[h])
+            val.append((de[h] + inv[uh]) + inv[ke[h]])
+        tgt = np.concatenate(tgt) if tgt else np.zeros(0, dtype=np.int64)
+        val = np.concatenate(val) if val else np.zeros(0)
+        keep = (val < flat[tgt]) & ~under.ravel()[tgt]
+        tgt, val = tgt[keep], val[keep]
+        np.minimum.at(flat, tgt, val)
+        front = np.unique(tgt)
+    D = flat.reshape(K, B)
+    lim = D * (1 + _REL_TOL)
+    fin = np.isfinite(D) & ~under
+    ct = np.zeros((K, P, B), dtype=bool)
+    for j in range(P):
+        h = rel.has_p[:, j]
+        ct[h, j, :] = fin[h] & (D[rel.PM[h, j]] + c_circ <= lim[h])
+    cross = ct.any(axis=1)
+    et = np.zeros((K, rel.kmax, B), dtype=bool)
+    for j in range(rel.kmax):
+        q = rel.SL[rel.swo, j]
+        h = (q >= 0) & (q != np.arange(K))
+        qh = q[h]
+        et[h, j, :] = fin[h] & cross[qh] & ((D[qh] + inv[h, None]) + inv[qh, None] <= lim[h])
+    return D, ct, et
+
+
+def _relay_distances_limited(rel: _Relays, dsts, problem, circuits, c_circ: float, H: int):
+    """As :func:`_relay_distances` with a hop limit: :func:`_dijkstra` per destination switch."""
+    K, P, B = rel.K, rel.P, len(dsts)
+    D = np.full((K, B), np.inf)
+    ct = np.zeros((K, P, B), dtype=bool)
+    et = np.zeros((K, rel.kmax, B), dtype=bool)
+    sw = problem.node_switch
+    partners = partners_of(problem.n_nodes, circuits)
+    ocs_of = problem.ocs_of_switch()
+    inv_bw = 1.0 / problem.node_bw_Bps
+    oi, slot = rel.oi, rel.slot
+    for j, dst in enumerate(dsts.tolist()):
+        dist, _, ties = _dijkstra(dst, sw, ocs_of, partners, inv_bw, c_circ, H)
+        for v, d in dist.items():
+            D[oi[v], j] = d
+        for v, cands in ties.items():
+            i = oi[v]
+            for h, is_circ in cands:
+                if is_circ:
+                    ct[i, partners[v].index(h), j] = True
+                else:
+                    et[i, slot[oi[h]], j] = True
+    return D, ct, et
+
+
+class _Sharing:
+    """The load-sharing pass of :func:`distance_vector`: link loads (seconds) across destination switches and
+    the tables being filled (``nh``)."""
+
+    def __init__(self, problem, rel: _Relays, circuits, full: bool, fallback):
+        p = self.p = problem
+        self.rel, self.full, self.fallback = rel, full, fallback
+        n, s = p.n_nodes, p.n_switches
+        self.n, self.s = n, s
+        self.sw = p.node_switch
+        self.inv = 1.0 / p.node_bw_Bps
+        self.ocs_bw = p.ocs_bw_Bps
+        idx = p.link_index()
+        self.up, self.down = idx["up"], idx["down"]
+        bw = np.concatenate([p.fixed_link_bw(), np.full(2 * len(circuits), p.ocs_bw_Bps)])
+        self.load = np.concatenate([p.base_loads(), np.zeros(2 * len(circuits))]) / bw   # link loads in seconds
+        self.nh = np.full((n, s), -1, dtype=np.int64)
+        self.invc, self.cls = np.unique(self.inv, return_inverse=True)   # nodes by EPS link bandwidth
+        self.cls = self.cls.ravel()
+        # own traffic per (node, destination switch), summed as CircuitProblem.own_out sums it
+        key = p.large_src * s + self.sw[p.large_dst]
+        uniq, ginv = np.unique(key, return_inverse=True)
+        own = np.bincount(ginv.ravel(), weights=p.large_bytes, minlength=len(uniq))
+        order = np.argsort(uniq % s, kind="stable")
+        self.src_node, self.src_own = (uniq // s)[order], own[order]
+        self.src_ptr = np.searchsorted((uniq % s)[order], np.arange(s + 1))
+        self.is_ocs = p.is_ocs
+        self.sw_l, self.oi_l, self.cls_l = self.sw.tolist(), rel.oi.tolist(), self.cls.tolist()
+        self.inv_l = self.inv.tolist()
+
+    # -- one destination switch ---------------------------------------
+    def round(self, t: int, Dt, ct, et) -> None:
+        rel, load, sw = self.rel, self.load, self.sw
+        fin = np.isfinite(Dt) & (rel.swo != t)            # OCS nodes with a relay route (they have ties)
+        cross = ct.any(axis=1)
+        relay_ok = rel.slot_ok & cross[rel.SLc]             # crossing relays per switch slot
+        R = np.where(relay_ok, Dt[rel.SLc] + rel.inv_o[rel.SLc], np.inf)
+        has_relay = relay_ok.any(axis=1)
+        Cg = R[:, None, :] + self.invc[None, :, None]       # (S, classes, kmax): relay cost + own EPS hop
+        best_g = Cg.min(axis=2)
+        tie_g = (Cg <= best_g[..., None] * (1 + _REL_TOL)) & relay_ok[:, None, :]
+        fb = None if self.fallback is None else self.fallback[:, t]
+        L0 = load[self.down + rel.ocs]
+        cl0 = np.where(ct, load[rel.CLc], np.inf)
+        minc0 = cl0.min(axis=1) if rel.P else np.full(rel.K, np.inf)
+        events, done = self._traffic(t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0)
+        if not self.full:
+            return
+        ocs_in = np.zeros(self.n, dtype=bool)
+        ocs_in[rel.ocs[fin]] = True
+        done_l, done = done, np.zeros(self.n, dtype=bool)
+        done[done_l] = True
+        # OCS nodes with a circuit tie take the least-loaded circuit (only they load it: any time will do)
+        sel = cross & ~done[rel.ocs]
+        if sel.any():
+            bv = np.full(int(sel.sum()), np.inf)
+            bh = np.full(len(bv), -1, dtype=np.int64)
+            for j in range(rel.P):
+                v = np.where(ct[sel, j], cl0[sel, j], np.inf)
+                h = rel.PMn[sel, j]
+                better = (v < bv) | ((v == bv) & (h < bh) & np.isfinite(v))
+                bv, bh = np.where(better, v, bv), np.where(better, h, bh)
+            self.nh[rel.ocs[sel], t] = bh
+        V0 = np.maximum(L0, minc0)                          # EPS key of every relay with this round's loads at its start
+        ev_q = np.array([e[0] for e in events], dtype=np.int64) if events else np.zeros(0, dtype=np.int64)
+        hit = np.zeros(rel.K, dtype=bool)
+        hit[ev_q] = True
+        # members: nodes that are not relays with a route, under a switch with relays
+        mem = has_relay[sw] & ~ocs_in & ~done
+        if fb is not None:
+            mem &= ~fb
+        members = np.flatnonzero(mem)
+        # OCS nodes whose ties are all EPS hops
+        eps_ocs = rel.ocs[fin & ~cross & ~done[rel.ocs]]
+        if not len(members) and not len(eps_ocs):
+            return
+        Vs = np.where(relay_ok, V0[rel.SLc], np.inf)       # (S, kmax)
+        hit_s = relay_ok & hit[rel.SLc]
+        # (S, classes): a group with a choice among relays some of which saw traffic this round
+        g_hit = (tie_g & hit_s[:, None, :]).any(axis=2) & (tie_g.sum(axis=2) > 1)
+        choice_g = rel.SLn[np.arange(self.s)[:, None], np.argmin(np.where(tie_g, Vs[:, None, :], np.inf), axis=2)]
+        ms, mc = sw[members], self.cls[members]
+        if g_hit.any():
+            # a group that saw traffic: its members share distance and ties and have no traffic, so an event
+            # comes before all of them (farther, or as far with own traffic) or after all of them, unless it
+            # is as far without own traffic (then the node ids interleave: those groups go one by one)
+            gs, gc = np.nonzero(g_hit)
+            gd = best_g[gs, gc]
+            gcand, gq = tie_g[gs, gc], rel.SLc[gs]
+            split = np.zeros(len(gs), dtype=bool)
+            ev = np.array([e[:3] for e in events], dtype=np.float64)
+            tied = ev[:, 2] == 0
+            if tied.any():
+                split = (np.isin(gq + 1j * gd[:, None], ev[tied, 0] + 1j * ev[tied, 1]) & gcand).any(axis=1)
+            whole = np.flatnonzero(~split)
+            gval = np.where(gcand[whole], V0[gq[whole]], np.inf)
+            gneed = gcand[whole] & hit[gq[whole]]
+            if len(whole):
+                gval[gneed] = self._loads_at(np.full(len(whole), -1), gd[whole], gq[whole], gneed, events, L0, minc0)
+            choice_g[gs[whole], gc[whole]] = rel.SLn[gs[whole], np.argmin(gval, axis=1)]
+            g_hit[gs[whole], gc[whole]] = False
+        quiet = ~g_hit[ms, mc]
+        self.nh[members[quiet], t] = choice_g[ms[quiet], mc[quiet]]
+        # the rest one by one (in arrays): members of groups split by events, OCS nodes with EPS ties
+        loud = members[~quiet]
+        u = np.concatenate([loud, eps_ocs])
+        if not len(u):
+            return
+        cand = np.concatenate([tie_g[sw[loud], self.cls[loud]], et[rel.oi[eps_ocs]]])
+        du = np.concatenate([best_g[sw[loud], self.cls[loud]], Dt[rel.oi[eps_ocs]]])
+        q = rel.SLc[sw[u]]                                   # (m, kmax) OCS index of each slot
+        val = np.where(cand, V0[q], np.inf)
+        need = cand & hit[q] & (cand.sum(axis=1) > 1)[:, None]
+        rows = np.flatnonzero(need.any(axis=1))
+        if len(rows):
+            sub = need[rows]
+            v = self._loads_at(u[rows], du[rows], q[rows], sub, events, L0, minc0)
+            vr = val[rows]
+            vr[sub] = v
+            val[rows] = vr
+        self.nh[u, t] = rel.SLn[sw[u], np.argmin(val, axis=1)]
+
+    def _traffic(self, t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0):
+        """Nodes with traffic towards switch ``t``, one by one in the order of the rules; returns the events
+        on relays' EPS down links ``(relay OCS index, dist, own, node, load after)`` and the nodes done
+        (a list).
+
+        A relay's circuits are loaded only when the relay itself is taken, after every node that considers
+        an EPS hop to it (it is nearer the destination), so its least-loaded circuit is ``minc0``."""
+        rel, load = self.rel, self.load
+        sw, oi, cls, inv = self.sw_l, self.oi_l, self.cls_l, self.inv_l
+        lo, hi = self.src_ptr[t], self.src_ptr[t + 1]
+        own = dict(zip(self.src_node[lo:hi].tolist(), self.src_own[lo:hi].tolist()))
+        events: list = []
+        done_l: list = []
+        if not own:
+            return events, done_l
+        sl, pmn, cl = rel.SLn_l, rel.PMn_l, rel.CL_l
+        down, up, ocs_bw = self.down, self.up, self.ocs_bw
+
+        fin_l, minc = fin.tolist(), minc0.tolist()
+        heap = []
+        for a, w in own.items():
+            if oi[a] >= 0 and fin_l[oi[a]]:
+                heap.append((-float(Dt[oi[a]]), -w, a))
+            elif has_relay[sw[a]] and (fb is None or not fb[a]):
+                heap.append((-float(best_g[sw[a], cls[a]]), -w, a))
+        heapq.heapify(heap)
+        queued = {a for _, _, a in heap}
+        inflow: dict[int, float] = {}
+        group_ties: dict = {}
+        hops: list = []
+        pop, push = heapq.heappop, heapq.heappush
+        while heap:
+            nd, nw, u = pop(heap)
+            f = -nw + inflow.get(u, 0.0)
+            su = sw[u]
+            best, best_key = None, None
+            i = oi[u]
+            if i >= 0 and fin_l[i]:
+                for j, x in enumerate(ct[i].tolist()):
+                    if x:
+                        h, link = pmn[i][j], cl[i][j]
+                        key = (0, load[link], h)
+                        if best_key is None or key < best_key:
+                            best, best_key = (h, link), key
+                ties = et[i].tolist() if best is None else ()
+            else:
+                g = (su, cls[u])
+                ties = group_ties.get(g)
+                if ties is None:
+                    ties = group_ties[g] = tie_g[g].tolist()
+            for j, x in enumerate(ties):   # (an optical tie always wins: its key starts with 0)
+                if x:
+                    h = sl[su][j]
+                    key = (1, max(load[down + h], minc[oi[h]]), h)
+                    if best_key is None or key < best_key:
+                        best, best_key = (h, -1), key
+            h, link = best
+            done_l.append(u)
+            if link >= 0:
+                load[link] += f / ocs_bw
+            else:
+                load[up + u] += f * inv[u]
+                load[down + h] += f * inv[h]
+                events.append((oi[h], -nd, -nw, u, float(load[down + h])))
+            hops.append(h)
+            inflow[h] = inflow.get(h, 0.0) + f
+            if h not in queued and sw[h] != t:
+                queued.add(h)
+                push(heap, (-float(Dt[oi[h]]), -own.get(h, 0.0), h))
+        self.nh[done_l, t] = hops
+        return events, done_l
+
+    @staticmethod
+    def _loads_at(u, du, q, need, events, L0, minc0) -> np.ndarray:
+        """EPS keys ``max(load of relay q's down link, its least-loaded circuit)`` that node ``u[i]`` (no traffic,
+        distance ``du[i]``) sees at its place in the order, for the ``need`` (node, slot) pairs."""
+        ev = np.array([e[:4] for e in events], dtype=np.float64)
+        ev_val = np.array([e[4] for e in events])
+        ne, m = len(events), len(u)
+        # one order over events and nodes: (-dist, -own, node), as the pass takes them
+        d = np.concatenate([ev[:, 1], du])
+        w = np.concatenate([ev[:, 2], np.zeros(m)])
+        node = np.concatenate([ev[:, 3], u.astype(np.float64)])
+        rank = np.empty(ne + m, dtype=np.int64)
+        rank[np.lexsort((node, -w, -d))] = np.arange(ne + m)
+        evq = ev[:, 0].astype(np.int64)
+        span = ne + m + 1
+        ekey = evq * span + rank[:ne]
+        eo = np.argsort(ekey, kind="stable")
+        ekey, evq_s, eval_s = ekey[eo], evq[eo], ev_val[eo]
+        rows, cols = np.nonzero(need)
+        qq = q[rows, cols]
+        pos = np.searchsorted(ekey, qq * span + rank[ne + rows])
+        prev = pos - 1
+        seen = (prev >= 0) & (evq_s[np.maximum(prev, 0)] == qq)
+        L = np.where(seen, eval_s[np.maximum(prev, 0)], L0[qq])
+        return np.maximum(L, minc0[qq])
+
+
+def _distance_vector_reference(problem, circuits, *, hop_limit: int | None = None, full: bool = True,
+                               fallback: np.ndarray | None = None) -> np.ndarray:
+    """:func:`distance_vector` node by node, one destination switch at a time (the plain statement of the
+    rules; the fast version must agree with it entry for entry, and it serves circuits with a non-OCS end)."""
     hop_limit = problem.hop_limit if hop_limit is None else hop_limit
     H = np.inf if hop_limit is None else int(hop_limit)
     n, s = problem.n_nodes, problem.n_switches

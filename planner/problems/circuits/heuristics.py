@@ -15,12 +15,23 @@ communication-time bound.
 
 A "rank" tie-break uses the smallest MPI rank placed on a node; a node pair
 is ranked by its two nodes' smallest ranks, lower first.
+
+Every method takes ``tables``: ``full`` (default), forwarding entries for every
+node with a relay route (nodes x switches entries once circuits connect every
+switch), or ``used``, only the entries the traffic's large messages use (same
+circuits, routes and bound). The assignments keep their switch pairs in a heap
+(a pair's key changes only when it gets a circuit; a pair without free OCS
+nodes never reopens) and read each switch pair's node pairs once, so they grow
+with the communicating pairs, not with pairs times circuits.
 """
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
+from planner.core.errors import TopoplanError
 from planner.problems.circuits.forwarding import distance_vector
 from planner.problems.circuits.problem import result_from_plan
 from planner.problems.circuits.registry import METHODS
@@ -29,21 +40,30 @@ __all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching"
 
 
 class _Circuits:
-    """Circuits being assigned: free ports per node and the pairs already joined."""
+    """Circuits being assigned: free ports per node and per switch, the pairs already joined, circuits per
+    switch pair."""
 
     def __init__(self, problem):
         self.p = problem
-        self.free = np.where(problem.is_ocs, problem.ports, 0).astype(np.int64)
+        self.free = np.where(problem.is_ocs, problem.ports, 0).astype(np.int64).tolist()
         self.pairs: list[tuple[int, int]] = []
         self.joined: set[tuple[int, int]] = set()
         self.limit = problem.circuit_limit()
-        self.per_switch = np.zeros((problem.n_switches, problem.n_switches), dtype=np.int64)
+        self.per_switch: dict[tuple[int, int], int] = {}   # (A, B), A < B -> circuits
+        self.sw = problem.node_switch.tolist()
+        self.sw_free = np.bincount(problem.node_switch, weights=self.free,
+                                   minlength=problem.n_switches).astype(np.int64).tolist()
+        self.ocs_of = [o.tolist() for o in problem.ocs_of_switch()]
 
     def full(self) -> bool:
         return len(self.pairs) >= self.limit
 
+    def count(self, a: int, b: int) -> int:
+        """Circuits between switches ``a`` and ``b``."""
+        return self.per_switch.get((a, b) if a < b else (b, a), 0)
+
     def can(self, u: int, v: int) -> bool:
-        sw = self.p.node_switch
+        sw = self.sw
         return (not self.full() and self.free[u] > 0 and self.free[v] > 0 and sw[u] != sw[v]
                 and (min(u, v), max(u, v)) not in self.joined)
 
@@ -53,15 +73,19 @@ class _Circuits:
         self.free[v] -= 1
         self.pairs.append((min(u, v), max(u, v)))
         self.joined.add((min(u, v), max(u, v)))
-        a, b = self.p.node_switch[u], self.p.node_switch[v]
-        self.per_switch[a, b] += 1
-        self.per_switch[b, a] += 1
+        a, b = self.sw[u], self.sw[v]
+        self.sw_free[a] -= 1
+        self.sw_free[b] -= 1
+        key = (a, b) if a < b else (b, a)
+        self.per_switch[key] = self.per_switch.get(key, 0) + 1
 
     def free_pair(self, a: int, b: int, rng=None):
         """A free OCS node under switch ``a`` and one under ``b`` not yet joined: the smallest ids, or random."""
-        ocs_of = self.p.ocs_of_switch()
-        fa = [int(u) for u in ocs_of[a] if self.free[u] > 0]
-        fb = [int(v) for v in ocs_of[b] if self.free[v] > 0]
+        if self.sw_free[a] <= 0 or self.sw_free[b] <= 0:
+            return None
+        free = self.free
+        fa = [u for u in self.ocs_of[a] if free[u] > 0]
+        fb = [v for v in self.ocs_of[b] if free[v] > 0]
         if rng is not None:
             rng.shuffle(fa)
             rng.shuffle(fb)
@@ -75,8 +99,43 @@ class _Circuits:
         return not self.full() and self.free_pair(a, b) is not None
 
 
-def _finish(problem, circ: _Circuits, **extra):
-    nh = distance_vector(problem, circ.pairs)
+def _switch_pairs(problem):
+    """Communicating switch pairs ``A < B`` (ascending) and their communication counts, as arrays."""
+    count = problem.switch_pair_counts()
+    a, b = np.nonzero(np.triu(count, 1))
+    return a, b, count[a, b]
+
+
+def _most_wanted(circ: _Circuits, a, b, c, pick) -> None:
+    """While circuits remain: the open switch pair with the largest count minus circuits given (ties to the
+    smaller switch ids) gets one more circuit, ``pick(a, b)``. One heap over the pairs: a pair's key
+    changes only when it is picked, and a pair once closed (no free, unjoined OCS nodes on both sides)
+    stays closed, so the heap's top that is open is the minimum over the open pairs."""
+    free = np.asarray(circ.sw_free)
+    keep = (free[a] > 0) & (free[b] > 0)
+    heap = list(zip((-(c[keep] - [circ.count(x, y) for x, y in zip(a[keep].tolist(), b[keep].tolist())])).tolist(),
+                    a[keep].tolist(), b[keep].tolist()))
+    cnt = dict(zip(zip(a[keep].tolist(), b[keep].tolist()), c[keep].tolist()))
+    heapq.heapify(heap)
+    while heap and not circ.full():
+        _, x, y = heapq.heappop(heap)
+        if not circ.switch_pair_open(x, y):
+            continue
+        pick(x, y)
+        heapq.heappush(heap, (-(cnt[(x, y)] - circ.count(x, y)), x, y))
+
+
+TABLES = ("full", "used")
+
+
+def _tables_option(tables: str) -> None:
+    if tables not in TABLES:
+        raise TopoplanError(f"field 'tables': choose one of {', '.join(TABLES)}, got {tables!r}")
+
+
+def _finish(problem, circ: _Circuits, tables: str = "full", **extra):
+    _tables_option(tables)
+    nh = distance_vector(problem, circ.pairs, full=tables == "full")
     return result_from_plan(problem, circ.pairs, nh, status="heuristic", **extra)
 
 
@@ -97,29 +156,36 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
     sw = problem.node_switch
     a, b = np.minimum(sw[u], sw[v]), np.maximum(sw[u], sw[v])
     order = np.lexsort((hi, lo, -primary, b, a))
-    queues: dict[tuple[int, int], list[int]] = {}
-    for i in order.tolist():
-        queues.setdefault((int(a[i]), int(b[i])), []).append(i)
-    pos = {k: 0 for k in queues}
-    while not circ.full():
+    uu, vv = u[order].tolist(), v[order].tolist()
+    key = a[order] * problem.n_switches + b[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
+    pos = starts.tolist()
+    ends = np.r_[starts[1:], len(key)].tolist()
+    active = list(range(len(pos)))   # switch pairs (ascending) with node pairs left to try
+    while not circ.full() and active:
         progress = False
-        for key in sorted(queues):
-            q = queues[key]
-            while pos[key] < len(q):
-                i = q[pos[key]]
-                pos[key] += 1
-                if circ.can(int(u[i]), int(v[i])):
-                    circ.add(u[i], v[i])
+        left = []
+        for g in active:
+            p, e = pos[g], ends[g]
+            while p < e:
+                i = p
+                p += 1
+                if circ.can(uu[i], vv[i]):
+                    circ.add(uu[i], vv[i])
                     progress = True
                     break
+            pos[g] = p
+            if p < e:
+                left.append(g)
             if circ.full():
                 break
         if not progress:
             break
+        active = left
 
 
 @METHODS.register("none")
-def eps_only(problem, *, time_limit=None, seed=0):
+def eps_only(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``none``: no circuits; every message takes the EPS.
 
     Parameters
@@ -129,6 +195,10 @@ def eps_only(problem, *, time_limit=None, seed=0):
         Not used (the method is fast); part of every method's signature.
     seed : int, optional
         Not used (the method is deterministic).
+    tables : {"full", "used"}, optional
+        ``full`` (default): every node with a relay route gets a forwarding entry towards every switch it
+        can reach, so the tables serve any traffic (and another placement); ``used``: only the entries
+        this traffic's large messages use (the same routes and bound; fewer entries on large systems).
 
     Returns
     -------
@@ -148,11 +218,11 @@ def eps_only(problem, *, time_limit=None, seed=0):
     >>> res.plan["circuits"], round(res.objective, 3), res.metrics["bottleneck"]
     ([], 0.128, 'S0->top')
     """
-    return _finish(problem, _Circuits(problem))
+    return _finish(problem, _Circuits(problem), tables)
 
 
 @METHODS.register("sp")
-def switch_partitioning(problem, *, time_limit=None, seed=0):
+def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``sp``: Switch Partitioning (000 section 3.2).
 
     Round robin over switch pairs; per switch pair, the communicating pair
@@ -167,6 +237,10 @@ def switch_partitioning(problem, *, time_limit=None, seed=0):
         Not used (the method is fast); part of every method's signature.
     seed : int, optional
         Not used (the method is deterministic).
+    tables : {"full", "used"}, optional
+        ``full`` (default): every node with a relay route gets a forwarding entry towards every switch it
+        can reach, so the tables serve any traffic (and another placement); ``used``: only the entries
+        this traffic's large messages use (the same routes and bound; fewer entries on large systems).
 
     Returns
     -------
@@ -189,14 +263,15 @@ def switch_partitioning(problem, *, time_limit=None, seed=0):
     >>> switch_partitioning(prob).plan["circuits"]      # only OCS nodes that talk get circuits
     []
     """
+    _tables_option(tables)
     circ = _Circuits(problem)
     u, v, _, msgs, lo, hi = _ocs_pairs(problem)
     _round_robin(problem, circ, msgs, u, v, lo, hi)
-    return _finish(problem, circ)
+    return _finish(problem, circ, tables)
 
 
 @METHODS.register("three-step")
-def three_step(problem, *, time_limit=None, seed=0):
+def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``three-step``: the circuit assignment of 001 section 3.2.2.
 
     1. Pairs of OCS nodes that communicate across switches, by volume
@@ -218,6 +293,10 @@ def three_step(problem, *, time_limit=None, seed=0):
         Not used (the method is fast); part of every method's signature.
     seed : int, optional
         Not used (the method is deterministic).
+    tables : {"full", "used"}, optional
+        ``full`` (default): every node with a relay route gets a forwarding entry towards every switch it
+        can reach, so the tables serve any traffic (and another placement); ``used``: only the entries
+        this traffic's large messages use (the same routes and bound; fewer entries on large systems).
 
     Returns
     -------
@@ -241,30 +320,27 @@ def three_step(problem, *, time_limit=None, seed=0):
     >>> res.plan["circuits"], round(res.objective, 3)
     ([[0, 16], [1, 17], [2, 18], [3, 19]], 0.032)
     """
+    _tables_option(tables)
     circ = _Circuits(problem)
     u, v, by, _, lo, hi = _ocs_pairs(problem)
     _round_robin(problem, circ, by, u, v, lo, hi)
-    count = problem.switch_pair_counts()
-    s = problem.n_switches
-    pairs = [(a, b) for a in range(s) for b in range(a + 1, s) if count[a, b] > 0]
-    for a, b in sorted(pairs, key=lambda k: (-count[k], k)):
+    a, b, c = _switch_pairs(problem)
+    # step 2: by count, largest first (ties to the smaller ids), one circuit to each pair without one
+    free = circ.sw_free
+    for x, y in zip(*(arr[np.lexsort((b, a, -c))].tolist() for arr in (a, b))):
         if circ.full():
             break
-        if circ.per_switch[a, b] == 0:
-            fp = circ.free_pair(a, b)
+        if free[x] > 0 and free[y] > 0 and circ.count(x, y) == 0:
+            fp = circ.free_pair(x, y)
             if fp is not None:
                 circ.add(*fp)
-    while not circ.full():
-        open_ = [k for k in pairs if circ.switch_pair_open(*k)]
-        if not open_:
-            break
-        a, b = min(open_, key=lambda k: (-(count[k] - circ.per_switch[k]), k))
-        circ.add(*circ.free_pair(a, b))
-    return _finish(problem, circ)
+    # step 3: one at a time to the pair with the largest count minus circuits given
+    _most_wanted(circ, a, b, c, lambda x, y: circ.add(*circ.free_pair(x, y)))
+    return _finish(problem, circ, tables)
 
 
 @METHODS.register("greedy")
-def greedy(problem, *, time_limit=None, seed=0):
+def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``greedy``: the circuit assignment of 003 Fig. 3.
 
     Repeat: choose a switch pair -- first every communicating switch pair
@@ -283,6 +359,10 @@ def greedy(problem, *, time_limit=None, seed=0):
         Not used (the method is fast); part of every method's signature.
     seed : int, optional
         Seeds the random choice of OCS nodes.
+    tables : {"full", "used"}, optional
+        ``full`` (default): every node with a relay route gets a forwarding entry towards every switch it
+        can reach, so the tables serve any traffic (and another placement); ``used``: only the entries
+        this traffic's large messages use (the same routes and bound; fewer entries on large systems).
 
     Returns
     -------
@@ -306,35 +386,51 @@ def greedy(problem, *, time_limit=None, seed=0):
     >>> res.plan["circuits"], round(res.objective, 3)
     ([[2, 19], [0, 17], [1, 16], [3, 18]], 0.032)
     """
+    _tables_option(tables)
     rng = np.random.default_rng(seed)
     circ = _Circuits(problem)
     u, v, by = _ocs_pairs(problem)[:3]
     sw = problem.node_switch
     a_of, b_of = np.minimum(sw[u], sw[v]), np.maximum(sw[u], sw[v])
-    count = problem.switch_pair_counts()
-    s = problem.n_switches
-    pairs = [(a, b) for a in range(s) for b in range(a + 1, s) if count[a, b] > 0]
-    while not circ.full():
-        open_ = [k for k in pairs if circ.switch_pair_open(*k)]
-        if not open_:
-            break
-        unserved = [k for k in open_ if circ.per_switch[k] == 0]
-        if unserved:
-            a, b = min(unserved, key=lambda k: (count[k], k))
-        else:
-            a, b = min(open_, key=lambda k: (-(count[k] - circ.per_switch[k]), k))
-        cand = np.flatnonzero((a_of == a) & (b_of == b))
+    # the communicating OCS node pairs of every switch pair, most bytes first (ties to the smaller ids)
+    order = np.lexsort((v, u, -by, b_of, a_of))
+    uu, vv = u[order].tolist(), v[order].tolist()
+    key = a_of[order] * problem.n_switches + b_of[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, dtype=np.int64)
+    ends = np.r_[starts[1:], len(key)]
+    first = dict(zip(zip(a_of[order][starts].tolist(), b_of[order][starts].tolist()),
+                     zip(starts.tolist(), ends.tolist())))
+    pos = {k: p for k, (p, _) in first.items()}
+
+    def pick(a, b):
+        """Join the free OCS pair under switches a and b that exchanges the most, else a random free pair.
+        A node pair that cannot be joined now never can (ports only fill), so each list is read once."""
         best = None
-        for i in cand[np.lexsort((v[cand], u[cand], -by[cand]))].tolist():
-            if circ.can(int(u[i]), int(v[i])):
-                best = (int(u[i]), int(v[i]))
-                break
+        if (a, b) in first:
+            p, e = pos[(a, b)], first[(a, b)][1]
+            while p < e:
+                if circ.can(uu[p], vv[p]):
+                    best = (uu[p], vv[p])
+                    break
+                p += 1
+            pos[(a, b)] = p
         circ.add(*(best if best is not None else circ.free_pair(a, b, rng)))
-    return _finish(problem, circ)
+
+    a, b, c = _switch_pairs(problem)
+    # every communicating switch pair once, ascending count (ties to the smaller ids): a pair passed over
+    # is closed and stays closed, so one pass in that order takes the unserved pair of smallest count
+    for x, y in zip(*(arr[np.lexsort((b, a, c))].tolist() for arr in (a, b))):
+        if circ.full():
+            break
+        if circ.switch_pair_open(x, y):
+            pick(x, y)
+    # then the pair with the largest count minus circuits assigned
+    _most_wanted(circ, a, b, c, pick)
+    return _finish(problem, circ, tables)
 
 
 @METHODS.register("matching")
-def matching(problem, *, time_limit=None, seed=0):
+def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``matching``: maximum-weight matching on the OCS nodes (the c-Through / Helios approach).
 
     The weight of a possible circuit ``u``-``v`` (switches A, B) is the
@@ -351,6 +447,10 @@ def matching(problem, *, time_limit=None, seed=0):
         Not used (the method is fast); part of every method's signature.
     seed : int, optional
         Not used (the method is deterministic).
+    tables : {"full", "used"}, optional
+        ``full`` (default): every node with a relay route gets a forwarding entry towards every switch it
+        can reach, so the tables serve any traffic (and another placement); ``used``: only the entries
+        this traffic's large messages use (the same routes and bound; fewer entries on large systems).
 
     Returns
     -------
@@ -370,29 +470,33 @@ def matching(problem, *, time_limit=None, seed=0):
     >>> res.plan["circuits"], round(res.objective, 3)
     ([[0, 19], [1, 18], [2, 17], [3, 16]], 0.032)
     """
+    _tables_option(tables)
     import networkx as nx
 
     circ = _Circuits(problem)
     sw = problem.node_switch
     W = problem.switch_bytes()
     k = np.array([len(o) for o in problem.ocs_of_switch()])
-    direct: dict[tuple[int, int], float] = {}
+    n = problem.n_nodes
     u, v, by = _ocs_pairs(problem)[:3]
-    for a, b, x in zip(u.tolist(), v.tolist(), by.tolist()):
-        direct[(a, b)] = x
+    dkey = u * n + v                     # the direct traffic of OCS node pairs u < v, keys ascending
     share = (W + W.T) / np.maximum(1, np.minimum(k[:, None], k[None, :]))
-    ocs = problem.ocs_nodes.tolist()
+    ocs = problem.ocs_nodes
     while not circ.full():
+        # every pair a < b of free OCS nodes under different switches, not joined, in ascending (a, b) order
+        f = ocs[np.asarray(circ.free)[ocs] > 0]
+        i, j = np.triu_indices(len(f), 1)
+        a, b = f[i], f[j]
+        keep = sw[a] != sw[b]
+        if circ.joined:
+            keep &= ~np.isin(a * n + b, np.array([x * n + y for x, y in circ.joined], dtype=np.int64))
+        a, b = a[keep], b[keep]
+        pos = np.minimum(np.searchsorted(dkey, a * n + b), max(len(dkey) - 1, 0))
+        direct = np.where(dkey[pos] == a * n + b, by[pos], 0.0) if len(dkey) else np.zeros(len(a))
+        wgt = direct + share[sw[a], sw[b]]
+        ok = wgt > 0
         g = nx.Graph()
-        for i, a in enumerate(ocs):
-            if circ.free[a] <= 0:
-                continue
-            for b in ocs[i + 1:]:
-                if circ.free[b] <= 0 or sw[a] == sw[b] or (a, b) in circ.joined:
-                    continue
-                wgt = direct.get((a, b), 0.0) + share[sw[a], sw[b]]
-                if wgt > 0:
-                    g.add_edge(a, b, weight=float(wgt))
+        g.add_weighted_edges_from(zip(a[ok].tolist(), b[ok].tolist(), wgt[ok].tolist()))
         if g.number_of_edges() == 0:
             break
         m = nx.max_weight_matching(g, maxcardinality=False)
@@ -403,4 +507,4 @@ def matching(problem, *, time_limit=None, seed=0):
             if circ.full():
                 break
             circ.add(a, b)
-    return _finish(problem, circ)
+    return _finish(problem, circ, tables)

@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -620,6 +621,33 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     fwd = doc.get("forwarding") or {}
     if not isinstance(fwd, dict):
         raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
+    if not _tables_valid_fast(fwd, doc.get("hop_limit"), n, s, sw, partners):
+        _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+    r2n = doc.get("rank_to_node")
+    if r2n is not None:
+        if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
+            raise TopoplanError(f"{where}: field 'rank_to_node': expected a list of node ids")
+        bad = [x for x in r2n if not 0 <= int(x) < n]
+        if bad:
+            raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
+
+
+def _is_int(x) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return True
+    if isinstance(x, str):
+        from planner.core.units import is_ascii_int
+
+        return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
+    if isinstance(x, float):
+        return x.is_integer()
+    return False
+
+
+def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners: dict) -> None:
+    """The forwarding checks of :func:`validate_plan_dict` entry by entry: raise on the first error."""
     table: dict[int, dict[int, int]] = {}
     for key_n, row in fwd.items():
         if not _is_int(key_n) or not 0 <= int(key_n) < n:
@@ -665,27 +693,86 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
                 if hop_limit is not None and hops > int(hop_limit):
                     raise TopoplanError(f"{where}: field 'forwarding.{x}.{t}': the route crosses {hops} circuits, "
                                         f"more than hop_limit {hop_limit}")
-    r2n = doc.get("rank_to_node")
-    if r2n is not None:
-        if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
-            raise TopoplanError(f"{where}: field 'rank_to_node': expected a list of node ids")
-        bad = [x for x in r2n if not 0 <= int(x) < n]
-        if bad:
-            raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
 
 
-def _is_int(x) -> bool:
-    if isinstance(x, bool):
+def _tables_valid_fast(fwd: dict, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
+    """True when the forwarding tables pass every check of :func:`validate_plan_dict` (entries, hop limit,
+    loops), checked with arrays. Only plain tables are taken (keys the decimal strings of node and switch
+    ids, next hops ``int``); False for anything else or any doubt, and the entry-by-entry checks decide."""
+    if not fwd:
         return False
-    if isinstance(x, (int, np.integer)):
-        return True
-    if isinstance(x, str):
-        from planner.core.units import is_ascii_int
+    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
+        return False
+    ids = _id_index(max(n, s))
+    get = ids.get
+    rows, lens = [], []
+    for key_n, row in fwd.items():
+        u = get(key_n) if type(key_n) is str else None
+        if u is None or u >= n or type(row) is not dict:
+            return False
+        rows.append(u)
+        lens.append(len(row))
+    total = sum(lens)
+    if not total:
+        return False
+    rows_v = list(fwd.values())
+    if set(map(type, chain.from_iterable(map(dict.values, rows_v)))) != {int}:
+        return False   # a next hop that is not a plain int (bool, float, str, numpy...): entry by entry
+    try:   # a key that is not an id string maps to None: TypeError
+        t = np.fromiter(map(get, chain.from_iterable(rows_v)), dtype=np.int64, count=total)
+        h = np.fromiter(chain.from_iterable(map(dict.values, rows_v)), dtype=np.int64, count=total)
+    except (TypeError, OverflowError, ValueError):
+        return False
+    u = np.repeat(np.array(rows, dtype=np.int64), lens)
+    if (t >= s).any() or (h < 0).any() or (h >= n).any() or (sw[u] == t).any() or (h == u).any():
+        return False
+    circ = sw[h] != sw[u]
+    if circ.any():   # a next hop under another switch must be a circuit partner
+        pk = np.array(sorted(a * n + b for a, ps in partners.items() for b in ps), dtype=np.int64)
+        key = u[circ] * n + h[circ]
+        pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
+        if not len(pk) or (pk[pos] != key).any():
+            return False
+    # chains: the entry (h, t) each entry leads to (-1 where it ends), circuits crossed summed by pointer jumping
+    ekey = u * s + t
+    want = h * s + t
+    if n * s <= 1 << 26:   # a dense index of the entries
+        at = np.full(n * s, -1, dtype=np.int64)
+        at[ekey] = np.arange(len(ekey))
+        nxt = np.where(sw[h] != t, at[want], -1)
+    else:
+        order = np.argsort(ekey, kind="stable")
+        sk = ekey[order]
+        pos = np.minimum(np.searchsorted(sk, want), len(sk) - 1)
+        nxt = np.where((sk[pos] == want) & (sw[h] != t), order[pos], -1)
+    acc = circ.astype(np.int64)
+    # entries some entry leads to (the relays' own) first: chains run through them only
+    inner = np.zeros(len(nxt), dtype=bool)
+    inner[nxt[nxt >= 0]] = True
+    leaf = np.flatnonzero(~inner & (nxt >= 0))
+    leaf_next = nxt[leaf]
+    active = np.flatnonzero(inner & (nxt >= 0))
+    for _ in range(int(np.ceil(np.log2(len(nxt) + 1))) + 2):
+        if not active.size:
+            break
+        p = nxt[active]
+        acc[active] += acc[p]
+        nxt[active] = nxt[p]
+        active = active[nxt[active] >= 0]
+    if active.size:
+        return False   # a loop
+    acc[leaf] += acc[leaf_next]
+    return hop_limit is None or int(acc.max(initial=0)) <= int(hop_limit)
 
-        return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
-    if isinstance(x, float):
-        return x.is_integer()
-    return False
+
+_ID_INDEX: dict = {}
+
+
+def _id_index(k: int) -> dict:
+    """``{"0": 0, "1": 1, ...}`` for ids below at least ``k`` (kept: node and switch keys of plans)."""
+    if len(_ID_INDEX) < k:
+        _ID_INDEX.update((str(i), i) for i in range(len(_ID_INDEX), k))
+    return _ID_INDEX
 
 
 # -- solve ----------------------------------------------------------------
