@@ -19,6 +19,7 @@ from test_circuits_cases import hybrid, problem
 from planner.core.errors import TopoplanError
 from planner.core.topology_io import load_topology
 from planner.problems.circuits import CircuitProblem, solve
+from planner.problems.circuits import forwarding
 from planner.problems.circuits.bound import evaluate
 from planner.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
                                                   array_from_tables, distance_vector, partners_of, tables_from_array)
@@ -174,6 +175,12 @@ REFERENCES = {"sp": ref_sp, "three-step": ref_three_step, "greedy": ref_greedy}
 
 
 # -- random small cases ------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _arrays_even_when_small(monkeypatch):
+    """distance_vector takes the plain version on tiny problems; here the array version runs on all."""
+    monkeypatch.setattr(forwarding, "_SMALL", 0)
+
 
 def _random_case(rng, *, max_switches=7, max_per=6):
     s = int(rng.integers(2, max_switches + 1))

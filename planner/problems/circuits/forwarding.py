@@ -39,6 +39,9 @@ LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each 
 
 _REL_TOL = 1e-9
 
+# up to this many (node, switch) entries distance_vector runs the plain node-by-node version (same tables)
+_SMALL = 256
+
 
 def partners_of(n_nodes: int, circuits) -> list[list[int]]:
     """Circuit partners of every node.
@@ -294,11 +297,13 @@ def distance_vector(problem, circuits, *, hop_limit: int | None = None, full: bo
     """
     hop_limit = problem.hop_limit if hop_limit is None else hop_limit
     circuits = [(int(a), int(b)) for a, b in circuits]
-    rel = _Relays(problem, circuits)
-    if not rel.ok:  # a circuit with a non-OCS end, or listed twice: the plain version handles it
+    n, s = problem.n_nodes, problem.n_switches
+    rel = _Relays(problem, circuits) if n * s > _SMALL else None
+    if rel is None or not rel.ok:
+        # small (the arrays cost more than they save) or a circuit with a non-OCS end or listed twice:
+        # the plain version, which gives the same tables
         return _distance_vector_reference(problem, circuits, hop_limit=hop_limit, full=full, fallback=fallback)
     H = np.inf if hop_limit is None else int(hop_limit)
-    n, s = problem.n_nodes, problem.n_switches
     if rel.K == 0:   # no relays: no routes
         return np.full((n, s), -1, dtype=np.int64)
     c_circ = 1.0 / problem.ocs_bw_Bps
