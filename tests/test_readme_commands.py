@@ -38,9 +38,10 @@ def test_readme_commands_run_as_written(tmp_path, shared):
             (root / name).symlink_to(REPO / name)
     (tmp_path / "shared").symlink_to(shared)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    for cmd in readme_commands():
-        # one shell for all lines, so a variable set by one line (F=...) holds in the next ones
-        script = "\n".join(c for c in readme_commands()[:readme_commands().index(cmd)] if re.match(r"^\w+=", c))
+    cmds = readme_commands()
+    for i, cmd in enumerate(cmds):
+        # variables set by earlier lines (F=...) hold in the later ones, as in one shell
+        script = "\n".join(c for c in cmds[:i] if re.match(r"^\w+=", c))
         r = subprocess.run(["bash", "-c", f"set -e\n{script}\n{cmd}"], cwd=root, env=env, capture_output=True,
                            text=True, timeout=300)
         assert r.returncode == 0, f"$ {cmd}\n{r.stderr[-2000:]}"
