@@ -165,3 +165,35 @@ def test_lp_rounding_bound_is_a_valid_lower_bound(seed, monkeypatch):
     assert r.options["formulation"] == "switch-lp-rounding"
     assert r.bound <= opt.objective * (1 + REL)
     assert r.objective >= opt.objective * (1 - REL)
+
+
+def test_switch_model_fallback_reaches_the_tables_in_bytes(monkeypatch):
+    """The switch model's fall-back (model units) is handed to the table builder in bytes.
+
+    Switch 0 has one OCS node and sends 40 MB to each of switches 1, 2 and 3: one circuit, so two
+    switch pairs fall back whole. A regression: the fall-back was passed in model units
+    (bytes / byte_scale), which no source's bytes ever fit, so no source was ever sent to the uplinks.
+    """
+    from planner.core.topology_io import load_topology
+    from planner.problems.circuits import CircuitProblem
+    from planner.problems.circuits import exact
+    from planner.traffic.matrix import from_arrays
+
+    seen = []
+    real = exact.fallback_sources
+
+    def spy(problem, fallback_B, circuits):
+        seen.append(dict(fallback_B))
+        return real(problem, fallback_B, circuits)
+
+    monkeypatch.setattr(exact, "fallback_sources", spy)
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    src = [1, 1, 1]            # a non-OCS node of switch 0 (nodes 0, 16, 32, 48 are the OCS nodes)
+    dst = [17, 33, 49]         # one node under each other switch
+    prob = CircuitProblem.build(topo, from_arrays(64, src, dst, [4e7] * 3), placement=list(range(64)))
+    exact.solve_exact(prob, formulation="switch", solver="cbc", time_limit=20)
+    assert seen, "the switch model was not realized"
+    fb = seen[-1]
+    fell_back = sorted(q for q in fb.values() if q > 0)
+    assert len(fell_back) >= 2
+    assert fell_back[-2:] == pytest.approx([4e7, 4e7], rel=1e-3)

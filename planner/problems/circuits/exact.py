@@ -297,17 +297,17 @@ def extract_node_plan(problem, model: Model, with_carried: bool = False):
     return (sol.circuits, sol.next_hop, sol.carried) if with_carried else (sol.circuits, sol.next_hop)
 
 
-def fallback_sources(problem, fallback: dict, circuits) -> np.ndarray:
+def fallback_sources(problem, fallback_B: dict, circuits) -> np.ndarray:
     """Source entries to leave empty so that each switch pair falls back about as much as the model says.
 
-    ``fallback``: the switch model's fall-back per (source switch, destination switch)
-    (:attr:`models.circuits_switch.SwitchSolution.fallback`, model units). Per (source switch,
+    ``fallback_B``: the switch model's fall-back per (source switch, destination switch) in bytes
+    (:attr:`models.circuits_switch.SwitchSolution.fallback` times the model's ``byte_scale``). Per (source switch,
     destination switch), sources that host no circuit are sent to the uplinks, largest first, while the
     total stays within the model's fall-back bytes at the source switch.
 
     Parameters
     ----------
-    problem : the circuit problem; fallback : as above; circuits : the plan's node pairs.
+    problem : the circuit problem; fallback_B : as above; circuits : the plan's node pairs.
 
     Returns
     -------
@@ -324,14 +324,12 @@ def fallback_sources(problem, fallback: dict, circuits) -> np.ndarray:
     >>> mask.shape, bool(mask.any())
     ((64, 4), False)
     """
-    # NOTE: ``fallback`` is in model units (bytes / byte_scale) and ``own`` in bytes; they are compared
-    # as they were before the formulations moved to models/ (the plans stay the same).
     p = problem
     sw = p.node_switch
     own = p.own_out()
     mask = np.zeros((p.n_nodes, p.n_switches), dtype=bool)
     hosts = {x for c in circuits for x in c}
-    for (a, B), q in fallback.items():
+    for (a, B), q in fallback_B.items():
         if q <= 1e-9 * max(1.0, own[:, B].sum()):
             continue
         cand = [u for u in np.flatnonzero((sw == a) & (own[:, B] > 0)).tolist() if u not in hosts]
@@ -759,7 +757,8 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
         sol = decode()
         circ = decompose(problem, circuits_switch.integral_counts(sol))
         budget = None if polish_s is None else min(polish_s, run.left() / 4)
-        _realize(problem, circ, best, tag, budget, fallback_sources(problem, sol.fallback, circ))
+        fallback_B = {key: q * model.info["byte_scale"] for key, q in sol.fallback.items()}
+        _realize(problem, circ, best, tag, budget, fallback_sources(problem, fallback_B, circ))
 
     solve_left = None if run.deadline is None else max(0.1, 0.7 * run.left())
     r1, r2, b, uplink_lb = two_phase(m, solver=run.solver, time_limit=solve_left, seed=run.seed, threads=run.threads,
