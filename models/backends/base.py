@@ -9,6 +9,8 @@
 - :func:`call_isolated` -- ``highspy`` and OR-Tools each ship a native ``libhighs.so.1`` of a different
   version; the dynamic linker binds both to whichever was loaded first, so the second fails with an
   undefined symbol. The back-end whose library would clash runs in a fresh (spawned) interpreter.
+- :func:`watch` -- the one loop that stops a solver running elsewhere (a thread, a child process) at its
+  time limit plus a margin, or at once on the first Ctrl-C, and aborts it on the second.
 - :func:`remaining` -- a time limit counts from the call of :func:`models.backends.solve`, so building
   the solver's own model (and starting a fresh process) is taken from it where the back-end allows.
 
@@ -28,7 +30,7 @@ import numpy as np
 
 __all__ = ["Result", "SolverResult", "STATUSES", "relative_gap", "with_gap", "MatrixModel", "to_matrix",
            "write_values", "solve_as_matrix", "Deferred", "native_loaded", "would_clash", "call_isolated",
-           "remaining", "MIN_SOLVER_S", "DEFAULT_MIP_GAP"]
+           "remaining", "watch", "MIN_SOLVER_S", "DEFAULT_MIP_GAP"]
 
 STATUSES = ("optimal", "feasible", "timeout", "infeasible", "unbounded", "error")
 DEFAULT_MIP_GAP = 1e-6     # relative gap at which a MILP counts as solved (MILP back-ends)
@@ -260,3 +262,67 @@ def remaining(time_limit: float | None, started: float | None) -> float | None:
         return float(time_limit)
     left = time_limit - (time.time() - started)
     return float(max(left, min(time_limit, MIN_SOLVER_S)))
+
+
+def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: float | None = None,
+          margin_s: float = 0.0, kill: Callable[[], None] | None = None, kill_after_s: float = 2.0,
+          abort: Callable[[], None] | None = None, poll_s: float = 0.05) -> bool:
+    """Wait for a solver that runs elsewhere; stop it when it is late or when Ctrl-C asks.
+
+    The solver is stopped (``stop()``, once) when ``limit_s + margin_s`` seconds have passed or on the
+    first Ctrl-C (:func:`planner.core.interrupt.stop_requested`); it then ends with its incumbent as at
+    its own time limit. ``kill()``, when given, follows ``kill_after_s`` later if it is still running.
+    Any exception while waiting (a second Ctrl-C) calls ``abort()`` before it propagates.
+
+    Parameters
+    ----------
+    done : callable
+        ``done(timeout_s)`` waits up to ``timeout_s`` and tells whether the solver has finished.
+    stop : callable
+        Asks the solver to stop and return its best solution.
+    limit_s : float, optional
+        The solver's own time limit; None: it is stopped only on Ctrl-C.
+    margin_s : float, optional
+        What the solver is given past ``limit_s`` to stop by itself.
+    kill, kill_after_s : callable, float, optional
+        The last resort for a solver that ignores ``stop``.
+    abort : callable, optional
+        Called when waiting is interrupted, before the exception propagates.
+    poll_s : float, optional
+        How often the clock and Ctrl-C are looked at.
+
+    Returns
+    -------
+    bool
+        Whether the solver was stopped (late or by Ctrl-C) rather than finishing by itself.
+
+    Examples
+    --------
+    >>> import threading
+    >>> flag = threading.Event()
+    >>> t = threading.Thread(target=lambda: flag.wait(30)); t.start()
+    >>> watch(lambda s: (t.join(s), not t.is_alive())[1], flag.set, limit_s=0.1)
+    True
+    >>> t2 = threading.Thread(target=lambda: None); t2.start()
+    >>> watch(lambda s: (t2.join(s), not t2.is_alive())[1], flag.set, limit_s=5.0)
+    False
+    """
+    from planner.core.interrupt import stop_requested
+
+    t0 = time.monotonic()
+    t_stop = None
+    try:
+        while not done(poll_s):
+            now = time.monotonic()
+            if t_stop is None:
+                if (limit_s is not None and now - t0 > limit_s + margin_s) or stop_requested():
+                    t_stop = now
+                    stop()
+            elif kill is not None and now - t_stop > kill_after_s:
+                kill()
+                t_stop = math.inf
+    except BaseException:
+        if abort is not None:
+            abort()
+        raise
+    return t_stop is not None

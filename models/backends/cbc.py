@@ -12,12 +12,11 @@ import re
 import signal
 import tempfile
 import threading
-import time
 import warnings
 
 import numpy as np
 
-from models.backends.base import Result, remaining, with_gap
+from models.backends.base import Result, remaining, watch, with_gap
 
 NAME = "cbc"
 KIND = "milp"
@@ -108,9 +107,9 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
 
 def _solve_watched(prob, cmd, limit, stopped) -> None:
     """``prob.solve(cmd)`` in a thread; the CBC process is interrupted at ``limit`` + :data:`STOP_MARGIN_S`
-    (or on a Ctrl-C stop request) and killed :data:`KILL_GRACE_S` later. ``stopped[0]`` tells whether
-    it was."""
-    from planner.core.interrupt import child_pids, stop_requested
+    (or on a Ctrl-C stop request) and killed :data:`KILL_GRACE_S` later (:func:`models.backends.base.watch`).
+    ``stopped[0]`` tells whether it was."""
+    from planner.core.interrupt import child_pids
 
     out: dict = {}
 
@@ -121,20 +120,17 @@ def _solve_watched(prob, cmd, limit, stopped) -> None:
             out["exc"] = exc
 
     thread = threading.Thread(target=run, name="cbc", daemon=True)
-    t0 = time.monotonic()
     thread.start()
-    t_int = None
-    while thread.is_alive():
-        thread.join(0.05)
-        if not thread.is_alive():
-            break
-        now = time.monotonic()
-        if t_int is None and ((limit is not None and now - t0 > limit + STOP_MARGIN_S) or stop_requested()):
-            t_int, stopped[0] = now, True
-            _signal_cbc(child_pids("cbc"), signal.SIGINT)
-        elif t_int is not None and now - t_int > KILL_GRACE_S:
-            _signal_cbc(child_pids("cbc"), signal.SIGKILL)
-            t_int = float("inf")
+
+    def done(poll_s):
+        thread.join(poll_s)
+        return not thread.is_alive()
+
+    def kill():
+        _signal_cbc(child_pids("cbc"), signal.SIGKILL)
+
+    stopped[0] = watch(done, lambda: _signal_cbc(child_pids("cbc"), signal.SIGINT), limit_s=limit,
+                       margin_s=STOP_MARGIN_S, kill=kill, kill_after_s=KILL_GRACE_S, abort=kill)
     if "exc" in out:
         raise out["exc"]
 

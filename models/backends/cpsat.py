@@ -128,12 +128,11 @@ STOP_MARGIN_S = 0.25
 
 def _solve_watched(solver, md, limit):
     """``solver.Solve(md)``, stopped (``StopSearch``) at ``limit`` + :data:`STOP_MARGIN_S` seconds or when
-    Ctrl-C asked to stop (:func:`planner.core.interrupt.stop_requested`); CP-SAT then returns its best
-    solution so far, as at its own time limit."""
+    Ctrl-C asked to stop (:func:`models.backends.base.watch`); CP-SAT then returns its best solution so
+    far, as at its own time limit."""
     import threading
-    import time
 
-    from planner.core.interrupt import stop_requested
+    from models.backends.base import watch
 
     solver.parameters.catch_sigint_signal = False   # Ctrl-C is topoplan's (first: stop and keep the best)
     out = {}
@@ -142,18 +141,15 @@ def _solve_watched(solver, md, limit):
         out["status"] = solver.Solve(md)
 
     thread = threading.Thread(target=run, name="cp-sat", daemon=True)
-    t0 = time.monotonic()
     thread.start()
-    stopped = False
-    try:
-        while thread.is_alive():
-            thread.join(0.05)
-            late = limit is not None and time.monotonic() - t0 > limit + STOP_MARGIN_S
-            if not stopped and thread.is_alive() and (late or stop_requested()):
-                solver.StopSearch()
-                stopped = True
-    except BaseException:   # a second Ctrl-C: stop the solver before the interpreter unwinds
+
+    def done(poll_s):
+        thread.join(poll_s)
+        return not thread.is_alive()
+
+    def abort():   # a second Ctrl-C: stop the solver before the interpreter unwinds
         solver.StopSearch()
         thread.join()
-        raise
+
+    watch(done, solver.StopSearch, limit_s=limit, margin_s=STOP_MARGIN_S, abort=abort)
     return out["status"]

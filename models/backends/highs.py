@@ -129,23 +129,19 @@ def solve_matrix(m: MatrixModel, *, time_limit=None, started=None, seed=0, threa
 
 
 def _run(h) -> None:
-    """``h.run()``, in HiGHS's solver thread so that Ctrl-C can reach it: the first Ctrl-C
-    (:func:`planner.core.interrupt.stop_requested`) cancels the search, which then ends with its
-    incumbent as if the time limit had been reached; a second one cancels and aborts."""
-    from planner.core.interrupt import stop_requested
+    """``h.run()``, in HiGHS's solver thread so that Ctrl-C can reach it: the first Ctrl-C cancels the
+    search, which then ends with its incumbent as if the time limit had been reached; a second one cancels
+    and aborts (:func:`models.backends.base.watch`; HiGHS keeps its own time limit)."""
+    from models.backends.base import watch
 
     if not hasattr(h, "startSolve"):   # an old highspy: no solver thread
         h.run()
         return
     thread = h.startSolve()
-    cancelled = False
-    try:
-        while not h.wait(0.05)[0]:
-            if stop_requested() and not cancelled:
-                h.cancelSolve()
-                cancelled = True
-    except BaseException:
+
+    def abort():
         h.cancelSolve()
         thread.join()
-        raise
+
+    watch(lambda poll_s: h.wait(poll_s)[0], h.cancelSolve, abort=abort)
     thread.join()
