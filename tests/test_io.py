@@ -1,9 +1,11 @@
 """Atomic output (planner/core/io.py)."""
 
 import gzip
+import json
 import os
 import stat
 
+import numpy as np
 import pytest
 
 from planner.core.errors import TopoplanError
@@ -68,3 +70,24 @@ def test_read_text_names_the_file_and_line(tmp_path):
     assert read_text(tmp_path / "latin1", "dump", lenient=True).splitlines()[1] == "n\ufffdud2"
     with pytest.raises(TopoplanError, match="no such hostfile"):
         read_text(tmp_path / "missing", "hostfile")
+
+
+@pytest.mark.parametrize("obj", [
+    {"plan": {"circuits": [[0, 16], [1, 17]], "next_hop": np.arange(12).reshape(4, 3) - 1, "seed": 0}},
+    {"a": [], "b": {}, "c": [[]], "d": [{"x": 1.5}, {"y": None}], 3: True, None: "n", 2.5: [float("inf")]},
+    [np.arange(3), np.float64(0.25), np.int64(7), np.bool_(False), "é"],
+    [[[1, 2], [3]], [[4]]],
+])
+def test_dumps_layout_is_the_same_json(obj):
+    """The row-per-line layout holds exactly what json.dumps would write (keys converted the same way)."""
+    from planner.core.io import _default, dumps
+
+    assert json.loads(dumps(obj)) == json.loads(json.dumps(obj, default=_default, indent=1))
+    assert json.loads(dumps(obj, indent=None)) == json.loads(dumps(obj))
+
+
+def test_dumps_keeps_rows_on_one_line():
+    from planner.core.io import dumps
+
+    text = dumps({"next_hop": np.arange(6).reshape(2, 3)})
+    assert text.splitlines() == ["{", ' "next_hop": [', "  [0, 1, 2],", "  [3, 4, 5]", " ]", "}"]
