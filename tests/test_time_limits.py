@@ -81,3 +81,31 @@ def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path):
         cbc._solve_watched(Prob(), None, 0.3, stopped)
     took = time.perf_counter() - t0
     assert stopped[0] and took < 0.3 + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S + 3
+
+
+def test_a_cbc_started_after_the_first_kill_is_killed_too(tmp_path, monkeypatch):
+    """PuLP writes the model file before it starts CBC; on a large model the first stop and kill could
+    find no process yet, and the CBC that started afterwards then ran for minutes past '-sec 0.4'
+    (seen on a 1,024-node switch model). The kill is now repeated until the solver has ended."""
+    import shutil
+    import signal
+    import subprocess
+
+    from models.backends import cbc
+
+    monkeypatch.setattr(cbc, "STOP_MARGIN_S", 0.05)
+    monkeypatch.setattr(cbc, "KILL_GRACE_S", 0.2)
+    fake = tmp_path / "cbc"
+    shutil.copy(shutil.which("sleep"), fake)
+
+    class Prob:
+        def solve(self, cmd):   # "writes the model" for 0.6 s, then starts a 'cbc' that ignores SIGINT
+            time.sleep(0.6)
+            subprocess.run([str(fake), "60"], check=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+    stopped = [False]
+    t0 = time.perf_counter()
+    with pytest.raises(subprocess.CalledProcessError):
+        cbc._solve_watched(Prob(), None, 0.05, stopped)
+    assert stopped[0] and time.perf_counter() - t0 < 10

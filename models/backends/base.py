@@ -271,7 +271,9 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
 
     The solver is stopped (``stop()``, once) when ``limit_s + margin_s`` seconds have passed or on the
     first Ctrl-C (:func:`planner.core.interrupt.stop_requested`); it then ends with its incumbent as at
-    its own time limit. ``kill()``, when given, follows ``kill_after_s`` later if it is still running.
+    its own time limit. ``kill()``, when given, follows ``kill_after_s`` later if it is still running, and is
+    repeated every ``kill_after_s`` until it has ended (a child process may only start after the first try:
+    PuLP writes the model file before it starts CBC).
     Any exception while waiting (a second Ctrl-C) calls ``abort()`` before it propagates.
 
     Parameters
@@ -319,8 +321,8 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
                     t_stop = now
                     stop()
             elif kill is not None and now - t_stop > kill_after_s:
-                kill()
-                t_stop = math.inf
+                kill()          # again every kill_after_s: the process may not have existed yet at the last try
+                t_stop = now
     except BaseException:
         if abort is not None:
             abort()

@@ -59,11 +59,17 @@ from planner.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
-           "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "NODE_MAX_VARS", "SWITCH_MAX_VARS", "REL_TOL"]
+           "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
 REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
+# Measured costs (benchmarks/bench_time_limits.py, this 2-core machine under load) that decide, before a
+# stage starts, whether it fits the time left: a stage cannot be interrupted once started.
+BUILD_VARS_PER_S = 30_000      # PuLP builds the switch model at 40-45k variables/s; kept conservative
+MATCHING_S_AT_256 = 5.2        # networkx max_weight_matching on 256 OCS nodes (0.34 s at 64, 1.06 s at 128)
+MATCHING_EXPONENT = 2.3
 
 
 @METHODS.register("ilp")
@@ -477,6 +483,11 @@ class _Run:
     floor: float
     T_max: float = 0.0
     info: dict = field(default_factory=dict)
+    realize_s: float = 0.0      # the longest table building (_realize) measured so far
+
+    def fits(self, cost_s: float, share: float = 1.0) -> bool:
+        """Whether a stage predicted to take ``cost_s`` fits in ``share`` of the time left (no limit: yes)."""
+        return self.deadline is None or cost_s <= share * (self.deadline - time.perf_counter())
 
     def left(self) -> float | None:
         """Seconds left of the time limit (at least 0.05; None: no limit; 0.05 once Ctrl-C asked to stop)."""
@@ -550,9 +561,11 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
     if formulation != "node":
         # the heuristics' circuits with congestion-aware tables (the papers' tables relay everything)
         for name, circ, _ in sorted(incs, key=lambda x: x[2])[:2]:
+            t_r = time.perf_counter()
             _realize(problem, circ, best, name + "+tables", None if time_limit is None else 0.05 * time_limit)
+            run.realize_s = max(run.realize_s, time.perf_counter() - t_r)
     run.T_max = max(best.ev.congestion_s, run.floor)
-    run.info = {"formulation": formulation, "incumbent": best.name, "solver": solver}
+    run.info = {"formulation": formulation, "incumbent": best.name, "solver": solver, **run.info}
     if formulation == "lp":
         bound_T, proven, message = solve_lp(run)
     elif formulation == "node":
@@ -683,6 +696,10 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
     """
     problem, info, best = run.problem, run.info, run.best
     info["formulation"] = "switch-lp-rounding"
+    build_s = switch_size(problem, "traffic") / BUILD_VARS_PER_S   # an upper estimate (hop limit 1 is smaller)
+    if not run.fits(build_s + run.realize_s, 0.8):
+        return run.floor, False, (f"the LP relaxation (~{build_s:.1f} s to build) does not fit the time left: "
+                                  "the best heuristic plan, with the fixed-link floor as bound")
     one = dataclasses.replace(circuit_data(problem), hop_limit=1)
     m, decode = circuits_switch.build(one, T_max=run.T_max, T_floor=run.floor,
                                       pairs=circuits_switch.candidate_pairs(one, "traffic"), slots=False, relax=True)
@@ -744,9 +761,20 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     S = problem.n_switches
     mode = run.pairs if run.pairs != "auto" else ("all" if S <= 8 else "traffic")
     info["pairs"] = mode
+    # every stage is predicted before it starts (it cannot be stopped once building): the MILP's build plus
+    # two table buildings must fit 80% of the time left, and with the LP bound's build added, half of it
+    milp_build_s = switch_size(problem, mode) / BUILD_VARS_PER_S
+    if not run.fits(milp_build_s + 2 * run.realize_s, 0.8):
+        info["variables"] = switch_size(problem, mode)
+        return bound_T, False, (f"the switch model ({info['variables']:,} variables, ~{milp_build_s:.1f} s to build) "
+                                "does not fit the time left: the best heuristic plan, with the fixed-link floor as bound")
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
-        lp_left = None if run.deadline is None else 0.3 * run.left()
-        bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max, time_limit=lp_left))
+        if run.fits(switch_size(problem, "all") / BUILD_VARS_PER_S + milp_build_s + 2 * run.realize_s, 0.5):
+            lp_left = None if run.deadline is None else 0.3 * run.left()
+            bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max,
+                                            time_limit=lp_left))
+        else:
+            info["lp_bound"] = "skipped: its model would not fit the time left"
     data = circuit_data(problem)
     m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.floor,
                                       pairs=circuits_switch.candidate_pairs(data, mode))
@@ -760,7 +788,8 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
         fallback_B = {key: q * model.info["byte_scale"] for key, q in sol.fallback.items()}
         _realize(problem, circ, best, tag, budget, fallback_sources(problem, fallback_B, circ))
 
-    solve_left = None if run.deadline is None else max(0.1, 0.7 * run.left())
+    # the solve leaves room for decoding and two table buildings (measured on the incumbents)
+    solve_left = None if run.deadline is None else max(0.1, 0.8 * run.left() - 2 * run.realize_s)
     r1, r2, b, uplink_lb = two_phase(m, solver=run.solver, time_limit=solve_left, seed=run.seed, threads=run.threads,
                                      objective=run.objective, large_bytes=run.large_bytes,
                                      after_first=lambda mm: realize(mm, "milp"))
@@ -792,16 +821,27 @@ class _Best:
             report(stage=f"ilp: incumbent from {name}", incumbent=ev.congestion_s)
 
 
+def matching_cost_s(n_ocs: int) -> float:
+    """Predicted seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes (its blossom algorithm grows
+    about as n^2.3 here; :data:`MATCHING_S_AT_256`).
+
+    >>> round(matching_cost_s(256), 1), matching_cost_s(64) < 0.3
+    (5.2, True)
+    """
+    return MATCHING_S_AT_256 * (n_ocs / 256) ** MATCHING_EXPONENT
+
+
 def _incumbents(problem, seed, run=None):
-    """The heuristics' plans: three-step, greedy, sp, EPS only, and matching (small instances, and only
-    while at least half the time limit is left: on 256 OCS nodes it takes seconds)."""
+    """The heuristics' plans: three-step, greedy, sp, EPS only, and matching (up to 256 OCS nodes, and only
+    when its predicted time, :func:`matching_cost_s`, fits in a quarter of the time left)."""
     fns = [("three-step", heuristics.three_step), ("greedy", heuristics.greedy),
            ("sp", heuristics.switch_partitioning), ("none", heuristics.eps_only)]
-    if int(problem.is_ocs.sum()) <= 256:
+    n_ocs = int(problem.is_ocs.sum())
+    if n_ocs <= 256:
         fns.append(("matching", heuristics.matching))
     for name, fn in fns:
-        if name == "matching" and run is not None and run.deadline is not None and \
-                run.left() < 0.5 * run.time_limit:
+        if name == "matching" and run is not None and not run.fits(matching_cost_s(n_ocs), 0.25):
+            run.info["matching"] = f"skipped: predicted {matching_cost_s(n_ocs):.1f} s"
             continue
         r = fn(problem, seed=seed)
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,
@@ -843,8 +883,9 @@ def _lp_solver(solver: str) -> str:
 
 def _realize(problem, circ, best, tag, polish_s, fallback=None):
     """Tables for a circuit set -- least-congested routing, and the model's fall-backs on distance-vector
-    tables when given -- each improved by the table local search; the best is offered to ``best``."""
-    cands = [congestion_tables(problem, circ)]
+    tables when given -- each improved by the table local search; the best is offered to ``best``.
+    ``polish_s`` bounds the least-congested routing and each local search (None: no bound)."""
+    cands = [congestion_tables(problem, circ, time_limit=polish_s)]
     if fallback is not None:
         cands.append(distance_vector(problem, circ, fallback=fallback))
     for nh in cands:

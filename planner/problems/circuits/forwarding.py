@@ -968,7 +968,8 @@ def _better_key(a, b, rel=1e-12) -> bool:
     return a[3] < b[3] - 1e-30
 
 
-def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2) -> np.ndarray:
+def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2,
+                      time_limit: float | None = None) -> np.ndarray:
     """Forwarding tables by least-congested routing on the exact link loads (used to realize model plans).
 
     Source traffic groups (node, destination switch), largest first, each
@@ -985,6 +986,9 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2) -> 
     problem : CircuitProblem
     circuits : sequence of (int, int)
     max_circuits_per_route : int, optional
+    time_limit : float, optional
+        Seconds; the groups not routed when it runs out (the smallest) keep no entry, so their traffic falls
+        back to the uplinks (valid tables, improved later by :func:`polish_tables`). None: route all.
 
     Returns
     -------
@@ -1056,7 +1060,10 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2) -> 
                             if not fb:
                                 yield ((node, q),) + e, (idx["up"] + node, idx["down"] + q) + l, end, fb
 
+    deadline = None if time_limit is None else _time.perf_counter() + time_limit
     for g in np.argsort(-gw, kind="stable").tolist():
+        if deadline is not None and _time.perf_counter() > deadline:
+            break
         a, dst = divmod(int(groups[g]), s)
         sel = order[bounds[g]:bounds[g + 1]]
         b, w = p.large_dst[sel], p.large_bytes[sel]
