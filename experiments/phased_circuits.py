@@ -15,19 +15,27 @@ default model). Per system and workload the rows are
 - **exact**: dynamic programming over phases x those candidates, exact over them, phase times scored by
   simulating each phase alone (``score='simulated'``; IS by the bound); its ``bound`` (the zero-set-up
   lower bound from the circuit ``ilp``'s per-phase bounds) and ``gap``;
-- **zero set-up**: every phase at its best candidate with no set-up: the reference no schedule beats.
+- **zero set-up**: every phase at its best candidate with no set-up: the reference no single-configuration
+  schedule beats;
+- **solstice** / **bvn** (the all-to-all-heavy workloads: the two-phase workload, FT, IS): the exact
+  programme with one more choice for every all-to-all-like phase, that phase's decomposition into a
+  sequence of configurations with durations (:mod:`planner.problems.circuits.decompose`: Solstice-like, or
+  Birkhoff-von Neumann), replayed one sub-phase per slot with set-ups between slots; the decomposition is
+  kept only where it simulates faster than the phase's best single configuration.
 
 Systems: 003's (``paper003``: 4 switches x 16 nodes x 4 cores) with 16, 32 (the preset), and 64 OCS nodes,
 and 001's (``paper001-16x16``: 16 switches x 16 nodes) with 64 (the preset) and 128 OCS nodes.
 Workloads: the two-phase workload ``halo+transpose`` (Neighbor 16x16, 4 MB, 5 iterations, then a 16x16
 transpose exchange, 4 MB, 5 iterations; :mod:`planner.traffic.twophase`), and NPB CG, MG, LU, FT and IS,
 class C on 256 ranks, 1 iteration (as 003's experiment), sequential placement. The set-up sweep runs the
-two-phase workload at ``ocs.setup`` 1, 3, 10, 30 and 100 ms.
+two-phase workload at ``ocs.setup`` 1, 3, 10, 30 and 100 ms (per-phase, exact, solstice, bvn).
 
-    python -m experiments.phased_circuits            # everything (~15 min on 2 cores)
+    python -m experiments.phased_circuits            # everything (~25 min on 2 cores)
     python -m experiments.phased_circuits --quick    # the two-phase workload on two systems (~1 min)
+    python -m experiments.phased_circuits --workloads halo+transpose,ft,is --merge   # rerun some, keep the rest
 
-Writes ``experiments/results/phased_circuits.json`` (every cell) and ``phased_circuits.md`` (tables).
+Writes ``experiments/results/phased_circuits.json`` (every cell) and ``phased_circuits.md`` (tables);
+``--merge`` keeps the cells of the existing JSON that were not rerun.
 """
 
 from __future__ import annotations
@@ -52,7 +60,9 @@ KERNELS = ("cg", "mg", "lu", "ft", "is")
 NPB_SYSTEMS = ("003, 16 OCS", "003, 32 OCS", "001-16x16, 64 OCS")
 SWEEP_SYSTEMS = ("003, 16 OCS", "001-16x16, 128 OCS")
 SETUPS_MS = (1, 3, 10, 30, 100)
-ROWS = ("EPS only", "best static", "per-phase", "exact", "zero set-up")
+ROWS = ("EPS only", "best static", "per-phase", "exact", "zero set-up", "solstice", "bvn")
+A2A_WORKLOADS = (TWO_PHASE, "ft", "is")      # the rows solstice and bvn run for
+SWEEP_METHODS = ("per-phase", "exact", "solstice", "bvn")
 
 
 def workload(name: str):
@@ -67,7 +77,7 @@ def workload(name: str):
 
 
 def _sim_key(doc: dict) -> str:
-    keep = {"schedule": [{k: e.get(k) for k in ("from_phase", "to_phase", "circuits", "forwarding", "setup")}
+    keep = {"schedule": [{k: e.get(k) for k in ("from_phase", "to_phase", "circuits", "forwarding", "setup", "slots")}
                          for e in doc["schedule"]], "setup_s": doc.get("setup_s")}
     return json.dumps(keep, sort_keys=True)
 
@@ -107,6 +117,8 @@ def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0,
     pick = "candidates" if name == "is" else "simulated"    # IS: by the phase-sum bound
     runs = [("best static", "static", {"pick": pick}), ("per-phase", "per-phase", {}), ("exact", "exact", {}),
             ("zero set-up", "zero-setup", {})]
+    if name in A2A_WORKLOADS:
+        runs += [("solstice", "solstice", {}), ("bvn", "bvn", {})]
     results = {}
     for row, method, opts in runs:
         t1 = time.perf_counter()
@@ -122,7 +134,8 @@ def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0,
                             "circuits": [len(e["circuits"]) for e in res.plan["schedule"]][:20],
                             "solve_s": t2 - t1, "sim_s": time.perf_counter() - t2,
                             **({"zero_setup_s": res.metrics["zero_setup_s"], "static_s": res.metrics["static_s"]}
-                               if method == "exact" else {})}
+                               if method == "exact" else {}),
+                            **(_decomposition_metrics(res, sim) if method in ("solstice", "bvn") else {})}
         log(f"  {system:20s} {name:15s} {row:12s} {sim['makespan_s'] * 1e3:9.2f} ms simulated, "
             f"{res.objective * 1e3:9.2f} ms {prob.score}, {res.metrics['reconfigurations']} changes "
             f"({t2 - t1:.1f} + {time.perf_counter() - t2:.1f} s)")
@@ -133,24 +146,43 @@ def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0,
         for ms in setups_ms:
             p2 = replace(prob, setup_s=ms * 1e-3)       # shares the candidates (and their solves) with prob
             row = {"setup_ms": ms}
-            for method in ("per-phase", "exact"):
+            for method in SWEEP_METHODS:
+                if method not in results and method not in ("per-phase", "exact"):
+                    continue
                 res = schedule(p2, method, time_limit=time_limit, seed=seed)
                 sim = simulated(res)
                 row[method] = {"objective_s": res.objective, "simulated_s": sim["makespan_s"],
                                "reconfigurations": res.metrics["reconfigurations"],
                                "during": [e["setup"]["during"] for e in res.plan["schedule"] if e.get("setup")],
-                               "gain_vs_static": 1.0 - sim["makespan_s"] / static_sim}
+                               "gain_vs_static": 1.0 - sim["makespan_s"] / static_sim,
+                               **(_decomposition_metrics(res, sim) if method in ("solstice", "bvn") else {})}
             row["exact"]["vs_zero_setup"] = row["exact"]["simulated_s"] / zero_sim - 1.0
             sweep.append(row)
             log(f"  {system:20s} setup {ms:4d} ms: exact {row['exact']['simulated_s'] * 1e3:8.2f} ms "
                 f"({row['exact']['reconfigurations']} changes, {row['exact']['gain_vs_static']:+.1%} vs static), "
-                f"per-phase {row['per-phase']['simulated_s'] * 1e3:8.2f} ms")
+                f"per-phase {row['per-phase']['simulated_s'] * 1e3:8.2f} ms"
+                + "".join(f", {m} {row[m]['simulated_s'] * 1e3:8.2f} ms ({row[m]['gain_vs_static']:+.1%})"
+                          for m in ("solstice", "bvn") if m in row))
         out["setup_sweep"] = sweep
     return out
 
 
+def _decomposition_metrics(res, sim) -> dict:
+    """What a decomposing scheduler did: per all-to-all-like phase class, the decomposition and its prices."""
+    m = res.metrics
+    return {"all_to_all_phases": m["all_to_all_phases"], "decomposed_phases": m["decomposed_phases"],
+            "without_decomposition_s": m["without_decomposition_s"],
+            "options": {c: {k: v for k, v in o.items() if k != "slot_price_s"} | {
+                "slot_price_s": [round(x, 9) for x in o["slot_price_s"]][:40]} for c, o in m["options"].items()},
+            "slot_time_s": [seg.get("slot_time_s") for seg in sim["segments"] if seg.get("slot_time_s")]}
+
+
 def _ms(x) -> str:
     return "" if x is None else f"{x * 1e3:,.1f}"
+
+
+def _row_ms(r: dict, row: str) -> str:
+    return _ms(r[row]["simulated_s"]) if row in r else "-"
 
 
 def markdown(cells: list, params: dict) -> str:
@@ -158,93 +190,159 @@ def markdown(cells: list, params: dict) -> str:
     lines = ["# Circuits that change with the application's phases (issue 21)", "",
              "Generated by `python -m experiments.phased_circuits` "
              f"(time limit {params['time_limit']:g} s per schedule, seed {params['seed']}; "
-             f"wall {params.get('wall_s', 0):.0f} s). Simulated: max-min sharing, pipelined relays; schedules phase "
+             f"wall {params.get('wall_s', 0):.0f} s{params.get('merged', '')}). Simulated: max-min sharing, "
+             "pipelined relays; schedules phase "
              "by phase, phases separated as if by barriers, set-up blackouts as the plan says "
              "(`sim/schedule.py`). The schedulers minimize the sum of phase times (each phase simulated alone; "
              "IS: its communication-time bound) plus set-ups; zero set-up: every phase at its best candidate with "
-             "no set-up.", "",
+             "no set-up. solstice / bvn: the exact programme plus, for every all-to-all-like phase, its "
+             "decomposition into a sequence of configurations (sub-phases with set-ups between them, "
+             "`planner/problems/circuits/decompose.py`); run for the all-to-all-heavy workloads only.", "",
              "## Static vs scheduled", "",
              "| system | workload | phases (kinds) | EPS only | best static | per-phase | exact | zero set-up | "
-             "exact vs static | exact vs zero set-up | changes | exact bound / gap |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "solstice | bvn | exact vs static | solstice vs static | exact vs zero set-up | changes | "
+             "exact bound / gap |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cells:
         r = c["rows"]
         ex, st, zs = r["exact"]["simulated_s"], r["best static"]["simulated_s"], r["zero set-up"]["simulated_s"]
+        so = f"{1 - r['solstice']['simulated_s'] / st:+.1%}" if "solstice" in r else "-"
         lines.append(f"| {c['system']} | {c['workload']} | {c['phases']} ({c['kinds']}) | "
                      f"{_ms(r['EPS only']['simulated_s'])} | {_ms(st)} | {_ms(r['per-phase']['simulated_s'])} | "
-                     f"{_ms(ex)} | {_ms(zs)} | {1 - ex / st:+.1%} | {ex / zs - 1:+.1%} | "
+                     f"{_ms(ex)} | {_ms(zs)} | {_row_ms(r, 'solstice')} | {_row_ms(r, 'bvn')} | "
+                     f"{1 - ex / st:+.1%} | {so} | {ex / zs - 1:+.1%} | "
                      f"{r['exact']['reconfigurations']} | {_ms(r['exact']['objective_s'])} / "
                      f"{_ms(r['exact']['bound_s'])} ms, {100 * (r['exact']['gap'] or 0):.0f}% |")
     lines += ["", "Times in ms (simulated). `exact vs static`: 1 - exact / best static (positive: the schedule is "
               "faster). `changes`: reconfigurations of the exact schedule. The last column is the exact "
               "scheduler's objective (phase-sum plus set-ups) against its zero-set-up lower bound (the sum of "
-              "per-phase lower bounds of the circuit problem: every phase at a configuration no plan beats).", ""]
+              "per-phase lower bounds of the circuit problem: every phase at a configuration no plan beats). "
+              "`-`: not run (not an all-to-all-heavy workload).", ""]
+    dec = [c for c in cells if "solstice" in c["rows"]]
+    if dec:
+        lines += ["## Decomposed all-to-all phases", "",
+                  "Per all-to-all-like phase class: the decomposition's slots and its switch-level estimate "
+                  "(slots + set-ups + residual over the EPS), what it costs when realized on OCS nodes and priced "
+                  "like a phase (its sub-phases simulated one after another, IS: their bounds, plus the set-ups "
+                  "between slots), the phase's best single configuration, and whether the scheduler used it.", "",
+                  "| system | workload | method | phase class | slots | circuits per slot | estimate | "
+                  "decomposed | best single | used | schedule (simulated) |",
+                  "|---|---|---|---:|---:|---|---:|---:|---:|---|---:|"]
+        for c in dec:
+            for m in ("solstice", "bvn"):
+                row = c["rows"].get(m)
+                if row is None:
+                    continue
+                if not row["options"]:
+                    lines.append(f"| {c['system']} | {c['workload']} | {m} | - | no all-to-all-like phase or all "
+                                 f"EPS | | | | | | {_ms(row['simulated_s'])} |")
+                for k, o in row["options"].items():
+                    used = "yes" if row["decomposed_phases"] else "no"
+                    cps = o["circuits_per_slot"]
+                    cps_s = ", ".join(map(str, cps[:6])) + (" ..." if len(cps) > 6 else "")
+                    lines.append(f"| {c['system']} | {c['workload']} | {m} | {k} | {o['slots']} | {cps_s} | "
+                                 f"{_ms(o['estimate_s'])} | {_ms(o['price_s'])} | {_ms(o['best_single_s'])} | "
+                                 f"{used} | {_ms(row['simulated_s'])} |")
+        lines += ["", "Times in ms. `estimate`: the decomposition's own model (circuits at the circuit or relay-link "
+                  "rate, no node links). `decomposed` and `best single`: that phase alone, under the scheduler's "
+                  "score.", ""]
     sweeps = [c for c in cells if c.get("setup_sweep")]
     if sweeps:
         lines += ["## The two-phase workload against the set-up time", "",
                   "| system | setup | exact (ms) | changes | during the set-up | gain vs best static | "
-                  "vs zero set-up | per-phase (ms) | per-phase gain |", "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+                  "vs zero set-up | per-phase (ms) | per-phase gain | solstice (ms) | solstice changes | "
+                  "solstice gain | bvn (ms) | bvn gain |",
+                  "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in sweeps:
             for row in c["setup_sweep"]:
                 e, p = row["exact"], row["per-phase"]
+                so, bv = row.get("solstice"), row.get("bvn")
+                extra = (f"{_ms(so['simulated_s'])} | {so['reconfigurations']} | {so['gain_vs_static']:+.1%} | "
+                         if so else "- | - | - | ")
+                extra += f"{_ms(bv['simulated_s'])} | {bv['gain_vs_static']:+.1%} |" if bv else "- | - |"
                 lines.append(f"| {c['system']} | {row['setup_ms']} ms | {_ms(e['simulated_s'])} | "
                              f"{e['reconfigurations']} | {', '.join(e['during']) or '-'} | "
                              f"{e['gain_vs_static']:+.1%} | {e['vs_zero_setup']:+.1%} | {_ms(p['simulated_s'])} | "
-                             f"{p['gain_vs_static']:+.1%} |")
+                             f"{p['gain_vs_static']:+.1%} | {extra}")
         lines.append("")
     return "\n".join(lines) + "\n"
 
 
 def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_systems=SWEEP_SYSTEMS,
-        setups_ms=SETUPS_MS, *, time_limit: float = 20.0, seed: int = 0, out_dir: Path = RESULTS, log=print) -> list:
-    """Run every cell and write ``phased_circuits.{json,md}``; returns the cells."""
+        setups_ms=SETUPS_MS, *, time_limit: float = 20.0, seed: int = 0, out_dir: Path = RESULTS, log=print,
+        two_phase: bool = True, merge: bool = False) -> list:
+    """Run every cell and write ``phased_circuits.{json,md}``; returns the cells.
+
+    With ``merge`` the cells of the existing JSON whose (system, workload) is not rerun are kept, in the
+    order of a full run.
+    """
     from planner.core.io import atomic_write, write_json
 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = {"time_limit": time_limit, "seed": seed}
+    old = []
+    if merge and (out_dir / "phased_circuits.json").exists():
+        prev = json.loads((out_dir / "phased_circuits.json").read_text())
+        old = prev.get("cells", [])
+        params["merged"] = (f"; cells not rerun kept from the previous run (wall "
+                            f"{prev.get('params', {}).get('wall_s', 0):.0f} s)")
     cells = []
-    traces = {TWO_PHASE: workload(TWO_PHASE)}
+    order = [(s, TWO_PHASE) for s in SYSTEMS] + [(s, k) for k in KERNELS for s in NPB_SYSTEMS]
 
     def save():
         params["wall_s"] = time.perf_counter() - t0
-        write_json(out_dir / "phased_circuits.json", {"params": params, "cells": cells})
-        atomic_write(out_dir / "phased_circuits.md", markdown(cells, params))
+        new = {(c["system"], c["workload"]) for c in cells}
+        keep = [c for c in old if (c["system"], c["workload"]) not in new]
+        allc = sorted(cells + keep, key=lambda c: order.index((c["system"], c["workload"]))
+                      if (c["system"], c["workload"]) in order else len(order))
+        write_json(out_dir / "phased_circuits.json", {"params": params, "cells": allc})
+        atomic_write(out_dir / "phased_circuits.md", markdown(allc, params))
+        return allc
 
-    for system in systems:
-        cells.append(run_cell(system, TWO_PHASE, traces[TWO_PHASE], time_limit=time_limit, seed=seed, log=log,
-                              setups_ms=setups_ms if system in sweep_systems else ()))
-        save()
+    if two_phase:
+        trace = workload(TWO_PHASE)
+        for system in systems:
+            cells.append(run_cell(system, TWO_PHASE, trace, time_limit=time_limit, seed=seed, log=log,
+                                  setups_ms=setups_ms if system in sweep_systems else ()))
+            save()
     for k in kernels:
-        traces[k] = workload(k)
+        trace = workload(k)
         for system in npb_systems:
             if system in systems:
-                cells.append(run_cell(system, k, traces[k], time_limit=time_limit, seed=seed, log=log))
+                cells.append(run_cell(system, k, trace, time_limit=time_limit, seed=seed, log=log))
                 save()
-        del traces[k]
-    save()
-    return cells
+    return save()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the two-phase workload on 003-16 and 001-128 OCS only")
     ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--workloads", default=None, help="comma-separated: halo+transpose and/or kernels (overrides "
+                    "--kernels)")
+    ap.add_argument("--merge", action="store_true", help="keep the existing JSON's cells that are not rerun")
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per schedule (shared by its ilp solves)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=str(RESULTS))
     a = ap.parse_args(argv)
     kernels = tuple(k for k in a.kernels.split(",") if k)
+    two_phase = True
+    if a.workloads is not None:
+        names = [w for w in a.workloads.split(",") if w]
+        two_phase = TWO_PHASE in names
+        kernels = tuple(w for w in names if w != TWO_PHASE)
     for k in kernels:
         if k not in KERNELS:
             ap.error(f"--kernels: unknown kernel {k!r} ({', '.join(KERNELS)})")
     t0 = time.perf_counter()
     if a.quick:
         cells = run(SWEEP_SYSTEMS, (), (), SWEEP_SYSTEMS, (1, 10, 100), time_limit=min(a.time_limit, 10.0),
-                    seed=a.seed, out_dir=Path(a.out_dir))
+                    seed=a.seed, out_dir=Path(a.out_dir), merge=a.merge)
     else:
-        cells = run(kernels=kernels, time_limit=a.time_limit, seed=a.seed, out_dir=Path(a.out_dir))
+        cells = run(kernels=kernels, time_limit=a.time_limit, seed=a.seed, out_dir=Path(a.out_dir),
+                    two_phase=two_phase, merge=a.merge)
     print(f"{len(cells)} cells -> {Path(a.out_dir) / 'phased_circuits.md'}, .json  ({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -142,3 +142,142 @@ def test_bad_inputs_name_their_field(topo, two):
         schedule(prob, "static", circuit_method="greedy", pick="best")
     with pytest.raises(TopoplanError, match="hybrid topology"):
         PhasedProblem.build(load_topology("paper003", ["kind=tree", "ocs=null"]), ph)
+
+
+# -- circuits that change inside a phase (Solstice, BvN; issue 21 items 3 and 4) ------------------------
+
+@pytest.fixture(scope="module")
+def transpose001():
+    """001's system with 8 OCS nodes per switch: a transpose spreads one node pair over every switch pair,
+    15 partners per switch for 8 ports, so no single configuration reaches them all directly."""
+    topo = load_topology("paper001-16x16", ["ocs.nodes_per_switch=8"])
+    trace = transpose2d(16, 16, 4e6)
+    ph = detect_phases(trace, topo)
+    return topo, trace, ph, PhasedProblem.build(topo, ph, score="simulated")
+
+
+def test_solstice_through_the_registry_decomposes_and_replays_as_priced(transpose001):
+    topo, trace, ph, prob = transpose001
+    for method in ("solstice", "bvn"):
+        res = schedule(prob, method, circuit_method="greedy")
+        assert res.method == method and res.problem == "schedule"
+        m = res.metrics
+        assert m["all_to_all_phases"] == [0] and m["decomposed_phases"] == [0]
+        e = res.plan["schedule"][0]
+        assert len(e["slots"]) == m["options"]["0"]["slots"] >= 2
+        assert e["circuits"] == e["slots"][0]["circuits"]
+        assert validate(res.to_dict(), topo)["schedule"] == 1
+        # the decomposition is used only because it is faster than every single configuration
+        assert res.objective < m["without_decomposition_s"]
+        assert res.bound <= res.objective and res.gap == pytest.approx((res.objective - res.bound) / res.objective)
+        sim = simulate_schedule(topo, trace, ph, res)
+        assert sim["makespan_s"] == pytest.approx(res.objective, rel=1e-12)     # priced by the same replay
+        assert sim["reconfigurations"] == m["reconfigurations"] == len(e["slots"]) - 1
+        assert sim["setup_idle_s"] == pytest.approx(prob.setup_s * (len(e["slots"]) - 1))
+    # with 1 s set-ups Solstice stops after one configuration (the other partners' bytes take the EPS at the
+    # same time): no reconfiguration, and never slower than the exact schedule
+    slow = PhasedProblem.build(topo, ph, score="simulated", setup_s=1.0)
+    res = schedule(slow, "solstice", circuit_method="greedy")
+    assert res.metrics["options"]["0"]["slots"] == 1 and res.metrics["reconfigurations"] == 0
+    assert res.objective <= res.metrics["without_decomposition_s"]
+    assert simulate_schedule(topo, trace, ph, res)["makespan_s"] == pytest.approx(res.objective, rel=1e-12)
+
+
+def test_solstice_keeps_the_exact_choice_for_other_phases(two):
+    _, ph, prob = two
+    ex = schedule(prob, "exact", circuit_method="greedy")
+    so = schedule(prob, "solstice", circuit_method="greedy")
+    assert so.metrics["all_to_all_phases"] == [1]         # the halo exchange is not all-to-all-like
+    assert so.objective <= ex.objective * (1 + 1e-12)
+    if not so.metrics["decomposed_phases"]:
+        assert so.plan["schedule"] == ex.plan["schedule"]
+
+
+def test_a_one_slot_schedule_equals_the_static_simulation(topo, two):
+    from planner.problems.circuits import solve
+
+    # one phase: an entry with one slot replays the phase itself under the slot's configuration
+    trace = transpose2d(16, 16, 4e6)
+    plan = solve(PhasedProblem.build(topo, trace).total, "greedy").to_dict()
+    ref = simulate_plan(topo, trace, plan)["makespan_s"]
+    doc = static_schedule(plan, 1)
+    e = doc["schedule"][0]
+    e["slots"] = [{"circuits": e["circuits"], "forwarding": e["forwarding"], "load_sharing": e["load_sharing"],
+                   "duration_s": 0.0, "bytes_B": [[0, 1, 1e6]]}]
+    assert validate_schedule(doc, topo)["reconfigurations"] == 0
+    assert simulate_schedule(topo, trace, None, doc)["makespan_s"] == ref
+    # two phases: the transpose as a one-slot entry replays exactly as the same configuration without slots
+    trace, ph, prob = two
+    res = schedule(prob, "exact", circuit_method="greedy")
+    ref = simulate_schedule(topo, trace, ph, res)["makespan_s"]
+    doc = res.to_dict()
+    last = doc["schedule"][-1]
+    assert last["from_phase"] == 1
+    last["slots"] = [{"circuits": last["circuits"], "forwarding": last["forwarding"],
+                      "load_sharing": last.get("load_sharing"), "duration_s": 0.1, "bytes_B": []}]
+    if last["setup"] is not None:
+        last["setup"] = {**last["setup"], "during": "wait"}
+        res_wait = {**res.to_dict()}
+        res_wait["schedule"][-1]["setup"] = last["setup"]
+        ref = simulate_schedule(topo, trace, ph, res_wait)["makespan_s"]
+    assert simulate_schedule(topo, trace, ph, doc)["makespan_s"] == ref
+
+
+def test_sub_phase_bytes_sum_to_the_phase_bytes():
+    import numpy as np
+
+    from planner.traffic.generators import alltoall
+    from planner.traffic.matrix import from_trace
+    from planner.traffic.twophase import transpose2d as tp
+    from sim.schedule import slot_traces
+
+    phase = concat([alltoall(16, 5e5), tp(4, 4, 3e5, iters=2), alltoall(16, 64.0)])   # a2a, p2p, a short a2a
+    sw = np.arange(16) // 4
+    slots = [{"bytes_B": [[0, 1, 3e6], [1, 0, 1e6], [2, 3, 5e5]], "duration_s": 2e-3},
+             {"bytes_B": [[0, 1, 1e6], [1, 2, 4e6], [3, 0, 2e6]], "duration_s": 1e-3},
+             {"bytes_B": [[1, 0, 1e6], [2, 3, 5e5], [0, 2, 1e6]], "duration_s": 1e-3}]
+    parts = slot_traces(phase, slots, sw, n_switches=4)
+    assert len(parts) == 3
+    whole = from_trace(phase).dense()
+    got = sum(from_trace(p).dense() for p in parts)
+    np.testing.assert_allclose(got, whole, rtol=1e-12)
+    # a pair's bytes are cut by its slot shares: 0 -> 1 is 3:1:0, 1 -> 0 is 1:0:1; inside a switch, the
+    # shares of the durations, 2:1:1 (without the short alltoall, which stays whole in the first sub-phase)
+    cut = concat([alltoall(16, 5e5), tp(4, 4, 3e5, iters=2)])
+    whole = from_trace(cut).dense()
+    for k, (share, back, inside) in enumerate(((0.75, 0.5, 0.5), (0.25, 0.0, 0.25), (0.0, 0.5, 0.25))):
+        d = from_trace(slot_traces(cut, slots, sw, n_switches=4)[k]).dense()
+        assert d[0:4, 4:8].sum() == pytest.approx(share * whole[0:4, 4:8].sum())
+        assert d[4:8, 0:4].sum() == pytest.approx(back * whole[4:8, 0:4].sum())
+        assert d[0:4, 0:4].sum() == pytest.approx(inside * whole[0:4, 0:4].sum())
+    # the short alltoall (Bruck's algorithm) stays whole in the first sub-phase; computation too
+    short = alltoall(16, 64.0)
+    n_short = len(short)
+    assert parts[0].op_counts()["alltoall"] == 16 * 16 + n_short
+    assert parts[1].op_counts()["alltoall"] == 16 * 16
+    assert float(parts[1].t_start.max()) < 1e-6
+    # every sub-phase replays alone
+    from planner.core.topology_io import load_topology as lt
+    t = lt("paper003", ["ocs.nodes_per_switch=1"])
+    for p in parts:
+        assert simulate_plan(t, p, None)["makespan_s"] > 0
+
+
+def test_slotted_entries_are_validated(transpose001):
+    topo, _, ph, prob = transpose001
+    doc = schedule(prob, "solstice", circuit_method="greedy").to_dict()
+    e = doc["schedule"][0]
+    bad = {**doc, "schedule": [{**e, "circuits": e["slots"][1]["circuits"], "forwarding": e["slots"][1]["forwarding"]}]}
+    with pytest.raises(TopoplanError, match="slot 0: field 'circuits'"):
+        validate_schedule(bad, topo)
+    bad = {**doc, "schedule": [{**e, "slots": [dict(e["slots"][0], duration_s=-1.0)]}]}
+    with pytest.raises(TopoplanError, match="slot 0: field 'duration_s'"):
+        validate_schedule(bad, topo)
+    bad = {**doc, "schedule": [{**e, "slots": [dict(e["slots"][0], bytes_B=[[0, 99, 1.0]])]}]}
+    with pytest.raises(TopoplanError, match="field 'bytes_B'"):
+        validate_schedule(bad, topo)
+    bad = {**doc, "schedule": [{**e, "slots": [e["slots"][0], dict(e["slots"][1], circuits=[[0, 1]])]}]}
+    with pytest.raises(TopoplanError, match="slot 1: field 'circuits\\[0\\]'"):
+        validate_schedule(bad, topo)
+    with pytest.raises(TopoplanError, match="field 'decomposition'"):
+        schedule(prob, "solstice", circuit_method="greedy", decomposition="eclipse")

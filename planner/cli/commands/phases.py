@@ -30,7 +30,8 @@ def phases_cmd(
                                     "than 1 - THRESHOLD of its bytes with the current phase."),
     min_windows: int = typer.Option(2, "--min-windows", help="Windows a phase lasts at least."),
     schedule: Optional[str] = typer.Option(None, "--schedule", help="Also schedule circuits over the phases: "
-                                           "static, per-phase or exact (hybrid topologies)."),
+                                           "static, per-phase, exact, solstice or bvn (circuits that change "
+                                           "inside all-to-all phases), zero-setup (hybrid topologies)."),
     circuit_method: str = typer.Option("ilp", "--circuit-method", help="Circuit method for every configuration."),
     setup: Optional[str] = typer.Option(None, "--setup", help="OCS set-up time (default the topology's ocs.setup)."),
     blackout: str = typer.Option("eps", "--blackout", help="During a set-up: eps (wait or run on the surviving "

@@ -825,6 +825,17 @@ def matching_cost_s(n_ocs: int) -> float:
     """Predicted seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes (its blossom algorithm grows
     about as n^2.3 here; :data:`MATCHING_S_AT_256`).
 
+    Parameters
+    ----------
+    n_ocs : int
+        OCS nodes of the problem.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
     >>> round(matching_cost_s(256), 1), matching_cost_s(64) < 0.3
     (5.2, True)
     """

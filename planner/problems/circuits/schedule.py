@@ -62,6 +62,18 @@ separated by barriers.
 ``zero-setup``
     the reference, not a realizable schedule: every phase at its best candidate, set-up free
     (``setup_s: 0`` in the plan); no schedule over the candidates does better.
+``solstice`` (and ``bvn``)
+    circuits that change *inside* a phase: ``exact``'s programme with one more choice for every
+    phase whose switch demand is all-to-all-like
+    (:func:`~planner.problems.circuits.decompose.all_to_all_like`): its decomposition into a
+    sequence of configurations with durations (:func:`~planner.problems.circuits.decompose.solstice`;
+    ``bvn``: :func:`~planner.problems.circuits.decompose.bvn`), realized on OCS nodes by
+    :func:`decomposed_option` and priced like a phase (its sub-phases, one per slot, plus the
+    set-ups between slots). The programme takes the decomposition only where it is faster, set-ups
+    in and out included; the other phases keep the exact scheduler's choice. A decomposed phase
+    is one plan entry with ``slots`` (each a circuit plan with hop limit 1, ``duration_s``,
+    ``bytes_B``: what it carries per directed switch pair), entered with a ``wait`` set-up;
+    :mod:`sim.schedule` replays it one sub-phase per slot.
 
 Examples
 --------
@@ -90,7 +102,8 @@ from planner.core.errors import TopoplanError
 from planner.problems.result import PlanResult, Registry, gap_of, solve_with
 
 __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
-           "static_schedule", "validate_schedule", "schedule_entries"]
+           "static_schedule", "validate_schedule", "schedule_entries", "Decomposed", "decomposed_option",
+           "DECOMPOSE_HOP_LIMIT"]
 
 SCHEDULERS = Registry("schedule")
 BLACKOUTS = ("eps", "stall")
@@ -1000,6 +1013,395 @@ def zero_setup(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_metho
     return out
 
 
+# -- decomposed phases: circuits that change inside an all-to-all phase -------------------------
+
+DECOMPOSE_HOP_LIMIT = 1
+
+
+@dataclass
+class Decomposed:
+    """A phase class's decomposition realized as slot configurations, priced like a phase.
+
+    Parameters
+    ----------
+    phase_class : int
+    method : str
+        ``solstice`` or ``bvn``.
+    decomposition : Decomposition
+        The switch-level decomposition (:mod:`planner.problems.circuits.decompose`).
+    configs : list of Config
+        Per slot: node circuits (:func:`~planner.problems.circuits.exact.decompose` of the slot's
+        switch-pair counts) and tables (:func:`~planner.problems.circuits.forwarding.distance_vector`
+        on the slot's traffic, hop limit 1).
+    slots : list of dict
+        The schedule entry's ``slots``.
+    slot_price_s : list of float
+        Per slot, its time under the problem's score (bound or simulated).
+    cost_s : float
+        The slots plus the set-ups between them.
+    changes : int
+        Reconfigurations between slots.
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.twophase import halo_then_transpose
+    >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+    ...                         halo_then_transpose(16, 16, 4e6, iters=5))
+    >>> d = decomposed_option(p, 1)                  # a Decomposed: the transpose's slots, priced
+    >>> d.method, len(d.slot_price_s) == len(d.slots), d.cost_s >= sum(d.slot_price_s)
+    ('solstice', True, True)
+    """
+
+    phase_class: int
+    method: str
+    decomposition: object
+    configs: list
+    slots: list
+    slot_price_s: list
+    cost_s: float
+    changes: int
+
+    def summary(self) -> dict:
+        d = self.decomposition
+        return {"method": self.method, "slots": len(self.slots), "estimate_s": d.total_s, "slot_s": d.slot_s,
+                "setup_total_s": d.setup_total_s, "residual_s": d.residual_s,
+                "residual_B": float(d.residual_B.sum()), "demand_B": float(d.demand_B.sum()),
+                "slot_price_s": [float(x) for x in self.slot_price_s], "price_s": float(self.cost_s),
+                "circuits_per_slot": [len(c.circuits) for c in self.configs]}
+
+
+def _triples(m) -> list:
+    a, b = np.nonzero(np.asarray(m) > 0)
+    return [[int(x), int(y), float(m[x, y])] for x, y in zip(a, b)]
+
+
+def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, force: bool = False):
+    """Decompose phase class ``c`` (if its traffic is all-to-all-like) and price the slots as a phase.
+
+    Parameters
+    ----------
+    prob : PhasedProblem
+    c : int
+        A phase class.
+    method : {"solstice", "bvn"}, optional
+    force : bool, optional
+        Decompose even when the traffic is not all-to-all-like
+        (:func:`~planner.problems.circuits.decompose.all_to_all_like`).
+
+    Returns
+    -------
+    Decomposed or None
+        None when the class is not all-to-all-like or its decomposition has no slot (all EPS).
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.twophase import halo_then_transpose
+    >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+    ...                         halo_then_transpose(16, 16, 4e6, iters=5))
+    >>> decomposed_option(p, 0) is None              # the halo exchange is not all-to-all-like
+    True
+    >>> d = decomposed_option(p, 1)                  # the transpose spreads over all four switches
+    >>> len(d.slots), d.changes, [len(x.circuits) for x in d.configs]
+    (2, 1, [8, 8])
+    """
+    from planner.problems.circuits.decompose import (DECOMPOSITIONS, all_to_all_like, chunk_traffic, inputs_of,
+                                                     slot_bytes, slot_fractions)
+    from planner.problems.circuits.exact import decompose as node_pairs_of
+    from planner.problems.circuits.forwarding import distance_vector, tables_from_array
+    from planner.problems.circuits.problem import CircuitProblem
+
+    if method not in DECOMPOSITIONS:
+        raise TopoplanError(f"field 'decomposition': choose one of {', '.join(DECOMPOSITIONS)}, got {method!r}")
+    key = ("decomposed", c, method, prob.setup_s, prob.score, bool(force))
+    if key in prob._cache:
+        return prob._cache[key]
+    cp = prob.class_problems[c]
+    x = inputs_of(cp)
+    out = None
+    if force or all_to_all_like(x["demand_B"]):
+        dec = DECOMPOSITIONS[method](setup_s=prob.setup_s, **x)
+        dec.check()
+        if dec.slots:
+            B = slot_bytes(dec)
+            F, _ = slot_fractions(B, [s.duration_s for s in dec.slots])
+            n = cp.traffic.n_ranks
+            rank_sw = cp.node_switch[np.asarray(prob.placement.rank_to_node, dtype=np.int64)[:n]]
+            parts = chunk_traffic(cp.traffic, rank_sw, F)
+            configs, slots, bounds = [], [], []
+            for k, s in enumerate(dec.slots):
+                circ = node_pairs_of(cp, s.counts())
+                sp = CircuitProblem.build(prob.topology, parts[k], prob.placement, threshold_B=prob.threshold_B,
+                                          hop_limit=DECOMPOSE_HOP_LIMIT, max_circuits=None)
+                nh = distance_vector(sp, circ, hop_limit=DECOMPOSE_HOP_LIMIT)
+                cfg = Config.of(circ, nh, f"{method} slot {k}")
+                cfg.retable = False
+                configs.append(cfg)
+                slots.append({"circuits": [list(p) for p in cfg.circuits], "forwarding": tables_from_array(nh),
+                              "load_sharing": cfg.load_sharing, "hop_limit": DECOMPOSE_HOP_LIMIT,
+                              "duration_s": float(s.duration_s), "bytes_B": _triples(B[k]),
+                              "served_B": _triples(s.served_B),
+                              "switch_circuits": [[a, b, n_] for (a, b), n_ in s.counts().items()]})
+                if prob.score == "bound":
+                    from planner.problems.circuits.bound import evaluate
+
+                    bounds.append(float(evaluate(sp, list(cfg.circuits), nh).congestion_s))
+            changes = sum(1 for a, b in zip(configs, configs[1:]) if a.key() != b.key())
+            if prob.score == "bound":
+                prices = bounds
+                cost = float(sum(bounds)) + prob.setup_s * changes
+            else:
+                from sim.schedule import simulate_slots
+
+                i = prob.class_phase[c]
+                sub = prob.phases.subtrace(i, i + 1)
+                lead = float(sub.t_start.min()) if (len(sub) and sub is not prob.phases.trace) else 0.0
+                doc = {"rank_to_node": prob.placement.rank_to_node.tolist(), "hop_limit": prob.hop_limit}
+                r = simulate_slots(prob.topology, sub, {"slots": slots}, doc, rank_switch=rank_sw,
+                                   placement=prob.placement, model=prob.sim_model, setup_s=prob.setup_s,
+                                   threshold_B=prob.threshold_B, lead_s=lead)
+                prices, cost = r["slot_time_s"], float(r["time_s"])
+            out = Decomposed(phase_class=c, method=method, decomposition=dec, configs=configs, slots=slots,
+                             slot_price_s=prices, cost_s=cost, changes=changes)
+    prob._cache[key] = out
+    return out
+
+
+def _dp_options(prob: PhasedProblem, cands: list, options: dict):
+    """The programme of ``exact`` with one more state at the phases of ``options`` (``{phase: Decomposed}``).
+
+    A decomposed state is entered from a configuration with the same circuits as its first slot at
+    no cost, else with a set-up (``wait``); it leaves from its last slot's configuration (the usual
+    transitions, :func:`_transition`). Ties: fewer reconfigurations, then the earlier state (a
+    candidate before the decomposition). Returns ``(value, states, during)``; a state is a candidate
+    index or ``-1`` (decomposed).
+    """
+    P, C = len(prob.phases), len(cands)
+    T = np.array([[prob.price(prob.phase_class[p], cands[k])[0] for k in range(C)] for p in range(P)])
+
+    def states(p):
+        return list(range(C)) + ([-1] if options.get(p) is not None else [])
+
+    def exit_cfg(p, s):
+        return cands[s] if s >= 0 else options[p].configs[-1]
+
+    def entry_cfg(p, s):
+        return cands[s] if s >= 0 else options[p].configs[0]
+
+    def own(p, s):
+        return T[p, s] if s >= 0 else options[p].cost_s
+
+    def inner(p, s):
+        return 0 if s >= 0 else options[p].changes
+
+    def better(v, nch, best, best_n):
+        if v < best * (1 - 1e-12) - 1e-15:
+            return True
+        return v <= best * (1 + 1e-12) + 1e-15 and nch < best_n
+
+    V = {s: own(0, s) for s in states(0)}
+    N = {s: inner(0, s) for s in states(0)}
+    back, how = [{s: s for s in V}], [{s: None for s in V}]
+    for p in range(1, P):
+        newV, newN, bk, hw = {}, {}, {}, {}
+        for b in states(p):
+            best, best_n, arg, h = np.inf, np.iinfo(np.int64).max, None, None
+            for a in V:
+                ea, eb = exit_cfg(p - 1, a), entry_cfg(p, b)
+                if ea.key() == eb.key():
+                    cost, mode, nch = own(p, b), None, N[a] + inner(p, b)
+                else:
+                    if not better(V[a] + prob.setup_s, N[a] + 1, best, best_n):
+                        continue
+                    if b >= 0:
+                        cost, mode = _transition(prob, p, ea, eb)
+                    else:
+                        cost, mode = prob.setup_s + own(p, b), "wait"
+                    nch = N[a] + 1 + inner(p, b)
+                if better(V[a] + cost, nch, best, best_n):
+                    best, best_n, arg, h = V[a] + cost, nch, a, mode
+            newV[b], newN[b], bk[b], hw[b] = best, best_n, arg, h
+        V, N = newV, newN
+        back.append(bk)
+        how.append(hw)
+    k = None
+    for s in V:
+        if k is None or better(V[s], N[s], V[k], N[k]):
+            k = s
+    value = float(V[k])
+    choice, during = [0] * P, [None] * P
+    for p in range(P - 1, -1, -1):
+        choice[p] = k
+        during[p] = how[p][k]
+        k = back[p][k]
+    return value, choice, during
+
+
+def _entries_with_slots(prob: PhasedProblem, cands: list, options: dict, choice: list, during: list) -> list:
+    """The ``schedule`` list: as :func:`schedule_entries`, with one entry with ``slots`` per decomposed phase."""
+    from planner.problems.circuits.forwarding import tables_from_array
+
+    entries = []
+    prev_exit = None
+    for p, k in enumerate(choice):
+        c = prob.phase_class[p]
+        if k >= 0:
+            cfg = cands[k]
+            _, nh = prob.price(c, cfg)
+        else:
+            cfg, nh = options[p].configs[0], options[p].configs[0].next_hop
+        changed = p > 0 and prev_exit.key() != cfg.key()
+        if (k >= 0 and entries and not changed and not entries[-1].get("slots")
+                and entries[-1]["_nh"] is nh):
+            entries[-1]["to_phase"] = p + 1
+            prev_exit = cfg
+            continue
+        setup = None
+        if changed:
+            old, new = set(prev_exit.circuits), set(cfg.circuits)
+            setup = {"changed_circuits": len(old ^ new), "removed": len(old - new), "added": len(new - old),
+                     "during": (during[p] or "wait") if k >= 0 else "wait"}
+            if setup["during"] == "surviving":
+                _, circ, snh = prob.price_surviving(c, prev_exit, cfg)
+                setup["surviving_circuits"] = [list(x) for x in circ]
+                setup["surviving_forwarding"] = tables_from_array(snh)
+        e = {"from_phase": p, "to_phase": p + 1, "from_s": float(prob.phases[p].start_s),
+             "circuits": [list(x) for x in cfg.circuits], "forwarding": tables_from_array(nh),
+             "load_sharing": cfg.load_sharing, "source": cfg.source, "setup": setup, "_nh": nh}
+        if k < 0:
+            opt = options[p]
+            e["source"] = opt.method
+            e["hop_limit"] = DECOMPOSE_HOP_LIMIT
+            e["slots"] = opt.slots
+            e["decomposition"] = opt.summary()
+            prev_exit = opt.configs[-1]
+        else:
+            prev_exit = cfg
+        entries.append(e)
+    for e in entries:
+        del e["_nh"]
+    return entries
+
+
+def _decomposing(problem: PhasedProblem, *, time_limit, seed, circuit_method: str, decomposition: str) -> PlanResult:
+    from planner.problems.circuits.bound import floor_s
+
+    budget = _Budget(time_limit, circuit_method)
+    cands = _candidates(problem, budget, seed)
+    P = len(problem.phases)
+    by_class = {}
+    for c in sorted(set(problem.phase_class)):
+        by_class[c] = decomposed_option(problem, c, decomposition)
+    options = {p: by_class[problem.phase_class[p]] for p in range(P) if by_class[problem.phase_class[p]] is not None}
+    value, choice, during = _dp_options(problem, cands, options)
+    plain, _, _, T = _dp(problem, cands)
+    entries = _entries_with_slots(problem, cands, options, choice, during)
+    n_changes = sum(1 for e in entries if e["setup"] is not None) + sum(
+        options[p].changes for p in range(P) if choice[p] < 0)
+    phase_s = [float(T[p, k]) if k >= 0 else float(options[p].cost_s) for p, k in enumerate(choice)]
+    # a time-varying configuration can beat every single configuration's proven bound: decomposable phases
+    # keep only the bound of the links no circuit relieves
+    lb = sum(float(floor_s(problem.class_problems[problem.phase_class[p]])) if p in options
+             else problem.lower_bound(problem.phase_class[p]) for p in range(P))
+    metrics = {"phases": P, "kinds": len(set(problem.phases.kinds())), "classes": len(problem.class_problems),
+               "candidates": len(cands), "reconfigurations": n_changes, "setup_overhead_s": float(value - sum(phase_s)),
+               "phase_time_s": float(sum(phase_s)), "lower_bound_s": float(lb), "score": problem.score,
+               "entries": len(entries), "phase_config": [int(k) for k in choice],
+               "candidate_sources": [c.source for c in cands], "blackout": problem.blackout,
+               "setup_s": problem.setup_s, "decomposition": decomposition,
+               "all_to_all_phases": sorted(options), "decomposed_phases": [p for p in range(P) if choice[p] < 0],
+               "without_decomposition_s": float(plain),
+               "options": {str(c): {**o.summary(), "best_single_s": float(T[problem.class_phase[c]].min())}
+                           for c, o in by_class.items() if o is not None}}
+    plan = {"schedule": entries, "n_phases": P, "setup_s": problem.setup_s, "blackout": problem.blackout,
+            "threshold_B": problem.threshold_B, "hop_limit": problem.hop_limit,
+            "rank_to_node": problem.placement.rank_to_node.tolist()}
+    used = metrics["decomposed_phases"]
+    msg = (f"{decomposition}: {len(options)} all-to-all-like phase(s), decomposed in {len(used)}; the other phases "
+           "and the choice between a decomposition and one configuration: the exact programme over its candidates")
+    out = PlanResult(method="", objective=float(value), plan=plan, status="feasible", bound=float(lb),
+                     gap=gap_of(float(value), float(lb)), metrics=metrics, message=msg)
+    if budget.timed_out:
+        out.status = "timeout"
+    return out
+
+
+@SCHEDULERS.register("solstice")
+def solstice(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp",
+             decomposition: str = "solstice") -> PlanResult:
+    """``exact`` plus circuits that change inside all-to-all-like phases (a Solstice-like decomposition).
+
+    Every phase class whose switch demand is all-to-all-like
+    (:func:`~planner.problems.circuits.decompose.all_to_all_like`) is decomposed into a sequence of
+    configurations with durations (:func:`~planner.problems.circuits.decompose.solstice`, or
+    ``bvn`` for the Birkhoff-von Neumann decomposition), realized on OCS nodes
+    (:func:`decomposed_option`) and priced like any phase (the sum of its slots' bounds or
+    simulated sub-phases, plus the set-ups between slots). The ``exact`` programme then chooses, per
+    phase, one of its candidate configurations or (for those phases) the decomposition: a
+    decomposition is used only where it is faster, set-ups in and out included; every other phase
+    keeps the exact scheduler's choice. The plan's decomposed entries carry ``slots``, replayed by
+    :func:`sim.schedule.simulate_schedule` one sub-phase per slot.
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit : float, optional
+        Shared by the circuit solves (as for ``exact``).
+    seed : int, optional
+    circuit_method : str, optional
+    decomposition : {"solstice", "bvn"}, optional
+
+    Returns
+    -------
+    PlanResult
+        ``bound``: the zero-set-up lower bound, where decomposable phases keep only the bound of the
+        links no circuit relieves (a sequence of configurations can beat any single one's bound);
+        ``metrics``: ``all_to_all_phases``, ``decomposed_phases``, ``options`` (per class: slots,
+        the decomposition's estimate, its price, the best single configuration's),
+        ``without_decomposition_s`` (the ``exact`` value).
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.twophase import halo_then_transpose
+    >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+    ...                         halo_then_transpose(16, 16, 4e6, iters=5))
+    >>> r = solstice(p, circuit_method="greedy")
+    >>> r.metrics["all_to_all_phases"], r.objective <= r.metrics["without_decomposition_s"]
+    ([1], True)
+    """
+    return _decomposing(problem, time_limit=time_limit, seed=seed, circuit_method=circuit_method,
+                        decomposition=decomposition)
+
+
+@SCHEDULERS.register("bvn")
+def bvn(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str = "ilp") -> PlanResult:
+    """The ``solstice`` scheduler with the Birkhoff-von Neumann decomposition (for comparison).
+
+    Parameters
+    ----------
+    problem : PhasedProblem
+    time_limit, seed, circuit_method : optional
+        As for ``solstice``.
+
+    Returns
+    -------
+    PlanResult
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.twophase import halo_then_transpose
+    >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+    ...                         halo_then_transpose(16, 16, 4e6, iters=5))
+    >>> bvn(p, circuit_method="greedy").metrics["options"]["1"]["slots"]
+    3
+    """
+    return _decomposing(problem, time_limit=time_limit, seed=seed, circuit_method=circuit_method,
+                        decomposition="bvn")
+
+
 # -- entry point -------------------------------------------------------------------
 
 def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit: float | None = None,
@@ -1010,7 +1412,8 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
     ----------
     problem_phases : PhasedProblem
     method : str, optional
-        ``static``, ``per-phase``, ``exact`` (default) or ``zero-setup`` (the lower-bound reference).
+        ``static``, ``per-phase``, ``exact`` (default), ``zero-setup`` (the lower-bound reference),
+        ``solstice`` or ``bvn`` (``exact`` plus decomposed all-to-all phases).
     time_limit : float, optional
         Seconds, shared by the circuit solves.
     seed : int, optional
@@ -1076,11 +1479,47 @@ def static_schedule(plan: dict, n_phases: int = 1) -> dict:
     return out
 
 
+def _validate_slots(e: dict, topo, w: str, fp: int, tp: int, circ: set, hop_limit) -> tuple[set, int]:
+    """Check a decomposed entry's ``slots``; returns the last slot's circuits and the changes between slots."""
+    from planner.problems.circuits.problem import validate_plan_dict
+
+    slots = e["slots"]
+    if not isinstance(slots, list) or not slots:
+        raise TopoplanError(f"{w}: field 'slots': expected a non-empty list of configurations")
+    if tp != fp + 1:
+        raise TopoplanError(f"{w}: field 'slots': a decomposed entry covers one phase, got phases {fp}..{tp - 1}")
+    S = int(topo.n_switches)
+    prev, changes = None, 0
+    for j, sl in enumerate(slots):
+        ws = f"{w}: slot {j}"
+        if not isinstance(sl, dict):
+            raise TopoplanError(f"{ws}: expected an object with 'circuits', 'forwarding', 'bytes_B', 'duration_s'")
+        d = sl.get("duration_s")
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not d >= 0:
+            raise TopoplanError(f"{ws}: field 'duration_s': expected a non-negative time, got {d!r}")
+        for t in sl.get("bytes_B") or []:
+            if (not isinstance(t, (list, tuple)) or len(t) != 3 or not all(isinstance(x, (int, float)) for x in t)
+                    or not (0 <= t[0] < S and 0 <= t[1] < S) or not t[2] >= 0):
+                raise TopoplanError(f"{ws}: field 'bytes_B': expected [switch, switch, bytes] triples, got {t!r}")
+        validate_plan_dict({"circuits": sl.get("circuits"), "forwarding": sl.get("forwarding"),
+                            "hop_limit": sl.get("hop_limit", hop_limit)}, topo, where=ws)
+        c = {tuple(sorted(map(int, x))) for x in (sl.get("circuits") or [])}
+        if j == 0 and c != circ:
+            raise TopoplanError(f"{ws}: field 'circuits': the entry's circuits must be its first slot's")
+        if prev is not None and c != prev:
+            changes += 1
+        prev = c
+    return prev, changes
+
+
 def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int | None = None) -> dict:
     """Check a schedule document: every entry (and every surviving configuration) is a valid circuit plan.
 
     Entries must cover phases ``0 .. n_phases - 1`` in order without gaps; a ``setup`` with
-    ``during: surviving`` must name circuits both neighbouring entries have.
+    ``during: surviving`` must name circuits both neighbouring entries have. An entry with ``slots``
+    (a decomposed phase) covers one phase, its circuits are its first slot's, every slot is a valid
+    circuit plan with a non-negative ``duration_s`` and ``bytes_B`` triples, it is entered with
+    ``wait``, and the next entry compares its circuits with the last slot's.
 
     Parameters
     ----------
@@ -1094,7 +1533,7 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
     Returns
     -------
     dict
-        ``entries``, ``phases``, ``reconfigurations``.
+        ``entries``, ``phases``, ``reconfigurations`` (set-ups between entries and between slots).
 
     Raises
     ------
@@ -1138,6 +1577,12 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
         validate_plan_dict(plan, topo, where=w)
         circ = {tuple(sorted(map(int, c))) for c in (e.get("circuits") or [])}
         setup = e.get("setup")
+        exit_circ = circ
+        if e.get("slots") is not None:
+            exit_circ, inner = _validate_slots(e, topo, w, fp, tp, circ, plan["hop_limit"])
+            changes += inner
+            if setup is not None and isinstance(setup, dict) and setup.get("during", "wait") != "wait":
+                raise TopoplanError(f"{w}: field 'setup.during': a decomposed phase is entered with 'wait'")
         if setup is not None:
             if i == 0:
                 raise TopoplanError(f"{w}: field 'setup': the first configuration is set up before the run")
@@ -1154,7 +1599,7 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
             changes += 1
         elif i > 0 and circ != prev_circ:
             raise TopoplanError(f"{w}: field 'setup': the circuits change but the entry has no set-up")
-        prev_to, prev_circ = tp, circ
+        prev_to, prev_circ = tp, exit_circ
     if n is not None and prev_to != n:
         raise TopoplanError(f"{where}: field 'schedule': entries cover phases 0..{prev_to - 1}, "
                             f"but there are {n} phases")
