@@ -6,11 +6,18 @@ can stand in for a traffic file; :func:`parse_spec` runs the generator it
 names. Every generator returns a :class:`planner.traffic.trace.Trace` (calls in
 per-rank order with synthetic times), so analysis and replay treat generated
 and recorded traffic alike. :class:`TraceBuilder` is the vectorised call
-recorder the generators and :mod:`planner.traffic.npb` share.
+recorder the generators and :mod:`planner.traffic.npb` share: repeated
+iterations stay symbolic until the rows are written, once, into the trace's
+columns, so generating takes about the trace's own memory
+(:data:`TRACE_ROW_BYTES` a row). :func:`record_spec` keeps a spec's
+recording, which can also write the rows a piece at a time, or give each
+recorded block once with its count (what the traffic needs:
+:func:`planner.traffic.matrix.load_traffic`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Callable, NamedTuple
 
 import numpy
@@ -19,15 +26,154 @@ from planner.core.errors import TopoplanError
 from planner.traffic.trace import OP_CODE, Trace
 from planner.core.units import parse_size
 
-__all__ = ["TICK_S", "MAX_TRACE_ROWS", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
-           "Param", "Generator", "REQUIRED", "GENERATORS", "is_spec", "parse_spec", "describe_generators"]
+__all__ = ["TICK_S", "MAX_TRACE_ROWS", "MAX_GENERATED_ROWS", "TRACE_ROW_BYTES", "BUILD_SCRATCH_BYTES_PER_ROW",
+           "PIECE_ROWS", "check_generated_memory", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
+           "Param", "Generator", "REQUIRED", "GENERATORS", "is_spec", "parse_spec", "Recording", "record_spec",
+           "describe_generators"]
 
 TICK_S = 1e-9  # duration of one synthetic call; keeps the calls of a rank at distinct times
 
 
-# A generated trace is held in memory: refuse, before allocating, one that cannot fit
-# (a typo such as np=99999999999 should be an error, not a MemoryError or a swap storm).
+# Limits. Traces and matrices read from files, and matrices replayed as traces, are capped at MAX_TRACE_ROWS
+# rows. For a generated trace the cap is raised as far as memory allows: TraceBuilder.build writes the rows
+# straight into the columns of the Trace (TRACE_ROW_BYTES bytes a row, plus BUILD_SCRATCH_BYTES_PER_ROW of
+# boolean scratch for Trace.validate) and refuses, before allocating them, a trace that would not fit in the
+# memory available now (Linux MemAvailable, or what ulimit -v leaves), whatever its size; MAX_GENERATED_ROWS
+# is the ceiling (a typo such as msgs=10**12 is an error, not a long wait). Recording.pieces and
+# planner.traffic.matrix.load_traffic never hold the whole trace.
 MAX_TRACE_ROWS = 100_000_000
+MAX_GENERATED_ROWS = 1 << 32
+TRACE_ROW_BYTES = 75          # rank, peer, bytes, root, comm_size, t_start, t_end, comm, tag: 8 bytes; op 2, req 1
+BUILD_SCRATCH_BYTES_PER_ROW = 3
+PIECE_ROWS = 1 << 22          # rows per piece of a streamed trace (about 300 MB of columns)
+
+
+def check_generated_memory(rows: int, n_ranks: int | None = None, what: str = "the generated trace") -> None:
+    """Refuse, before allocating, a generated trace of ``rows`` rows that the memory available now cannot hold.
+
+    Parameters
+    ----------
+    rows : int
+        Rows of the trace.
+    n_ranks : int, optional
+        Its ranks, for the message.
+    what : str, optional
+        The subject of the message (e.g. naming the field that sized the trace).
+
+    Raises
+    ------
+    TopoplanError
+        When ``rows`` is over :data:`MAX_GENERATED_ROWS` (the ceiling to which
+        memory can raise :data:`MAX_TRACE_ROWS`), or when the trace's
+        columns and the scratch of its validation (:data:`TRACE_ROW_BYTES` +
+        :data:`BUILD_SCRATCH_BYTES_PER_ROW` bytes a row) exceed the memory
+        available: Linux ``MemAvailable``, or less where the process's
+        address space is limited (``ulimit -v``); not checked where neither
+        is known.
+
+    Examples
+    --------
+    >>> check_generated_memory(1000)
+    >>> check_generated_memory(MAX_GENERATED_ROWS + 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: the generated trace would have 4,294,967,297 rows: over the limit of 100,000,000 rows, which memory can raise but never past 4,294,967,296; ...
+    """
+    from planner.traffic import trace as trace_mod
+
+    who = "" if n_ranks is None else f" ({n_ranks} ranks)"
+    if rows > MAX_GENERATED_ROWS:
+        raise TopoplanError(f"{what} would have {int(rows):,} rows{who}: {_over_cap()}; use fewer ranks, messages "
+                            "or iterations")
+    need = int(rows) * (TRACE_ROW_BYTES + BUILD_SCRATCH_BYTES_PER_ROW)
+    have = trace_mod._memory_available()
+    room = _address_space_left()
+    if room is not None:
+        have = room if have is None else min(have, room)
+    if have is not None and need > have:
+        over = f"over the limit of {MAX_TRACE_ROWS:,} rows, raised only as far as memory allows: " \
+            if rows > MAX_TRACE_ROWS else ""
+        raise TopoplanError(f"{what} would have {int(rows):,} rows{who}: {over}about {_size(need)}, more than the "
+                            f"{_size(have)} of memory available; use fewer ranks or iterations "
+                            "(planner.traffic.matrix.load_traffic gives its traffic without building it)")
+
+
+def _over_cap() -> str:
+    return (f"over the limit of {MAX_TRACE_ROWS:,} rows, which memory can raise but never past "
+            f"{MAX_GENERATED_ROWS:,}")
+
+
+def _address_space_left() -> int | None:
+    """Bytes this process may still map under its address-space limit (``ulimit -v``), or None without one."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm") as fh:
+            used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        return max(soft - used, 0)
+    except (ImportError, OSError, ValueError, IndexError):
+        return None
+
+
+def _size(n_bytes: int) -> str:
+    for unit, scale, fmt in (("GiB", 2 ** 30, ".1f"), ("MiB", 2 ** 20, ".0f")):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:{fmt}} {unit}"
+    return f"{n_bytes / 2 ** 10:.0f} KiB"
+
+
+def _compact(a):
+    """A per-rank array whose entries are all equal as that one NumPy scalar (same values, no memory)."""
+    return a[0] if len(a) and bool((a == a[0]).all()) else a
+
+
+def _per_row(v, r):
+    """A per-rank array (or scalar) read at the ranks ``r`` of a block's rows."""
+    return v if numpy.ndim(v) == 0 else v[r]
+
+
+class _Leaf:
+    """The calls of one :meth:`TraceBuilder.add`: per-row arrays, or NumPy scalars where every row has the value.
+
+    ``occ`` is the rank's occurrence number within the call list (None when every rank is listed once);
+    ``uniq``/``cnt`` the listed ranks and their rows then.
+    """
+
+    __slots__ = ("rank", "occ", "uniq", "cnt", "op", "peer", "bytes", "root", "size", "tag", "comm", "req", "seq",
+                 "t0", "rows")
+
+
+class _Rep:
+    """A block of items made to happen ``times`` times; copy k (k >= 1) moves each rank's call numbers on by
+    ``k * dseq`` and its computation clock by ``k * dclock``."""
+
+    __slots__ = ("items", "times", "dseq", "dclock", "rows")
+
+    def __init__(self, items, times, dseq, dclock, rows):
+        self.items, self.times, self.dseq, self.dclock, self.rows = items, times, dseq, dclock, rows
+
+
+def _walk(items, shifts=()):
+    """Every block of calls in program order, as ``(leaf, shifts)``; ``shifts`` lists the enclosing repeats
+    (outermost first) as ``(copy number, repeat)``, copies 0 left out."""
+    for it in items:
+        if type(it) is _Leaf:
+            yield it, shifts
+        else:
+            for k in range(it.times):
+                yield from _walk(it.items, shifts + ((k, it),) if k else shifts)
+
+
+def _walk_times(items, times=1):
+    """Every recorded block once, as ``(leaf, times it occurs)``."""
+    for it in items:
+        if type(it) is _Leaf:
+            yield it, times
+        else:
+            yield from _walk_times(it.items, times * it.times)
 
 
 class TraceBuilder:
@@ -38,7 +184,13 @@ class TraceBuilder:
     synthetic: the i-th call of a rank starts at ``i * (TICK_S + call_gap_s)``
     plus the computation added with :meth:`compute`, and lasts ``TICK_S``.
     A block of calls recorded after :meth:`mark` can be repeated without
-    recording it again (:meth:`repeat`), which keeps long runs cheap.
+    recording it again (:meth:`repeat`).
+
+    Repeats stay symbolic until :meth:`build`, which writes every row once,
+    straight into its place in the rank-ordered columns of the
+    :class:`~planner.traffic.trace.Trace` (no sort, no intermediate copies):
+    building takes the trace's own size plus what was recorded. :meth:`pieces`
+    writes the same rows a bounded number at a time.
 
     Parameters
     ----------
@@ -51,7 +203,9 @@ class TraceBuilder:
     ------
     TopoplanError
         From :meth:`add` and :meth:`repeat` when the trace would exceed
-        ``MAX_TRACE_ROWS`` rows (checked before allocating).
+        :data:`MAX_GENERATED_ROWS` rows, from :meth:`build` when it would not
+        fit in the memory available (:func:`check_generated_memory`; past
+        :data:`MAX_TRACE_ROWS` rows only memory allows it).
 
     See Also
     --------
@@ -62,25 +216,25 @@ class TraceBuilder:
     >>> b = TraceBuilder(2)
     >>> b.add([0], "send", peer=1, nbytes=8); b.add([1], "recv", peer=0, nbytes=8)
     >>> m = b.mark(); b.add([0, 1], "barrier"); b.repeat(m, 3)
-    >>> b.build("demo").op_counts()
-    {'send': 1, 'recv': 1, 'barrier': 6}
+    >>> b.rows, b.build("demo").op_counts()
+    (8, {'send': 1, 'recv': 1, 'barrier': 6})
+    >>> [len(p) for p in b.pieces("demo", max_rows=3)]
+    [4, 4]
     """
-
-    _COLS = ("rank", "op", "peer", "bytes", "root", "comm_size", "tag", "comm", "req", "seq", "t0")
 
     def __init__(self, n_ranks: int, call_gap_s: float = 0.0):
         self.n = int(n_ranks)
         self.call_gap_s = float(call_gap_s)
         self.next = numpy.zeros(self.n, dtype=numpy.int64)   # number of the next call of each rank
         self.clock = numpy.zeros(self.n)                     # computation added so far per rank
-        self.chunks: list[tuple] = []
+        self._items: list = []
         self.rows = 0
 
     def _grow(self, k: float) -> None:
-        # checked before allocating, so a huge request is an error rather than a MemoryError
-        if self.rows + k > MAX_TRACE_ROWS:
-            raise TopoplanError(f"the generated trace would exceed {MAX_TRACE_ROWS:,} rows "
-                                f"({self.n} ranks); use fewer ranks, messages or iterations")
+        # checked before anything is recorded, so a huge request is an error rather than a long wait
+        if self.rows + k > MAX_GENERATED_ROWS:
+            raise TopoplanError(f"the generated trace would have more than {MAX_GENERATED_ROWS:,} rows ({self.n} "
+                                f"ranks): {_over_cap()}; use fewer ranks, messages or iterations")
         self.rows += int(k)
 
     def add(self, ranks, op: str, peer=-1, nbytes=0.0, *, root=-1, size=None, tag=-1, comm=-1, req=-1,
@@ -96,28 +250,45 @@ class TraceBuilder:
         k = len(r)
         if k == 0:
             return
+        if r.min() < 0 or r.max() >= self.n:
+            bad = int(r[(r < 0) | (r >= self.n)][0])
+            raise TopoplanError(f"TraceBuilder.add: field 'ranks': rank {bad} is outside the communicator of "
+                                f"{self.n} ranks")
         self._grow(k)
-        if one_call:
-            seq = self.next[r]
-            self.next[numpy.unique(r)] += 1
-        else:
-            # the j-th occurrence of a rank in r is its j-th new call
+        leaf = _Leaf()
+        leaf.rank, leaf.rows, leaf.occ, leaf.uniq, leaf.cnt = r, k, None, None, None
+        cnt = numpy.bincount(r, minlength=self.n)
+        if k > 1 and cnt.max() > 1:
+            # the j-th occurrence of a rank in r is its j-th new call (or row of the call)
             order = numpy.argsort(r, kind="stable")
             rs = r[order]
             first = numpy.r_[0, numpy.flatnonzero(rs[1:] != rs[:-1]) + 1]
-            occ = numpy.arange(k) - numpy.repeat(first, numpy.diff(numpy.r_[first, k]))
-            seq = numpy.empty(k, dtype=numpy.int64)
-            seq[order] = self.next[rs] + occ
-            numpy.add.at(self.next, r, 1)
+            occ = numpy.empty(k, dtype=numpy.int64)
+            occ[order] = numpy.arange(k) - numpy.repeat(first, numpy.diff(numpy.r_[first, k]))
+            leaf.occ, leaf.uniq = occ, numpy.flatnonzero(cnt)
+            leaf.cnt = cnt[leaf.uniq]
+        if one_call:
+            seq = self.next[r]
+            self.next[cnt > 0] += 1
+        else:
+            seq = self.next[r] if leaf.occ is None else self.next[r] + leaf.occ
+            self.next += cnt
 
         def col(v, dtype):
             a = numpy.asarray(v, dtype=dtype)
-            return numpy.full(k, a, dtype=dtype) if a.ndim == 0 else a.ravel()
+            if a.ndim == 0:
+                return a[()]
+            a = a.ravel()
+            if len(a) != k:
+                raise ValueError(f"TraceBuilder.add: {len(a)} values for {k} ranks")
+            return a
 
-        self.chunks.append((r, numpy.full(k, OP_CODE[op], dtype=numpy.int16), col(peer, numpy.int64),
-                            col(nbytes, numpy.float64), col(root, numpy.int64),
-                            col(self.n if size is None else size, numpy.int64), col(tag, numpy.int64),
-                            col(comm, numpy.int64), col(req, numpy.int64), seq, self.clock[r]))
+        leaf.op = numpy.int16(OP_CODE[op])
+        leaf.peer, leaf.bytes = col(peer, numpy.int64), col(nbytes, numpy.float64)
+        leaf.root, leaf.size = col(root, numpy.int64), col(self.n if size is None else size, numpy.int64)
+        leaf.tag, leaf.comm, leaf.req = col(tag, numpy.int64), col(comm, numpy.int64), col(req, numpy.int64)
+        leaf.seq, leaf.t0 = _compact(seq), _compact(self.clock[r])
+        self._items.append(leaf)
 
     def compute(self, seconds: float, ranks=None) -> None:
         """Add ``seconds`` of computation before the next call of ``ranks`` (default: every rank)."""
@@ -129,52 +300,175 @@ class TraceBuilder:
 
     def mark(self):
         """A position to :meth:`repeat` from."""
-        return len(self.chunks), self.next.copy(), self.clock.copy()
+        return len(self._items), self.next.copy(), self.clock.copy()
 
     def repeat(self, mark, times: int) -> None:
         """Make the calls recorded since ``mark`` happen ``times`` times in all (0 removes them)."""
         i, next0, clock0 = mark
+        times = int(times)
         if times == 1:
             return
-        if i == len(self.chunks):  # only computation since the mark
+        if i == len(self._items):  # only computation since the mark
             self.clock = clock0 + (self.clock - clock0) * max(times, 0)
             return
+        block = self._items[i:]
+        rows = sum(it.rows for it in block)
         if times <= 0:
-            self.rows -= sum(len(c[0]) for c in self.chunks[i:])
-            del self.chunks[i:]
+            self.rows -= rows
+            del self._items[i:]
             self.next, self.clock = next0, clock0
             return
-        self._grow(float(sum(len(c[0]) for c in self.chunks[i:])) * (times - 1))
-        block = [numpy.concatenate(c) for c in zip(*self.chunks[i:])]
+        self._grow(float(rows) * (times - 1))
         dseq, dclock = self.next - next0, self.clock - clock0
-        reps = numpy.repeat(numpy.arange(1, times), len(block[0]))
-        copies = [numpy.tile(c, times - 1) for c in block]
-        rr = copies[0]
-        copies[9] = copies[9] + reps * dseq[rr]
-        copies[10] = copies[10] + reps * dclock[rr]
-        self.chunks[i:] = [tuple(block), tuple(copies)]
+        self._items[i:] = [_Rep(block, times, _compact(dseq), _compact(dclock), rows * times)]
         self.next += dseq * (times - 1)
         self.clock += dclock * (times - 1)
 
-    def build(self, source: str, communicators=None) -> Trace:
-        """The recorded calls as a validated :class:`Trace`, sorted by rank and call order."""
-        if self.chunks:
-            c = [numpy.concatenate(x) for x in zip(*self.chunks)]
-        else:
-            c = [numpy.zeros(0, dtype=d) for d in (numpy.int64, numpy.int16, numpy.int64, numpy.float64,
-                                                   numpy.int64, numpy.int64, numpy.int64, numpy.int64,
-                                                   numpy.int64, numpy.int64, numpy.float64)]
-        rank, op, peer, nbytes, root, size, tag, comm, req, seq, t0 = c
-        order = numpy.lexsort((numpy.arange(len(rank)), seq, rank))
-        t_start = (seq * (TICK_S + self.call_gap_s) + t0)[order]
-        tr = Trace(n_ranks=self.n, rank=rank[order], op=op[order], peer=peer[order], bytes=nbytes[order],
-                   root=root[order], comm_size=size[order], t_start=t_start, t_end=t_start + TICK_S,
-                   comm=comm[order], tag=tag[order], req=req[order].astype(numpy.int8),
+    # -- writing the rows ---------------------------------------------------
+    def _fill(self, blocks, rows: int):
+        """The columns of the rows of ``blocks`` (a list of the ``(leaf, shifts)`` of :func:`_walk`),
+        in rank order and, within a rank, in call order."""
+        n = self.n
+        per_rank = numpy.zeros(n, dtype=numpy.int64)
+        for leaf, _ in blocks:
+            if leaf.occ is None:
+                per_rank[leaf.rank] += 1
+            else:
+                per_rank[leaf.uniq] += leaf.cnt
+        rank = numpy.repeat(numpy.arange(n, dtype=numpy.int64), per_rank)
+        op = numpy.empty(rows, dtype=numpy.int16)
+        peer, root, size, comm, tag = (numpy.empty(rows, dtype=numpy.int64) for _ in range(5))
+        nbytes, t_start = numpy.empty(rows), numpy.empty(rows)
+        req = numpy.empty(rows, dtype=numpy.int8)
+        pos = numpy.zeros(n, dtype=numpy.int64)     # where each rank's next row goes
+        numpy.cumsum(per_rank[:-1], out=pos[1:])
+        step = TICK_S + self.call_gap_s
+        for leaf, shifts in blocks:
+            r = leaf.rank
+            if leaf.occ is None:
+                at = pos[r]
+                pos[r] += 1
+            else:
+                at = pos[r] + leaf.occ
+                pos[leaf.uniq] += leaf.cnt
+            seq, t0 = leaf.seq, leaf.t0
+            for k, rep in shifts:
+                seq = seq + k * _per_row(rep.dseq, r)
+            for k, rep in reversed(shifts):   # innermost repeat first, as the copies were made
+                t0 = t0 + k * _per_row(rep.dclock, r)
+            op[at] = leaf.op
+            peer[at] = leaf.peer
+            nbytes[at] = leaf.bytes
+            root[at] = leaf.root
+            size[at] = leaf.size
+            tag[at] = leaf.tag
+            comm[at] = leaf.comm
+            req[at] = leaf.req
+            t_start[at] = seq * step + t0
+        t_end = numpy.add(t_start, TICK_S)
+        return rank, op, peer, nbytes, root, size, t_start, t_end, comm, tag, req
+
+    def _trace(self, cols, source, communicators) -> Trace:
+        rank, op, peer, nbytes, root, size, t_start, t_end, comm, tag, req = cols
+        tr = Trace(n_ranks=self.n, rank=rank, op=op, peer=peer, bytes=nbytes, root=root, comm_size=size,
+                   t_start=t_start, t_end=t_end, comm=comm, tag=tag, req=req,
                    communicators={int(k): numpy.asarray(v, dtype=numpy.int64)
                                   for k, v in (communicators or {}).items()},
                    source=source)
         tr.validate()
         return tr
+
+    def build(self, source: str, communicators=None) -> Trace:
+        """The recorded calls as a validated :class:`Trace`, sorted by rank and call order.
+
+        Raises
+        ------
+        TopoplanError
+            Before allocating, when the trace would not fit in the memory available
+            (:func:`check_generated_memory`).
+        """
+        check_generated_memory(self.rows, self.n)
+        return self._trace(self._fill(list(_walk(self._items)), self.rows), source, communicators)
+
+    def pieces(self, source: str, communicators=None, max_rows: int | None = None):
+        """The trace of :meth:`build` in pieces of about ``max_rows`` rows, without ever holding all of it.
+
+        Each piece is a validated :class:`Trace` over all ``n_ranks`` ranks
+        holding consecutive calls of the program (a block recorded by one
+        :meth:`add` is never split, so a piece can exceed ``max_rows`` by one
+        block): for every rank, its rows in piece 1, then in piece 2, ... are
+        its rows in the built trace, in order, with the same values.
+
+        Parameters
+        ----------
+        source : str
+            Source of every piece.
+        communicators : dict, optional
+            As for :meth:`build`.
+        max_rows : int, optional
+            Rows per piece; default :data:`PIECE_ROWS`.
+
+        Yields
+        ------
+        Trace
+            At least one (empty when nothing was recorded).
+        """
+        max_rows = PIECE_ROWS if max_rows is None else max(int(max_rows), 1)
+        buf, rows, done = [], 0, False
+        for block in _walk(self._items):
+            buf.append(block)
+            rows += block[0].rows
+            if rows >= max_rows:
+                yield self._trace(self._fill(buf, rows), source, communicators)
+                buf, rows, done = [], 0, True
+        if buf or not done:
+            yield self._trace(self._fill(buf, rows), source, communicators)
+
+    def blocks(self, source: str, communicators=None, max_rows: int | None = None):
+        """Every recorded block of calls once, with the number of times it occurs in the trace.
+
+        A block is what one :meth:`add` recorded; :meth:`repeat` makes it occur
+        again with later times only. Whatever depends on who calls what, with
+        which peer, size, root and communicator -- the traffic of the trace --
+        can be read from the blocks, at the cost of the recording rather than
+        of the trace. Blocks that occur equally often come together, in traces
+        of up to about ``max_rows`` rows.
+
+        Parameters
+        ----------
+        source : str
+            Source of every trace.
+        communicators : dict, optional
+            As for :meth:`build`.
+        max_rows : int, optional
+            Rows per trace; default :data:`PIECE_ROWS`.
+
+        Yields
+        ------
+        (Trace, int)
+            The first occurrence of one or more blocks as a validated trace
+            (rows by rank; a rank's rows of one call stay together), and how
+            many times each of them occurs.
+
+        Examples
+        --------
+        >>> b = TraceBuilder(2)
+        >>> b.add([0, 1], "barrier"); m = b.mark(); b.add([0], "send", peer=1, nbytes=8)
+        >>> b.add([1], "recv", peer=0, nbytes=8); b.repeat(m, 5)
+        >>> [(t.op_counts(), k) for t, k in b.blocks("demo")]
+        [({'barrier': 2}, 1), ({'send': 1, 'recv': 1}, 5)]
+        """
+        max_rows = PIECE_ROWS if max_rows is None else max(int(max_rows), 1)
+        pending: dict[int, list] = {}
+        for leaf, times in _walk_times(self._items):
+            got = pending.setdefault(times, [[], 0])
+            got[0].append((leaf, ()))
+            got[1] += leaf.rows
+            if got[1] >= max_rows:
+                del pending[times]
+                yield self._trace(self._fill(*got), source, communicators), times
+        for times, got in pending.items():
+            yield self._trace(self._fill(*got), source, communicators), times
 
 
 # --------------------------------------------------------------- generators --
@@ -185,7 +479,10 @@ def _positive(name, value, gen, minimum=1):
 
 
 def _check_size(gen: str, rows: float, what: str = "trace rows") -> None:
-    if rows > MAX_TRACE_ROWS:
+    if what == "trace rows" and rows > MAX_GENERATED_ROWS:
+        raise TopoplanError(f"traffic spec {gen!r}: would generate {rows:.3g} trace rows, {_over_cap()}; use fewer "
+                            "ranks, messages or iterations")
+    if what != "trace rows" and rows > MAX_TRACE_ROWS:
         raise TopoplanError(f"traffic spec {gen!r}: would generate {rows:.3g} {what}, over the limit of "
                             f"{MAX_TRACE_ROWS:,}; use fewer ranks, messages or iterations")
 
@@ -215,7 +512,8 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: fl
     Raises
     ------
     TopoplanError
-        For a size below 1 or a trace over ``MAX_TRACE_ROWS`` rows.
+        For a size below 1, a trace over ``MAX_GENERATED_ROWS`` rows or one
+        the memory available cannot hold (:func:`check_generated_memory`).
 
     References
     ----------
@@ -228,6 +526,12 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: fl
     >>> t.n_ranks, t.op_counts()
     (6, {'isend': 14, 'irecv': 14, 'waitall': 6})
     """
+    b, source, comms = _neighbor2d_recording(rows, cols, bytes, iters, compute_s)
+    return b.build(source, comms)
+
+
+def _neighbor2d_recording(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0):
+    """The TraceBuilder, source and communicators of :func:`neighbor2d`."""
     rows = _positive("rows", rows, "neighbor2d")
     cols = _positive("cols", cols, "neighbor2d")
     iters = _positive("iters", iters, "neighbor2d")
@@ -245,7 +549,7 @@ def neighbor2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: fl
         b.add(r[has], "isend", q[has], bytes, tag=0)
     b.add(r, "waitall")
     b.repeat(m, iters)
-    return b.build(f"neighbor2d:rows={rows},cols={cols}")
+    return b, f"neighbor2d:rows={rows},cols={cols}", None
 
 
 def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
@@ -278,6 +582,12 @@ def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> T
     >>> alltoall(8, 1e6, iters=2).op_counts()
     {'alltoall': 16}
     """
+    b, source, comms = _alltoall_recording(np, bytes, iters, compute_s)
+    return b.build(source, comms)
+
+
+def _alltoall_recording(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0):
+    """The TraceBuilder, source and communicators of :func:`alltoall`."""
     np = _positive("np", np, "alltoall")
     iters = _positive("iters", iters, "alltoall")
     _check_size("alltoall", float(np) * np * iters, "messages once the all-to-alls are expanded")
@@ -286,7 +596,7 @@ def alltoall(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> T
     b.compute(compute_s)
     b.add(numpy.arange(np), "alltoall", -1, bytes)
     b.repeat(m, iters)
-    return b.build(f"alltoall:np={np}")
+    return b, f"alltoall:np={np}", None
 
 
 def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
@@ -314,6 +624,12 @@ def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace
     >>> ring(4, 64, iters=2).op_counts()["isend"]
     8
     """
+    b, source, comms = _ring_recording(np, bytes, iters, compute_s)
+    return b.build(source, comms)
+
+
+def _ring_recording(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0):
+    """The TraceBuilder, source and communicators of :func:`ring`."""
     np = _positive("np", np, "ring", 2)
     iters = _positive("iters", iters, "ring")
     _check_size("ring", 4.0 * np * iters)
@@ -325,7 +641,7 @@ def ring(np: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace
     b.add(r, "isend", (r + 1) % np, bytes, tag=0)
     b.add(r, "waitall")
     b.repeat(m, iters)
-    return b.build(f"ring:np={np}")
+    return b, f"ring:np={np}", None
 
 
 def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, compute_s: float = 0.0) -> Trace:
@@ -359,6 +675,12 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, 
     >>> t.op_counts()["isend"], t.n_ranks
     (20, 8)
     """
+    b, source, comms = _random_recording(np, bytes, msgs, seed, iters, compute_s)
+    return b.build(source, comms)
+
+
+def _random_recording(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, compute_s: float = 0.0):
+    """The TraceBuilder, source and communicators of :func:`random`."""
     np = _positive("np", np, "random", 2)
     iters = _positive("iters", iters, "random")
     msgs = _positive("msgs", msgs, "random", 0) or np
@@ -372,7 +694,7 @@ def random(np: int, bytes: float, msgs: int = 0, seed: int = 0, iters: int = 1, 
         b.add(dst, "irecv", src, bytes, tag=it)
         b.add(src, "isend", dst, bytes, tag=it)
         b.add(numpy.arange(np), "waitall")
-    return b.build(f"random:np={np},seed={seed}")
+    return b, f"random:np={np},seed={seed}", None
 
 
 def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, compute_s: float = 0.0) -> Trace:
@@ -549,6 +871,37 @@ def is_spec(text: str) -> bool:
     return name.strip().lower() in GENERATORS and (bool(colon) or name.strip() == s)
 
 
+def _parse(spec: str) -> tuple[str, dict]:
+    """The generator's name and its keyword arguments (defaults filled in) of a spec string."""
+    name, _, rest = str(spec).strip().partition(":")
+    name = name.strip().lower()
+    gen = GENERATORS.get(name)
+    if gen is None:
+        raise TopoplanError(f"unknown traffic generator {name!r} (known: {', '.join(GENERATORS)})")
+    given: dict[str, object] = {}
+    for item in (x.strip() for x in rest.split(",")):
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq:
+            raise TopoplanError(f"traffic spec {name!r}: expected key=value, got {item!r}")
+        if key not in gen.params:
+            raise TopoplanError(f"traffic spec {name!r}: unknown parameter {key!r} (known: {', '.join(gen.params)})")
+        if key in given:
+            raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} given twice")
+        given[key] = _convert(name, key, gen.params[key].kind, value)
+    kwargs = {}
+    for key, par in gen.params.items():
+        if key in given:
+            kwargs[par.arg] = given[key]
+        elif par.default is REQUIRED:
+            raise TopoplanError(f"traffic spec {name!r}: missing parameter {key!r}")
+        else:
+            kwargs[par.arg] = par.default
+    return name, kwargs
+
+
 def parse_spec(spec: str) -> Trace:
     """Run the generator that a spec string ``name:key=value,...`` names.
 
@@ -584,39 +937,129 @@ def parse_spec(spec: str) -> Trace:
     ...
     planner.core.errors.TopoplanError: traffic spec 'ring': unknown parameter 'byte' (known: np, bytes, iters, compute)
     """
-    name, _, rest = str(spec).strip().partition(":")
-    name = name.strip().lower()
-    gen = GENERATORS.get(name)
-    if gen is None:
-        raise TopoplanError(f"unknown traffic generator {name!r} (known: {', '.join(GENERATORS)})")
-    given: dict[str, object] = {}
-    for item in (x.strip() for x in rest.split(",")):
-        if not item:
-            continue
-        key, eq, value = item.partition("=")
-        key = key.strip().lower()
-        if not eq:
-            raise TopoplanError(f"traffic spec {name!r}: expected key=value, got {item!r}")
-        if key not in gen.params:
-            raise TopoplanError(f"traffic spec {name!r}: unknown parameter {key!r} (known: {', '.join(gen.params)})")
-        if key in given:
-            raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} given twice")
-        given[key] = _convert(name, key, gen.params[key].kind, value)
-    kwargs = {}
-    for key, par in gen.params.items():
-        if key in given:
-            kwargs[par.arg] = given[key]
-        elif par.default is REQUIRED:
-            raise TopoplanError(f"traffic spec {name!r}: missing parameter {key!r}")
-        else:
-            kwargs[par.arg] = par.default
+    name, kwargs = _parse(spec)
     try:
-        trace = gen.fn(**kwargs)
+        trace = GENERATORS[name].fn(**kwargs)
     except TopoplanError as exc:
         msg = str(exc)
         raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
     trace.source = str(spec).strip()
     return trace
+
+
+def _npb_recording(kernel, np, klass="C", iters=None, compute_s=0.0):
+    from planner.traffic.npb import npb_recording
+
+    return npb_recording(kernel, klass, np, iters, compute_s)
+
+
+_RECORDINGS = {"neighbor2d": _neighbor2d_recording, "alltoall": _alltoall_recording, "ring": _ring_recording,
+               "random": _random_recording, "npb": _npb_recording}
+_PUBLIC = {"neighbor2d": neighbor2d, "alltoall": alltoall, "ring": ring, "random": random, "npb": npb}
+
+
+class Recording(NamedTuple):
+    """A generator spec's calls as recorded, before any trace row is written (:func:`record_spec`).
+
+    Parameters
+    ----------
+    name : str
+        The generator.
+    source : str
+        The spec; the ``source`` of what is built from it.
+    builder : TraceBuilder
+        The recording (repeated iterations recorded once).
+    communicators : dict or None
+        Communicators other than MPI_COMM_WORLD.
+
+    Examples
+    --------
+    >>> r = record_spec("ring:np=4,bytes=1KB,iters=3")
+    >>> r.n_ranks, r.rows, len(r.build()), [len(p) for p in r.pieces(max_rows=8)]
+    (4, 36, 36, [8, 8, 8, 8, 4])
+    """
+
+    name: str
+    source: str
+    builder: TraceBuilder
+    communicators: dict | None
+
+    @property
+    def n_ranks(self) -> int:
+        return self.builder.n
+
+    @property
+    def rows(self) -> int:
+        return self.builder.rows
+
+    def _wrap(self, exc: TopoplanError) -> TopoplanError:
+        msg = str(exc)
+        return TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {self.name!r}: {msg}")
+
+    def build(self) -> Trace:
+        """The whole trace, as :func:`parse_spec` returns it (refused first if memory cannot hold it)."""
+        try:
+            return self.builder.build(self.source, self.communicators)
+        except TopoplanError as exc:
+            raise self._wrap(exc) from None
+
+    def pieces(self, max_rows: int | None = None):
+        """The trace in pieces of about ``max_rows`` rows (:meth:`TraceBuilder.pieces`)."""
+        try:
+            yield from self.builder.pieces(self.source, self.communicators, max_rows)
+        except TopoplanError as exc:
+            raise self._wrap(exc) from None
+
+    def blocks(self, max_rows: int | None = None):
+        """Every recorded block once with its number of occurrences (:meth:`TraceBuilder.blocks`)."""
+        try:
+            yield from self.builder.blocks(self.source, self.communicators, max_rows)
+        except TopoplanError as exc:
+            raise self._wrap(exc) from None
+
+
+def record_spec(spec: str) -> Recording | None:
+    """Record the calls of the generator a spec names, without writing the trace's rows.
+
+    Recording is cheap at any size (each repeated iteration is recorded
+    once): the :class:`Recording` tells the trace's size (``rows``) and
+    builds it whole (``build``, checked against the memory available), in
+    pieces of bounded size (``pieces``: streamed generation, for traces
+    that memory cannot hold), or as its distinct blocks with their counts
+    (``blocks``, what :func:`planner.traffic.matrix.load_traffic` reads).
+
+    Parameters
+    ----------
+    spec : str
+        A generator spec, as for :func:`parse_spec`.
+
+    Returns
+    -------
+    Recording or None
+        None for a generator added to :data:`GENERATORS` without a recording
+        function (use :func:`parse_spec`).
+
+    Raises
+    ------
+    TopoplanError
+        As :func:`parse_spec`, except the memory check (made by ``build``).
+
+    Examples
+    --------
+    >>> r = record_spec("npb:kernel=cg,class=C,np=65536,iters=1")
+    >>> r.n_ranks, r.rows, r.source
+    (65536, 258932736, 'npb:kernel=cg,class=C,np=65536,iters=1')
+    """
+    name, kwargs = _parse(spec)
+    fn = _RECORDINGS.get(name)
+    if fn is None or GENERATORS[name].fn is not _PUBLIC[name]:
+        return None
+    try:
+        b, _, comms = fn(**kwargs)
+    except TopoplanError as exc:
+        msg = str(exc)
+        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+    return Recording(name, str(spec).strip(), b, comms)
 
 
 def describe_generators() -> str:

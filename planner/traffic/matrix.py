@@ -135,14 +135,34 @@ def from_arrays(n_ranks, src, dst, msg_bytes, count=None, name="") -> Traffic:
 
 
 def _group(t: Traffic) -> Traffic:
-    """Merge groups with the same (src, dst, msg_bytes)."""
-    if len(t.src) == 0:
+    """Merge groups with the same (src, dst, msg_bytes), sorted by them.
+
+    One stable sort by ``(src, dst)`` (a single integer key when both are
+    ranks) and ``msg_bytes``; the counts add up exactly (int64).
+    """
+    k = len(t.src)
+    if k == 0:
         return t
-    keys = np.stack([t.src, t.dst, t.msg_bytes])
-    uniq, inv = np.unique(keys, axis=1, return_inverse=True)
-    inv = inv.ravel()
-    count = np.bincount(inv, weights=t.count, minlength=uniq.shape[1]).astype(np.int64)
-    return Traffic(t.n_ranks, uniq[0].astype(np.int64), uniq[1].astype(np.int64), uniq[2], count, t.name)
+    src, dst, size, count = t.src, t.dst, t.msg_bytes, t.count
+    n = max(int(t.n_ranks), 1)
+    if src.min() >= 0 and dst.min() >= 0 and max(src.max(), dst.max()) < n and n < 2 ** 31:
+        pair = src * n + dst                      # orders as (src, dst)
+        order = np.lexsort((size, pair))
+        pair = pair[order]
+        src, dst = np.divmod(pair, n)
+        new = pair[1:] != pair[:-1]
+        del pair
+    else:
+        order = np.lexsort((size, dst, src))
+        src, dst = src[order], dst[order]
+        new = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    size = size[order]
+    new |= size[1:] != size[:-1]
+    start = np.flatnonzero(np.r_[True, new])
+    del new
+    count = np.add.reduceat(count[order], start).astype(np.int64)
+    return Traffic(t.n_ranks, src[start].astype(np.int64), dst[start].astype(np.int64),
+                   size[start].astype(np.float64), count, t.name)
 
 
 def read_matrix(path, n_ranks: int | None = None) -> Traffic:
@@ -233,6 +253,8 @@ def from_trace(trace) -> Traffic:
 
     Collectives become the point-to-point messages of the MPICH algorithm
     their size selects (:func:`planner.traffic.collectives.expand_trace_collectives`).
+    A long trace is read in slices of whole ranks, so the extracted messages
+    take memory in proportion to a slice (about 4 M rows), not to the trace.
 
     Parameters
     ----------
@@ -251,19 +273,82 @@ def from_trace(trace) -> Traffic:
     >>> t.n_ranks, t.src.tolist(), t.dst.tolist(), t.count.tolist()
     (4, [0, 1, 2, 3], [1, 2, 3, 0], [2, 2, 2, 2])
     """
+    groups = _Groups(trace.n_ranks)
+    for part in _rank_slices(trace, _SLICE_ROWS):
+        groups.add(*_messages(part))
+    return groups.traffic(Path(trace.source).parent.name or trace.source)
+
+
+# from_trace works through a long trace in slices of whole ranks of about this many rows, so the messages
+# it extracts (and their sort) take memory in proportion to a slice, not to the trace.
+_SLICE_ROWS = 1 << 22
+
+
+def _rank_slices(trace, max_rows: int):
+    """The trace as views of consecutive whole ranks, about ``max_rows`` rows each (one view if its rows
+    are not in rank order)."""
+    import dataclasses
+
+    n = len(trace)
+    if n <= max_rows or bool((trace.rank[1:] < trace.rank[:-1]).any()):
+        yield trace
+        return
+    bounds = np.searchsorted(trace.rank, np.arange(int(trace.rank[-1]) + 2))
+    cuts = [0]
+    while cuts[-1] < n:   # the first rank boundary at least max_rows after the last cut (or the end)
+        cuts.append(int(bounds[min(np.searchsorted(bounds, cuts[-1] + max_rows), len(bounds) - 1)]))
+    cols = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        yield dataclasses.replace(trace, **{c: getattr(trace, c)[a:b] for c in cols})
+
+
+def _messages(trace):
+    """``(src, dst, bytes)`` of every message of a trace: explicit sends, then the expanded collectives."""
     from planner.traffic.collectives import expand_trace_collectives
     from planner.traffic.trace import op_codes
 
     send = np.isin(trace.op, op_codes(("send", "isend", "sendrecv"))) & (trace.peer >= 0)
-    src = [trace.rank[send]]
-    dst = [trace.peer[send]]
-    size = [trace.bytes[send]]
     cs, cd, cb = expand_trace_collectives(trace)
-    src.append(np.asarray(cs, dtype=np.int64))
-    dst.append(np.asarray(cd, dtype=np.int64))
-    size.append(np.asarray(cb, dtype=np.float64))
-    return from_arrays(trace.n_ranks, np.concatenate(src), np.concatenate(dst), np.concatenate(size),
-                       name=Path(trace.source).parent.name or trace.source)
+    return (np.concatenate([trace.rank[send], np.asarray(cs, dtype=np.int64)]),
+            np.concatenate([trace.peer[send], np.asarray(cd, dtype=np.int64)]),
+            np.concatenate([trace.bytes[send], np.asarray(cb, dtype=np.float64)]))
+
+
+class _Groups:
+    """Message groups gathered part by part (:func:`_group` of each part, merged when they pile up)."""
+
+    def __init__(self, n_ranks: int):
+        self.n = int(n_ranks)
+        self.parts: list[Traffic] = []
+        self.held = 0
+        self.merged = 0
+
+    def add(self, src, dst, msg_bytes, count=None) -> None:
+        src = np.asarray(src, dtype=np.int64)
+        count = np.ones(len(src), dtype=np.int64) if count is None else np.asarray(count, dtype=np.int64)
+        g = _group(Traffic(self.n, src, np.asarray(dst, dtype=np.int64), np.asarray(msg_bytes, dtype=np.float64),
+                           count))
+        self.parts.append(g)
+        self.held += len(g.src)
+        if len(self.parts) > 1 and self.held > max(_SLICE_ROWS, 2 * self.merged):
+            self._merge()
+
+    def _merge(self) -> None:
+        if len(self.parts) > 1:
+            p = self.parts
+            self.parts = [_group(Traffic(self.n, np.concatenate([g.src for g in p]), np.concatenate([g.dst for g in p]),
+                                         np.concatenate([g.msg_bytes for g in p]),
+                                         np.concatenate([g.count for g in p])))]
+        self.held = self.merged = sum(len(g.src) for g in self.parts)
+
+    def traffic(self, name: str) -> Traffic:
+        self._merge()
+        if not self.parts:
+            e = np.zeros(0, dtype=np.int64)
+            return Traffic(self.n, e, e.copy(), np.zeros(0), e.copy(), name)
+        t = self.parts[0]
+        t.name = name
+        return t
 
 
 def is_matrix_file(path: Path) -> bool:
@@ -379,8 +464,13 @@ def load_source(spec: str, n_ranks: int | None = None):
     from planner.traffic import generators
 
     if generators.is_spec(spec):
-        tr = generators.parse_spec(spec)
-        t = from_trace(tr)
+        rec = generators.record_spec(spec)
+        if rec is None:
+            tr = generators.parse_spec(spec)
+            t = from_trace(tr)
+        else:   # the traffic from the recording's blocks: the same groups as from_trace(tr), without its cost
+            tr = rec.build()
+            t = _recording_traffic(rec)
         t.name = spec
         return tr, t
     if "/" in spec or spec.endswith((".csv", ".gz")):
@@ -412,6 +502,15 @@ def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
     --------
     load_source : also returns the event trace.
 
+    Notes
+    -----
+    A generator spec's trace is never built: its traffic comes from the
+    generator's recording (:func:`planner.traffic.generators.record_spec`),
+    each recorded block of calls once, counted as often as it repeats. Time
+    and memory follow the recording, not the trace, so traces too large to
+    hold (NPB CG class C at 65,536 ranks is 2.6e8 rows, 19 GB as a trace)
+    still give their traffic. The groups are those of :func:`load_source`.
+
     Examples
     --------
     >>> t = load_traffic("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
@@ -421,5 +520,25 @@ def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
     Traceback (most recent call last):
     ...
     planner.core.errors.TopoplanError: unknown traffic 'nosuch': not a file and not a generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)
+    >>> t = load_traffic("npb:kernel=cg,class=S,np=16,iters=1")   # from the recording: no trace is built
+    >>> u = load_source("npb:kernel=cg,class=S,np=16,iters=1")[1]
+    >>> all((getattr(t, c) == getattr(u, c)).all() for c in ("src", "dst", "msg_bytes", "count")), t.name == u.name
+    (True, True)
     """
+    from planner.traffic import generators
+
+    if not Path(spec).exists() and generators.is_spec(spec):
+        rec = generators.record_spec(spec)
+        if rec is not None:
+            return _recording_traffic(rec, spec)
     return load_source(spec, n_ranks)[1]
+
+
+def _recording_traffic(rec, name: str = "") -> Traffic:
+    """The traffic of a generator's recording: the messages of every recorded block once, counted as many
+    times as the block occurs (a message does not depend on when it is sent)."""
+    groups = _Groups(rec.n_ranks)
+    for block, times in rec.blocks():
+        src, dst, size = _messages(block)
+        groups.add(src, dst, size, np.full(len(src), times, dtype=np.int64))
+    return groups.traffic(name)

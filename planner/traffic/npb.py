@@ -54,7 +54,7 @@ from planner.traffic.generators import TraceBuilder
 from planner.traffic.trace import WORLD, Trace
 
 __all__ = ["KERNELS", "MAX_NPB_RANKS", "cg_layout", "mg_layout", "is_key_counts", "ft_layout", "lu_layout",
-           "npb_trace"]
+           "npb_trace", "npb_recording"]
 
 KERNELS = ("cg", "mg", "is", "lu", "ft")
 DBL, INT, DCOMPLEX = 8, 4, 16
@@ -769,13 +769,56 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
     row/column communicators and MG's working communicator.
 
     Raises TopoplanError naming the field ('kernel', 'class', 'np', 'iters'
-    or 'compute') for invalid input.
+    or 'compute') for invalid input, and 'np', 'iters' for a trace that
+    the memory available cannot hold (checked before it is built; see
+    :func:`planner.traffic.generators.check_generated_memory`, and
+    :func:`planner.traffic.matrix.load_traffic` for its traffic).
 
     Examples
     --------
     >>> t = npb_trace("lu", "S", 4, iters=2)
     >>> t.n_ranks, t.op_counts()["bcast"]
     (4, 40)
+    """
+    from planner.traffic.generators import check_generated_memory
+
+    builder, source, communicators = npb_recording(kernel, klass, np, iters, compute_s)
+    k = str(kernel).strip().lower()   # valid: npb_recording checked it
+    check_generated_memory(builder.rows, builder.n, f"npb {k}: fields 'np', 'iters': the trace")
+    return builder.build(source, communicators)
+
+
+def npb_recording(kernel: str, klass: str = "C", np: int = 64, iters: int | None = None,
+                  compute_s: float = 0.0) -> tuple:
+    """What :func:`npb_trace` builds, still as its recording: ``(TraceBuilder, source, communicators)``.
+
+    Repeated iterations stay symbolic in the
+    :class:`~planner.traffic.generators.TraceBuilder`, so this is cheap at any
+    size: ``builder.rows`` tells the trace's size before it is built,
+    ``builder.pieces(source, communicators)`` yields it piece by piece, and
+    ``builder.blocks(source, communicators)`` each recorded block once with
+    its count (what its traffic needs).
+
+    Parameters
+    ----------
+    kernel, klass, np, iters, compute_s
+        As for :func:`npb_trace`.
+
+    Returns
+    -------
+    tuple
+        ``(builder, source, communicators)``.
+
+    Raises
+    ------
+    TopoplanError
+        As :func:`npb_trace`, except the memory check (made by ``builder.build``).
+
+    Examples
+    --------
+    >>> b, source, comms = npb_recording("cg", "C", 16384, iters=1)
+    >>> b.rows, source
+    (56967168, 'npb:kernel=cg,class=C,np=16384,iters=1')
     """
     k = str(kernel).strip().lower()
     if k not in _KERNELS:
@@ -811,4 +854,4 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
                             f"got {compute_s!r}") from None
     builder, communicators = _KERNELS[k](c, P, iters, gap)
     source = f"npb:kernel={k},class={c},np={P}" + ("" if iters is None else f",iters={iters}")
-    return builder.build(source, communicators)
+    return builder, source, communicators

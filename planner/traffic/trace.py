@@ -221,11 +221,11 @@ def _num(x: float):
 
 
 # A CSV file is read whole into memory before parsing: refuse, before allocating, one that cannot be
-# held (a 2.5 MB gzip of one repeated row expands to gigabytes). Rows: the cap of generated traces
-# (planner.traffic.generators.MAX_TRACE_ROWS). Bytes of text (once decompressed): reading takes about
-# 6 bytes of memory per byte of text (pandas' tokens, then the columns), so 1 GiB needs ~6.5 GB, what
-# a generated trace at its row cap takes; it is 23 million trace rows, 50 times the largest NPB class C
-# trace of 64 ranks (LU, 20 MB).
+# held (a 2.5 MB gzip of one repeated row expands to gigabytes). Rows: planner.traffic.generators.MAX_TRACE_ROWS
+# (generated traces are limited by the memory available instead: generators.check_generated_memory).
+# Bytes of text (once decompressed): reading takes about 6 bytes of memory per byte of text (pandas'
+# tokens, then the columns), so 1 GiB needs ~6.5 GB, what a generated trace of 85 million rows takes; it
+# is 23 million trace rows, 50 times the largest NPB class C trace of 64 ranks (LU, 20 MB).
 MAX_CSV_BYTES = 2 ** 30
 _BOM = b"\xef\xbb\xbf"      # UTF-8 byte order mark, written first by spreadsheet exports
 _CHUNK = 1 << 20            # the field count runs over the text in slices that stay in the CPU cache
