@@ -91,3 +91,13 @@ def test_dumps_keeps_rows_on_one_line():
 
     text = dumps({"next_hop": np.arange(6).reshape(2, 3)})
     assert text.splitlines() == ["{", ' "next_hop": [', "  [0, 1, 2],", "  [3, 4, 5]", " ]", "}"]
+
+
+def test_dumps_puts_each_row_of_a_keyed_table_on_one_line():
+    from planner.core.io import dumps
+
+    doc = {"forwarding": {"0": {"1": 5, "2": 6}, "3": {"1": 7}}, "metrics": {"a": 1, "b": 2}}
+    text = dumps(doc)
+    assert ' "forwarding": {' in text and '  "0": {"1": 5, "2": 6},' in text and '  "3": {"1": 7}' in text
+    assert '  "a": 1,' in text          # an object of scalars that is no table keeps a member per line
+    assert json.loads(text) == doc
