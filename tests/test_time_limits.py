@@ -56,56 +56,42 @@ def test_cpsat_is_stopped_by_ctrl_c(bcast128):
     assert res.objective <= best + 1e-12
 
 
-def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path):
+def _stubborn_cbc(tmp_path, delay_s: float = 0.0):
+    """A PuLP-like problem whose solve starts, after ``delay_s`` (writing the model), a process named cbc
+    that ignores SIGINT, so only a kill ends it."""
+    import shutil
+    import signal
+    import subprocess
+
+    fake = tmp_path / "cbc"
+    shutil.copy(shutil.which("sleep"), fake)
+
+    class Prob:
+        def solve(self, cmd):
+            time.sleep(delay_s)
+            subprocess.run([str(fake), "60"], check=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+    return Prob()
+
+
+@pytest.mark.parametrize("delay_s, limit_s", [(0.0, 0.3), (0.6, 0.05)])
+def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path, monkeypatch, delay_s, limit_s):
     """CBC stayed minutes in its root LP with '-sec 0.1' on a 1,024-node switch model: the back-end now
-    interrupts the process at the limit and kills it if it does not stop (here a stand-in that ignores
-    SIGINT, run under the name cbc)."""
+    interrupts the process at the limit and kills it if it does not stop. PuLP writes the model file before
+    it starts CBC, so on a large model the first stop and kill could find no process yet and the CBC that
+    started afterwards ran for minutes past '-sec 0.4': the kill is repeated until the solver has ended
+    (``delay_s`` 0.6 s, after the first kill)."""
     import subprocess
 
     from models.backends import cbc
 
-    import shutil
-    import signal
-
-    fake = tmp_path / "cbc"
-    shutil.copy(shutil.which("sleep"), fake)
-
-    class Prob:
-        def solve(self, cmd):   # a 'cbc' that ignores SIGINT, so only the kill ends it
-            subprocess.run([str(fake), "60"], check=True,
-                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-
+    if delay_s:
+        monkeypatch.setattr(cbc, "STOP_MARGIN_S", 0.05)
+        monkeypatch.setattr(cbc, "KILL_GRACE_S", 0.2)
     stopped = [False]
     t0 = time.perf_counter()
     with pytest.raises(subprocess.CalledProcessError):
-        cbc._solve_watched(Prob(), None, 0.3, stopped)
+        cbc._solve_watched(_stubborn_cbc(tmp_path, delay_s), None, limit_s, stopped)
     took = time.perf_counter() - t0
-    assert stopped[0] and took < 0.3 + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S + 3
-
-
-def test_a_cbc_started_after_the_first_kill_is_killed_too(tmp_path, monkeypatch):
-    """PuLP writes the model file before it starts CBC; on a large model the first stop and kill could
-    find no process yet, and the CBC that started afterwards then ran for minutes past '-sec 0.4'
-    (seen on a 1,024-node switch model). The kill is now repeated until the solver has ended."""
-    import shutil
-    import signal
-    import subprocess
-
-    from models.backends import cbc
-
-    monkeypatch.setattr(cbc, "STOP_MARGIN_S", 0.05)
-    monkeypatch.setattr(cbc, "KILL_GRACE_S", 0.2)
-    fake = tmp_path / "cbc"
-    shutil.copy(shutil.which("sleep"), fake)
-
-    class Prob:
-        def solve(self, cmd):   # "writes the model" for 0.6 s, then starts a 'cbc' that ignores SIGINT
-            time.sleep(0.6)
-            subprocess.run([str(fake), "60"], check=True,
-                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-
-    stopped = [False]
-    t0 = time.perf_counter()
-    with pytest.raises(subprocess.CalledProcessError):
-        cbc._solve_watched(Prob(), None, 0.05, stopped)
-    assert stopped[0] and time.perf_counter() - t0 < 10
+    assert stopped[0] and took < delay_s + limit_s + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S + 3
