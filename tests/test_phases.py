@@ -126,3 +126,17 @@ def test_phases_command(tmp_path, run_cli):
     assert doc["n_phases"] == 1 and doc["phases"][0]["kind"] == 0
     code, _, err = run_cli("phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--threshold", "0")
     assert code == 2 and "--threshold" in err
+
+
+def test_a_phases_schedule_document_validates(tmp_path, run_cli):
+    """`phases --schedule -o` writes the phases with the schedule inside; `validate` checks that schedule
+    (every entry and slot as a circuit plan) and the inputs it was made for."""
+    out = tmp_path / "sched.json"
+    code, _, err = run_cli("phases", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T",
+                           "alltoall:np=64,bytes=2MB", "--schedule", "solstice", "--circuit-method", "greedy",
+                           "-o", out)
+    assert code == 0, err
+    code, text, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=4")
+    assert code == 0 and "circuit schedule: 1 entries" in text, err
+    code, _, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=1")
+    assert code == 2 and "another topology" in err and "--any-inputs" in err

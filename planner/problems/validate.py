@@ -23,7 +23,8 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         ``rank_to_node`` [+ ``rank_to_slot``] (placement: nodes exist, cores not exceeded),
         ``order`` [+ ``allocation_nodes``, ``root``] (Bcast order: a permutation of the allocation that keeps
         the root on its node), ``schedule`` (circuit schedule: a list of entries, each checked as a circuit
-        plan, :func:`planner.problems.circuits.schedule.validate_schedule`).
+        plan, :func:`planner.problems.circuits.schedule.validate_schedule`), or a ``topoplan phases
+        --schedule`` document (its ``schedule_result``).
     topology : the topology the plan is for.
     where : how errors name the plan (e.g. its file name).
     traffic : Traffic, optional
@@ -76,6 +77,9 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     doc, topo = plan, topology
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
+    if isinstance(doc.get("schedule_result"), dict) and "schedule" not in doc:
+        doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
+        where = f"{where}: schedule_result"
     if check_inputs and doc.get("inputs") is not None:
         from planner.core.fingerprint import check_inputs as compare, fingerprint
 

@@ -111,6 +111,8 @@ AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it w
 def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
                       placement=None) -> None:
     """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given."""
+    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict) and doc.get("inputs") is None:
+        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs
     if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
         return
     from planner.core.errors import TopoplanError
