@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install sysdeps bench experiments clean
+.PHONY: demo test install sysdeps benchdeps bench experiments clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,17 +15,32 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test).
+# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test, SimGrid 3.32
+# for the peer test of the flow engine).
 # Installed when we are root and they are missing; tests that need them skip with a reason otherwise.
 sysdeps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v mpirun >/dev/null || need="$$need openmpi-bin libopenmpi-dev"; \
 	  command -v chromium >/dev/null || need="$$need chromium"; \
+	  /usr/bin/python3 -c "import simgrid" 2>/dev/null || need="$$need python3-simgrid"; \
 	  if [ -n "$$need" ]; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null) \
 	      || echo "warning: could not install$$need"; \
 	  fi; \
+	fi
+
+# SimGrid 3.32 (Debian python3-simgrid, for the system interpreter /usr/bin/python3): the peer that
+# benchmarks/bench_sim.py measures in the same run. Installed when we are root and it is missing; the
+# benchmark says so in one line and runs without it otherwise.
+benchdeps:
+	@if /usr/bin/python3 -c "import simgrid" 2>/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-simgrid >/dev/null) \
+	    || echo "warning: could not install python3-simgrid (the benchmark runs without SimGrid)"; \
+	else \
+	  echo "warning: python3-simgrid is missing and cannot be installed here (not root or no apt-get);" \
+	       "the benchmark runs without SimGrid"; \
 	fi
 
 demo: install
@@ -34,7 +49,7 @@ demo: install
 test: install sysdeps
 	$(PY) -m pytest -n 2 --dist loadfile
 
-bench: install
+bench: install benchdeps
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 experiments: install
