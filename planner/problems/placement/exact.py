@@ -21,6 +21,7 @@ Examples
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -75,6 +76,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
         raise TopoplanError("method ilp: the exact model minimizes the hops or inter-switch objective, "
                             "not congestion (objective='hops' or 'inter-switch', or anneal)")
     limit = DEFAULT_TIME_S if time_limit is None else float(time_limit)
+    t0 = time.perf_counter()
     # the start: the best heuristic on the problem's objective
     best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS)
     best_cost = problem.cost(best_node)
@@ -107,7 +109,11 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
         switch_weight=2 if hops else 1, node_weight=1 if node_level else 0, constant=int(constant),
         lb=int(math.ceil(lb / scale - 1e-9)) if exact else 0, hint=hint, sym_switch=same_switch,
         sym_node=node_level and same_node)
-    out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=limit, seed=seed or 0, threads=threads)
+    # the limit counts from the call: the starts and the bound are spent, and decoding the model's switch
+    # assignment into nodes (recursive_map) is kept room for, as long as it took to make the starts
+    spent = time.perf_counter() - t0
+    solve_s = max(0.05, limit - spent - min(spent, 0.25 * limit))
+    out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0, threads=threads)
     bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
     if out.values is None:
         return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
