@@ -59,6 +59,9 @@ class ReplayResult:
         Link utilization per interval, with ``timeline_dt_s``.
     unknown_ops : dict, optional
         Calls skipped (not modelled), with counts.
+    mark_s : numpy.ndarray, optional
+        With ``marks`` (rows of the trace): per marked row, when its rank reached that call (its previous
+        call had ended; the computation gap in front of the row comes after).
 
     Examples
     --------
@@ -81,6 +84,7 @@ class ReplayResult:
     n_events: int
     timeline: dict | None = None
     unknown_ops: dict = field(default_factory=dict)
+    mark_s: np.ndarray | None = None
 
 
 def _gaps(trace: Trace, bounds: np.ndarray, compute_scale: float) -> np.ndarray:
@@ -161,7 +165,7 @@ class Replayer:
     """The replay state machine; use :func:`replay` rather than this class directly."""
 
     def __init__(self, trace: Trace, net, placement, *, eager_threshold_B=65536.0, compute_scale=1.0,
-                 thresholds=None, timeline_dt_s=None, progress=None):
+                 thresholds=None, timeline_dt_s=None, progress=None, marks=None):
         from sim.maxmin import FlowEngine
 
         self.trace, self.net = trace, net
@@ -210,6 +214,29 @@ class Replayer:
         self.new_flows: list = []
         self.n_messages = 0
         self.done_ranks = 0
+        # marked rows: per rank, the next one to stamp with the time the rank reaches it
+        self.marks = None if marks is None else _check_marks(marks, trace, bounds)
+        self.mark_s = np.full(0 if marks is None else len(self.marks), np.nan)
+        self.mark_next = [0] * n
+        if self.marks is not None:
+            order = np.argsort(self.marks, kind="stable")
+            self.mark_order = order.tolist()
+            starts = np.searchsorted(self.marks[order], bounds)
+            self.mark_ptr, self.mark_end = starts[:-1].tolist(), starts[1:].tolist()
+            self.mark_row = self.marks[order].tolist()
+            self.mark_next = [self.mark_row[p] if p < e else _NO_MARK
+                              for p, e in zip(self.mark_ptr, self.mark_end)]
+        else:
+            self.mark_next = [_NO_MARK] * n
+
+    def _stamp(self, r: int, i: int) -> None:
+        """Rank ``r`` reached row ``i``: every marked row of ``r`` up to ``i`` gets the rank's clock."""
+        p, e, t = self.mark_ptr[r], self.mark_end[r], self.clock[r]
+        while p < e and self.mark_row[p] <= i:
+            self.mark_s[self.mark_order[p]] = t
+            p += 1
+        self.mark_ptr[r] = p
+        self.mark_next[r] = self.mark_row[p] if p < e else _NO_MARK
 
     def run(self) -> ReplayResult:
         for r in range(self.n):
@@ -243,7 +270,8 @@ class Replayer:
                             comm_time_s=np.maximum(finish - self.compute_total, 0.0),
                             link_bytes=eng.link_bytes(), n_messages=self.n_messages,
                             n_flows=len(self.flow_msg), n_events=events, timeline=tl,
-                            unknown_ops=dict(self.trace.unknown_ops))
+                            unknown_ops=dict(self.trace.unknown_ops),
+                            mark_s=None if self.marks is None else self.mark_s)
 
     def _deadlock_message(self, ranks) -> str:
         parts = []
@@ -270,6 +298,8 @@ class Replayer:
                 self._post_step(r, self.micro[r].popleft())
                 continue
             i = self.pc[r]
+            if i >= self.mark_next[r]:
+                self._stamp(r, i)
             if i >= self.hi[r]:
                 if np.isnan(self.finish[r]):
                     self.finish[r] = self.clock[r]
@@ -477,6 +507,21 @@ class Replayer:
         # only a request the rank waits on may wake it (a second wake-up would skip a computation gap)
         if blocked is not None and any(x is q for x in blocked) and all(x.done for x in blocked):
             heapq.heappush(self.ready, (t, r))
+
+
+_NO_MARK = 1 << 62
+
+
+def _check_marks(marks, trace: Trace, bounds: np.ndarray) -> np.ndarray:
+    """Marked rows as int64, each a row of the trace."""
+    m = np.asarray(marks)
+    if m.ndim != 1 or (m.size and not np.issubdtype(m.dtype, np.integer)):
+        raise TopoplanError("field 'marks': expected a 1-d array of row indices")
+    m = m.astype(np.int64)
+    if m.size and (m.min() < 0 or m.max() >= len(trace)):
+        raise TopoplanError(f"field 'marks': row indices must be in 0..{len(trace) - 1}, "
+                            f"got {int(m.min())}..{int(m.max())}")
+    return m
 
 
 def _compiled_available() -> bool:
@@ -707,7 +752,8 @@ def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 6553
 
 
 def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
-           thresholds=None, timeline_dt_s: float | None = None, progress=None, method: str = "auto") -> ReplayResult:
+           thresholds=None, timeline_dt_s: float | None = None, progress=None, method: str = "auto",
+           marks=None) -> ReplayResult:
     """Replay ``trace`` on network ``net`` with ranks placed by ``placement``.
 
     Parameters
@@ -728,8 +774,11 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     progress : callable, optional
     method : {"auto", "compiled", "python"}, optional
         ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
-        unless a timeline is requested (only the reference records it), the network's model is ``paper``
-        (its engine, :mod:`sim.paper`, runs under the reference) or Numba is missing.
+        unless a timeline or marks are requested (only the reference records them), the network's model
+        is ``paper`` (its engine, :mod:`sim.paper`, runs under the reference) or Numba is missing.
+    marks : array of int, optional
+        Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
+        the result, in the same order). Phases on a timeline are their first calls' marks.
 
     Returns
     -------
@@ -750,16 +799,17 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     check_sends_matched(trace)
-    if method == "compiled" and timeline_dt_s:
-        raise TopoplanError("replay: the compiled method records no timeline; use method='python' or 'auto'")
+    if method == "compiled" and (timeline_dt_s or marks is not None):
+        raise TopoplanError("replay: the compiled method records no timeline or marks; use method='python' or 'auto'")
     paper = net.model.model == "paper"
     if method == "compiled" and paper:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
-    if method == "compiled" or (method == "auto" and not timeline_dt_s and not paper and _compiled_available()):
+    if method == "compiled" or (method == "auto" and not timeline_dt_s and marks is None and not paper
+                                and _compiled_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress)
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
-                    thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress).run()
+                    thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress, marks=marks).run()
 
 
 def bulk_trace(traffic, iters: int = 1) -> Trace:

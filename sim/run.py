@@ -10,7 +10,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 from planner.core.topology import TorusTopology, TreeTopology
 
-__all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan"]
+__all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan", "phase_spans"]
 
 NETWORKS = ("eps", "fat-tree", "hybrid", "torus", "graph")
 
@@ -67,7 +67,7 @@ def network_view(topo, network: str | None):
 
 
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
-             compute_scale=1.0, timeline_dt_s=None, progress=None, model=None) -> dict:
+             compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
 
     ``model`` is a :class:`sim.model.SimModel` (or its dict; default ``SimModel()``:
@@ -95,6 +95,10 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         Called with progress reports during long replays.
     model : SimModel or dict, optional
         The network model.
+    phases : planner.traffic.phases.Phases, optional
+        Phases of ``trace`` (:func:`planner.traffic.phases.detect_phases` or ``split_at``) to place on the
+        simulated time axis: the result gets ``phases`` (see :func:`phase_spans`). Runs the reference
+        replayer (as a timeline does).
 
     Returns
     -------
@@ -104,7 +108,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         (bytes the top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
         (the most any node sends or receives on its EPS link), ``n_messages``,
         ``n_flows``, ``n_events``, ``wall_s``; ``ignored_ops`` when the trace has calls
-        not modelled; with ``timeline_dt_s``, ``timeline``.
+        not modelled; with ``timeline_dt_s``, ``timeline``; with ``phases``, ``phases``.
 
     See Also
     --------
@@ -136,8 +140,14 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     t0 = time.perf_counter()
     model = SimModel.coerce(model)
     net = build_network(topo, circuits, threshold_B, model=model)
+    marks = None
+    if phases is not None:
+        if phases.trace is not trace and (len(phases.trace), phases.trace.n_ranks) != (len(trace), trace.n_ranks):
+            raise TopoplanError(f"phases: detected on another trace ({phases.trace.n_ranks} ranks, "
+                                f"{len(phases.trace)} calls; this one has {trace.n_ranks} ranks, {len(trace)} calls)")
+        marks = _phase_marks(phases)
     res = replay(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
-                 timeline_dt_s=timeline_dt_s, progress=progress)
+                 timeline_dt_s=timeline_dt_s, progress=progress, marks=marks)
     lb = np.asarray(res.link_bytes, dtype=np.float64)
     classes = net.link_class
     by_class = {str(c): float(lb[classes == c].sum()) for c in np.unique(classes)}
@@ -160,6 +170,68 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         out["ignored_ops"] = res.unknown_ops
     if res.timeline is not None:
         out["timeline"] = _timeline_doc(net, res.timeline)
+    if phases is not None:
+        out["phases"] = phase_spans(phases, res.mark_s, res.rank_finish_s)
+    return out
+
+
+def _phase_marks(phases) -> np.ndarray:
+    """The rows whose simulated time places the phases: every rank's first call of every phase."""
+    cuts = np.asarray(phases.cuts[:-1], dtype=np.int64)
+    return cuts[cuts < phases.cuts[-1][None, :]]
+
+
+def phase_spans(phases, mark_s, rank_finish_s) -> list[dict]:
+    """Each phase on the simulated time axis of a whole-trace replay.
+
+    A rank is in phase ``i`` from when it reaches its first call of the phase (its previous call has
+    ended) until it reaches its first call of phase ``i + 1`` (or finishes). Ranks drift apart in a
+    replay, so neighbouring phases overlap: ``start_s`` is when the first rank enters, ``all_in_s``
+    when the last one has entered, ``end_s`` when the last one leaves.
+
+    Parameters
+    ----------
+    phases : planner.traffic.phases.Phases
+    mark_s : numpy.ndarray
+        Simulated times of the rows of ``_phase_marks(phases)``, in that order (``replay(marks=...)``).
+    rank_finish_s : numpy.ndarray
+        Per rank, when it finished.
+
+    Returns
+    -------
+    list of dict
+        Per phase: ``index``, ``kind``, ``start_s``, ``all_in_s``, ``end_s`` (simulated), the detection's
+        ``logical_start_s``/``logical_end_s`` (ideal network), ``bytes``, ``n_calls``, ``pairs`` (dominant
+        pairs, ``(a, b, bytes)``) and ``pair_basis`` (``node`` or ``rank``: what ``pairs`` count).
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.core.placement import sequential
+    >>> from planner.traffic.generators import neighbor2d, alltoall
+    >>> from planner.traffic.phases import concat, detect_phases
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    >>> tr = concat([neighbor2d(4, 4, 4e6, iters=3), alltoall(16, 1e6, iters=3)])
+    >>> res = simulate(t, tr, sequential(16, t), phases=detect_phases(tr))
+    >>> [(p["kind"], round(p["start_s"] * 1e3, 2), round(p["end_s"] * 1e3, 2)) for p in res["phases"]]
+    [(0, 0.0, 76.81), (1, 76.81, 196.4)]
+    """
+    cuts = np.asarray(phases.cuts, dtype=np.int64)
+    finish = np.asarray(rank_finish_s, dtype=np.float64)
+    enter = np.repeat(finish[None, :], len(cuts), axis=0)   # a rank without calls left: its finish
+    live = np.zeros(cuts.shape, dtype=bool)
+    live[:-1] = cuts[:-1] < cuts[-1][None, :]
+    enter[live] = np.asarray(mark_s, dtype=np.float64)
+    out = []
+    for i, p in enumerate(phases.phases):
+        ranks = cuts[i + 1] > cuts[i]    # ranks with calls in the phase
+        if not ranks.any():
+            ranks = np.ones(len(finish), dtype=bool)
+        out.append({"index": p.index, "kind": p.kind, "start_s": float(enter[i, ranks].min()),
+                    "all_in_s": float(enter[i, ranks].max()), "end_s": float(enter[i + 1, ranks].max()),
+                    "logical_start_s": p.start_s, "logical_end_s": p.end_s, "bytes": p.bytes,
+                    "n_calls": p.n_calls, "pair_basis": phases.pair_basis,
+                    "pairs": [[int(a), int(b), float(x)] for a, b, x in p.pairs]})
     return out
 
 

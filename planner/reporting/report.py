@@ -27,7 +27,10 @@ Input schema (``topoplan simulate --timeline DT --json``)::
     topology_doc: the document when ``topology`` is a name,
     circuits | circuit_pairs: [[node, node], ...] (or a circuit plan with 'circuits'),
     switch_bytes: S x S bytes sent from switch i to switch j (optional),
-    switch_names: S names (optional), makespan_s (optional).
+    switch_names: S names (optional), makespan_s (optional),
+    phases: [{index, kind, start_s, end_s, all_in_s (optional), bytes, pairs, ...}] (optional;
+            ``topoplan simulate --phases auto|FILE``): the trace's communication phases on the simulated
+            time axis, drawn as a lane above the time series and listed in a table.
 
 Links absent from ``timeline.links`` are idle; class averages count them
 when the topology is known.
@@ -79,6 +82,9 @@ class ReportData:
     switch_names : list of str, optional
     class_links : dict of str to int, optional
         Links per class in the topology (idle ones included).
+    phases : list of dict, optional
+        The trace's phases in simulated time (``index``, ``kind``, ``start_s``, ``all_in_s``, ``end_s``,
+        ``bytes``, ``pairs``...), as :func:`sim.run.phase_spans` gives them.
     meta : dict, optional
 
     Build one with :func:`load_result` or :func:`parse_result`.
@@ -103,6 +109,7 @@ class ReportData:
     switch_bytes: np.ndarray | None = None
     switch_names: list[str] | None = None
     class_links: dict[str, int] = field(default_factory=dict)
+    phases: list[dict] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
 
     @property
@@ -320,11 +327,50 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
         snames = _switch_names(topo, sb.shape[0]) if topo is not None or not snames else [str(s) for s in snames]
     data = ReportData(source=where, t_s=t, dt_s=dt, names=names, classes=classes, src=src, dst=dst, util=util,
                       topo=topo, circuits=circuits, switch_bytes=sb, switch_names=snames,
+                      phases=_phases(doc.get("phases"), where),
                       meta={k: doc[k] for k in ("makespan_s", "network", "traffic", "placement") if k in doc})
     if isinstance(doc.get("topology"), str):
         data.meta["topology"] = doc["topology"]
     data.class_links = _class_links(data)
     return data
+
+
+def _phases(raw, where: str) -> list[dict]:
+    """The ``phases`` of a result, checked: each an object with a kind and a simulated span."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise TopoplanError(f"{where}: field 'phases': expected a list (topoplan simulate --phases)")
+    out = []
+    for i, p in enumerate(raw):
+        f = f"{where}: field 'phases[{i}]"
+        if not isinstance(p, dict):
+            raise TopoplanError(f"{f}': expected an object")
+        q = {}
+        for key in ("index", "kind"):
+            v = p.get(key, i if key == "index" else 0)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TopoplanError(f"{f}.{key}': expected a non-negative integer, got {v!r}")
+            q[key] = v
+        for key in ("start_s", "end_s", "all_in_s", "bytes"):
+            v = p.get(key)
+            if v is None and key in ("all_in_s", "bytes"):
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+                raise TopoplanError(f"{f}.{key}': expected a non-negative number, got {v!r}")
+            q[key] = float(v)
+        if q["end_s"] < q["start_s"]:
+            raise TopoplanError(f"{f}.end_s': {q['end_s']:g} s is before its start_s {q['start_s']:g} s")
+        q.setdefault("all_in_s", q["start_s"])
+        if not q["start_s"] <= q["all_in_s"] <= q["end_s"]:
+            raise TopoplanError(f"{f}.all_in_s': {q['all_in_s']:g} s is outside the phase's span")
+        pairs = p.get("pairs", [])
+        if not isinstance(pairs, list) or not all(isinstance(x, list) and len(x) == 3 for x in pairs):
+            raise TopoplanError(f"{f}.pairs': expected a list of [a, b, bytes]")
+        q["pairs"] = pairs
+        q["pair_basis"] = str(p.get("pair_basis", "node"))
+        out.append(q)
+    return out
 
 
 def _circuits(doc, where, topo) -> list[tuple[int, int]]:
@@ -507,13 +553,21 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     series = class_series(data)
     classes = list(series) or ["(no links)"]
     unit, sec = data.time_unit()
-    h = 0.85 * len(classes) + 1.0
+    lane = bool(data.phases)
+    h = 0.85 * len(classes) + 1.0 + (0.8 if lane else 0.0)
     fig = _figure(11, h)
-    fig.subplots_adjust(left=0.12, right=0.98, top=1 - 0.35 / h, bottom=0.65 / h, hspace=0.12)
-    axes = fig.subplots(len(classes), 1, sharex=True, squeeze=False)[:, 0]
+    fig.subplots_adjust(left=0.12, right=0.98, top=1 - (0.55 if lane else 0.35) / h, bottom=0.65 / h, hspace=0.12)
+    ratios = ([0.6] if lane else []) + [0.85] * len(classes)
+    all_axes = fig.subplots(len(ratios), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": ratios})[:, 0]
+    axes = all_axes[1:] if lane else all_axes
     lo, hi = float(data.t_s[0]), float(data.t_s[-1] + data.dt_s)
     # plotted in the report's unit; rounded so that a bar ends exactly where the next starts (no seams)
     t, dt = np.round(data.t_s / sec, 9), round(data.dt_s / sec, 9)
+    if lane:
+        _phase_lane(all_axes[0], data.phases, sec)
+        for ax in axes:   # where the phases begin (every rank in), over every class
+            for p in data.phases[1:]:
+                ax.axvline(p["all_in_s"] / sec, color="#8ab4ff", linewidth=0.8, linestyle=":")
     for ax, c in zip(axes, classes):
         ax.set_facecolor("black")
         if c in series:
@@ -530,11 +584,33 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
             ax.axvline(t[at_index] + dt / 2, color="white", linewidth=1.2)
     axes[-1].set_xlim(lo / sec, hi / sec)
     axes[-1].set_xlabel(f"time ({unit})")
-    axes[0].set_title("link utilization per class, % of link bandwidth: maximum (red), average (green)",
-                      fontsize=10)
+    all_axes[0].set_title("link utilization per class, % of link bandwidth: maximum (red), average (green)"
+                          + ("\nphases: pale from the first rank in, solid once every rank is in, to the last "
+                             "rank out" if lane else ""), fontsize=10)
     box = (axes[0].get_position().x0, axes[0].get_position().x1, axes[-1].get_position().y0,
            axes[0].get_position().y1)
     return fig, {"box": box, "t0": lo, "t1": hi}
+
+
+_KIND_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f")
+
+
+def _phase_lane(ax, phases: list[dict], sec: float) -> None:
+    """Phases as bars on two alternating rows (neighbours overlap while ranks drift), coloured by kind."""
+    ax.set_facecolor("white")
+    ax.set_ylim(0, 2)
+    ax.set_yticks([])
+    ax.set_ylabel("phases", rotation=0, ha="right", va="center", fontsize=9)
+    for p in phases:
+        y = 1.05 if p["index"] % 2 == 0 else 0.1
+        color = _KIND_COLORS[p["kind"] % len(_KIND_COLORS)]
+        a, b, c = p["start_s"] / sec, p["all_in_s"] / sec, p["end_s"] / sec
+        ax.barh(y, b - a, left=a, height=0.85, align="edge", color=color, alpha=0.35, linewidth=0)
+        ax.barh(y, c - b, left=b, height=0.85, align="edge", color=color, linewidth=0)
+        ax.text((a + c) / 2, y + 0.42, f"{p['index']}", ha="center", va="center", fontsize=7, color="black",
+                clip_on=True)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
 
 
 def _util_lookup(data: ReportData, k: int) -> dict:
@@ -934,14 +1010,41 @@ def _summary_rows(data: ReportData) -> list[tuple[str, str]]:
         rows.append(("circuits", f"{len(data.circuits)}: {shown}{more}"))
     if data.util.size:
         rows.append(("peak utilization", f"{data.util.max():.0%}"))
+    if data.phases:
+        kinds = len({p["kind"] for p in data.phases})
+        rows.append(("phases", f"{len(data.phases)} ({kinds} kinds), below the time series"))
     return rows
+
+
+def _phase_rows(data: ReportData, most: int = 200) -> str:
+    """The phases as an HTML table: simulated span, ideal-network span, bytes and dominant pairs."""
+    esc = html.escape
+    head = ("<tr><th>phase</th><th>kind</th><th>first rank in</th><th>last rank in</th><th>last rank out</th>"
+            "<th>ideal network</th><th>bytes</th><th>dominant pairs</th></tr>")
+    body = []
+    for p in data.phases[:most]:
+        if p["pair_basis"] == "node":
+            pairs = ", ".join(f"{data.host_label(int(a))}-{data.host_label(int(b))}" for a, b, _ in p["pairs"][:4])
+        else:
+            pairs = ", ".join(f"rank {int(a)}-{int(b)}" for a, b, _ in p["pairs"][:4])
+        pairs += " ..." if len(p["pairs"]) > 4 else ""
+        ideal = ""
+        if "logical_start_s" in p:
+            ideal = f"{data.format_t(p['logical_start_s'])} - {data.format_t(p['logical_end_s'])}"
+        body.append(f"<tr><td>{p['index']}</td><td>{p['kind']}</td><td>{esc(data.format_t(p['start_s']))}</td>"
+                    f"<td>{esc(data.format_t(p['all_in_s']))}</td><td>{esc(data.format_t(p['end_s']))}</td>"
+                    f"<td>{esc(ideal)}</td><td>{esc(format_bytes(p['bytes'])) if 'bytes' in p else ''}</td>"
+                    f"<td>{esc(pairs)}</td></tr>")
+    more = (f'<p class="note">{len(data.phases) - most} more phases in the result file.</p>'
+            if len(data.phases) > most else "")
+    return f'<table class="summary phases">{head}{"".join(body)}</table>{more}'
 
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 table.summary{border-collapse:collapse;font-size:13px}table.summary td{padding:2px 12px 2px 0}
-table.summary td:first-child{color:#666}
+table.summary td:first-child{color:#666}table.phases th{text-align:left;padding:2px 12px 2px 0;font-weight:600}
 .wrap{position:relative;display:inline-block;max-width:100%}.wrap img{display:block;max-width:100%;height:auto}
 #ts-cursor{position:absolute;width:2px;background:#ff2020;pointer-events:none}
 .controls{margin:6px 0 10px;font-size:14px}.controls input{width:420px;vertical-align:middle}
@@ -1032,11 +1135,19 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
         'average over all links of the class, idle ones included (green). Click to pick a time.</p>',
         f'<div class="wrap"><img id="ts-img" alt="link utilization time series" src="{_b64(ts_png)}">'
         '<div id="ts-cursor"></div></div>',
+    ]
+    parts += [
         '<h2 id="topology">Topological view at t = <span id="t-label"></span></h2>',
         f'<div class="controls"><input type="range" id="frame" min="0" max="{len(picks) - 1}" value="{start}" '
         f'aria-label="time"> {len(picks)} times</div>',
         f'<img id="topo-img" class="plot" alt="topological view" src="{frame_docs[start]["img"]}">',
     ]
+    if data.phases:
+        parts += ['<h2 id="phases">Communication phases</h2>',
+                  '<p class="note">The trace\'s phases (<code>topoplan phases</code>) in simulated time: a rank is '
+                  'in a phase from when it reaches its first call of the phase until it reaches the next phase. '
+                  'Ranks drift apart, so neighbouring phases overlap; "ideal network" is the span the phase '
+                  'detection measured without contention.</p>', _phase_rows(data)]
     parts.append('<h2 id="switch-heatmap">Traffic between switches</h2>')
     if heat is not None:
         parts.append(f'<img id="heat-img" class="plot" alt="switch pair heat map" src="{_b64(_png(heat))}">')

@@ -28,6 +28,7 @@ from planner.core.units import parse_size
 
 __all__ = ["TICK_S", "MAX_TRACE_ROWS", "MAX_GENERATED_ROWS", "TRACE_ROW_BYTES", "BUILD_SCRATCH_BYTES_PER_ROW",
            "PIECE_ROWS", "check_generated_memory", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
+           "transpose", "halo_transpose",
            "Param", "Generator", "REQUIRED", "GENERATORS", "is_spec", "parse_spec", "Recording", "record_spec",
            "describe_generators"]
 
@@ -728,6 +729,33 @@ def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, comput
     return npb_trace(kernel, klass, np, iters, compute_s)
 
 
+def transpose(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0):
+    """Transpose exchange on a square grid (:func:`planner.traffic.twophase.transpose2d`).
+
+    Examples
+    --------
+    >>> transpose(4, 4, 1e6).op_counts()
+    {'isend': 12, 'irecv': 12, 'waitall': 16}
+    """
+    from planner.traffic.twophase import transpose2d
+
+    return transpose2d(rows, cols, bytes, iters, compute_s)
+
+
+def halo_transpose(rows: int, cols: int, bytes: float, iters: int = 5):
+    """Issue 21's two-phase workload: ``neighbor2d`` then :func:`transpose`, ``iters`` times each
+    (:func:`planner.traffic.twophase.halo_then_transpose`).
+
+    Examples
+    --------
+    >>> halo_transpose(4, 4, 1e6, iters=2).op_counts()
+    {'isend': 120, 'irecv': 120, 'waitall': 64}
+    """
+    from planner.traffic.twophase import halo_then_transpose
+
+    return halo_then_transpose(rows, cols, bytes, iters)
+
+
 # ------------------------------------------------------------ spec strings --
 class Param(NamedTuple):
     """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword.
@@ -810,6 +838,13 @@ GENERATORS = {
                    msgs=_p("int", 0, "messages per iteration (0: np)"), seed=_p("int", 0, "random seed"),
                    iters=_p("int", 1, "iterations"),
                    compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+    "transpose": _gen(transpose, "transpose on a square grid: rank (i, j) exchanges with (j, i)",
+                      rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
+                      bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations"),
+                      compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+    "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (issue 21's workload)",
+                           rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
+                           bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 5, "iterations of each")),
     "npb": _gen(npb, "NPB 3.4 MPI skeletons (planner/traffic/npb.py)",
                 kernel=_p("str", REQUIRED, "cg, mg, is, lu or ft"), np=_p("int", REQUIRED, "ranks"),
                 **{"class": _p("str", "C", "problem class S, W, A-F", "klass")},

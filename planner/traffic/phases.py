@@ -49,7 +49,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 from planner.traffic.trace import COLLECTIVE_OPS, OP_CODE, OPS, Trace
 
-__all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at"]
+__all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc"]
 
 _SEND, _ISEND, _RECV, _IRECV, _SENDRECV = (OP_CODE[o] for o in ("send", "isend", "recv", "irecv", "sendrecv"))
 _WAIT, _WAITALL = OP_CODE["wait"], OP_CODE["waitall"]
@@ -1031,6 +1031,75 @@ def split_at(trace: Trace, first_calls, topology=None, placement=None) -> Phases
     msg_row, msg_key, msg_b = _row_messages(trace, node, width)
     opts = {"first_calls": [list(map(int, f)) for f in first_calls]}
     return _build(trace, clock, np.vstack(cuts), node, width, 0.5, opts, msg_row, msg_key, msg_b)
+
+
+def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: str = "phases") -> Phases:
+    """The phases of a ``topoplan phases -o`` document, re-cut on ``trace`` (the trace they were detected on).
+
+    Each phase's ``first_call`` (per rank, its calls before the phase) gives the cuts; they must fit
+    the trace (as many ranks, no rank cut past its last call, non-decreasing), else the document was
+    made for another trace and is refused.
+
+    Parameters
+    ----------
+    doc : dict
+        The document (``Phases.to_dict()``; a ``phases --schedule`` document too).
+    trace : Trace
+    topology, placement : optional
+        As for :func:`detect_phases`.
+    where : str, optional
+        How errors name the document (its file).
+
+    Returns
+    -------
+    Phases
+
+    Raises
+    ------
+    TopoplanError
+        Naming ``where`` and the field.
+
+    Examples
+    --------
+    >>> from planner.traffic.generators import neighbor2d, alltoall
+    >>> tr = concat([neighbor2d(4, 4, 4e6, iters=3), alltoall(16, 1e6, iters=3)])
+    >>> doc = detect_phases(tr).to_dict()
+    >>> phases_from_doc(doc, tr).kinds()
+    [0, 1]
+    >>> phases_from_doc(doc, neighbor2d(4, 4, 4e6), where="p.json")
+    Traceback (most recent call last):
+    ...
+    planner.core.errors.TopoplanError: p.json: field 'phases[1].first_call': rank 0 has 15 calls before the phase but only 5 in the trace; the phases were detected on another trace
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("phases"), list) or not doc["phases"]:
+        raise TopoplanError(f"{where}: field 'phases': expected a non-empty list (the output of `topoplan phases -o`)")
+    n = doc.get("n_ranks")
+    if n is not None and n != trace.n_ranks:
+        raise TopoplanError(f"{where}: field 'n_ranks': {n} ranks, the trace has {trace.n_ranks}; the phases were "
+                            "detected on another trace")
+    counts = np.diff(np.searchsorted(trace.rank, np.arange(trace.n_ranks + 1)))
+    firsts, prev = [], np.zeros(trace.n_ranks, dtype=np.int64)
+    for k, p in enumerate(doc["phases"]):
+        f = f"{where}: field 'phases[{k}].first_call'"
+        fc = p.get("first_call") if isinstance(p, dict) else None
+        if not isinstance(fc, list) or len(fc) != trace.n_ranks or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in fc):
+            raise TopoplanError(f"{f}: expected {trace.n_ranks} non-negative call counts, one per rank")
+        fc = np.asarray(fc, dtype=np.int64)
+        over = np.flatnonzero(fc > counts)
+        if over.size:
+            r = int(over[0])
+            raise TopoplanError(f"{f}: rank {r} has {int(fc[r])} calls before the phase but only {int(counts[r])} "
+                                "in the trace; the phases were detected on another trace")
+        back = np.flatnonzero(fc < prev)
+        if back.size:
+            raise TopoplanError(f"{f}: rank {int(back[0])} starts this phase before the previous one")
+        if k == 0 and fc.any():
+            raise TopoplanError(f"{f}: the first phase must start at every rank's first call")
+        if k:
+            firsts.append(fc.tolist())
+        prev = fc
+    return split_at(trace, firsts, topology, placement)
 
 
 def concat(traces, source: str | None = None) -> Trace:

@@ -28,6 +28,9 @@ def simulate_cmd(
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
+    phases: Optional[str] = typer.Option(None, "--phases", help="Place the trace's phases on the simulated time axis "
+                                         "(result 'phases'; the report draws them): auto (detect them) or a phases "
+                                         "JSON (topoplan phases -o) made for this trace."),
     flows: Optional[Path] = typer.Option(None, "--flows", help="Raw flow mode: a SimGrid-style scenario JSON[.gz]."),
     model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
     paper_contention: Optional[str] = ContentionOpt, any_inputs: bool = AnyInputsOpt,
@@ -40,7 +43,7 @@ def simulate_cmd(
         from sim.flowfile import run_scenario
 
         given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
-                                ("--timeline", timeline), ("--model", model), ("--relay", relay),
+                                ("--timeline", timeline), ("--phases", phases), ("--model", model), ("--relay", relay),
                                 ("--relay-chunk", relay_chunk), ("--paper-contention", paper_contention))
                  if v is not None]
         if given:
@@ -65,6 +68,9 @@ def simulate_cmd(
     topo = network_view(given_topo, network)
     trace, tr = load_source(traffic)
     if trace is None:
+        if phases is not None:
+            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
+                                "phases need an MPI trace or a generator spec")
         trace = bulk_trace(tr, iters)
     elif iters != 1:
         raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
@@ -99,6 +105,8 @@ def simulate_cmd(
         plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
     kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
                   compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
+    if phases is not None:
+        kwargs["phases"] = _load_phases(phases, trace, topo, pl)
     err_console = console(True)
     if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
         res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
@@ -131,6 +139,31 @@ def simulate_cmd(
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
     con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
     con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")
+    if res.get("phases"):
+        shown = res["phases"][:40]
+        con.print(f"{len(res['phases'])} phases on the simulated time axis (first rank in, last rank in, last rank out):")
+        con.print("| phase | kind | start | all in | end | bytes |")
+        con.print("|---:|---:|---:|---:|---:|---:|")
+        for p in shown:
+            con.print(f"| {p['index']} | {p['kind']} | {format_time(p['start_s'])} | {format_time(p['all_in_s'])} | "
+                      f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
+        if len(res["phases"]) > len(shown):
+            con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
+
+
+def _load_phases(spec: str, trace, topo, pl):
+    """``--phases auto`` detects the phases; a file is re-cut on the trace (refused if made for another)."""
+    from planner.core.errors import TopoplanError
+    from planner.traffic.phases import detect_phases, phases_from_doc
+
+    if spec == "auto":
+        return detect_phases(trace, topo, pl)
+    path = Path(spec)
+    if not path.is_file():
+        raise TopoplanError(f"--phases {spec}: not 'auto' and not a file")
+    from planner.core.io import read_json
+
+    return phases_from_doc(read_json(path, "phases"), trace, topo, pl, where=f"--phases {spec}")
 
 
 def _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs):
