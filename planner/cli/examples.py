@@ -21,13 +21,16 @@ EXAMPLES: dict[str, list[str]] = {
     "circuits": ["topoplan circuits -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB -m greedy -o plan.json",
                  "topoplan circuits -t paper003 -T matrix.csv -m ilp --time-limit 10s --json"],
     "simulate": ["topoplan simulate -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB --circuits plan.json",
-                 "topoplan simulate -t paper003 -T cg-trace.csv --network eps --timeline 1ms -o sim.json"],
+                 "topoplan simulate -t paper003 -T cg-trace.csv --network eps --timeline 1ms -o sim.json",
+                 "topoplan simulate -t paper003 -T halo-transpose:rows=16,cols=16,bytes=4MB --phases auto "
+                 "--timeline 1ms -o sim.json"],
     "phases": ["topoplan phases -t paper003 -T cg-trace.csv -o phases.json",
                "topoplan phases -t paper003 --set ocs.nodes_per_switch=4 -T npb:kernel=mg,class=S,np=64 "
                "--schedule exact --circuit-method greedy --simulate"],
     "place": ["topoplan place -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB -m metis -o place.json"],
     "export": ["topoplan export ompi5 -p place.json -o rankfile",
-               "topoplan export slurm -p place.json -o hostlist"],
+               "topoplan export slurm -p place.json -o hostlist",
+               "topoplan export ocs -p plan.json -o ocs.json"],
     "validate": ["topoplan validate plan.json -t paper003",
                  "topoplan validate place.json -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB --json"],
     "bcast": ["topoplan bcast -t paper000 -a gen:nodes=32,racks=4,seed=1 --bytes 1KiB -m dft --rankfile bcast.rf "

@@ -14,6 +14,9 @@ Formats (``FORMATS``):
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
+- ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
+  (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
+  document instead of a placement, it is written by :mod:`planner.reporting.ocs_export`.
 
 Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
 names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
@@ -39,7 +42,7 @@ from planner.core.units import is_ascii_int
 
 __all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
 
-FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json")
+FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs")
 
 
 def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
@@ -150,10 +153,11 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     fmt : str
         One of :data:`FORMATS`.
     placement : Placement
+        For ``ocs``, the circuit plan or schedule document (see :func:`planner.reporting.ocs_export.render_ocs`).
     hosts : list of str
         Host name of every node id.
     topo : Topology, optional
-        When given, the placement is validated against it (else only for distinct slots).
+        When given, the placement is validated against it (else only for distinct slots); ``ocs`` needs it.
 
     Returns
     -------
@@ -179,6 +183,12 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if fmt == "ocs":
+        from planner.reporting.ocs_export import render_ocs
+
+        if topo is None:
+            raise TopoplanError("the ocs export needs the topology the plan is for")
+        return render_ocs(placement, topo, hosts=hosts)
     _check(placement, topo, hosts)
     check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
@@ -205,7 +215,7 @@ def launch_command(fmt: str, path, n_ranks: int) -> str:
     Returns
     -------
     str
-        With ``PROGRAM`` for the program; empty for ``json``.
+        With ``PROGRAM`` for the program; empty for ``json`` and ``ocs``.
 
     Examples
     --------
@@ -218,7 +228,7 @@ def launch_command(fmt: str, path, n_ranks: int) -> str:
             "ompi5": f"mpirun --map-by rankfile:file={path} -np {n_ranks} PROGRAM",
             "mpich": f"mpiexec -f {path} -bind-to core -n {n_ranks} PROGRAM",
             "slurm": f"SLURM_HOSTFILE={path} srun --distribution=arbitrary -n {n_ranks} PROGRAM",
-            "json": ""}[fmt]
+            "json": "", "ocs": ""}[fmt]
 
 
 def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None) -> str:
@@ -229,6 +239,8 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     fmt : str
         One of :data:`FORMATS`.
     placement : Placement
+        For ``ocs``, the circuit plan or schedule document, or its file
+        (:func:`planner.reporting.ocs_export.export_ocs`).
     path : str or path
         The file to write.
     hosts : list of str, optional
@@ -263,6 +275,13 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     """
     from planner.core.io import atomic_write
 
+    if fmt == "ocs":
+        from planner.reporting.ocs_export import export_ocs
+
+        if topo is None:
+            raise TopoplanError("the ocs export needs the topology the plan is for")
+        export_ocs(placement, path, topo=topo, hosts=hosts)
+        return launch_command(fmt, path, 0)
     if hosts is None:
         if topo is None:
             raise TopoplanError("export needs host names: give a topology or a hostfile")

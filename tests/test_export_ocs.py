@@ -1,0 +1,379 @@
+"""``topoplan export ocs``: circuit plans and schedules for an OCS controller (issue 21, "Schedules validate,
+export, and replay"): cross-connects by OCS port, their differences between entries, per-host forwarding
+rules, refusal of invalid plans (nothing written), and a round trip through the schedule replay."""
+
+import json
+
+import pytest
+
+from planner.cli.main import main
+from planner.core.errors import TopoplanError
+from planner.core.topology_io import load_topology
+from planner.reporting import ocs_export
+from planner.reporting.ocs_export import export_ocs, ocs_document, schedule_from_ocs
+
+SETS = ["ocs.nodes_per_switch=4"]
+SETS_ARGS = ["--set", "ocs.nodes_per_switch=4"]
+
+
+def _cli(*args):
+    return main([str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A greedy circuit plan and an exact two-entry schedule on 003's system with 4 OCS nodes per switch."""
+    d = tmp_path_factory.mktemp("ocs")
+    plan, sched = d / "plan.json", d / "sched.json"
+    assert _cli("circuits", "-t", "paper003", *SETS_ARGS, "-T", "neighbor2d:rows=16,cols=16,bytes=4MB",
+                "-m", "greedy", "--no-simulate", "-o", plan) == 0
+    assert _cli("phases", "-t", "paper003", *SETS_ARGS, "-T", "halo-transpose:rows=16,cols=16,bytes=4MB,iters=2",
+                "--schedule", "exact", "--circuit-method", "greedy", "-o", sched) == 0
+    return {"plan": plan, "sched": sched, "dir": d}
+
+
+def _pairs(xcs):
+    return [(x["a"]["node"], x["b"]["node"]) for x in xcs]
+
+
+def _keys(xcs):
+    return {tuple(sorted(p)) for p in _pairs(xcs)}
+
+
+def _circuits(cs):
+    return {tuple(sorted(map(int, c))) for c in cs}
+
+
+def _check_ports(doc, topo):
+    """Every end's port follows the documented numbering, and no port holds two circuits at once."""
+    ppn = topo.ocs.ports_per_node
+    index = {v: i for i, v in enumerate(topo.ocs.nodes)}
+    configs = [e for e in doc["entries"]] + [sl for e in doc["entries"] for sl in e.get("slots", [])]
+    for c in configs:
+        used = []
+        for x in c["cross_connects"]:
+            for end in (x["a"], x["b"]):
+                assert 0 <= end["node_port"] < ppn
+                assert end["port"] == index[end["node"]] * ppn + end["node_port"]
+                assert end["host"] == topo.host_names()[end["node"]]
+                used.append(end["port"])
+        assert len(used) == len(set(used))
+
+
+# -- a static plan ---------------------------------------------------------------------
+
+def test_static_plan_is_one_entry_whose_cross_connects_are_the_plans_circuits(files, capsys):
+    out = files["dir"] / "static.ocs.json"
+    assert _cli("export", "ocs", "-p", files["plan"], "-o", out) == 0    # the plan records its topology
+    assert "1 entry" in capsys.readouterr().out
+    plan, doc = json.loads(files["plan"].read_text()), json.loads(out.read_text())
+    assert doc["format"] == "topoplan-ocs" and doc["version"] == 1 and doc["kind"] == "static plan"
+    assert len(doc["entries"]) == 1
+    e = doc["entries"][0]
+    assert plan["circuits"], "the plan should have circuits"
+    assert [list(p) for p in _pairs(e["cross_connects"])] == plan["circuits"]
+    assert e["connect"] == e["cross_connects"] and e["disconnect"] == [] and e["keep"] == []
+    assert (e["from_phase"], e["to_phase"], e["setup_during"]) == (0, 1, "before-run")
+    assert "first_call" not in e     # a circuit plan records no phases
+    topo = load_topology("paper003", SETS)
+    assert e["setup_s"] == topo.ocs.setup_s
+    for k in ("inputs", "seed", "threshold_B", "method"):
+        assert doc[k] == plan[k]
+    assert doc["topology"] == "paper003" and doc["rank_to_node"] == plan["rank_to_node"]
+    _check_ports(doc, topo)
+
+
+def test_forwarding_rules_equal_the_plans_tables(files, tmp_path):
+    topo = load_topology("paper003", SETS)
+    plan = json.loads(files["plan"].read_text())
+    hosts, sw, labels = topo.host_names(), topo.node_switch(), topo.switch_labels()
+    want_host, want_switch = {}, {}
+    for u, row in plan["forwarding"].items():
+        for s, nh in row.items():
+            want_switch.setdefault(hosts[int(u)], {})[labels[int(s)]] = hosts[nh]
+            for v in range(topo.n_nodes):
+                if sw[v] == int(s):
+                    want_host.setdefault(hosts[int(u)], {})[hosts[v]] = hosts[nh]
+    assert want_host
+    by_host = ocs_document(plan, topo)["entries"][0]["forwarding"]
+    assert by_host == want_host
+    out = tmp_path / "sw.json"
+    assert _cli("export", "ocs", "-p", files["plan"], "--rules", "switch", "-o", out) == 0
+    assert json.loads(out.read_text())["entries"][0]["forwarding"] == want_switch
+    # the rules, read back, are the plan's tables again
+    tables = schedule_from_ocs(json.loads(out.read_text()))["schedule"][0]["forwarding"]
+    assert tables == {u: {s: int(v) for s, v in row.items()} for u, row in plan["forwarding"].items() if row}
+
+
+def test_hostfile_names_are_used(files, tmp_path):
+    hf = tmp_path / "hosts"
+    hf.write_text("".join(f"{i} cn{i:03d}\n" for i in range(64)))
+    out = tmp_path / "named.json"
+    assert _cli("export", "ocs", "-p", files["plan"], "--hosts", hf, "-o", out) == 0
+    doc = json.loads(out.read_text())
+    x = doc["entries"][0]["cross_connects"][0]
+    assert x["a"]["host"] == f"cn{x['a']['node']:03d}" and x["b"]["host"] == f"cn{x['b']['node']:03d}"
+    assert all(h.startswith("cn") for h in doc["entries"][0]["forwarding"])
+
+
+def test_library_dispatch_through_the_launcher_export(files, tmp_path):
+    from planner.reporting.export import FORMATS, export, render
+
+    topo = load_topology("paper003", SETS)
+    plan = json.loads(files["plan"].read_text())
+    assert "ocs" in FORMATS
+    assert export("ocs", plan, tmp_path / "a.json", topo=topo) == ""       # no launcher command
+    assert json.loads(render("ocs", plan, topo.host_names(), topo)) == json.loads((tmp_path / "a.json").read_text())
+    assert export("ocs", files["plan"], tmp_path / "b.json", topo=topo) == ""  # or the plan's file
+    assert (tmp_path / "b.json").read_text() == (tmp_path / "a.json").read_text()
+    with pytest.raises(TopoplanError, match="needs the topology"):
+        export("ocs", plan, tmp_path / "c.json")
+    assert not (tmp_path / "c.json").exists()
+
+
+# -- schedules ---------------------------------------------------------------------------
+
+def test_schedule_entries_differ_by_exact_set_differences(files, tmp_path):
+    out = tmp_path / "sched.ocs.json"
+    # a phases document records no topology spec: the topology is given
+    assert _cli("export", "ocs", "-p", files["sched"], "-o", out) == 2
+    assert not out.exists()
+    assert _cli("export", "ocs", "-p", files["sched"], "-t", "paper003", *SETS_ARGS, "-o", out) == 0
+    src = json.loads(files["sched"].read_text())
+    sched = src["schedule_result"]["schedule"]
+    doc = json.loads(out.read_text())
+    assert len(sched) == len(doc["entries"]) == 2
+    assert doc["kind"] == "schedule" and doc["setup_s"] == src["schedule_result"]["setup_s"]
+    assert doc["inputs"] == src["schedule_result"]["inputs"] and doc["seed"] == src["schedule_result"]["seed"]
+    prev = set()
+    for e, s in zip(doc["entries"], sched):
+        new = _circuits(s["circuits"])
+        assert _keys(e["cross_connects"]) == new
+        assert _keys(e["connect"]) == new - prev
+        assert _keys(e["disconnect"]) == prev - new
+        assert _keys(e["keep"]) == new & prev
+        assert e["first_call"] == src["phases"][s["from_phase"]]["first_call"]   # the PMPI trigger
+        assert (e["from_phase"], e["to_phase"]) == (s["from_phase"], s["to_phase"])
+        prev = new
+    assert doc["entries"][1]["setup_during"] == sched[1]["setup"]["during"]
+    assert doc["entries"][1]["setup_s"] == doc["setup_s"] > 0
+    assert set(doc["entries"][1]["first_call"]) != {0}
+    _check_ports(doc, load_topology("paper003", SETS))
+    # the bare schedule result exports the same entries, without the phases' triggers
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(src["schedule_result"]))
+    assert _cli("export", "ocs", "-p", bare, "-t", "paper003", *SETS_ARGS, "-o", tmp_path / "bare.ocs.json") == 0
+    again = json.loads((tmp_path / "bare.ocs.json").read_text())
+    for a, b in zip(again["entries"], doc["entries"]):
+        assert "first_call" not in a
+        assert a["cross_connects"] == b["cross_connects"] and a["forwarding"] == b["forwarding"]
+
+
+def _hand_schedule():
+    """Five entries on OCS nodes 0, 16, 32, 48 with two ports each: a kept circuit, a surviving set-up, a
+    decomposed phase of two slots, and a circuit kept from a slot."""
+    return {"n_phases": 5, "setup_s": 0.02, "schedule": [
+        {"from_phase": 0, "to_phase": 1, "circuits": [[0, 16], [32, 48]], "setup": None,
+         "forwarding": {"0": {"1": 16}, "1": {"1": 0}, "16": {"0": 0}, "32": {"3": 48}, "48": {"2": 32}}},
+        {"from_phase": 1, "to_phase": 2, "circuits": [[0, 16], [0, 32]], "setup": {"during": "wait"},
+         "forwarding": {"0": {"1": 16, "2": 32}, "16": {"0": 0}, "32": {"0": 0}}},
+        {"from_phase": 2, "to_phase": 3, "circuits": [[0, 16], [16, 48]],
+         "forwarding": {"0": {"1": 16}, "16": {"0": 0, "3": 48}, "48": {"1": 16}},
+         "setup": {"during": "surviving", "surviving_circuits": [[0, 16]], "surviving_forwarding": {"0": {"1": 16}}}},
+        {"from_phase": 3, "to_phase": 4, "circuits": [[0, 48]], "forwarding": {"0": {"3": 48}}, "hop_limit": 1,
+         "setup": {"during": "wait"}, "slots": [
+             {"circuits": [[0, 48]], "forwarding": {"0": {"3": 48}}, "duration_s": 0.001, "bytes_B": [[0, 3, 1e6]]},
+             {"circuits": [[16, 32]], "forwarding": {"16": {"2": 32}}, "duration_s": 0.002, "bytes_B": [[1, 2, 2e6]]}]},
+        {"from_phase": 4, "to_phase": 5, "circuits": [[16, 32], [0, 16]], "forwarding": {"16": {"2": 32, "0": 0}},
+         "setup": {"during": "wait"}}]}
+
+
+HAND_SETS = ["ocs.nodes_per_switch=1", "ocs.ports_per_node=2"]   # OCS nodes 0, 16, 32, 48: OCS ports 0-1, 2-3, ...
+
+
+def _ports(xcs):
+    return [(x["a"]["node"], x["a"]["port"], x["b"]["node"], x["b"]["port"]) for x in xcs]
+
+
+def test_ports_are_kept_freed_and_reused_across_entries_and_slots():
+    topo = load_topology("paper003", HAND_SETS)
+    phases = [{"first_call": [5 * k, 7 * k]} for k in range(5)]
+    doc = ocs_document({"n_ranks": 2, "phases": phases, "schedule_result": _hand_schedule()}, topo)
+    e = doc["entries"]
+    assert [x["first_call"] for x in e] == [p["first_call"] for p in phases]
+    assert [x["setup_during"] for x in e] == ["before-run", "wait", "surviving", "wait", "wait"]
+    assert [x["setup_s"] for x in e] == [0.02] * 5
+    assert _ports(e[0]["connect"]) == [(0, 0, 16, 2), (32, 4, 48, 6)]
+    # entry 1: 32-48 disconnected first, 0-16 kept on its ports, 0-32 takes node 0's second port
+    assert _ports(e[1]["disconnect"]) == [(32, 4, 48, 6)]
+    assert _ports(e[1]["keep"]) == [(0, 0, 16, 2)]
+    assert _ports(e[1]["connect"]) == [(0, 1, 32, 4)]
+    assert _ports(e[1]["cross_connects"]) == [(0, 0, 16, 2), (0, 1, 32, 4)]
+    # entry 2: the phase starts on the surviving circuit, the new tables hold from phase 3 (rank triggers given)
+    assert _ports(e[2]["connect"]) == [(16, 3, 48, 6)] and _ports(e[2]["disconnect"]) == [(0, 1, 32, 4)]
+    surv = e[2]["surviving"]
+    assert _ports(surv["cross_connects"]) == [(0, 0, 16, 2)]
+    assert surv["forwarding"] == {"node0000": {f"node{v:04d}": "node0016" for v in range(16, 32)}}
+    assert surv["to_phase"] == 3 and surv["to_first_call"] == phases[3]["first_call"]
+    # entry 3: a decomposed phase; its cross-connects are its first slot's, slot 1 changes again
+    assert _ports(e[3]["cross_connects"]) == [(0, 0, 48, 6)]
+    s0, s1 = e[3]["slots"]
+    assert s0["cross_connects"] == e[3]["cross_connects"] and s0["setup_s"] == 0.0
+    assert (s0["duration_s"], s1["duration_s"], s1["setup_s"]) == (0.001, 0.002, 0.02)
+    assert _ports(s1["disconnect"]) == [(0, 0, 48, 6)] and _ports(s1["connect"]) == [(16, 2, 32, 4)]
+    assert s1["bytes_B"] == [[1, 2, 2e6]] and e[3]["hop_limit"] == 1
+    # entry 4 differs from the last slot, not from the entry's first configuration
+    assert _ports(e[4]["keep"]) == [(16, 2, 32, 4)]
+    assert _ports(e[4]["connect"]) == [(0, 0, 16, 3)] and e[4]["disconnect"] == []
+    _check_ports(doc, topo)
+
+
+def test_a_change_of_tables_alone_costs_no_setup():
+    topo = load_topology("paper003", HAND_SETS)
+    s = {"n_phases": 2, "schedule": [
+        {"from_phase": 0, "to_phase": 1, "circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}},
+        {"from_phase": 1, "to_phase": 2, "circuits": [[0, 16]], "forwarding": {"1": {"1": 0}}}]}
+    e = ocs_document(s, topo)["entries"][1]
+    assert (e["setup_s"], e["setup_during"], e["connect"], e["disconnect"]) == (0.0, "none", [], [])
+    assert _ports(e["keep"]) == [(0, 0, 16, 2)]
+    assert list(e["forwarding"]) == ["node0001"]
+    del s["n_phases"], s["schedule"][0]["to_phase"], s["schedule"][1]["to_phase"]   # hand-made: phases implied
+    d = ocs_document(s, topo)
+    assert d["n_phases"] == 2 and [(x["from_phase"], x["to_phase"]) for x in d["entries"]] == [(0, 1), (1, 2)]
+
+
+def test_exported_schedules_replay_as_the_schedule():
+    """The OCS document alone rebuilds the schedule: it validates, and the replay gives the same time."""
+    from planner.problems.circuits.schedule import PhasedProblem, schedule, validate_schedule
+    from planner.traffic.twophase import halo_then_transpose
+    from sim.schedule import simulate_schedule
+
+    topo = load_topology("paper003", HAND_SETS)
+    hand = _hand_schedule()
+    back = schedule_from_ocs(ocs_document(hand, topo))
+    assert validate_schedule(back, topo) == validate_schedule(hand, topo)
+    for a, b in zip(hand["schedule"], back["schedule"]):
+        assert _circuits(a["circuits"]) == _circuits(b["circuits"]) and a["forwarding"] == b["forwarding"]
+        assert (a["setup"] or {}).get("during") == (b["setup"] or {}).get("during")
+        assert [(sl["circuits"], sl["forwarding"], sl["duration_s"]) for sl in a.get("slots", [])] == \
+            [(sl["circuits"], sl["forwarding"], sl["duration_s"]) for sl in b.get("slots", [])]
+    topo = load_topology("paper003", SETS)
+    trace = halo_then_transpose(16, 16, 4e6, iters=2)
+    prob = PhasedProblem.build(topo, trace)
+    res = schedule(prob, "exact", circuit_method="greedy").to_dict()
+    assert len(res["schedule"]) == 2
+    back = schedule_from_ocs(ocs_document(res, topo, rules="switch"))
+    want = simulate_schedule(topo, trace, prob.phases, res)
+    got = simulate_schedule(topo, trace, prob.phases, back)
+    assert got["makespan_s"] == want["makespan_s"] and got["reconfigurations"] == want["reconfigurations"] == 1
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("circuits, message", [
+    ([[0, 16], [0, 32]], r"field 'circuits\[1\]': node 0 has 2 circuits but 1 optical port"),   # one port, two circuits
+    ([[0, 17]], r"field 'circuits\[0\]': node 17 is not an OCS node"),
+])
+def test_invalid_plans_are_refused_and_not_written(tmp_path, circuits, message):
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    out = tmp_path / "ocs.json"
+    with pytest.raises(TopoplanError, match=message):
+        export_ocs({"circuits": circuits, "forwarding": {}}, out, topo=topo)
+    assert not out.exists()
+    plan = tmp_path / "bad.json"
+    plan.write_text(json.dumps({"circuits": circuits, "forwarding": {}, "topology_spec": "paper003",
+                                "topology_sets": ["ocs.nodes_per_switch=1"]}))
+    out.write_text("old\n")
+    with pytest.raises(TopoplanError, match=f"bad.json: {message}"):
+        export_ocs(plan, out, topo=topo)
+    assert out.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("circuits, message", [
+    ([[0, 16], [0, 32]], r"node 0 has 2 circuits but 1 optical port"),
+    ([[0, 17]], r"node 17 is not an OCS node"),
+])
+def test_cli_refuses_invalid_plans_with_exit_2(tmp_path, capsys, circuits, message):
+    import re
+
+    plan = tmp_path / "bad.json"
+    plan.write_text(json.dumps({"circuits": circuits, "forwarding": {}, "topology_spec": "paper003",
+                                "topology_sets": ["ocs.nodes_per_switch=1"]}))
+    out = tmp_path / "ocs.json"
+    assert _cli("export", "ocs", "-p", plan, "-o", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert "bad.json" in err and "field 'circuits[" in err and re.search(message, err)
+    assert not out.exists()
+
+
+def test_invalid_schedule_entry_is_refused(files, tmp_path, capsys):
+    src = json.loads(files["sched"].read_text())
+    src["schedule_result"]["schedule"][1]["circuits"].append([4, 20])   # nodes 4 and 20: not OCS nodes
+    bad = tmp_path / "bad_sched.json"
+    bad.write_text(json.dumps(src))
+    out = tmp_path / "ocs.json"
+    assert _cli("export", "ocs", "-p", bad, "-t", "paper003", *SETS_ARGS, "-o", out) == 2
+    err = capsys.readouterr().err
+    assert "bad_sched.json: schedule_result: entry 1: field 'circuits[8]': node 4 is not an OCS node" in err
+    assert not out.exists()
+    with pytest.raises(TopoplanError, match="field 'phases': expected a list of the schedule's 2 phases"):
+        ocs_document(dict(json.loads(files["sched"].read_text()), phases=[]), load_topology("paper003", SETS))
+
+
+def test_plans_for_another_topology_are_refused(files, tmp_path, capsys):
+    out = tmp_path / "ocs.json"
+    assert _cli("export", "ocs", "-p", files["plan"], "-t", "paper003", "-o", out) == 2
+    assert "made for another topology" in capsys.readouterr().err and not out.exists()
+
+
+def test_placement_only_file_is_refused_for_ocs(tmp_path, capsys):
+    pl = tmp_path / "pl.json"
+    assert _cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential", "-o", pl) == 0
+    capsys.readouterr()
+    out = tmp_path / "ocs.json"
+    assert _cli("export", "ocs", "-p", pl, "-t", "paper003", "-o", out) == 2
+    err = capsys.readouterr().err
+    assert "pl.json: field 'circuits': missing: a placement" in err and not out.exists()
+    csv = tmp_path / "pl.csv"
+    csv.write_text("rank,node\n0,0\n")
+    assert _cli("export", "ocs", "-p", csv, "-t", "paper003", "-o", out) == 2
+    assert "not a placement CSV" in capsys.readouterr().err and not out.exists()
+    phases_only = tmp_path / "phases.json"
+    phases_only.write_text(json.dumps({"n_phases": 1, "phases": [{"first_call": [0]}]}))
+    assert _cli("export", "ocs", "-p", phases_only, "-t", "paper003", "-o", out) == 2
+    assert "field 'schedule_result': missing" in capsys.readouterr().err and not out.exists()
+
+
+def test_too_many_host_rules_ask_for_switch_rules(files, monkeypatch):
+    topo = load_topology("paper003", SETS)
+    plan = json.loads(files["plan"].read_text())
+    monkeypatch.setattr(ocs_export, "MAX_HOST_RULES", 10)
+    with pytest.raises(TopoplanError, match=r"forwarding rules per destination host .*--rules switch"):
+        ocs_document(plan, topo)
+    assert ocs_document(plan, topo, rules="switch")["rules"] == "switch"
+    with pytest.raises(TopoplanError, match="unknown forwarding rules"):
+        ocs_document(plan, topo, rules="ports")
+
+
+# -- launcher formats with circuit plans --------------------------------------------------
+
+def test_launcher_formats_take_the_placement_of_a_plan_or_schedule(files, tmp_path, capsys):
+    plan = json.loads(files["plan"].read_text())
+    rf = tmp_path / "rankfile"
+    assert _cli("export", "ompi4", "-p", files["plan"], "-o", rf) == 0
+    lines = rf.read_text().splitlines()
+    assert len(lines) == len(plan["rank_to_node"]) and lines[0].startswith(f"rank 0=node{plan['rank_to_node'][0]:04d} ")
+    # a phases --schedule document: the placement it was scheduled for
+    mf = tmp_path / "machines"
+    assert _cli("export", "mpich", "-p", files["sched"], "-t", "paper003", *SETS_ARGS, "-o", mf) == 0
+    r2n = json.loads(files["sched"].read_text())["schedule_result"]["rank_to_node"]
+    assert mf.read_text().split() == [f"node{k:04d}" for k in r2n]
+    # a circuit plan without a placement: nothing to launch, and the message says what to do
+    bare = tmp_path / "no_ranks.json"
+    bare.write_text(json.dumps({k: v for k, v in plan.items() if k != "rank_to_node"}))
+    capsys.readouterr()
+    assert _cli("export", "ompi4", "-p", bare, "-o", tmp_path / "rf2") == 2
+    assert "field 'rank_to_node': missing" in capsys.readouterr().err and not (tmp_path / "rf2").exists()
+    assert _cli("export", "ompi4", "-p", files["plan"], "--rules", "switch", "-o", tmp_path / "rf3") == 2
+    assert "only the ocs format" in capsys.readouterr().err and not (tmp_path / "rf3").exists()
