@@ -860,10 +860,11 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
         idx["down"] = b.add_many(bw, topo.down_latency_s, "node-down", [f"{y}->{x}" for x, y in zip(names, at)],
                                  list(zip(at, names)))
         fat = topo.kind == "fat-tree"
-        idx["sw_up"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-up", [f"{x}->top" for x in sw_names],
-                                  [(x, "top") for x in sw_names], shared=not fat, switch_in=1)
-        idx["sw_down"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-down", [f"top->{x}" for x in sw_names],
-                                    [("top", x) for x in sw_names], shared=not fat, switch_in=1)
+        top = topo.top_label()
+        idx["sw_up"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-up", [f"{x}->{top}" for x in sw_names],
+                                  [(x, top) for x in sw_names], shared=not fat, switch_in=1)
+        idx["sw_down"] = b.add_many(topo.up_bw_Bps, topo.up_latency_s, "uplink-down", [f"{top}->{x}" for x in sw_names],
+                                    [(top, x) for x in sw_names], shared=not fat, switch_in=1)
         delay, mtu = topo.switch_delay_s, topo.mtu_B
     elif isinstance(topo, TorusTopology):
         c = topo.coords()

@@ -360,3 +360,22 @@ def test_node_ids_one_rule():
     with pytest.raises(TopoplanError, match=r"x: not an integer: '٣'|x: unknown host '٣'"):
         node_ids(["٣"], topo, "x")
     assert placement_from_doc({"rank_to_node": ["7", "a1"]}, "p", topo).rank_to_node.tolist() == [2, 0]
+
+
+def test_the_spine_keeps_its_name(cluster, tmp_path):
+    topo = load_topology(str(cluster / "topology.conf"))
+    assert topo.top_label() == "spine" and topo.switch_labels() == ["leaf1", "leaf2"]
+    from planner.core.topology_io import topology_from_dict, topology_to_dict
+    from sim.network import build_network
+
+    assert topology_from_dict(topology_to_dict(topo), "t").top_name == "spine"
+    names = build_network(topo).link_name
+    assert "leaf1->spine" in names and "spine->leaf2" in names and not any("top" in n for n in names)
+    # a YAML topology may name its top switch, but not after an edge switch
+    y = tmp_path / "t.yaml"
+    y.write_text("kind: tree\nswitches: 2\nnodes_per_switch: 2\neps: {down_bw: 10Gb/s, up_bw: 10Gb/s}\n"
+                 "switch_names: [a, b]\ntop_name: a\n")
+    with pytest.raises(TopoplanError, match="field 'top_name': 'a' is also the name of an edge switch"):
+        load_topology(str(y))
+    y.write_text(y.read_text().replace("top_name: a", "top_name: core1"))
+    assert load_topology(str(y)).top_label() == "core1"

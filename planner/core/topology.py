@@ -108,6 +108,8 @@ class TreeTopology:
     ocs : OCSConfig, optional
     hostnames, switch_names : tuple of str, optional
     name : str, optional
+    top_name : str, optional
+        Name of the top switch (a Slurm topology.conf's spine); default ``top``.
 
     See Also
     --------
@@ -147,6 +149,7 @@ class TreeTopology:
     hostnames: tuple[str, ...] | None = None
     switch_names: tuple[str, ...] | None = None
     name: str = ""
+    top_name: str | None = None
 
     @property
     def n_switches(self) -> int:
@@ -204,6 +207,18 @@ class TreeTopology:
         """
         return list(self.switch_names) if self.switch_names else [f"S{i}" for i in range(self.n_switches)]
 
+    def top_label(self) -> str:
+        """Display name of the top switch: ``top_name`` (a Slurm spine's name), else ``top``.
+
+        Examples
+        --------
+        >>> TreeTopology(kind="tree", nodes_per_switch=(2, 2)).top_label()
+        'top'
+        >>> TreeTopology(kind="tree", nodes_per_switch=(2, 2), top_name="spine").top_label()
+        'spine'
+        """
+        return self.top_name or "top"
+
     def validate(self) -> None:
         _positive(self, ("down_bw_Bps", "up_bw_Bps", "intra_node_bw_Bps", "mtu_B"))
         _nonneg(self, ("down_latency_s", "up_latency_s", "switch_delay_s", "intra_node_latency_s"))
@@ -240,6 +255,8 @@ class TreeTopology:
                 raise TopoplanError(f"field 'switch_names': {len(self.switch_names)} names for "
                                     f"{self.n_switches} switches")
             _unique(self.switch_names, "switch_names", "switch")
+        if self.top_name is not None and self.top_name in self.switch_labels():
+            raise TopoplanError(f"field 'top_name': {self.top_name!r} is also the name of an edge switch")
 
 
 @dataclass

@@ -577,7 +577,7 @@ _COMMON = {"kind", "name", "description", "paper", "variants", "cores_per_node",
 # Keys each kind reads, per section: a key outside these (a typo in a file or in --set) would silently do
 # nothing, so it is an error.
 KNOWN_KEYS = {
-    "tree": {"": _COMMON | {"switches", "nodes_per_switch", "eps", "ocs", "switch_names"},
+    "tree": {"": _COMMON | {"switches", "nodes_per_switch", "eps", "ocs", "switch_names", "top_name"},
              "eps": {"down_bw", "down_latency", "up_bw", "up_latency", "switch_delay", "mtu"},
              "ocs": {"nodes", "nodes_per_switch", "ports_per_node", "bw", "latency", "setup", "node_link_bw", "mtu"},
              "node": {"intra_bw", "intra_latency"}},
@@ -731,6 +731,7 @@ def _tree(doc, kind, name):
         hostnames=_host_names(doc),
         switch_names=tuple(_label(s, f"switch_names[{i}]") for i, s in enumerate(switch_names))
         if switch_names else None,
+        top_name=_label(doc["top_name"], "top_name") if doc.get("top_name") is not None else None,
         name=name, **_node_section(doc))
 
 
@@ -889,6 +890,8 @@ def topology_to_dict(topo: Topology) -> dict:
             d["hostnames"] = list(topo.hostnames)
         if topo.switch_names:
             d["switch_names"] = list(topo.switch_names)
+        if topo.top_name:
+            d["top_name"] = topo.top_name
         return d
     if isinstance(topo, TorusTopology):
         d = {"kind": topo.kind, "name": topo.name, "dims": list(topo.dims), "wrap": list(topo.wrap),
@@ -1283,7 +1286,8 @@ def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict
         return ({"kind": "tree", "name": Path(str(path)).stem, "switches": len(leaves),
                  "nodes_per_switch": [len(switches[l]["nodes"]) for l in leaves],
                  "hostnames": [h for l in leaves for h in switches[l]["nodes"]], "switch_names": leaves,
-                 "eps": {"down_bw": _bw(leaf_speed), "up_bw": _bw(top_speed)}}, where_host)
+                 "eps": {"down_bw": _bw(leaf_speed), "up_bw": _bw(top_speed)},
+                 **({"top_name": tops[0]} if two_level else {})}, where_host)
     names = list(switches)
     return ({"kind": "graph", "name": Path(str(path)).stem, "switches": names,
              "hosts": [{"name": h, "switch": n, "bw": _bw(speed[n])} for n in names for h in switches[n]["nodes"]],

@@ -695,8 +695,9 @@ def _tree_view(data: ReportData, k: int):
             segs.append([(nx_[i] + sign * off, 0.0), (sx[node_sw[i]] + sign * off, 1.0)])
             vals.append(u.get(key, 0.0))
             widths.append(1.6)
+    top_name = t.top_label()
     for s in range(t.n_switches):
-        for sign, key in ((-1, ("uplink-up", sw_names[s], "top")), (1, ("uplink-down", "top", sw_names[s]))):
+        for sign, key in ((-1, ("uplink-up", sw_names[s], top_name)), (1, ("uplink-down", top_name, sw_names[s]))):
             segs.append([(sx[s] + sign * off * 2, 1.0), (top[0] + sign * off * 2, top[1])])
             vals.append(u.get(key, 0.0))
             widths.append(3.0)
@@ -722,7 +723,7 @@ def _tree_view(data: ReportData, k: int):
     ax.scatter([top[0]], [top[1]], s=420, marker="s", c="#2b2b2b", zorder=3)
     for s in range(t.n_switches):
         ax.annotate(sw_names[s], (sx[s], 1.0), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=8)
-    ax.annotate("top", top, xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8)
+    ax.annotate(top_name, top, xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8)
     from matplotlib import colormaps
 
     cmap = colormaps[CMAP]
