@@ -1,31 +1,39 @@
-"""Placement at scale: anneal vs metis on hop-weighted volume (issue 5, item 4).
+"""Placement benchmark: quality against KaHIP, and scale (issues 5 and 20), in one run.
 
-Target (README): 4,096 ranks on 128 switches x 32 nodes (one core each, the
-001-style EPS tree): ``anneal`` beats ``metis`` on hop-weighted bytes within
-60 s. Two patterns, 1 MB per neighbour and iteration:
+Sections (``--sections``, default all):
 
-- ``stencil3d``: a 16 x 16 x 16 7-point stencil. METIS cuts it into 4 x 4 x 2
-  blocks, which no swap improves: anneal can only tie here.
-- ``mesh-knn``: an unstructured 3-D mesh (4,096 random points, each talking to
-  its 6 nearest neighbours, both ways; seeded), the pattern of unstructured
-  CFD/FEM codes. METIS's partition, repaired to exactly 32 ranks per switch,
-  leaves room for swaps: this is the target instance.
+- ``maplib``: the four real 64-rank matrices of ``../shared/matrices/maplib`` (AMG, BT-MZ, CG, LULESH)
+  on 4 switches x 16 single-core nodes, objective ``inter-switch``: the cut (bytes between switches,
+  both directions) of every method next to KaHIP's strong configuration with perfect balance, best of
+  5 seeds (``kahip.kaffpa`` called directly: the reference of issue 20).
+- ``rgg``: a random geometric graph of 4,096 vertices (:func:`rgg`: ``networkx.random_geometric_graph``,
+  seed 0, mean degree 8, 1-10 MB per edge, seeded) cut into k = 4, 16 and 128 parts (k switches of
+  4,096 / k single-core nodes): the methods next to KaHIP-strong best of 5, plus the steps from the
+  former partition pipeline to the current one (``ablation``, partitions of the whole graph).
+- ``scale``: 16,384 and 65,536 ranks, one per node, on the hybrid system of issue 20 (32 nodes per
+  switch, 8 OCS nodes per switch; :func:`bench_circuits_scale.topology`) and on a 3-D torus (32x32x16,
+  64x32x32; one router per node, 4.76 GB/s links), with CG-like traffic
+  (:func:`bench_circuits_scale.cg_like`) and random traffic (8 messages of 4 MB per rank). Every row runs
+  in a fresh interpreter: ``plan_s`` is one :func:`planner.problems.placement.solve` (the method and
+  every metric, the congestion bound included), ``peak_MB`` the process's maximum resident set
+  (:func:`peak_mb`; the traffic and the imports included).
+- ``mesh``: 4,096 ranks on 128 switches x 32 nodes (one core each), objective ``hops``: a 16^3 7-point
+  stencil and an unstructured 3-D mesh (4,096 seeded points, 6 nearest neighbours each, both ways).
 
-``anneal`` starts from the ``metis`` placement (its default) and, as a harder
-check, from a random placement.
+``anneal`` and ``ilp`` run ``--budget`` seconds (default 5) from their default start: the best of every
+partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pairs).
 
-    python benchmarks/bench_placement.py              # 60 s anneal budget
-    python benchmarks/bench_placement.py --quick      # 10 s budget
+    python benchmarks/bench_placement.py                  # all sections (about 5 minutes, 2 shared cores)
+    python benchmarks/bench_placement.py --sections maplib,rgg --budget 10
     python benchmarks/bench_placement.py --json
-
-Columns: method, hop-weighted bytes, inter-switch bytes, congestion bound,
-wall time, and the change against ``metis``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,9 +41,22 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for p in (ROOT, ROOT / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
 
+SECTIONS = ("maplib", "rgg", "scale", "mesh")
+MAPLIB = ("amg64", "btmz64", "cg64", "lulesh64")
+RGG_PARTS = (4, 16, 128)
+KAHIP_SEEDS = 5
+SCALE_ROWS = ((16384, "cg", "metis", "hybrid"), (16384, "random", "metis", "hybrid"),
+              (16384, "random", "greedy", "hybrid"), (16384, "random", "anneal", "hybrid"),
+              (16384, "cg", "metis", "torus"), (65536, "cg", "metis", "hybrid"), (65536, "random", "metis", "hybrid"),
+              (65536, "random", "greedy", "hybrid"), (65536, "cg", "metis", "torus"))
+TORUS_DIMS = {16384: [32, 32, 16], 65536: [64, 32, 32]}
+
+
+# -- instances --------------------------------------------------------------------------------------
 
 def stencil3d(n: int, nbytes: float):
     """Traffic of a non-periodic n x n x n 7-point stencil, ranks in x-fastest order."""
@@ -65,53 +86,260 @@ def mesh_knn(n: int, k: int, nbytes: float, seed: int = 0):
     return from_arrays(n, key // n, key % n, np.full(len(key), nbytes), name=f"mesh-knn-{n}")
 
 
-def big_tree():
+def rgg(n: int = 4096, degree: float = 8.0, seed: int = 0):
+    """Random geometric graph as traffic: ``networkx.random_geometric_graph`` in the unit square with the
+    radius of mean degree ``degree``; every edge carries 1-10 MB (seeded), half each way.
+
+    Examples
+    --------
+    >>> t = rgg(256, seed=1)
+    >>> t.n_ranks, t.name
+    (256, 'rgg-256')
+    """
+    import networkx as nx
+
+    from planner.traffic.matrix import from_arrays
+
+    g = nx.random_geometric_graph(n, float(np.sqrt(degree / (np.pi * n))), seed=seed)
+    e = np.array(sorted(g.edges()), dtype=np.int64).reshape(-1, 2)
+    w = np.random.default_rng(seed).integers(1, 11, len(e)) * 1e6
+    return from_arrays(n, np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([e[:, 1], e[:, 0]]),
+                       np.concatenate([w, w]) / 2, name=f"rgg-{n}")
+
+
+def single_core_tree(switches: int, nodes_per_switch: int, name: str = ""):
     from planner.core.topology import TreeTopology
 
-    return TreeTopology(kind="tree", nodes_per_switch=(32,) * 128, cores_per_node=1, name="tree-128x32")
+    return TreeTopology(kind="tree", nodes_per_switch=(nodes_per_switch,) * switches, cores_per_node=1, name=name)
 
 
-def run(budget_s: float, seed: int = 0, log=print) -> list[dict]:
+def kahip_strong(W, parts: int, seeds: int = KAHIP_SEEDS) -> tuple[float, float]:
+    """KaHIP's kaffpa, strong configuration, imbalance 0, best of ``seeds`` seeds: ``(cut bytes, seconds)``."""
+    from planner.problems.placement.metis import kahip_parts
+    from planner.problems.placement.refine import cut_weight
+
+    t0 = time.perf_counter()
+    cut = min(cut_weight(W, kahip_parts(W, [W.shape[0] // parts] * parts, seed=s)) for s in range(seeds))
+    return cut, time.perf_counter() - t0
+
+
+def _kahip_ok() -> bool:
+    from planner.problems.placement import METHODS
+
+    return METHODS.unavailable("kahip") is None
+
+
+def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
+    from planner.problems.placement import solve
+
+    rows = []
+    for method in methods:
+        opts = {"time_limit": budget} if method in ("anneal", "ilp") else {}
+        t0 = time.perf_counter()
+        res = solve(prob, method, seed=seed, **opts)
+        rows.append({**keys, "method": method, "objective": res.objective, "status": res.status,
+                     "init": res.options.get("init"), "inter_switch_bytes": res.metrics["inter_switch_bytes"],
+                     "hop_weighted_bytes": res.metrics["hop_weighted_bytes"],
+                     "congestion_bound_s": res.metrics["congestion_bound_s"], "wall_s": time.perf_counter() - t0})
+    return rows
+
+
+# -- sections -----------------------------------------------------------------------------------------
+
+def run_maplib(budget: float, seed: int, log) -> list[dict]:
+    from planner.problems.placement import PlacementProblem
+    from planner.traffic.matrix import load_traffic
+
+    d = ROOT.parent / "shared" / "matrices" / "maplib"
+    if not d.is_dir():
+        log(f"maplib: {d} is absent, skipped")
+        return []
+    kahip = _kahip_ok()
+    methods = ["metis", "greedy"] + (["kahip"] if kahip else []) + ["anneal", "ilp"]
+    rows = []
+    for app in MAPLIB:
+        prob = PlacementProblem.build(single_core_tree(4, 16, "4x16"), load_traffic(str(d / f"{app}.csv")),
+                                      objective="inter-switch")
+        ref, ref_s = kahip_strong(prob.graph(), 4) if kahip else (float("nan"), 0.0)
+        rows.append({"section": "maplib", "instance": app, "method": "KaHIP-strong best of 5", "objective": ref,
+                     "wall_s": ref_s})
+        rows += _methods_rows(prob, methods, budget, seed, section="maplib", instance=app)
+        for r in rows[-len(methods) - 1:]:
+            r["vs_kahip"] = r["objective"] / ref - 1.0
+            log(f"maplib {app:9s} {r['method']:24s} cut {r['objective'] / 1e6:10.3f} MB  vs KaHIP-strong "
+                f"{r['vs_kahip']:+7.2%}  wall {r['wall_s']:5.1f} s" + (f"  (start {r['init']})" if r.get("init") else ""))
+    return rows
+
+
+def _ablation(W, k: int, seed: int) -> list[tuple[str, float, float]]:
+    """Cut of the former partition pipeline and of each step towards the current one."""
+    import pymetis
+
+    from planner.problems.placement.metis import default_tries, metis_parts, partition, repair_balance
+    from planner.problems.placement.refine import cut_weight, refine
+
+    targets = [W.shape[0] // k] * k
+    scale = min(1e6 / W.data.max(), 1e9 / W.data.sum())                     # the former integer weights
+    weights = np.maximum(1, np.round(W.data * scale)).astype(np.int64).tolist()
+
+    def before():
+        adj = pymetis.CSRAdjacency(W.indptr.tolist(), W.indices.tolist())
+        _, part = pymetis.part_graph(k, adjacency=adj, eweights=weights,
+                                     options=pymetis.Options(seed=seed))    # METIS's default: k-way above 8 parts
+        return repair_balance(W, np.asarray(part), targets)
+
+    runs, ncuts = default_tries(W)
+    steps = [("before: METIS default, 1 try, repair", before),
+             ("recursive bisection, 1 try, repair", lambda: repair_balance(W, metis_parts(W, targets, seed, 1), targets)),
+             ("+ FM refinement", lambda: refine(W, repair_balance(W, metis_parts(W, targets, seed, 1), targets), targets)),
+             (f"+ tries ({runs} runs x {ncuts} per bisection)", lambda: partition(W, targets, seed))]
+    out = []
+    for name, step in steps:
+        t0 = time.perf_counter()
+        part = step()
+        out.append((name, cut_weight(W, part), time.perf_counter() - t0))
+    return out
+
+
+def run_rgg(budget: float, seed: int, log) -> list[dict]:
+    from planner.problems.placement import PlacementProblem
+
+    kahip = _kahip_ok()
+    methods = ["metis"] + (["kahip"] if kahip else []) + ["anneal"]
+    traffic = rgg(4096, seed=0)
+    rows = []
+    for k in RGG_PARTS:
+        prob = PlacementProblem.build(single_core_tree(k, 4096 // k), traffic, objective="inter-switch")
+        W = prob.graph()
+        ref, ref_s = kahip_strong(W, k) if kahip else (float("nan"), 0.0)
+        first = len(rows)
+        rows.append({"section": "rgg", "instance": f"k={k}", "method": "KaHIP-strong best of 5", "objective": ref,
+                     "wall_s": ref_s})
+        for name, cut, wall in _ablation(W, k, seed):
+            rows.append({"section": "rgg", "instance": f"k={k}", "method": f"partition: {name}", "objective": cut,
+                         "wall_s": wall})
+        rows += _methods_rows(prob, methods, budget, seed, section="rgg", instance=f"k={k}")
+        for r in rows[first:]:
+            r["vs_kahip"] = r["objective"] / ref - 1.0
+            log(f"rgg    k={k:<4d}   {r['method']:52s} cut {r['objective'] / 1e6:8.0f} MB  x{r['objective'] / ref:5.3f}"
+                f"  wall {r['wall_s']:5.1f} s" + (f"  (start {r['init']})" if r.get("init") else ""))
+    return rows
+
+
+def peak_mb() -> float:
+    """This process's peak resident set (MB): ``VmHWM`` of ``/proc/self/status`` (its own address space; the
+    ``ru_maxrss`` of ``resource.getrusage`` keeps the parent's size at the fork), else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def scale_row(spec: dict) -> dict:
+    """One scale row, in this process (the parent runs each in a fresh interpreter)."""
+    from bench_circuits_scale import cg_like, topology
+
     from planner.problems.placement import PlacementProblem, solve
+    from planner.traffic.matrix import load_source
+
+    n = spec["ranks"]
+    t0 = time.perf_counter()
+    traffic = cg_like(n) if spec["traffic"] == "cg" else \
+        load_source(f"random:np={n},msgs={8 * n},bytes=4MB,seed=1")[1]
+    if spec["topology"] == "torus":
+        from planner.core.topology_io import load_topology
+
+        topo = load_topology({"kind": "torus", "name": f"torus{n}", "dims": TORUS_DIMS[n], "wrap": True,
+                              "bw": "4.76GB/s", "latency": "100ns"})
+    else:
+        topo = topology(n)
+    t1 = time.perf_counter()
+    prob = PlacementProblem.build(topo, traffic)
+    opts = {"time_limit": spec["budget"]} if spec["method"] == "anneal" else {}
+    res = solve(prob, spec["method"], seed=0, **opts)
+    t2 = time.perf_counter()
+    return {**spec, "section": "scale", "pairs": int(len(prob.edges()[0])), "traffic_s": t1 - t0, "plan_s": t2 - t1,
+            "peak_MB": peak_mb(),
+            "inter_switch_bytes": res.metrics["inter_switch_bytes"],
+            "hop_weighted_bytes": res.metrics["hop_weighted_bytes"],
+            "congestion_bound_s": res.metrics["congestion_bound_s"], "init": res.options.get("init")}
+
+
+def run_scale(budget: float, seed: int, log, timeout: float = 600.0, sizes=None, topologies=None) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    rows = []
+    for n, traffic, method, topo in SCALE_ROWS:
+        if (sizes and n not in sizes) or (topologies and topo not in topologies):
+            continue
+        spec = {"ranks": n, "traffic": traffic, "method": method, "topology": topo, "budget": budget}
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--row", json.dumps(spec)]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            row = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else \
+                {**spec, "section": "scale", "error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+        except subprocess.TimeoutExpired:
+            row = {**spec, "section": "scale", "error": f"timed out after {timeout:g} s"}
+        rows.append(row)
+        head = f"scale  {n:>6,} ranks {topo:6s} {traffic:6s} {method:7s}"
+        if "error" in row:
+            log(f"{head} {row['error']}")
+        else:
+            log(f"{head} plan {row['plan_s']:6.1f} s  peak {row['peak_MB']:6.0f} MB  inter-switch "
+                f"{row['inter_switch_bytes'] / 1e9:9.1f} GB  bound {row['congestion_bound_s'] * 1e3:8.1f} ms  "
+                f"({row['pairs']:,} pairs, traffic {row['traffic_s']:.1f} s)")
+    return rows
+
+
+def run_mesh(budget: float, seed: int, log) -> list[dict]:
+    from planner.problems.placement import PlacementProblem
 
     rows = []
     for pattern, traffic in (("stencil3d", stencil3d(16, 1e6)), ("mesh-knn", mesh_knn(4096, 6, 1e6, seed=seed))):
-        prob = PlacementProblem.build(big_tree(), traffic)
-        cases = [("metis", {}), ("greedy", {}), ("anneal", {"time_limit": budget_s}),
-                 ("anneal", {"time_limit": budget_s, "init": "random"})]
+        prob = PlacementProblem.build(single_core_tree(128, 32, "tree-128x32"), traffic)
         first = len(rows)
-        for method, opts in cases:
-            t0 = time.perf_counter()
-            res = solve(prob, method, seed=seed, **opts)
-            m = res.metrics
-            rows.append({"pattern": pattern, "method": method + (f" (init {opts['init']})" if "init" in opts else ""),
-                         "hop_weighted_bytes": m["hop_weighted_bytes"], "inter_switch_bytes": m["inter_switch_bytes"],
-                         "congestion_bound_s": m["congestion_bound_s"], "wall_s": time.perf_counter() - t0})
+        rows += _methods_rows(prob, ["metis", "greedy", "anneal"], budget, seed, section="mesh", instance=pattern)
         base = rows[first]["hop_weighted_bytes"]
         for r in rows[first:]:
             r["vs_metis"] = r["hop_weighted_bytes"] / base - 1.0
-            log(f"{pattern:10s} {r['method']:22s} hop-weighted {r['hop_weighted_bytes'] / 1e9:8.3f} GB  inter-switch "
-                f"{r['inter_switch_bytes'] / 1e9:7.3f} GB  bound {r['congestion_bound_s']:.4f} s  "
-                f"wall {r['wall_s']:5.1f} s  vs metis {r['vs_metis']:+.2%}")
+            log(f"mesh   {pattern:10s} {r['method']:8s} hop-weighted {r['hop_weighted_bytes'] / 1e9:8.3f} GB  "
+                f"inter-switch {r['inter_switch_bytes'] / 1e9:7.3f} GB  wall {r['wall_s']:5.1f} s  "
+                f"vs metis {r['vs_metis']:+.2%}" + (f"  (start {r['init']})" if r.get("init") else ""))
     return rows
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--budget", type=float, default=60.0, help="anneal seconds")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="maplib, rgg, scale, mesh (comma-separated)")
+    ap.add_argument("--budget", type=float, default=5.0, help="anneal and ilp seconds (default 5)")
+    ap.add_argument("--sizes", default=None, help="scale rows to run, e.g. 16384 (default 16384,65536)")
+    ap.add_argument("--topologies", default=None, help="scale rows to run: hybrid, torus (default both)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="10 s anneal budget")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--row", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    budget = 10.0 if a.quick else a.budget
-    rows = run(budget, a.seed, log=(lambda *_: None) if a.json else print)
+    if a.row:
+        print(json.dumps(scale_row(json.loads(a.row))))
+        return 0
+    log = (lambda s: print(s, file=sys.stderr, flush=True)) if a.json else (lambda s: print(s, flush=True))
+    sizes = {int(x) for x in a.sizes.split(",")} if a.sizes else None
+    topologies = set(a.topologies.split(",")) if a.topologies else None
+    rows = []
+    t0 = time.perf_counter()
+    for section in a.sections.split(","):
+        if section not in SECTIONS:
+            raise SystemExit(f"unknown section {section!r} (sections: {', '.join(SECTIONS)})")
+        if section == "scale":
+            rows += run_scale(a.budget, a.seed, log, sizes=sizes, topologies=topologies)
+        else:
+            rows += {"maplib": run_maplib, "rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
+    log(f"total {time.perf_counter() - t0:.0f} s")
     if a.json:
         print(json.dumps(rows, indent=1))
-    metis = next(r for r in rows if r["pattern"] == "mesh-knn" and r["method"] == "metis")
-    ann = next(r for r in rows if r["pattern"] == "mesh-knn" and r["method"] == "anneal")
-    ok = ann["hop_weighted_bytes"] < metis["hop_weighted_bytes"] and ann["wall_s"] <= budget + 30
-    if not a.json:
-        print(f"target (mesh-knn: anneal < metis on hop-weighted bytes within {budget:g} s): {'met' if ok else 'MISSED'}")
     return 0
 
 

@@ -652,16 +652,17 @@ WHY = """Why the models differ, and where ours differs from the paper:
   granularity and run at the bound (3.40). The same holds for CG and MG at few pathways (CG SP 3 pathways:
   9.64 store-and-forward, 3.52 pipelined, 2.68 paper model).
 - *Many pathways.* With 24 SP pathways half of Neighbor's inter-switch pairs still go through a relay.
-  Pipelined relays run at the bound (0.80, the full-bisection time), so "full bisection with about 20
-  pathways" holds there (CP at 16, SP at 24). In the paper model a relayed 40 MB message is transmitted whole
-  on four 10 Gbps node links and the circuit in turn, and the relay's node-link queue holds its own messages
-  and the relayed ones: SP takes 1.30 s at 24 pathways, twice its 0.64 s bound, and reaches the full-bisection
-  time only at 48 pathways, when every pair has its own circuit and nothing is relayed (0.74 s); max-min with
-  store-and-forward relays likewise (1.17 s at 24, 0.48 s at 48).
-- *SP vs CP below 6 pathways.* CP's 2-pathway plan has a higher bound than its 1- and 3-pathway plans in every
-  model (2.60 vs 1.80 x EPS only on the max-min scale). The paper model's FIFO relays run SP close to its bound
-  (2.52 vs 2.40), so SP is only 1.18 x CP at 2 pathways there, below the factor 1.2 the check asks (1.31
-  pipelined, 1.38 store-and-forward): the claim fails under the paper model at that one point.
+  Pipelined relays run at the bound (0.80, the full-bisection time), so SP reaches full bisection at 24
+  pathways there. In the paper model a relayed 40 MB message is transmitted whole on four 10 Gbps node links
+  and the circuit in turn, and the relay's node-link queue holds its own messages and the relayed ones: SP
+  takes 1.30 s at 24 pathways, twice its 0.64 s bound, and reaches the full-bisection time only at 48
+  pathways, when every pair has its own circuit and nothing is relayed (0.74 s); max-min with
+  store-and-forward relays likewise (1.17 s at 24, 0.48 s at 48). CP's strips cut exactly 24 node pairs, so
+  at 24 pathways every one has its own circuit and nothing is relayed: CP reaches full bisection at 24 under
+  every model (at 12 already with pipelined relays), which is what makes "about 20 pathways" hold everywhere.
+- *SP vs CP below 6 pathways.* CP's strips need only 3 circuits to chain the switches, so with 1 to 4
+  pathways its plan is the same chain and SP/CP is 1.84 (paper model), 1.89 (pipelined) and 2.05
+  (store-and-forward) at every one of them.
 - *CG beats full bisection only in the paper model.* From 48 pathways every inter-switch pair of CG has a
   circuit. Under max-min the 10 Gbps node links bound both the hybrid and the full-bisection EPS, so they tie
   (0.66 = 0.66). In the paper model a direct circuit is one 32 Gbps hop from the node, while the EPS path
@@ -672,12 +673,14 @@ WHY = """Why the models differ, and where ours differs from the paper:
   runs were dominated by computation. For the same reason MG on the hybrid is not 50-110% slower once there
   are enough pathways: the circuits relieve the uplinks that bound our compute-free MG (SP at 64 pathways:
   0.52-0.60 under every model), while few pathways cost far more than 110% (SP at 3: 4.4-14.4).
-- *CommPattern (METIS).* Our pymetis partition of Neighbor cuts 24 node pairs like the paper's four 8x4
-  blocks, but joins four switch pairs instead of three (one switch talks to the other three) and gives one
-  node two cross-switch partners: 23 circuits carry traffic instead of 24, and 3 pathways cannot chain the
-  switches, so S0 still carries 3.2 GB there (link bytes are the same under every model). For CG METIS
-  returns the sequential partition (identical rows); for MG it cuts other pairs than the paper's METIS did
-  (Table 3, CP).
+- *CommPattern (METIS).* Neighbor (8 x 16 ranks on 4 switches of 32) has several partitions that cut the
+  minimum of 24 node pairs: the paper's four 8 x 4 strips, which chain the switches with three switch pairs,
+  and layouts that join four (one switch talks to the other three). Edge cut alone cannot tell them apart,
+  but a hybrid can: with 3 pathways the fourth pair stays on the EPS uplinks (S0 carried 3.2 GB, and CP was
+  1.5x slower under 000's model than with the strips). So on a hybrid network ``metis`` breaks equal cuts
+  of the switch-level split by the fewest switch pairs, and returns the strips: S0 carries nothing from 3
+  pathways on, as in the paper. For CG METIS returns the sequential partition (identical rows); for MG it
+  cuts other pairs than the paper's METIS did (Table 3, CP).
 - *Exact circuits.* ``ilp`` minimizes the busiest link over the whole run, then the uplink bytes. It helps
   most where SP is worst (Neighbor SP with 3 pathways: 2.52 -> 1.09 paper model, 3.40 -> 0.80 pipelined,
   7.23 -> 1.43 store-and-forward) but can simulate slower than SP at a lower or equal bound (CG SP with 24

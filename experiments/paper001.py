@@ -663,9 +663,9 @@ NOTES = """**Why the models differ, and where ours differs from 001**
   1.20). On 16x16 CG with 128 OCS nodes `ilp` is slower under every model (1.00 vs 0.79 pipelined), most
   likely because the bound sums the bytes of the whole run while the simulated time adds up each phase's
   own bottleneck. With
-  CommPattern placement (METIS, OCS nodes first) and exact circuits Neighbor reaches 0.40 (pipelined), 0.62
-  (store-and-forward) and 0.70 (paper model) of EPS only on 16x16 with 128 OCS nodes, and 0.80, 1.19 and
-  0.89 on 8x32; METIS alone helps EPS only too (16x16: 0.50, 0.50, 0.63; 8x32: 0.80, 0.80, 0.91).
+  CommPattern placement (METIS, OCS nodes first) and exact circuits Neighbor reaches 0.40 (pipelined), 0.59
+  (store-and-forward) and 0.64 (paper model) of EPS only on 16x16 with 128 OCS nodes, and 0.80, 0.96 and
+  0.91 on 8x32; METIS alone helps EPS only too (16x16: 0.50, 0.50, 0.63; 8x32: 0.80, 0.80, 0.91).
 - *Fewer NPB iterations.* The NPB kernels run 1 iteration (001: 5) to keep the 256-rank replays affordable
   under three models; their initialisation exchanges are included. Per-iteration communication is
   identical, so the relative time changes little.

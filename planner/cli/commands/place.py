@@ -26,8 +26,10 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                             help="What anneal/greedy/ilp minimize: hops (hop-weighted bytes) | "
                                                  "congestion (link bound) | inter-switch (bytes)."),
               init: Optional[str] = typer.Option(None, "--init", help="anneal, joint, ilp: the placement method(s) "
-                                                 "to start from, comma-separated (default: metis; ilp: the best "
-                                                 "of metis and greedy)."),
+                                                 "to start from, comma-separated (default: metis for joint; for anneal and ilp "
+                                                 "the best of every installed partitioner and greedy; kahip only up "
+                                                 "to 20,000 rank pairs and when it fits a quarter of the time "
+                                                 "limit)."),
               threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold "
                                                       "(default: OCS bandwidth-delay product)."),
               simulate: bool = typer.Option(False, "--simulate", help="Also replay the traffic on the plan "

@@ -71,6 +71,8 @@ class _State:
         self.node_first = first
         self.cores = cores
         self.slot_busy = np.zeros(len(self.slot_node), dtype=bool)
+        self._ext = None         # external(): cached, refreshed around the ranks that moved
+        self._moved: list = []
 
     def neighbours(self, ranks):
         """Flattened CSR neighbour lists of ``ranks``: (owner index, neighbour, weight)."""
@@ -89,12 +91,29 @@ class _State:
         keep = r >= 0
         return owner[keep], r[keep]
 
+    def moved(self, ranks) -> None:
+        """Note ranks that changed node (their and their partners' external bytes are recomputed)."""
+        self._moved.append(np.asarray(ranks, dtype=np.int64))
+
     def external(self, dist) -> np.ndarray:
-        """Every rank's distance-weighted bytes to its partners (0 when all partners are on its node)."""
+        """Every rank's distance-weighted bytes to its partners (0 when all partners are on its node).
+
+        Computed once per state, then only for the ranks that moved and their partners (the same sums,
+        term by term, as a full recomputation).
+        """
         n = len(self.pos)
-        owner = np.repeat(np.arange(n), np.diff(self.indptr))
-        d = self.data * dist(self.node_of[owner], self.node_of[self.indices])
-        return np.bincount(owner, weights=d, minlength=n)
+        if self._ext is None:
+            owner = np.repeat(np.arange(n), np.diff(self.indptr))
+            d = self.data * dist(self.node_of[owner], self.node_of[self.indices])
+            self._ext = np.bincount(owner, weights=d, minlength=n)
+        elif self._moved:
+            r = np.unique(np.concatenate(self._moved))
+            r = np.unique(np.concatenate([r, self.neighbours(r)[1]]))
+            owner, k, w = self.neighbours(r)
+            d = w * dist(self.node_of[r[owner]], self.node_of[k])
+            self._ext[r] = np.bincount(owner, weights=d, minlength=len(r))
+        self._moved = []
+        return self._ext
 
     def _towards_partner(self, rng, ranks, dist):
         """For each rank, a partner k drawn by bytes x distance, and where to go: 0 k's core, 1 a partner of k,
@@ -318,6 +337,8 @@ def _rank_step(st, rng, batch, dist, temp, moved, cong_model, same_switch_useles
         change += delta[i]
     moved[touched] = False
     st.slot_busy[slots] = False
+    if touched:
+        st.moved(touched)
     if cong_model is not None and chosen.any():
         cong_model.apply(entries, chosen)
     return int(chosen.sum()), change, delta
@@ -356,6 +377,7 @@ def _node_step(st, rng, batch, dist, temp, moved, same_switch_useless):
         applied += 1
     if touched:
         moved[np.concatenate(touched)] = False
+        st.moved(np.concatenate(touched))
     return applied, change
 
 
@@ -376,8 +398,10 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     problem : :class:`PlacementProblem` (objective ``hops``, ``inter-switch`` or ``congestion``).
     time_limit : seconds of annealing (default 10).
     seed : random seed.
-    init : starting placement: a method name (default ``metis``), several (the best on the objective)
-        or a ``rank_to_node`` array (see :func:`~planner.problems.placement.problem.initial_placement`).
+    init : starting placement: a method name, several (the best on the objective) or a ``rank_to_node``
+        array (see :func:`~planner.problems.placement.problem.initial_placement`); default: the best of
+        every partitioner installed and ``greedy``
+        (:func:`~planner.problems.placement.problem.default_starts`).
     batch : swaps proposed and priced together per step (default n_ranks / 4, within 32..512).
     max_steps : stop after this many batches instead of the time budget (reproducible runs).
     t0 : start temperature in objective units (default: the first batch's median uphill move
@@ -404,13 +428,14 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     >>> r.objective < p.hop_bytes(np.repeat(np.arange(16), 4))
     True
     """
+    t_call = time.perf_counter()   # the budget counts from the call: the start is part of it
     rng = np.random.default_rng(seed)
     budget = DEFAULT_TIME_S if time_limit is None else float(time_limit)
     if batch is None:
         batch = int(np.clip(problem.n_ranks // 4, 32, 512))
     cycles = max(1, int(cycles))
-    start_name, start_node = initial_placement(problem, "metis" if init is None else init, seed, method="anneal",
-                                               exclude=NOT_STARTS)
+    start_name, start_node = initial_placement(problem, init, seed, method="anneal", exclude=NOT_STARTS,
+                                               time_limit=budget)
     cong = problem.objective == "congestion"
     dist = problem.hops if cong else problem.distance
     if problem.n_ranks < 2 or problem.graph().nnz == 0:
@@ -432,7 +457,7 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     steps = applied = 0
     phase = -1
     moved = np.zeros(problem.n_ranks, dtype=bool)
-    t_begin = time.perf_counter()
+    t_begin = t_call
     while True:
         if stop_requested():   # Ctrl-C: keep the best placement found so far
             break

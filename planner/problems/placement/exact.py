@@ -43,7 +43,7 @@ NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
 
 
 @METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
-def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "greedy"), threads: int = 2):
+def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, threads: int = 2):
     """Exact placement with a proven bound (tree, fat-tree and hybrid topologies; ``hops`` or ``inter-switch``).
 
     Parameters
@@ -52,7 +52,8 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
     time_limit : seconds for CP-SAT (default 20).
     seed : solver seed.
     init : the start: placement methods whose best placement is the solver's hint (and the answer when the
-        solver finds none), or a ``rank_to_node`` array (default: the best of ``metis`` and ``greedy``).
+        solver finds none), or a ``rank_to_node`` array (default: the best of every partitioner installed
+        and ``greedy``, :func:`~planner.problems.placement.problem.default_starts`).
     threads : CP-SAT search workers.
 
     Returns
@@ -78,7 +79,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=("metis", "g
     limit = DEFAULT_TIME_S if time_limit is None else float(time_limit)
     t0 = time.perf_counter()
     # the start: the best heuristic on the problem's objective
-    best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS)
+    best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS, time_limit=limit)
     best_cost = problem.cost(best_node)
     lb = lower_bound(problem)
     u, v, w = problem.edges()

@@ -5,7 +5,18 @@ with the most bytes to ranks already placed (heaviest edge first) and put
 it on the free core whose node minimizes its distance-weighted bytes to
 those ranks. A rank with no placed neighbour (a new component) goes next to
 the last placed rank. Distances are the problem's: switch hops, or 1
-across switches for ``inter-switch`` (``congestion`` uses hops).
+across switches for ``inter-switch`` (``congestion`` uses hops). Ties: the
+node nearest the last placed rank, then the lowest node id.
+
+On a tree (plain, fat tree, hybrid) a node's cost depends only on the bytes
+to ranks on that node and on its switch, so the best node is among a few
+candidates: the free nodes of the placed neighbours, the first free node of
+each of their switches, the last placed rank's node, the first free node of
+its switch and the first free node overall. Pricing those alone (first free
+nodes kept per switch) gives the same choice as scanning every free node, in
+time proportional to the edges (65,536 ranks of random traffic on a hybrid:
+99.5 s with the scan, 5.3 s). Other topologies scan every free node for
+every rank.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import numpy as np
 
 from planner.problems.placement.problem import PlacementProblem, result_from
 from planner.problems.placement.registry import METHODS
+from planner.core.topology import TreeTopology
 
 __all__ = ["greedy"]
 
@@ -49,6 +61,20 @@ def greedy(problem: PlacementProblem, *, time_limit=None, seed=0):
     W = problem.graph()
     n, nn = problem.n_ranks, problem.n_nodes
     free = problem.cores.copy()
+    tree = isinstance(problem.topology, TreeTopology)
+    if tree:
+        sw = problem.node_switch
+        by_switch = np.argsort(sw, kind="stable")                 # nodes of every switch, by id
+        sw_start = np.searchsorted(sw[by_switch], np.arange(problem.topology.n_switches + 1))
+        sw_ptr = sw_start[:-1].copy()                              # first node of a switch that may be free
+        any_ptr = 0                                                # first node overall that may be free
+
+        def first_free(s):
+            p = sw_ptr[s]
+            while p < sw_start[s + 1] and free[by_switch[p]] == 0:
+                p += 1
+            sw_ptr[s] = p
+            return by_switch[p] if p < sw_start[s + 1] else -1
     node_of = np.full(n, -1, dtype=np.int64)
     pull = np.zeros(n)                      # bytes to placed ranks
     total = np.asarray(W.sum(axis=1)).ravel()
@@ -74,7 +100,17 @@ def greedy(problem: PlacementProblem, *, time_limit=None, seed=0):
         a, b = W.indptr[r], W.indptr[r + 1]
         nb, w = W.indices[a:b], W.data[a:b]
         placed = node_of[nb] >= 0
-        cand_nodes = all_nodes[free > 0]
+        if tree:
+            while free[any_ptr] == 0:
+                any_ptr += 1
+            near_nodes = node_of[nb[placed]]
+            extra = [last, first_free(sw[last]), any_ptr]
+            extra += [first_free(x) for x in np.unique(sw[near_nodes]).tolist()]
+            cand_nodes = np.unique(np.concatenate([near_nodes, np.asarray(extra, dtype=np.int64)]))
+            cand_nodes = cand_nodes[(cand_nodes >= 0)]
+            cand_nodes = cand_nodes[free[cand_nodes] > 0]
+        else:
+            cand_nodes = all_nodes[free > 0]
         if placed.any():
             # cost of every free node: sum over placed neighbours of bytes x distance
             cost = dist(cand_nodes[:, None], node_of[nb[placed]][None, :]) @ w[placed]

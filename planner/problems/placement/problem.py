@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from planner.analysis.switches import analyze, default_threshold
+from planner.analysis.switches import default_threshold
 from planner.core.errors import TopoplanError
 from planner.analysis.linkload import link_graph
 from planner.core.placement import Placement, from_nodes
@@ -50,7 +50,8 @@ from sim.replay import bulk_trace
 from sim.run import simulate_plan
 
 __all__ = ["PlacementProblem", "OBJECTIVES", "METHODS", "STARTS", "solve", "placement_metrics", "result_from",
-           "validate_result", "to_placement", "simulated_time", "initial_placement"]
+           "validate_result", "to_placement", "simulated_time", "initial_placement", "default_starts",
+           "kahip_cost_s", "KAHIP_START_MAX_EDGES"]
 
 OBJECTIVES = ("hops", "congestion", "inter-switch")
 
@@ -186,11 +187,20 @@ class PlacementProblem:
 
     @property
     def cores(self) -> np.ndarray:
-        return np.asarray(self.topology.node_cores(), dtype=np.int64)
+        """Cores of every node (cached, read-only)."""
+        return self._frozen("cores", self.topology.node_cores)
 
     @property
     def node_switch(self) -> np.ndarray:
-        return np.asarray(self.topology.node_switch(), dtype=np.int64)
+        """Edge switch of every node (cached, read-only)."""
+        return self._frozen("node_switch", self.topology.node_switch)
+
+    def _frozen(self, key, make) -> np.ndarray:
+        if key not in self._cache:
+            a = np.array(make(), dtype=np.int64)
+            a.setflags(write=False)
+            self._cache[key] = a
+        return self._cache[key]
 
     @property
     def is_tree(self) -> bool:
@@ -340,15 +350,22 @@ def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
     >>> m["inter_switch_bytes"], m["hop_weighted_bytes"], m["nodes_used"]
     (384000000.0, 3072000000.0, 64)
     """
-    a = analyze(problem.topology, problem.traffic, placement, problem.threshold_B)
     node = placement.rank_to_node[:problem.n_ranks]
+    # the sums of planner.analysis.switches.analyze, per message (its switch x switch matrices are dense:
+    # 2 GB each on a 16,384-router torus)
+    tr = problem.traffic
+    a, b = node[tr.src], node[tr.dst]
+    sw = problem.node_switch
+    cross = sw[a] != sw[b]
+    large = tr.msg_bytes >= problem.threshold_B
+    by = tr.bytes
     loads = problem.link_loads(node)
     g = problem.links()
     busiest = g.busiest(loads, 1)
-    return {"inter_switch_bytes": a.inter_switch_bytes,
-            "inter_switch_large_bytes": a.inter(a.large_bytes),
-            "inter_switch_small_bytes": a.inter(a.small_bytes),
-            "intra_node_bytes": a.intra_node_bytes,
+    return {"inter_switch_bytes": float(by[cross].sum()),
+            "inter_switch_large_bytes": float(by[cross & large].sum()),
+            "inter_switch_small_bytes": float(by[cross & ~large].sum()),
+            "intra_node_bytes": float(by[(a == b) & (tr.src != tr.dst)].sum()),
             "hop_weighted_bytes": problem.hop_bytes(node),
             "congestion_bound_s": g.bound(loads),
             "bottleneck": busiest[0]["link"] if busiest else None,
@@ -479,18 +496,77 @@ def to_placement(res) -> Placement:
     return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
 
 
-def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
-                      exclude: tuple[str, ...] = ()) -> tuple[str, np.ndarray]:
-    """The start a method's ``init`` option names: ``(name, rank_to_node)``.
+#: KaHIP is a default start (:func:`default_starts`) up to this many rank pairs with traffic. Its strong
+#: configuration with perfect balance took 4-10 s on 16,000-pair graphs (4,096-rank geometric graph into
+#: 128 parts, 2,048 ranks of random traffic), 35 s on the 65,000 pairs of 16,384-rank CG-like traffic,
+#: 46 s on 4,096 ranks of random traffic (32,000 pairs) and over 300 s on 16,384 (shared 2-core machine).
+KAHIP_START_MAX_EDGES = 20_000
 
-    ``init`` is a placement method's name, several names (the best of their placements on the problem's
-    objective; ties: the first), or a ``rank_to_node`` array (named ``given``). Methods in ``exclude``
-    (and ``method`` itself) cannot be starts.
+
+def kahip_cost_s(n_edges: int) -> float:
+    """Predicted seconds of the ``kahip`` start (strong mode, imbalance 0) on ``n_edges`` rank pairs,
+    measured on random traffic: 1.6 s at 1,975 pairs, 10.6 s at 8,119 (growing as n^1.35).
+
+    Parameters
+    ----------
+    n_edges : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(kahip_cost_s(2000), 1), kahip_cost_s(200) < 0.1
+    (1.6, True)
+    """
+    return 1.6 * (n_edges / 2000) ** 1.35
+
+
+def default_starts(problem: PlacementProblem, method: str, time_limit: float | None = None) -> tuple[str, ...]:
+    """The starts of ``method`` when its ``init`` is not given: :data:`STARTS` (every partitioner installed
+    and ``greedy``), without ``kahip`` above :data:`KAHIP_START_MAX_EDGES` rank pairs or when its predicted
+    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``.
 
     Parameters
     ----------
     problem : PlacementProblem
-    init : str, sequence of str, or array_like of int
+    method : str
+        ``anneal`` or ``ilp``.
+    time_limit : float, optional
+        The method's time limit (None: none).
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
+    >>> from planner.core.topology_io import load_topology
+    >>> from planner.traffic.matrix import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
+    >>> default_starts(p, "anneal")[:2]
+    ('metis', 'greedy')
+    """
+    starts = STARTS.get(method, ("metis",))
+    n_edges = len(problem.edges()[0])
+    if n_edges > KAHIP_START_MAX_EDGES or (time_limit is not None and kahip_cost_s(n_edges) > 0.25 * time_limit):
+        starts = tuple(s for s in starts if s != "kahip")
+    return starts
+
+
+def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
+                      exclude: tuple[str, ...] = (), time_limit: float | None = None) -> tuple[str, np.ndarray]:
+    """The start a method's ``init`` option names: ``(name, rank_to_node)``.
+
+    ``init`` is a placement method's name, several names (the best of their placements on the problem's
+    objective; ties: the first), None (:func:`default_starts`), or a ``rank_to_node`` array (named
+    ``given``). Methods in ``exclude`` (and ``method`` itself) cannot be starts.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    init : str, sequence of str, None, or array_like of int
         The start.
     seed : int or None
         Seed of the start methods.
@@ -498,6 +574,8 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
         The method asking (named in errors; cannot start itself).
     exclude : tuple of str, optional
         Methods that cannot be starts.
+    time_limit : float, optional
+        The asking method's time limit, for the default starts (:func:`default_starts`).
 
     Returns
     -------
@@ -518,6 +596,8 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     >>> initial_placement(p, ("sequential", "round-robin"), 0, method="anneal")[0]
     'sequential'
     """
+    if init is None:
+        init = default_starts(problem, method, time_limit)
     if isinstance(init, str) or (isinstance(init, (list, tuple)) and init and all(isinstance(x, str) for x in init)):
         names = [init] if isinstance(init, str) else list(init)
         allowed = [m for m in METHODS if m != method and m not in exclude]
@@ -552,7 +632,7 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
     time_limit : seconds (``anneal``, ``ilp``, ``joint``).
     seed : random seed (recorded in the result).
     score : ``bound`` (default): the method's placement for the problem's objective; ``simulated``: that
-        placement or the placement of a heuristic it starts from (:data:`STARTS`), whichever simulates
+        placement or the placement of a heuristic it starts from (:func:`default_starts`), whichever simulates
         faster (``joint`` also picks its final plan among its start and improvements by simulated time).
     trace : the MPI trace to simulate (default: the traffic as one bulk phase).
     sim_model : :class:`sim.model.SimModel` or its dict (default maxmin, pipelined relays).
@@ -604,7 +684,8 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
         if method == "joint":
             options.update(final_pick="simulated", trace=trace, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_result,
-                     score=score, simulate=simulate, starts=STARTS, **options)
+                     score=score, simulate=simulate, starts={m: default_starts(problem, m) for m in STARTS},
+                     **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     return res
