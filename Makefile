@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
 	$(PY) -c "import pulp; assert pulp.PULP_CBC_CMD(msg=0).available(), 'CBC solver missing'"
+	$(PY) -m planner.core.warmup
 	touch $(STAMP)
 
 install: $(STAMP)

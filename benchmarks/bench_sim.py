@@ -359,15 +359,11 @@ def replay_row(name: str, args) -> dict:
 
 def warm_up() -> float:
     """Load (and on a new machine compile) the Numba kernels; returns the seconds it took."""
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_source
-    from sim.run import simulate
+    from planner.core.warmup import warm
 
     t0 = time.perf_counter()
+    warm()
     run_engine(random_flows(20))
-    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
-    simulate(topo, load_source("ring:np=4,bytes=1MB")[0], sequential(4, topo))
     return time.perf_counter() - t0
 
 
