@@ -8,11 +8,6 @@ time limit it would otherwise exceed (a 0.5 s ``metis`` call took 3.8 s on a fre
 edit of a kernel's source Numba recompiles it at its next call.
 
 Run ``python -m planner.core.warmup``: one line with the seconds each group took.
-
-Examples
---------
->>> sorted(warm())                      # cached kernels: fast after the first run
-['flows', 'placement', 'replay']
 """
 
 from __future__ import annotations
@@ -29,6 +24,11 @@ def warm() -> dict:
     -------
     dict
         ``placement``, ``flows``, ``replay``: seconds (compiling on a new machine, loading afterwards).
+
+    Examples
+    --------
+    >>> sorted(warm())                      # cached kernels: fast after the first run
+    ['flows', 'placement', 'replay']
     """
     out = {}
     t0 = time.perf_counter()
