@@ -204,33 +204,8 @@ def _fill(n: int, targets) -> np.ndarray:
     return np.repeat(np.arange(len(targets)), targets)[:n]
 
 
-def repair_balance(W: sp.csr_matrix, part: np.ndarray, targets) -> np.ndarray:
-    """Move ranks until every part holds exactly ``targets[p]`` ranks, each time the move that cuts least.
-
-    The gain of moving rank ``r`` from part ``p`` to ``q`` is its bytes to ``q`` minus its bytes to
-    ``p``; compiled and sparse (:func:`planner.problems.placement.refine.repair`).
-
-    Parameters
-    ----------
-    W : scipy.sparse.csr_matrix
-        Symmetric rank graph (bytes).
-    part : numpy.ndarray
-        Part of every rank (not changed).
-    targets : sequence of int
-        Ranks each part must hold (summing to the ranks).
-
-    Returns
-    -------
-    numpy.ndarray
-        The repaired parts.
-
-    Examples
-    --------
-    >>> W = sp.csr_matrix(np.array([[0, 5, 1], [5, 0, 0], [1, 0, 0]], float))
-    >>> repair_balance(W, np.array([0, 0, 0]), [2, 1]).tolist()
-    [0, 0, 1]
-    """
-    return repair(W, part, targets)
+#: Exact part sizes by the cheapest moves: :func:`planner.problems.placement.refine.repair` (compiled, sparse).
+repair_balance = repair
 
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis",
