@@ -171,3 +171,15 @@ def test_alltoall_rows_per_destination_keep_mpich_algorithm_selection():
     assert replay(one_row, build_network(t), sequential(8, t)).n_messages == 8 * 3
     v = rec(*[(r, "alltoallv", d, 8, -1, 8, 0.0, 0.0) for r, _, d, *_ in rows], n=8)
     assert replay(v, build_network(t), sequential(8, t)).n_messages == 8 * 7
+
+
+def test_compact_steps_keep_every_entry_in_order():
+    from planner.traffic.collectives import Step
+    from sim.replay import _compact_steps
+
+    steps = [Step(sends=[(1, 8.0)], recvs=[(2, None), (3, 4.0)]), Step(), Step(sends=[(0, 2.0), (2, 1.0)])]
+    count, peer, nbytes, send = _compact_steps(steps)
+    assert count.tolist() == [3, 0, 2]
+    assert peer.tolist() == [2, 3, 1, 0, 2]            # receives before sends within a step
+    assert nbytes.tolist() == [0.0, 4.0, 8.0, 2.0, 1.0]  # an unknown receive size counts 0 (the sender's applies)
+    assert send.tolist() == [0, 0, 1, 1, 1]
