@@ -358,7 +358,7 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     >>> a == simulate_plan(t, tr, plan)["makespan_s"]
     True
     """
-    from planner.problems.circuits.schedule import validate_schedule
+    from planner.problems.circuits.schedule import entry_end, validate_schedule
     from sim.model import SimModel
 
     t0 = time.perf_counter()
@@ -376,7 +376,7 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     entries = doc["schedule"]
     for k, e in enumerate(entries):
         a = e["from_phase"]
-        b = e.get("to_phase", entries[k + 1]["from_phase"] if k + 1 < len(entries) else n_phases)
+        b = entry_end(entries, k, n_phases)
         st = e.get("setup")
         if e.get("slots"):
             if st is not None:          # into a decomposed phase: always wait (validate_schedule checks it)

@@ -188,17 +188,6 @@ def _first_calls(doc: dict, n_phases, where: str) -> list | None:
     return out
 
 
-def _phase_ends(entries: list, n_phases) -> list:
-    """Every entry's ``to_phase``, completed as :func:`~planner.problems.circuits.schedule.validate_schedule` does."""
-    ends = []
-    for i, e in enumerate(entries):
-        tp = e.get("to_phase", e["from_phase"] + 1 if i + 1 == len(entries) and n_phases is None else None)
-        if tp is None:
-            tp = entries[i + 1]["from_phase"] if i + 1 < len(entries) else n_phases
-        ends.append(int(tp))
-    return ends
-
-
 # -- ports ---------------------------------------------------------------------------
 
 class _Ports:
@@ -336,7 +325,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     planner.core.errors.TopoplanError: bad.json: field 'circuits[1]': node 0 has 2 circuits but 1 optical port
     """
     from planner.core.topology import check_host_names
-    from planner.problems.circuits.schedule import static_schedule
+    from planner.problems.circuits.schedule import entry_end, static_schedule
     from planner.problems.validate import validate
 
     if rules not in RULES:
@@ -348,7 +337,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     else:
         sched = doc if "schedule" in doc else doc["schedule_result"]
     entries = sched["schedule"]
-    ends = _phase_ends(entries, sched.get("n_phases"))
+    ends = [int(entry_end(entries, i, sched.get("n_phases"))) for i in range(len(entries))]
     n_phases = ends[-1]
     firsts = _first_calls(doc, n_phases, where) if kind == "schedule" else None
     n = topo.n_nodes

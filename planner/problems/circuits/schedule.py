@@ -102,7 +102,7 @@ from planner.core.errors import TopoplanError
 from planner.problems.result import PlanResult, Registry, gap_of, solve_with
 
 __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
-           "static_schedule", "validate_schedule", "schedule_entries", "Decomposed", "decomposed_option",
+           "static_schedule", "validate_schedule", "entry_end", "schedule_entries", "Decomposed", "decomposed_option",
            "DECOMPOSE_HOP_LIMIT"]
 
 SCHEDULERS = Registry("schedule")
@@ -1512,6 +1512,37 @@ def _validate_slots(e: dict, topo, w: str, fp: int, tp: int, circ: set, hop_limi
     return prev, changes
 
 
+def entry_end(entries: list, i: int, n_phases: int | None = None):
+    """The phase after the last of entry ``i``: its ``to_phase`` (when not null), else the next entry's ``from_phase``, else
+    ``n_phases`` (the last entry of a schedule that records no phase count covers one phase).
+
+    Not checked (:func:`validate_schedule` checks it): the value as the document gives it.
+
+    Parameters
+    ----------
+    entries : list of dict
+        The schedule's entries.
+    i : int
+    n_phases : int, optional
+
+    Returns
+    -------
+    int or object
+
+    Examples
+    --------
+    >>> entries = [{"from_phase": 0}, {"from_phase": 2, "to_phase": 3}, {"from_phase": 3}]
+    >>> [entry_end(entries, i, 5) for i in range(3)], entry_end(entries, 2)
+    ([2, 3, 5], 4)
+    """
+    e = entries[i]
+    if e.get("to_phase") is not None:
+        return e["to_phase"]
+    if i + 1 < len(entries):
+        return entries[i + 1].get("from_phase")
+    return e["from_phase"] + 1 if n_phases is None else n_phases
+
+
 def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int | None = None) -> dict:
     """Check a schedule document: every entry (and every surviving configuration) is a valid circuit plan.
 
@@ -1567,9 +1598,7 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
         if isinstance(fp, bool) or not isinstance(fp, int) or fp != prev_to:
             raise TopoplanError(f"{w}: field 'from_phase': expected {prev_to} (entries cover the phases in order), "
                                 f"got {fp!r}")
-        tp = e.get("to_phase", fp + 1 if i + 1 == len(entries) and n is None else None)
-        if tp is None:
-            tp = entries[i + 1].get("from_phase") if i + 1 < len(entries) else n
+        tp = entry_end(entries, i, n)
         if isinstance(tp, bool) or not isinstance(tp, int) or tp <= fp:
             raise TopoplanError(f"{w}: field 'to_phase': expected a phase after {fp}, got {tp!r}")
         plan = {k: e.get(k) for k in ("circuits", "forwarding")}
