@@ -239,7 +239,7 @@ class Replayer:
         # marked rows: per rank, the next one to stamp with the time the rank reaches it
         self.marks = None if marks is None else _check_marks(marks, trace, bounds)
         self.mark_s = np.full(0 if marks is None else len(self.marks), np.nan)
-        self.mark_next = [0] * n
+        self.mark_next = [_NO_MARK] * n
         if self.marks is not None:
             order = np.argsort(self.marks, kind="stable")
             self.mark_order = order.tolist()
@@ -248,8 +248,6 @@ class Replayer:
             self.mark_row = self.marks[order].tolist()
             self.mark_next = [self.mark_row[p] if p < e else _NO_MARK
                               for p, e in zip(self.mark_ptr, self.mark_end)]
-        else:
-            self.mark_next = [_NO_MARK] * n
 
     def _stamp(self, r: int, i: int) -> None:
         """Rank ``r`` reached row ``i``: every marked row of ``r`` up to ``i`` gets the rank's clock."""
