@@ -86,6 +86,16 @@ def _push(hk, hv, hs, size, key, val, stamp):
 
 
 @njit(cache=True)
+def _room(hk, hv, hs, size):
+    """The heap's arrays with room for one more entry (doubled when full)."""
+    if size + 1 > len(hk):
+        hk = np.concatenate((hk, np.empty(len(hk), np.float64)))
+        hv = np.concatenate((hv, np.empty(len(hv), np.int64)))
+        hs = np.concatenate((hs, np.empty(len(hs), np.int64)))
+    return hk, hv, hs
+
+
+@njit(cache=True)
 def _pop(hk, hv, hs, size):
     size -= 1
     hk[0], hv[0], hs[0] = hk[size], hv[size], hs[size]
@@ -312,10 +322,7 @@ def _repair(indptr, indices, data, part, counts, targets):
         if not under[q]:
             stamp[r] += 1
             g, q = _best_move(r, indptr, indices, data, part, under, acc, under_next, under_head)
-            if size + 1 > len(hk):
-                hk = np.concatenate((hk, np.empty(len(hk), np.float64)))
-                hv = np.concatenate((hv, np.empty(len(hv), np.int64)))
-                hs = np.concatenate((hs, np.empty(len(hs), np.int64)))
+            hk, hv, hs = _room(hk, hv, hs, size)
             size = _push(hk, hv, hs, size, g, r * k + q, stamp[r])
             continue
         part[r] = q
@@ -338,10 +345,7 @@ def _repair(indptr, indices, data, part, counts, targets):
             if over[part[u]]:
                 stamp[u] += 1
                 g, q2 = _best_move(u, indptr, indices, data, part, under, acc, under_next, under_head)
-                if size + 1 > len(hk):
-                    hk = np.concatenate((hk, np.empty(len(hk), np.float64)))
-                    hv = np.concatenate((hv, np.empty(len(hv), np.int64)))
-                    hs = np.concatenate((hs, np.empty(len(hs), np.int64)))
+                hk, hv, hs = _room(hk, hv, hs, size)
                 size = _push(hk, hv, hs, size, g, u * k + q2, stamp[u])
     return excess
 
