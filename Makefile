@@ -57,4 +57,4 @@ experiments: install
 	@for e in experiments/[a-z]*.py; do m=$$(basename $$e .py); echo "== $$m"; $(PY) -m experiments.$$m || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info sim/_engine_aot*

@@ -1,5 +1,7 @@
-"""Compiled event loop: the flow engine of :mod:`sim.maxmin` and the MPI replay of :mod:`sim.replay` in Numba.
+"""Compiled code (Numba): the max-min solver's kernels and the event loop of :mod:`sim.maxmin` and :mod:`sim.replay`.
 
+The solver kernels (:func:`_fill_slots` and the incremental link -> flow
+lists ``_csc_*``) serve :class:`sim.maxmin.FlowEngine`'s ``"numba"`` solver.
 :func:`run_core` runs flows that are known in advance (``simulate_flows``)
 and, optionally, ranks that create flows as they run (the replay).
 
@@ -9,10 +11,13 @@ trace is first compiled (by :func:`sim.replay.compile_program`, NumPy) into
 a flat per-rank program of *micro-ops* (p2p calls, waits, one ``STEP`` per
 step of a collective's MPICH schedule) with every message's route
 segments precomputed per (node pair, size); then one compiled loop runs
-ranks and flow events together, using the max-min solver and the
-incremental link -> flow lists of :mod:`sim.maxmin` (``_fill_slots``,
-``_csc_insert``, ``_csc_remove``). The semantics are the reference's;
-``tests/test_sim_replay.py`` checks that both give the same times.
+ranks and flow events together, using the same solver kernels. The
+semantics are the reference's; ``tests/test_sim_replay.py`` checks that
+both give the same times.
+
+Callers do not import this module for :func:`run_core`: :func:`sim._engine.run_core`
+hands out the ahead-of-time build of it when that is current (no Numba
+import, no cache load) and this module's otherwise.
 """
 
 from __future__ import annotations
@@ -20,18 +25,279 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim.maxmin import _act_add, _act_remove, _csc_insert, _csc_rebuild, _csc_remove, _fill_slots
+from sim._engine import K_NOP, K_IRECV, K_ISEND, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL  # noqa: F401
 
-__all__ = ["run_core", "run_flows"]
+__all__ = ["run_core"]
 
-# micro-op kinds
-K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP = range(9)
+_kernel = njit(cache=True, nogil=True, error_model="numpy")
 
 # rows of the integer state tables
 Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # requests (next: open / posted lists)
 M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9)   # messages
 R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T = range(10)  # ranks
 C_Q, C_M, C_F, C_PEND, C_RDY, C_MSGS = range(6)                                       # counters
+
+
+# --------------------------------------------------------------------------- max-min solver kernels
+
+
+@_kernel
+def _sift_down(hk, hv, hs, i):
+    key, val = hk[i], hv[i]
+    while True:
+        c = 2 * i + 1
+        if c >= hs:
+            break
+        if c + 1 < hs and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= key:
+            break
+        hk[i] = hk[c]
+        hv[i] = hv[c]
+        i = c
+    hk[i] = key
+    hv[i] = val
+
+
+# The compiled solver keeps, for every link, the list of slots (transferring flows) that
+# cross it, in segments of one pool array, updated per started or ended flow, so a
+# re-solve never rebuilds the incidence. ``seg`` rows: 0 segment start, 1 length,
+# 2 capacity, 3 live links (length > 0), 4 position in the live list; ``meta``: pool end,
+# number of live links. ``back[s, j]`` is the pool position of slot s's j-th link.
+
+
+@_kernel
+def _csc_link_of(rows, lens, back, t, l, pos):
+    """Index j of slot t's entry on link l stored at pool position pos."""
+    for j in range(lens[t]):
+        if rows[t, j] == l and back[t, j] == pos:
+            return j
+    return -1
+
+
+@_kernel
+def _csc_insert(slots, rows, lens, back, seg, pool, meta):
+    start, length, cap, live, live_pos = seg[0], seg[1], seg[2], seg[3], seg[4]
+    for s in slots:
+        for j in range(lens[s]):
+            l = rows[s, j]
+            if length[l] == cap[l]:  # full: move the segment to the end of the pool, twice as big
+                new = meta[0]
+                for k in range(length[l]):
+                    p = start[l] + k
+                    t = pool[p]
+                    back[t, _csc_link_of(rows, lens, back, t, l, p)] = new + k
+                    pool[new + k] = t
+                start[l] = new
+                cap[l] = 2 * length[l] + 4
+                meta[0] = new + cap[l]
+            if length[l] == 0:
+                live_pos[l] = meta[1]
+                live[meta[1]] = l
+                meta[1] += 1
+            p = start[l] + length[l]
+            pool[p] = s
+            back[s, j] = p
+            length[l] += 1
+
+
+@_kernel
+def _csc_remove(slots, rows, lens, back, seg, pool, meta):
+    start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
+    for s in slots:
+        for j in range(lens[s]):
+            l = rows[s, j]
+            p = back[s, j]
+            last = start[l] + length[l] - 1
+            if p != last:  # fill the hole with the segment's last entry
+                t = pool[last]
+                back[t, _csc_link_of(rows, lens, back, t, l, last)] = p
+                pool[p] = t
+            length[l] -= 1
+            if length[l] == 0:
+                meta[1] -= 1
+                m = live[meta[1]]
+                live[live_pos[l]] = m
+                live_pos[m] = live_pos[l]
+
+
+@_kernel
+def _csc_rebuild(rows, lens, back, seg, pool, meta):
+    """Lay all segments out again, each with room to grow by half (compaction)."""
+    start, length, cap, live = seg[0], seg[1], seg[2], seg[3]
+    pos = 0
+    for l in range(length.shape[0]):
+        start[l] = pos
+        cap[l] = length[l] + length[l] // 2 + 4 if length[l] else 0
+        pos += cap[l]
+        length[l] = 0
+    meta[0] = pos
+    meta[1] = 0
+    for s in range(lens.shape[0]):
+        for j in range(lens[s]):
+            l = rows[s, j]
+            if length[l] == 0:
+                seg[4, l] = meta[1]
+                live[meta[1]] = l
+                meta[1] += 1
+            p = start[l] + length[l]
+            pool[p] = s
+            back[s, j] = p
+            length[l] += 1
+
+
+@_kernel
+def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, rem_b, dt, now, fin):
+    """Max-min rates of the transferring flows by sequential progressive filling.
+
+    Slot ``s`` (one of the ``n`` used ones listed in ``act[:n]``) crosses links
+    ``rows[s, :lens[s]]`` (``lens[s] == 0``: unused); ``fcap`` is its cap (fat pipes; inf if
+    none), ``lcap`` the capacity per link (inf: not shared); ``seg``,
+    ``pool`` and ``meta`` hold the link -> slots lists; ``iw`` (2 x links)
+    and ``fw`` (2 x links) are scratch. Cost: O(nnz + levels log links).
+    First brings the remaining bytes ``rem_b`` forward by ``dt`` at the old
+    rates, then writes the new ``rate`` and the projected finish
+    ``fin = now + rem_b / rate`` of the used slots; returns the earliest finish.
+    """
+    n_slots = lens.shape[0]
+    start, length, live = seg[0], seg[1], seg[3]
+    cnt, hv = iw[0], iw[1]
+    rem, hk = fw[0], fw[1]
+    inf = np.inf
+    n_live = meta[1]
+    # heap of link fair shares. Shares only grow as flows freeze, so a stale key is a
+    # lower bound: refresh it when it reaches the top instead of pushing every change.
+    hs = 0
+    for t in range(n_live):
+        l = live[t]
+        cnt[l] = length[l]
+        rem[l] = lcap[l]
+        if rem[l] < inf:
+            hk[hs] = rem[l] / cnt[l]
+            hv[hs] = l
+            hs += 1
+    for i in range(hs // 2 - 1, -1, -1):
+        _sift_down(hk, hv, hs, i)
+    # fat-pipe caps act as private links: visit capped flows by increasing cap
+    capped = np.empty(n, dtype=np.int64)
+    ncap = 0
+    for a in range(n):  # only used slots: the slot arrays may be much longer than the active set
+        s = act[a]
+        rem_b[s] -= rate[s] * dt  # the engine advances remaining bytes lazily
+        if fcap[s] < inf:
+            capped[ncap] = s
+            ncap += 1
+    corder = capped[:ncap][np.argsort(fcap[capped[:ncap]])]
+    cp = 0
+    frozen = np.zeros(n_slots, dtype=np.bool_)
+    nfz = 0
+    level = 0.0
+    while nfz < n:
+        link_level = inf
+        while hs > 0:
+            l = hv[0]
+            if cnt[l] == 0:
+                hs -= 1
+                hk[0] = hk[hs]
+                hv[0] = hv[hs]
+                _sift_down(hk, hv, hs, 0)
+                continue
+            cur = rem[l] / cnt[l]
+            if cur > hk[0]:
+                hk[0] = cur
+                _sift_down(hk, hv, hs, 0)
+                continue
+            link_level = cur
+            break
+        while cp < ncap and frozen[corder[cp]]:
+            cp += 1
+        cap_level = fcap[corder[cp]] if cp < ncap else inf
+        if cap_level == inf and link_level == inf:  # no finite link left: unbounded
+            for a in range(n):
+                if not frozen[act[a]]:
+                    rate[act[a]] = inf
+            break
+        by_cap = cap_level <= link_level
+        level = max(level, min(cap_level, link_level))  # never down, whatever the rounding
+        if by_cap:
+            lo, hi = cp, cp + 1
+        else:
+            lo, hi = start[hv[0]], start[hv[0]] + length[hv[0]]
+        for k in range(lo, hi):
+            s = corder[k] if by_cap else pool[k]
+            if frozen[s]:
+                continue
+            rate[s] = level
+            frozen[s] = True
+            nfz += 1
+            for j in range(lens[s]):
+                m = rows[s, j]
+                rem[m] -= level
+                cnt[m] -= 1
+    for t in range(n_live):
+        cnt[live[t]] = 0
+    t_done = inf
+    for a in range(n):
+        s = act[a]
+        fin[s] = now + rem_b[s] / rate[s]
+        t_done = min(t_done, fin[s])
+    return t_done
+
+
+@_kernel
+def _act_add(act, apos, n, slots):
+    """Append ``slots`` to the used-slot list ``act[:n]`` (``apos``: position of a slot); returns the new n."""
+    for s in slots:
+        act[n] = s
+        apos[s] = n
+        n += 1
+    return n
+
+
+@_kernel
+def _act_remove(act, apos, n, slots):
+    """Remove ``slots`` from the used-slot list (swap with the last); returns the new n."""
+    for s in slots:
+        p = apos[s]
+        n -= 1
+        last = act[n]
+        act[p] = last
+        apos[last] = p
+    return n
+
+
+class _Incidence:
+    """Link -> transferring-flow lists for the compiled solver, kept up to date per flow."""
+
+    def __init__(self, n_links: int):
+        self.seg = np.zeros((5, n_links), dtype=np.int64)
+        self.pool = np.zeros(1024, dtype=np.int64)
+        self.meta = np.zeros(2, dtype=np.int64)
+        self.iw = np.zeros((2, n_links), dtype=np.int64)
+        self.fw = np.zeros((2, n_links))
+        self.nnz = 0
+
+    def insert(self, slots, rows, lens, back) -> None:
+        added = int(lens[slots].sum())
+        # segments grow geometrically (to 2 length + 4): this batch needs at most `room` more
+        room = 8 * (self.nnz + added) + 8 * self.seg.shape[1]
+        if self.meta[0] + room > len(self.pool):
+            # compact (to at most 1.5 nnz + 4 links), in a bigger pool if needed; the new slots go in below
+            if 2 * room > len(self.pool):
+                self.pool = np.zeros(2 * room, dtype=np.int64)
+            old = lens.copy()
+            old[slots] = 0
+            _csc_rebuild(rows, old, back, self.seg, self.pool, self.meta)
+        _csc_insert(slots, rows, lens, back, self.seg, self.pool, self.meta)
+        self.nnz += added
+
+    def remove(self, slots, rows, lens, back) -> None:
+        _csc_remove(slots, rows, lens, back, self.seg, self.pool, self.meta)
+        self.nnz -= int(lens[slots].sum())
+
+    def fill(self, rows, lens, act, n, fcap, lcap, rate, rem_b, dt, now, fin) -> float:
+        return _fill_slots(rows, lens, act, n, fcap, lcap, self.seg, self.pool, self.meta, self.iw, self.fw,
+                           rate, rem_b, dt, now, fin)
 
 
 # --------------------------------------------------------------------------- heaps of (time, id), ties by id
@@ -518,20 +784,3 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
     nf = C[C_F]
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], n_events, FL[0, :nf].copy(),
             flow_size[:nf].copy(), flow_fin[:nf].copy())
-
-
-def run_flows(links, ptr, rl, start, size, rel):
-    """Finish time of every flow (validated CSR routes, starts, sizes) and the number of events."""
-    from sim.maxmin import _pad_routes, _route_stats
-
-    k = len(size)
-    lat, cap, slowest = _route_stats(links, ptr, rl)
-    lens = np.diff(ptr)
-    width = max(int(lens.max(initial=0)), 1)
-    rows, _ = _pad_routes(ptr, rl, np.arange(k), width)
-    z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
-    prog = (z_i, z_i, z_i, z_i, z_f, z_i, z_i, z_f, z_i, np.zeros(1, np.int64), z_i, z_f, z_i, z_i, 0, 0)
-    route = (np.zeros(1, np.int64), rows, lens.astype(np.int64), np.zeros(k), lat, cap, ~np.isfinite(slowest))
-    lcap = np.where(links.shared, links.bw_Bps, np.inf)
-    out = run_core(prog, route, lcap, 0.0, rel, np.arange(k, dtype=np.int64), start, size)
-    return out[7], int(out[4])

@@ -347,7 +347,7 @@ def load_scenario(source) -> Scenario:
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
-        from planner.core.topology_io import MAX_NODES
+        from planner.core.topology import MAX_NODES
 
         if leaves * per_leaf > MAX_NODES:
             raise w.fail("tree", f"{leaves * per_leaf:,} hosts, over the limit of {MAX_NODES:,}")

@@ -241,280 +241,27 @@ def _fill_numpy(ent_links, ent_count, flow_cap, link_cap, rel_tol=REL_TOL):
         links, count, cap, pos = links[~ent_freeze], count[keep], cap[keep], pos[keep]
 
 
-try:  # the compiled solver; the NumPy one is the fallback
-    import numba as _numba
+def _numba_available() -> bool:
+    """Whether the compiled solver can run (Numba importable); checked without importing it."""
+    import importlib.util
 
-    _NUMBA = True
-    _jit = _numba.njit(cache=True, nogil=True, error_model="numpy")
-except ImportError:  # pragma: no cover - numba is a project dependency
-    _NUMBA = False
-
-    def _jit(fn):
-        return fn
+    return importlib.util.find_spec("numba") is not None
 
 
-@_jit
-def _sift_down(hk, hv, hs, i):
-    key, val = hk[i], hv[i]
-    while True:
-        c = 2 * i + 1
-        if c >= hs:
-            break
-        if c + 1 < hs and hk[c + 1] < hk[c]:
-            c += 1
-        if hk[c] >= key:
-            break
-        hk[i] = hk[c]
-        hv[i] = hv[c]
-        i = c
-    hk[i] = key
-    hv[i] = val
+def _act_add_np(act, apos, n, slots):
+    """Append ``slots`` to the used-slot list ``act[:n]`` (NumPy solver; the compiled one has its own)."""
+    k = len(slots)
+    act[n:n + k] = slots
+    apos[slots] = np.arange(n, n + k)
+    return n + k
 
 
-# The compiled solver keeps, for every link, the list of slots (transferring flows) that
-# cross it, in segments of one pool array, updated per started or ended flow, so a
-# re-solve never rebuilds the incidence. ``seg`` rows: 0 segment start, 1 length,
-# 2 capacity, 3 live links (length > 0), 4 position in the live list; ``meta``: pool end,
-# number of live links. ``back[s, j]`` is the pool position of slot s's j-th link.
-
-
-@_jit
-def _csc_link_of(rows, lens, back, t, l, pos):
-    """Index j of slot t's entry on link l stored at pool position pos."""
-    for j in range(lens[t]):
-        if rows[t, j] == l and back[t, j] == pos:
-            return j
-    return -1
-
-
-@_jit
-def _csc_insert(slots, rows, lens, back, seg, pool, meta):
-    start, length, cap, live, live_pos = seg[0], seg[1], seg[2], seg[3], seg[4]
-    for s in slots:
-        for j in range(lens[s]):
-            l = rows[s, j]
-            if length[l] == cap[l]:  # full: move the segment to the end of the pool, twice as big
-                new = meta[0]
-                for k in range(length[l]):
-                    p = start[l] + k
-                    t = pool[p]
-                    back[t, _csc_link_of(rows, lens, back, t, l, p)] = new + k
-                    pool[new + k] = t
-                start[l] = new
-                cap[l] = 2 * length[l] + 4
-                meta[0] = new + cap[l]
-            if length[l] == 0:
-                live_pos[l] = meta[1]
-                live[meta[1]] = l
-                meta[1] += 1
-            p = start[l] + length[l]
-            pool[p] = s
-            back[s, j] = p
-            length[l] += 1
-
-
-@_jit
-def _csc_remove(slots, rows, lens, back, seg, pool, meta):
-    start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
-    for s in slots:
-        for j in range(lens[s]):
-            l = rows[s, j]
-            p = back[s, j]
-            last = start[l] + length[l] - 1
-            if p != last:  # fill the hole with the segment's last entry
-                t = pool[last]
-                back[t, _csc_link_of(rows, lens, back, t, l, last)] = p
-                pool[p] = t
-            length[l] -= 1
-            if length[l] == 0:
-                meta[1] -= 1
-                m = live[meta[1]]
-                live[live_pos[l]] = m
-                live_pos[m] = live_pos[l]
-
-
-@_jit
-def _csc_rebuild(rows, lens, back, seg, pool, meta):
-    """Lay all segments out again, each with room to grow by half (compaction)."""
-    start, length, cap, live = seg[0], seg[1], seg[2], seg[3]
-    pos = 0
-    for l in range(length.shape[0]):
-        start[l] = pos
-        cap[l] = length[l] + length[l] // 2 + 4 if length[l] else 0
-        pos += cap[l]
-        length[l] = 0
-    meta[0] = pos
-    meta[1] = 0
-    for s in range(lens.shape[0]):
-        for j in range(lens[s]):
-            l = rows[s, j]
-            if length[l] == 0:
-                seg[4, l] = meta[1]
-                live[meta[1]] = l
-                meta[1] += 1
-            p = start[l] + length[l]
-            pool[p] = s
-            back[s, j] = p
-            length[l] += 1
-
-
-@_jit
-def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, rem_b, dt, now, fin):
-    """Max-min rates of the transferring flows by sequential progressive filling.
-
-    Slot ``s`` (one of the ``n`` used ones listed in ``act[:n]``) crosses links
-    ``rows[s, :lens[s]]`` (``lens[s] == 0``: unused); ``fcap`` is its cap (fat pipes; inf if
-    none), ``lcap`` the capacity per link (inf: not shared); ``seg``,
-    ``pool`` and ``meta`` hold the link -> slots lists; ``iw`` (2 x links)
-    and ``fw`` (2 x links) are scratch. Cost: O(nnz + levels log links).
-    First brings the remaining bytes ``rem_b`` forward by ``dt`` at the old
-    rates, then writes the new ``rate`` and the projected finish
-    ``fin = now + rem_b / rate`` of the used slots; returns the earliest finish.
-    """
-    n_slots = lens.shape[0]
-    start, length, live = seg[0], seg[1], seg[3]
-    cnt, hv = iw[0], iw[1]
-    rem, hk = fw[0], fw[1]
-    inf = np.inf
-    n_live = meta[1]
-    # heap of link fair shares. Shares only grow as flows freeze, so a stale key is a
-    # lower bound: refresh it when it reaches the top instead of pushing every change.
-    hs = 0
-    for t in range(n_live):
-        l = live[t]
-        cnt[l] = length[l]
-        rem[l] = lcap[l]
-        if rem[l] < inf:
-            hk[hs] = rem[l] / cnt[l]
-            hv[hs] = l
-            hs += 1
-    for i in range(hs // 2 - 1, -1, -1):
-        _sift_down(hk, hv, hs, i)
-    # fat-pipe caps act as private links: visit capped flows by increasing cap
-    capped = np.empty(n, dtype=np.int64)
-    ncap = 0
-    for a in range(n):  # only used slots: the slot arrays may be much longer than the active set
-        s = act[a]
-        rem_b[s] -= rate[s] * dt  # the engine advances remaining bytes lazily
-        if fcap[s] < inf:
-            capped[ncap] = s
-            ncap += 1
-    corder = capped[:ncap][np.argsort(fcap[capped[:ncap]])]
-    cp = 0
-    frozen = np.zeros(n_slots, dtype=np.bool_)
-    nfz = 0
-    level = 0.0
-    while nfz < n:
-        link_level = inf
-        while hs > 0:
-            l = hv[0]
-            if cnt[l] == 0:
-                hs -= 1
-                hk[0] = hk[hs]
-                hv[0] = hv[hs]
-                _sift_down(hk, hv, hs, 0)
-                continue
-            cur = rem[l] / cnt[l]
-            if cur > hk[0]:
-                hk[0] = cur
-                _sift_down(hk, hv, hs, 0)
-                continue
-            link_level = cur
-            break
-        while cp < ncap and frozen[corder[cp]]:
-            cp += 1
-        cap_level = fcap[corder[cp]] if cp < ncap else inf
-        if cap_level == inf and link_level == inf:  # no finite link left: unbounded
-            for a in range(n):
-                if not frozen[act[a]]:
-                    rate[act[a]] = inf
-            break
-        by_cap = cap_level <= link_level
-        level = max(level, min(cap_level, link_level))  # never down, whatever the rounding
-        if by_cap:
-            lo, hi = cp, cp + 1
-        else:
-            lo, hi = start[hv[0]], start[hv[0]] + length[hv[0]]
-        for k in range(lo, hi):
-            s = corder[k] if by_cap else pool[k]
-            if frozen[s]:
-                continue
-            rate[s] = level
-            frozen[s] = True
-            nfz += 1
-            for j in range(lens[s]):
-                m = rows[s, j]
-                rem[m] -= level
-                cnt[m] -= 1
-    for t in range(n_live):
-        cnt[live[t]] = 0
-    t_done = inf
-    for a in range(n):
-        s = act[a]
-        fin[s] = now + rem_b[s] / rate[s]
-        t_done = min(t_done, fin[s])
-    return t_done
-
-
-@_jit
-def _act_add(act, apos, n, slots):
-    """Append ``slots`` to the used-slot list ``act[:n]`` (``apos``: position of a slot); returns the new n."""
-    for s in slots:
-        act[n] = s
-        apos[s] = n
-        n += 1
-    return n
-
-
-@_jit
-def _act_remove(act, apos, n, slots):
-    """Remove ``slots`` from the used-slot list (swap with the last); returns the new n."""
-    for s in slots:
-        p = apos[s]
-        n -= 1
-        last = act[n]
-        act[p] = last
-        apos[last] = p
-    return n
-
-
-class _Incidence:
-    """Link -> transferring-flow lists for the compiled solver, kept up to date per flow."""
-
-    def __init__(self, n_links: int):
-        self.seg = np.zeros((5, n_links), dtype=np.int64)
-        self.pool = np.zeros(1024, dtype=np.int64)
-        self.meta = np.zeros(2, dtype=np.int64)
-        self.iw = np.zeros((2, n_links), dtype=np.int64)
-        self.fw = np.zeros((2, n_links))
-        self.nnz = 0
-
-    def insert(self, slots, rows, lens, back) -> None:
-        added = int(lens[slots].sum())
-        # segments grow geometrically (to 2 length + 4): this batch needs at most `room` more
-        room = 8 * (self.nnz + added) + 8 * self.seg.shape[1]
-        if self.meta[0] + room > len(self.pool):
-            # compact (to at most 1.5 nnz + 4 links), in a bigger pool if needed; the new slots go in below
-            if 2 * room > len(self.pool):
-                self.pool = np.zeros(2 * room, dtype=np.int64)
-            old = lens.copy()
-            old[slots] = 0
-            _csc_rebuild(rows, old, back, self.seg, self.pool, self.meta)
-        _csc_insert(slots, rows, lens, back, self.seg, self.pool, self.meta)
-        self.nnz += added
-
-    def remove(self, slots, rows, lens, back) -> None:
-        _csc_remove(slots, rows, lens, back, self.seg, self.pool, self.meta)
-        self.nnz -= int(lens[slots].sum())
-
-    def fill(self, rows, lens, act, n, fcap, lcap, rate, rem_b, dt, now, fin) -> float:
-        return _fill_slots(rows, lens, act, n, fcap, lcap, self.seg, self.pool, self.meta, self.iw, self.fw,
-                           rate, rem_b, dt, now, fin)
-
-
-def _compiled_fill():
-    """The Numba-compiled :func:`_fill_slots`, or None when Numba is missing."""
-    return _fill_slots if _NUMBA else None
+def _act_remove_np(act, apos, n, slots):
+    """Remove ``slots`` from the used-slot list ``act[:n]``; returns the new n."""
+    keep = act[:n][~np.isin(act[:n], slots)]
+    act[:len(keep)] = keep
+    apos[keep] = np.arange(len(keep))
+    return len(keep)
 
 
 def _resolve_solver(solver: str) -> str:
@@ -522,7 +269,7 @@ def _resolve_solver(solver: str) -> str:
         raise TopoplanError(f"solver must be 'auto', 'numpy' or 'numba', got {solver!r}")
     if solver == "numpy":
         return "numpy"
-    if _compiled_fill() is not None:
+    if _numba_available():
         return "numba"
     if solver == "numba":
         raise TopoplanError("solver 'numba' requested but Numba is not installed")
@@ -603,6 +350,8 @@ def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
     rows, count = _pad_routes(ptr, rl, act, int(np.diff(ptr).max()))
     if _resolve_solver(solver) == "numba":
+        from sim._compiled import _Incidence
+
         inc = _Incidence(len(links))
         inc.insert(np.arange(len(act)), rows, count, np.zeros_like(rows))
         out = np.empty(len(act))
@@ -680,7 +429,13 @@ class FlowEngine:
         self.links = links
         self.rel_tol = float(rel_tol)
         self.solver = _resolve_solver(solver)
-        self._inc = _Incidence(len(links)) if self.solver == "numba" else None
+        if self.solver == "numba":
+            from sim import _compiled
+
+            self._kern = _compiled   # the compiled solver's kernels
+            self._inc = _compiled._Incidence(len(links))
+        else:
+            self._kern = self._inc = None
         self._lcap = np.where(links.shared, links.bw_Bps, np.inf)
         self._fat_bw = np.where(links.shared, np.inf, links.bw_Bps)
         # per flow, by id
@@ -910,7 +665,9 @@ class FlowEngine:
         self._scap[slots] = self._cap.a[ids]
         if self._inc is not None:
             self._inc.insert(slots, self._rows, self._len, self._back)
-        self._n_act = _act_add(self._act, self._apos, self._n_act, slots)
+            self._n_act = self._kern._act_add(self._act, self._apos, self._n_act, slots)
+        else:
+            self._n_act = _act_add_np(self._act, self._apos, self._n_act, slots)
         self._dirty = True
 
     def _end(self, slots) -> np.ndarray:
@@ -924,7 +681,10 @@ class FlowEngine:
         self._rem[slots] = 0.0
         self._fin[slots] = np.inf
         self._free.extend(slots.tolist())
-        self._n_act = _act_remove(self._act, self._apos, self._n_act, slots)
+        if self._inc is not None:
+            self._n_act = self._kern._act_remove(self._act, self._apos, self._n_act, slots)
+        else:
+            self._n_act = _act_remove_np(self._act, self._apos, self._n_act, slots)
         self._dirty = True
         return ids
 
@@ -1048,7 +808,7 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     """
     if timeline_dt_s is None and _resolve_solver(solver) == "numba":
         # the whole event loop compiled (sim._compiled): no Python work per event
-        from sim._compiled import run_flows
+        from sim._engine import run_flows
 
         ptr, rl, start, size = _check_flows(links, route_ptr, route_links, start_s, bytes_)
         finish, n_events = run_flows(links, ptr, rl, start, size, REL_TOL)

@@ -562,7 +562,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     destination node, size), whose segments (:meth:`Network.message_segments`)
     carry the size-dependent part of their latency as the reference adds it.
     """
-    from sim import _compiled as core
+    from sim import _engine as core
 
     n = trace.n_ranks
     node = np.asarray(placement.rank_to_node, dtype=np.int64)
@@ -676,13 +676,13 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
 
 def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
                      progress) -> ReplayResult:
-    from sim import _compiled as core
+    from sim._engine import run_core
     from sim.maxmin import REL_TOL
 
     pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                          thresholds=thresholds)
     lcap = np.where(net.shared, net.bw_Bps, np.inf)
-    finish, pc, blocked, n_msgs, n_events, flow_seg, flow_size, _ = core.run_core(
+    finish, pc, blocked, n_msgs, n_events, flow_seg, flow_size, _ = run_core(
         pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     n = trace.n_ranks
     unfinished = np.flatnonzero(np.isnan(finish))

@@ -1,0 +1,186 @@
+"""The compiled event loop's entry point: :func:`run_core`, built ahead of time when it can be.
+
+:func:`sim._compiled.run_core` is Numba code cached on disk. Loading it costs
+a process about 0.6 s (importing Numba, then initializing its compiler to
+read the cache) however small the run: the whole ``topoplan simulate
+--flows`` of 1,000 flows took 1.1 s for 13 ms of simulation. So ``make
+install`` also compiles it ahead of time (:func:`build`, Numba's ``pycc``)
+into an extension module beside this file (``sim/_engine_aot*.so``), which
+imports in about a millisecond without Numba. The build records a SHA-256
+of the sources it was compiled from (``sim/_compiled.py`` and this file);
+:func:`run_core` runs the extension only while those sources are
+unchanged, and Numba's JIT version otherwise (after an edit, or where the
+build failed or ``pycc`` is missing), so a stale build can never run. Both
+are compiled from the same code by the same compiler: their results are
+identical to the bit (``tests/test_sim_aot.py``).
+
+This module imports neither Numba nor :mod:`sim._compiled`, so the callers
+(:func:`sim.maxmin.simulate_flows`, :func:`sim.replay.compile_program`) use
+its micro-op kinds and :func:`run_core` without paying for them.
+
+Run ``python -m sim._engine`` to (re)build; it prints one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["run_core", "run_flows", "aot_status", "build"]
+
+# micro-op kinds of the compiled program (sim.replay.compile_program writes them, sim._compiled runs them)
+K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP = range(9)
+
+HERE = Path(__file__).resolve().parent
+AOT_NAME = "_engine_aot"
+STAMP = HERE / f"{AOT_NAME}.json"
+SOURCES = ("_compiled.py", "_engine.py")
+
+_core = None
+
+
+def sources_sha256() -> str:
+    """SHA-256 over the sources the ahead-of-time build compiles (``SOURCES``, in order)."""
+    h = hashlib.sha256()
+    for name in SOURCES:
+        h.update((HERE / name).read_bytes())
+    return h.hexdigest()
+
+
+def aot_status() -> str:
+    """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not import)."""
+    try:
+        stamp = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return "missing"
+    if stamp.get("sources_sha256") != sources_sha256():
+        return "stale"
+    try:
+        __import__(f"sim.{AOT_NAME}")
+    except Exception:   # an extension built for another Python or NumPy
+        return "broken"
+    return "current"
+
+
+def _spec(x):
+    """The argument types as plain data, as Numba would type them (None: a kind the build never takes)."""
+    if isinstance(x, tuple):
+        return [_spec(v) for v in x]
+    if isinstance(x, np.ndarray):
+        if not (x.flags.c_contiguous and x.flags.aligned and x.flags.writeable):
+            return None
+        return ["array", x.dtype.str, x.ndim]
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, int):
+        return "<i8"
+    if isinstance(x, float):
+        return "<f8"
+    if isinstance(x, np.generic):
+        return x.dtype.str
+    return None
+
+
+def _aot_core():
+    """The ahead-of-time ``run_core`` and the argument types it was built for, or None when not current."""
+    if aot_status() != "current":
+        return None
+    return sys.modules[f"sim.{AOT_NAME}"].run_core, json.loads(STAMP.read_text())["args"]
+
+
+def run_core(*args):
+    """Run :func:`sim._compiled.run_core` on ``args``: the ahead-of-time build when current, else Numba's JIT.
+
+    The build has one signature and does not check its arguments (a wrong
+    dtype would crash the process), so arguments of any other types than
+    the build's go to the JIT, which specializes for them; both give
+    identical results.
+    """
+    global _core
+    if _core is None:
+        _core = _aot_core() or False
+    if _core and _spec(args) == _core[1]:
+        return _core[0](*args)
+    from sim._compiled import run_core as jit
+
+    return jit(*args)
+
+
+def flow_args(links, ptr, rl, start, size, rel) -> tuple:
+    """``run_core``'s arguments for a plain flow set (validated CSR routes, starts, sizes): no ranks."""
+    from sim.maxmin import _pad_routes, _route_stats
+
+    k = len(size)
+    lat, cap, slowest = _route_stats(links, ptr, rl)
+    lens = np.diff(ptr)
+    width = max(int(lens.max(initial=0)), 1)
+    rows, _ = _pad_routes(ptr, rl, np.arange(k), width)
+    z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
+    prog = (z_i, z_i, z_i, z_i, z_f, z_i, z_i, z_f, z_i, np.zeros(1, np.int64), z_i, z_f, z_i, z_i, 0, 0)
+    route = (np.zeros(1, np.int64), rows, lens.astype(np.int64), np.zeros(k), lat, cap, ~np.isfinite(slowest))
+    lcap = np.where(links.shared, links.bw_Bps, np.inf)
+    return (prog, route, lcap, 0.0, float(rel), np.arange(k, dtype=np.int64), np.asarray(start, np.float64),
+            np.asarray(size, np.float64))
+
+
+def run_flows(links, ptr, rl, start, size, rel):
+    """Finish time of every flow (validated CSR routes, starts, sizes) and the number of events."""
+    out = run_core(*flow_args(links, ptr, rl, start, size, rel))
+    return out[7], int(out[4])
+
+
+def build() -> str:
+    """Compile :func:`sim._compiled.run_core` ahead of time into ``sim/_engine_aot*.so``; returns a status line.
+
+    The signature is the one :func:`flow_args` produces, which the replay's
+    arguments share. The extension and its stamp are written to a temporary
+    directory first and moved into place together (stamp last).
+    """
+    import warnings
+
+    from sim.maxmin import LinkSet, routes_to_csr
+
+    try:
+        import numba
+        from numba.pycc import CC
+    except ImportError as e:   # pragma: no cover - pycc left Numba in a later release
+        return f"ahead-of-time engine not built ({e}); the Numba JIT serves"
+    from sim import _compiled
+
+    sha = sources_sha256()
+    ptr, rl = routes_to_csr([[0], [0, 1]])
+    args = flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, np.zeros(2), np.ones(2), 1e-12)
+    _compiled.run_core(*args)   # the JIT's signature for these types, return type included
+    arg_types = tuple(numba.typeof(a) for a in args)
+    sig = next(s for s in _compiled.run_core.nopython_signatures if tuple(s.args) == arg_types)
+    with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cc = CC(AOT_NAME)
+        cc.output_dir = tmp
+        cc.verbose = False
+        cc.export("run_core", sig)(_compiled.run_core.py_func)
+        try:
+            cc.compile()
+        except Exception as e:   # no C compiler or linker: the JIT serves, only start-up is slower
+            return f"ahead-of-time engine not built ({type(e).__name__}: {e}); the Numba JIT serves"
+        built = [p for p in Path(tmp).iterdir() if p.name.startswith(AOT_NAME) and p.suffix in (".so", ".pyd")]
+        if len(built) != 1:
+            return f"ahead-of-time engine not built (pycc wrote {[p.name for p in Path(tmp).iterdir()]})"
+        for old in HERE.glob(f"{AOT_NAME}*"):
+            old.unlink()
+        shutil.move(str(built[0]), HERE / built[0].name)
+        stamp = Path(tmp) / "stamp.json"
+        stamp.write_text(json.dumps({"sources_sha256": sha, "numba": numba.__version__, "args": _spec(args)}) + "\n")
+        os.replace(stamp, STAMP)
+    return f"ahead-of-time engine built: {built[0].name} ({aot_status()})"
+
+
+if __name__ == "__main__":   # pragma: no cover - run by make install (planner.core.warmup)
+    print(build())

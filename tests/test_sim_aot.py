@@ -1,0 +1,122 @@
+"""The ahead-of-time event loop (``sim._engine``): same results as the JIT, never stale, never fed wrong types.
+
+``make install`` builds it (``planner.core.warmup``), so on CI it must be current; elsewhere a build
+made before an edit of ``sim/_compiled.py`` is stale and the comparison is skipped (the stale
+detection itself is always tested).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sim import _engine
+from sim.maxmin import REL_TOL, LinkSet, routes_to_csr
+
+
+def _aot_or_skip():
+    status = _engine.aot_status()
+    if status != "current":
+        if os.environ.get("CI"):
+            pytest.fail(f"ahead-of-time engine is {status} on CI: make install should have built it")
+        pytest.skip(f"ahead-of-time engine {status} (python -m sim._engine rebuilds it)")
+    return _engine._aot_core()
+
+
+def _random_flows(seed, n=400, hosts=12):
+    rng = np.random.default_rng(seed)
+    n_links = 2 * hosts + 2
+    links = LinkSet(rng.choice([1e9, 2.5e9], n_links), np.full(n_links, 1e-6), np.ones(n_links, bool))
+    routes = []
+    for _ in range(n):
+        a, b = rng.choice(hosts, 2, replace=False)
+        mid = [2 * hosts] if a < hosts // 2 <= b else ([2 * hosts + 1] if b < hosts // 2 <= a else [])
+        routes.append([2 * a, *mid, 2 * b + 1])
+    ptr, rl = routes_to_csr(routes)
+    start = rng.uniform(0, 0.01, n)
+    size = np.floor(np.exp(rng.uniform(np.log(1e3), np.log(1e8), n)))
+    return links, ptr, rl, start, size
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aot_equals_jit_bit_for_bit_on_flows(seed):
+    aot, _ = _aot_or_skip()
+    from sim._compiled import run_core as jit
+
+    args = _engine.flow_args(*_random_flows(seed), REL_TOL)
+    a, b = aot(*args), jit(*args)
+    assert a[4] == b[4] > 0                                   # events
+    np.testing.assert_array_equal(a[7], b[7])                 # every finish time, to the bit
+
+
+def test_aot_equals_jit_on_a_replay():
+    aot, spec = _aot_or_skip()
+    from planner.core.placement import sequential
+    from planner.core.topology_io import load_topology
+    from planner.traffic.matrix import load_source
+    from sim._compiled import run_core as jit
+    from sim.network import build_network
+    from sim.replay import compile_program
+
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=2")
+    net = build_network(topo)
+    pg = compile_program(trace, net, sequential(16, topo))
+    args = (pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
+            np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    assert _engine._spec(args) == spec          # the replay's arguments have the build's types
+    a, b = aot(*args), jit(*args)
+    np.testing.assert_array_equal(a[0], b[0])   # every rank's finish
+    assert a[4] == b[4]
+
+
+def test_stale_build_is_not_used(monkeypatch):
+    monkeypatch.setattr(_engine, "sources_sha256", lambda: "0" * 64)
+    monkeypatch.setattr(_engine, "_core", None)
+    assert _engine.aot_status() in ("stale", "missing")
+    assert _engine._aot_core() is None
+    links, ptr, rl, start, size = _random_flows(3, n=50)
+    finish, events = _engine.run_flows(links, ptr, rl, start, size, REL_TOL)   # the JIT serves
+    assert np.isfinite(finish).all() and events > 0
+
+
+@pytest.mark.parametrize("change", ["float32", "strided", "readonly", "int32 scalar"])
+def test_arguments_of_other_types_go_to_the_jit(change):
+    """The build does not check types (a float32 array would crash it): run_core must route them away."""
+    aot, spec = _aot_or_skip()
+    links, ptr, rl, start, size = _random_flows(4, n=60)
+    args = list(_engine.flow_args(links, ptr, rl, start, size, REL_TOL))
+    want = aot(*args)[7]
+    if change == "float32":
+        args[7] = args[7].astype(np.float32)      # sizes (rounded: compared loosely below)
+    elif change == "strided":
+        args[6] = np.repeat(args[6], 2)[::2]
+    elif change == "readonly":
+        args[6] = args[6].copy()
+        args[6].flags.writeable = False
+    else:
+        args[3] = np.int32(0)                      # eager threshold
+    assert _engine._spec(tuple(args)) != spec
+    got = _engine.run_core(*args)[7]              # no crash: the JIT ran it
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_small_flow_run_does_not_import_numba(tmp_path):
+    """What makes ``topoplan simulate --flows`` start fast: with a current build, no Numba at all."""
+    _aot_or_skip()
+    doc = {"hosts": ["A", "B"], "routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}]}],
+           "links": [{"name": "L", "bandwidth_Bps": 1e9, "latency_s": 1e-6, "sharing": "shared"}],
+           "flows": [{"id": "f", "src": "A", "dst": "B", "bytes": 1e9, "start_s": 0}]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    code = ("import sys, json; from sim.flowfile import run_scenario; "
+            f"r = run_scenario({str(path)!r}); print(json.dumps([r['makespan_s'], 'numba' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    makespan, numba_loaded = json.loads(out.stdout)
+    assert makespan == pytest.approx(1.000001, rel=1e-12)
+    assert numba_loaded is False
