@@ -76,8 +76,22 @@ def _csc_link_of(rows, lens, back, t, l, pos):
 
 
 @_kernel
+def _csc_append(l, s, j, back, seg, pool, meta):
+    """Slot s's j-th link l: its entry at the end of l's segment (which has room), l live from its first."""
+    start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
+    if length[l] == 0:
+        live_pos[l] = meta[1]
+        live[meta[1]] = l
+        meta[1] += 1
+    p = start[l] + length[l]
+    pool[p] = s
+    back[s, j] = p
+    length[l] += 1
+
+
+@_kernel
 def _csc_insert(slots, rows, lens, back, seg, pool, meta):
-    start, length, cap, live, live_pos = seg[0], seg[1], seg[2], seg[3], seg[4]
+    start, length, cap = seg[0], seg[1], seg[2]
     for s in slots:
         for j in range(lens[s]):
             l = rows[s, j]
@@ -91,14 +105,7 @@ def _csc_insert(slots, rows, lens, back, seg, pool, meta):
                 start[l] = new
                 cap[l] = 2 * length[l] + 4
                 meta[0] = new + cap[l]
-            if length[l] == 0:
-                live_pos[l] = meta[1]
-                live[meta[1]] = l
-                meta[1] += 1
-            p = start[l] + length[l]
-            pool[p] = s
-            back[s, j] = p
-            length[l] += 1
+            _csc_append(l, s, j, back, seg, pool, meta)
 
 
 @_kernel
@@ -124,7 +131,7 @@ def _csc_remove(slots, rows, lens, back, seg, pool, meta):
 @_kernel
 def _csc_rebuild(rows, lens, back, seg, pool, meta):
     """Lay all segments out again, each with room to grow by half (compaction)."""
-    start, length, cap, live = seg[0], seg[1], seg[2], seg[3]
+    start, length, cap = seg[0], seg[1], seg[2]
     pos = 0
     for l in range(length.shape[0]):
         start[l] = pos
@@ -135,15 +142,7 @@ def _csc_rebuild(rows, lens, back, seg, pool, meta):
     meta[1] = 0
     for s in range(lens.shape[0]):
         for j in range(lens[s]):
-            l = rows[s, j]
-            if length[l] == 0:
-                seg[4, l] = meta[1]
-                live[meta[1]] = l
-                meta[1] += 1
-            p = start[l] + length[l]
-            pool[p] = s
-            back[s, j] = p
-            length[l] += 1
+            _csc_append(rows[s, j], s, j, back, seg, pool, meta)
 
 
 @_kernel
