@@ -306,6 +306,19 @@ def test_topology_yaml_link_speed_and_choice():
                                              "topology.yaml, which is a list"),
     ("- topology: a\n  block:\n    blocks:\n      - block: b1\n        nodes: n[1-2]\n    block_sizes: [2, 3]\n",
      r"t.yaml:6: field 'block_sizes': 3 is not a power-of-two multiple"),
+    # the checks the tree and block readers share, in each reader's words
+    ("- topology: a\n  tree:\n    switch: [s1]\n",
+     r"t.yaml:3: field '\[0\].tree.switch': unknown key \(known: switches\)"),
+    ("- topology: a\n  block:\n    blocks: []\n",
+     r"t.yaml:3: field '\[0\].block.blocks': expected a list of blocks \(\{block, nodes\}\)"),
+    ("- topology: a\n  tree:\n    switches: [s1]\n",
+     r"field '\[0\].tree.switches\[0\]': expected a switch \(\{switch, children, nodes\}\), got 's1'"),
+    ("- topology: a\n  block:\n    blocks:\n      - nodes: n1\n",
+     r"t.yaml:4: field '\[0\].block.blocks\[0\].block': missing \(every block has a name\)"),
+    ("- topology: a\n  block:\n    blocks:\n      - block: b1\n        children: n1\n",
+     r"t.yaml:5: field '\[0\].block.blocks\[0\].children': unknown key \(known: block, nodes\)"),
+    ("- topology: a\n  block:\n    size: 4\n    blocks:\n      - block: b1\n        nodes: n1\n",
+     r"t.yaml:3: field '\[0\].block.size': unknown key \(known: block_sizes, blocks\)"),
 ])
 def test_topology_yaml_errors_name_file_line_and_field(tmp_path, text, needle):
     p = tmp_path / "t.yaml"

@@ -1552,47 +1552,38 @@ def _slurm_yaml(doc, lines: dict, path, topology: str | None, default_speed="10G
     if not isinstance(body, dict):
         fail(f, f"expected a mapping, got {_short(body)}")
     fields = _YAML_FIELDS
-    if kind == "tree":
-        extra = sorted(str(k) for k in body if k != "switches")
+
+    def items(top_keys, list_key, item_key, item_keys):
+        """``(field, item)`` of each entry of ``body[list_key]``, after the key and shape checks both kinds share."""
+        extra = sorted(str(k) for k in body if k not in top_keys)
         if extra:
-            fail(f"{f}.{extra[0]}", "unknown key (known: switches)")
-        items = body.get("switches")
-        if not isinstance(items, list) or not items:
-            fail(f"{f}.switches", "expected a list of switches ({switch, children, nodes})")
-        entries = []
-        for j, s in enumerate(items):
-            g = f"{f}.switches[{j}]"
-            if not isinstance(s, dict):
-                fail(g, f"expected a switch ({{switch, children, nodes}}), got {_short(s)}")
-            extra = sorted(str(k) for k in s if k not in ("switch", "children", "nodes", "link_speed"))
+            fail(f"{f}.{extra[0]}", f"unknown key (known: {', '.join(sorted(top_keys))})")
+        listed = body.get(list_key)
+        shape = "{" + ", ".join(item_keys[:3]) + "}"
+        if not isinstance(listed, list) or not listed:
+            fail(f"{f}.{list_key}", f"expected a list of {list_key} ({shape})")
+        for j, item in enumerate(listed):
+            g = f"{f}.{list_key}[{j}]"
+            if not isinstance(item, dict):
+                fail(g, f"expected a {item_key} ({shape}), got {_short(item)}")
+            extra = sorted(str(k) for k in item if k not in item_keys)
             if extra:
-                fail(f"{g}.{extra[0]}", "unknown key (known: switch, children, nodes, link_speed)")
-            if s.get("switch") is None:
-                fail(f"{g}.switch", "missing (every switch has a name)")
-            entries.append({"line": lines.get(g, 0), "where": at(g), "name": _label(s["switch"], f"{g}.switch"),
-                            "nodes": _hostlist_text(s.get("nodes"), f"{g}.nodes", at),
-                            "children": _hostlist_text(s.get("children"), f"{g}.children", at),
-                            "speed": s.get("link_speed")})
+                fail(f"{g}.{extra[0]}", f"unknown key (known: {', '.join(item_keys)})")
+            if item.get(item_key) is None:
+                fail(f"{g}.{item_key}", f"missing (every {item_key} has a name)")
+            yield g, item
+
+    if kind == "tree":
+        entries = [{"line": lines.get(g, 0), "where": at(g), "name": _label(s["switch"], f"{g}.switch"),
+                    "nodes": _hostlist_text(s.get("nodes"), f"{g}.nodes", at),
+                    "children": _hostlist_text(s.get("children"), f"{g}.children", at),
+                    "speed": s.get("link_speed")}
+                   for g, s in items(("switches",), "switches", "switch", ("switch", "children", "nodes", "link_speed"))]
         out, where_host = _slurm_tree(entries, path, fields, default_speed)
     else:
-        extra = sorted(str(k) for k in body if k not in ("blocks", "block_sizes"))
-        if extra:
-            fail(f"{f}.{extra[0]}", "unknown key (known: block_sizes, blocks)")
-        items = body.get("blocks")
-        if not isinstance(items, list) or not items:
-            fail(f"{f}.blocks", "expected a list of blocks ({block, nodes})")
-        entries = []
-        for j, b in enumerate(items):
-            g = f"{f}.blocks[{j}]"
-            if not isinstance(b, dict):
-                fail(g, f"expected a block ({{block, nodes}}), got {_short(b)}")
-            extra = sorted(str(k) for k in b if k not in ("block", "nodes"))
-            if extra:
-                fail(f"{g}.{extra[0]}", "unknown key (known: block, nodes)")
-            if b.get("block") is None:
-                fail(f"{g}.block", "missing (every block has a name)")
-            entries.append({"line": lines.get(g, 0), "where": at(g), "name": _label(b["block"], f"{g}.block"),
-                            "nodes": _hostlist_text(b.get("nodes"), f"{g}.nodes", at)})
+        entries = [{"line": lines.get(g, 0), "where": at(g), "name": _label(b["block"], f"{g}.block"),
+                    "nodes": _hostlist_text(b.get("nodes"), f"{g}.nodes", at)}
+                   for g, b in items(("block_sizes", "blocks"), "blocks", "block", ("block", "nodes"))]
         sizes = body.get("block_sizes")
         if sizes is not None:
             g = f"{f}.block_sizes"
