@@ -169,6 +169,8 @@ def _kind(doc, where: str) -> str:
 
 def _first_calls(doc: dict, n_phases, where: str) -> list | None:
     """Per phase, each rank's calls before it, from a ``phases`` document (None without one)."""
+    from planner.traffic.phases import is_first_call
+
     phases = doc.get("phases")
     if phases is None:
         return None
@@ -180,8 +182,7 @@ def _first_calls(doc: dict, n_phases, where: str) -> list | None:
         fc = p.get("first_call") if isinstance(p, dict) else None
         if fc is None:
             return None   # phases recorded without their cuts: no triggers to give
-        if (not isinstance(fc, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in fc)
-                or (isinstance(n_ranks, int) and len(fc) != n_ranks)):
+        if not is_first_call(fc, n_ranks if isinstance(n_ranks, int) else None):
             raise TopoplanError(f"{where}: field 'phases[{k}].first_call': expected a non-negative call count per "
                                 "rank")
         out.append(fc)

@@ -49,7 +49,8 @@ import numpy as np
 from planner.core.errors import TopoplanError
 from planner.traffic.trace import COLLECTIVE_OPS, OP_CODE, OPS, Trace
 
-__all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc"]
+__all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc",
+           "is_first_call"]
 
 _SEND, _ISEND, _RECV, _IRECV, _SENDRECV = (OP_CODE[o] for o in ("send", "isend", "recv", "irecv", "sendrecv"))
 _WAIT, _WAITALL = OP_CODE["wait"], OP_CODE["waitall"]
@@ -1033,6 +1034,29 @@ def split_at(trace: Trace, first_calls, topology=None, placement=None) -> Phases
     return _build(trace, clock, np.vstack(cuts), node, width, 0.5, opts, msg_row, msg_key, msg_b)
 
 
+def is_first_call(value, n_ranks: int | None = None) -> bool:
+    """Whether ``value`` has the shape of a phase's ``first_call``: a list of non-negative ints, one per rank.
+
+    Parameters
+    ----------
+    value : object
+        A ``phases[k].first_call`` of a phases document.
+    n_ranks : int, optional
+        The rank count it must match (any length when None).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_first_call([0, 3, 2], 3), is_first_call([0, True, 2]), is_first_call([0, -1]), is_first_call([0], 2)
+    (True, False, False, False)
+    """
+    return (isinstance(value, list) and (n_ranks is None or len(value) == n_ranks)
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value))
+
+
 def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: str = "phases") -> Phases:
     """The phases of a ``topoplan phases -o`` document, re-cut on ``trace`` (the trace they were detected on).
 
@@ -1082,8 +1106,7 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     for k, p in enumerate(doc["phases"]):
         f = f"{where}: field 'phases[{k}].first_call'"
         fc = p.get("first_call") if isinstance(p, dict) else None
-        if not isinstance(fc, list) or len(fc) != trace.n_ranks or not all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in fc):
+        if not is_first_call(fc, trace.n_ranks):
             raise TopoplanError(f"{f}: expected {trace.n_ranks} non-negative call counts, one per rank")
         fc = np.asarray(fc, dtype=np.int64)
         over = np.flatnonzero(fc > counts)
