@@ -160,25 +160,26 @@ def build() -> str:
     _compiled.run_core(*args)   # the JIT's signature for these types, return type included
     arg_types = tuple(numba.typeof(a) for a in args)
     sig = next(s for s in _compiled.run_core.nopython_signatures if tuple(s.args) == arg_types)
-    with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cc = CC(AOT_NAME)
-        cc.output_dir = tmp
-        cc.verbose = False
-        cc.export("run_core", sig)(_compiled.run_core.py_func)
-        try:
+    try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
+        with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cc = CC(AOT_NAME)
+            cc.output_dir = tmp
+            cc.verbose = False
+            cc.export("run_core", sig)(_compiled.run_core.py_func)
             cc.compile()
-        except Exception as e:   # no C compiler or linker: the JIT serves, only start-up is slower
-            return f"ahead-of-time engine not built ({type(e).__name__}: {e}); the Numba JIT serves"
-        built = [p for p in Path(tmp).iterdir() if p.name.startswith(AOT_NAME) and p.suffix in (".so", ".pyd")]
-        if len(built) != 1:
-            return f"ahead-of-time engine not built (pycc wrote {[p.name for p in Path(tmp).iterdir()]})"
-        for old in HERE.glob(f"{AOT_NAME}*"):
-            old.unlink()
-        shutil.move(str(built[0]), HERE / built[0].name)
-        stamp = Path(tmp) / "stamp.json"
-        stamp.write_text(json.dumps({"sources_sha256": sha, "numba": numba.__version__, "args": _spec(args)}) + "\n")
-        os.replace(stamp, STAMP)
+            built = [p for p in Path(tmp).iterdir() if p.name.startswith(AOT_NAME) and p.suffix in (".so", ".pyd")]
+            if len(built) != 1:
+                return f"ahead-of-time engine not built (pycc wrote {[p.name for p in Path(tmp).iterdir()]})"
+            for old in HERE.glob(f"{AOT_NAME}*"):
+                old.unlink()
+            shutil.move(str(built[0]), HERE / built[0].name)
+            stamp = Path(tmp) / "stamp.json"
+            stamp.write_text(json.dumps({"sources_sha256": sha, "numba": numba.__version__, "args": _spec(args)})
+                             + "\n")
+            os.replace(stamp, STAMP)
+    except Exception as e:
+        return f"ahead-of-time engine not built ({type(e).__name__}: {e}); the Numba JIT serves"
     return f"ahead-of-time engine built: {built[0].name} ({aot_status()})"
 
 

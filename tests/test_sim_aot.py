@@ -120,3 +120,20 @@ def test_small_flow_run_does_not_import_numba(tmp_path):
     makespan, numba_loaded = json.loads(out.stdout)
     assert makespan == pytest.approx(1.000001, rel=1e-12)
     assert numba_loaded is False
+
+
+def test_a_failed_build_says_so_and_leaves_the_engine_as_it_was(monkeypatch):
+    """No compiler (or a read-only tree): make install goes on, the JIT serves; nothing is half-replaced."""
+    pycc = pytest.importorskip("numba.pycc")
+
+    def no_compiler(self):
+        raise OSError("no C compiler found")
+
+    before = _engine.aot_status()
+    files = sorted(p.name for p in _engine.HERE.glob(f"{_engine.AOT_NAME}*"))
+    monkeypatch.setattr(pycc.CC, "compile", no_compiler)
+    msg = _engine.build()
+    assert msg == "ahead-of-time engine not built (OSError: no C compiler found); the Numba JIT serves"
+    assert _engine.aot_status() == before
+    assert sorted(p.name for p in _engine.HERE.glob(f"{_engine.AOT_NAME}*")) == files
+    assert not list(_engine.HERE.glob(".aot-*"))      # the temporary directory is gone
