@@ -544,12 +544,6 @@ def _check_marks(marks, trace: Trace, bounds: np.ndarray) -> np.ndarray:
     return m
 
 
-def _compiled_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("numba") is not None
-
-
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
                     thresholds=None) -> dict:
     """The trace as flat arrays for :func:`sim._compiled.run_core` (micro-ops, route classes).
@@ -820,11 +814,13 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     check_sends_matched(trace)
     if method == "compiled" and (timeline_dt_s or marks is not None):
         raise TopoplanError("replay: the compiled method records no timeline or marks; use method='python' or 'auto'")
+    from sim.maxmin import _numba_available
+
     paper = net.model.model == "paper"
     if method == "compiled" and paper:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
     if method == "compiled" or (method == "auto" and not timeline_dt_s and marks is None and not paper
-                                and _compiled_available()):
+                                and _numba_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress)
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
