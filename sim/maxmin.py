@@ -429,13 +429,14 @@ class FlowEngine:
         self.links = links
         self.rel_tol = float(rel_tol)
         self.solver = _resolve_solver(solver)
-        if self.solver == "numba":
-            from sim import _compiled
+        if self.solver == "numba":   # the compiled solver's link lists and used-slot list
+            from sim._compiled import _act_add, _act_remove, _Incidence
 
-            self._kern = _compiled   # the compiled solver's kernels
-            self._inc = _compiled._Incidence(len(links))
+            self._inc = _Incidence(len(links))
+            self._act_add, self._act_remove = _act_add, _act_remove
         else:
-            self._kern = self._inc = None
+            self._inc = None
+            self._act_add, self._act_remove = _act_add_np, _act_remove_np
         self._lcap = np.where(links.shared, links.bw_Bps, np.inf)
         self._fat_bw = np.where(links.shared, np.inf, links.bw_Bps)
         # per flow, by id
@@ -665,9 +666,7 @@ class FlowEngine:
         self._scap[slots] = self._cap.a[ids]
         if self._inc is not None:
             self._inc.insert(slots, self._rows, self._len, self._back)
-            self._n_act = self._kern._act_add(self._act, self._apos, self._n_act, slots)
-        else:
-            self._n_act = _act_add_np(self._act, self._apos, self._n_act, slots)
+        self._n_act = self._act_add(self._act, self._apos, self._n_act, slots)
         self._dirty = True
 
     def _end(self, slots) -> np.ndarray:
@@ -681,10 +680,7 @@ class FlowEngine:
         self._rem[slots] = 0.0
         self._fin[slots] = np.inf
         self._free.extend(slots.tolist())
-        if self._inc is not None:
-            self._n_act = self._kern._act_remove(self._act, self._apos, self._n_act, slots)
-        else:
-            self._n_act = _act_remove_np(self._act, self._apos, self._n_act, slots)
+        self._n_act = self._act_remove(self._act, self._apos, self._n_act, slots)
         self._dirty = True
         return ids
 
