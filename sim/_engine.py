@@ -54,19 +54,24 @@ def sources_sha256() -> str:
     return h.hexdigest()
 
 
-def aot_status() -> str:
-    """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not import)."""
+def _state() -> tuple[str, dict | None]:
+    """The build's status (see :func:`aot_status`) and, when current, its stamp."""
     try:
         stamp = json.loads(STAMP.read_text())
     except (OSError, ValueError):
-        return "missing"
+        return "missing", None
     if stamp.get("sources_sha256") != sources_sha256():
-        return "stale"
+        return "stale", None
     try:
         __import__(f"sim.{AOT_NAME}")
     except Exception:   # an extension built for another Python or NumPy
-        return "broken"
-    return "current"
+        return "broken", None
+    return "current", stamp
+
+
+def aot_status() -> str:
+    """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not import)."""
+    return _state()[0]
 
 
 def _spec(x):
@@ -90,9 +95,10 @@ def _spec(x):
 
 def _aot_core():
     """The ahead-of-time ``run_core`` and the argument types it was built for, or None when not current."""
-    if aot_status() != "current":
+    status, stamp = _state()
+    if status != "current":
         return None
-    return sys.modules[f"sim.{AOT_NAME}"].run_core, json.loads(STAMP.read_text())["args"]
+    return sys.modules[f"sim.{AOT_NAME}"].run_core, stamp["args"]
 
 
 def run_core(*args):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["warm", "build_engine"]
+__all__ = ["warm"]
 
 
 def warm() -> dict:
@@ -62,24 +62,10 @@ def warm() -> dict:
     return out
 
 
-def build_engine() -> str:
-    """Build the ahead-of-time event loop (:func:`sim._engine.build`); its one-line status.
-
-    Examples
-    --------
-    Building takes about 10 s, so here only the state it leaves (``current`` after ``make install``):
-
-    >>> from sim._engine import aot_status
-    >>> aot_status() in ("current", "stale", "missing", "broken")
-    True
-    """
-    from sim._engine import build
-
-    return build()
-
-
 if __name__ == "__main__":   # pragma: no cover - run by make install
     took = warm()
     print("compiled kernels ready: " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items()))
+    from sim._engine import build
+
     t0 = time.perf_counter()
-    print(f"{build_engine()}, {time.perf_counter() - t0:.1f} s")
+    print(f"{build()}, {time.perf_counter() - t0:.1f} s")
