@@ -1,9 +1,13 @@
 """Compiled code (Numba): the max-min solver's kernels and the event loop of :mod:`sim.maxmin` and :mod:`sim.replay`.
 
 The solver kernels (:func:`_fill_slots` and the incremental link -> flow
-lists ``_csc_*``) serve :class:`sim.maxmin.FlowEngine`'s ``"numba"`` solver.
-:func:`run_core` runs flows that are known in advance (``simulate_flows``)
-and, optionally, ranks that create flows as they run (the replay).
+lists ``_csc_*``) serve :class:`sim.maxmin.FlowEngine`'s ``"numba"`` solver,
+which re-solves over every flow in flight. :func:`run_core` runs flows that
+are known in advance (``simulate_flows``) and, optionally, ranks that create
+flows as they run (the replay); it keeps its flows by bottleneck link
+(:func:`fill_groups`, see "max-min rates per bottleneck link"), so a
+re-solve costs the links and bottlenecks, not the flows in flight. Both are
+checked against each other and against SimGrid.
 
 The Python reference (:class:`sim.replay.Replayer`) spends ~40 us per
 message on objects, dictionaries and one engine call per event. Here the
@@ -11,9 +15,13 @@ trace is first compiled (by :func:`sim.replay.compile_program`, NumPy) into
 a flat per-rank program of *micro-ops* (p2p calls, waits, one ``STEP`` per
 step of a collective's MPICH schedule) with every message's route
 segments precomputed per (node pair, size); then one compiled loop runs
-ranks and flow events together, using the same solver kernels. The
+ranks and flow events together. The
 semantics are the reference's; ``tests/test_sim_replay.py`` checks that
 both give the same times.
+
+Everything :func:`run_core` calls lives in this file: Numba's on-disk cache
+is invalidated by changes of the file that defines a function, not of the
+files its callees come from.
 
 Callers do not import this module for :func:`run_core`: :func:`sim._engine.run_core`
 hands out the ahead-of-time build of it when that is current (no Numba
@@ -299,6 +307,480 @@ class _Incidence:
                            rate, rem_b, dt, now, fin)
 
 
+# --------------------------------------------------------------------------- max-min rates per bottleneck link (run_core)
+# run_core keeps its transferring flows by bottleneck. In a max-min allocation every flow runs at the fill
+# level of one link on its route, its *bottleneck* (the first of its links to saturate in progressive
+# filling), and flows with the same bottleneck share one rate. So the state is kept per *group* (a link and
+# the flows it bottlenecks), not per flow:
+#
+# * a group's rate and a virtual clock ``V``, the bytes each of its flows has received since the group
+#   formed. A flow's remaining bytes are ``tag - V``, ``tag`` being its bytes plus ``V`` when it joined,
+#   so a rate change costs nothing per flow, and the group's next flow to end is the one with the smallest
+#   tag (a pairing heap per group, one node per flow slot);
+# * ``N(g, l)``, how many flows of group ``g`` cross link ``l``.
+#
+# A re-solve (:func:`fill_groups`) is progressive filling that freezes a group at a time: when link ``l``
+# saturates, the unfrozen flows of other groups that cross it (``cnt[l] - members(l)`` of them) move to
+# group ``l`` (their bottleneck changed); then group ``l`` freezes at the level and takes
+# ``N(l, m) * level`` off every link ``m`` its flows cross. Only *candidate* links are in the fill's heap:
+# the groups' links and the caps. Max-min over a subset of the capacity constraints is also max-min over
+# all of them when no other link ends up over its capacity (the leximin-best point of a larger set that
+# lies in the smaller set is the smaller set's best); a link that does becomes a candidate and the fill
+# runs again. Every step is the exact filling's, so the rates are the exact max-min ones; the cost is the
+# candidates, the entries of N and the flows that change bottleneck, not the flows in flight. A flow's
+# fat-pipe cap acts as a private link of that capacity: each distinct cap value is a *virtual link* (ids
+# ``n_links..``) whose level is the cap, whatever crosses it.
+#
+# Arrays (int64 unless said; ``Lt`` = real + virtual links):
+#
+# * ``gI`` (Lt x 7): heap root, members, entry segment start, position in the active-group list, frozen in
+#   the current fill, segment capacity and length; ``gF`` (float, Lt x 4): ``V``, the time ``V`` was
+#   brought to, rate, projected end of the first member; ``agl`` (Lt) and ``gm[0]``: the groups with members;
+# * per flow slot ``s``: ``sgrp[s]`` its group, ``tag[s]`` (float), ``hp[s]`` its heap node (child,
+#   sibling, previous: the parent of a first child);
+# * ``EP`` (pool x 2): N's entries (link, count), each group's in one segment of the pool (moved to the
+#   pool's end, twice as big, when full), so a freeze reads them in a row; ``HT`` (table size x 2): open
+#   addressing (linear probing, backward-shift deletion) from ``g * Lt + l`` to the entry's place in g's
+#   segment; ``em``: table bits, ``Lt``, live entries, pool end, fills and fill passes so far. The table
+#   is kept at most half full and the pool grown by :func:`entry_room` before a join; a fill that could
+#   overflow either stops and says how much it needs.
+
+G_ROOT, G_N, G_EST, G_APOS, G_FRZ, G_ECAP, G_ELEN = range(7)
+F_V, F_VT, F_LEV, F_FIN = range(4)
+EM_BITS, EM_LT, EM_LIVE, EM_PEND, EM_FILL, EM_PASS = range(6)
+OVERFULL = 1e-11   # relative excess over a link's capacity that makes it a candidate (rounding is ~1e-13)
+P_CHILD, P_SIB, P_PREV = range(3)
+_GOLD = np.uint64(11400714819323198485)   # 2^64 / golden ratio: Fibonacci hashing
+
+
+# --------------------------------------------------------------------------- N(g, l): hash table + lists
+
+
+@_kernel
+def _h_home(key, bits):
+    return np.int64((np.uint64(key) * _GOLD) >> np.uint64(64 - bits))
+
+
+@_kernel
+def _h_slot(HT, key, bits):
+    """The table position holding ``key``, or the empty one where it would go."""
+    mask = (np.int64(1) << bits) - 1
+    i = _h_home(key, bits)
+    while HT[i, 0] != -1 and HT[i, 0] != key:
+        i = (i + 1) & mask
+    return i
+
+
+@_kernel
+def _h_delete(HT, i, bits):
+    """Empty position ``i``, shifting back the entries after it that probed past it."""
+    mask = (np.int64(1) << bits) - 1
+    j = i
+    while True:
+        j = (j + 1) & mask
+        if HT[j, 0] == -1:
+            break
+        k = _h_home(HT[j, 0], bits)
+        # the entry at j moves into the hole unless its home lies cyclically in (i, j]
+        if (j > i and (k <= i or k > j)) or (j < i and k <= i and k > j):
+            HT[i, 0] = HT[j, 0]
+            HT[i, 1] = HT[j, 1]
+            i = j
+    HT[i, 0] = -1
+
+
+@_kernel
+def _table_bits(n_entries):
+    bits = 4
+    while (np.int64(1) << bits) < 2 * n_entries:
+        bits += 1
+    return bits
+
+
+@_kernel
+def entry_room(n_live, pool_need, EP, HT, gI, agl, gm, em):
+    """``EP`` and ``HT`` with room for ``n_live`` live entries and ``pool_need`` more pool cells.
+
+    Returns them unchanged when they have it; else rehashes into a table
+    twice as big as needed and/or compacts the groups' segments into a new
+    pool (groups without members lose theirs).
+    """
+    bits = _table_bits(n_live)
+    if em[EM_PEND] + pool_need > EP.shape[0]:
+        used = 0
+        for a in range(gm[0]):
+            used += 2 * gI[agl[a], G_ELEN] + 4
+        new = np.zeros((max(2 * (used + pool_need), 1024), 2), np.int64)
+        gI[:, G_ECAP] = 0
+        end = 0
+        for a in range(gm[0]):
+            g = agl[a]
+            n = gI[g, G_ELEN]
+            new[end:end + n] = EP[gI[g, G_EST]:gI[g, G_EST] + n]
+            gI[g, G_EST] = end
+            gI[g, G_ECAP] = 2 * n + 4
+            end += 2 * n + 4
+        em[EM_PEND] = end
+        EP = new
+    if em[EM_BITS] < bits:
+        HT = np.full((np.int64(1) << bits, 2), -1, np.int64)
+        lt = em[EM_LT]
+        for a in range(gm[0]):
+            g = agl[a]
+            st = gI[g, G_EST]
+            for j in range(gI[g, G_ELEN]):
+                i = _h_slot(HT, g * lt + EP[st + j, 0], bits)
+                HT[i, 0] = g * lt + EP[st + j, 0]
+                HT[i, 1] = j
+        em[EM_BITS] = bits
+    return EP, HT
+
+
+@_kernel
+def _fits(n_live, pool_need, EP, em):
+    return 2 * n_live <= (np.int64(1) << em[EM_BITS]) and em[EM_PEND] + pool_need <= EP.shape[0]
+
+
+@_kernel
+def _nz_add(g, l, d, EP, HT, em, gI):
+    """N(g, l) += d (+1 or -1); an entry is appended to g's segment at 1 and swapped out at 0."""
+    lt = em[EM_LT]
+    key = g * lt + l
+    bits = em[EM_BITS]
+    i = _h_slot(HT, key, bits)
+    st = gI[g, G_EST]
+    if HT[i, 0] == key:
+        j = HT[i, 1]
+        EP[st + j, 1] += d
+        if EP[st + j, 1] == 0:
+            _h_delete(HT, i, bits)
+            last = gI[g, G_ELEN] - 1
+            gI[g, G_ELEN] = last
+            em[EM_LIVE] -= 1
+            if j != last:
+                EP[st + j, 0] = EP[st + last, 0]
+                EP[st + j, 1] = EP[st + last, 1]
+                HT[_h_slot(HT, g * lt + EP[st + j, 0], bits), 1] = j
+        return
+    n = gI[g, G_ELEN]
+    if n == gI[g, G_ECAP]:   # move the segment to the pool's end, twice as big (the caller made room)
+        cap = 2 * n + 4
+        new = em[EM_PEND]
+        EP[new:new + n] = EP[st:st + n]
+        gI[g, G_EST] = new
+        gI[g, G_ECAP] = cap
+        em[EM_PEND] = new + cap
+        st = new
+    EP[st + n, 0] = l
+    EP[st + n, 1] = d
+    gI[g, G_ELEN] = n + 1
+    HT[i, 0] = key
+    HT[i, 1] = n
+    em[EM_LIVE] += 1
+
+
+# --------------------------------------------------------------------------- pairing heaps of slots by tag
+
+
+@_kernel
+def _ph_meld(a, b, key, hp):
+    """Meld two roots; the larger key becomes the first child of the smaller."""
+    if key[b] < key[a]:
+        a, b = b, a
+    c = hp[a, P_CHILD]
+    hp[b, P_SIB] = c
+    if c >= 0:
+        hp[c, P_PREV] = b
+    hp[b, P_PREV] = a
+    hp[a, P_CHILD] = b
+    return a
+
+
+@_kernel
+def _ph_pairs(first, key, hp):
+    """Two-pass pairing of a sibling list starting at ``first``; returns the new root (-1: none)."""
+    if first < 0:
+        return -1
+    acc = -1
+    a = first
+    while a >= 0:   # pass 1: meld pairs left to right, listing the results in reverse (through P_SIB)
+        b = hp[a, P_SIB]
+        hp[a, P_PREV] = -1
+        hp[a, P_SIB] = -1
+        if b >= 0:
+            nxt = hp[b, P_SIB]
+            hp[b, P_PREV] = -1
+            hp[b, P_SIB] = -1
+            t = _ph_meld(a, b, key, hp)
+        else:
+            nxt = -1
+            t = a
+        hp[t, P_SIB] = acc
+        acc = t
+        a = nxt
+    r = acc   # pass 2: meld them right to left
+    a = hp[r, P_SIB]
+    hp[r, P_SIB] = -1
+    while a >= 0:
+        nxt = hp[a, P_SIB]
+        hp[a, P_SIB] = -1
+        r = _ph_meld(r, a, key, hp)
+        a = nxt
+    return r
+
+
+@_kernel
+def _ph_remove(root, s, key, hp):
+    """Remove node ``s`` from the heap at ``root``; returns the new root."""
+    if s == root:
+        r = _ph_pairs(hp[s, P_CHILD], key, hp)
+    else:
+        p = hp[s, P_PREV]
+        nx = hp[s, P_SIB]
+        if hp[p, P_CHILD] == s:
+            hp[p, P_CHILD] = nx
+        else:
+            hp[p, P_SIB] = nx
+        if nx >= 0:
+            hp[nx, P_PREV] = p
+        sub = _ph_pairs(hp[s, P_CHILD], key, hp)
+        r = root if sub < 0 else _ph_meld(root, sub, key, hp)
+    hp[s, P_CHILD] = -1
+    hp[s, P_SIB] = -1
+    hp[s, P_PREV] = -1
+    return r
+
+
+# --------------------------------------------------------------------------- groups
+
+
+@_kernel
+def new_state(n_groups):
+    """Empty group tables for ``n_groups`` links (real + virtual)."""
+    gI = np.zeros((n_groups, 7), np.int64)
+    gI[:, G_ROOT] = -1
+    gF = np.zeros((n_groups, 4))
+    agl = np.zeros(max(n_groups, 1), np.int64)
+    gm = np.zeros(1, np.int64)
+    em = np.zeros(6, np.int64)
+    em[EM_LT] = n_groups
+    EP = np.zeros((1024, 2), np.int64)
+    HT = np.full((1024, 2), -1, np.int64)
+    em[EM_BITS] = 10
+    return gI, gF, agl, gm, EP, HT, em
+
+
+@_kernel
+def _vsync(g, now, gF):
+    """Bring group g's virtual clock to ``now`` at its current rate."""
+    dt = now - gF[g, F_VT]
+    if dt > 0 and gF[g, F_LEV] < np.inf:
+        gF[g, F_V] += gF[g, F_LEV] * dt
+    gF[g, F_VT] = now
+
+
+@_kernel
+def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+    """Slot ``s`` (``remaining`` bytes) joins group ``g`` at ``now``."""
+    if gI[g, G_N] == 0:
+        gF[g, F_V] = 0.0
+        gF[g, F_VT] = now
+        gF[g, F_LEV] = 0.0
+        gI[g, G_ROOT] = -1
+        gI[g, G_APOS] = gm[0]
+        agl[gm[0]] = g
+        gm[0] += 1
+    else:
+        _vsync(g, now, gF)
+    tag[s] = remaining + gF[g, F_V]
+    sgrp[s] = g
+    hp[s, P_CHILD] = -1
+    hp[s, P_SIB] = -1
+    hp[s, P_PREV] = -1
+    root = gI[g, G_ROOT]
+    gI[g, G_ROOT] = s if root < 0 else _ph_meld(root, s, tag, hp)
+    gI[g, G_N] += 1
+    for j in range(lens[s]):
+        _nz_add(g, rows[s, j], 1, EP, HT, em, gI)
+
+
+@_kernel
+def leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
+    """Slot ``s`` leaves its group (it ended, or its bottleneck changed)."""
+    g = sgrp[s]
+    gI[g, G_ROOT] = _ph_remove(gI[g, G_ROOT], s, tag, hp)
+    gI[g, G_N] -= 1
+    for j in range(lens[s]):
+        _nz_add(g, rows[s, j], -1, EP, HT, em, gI)
+    if gI[g, G_N] == 0:
+        p = gI[g, G_APOS]
+        gm[0] -= 1
+        last = agl[gm[0]]
+        agl[p] = last
+        gI[last, G_APOS] = p
+    sgrp[s] = -1
+
+
+@_kernel
+def pick_group(s, rows, lens, length, lcap, capv, n_real, gI, gF):
+    """A first guess of slot ``s``'s bottleneck: the link of its route with the lowest known or estimated level.
+
+    Only a guess (a wrong one costs a move in the next fill); it is always a
+    link that can bottleneck: finite capacity, or a cap (virtual link).
+    """
+    best = -1
+    bv = np.inf
+    for j in range(lens[s]):
+        m = rows[s, j]
+        if gI[m, G_N] > 0:
+            v = gF[m, F_LEV]
+        elif m >= n_real:
+            v = capv[m]
+        elif lcap[m] < np.inf:
+            v = lcap[m] / max(length[m], 1)
+        else:
+            continue
+        if best < 0 or v < bv:
+            best = m
+            bv = v
+    return best
+
+
+@_kernel
+def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, meta, iw, fw,
+                gI, gF, agl, gm, EP, HT, em):
+    """Re-solve max-min at ``now`` for the ``n_flows`` flows in the groups; returns (earliest projected end, 0).
+
+    When moving flows could overflow the entry table or pool it returns (inf,
+    entries to add) instead: the caller makes room (:func:`entry_room`) and
+    calls again; the moves made so far are kept (each leaves a valid state).
+
+    ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`sim._compiled`),
+    over real and virtual links; ``iw``/``fw`` (2 x Lt): scratch. Leaves every
+    group's rate, clock (at ``now``) and projected first end set.
+    """
+    start, length, live = seg[0], seg[1], seg[3]
+    cnt, hv, mark = iw[0], iw[1], iw[2]
+    rem, hk = fw[0], fw[1]
+    inf = np.inf
+    n_live = meta[1]
+    em[EM_FILL] += 1
+    stamp = em[EM_FILL]
+    for a in range(gm[0]):   # the candidate links: every group's (each flow's current bottleneck)
+        g = agl[a]
+        _vsync(g, now, gF)
+        mark[g] = stamp
+    while True:
+        em[EM_PASS] += 1
+        for a in range(gm[0]):
+            gI[agl[a], G_FRZ] = 0
+        # heap of the candidates' levels; they only grow as groups freeze, so a stale key is a lower bound
+        hs = 0
+        for t in range(n_live):
+            l = live[t]
+            cnt[l] = length[l]
+            rem[l] = lcap[l]
+            if l >= n_real:   # caps are always candidates (few; a cap is per flow, not a shared capacity)
+                hk[hs] = capv[l]
+            elif mark[l] != stamp or rem[l] == inf:
+                continue
+            else:
+                hk[hs] = rem[l] / cnt[l]
+            hv[hs] = l
+            hs += 1
+        for i in range(hs // 2 - 1, -1, -1):
+            _sift_down(hk, hv, hs, i)
+        left = n_flows
+        level = 0.0
+        while left > 0 and hs > 0:
+            l = hv[0]
+            if cnt[l] == 0:
+                hs -= 1
+                hk[0] = hk[hs]
+                hv[0] = hv[hs]
+                _sift_down(hk, hv, hs, 0)
+                continue
+            cur = capv[l] if l >= n_real else rem[l] / cnt[l]
+            if cur > hk[0]:
+                hk[0] = cur
+                _sift_down(hk, hv, hs, 0)
+                continue
+            level = max(level, cur)   # never down, whatever the rounding
+            if cnt[l] > gI[l, G_N]:   # unfrozen flows of other groups cross l: it is their bottleneck now
+                add = (cnt[l] - gI[l, G_N]) * rows.shape[1]
+                if not _fits(em[EM_LIVE] + add, 4 * (gI[l, G_ELEN] + add) + 32, EP, em):
+                    return inf, add   # the caller makes room and fills again (moves so far are kept)
+                for k in range(start[l], start[l] + length[l]):
+                    s = pool[k]
+                    g = sgrp[s]
+                    if g != l and gI[g, G_FRZ] == 0:
+                        remaining = tag[s] - gF[g, F_V]
+                        leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+                        join(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
+            st = gI[l, G_EST]
+            for j in range(st, st + gI[l, G_ELEN]):   # freeze group l: its flows leave every link they cross
+                m = EP[j, 0]
+                c = EP[j, 1]
+                cnt[m] -= c
+                rem[m] -= c * level
+            gI[l, G_FRZ] = 1
+            gF[l, F_LEV] = level
+            left -= gI[l, G_N]
+        # Max-min over the candidates only: if no other link is over its capacity, these rates are also
+        # max-min over all links (the leximin-best point of a larger set lies in the smaller one).
+        # Otherwise the overfull links become candidates and the fill runs again.
+        over = False
+        for t in range(n_live):
+            l = live[t]
+            if l < n_real and mark[l] != stamp and rem[l] < -OVERFULL * lcap[l]:
+                mark[l] = stamp
+                over = True
+        if not over:
+            break
+    for a in range(gm[0]):   # no finite link left (cannot happen for flows with a bottleneck): unbounded
+        g = agl[a]
+        if gI[g, G_FRZ] == 0:
+            gF[g, F_LEV] = inf
+    for t in range(n_live):
+        cnt[live[t]] = 0
+    t_done = inf
+    for a in range(gm[0]):
+        g = agl[a]
+        fin = now + (tag[gI[g, G_ROOT]] - gF[g, F_V]) / gF[g, F_LEV]
+        gF[g, F_FIN] = fin
+        t_done = min(t_done, fin)
+    return t_done, 0
+
+
+@_kernel
+def ending(horizon, out, n_out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, HT, em):
+    """Take every flow projected to end by ``horizon`` out of its group, appending its slot to ``out``.
+
+    Returns ``(out, n_out)`` (``out`` grown when full). A flow's projected end
+    is its group's ``VT + (tag - V) / rate``, the same expression the last
+    fill gave its group's first member.
+    """
+    ng = 0
+    for a in range(gm[0]):
+        g = agl[a]
+        if gF[g, F_FIN] <= horizon:
+            gbuf[ng] = g
+            ng += 1
+    for q in range(ng):
+        g = gbuf[q]
+        v, vt, lev = gF[g, F_V], gF[g, F_VT], gF[g, F_LEV]
+        while gI[g, G_N] > 0:
+            r = gI[g, G_ROOT]
+            if vt + (tag[r] - v) / lev > horizon:
+                break
+            leave(r, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+            if n_out == len(out):
+                out = np.concatenate((out, np.empty(n_out, np.int64)))
+            out[n_out] = r
+            n_out += 1
+    return out, n_out
+
+
 # --------------------------------------------------------------------------- heaps of (time, id), ties by id
 
 
@@ -533,33 +1015,43 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
     for i in range(len(kind)):
         max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
     reqs = np.empty(max_items, np.int64)
-    # engine slots (transferring flows) and link -> slot lists, as in sim.maxmin.FlowEngine
+    # engine slots (transferring flows), link -> slot lists (real links, then one virtual link per
+    # distinct fat-pipe cap, which acts as a private link of that capacity) and bottleneck groups
+    caps = np.unique(seg_cap[np.isfinite(seg_cap)])
+    n_lt = n_links + len(caps)
+    capv = np.full(n_lt, inf)
+    capv[n_links:] = caps
+    lcap2 = np.full(n_lt, inf)
+    lcap2[:n_links] = lcap
+    seg_vl = np.full(len(seg_cap), -1, np.int64)
+    for sg in range(len(seg_cap)):
+        if np.isfinite(seg_cap[sg]):
+            seg_vl[sg] = n_links + np.searchsorted(caps, seg_cap[sg])
+    width += 1
     n_slots = 64
     sid = np.full(n_slots, -1, np.int64)
     rows = np.full((n_slots, width), -1, np.int64)
     back = np.zeros((n_slots, width), np.int64)
     lens = np.zeros(n_slots, np.int64)
-    rem = np.zeros(n_slots)
-    rate = np.zeros(n_slots)
-    fin = np.full(n_slots, inf)
-    scap = np.full(n_slots, inf)
-    act = np.zeros(n_slots, np.int64)
-    apos = np.zeros(n_slots, np.int64)
+    sgrp = np.full(n_slots, -1, np.int64)
+    stag = np.zeros(n_slots)
+    hp = np.full((n_slots, 3), -1, np.int64)
     free = np.empty(n_slots, np.int64)
     for k in range(n_slots):
         free[k] = n_slots - 1 - k          # popped from the end: low slots first
     n_free = n_slots
-    segs = np.zeros((5, n_links), np.int64)
+    segs = np.zeros((5, n_lt), np.int64)
     pool = np.zeros(1024, np.int64)
     meta = np.zeros(2, np.int64)
-    iw = np.zeros((2, n_links), np.int64)
-    fw = np.zeros((2, n_links))
+    iw = np.zeros((3, n_lt), np.int64)
+    fw = np.zeros((2, n_lt))
+    gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
+    gbuf = np.empty(max(n_lt, 1), np.int64)
     nnz = 0
     n_act = 0
     dirty = False
     t_done = inf
     now = 0.0
-    t_rem = 0.0
     n_events = 0
     fbuf = np.empty(64, np.int64)
     sbuf = np.empty(64, np.int64)
@@ -575,9 +1067,12 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
             if n_act == 0:
                 t_done = inf
             else:
-                t_done = _fill_slots(rows, lens, act, n_act, scap, lcap, segs, pool, meta, iw, fw, rate, rem,
-                                     now - t_rem, now, fin)
-                t_rem = now
+                while True:
+                    t_done, need = fill_groups(now, n_act, n_links, lcap2, capv, rows, lens, sgrp, stag, hp, segs, pool,
+                                               meta, iw, fw, gI, gF, agl, gm, EP, HT, em)
+                    if need == 0:
+                        break
+                    EP, HT = entry_room(em[EM_LIVE] + need, 4 * (gI[:, G_ELEN].max() + need) + 32, EP, HT, gI, agl, gm, em)
         t_flow = t_done
         if C[C_PEND] > 0 and pend_t[0] < t_done:
             t_flow = pend_t[0]
@@ -677,17 +1172,10 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
             horizon = t + rel * abs(t)
             nfin = 0
             if t_done <= horizon:
-                ns = 0
-                for a in range(n_act):
-                    s = act[a]
-                    if fin[s] <= horizon:
-                        if ns == len(sbuf):
-                            sbuf = np.concatenate((sbuf, np.empty(ns, np.int64)))
-                        sbuf[ns] = s
-                        ns += 1
+                sbuf, ns = ending(horizon, sbuf, 0, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, gbuf, EP, HT, em)
                 sbuf[:ns].sort()  # ascending slots, as FlowEngine frees them
                 _csc_remove(sbuf[:ns], rows, lens, back, segs, pool, meta)
-                n_act = _act_remove(act, apos, n_act, sbuf[:ns])
+                n_act -= ns
                 for j in range(ns):
                     s = sbuf[j]
                     nnz -= lens[s]
@@ -697,9 +1185,6 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                     nfin += 1
                     sid[s] = -1
                     lens[s] = 0
-                    rate[s] = 0.0
-                    rem[s] = 0.0
-                    fin[s] = inf
                     free[n_free] = s
                     n_free += 1
                 dirty = True
@@ -721,12 +1206,9 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                     rows = np.concatenate((rows, np.full((grow, width), -1, np.int64)))
                     back = np.concatenate((back, np.zeros((grow, width), np.int64)))
                     lens = np.concatenate((lens, np.zeros(grow, np.int64)))
-                    rem = np.concatenate((rem, np.zeros(grow)))
-                    rate = np.concatenate((rate, np.zeros(grow)))
-                    fin = np.concatenate((fin, np.full(grow, inf)))
-                    scap = np.concatenate((scap, np.full(grow, inf)))
-                    act = np.concatenate((act, np.zeros(grow, np.int64)))
-                    apos = np.concatenate((apos, np.zeros(grow, np.int64)))
+                    sgrp = np.concatenate((sgrp, np.full(grow, -1, np.int64)))
+                    stag = np.concatenate((stag, np.zeros(grow)))
+                    hp = np.concatenate((hp, np.full((grow, 3), -1, np.int64)))
                     free = np.empty(new, np.int64)
                     for j in range(grow):
                         free[j] = new - 1 - j
@@ -736,10 +1218,11 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 sg = FL[0, f]
                 L = seg_len[sg]
                 rows[s, :L] = seg_rows[sg, :L]
+                if seg_vl[sg] >= 0:
+                    rows[s, L] = seg_vl[sg]
+                    L += 1
                 lens[s] = L
                 sid[s] = f
-                rem[s] = flow_size[f]
-                scap[s] = seg_cap[sg]
                 if ns == len(sbuf):
                     sbuf = np.concatenate((sbuf, np.empty(ns, np.int64)))
                 sbuf[ns] = s
@@ -758,7 +1241,12 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                     _csc_rebuild(rows, old_lens, back, segs, pool, meta)
                 _csc_insert(sbuf[:ns], rows, lens, back, segs, pool, meta)
                 nnz += added
-                n_act = _act_add(act, apos, n_act, sbuf[:ns])
+                for j in range(ns):
+                    s = sbuf[j]
+                    g0 = pick_group(s, rows, lens, segs[1], lcap2, capv, n_links, gI, gF)
+                    EP, HT = entry_room(em[EM_LIVE] + width, 4 * (gI[g0, G_ELEN] + width) + 32, EP, HT, gI, agl, gm, em)
+                    join(s, g0, flow_size[sid[s]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, EP, HT, em)
+                n_act += ns
                 dirty = True
             n_events += 1
             if nfin > 0:

@@ -1,0 +1,181 @@
+"""The compiled event loop's per-bottleneck flow state (sim._compiled, "max-min rates per bottleneck link").
+
+Each structure is checked against a plain reference on random operations:
+the N(g, l) table and the pairing heaps through ``join``/``leave``/``ending``,
+and ``fill_groups`` against the per-flow progressive filling
+(:func:`sim.maxmin.maxmin_rates`), from deliberately wrong first groups so
+that flows must move and non-candidate links overflow.
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from sim import _compiled as C  # noqa: E402
+from sim.maxmin import LinkSet, maxmin_rates  # noqa: E402
+
+
+def _state(n_links, n_slots, width):
+    gI, gF, agl, gm, EP, HT, em = C.new_state(n_links)
+    return dict(rows=np.full((n_slots, width), -1, np.int64), lens=np.zeros(n_slots, np.int64),
+                sgrp=np.full(n_slots, -1, np.int64), tag=np.zeros(n_slots), hp=np.full((n_slots, 3), -1, np.int64),
+                gI=gI, gF=gF, agl=agl, gm=gm, EP=EP, HT=HT, em=em)
+
+
+def _join(st, s, g, remaining, now):
+    st["EP"], st["HT"] = C.entry_room(st["em"][C.EM_LIVE] + st["rows"].shape[1],
+                                      4 * (st["gI"][g, C.G_ELEN] + st["rows"].shape[1]) + 32,
+                                      st["EP"], st["HT"], st["gI"], st["agl"], st["gm"], st["em"])
+    C.join(s, g, remaining, now, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["gF"],
+           st["agl"], st["gm"], st["EP"], st["HT"], st["em"])
+
+
+def _leave(st, s):
+    C.leave(s, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["agl"], st["gm"],
+            st["EP"], st["HT"], st["em"])
+
+
+def _table(st, g):
+    """Group g's N entries read through its segment, and each looked up through the hash table."""
+    gI, EP, HT, em = st["gI"], st["EP"], st["HT"], st["em"]
+    seg = EP[gI[g, C.G_EST]:gI[g, C.G_EST] + gI[g, C.G_ELEN]]
+    out = {}
+    for link, count in seg.tolist():
+        i = C._h_slot(HT, g * em[C.EM_LT] + link, em[C.EM_BITS])
+        assert HT[i, 0] == g * em[C.EM_LT] + link and seg[HT[i, 1], 0] == link
+        out[link] = count
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_join_leave_keep_counts_heaps_and_active_list(seed):
+    rng = np.random.default_rng(seed)
+    n_links, n_slots, width = 9, 300, 4
+    st = _state(n_links, n_slots, width)
+    members = {}   # slot -> (group, remaining at join + V)
+    for step in range(3000):
+        s = int(rng.integers(n_slots))
+        if s in members:
+            _leave(st, s)
+            del members[s]
+        else:
+            route = rng.choice(n_links, int(rng.integers(1, width + 1)), replace=False)
+            st["rows"][s, :len(route)] = route
+            st["lens"][s] = len(route)
+            g = int(rng.choice(route))
+            _join(st, s, g, float(rng.integers(1, 50)), 0.0)   # clocks stay at 0: tag == remaining
+            members[s] = g
+        if step % 97 == 0 or step == 2999:
+            gI, agl, gm = st["gI"], st["agl"], st["gm"]
+            active = sorted(agl[:gm[0]].tolist())
+            assert active == sorted(set(members.values()))
+            for g in range(n_links):
+                mine = [t for t, h in members.items() if h == g]
+                assert gI[g, C.G_N] == len(mine)
+                want = {}
+                for t in mine:
+                    for link in st["rows"][t, :st["lens"][t]].tolist():
+                        want[link] = want.get(link, 0) + 1
+                assert _table(st, g) == want
+                if mine:
+                    assert st["tag"][gI[g, C.G_ROOT]] == min(st["tag"][mine])
+            assert st["em"][C.EM_LIVE] == sum(len(_table(st, g)) for g in active)
+
+
+def test_ending_takes_flows_by_projected_end():
+    st = _state(2, 8, 1)
+    st["rows"][:, 0] = 0
+    st["lens"][:] = 1
+    for s, size in enumerate([5.0, 1.0, 3.0, 1.0, 8.0, 2.0]):
+        _join(st, s, 0, size, 0.0)
+    st["gF"][0, C.F_LEV] = 1.0                       # 1 B/s from time 0, as a fill would set it
+    st["gF"][0, C.F_FIN] = 1.0
+    gbuf = np.zeros(2, np.int64)
+    out, n = C.ending(2.0, np.zeros(1, np.int64), 0, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"],
+                      st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
+    assert sorted(out[:n].tolist()) == [1, 3, 5]     # the flows of 1, 1 and 2 bytes; the rest stay
+    assert st["gI"][0, C.G_N] == 3 and st["tag"][st["gI"][0, C.G_ROOT]] == 3.0
+
+
+def _fill_case(rng, n_links, n_flows, width, caps):
+    """Random links and routes; every flow first put in a random group of its route (usually wrong)."""
+    bw = rng.uniform(1e9, 4e9, n_links)
+    shared = np.ones(n_links, bool)
+    if caps:
+        shared[rng.choice(n_links, 2, replace=False)] = False
+    links = LinkSet(bw, np.zeros(n_links), shared)
+    routes = [rng.choice(n_links, int(rng.integers(1, width + 1)), replace=False) for _ in range(n_flows)]
+    expected = maxmin_rates(links, routes, solver="numpy")
+    # run_core's view: shared links keep their capacity, each distinct fat-pipe cap is a virtual link
+    lcap = np.where(shared, bw, np.inf)
+    cap_values = np.unique(bw[~shared])
+    n_lt = n_links + len(cap_values)
+    lcap2 = np.concatenate([lcap, np.full(len(cap_values), np.inf)])
+    capv = np.concatenate([np.full(n_links, np.inf), cap_values])
+    st = _state(n_lt, n_flows, width + 1)
+    for s, r in enumerate(routes):
+        row = [int(x) for x in r if shared[x]]
+        cap = bw[r][~shared[r]]
+        if len(cap):
+            row.append(n_links + int(np.searchsorted(cap_values, cap.min())))
+        st["rows"][s, :len(row)] = row
+        st["lens"][s] = len(row)
+    seg = np.zeros((5, n_lt), np.int64)
+    pool = np.zeros(8 * int(st["lens"].sum()) + 8 * n_lt + 64, np.int64)
+    meta = np.zeros(2, np.int64)
+    back = np.zeros_like(st["rows"])
+    C._csc_insert(np.arange(n_flows), st["rows"], st["lens"], back, seg, pool, meta)
+    for s in range(n_flows):
+        ok = [x for x in st["rows"][s, :st["lens"][s]] if x >= n_links or np.isfinite(lcap2[x])]
+        _join(st, s, int(rng.choice(ok)), 1e6, 0.0)
+    iw = np.zeros((3, n_lt), np.int64)
+    fw = np.zeros((2, n_lt))
+    return st, expected, (n_links, lcap2, capv, seg, pool, meta, iw, fw)
+
+
+def _fill(st, n_flows, ctx, now=0.0):
+    n_links, lcap2, capv, seg, pool, meta, iw, fw = ctx
+    while True:
+        t_done, need = C.fill_groups(now, n_flows, n_links, lcap2, capv, st["rows"], st["lens"], st["sgrp"],
+                                     st["tag"], st["hp"], seg, pool, meta, iw, fw, st["gI"], st["gF"], st["agl"],
+                                     st["gm"], st["EP"], st["HT"], st["em"])
+        if need == 0:
+            return t_done
+        st["EP"], st["HT"] = C.entry_room(st["em"][C.EM_LIVE] + need, 4 * (st["gI"][:, C.G_ELEN].max() + need) + 32,
+                                          st["EP"], st["HT"], st["gI"], st["agl"], st["gm"], st["em"])
+
+
+@pytest.mark.parametrize("seed,caps", [(0, False), (1, False), (2, True), (3, True), (4, True)])
+def test_fill_groups_is_exact_max_min_from_wrong_groups(seed, caps):
+    rng = np.random.default_rng(seed)
+    n_flows = 400
+    st, expected, ctx = _fill_case(rng, 14, n_flows, 4, caps)
+    t_done = _fill(st, n_flows, ctx)
+    got = st["gF"][st["sgrp"], C.F_LEV]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert t_done == pytest.approx(1e6 / expected.max(), rel=1e-12)   # all have 1e6 bytes left: the fastest ends first
+    # every flow now sits at its bottleneck: a second fill moves nothing and needs one pass
+    groups, passes = st["sgrp"].copy(), st["em"][C.EM_PASS]
+    _fill(st, n_flows, ctx)
+    assert (st["sgrp"] == groups).all() and st["em"][C.EM_PASS] == passes + 1
+
+
+def test_fill_groups_makes_an_overfull_link_a_candidate():
+    # flows 0 and 1 cross links 0 and 1; both start in group 0 (1 GB/s), but link 1 (0.5 GB/s) is the
+    # bottleneck: over the candidates alone link 1 would carry 1 GB/s, so it must join them
+    links = LinkSet([1e9, 5e8], [0, 0], [True, True])
+    st = _state(2, 2, 2)
+    st["rows"][:] = [[0, 1], [0, 1]]
+    st["lens"][:] = 2
+    seg = np.zeros((5, 2), np.int64)
+    pool = np.zeros(64, np.int64)
+    meta = np.zeros(2, np.int64)
+    C._csc_insert(np.arange(2), st["rows"], st["lens"], np.zeros((2, 2), np.int64), seg, pool, meta)
+    for s in range(2):
+        _join(st, s, 0, 1e6, 0.0)
+    ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((3, 2), np.int64), np.zeros((2, 2)))
+    _fill(st, 2, ctx)
+    assert st["em"][C.EM_PASS] == 2
+    assert st["sgrp"].tolist() == [1, 1]
+    np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, [[0, 1], [0, 1]]), rtol=1e-15)
