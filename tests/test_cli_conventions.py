@@ -108,3 +108,39 @@ def test_keyboard_interrupt_is_not_success(monkeypatch, run_cli):
     monkeypatch.setattr("planner.core.topology_io.load_topology", interrupted)
     code, _, err = run_cli("show", "paper003")
     assert code == 130 and "interrupted" in err
+
+
+def test_command_table_names_every_top_level_command_and_its_module():
+    import importlib
+
+    import typer
+
+    from planner.cli.main import COMMAND_MODULES, COMMANDS, build_app
+
+    registered = {}
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        app = typer.Typer()
+        module.register(app)
+        for c in app.registered_commands:
+            registered[c.name or c.callback.__name__.replace("_", "-")] = name.rsplit(".", 1)[1]
+        for g in app.registered_groups:
+            registered[g.name or g.typer_instance.info.name] = name.rsplit(".", 1)[1]
+    assert COMMANDS == registered
+    full = build_app()
+    top = {c.name for c in full.registered_commands} | {g.name or g.typer_instance.info.name
+                                                        for g in full.registered_groups}
+    assert top == set(COMMANDS)
+
+
+def test_a_named_command_imports_only_its_module():
+    code = ("import sys; from planner.cli.main import main; main(['simulate', '--help']); "
+            "print(sorted(m for m in sys.modules if m.startswith('planner.cli.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = eval(out.stdout.strip().splitlines()[-1])
+    assert "planner.cli.commands.simulate" in loaded
+    assert not {"planner.cli.commands.circuits", "planner.cli.commands.place", "planner.cli.commands.bcast"} & set(loaded)

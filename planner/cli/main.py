@@ -13,7 +13,7 @@ import typer
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["COMMAND_MODULES", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
+__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
 
 # Command modules, each with register(app). Listed here so adding a group is one line.
 COMMAND_MODULES = (
@@ -35,6 +35,14 @@ COMMAND_MODULES = (
     "planner.cli.commands.phases",
 )
 
+# The top-level commands and groups each module registers: a command line that names one imports only that
+# module, not every command's dependencies (start-up). tests/test_cli_conventions.py checks this table
+# against what the modules register.
+COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": "basic", "demo": "demo",
+            "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
+            "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
+            "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
+            "phases": "phases"}
 
 OUTPUT_PARAMS = ("output", "rankfile", "png")
 
@@ -110,8 +118,13 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app() -> typer.Typer:
+def build_app(command: str | None = None) -> typer.Typer:
     """The Typer application with every command group of :data:`COMMAND_MODULES` registered.
+
+    Parameters
+    ----------
+    command : str, optional
+        A top-level command of :data:`COMMANDS`: register only its module.
 
     Returns
     -------
@@ -123,6 +136,8 @@ def build_app() -> typer.Typer:
     >>> app = build_app()
     >>> "simulate" in [c.name for c in app.registered_commands]
     True
+    >>> [c.name for c in build_app("simulate").registered_commands]
+    ['simulate']
     """
     # plain click help (no boxes: greppable, flags shown without a value placeholder), -h as well as --help,
     # shell completion (--install-completion), and an Examples block at the end of every command's help
@@ -137,7 +152,8 @@ def build_app() -> typer.Typer:
         """Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement,
         topology-aware Bcast, and a flow-level simulator to score every plan."""
 
-    for name in COMMAND_MODULES:
+    modules = [f"planner.cli.commands.{COMMANDS[command]}"] if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         if importlib.util.find_spec(name) is None:
             continue  # a group not built yet
         importlib.import_module(name).register(app)
@@ -190,10 +206,11 @@ def main(argv=None) -> int:
     """
     from planner.core import interrupt
 
-    app = build_app()
+    args = sys.argv[1:] if argv is None else list(argv)
+    app = build_app(args[0] if args and not args[0].startswith("-") else None)
     interrupt.reset()
     try:
-        rc = app(args=argv, prog_name="topoplan", standalone_mode=False)
+        rc = app(args=args, prog_name="topoplan", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc != 0:
