@@ -67,6 +67,32 @@ def _sift_down(hk, hv, hs, i):
     hv[i] = val
 
 
+@_kernel
+def _share_top(hk, hv, hs, cnt, rem, capv, n_real):
+    """Bring the heap's top to a link that still has unfrozen flows, at its current level.
+
+    Pops links without unfrozen flows and refreshes stale keys: a link's
+    level only grows while a fill freezes flows, so a stale key is a lower
+    bound. Links ``>= n_real`` are caps, at level ``capv``. Returns (heap
+    size, link, level), link -1 when the heap is empty.
+    """
+    while hs > 0:
+        l = hv[0]
+        if cnt[l] == 0:
+            hs -= 1
+            hk[0] = hk[hs]
+            hv[0] = hv[hs]
+            _sift_down(hk, hv, hs, 0)
+            continue
+        cur = capv[l] if l >= n_real else rem[l] / cnt[l]
+        if cur > hk[0]:
+            hk[0] = cur
+            _sift_down(hk, hv, hs, 0)
+            continue
+        return hs, l, cur
+    return hs, -1, np.inf
+
+
 # The compiled solver keeps, for every link, the list of slots (transferring flows) that
 # cross it, in segments of one pool array, updated per started or ended flow, so a
 # re-solve never rebuilds the incidence. ``seg`` rows: 0 segment start, 1 length,
@@ -200,22 +226,7 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
     nfz = 0
     level = 0.0
     while nfz < n:
-        link_level = inf
-        while hs > 0:
-            l = hv[0]
-            if cnt[l] == 0:
-                hs -= 1
-                hk[0] = hk[hs]
-                hv[0] = hv[hs]
-                _sift_down(hk, hv, hs, 0)
-                continue
-            cur = rem[l] / cnt[l]
-            if cur > hk[0]:
-                hk[0] = cur
-                _sift_down(hk, hv, hs, 0)
-                continue
-            link_level = cur
-            break
+        hs, top, link_level = _share_top(hk, hv, hs, cnt, rem, rem, len(cnt))
         while cp < ncap and frozen[corder[cp]]:
             cp += 1
         cap_level = fcap[corder[cp]] if cp < ncap else inf
@@ -229,7 +240,7 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
         if by_cap:
             lo, hi = cp, cp + 1
         else:
-            lo, hi = start[hv[0]], start[hv[0]] + length[hv[0]]
+            lo, hi = start[top], start[top] + length[top]
         for k in range(lo, hi):
             s = corder[k] if by_cap else pool[k]
             if frozen[s]:
@@ -692,19 +703,10 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
             _sift_down(hk, hv, hs, i)
         left = n_flows
         level = 0.0
-        while left > 0 and hs > 0:
-            l = hv[0]
-            if cnt[l] == 0:
-                hs -= 1
-                hk[0] = hk[hs]
-                hv[0] = hv[hs]
-                _sift_down(hk, hv, hs, 0)
-                continue
-            cur = capv[l] if l >= n_real else rem[l] / cnt[l]
-            if cur > hk[0]:
-                hk[0] = cur
-                _sift_down(hk, hv, hs, 0)
-                continue
+        while left > 0:
+            hs, l, cur = _share_top(hk, hv, hs, cnt, rem, capv, n_real)
+            if l < 0:
+                break
             level = max(level, cur)   # never down, whatever the rounding
             if cnt[l] > gI[l, G_N]:   # unfrozen flows of other groups cross l: it is their bottleneck now
                 add = (cnt[l] - gI[l, G_N]) * rows.shape[1]
