@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import inspect
 import sys
 from pathlib import Path
@@ -15,34 +14,17 @@ from planner.core.errors import TopoplanError
 
 __all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
 
-# Command modules, each with register(app). Listed here so adding a group is one line.
-COMMAND_MODULES = (
-    "planner.cli.commands.basic",
-    "planner.cli.commands.demo",
-    "planner.cli.commands.simulate",
-    "planner.cli.commands.circuits",
-    "planner.cli.commands.place",
-    "planner.cli.commands.export",
-    "planner.cli.commands.bcast",
-    "planner.cli.commands.topo",
-    "planner.cli.commands.experiments",
-    "planner.cli.commands.validate",
-    "planner.cli.commands.cost",
-    "planner.cli.commands.bound",
-    "planner.cli.commands.report",
-    "planner.cli.commands.sweep",
-    "planner.cli.commands.trace",
-    "planner.cli.commands.phases",
-)
-
-# The top-level commands and groups each module registers: a command line that names one imports only that
-# module, not every command's dependencies (start-up). tests/test_cli_conventions.py checks this table
-# against what the modules register.
+# The top-level commands and groups, each with the module (planner.cli.commands.<module>, with a
+# register(app)) that registers it: adding a command is one entry. A command line that names one imports
+# only that module, not every command's dependencies (start-up); tests/test_cli_conventions.py checks the
+# table against what the modules register.
 COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": "basic", "demo": "demo",
             "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
             "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
             "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
             "phases": "phases"}
+# Every command module, in the order their commands are listed in --help.
+COMMAND_MODULES = tuple(dict.fromkeys(f"planner.cli.commands.{m}" for m in COMMANDS.values()))
 
 OUTPUT_PARAMS = ("output", "rankfile", "png")
 
@@ -154,8 +136,6 @@ def build_app(command: str | None = None) -> typer.Typer:
 
     modules = [f"planner.cli.commands.{COMMANDS[command]}"] if command in COMMANDS else COMMAND_MODULES
     for name in modules:
-        if importlib.util.find_spec(name) is None:
-            continue  # a group not built yet
         importlib.import_module(name).register(app)
     _guard_all(app)
     return app

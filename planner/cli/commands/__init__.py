@@ -1,1 +1,1 @@
-"""CLI command groups; each module defines ``register(app)`` and is listed in :data:`planner.cli.main.COMMAND_MODULES`."""
+"""CLI command groups; each module defines ``register(app)`` and is listed in :data:`planner.cli.main.COMMANDS`."""
