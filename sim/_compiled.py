@@ -409,19 +409,19 @@ def _table_bits(n_entries):
 
 
 @_kernel
-def entry_room(n_live, pool_need, EP, HT, gI, agl, gm, em):
-    """``EP`` and ``HT`` with room for ``n_live`` live entries and ``pool_need`` more pool cells.
+def entry_room(n_live, cells, EP, HT, gI, agl, gm, em):
+    """``EP`` and ``HT`` with room for ``n_live`` live entries and ``cells`` more pool cells.
 
     Returns them unchanged when they have it; else rehashes into a table
     twice as big as needed and/or compacts the groups' segments into a new
     pool (groups without members lose theirs).
     """
     bits = _table_bits(n_live)
-    if em[EM_PEND] + pool_need > EP.shape[0]:
+    if em[EM_PEND] + cells > EP.shape[0]:
         used = 0
         for a in range(gm[0]):
             used += 2 * gI[agl[a], G_ELEN] + 4
-        new = np.zeros((max(2 * (used + pool_need), 1024), 2), np.int64)
+        new = np.zeros((max(2 * (used + cells), 1024), 2), np.int64)
         gI[:, G_ECAP] = 0
         end = 0
         for a in range(gm[0]):
@@ -448,8 +448,19 @@ def entry_room(n_live, pool_need, EP, HT, gI, agl, gm, em):
 
 
 @_kernel
-def _fits(n_live, pool_need, EP, em):
-    return 2 * n_live <= (np.int64(1) << em[EM_BITS]) and em[EM_PEND] + pool_need <= EP.shape[0]
+def pool_need(n, add):
+    """Pool cells a group with ``n`` entries may take while ``add`` more join it.
+
+    Each time its segment is full it moves to the pool's end, twice as big
+    plus 4: the moves sum to under ``4 (n + add) + 32``. It depends on the
+    entries, not the capacity, so compacting the pool does not change it.
+    """
+    return 4 * (n + add) + 32
+
+
+@_kernel
+def _fits(n_live, cells, EP, em):
+    return 2 * n_live <= (np.int64(1) << em[EM_BITS]) and em[EM_PEND] + cells <= EP.shape[0]
 
 
 @_kernel
@@ -710,7 +721,7 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
             level = max(level, cur)   # never down, whatever the rounding
             if cnt[l] > gI[l, G_N]:   # unfrozen flows of other groups cross l: it is their bottleneck now
                 add = (cnt[l] - gI[l, G_N]) * rows.shape[1]
-                if not _fits(em[EM_LIVE] + add, 4 * (gI[l, G_ELEN] + add) + 32, EP, em):
+                if not _fits(em[EM_LIVE] + add, pool_need(gI[l, G_ELEN], add), EP, em):
                     return inf, add   # the caller makes room and fills again (moves so far are kept)
                 for k in range(start[l], start[l] + length[l]):
                     s = pool[k]
@@ -755,13 +766,14 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
 
 
 @_kernel
-def ending(horizon, out, n_out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, HT, em):
-    """Take every flow projected to end by ``horizon`` out of its group, appending its slot to ``out``.
+def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, HT, em):
+    """Take every flow projected to end by ``horizon`` out of its group, writing their slots into ``out``.
 
-    Returns ``(out, n_out)`` (``out`` grown when full). A flow's projected end
+    Returns ``(out, n)`` (``out`` grown when full). A flow's projected end
     is its group's ``VT + (tag - V) / rate``, the same expression the last
     fill gave its group's first member.
     """
+    n_out = 0
     ng = 0
     for a in range(gm[0]):
         g = agl[a]
@@ -1074,7 +1086,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                                                meta, iw, fw, gI, gF, agl, gm, EP, HT, em)
                     if need == 0:
                         break
-                    EP, HT = entry_room(em[EM_LIVE] + need, 4 * (gI[:, G_ELEN].max() + need) + 32, EP, HT, gI, agl, gm, em)
+                    EP, HT = entry_room(em[EM_LIVE] + need, pool_need(gI[:, G_ELEN].max(), need), EP, HT, gI, agl, gm, em)
         t_flow = t_done
         if C[C_PEND] > 0 and pend_t[0] < t_done:
             t_flow = pend_t[0]
@@ -1174,7 +1186,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
             horizon = t + rel * abs(t)
             nfin = 0
             if t_done <= horizon:
-                sbuf, ns = ending(horizon, sbuf, 0, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, gbuf, EP, HT, em)
+                sbuf, ns = ending(horizon, sbuf, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, gbuf, EP, HT, em)
                 sbuf[:ns].sort()  # ascending slots, as FlowEngine frees them
                 _csc_remove(sbuf[:ns], rows, lens, back, segs, pool, meta)
                 n_act -= ns
@@ -1246,7 +1258,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 for j in range(ns):
                     s = sbuf[j]
                     g0 = pick_group(s, rows, lens, segs[1], lcap2, capv, n_links, gI, gF)
-                    EP, HT = entry_room(em[EM_LIVE] + width, 4 * (gI[g0, G_ELEN] + width) + 32, EP, HT, gI, agl, gm, em)
+                    EP, HT = entry_room(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, HT, gI, agl, gm, em)
                     join(s, g0, flow_size[sid[s]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, EP, HT, em)
                 n_act += ns
                 dirty = True

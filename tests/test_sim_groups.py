@@ -25,7 +25,7 @@ def _state(n_links, n_slots, width):
 
 def _join(st, s, g, remaining, now):
     st["EP"], st["HT"] = C.entry_room(st["em"][C.EM_LIVE] + st["rows"].shape[1],
-                                      4 * (st["gI"][g, C.G_ELEN] + st["rows"].shape[1]) + 32,
+                                      C.pool_need(st["gI"][g, C.G_ELEN], st["rows"].shape[1]),
                                       st["EP"], st["HT"], st["gI"], st["agl"], st["gm"], st["em"])
     C.join(s, g, remaining, now, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["gF"],
            st["agl"], st["gm"], st["EP"], st["HT"], st["em"])
@@ -92,7 +92,7 @@ def test_ending_takes_flows_by_projected_end():
     st["gF"][0, C.F_LEV] = 1.0                       # 1 B/s from time 0, as a fill would set it
     st["gF"][0, C.F_FIN] = 1.0
     gbuf = np.zeros(2, np.int64)
-    out, n = C.ending(2.0, np.zeros(1, np.int64), 0, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"],
+    out, n = C.ending(2.0, np.zeros(1, np.int64), st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"],
                       st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
     assert sorted(out[:n].tolist()) == [1, 3, 5]     # the flows of 1, 1 and 2 bytes; the rest stay
     assert st["gI"][0, C.G_N] == 3 and st["tag"][st["gI"][0, C.G_ROOT]] == 3.0
@@ -142,7 +142,7 @@ def _fill(st, n_flows, ctx, now=0.0):
                                      st["gm"], st["EP"], st["HT"], st["em"])
         if need == 0:
             return t_done
-        st["EP"], st["HT"] = C.entry_room(st["em"][C.EM_LIVE] + need, 4 * (st["gI"][:, C.G_ELEN].max() + need) + 32,
+        st["EP"], st["HT"] = C.entry_room(st["em"][C.EM_LIVE] + need, C.pool_need(st["gI"][:, C.G_ELEN].max(), need),
                                           st["EP"], st["HT"], st["gI"], st["agl"], st["gm"], st["em"])
 
 
