@@ -3,6 +3,7 @@ examples run as written), flags shown without a value placeholder, a bare group'
 empty error, durations with units for --time-limit."""
 
 import shlex
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -140,3 +141,16 @@ def test_a_named_command_imports_only_its_module():
     loaded = eval(out.stdout.strip().splitlines()[-1])
     assert "planner.cli.commands.simulate" in loaded
     assert not {"planner.cli.commands.circuits", "planner.cli.commands.place", "planner.cli.commands.bcast"} & set(loaded)
+
+
+def test_a_small_simulation_does_not_import_pydantic(tmp_path):
+    # Typer 0.29 coerces every parameter through a pydantic TypeAdapter; importing pydantic
+    # and its plugin loader cost ~0.1 s of a 0.3 s `simulate --flows` process (pyproject pins <0.29).
+    scenario = Path(__file__).resolve().parents[2] / "shared" / "reference" / "simgrid" / "a2a_8x8.scenario.json.gz"
+    code = ("import sys; from planner.cli.main import main; "
+            f"rc = main(['simulate', '--flows', {str(scenario)!r}, '--json', '-o', {str(tmp_path / 'r.json')!r}]); "
+            "print(rc, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == ["0", "False"]
+    assert (tmp_path / "r.json").stat().st_size > 0
