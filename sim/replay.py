@@ -110,7 +110,22 @@ class _Collectives:
         self.thresholds = thresholds
         self.compact = compact
         self.local: dict = {}       # comm id -> {world rank: local rank}
+        self.local_of: dict = {}    # comm id -> local rank by world rank (-1: not a member)
         self.cache: dict = {}
+        self._a2a_last = None
+
+    def _run_last(self, i: int) -> int:
+        """The last row of the run of alltoall(v) rows with row i's rank, op, communicator and ``t_start``
+        (one call written one row per destination)."""
+        if self._a2a_last is None:
+            tr = self.trace
+            cont = np.zeros(len(tr), dtype=bool)   # row k continues row k - 1's call
+            cont[1:] = (np.isin(tr.op[1:], list(_A2A)) & (tr.op[1:] == tr.op[:-1])
+                        & (tr.t_start[1:] == tr.t_start[:-1]) & (tr.rank[1:] == tr.rank[:-1])
+                        & (tr.comm[1:] == tr.comm[:-1]))
+            ends = np.flatnonzero(~np.append(cont[1:], False))
+            self._a2a_last = ends[np.searchsorted(ends, np.arange(len(tr)))]
+        return int(self._a2a_last[i])
 
     def expand(self, r: int, i: int, hi: int):
         """Steps of rank r's collective call i (rows up to ``hi``); returns ``(steps, members, last)``.
@@ -133,12 +148,18 @@ class _Collectives:
                                 f"but is not one of its members")
         j, counts = i, None
         if op in _A2A and tr.peer[i] >= 0:
-            while j + 1 < hi and tr.op[j + 1] == op and tr.t_start[j + 1] == tr.t_start[i]:
-                j += 1
-            c = [0.0] * len(members)
-            for k in range(i, j + 1):
-                c[local[int(tr.peer[k])]] += float(tr.bytes[k])
-            counts = tuple(c)
+            j = min(self._run_last(i), hi - 1)
+            loc = self.local_of.get(comm)
+            if loc is None:
+                loc = self.local_of[comm] = np.full(tr.n_ranks, -1, dtype=np.int64)
+                loc[np.asarray(members, dtype=np.int64)] = np.arange(len(members))
+            peers = tr.peer[i:j + 1]
+            dest = np.where(peers < tr.n_ranks, loc[np.minimum(peers, tr.n_ranks - 1)], -1)
+            if (dest < 0).any():
+                k = i + int(np.flatnonzero(dest < 0)[0])
+                raise TopoplanError(f"{tr.source}: rank {r} sends to rank {int(tr.peer[k])} in {OPS[op]} on "
+                                    f"communicator {comm}, which is not one of its members")
+            counts = tuple(np.bincount(dest, weights=tr.bytes[i:j + 1], minlength=len(members)).tolist())
         key = (op, len(members), local[r], local.get(int(tr.root[i]), 0), float(tr.bytes[i]), counts)
         steps = self.cache.get(key)
         if steps is None:

@@ -173,6 +173,29 @@ def test_alltoall_rows_per_destination_keep_mpich_algorithm_selection():
     assert replay(v, build_network(t), sequential(8, t)).n_messages == 8 * 7
 
 
+def test_alltoallv_rows_per_destination_are_one_call_with_summed_counts():
+    from planner.traffic.collectives import schedule
+    from sim.replay import _Collectives
+
+    rows = []
+    for r in range(4):
+        for k, t in enumerate((0.0, 1.0)):   # two calls per rank, the second one row longer
+            rows += [(r, "alltoallv", d, 10 * r + d + 100 * k, -1, 4, t, t) for d in range(4)]
+            rows += [(r, "alltoallv", (r + 1) % 4, 1000, -1, 4, t, t)] * (k + 1)   # repeated destinations add up
+    c = _Collectives(rec(*rows))
+    steps, _, last = c.expand(1, 11, 22)            # rank 1's first call: rows 11..15
+    assert last == 15
+    assert steps == schedule("alltoallv", 4, 1, -1, 0, counts=[10.0, 11.0, 1012.0, 13.0])
+    steps, _, last = c.expand(1, 16, 22)            # its second call: rows 16..21, stopping at rank 2's rows
+    assert last == 21
+    assert steps == schedule("alltoallv", 4, 1, -1, 0, counts=[110.0, 111.0, 2112.0, 113.0])
+    # a destination outside the communicator is named
+    bad = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0, 1, -1) for d in (1, 3)], 4,
+                             communicators={1: [0, 1]}, source="t.csv")
+    with pytest.raises(TopoplanError, match="t.csv: rank 0 sends to rank 3 in alltoallv on communicator 1"):
+        _Collectives(bad).expand(0, 0, 2)
+
+
 def test_compact_steps_keep_every_entry_in_order():
     from planner.traffic.collectives import Step
     from sim.replay import _compact_steps
