@@ -49,26 +49,33 @@ C_Q, C_M, C_F, C_PEND, C_RDY, C_MSGS = range(6)                                 
 # --------------------------------------------------------------------------- max-min solver kernels
 
 
+# Both fills keep their scratch per link in two tables: ``iw`` (int) row 0 the unfrozen flows crossing the
+# link, row 1 the heap's links; ``fw`` (float) row 0 the capacity left, row 1 the heap's keys. The heap
+# kernels take the tables, not views of their rows: a call of a compiled function with branches pays an
+# out-of-line reference count increment and decrement per array it is passed (~3.5 ns each), and these
+# run once or more per link a fill freezes.
+
+
 @_kernel
-def _sift_down(hk, hv, hs, i):
-    key, val = hk[i], hv[i]
+def _sift_down(fw, iw, hs, i):
+    key, val = fw[1, i], iw[1, i]
     while True:
         c = 2 * i + 1
         if c >= hs:
             break
-        if c + 1 < hs and hk[c + 1] < hk[c]:
+        if c + 1 < hs and fw[1, c + 1] < fw[1, c]:
             c += 1
-        if hk[c] >= key:
+        if fw[1, c] >= key:
             break
-        hk[i] = hk[c]
-        hv[i] = hv[c]
+        fw[1, i] = fw[1, c]
+        iw[1, i] = iw[1, c]
         i = c
-    hk[i] = key
-    hv[i] = val
+    fw[1, i] = key
+    iw[1, i] = val
 
 
 @_kernel
-def _share_top(hk, hv, hs, cnt, rem, capv, n_real):
+def _share_top(iw, fw, hs, capv, n_real):
     """Bring the heap's top to a link that still has unfrozen flows, at its current level.
 
     Pops links without unfrozen flows and refreshes stale keys: a link's
@@ -77,17 +84,17 @@ def _share_top(hk, hv, hs, cnt, rem, capv, n_real):
     size, link, level), link -1 when the heap is empty.
     """
     while hs > 0:
-        l = hv[0]
-        if cnt[l] == 0:
+        l = iw[1, 0]
+        if iw[0, l] == 0:
             hs -= 1
-            hk[0] = hk[hs]
-            hv[0] = hv[hs]
-            _sift_down(hk, hv, hs, 0)
+            fw[1, 0] = fw[1, hs]
+            iw[1, 0] = iw[1, hs]
+            _sift_down(fw, iw, hs, 0)
             continue
-        cur = capv[l] if l >= n_real else rem[l] / cnt[l]
-        if cur > hk[0]:
-            hk[0] = cur
-            _sift_down(hk, hv, hs, 0)
+        cur = capv[l] if l >= n_real else fw[0, l] / iw[0, l]
+        if cur > fw[1, 0]:
+            fw[1, 0] = cur
+            _sift_down(fw, iw, hs, 0)
             continue
         return hs, l, cur
     return hs, -1, np.inf
@@ -110,22 +117,10 @@ def _csc_link_of(rows, lens, back, t, l, pos):
 
 
 @_kernel
-def _csc_append(l, s, j, back, seg, pool, meta):
-    """Slot s's j-th link l: its entry at the end of l's segment (which has room), l live from its first."""
-    start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
-    if length[l] == 0:
-        live_pos[l] = meta[1]
-        live[meta[1]] = l
-        meta[1] += 1
-    p = start[l] + length[l]
-    pool[p] = s
-    back[s, j] = p
-    length[l] += 1
-
-
-@_kernel
 def _csc_insert(slots, rows, lens, back, seg, pool, meta):
-    start, length, cap = seg[0], seg[1], seg[2]
+    """Append each of ``slots``' links to that link's segment (moved to the pool's end when full); a link
+    becomes live with its first slot."""
+    start, length, cap, live, live_pos = seg[0], seg[1], seg[2], seg[3], seg[4]
     for s in slots:
         for j in range(lens[s]):
             l = rows[s, j]
@@ -139,7 +134,14 @@ def _csc_insert(slots, rows, lens, back, seg, pool, meta):
                 start[l] = new
                 cap[l] = 2 * length[l] + 4
                 meta[0] = new + cap[l]
-            _csc_append(l, s, j, back, seg, pool, meta)
+            if length[l] == 0:
+                live_pos[l] = meta[1]
+                live[meta[1]] = l
+                meta[1] += 1
+            p = start[l] + length[l]
+            pool[p] = s
+            back[s, j] = p
+            length[l] += 1
 
 
 @_kernel
@@ -174,9 +176,7 @@ def _csc_rebuild(rows, lens, back, seg, pool, meta):
         length[l] = 0
     meta[0] = pos
     meta[1] = 0
-    for s in range(lens.shape[0]):
-        for j in range(lens[s]):
-            _csc_append(rows[s, j], s, j, back, seg, pool, meta)
+    _csc_insert(np.flatnonzero(lens), rows, lens, back, seg, pool, meta)
 
 
 @_kernel
@@ -210,7 +210,7 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
             hv[hs] = l
             hs += 1
     for i in range(hs // 2 - 1, -1, -1):
-        _sift_down(hk, hv, hs, i)
+        _sift_down(fw, iw, hs, i)
     # fat-pipe caps act as private links: visit capped flows by increasing cap
     capped = np.empty(n, dtype=np.int64)
     ncap = 0
@@ -226,7 +226,7 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
     nfz = 0
     level = 0.0
     while nfz < n:
-        hs, top, link_level = _share_top(hk, hv, hs, cnt, rem, rem, len(cnt))
+        hs, top, link_level = _share_top(iw, fw, hs, lcap, len(cnt))
         while cp < ncap and frozen[corder[cp]]:
             cp += 1
         cap_level = fcap[corder[cp]] if cp < ncap else inf
@@ -252,8 +252,6 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
                 m = rows[s, j]
                 rem[m] -= level
                 cnt[m] -= 1
-    for t in range(n_live):
-        cnt[live[t]] = 0
     t_done = inf
     for a in range(n):
         s = act[a]
@@ -464,41 +462,50 @@ def _fits(n_live, cells, EP, em):
 
 
 @_kernel
-def _nz_add(g, l, d, EP, HT, em, gI):
-    """N(g, l) += d (+1 or -1); an entry is appended to g's segment at 1 and swapped out at 0."""
+def _nz_route(g, s, d, rows, lens, EP, HT, em, gI):
+    """N(g, l) += d (+1 or -1) for every link l of slot ``s``'s route; an entry is appended to g's segment
+    at 1 and swapped out at 0.
+
+    One call per route, not per link: a call of a compiled function with
+    branches pays an out-of-line reference count increment and decrement per
+    array it is passed (about 3.5 ns each), which per link was a fifth of a
+    trace replay's time.
+    """
     lt = em[EM_LT]
-    key = g * lt + l
     bits = em[EM_BITS]
-    i = _h_slot(HT, key, bits)
-    st = gI[g, G_EST]
-    if HT[i, 0] == key:
-        j = HT[i, 1]
-        EP[st + j, 1] += d
-        if EP[st + j, 1] == 0:
-            _h_delete(HT, i, bits)
-            last = gI[g, G_ELEN] - 1
-            gI[g, G_ELEN] = last
-            em[EM_LIVE] -= 1
-            if j != last:
-                EP[st + j, 0] = EP[st + last, 0]
-                EP[st + j, 1] = EP[st + last, 1]
-                HT[_h_slot(HT, g * lt + EP[st + j, 0], bits), 1] = j
-        return
-    n = gI[g, G_ELEN]
-    if n == gI[g, G_ECAP]:   # move the segment to the pool's end, twice as big (the caller made room)
-        cap = 2 * n + 4
-        new = em[EM_PEND]
-        EP[new:new + n] = EP[st:st + n]
-        gI[g, G_EST] = new
-        gI[g, G_ECAP] = cap
-        em[EM_PEND] = new + cap
-        st = new
-    EP[st + n, 0] = l
-    EP[st + n, 1] = d
-    gI[g, G_ELEN] = n + 1
-    HT[i, 0] = key
-    HT[i, 1] = n
-    em[EM_LIVE] += 1
+    for q in range(lens[s]):
+        l = rows[s, q]
+        key = g * lt + l
+        i = _h_slot(HT, key, bits)
+        st = gI[g, G_EST]
+        if HT[i, 0] == key:
+            j = HT[i, 1]
+            EP[st + j, 1] += d
+            if EP[st + j, 1] == 0:
+                _h_delete(HT, i, bits)
+                last = gI[g, G_ELEN] - 1
+                gI[g, G_ELEN] = last
+                em[EM_LIVE] -= 1
+                if j != last:
+                    EP[st + j, 0] = EP[st + last, 0]
+                    EP[st + j, 1] = EP[st + last, 1]
+                    HT[_h_slot(HT, g * lt + EP[st + j, 0], bits), 1] = j
+            continue
+        n = gI[g, G_ELEN]
+        if n == gI[g, G_ECAP]:   # move the segment to the pool's end, twice as big (the caller made room)
+            cap = 2 * n + 4
+            new = em[EM_PEND]
+            EP[new:new + n] = EP[st:st + n]
+            gI[g, G_EST] = new
+            gI[g, G_ECAP] = cap
+            em[EM_PEND] = new + cap
+            st = new
+        EP[st + n, 0] = l
+        EP[st + n, 1] = d
+        gI[g, G_ELEN] = n + 1
+        HT[i, 0] = key
+        HT[i, 1] = n
+        em[EM_LIVE] += 1
 
 
 # --------------------------------------------------------------------------- pairing heaps of slots by tag
@@ -622,8 +629,7 @@ def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, H
     root = gI[g, G_ROOT]
     gI[g, G_ROOT] = s if root < 0 else _ph_meld(root, s, tag, hp)
     gI[g, G_N] += 1
-    for j in range(lens[s]):
-        _nz_add(g, rows[s, j], 1, EP, HT, em, gI)
+    _nz_route(g, s, 1, rows, lens, EP, HT, em, gI)
 
 
 @_kernel
@@ -632,8 +638,7 @@ def leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
     g = sgrp[s]
     gI[g, G_ROOT] = _ph_remove(gI[g, G_ROOT], s, tag, hp)
     gI[g, G_N] -= 1
-    for j in range(lens[s]):
-        _nz_add(g, rows[s, j], -1, EP, HT, em, gI)
+    _nz_route(g, s, -1, rows, lens, EP, HT, em, gI)
     if gI[g, G_N] == 0:
         p = gI[g, G_APOS]
         gm[0] -= 1
@@ -678,44 +683,58 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
     calls again; the moves made so far are kept (each leaves a valid state).
 
     ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`sim._compiled`),
-    over real and virtual links; ``iw``/``fw`` (2 x Lt): scratch. Leaves every
-    group's rate, clock (at ``now``) and projected first end set.
+    over real and virtual links; ``iw`` (4 x Lt), ``fw`` (2 x Lt): scratch.
+    Leaves every group's rate, clock (at ``now``) and projected first end set.
     """
     start, length, live = seg[0], seg[1], seg[3]
-    cnt, hv, mark = iw[0], iw[1], iw[2]
+    cnt, hv, mark, cl = iw[0], iw[1], iw[2], iw[3]
     rem, hk = fw[0], fw[1]
     inf = np.inf
     n_live = meta[1]
+    n_lt = em[EM_LT]
+    whole = 4 * n_live >= n_lt   # start every link's count in one contiguous pass unless few are in use
     em[EM_FILL] += 1
     stamp = em[EM_FILL]
+    nc = 0
     for a in range(gm[0]):   # the candidate links: every group's (each flow's current bottleneck)
         g = agl[a]
         _vsync(g, now, gF)
         mark[g] = stamp
+        cl[nc] = g
+        nc += 1
     while True:
         em[EM_PASS] += 1
         for a in range(gm[0]):
             gI[agl[a], G_FRZ] = 0
+        if whole:
+            for l in range(n_lt):
+                cnt[l] = length[l]
+                rem[l] = lcap[l]
+        else:
+            for t in range(n_live):
+                l = live[t]
+                cnt[l] = length[l]
+                rem[l] = lcap[l]
         # heap of the candidates' levels; they only grow as groups freeze, so a stale key is a lower bound
         hs = 0
-        for t in range(n_live):
-            l = live[t]
-            cnt[l] = length[l]
-            rem[l] = lcap[l]
-            if l >= n_real:   # caps are always candidates (few; a cap is per flow, not a shared capacity)
-                hk[hs] = capv[l]
-            elif mark[l] != stamp or rem[l] == inf:
-                continue
-            else:
+        for c in range(nc):
+            l = cl[c]
+            if cnt[l] > 0 and rem[l] < inf:
                 hk[hs] = rem[l] / cnt[l]
-            hv[hs] = l
-            hs += 1
+                hv[hs] = l
+                hs += 1
+        for l in range(n_real, n_lt):   # caps are always candidates (few; a cap is per flow, not shared)
+            if length[l] > 0:
+                hk[hs] = capv[l]
+                hv[hs] = l
+                hs += 1
+        over = False
         for i in range(hs // 2 - 1, -1, -1):
-            _sift_down(hk, hv, hs, i)
+            _sift_down(fw, iw, hs, i)
         left = n_flows
         level = 0.0
         while left > 0:
-            hs, l, cur = _share_top(hk, hv, hs, cnt, rem, capv, n_real)
+            hs, l, cur = _share_top(iw, fw, hs, capv, n_real)
             if l < 0:
                 break
             level = max(level, cur)   # never down, whatever the rounding
@@ -736,26 +755,24 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                 c = EP[j, 1]
                 cnt[m] -= c
                 rem[m] -= c * level
+                # Max-min over the candidates only: if no other link ends over its capacity, these rates
+                # are also max-min over all links (the leximin-best point of a larger set lies in the
+                # smaller one). A link that does (capacity only falls during a pass, so it is seen here)
+                # becomes a candidate and the fill runs again. Caps have infinite capacity here.
+                if rem[m] < -OVERFULL * lcap[m] and mark[m] != stamp:
+                    mark[m] = stamp
+                    cl[nc] = m
+                    nc += 1
+                    over = True
             gI[l, G_FRZ] = 1
             gF[l, F_LEV] = level
             left -= gI[l, G_N]
-        # Max-min over the candidates only: if no other link is over its capacity, these rates are also
-        # max-min over all links (the leximin-best point of a larger set lies in the smaller one).
-        # Otherwise the overfull links become candidates and the fill runs again.
-        over = False
-        for t in range(n_live):
-            l = live[t]
-            if l < n_real and mark[l] != stamp and rem[l] < -OVERFULL * lcap[l]:
-                mark[l] = stamp
-                over = True
         if not over:
             break
     for a in range(gm[0]):   # no finite link left (cannot happen for flows with a bottleneck): unbounded
         g = agl[a]
         if gI[g, G_FRZ] == 0:
             gF[g, F_LEV] = inf
-    for t in range(n_live):
-        cnt[live[t]] = 0
     t_done = inf
     for a in range(gm[0]):
         g = agl[a]
@@ -1057,7 +1074,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
     segs = np.zeros((5, n_lt), np.int64)
     pool = np.zeros(1024, np.int64)
     meta = np.zeros(2, np.int64)
-    iw = np.zeros((3, n_lt), np.int64)
+    iw = np.zeros((4, n_lt), np.int64)
     fw = np.zeros((2, n_lt))
     gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
     gbuf = np.empty(max(n_lt, 1), np.int64)
@@ -1264,9 +1281,9 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 dirty = True
             n_events += 1
             if nfin > 0:
-                done = np.sort(fbuf[:nfin])
+                fbuf[:nfin].sort()
                 for j in range(nfin):
-                    f = done[j]
+                    f = fbuf[j]
                     flow_fin[f] = t
                     sg = FL[0, f]
                     m = FL[1, f]

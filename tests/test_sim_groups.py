@@ -129,7 +129,7 @@ def _fill_case(rng, n_links, n_flows, width, caps):
     for s in range(n_flows):
         ok = [x for x in st["rows"][s, :st["lens"][s]] if x >= n_links or np.isfinite(lcap2[x])]
         _join(st, s, int(rng.choice(ok)), 1e6, 0.0)
-    iw = np.zeros((3, n_lt), np.int64)
+    iw = np.zeros((4, n_lt), np.int64)
     fw = np.zeros((2, n_lt))
     return st, expected, (n_links, lcap2, capv, seg, pool, meta, iw, fw)
 
@@ -174,7 +174,7 @@ def test_fill_groups_makes_an_overfull_link_a_candidate():
     C._csc_insert(np.arange(2), st["rows"], st["lens"], np.zeros((2, 2), np.int64), seg, pool, meta)
     for s in range(2):
         _join(st, s, 0, 1e6, 0.0)
-    ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((3, 2), np.int64), np.zeros((2, 2)))
+    ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((4, 2), np.int64), np.zeros((2, 2)))
     _fill(st, 2, ctx)
     assert st["em"][C.EM_PASS] == 2
     assert st["sgrp"].tolist() == [1, 1]
