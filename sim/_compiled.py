@@ -38,6 +38,12 @@ from sim._engine import K_NOP, K_IRECV, K_ISEND, K_RECV, K_SEND, K_SENDRECV, K_S
 __all__ = ["run_core"]
 
 _kernel = njit(cache=True, nogil=True, error_model="numpy")
+# Kernels that allocate nothing and return no array are compiled without Numba's reference counting
+# (``_nrt=False``): otherwise every call of a function with branches increments and decrements, out of
+# line, the count of every array it is passed (~3.5 ns each, measured), which in the event loop's
+# per-flow and per-link calls was a fifth of a trace replay's time. The caller holds the references.
+_leaf = njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
+_leaf_py = njit(cache=True, _nrt=False)   # the same, Python's error model (the replay's state machine)
 
 # rows of the integer state tables
 Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # requests (next: open / posted lists)
@@ -56,7 +62,7 @@ C_Q, C_M, C_F, C_PEND, C_RDY, C_MSGS = range(6)                                 
 # run once or more per link a fill freezes.
 
 
-@_kernel
+@_leaf
 def _sift_down(fw, iw, hs, i):
     key, val = fw[1, i], iw[1, i]
     while True:
@@ -74,7 +80,7 @@ def _sift_down(fw, iw, hs, i):
     iw[1, i] = val
 
 
-@_kernel
+@_leaf
 def _share_top(iw, fw, hs, capv, n_real):
     """Bring the heap's top to a link that still has unfrozen flows, at its current level.
 
@@ -107,7 +113,7 @@ def _share_top(iw, fw, hs, capv, n_real):
 # number of live links. ``back[s, j]`` is the pool position of slot s's j-th link.
 
 
-@_kernel
+@_leaf
 def _csc_link_of(rows, lens, back, t, l, pos):
     """Index j of slot t's entry on link l stored at pool position pos."""
     for j in range(lens[t]):
@@ -116,7 +122,7 @@ def _csc_link_of(rows, lens, back, t, l, pos):
     return -1
 
 
-@_kernel
+@_leaf
 def _csc_insert(slots, rows, lens, back, seg, pool, meta):
     """Append each of ``slots``' links to that link's segment (moved to the pool's end when full); a link
     becomes live with its first slot."""
@@ -144,7 +150,7 @@ def _csc_insert(slots, rows, lens, back, seg, pool, meta):
             length[l] += 1
 
 
-@_kernel
+@_leaf
 def _csc_remove(slots, rows, lens, back, seg, pool, meta):
     start, length, live, live_pos = seg[0], seg[1], seg[3], seg[4]
     for s in slots:
@@ -260,7 +266,7 @@ def _fill_slots(rows, lens, act, n, fcap, lcap, seg, pool, meta, iw, fw, rate, r
     return t_done
 
 
-@_kernel
+@_leaf
 def _act_add(act, apos, n, slots):
     """Append ``slots`` to the used-slot list ``act[:n]`` (``apos``: position of a slot); returns the new n."""
     for s in slots:
@@ -270,7 +276,7 @@ def _act_add(act, apos, n, slots):
     return n
 
 
-@_kernel
+@_leaf
 def _act_remove(act, apos, n, slots):
     """Remove ``slots`` from the used-slot list (swap with the last); returns the new n."""
     for s in slots:
@@ -365,12 +371,12 @@ _GOLD = np.uint64(11400714819323198485)   # 2^64 / golden ratio: Fibonacci hashi
 # --------------------------------------------------------------------------- N(g, l): hash table + lists
 
 
-@_kernel
+@_leaf
 def _h_home(key, bits):
     return np.int64((np.uint64(key) * _GOLD) >> np.uint64(64 - bits))
 
 
-@_kernel
+@_leaf
 def _h_slot(HT, key, bits):
     """The table position holding ``key``, or the empty one where it would go."""
     mask = (np.int64(1) << bits) - 1
@@ -380,7 +386,7 @@ def _h_slot(HT, key, bits):
     return i
 
 
-@_kernel
+@_leaf
 def _h_delete(HT, i, bits):
     """Empty position ``i``, shifting back the entries after it that probed past it."""
     mask = (np.int64(1) << bits) - 1
@@ -398,7 +404,7 @@ def _h_delete(HT, i, bits):
     HT[i, 0] = -1
 
 
-@_kernel
+@_leaf
 def _table_bits(n_entries):
     bits = 4
     while (np.int64(1) << bits) < 2 * n_entries:
@@ -445,7 +451,7 @@ def entry_room(n_live, cells, EP, HT, gI, agl, gm, em):
     return EP, HT
 
 
-@_kernel
+@_leaf
 def pool_need(n, add):
     """Pool cells a group with ``n`` entries may take while ``add`` more join it.
 
@@ -456,12 +462,12 @@ def pool_need(n, add):
     return 4 * (n + add) + 32
 
 
-@_kernel
+@_leaf
 def _fits(n_live, cells, EP, em):
     return 2 * n_live <= (np.int64(1) << em[EM_BITS]) and em[EM_PEND] + cells <= EP.shape[0]
 
 
-@_kernel
+@_leaf
 def _nz_route(g, s, d, rows, lens, EP, HT, em, gI):
     """N(g, l) += d (+1 or -1) for every link l of slot ``s``'s route; an entry is appended to g's segment
     at 1 and swapped out at 0.
@@ -495,7 +501,9 @@ def _nz_route(g, s, d, rows, lens, EP, HT, em, gI):
         if n == gI[g, G_ECAP]:   # move the segment to the pool's end, twice as big (the caller made room)
             cap = 2 * n + 4
             new = em[EM_PEND]
-            EP[new:new + n] = EP[st:st + n]
+            for k in range(n):   # (a slice copy would allocate a temporary)
+                EP[new + k, 0] = EP[st + k, 0]
+                EP[new + k, 1] = EP[st + k, 1]
             gI[g, G_EST] = new
             gI[g, G_ECAP] = cap
             em[EM_PEND] = new + cap
@@ -511,7 +519,7 @@ def _nz_route(g, s, d, rows, lens, EP, HT, em, gI):
 # --------------------------------------------------------------------------- pairing heaps of slots by tag
 
 
-@_kernel
+@_leaf
 def _ph_meld(a, b, key, hp):
     """Meld two roots; the larger key becomes the first child of the smaller."""
     if key[b] < key[a]:
@@ -525,7 +533,7 @@ def _ph_meld(a, b, key, hp):
     return a
 
 
-@_kernel
+@_leaf
 def _ph_pairs(first, key, hp):
     """Two-pass pairing of a sibling list starting at ``first``; returns the new root (-1: none)."""
     if first < 0:
@@ -558,7 +566,7 @@ def _ph_pairs(first, key, hp):
     return r
 
 
-@_kernel
+@_leaf
 def _ph_remove(root, s, key, hp):
     """Remove node ``s`` from the heap at ``root``; returns the new root."""
     if s == root:
@@ -599,7 +607,7 @@ def new_state(n_groups):
     return gI, gF, agl, gm, EP, HT, em
 
 
-@_kernel
+@_leaf
 def _vsync(g, now, gF):
     """Bring group g's virtual clock to ``now`` at its current rate."""
     dt = now - gF[g, F_VT]
@@ -608,7 +616,7 @@ def _vsync(g, now, gF):
     gF[g, F_VT] = now
 
 
-@_kernel
+@_leaf
 def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
     """Slot ``s`` (``remaining`` bytes) joins group ``g`` at ``now``."""
     if gI[g, G_N] == 0:
@@ -632,7 +640,7 @@ def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, H
     _nz_route(g, s, 1, rows, lens, EP, HT, em, gI)
 
 
-@_kernel
+@_leaf
 def leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
     """Slot ``s`` leaves its group (it ended, or its bottleneck changed)."""
     g = sgrp[s]
@@ -648,7 +656,7 @@ def leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
     sgrp[s] = -1
 
 
-@_kernel
+@_leaf
 def pick_group(s, rows, lens, length, lcap, capv, n_real, gI, gF):
     """A first guess of slot ``s``'s bottleneck: the link of its route with the lowest known or estimated level.
 
@@ -673,7 +681,7 @@ def pick_group(s, rows, lens, length, lcap, capv, n_real, gI, gF):
     return best
 
 
-@_kernel
+@_leaf
 def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, meta, iw, fw,
                 gI, gF, agl, gm, EP, HT, em):
     """Re-solve max-min at ``now`` for the ``n_flows`` flows in the groups; returns (earliest projected end, 0).
@@ -815,12 +823,12 @@ def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, H
 # --------------------------------------------------------------------------- heaps of (time, id), ties by id
 
 
-@njit(cache=True)
+@_leaf_py
 def _less(ht, hi, a, b):
     return ht[a] < ht[b] or (ht[a] == ht[b] and hi[a] < hi[b])
 
 
-@njit(cache=True)
+@_leaf_py
 def _hpush(ht, hi, n, t, i):
     k = n
     ht[k] = t
@@ -835,7 +843,7 @@ def _hpush(ht, hi, n, t, i):
     return n + 1
 
 
-@njit(cache=True)
+@_leaf_py
 def _hpop(ht, hi, n):
     """Drop the top (read it first); returns the new size."""
     n -= 1
@@ -859,7 +867,7 @@ def _hpop(ht, hi, n):
 # --------------------------------------------------------------------------- replay state machine
 
 
-@njit(cache=True)
+@_leaf_py
 def _new_flow(m, s, size, t, now, FL, flow_size, seg_extra, seg_lat, pend_t, pend_f, C):
     """Segment ``s`` of message ``m`` starts at ``t``: its transfer after the route latency, as FlowEngine.add_flows."""
     f = C[C_F]
@@ -870,7 +878,7 @@ def _new_flow(m, s, size, t, now, FL, flow_size, seg_extra, seg_lat, pend_t, pen
     C[C_PEND] = _hpush(pend_t, pend_f, C[C_PEND], max((t + seg_extra[s]) + seg_lat[s], now), f)
 
 
-@njit(cache=True)
+@_leaf_py
 def _complete(q, t, Q, R, rdy_t, rdy_r, C):
     Q[Q_DONE, q] = 1
     if Q[Q_INBLK, q]:
@@ -881,7 +889,7 @@ def _complete(q, t, Q, R, rdy_t, rdy_r, C):
             C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], t, r)
 
 
-@njit(cache=True)
+@_leaf_py
 def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, M, MF, R, FL, flow_size, cls_ptr, seg_extra, seg_lat,
           pend_t, pend_f, C):
     """Post one send or receive of rank ``r`` at time ``t`` (MPI matching); returns the request."""
@@ -985,7 +993,7 @@ def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, M, MF, R, FL, flow_size,
     return q
 
 
-@njit(cache=True)
+@_leaf_py
 def _block(r, reqs, k, Q, R):
     """Rank r waits on requests reqs[:k]; returns True when it must wait."""
     cnt = 0
@@ -1248,7 +1256,8 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 n_free -= 1
                 sg = FL[0, f]
                 L = seg_len[sg]
-                rows[s, :L] = seg_rows[sg, :L]
+                for j in range(L):
+                    rows[s, j] = seg_rows[sg, j]
                 if seg_vl[sg] >= 0:
                     rows[s, L] = seg_vl[sg]
                     L += 1
@@ -1275,7 +1284,9 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 for j in range(ns):
                     s = sbuf[j]
                     g0 = pick_group(s, rows, lens, segs[1], lcap2, capv, n_links, gI, gF)
-                    EP, HT = entry_room(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, HT, gI, agl, gm, em)
+                    if not _fits(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, em):
+                        EP, HT = entry_room(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, HT, gI, agl,
+                                            gm, em)
                     join(s, g0, flow_size[sid[s]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, EP, HT, em)
                 n_act += ns
                 dirty = True
