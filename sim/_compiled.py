@@ -723,7 +723,31 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                 l = live[t]
                 cnt[l] = length[l]
                 rem[l] = lcap[l]
-        # heap of the candidates' levels; they only grow as groups freeze, so a stale key is a lower bound
+        # A group alone on its links (every flow crossing them is one of its members) whose own link is the
+        # lowest share on its members' routes interacts with no other group: it freezes at that share now,
+        # in any order, without the heap (in a replay most groups are one or two flows between two nodes).
+        left = n_flows
+        for a in range(gm[0]):
+            g = agl[a]
+            if g >= n_real:
+                continue
+            lev = rem[g] / cnt[g]
+            st = gI[g, G_EST]
+            en = st + gI[g, G_ELEN]
+            alone = True
+            for j in range(st, en):
+                m = EP[j, 0]
+                if EP[j, 1] != cnt[m] or (capv[m] < lev if m >= n_real else lcap[m] < EP[j, 1] * lev):
+                    alone = False
+                    break
+            if alone:
+                for j in range(st, en):
+                    cnt[EP[j, 0]] = 0
+                    rem[EP[j, 0]] -= EP[j, 1] * lev
+                gI[g, G_FRZ] = 1
+                gF[g, F_LEV] = lev
+                left -= gI[g, G_N]
+        # heap of the other candidates' levels; they only grow as groups freeze, so a stale key is a lower bound
         hs = 0
         for c in range(nc):
             l = cl[c]
@@ -739,7 +763,6 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
         over = False
         for i in range(hs // 2 - 1, -1, -1):
             _sift_down(fw, iw, hs, i)
-        left = n_flows
         level = 0.0
         while left > 0:
             hs, l, cur = _share_top(iw, fw, hs, capv, n_real)

@@ -179,3 +179,31 @@ def test_fill_groups_makes_an_overfull_link_a_candidate():
     assert st["em"][C.EM_PASS] == 2
     assert st["sgrp"].tolist() == [1, 1]
     np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, [[0, 1], [0, 1]]), rtol=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fill_groups_groups_alone_on_their_links(seed):
+    # disjoint link pairs (a, b), each carrying its own 1-3 flows, so every group is alone on its links;
+    # a group starts on a or b at random, and where that is not the lower share its flows must still move
+    rng = np.random.default_rng(seed)
+    n_pairs = 30
+    caps = rng.choice([1e9, 2e9, 3e9], size=2 * n_pairs)
+    links = LinkSet(caps, np.zeros(2 * n_pairs), np.ones(2 * n_pairs, bool))
+    routes = [[2 * p, 2 * p + 1] for p in range(n_pairs) for _ in range(int(rng.integers(1, 4)))]
+    n_flows = len(routes)
+    st = _state(2 * n_pairs, n_flows, 2)
+    st["rows"][:] = routes
+    st["lens"][:] = 2
+    seg = np.zeros((5, 2 * n_pairs), np.int64)
+    pool = np.zeros(8 * 2 * n_flows + 16 * n_pairs + 64, np.int64)
+    meta = np.zeros(2, np.int64)
+    C._csc_insert(np.arange(n_flows), st["rows"], st["lens"], np.zeros_like(st["rows"]), seg, pool, meta)
+    first = {}
+    for s, r in enumerate(routes):
+        _join(st, s, first.setdefault(r[0], int(rng.choice(r))), 1e6, 0.0)
+    ctx = (2 * n_pairs, caps.astype(float), np.full(2 * n_pairs, np.inf), seg, pool, meta,
+           np.zeros((4, 2 * n_pairs), np.int64), np.zeros((2, 2 * n_pairs)))
+    _fill(st, n_flows, ctx)
+    np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, routes), rtol=1e-15)
+    low = np.where(caps[0::2] <= caps[1::2], np.arange(0, 2 * n_pairs, 2), np.arange(1, 2 * n_pairs, 2))
+    assert all(st["sgrp"][s] in (r[0], r[1]) and caps[st["sgrp"][s]] == caps[low[r[0] // 2]] for s, r in enumerate(routes))
