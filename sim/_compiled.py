@@ -57,9 +57,8 @@ C_Q, C_M, C_F, C_PEND, C_RDY, C_MSGS = range(6)                                 
 
 # Both fills keep their scratch per link in two tables: ``iw`` (int) row 0 the unfrozen flows crossing the
 # link, row 1 the heap's links; ``fw`` (float) row 0 the capacity left, row 1 the heap's keys. The heap
-# kernels take the tables, not views of their rows: a call of a compiled function with branches pays an
-# out-of-line reference count increment and decrement per array it is passed (~3.5 ns each), and these
-# run once or more per link a fill freezes.
+# kernels index the tables rather than take views of their rows (a view is an array to count references
+# of in a caller that does).
 
 
 @_leaf
@@ -470,13 +469,7 @@ def _fits(n_live, cells, EP, em):
 @_leaf
 def _nz_route(g, s, d, rows, lens, EP, HT, em, gI):
     """N(g, l) += d (+1 or -1) for every link l of slot ``s``'s route; an entry is appended to g's segment
-    at 1 and swapped out at 0.
-
-    One call per route, not per link: a call of a compiled function with
-    branches pays an out-of-line reference count increment and decrement per
-    array it is passed (about 3.5 ns each), which per link was a fifth of a
-    trace replay's time.
-    """
+    at 1 and swapped out at 0 (one call per route, not per link)."""
     lt = em[EM_LT]
     bits = em[EM_BITS]
     for q in range(lens[s]):
