@@ -697,16 +697,9 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
     em[EM_FILL] += 1
     stamp = em[EM_FILL]
     nc = 0
-    for a in range(gm[0]):   # the candidate links: every group's (each flow's current bottleneck)
-        g = agl[a]
-        _vsync(g, now, gF)
-        mark[g] = stamp
-        cl[nc] = g
-        nc += 1
+    first = True
     while True:
         em[EM_PASS] += 1
-        for a in range(gm[0]):
-            gI[agl[a], G_FRZ] = 0
         if whole:
             for l in range(n_lt):
                 cnt[l] = length[l]
@@ -722,6 +715,12 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
         left = n_flows
         for a in range(gm[0]):
             g = agl[a]
+            gI[g, G_FRZ] = 0
+            if first:   # the candidate links: every group's (each flow's current bottleneck)
+                _vsync(g, now, gF)
+                mark[g] = stamp
+                cl[nc] = g
+                nc += 1
             if g >= n_real:
                 continue
             lev = rem[g] / cnt[g]
@@ -740,6 +739,7 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                 gI[g, G_FRZ] = 1
                 gF[g, F_LEV] = lev
                 left -= gI[g, G_N]
+        first = False
         # heap of the other candidates' levels; they only grow as groups freeze, so a stale key is a lower bound
         hs = 0
         for c in range(nc):
@@ -793,13 +793,11 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
             left -= gI[l, G_N]
         if not over:
             break
-    for a in range(gm[0]):   # no finite link left (cannot happen for flows with a bottleneck): unbounded
-        g = agl[a]
-        if gI[g, G_FRZ] == 0:
-            gF[g, F_LEV] = inf
     t_done = inf
     for a in range(gm[0]):
         g = agl[a]
+        if gI[g, G_FRZ] == 0:   # no finite link left (cannot happen for flows with a bottleneck): unbounded
+            gF[g, F_LEV] = inf
         fin = now + (tag[gI[g, G_ROOT]] - gF[g, F_V]) / gF[g, F_LEV]
         gF[g, F_FIN] = fin
         t_done = min(t_done, fin)
