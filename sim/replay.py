@@ -109,58 +109,54 @@ class _Collectives:
         self.trace = trace
         self.thresholds = thresholds
         self.compact = compact
-        self.local: dict = {}       # comm id -> {world rank: local rank}
-        self.local_of: dict = {}    # comm id -> local rank by world rank (-1: not a member)
+        self.local: dict = {}       # comm id -> local rank by world rank (-1: not a member)
         self.cache: dict = {}
-        self._a2a_last = None
+        self._call_last = None      # row of a per-destination alltoall(v) call -> the call's last row
 
-    def _run_last(self, i: int) -> int:
-        """The last row of the run of alltoall(v) rows with row i's rank, op, communicator and ``t_start``
-        (one call written one row per destination)."""
-        if self._a2a_last is None:
-            tr = self.trace
-            cont = np.zeros(len(tr), dtype=bool)   # row k continues row k - 1's call
-            cont[1:] = (np.isin(tr.op[1:], list(_A2A)) & (tr.op[1:] == tr.op[:-1])
-                        & (tr.t_start[1:] == tr.t_start[:-1]) & (tr.rank[1:] == tr.rank[:-1])
-                        & (tr.comm[1:] == tr.comm[:-1]))
-            ends = np.flatnonzero(~np.append(cont[1:], False))
-            self._a2a_last = ends[np.searchsorted(ends, np.arange(len(tr)))]
-        return int(self._a2a_last[i])
+    def _last_row(self, i: int) -> int:
+        """The last row of the alltoall(v) call written per destination that row i belongs to."""
+        if self._call_last is None:
+            from planner.traffic.collectives import per_destination_calls
+
+            rows, starts = per_destination_calls(self.trace)
+            bounds = np.append(starts, len(rows))
+            self._call_last = np.full(len(self.trace), -1, dtype=np.int64)
+            self._call_last[rows] = np.repeat(rows[bounds[1:] - 1], np.diff(bounds))
+        return int(self._call_last[i])
 
     def expand(self, r: int, i: int, hi: int):
         """Steps of rank r's collective call i (rows up to ``hi``); returns ``(steps, members, last)``.
 
         ``last`` is the last trace row the call spans: an ``alltoall(v)`` written
-        one row per destination is one call over consecutive rows with the same
-        ``t_start``; its per-destination sizes become ``counts`` and the op keeps
-        its name, so an ``alltoall`` gets MPICH's algorithm selection by size.
+        one row per destination is one call over consecutive rows
+        (:func:`planner.traffic.collectives.per_destination_calls`); its
+        per-destination sizes become ``counts`` and the op keeps its name, so an
+        ``alltoall`` gets MPICH's algorithm selection by size.
         """
         from planner.traffic.collectives import MPICHThresholds, schedule
 
         tr = self.trace
         op, comm = int(tr.op[i]), int(tr.comm[i])
         members = tr.members(comm)
-        local = self.local.get(comm)
-        if local is None:
-            local = self.local[comm] = {int(w): k for k, w in enumerate(members)}
-        if r not in local:
+        pos = self.local.get(comm)
+        if pos is None:
+            pos = self.local[comm] = tr.local_ranks(comm)
+        if not 0 <= r < len(pos) or pos[r] < 0:
             raise TopoplanError(f"{tr.source}: rank {r} calls {OPS[op]} on communicator {comm} "
                                 f"but is not one of its members")
+        root = int(tr.root[i])
+        lroot = int(pos[root]) if 0 <= root < len(pos) and pos[root] >= 0 else 0
         j, counts = i, None
         if op in _A2A and tr.peer[i] >= 0:
-            j = min(self._run_last(i), hi - 1)
-            loc = self.local_of.get(comm)
-            if loc is None:
-                loc = self.local_of[comm] = np.full(tr.n_ranks, -1, dtype=np.int64)
-                loc[np.asarray(members, dtype=np.int64)] = np.arange(len(members))
+            j = min(self._last_row(i), hi - 1)
             peers = tr.peer[i:j + 1]
-            dest = np.where(peers < tr.n_ranks, loc[np.minimum(peers, tr.n_ranks - 1)], -1)
+            dest = np.where(peers < len(pos), pos[np.minimum(peers, len(pos) - 1)], -1)
             if (dest < 0).any():
                 k = i + int(np.flatnonzero(dest < 0)[0])
                 raise TopoplanError(f"{tr.source}: rank {r} sends to rank {int(tr.peer[k])} in {OPS[op]} on "
                                     f"communicator {comm}, which is not one of its members")
             counts = tuple(np.bincount(dest, weights=tr.bytes[i:j + 1], minlength=len(members)).tolist())
-        key = (op, len(members), local[r], local.get(int(tr.root[i]), 0), float(tr.bytes[i]), counts)
+        key = (op, len(members), int(pos[r]), lroot, float(tr.bytes[i]), counts)
         steps = self.cache.get(key)
         if steps is None:
             kw = {"thresholds": self.thresholds or MPICHThresholds()}

@@ -48,7 +48,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 
 __all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "bcast_algorithm", "bcast_tree",
-           "schedule", "messages", "expand_trace_collectives"]
+           "schedule", "messages", "per_destination_calls", "expand_trace_collectives"]
 
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
               "scatter", "reduce_scatter", "barrier")
@@ -792,6 +792,42 @@ def messages(op: str, comm_size: int, root: int, nbytes: float, *, counts=None,
     return np.concatenate(src), np.concatenate(dst), np.concatenate(by)
 
 
+def per_destination_calls(trace):
+    """The ``alltoall``/``alltoallv`` calls of a trace written one row per destination (peer set).
+
+    A call is a run of consecutive such rows with the same rank, op,
+    communicator and ``t_start``.
+
+    Parameters
+    ----------
+    trace : :class:`planner.traffic.trace.Trace`
+
+    Returns
+    -------
+    rows : ndarray
+        The trace rows written per destination, ascending.
+    starts : ndarray
+        Each call's first position in ``rows``.
+
+    Examples
+    --------
+    >>> from planner.traffic.trace import Trace
+    >>> t = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0) for d in (0, 1)]
+    ...                        + [(0, "alltoallv", d, 8, -1, 2, 1.0, 1.0) for d in (0, 1)], 2)
+    >>> rows, starts = per_destination_calls(t)
+    >>> rows.tolist(), starts.tolist()
+    ([0, 1, 2, 3], [0, 2])
+    """
+    from planner.traffic.trace import op_codes
+
+    rows = np.flatnonzero(np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0))
+    new = np.ones(len(rows), dtype=bool)
+    r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
+    new[1:] = ((rows[1:] != rows[:-1] + 1) | (r[1:] != r[:-1]) | (o[1:] != o[:-1]) | (t[1:] != t[:-1])
+               | (c[1:] != c[:-1]))
+    return rows, np.flatnonzero(new)
+
+
 def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThresholds()):
     """Every point-to-point message implied by the collective calls of a trace, in world ranks.
 
@@ -829,16 +865,15 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     coll = np.isin(trace.op, op_codes(OPERATIONS))
     if not coll.any():
         return empty
-    per_dest = coll & np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0)
+    a2a_rows, starts = per_destination_calls(trace)
+    per_dest = np.zeros(len(trace), dtype=bool)
+    per_dest[a2a_rows] = True
     local_of: dict[int, tuple] = {}
 
     def local(comm):
         got = local_of.get(comm)
         if got is None:
-            members = np.asarray(trace.members(comm), dtype=np.int64)
-            pos = np.full(max(trace.n_ranks, int(members.max(initial=-1)) + 1), -1, dtype=np.int64)
-            pos[members] = np.arange(len(members))
-            got = local_of[comm] = (members, pos)
+            got = local_of[comm] = (np.asarray(trace.members(comm), dtype=np.int64), trace.local_ranks(comm))
         return got
 
     def not_member(i):
@@ -871,13 +906,12 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
             out_b.append(np.tile(b, m))
 
     # per-destination alltoall(v) rows: group the rows of each call
-    rows = np.flatnonzero(per_dest)
+    rows = a2a_rows
     if rows.size:
-        r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
-        new = np.ones(len(rows), dtype=bool)
-        new[1:] = (r[1:] != r[:-1]) | (o[1:] != o[:-1]) | (t[1:] != t[:-1]) | (c[1:] != c[:-1])
+        r, o, c = trace.rank[rows], trace.op[rows], trace.comm[rows]
+        new = np.zeros(len(rows), dtype=bool)
+        new[starts] = True
         gid = np.cumsum(new) - 1
-        starts = np.flatnonzero(new)
         peer, nb = trace.peer[rows], trace.bytes[rows]
         lpeer = np.empty(len(rows), dtype=np.int64)
         size = np.empty(len(starts), dtype=np.int64)

@@ -132,6 +132,20 @@ class Trace:
         got = self.communicators.get(int(comm_id))
         return got if got is not None else np.arange(self.n_ranks)
 
+    def local_ranks(self, comm_id: int) -> np.ndarray:
+        """Each world rank's rank in a communicator, indexed by world rank (-1: not a member).
+
+        Examples
+        --------
+        >>> t = Trace.from_records([], 4, communicators={1: [3, 1]})
+        >>> t.local_ranks(1).tolist(), t.local_ranks(0).tolist()
+        ([-1, 1, -1, 0], [0, 1, 2, 3])
+        """
+        members = np.asarray(self.members(comm_id), dtype=np.int64)
+        pos = np.full(max(self.n_ranks, int(members.max(initial=-1)) + 1), -1, dtype=np.int64)
+        pos[members] = np.arange(len(members))
+        return pos
+
     def op_names(self) -> np.ndarray:
         names = np.array(OPS + ("unknown",), dtype=object)
         return names[np.where(self.op < 0, len(OPS), self.op)]
