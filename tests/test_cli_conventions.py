@@ -3,7 +3,6 @@ examples run as written), flags shown without a value placeholder, a bare group'
 empty error, durations with units for --time-limit."""
 
 import shlex
-from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -143,10 +142,10 @@ def test_a_named_command_imports_only_its_module():
     assert not {"planner.cli.commands.circuits", "planner.cli.commands.place", "planner.cli.commands.bcast"} & set(loaded)
 
 
-def test_a_small_simulation_does_not_import_pydantic(tmp_path):
+def test_a_small_simulation_does_not_import_pydantic(tmp_path, shared):
     # Typer 0.29 coerces every parameter through a pydantic TypeAdapter; importing pydantic
     # and its plugin loader cost ~0.1 s of a 0.3 s `simulate --flows` process (pyproject pins <0.29).
-    scenario = Path(__file__).resolve().parents[2] / "shared" / "reference" / "simgrid" / "a2a_8x8.scenario.json.gz"
+    scenario = shared / "reference" / "simgrid" / "a2a_8x8.scenario.json.gz"
     code = ("import sys; from planner.cli.main import main; "
             f"rc = main(['simulate', '--flows', {str(scenario)!r}, '--json', '-o', {str(tmp_path / 'r.json')!r}]); "
             "print(rc, 'pydantic' in sys.modules)")
