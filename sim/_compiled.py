@@ -33,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim._engine import K_NOP, K_IRECV, K_ISEND, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL  # noqa: F401
+from sim._engine import (GEN_PAIRWISE, GEN_SPREAD, GN_ALG, GN_BLOCK, GN_ME, GN_MEM, GN_P,  # noqa: F401
+                         K_GEN, K_IRECV, K_ISEND, K_NOP, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL)
 
 __all__ = ["run_core"]
 
@@ -48,8 +49,8 @@ _leaf_py = njit(cache=True, _nrt=False)   # the same, Python's error model (the 
 # rows of the integer state tables
 Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # requests (next: open / posted lists)
 M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9)   # messages
-R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T = range(10)  # ranks
-C_Q, C_M, C_F, C_PEND, C_RDY, C_MSGS = range(6)                                       # counters
+R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD, R_STEP = range(12)
+C_QFREE, C_MFREE, C_F, C_PEND, C_RDY, C_MSGS, C_FMASK, C_NSEG = range(8)              # counters
 
 
 # --------------------------------------------------------------------------- max-min solver kernels
@@ -882,14 +883,90 @@ def _hpop(ht, hi, n):
 
 
 @_leaf_py
-def _new_flow(m, s, size, t, now, FL, flow_size, seg_extra, seg_lat, pend_t, pend_f, C):
-    """Segment ``s`` of message ``m`` starts at ``t``: its transfer after the route latency, as FlowEngine.add_flows."""
+def _new_flow(m, s, size, t, now, FL, flow_size, live, seg_rows, seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f,
+              C):
+    """Segment ``s`` of message ``m`` starts at ``t``: its transfer after the route latency, as FlowEngine.add_flows.
+
+    Flow ids count up; a flow's state lives at ``id & C[C_FMASK]`` of the flow ring (the caller makes
+    room). Its bytes are added to every link of its route.
+    """
     f = C[C_F]
     C[C_F] += 1
-    FL[0, f] = s
-    FL[1, f] = m
-    flow_size[f] = size
+    k = f & C[C_FMASK]
+    FL[0, k] = s
+    FL[1, k] = m
+    flow_size[k] = size
+    live[k] = 1
+    for j in range(seg_len[s]):
+        lbytes[seg_rows[s, j]] += size
     C[C_PEND] = _hpush(pend_t, pend_f, C[C_PEND], max((t + seg_extra[s]) + seg_lat[s], now), f)
+
+
+@_leaf_py
+def _free_reqs(q, Q, qfree, C):
+    """Return the requests chained from ``q`` (through ``Q_NEXT``) to the free list."""
+    while q >= 0:
+        nx = Q[Q_NEXT, q]
+        qfree[C[C_QFREE]] = q
+        C[C_QFREE] += 1
+        q = nx
+
+
+@_kernel
+def _grow_requests(Q, qfree, C):
+    """Twice the request slots (a table full of live requests)."""
+    old = Q.shape[1]
+    Q2 = np.zeros((Q.shape[0], 2 * old), np.int64)
+    Q2[:, :old] = Q
+    qf = np.empty(2 * old, np.int64)
+    n = C[C_QFREE]
+    qf[:n] = qfree[:n]
+    for j in range(old):
+        qf[n + j] = 2 * old - 1 - j
+    C[C_QFREE] = n + old
+    return Q2, qf
+
+
+@_kernel
+def _grow_messages(M, MF, mfree, C):
+    """Twice the message slots."""
+    old = M.shape[1]
+    M2 = np.full((M.shape[0], 2 * old), -1, np.int64)
+    M2[:, :old] = M
+    MF2 = np.zeros((MF.shape[0], 2 * old))
+    MF2[:, :old] = MF
+    mf = np.empty(2 * old, np.int64)
+    n = C[C_MFREE]
+    mf[:n] = mfree[:n]
+    for j in range(old):
+        mf[n + j] = 2 * old - 1 - j
+    C[C_MFREE] = n + old
+    return M2, MF2, mf
+
+
+@_kernel
+def _grow_flows(FL, flow_size, live, pend_t, pend_f, C, f_lo):
+    """Twice the flow ring: the live flows of ids ``f_lo..`` move to their places under the new mask."""
+    old = len(flow_size)
+    om, nm = old - 1, 2 * old - 1
+    FL2 = np.zeros((2, 2 * old), np.int64)
+    fs2 = np.zeros(2 * old)
+    live2 = np.zeros(2 * old, np.uint8)
+    for f in range(f_lo, C[C_F]):
+        a = f & om
+        if live[a]:
+            b = f & nm
+            FL2[0, b] = FL[0, a]
+            FL2[1, b] = FL[1, a]
+            fs2[b] = flow_size[a]
+            live2[b] = 1
+    pt = np.empty(2 * old)
+    pf = np.empty(2 * old, np.int64)
+    n = C[C_PEND]
+    pt[:n] = pend_t[:n]
+    pf[:n] = pend_f[:n]
+    C[C_FMASK] = nm
+    return FL2, fs2, live2, pt, pf
 
 
 @_leaf_py
@@ -904,23 +981,36 @@ def _complete(q, t, Q, R, rdy_t, rdy_r, C):
 
 
 @_leaf_py
-def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, M, MF, R, FL, flow_size, cls_ptr, seg_extra, seg_lat,
-          pend_t, pend_f, C):
-    """Post one send or receive of rank ``r`` at time ``t`` (MPI matching); returns the request."""
-    q = C[C_Q]
-    C[C_Q] += 1
+def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr,
+          seg_rows, seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C):
+    """Post one send or receive of rank ``r`` at time ``t`` (MPI matching); returns the request.
+
+    Requests and messages take slots from free lists (the caller makes room): a message's slot returns
+    when it has arrived and been matched, a request's when its rank has waited on it. A send of class
+    ``c = -1`` (a streamed collective's) has its route in segment ``C[C_NSEG]`` + its slot, written by the
+    caller for the slot the free list hands out next.
+    """
+    C[C_QFREE] -= 1
+    q = qfree[C[C_QFREE]]
     Q[Q_RANK, q] = r
     Q[Q_PEER, q] = pr
     Q[Q_TAG, q] = tg
     Q[Q_SEND, q] = is_send
+    Q[Q_DONE, q] = 0
+    Q[Q_INBLK, q] = 0
+    Q[Q_NEXT, q] = -1
+    Q[Q_PNEXT, q] = -1
     if is_send:
-        m = C[C_M]
-        C[C_M] += 1
+        C[C_MFREE] -= 1
+        m = mfree[C[C_MFREE]]
         C[C_MSGS] += 1
         M[M_SRC, m] = r
         M[M_DST, m] = pr
         M[M_TAG, m] = tg
         M[M_SREQ, m] = q
+        M[M_RREQ, m] = -1
+        M[M_ARRIVED, m] = 0
+        M[M_NEXT, m] = -1
         eager = x < eager_B
         M[M_EAGER, m] = eager
         M[M_CLS, m] = c
@@ -956,8 +1046,9 @@ def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, M, MF, R, FL, flow_size,
             else:
                 M[M_NEXT, R[R_UNX_T, pr]] = m
             R[R_UNX_T, pr] = m
-        if start:
-            _new_flow(m, cls_ptr[c], x, t, now, FL, flow_size, seg_extra, seg_lat, pend_t, pend_f, C)
+        if start:   # a streamed collective's message (no class) has the segment of its slot
+            _new_flow(m, cls_ptr[c] if c >= 0 else C[C_NSEG] + m, x, t, now, FL, flow_size, live, seg_rows, seg_len, seg_extra, seg_lat, lbytes,
+                      pend_t, pend_f, C)
         return q
     # an unexpected message: the head of the exact (source, tag) queue, else the earliest sent wildcard match
     best = -1
@@ -1001,9 +1092,12 @@ def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, M, MF, R, FL, flow_size,
     if M[M_EAGER, best]:
         if M[M_ARRIVED, best]:
             Q[Q_DONE, q] = 1   # the rank is running: no wake-up needed
+            mfree[C[C_MFREE]] = best
+            C[C_MFREE] += 1
     else:
-        _new_flow(best, cls_ptr[M[M_CLS, best]], MF[0, best], t, now, FL, flow_size, seg_extra, seg_lat,
-                  pend_t, pend_f, C)
+        c = M[M_CLS, best]
+        _new_flow(best, cls_ptr[c] if c >= 0 else C[C_NSEG] + best, MF[0, best], t, now, FL, flow_size, live,
+                  seg_rows, seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
     return q
 
 
@@ -1021,56 +1115,220 @@ def _block(r, reqs, k, Q, R):
     return cnt > 0
 
 
+# --------------------------------------------------------------------------- streamed collectives
+# An alltoall of N ranks is N(N - 1) messages; materialized (one STEP micro-op per step, a route class per
+# node pair) it outgrows memory at a few thousand ranks. A ``GEN`` micro-op instead generates its steps as
+# the rank reaches them (MPICH's pairwise exchange or batched isend/irecv, as
+# :mod:`planner.traffic.collectives` writes them; ``tests/test_sim_stream.py`` checks every entry against
+# it), and each of its messages gets its route (composed from :meth:`sim.network.Network.route_parts`) and
+# timing in a segment slot of its own, ``n_static + message slot``, free again when the message is.
+
+
+
+@_leaf_py
+def _gen_count(alg, p, block):
+    """Steps of a generated alltoall of ``p`` ranks."""
+    if alg == GEN_PAIRWISE:
+        return p - 1
+    return (p + block - 1) // block
+
+
+@_leaf_py
+def _gen_step(alg, p, me, st, n, block, mem, off, ep, eb, es):
+    """Entries (world peer, bytes, is_send) of step ``st`` of local rank ``me``, receives first; returns
+    their number. Pairwise: partner ``me ^ i`` on a power of two, else receive from ``me - i`` and send to
+    ``me + i``; spread: batches of ``block`` receives from ``me + i`` and sends to ``me - i``."""
+    k = 0
+    if alg == GEN_PAIRWISE:
+        i = st + 1
+        if p & (p - 1) == 0:
+            src = me ^ i
+            dst = src
+        else:
+            src = (me - i) % p
+            dst = (me + i) % p
+        ep[0] = mem[off + src]
+        eb[0] = n
+        es[0] = 0
+        ep[1] = mem[off + dst]
+        eb[1] = n
+        es[1] = 1
+        return 2
+    ii = st * block
+    ss = min(block, p - ii)
+    if n != 0:
+        for i in range(ss):
+            src = (me + i + ii) % p
+            if src != me:
+                ep[k] = mem[off + src]
+                eb[k] = n
+                es[k] = 0
+                k += 1
+    for i in range(ss):
+        dst = (me - i - ii) % p
+        if dst != me:
+            ep[k] = mem[off + dst]
+            eb[k] = n
+            es[k] = 1
+            k += 1
+    return k
+
+
+@_leaf_py
+def _dyn_seg(j, sn, dn, size, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, parts, lk_lat, lk_bw, lk_swin,
+             lk_shared, consts, caps, n_links, n_sw):
+    """Segment ``j``: the packet route from node ``sn`` to ``dn`` of a message of ``size`` bytes, with the
+    latency terms of :meth:`sim.network.Network.route_latency` summed in the same order (so the times equal a
+    route class's to the bit), its fat-pipe cap's virtual link and whether it is instantaneous."""
+    psw, pup, pdown, pintra, mid_ptr, mid_links = parts
+    L = 0
+    if sn == dn:
+        seg_rows[j, 0] = pintra[sn]
+        L = 1
+    else:
+        seg_rows[j, 0] = pup[sn]
+        L = 1
+        a = psw[sn]
+        b = psw[dn]
+        if a != b:
+            pr = a * n_sw + b
+            for x in range(mid_ptr[pr], mid_ptr[pr + 1]):
+                seg_rows[j, L] = mid_links[x]
+                L += 1
+        seg_rows[j, L] = pdown[dn]
+        L += 1
+    seg_len[j] = L
+    lat = 0.0
+    swin = 0.0
+    sf = 0.0
+    cap = np.inf
+    slow = np.inf
+    delay, mtu, chunk = consts[0], consts[1], consts[2]
+    for x in range(L):
+        lk = seg_rows[j, x]
+        lat += lk_lat[lk]
+        swin += lk_swin[lk]
+        if x == 0:
+            sf += 0.0
+        else:
+            unit = chunk if lk_swin[seg_rows[j, x - 1]] == 0 else mtu
+            sf += min(size, unit) / lk_bw[lk]
+        if not lk_shared[lk]:
+            cap = min(cap, lk_bw[lk])
+        slow = min(slow, lk_bw[lk])
+    seg_lat[j] = lat
+    seg_extra[j] = ((lat + swin * delay) + sf) - lat
+    seg_inst[j] = not np.isfinite(slow)
+    seg_vl[j] = -1
+    if np.isfinite(cap):
+        seg_vl[j] = n_links + np.searchsorted(caps, cap)
+
+
+@_kernel
+def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, width):
+    """The segment tables with ``n_new`` rows of ``width`` links (the new ones empty)."""
+    old = len(seg_len)
+    rows = np.full((n_new, width), -1, np.int64)
+    rows[:old, :seg_rows.shape[1]] = seg_rows
+    ln = np.zeros(n_new, np.int64)
+    ln[:old] = seg_len
+    ex = np.zeros(n_new)
+    ex[:old] = seg_extra
+    la = np.zeros(n_new)
+    la[:old] = seg_lat
+    ins = np.zeros(n_new, np.bool_)
+    ins[:old] = seg_inst
+    vl = np.full(n_new, -1, np.int64)
+    vl[:old] = seg_vl
+    return rows, ln, ex, la, ins, vl
+
+
 # --------------------------------------------------------------------------- the loop
 
 
 @njit(cache=True)
-def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size):  # pragma: no cover - compiled
+def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream):  # pragma: no cover - compiled
     """Run the flows and ranks to the end (or a deadlock).
 
     ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
     n_msgs, n_reqs), no ranks for a plain flow set; ``route``: (cls_ptr, seg_rows, seg_len, seg_extra,
     seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
-    start, bytes), ids 0.. in that order. Returns (finish per rank, pc, blocked, n_messages, n_events,
-    flow_seg, flow_size, flow_finish).
+    start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
+    :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
+    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns (finish per rank, pc, blocked, n_messages, n_events,
+    n_flows, bytes per link, finish of each flow given in advance). The state kept is what is in flight:
+    requests, messages and flows take slots that return when they are done.
     """
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
+    gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
+    n_gen = len(gen)
+    n_sw = int(np.sqrt(len(parts[4]) - 1) + 0.5)
     n = len(lo)
     n_links = len(lcap)
     width = seg_rows.shape[1]
+    if n_gen > 0:   # a streamed message's route: up, the switch pair's middle, down
+        mid_ptr = parts[4]
+        mx = 0
+        for x in range(len(mid_ptr) - 1):
+            mx = max(mx, mid_ptr[x + 1] - mid_ptr[x])
+        width = max(width, mx + 2)
     inf = np.inf
-    C = np.zeros(6, np.int64)
-    R = np.full((10, n), -1, np.int64)
+    C = np.zeros(8, np.int64)
+    R = np.full((12, n), -1, np.int64)
     R[R_PC] = lo
     R[R_BLOCKED] = 0
     R[R_NWAIT] = 0
+    R[R_STEP] = 0
     clock = np.zeros(n)
     finish = np.full(n, np.nan)
     rdy_t = np.empty(n + 1)          # a rank is in the ready heap at most once
     rdy_r = np.empty(n + 1, np.int64)
-    Q = np.zeros((8, n_reqs + 1), np.int64)
-    Q[Q_NEXT] = -1
-    Q[Q_PNEXT] = -1
-    M = np.full((9, n_msgs + 1), -1, np.int64)
-    M[M_ARRIVED] = 0
-    MF = np.zeros((3, n_msgs + 1))
-    max_seg = 1
-    for c in range(len(cls_ptr) - 1):
-        max_seg = max(max_seg, cls_ptr[c + 1] - cls_ptr[c])
-    n_fmax = max_seg * n_msgs + len(init_seg) + 1
-    FL = np.zeros((2, n_fmax), np.int64)
-    flow_size = np.zeros(n_fmax)
-    pend_t = np.empty(n_fmax)
-    pend_f = np.empty(n_fmax, np.int64)
-    flow_fin = np.full(n_fmax, np.nan)
     max_items = 2
     for i in range(len(kind)):
         max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
+    for gi in range(n_gen):
+        if gen[gi, GN_ALG] == GEN_SPREAD:
+            max_items = max(max_items, 2 * min(gen[gi, GN_BLOCK], gen[gi, GN_P]))
     reqs = np.empty(max_items, np.int64)
+    g_peer = np.empty(max_items, np.int64)
+    g_bytes = np.empty(max_items)
+    g_send = np.empty(max_items, np.int64)
+    # requests and messages: slots from free lists, grown when a micro-op could run out; the state kept is
+    # what is in flight, not the run's total (n_msgs, n_reqs only size the first tables)
+    n_q = max(min(n_reqs, 4 * n + 64), max_items + 2) + 1
+    Q = np.zeros((8, n_q), np.int64)
+    qfree = np.empty(n_q, np.int64)
+    for j in range(n_q):
+        qfree[j] = n_q - 1 - j
+    C[C_QFREE] = n_q
+    n_m = max(min(n_msgs, 2 * n + 64), max_items + 2) + 1
+    M = np.full((9, n_m), -1, np.int64)
+    MF = np.zeros((3, n_m))
+    mfree = np.empty(n_m, np.int64)
+    for j in range(n_m):
+        mfree[j] = n_m - 1 - j
+    C[C_MFREE] = n_m
+    # flows: ids count up (the heaps break ties by id); a flow's state is at id & mask of a ring that
+    # holds every live id (those from f_lo on), doubled when the next ids would not fit
+    n_init = len(init_seg)
+    n_fl = 1024
+    while n_fl < n_init + 2 * max_items + 2:
+        n_fl *= 2
+    C[C_FMASK] = n_fl - 1
+    f_lo = 0
+    FL = np.zeros((2, n_fl), np.int64)
+    flow_size = np.zeros(n_fl)
+    live = np.zeros(n_fl, np.uint8)
+    pend_t = np.empty(n_fl)
+    pend_f = np.empty(n_fl, np.int64)
+    init_fin = np.full(n_init, np.nan)
+    lbytes = np.zeros(max(n_links, 1))
     # engine slots (transferring flows), link -> slot lists (real links, then one virtual link per
     # distinct fat-pipe cap, which acts as a private link of that capacity) and bottleneck groups
     caps = np.unique(seg_cap[np.isfinite(seg_cap)])
+    if n_gen > 0:
+        caps = np.unique(np.concatenate((caps, xcaps)))
     n_lt = n_links + len(caps)
     capv = np.full(n_lt, inf)
     capv[n_links:] = caps
@@ -1080,6 +1338,11 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
     for sg in range(len(seg_cap)):
         if np.isfinite(seg_cap[sg]):
             seg_vl[sg] = n_links + np.searchsorted(caps, seg_cap[sg])
+    n_static = len(seg_len)
+    C[C_NSEG] = n_static
+    if n_gen > 0:   # one segment per message slot after the route classes'
+        seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
+                                                                             seg_inst, seg_vl, n_static + n_m, width)
     width += 1
     n_slots = 64
     sid = np.full(n_slots, -1, np.int64)
@@ -1110,9 +1373,9 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
     sbuf = np.empty(64, np.int64)
     for r in range(n):
         C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], 0.0, r)
-    for j in range(len(init_seg)):
-        _new_flow(-1, init_seg[j], init_size[j], init_start[j], 0.0, FL, flow_size, seg_extra, seg_lat,
-                  pend_t, pend_f, C)
+    for j in range(n_init):
+        _new_flow(-1, init_seg[j], init_size[j], init_start[j], 0.0, FL, flow_size, live, seg_rows, seg_len,
+                  seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
 
     while True:
         if dirty:
@@ -1140,8 +1403,13 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                 clock[r] = rdy_t[0]
                 C[C_RDY] = _hpop(rdy_t, rdy_r, C[C_RDY])
                 R[R_BLOCKED, r] = 0
+                if R[R_HELD, r] >= 0:   # the requests it waited on
+                    _free_reqs(R[R_HELD, r], Q, qfree, C)
+                    R[R_HELD, r] = -1
                 while True:
                     i = R[R_PC, r]
+                    if R[R_STEP, r] > 0:   # the next step of a streamed collective
+                        i -= 1
                     if i >= hi[r]:
                         if np.isnan(finish[r]):
                             finish[r] = clock[r]
@@ -1151,13 +1419,29 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                         R[R_GAPDONE, r] = i
                         C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], clock[r] + g, r)
                         break
+                    # room for the micro-op's requests, messages and flows
+                    if C[C_QFREE] < max_items + 2:
+                        Q, qfree = _grow_requests(Q, qfree, C)
+                    if C[C_MFREE] < max_items + 2:
+                        M, MF, mfree = _grow_messages(M, MF, mfree, C)
+                        if n_gen > 0:
+                            seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(
+                                seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_static + M.shape[1],
+                                seg_rows.shape[1])
+                    if C[C_F] + max_items + 2 - f_lo > len(flow_size):
+                        while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
+                            f_lo += 1
+                        while C[C_F] + max_items + 2 - f_lo > len(flow_size):
+                            FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f,
+                                                                              C, f_lo)
                     R[R_PC, r] = i + 1
                     t = clock[r]
                     k = kind[i]
                     nq = 0
                     if k == K_SEND or k == K_RECV or k == K_ISEND or k == K_IRECV:
                         q = _post(r, k == K_SEND or k == K_ISEND, peer[i], nbytes[i], tag[i], cls[i], t, now,
-                                  eager_B, Q, M, MF, R, FL, flow_size, cls_ptr, seg_extra, seg_lat, pend_t, pend_f, C)
+                                  eager_B, Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr, seg_rows, seg_len,
+                                  seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
                         if k == K_SEND or k == K_RECV:
                             reqs[0] = q
                             nq = 1
@@ -1168,17 +1452,35 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                                 Q[Q_NEXT, R[R_OPEN_T, r]] = q
                             R[R_OPEN_T, r] = q
                     elif k == K_SENDRECV:
-                        reqs[0] = _post(r, True, peer[i], nbytes[i], tag[i], cls[i], t, now, eager_B, Q, M, MF, R,
-                                        FL, flow_size, cls_ptr, seg_extra, seg_lat, pend_t, pend_f, C)
-                        reqs[1] = _post(r, False, -1, nbytes[i], tag[i], -1, t, now, eager_B, Q, M, MF, R,
-                                        FL, flow_size, cls_ptr, seg_extra, seg_lat, pend_t, pend_f, C)
+                        reqs[0] = _post(r, True, peer[i], nbytes[i], tag[i], cls[i], t, now, eager_B, Q, qfree, M,
+                                        MF, mfree, R, FL, flow_size, live, cls_ptr, seg_rows, seg_len, seg_extra,
+                                        seg_lat, lbytes, pend_t, pend_f, C)
+                        reqs[1] = _post(r, False, -1, nbytes[i], tag[i], -1, t, now, eager_B, Q, qfree, M, MF,
+                                        mfree, R, FL, flow_size, live, cls_ptr, seg_rows, seg_len, seg_extra,
+                                        seg_lat, lbytes, pend_t, pend_f, C)
                         nq = 2
                     elif k == K_STEP:  # receives first, then sends, then wait for all
                         for e in range(e_ptr[i], e_ptr[i + 1]):
                             reqs[nq] = _post(r, e_send[e] == 1, e_peer[e], e_bytes[e], tag[i], e_cls[e], t, now,
-                                             eager_B, Q, M, MF, R, FL, flow_size, cls_ptr, seg_extra, seg_lat,
-                                             pend_t, pend_f, C)
+                                             eager_B, Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr,
+                                             seg_rows, seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
                             nq += 1
+                    elif k == K_GEN:   # the next step of a streamed alltoall
+                        gi = peer[i]
+                        alg, gp, blk = gen[gi, GN_ALG], gen[gi, GN_P], gen[gi, GN_BLOCK]
+                        stp = R[R_STEP, r]
+                        ne = _gen_step(alg, gp, gen[gi, GN_ME], stp, nbytes[i], blk, mem, gen[gi, GN_MEM], g_peer,
+                                       g_bytes, g_send)
+                        for e in range(ne):
+                            if g_send[e]:   # the route of the slot the message will take
+                                _dyn_seg(n_static + mfree[C[C_MFREE] - 1], node[r], node[g_peer[e]], g_bytes[e],
+                                         seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, parts, lk_lat,
+                                         lk_bw, lk_swin, lk_shared, consts, caps, n_links, n_sw)
+                            reqs[nq] = _post(r, g_send[e] == 1, g_peer[e], g_bytes[e], tag[i], -1, t, now, eager_B,
+                                             Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr, seg_rows,
+                                             seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
+                            nq += 1
+                        R[R_STEP, r] = stp + 1 if stp + 1 < _gen_count(alg, gp, blk) else 0
                     elif k == K_WAIT or k == K_WAITALL:
                         wp = peer[i] if k == K_WAIT else -1
                         wk = reqkind[i] if k == K_WAIT else -1
@@ -1202,22 +1504,31 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                             nq = 1
                         elif wp < 0:  # waitall, or a wait on any request when none matched: all open ones
                             cnt = 0
-                            q = R[R_OPEN_H, r]
+                            head = R[R_OPEN_H, r]
+                            q = head
                             while q >= 0:
-                                nx = Q[Q_NEXT, q]
-                                Q[Q_NEXT, q] = -1
                                 if not Q[Q_DONE, q]:
                                     Q[Q_INBLK, q] = 1
                                     cnt += 1
-                                q = nx
+                                q = Q[Q_NEXT, q]
                             R[R_OPEN_H, r] = -1
                             R[R_OPEN_T, r] = -1
                             R[R_NWAIT, r] = cnt
-                            if cnt > 0:
+                            if cnt > 0:   # the list, still chained, is held until the rank runs again
                                 R[R_BLOCKED, r] = 1
+                                R[R_HELD, r] = head
                                 break
-                    if nq > 0 and _block(r, reqs, nq, Q, R):
-                        break
+                            _free_reqs(head, Q, qfree, C)
+                    if nq > 0:
+                        if _block(r, reqs, nq, Q, R):
+                            for j in range(nq - 1):
+                                Q[Q_NEXT, reqs[j]] = reqs[j + 1]
+                            Q[Q_NEXT, reqs[nq - 1]] = -1
+                            R[R_HELD, r] = reqs[0]
+                            break
+                        for j in range(nq):
+                            qfree[C[C_QFREE]] = reqs[j]
+                            C[C_QFREE] += 1
         else:
             # one engine event: completions and starts within rel of t (FlowEngine.run_until_next_event)
             t = max(t_flow, now)
@@ -1245,7 +1556,8 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
             while C[C_PEND] > 0 and pend_t[0] <= horizon:
                 f = pend_f[0]
                 C[C_PEND] = _hpop(pend_t, pend_f, C[C_PEND])
-                if flow_size[f] == 0 or seg_inst[FL[0, f]]:
+                fk = f & C[C_FMASK]
+                if flow_size[fk] == 0 or seg_inst[FL[0, fk]]:
                     if nfin == len(fbuf):
                         fbuf = np.concatenate((fbuf, np.empty(nfin, np.int64)))
                     fbuf[nfin] = f
@@ -1268,7 +1580,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                     n_free = grow
                 s = free[n_free - 1]
                 n_free -= 1
-                sg = FL[0, f]
+                sg = FL[0, fk]
                 L = seg_len[sg]
                 for j in range(L):
                     rows[s, j] = seg_rows[sg, j]
@@ -1301,29 +1613,39 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size): 
                     if not _fits(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, em):
                         EP, HT = entry_room(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, HT, gI, agl,
                                             gm, em)
-                    join(s, g0, flow_size[sid[s]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, EP, HT, em)
+                    join(s, g0, flow_size[sid[s] & C[C_FMASK]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm,
+                         EP, HT, em)
                 n_act += ns
                 dirty = True
             n_events += 1
             if nfin > 0:
                 fbuf[:nfin].sort()
+                if C[C_F] + nfin - f_lo > len(flow_size):   # room for the relays' next segments
+                    while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
+                        f_lo += 1
+                    while C[C_F] + nfin - f_lo > len(flow_size):
+                        FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C,
+                                                                          f_lo)
                 for j in range(nfin):
                     f = fbuf[j]
-                    flow_fin[f] = t
-                    sg = FL[0, f]
-                    m = FL[1, f]
+                    fk = f & C[C_FMASK]
+                    live[fk] = 0
+                    sg = FL[0, fk]
+                    m = FL[1, fk]
                     if m < 0:  # a flow given in advance
+                        init_fin[f] = t
                         continue
                     c = M[M_CLS, m]
                     if sg + 1 < cls_ptr[c + 1]:  # a relay node forwards the whole message
-                        _new_flow(m, sg + 1, MF[0, m], t, now, FL, flow_size, seg_extra, seg_lat, pend_t, pend_f, C)
+                        _new_flow(m, sg + 1, MF[0, m], t, now, FL, flow_size, live, seg_rows, seg_len, seg_extra,
+                                  seg_lat, lbytes, pend_t, pend_f, C)
                         continue
                     M[M_ARRIVED, m] = 1
-                    MF[2, m] = t
                     if not M[M_EAGER, m]:
                         _complete(M[M_SREQ, m], t, Q, R, rdy_t, rdy_r, C)
-                    if M[M_RREQ, m] >= 0:
+                    if M[M_RREQ, m] >= 0:   # matched and arrived: the slot is free
                         _complete(M[M_RREQ, m], t, Q, R, rdy_t, rdy_r, C)
-    nf = C[C_F]
-    return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], n_events, FL[0, :nf].copy(),
-            flow_size[:nf].copy(), flow_fin[:nf].copy())
+                        mfree[C[C_MFREE]] = m
+                        C[C_MFREE] += 1
+    return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], n_events, C[C_F], lbytes[:n_links].copy(),
+            init_fin)

@@ -33,10 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_core", "run_flows", "aot_status", "build"]
+__all__ = ["run_core", "run_flows", "no_stream", "aot_status", "build"]
 
 # micro-op kinds of the compiled program (sim.replay.compile_program writes them, sim._compiled runs them)
-K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP = range(9)
+K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP, K_GEN = range(10)
+# streamed collectives (GEN micro-ops): algorithms, and the columns of their table
+GEN_PAIRWISE, GEN_SPREAD = range(2)
+GN_ALG, GN_P, GN_ME, GN_BLOCK, GN_MEM = range(5)
 
 HERE = Path(__file__).resolve().parent
 AOT_NAME = "_engine_aot"
@@ -119,6 +122,13 @@ def run_core(*args):
     return jit(*args)
 
 
+def no_stream() -> tuple:
+    """``run_core``'s ``stream`` argument when no collective is streamed (empty tables of the right types)."""
+    z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
+    parts = (z_i, z_i, z_i, z_i, np.zeros(1, np.int64), z_i)
+    return (np.zeros((0, 5), np.int64), z_i, z_i, parts, z_f, z_f, z_f, np.zeros(0, bool), np.zeros(3), z_f)
+
+
 def flow_args(links, ptr, rl, start, size, rel) -> tuple:
     """``run_core``'s arguments for a plain flow set (validated CSR routes, starts, sizes): no ranks."""
     from sim.maxmin import _pad_routes, _route_stats
@@ -133,7 +143,7 @@ def flow_args(links, ptr, rl, start, size, rel) -> tuple:
     route = (np.zeros(1, np.int64), rows, lens.astype(np.int64), np.zeros(k), lat, cap, ~np.isfinite(slowest))
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
     return (prog, route, lcap, 0.0, float(rel), np.arange(k, dtype=np.int64), np.asarray(start, np.float64),
-            np.asarray(size, np.float64))
+            np.asarray(size, np.float64), no_stream())
 
 
 def run_flows(links, ptr, rl, start, size, rel):

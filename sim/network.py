@@ -548,6 +548,52 @@ class Network:
         ptr = np.concatenate([[0], np.cumsum(np.bincount(pair, minlength=m))])
         return ptr, link[order].astype(np.int64)
 
+    def route_parts(self, nbytes: float = 0.0, *, max_pairs: int = 1 << 22):
+        """The packet routes of messages of ``nbytes`` as parts, when they factor; else None.
+
+        On a tree or a switch graph every route is the source's up link, a
+        path that depends only on the two switches, and the destination's
+        down link (the intra-node link when both ends are one node, no
+        middle when they share a switch). Returns ``(switch, up, down, intra,
+        mid_ptr, mid_links)``: per node its switch and links, and per switch
+        pair ``a * n_switches + b`` the middle links, taken from
+        :meth:`eps_routes` of one node under each switch. None on a torus, when
+        messages of this size may take the circuits (relays do not factor),
+        or with more than ``max_pairs`` switch pairs.
+
+        Examples
+        --------
+        >>> from planner.core.topology_io import load_topology
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]))
+        >>> sw, up, down, intra, mid_ptr, mid_links = net.route_parts(1e6)
+        >>> a, b = int(sw[0]), int(sw[16])
+        >>> k = a * (int(sw.max()) + 1) + b                 # the switch pair's middle
+        >>> [net.link_name[l] for l in [up[0], *mid_links[mid_ptr[k]:mid_ptr[k + 1]], down[16]]]
+        ['node0000->S0', 'S0->top', 'top->S1', 'S1->node0016']
+        """
+        i = self._idx
+        if isinstance(self.topo, TorusTopology) or "node_switch" not in i or "up" not in i:
+            return None
+        if self.circuits is not None and nbytes >= self.threshold_B:
+            return None
+        sw = np.asarray(i["node_switch"], dtype=np.int64)
+        n_sw = int(sw.max(initial=-1)) + 1
+        if n_sw * n_sw > max_pairs:
+            return None
+        rep = np.full(n_sw, -1, dtype=np.int64)
+        rep[sw[::-1]] = np.arange(len(sw))[::-1]          # the first node under each switch
+        a, b = np.divmod(np.arange(n_sw * n_sw), n_sw)
+        pair = np.flatnonzero((a != b) & (rep[a] >= 0) & (rep[b] >= 0))
+        ptr, links = self.eps_routes(rep[a[pair]], rep[b[pair]])
+        inner = np.diff(ptr) - 2                          # without the up and down links
+        keep = np.ones(len(links), dtype=bool)
+        keep[ptr[:-1]] = False
+        keep[ptr[1:] - 1] = False
+        length = np.zeros(n_sw * n_sw, dtype=np.int64)
+        length[pair] = inner
+        mid_ptr = np.concatenate([[0], np.cumsum(length)])
+        return sw, i["up"], i["down"], i["intra"], mid_ptr, links[keep]
+
     # -- circuits and forwarding tables -----------------------------------
     def circuit_links(self, circuits=None) -> CircuitLinks:
         """The links of ``circuits`` numbered after the fixed links, as :func:`build_network` numbers a plan's

@@ -40,6 +40,7 @@ _WAIT, _WAITALL = OP_CODE["wait"], OP_CODE["waitall"]
 _COLL = {OP_CODE[o] for o in ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv",
                               "gather", "scatter", "reduce_scatter", "barrier")}
 _A2A = {OP_CODE["alltoall"], OP_CODE["alltoallv"]}
+_ALLTOALL = OP_CODE["alltoall"]
 
 
 @dataclass
@@ -124,6 +125,38 @@ class _Collectives:
             self._call_last[rows] = np.repeat(rows[bounds[1:] - 1], np.diff(bounds))
         return int(self._call_last[i])
 
+    def member(self, r: int, i: int):
+        """Members of the communicator of rank r's call i and its local rank by world rank (r a member)."""
+        tr = self.trace
+        comm = int(tr.comm[i])
+        pos = self.local.get(comm)
+        if pos is None:
+            pos = self.local[comm] = tr.local_ranks(comm)
+        if not 0 <= r < len(pos) or pos[r] < 0:
+            raise TopoplanError(f"{tr.source}: rank {r} calls {OPS[int(tr.op[i])]} on communicator {comm} "
+                                f"but is not one of its members")
+        return tr.members(comm), pos
+
+    def streamed(self, i: int):
+        """How call i runs as a streamed ``GEN`` micro-op (:mod:`sim._compiled`): ``(algorithm code, batch)``,
+        or None when it is expanded into steps. An alltoall of one size per destination whose MPICH
+        algorithm is the pairwise exchange or the batched isend/irecv streams (its N(N - 1) messages
+        need not be held); Bruck's log N steps, alltoallv and the other collectives are expanded."""
+        from sim._engine import GEN_PAIRWISE, GEN_SPREAD
+        from planner.traffic.collectives import MPICHThresholds, alltoall_algorithm
+
+        tr = self.trace
+        if tr.op[i] != OP_CODE["alltoall"] or tr.peer[i] >= 0 or not tr.bytes[i] > 0:
+            return None
+        p = len(tr.members(int(tr.comm[i])))
+        th = self.thresholds or MPICHThresholds()
+        alg = alltoall_algorithm(p, float(tr.bytes[i]), th) if p >= 2 else "none"
+        if alg == "pairwise":
+            return GEN_PAIRWISE, 1
+        if alg == "spread":
+            return GEN_SPREAD, (th.alltoall_throttle if th.alltoall_throttle > 0 else p)
+        return None
+
     def expand(self, r: int, i: int, hi: int):
         """Steps of rank r's collective call i (rows up to ``hi``); returns ``(steps, members, last)``.
 
@@ -137,13 +170,7 @@ class _Collectives:
 
         tr = self.trace
         op, comm = int(tr.op[i]), int(tr.comm[i])
-        members = tr.members(comm)
-        pos = self.local.get(comm)
-        if pos is None:
-            pos = self.local[comm] = tr.local_ranks(comm)
-        if not 0 <= r < len(pos) or pos[r] < 0:
-            raise TopoplanError(f"{tr.source}: rank {r} calls {OPS[op]} on communicator {comm} "
-                                f"but is not one of its members")
+        members, pos = self.member(r, i)
         root = int(tr.root[i])
         lroot = int(pos[root]) if 0 <= root < len(pos) and pos[root] >= 0 else 0
         j, counts = i, None
@@ -562,7 +589,7 @@ def _check_marks(marks, trace: Trace, bounds: np.ndarray) -> np.ndarray:
 
 
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
-                    thresholds=None) -> dict:
+                    thresholds=None, stream: bool = True) -> dict:
     """The trace as flat arrays for :func:`sim._compiled.run_core` (micro-ops, route classes).
 
     Every call becomes one micro-op, except a collective (one ``STEP`` per
@@ -572,6 +599,12 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     micro-op. Every send site gets a route class: its (source node,
     destination node, size), whose segments (:meth:`Network.message_segments`)
     carry the size-dependent part of their latency as the reference adds it.
+
+    With ``stream`` (the default) an alltoall that :meth:`_Collectives.streamed`
+    accepts is one ``GEN`` micro-op instead, when the network's routes factor
+    (:meth:`Network.route_parts`): the loop generates its steps, routes and
+    timing per message as it runs (same results, memory per rank instead of
+    per message). ``stream=False`` expands every collective.
     """
     from sim import _engine as core
 
@@ -585,12 +618,40 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     coll_seq: dict = {}
     tags: dict = {}
     expanded = {}
+    from planner.traffic.collectives import check_alltoall_messages
+    from planner.traffic.generators import MAX_TRACE_ROWS as limit
+
+    held = 0
+    gen_rows, gen_at, mem_off, mem = [], {}, {}, []
+    parts_by_size: dict = {}
     skip_to = -1
     for i in np.flatnonzero(np.isin(op, list(_COLL))).tolist():
         if i <= skip_to:
             count[i] = 0
             continue
         r = int(trace.rank[i])
+        how = colls.streamed(i) if stream else None
+        if how is not None:
+            b = float(trace.bytes[i])
+            if b not in parts_by_size:
+                parts_by_size[b] = net.route_parts(b)
+            how = how if parts_by_size[b] is not None else None
+        if how is not None:
+            members, pos = colls.member(r, i)
+            comm = int(trace.comm[i])
+            if comm not in mem_off:
+                mem_off[comm] = sum(len(x) for x in mem)
+                mem.append(np.asarray(members, dtype=np.int64))
+            key = (r, comm)
+            seq = coll_seq.get(key, 0)
+            coll_seq[key] = seq + 1
+            gen_at[i] = (len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)))
+            gen_rows.append((how[0], len(members), int(pos[r]), how[1], mem_off[comm]))
+            continue
+        if op[i] == _ALLTOALL and trace.peer[i] < 0:
+            held += len(colls.member(r, i)[0]) - 1   # every message of an expanded alltoall is held
+            if held > limit:
+                check_alltoall_messages(trace)
         steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
         count[i + 1: last + 1] = 0
         skip_to = last
@@ -632,6 +693,8 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
         e_bytes.append(s_bytes)
         e_send.append(s_send)
     del expanded
+    for i, (gi, ctag) in gen_at.items():
+        kind[ptr[i]], peer[ptr[i]], tag[ptr[i]] = core.K_GEN, gi, ctag
     # in micro-op order (calls ascending)
     e_peer = np.concatenate(e_peer) if e_peer else np.zeros(0, dtype=np.int64)
     e_bytes = np.concatenate(e_bytes) if e_bytes else np.zeros(0)
@@ -666,7 +729,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     seg_bytes = np.repeat(ukeys[:, 2], np.diff(cls_ptr))
     seg_len = np.diff(rptr)
     owner = np.repeat(np.arange(len(seg_len)), seg_len)
-    seg_lat = np.bincount(owner, weights=net.latency_s[rlinks], minlength=len(seg_len))
+    seg_lat = np.bincount(owner, weights=net.latency_s[rlinks], minlength=len(seg_len)).astype(np.float64)
     seg_extra = net.route_latency(rptr, rlinks, seg_bytes) - seg_lat
     seg_cap = np.full(len(seg_len), np.inf)
     np.minimum.at(seg_cap, owner, np.where(net.shared, np.inf, net.bw_Bps)[rlinks])
@@ -677,12 +740,27 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     seg_rows[owner, np.arange(len(rlinks)) - rptr[owner]] = rlinks
     n_msgs = int(p2p_send.sum() + (e_send == 1).sum())
     n_reqs = int(p2p_send.sum() + p2p_recv.sum() + len(e_send))
+    if gen_rows:
+        gen = np.asarray(gen_rows, dtype=np.int64).reshape(-1, 5)
+        n_msgs += int(sum(g[1] - 1 for g in gen_rows))
+        n_reqs += int(sum(2 * (g[1] - 1) for g in gen_rows))
+        parts = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in next(v for v in parts_by_size.values()
+                                                                            if v is not None))
+        plinks = np.concatenate([parts[1], parts[2], parts[3], parts[5]])
+        fat = plinks[~net.shared[plinks]]
+        xcaps = np.unique(net.bw_Bps[fat][np.isfinite(net.bw_Bps[fat])]).astype(np.float64)
+        strm = (gen, np.concatenate(mem), node, parts, np.ascontiguousarray(net.latency_s, dtype=np.float64),
+                np.ascontiguousarray(net.bw_Bps, dtype=np.float64),
+                np.ascontiguousarray(net._switches_in, dtype=np.float64), np.ascontiguousarray(net.shared, dtype=bool),
+                np.array([net.switch_delay_s, net.mtu_B, net.model.relay_chunk_B], dtype=np.float64), xcaps)
+    else:
+        strm = core.no_stream()
     prog = (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr, e_peer, e_bytes,
             e_send, e_cls, n_msgs, n_reqs)
     route = (cls_ptr.astype(np.int64), seg_rows, seg_len.astype(np.int64), seg_extra, seg_lat, seg_cap,
              ~np.isfinite(slowest))
     return {"prog": prog, "route": route, "call": call, "op_rank": op_rank, "rptr": rptr, "rlinks": rlinks,
-            "bounds": bounds, "eager_B": float(eager_threshold_B)}
+            "bounds": bounds, "eager_B": float(eager_threshold_B), "stream": strm}
 
 
 def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
@@ -693,8 +771,9 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
     pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                          thresholds=thresholds)
     lcap = np.where(net.shared, net.bw_Bps, np.inf)
-    finish, pc, blocked, n_msgs, n_events, flow_seg, flow_size, _ = run_core(
-        pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _ = run_core(
+        pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+        pg["stream"])
     n = trace.n_ranks
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
@@ -708,14 +787,12 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
         more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
         raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
                             + "; ".join(parts) + more)
-    seg_bytes = np.bincount(flow_seg, weights=flow_size, minlength=len(pg["rptr"]) - 1)
-    link_bytes = np.bincount(pg["rlinks"], weights=np.repeat(seg_bytes, np.diff(pg["rptr"])), minlength=net.n_links)
     compute = np.bincount(pg["op_rank"], weights=pg["prog"][7], minlength=n)
     if progress:
         progress(n, n)
     return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
                         comm_time_s=np.maximum(finish - compute, 0.0), link_bytes=link_bytes,
-                        n_messages=int(n_msgs), n_flows=len(flow_seg), n_events=int(n_events), timeline=None,
+                        n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=None,
                         unknown_ops=dict(trace.unknown_ops))
 
 

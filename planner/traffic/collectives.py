@@ -47,8 +47,9 @@ import numpy as np
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "bcast_algorithm", "bcast_tree",
-           "schedule", "messages", "per_destination_calls", "expand_trace_collectives"]
+__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "alltoall_algorithm",
+           "bcast_algorithm", "bcast_tree", "schedule", "messages", "per_destination_calls", "expand_trace_collectives",
+           "alltoall_messages", "check_alltoall_messages"]
 
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
               "scatter", "reduce_scatter", "barrier")
@@ -623,10 +624,29 @@ def _alltoall_pairwise(p, me, n):
     return steps
 
 
+def alltoall_algorithm(comm_size: int, nbytes: float, thresholds: MPICHThresholds | None = None) -> str:
+    """MPICH's algorithm for an ``MPI_Alltoall`` of ``nbytes`` per destination: ``"bruck"`` (short
+    messages, at least ``alltoall_min_procs`` ranks), ``"spread"`` (isend/irecv in batches of
+    ``alltoall_throttle``, medium) or ``"pairwise"`` (long).
+
+    Examples
+    --------
+    >>> [alltoall_algorithm(64, b) for b in (64, 4096, 1 << 20)]
+    ['bruck', 'spread', 'pairwise']
+    """
+    th = thresholds or MPICHThresholds()
+    if nbytes <= th.alltoall_short_B and comm_size >= th.alltoall_min_procs:
+        return "bruck"
+    if nbytes <= th.alltoall_medium_B:
+        return "spread"
+    return "pairwise"
+
+
 def _alltoall(p, me, n, th):
-    if n <= th.alltoall_short_B and p >= th.alltoall_min_procs:
+    alg = alltoall_algorithm(p, n, th)
+    if alg == "bruck":
         return _alltoall_bruck(p, me, n)
-    if n <= th.alltoall_medium_B:
+    if alg == "spread":
         return _alltoall_spread(p, me, [n] * p, [n] * p, th.alltoall_throttle)
     return _alltoall_pairwise(p, me, n)
 
@@ -828,6 +848,42 @@ def per_destination_calls(trace):
     return rows, np.flatnonzero(new)
 
 
+def alltoall_messages(trace) -> int:
+    """Point-to-point messages of the trace's alltoall calls written as one row each (``p - 1`` per call
+    of a ``p``-rank communicator; Bruck sends fewer, larger ones).
+
+    Examples
+    --------
+    >>> from planner.traffic.generators import alltoall
+    >>> alltoall(16, 1e6, iters=2).n_ranks, alltoall_messages(alltoall(16, 1e6, iters=2))
+    (16, 480)
+    """
+    from planner.traffic.trace import OP_CODE
+
+    rows = (trace.op == OP_CODE["alltoall"]) & (trace.peer < 0)
+    comms, calls = np.unique(trace.comm[rows], return_counts=True)
+    return int(sum(int(c) * max(len(trace.members(int(k))) - 1, 0) for k, c in zip(comms.tolist(), calls.tolist())))
+
+
+def check_alltoall_messages(trace) -> None:
+    """Refuse to expand a trace whose alltoall calls are more than ``MAX_TRACE_ROWS`` messages: they would
+    be held at once. The simulator streams alltoall calls instead.
+
+    Examples
+    --------
+    >>> from planner.traffic.generators import alltoall
+    >>> check_alltoall_messages(alltoall(64, 1e6))          # 4,032 messages: fine
+    """
+    from planner.core.errors import TopoplanError
+    from planner.traffic.generators import MAX_TRACE_ROWS
+
+    n = alltoall_messages(trace)
+    if n > MAX_TRACE_ROWS:
+        raise TopoplanError(f"{trace.source}: its alltoall calls are {n:,} point-to-point messages, over "
+                            f"the limit of {MAX_TRACE_ROWS:,} held at once; `topoplan simulate` streams them on a "
+                            "tree or switch graph (without circuits for their size), other uses need every message")
+
+
 def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThresholds()):
     """Every point-to-point message implied by the collective calls of a trace, in world ranks.
 
@@ -849,7 +905,8 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     ``(src, dst, bytes)`` NumPy arrays (world ranks), in no particular order.
 
     Raises TopoplanError when a rank calls a collective on a communicator it
-    is not a member of.
+    is not a member of, or when its alltoall calls are more than
+    ``MAX_TRACE_ROWS`` messages (:func:`check_alltoall_messages`).
 
     Examples
     --------
@@ -865,6 +922,7 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     coll = np.isin(trace.op, op_codes(OPERATIONS))
     if not coll.any():
         return empty
+    check_alltoall_messages(trace)
     a2a_rows, starts = per_destination_calls(trace)
     per_dest = np.zeros(len(trace), dtype=bool)
     per_dest[a2a_rows] = True

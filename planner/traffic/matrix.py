@@ -401,7 +401,7 @@ def is_matrix_file(path: Path) -> bool:
     return {"src", "dst"} <= cols and "op" not in cols
 
 
-def load_source(spec: str, n_ranks: int | None = None):
+def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = True):
     """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
 
     Parameters
@@ -413,12 +413,16 @@ def load_source(spec: str, n_ranks: int | None = None):
         archive (``traces.otf2`` or its directory, :mod:`planner.traffic.otf2`).
     n_ranks : int, optional
         Ranks of the communicator, for files; default from the largest rank seen.
+    with_traffic : bool, optional
+        False: skip the traffic of a trace or generator (None is returned in
+        its place; a matrix's is always returned). A replay needs only the
+        trace, and a large alltoall's traffic is one entry per rank pair.
 
     Returns
     -------
     trace : planner.traffic.trace.Trace or None
         The event trace (for replay) of a generator or trace file; None for a matrix.
-    traffic : Traffic
+    traffic : Traffic or None
         Its point-to-point traffic.
 
     Raises
@@ -460,11 +464,13 @@ def load_source(spec: str, n_ranks: int | None = None):
             ops = ", ".join(f"{o} ({c})" for o, c in sorted(tr.unknown_ops.items())[:5])
             print(f"warning: {path}: skipped {sum(tr.unknown_ops.values())} rows with calls topoplan does not "
                   f"model: {ops}", file=sys.stderr)
-        return tr, from_trace(tr)
+        return tr, (from_trace(tr) if with_traffic else None)
     from planner.traffic import generators
 
     if generators.is_spec(spec):
         rec = generators.record_spec(spec)
+        if not with_traffic:
+            return (generators.parse_spec(spec) if rec is None else rec.build()), None
         if rec is None:
             tr = generators.parse_spec(spec)
             t = from_trace(tr)

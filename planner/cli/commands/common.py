@@ -110,13 +110,17 @@ AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it w
 
 def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
                       placement=None) -> None:
-    """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given."""
+    """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
+    (``traffic`` may be a function returning it, called only when the plan records its inputs)."""
     if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict) and doc.get("inputs") is None:
         doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs
     if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
         return
     from planner.core.errors import TopoplanError
     from planner.core.fingerprint import check_inputs, fingerprint
+
+    if callable(traffic):   # computed only when a plan's inputs are checked
+        traffic = traffic()
 
     try:
         check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)

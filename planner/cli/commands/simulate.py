@@ -66,7 +66,7 @@ def simulate_cmd(
 
     given_topo = load_topology(topology, sets or [])
     topo = network_view(given_topo, network)
-    trace, tr = load_source(traffic)
+    trace, tr = load_source(traffic, with_traffic=False)   # the replay needs the trace only
     if trace is None:
         if phases is not None:
             raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
@@ -81,6 +81,7 @@ def simulate_cmd(
 
         raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
                             f"{cores_hint(given_topo)}")
+    tr = _traffic_of(traffic, trace, tr)
     # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
     check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
                       traffic=tr)
@@ -126,7 +127,7 @@ def simulate_cmd(
         res["topology_doc"] = topology_to_dict(topo)
         from planner.analysis.switches import analyze
 
-        sa = analyze(topo, tr, pl)
+        sa = analyze(topo, tr(), pl)
         res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
         if plan is not None:
             res["circuit_pairs"] = plan.get("circuits", [])
@@ -149,6 +150,21 @@ def simulate_cmd(
                       f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
         if len(res["phases"]) > len(shown):
             con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
+
+
+def _traffic_of(spec: str, trace, traffic):
+    """A function returning the point-to-point traffic of ``spec``, made on the first call: only a plan's
+    recorded inputs and the switch loads need it, and a large alltoall's is one entry per rank pair."""
+    held = [traffic]
+
+    def get():
+        if held[0] is None:
+            from planner.traffic import generators
+            from planner.traffic.matrix import from_trace, load_traffic
+
+            held[0] = load_traffic(spec) if generators.is_spec(spec) else from_trace(trace)
+        return held[0]
+    return get
 
 
 def _load_phases(spec: str, trace, topo, pl):

@@ -1,0 +1,167 @@
+"""Streamed collectives in the compiled replay (``GEN`` micro-ops) and its recycled state.
+
+An alltoall whose MPICH algorithm is the pairwise exchange or the batched
+isend/irecv is generated step by step inside the loop, each message's
+route composed from :meth:`sim.network.Network.route_parts`; the results
+must be those of the expanded schedule to the bit.
+"""
+
+import numpy as np
+import pytest
+
+from planner.core.errors import TopoplanError
+from planner.core.placement import sequential
+from planner.core.topology import GraphTopology
+from planner.core.topology_io import load_topology
+from planner.traffic.collectives import MPICHThresholds, alltoall_algorithm, schedule
+from planner.traffic.generators import alltoall, parse_spec
+from sim._engine import GEN_PAIRWISE, GEN_SPREAD, K_GEN, K_STEP, run_core
+from sim.maxmin import REL_TOL
+from sim.network import build_network
+from sim.replay import _compact_steps, compile_program, replay
+
+
+def _run(pg, net):
+    z = np.zeros(0)
+    return run_core(pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
+                    np.zeros(0, np.int64), z, z, pg["stream"])
+
+
+@pytest.mark.parametrize("p,nbytes,throttle", [
+    (16, 1e6, 32),      # pairwise, a power of two: partner me ^ i
+    (12, 1e6, 32),      # pairwise: receive from me - i, send to me + i
+    (12, 8192, 32),     # one batch
+    (40, 8192, 8),      # five batches of 8
+    (40, 8192, 0),      # throttle 0: every isend/irecv at once
+    (3, 100, 32),       # below alltoall_min_procs: short messages go the spread way
+])
+def test_generated_steps_are_the_schedules(p, nbytes, throttle):
+    from sim._compiled import _gen_count, _gen_step
+
+    th = MPICHThresholds(alltoall_throttle=throttle)
+    alg = alltoall_algorithm(p, nbytes, th)
+    code = GEN_PAIRWISE if alg == "pairwise" else GEN_SPREAD
+    block = throttle if throttle > 0 else p
+    mem = np.arange(p, dtype=np.int64) * 3 + 5          # world rank of each local rank
+    ep, eb, es = np.empty(2 * p, np.int64), np.empty(2 * p), np.empty(2 * p, np.int64)
+    for me in range(p):
+        count, peer, nb, send = _compact_steps(schedule("alltoall", p, me, 0, nbytes, thresholds=th))
+        assert _gen_count(code, p, block) == len(count)
+        at = 0
+        for st, c in enumerate(count.tolist()):
+            k = _gen_step(code, p, me, st, nbytes, block, mem, 0, ep, eb, es)
+            assert k == c
+            assert ep[:k].tolist() == mem[peer[at:at + c]].tolist()
+            assert eb[:k].tolist() == nb[at:at + c].tolist()
+            assert es[:k].tolist() == send[at:at + c].tolist()
+            at += c
+
+
+def _tree(kind="tree", per_switch=4, cores=1):
+    return load_topology("paper001-16x16", [f"kind={kind}", "ocs=null", f"nodes_per_switch={per_switch}",
+                                            f"cores_per_node={cores}"])
+
+
+def _graph():
+    sw = ("s0", "s1", "s2", "top")
+    hosts = tuple(f"h{i}" for i in range(12))
+    return GraphTopology(switches=sw, hosts=hosts, host_switch=tuple(i // 4 for i in range(12)),
+                         host_bw_Bps=(1.25e9,) * 12, links=((0, 3, 2.5e9), (1, 3, 2.5e9), (2, 3, 5e9), (0, 1, 1e9)))
+
+
+@pytest.mark.parametrize("topo,spec", [
+    (_tree(), "alltoall:np=48,bytes=1MB,iters=2,compute=0.001"),        # pairwise, computation between calls
+    (_tree(), "alltoall:np=64,bytes=20KB,iters=2"),                     # batched isend/irecv, eager
+    (_tree(cores=2), "alltoall:np=40,bytes=1MB"),                       # two ranks a node: intra-node links
+    (_tree("fat-tree"), "alltoall:np=32,bytes=16KB"),                   # fat-pipe uplinks: capped flows
+    (_graph(), "alltoall:np=12,bytes=2MB,iters=2"),                     # a switch graph
+])
+def test_streamed_replay_is_the_expanded_one_to_the_bit(topo, spec):
+    trace = parse_spec(spec)
+    net = build_network(topo)
+    pl = sequential(trace.n_ranks, topo)
+    a = compile_program(trace, net, pl)
+    b = compile_program(trace, net, pl, stream=False)
+    assert (a["prog"][2] == K_GEN).sum() == trace.n_ranks * trace.op_counts()["alltoall"] // trace.n_ranks
+    assert (b["prog"][2] == K_GEN).sum() == 0 and (b["prog"][2] == K_STEP).any()
+    ra, rb = _run(a, net), _run(b, net)
+    np.testing.assert_array_equal(ra[0], rb[0])           # every rank's finish
+    assert ra[3] == rb[3] == trace.op_counts()["alltoall"] * (trace.n_ranks - 1)   # messages
+    assert ra[4] == rb[4] and ra[5] == rb[5]              # events, flows
+    np.testing.assert_array_equal(ra[6], rb[6])           # bytes per link
+
+
+def test_streamed_replay_agrees_with_the_reference():
+    topo = _tree(per_switch=2)
+    trace = parse_spec("alltoall:np=24,bytes=256KB,iters=2")
+    net = build_network(topo)
+    pl = sequential(24, topo)
+    fast = replay(trace, net, pl, method="compiled")
+    ref = replay(trace, net, pl, method="python")
+    np.testing.assert_allclose(fast.rank_finish_s, ref.rank_finish_s, rtol=1e-9)
+    np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-12)
+    assert fast.n_messages == ref.n_messages == 2 * 24 * 23
+
+
+@pytest.mark.parametrize("topo", [_tree(), _tree("fat-tree", cores=2), _graph()], ids=["tree", "fat-tree", "graph"])
+def test_route_parts_compose_the_packet_routes(topo):
+    net = build_network(topo)
+    sw, up, down, intra, mid_ptr, mid_links = net.route_parts()
+    n, n_sw = topo.n_nodes, int(sw.max()) + 1
+    src, dst = np.divmod(np.arange(n * n), n)
+    ptr, links = net.eps_routes(src, dst)
+    for s, d in zip(src.tolist(), dst.tolist()):
+        if s == d:
+            want = [intra[s]]
+        else:
+            k = sw[s] * n_sw + sw[d]
+            want = [up[s], *mid_links[mid_ptr[k]:mid_ptr[k + 1]].tolist(), down[d]]
+        assert links[ptr[s * n + d]:ptr[s * n + d + 1]].tolist() == want
+
+
+def test_no_route_parts_where_routes_do_not_factor():
+    assert build_network(load_topology("mesh10x10x10")).route_parts() is None          # a torus
+    hybrid = load_topology("paper003")
+    net = build_network(hybrid, {"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}})
+    assert net.route_parts(1.0) is not None                      # below the threshold: packet routes
+    assert net.route_parts(net.threshold_B) is None              # may be relayed over a circuit
+    assert build_network(_tree()).route_parts(max_pairs=10) is None
+
+
+def test_alltoall_over_circuits_is_expanded():
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    net = build_network(topo, {"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}, "1": {"0": 0}}})
+    trace = parse_spec("alltoall:np=32,bytes=4MB")
+    pg = compile_program(trace, net, sequential(32, topo))
+    assert (pg["prog"][2] == K_GEN).sum() == 0
+
+
+def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
+    import planner.traffic.generators as gen
+    from planner.traffic.matrix import load_traffic
+
+    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    trace = alltoall(40, 1e6)                                    # 1,560 messages, 40 rows: generated
+    topo = _tree(per_switch=4)
+    net = build_network(topo)
+    with pytest.raises(TopoplanError, match=r"alltoall:np=40,bytes=1MB: its alltoall calls are 1,560 "
+                                            r"point-to-point messages, over the limit of 1,000 held at once"):
+        load_traffic("alltoall:np=40,bytes=1MB")
+    with pytest.raises(TopoplanError, match=r"over the limit of 1,000 held at once"):
+        compile_program(trace, net, sequential(40, topo), stream=False)
+    res = replay(trace, net, sequential(40, topo), method="compiled")    # streamed: nothing held
+    assert res.n_messages == 1560
+
+
+def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_cli):
+    """The traffic (one entry per rank pair) is made only when a plan's inputs or switch loads need it."""
+    import planner.traffic.generators as gen
+
+    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    args = ["simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null", "--set",
+            "nodes_per_switch=4", "-T", "alltoall:np=40,bytes=1MB", "--json"]
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    assert '"n_messages": 1560' in out
+    code, out, err = run_cli(*args[:-1], "--timeline", "1s")   # the switch loads need the traffic
+    assert code == 2 and "1,560 point-to-point messages, over the limit of 1,000" in err and not out
