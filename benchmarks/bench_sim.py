@@ -50,6 +50,13 @@ Replay workloads (no SimGrid peer):
   generating it (``gen_s``). Each replay runs in a child process with a time
   limit (``--replay-timeout``, default 600 s); a replay that does not finish is
   reported as ``> N s``.
+* ``replay-alltoall-1MB-<N>``: ``MPI_Alltoall`` of 1 MB per destination
+  among N ranks (``alltoall:np=N,bytes=1MB``, MPICH's pairwise exchange:
+  N(N - 1) messages) on ``paper001-16x16`` as a tree with N/16 nodes per
+  switch; the replay streams the calls (``GEN`` micro-ops, see
+  ``sim._compiled``). ``peak_GB`` is the child process's peak resident size
+  (the benchmark's own few hundred MB included). The 16,384-rank row (268 M
+  messages) runs once whatever ``--repeat`` says.
 * ``replay-cg-C-256-hybrid-<relay>``: the same 256-rank replay on the hybrid
   ``paper001-16x16`` (64 OCS nodes) with 001's ``three-step`` circuits, under
   each relay model (``pipelined``: one flow per relayed message over the
@@ -308,12 +315,33 @@ def _replay_hybrid(n_ranks: int, relay: str):
     return run
 
 
+def _replay_alltoall(n_ranks: int):
+    def run():
+        import resource
+
+        from planner.core.placement import sequential
+        from planner.core.topology_io import load_topology
+        from planner.traffic.matrix import load_source
+        from sim.run import simulate
+
+        topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null", f"nodes_per_switch={n_ranks // 16}"])
+        trace, _ = load_source(f"alltoall:np={n_ranks},bytes=1MB", with_traffic=False)
+        t0 = time.perf_counter()
+        res = simulate(topo, trace, sequential(n_ranks, topo))
+        return time.perf_counter() - t0, {"flows": res["n_flows"], "events": res["n_events"], "calls": len(trace),
+                                          "makespan_s": res["makespan_s"],
+                                          "peak_GB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+    return run
+
+
 REPLAYS = {"replay-cg-C-128": _replay(128), "replay-cg-C-256": _replay(256),
            "replay-lu-C-256": _replay(256, "lu"), "replay-is-C-256": _replay(256, "is"),
            "replay-cg-C-1024": _replay(1024), "replay-lu-C-1024": _replay(1024, "lu"),
            "replay-is-C-1024": _replay(1024, "is"),
            "replay-cg-C-256-hybrid-pipelined": _replay_hybrid(256, "pipelined"),
-           "replay-cg-C-256-hybrid-store-and-forward": _replay_hybrid(256, "store-and-forward")}
+           "replay-cg-C-256-hybrid-store-and-forward": _replay_hybrid(256, "store-and-forward"),
+           **{f"replay-alltoall-1MB-{n}": _replay_alltoall(n) for n in (2048, 4096, 16384)}}
+ONCE = {"replay-alltoall-1MB-16384"}   # minutes each: one run whatever --repeat says
 WORKLOADS = [*FLOWS, *REPLAYS]
 
 
@@ -346,7 +374,7 @@ def _in_child(fn, timeout_s: float):
 
 def replay_row(name: str, args) -> dict:
     walls, info = [], {}
-    for _ in range(max(args.repeat, 1)):
+    for _ in range(1 if name in ONCE else max(args.repeat, 1)):
         got = _in_child(REPLAYS[name], args.replay_timeout)
         if got is None:
             return {"workload": name, "timeout_s": args.replay_timeout}
@@ -420,15 +448,17 @@ def print_table(rows, args, jit_s, simgrid) -> None:
         print("random-flow growth 10k -> 50k flows: " + ", ".join(parts) + " (target: at most ~n^1.2)")
     replays = [r for r in rows if r["workload"] in REPLAYS and "error" not in r]
     if replays:
-        print(f"\n{'replay':<42}{'calls':>10}{'flows':>9}{'events':>9}{'makespan_s':>12}{'wall_s':>9}"
-              f"{'events/s':>10}{'flows/s':>10}")
+        print(f"\n{'replay':<42}{'calls':>10}{'flows':>11}{'events':>9}{'makespan_s':>12}{'wall_s':>9}"
+              f"{'events/s':>10}{'flows/s':>10}{'peak GB':>9}")
         for r in replays:
             if "timeout_s" in r:
                 print(f"{r['workload']:<42}{'':>40}{'> ' + format(r['timeout_s'], 'g') + ' s':>9}")
                 continue
             calls = f"{r['calls']:>10,}" if "calls" in r else f"{'-':>10}"
-            print(f"{r['workload']:<42}{calls}{r['flows']:>9}{r['events']:>9}{r['makespan_s']:>12.5g}"
-                  f"{r['engine_s']:>9.3f}{r['events'] / r['engine_s']:>10.0f}{r['flows'] / r['engine_s']:>10.0f}")
+            peak = f"{r['peak_GB']:>9.2f}" if "peak_GB" in r else f"{'-':>9}"
+            print(f"{r['workload']:<42}{calls}{r['flows']:>11}{r['events']:>9}{r['makespan_s']:>12.5g}"
+                  f"{r['engine_s']:>9.3f}{r['events'] / r['engine_s']:>10.0f}{r['flows'] / r['engine_s']:>10.0f}"
+                  f"{peak}")
 
 
 def main(argv=None) -> int:

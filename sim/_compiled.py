@@ -51,6 +51,8 @@ Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # re
 M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9)   # messages
 R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD, R_STEP = range(12)
 C_QFREE, C_MFREE, C_F, C_PEND, C_RDY, C_MSGS, C_FMASK, C_NSEG = range(8)              # counters
+C_NNZ, C_NACT, C_DIRTY, C_NEV, C_NFREE, C_FLO, C_RESUME = range(8, 15)                 # _loop's saved state
+S_NOW, S_TDONE, S_TBATCH = range(3)
 
 
 # --------------------------------------------------------------------------- max-min solver kernels
@@ -1247,137 +1249,38 @@ def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, w
 
 
 @njit(cache=True)
-def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream):  # pragma: no cover - compiled
-    """Run the flows and ranks to the end (or a deadlock).
-
-    ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
-    n_msgs, n_reqs), no ranks for a plain flow set; ``route``: (cls_ptr, seg_rows, seg_len, seg_extra,
-    seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
-    start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
-    :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
-    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns (finish per rank, pc, blocked, n_messages, n_events,
-    n_flows, bytes per link, finish of each flow given in advance). The state kept is what is in flight:
-    requests, messages and flows take slots that return when they are done.
-    """
+def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree, M, MF,
+          mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid, rows, back,
+          lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
+          sbuf):  # pragma: no cover - compiled
+    """:func:`run_core`'s event loop, from the state in ``C``/``S`` to the end (status 0), or until a
+    micro-op or an event needs more request, message or flow slots than there are (status 1: the state is
+    saved, :func:`run_core` makes room and calls again; a rank stopped mid-batch resumes first). The
+    tables it may reallocate itself are returned. No table is reassigned in the loop that the caller
+    grows: a loop that may rebind an array variable pays reference counting on every iteration."""
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
-    cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
+    cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = seg
     gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
-    n_gen = len(gen)
-    n_sw = int(np.sqrt(len(parts[4]) - 1) + 0.5)
-    n = len(lo)
-    n_links = len(lcap)
-    width = seg_rows.shape[1]
-    if n_gen > 0:   # a streamed message's route: up, the switch pair's middle, down
-        mid_ptr = parts[4]
-        mx = 0
-        for x in range(len(mid_ptr) - 1):
-            mx = max(mx, mid_ptr[x + 1] - mid_ptr[x])
-        width = max(width, mx + 2)
+    n_links, n_static, n_sw, max_items, width = dims[0], dims[1], dims[2], dims[3], dims[4]
     inf = np.inf
-    C = np.zeros(8, np.int64)
-    R = np.full((12, n), -1, np.int64)
-    R[R_PC] = lo
-    R[R_BLOCKED] = 0
-    R[R_NWAIT] = 0
-    R[R_STEP] = 0
-    clock = np.zeros(n)
-    finish = np.full(n, np.nan)
-    rdy_t = np.empty(n + 1)          # a rank is in the ready heap at most once
-    rdy_r = np.empty(n + 1, np.int64)
-    max_items = 2
-    for i in range(len(kind)):
-        max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
-    for gi in range(n_gen):
-        if gen[gi, GN_ALG] == GEN_SPREAD:
-            max_items = max(max_items, 2 * min(gen[gi, GN_BLOCK], gen[gi, GN_P]))
-    reqs = np.empty(max_items, np.int64)
-    g_peer = np.empty(max_items, np.int64)
-    g_bytes = np.empty(max_items)
-    g_send = np.empty(max_items, np.int64)
-    # requests and messages: slots from free lists, grown when a micro-op could run out; the state kept is
-    # what is in flight, not the run's total (n_msgs, n_reqs only size the first tables)
-    n_q = max(min(n_reqs, 4 * n + 64), max_items + 2) + 1
-    Q = np.zeros((8, n_q), np.int64)
-    qfree = np.empty(n_q, np.int64)
-    for j in range(n_q):
-        qfree[j] = n_q - 1 - j
-    C[C_QFREE] = n_q
-    n_m = max(min(n_msgs, 2 * n + 64), max_items + 2) + 1
-    M = np.full((9, n_m), -1, np.int64)
-    MF = np.zeros((3, n_m))
-    mfree = np.empty(n_m, np.int64)
-    for j in range(n_m):
-        mfree[j] = n_m - 1 - j
-    C[C_MFREE] = n_m
-    # flows: ids count up (the heaps break ties by id); a flow's state is at id & mask of a ring that
-    # holds every live id (those from f_lo on), doubled when the next ids would not fit
-    n_init = len(init_seg)
-    n_fl = 1024
-    while n_fl < n_init + 2 * max_items + 2:
-        n_fl *= 2
-    C[C_FMASK] = n_fl - 1
-    f_lo = 0
-    FL = np.zeros((2, n_fl), np.int64)
-    flow_size = np.zeros(n_fl)
-    live = np.zeros(n_fl, np.uint8)
-    pend_t = np.empty(n_fl)
-    pend_f = np.empty(n_fl, np.int64)
-    init_fin = np.full(n_init, np.nan)
-    lbytes = np.zeros(max(n_links, 1))
-    # engine slots (transferring flows), link -> slot lists (real links, then one virtual link per
-    # distinct fat-pipe cap, which acts as a private link of that capacity) and bottleneck groups
-    caps = np.unique(seg_cap[np.isfinite(seg_cap)])
-    if n_gen > 0:
-        caps = np.unique(np.concatenate((caps, xcaps)))
-    n_lt = n_links + len(caps)
-    capv = np.full(n_lt, inf)
-    capv[n_links:] = caps
-    lcap2 = np.full(n_lt, inf)
-    lcap2[:n_links] = lcap
-    seg_vl = np.full(len(seg_cap), -1, np.int64)
-    for sg in range(len(seg_cap)):
-        if np.isfinite(seg_cap[sg]):
-            seg_vl[sg] = n_links + np.searchsorted(caps, seg_cap[sg])
-    n_static = len(seg_len)
-    C[C_NSEG] = n_static
-    if n_gen > 0:   # one segment per message slot after the route classes'
-        seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
-                                                                             seg_inst, seg_vl, n_static + n_m, width)
-    width += 1
-    n_slots = 64
-    sid = np.full(n_slots, -1, np.int64)
-    rows = np.full((n_slots, width), -1, np.int64)
-    back = np.zeros((n_slots, width), np.int64)
-    lens = np.zeros(n_slots, np.int64)
-    sgrp = np.full(n_slots, -1, np.int64)
-    stag = np.zeros(n_slots)
-    hp = np.full((n_slots, 3), -1, np.int64)
-    free = np.empty(n_slots, np.int64)
-    for k in range(n_slots):
-        free[k] = n_slots - 1 - k          # popped from the end: low slots first
-    n_free = n_slots
-    segs = np.zeros((5, n_lt), np.int64)
-    pool = np.zeros(1024, np.int64)
-    meta = np.zeros(2, np.int64)
-    iw = np.zeros((4, n_lt), np.int64)
-    fw = np.zeros((2, n_lt))
-    gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
-    gbuf = np.empty(max(n_lt, 1), np.int64)
-    nnz = 0
-    n_act = 0
-    dirty = False
-    t_done = inf
-    now = 0.0
-    n_events = 0
-    fbuf = np.empty(64, np.int64)
-    sbuf = np.empty(64, np.int64)
-    for r in range(n):
-        C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], 0.0, r)
-    for j in range(n_init):
-        _new_flow(-1, init_seg[j], init_size[j], init_start[j], 0.0, FL, flow_size, live, seg_rows, seg_len,
-                  seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
-
+    nnz = C[C_NNZ]
+    n_act = C[C_NACT]
+    dirty = C[C_DIRTY] != 0
+    n_events = C[C_NEV]
+    n_free = C[C_NFREE]
+    f_lo = C[C_FLO]
+    resume = C[C_RESUME]
+    now = S[S_NOW]
+    t_done = S[S_TDONE]
+    t_batch = S[S_TBATCH]
+    status = 0
     while True:
+        if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):   # room for this event's flows
+            while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
+                f_lo += 1
+            if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
+                status = 1
+                break
         if dirty:
             dirty = False
             if n_act == 0:
@@ -1393,19 +1296,25 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
         if C[C_PEND] > 0 and pend_t[0] < t_done:
             t_flow = pend_t[0]
         t_rank = rdy_t[0] if C[C_RDY] > 0 else inf
+        if resume >= 0:   # back from making room: the same batch, its rank first
+            t_rank = t_batch
         if t_rank == inf and t_flow == inf:
             break
         if t_rank <= t_flow:
             if t_rank > now:
                 now = t_rank
-            while C[C_RDY] > 0 and rdy_t[0] <= t_rank:   # each rank runs until it blocks, computes or ends
-                r = rdy_r[0]
-                clock[r] = rdy_t[0]
-                C[C_RDY] = _hpop(rdy_t, rdy_r, C[C_RDY])
-                R[R_BLOCKED, r] = 0
-                if R[R_HELD, r] >= 0:   # the requests it waited on
-                    _free_reqs(R[R_HELD, r], Q, qfree, C)
-                    R[R_HELD, r] = -1
+            while resume >= 0 or (C[C_RDY] > 0 and rdy_t[0] <= t_rank):   # each rank runs until it blocks...
+                if resume >= 0:
+                    r = resume
+                    resume = -1
+                else:
+                    r = rdy_r[0]
+                    clock[r] = rdy_t[0]
+                    C[C_RDY] = _hpop(rdy_t, rdy_r, C[C_RDY])
+                    R[R_BLOCKED, r] = 0
+                    if R[R_HELD, r] >= 0:   # the requests it waited on
+                        _free_reqs(R[R_HELD, r], Q, qfree, C)
+                        R[R_HELD, r] = -1
                 while True:
                     i = R[R_PC, r]
                     if R[R_STEP, r] > 0:   # the next step of a streamed collective
@@ -1419,21 +1328,16 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
                         R[R_GAPDONE, r] = i
                         C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], clock[r] + g, r)
                         break
-                    # room for the micro-op's requests, messages and flows
-                    if C[C_QFREE] < max_items + 2:
-                        Q, qfree = _grow_requests(Q, qfree, C)
-                    if C[C_MFREE] < max_items + 2:
-                        M, MF, mfree = _grow_messages(M, MF, mfree, C)
-                        if n_gen > 0:
-                            seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(
-                                seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_static + M.shape[1],
-                                seg_rows.shape[1])
+                    # room for the micro-op's requests, messages and flows, else back to run_core for it
                     if C[C_F] + max_items + 2 - f_lo > len(flow_size):
                         while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
                             f_lo += 1
-                        while C[C_F] + max_items + 2 - f_lo > len(flow_size):
-                            FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f,
-                                                                              C, f_lo)
+                    if (C[C_QFREE] < max_items + 2 or C[C_MFREE] < max_items + 2
+                            or C[C_F] + max_items + 2 - f_lo > len(flow_size)):
+                        resume = r
+                        t_batch = t_rank
+                        status = 1
+                        break
                     R[R_PC, r] = i + 1
                     t = clock[r]
                     k = kind[i]
@@ -1529,6 +1433,10 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
                         for j in range(nq):
                             qfree[C[C_QFREE]] = reqs[j]
                             C[C_QFREE] += 1
+                if status:
+                    break
+            if status:
+                break
         else:
             # one engine event: completions and starts within rel of t (FlowEngine.run_until_next_event)
             t = max(t_flow, now)
@@ -1618,14 +1526,8 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
                 n_act += ns
                 dirty = True
             n_events += 1
-            if nfin > 0:
+            if nfin > 0:   # (the ring has room: checked at the top for every flow of the event)
                 fbuf[:nfin].sort()
-                if C[C_F] + nfin - f_lo > len(flow_size):   # room for the relays' next segments
-                    while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
-                        f_lo += 1
-                    while C[C_F] + nfin - f_lo > len(flow_size):
-                        FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C,
-                                                                          f_lo)
                 for j in range(nfin):
                     f = fbuf[j]
                     fk = f & C[C_FMASK]
@@ -1647,5 +1549,167 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
                         _complete(M[M_RREQ, m], t, Q, R, rdy_t, rdy_r, C)
                         mfree[C[C_MFREE]] = m
                         C[C_MFREE] += 1
-    return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], n_events, C[C_F], lbytes[:n_links].copy(),
+    C[C_NNZ] = nnz
+    C[C_NACT] = n_act
+    C[C_DIRTY] = dirty
+    C[C_NEV] = n_events
+    C[C_NFREE] = n_free
+    C[C_FLO] = f_lo
+    C[C_RESUME] = resume
+    S[S_NOW] = now
+    S[S_TDONE] = t_done
+    S[S_TBATCH] = t_batch
+    return status, sid, rows, back, lens, sgrp, stag, hp, free, pool, EP, HT, fbuf, sbuf
+
+
+@njit(cache=True)
+def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream):  # pragma: no cover - compiled
+    """Run the flows and ranks to the end (or a deadlock).
+
+    ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
+    n_msgs, n_reqs), no ranks for a plain flow set; ``route``: (cls_ptr, seg_rows, seg_len, seg_extra,
+    seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
+    start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
+    :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
+    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns (finish per rank, pc, blocked, n_messages, n_events,
+    n_flows, bytes per link, finish of each flow given in advance). The state kept is what is in flight:
+    requests, messages and flows take slots that return when they are done.
+    """
+    lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
+    cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
+    gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
+    n_gen = len(gen)
+    n_sw = int(np.sqrt(len(parts[4]) - 1) + 0.5)
+    n = len(lo)
+    n_links = len(lcap)
+    width = seg_rows.shape[1]
+    if n_gen > 0:   # a streamed message's route: up, the switch pair's middle, down
+        mid_ptr = parts[4]
+        mx = 0
+        for x in range(len(mid_ptr) - 1):
+            mx = max(mx, mid_ptr[x + 1] - mid_ptr[x])
+        width = max(width, mx + 2)
+    inf = np.inf
+    C = np.zeros(15, np.int64)
+    R = np.full((12, n), -1, np.int64)
+    R[R_PC] = lo
+    R[R_BLOCKED] = 0
+    R[R_NWAIT] = 0
+    R[R_STEP] = 0
+    clock = np.zeros(n)
+    finish = np.full(n, np.nan)
+    rdy_t = np.empty(n + 1)          # a rank is in the ready heap at most once
+    rdy_r = np.empty(n + 1, np.int64)
+    max_items = 2
+    for i in range(len(kind)):
+        max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
+    for gi in range(n_gen):
+        if gen[gi, GN_ALG] == GEN_SPREAD:
+            max_items = max(max_items, 2 * min(gen[gi, GN_BLOCK], gen[gi, GN_P]))
+    reqs = np.empty(max_items, np.int64)
+    g_peer = np.empty(max_items, np.int64)
+    g_bytes = np.empty(max_items)
+    g_send = np.empty(max_items, np.int64)
+    # requests and messages: slots from free lists, grown when a micro-op could run out; the state kept is
+    # what is in flight, not the run's total (n_msgs, n_reqs only size the first tables)
+    n_q = max(min(n_reqs, 4 * n + 64), max_items + 2) + 1
+    Q = np.zeros((8, n_q), np.int64)
+    qfree = np.empty(n_q, np.int64)
+    for j in range(n_q):
+        qfree[j] = n_q - 1 - j
+    C[C_QFREE] = n_q
+    n_m = max(min(n_msgs, 2 * n + 64), max_items + 2) + 1
+    M = np.full((9, n_m), -1, np.int64)
+    MF = np.zeros((3, n_m))
+    mfree = np.empty(n_m, np.int64)
+    for j in range(n_m):
+        mfree[j] = n_m - 1 - j
+    C[C_MFREE] = n_m
+    # flows: ids count up (the heaps break ties by id); a flow's state is at id & mask of a ring that
+    # holds every live id (those from f_lo on), doubled when the next ids would not fit
+    n_init = len(init_seg)
+    n_fl = 1024
+    while n_fl < n_init + 2 * max_items + 2:
+        n_fl *= 2
+    C[C_FMASK] = n_fl - 1
+    f_lo = 0
+    FL = np.zeros((2, n_fl), np.int64)
+    flow_size = np.zeros(n_fl)
+    live = np.zeros(n_fl, np.uint8)
+    pend_t = np.empty(n_fl)
+    pend_f = np.empty(n_fl, np.int64)
+    init_fin = np.full(n_init, np.nan)
+    lbytes = np.zeros(max(n_links, 1))
+    # engine slots (transferring flows), link -> slot lists (real links, then one virtual link per
+    # distinct fat-pipe cap, which acts as a private link of that capacity) and bottleneck groups
+    caps = np.unique(seg_cap[np.isfinite(seg_cap)])
+    if n_gen > 0:
+        caps = np.unique(np.concatenate((caps, xcaps)))
+    n_lt = n_links + len(caps)
+    capv = np.full(n_lt, inf)
+    capv[n_links:] = caps
+    lcap2 = np.full(n_lt, inf)
+    lcap2[:n_links] = lcap
+    seg_vl = np.full(len(seg_cap), -1, np.int64)
+    for sg in range(len(seg_cap)):
+        if np.isfinite(seg_cap[sg]):
+            seg_vl[sg] = n_links + np.searchsorted(caps, seg_cap[sg])
+    n_static = len(seg_len)
+    C[C_NSEG] = n_static
+    if n_gen > 0:   # one segment per message slot after the route classes'
+        seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
+                                                                             seg_inst, seg_vl, n_static + n_m, width)
+    width += 1
+    n_slots = 64
+    sid = np.full(n_slots, -1, np.int64)
+    rows = np.full((n_slots, width), -1, np.int64)
+    back = np.zeros((n_slots, width), np.int64)
+    lens = np.zeros(n_slots, np.int64)
+    sgrp = np.full(n_slots, -1, np.int64)
+    stag = np.zeros(n_slots)
+    hp = np.full((n_slots, 3), -1, np.int64)
+    free = np.empty(n_slots, np.int64)
+    for k in range(n_slots):
+        free[k] = n_slots - 1 - k          # popped from the end: low slots first
+    n_free = n_slots
+    segs = np.zeros((5, n_lt), np.int64)
+    pool = np.zeros(1024, np.int64)
+    meta = np.zeros(2, np.int64)
+    iw = np.zeros((4, n_lt), np.int64)
+    fw = np.zeros((2, n_lt))
+    gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
+    gbuf = np.empty(max(n_lt, 1), np.int64)
+    fbuf = np.empty(64, np.int64)
+    sbuf = np.empty(64, np.int64)
+    for r in range(n):
+        C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], 0.0, r)
+    for j in range(n_init):
+        _new_flow(-1, init_seg[j], init_size[j], init_start[j], 0.0, FL, flow_size, live, seg_rows, seg_len,
+                  seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
+
+    S = np.zeros(3)
+    S[S_TDONE] = inf
+    C[C_NFREE] = n_free
+    C[C_RESUME] = -1
+    dims = np.array([n_links, n_static, n_sw, max_items, width], np.int64)
+    while True:
+        seg = (cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl)
+        status, sid, rows, back, lens, sgrp, stag, hp, free, pool, EP, HT, fbuf, sbuf = _loop(
+            prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
+            M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
+            rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
+            sbuf)
+        if status == 0:
+            break
+        if C[C_QFREE] < max_items + 2:
+            Q, qfree = _grow_requests(Q, qfree, C)
+        if C[C_MFREE] < max_items + 2:
+            M, MF, mfree = _grow_messages(M, MF, mfree, C)
+            if n_gen > 0:
+                seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(
+                    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_static + M.shape[1], seg_rows.shape[1])
+        need = max_items + 2 + C[C_NACT] + C[C_PEND]
+        while C[C_F] + need - C[C_FLO] > len(flow_size):
+            FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C, C[C_FLO])
+    return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
             init_fin)
