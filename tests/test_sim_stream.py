@@ -165,3 +165,25 @@ def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_
     assert '"n_messages": 1560' in out
     code, out, err = run_cli(*args[:-1], "--timeline", "1s")   # the switch loads need the traffic
     assert code == 2 and "1,560 point-to-point messages, over the limit of 1,000" in err and not out
+
+
+@pytest.mark.parametrize("n_msgs,nbytes", [(3000, 1000.0), (700, 1e6)], ids=["eager", "rendezvous"])
+def test_tables_grown_in_the_middle_of_a_rank_run(n_msgs, nbytes):
+    """Thousands of isends in one run of a rank: the loop stops for more request, message and flow slots
+    (several times) and resumes that rank where it was; times equal the reference's."""
+    from planner.traffic.trace import Trace
+
+    rec = [(0, "isend", 1 + k % 3, nbytes, -1, 4, 0.0, 0.0, -1, k) for k in range(n_msgs)]
+    rec += [(0, "waitall", -1, 0, -1, 4, 0.0, 0.0)]
+    for r in (1, 2, 3):
+        ks = [k for k in range(n_msgs) if 1 + k % 3 == r]
+        rec += [(r, "irecv", 0, nbytes, -1, 4, 0.0, 0.0, -1, k) for k in ks]
+        rec += [(r, "waitall", -1, 0, -1, 4, 0.0, 0.0)]
+    trace = Trace.from_records(rec, 4)
+    topo = _tree(per_switch=2)
+    net = build_network(topo)
+    fast = replay(trace, net, sequential(4, topo), method="compiled")
+    ref = replay(trace, net, sequential(4, topo), method="python")
+    assert fast.n_messages == ref.n_messages == n_msgs
+    np.testing.assert_allclose(fast.rank_finish_s, ref.rank_finish_s, rtol=1e-9)
+    np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-12)
