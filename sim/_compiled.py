@@ -13,9 +13,11 @@ The Python reference (:class:`sim.replay.Replayer`) spends ~40 us per
 message on objects, dictionaries and one engine call per event. Here the
 trace is first compiled (by :func:`sim.replay.compile_program`, NumPy) into
 a flat per-rank program of *micro-ops* (p2p calls, waits, one ``STEP`` per
-step of a collective's MPICH schedule) with every message's route
-segments precomputed per (node pair, size); then one compiled loop runs
-ranks and flow events together. The
+step of a collective's MPICH schedule, or one ``GEN`` for a whole alltoall
+whose steps the loop generates, see "streamed collectives") with every
+message's route segments precomputed per (node pair, size), a streamed
+message's composed when it is sent; then one compiled loop runs ranks and
+flow events together, holding only what is in flight. The
 semantics are the reference's; ``tests/test_sim_replay.py`` checks that
 both give the same times.
 
@@ -915,18 +917,24 @@ def _free_reqs(q, Q, qfree, C):
 
 
 @_kernel
+def _more_free(free, C, k, old):
+    """Free list ``free`` (``C[k]`` entries) with the slots ``old..2 old - 1`` added, low ones popped first."""
+    nf = np.empty(2 * old, np.int64)
+    n = C[k]
+    nf[:n] = free[:n]
+    for j in range(old):
+        nf[n + j] = 2 * old - 1 - j
+    C[k] = n + old
+    return nf
+
+
+@_kernel
 def _grow_requests(Q, qfree, C):
     """Twice the request slots (a table full of live requests)."""
     old = Q.shape[1]
     Q2 = np.zeros((Q.shape[0], 2 * old), np.int64)
     Q2[:, :old] = Q
-    qf = np.empty(2 * old, np.int64)
-    n = C[C_QFREE]
-    qf[:n] = qfree[:n]
-    for j in range(old):
-        qf[n + j] = 2 * old - 1 - j
-    C[C_QFREE] = n + old
-    return Q2, qf
+    return Q2, _more_free(qfree, C, C_QFREE, old)
 
 
 @_kernel
@@ -937,13 +945,7 @@ def _grow_messages(M, MF, mfree, C):
     M2[:, :old] = M
     MF2 = np.zeros((MF.shape[0], 2 * old))
     MF2[:, :old] = MF
-    mf = np.empty(2 * old, np.int64)
-    n = C[C_MFREE]
-    mf[:n] = mfree[:n]
-    for j in range(old):
-        mf[n + j] = 2 * old - 1 - j
-    C[C_MFREE] = n + old
-    return M2, MF2, mf
+    return M2, MF2, _more_free(mfree, C, C_MFREE, old)
 
 
 @_kernel
