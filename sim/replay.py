@@ -917,6 +917,9 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
                                 and _numba_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress)
+    from planner.traffic.collectives import check_alltoall_messages
+
+    check_alltoall_messages(trace)   # the reference keeps every rank's expanded schedule
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                     thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress, marks=marks).run()
 

@@ -149,6 +149,8 @@ def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
         load_traffic("alltoall:np=40,bytes=1MB")
     with pytest.raises(TopoplanError, match=r"over the limit of 1,000 held at once"):
         compile_program(trace, net, sequential(40, topo), stream=False)
+    with pytest.raises(TopoplanError, match=r"over the limit of 1,000 held at once"):
+        replay(trace, net, sequential(40, topo), method="python")      # the reference expands every call
     res = replay(trace, net, sequential(40, topo), method="compiled")    # streamed: nothing held
     assert res.n_messages == 1560
 
