@@ -189,3 +189,39 @@ def test_tables_grown_in_the_middle_of_a_rank_run(n_msgs, nbytes):
     assert fast.n_messages == ref.n_messages == n_msgs
     np.testing.assert_allclose(fast.rank_finish_s, ref.rank_finish_s, rtol=1e-9)
     np.testing.assert_allclose(fast.link_bytes, ref.link_bytes, rtol=1e-12)
+
+
+def test_streamed_alltoall_on_sub_communicators():
+    """Two communicators, members out of world order (local rank i is world rank members[i]), then one
+    alltoall on the world: the streamed replay maps every peer through its communicator as the expansion does."""
+    from planner.traffic.trace import Trace
+
+    evens, odds = list(range(0, 24, 2))[::-1], list(range(1, 24, 2))
+    rec = []
+    for r in range(24):
+        comm = 1 if r % 2 == 0 else 2
+        rec.append((r, "alltoall", -1, 300_000, -1, 12, 0.0, 0.0, comm))
+        rec.append((r, "alltoall", -1, 20_000, -1, 24, 0.0, 0.0, -1))
+    trace = Trace.from_records(sorted(rec, key=lambda x: x[0]), 24, communicators={1: evens, 2: odds})
+    topo = _tree(per_switch=2)
+    net = build_network(topo)
+    pl = sequential(24, topo)
+    a, b = compile_program(trace, net, pl), compile_program(trace, net, pl, stream=False)
+    assert (a["prog"][2] == K_GEN).sum() == 48
+    ra, rb = _run(a, net), _run(b, net)
+    np.testing.assert_array_equal(ra[0], rb[0])
+    np.testing.assert_array_equal(ra[6], rb[6])
+    assert ra[3] == rb[3] == 24 * 11 + 24 * 23
+
+
+def test_a_rank_missing_from_a_streamed_alltoall_is_named():
+    from planner.traffic.trace import Trace
+
+    rec = [(r, "alltoall", -1, 1e6, -1, 4, 0.0, 0.0) for r in range(3)]    # rank 3 never calls it
+    trace = Trace.from_records(rec, 4)
+    topo = _tree(per_switch=2)
+    pg = compile_program(trace, build_network(topo), sequential(4, topo))
+    assert (pg["prog"][2] == K_GEN).sum() == 3
+    with pytest.raises(TopoplanError, match=r"deadlock or unmatched receive: 3 rank\(s\) blocked: "
+                                            r"rank 0 in call 0 \(alltoall peer -1\)"):
+        replay(trace, build_network(topo), sequential(4, topo), method="compiled")
