@@ -1179,12 +1179,11 @@ def _gen_step(alg, p, me, st, n, block, mem, off, ep, eb, es):
 
 
 @_leaf_py
-def _dyn_seg(j, sn, dn, size, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, parts, lk_lat, lk_bw, lk_swin,
-             lk_shared, consts, caps, n_links, n_sw):
+def _dyn_seg(j, sn, dn, size, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, psw, pup, pdown, pintra,
+             mid_ptr, mid_links, lk_lat, lk_bw, lk_swin, lk_shared, consts, caps, n_links, n_sw):
     """Segment ``j``: the packet route from node ``sn`` to ``dn`` of a message of ``size`` bytes, with the
     latency terms of :meth:`sim.network.Network.route_latency` summed in the same order (so the times equal a
     route class's to the bit), its fat-pipe cap's virtual link and whether it is instantaneous."""
-    psw, pup, pdown, pintra, mid_ptr, mid_links = parts
     L = 0
     if sn == dn:
         seg_rows[j, 0] = pintra[sn]
@@ -1229,6 +1228,32 @@ def _dyn_seg(j, sn, dn, size, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, s
 
 
 @_kernel
+def _grow_slots(sid, rows, back, lens, sgrp, stag, hp, free, C, need):
+    """Engine slots for ``need`` more flows than there are free (doubling). The new slots go under the free
+    ones in the stack, so slots are handed out in the order growing on exhaustion would give (low first)."""
+    old = len(lens)
+    new = 2 * old
+    while new - old + C[C_NFREE] < need:
+        new *= 2
+    grow = new - old
+    width = rows.shape[1]
+    sid = np.concatenate((sid, np.full(grow, -1, np.int64)))
+    rows = np.concatenate((rows, np.full((grow, width), -1, np.int64)))
+    back = np.concatenate((back, np.zeros((grow, width), np.int64)))
+    lens = np.concatenate((lens, np.zeros(grow, np.int64)))
+    sgrp = np.concatenate((sgrp, np.full(grow, -1, np.int64)))
+    stag = np.concatenate((stag, np.zeros(grow)))
+    hp = np.concatenate((hp, np.full((grow, 3), -1, np.int64)))
+    n = C[C_NFREE]
+    fr = np.empty(new, np.int64)
+    for j in range(grow):
+        fr[j] = new - 1 - j
+    fr[grow:grow + n] = free[:n]
+    C[C_NFREE] = n + grow
+    return sid, rows, back, lens, sgrp, stag, hp, fr
+
+
+@_kernel
 def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, width):
     """The segment tables with ``n_new`` rows of ``width`` links (the new ones empty)."""
     old = len(seg_len)
@@ -1263,6 +1288,7 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = seg
     gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
+    psw, pup, pdown, pintra, mid_ptr, mid_links = parts
     n_links, n_static, n_sw, max_items, width = dims[0], dims[1], dims[2], dims[3], dims[4]
     inf = np.inf
     nnz = C[C_NNZ]
@@ -1277,12 +1303,16 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
     t_batch = S[S_TBATCH]
     status = 0
     while True:
-        if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):   # room for this event's flows
+        # room for this event's flows: ids in the ring, engine slots and buffers for all that may start or end
+        if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
             while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
                 f_lo += 1
             if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
                 status = 1
                 break
+        if n_free < C[C_PEND] or len(fbuf) < n_act + C[C_PEND] or len(sbuf) < max(n_act, C[C_PEND]):
+            status = 1
+            break
         if dirty:
             dirty = False
             if n_act == 0:
@@ -1380,8 +1410,9 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                         for e in range(ne):
                             if g_send[e]:   # the route of the slot the message will take
                                 _dyn_seg(n_static + mfree[C[C_MFREE] - 1], node[r], node[g_peer[e]], g_bytes[e],
-                                         seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, parts, lk_lat,
-                                         lk_bw, lk_swin, lk_shared, consts, caps, n_links, n_sw)
+                                         seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, psw, pup, pdown,
+                                         pintra, mid_ptr, mid_links, lk_lat, lk_bw, lk_swin, lk_shared, consts, caps,
+                                         n_links, n_sw)
                             reqs[nq] = _post(r, g_send[e] == 1, g_peer[e], g_bytes[e], tag[i], -1, t, now, eager_B,
                                              Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr, seg_rows,
                                              seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
@@ -1453,8 +1484,6 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                 for j in range(ns):
                     s = sbuf[j]
                     nnz -= lens[s]
-                    if nfin == len(fbuf):
-                        fbuf = np.concatenate((fbuf, np.empty(nfin, np.int64)))
                     fbuf[nfin] = sid[s]
                     nfin += 1
                     sid[s] = -1
@@ -1468,26 +1497,9 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                 C[C_PEND] = _hpop(pend_t, pend_f, C[C_PEND])
                 fk = f & C[C_FMASK]
                 if flow_size[fk] == 0 or seg_inst[FL[0, fk]]:
-                    if nfin == len(fbuf):
-                        fbuf = np.concatenate((fbuf, np.empty(nfin, np.int64)))
                     fbuf[nfin] = f
                     nfin += 1
                     continue
-                if n_free == 0:  # more slots, as FlowEngine._more_slots
-                    old = len(lens)
-                    new = 2 * old
-                    grow = new - old
-                    sid = np.concatenate((sid, np.full(grow, -1, np.int64)))
-                    rows = np.concatenate((rows, np.full((grow, width), -1, np.int64)))
-                    back = np.concatenate((back, np.zeros((grow, width), np.int64)))
-                    lens = np.concatenate((lens, np.zeros(grow, np.int64)))
-                    sgrp = np.concatenate((sgrp, np.full(grow, -1, np.int64)))
-                    stag = np.concatenate((stag, np.zeros(grow)))
-                    hp = np.concatenate((hp, np.full((grow, 3), -1, np.int64)))
-                    free = np.empty(new, np.int64)
-                    for j in range(grow):
-                        free[j] = new - 1 - j
-                    n_free = grow
                 s = free[n_free - 1]
                 n_free -= 1
                 sg = FL[0, fk]
@@ -1499,8 +1511,6 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                     L += 1
                 lens[s] = L
                 sid[s] = f
-                if ns == len(sbuf):
-                    sbuf = np.concatenate((sbuf, np.empty(ns, np.int64)))
                 sbuf[ns] = s
                 ns += 1
             if ns > 0:
@@ -1713,5 +1723,13 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
         need = max_items + 2 + C[C_NACT] + C[C_PEND]
         while C[C_F] + need - C[C_FLO] > len(flow_size):
             FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C, C[C_FLO])
+        if C[C_NFREE] < C[C_PEND]:
+            sid, rows, back, lens, sgrp, stag, hp, free = _grow_slots(sid, rows, back, lens, sgrp, stag, hp, free, C,
+                                                                       C[C_PEND])
+        need = C[C_NACT] + C[C_PEND]
+        if len(fbuf) < need:
+            fbuf = np.empty(2 * need, np.int64)
+        if len(sbuf) < need:
+            sbuf = np.empty(2 * need, np.int64)
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
             init_fin)
