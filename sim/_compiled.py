@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim._engine import (GEN_PAIRWISE, GEN_SPREAD, GN_ALG, GN_BLOCK, GN_ME, GN_MEM, GN_P,  # noqa: F401
+from sim._engine import (GEN_PAIRWISE, GEN_RING, GEN_SPREAD, GN_ALG, GN_BLOCK, GN_ME, GN_MEM, GN_P,  # noqa: F401
                          K_GEN, K_IRECV, K_ISEND, K_NOP, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL)
 
 __all__ = ["run_core"]
@@ -1132,7 +1132,7 @@ def _block(r, reqs, k, Q, R):
 @_leaf_py
 def _gen_count(alg, p, block):
     """Steps of a generated alltoall of ``p`` ranks."""
-    if alg == GEN_PAIRWISE:
+    if alg == GEN_PAIRWISE or alg == GEN_RING:
         return p - 1
     return (p + block - 1) // block
 
@@ -1141,8 +1141,17 @@ def _gen_count(alg, p, block):
 def _gen_step(alg, p, me, st, n, block, mem, off, ep, eb, es):
     """Entries (world peer, bytes, is_send) of step ``st`` of local rank ``me``, receives first; returns
     their number. Pairwise: partner ``me ^ i`` on a power of two, else receive from ``me - i`` and send to
-    ``me + i``; spread: batches of ``block`` receives from ``me + i`` and sends to ``me - i``."""
+    ``me + i``; spread: batches of ``block`` receives from ``me + i`` and sends to ``me - i``; ring
+    (allgather of ``n`` bytes a rank): receive from ``me - 1``, send to ``me + 1``, ``p - 1`` times."""
     k = 0
+    if alg == GEN_RING:   # allgather: receive from the left, send to the right
+        ep[0] = mem[off + (me - 1) % p]
+        eb[0] = n
+        es[0] = 0
+        ep[1] = mem[off + (me + 1) % p]
+        eb[1] = n
+        es[1] = 1
+        return 2
     if alg == GEN_PAIRWISE:
         i = st + 1
         if p & (p - 1) == 0:
@@ -1401,7 +1410,7 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                                              eager_B, Q, qfree, M, MF, mfree, R, FL, flow_size, live, cls_ptr,
                                              seg_rows, seg_len, seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
                             nq += 1
-                    elif k == K_GEN:   # the next step of a streamed alltoall
+                    elif k == K_GEN:   # the next step of a streamed collective
                         gi = peer[i]
                         alg, gp, blk = gen[gi, GN_ALG], gen[gi, GN_P], gen[gi, GN_BLOCK]
                         stp = R[R_STEP, r]

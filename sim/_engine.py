@@ -38,7 +38,7 @@ __all__ = ["run_core", "run_flows", "no_stream", "aot_status", "build"]
 # micro-op kinds of the compiled program (sim.replay.compile_program writes them, sim._compiled runs them)
 K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP, K_GEN = range(10)
 # streamed collectives (GEN micro-ops): algorithms, and the columns of their table
-GEN_PAIRWISE, GEN_SPREAD = range(2)
+GEN_PAIRWISE, GEN_SPREAD, GEN_RING = range(3)
 GN_ALG, GN_P, GN_ME, GN_BLOCK, GN_MEM = range(5)
 
 HERE = Path(__file__).resolve().parent

@@ -40,7 +40,6 @@ _WAIT, _WAITALL = OP_CODE["wait"], OP_CODE["waitall"]
 _COLL = {OP_CODE[o] for o in ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv",
                               "gather", "scatter", "reduce_scatter", "barrier")}
 _A2A = {OP_CODE["alltoall"], OP_CODE["alltoallv"]}
-_ALLTOALL = OP_CODE["alltoall"]
 
 
 @dataclass
@@ -138,23 +137,30 @@ class _Collectives:
         return tr.members(comm), pos
 
     def streamed(self, i: int):
-        """How call i runs as a streamed ``GEN`` micro-op (:mod:`sim._compiled`): ``(algorithm code, batch)``,
-        or None when it is expanded into steps. An alltoall of one size per destination whose MPICH
-        algorithm is the pairwise exchange or the batched isend/irecv streams (its N(N - 1) messages
-        need not be held); Bruck's log N steps, alltoallv and the other collectives are expanded."""
-        from sim._engine import GEN_PAIRWISE, GEN_SPREAD
-        from planner.traffic.collectives import MPICHThresholds, alltoall_algorithm
+        """How call i runs as a streamed ``GEN`` micro-op (:mod:`sim._compiled`): ``(algorithm code, batch,
+        bytes)``, or None when it is expanded into steps. An alltoall of one size per destination whose MPICH
+        algorithm is the pairwise exchange or the batched isend/irecv, and an allgather by the ring, stream
+        (their N(N - 1) messages need not be held); logarithmic algorithms, alltoallv and the other
+        collectives are expanded. Bytes are whole, as :func:`planner.traffic.collectives.schedule` rounds them."""
+        from sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD
+        from planner.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm
 
         tr = self.trace
-        if tr.op[i] != OP_CODE["alltoall"] or tr.peer[i] >= 0 or not tr.bytes[i] > 0:
+        op = int(tr.op[i])
+        n = float(round(float(tr.bytes[i]))) if np.isfinite(tr.bytes[i]) else 0.0
+        if op not in (OP_CODE["alltoall"], OP_CODE["allgather"]) or tr.peer[i] >= 0 or not n > 0:
             return None
         p = len(tr.members(int(tr.comm[i])))
+        if p < 2:
+            return None
         th = self.thresholds or MPICHThresholds()
-        alg = alltoall_algorithm(p, float(tr.bytes[i]), th) if p >= 2 else "none"
+        if op == OP_CODE["allgather"]:
+            return (GEN_RING, 1, n) if allgather_algorithm(p, n * p, th) == "ring" else None
+        alg = alltoall_algorithm(p, n, th)
         if alg == "pairwise":
-            return GEN_PAIRWISE, 1
+            return GEN_PAIRWISE, 1, n
         if alg == "spread":
-            return GEN_SPREAD, (th.alltoall_throttle if th.alltoall_throttle > 0 else p)
+            return GEN_SPREAD, (th.alltoall_throttle if th.alltoall_throttle > 0 else p), n
         return None
 
     def expand(self, r: int, i: int, hi: int):
@@ -618,7 +624,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     coll_seq: dict = {}
     tags: dict = {}
     expanded = {}
-    from planner.traffic.collectives import check_alltoall_messages
+    from planner.traffic.collectives import check_peer_step_messages, peer_messages
     from planner.traffic.generators import MAX_TRACE_ROWS as limit
 
     held = 0
@@ -645,13 +651,13 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
             key = (r, comm)
             seq = coll_seq.get(key, 0)
             coll_seq[key] = seq + 1
-            gen_at[i] = (len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)))
+            gen_at[i] = (len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)), how[2])
             gen_rows.append((how[0], len(members), int(pos[r]), how[1], mem_off[comm]))
             continue
-        if op[i] == _ALLTOALL and trace.peer[i] < 0:
-            held += len(colls.member(r, i)[0]) - 1   # every message of an expanded alltoall is held
+        if trace.peer[i] < 0:   # every message of an expanded call is held
+            held += peer_messages(OPS[op[i]], len(colls.member(r, i)[0]), float(trace.bytes[i]), thresholds)
             if held > limit:
-                check_alltoall_messages(trace)
+                check_peer_step_messages(trace)
         steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
         count[i + 1: last + 1] = 0
         skip_to = last
@@ -693,8 +699,8 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
         e_bytes.append(s_bytes)
         e_send.append(s_send)
     del expanded
-    for i, (gi, ctag) in gen_at.items():
-        kind[ptr[i]], peer[ptr[i]], tag[ptr[i]] = core.K_GEN, gi, ctag
+    for i, (gi, ctag, nb) in gen_at.items():
+        kind[ptr[i]], peer[ptr[i]], tag[ptr[i]], nbytes[ptr[i]] = core.K_GEN, gi, ctag, nb
     # in micro-op order (calls ascending)
     e_peer = np.concatenate(e_peer) if e_peer else np.zeros(0, dtype=np.int64)
     e_bytes = np.concatenate(e_bytes) if e_bytes else np.zeros(0)
@@ -917,9 +923,9 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
                                 and _numba_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress)
-    from planner.traffic.collectives import check_alltoall_messages
+    from planner.traffic.collectives import check_peer_step_messages
 
-    check_alltoall_messages(trace)   # the reference keeps every rank's expanded schedule
+    check_peer_step_messages(trace)   # the reference keeps every rank's expanded schedule
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                     thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress, marks=marks).run()
 

@@ -13,9 +13,9 @@ from planner.core.errors import TopoplanError
 from planner.core.placement import sequential
 from planner.core.topology import GraphTopology
 from planner.core.topology_io import load_topology
-from planner.traffic.collectives import MPICHThresholds, alltoall_algorithm, schedule
+from planner.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm, schedule
 from planner.traffic.generators import alltoall, parse_spec
-from sim._engine import GEN_PAIRWISE, GEN_SPREAD, K_GEN, K_STEP, run_core
+from sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, run_core
 from sim.maxmin import REL_TOL
 from sim.network import build_network
 from sim.replay import _compact_steps, compile_program, replay
@@ -27,25 +27,30 @@ def _run(pg, net):
                     np.zeros(0, np.int64), z, z, pg["stream"])
 
 
-@pytest.mark.parametrize("p,nbytes,throttle", [
-    (16, 1e6, 32),      # pairwise, a power of two: partner me ^ i
-    (12, 1e6, 32),      # pairwise: receive from me - i, send to me + i
-    (12, 8192, 32),     # one batch
-    (40, 8192, 8),      # five batches of 8
-    (40, 8192, 0),      # throttle 0: every isend/irecv at once
-    (3, 100, 32),       # below alltoall_min_procs: short messages go the spread way
+@pytest.mark.parametrize("op,p,nbytes,throttle", [
+    ("alltoall", 16, 1e6, 32),      # pairwise, a power of two: partner me ^ i
+    ("alltoall", 12, 1e6, 32),      # pairwise: receive from me - i, send to me + i
+    ("alltoall", 12, 8192, 32),     # one batch
+    ("alltoall", 40, 8192, 8),      # five batches of 8
+    ("alltoall", 40, 8192, 0),      # throttle 0: every isend/irecv at once
+    ("alltoall", 3, 100, 32),       # below alltoall_min_procs: short messages go the spread way
+    ("allgather", 24, 1e5, 32),     # the ring
+    ("allgather", 64, 1e4, 32),     # the ring on a power of two (total over allgather_long_B)
 ])
-def test_generated_steps_are_the_schedules(p, nbytes, throttle):
+def test_generated_steps_are_the_schedules(op, p, nbytes, throttle):
     from sim._compiled import _gen_count, _gen_step
 
     th = MPICHThresholds(alltoall_throttle=throttle)
-    alg = alltoall_algorithm(p, nbytes, th)
-    code = GEN_PAIRWISE if alg == "pairwise" else GEN_SPREAD
+    if op == "allgather":
+        assert allgather_algorithm(p, nbytes * p, th) == "ring"
+        code = GEN_RING
+    else:
+        code = GEN_PAIRWISE if alltoall_algorithm(p, nbytes, th) == "pairwise" else GEN_SPREAD
     block = throttle if throttle > 0 else p
     mem = np.arange(p, dtype=np.int64) * 3 + 5          # world rank of each local rank
     ep, eb, es = np.empty(2 * p, np.int64), np.empty(2 * p), np.empty(2 * p, np.int64)
     for me in range(p):
-        count, peer, nb, send = _compact_steps(schedule("alltoall", p, me, 0, nbytes, thresholds=th))
+        count, peer, nb, send = _compact_steps(schedule(op, p, me, 0, nbytes, thresholds=th))
         assert _gen_count(code, p, block) == len(count)
         at = 0
         for st, c in enumerate(count.tolist()):
@@ -144,7 +149,7 @@ def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
     trace = alltoall(40, 1e6)                                    # 1,560 messages, 40 rows: generated
     topo = _tree(per_switch=4)
     net = build_network(topo)
-    with pytest.raises(TopoplanError, match=r"alltoall:np=40,bytes=1MB: its alltoall calls are 1,560 "
+    with pytest.raises(TopoplanError, match=r"alltoall:np=40,bytes=1MB: its collective calls are 1,560 "
                                             r"point-to-point messages, over the limit of 1,000 held at once"):
         load_traffic("alltoall:np=40,bytes=1MB")
     with pytest.raises(TopoplanError, match=r"over the limit of 1,000 held at once"):
@@ -167,6 +172,44 @@ def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_
     assert '"n_messages": 1560' in out
     code, out, err = run_cli(*args[:-1], "--timeline", "1s")   # the switch loads need the traffic
     assert code == 2 and "1,560 point-to-point messages, over the limit of 1,000" in err and not out
+
+
+def _allgathers(p, nbytes, iters=2):
+    from planner.traffic.trace import Trace
+
+    rec = [(r, "allgather", -1, nbytes, -1, p, 0.0, 0.0) for r in range(p) for _ in range(iters)]
+    return Trace.from_records(rec, p)
+
+
+@pytest.mark.parametrize("p,nbytes,cores", [(24, 100_000, 1), (32, 40_000.4, 2)])
+def test_streamed_ring_allgather_is_the_expanded_one_to_the_bit(p, nbytes, cores):
+    """(Fractional bytes are rounded as the schedule rounds them.)"""
+    trace = _allgathers(p, nbytes)
+    topo = _tree(per_switch=2, cores=cores)
+    net = build_network(topo)
+    pl = sequential(p, topo)
+    a, b = compile_program(trace, net, pl), compile_program(trace, net, pl, stream=False)
+    assert (a["prog"][2] == K_GEN).sum() == 2 * p
+    ra, rb = _run(a, net), _run(b, net)
+    np.testing.assert_array_equal(ra[0], rb[0])
+    np.testing.assert_array_equal(ra[6], rb[6])
+    assert ra[3] == rb[3] == 2 * p * (p - 1) and ra[4] == rb[4]
+
+
+def test_ring_allgather_and_bcast_ring_count_against_the_limit(monkeypatch):
+    import planner.traffic.generators as gen
+    from planner.traffic.collectives import peer_step_messages
+    from planner.traffic.trace import Trace
+
+    assert peer_step_messages(_allgathers(24, 100_000)) == 2 * 24 * 23
+    bc = Trace.from_records([(r, "bcast", -1, 4e6, 0, 40, 0.0, 0.0) for r in range(40)], 40)   # scatter + ring
+    assert peer_step_messages(bc) == 40 * 39
+    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    topo = _tree(per_switch=4)
+    with pytest.raises(TopoplanError, match=r"its collective calls are 1,560 point-to-point messages"):
+        replay(bc, build_network(topo), sequential(40, topo), method="compiled")    # a Bcast ring is expanded
+    res = replay(_allgathers(40, 100_000, iters=1), build_network(topo), sequential(40, topo), method="compiled")
+    assert res.n_messages == 1560                                                 # a ring allgather streams
 
 
 @pytest.mark.parametrize("n_msgs,nbytes", [(3000, 1000.0), (700, 1e6)], ids=["eager", "rendezvous"])

@@ -47,9 +47,9 @@ import numpy as np
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "alltoall_algorithm",
+__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "alltoall_algorithm", "allgather_algorithm",
            "bcast_algorithm", "bcast_tree", "schedule", "messages", "per_destination_calls", "expand_trace_collectives",
-           "alltoall_messages", "check_alltoall_messages"]
+           "peer_messages", "peer_step_messages", "check_peer_step_messages"]
 
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
               "scatter", "reduce_scatter", "barrier")
@@ -466,18 +466,37 @@ def _allreduce(p, me, n, th):
 
 
 # -------------------------------------------------------------- allgather --
+def allgather_algorithm(comm_size: int, total_B: float, thresholds: MPICHThresholds | None = None) -> str:
+    """MPICH's algorithm for an ``MPI_Allgather(v)`` gathering ``total_B`` bytes in all:
+    ``"recursive-doubling"`` (below ``allgather_long_B`` on a power of two), ``"bruck"`` (below
+    ``allgather_short_B``) or ``"ring"``.
+
+    Examples
+    --------
+    >>> [allgather_algorithm(p, t) for p, t in ((64, 1e5), (48, 1e4), (48, 1e6))]
+    ['recursive-doubling', 'bruck', 'ring']
+    """
+    th = thresholds or MPICHThresholds()
+    if total_B < th.allgather_long_B and _is_pof2(comm_size):
+        return "recursive-doubling"
+    if total_B < th.allgather_short_B:
+        return "bruck"
+    return "ring"
+
+
 def _allgather(p, me, sizes, th):
     """sizes[i]: bytes rank i contributes (allgatherv: per-rank counts)."""
     total = sum(sizes)
     steps = []
-    if total < th.allgather_long_B and _is_pof2(p):
+    alg = allgather_algorithm(p, total, th)
+    if alg == "recursive-doubling":
         mask = 1
         while mask < p:
             dst = me ^ mask
             mine, theirs = me & ~(mask - 1), dst & ~(mask - 1)
             steps.append(_sendrecv(dst, sum(sizes[mine:mine + mask]), dst, sum(sizes[theirs:theirs + mask])))
             mask <<= 1
-    elif total < th.allgather_short_B:  # Bruck: I hold blocks me .. me+k-1 and pass them to me-k
+    elif alg == "bruck":  # Bruck: I hold blocks me .. me+k-1 and pass them to me-k
         held = lambda start, k: sum(sizes[(start + i) % p] for i in range(k))  # noqa: E731
         k = 1
         while k <= p // 2:
@@ -848,40 +867,67 @@ def per_destination_calls(trace):
     return rows, np.flatnonzero(new)
 
 
-def alltoall_messages(trace) -> int:
-    """Point-to-point messages of the trace's alltoall calls written as one row each (``p - 1`` per call
-    of a ``p``-rank communicator; Bruck sends fewer, larger ones).
+def peer_messages(op: str, comm_size: int, nbytes: float, thresholds: MPICHThresholds | None = None) -> int:
+    """Messages one rank sends in a call whose algorithm steps through the peers one by one (``p - 1``):
+    alltoall (pairwise or batched; Bruck counted alike), ring allgather, Bcast by scatter and ring,
+    pairwise reduce_scatter; 0 for the logarithmic algorithms. A trace of such calls is O(p^2) messages.
 
     Examples
     --------
-    >>> from planner.traffic.generators import alltoall
-    >>> alltoall(16, 1e6, iters=2).n_ranks, alltoall_messages(alltoall(16, 1e6, iters=2))
-    (16, 480)
+    >>> peer_messages("alltoall", 64, 1e6), peer_messages("allgather", 48, 1e6), peer_messages("bcast", 64, 100)
+    (63, 47, 0)
     """
-    from planner.traffic.trace import OP_CODE
+    th = thresholds or MPICHThresholds()
+    p = int(comm_size)
+    if p < 2 or not nbytes > 0:
+        return 0
+    ring = {"alltoall": True, "allgather": allgather_algorithm(p, nbytes * p, th) == "ring",
+            "bcast": bcast_algorithm(p, nbytes, "auto", th) == "scatter-ring",
+            "reduce_scatter": nbytes * p >= th.reduce_scatter_long_B}
+    return p - 1 if ring.get(op, False) else 0
 
-    rows = (trace.op == OP_CODE["alltoall"]) & (trace.peer < 0)
-    comms, calls = np.unique(trace.comm[rows], return_counts=True)
-    return int(sum(int(c) * max(len(trace.members(int(k))) - 1, 0) for k, c in zip(comms.tolist(), calls.tolist())))
 
-
-def check_alltoall_messages(trace) -> None:
-    """Refuse to expand a trace whose alltoall calls are more than ``MAX_TRACE_ROWS`` messages: they would
-    be held at once. The simulator streams alltoall calls instead.
+def peer_step_messages(trace, thresholds: MPICHThresholds | None = None) -> int:
+    """:func:`peer_messages` summed over the trace's collective calls written as one row each.
 
     Examples
     --------
     >>> from planner.traffic.generators import alltoall
-    >>> check_alltoall_messages(alltoall(64, 1e6))          # 4,032 messages: fine
+    >>> peer_step_messages(alltoall(16, 1e6, iters=2))
+    480
+    """
+    from planner.traffic.trace import OPS, op_codes
+
+    rows = np.isin(trace.op, op_codes(("alltoall", "allgather", "bcast", "reduce_scatter"))) & (trace.peer < 0)
+    keys = np.stack([trace.op[rows].astype(np.int64), trace.comm[rows].astype(np.int64),
+                     trace.bytes[rows].view(np.int64)], axis=1) if rows.any() else np.zeros((0, 3), np.int64)
+    uniq, calls = np.unique(keys, axis=0, return_counts=True)
+    total = 0
+    for (op, comm, b), c in zip(uniq.tolist(), calls.tolist()):
+        n = float(np.int64(b).view(np.float64))
+        total += int(c) * peer_messages(OPS[op], len(trace.members(int(comm))), n, thresholds)
+    return total
+
+
+def check_peer_step_messages(trace) -> None:
+    """Refuse to expand a trace whose collective calls that step through their peers are more than
+    ``MAX_TRACE_ROWS`` messages (:func:`peer_step_messages`): they would be held at once. The simulator
+    streams alltoall and ring allgather calls instead.
+
+    Examples
+    --------
+    >>> from planner.traffic.generators import alltoall
+    >>> check_peer_step_messages(alltoall(64, 1e6))          # 4,032 messages: fine
     """
     from planner.core.errors import TopoplanError
     from planner.traffic.generators import MAX_TRACE_ROWS
 
-    n = alltoall_messages(trace)
+    n = peer_step_messages(trace)
     if n > MAX_TRACE_ROWS:
-        raise TopoplanError(f"{trace.source}: its alltoall calls are {n:,} point-to-point messages, over "
-                            f"the limit of {MAX_TRACE_ROWS:,} held at once; `topoplan simulate` streams them on a "
-                            "tree or switch graph (without circuits for their size), other uses need every message")
+        raise TopoplanError(f"{trace.source}: its collective calls are {n:,} point-to-point messages, over "
+                            f"the limit of {MAX_TRACE_ROWS:,} held at once; `topoplan simulate` streams alltoall "
+                            "and ring allgather on a tree or switch graph (without circuits for their size), "
+                            "other uses need every message")
 
 
 def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThresholds()):
@@ -906,7 +952,7 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
 
     Raises TopoplanError when a rank calls a collective on a communicator it
     is not a member of, or when its alltoall calls are more than
-    ``MAX_TRACE_ROWS`` messages (:func:`check_alltoall_messages`).
+    ``MAX_TRACE_ROWS`` messages (:func:`check_peer_step_messages`).
 
     Examples
     --------
@@ -922,7 +968,7 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     coll = np.isin(trace.op, op_codes(OPERATIONS))
     if not coll.any():
         return empty
-    check_alltoall_messages(trace)
+    check_peer_step_messages(trace)
     a2a_rows, starts = per_destination_calls(trace)
     per_dest = np.zeros(len(trace), dtype=bool)
     per_dest[a2a_rows] = True
