@@ -51,7 +51,8 @@ _leaf_py = njit(cache=True, _nrt=False)   # the same, Python's error model (the 
 # rows of the integer state tables
 Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # requests (next: open / posted lists)
 M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9)   # messages
-R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD, R_STEP = range(12)
+(R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD,
+ R_STEP) = range(12)                                                                  # ranks
 C_QFREE, C_MFREE, C_F, C_PEND, C_RDY, C_MSGS, C_FMASK, C_NSEG = range(8)              # counters
 C_NNZ, C_NACT, C_DIRTY, C_NEV, C_NFREE, C_FLO, C_RESUME = range(8, 15)                 # _loop's saved state
 S_NOW, S_TDONE, S_TBATCH = range(3)
@@ -1051,8 +1052,8 @@ def _post(r, is_send, pr, x, tg, c, t, now, eager_B, Q, qfree, M, MF, mfree, R, 
                 M[M_NEXT, R[R_UNX_T, pr]] = m
             R[R_UNX_T, pr] = m
         if start:   # a streamed collective's message (no class) has the segment of its slot
-            _new_flow(m, cls_ptr[c] if c >= 0 else C[C_NSEG] + m, x, t, now, FL, flow_size, live, seg_rows, seg_len, seg_extra, seg_lat, lbytes,
-                      pend_t, pend_f, C)
+            _new_flow(m, cls_ptr[c] if c >= 0 else C[C_NSEG] + m, x, t, now, FL, flow_size, live, seg_rows, seg_len,
+                      seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
         return q
     # an unexpected message: the head of the exact (source, tag) queue, else the earliest sent wildcard match
     best = -1
@@ -1285,9 +1286,9 @@ def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, w
 
 
 @njit(cache=True)
-def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree, M, MF,
-          mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid, rows, back,
-          lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
+def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
+          M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
+          rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
           sbuf):  # pragma: no cover - compiled
     """:func:`run_core`'s event loop, from the state in ``C``/``S`` to the end (status 0), or until a
     micro-op or an event needs more request, message or flow slots than there are (status 1: the state is
@@ -1592,8 +1593,9 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
     start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
     :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
-    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns (finish per rank, pc, blocked, n_messages, n_events,
-    n_flows, bytes per link, finish of each flow given in advance). The state kept is what is in flight:
+    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns
+    (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow given
+    in advance). The state kept is what is in flight:
     requests, messages and flows take slots that return when they are done.
     """
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog

@@ -624,7 +624,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     coll_seq: dict = {}
     tags: dict = {}
     expanded = {}
-    from planner.traffic.collectives import check_peer_step_messages, peer_messages
+    from planner.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
     from planner.traffic.generators import MAX_TRACE_ROWS as limit
 
     held = 0
@@ -654,7 +654,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
             gen_at[i] = (len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)), how[2])
             gen_rows.append((how[0], len(members), int(pos[r]), how[1], mem_off[comm]))
             continue
-        if trace.peer[i] < 0:   # every message of an expanded call is held
+        if trace.peer[i] < 0 and OPS[op[i]] in PEER_STEP_OPS:   # every message of an expanded call is held
             held += peer_messages(OPS[op[i]], len(colls.member(r, i)[0]), float(trace.bytes[i]), thresholds)
             if held > limit:
                 check_peer_step_messages(trace)

@@ -47,13 +47,15 @@ import numpy as np
 
 from planner.core.errors import TopoplanError
 
-__all__ = ["OPERATIONS", "ROOTED", "BCAST_ALGORITHMS", "MPICHThresholds", "Step", "alltoall_algorithm", "allgather_algorithm",
-           "bcast_algorithm", "bcast_tree", "schedule", "messages", "per_destination_calls", "expand_trace_collectives",
-           "peer_messages", "peer_step_messages", "check_peer_step_messages"]
+__all__ = ["OPERATIONS", "ROOTED", "PEER_STEP_OPS", "BCAST_ALGORITHMS", "MPICHThresholds", "Step",
+           "alltoall_algorithm", "allgather_algorithm", "bcast_algorithm", "bcast_tree", "schedule", "messages",
+           "per_destination_calls", "expand_trace_collectives", "peer_messages", "peer_step_messages",
+           "check_peer_step_messages"]
 
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
               "scatter", "reduce_scatter", "barrier")
 ROOTED = ("bcast", "reduce", "gather", "scatter")
+PEER_STEP_OPS = ("alltoall", "allgather", "bcast", "reduce_scatter")   # algorithms with a step per peer
 
 
 @dataclass(frozen=True)
@@ -877,14 +879,17 @@ def peer_messages(op: str, comm_size: int, nbytes: float, thresholds: MPICHThres
     >>> peer_messages("alltoall", 64, 1e6), peer_messages("allgather", 48, 1e6), peer_messages("bcast", 64, 100)
     (63, 47, 0)
     """
-    th = thresholds or MPICHThresholds()
     p = int(comm_size)
-    if p < 2 or not nbytes > 0:
+    if op not in PEER_STEP_OPS or p < 2 or not nbytes > 0:
         return 0
-    ring = {"alltoall": True, "allgather": allgather_algorithm(p, nbytes * p, th) == "ring",
-            "bcast": bcast_algorithm(p, nbytes, "auto", th) == "scatter-ring",
-            "reduce_scatter": nbytes * p >= th.reduce_scatter_long_B}
-    return p - 1 if ring.get(op, False) else 0
+    th = thresholds or MPICHThresholds()
+    if op == "allgather":
+        ring = allgather_algorithm(p, nbytes * p, th) == "ring"
+    elif op == "bcast":
+        ring = bcast_algorithm(p, nbytes, "auto", th) == "scatter-ring"
+    else:
+        ring = op == "alltoall" or nbytes * p >= th.reduce_scatter_long_B
+    return p - 1 if ring else 0
 
 
 def peer_step_messages(trace, thresholds: MPICHThresholds | None = None) -> int:
@@ -898,7 +903,7 @@ def peer_step_messages(trace, thresholds: MPICHThresholds | None = None) -> int:
     """
     from planner.traffic.trace import OPS, op_codes
 
-    rows = np.isin(trace.op, op_codes(("alltoall", "allgather", "bcast", "reduce_scatter"))) & (trace.peer < 0)
+    rows = np.isin(trace.op, op_codes(PEER_STEP_OPS)) & (trace.peer < 0)
     keys = np.stack([trace.op[rows].astype(np.int64), trace.comm[rows].astype(np.int64),
                      trace.bytes[rows].view(np.int64)], axis=1) if rows.any() else np.zeros((0, 3), np.int64)
     uniq, calls = np.unique(keys, axis=0, return_counts=True)
