@@ -949,6 +949,16 @@ def _grow_messages(M, MF, mfree, C):
     return M2, MF2, _more_free(mfree, C, C_MFREE, old)
 
 
+@_leaf_py
+def _ring_lo(f_lo, k, C, live, cap):
+    """The lowest flow id that may be live, moved past ended flows when ``k`` more ids would not fit in the
+    ring of ``cap`` (every live id is in ``f_lo..C[C_F]``)."""
+    if C[C_F] + k - f_lo > cap:
+        while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
+            f_lo += 1
+    return f_lo
+
+
 @_kernel
 def _grow_flows(FL, flow_size, live, pend_t, pend_f, C, f_lo):
     """Twice the flow ring: the live flows of ids ``f_lo..`` move to their places under the new mask."""
@@ -1314,12 +1324,10 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
     status = 0
     while True:
         # room for this event's flows: ids in the ring, engine slots and buffers for all that may start or end
+        f_lo = _ring_lo(f_lo, max_items + 2 + n_act + C[C_PEND], C, live, len(flow_size))
         if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
-            while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
-                f_lo += 1
-            if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
-                status = 1
-                break
+            status = 1
+            break
         if n_free < C[C_PEND] or len(fbuf) < n_act + C[C_PEND] or len(sbuf) < max(n_act, C[C_PEND]):
             status = 1
             break
@@ -1371,9 +1379,7 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                         C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], clock[r] + g, r)
                         break
                     # room for the micro-op's requests, messages and flows, else back to run_core for it
-                    if C[C_F] + max_items + 2 - f_lo > len(flow_size):
-                        while f_lo < C[C_F] and live[f_lo & C[C_FMASK]] == 0:
-                            f_lo += 1
+                    f_lo = _ring_lo(f_lo, max_items + 2, C, live, len(flow_size))
                     if (C[C_QFREE] < max_items + 2 or C[C_MFREE] < max_items + 2
                             or C[C_F] + max_items + 2 - f_lo > len(flow_size)):
                         resume = r

@@ -580,6 +580,12 @@ class Network:
         n_sw = int(sw.max(initial=-1)) + 1
         if n_sw * n_sw > max_pairs:
             return None
+        if "route_parts" not in i:   # the same for every size that factors: made once per network
+            i["route_parts"] = self._route_parts(sw, n_sw)
+        return i["route_parts"]
+
+    def _route_parts(self, sw, n_sw):
+        i = self._idx
         rep = np.full(n_sw, -1, dtype=np.int64)
         rep[sw[::-1]] = np.arange(len(sw))[::-1]          # the first node under each switch
         a, b = np.divmod(np.arange(n_sw * n_sw), n_sw)

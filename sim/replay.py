@@ -629,7 +629,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
 
     held = 0
     gen_rows, gen_at, mem_off, mem = [], {}, {}, []
-    parts_by_size: dict = {}
+    parts = None
     skip_to = -1
     for i in np.flatnonzero(np.isin(op, list(_COLL))).tolist():
         if i <= skip_to:
@@ -638,10 +638,8 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
         r = int(trace.rank[i])
         how = colls.streamed(i) if stream else None
         if how is not None:
-            b = float(trace.bytes[i])
-            if b not in parts_by_size:
-                parts_by_size[b] = net.route_parts(b)
-            how = how if parts_by_size[b] is not None else None
+            got = net.route_parts(float(trace.bytes[i]))
+            parts, how = (got, how) if got is not None else (parts, None)
         if how is not None:
             members, pos = colls.member(r, i)
             comm = int(trace.comm[i])
@@ -750,8 +748,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
         gen = np.asarray(gen_rows, dtype=np.int64).reshape(-1, 5)
         n_msgs += int(sum(g[1] - 1 for g in gen_rows))
         n_reqs += int(sum(2 * (g[1] - 1) for g in gen_rows))
-        parts = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in next(v for v in parts_by_size.values()
-                                                                            if v is not None))
+        parts = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in parts)
         plinks = np.concatenate([parts[1], parts[2], parts[3], parts[5]])
         fat = plinks[~net.shared[plinks]]
         xcaps = np.unique(net.bw_Bps[fat][np.isfinite(net.bw_Bps[fat])]).astype(np.float64)

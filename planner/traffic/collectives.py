@@ -956,8 +956,8 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     ``(src, dst, bytes)`` NumPy arrays (world ranks), in no particular order.
 
     Raises TopoplanError when a rank calls a collective on a communicator it
-    is not a member of, or when its alltoall calls are more than
-    ``MAX_TRACE_ROWS`` messages (:func:`check_peer_step_messages`).
+    is not a member of, or when its calls that step through their peers are
+    more than ``MAX_TRACE_ROWS`` messages (:func:`check_peer_step_messages`).
 
     Examples
     --------
