@@ -354,8 +354,12 @@ class _Incidence:
 # Arrays (int64 unless said; ``Lt`` = real + virtual links):
 #
 # * ``gI`` (Lt x 7): heap root, members, entry segment start, position in the active-group list, frozen in
-#   the current fill, segment capacity and length; ``gF`` (float, Lt x 4): ``V``, the time ``V`` was
-#   brought to, rate, projected end of the first member; ``agl`` (Lt) and ``gm[0]``: the groups with members;
+#   the current fill (1; 2: alone), segment capacity and length; ``gF`` (float, Lt x 4): ``V``, the time
+#   ``V`` was brought to, rate, projected end of the first member;
+# * ``agl`` (4 x Lt): row 0 the groups with members, the ``gm[1]`` of the work list first, then the
+#   ``gm[0] - gm[1]`` settled ones; row 1 the settled groups, a binary heap by projected end; row 2 a
+#   group's place in that heap (-1: not settled); row 3 per *link*, the settled group whose flows cross it
+#   (-1: none);
 # * per flow slot ``s``: ``sgrp[s]`` its group, ``tag[s]`` (float), ``hp[s]`` its heap node (child,
 #   sibling, previous: the parent of a first child);
 # * ``EP`` (pool x 2): N's entries (link, count), each group's in one segment of the pool (moved to the
@@ -364,6 +368,16 @@ class _Incidence:
 #   segment; ``em``: table bits, ``Lt``, live entries, pool end, fills and fill passes so far. The table
 #   is kept at most half full and the pool grown by :func:`entry_room` before a join; a fill that could
 #   overflow either stops and says how much it needs.
+#
+# *Settled groups.* A group alone on its links (every flow crossing them is its member) whose own link is
+# the lowest share on its members' routes freezes at that share whatever the other groups do, and keeps
+# it until a flow joins or leaves it or a new flow crosses one of its links. At the end of a fill such a
+# group is *settled*: it leaves the work list, its links are marked as its own (``agl[3]``) and it enters a
+# heap by projected end. A fill visits only the work list (its links are disjoint from the settled
+# groups', so max-min over it is max-min over all), :func:`join` and :func:`leave` put a settled group back
+# on the work list when they touch it or one of its links, and :func:`ending` when its first flow ends. In
+# a replay most groups are one or two flows between two nodes: a fill then costs the groups an event
+# changed, not the groups in flight.
 
 G_ROOT, G_N, G_EST, G_APOS, G_FRZ, G_ECAP, G_ELEN = range(7)
 F_V, F_VT, F_LEV, F_FIN = range(4)
@@ -429,12 +443,12 @@ def entry_room(n_live, cells, EP, HT, gI, agl, gm, em):
     if em[EM_PEND] + cells > EP.shape[0]:
         used = 0
         for a in range(gm[0]):
-            used += 2 * gI[agl[a], G_ELEN] + 4
+            used += 2 * gI[agl[0, a], G_ELEN] + 4
         new = np.zeros((max(2 * (used + cells), 1024), 2), np.int64)
         gI[:, G_ECAP] = 0
         end = 0
         for a in range(gm[0]):
-            g = agl[a]
+            g = agl[0, a]
             n = gI[g, G_ELEN]
             new[end:end + n] = EP[gI[g, G_EST]:gI[g, G_EST] + n]
             gI[g, G_EST] = end
@@ -446,7 +460,7 @@ def entry_room(n_live, cells, EP, HT, gI, agl, gm, em):
         HT = np.full((np.int64(1) << bits, 2), -1, np.int64)
         lt = em[EM_LT]
         for a in range(gm[0]):
-            g = agl[a]
+            g = agl[0, a]
             st = gI[g, G_EST]
             for j in range(gI[g, G_ELEN]):
                 i = _h_slot(HT, g * lt + EP[st + j, 0], bits)
@@ -596,14 +610,99 @@ def new_state(n_groups):
     gI = np.zeros((n_groups, 7), np.int64)
     gI[:, G_ROOT] = -1
     gF = np.zeros((n_groups, 4))
-    agl = np.zeros(max(n_groups, 1), np.int64)
-    gm = np.zeros(1, np.int64)
+    agl = np.zeros((4, max(n_groups, 1)), np.int64)
+    agl[2:] = -1
+    gm = np.zeros(2, np.int64)
     em = np.zeros(6, np.int64)
     em[EM_LT] = n_groups
     EP = np.zeros((1024, 2), np.int64)
     HT = np.full((1024, 2), -1, np.int64)
     em[EM_BITS] = 10
     return gI, gF, agl, gm, EP, HT, em
+
+
+@_leaf
+def _alist_move(src, dst, agl, gI):
+    """The active list's group at ``src`` moves to ``dst``."""
+    if src != dst:
+        h = agl[0, src]
+        agl[0, dst] = h
+        gI[h, G_APOS] = dst
+
+
+@_leaf
+def _gh_up(i, agl, gI, gF):
+    """Sift the settled heap's entry at ``i`` up (keys: projected ends)."""
+    g = agl[1, i]
+    key = gF[g, F_FIN]
+    while i > 0:
+        p = (i - 1) >> 1
+        h = agl[1, p]
+        if gF[h, F_FIN] <= key:
+            break
+        agl[1, i] = h
+        agl[2, h] = i
+        i = p
+    agl[1, i] = g
+    agl[2, g] = i
+
+
+@_leaf
+def _gh_down(i, n, agl, gI, gF):
+    """Sift the settled heap's entry at ``i`` down, the heap having ``n`` entries."""
+    g = agl[1, i]
+    key = gF[g, F_FIN]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and gF[agl[1, c + 1], F_FIN] < gF[agl[1, c], F_FIN]:
+            c += 1
+        h = agl[1, c]
+        if gF[h, F_FIN] >= key:
+            break
+        agl[1, i] = h
+        agl[2, h] = i
+        i = c
+    agl[1, i] = g
+    agl[2, g] = i
+
+
+@_leaf
+def _settle(g, agl, gm, gI, gF, EP):
+    """Group g (on the work list, frozen alone at its current rate) leaves it for the settled heap."""
+    gm[1] -= 1
+    p = gI[g, G_APOS]
+    _alist_move(gm[1], p, agl, gI)
+    agl[0, gm[1]] = g
+    gI[g, G_APOS] = gm[1]
+    n = gm[0] - gm[1]
+    agl[1, n - 1] = g
+    _gh_up(n - 1, agl, gI, gF)
+    st = gI[g, G_EST]
+    for j in range(st, st + gI[g, G_ELEN]):
+        agl[3, EP[j, 0]] = g
+
+
+@_leaf
+def _unsettle(g, agl, gm, gI, gF, EP):
+    """Settled group g goes back on the work list (last)."""
+    n = gm[0] - gm[1]
+    i = agl[2, g]
+    agl[2, g] = -1
+    if i != n - 1:
+        last = agl[1, n - 1]
+        agl[1, i] = last
+        _gh_up(i, agl, gI, gF)
+        _gh_down(agl[2, last], n - 1, agl, gI, gF)
+    p = gI[g, G_APOS]
+    _alist_move(gm[1], p, agl, gI)
+    agl[0, gm[1]] = g
+    gI[g, G_APOS] = gm[1]
+    gm[1] += 1
+    st = gI[g, G_EST]
+    for j in range(st, st + gI[g, G_ELEN]):
+        agl[3, EP[j, 0]] = -1
 
 
 @_leaf
@@ -617,15 +716,39 @@ def _vsync(g, now, gF):
 
 @_leaf
 def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
-    """Slot ``s`` (``remaining`` bytes) joins group ``g`` at ``now``."""
-    if gI[g, G_N] == 0:
+    """Slot ``s`` (``remaining`` bytes) joins group ``g`` at ``now``; a settled group it joins or whose
+    links it crosses goes back on the work list."""
+    for j in range(lens[s]):
+        o = agl[3, rows[s, j]]
+        if o >= 0:
+            _unsettle(o, agl, gm, gI, gF, EP)
+    if agl[2, g] >= 0:   # (a flow joins a link of its route, so this is done above)
+        _unsettle(g, agl, gm, gI, gF, EP)
+    _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
+
+
+@_leaf
+def leave(s, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+    """Slot ``s`` leaves its group (it ended, or its bottleneck changed), which goes back on the work list."""
+    g = sgrp[s]
+    if agl[2, g] >= 0:
+        _unsettle(g, agl, gm, gI, gF, EP)
+    _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+
+
+@_leaf
+def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+    """:func:`join` for a group on the work list or without members (in a fill: no settled group is near)."""
+    if gI[g, G_N] == 0:   # a new group: last of the work list (the first settled group moves to the end)
         gF[g, F_V] = 0.0
         gF[g, F_VT] = now
         gF[g, F_LEV] = 0.0
         gI[g, G_ROOT] = -1
-        gI[g, G_APOS] = gm[0]
-        agl[gm[0]] = g
+        _alist_move(gm[1], gm[0], agl, gI)
+        agl[0, gm[1]] = g
+        gI[g, G_APOS] = gm[1]
         gm[0] += 1
+        gm[1] += 1
     else:
         _vsync(g, now, gF)
     tag[s] = remaining + gF[g, F_V]
@@ -640,18 +763,17 @@ def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, H
 
 
 @_leaf
-def leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
-    """Slot ``s`` leaves its group (it ended, or its bottleneck changed)."""
+def _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
+    """:func:`leave` from a group on the work list."""
     g = sgrp[s]
     gI[g, G_ROOT] = _ph_remove(gI[g, G_ROOT], s, tag, hp)
     gI[g, G_N] -= 1
     _nz_route(g, s, -1, rows, lens, EP, HT, em, gI)
-    if gI[g, G_N] == 0:
-        p = gI[g, G_APOS]
+    if gI[g, G_N] == 0:   # the work list's last fills the hole, the active list's last the work list's end
+        gm[1] -= 1
         gm[0] -= 1
-        last = agl[gm[0]]
-        agl[p] = last
-        gI[last, G_APOS] = p
+        _alist_move(gm[1], gI[g, G_APOS], agl, gI)
+        _alist_move(gm[0], gm[1], agl, gI)
     sgrp[s] = -1
 
 
@@ -681,9 +803,10 @@ def pick_group(s, rows, lens, length, lcap, capv, n_real, gI, gF):
 
 
 @_leaf
-def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, meta, iw, fw,
+def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, meta, iw, fw,
                 gI, gF, agl, gm, EP, HT, em):
-    """Re-solve max-min at ``now`` for the ``n_flows`` flows in the groups; returns (earliest projected end, 0).
+    """Re-solve max-min at ``now`` for the flows in the work list's groups; returns (earliest projected end of
+    any group, 0). Groups found alone on their links are settled (see "Settled groups").
 
     When moving flows could overflow the entry table or pool it returns (inf,
     entries to add) instead: the caller makes room (:func:`entry_room`) and
@@ -691,7 +814,9 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
 
     ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`sim._compiled`),
     over real and virtual links; ``iw`` (4 x Lt), ``fw`` (2 x Lt): scratch.
-    Leaves every group's rate, clock (at ``now``) and projected first end set.
+    Leaves the work list's groups' rates, clocks (at ``now``) and projected
+    first ends set; a settled group keeps its own (its clock where the fill
+    that settled it left it), which stay exact while it is settled.
     """
     start, length, live = seg[0], seg[1], seg[3]
     cnt, hv, mark, cl = iw[0], iw[1], iw[2], iw[3]
@@ -699,28 +824,47 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
     inf = np.inf
     n_live = meta[1]
     n_lt = em[EM_LT]
-    whole = 4 * n_live >= n_lt   # start every link's count in one contiguous pass unless few are in use
+    n_wl = gm[1]
+    # where each pass starts the links' counts: every link in one contiguous pass, the live links, or (when
+    # groups are settled) only the work list's links, whichever is least work. The settled groups' links
+    # are never read: no flow of the work list crosses them.
+    init = 0 if 4 * n_live >= n_lt else 1
+    if n_wl < gm[0]:
+        n_e = 0
+        for a in range(n_wl):
+            n_e += gI[agl[0, a], G_ELEN]
+        if 2 * n_e < (n_lt // 4 if init == 0 else n_live):
+            init = 2
     em[EM_FILL] += 1
     stamp = em[EM_FILL]
     nc = 0
     first = True
     while True:
         em[EM_PASS] += 1
-        if whole:
+        if init == 0:
             for l in range(n_lt):
                 cnt[l] = length[l]
                 rem[l] = lcap[l]
-        else:
+        elif init == 1:
             for t in range(n_live):
                 l = live[t]
                 cnt[l] = length[l]
                 rem[l] = lcap[l]
+        else:
+            for a in range(gm[1]):   # (the fill moves flows between groups: the work list changes)
+                g = agl[0, a]
+                st = gI[g, G_EST]
+                for j in range(st, st + gI[g, G_ELEN]):
+                    m = EP[j, 0]
+                    cnt[m] = length[m]
+                    rem[m] = lcap[m]
         # A group alone on its links (every flow crossing them is one of its members) whose own link is the
         # lowest share on its members' routes interacts with no other group: it freezes at that share now,
         # in any order, without the heap (in a replay most groups are one or two flows between two nodes).
-        left = n_flows
-        for a in range(gm[0]):
-            g = agl[a]
+        left = 0
+        for a in range(gm[1]):
+            g = agl[0, a]
+            left += gI[g, G_N]
             gI[g, G_FRZ] = 0
             if first:   # the candidate links: every group's (each flow's current bottleneck)
                 _vsync(g, now, gF)
@@ -742,7 +886,7 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                 for j in range(st, en):
                     cnt[EP[j, 0]] = 0
                     rem[EP[j, 0]] -= EP[j, 1] * lev
-                gI[g, G_FRZ] = 1
+                gI[g, G_FRZ] = 2
                 gF[g, F_LEV] = lev
                 left -= gI[g, G_N]
         first = False
@@ -755,7 +899,7 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                 hv[hs] = l
                 hs += 1
         for l in range(n_real, n_lt):   # caps are always candidates (few; a cap is per flow, not shared)
-            if length[l] > 0:
+            if length[l] > 0 and agl[3, l] < 0:
                 hk[hs] = capv[l]
                 hv[hs] = l
                 hs += 1
@@ -777,8 +921,8 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
                     g = sgrp[s]
                     if g != l and gI[g, G_FRZ] == 0:
                         remaining = tag[s] - gF[g, F_V]
-                        leave(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
-                        join(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
+                        _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+                        _enter(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
             st = gI[l, G_EST]
             for j in range(st, st + gI[l, G_ELEN]):   # freeze group l: its flows leave every link they cross
                 m = EP[j, 0]
@@ -800,13 +944,17 @@ def fill_groups(now, n_flows, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg
         if not over:
             break
     t_done = inf
-    for a in range(gm[0]):
-        g = agl[a]
+    for a in range(gm[1] - 1, -1, -1):   # (downwards: settling one moves the work list's last into its place)
+        g = agl[0, a]
         if gI[g, G_FRZ] == 0:   # no finite link left (cannot happen for flows with a bottleneck): unbounded
             gF[g, F_LEV] = inf
         fin = now + (tag[gI[g, G_ROOT]] - gF[g, F_V]) / gF[g, F_LEV]
         gF[g, F_FIN] = fin
         t_done = min(t_done, fin)
+        if gI[g, G_FRZ] == 2:
+            _settle(g, agl, gm, gI, gF, EP)
+    if gm[0] > gm[1]:
+        t_done = min(t_done, gF[agl[1, 0], F_FIN])
     return t_done, 0
 
 
@@ -820,8 +968,10 @@ def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, H
     """
     n_out = 0
     ng = 0
-    for a in range(gm[0]):
-        g = agl[a]
+    while gm[0] > gm[1] and gF[agl[1, 0], F_FIN] <= horizon:   # settled groups with flows to end: work list
+        _unsettle(agl[1, 0], agl, gm, gI, gF, EP)
+    for a in range(gm[1]):
+        g = agl[0, a]
         if gF[g, F_FIN] <= horizon:
             gbuf[ng] = g
             ng += 1
@@ -832,7 +982,7 @@ def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, H
             r = gI[g, G_ROOT]
             if vt + (tag[r] - v) / lev > horizon:
                 break
-            leave(r, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+            _exit(r, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
             if n_out == len(out):
                 out = np.concatenate((out, np.empty(n_out, np.int64)))
             out[n_out] = r
@@ -1337,7 +1487,7 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                 t_done = inf
             else:
                 while True:
-                    t_done, need = fill_groups(now, n_act, n_links, lcap2, capv, rows, lens, sgrp, stag, hp, segs, pool,
+                    t_done, need = fill_groups(now, n_links, lcap2, capv, rows, lens, sgrp, stag, hp, segs, pool,
                                                meta, iw, fw, gI, gF, agl, gm, EP, HT, em)
                     if need == 0:
                         break

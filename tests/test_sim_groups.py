@@ -32,7 +32,7 @@ def _join(st, s, g, remaining, now):
 
 
 def _leave(st, s):
-    C.leave(s, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["agl"], st["gm"],
+    C.leave(s, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["gF"], st["agl"], st["gm"],
             st["EP"], st["HT"], st["em"])
 
 
@@ -68,7 +68,7 @@ def test_join_leave_keep_counts_heaps_and_active_list(seed):
             members[s] = g
         if step % 97 == 0 or step == 2999:
             gI, agl, gm = st["gI"], st["agl"], st["gm"]
-            active = sorted(agl[:gm[0]].tolist())
+            active = sorted(agl[0, :gm[0]].tolist())
             assert active == sorted(set(members.values()))
             for g in range(n_links):
                 mine = [t for t, h in members.items() if h == g]
@@ -134,10 +134,10 @@ def _fill_case(rng, n_links, n_flows, width, caps):
     return st, expected, (n_links, lcap2, capv, seg, pool, meta, iw, fw)
 
 
-def _fill(st, n_flows, ctx, now=0.0):
+def _fill(st, ctx, now=0.0):
     n_links, lcap2, capv, seg, pool, meta, iw, fw = ctx
     while True:
-        t_done, need = C.fill_groups(now, n_flows, n_links, lcap2, capv, st["rows"], st["lens"], st["sgrp"],
+        t_done, need = C.fill_groups(now, n_links, lcap2, capv, st["rows"], st["lens"], st["sgrp"],
                                      st["tag"], st["hp"], seg, pool, meta, iw, fw, st["gI"], st["gF"], st["agl"],
                                      st["gm"], st["EP"], st["HT"], st["em"])
         if need == 0:
@@ -151,13 +151,13 @@ def test_fill_groups_is_exact_max_min_from_wrong_groups(seed, caps):
     rng = np.random.default_rng(seed)
     n_flows = 400
     st, expected, ctx = _fill_case(rng, 14, n_flows, 4, caps)
-    t_done = _fill(st, n_flows, ctx)
+    t_done = _fill(st, ctx)
     got = st["gF"][st["sgrp"], C.F_LEV]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     assert t_done == pytest.approx(1e6 / expected.max(), rel=1e-12)   # all have 1e6 bytes left: the fastest ends first
     # every flow now sits at its bottleneck: a second fill moves nothing and needs one pass
     groups, passes = st["sgrp"].copy(), st["em"][C.EM_PASS]
-    _fill(st, n_flows, ctx)
+    _fill(st, ctx)
     assert (st["sgrp"] == groups).all() and st["em"][C.EM_PASS] == passes + 1
 
 
@@ -175,7 +175,7 @@ def test_fill_groups_makes_an_overfull_link_a_candidate():
     for s in range(2):
         _join(st, s, 0, 1e6, 0.0)
     ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((4, 2), np.int64), np.zeros((2, 2)))
-    _fill(st, 2, ctx)
+    _fill(st, ctx)
     assert st["em"][C.EM_PASS] == 2
     assert st["sgrp"].tolist() == [1, 1]
     np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, [[0, 1], [0, 1]]), rtol=1e-15)
@@ -203,7 +203,98 @@ def test_fill_groups_groups_alone_on_their_links(seed):
         _join(st, s, first.setdefault(r[0], int(rng.choice(r))), 1e6, 0.0)
     ctx = (2 * n_pairs, caps.astype(float), np.full(2 * n_pairs, np.inf), seg, pool, meta,
            np.zeros((4, 2 * n_pairs), np.int64), np.zeros((2, 2 * n_pairs)))
-    _fill(st, n_flows, ctx)
+    _fill(st, ctx)
     np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, routes), rtol=1e-15)
     low = np.where(caps[0::2] <= caps[1::2], np.arange(0, 2 * n_pairs, 2), np.arange(1, 2 * n_pairs, 2))
     assert all(st["sgrp"][s] in (r[0], r[1]) and caps[st["sgrp"][s]] == caps[low[r[0] // 2]] for s, r in enumerate(routes))
+
+
+def _check_settled(st, n_links):
+    """The work list / settled partition, the settled heap and the links' owners are consistent."""
+    gI, gF, agl, gm = st["gI"], st["gF"], st["agl"], st["gm"]
+    n_act, n_wl = int(gm[0]), int(gm[1])
+    assert all(gI[agl[0, a], C.G_APOS] == a for a in range(n_act))
+    settled = agl[0, n_wl:n_act].tolist()
+    assert sorted(agl[1, :n_act - n_wl].tolist()) == sorted(settled)
+    for i, g in enumerate(agl[1, :n_act - n_wl].tolist()):
+        assert agl[2, g] == i
+        assert i == 0 or gF[agl[1, (i - 1) // 2], C.F_FIN] <= gF[g, C.F_FIN]
+    owner = {link: g for g in settled for link in _table(st, g)}
+    assert {link: int(agl[3, link]) for link in range(n_links) if agl[3, link] >= 0} == owner
+    assert all(agl[2, g] == -1 for g in agl[0, :n_wl].tolist())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed):
+    # Flows come and go as in run_core: each round ends the flows due at the earliest projected end and starts
+    # new ones. Most flows cross a private pair of links (their groups are alone and settle); some cross a
+    # pair and a shared link, which puts the pair's group back on the work list. After every fill each flow's
+    # rate must be the per-flow max-min one and its remaining bytes what integrating its past rates gives.
+    rng = np.random.default_rng(seed)
+    n_pairs, n_shared = 8, 3
+    n_links = 2 * n_pairs + n_shared
+    bw = rng.choice([1e9, 2e9, 3e9], size=n_links).astype(float)
+    links = LinkSet(bw, np.zeros(n_links), np.ones(n_links, bool))
+    n_slots, width = 64, 3
+    st = _state(n_links, n_slots, width)
+    seg = np.zeros((5, n_links), np.int64)
+    pool = np.zeros(16 * n_slots * width + 16 * n_links, np.int64)
+    meta = np.zeros(2, np.int64)
+    back = np.zeros((n_slots, width), np.int64)
+    iw, fw = np.zeros((4, n_links), np.int64), np.zeros((2, n_links))
+    ctx = (n_links, bw, np.full(n_links, np.inf), seg, pool, meta, iw, fw)
+    left = {}          # slot -> bytes still to send, integrated here from the rates of each round
+    rate = {}
+    now, settled_seen, ended = 0.0, 0, 0
+
+    def start(k):
+        nonlocal pool
+        free = [s for s in range(n_slots) if s not in left]
+        new = np.array(free[:k], np.int64)
+        for s in new.tolist():
+            p = int(rng.integers(n_pairs))
+            route = [2 * p, 2 * p + 1] + ([2 * n_pairs + int(rng.integers(n_shared))] if rng.random() < 0.2 else [])
+            st["rows"][s, :len(route)] = route
+            st["lens"][s] = len(route)
+            left[s] = float(rng.integers(1, 20)) * 1e6
+        C._csc_insert(new, st["rows"], st["lens"], back, seg, pool, meta)
+        for s in new.tolist():
+            g = C.pick_group(s, st["rows"], st["lens"], seg[1], bw, ctx[2], n_links, st["gI"], st["gF"])
+            _join(st, s, g, left[s], now)
+
+    start(40)
+    for _ in range(60):
+        t_done = _fill(st, ctx, now)
+        routes = [st["rows"][s, :st["lens"][s]].tolist() for s in sorted(left)]
+        want = maxmin_rates(links, routes)
+        got = np.array([st["gF"][st["sgrp"][s], C.F_LEV] for s in sorted(left)])
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        rate = dict(zip(sorted(left), want))
+        gF, sgrp, tag = st["gF"], st["sgrp"], st["tag"]
+        for s in left:   # remaining bytes through the group's clock, wherever it was last brought up to date
+            g = sgrp[s]
+            v = gF[g, C.F_V] + gF[g, C.F_LEV] * (now - gF[g, C.F_VT])
+            assert tag[s] - v == pytest.approx(left[s], rel=1e-9)
+        assert t_done == pytest.approx(now + min(left[s] / rate[s] for s in left), rel=1e-12)
+        _check_settled(st, n_links)
+        settled_seen += int(st["gm"][0] - st["gm"][1])
+        # advance to the first projected end and end what is due, as the loop's event does
+        dt = t_done - now
+        for s in left:
+            left[s] -= rate[s] * dt
+        now = t_done
+        gbuf = np.zeros(n_links, np.int64)
+        out, n = C.ending(now * (1 + 1e-12), np.zeros(4, np.int64), st["rows"], st["lens"], st["sgrp"], st["tag"],
+                          st["hp"], st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
+        done = sorted(out[:n].tolist())
+        assert done and all(abs(left[s]) <= 1e-6 * 1e6 for s in done)
+        assert all(left[s] > 1e-6 * 1e6 for s in left if s not in done)
+        C._csc_remove(np.array(done, np.int64), st["rows"], st["lens"], back, seg, pool, meta)
+        for s in done:
+            del left[s]
+            st["lens"][s] = 0
+        ended += n
+        start(int(rng.integers(0, 2 * n + 1)))
+        if not left:
+            start(5)
+    assert settled_seen > 100 and ended > 60   # the settled path was taken, many times
