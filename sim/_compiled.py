@@ -1100,6 +1100,23 @@ def _grow_messages(M, MF, mfree, C):
 
 
 @_leaf_py
+def _op_room(max_items):
+    """Requests, messages and flow ids one micro-op may take: its items (at most ``max_items``, the most
+    of any micro-op) and two to spare."""
+    return max_items + 2
+
+
+@_leaf_py
+def _event_room(max_items, n_act, pending):
+    """Flow ids an engine event may need: a micro-op's, plus one per flow that may end or start.
+
+    :func:`_loop` stops when the ring has less and :func:`run_core` grows it
+    to this: both must ask for the same.
+    """
+    return _op_room(max_items) + n_act + pending
+
+
+@_leaf_py
 def _ring_lo(f_lo, k, C, live, cap):
     """The lowest flow id that may be live, moved past ended flows when ``k`` more ids would not fit in the
     ring of ``cap`` (every live id is in ``f_lo..C[C_F]``)."""
@@ -1474,8 +1491,9 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
     status = 0
     while True:
         # room for this event's flows: ids in the ring, engine slots and buffers for all that may start or end
-        f_lo = _ring_lo(f_lo, max_items + 2 + n_act + C[C_PEND], C, live, len(flow_size))
-        if C[C_F] + max_items + 2 + n_act + C[C_PEND] - f_lo > len(flow_size):
+        room = _event_room(max_items, n_act, C[C_PEND])
+        f_lo = _ring_lo(f_lo, room, C, live, len(flow_size))
+        if C[C_F] + room - f_lo > len(flow_size):
             status = 1
             break
         if n_free < C[C_PEND] or len(fbuf) < n_act + C[C_PEND] or len(sbuf) < max(n_act, C[C_PEND]):
@@ -1529,9 +1547,9 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                         C[C_RDY] = _hpush(rdy_t, rdy_r, C[C_RDY], clock[r] + g, r)
                         break
                     # room for the micro-op's requests, messages and flows, else back to run_core for it
-                    f_lo = _ring_lo(f_lo, max_items + 2, C, live, len(flow_size))
-                    if (C[C_QFREE] < max_items + 2 or C[C_MFREE] < max_items + 2
-                            or C[C_F] + max_items + 2 - f_lo > len(flow_size)):
+                    room = _op_room(max_items)
+                    f_lo = _ring_lo(f_lo, room, C, live, len(flow_size))
+                    if C[C_QFREE] < room or C[C_MFREE] < room or C[C_F] + room - f_lo > len(flow_size):
                         resume = r
                         t_batch = t_rank
                         status = 1
@@ -1791,13 +1809,13 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     g_send = np.empty(max_items, np.int64)
     # requests and messages: slots from free lists, grown when a micro-op could run out; the state kept is
     # what is in flight, not the run's total (n_msgs, n_reqs only size the first tables)
-    n_q = max(min(n_reqs, 4 * n + 64), max_items + 2) + 1
+    n_q = max(min(n_reqs, 4 * n + 64), _op_room(max_items)) + 1
     Q = np.zeros((8, n_q), np.int64)
     qfree = np.empty(n_q, np.int64)
     for j in range(n_q):
         qfree[j] = n_q - 1 - j
     C[C_QFREE] = n_q
-    n_m = max(min(n_msgs, 2 * n + 64), max_items + 2) + 1
+    n_m = max(min(n_msgs, 2 * n + 64), _op_room(max_items)) + 1
     M = np.full((9, n_m), -1, np.int64)
     MF = np.zeros((3, n_m))
     mfree = np.empty(n_m, np.int64)
@@ -1880,14 +1898,14 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             sbuf)
         if status == 0:
             break
-        if C[C_QFREE] < max_items + 2:
+        if C[C_QFREE] < _op_room(max_items):
             Q, qfree = _grow_requests(Q, qfree, C)
-        if C[C_MFREE] < max_items + 2:
+        if C[C_MFREE] < _op_room(max_items):
             M, MF, mfree = _grow_messages(M, MF, mfree, C)
             if n_gen > 0:
                 seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(
                     seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_static + M.shape[1], seg_rows.shape[1])
-        need = max_items + 2 + C[C_NACT] + C[C_PEND]
+        need = _event_room(max_items, C[C_NACT], C[C_PEND])
         while C[C_F] + need - C[C_FLO] > len(flow_size):
             FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C, C[C_FLO])
         if C[C_NFREE] < C[C_PEND]:
