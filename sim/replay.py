@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.core.arrays import unique_inverse
 from planner.core.errors import TopoplanError
 from planner.traffic.trace import OP_CODE, OPS, Trace
 
@@ -718,10 +719,9 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     s_src = np.concatenate([node[op_rank[p2p_send]], node[op_rank[e_owner[e_send == 1]]]])
     s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
     s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
-    sizes, size_id = np.unique(s_bytes, return_inverse=True)   # few distinct sizes: one integer key per site
+    sizes, size_id = unique_inverse(s_bytes)   # few distinct sizes: one integer key per site
     n_nodes = int(node.max(initial=0)) + 1
-    ukey, inv = np.unique((s_src * n_nodes + s_dst) * len(sizes) + size_id.reshape(-1), return_inverse=True)
-    inv = inv.reshape(-1)
+    ukey, inv = unique_inverse((s_src * n_nodes + s_dst) * len(sizes) + size_id)
     pair, u_size = np.divmod(ukey, max(len(sizes), 1))
     ukeys = np.stack([pair // n_nodes, pair % n_nodes, sizes[u_size] if len(sizes) else np.zeros(0)], axis=1)
     cls = np.full(n_ops, -1, dtype=np.int64)

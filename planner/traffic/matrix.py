@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.core.arrays import unique_inverse
 from planner.core.errors import TopoplanError
 
 __all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "is_matrix_file", "load_source", "load_traffic"]
@@ -72,7 +73,7 @@ class Traffic:
     def matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Aggregate to one row per ordered pair: ``(src, dst, bytes, msgs)`` sorted by (src, dst)."""
         key = self.src * self.n_ranks + self.dst
-        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, inv = unique_inverse(key)
         by = np.bincount(inv, weights=self.bytes, minlength=len(uniq))
         msgs = np.bincount(inv, weights=self.count, minlength=len(uniq)).astype(np.int64)
         return uniq // self.n_ranks, uniq % self.n_ranks, by, msgs
