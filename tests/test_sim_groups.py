@@ -224,25 +224,30 @@ def _check_settled(st, n_links):
     assert all(agl[2, g] == -1 for g in agl[0, :n_wl].tolist())
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed):
+@pytest.mark.parametrize("seed,caps", [(0, False), (1, False), (2, False), (3, True), (4, True)])
+def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
     # Flows come and go as in run_core: each round ends the flows due at the earliest projected end and starts
     # new ones. Most flows cross a private pair of links (their groups are alone and settle); some cross a
     # pair and a shared link, which puts the pair's group back on the work list. After every fill each flow's
     # rate must be the per-flow max-min one and its remaining bytes what integrating its past rates gives.
+    # With caps, some flows also carry one of two fat-pipe caps (virtual links shared by value, not capacity).
     rng = np.random.default_rng(seed)
     n_pairs, n_shared = 8, 3
     n_links = 2 * n_pairs + n_shared
     bw = rng.choice([1e9, 2e9, 3e9], size=n_links).astype(float)
-    links = LinkSet(bw, np.zeros(n_links), np.ones(n_links, bool))
-    n_slots, width = 64, 3
-    st = _state(n_links, n_slots, width)
-    seg = np.zeros((5, n_links), np.int64)
-    pool = np.zeros(16 * n_slots * width + 16 * n_links, np.int64)
+    cap_values = np.array([0.4e9, 1.5e9]) if caps else np.zeros(0)
+    n_lt = n_links + len(cap_values)
+    links = LinkSet(np.concatenate([bw, cap_values]), np.zeros(n_lt), np.arange(n_lt) < n_links)
+    lcap2 = np.concatenate([bw, np.full(len(cap_values), np.inf)])
+    capv = np.concatenate([np.full(n_links, np.inf), cap_values])
+    n_slots, width = 64, 4
+    st = _state(n_lt, n_slots, width)
+    seg = np.zeros((5, n_lt), np.int64)
+    pool = np.zeros(16 * n_slots * width + 16 * n_lt, np.int64)
     meta = np.zeros(2, np.int64)
     back = np.zeros((n_slots, width), np.int64)
-    iw, fw = np.zeros((4, n_links), np.int64), np.zeros((2, n_links))
-    ctx = (n_links, bw, np.full(n_links, np.inf), seg, pool, meta, iw, fw)
+    iw, fw = np.zeros((4, n_lt), np.int64), np.zeros((2, n_lt))
+    ctx = (n_links, lcap2, capv, seg, pool, meta, iw, fw)
     left = {}          # slot -> bytes still to send, integrated here from the rates of each round
     rate = {}
     now, settled_seen, ended = 0.0, 0, 0
@@ -254,12 +259,14 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed):
         for s in new.tolist():
             p = int(rng.integers(n_pairs))
             route = [2 * p, 2 * p + 1] + ([2 * n_pairs + int(rng.integers(n_shared))] if rng.random() < 0.2 else [])
+            if caps and rng.random() < 0.3:
+                route.append(n_links + int(rng.integers(len(cap_values))))
             st["rows"][s, :len(route)] = route
             st["lens"][s] = len(route)
             left[s] = float(rng.integers(1, 20)) * 1e6
         C._csc_insert(new, st["rows"], st["lens"], back, seg, pool, meta)
         for s in new.tolist():
-            g = C.pick_group(s, st["rows"], st["lens"], seg[1], bw, ctx[2], n_links, st["gI"], st["gF"])
+            g = C.pick_group(s, st["rows"], st["lens"], seg[1], lcap2, capv, n_links, st["gI"], st["gF"])
             _join(st, s, g, left[s], now)
 
     start(40)
@@ -276,14 +283,14 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed):
             v = gF[g, C.F_V] + gF[g, C.F_LEV] * (now - gF[g, C.F_VT])
             assert tag[s] - v == pytest.approx(left[s], rel=1e-9)
         assert t_done == pytest.approx(now + min(left[s] / rate[s] for s in left), rel=1e-12)
-        _check_settled(st, n_links)
+        _check_settled(st, n_lt)
         settled_seen += int(st["gm"][0] - st["gm"][1])
         # advance to the first projected end and end what is due, as the loop's event does
         dt = t_done - now
         for s in left:
             left[s] -= rate[s] * dt
         now = t_done
-        gbuf = np.zeros(n_links, np.int64)
+        gbuf = np.zeros(n_lt, np.int64)
         out, n = C.ending(now * (1 + 1e-12), np.zeros(4, np.int64), st["rows"], st["lens"], st["sgrp"], st["tag"],
                           st["hp"], st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
         done = sorted(out[:n].tolist())
@@ -297,4 +304,4 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed):
         start(int(rng.integers(0, 2 * n + 1)))
         if not left:
             start(5)
-    assert settled_seen > 100 and ended > 60   # the settled path was taken, many times
+    assert settled_seen > 40 and ended > 60   # the settled path was taken, many times
