@@ -631,41 +631,32 @@ def _alist_move(src, dst, agl, gI):
 
 
 @_leaf
-def _gh_up(i, agl, gI, gF):
-    """Sift the settled heap's entry at ``i`` up (keys: projected ends)."""
-    g = agl[1, i]
-    key = gF[g, F_FIN]
-    while i > 0:
-        p = (i - 1) >> 1
-        h = agl[1, p]
-        if gF[h, F_FIN] <= key:
-            break
-        agl[1, i] = h
-        agl[2, h] = i
-        i = p
+def _gh_put(agl, g, i):
     agl[1, i] = g
     agl[2, g] = i
 
 
 @_leaf
-def _gh_down(i, n, agl, gI, gF):
-    """Sift the settled heap's entry at ``i`` down, the heap having ``n`` entries."""
+def _gh_fix(i, n, agl, gF):
+    """Restore the settled heap (``n`` entries, keyed by projected end) around its entry at ``i``: up while
+    the parent ends later, else down while a child ends sooner."""
     g = agl[1, i]
     key = gF[g, F_FIN]
+    while i > 0 and gF[agl[1, (i - 1) >> 1], F_FIN] > key:
+        p = (i - 1) >> 1
+        _gh_put(agl, agl[1, p], i)
+        i = p
     while True:
         c = 2 * i + 1
         if c >= n:
             break
         if c + 1 < n and gF[agl[1, c + 1], F_FIN] < gF[agl[1, c], F_FIN]:
             c += 1
-        h = agl[1, c]
-        if gF[h, F_FIN] >= key:
+        if gF[agl[1, c], F_FIN] >= key:
             break
-        agl[1, i] = h
-        agl[2, h] = i
+        _gh_put(agl, agl[1, c], i)
         i = c
-    agl[1, i] = g
-    agl[2, g] = i
+    _gh_put(agl, g, i)
 
 
 @_leaf
@@ -678,7 +669,7 @@ def _settle(g, agl, gm, gI, gF, EP):
     gI[g, G_APOS] = gm[1]
     n = gm[0] - gm[1]
     agl[1, n - 1] = g
-    _gh_up(n - 1, agl, gI, gF)
+    _gh_fix(n - 1, n, agl, gF)
     st = gI[g, G_EST]
     for j in range(st, st + gI[g, G_ELEN]):
         agl[3, EP[j, 0]] = g
@@ -691,10 +682,8 @@ def _unsettle(g, agl, gm, gI, gF, EP):
     i = agl[2, g]
     agl[2, g] = -1
     if i != n - 1:
-        last = agl[1, n - 1]
-        agl[1, i] = last
-        _gh_up(i, agl, gI, gF)
-        _gh_down(agl[2, last], n - 1, agl, gI, gF)
+        agl[1, i] = agl[1, n - 1]
+        _gh_fix(i, n - 1, agl, gF)
     p = gI[g, G_APOS]
     _alist_move(gm[1], p, agl, gI)
     agl[0, gm[1]] = g
