@@ -685,7 +685,6 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     tag[at] = trace.tag[single]
     reqkind = np.full(n_ops, -1, dtype=np.int64)
     reqkind[at] = trace.req[single]
-    call = np.repeat(np.arange(len(trace)), count)
     mgap = np.zeros(n_ops)
     mgap[ptr[:-1][count > 0]] = gap[count > 0]
     # collective steps: entries (peer, bytes, is_send), receives first
@@ -707,16 +706,17 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     e_ptr = np.zeros(n_ops + 1, dtype=np.int64)
     np.cumsum(e_count, out=e_ptr[1:])
     # send sites and their route classes
-    op_rank = np.repeat(np.arange(n), np.diff(ptr[bounds]))
+    rank_end = ptr[bounds[1:]]   # micro-op i belongs to rank searchsorted(rank_end, i, "right")
     p2p_send = np.isin(kind, [core.K_SEND, core.K_ISEND, core.K_SENDRECV])
     p2p_recv = np.isin(kind, [core.K_RECV, core.K_IRECV, core.K_SENDRECV])
     bad = np.flatnonzero((p2p_send & ((peer < 0) | (peer >= n))) | (p2p_recv & (peer >= n)))
     if bad.size:
-        i = int(call[bad[0]])
+        i = int(np.searchsorted(ptr, bad[0], side="right")) - 1
         raise TopoplanError(f"{trace.source}: rank {int(trace.rank[i])} call {i - int(bounds[trace.rank[i]])} "
                             f"({OPS[op[i]]}): field 'peer': {int(trace.peer[i])} is not a rank of 0..{n - 1}")
     e_owner = np.repeat(np.arange(n_ops), e_count)
-    s_src = np.concatenate([node[op_rank[p2p_send]], node[op_rank[e_owner[e_send == 1]]]])
+    s_src = node[np.searchsorted(rank_end, np.concatenate([np.flatnonzero(p2p_send), e_owner[e_send == 1]]),
+                                 side="right")]
     s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
     s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
     sizes, size_id = unique_inverse(s_bytes)   # few distinct sizes: one integer key per site
@@ -762,7 +762,9 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
             e_send, e_cls, n_msgs, n_reqs)
     route = (cls_ptr.astype(np.int64), seg_rows, seg_len.astype(np.int64), seg_extra, seg_lat, seg_cap,
              ~np.isfinite(slowest))
-    return {"prog": prog, "route": route, "call": call, "op_rank": op_rank, "rptr": rptr, "rlinks": rlinks,
+    # each rank's computation: its calls' gaps, added in call order (as the reference adds them)
+    compute_s = np.bincount(trace.rank[count > 0], weights=gap[count > 0], minlength=n)
+    return {"prog": prog, "route": route, "ptr": ptr, "compute_s": compute_s, "rptr": rptr, "rlinks": rlinks,
             "bounds": bounds, "eager_B": float(eager_threshold_B), "stream": strm}
 
 
@@ -784,13 +786,13 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
         parts = []
         for r in unfinished[:4].tolist():
             i = int(pc[r]) - 1 if blocked[r] else int(pc[r])
-            c = int(pg["call"][i]) if lo[r] <= i < hi[r] else -1
+            c = int(np.searchsorted(pg["ptr"], i, side="right")) - 1 if lo[r] <= i < hi[r] else -1
             op = OPS[trace.op[c]] if c >= 0 and trace.op[c] >= 0 else "unknown"
             parts.append(f"rank {r} in call {c - int(pg['bounds'][r])} ({op} peer {int(trace.peer[c])})")
         more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
         raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
                             + "; ".join(parts) + more)
-    compute = np.bincount(pg["op_rank"], weights=pg["prog"][7], minlength=n)
+    compute = pg["compute_s"]
     if progress:
         progress(n, n)
     return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,

@@ -206,3 +206,26 @@ def test_compact_steps_keep_every_entry_in_order():
     assert peer.tolist() == [2, 3, 1, 0, 2]            # receives before sends within a step
     assert nbytes.tolist() == [0.0, 4.0, 8.0, 2.0, 1.0]  # an unknown receive size counts 0 (the sender's applies)
     assert send.tolist() == [0, 0, 1, 1, 1]
+
+
+def test_compiled_replay_names_the_call_of_a_peer_outside_the_communicator():
+    from sim.replay import compile_program
+
+    t = topology_from_dict(TREE)
+    tr = rec((0, "recv", 1, 8, -1, 4, 0, 0), (1, "barrier", -1, 0, -1, 4, 0, 0), (1, "send", 0, 8, -1, 4, 0, 0))
+    tr.peer[2] = 7   # as a corrupt trace built past the reader's checks would have it
+    with pytest.raises(TopoplanError, match=r"rank 1 call 1 \(send\): field 'peer': 7 is not a rank of 0..3"):
+        compile_program(tr, build_network(t), sequential(4, t))
+
+
+def test_compiled_replay_counts_each_ranks_computation_once():
+    # comm_time = finish - computation; a collective expanded into several micro-ops keeps its gap once
+    t = topology_from_dict(TREE)
+    tr = rec((0, "allreduce", -1, 8, -1, 4, 0.5, 0), (1, "allreduce", -1, 8, -1, 4, 0.25, 0),
+             (2, "allreduce", -1, 8, -1, 4, 0, 0), (3, "allreduce", -1, 8, -1, 4, 0, 0),
+             (0, "allreduce", -1, 8, -1, 4, 0.5, 0), (1, "allreduce", -1, 8, -1, 4, 0.25, 0),
+             (2, "allreduce", -1, 8, -1, 4, 0, 0), (3, "allreduce", -1, 8, -1, 4, 0, 0))
+    a = replay(tr, build_network(t), sequential(4, t), method="compiled")
+    b = replay(tr, build_network(t), sequential(4, t), method="python")
+    np.testing.assert_array_equal(a.comm_time_s, b.comm_time_s)
+    assert a.rank_finish_s[0] - a.comm_time_s[0] == pytest.approx(1.0)
