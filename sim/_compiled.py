@@ -54,7 +54,7 @@ M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9
 (R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD,
  R_STEP) = range(12)                                                                  # ranks
 C_QFREE, C_MFREE, C_F, C_PEND, C_RDY, C_MSGS, C_FMASK, C_NSEG = range(8)              # counters
-C_NNZ, C_NACT, C_DIRTY, C_NEV, C_NFREE, C_FLO, C_RESUME = range(8, 15)                 # _loop's saved state
+C_NNZ, C_NACT, C_DIRTY, C_NEV, C_NFREE, C_FLO, C_RESUME, C_TLK = range(8, 16)          # _loop's saved state
 S_NOW, S_TDONE, S_TBATCH = range(3)
 
 
@@ -704,7 +704,7 @@ def _vsync(g, now, gF):
 
 
 @_leaf
-def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw):
     """Slot ``s`` (``remaining`` bytes) joins group ``g`` at ``now``; a settled group it joins or whose
     links it crosses goes back on the work list."""
     for j in range(lens[s]):
@@ -713,20 +713,23 @@ def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, H
             _unsettle(o, agl, gm, gI, gF, EP)
     if agl[2, g] >= 0:   # (a flow joins a link of its route, so this is done above)
         _unsettle(g, agl, gm, gI, gF, EP)
-    _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
+    _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw)
+    if fw.shape[0] > 2:   # (link bytes kept: a new flow's links go on from what they carried at ``now``)
+        for q in range(lens[s]):
+            fw[2, rows[s, q]] -= remaining
 
 
 @_leaf
-def leave(s, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+def leave(s, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw):
     """Slot ``s`` leaves its group (it ended, or its bottleneck changed), which goes back on the work list."""
     g = sgrp[s]
     if agl[2, g] >= 0:
         _unsettle(g, agl, gm, gI, gF, EP)
-    _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+    _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw)
 
 
 @_leaf
-def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em):
+def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw):
     """:func:`join` for a group on the work list or without members (in a fill: no settled group is near)."""
     if gI[g, G_N] == 0:   # a new group: last of the work list (the first settled group moves to the end)
         gF[g, F_V] = 0.0
@@ -742,6 +745,9 @@ def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP,
         _vsync(g, now, gF)
     tag[s] = remaining + gF[g, F_V]
     sgrp[s] = g
+    if fw.shape[0] > 2:   # link bytes kept (link_bytes_at)
+        for q in range(lens[s]):
+            fw[2, rows[s, q]] += tag[s]
     hp[s, P_CHILD] = -1
     hp[s, P_SIB] = -1
     hp[s, P_PREV] = -1
@@ -752,9 +758,12 @@ def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP,
 
 
 @_leaf
-def _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em):
+def _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw):
     """:func:`leave` from a group on the work list."""
     g = sgrp[s]
+    if fw.shape[0] > 2:
+        for q in range(lens[s]):
+            fw[2, rows[s, q]] -= tag[s]
     gI[g, G_ROOT] = _ph_remove(gI[g, G_ROOT], s, tag, hp)
     gI[g, G_N] -= 1
     _nz_route(g, s, -1, rows, lens, EP, HT, em, gI)
@@ -910,8 +919,8 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
                     g = sgrp[s]
                     if g != l and gI[g, G_FRZ] == 0:
                         remaining = tag[s] - gF[g, F_V]
-                        _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
-                        _enter(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em)
+                        _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw)
+                        _enter(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw)
             st = gI[l, G_EST]
             for j in range(st, st + gI[l, G_ELEN]):   # freeze group l: its flows leave every link they cross
                 m = EP[j, 0]
@@ -948,7 +957,7 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
 
 
 @_kernel
-def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, HT, em):
+def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, HT, em, fw):
     """Take every flow projected to end by ``horizon`` out of its group, writing their slots into ``out``.
 
     Returns ``(out, n)`` (``out`` grown when full). A flow's projected end
@@ -971,12 +980,36 @@ def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, H
             r = gI[g, G_ROOT]
             if vt + (tag[r] - v) / lev > horizon:
                 break
-            _exit(r, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em)
+            _exit(r, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw)
             if n_out == len(out):
                 out = np.concatenate((out, np.empty(n_out, np.int64)))
             out[n_out] = r
             n_out += 1
     return out, n_out
+
+
+@_leaf
+def link_bytes_at(t, k, tl, n_links, fw, gI, gF, agl, gm, EP):
+    """Write into ``tl[:, k]`` the bytes each real link has carried by time ``t`` (not before the last fill).
+
+    A flow in group g has sent ``size - (tag - V_g(t))``; ``fw[2, l]`` keeps, for the flows that crossed
+    link l, the sum of their ``tag - size`` while they transfer and of ``-size`` once done (:func:`join`,
+    :func:`_enter`, :func:`_exit` keep it), so the link's bytes are ``sum_g N(g, l) V_g(t) - fw[2, l]``:
+    one pass over the groups' N entries, not over the flows. The utilization timeline takes these
+    samples at every interval boundary; without one ``fw`` has two rows and nothing keeps row 2.
+    """
+    for l in range(n_links):
+        tl[l, k] = -fw[2, l]
+    for a in range(gm[0]):
+        g = agl[0, a]
+        v = gF[g, F_V]
+        if t > gF[g, F_VT]:
+            v += gF[g, F_LEV] * (t - gF[g, F_VT])
+        st = gI[g, G_EST]
+        for j in range(st, st + gI[g, G_ELEN]):
+            l = EP[j, 0]
+            if l < n_links:
+                tl[l, k] += EP[j, 1] * v
 
 
 # --------------------------------------------------------------------------- heaps of (time, id), ties by id
@@ -1455,7 +1488,7 @@ def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, w
 def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
           M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
           rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-          sbuf):  # pragma: no cover - compiled
+          sbuf, tl_dt, tl):  # pragma: no cover - compiled
     """:func:`run_core`'s event loop, from the state in ``C``/``S`` to the end (status 0), or until a
     micro-op or an event needs more request, message or flow slots than there are (status 1: the state is
     saved, :func:`run_core` makes room and calls again; a rank stopped mid-batch resumes first). The
@@ -1507,6 +1540,18 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
             t_rank = t_batch
         if t_rank == inf and t_flow == inf:
             break
+        if tl_dt > 0:   # the utilization timeline: a sample at each interval boundary the clock is to pass
+            t_next = t_rank if t_rank <= t_flow else max(t_flow, now)
+            k = C[C_TLK]
+            while k * tl_dt <= t_next:
+                if k == tl.shape[1]:   # run_core makes room (nothing of this step has been done yet)
+                    status = 1
+                    break
+                link_bytes_at(k * tl_dt, k, tl, n_links, fw, gI, gF, agl, gm, EP)
+                k += 1
+            C[C_TLK] = k
+            if status:
+                break
         if t_rank <= t_flow:
             if t_rank > now:
                 now = t_rank
@@ -1650,7 +1695,8 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
             horizon = t + rel * abs(t)
             nfin = 0
             if t_done <= horizon:
-                sbuf, ns = ending(horizon, sbuf, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, gbuf, EP, HT, em)
+                sbuf, ns = ending(horizon, sbuf, rows, lens, sgrp, stag, hp, gI, gF, agl, gm, gbuf, EP, HT,
+                                  em, fw)
                 sbuf[:ns].sort()  # ascending slots, as FlowEngine frees them
                 _csc_remove(sbuf[:ns], rows, lens, back, segs, pool, meta)
                 n_act -= ns
@@ -1707,7 +1753,7 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                         EP, HT = entry_room(em[EM_LIVE] + width, pool_need(gI[g0, G_ELEN], width), EP, HT, gI, agl,
                                             gm, em)
                     join(s, g0, flow_size[sid[s] & C[C_FMASK]], now, rows, lens, sgrp, stag, hp, gI, gF, agl, gm,
-                         EP, HT, em)
+                         EP, HT, em, fw)
                 n_act += ns
                 dirty = True
             n_events += 1
@@ -1748,7 +1794,8 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
 
 
 @njit(cache=True)
-def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream):  # pragma: no cover - compiled
+def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream, tl_dt,
+             tl_max):  # pragma: no cover - compiled
     """Run the flows and ranks to the end (or a deadlock).
 
     ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
@@ -1756,9 +1803,11 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
     start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
     :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
-    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives. Returns
-    (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow given
-    in advance). The state kept is what is in flight:
+    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives; ``tl_dt`` > 0:
+    sample every link's bytes at each multiple of ``tl_dt`` and at the end, in at most ``tl_max`` columns.
+    Returns (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow
+    given in advance, the samples (links x boundaries passed + 1; empty without ``tl_dt``), boundaries passed
+    or -1 when they would exceed ``tl_max``, the clock at the end). The state kept is what is in flight:
     requests, messages and flows take slots that return when they are done.
     """
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
@@ -1776,7 +1825,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             mx = max(mx, mid_ptr[x + 1] - mid_ptr[x])
         width = max(width, mx + 2)
     inf = np.inf
-    C = np.zeros(15, np.int64)
+    C = np.zeros(16, np.int64)
     R = np.full((12, n), -1, np.int64)
     R[R_PC] = lo
     R[R_BLOCKED] = 0
@@ -1862,7 +1911,8 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     pool = np.zeros(1024, np.int64)
     meta = np.zeros(2, np.int64)
     iw = np.zeros((4, n_lt), np.int64)
-    fw = np.zeros((2, n_lt))
+    fw = np.zeros((3 if tl_dt > 0 else 2, n_lt))   # rows 0-1 a fill's scratch; row 2, kept for a timeline only,
+                                                   # per link for link_bytes_at
     gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
     gbuf = np.empty(max(n_lt, 1), np.int64)
     fbuf = np.empty(64, np.int64)
@@ -1875,6 +1925,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
 
     S = np.zeros(3)
     S[S_TDONE] = inf
+    tl = np.zeros((n_links, max(min(256, tl_max), 1) if tl_dt > 0 else 0))
     C[C_NFREE] = n_free
     C[C_RESUME] = -1
     dims = np.array([n_links, n_static, n_sw, max_items, width], np.int64)
@@ -1884,9 +1935,16 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
             M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
             rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-            sbuf)
+            sbuf, tl_dt, tl)
         if status == 0:
             break
+        if tl_dt > 0 and C[C_TLK] == tl.shape[1]:
+            if tl.shape[1] >= tl_max:   # more intervals than the caller allows: stop here (C_TLK -1 says so)
+                C[C_TLK] = -1
+                break
+            grown = np.zeros((n_links, min(2 * tl.shape[1], tl_max)))
+            grown[:, :tl.shape[1]] = tl
+            tl = grown
         if C[C_QFREE] < _op_room(max_items):
             Q, qfree = _grow_requests(Q, qfree, C)
         if C[C_MFREE] < _op_room(max_items):
@@ -1905,5 +1963,13 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             fbuf = np.empty(2 * need, np.int64)
         if len(sbuf) < need:
             sbuf = np.empty(2 * need, np.int64)
+    n_tl = 0
+    if tl_dt > 0 and C[C_TLK] >= 0:   # and the bytes at the end, for the last (partial) interval
+        n_tl = C[C_TLK] + 1
+        if n_tl > tl.shape[1]:
+            grown = np.zeros((n_links, n_tl))
+            grown[:, :tl.shape[1]] = tl
+            tl = grown
+        link_bytes_at(S[S_NOW], n_tl - 1, tl, n_links, fw, gI, gF, agl, gm, EP)
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
-            init_fin)
+            init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW])

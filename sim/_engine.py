@@ -129,8 +129,9 @@ def no_stream() -> tuple:
     return (np.zeros((0, 5), np.int64), z_i, z_i, parts, z_f, z_f, z_f, np.zeros(0, bool), np.zeros(3), z_f)
 
 
-def flow_args(links, ptr, rl, start, size, rel) -> tuple:
-    """``run_core``'s arguments for a plain flow set (validated CSR routes, starts, sizes): no ranks."""
+def flow_args(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals=0) -> tuple:
+    """``run_core``'s arguments for a plain flow set (validated CSR routes, starts, sizes): no ranks; link
+    bytes sampled every ``timeline_dt_s`` when it is > 0."""
     from sim.maxmin import _pad_routes, _route_stats
 
     k = len(size)
@@ -143,13 +144,14 @@ def flow_args(links, ptr, rl, start, size, rel) -> tuple:
     route = (np.zeros(1, np.int64), rows, lens.astype(np.int64), np.zeros(k), lat, cap, ~np.isfinite(slowest))
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
     return (prog, route, lcap, 0.0, float(rel), np.arange(k, dtype=np.int64), np.asarray(start, np.float64),
-            np.asarray(size, np.float64), no_stream())
+            np.asarray(size, np.float64), no_stream(), float(timeline_dt_s), int(max_intervals))
 
 
-def run_flows(links, ptr, rl, start, size, rel):
-    """Finish time of every flow (validated CSR routes, starts, sizes) and the number of events."""
-    out = run_core(*flow_args(links, ptr, rl, start, size, rel))
-    return out[7], int(out[4])
+def run_flows(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals=0):
+    """Finish time of every flow (validated CSR routes, starts, sizes), the number of events and, for a
+    timeline, ``run_core``'s samples (links x boundaries + 1, boundaries passed or -1, the end time)."""
+    out = run_core(*flow_args(links, ptr, rl, start, size, rel, timeline_dt_s, max_intervals))
+    return out[7], int(out[4]), (out[8], int(out[9]), float(out[10]))
 
 
 def build() -> str:

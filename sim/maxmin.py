@@ -55,7 +55,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 
 __all__ = ["REL_TOL", "MAX_TIMELINE_CELLS", "LinkSet", "FlowResult", "routes_to_csr", "maxmin_rates", "FlowEngine",
-           "simulate_flows"]
+           "simulate_flows", "timeline_from_samples", "timeline_too_long"]
 
 REL_TOL = 1e-12
 """Events closer than this (relative to the event time) are one event."""
@@ -388,6 +388,44 @@ class _Grow:
 
 
 MAX_TIMELINE_CELLS = 200_000_000  # links x intervals held in memory (1.6 GB of float64)
+
+
+def timeline_too_long(t_s: float, n_intervals: int, dt_s: float, n_links: int) -> TopoplanError:
+    """The error of a run whose utilization timeline would exceed :data:`MAX_TIMELINE_CELLS`."""
+    return TopoplanError(f"timeline: the run reaches {t_s:.3g} s, {n_intervals:,} intervals of {dt_s:.3g} s for "
+                         f"{n_links:,} links, over the limit of {MAX_TIMELINE_CELLS:,} samples; use a coarser "
+                         "--timeline")
+
+
+def timeline_from_samples(samples: np.ndarray, dt_s: float, end_s: float, bw_Bps: np.ndarray) -> dict:
+    """:meth:`FlowEngine.timeline`'s series from the bytes each link had carried at ``0, dt_s, 2 dt_s, ...``.
+
+    Parameters
+    ----------
+    samples : array of float, links x (B + 1)
+        Columns ``0..B-1``: bytes carried by each multiple of ``dt_s`` up to ``end_s``; column ``B``: by
+        ``end_s``, which closes the last (partial) interval.
+    dt_s, end_s : float
+    bw_Bps : array of float
+        Each link's bandwidth.
+
+    Returns
+    -------
+    dict
+        ``{"t_s", "dt_s", "util"}``, ``util[link, k]`` the link's bytes in interval ``k`` over what it could
+        carry in ``dt_s``.
+
+    Examples
+    --------
+    >>> tl = timeline_from_samples(np.array([[0.0, 1e9, 1.5e9]]), 1.0, 1.5, np.array([1e9]))
+    >>> tl["util"].tolist()   # the second interval is half over, at full speed
+    [[1.0, 0.5]]
+    """
+    k = max(int(np.ceil(end_s / dt_s - 1e-9)), 1)
+    last = samples.shape[1] - 1
+    j = np.arange(k)
+    carried = samples[:, np.minimum(j + 1, last)] - samples[:, np.minimum(j, last)]
+    return {"t_s": j * dt_s, "dt_s": dt_s, "util": carried / (dt_s * np.asarray(bw_Bps, dtype=float)[:, None])}
 
 
 class FlowEngine:
@@ -754,9 +792,7 @@ class FlowEngine:
         k0, k1 = int(t0 // dt), int(t1 // dt)
         if k1 >= self._tl.shape[1]:
             if float(k1 + 1) * self._tl.shape[0] > MAX_TIMELINE_CELLS:
-                raise TopoplanError(f"timeline: the run reaches {t1:.3g} s, {k1 + 1:,} intervals of {dt:.3g} s for "
-                                    f"{self._tl.shape[0]:,} links, over the limit of {MAX_TIMELINE_CELLS:,} "
-                                    "samples; use a coarser --timeline")
+                raise timeline_too_long(t1, k1 + 1, dt, self._tl.shape[0])
             grown = np.zeros((self._tl.shape[0], max(2 * self._tl.shape[1], k1 + 1)))
             grown[:, : self._tl.shape[1]] = self._tl
             self._tl = grown
@@ -802,17 +838,24 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     >>> simulate_flows(links, ptr, rl, [0, 0, 0], [1e9] * 3).finish_s.tolist()
     [1.3333333333333333, 4.0, 4.0]
     """
-    if timeline_dt_s is None and _resolve_solver(solver) == "numba":
+    if _resolve_solver(solver) == "numba":
         # the whole event loop compiled (sim._compiled): no Python work per event
         from sim._engine import run_flows
 
+        if timeline_dt_s is not None and not timeline_dt_s > 0:
+            raise TopoplanError(f"timeline_dt_s must be > 0, got {timeline_dt_s}")
         ptr, rl, start, size = _check_flows(links, route_ptr, route_links, start_s, bytes_)
-        finish, n_events = run_flows(links, ptr, rl, start, size, REL_TOL)
+        dt = float(timeline_dt_s or 0.0)
+        max_cols = max(MAX_TIMELINE_CELLS // max(len(links), 1), 2)
+        finish, n_events, (samples, n_bounds, end_s) = run_flows(links, ptr, rl, start, size, REL_TOL, dt, max_cols)
+        if dt and n_bounds < 0:
+            raise timeline_too_long(max_cols * dt, max_cols, dt, len(links))
         if progress is not None:
             progress(len(size), len(size))
         link_bytes = np.bincount(rl, weights=np.repeat(size, np.diff(ptr)), minlength=len(links))
         return FlowResult(finish_s=finish, makespan_s=float(finish.max(initial=0.0)), link_bytes=link_bytes,
-                          n_events=n_events)
+                          n_events=n_events,
+                          timeline=timeline_from_samples(samples, dt, end_s, links.bw_Bps) if dt else None)
     eng = FlowEngine(links, timeline_dt_s, solver=solver)
     eng.add_flows(route_ptr, route_links, start_s, bytes_)
     eng.run(progress)

@@ -56,7 +56,7 @@ def test_bad_marks_are_refused(eps, marks, match):
 
 def test_compiled_replay_refuses_marks(eps):
     tr = ring(4, 1e6)
-    with pytest.raises(TopoplanError, match="records no timeline or marks"):
+    with pytest.raises(TopoplanError, match="the compiled method records no marks"):
         replay(tr, build_network(eps), sequential(4, eps), method="compiled", marks=np.array([0]))
 
 

@@ -68,11 +68,13 @@ def test_aot_equals_jit_on_a_replay():
     net = build_network(topo)
     pg = compile_program(trace, net, sequential(16, topo))
     args = (pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
-            np.zeros(0, np.int64), np.zeros(0), np.zeros(0), pg["stream"])
+            np.zeros(0, np.int64), np.zeros(0), np.zeros(0), pg["stream"], 1e-4, 1000)
     assert _engine._spec(args) == spec          # the replay's arguments have the build's types
     a, b = aot(*args), jit(*args)
     np.testing.assert_array_equal(a[0], b[0])   # every rank's finish
     assert a[4] == b[4]
+    assert a[9] > 1 and a[8].shape == b[8].shape   # a timeline sampled (1e-4 s intervals)
+    np.testing.assert_array_equal(a[8], b[8])
 
 
 def test_stale_build_is_not_used(monkeypatch):
@@ -81,7 +83,7 @@ def test_stale_build_is_not_used(monkeypatch):
     assert _engine.aot_status() in ("stale", "missing")
     assert _engine._aot_core() is None
     links, ptr, rl, start, size = _random_flows(3, n=50)
-    finish, events = _engine.run_flows(links, ptr, rl, start, size, REL_TOL)   # the JIT serves
+    finish, events, _ = _engine.run_flows(links, ptr, rl, start, size, REL_TOL)   # the JIT serves
     assert np.isfinite(finish).all() and events > 0
 
 

@@ -147,6 +147,23 @@ def test_solvers_agree_on_random_networks():
         assert a.n_events == b.n_events
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_compiled_timeline_matches_the_engines(seed):
+    # the compiled loop samples each link's bytes at the boundaries, FlowEngine adds load x time: same series
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(seed)
+    n_links = 12
+    links = LinkSet(rng.choice([1e9, 2e9, 2.5e9, 1e10], n_links), rng.choice([0, 1e-6], n_links),
+                    rng.random(n_links) > 0.2)   # some fat-pipe caps
+    routes = [rng.choice(n_links, rng.integers(1, 5), replace=False) for _ in range(200)]
+    starts, sizes = rng.uniform(0, 0.01, 200), np.exp(rng.uniform(0, np.log(1e8), 200))
+    dt = sim(links, routes, starts, sizes, "numba").makespan_s / 41.5
+    a, b = (sim(links, routes, starts, sizes, s, timeline_dt_s=dt) for s in ("numpy", "numba"))
+    np.testing.assert_array_equal(a.timeline["t_s"], b.timeline["t_s"])
+    np.testing.assert_allclose(b.timeline["util"], a.timeline["util"], rtol=1e-9, atol=1e-9)
+    assert a.timeline["util"].shape == (n_links, 42)
+
+
 def test_timeline_utilization_and_progress():
     calls = []
     r = sim(links_of(1e9, 1e9, lat=0.0), [[0], [0], [1]], [0, 0, 0], [5e8, 5e8, 2.5e8], "auto",

@@ -20,7 +20,7 @@ def _state(n_links, n_slots, width):
     gI, gF, agl, gm, EP, HT, em = C.new_state(n_links)
     return dict(rows=np.full((n_slots, width), -1, np.int64), lens=np.zeros(n_slots, np.int64),
                 sgrp=np.full(n_slots, -1, np.int64), tag=np.zeros(n_slots), hp=np.full((n_slots, 3), -1, np.int64),
-                gI=gI, gF=gF, agl=agl, gm=gm, EP=EP, HT=HT, em=em)
+                gI=gI, gF=gF, agl=agl, gm=gm, EP=EP, HT=HT, em=em, fw=np.zeros((3, n_links)))
 
 
 def _join(st, s, g, remaining, now):
@@ -28,12 +28,12 @@ def _join(st, s, g, remaining, now):
                                       C.pool_need(st["gI"][g, C.G_ELEN], st["rows"].shape[1]),
                                       st["EP"], st["HT"], st["gI"], st["agl"], st["gm"], st["em"])
     C.join(s, g, remaining, now, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["gF"],
-           st["agl"], st["gm"], st["EP"], st["HT"], st["em"])
+           st["agl"], st["gm"], st["EP"], st["HT"], st["em"], st["fw"])
 
 
 def _leave(st, s):
     C.leave(s, st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"], st["gI"], st["gF"], st["agl"], st["gm"],
-            st["EP"], st["HT"], st["em"])
+            st["EP"], st["HT"], st["em"], st["fw"])
 
 
 def _table(st, g):
@@ -93,7 +93,7 @@ def test_ending_takes_flows_by_projected_end():
     st["gF"][0, C.F_FIN] = 1.0
     gbuf = np.zeros(2, np.int64)
     out, n = C.ending(2.0, np.zeros(1, np.int64), st["rows"], st["lens"], st["sgrp"], st["tag"], st["hp"],
-                      st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
+                      st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"], st["fw"])
     assert sorted(out[:n].tolist()) == [1, 3, 5]     # the flows of 1, 1 and 2 bytes; the rest stay
     assert st["gI"][0, C.G_N] == 3 and st["tag"][st["gI"][0, C.G_ROOT]] == 3.0
 
@@ -130,8 +130,7 @@ def _fill_case(rng, n_links, n_flows, width, caps):
         ok = [x for x in st["rows"][s, :st["lens"][s]] if x >= n_links or np.isfinite(lcap2[x])]
         _join(st, s, int(rng.choice(ok)), 1e6, 0.0)
     iw = np.zeros((4, n_lt), np.int64)
-    fw = np.zeros((2, n_lt))
-    return st, expected, (n_links, lcap2, capv, seg, pool, meta, iw, fw)
+    return st, expected, (n_links, lcap2, capv, seg, pool, meta, iw, st["fw"])
 
 
 def _fill(st, ctx, now=0.0):
@@ -174,7 +173,7 @@ def test_fill_groups_makes_an_overfull_link_a_candidate():
     C._csc_insert(np.arange(2), st["rows"], st["lens"], np.zeros((2, 2), np.int64), seg, pool, meta)
     for s in range(2):
         _join(st, s, 0, 1e6, 0.0)
-    ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((4, 2), np.int64), np.zeros((2, 2)))
+    ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((4, 2), np.int64), st["fw"])
     _fill(st, ctx)
     assert st["em"][C.EM_PASS] == 2
     assert st["sgrp"].tolist() == [1, 1]
@@ -202,7 +201,7 @@ def test_fill_groups_groups_alone_on_their_links(seed):
     for s, r in enumerate(routes):
         _join(st, s, first.setdefault(r[0], int(rng.choice(r))), 1e6, 0.0)
     ctx = (2 * n_pairs, caps.astype(float), np.full(2 * n_pairs, np.inf), seg, pool, meta,
-           np.zeros((4, 2 * n_pairs), np.int64), np.zeros((2, 2 * n_pairs)))
+           np.zeros((4, 2 * n_pairs), np.int64), st["fw"])
     _fill(st, ctx)
     np.testing.assert_allclose(st["gF"][st["sgrp"], C.F_LEV], maxmin_rates(links, routes), rtol=1e-15)
     low = np.where(caps[0::2] <= caps[1::2], np.arange(0, 2 * n_pairs, 2), np.arange(1, 2 * n_pairs, 2))
@@ -246,9 +245,10 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
     pool = np.zeros(16 * n_slots * width + 16 * n_lt, np.int64)
     meta = np.zeros(2, np.int64)
     back = np.zeros((n_slots, width), np.int64)
-    iw, fw = np.zeros((4, n_lt), np.int64), np.zeros((2, n_lt))
-    ctx = (n_links, lcap2, capv, seg, pool, meta, iw, fw)
+    ctx = (n_links, lcap2, capv, seg, pool, meta, np.zeros((4, n_lt), np.int64), st["fw"])
     left = {}          # slot -> bytes still to send, integrated here from the rates of each round
+    size = {}
+    carried = np.zeros(n_links)   # bytes of the flows that ended, per real link
     rate = {}
     now, settled_seen, ended = 0.0, 0, 0
 
@@ -263,7 +263,7 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
                 route.append(n_links + int(rng.integers(len(cap_values))))
             st["rows"][s, :len(route)] = route
             st["lens"][s] = len(route)
-            left[s] = float(rng.integers(1, 20)) * 1e6
+            left[s] = size[s] = float(rng.integers(1, 20)) * 1e6
         C._csc_insert(new, st["rows"], st["lens"], back, seg, pool, meta)
         for s in new.tolist():
             g = C.pick_group(s, st["rows"], st["lens"], seg[1], lcap2, capv, n_links, st["gI"], st["gF"])
@@ -284,6 +284,14 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
             assert tag[s] - v == pytest.approx(left[s], rel=1e-9)
         assert t_done == pytest.approx(now + min(left[s] / rate[s] for s in left), rel=1e-12)
         _check_settled(st, n_lt)
+        want_b = carried.copy()   # the links' bytes so far, as the utilization timeline samples them
+        for s in left:
+            for link in st["rows"][s, :st["lens"][s]].tolist():
+                if link < n_links:
+                    want_b[link] += size[s] - left[s]
+        got_b = np.zeros((n_links, 1))
+        C.link_bytes_at(now, 0, got_b, n_links, st["fw"], st["gI"], st["gF"], st["agl"], st["gm"], st["EP"])
+        np.testing.assert_allclose(got_b[:, 0], want_b, rtol=1e-9, atol=1e-3)
         settled_seen += int(st["gm"][0] - st["gm"][1])
         # advance to the first projected end and end what is due, as the loop's event does
         dt = t_done - now
@@ -292,12 +300,16 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
         now = t_done
         gbuf = np.zeros(n_lt, np.int64)
         out, n = C.ending(now * (1 + 1e-12), np.zeros(4, np.int64), st["rows"], st["lens"], st["sgrp"], st["tag"],
-                          st["hp"], st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"])
+                          st["hp"], st["gI"], st["gF"], st["agl"], st["gm"], gbuf, st["EP"], st["HT"], st["em"],
+                          st["fw"])
         done = sorted(out[:n].tolist())
         assert done and all(abs(left[s]) <= 1e-6 * 1e6 for s in done)
         assert all(left[s] > 1e-6 * 1e6 for s in left if s not in done)
         C._csc_remove(np.array(done, np.int64), st["rows"], st["lens"], back, seg, pool, meta)
         for s in done:
+            for link in st["rows"][s, :st["lens"][s]].tolist():
+                if link < n_links:
+                    carried[link] += size[s]
             del left[s]
             st["lens"][s] = 0
         ended += n

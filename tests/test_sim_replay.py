@@ -111,6 +111,10 @@ def both(trace, net, placement, **kw):
     np.testing.assert_allclose(a.comm_time_s, b.comm_time_s, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(a.link_bytes, b.link_bytes, rtol=1e-9)
     assert (a.n_messages, a.n_flows, a.n_events) == (b.n_messages, b.n_flows, b.n_events)
+    assert (a.timeline is None) == (b.timeline is None)
+    if a.timeline is not None:
+        np.testing.assert_array_equal(a.timeline["t_s"], b.timeline["t_s"])
+        np.testing.assert_allclose(a.timeline["util"], b.timeline["util"], rtol=1e-9, atol=1e-9)
     return a
 
 
@@ -124,6 +128,33 @@ def test_compiled_replay_matches_reference_on_npb(spec):
     trace, _ = load_source(spec)
     res = both(trace, build_network(t), sequential(trace.n_ranks, t), compute_scale=0.5)
     assert res.makespan_s > 0 and res.n_messages > 0
+
+
+@pytest.mark.parametrize("spec,intervals", [("npb:kernel=cg,class=S,np=16,iters=2", 23.7),
+                                            ("npb:kernel=ft,class=S,np=8,iters=1", 9.2),
+                                            ("npb:kernel=cg,class=S,np=16,iters=1", 0.5)])
+def test_compiled_timeline_matches_reference(spec, intervals):
+    # the compiled loop samples each link's bytes at the interval boundaries; the reference adds load x time
+    from planner.traffic.matrix import load_source
+
+    t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
+                                eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))
+    trace, _ = load_source(spec)
+    net, pl = build_network(t), sequential(trace.n_ranks, t)
+    dt = replay(trace, net, pl).makespan_s / intervals
+    res = both(trace, net, pl, timeline_dt_s=dt)
+    util = res.timeline["util"]
+    assert util.shape == (len(net.bw_Bps), max(int(np.ceil(intervals)), 1)) and util.max() > 0.1
+    # every link's bytes, from its utilization, are the bytes it carried
+    np.testing.assert_allclose(util.sum(axis=1) * dt * net.bw_Bps, res.link_bytes, rtol=1e-9, atol=1e-3)
+
+
+def test_compiled_timeline_too_fine_is_refused_as_by_the_reference():
+    t = topology_from_dict(TREE)
+    tr = rec((0, "send", 1, 1e9, -1, 4, 0, 0), (1, "recv", 0, 1e9, -1, 4, 0, 0))
+    for method in ("compiled", "python"):
+        with pytest.raises(TopoplanError, match="timeline: the run reaches .* use a coarser --timeline"):
+            replay(tr, build_network(t), sequential(4, t), timeline_dt_s=1e-12, method=method)
 
 
 @pytest.mark.parametrize("relay", ["store-and-forward", "pipelined"])
@@ -142,6 +173,7 @@ def test_compiled_replay_matches_reference_on_relays_wildcards_and_waits(relay):
         (0, "allreduce", -1, 2e6, -1, 4, 0.2, 0.2), (1, "allreduce", -1, 2e6, -1, 4, 1.0, 1.0),
         (2, "allreduce", -1, 2e6, -1, 4, 0.2, 0.2), (3, "allreduce", -1, 2e6, -1, 4, 1.0, 1.0)], 4)
     res = both(tr, build_network(t, plan, model={"relay": relay}), sequential(4, t))
+    both(tr, build_network(t, plan, model={"relay": relay}), sequential(4, t), timeline_dt_s=0.037)
     if relay == "store-and-forward":
         assert res.n_flows > res.n_messages  # a relayed message is three flows
     else:
