@@ -98,7 +98,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     phases : planner.traffic.phases.Phases, optional
         Phases of ``trace`` (:func:`planner.traffic.phases.detect_phases` or ``split_at``) to place on the
         simulated time axis: the result gets ``phases`` (see :func:`phase_spans`). Runs the reference
-        replayer (as a timeline does).
+        replayer, the one that records marks (a timeline alone runs compiled).
 
     Returns
     -------
