@@ -1488,7 +1488,7 @@ def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, w
 def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
           M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
           rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-          sbuf, tl_dt, tl):  # pragma: no cover - compiled
+          sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t):  # pragma: no cover - compiled
     """:func:`run_core`'s event loop, from the state in ``C``/``S`` to the end (status 0), or until a
     micro-op or an event needs more request, message or flow slots than there are (status 1: the state is
     saved, :func:`run_core` makes room and calls again; a rank stopped mid-batch resumes first). The
@@ -1571,6 +1571,12 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                     i = R[R_PC, r]
                     if R[R_STEP, r] > 0:   # the next step of a streamed collective
                         i -= 1
+                    p = mcur[r]
+                    if p < mark_ptr[r + 1] and mark_op[p] <= i:   # marked calls it has now reached
+                        while p < mark_ptr[r + 1] and mark_op[p] <= i:
+                            mark_t[p] = clock[r]
+                            p += 1
+                        mcur[r] = p
                     if i >= hi[r]:
                         if np.isnan(finish[r]):
                             finish[r] = clock[r]
@@ -1794,8 +1800,8 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
 
 
 @njit(cache=True)
-def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream, tl_dt,
-             tl_max):  # pragma: no cover - compiled
+def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream, tl_dt, tl_max, mark_op,
+             mark_ptr):  # pragma: no cover - compiled
     """Run the flows and ranks to the end (or a deadlock).
 
     ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
@@ -1804,10 +1810,13 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
     :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
     (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives; ``tl_dt`` > 0:
-    sample every link's bytes at each multiple of ``tl_dt`` and at the end, in at most ``tl_max`` columns.
+    sample every link's bytes at each multiple of ``tl_dt`` and at the end, in at most ``tl_max`` columns;
+    ``mark_op`` (per rank ascending, rank r's at ``mark_ptr[r]:mark_ptr[r + 1]``): micro-ops whose rank's
+    clock is wanted when it reaches them (its previous call ended; before the gap).
     Returns (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow
     given in advance, the samples (links x boundaries passed + 1; empty without ``tl_dt``), boundaries passed
-    or -1 when they would exceed ``tl_max``, the clock at the end). The state kept is what is in flight:
+    or -1 when they would exceed ``tl_max``, the clock at the end, the time each mark was reached). The
+    state kept is what is in flight:
     requests, messages and flows take slots that return when they are done.
     """
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
@@ -1926,6 +1935,8 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     S = np.zeros(3)
     S[S_TDONE] = inf
     tl = np.zeros((n_links, max(min(256, tl_max), 1) if tl_dt > 0 else 0))
+    mcur = mark_ptr[:-1].copy()
+    mark_t = np.full(len(mark_op), np.nan)
     C[C_NFREE] = n_free
     C[C_RESUME] = -1
     dims = np.array([n_links, n_static, n_sw, max_items, width], np.int64)
@@ -1935,7 +1946,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
             M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
             rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-            sbuf, tl_dt, tl)
+            sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t)
         if status == 0:
             break
         if tl_dt > 0 and C[C_TLK] == tl.shape[1]:
@@ -1972,4 +1983,4 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             tl = grown
         link_bytes_at(S[S_NOW], n_tl - 1, tl, n_links, fw, gI, gF, agl, gm, EP)
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
-            init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW])
+            init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW], mark_t)

@@ -144,7 +144,8 @@ def flow_args(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals
     route = (np.zeros(1, np.int64), rows, lens.astype(np.int64), np.zeros(k), lat, cap, ~np.isfinite(slowest))
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
     return (prog, route, lcap, 0.0, float(rel), np.arange(k, dtype=np.int64), np.asarray(start, np.float64),
-            np.asarray(size, np.float64), no_stream(), float(timeline_dt_s), int(max_intervals))
+            np.asarray(size, np.float64), no_stream(), float(timeline_dt_s), int(max_intervals),
+            np.zeros(0, np.int64), np.zeros(1, np.int64))
 
 
 def run_flows(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals=0):

@@ -18,10 +18,10 @@ A deadlock (ranks blocked with nothing in flight) raises
 Two interchangeable implementations: the compiled one (the default, see
 :mod:`sim._compiled`: the trace is compiled into per-rank micro-ops and
 one Numba loop runs ranks and flows, ~1 us per message) and this module's
-Python :class:`Replayer`, the readable reference, which also records the
-marks of phases. Both record the utilization timeline (the compiled loop
-samples every link's bytes at each interval boundary). ``tests/test_sim_replay.py``
-checks they agree.
+Python :class:`Replayer`, the readable reference. Both record the
+utilization timeline (the compiled loop samples every link's bytes at each
+interval boundary) and the times ranks reach marked calls.
+``tests/test_sim_replay.py`` checks they agree.
 """
 
 from __future__ import annotations
@@ -771,21 +771,29 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
 
 
 def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
-                     progress, timeline_dt_s=None) -> ReplayResult:
+                     progress, timeline_dt_s=None, marks=None) -> ReplayResult:
     from sim._engine import run_core
     from sim.maxmin import MAX_TIMELINE_CELLS, REL_TOL, timeline_from_samples, timeline_too_long
 
+    n = trace.n_ranks
+    if marks is not None:
+        marks = _check_marks(marks, trace, None)
     pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                          thresholds=thresholds)
+    if marks is None:
+        order, mark_op, mark_ptr = None, np.zeros(0, np.int64), np.zeros(n + 1, np.int64)
+    else:   # a marked call is reached when its rank comes to the call's first micro-op
+        order = np.argsort(marks, kind="stable")
+        mark_op = pg["ptr"][marks[order]].astype(np.int64)
+        mark_ptr = np.searchsorted(marks[order], pg["bounds"]).astype(np.int64)
     lcap = np.where(net.shared, net.bw_Bps, np.inf)
     dt = float(timeline_dt_s or 0.0)
     max_cols = max(MAX_TIMELINE_CELLS // max(len(lcap), 1), 2)
-    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s = run_core(
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, mark_t = run_core(
         pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-        pg["stream"], dt, max_cols)
+        pg["stream"], dt, max_cols, mark_op, mark_ptr)
     if dt and n_bounds < 0:
         raise timeline_too_long(max_cols * dt, max_cols, dt, len(lcap))
-    n = trace.n_ranks
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
         lo, hi = pg["prog"][0], pg["prog"][1]
@@ -804,10 +812,14 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
     timeline = None
     if dt:
         timeline = timeline_from_samples(samples, dt, float(end_s), net.bw_Bps)
+    mark_s = None
+    if marks is not None:
+        mark_s = np.empty(len(marks))
+        mark_s[order] = mark_t
     return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
                         comm_time_s=np.maximum(finish - compute, 0.0), link_bytes=link_bytes,
                         n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
-                        unknown_ops=dict(trace.unknown_ops))
+                        unknown_ops=dict(trace.unknown_ops), mark_s=mark_s)
 
 
 def check_sends_matched(trace: Trace) -> None:
@@ -895,9 +907,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     progress : callable, optional
     method : {"auto", "compiled", "python"}, optional
         ``"compiled"`` (Numba), ``"python"`` (the reference :class:`Replayer`) or ``"auto"``: compiled
-        unless marks are requested (only the reference records them), the network's model is ``paper``
-        (its engine, :mod:`sim.paper`, runs under the reference) or Numba is missing. Both record the
-        utilization timeline.
+        unless the network's model is ``paper`` (its engine, :mod:`sim.paper`, runs under the reference)
+        or Numba is missing. Both record the utilization timeline and marks.
     marks : array of int, optional
         Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
         the result, in the same order). Phases on a timeline are their first calls' marks.
@@ -921,17 +932,15 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     check_sends_matched(trace)
-    if method == "compiled" and marks is not None:
-        raise TopoplanError("replay: the compiled method records no marks; use method='python' or 'auto'")
     from sim.maxmin import _numba_available
 
     paper = net.model.model == "paper"
     if method == "compiled" and paper:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
-    if method == "compiled" or (method == "auto" and marks is None and not paper and _numba_available()):
+    if method == "compiled" or (method == "auto" and not paper and _numba_available()):
         return _replay_compiled(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress,
-                                timeline_dt_s=timeline_dt_s)
+                                timeline_dt_s=timeline_dt_s, marks=marks)
     from planner.traffic.collectives import check_peer_step_messages
 
     check_peer_step_messages(trace)   # the reference keeps every rank's expanded schedule

@@ -97,8 +97,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         The network model.
     phases : planner.traffic.phases.Phases, optional
         Phases of ``trace`` (:func:`planner.traffic.phases.detect_phases` or ``split_at``) to place on the
-        simulated time axis: the result gets ``phases`` (see :func:`phase_spans`). Runs the reference
-        replayer, the one that records marks (a timeline alone runs compiled).
+        simulated time axis: the result gets ``phases`` (see :func:`phase_spans`), from the times ranks
+        reach the phases' first calls (``replay(marks=...)``).
 
     Returns
     -------

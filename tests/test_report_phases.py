@@ -36,11 +36,12 @@ def test_marks_stamp_when_the_rank_reaches_the_call(eps):
     np.testing.assert_allclose(t[2], 2 * res.makespan_s / 3, rtol=1e-12)
 
 
-def test_marks_do_not_change_the_replay(eps):
+@pytest.mark.parametrize("method", ["python", "compiled"])
+def test_marks_do_not_change_the_replay(eps, method):
     tr = concat([neighbor2d(4, 4, 4e6, iters=2), alltoall(16, 1e6, iters=2)])
     net, pl = build_network(eps), sequential(16, eps)
-    plain = replay(tr, net, pl, method="python")
-    marked = replay(tr, net, pl, marks=detect_phases(tr).cuts[1])
+    plain = replay(tr, net, pl, method=method)
+    marked = replay(tr, net, pl, marks=detect_phases(tr).cuts[1], method=method)
     assert marked.makespan_s == plain.makespan_s
     np.testing.assert_array_equal(marked.rank_finish_s, plain.rank_finish_s)
     assert plain.mark_s is None
@@ -54,10 +55,17 @@ def test_bad_marks_are_refused(eps, marks, match):
         replay(tr, build_network(eps), sequential(4, eps), marks=np.asarray(marks))
 
 
-def test_compiled_replay_refuses_marks(eps):
-    tr = ring(4, 1e6)
-    with pytest.raises(TopoplanError, match="the compiled method records no marks"):
-        replay(tr, build_network(eps), sequential(4, eps), method="compiled", marks=np.array([0]))
+@pytest.mark.parametrize("spec", [TWO, "npb:kernel=is,class=S,np=16", "alltoall:np=16,bytes=1MB,iters=2"])
+def test_compiled_marks_equal_the_reference(eps, spec):
+    # every call marked: collectives (expanded or streamed), an alltoallv written one row per destination
+    tr = parse_spec(spec) if not spec.startswith("npb") else __import__(
+        "planner.traffic.matrix", fromlist=["load_source"]).load_source(spec)[0]
+    net, pl = build_network(eps), sequential(tr.n_ranks, eps)
+    marks = np.arange(len(tr))[::-1]   # in any order
+    a = replay(tr, net, pl, marks=marks, method="compiled")
+    b = replay(tr, net, pl, marks=marks, method="python")
+    assert not np.isnan(a.mark_s).any()
+    np.testing.assert_allclose(a.mark_s, b.mark_s, rtol=1e-9, atol=1e-15)
 
 
 def test_phase_spans_from_given_times():

@@ -24,7 +24,8 @@ from sim.replay import _compact_steps, compile_program, replay
 def _run(pg, net):
     z = np.zeros(0)
     return run_core(pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
-                    np.zeros(0, np.int64), z, z, pg["stream"], 0.0, 0)
+                    np.zeros(0, np.int64), z, z, pg["stream"], 0.0, 0, np.zeros(0, np.int64),
+                    np.zeros(len(pg["prog"][0]) + 1, np.int64))
 
 
 @pytest.mark.parametrize("op,p,nbytes,throttle", [
