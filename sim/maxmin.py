@@ -391,7 +391,30 @@ MAX_TIMELINE_CELLS = 200_000_000  # links x intervals held in memory (1.6 GB of 
 
 
 def timeline_too_long(t_s: float, n_intervals: int, dt_s: float, n_links: int) -> TopoplanError:
-    """The error of a run whose utilization timeline would exceed :data:`MAX_TIMELINE_CELLS`."""
+    """The error of a run whose utilization timeline would exceed :data:`MAX_TIMELINE_CELLS`.
+
+    Parameters
+    ----------
+    t_s : float
+        Simulated time the run reaches (or would).
+    n_intervals : int
+        Intervals of ``dt_s`` that would need.
+    dt_s : float
+    n_links : int
+
+    Returns
+    -------
+    TopoplanError
+        To raise; it tells to use a coarser ``--timeline``.
+
+    Examples
+    --------
+    >>> err = timeline_too_long(2.0, 2_000_000_001, 1e-9, 100)
+    >>> str(err)[:60]
+    'timeline: the run reaches 2 s, 2,000,000,001 intervals of 1e'
+    >>> str(err).endswith("over the limit of 200,000,000 samples; use a coarser --timeline")
+    True
+    """
     return TopoplanError(f"timeline: the run reaches {t_s:.3g} s, {n_intervals:,} intervals of {dt_s:.3g} s for "
                          f"{n_links:,} links, over the limit of {MAX_TIMELINE_CELLS:,} samples; use a coarser "
                          "--timeline")
