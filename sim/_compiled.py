@@ -811,7 +811,8 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
     calls again; the moves made so far are kept (each leaves a valid state).
 
     ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`sim._compiled`),
-    over real and virtual links; ``iw`` (4 x Lt), ``fw`` (2 x Lt): scratch.
+    over real and virtual links; ``iw`` (4 x Lt), ``fw`` rows 0-1 (Lt): scratch; ``fw`` row 2, when
+    there, the per-link sums :func:`link_bytes_at` reads, which the moves keep.
     Leaves the work list's groups' rates, clocks (at ``now``) and projected
     first ends set; a settled group keeps its own (its clock where the fill
     that settled it left it), which stay exact while it is settled.
