@@ -50,6 +50,9 @@ Replay workloads (no SimGrid peer):
   generating it (``gen_s``). Each replay runs in a child process with a time
   limit (``--replay-timeout``, default 600 s); a replay that does not finish is
   reported as ``> N s``.
+* ``replay-<kernel>-C-256-timeline-5ms``: the same, recording the link
+  utilization timeline every 5 ms (``simulate --timeline 5ms``; 170-250
+  intervals), which the compiled loop samples at each boundary.
 * ``replay-alltoall-1MB-<N>``: ``MPI_Alltoall`` of 1 MB per destination
   among N ranks (``alltoall:np=N,bytes=1MB``, MPICH's pairwise exchange:
   N(N - 1) messages) on ``paper001-16x16`` as a tree with N/16 nodes per
@@ -278,7 +281,7 @@ FLOWS = _flow_workloads()
 # --------------------------------------------------------------------------- replay workloads
 
 
-def _replay(n_ranks: int, kernel: str = "cg"):
+def _replay(n_ranks: int, kernel: str = "cg", timeline_dt_s: float | None = None):
     def run():
         from planner.core.placement import sequential
         from planner.core.topology_io import load_topology
@@ -290,7 +293,7 @@ def _replay(n_ranks: int, kernel: str = "cg"):
         t0 = time.perf_counter()
         trace, _ = load_source(f"npb:kernel={kernel},class=C,np={n_ranks}" + (",iters=5" if kernel != "is" else ""))
         t1 = time.perf_counter()
-        res = simulate(topo, trace, sequential(n_ranks, topo))
+        res = simulate(topo, trace, sequential(n_ranks, topo), timeline_dt_s=timeline_dt_s)
         return time.perf_counter() - t1, {"flows": res["n_flows"], "events": res["n_events"], "calls": len(trace),
                                           "makespan_s": res["makespan_s"], "gen_s": t1 - t0}
     return run
@@ -338,6 +341,8 @@ REPLAYS = {"replay-cg-C-128": _replay(128), "replay-cg-C-256": _replay(256),
            "replay-lu-C-256": _replay(256, "lu"), "replay-is-C-256": _replay(256, "is"),
            "replay-cg-C-1024": _replay(1024), "replay-lu-C-1024": _replay(1024, "lu"),
            "replay-is-C-1024": _replay(1024, "is"),
+           "replay-cg-C-256-timeline-5ms": _replay(256, timeline_dt_s=0.005),
+           "replay-is-C-256-timeline-5ms": _replay(256, "is", timeline_dt_s=0.005),
            "replay-cg-C-256-hybrid-pipelined": _replay_hybrid(256, "pipelined"),
            "replay-cg-C-256-hybrid-store-and-forward": _replay_hybrid(256, "store-and-forward"),
            **{f"replay-alltoall-1MB-{n}": _replay_alltoall(n) for n in (2048, 4096, 16384)}}
