@@ -695,11 +695,18 @@ def _unsettle(g, agl, gm, gI, gF, EP):
 
 
 @_leaf
+def _v_at(g, t, gF):
+    """Group g's virtual clock at ``t`` (not before the time it was brought to) at its current rate."""
+    dt = t - gF[g, F_VT]
+    if dt > 0 and gF[g, F_LEV] < np.inf:
+        return gF[g, F_V] + gF[g, F_LEV] * dt
+    return gF[g, F_V]
+
+
+@_leaf
 def _vsync(g, now, gF):
     """Bring group g's virtual clock to ``now`` at its current rate."""
-    dt = now - gF[g, F_VT]
-    if dt > 0 and gF[g, F_LEV] < np.inf:
-        gF[g, F_V] += gF[g, F_LEV] * dt
+    gF[g, F_V] = _v_at(g, now, gF)
     gF[g, F_VT] = now
 
 
@@ -1003,9 +1010,7 @@ def link_bytes_at(t, k, tl, n_links, fw, gI, gF, agl, gm, EP):
         tl[l, k] = -fw[2, l]
     for a in range(gm[0]):
         g = agl[0, a]
-        v = gF[g, F_V]
-        if t > gF[g, F_VT]:
-            v += gF[g, F_LEV] * (t - gF[g, F_VT])
+        v = _v_at(g, t, gF)
         st = gI[g, G_EST]
         for j in range(st, st + gI[g, G_ELEN]):
             l = EP[j, 0]
@@ -1461,6 +1466,14 @@ def _grow_slots(sid, rows, back, lens, sgrp, stag, hp, free, C, need):
     fr[grow:grow + n] = free[:n]
     C[C_NFREE] = n + grow
     return sid, rows, back, lens, sgrp, stag, hp, fr
+
+
+@_kernel
+def _more_cols(a, cols):
+    """``a`` (2-D float) widened to ``cols`` columns, the new ones 0."""
+    out = np.zeros((a.shape[0], cols))
+    out[:, :a.shape[1]] = a
+    return out
 
 
 @_kernel
@@ -1954,9 +1967,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             if tl.shape[1] >= tl_max:   # more intervals than the caller allows: stop here (C_TLK -1 says so)
                 C[C_TLK] = -1
                 break
-            grown = np.zeros((n_links, min(2 * tl.shape[1], tl_max)))
-            grown[:, :tl.shape[1]] = tl
-            tl = grown
+            tl = _more_cols(tl, min(2 * tl.shape[1], tl_max))
         if C[C_QFREE] < _op_room(max_items):
             Q, qfree = _grow_requests(Q, qfree, C)
         if C[C_MFREE] < _op_room(max_items):
@@ -1979,9 +1990,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     if tl_dt > 0 and C[C_TLK] >= 0:   # and the bytes at the end, for the last (partial) interval
         n_tl = C[C_TLK] + 1
         if n_tl > tl.shape[1]:
-            grown = np.zeros((n_links, n_tl))
-            grown[:, :tl.shape[1]] = tl
-            tl = grown
+            tl = _more_cols(tl, n_tl)
         link_bytes_at(S[S_NOW], n_tl - 1, tl, n_links, fw, gI, gF, agl, gm, EP)
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
             init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW], mark_t)

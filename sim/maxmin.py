@@ -55,7 +55,7 @@ import numpy as np
 from planner.core.errors import TopoplanError
 
 __all__ = ["REL_TOL", "MAX_TIMELINE_CELLS", "LinkSet", "FlowResult", "routes_to_csr", "maxmin_rates", "FlowEngine",
-           "simulate_flows", "timeline_from_samples", "timeline_too_long"]
+           "simulate_flows", "timeline_from_samples", "timeline_max_intervals", "timeline_too_long"]
 
 REL_TOL = 1e-12
 """Events closer than this (relative to the event time) are one event."""
@@ -420,7 +420,20 @@ def timeline_too_long(t_s: float, n_intervals: int, dt_s: float, n_links: int) -
                          "--timeline")
 
 
-def timeline_from_samples(samples: np.ndarray, dt_s: float, end_s: float, bw_Bps: np.ndarray) -> dict:
+def timeline_max_intervals(n_links: int) -> int:
+    """The most interval boundaries the compiled loop may sample for ``n_links`` links
+    (:data:`MAX_TIMELINE_CELLS` in all).
+
+    Examples
+    --------
+    >>> timeline_max_intervals(1_000)
+    200000
+    """
+    return max(MAX_TIMELINE_CELLS // max(int(n_links), 1), 2)
+
+
+def timeline_from_samples(samples: np.ndarray, n_bounds: int, dt_s: float, end_s: float,
+                          bw_Bps: np.ndarray) -> dict:
     """:meth:`FlowEngine.timeline`'s series from the bytes each link had carried at ``0, dt_s, 2 dt_s, ...``.
 
     Parameters
@@ -428,6 +441,8 @@ def timeline_from_samples(samples: np.ndarray, dt_s: float, end_s: float, bw_Bps
     samples : array of float, links x (B + 1)
         Columns ``0..B-1``: bytes carried by each multiple of ``dt_s`` up to ``end_s``; column ``B``: by
         ``end_s``, which closes the last (partial) interval.
+    n_bounds : int
+        ``B``, or -1 when the run would have passed more than :func:`timeline_max_intervals` boundaries.
     dt_s, end_s : float
     bw_Bps : array of float
         Each link's bandwidth.
@@ -438,12 +453,20 @@ def timeline_from_samples(samples: np.ndarray, dt_s: float, end_s: float, bw_Bps
         ``{"t_s", "dt_s", "util"}``, ``util[link, k]`` the link's bytes in interval ``k`` over what it could
         carry in ``dt_s``.
 
+    Raises
+    ------
+    TopoplanError
+        With ``n_bounds`` -1 (:func:`timeline_too_long`).
+
     Examples
     --------
-    >>> tl = timeline_from_samples(np.array([[0.0, 1e9, 1.5e9]]), 1.0, 1.5, np.array([1e9]))
+    >>> tl = timeline_from_samples(np.array([[0.0, 1e9, 1.5e9]]), 2, 1.0, 1.5, np.array([1e9]))
     >>> tl["util"].tolist()   # the second interval is half over, at full speed
     [[1.0, 0.5]]
     """
+    if n_bounds < 0:
+        k = timeline_max_intervals(len(bw_Bps))
+        raise timeline_too_long(k * dt_s, k, dt_s, len(bw_Bps))
     k = max(int(np.ceil(end_s / dt_s - 1e-9)), 1)
     last = samples.shape[1] - 1
     j = np.arange(k)
@@ -869,16 +892,14 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
             raise TopoplanError(f"timeline_dt_s must be > 0, got {timeline_dt_s}")
         ptr, rl, start, size = _check_flows(links, route_ptr, route_links, start_s, bytes_)
         dt = float(timeline_dt_s or 0.0)
-        max_cols = max(MAX_TIMELINE_CELLS // max(len(links), 1), 2)
-        finish, n_events, (samples, n_bounds, end_s) = run_flows(links, ptr, rl, start, size, REL_TOL, dt, max_cols)
-        if dt and n_bounds < 0:
-            raise timeline_too_long(max_cols * dt, max_cols, dt, len(links))
+        finish, n_events, (samples, n_bounds, end_s) = run_flows(links, ptr, rl, start, size, REL_TOL, dt,
+                                                                timeline_max_intervals(len(links)))
+        timeline = timeline_from_samples(samples, n_bounds, dt, end_s, links.bw_Bps) if dt else None
         if progress is not None:
             progress(len(size), len(size))
         link_bytes = np.bincount(rl, weights=np.repeat(size, np.diff(ptr)), minlength=len(links))
         return FlowResult(finish_s=finish, makespan_s=float(finish.max(initial=0.0)), link_bytes=link_bytes,
-                          n_events=n_events,
-                          timeline=timeline_from_samples(samples, dt, end_s, links.bw_Bps) if dt else None)
+                          n_events=n_events, timeline=timeline)
     eng = FlowEngine(links, timeline_dt_s, solver=solver)
     eng.add_flows(route_ptr, route_links, start_s, bytes_)
     eng.run(progress)

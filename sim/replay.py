@@ -290,13 +290,12 @@ class Replayer:
         self.n_messages = 0
         self.done_ranks = 0
         # marked rows: per rank, the next one to stamp with the time the rank reaches it
-        self.marks = None if marks is None else _check_marks(marks, trace, bounds)
+        self.marks = None if marks is None else _check_marks(marks, trace)
         self.mark_s = np.full(0 if marks is None else len(self.marks), np.nan)
         self.mark_next = [_NO_MARK] * n
         if self.marks is not None:
-            order = np.argsort(self.marks, kind="stable")
+            order, starts = _marks_by_rank(self.marks, bounds)
             self.mark_order = order.tolist()
-            starts = np.searchsorted(self.marks[order], bounds)
             self.mark_ptr, self.mark_end = starts[:-1].tolist(), starts[1:].tolist()
             self.mark_row = self.marks[order].tolist()
             self.mark_next = [self.mark_row[p] if p < e else _NO_MARK
@@ -585,7 +584,7 @@ class Replayer:
 _NO_MARK = 1 << 62
 
 
-def _check_marks(marks, trace: Trace, bounds: np.ndarray) -> np.ndarray:
+def _check_marks(marks, trace: Trace) -> np.ndarray:
     """Marked rows as int64, each a row of the trace."""
     m = np.asarray(marks)
     if m.ndim != 1 or (m.size and not np.issubdtype(m.dtype, np.integer)):
@@ -595,6 +594,13 @@ def _check_marks(marks, trace: Trace, bounds: np.ndarray) -> np.ndarray:
         raise TopoplanError(f"field 'marks': row indices must be in 0..{len(trace) - 1}, "
                             f"got {int(m.min())}..{int(m.max())}")
     return m
+
+
+def _marks_by_rank(marks: np.ndarray, bounds: np.ndarray):
+    """The marks' order by row (stable) and, per rank ``r`` (its rows ``bounds[r]:bounds[r + 1]``), where its
+    marks start in that order (``n + 1`` entries)."""
+    order = np.argsort(marks, kind="stable")
+    return order, np.searchsorted(marks[order], bounds)
 
 
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
@@ -773,27 +779,26 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
 def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
                      progress, timeline_dt_s=None, marks=None) -> ReplayResult:
     from sim._engine import run_core
-    from sim.maxmin import MAX_TIMELINE_CELLS, REL_TOL, timeline_from_samples, timeline_too_long
+    from sim.maxmin import REL_TOL, timeline_from_samples, timeline_max_intervals
 
     n = trace.n_ranks
     if marks is not None:
-        marks = _check_marks(marks, trace, None)
+        marks = _check_marks(marks, trace)
     pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                          thresholds=thresholds)
     if marks is None:
         order, mark_op, mark_ptr = None, np.zeros(0, np.int64), np.zeros(n + 1, np.int64)
     else:   # a marked call is reached when its rank comes to the call's first micro-op
-        order = np.argsort(marks, kind="stable")
+        order, mark_ptr = _marks_by_rank(marks, pg["bounds"])
         mark_op = pg["ptr"][marks[order]].astype(np.int64)
-        mark_ptr = np.searchsorted(marks[order], pg["bounds"]).astype(np.int64)
+        mark_ptr = mark_ptr.astype(np.int64)
     lcap = np.where(net.shared, net.bw_Bps, np.inf)
     dt = float(timeline_dt_s or 0.0)
-    max_cols = max(MAX_TIMELINE_CELLS // max(len(lcap), 1), 2)
     finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, mark_t = run_core(
         pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-        pg["stream"], dt, max_cols, mark_op, mark_ptr)
-    if dt and n_bounds < 0:
-        raise timeline_too_long(max_cols * dt, max_cols, dt, len(lcap))
+        pg["stream"], dt, timeline_max_intervals(len(lcap)), mark_op, mark_ptr)
+    # (before the deadlock check: a run stopped for its timeline has unfinished ranks)
+    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
         lo, hi = pg["prog"][0], pg["prog"][1]
@@ -809,9 +814,6 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
     compute = pg["compute_s"]
     if progress:
         progress(n, n)
-    timeline = None
-    if dt:
-        timeline = timeline_from_samples(samples, dt, float(end_s), net.bw_Bps)
     mark_s = None
     if marks is not None:
         mark_s = np.empty(len(marks))
