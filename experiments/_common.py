@@ -22,14 +22,15 @@ import csv
 import io
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
 
-__all__ = ["ROOT", "RESULTS", "MODELS", "MODEL_NAMES", "model_of", "parse_models", "cached_run", "write_csv",
-           "used_circuits", "claims_markdown", "verdict", "Inputs", "placement_on"]
+__all__ = ["ROOT", "RESULTS", "MODELS", "MODEL_NAMES", "model_of", "parse_models", "cached_run", "result_difference",
+           "Verification", "write_csv", "used_circuits", "claims_markdown", "verdict", "Inputs", "placement_on"]
 
 MODEL_NAMES = {"paper": "paper model", "pipelined": "max-min, pipelined relays",
                "store-and-forward": "max-min, store-and-forward relays"}
@@ -60,28 +61,103 @@ def parse_models(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def cached_run(key: dict, path: Path | None, compute: Callable[[], dict], *, log=print, describe: str = "") -> dict:
+#: result fields that measure this machine, not the model: left out when a cached cell is verified
+WALL_FIELDS = frozenset({"wall_s", "solve_s", "sim_wall_s"})
+#: solver statuses whose plan depends on how far the solver got in its time limit, so on the machine's load
+LOAD_DEPENDENT = frozenset({"timeout", "feasible"})
+VERIFY_REL = 1e-9  # relative tolerance of "the recomputed value equals the stored one"
+
+
+def cached_run(key: dict, path: Path | None, compute: Callable[[], dict], *, log=print, describe: str = "",
+               verify: "Verification | None" = None) -> dict:
     """``compute()`` through a JSON cache file: reused when the stored key equals ``key`` (every parameter
-    that changes the result, the model included), recomputed otherwise; the cell's wall time is added."""
+    that changes the result, the model included), recomputed otherwise; the cell's wall time is added.
+
+    With ``verify`` (a :class:`Verification`) the cell is recomputed even when cached and nothing is
+    written: a cell whose recomputed result differs from the stored one (see :func:`result_difference`),
+    or that has no stored result, is recorded in it. The cache key holds the parameters, not the code, so
+    this is how committed results are checked against the code that should reproduce them."""
     from planner.core.io import write_json
 
+    stored = None
     if path is not None and path.is_file():
         try:
             doc = json.loads(path.read_text())
             if doc.get("key") == json.loads(json.dumps(key)):
-                return doc["result"]
-        except (OSError, ValueError):
+                stored = doc["result"]
+        except (OSError, ValueError, KeyError, AttributeError):
             pass  # a broken cache file is recomputed
+    if stored is not None and verify is None:
+        return stored
     t0 = time.perf_counter()
     res = compute()
     res["wall_s"] = time.perf_counter() - t0
     if describe:
         ms = f"{res['makespan_s'] * 1e3:9.2f} ms" if res.get("makespan_s") is not None else ""
         log(f"  {describe} {ms}  ({res['wall_s']:.1f} s)")
+    if verify is not None:
+        verify.check(describe or str(path), stored, json.loads(json.dumps(res)))
+        return res
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {"key": key, "result": res})
     return res
+
+
+def result_difference(stored: dict, new: dict, rel: float = VERIFY_REL) -> list[str]:
+    """The fields in which two results of one cell differ (``"field: stored -> new"``), wall times
+    (:data:`WALL_FIELDS`) left out; numbers are equal within ``rel`` (relative, 1e-300 absolute)."""
+    out = []
+    for k in sorted(set(stored) | set(new)):
+        if k in WALL_FIELDS:
+            continue
+        a, b = stored.get(k), new.get(k)
+        num = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        if (abs(a - b) > rel * max(abs(a), abs(b)) + 1e-300) if num else a != b:
+            out.append(f"{k}: {a!r} -> {b!r}")
+    return out
+
+
+@dataclass
+class Verification:
+    """What ``--verify`` found: cells recomputed, and those whose result differs from the stored one.
+
+    A difference in a cell whose solver stopped at its time limit (status in :data:`LOAD_DEPENDENT` in the
+    stored or the recomputed result) is listed but does not fail: that plan depends on the machine's load.
+
+    Examples
+    --------
+    >>> v = Verification()
+    >>> v.check("cell a", {"makespan_s": 1.0, "wall_s": 3.0}, {"makespan_s": 1.0 + 1e-12, "wall_s": 9.0})
+    >>> v.check("cell b", {"makespan_s": 1.0, "status": "optimal"}, {"makespan_s": 1.1, "status": "optimal"})
+    >>> v.checked, [m["cell"] for m in v.mismatches], v.exit_code()
+    (2, ['cell b'], 1)
+    """
+
+    checked: int = 0
+    mismatches: list = field(default_factory=list)
+
+    def check(self, cell: str, stored: dict | None, new: dict) -> None:
+        """Compare one recomputed result with the stored one (None: not in the cache)."""
+        self.checked += 1
+        diff = ["no stored result"] if stored is None else result_difference(stored, new)
+        if diff:
+            load = any(r.get("status") in LOAD_DEPENDENT for r in (stored or {}, new))
+            self.mismatches.append({"cell": cell.strip(), "differences": diff, "load_dependent": load})
+
+    def exit_code(self) -> int:
+        """1 when a cell that no time limit cut differs, else 0."""
+        return int(any(not m["load_dependent"] for m in self.mismatches))
+
+    def report(self, log=print) -> int:
+        """Print every difference and a summary line; returns :meth:`exit_code`."""
+        for m in self.mismatches:
+            tag = "load-dependent (time limit)" if m["load_dependent"] else "DIFFERS"
+            log(f"{tag}: {m['cell']}: {'; '.join(m['differences'])}")
+        hard = sum(not m["load_dependent"] for m in self.mismatches)
+        log(f"verify: {self.checked} cells recomputed, {hard} differ from the cache, "
+            f"{len(self.mismatches) - hard} more differ where a solver stopped at its time limit")
+        return self.exit_code()
 
 
 def write_csv(rows, path: Path, columns) -> None:

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, cached_run, claims_markdown, model_of,
-                                 parse_models, used_circuits, write_csv)
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, cached_run, claims_markdown,
+                                 model_of, parse_models, used_circuits, write_csv)
 
 THRESHOLD_B = 8192.0            # 001 §4.1: large-message threshold
 APPS = ("neighbor", "cg", "lu", "mg")
@@ -203,40 +203,47 @@ def _cache_file(cache: Path, cell: dict) -> Path:
     return cache / f"{cell['model']}_{cell['system']}_{cell['app']}_{lab}_{cell['circuits']}_{cell['placement']}.json"
 
 
-def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print) -> dict:
+def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print,
+                verify: Verification | None = None) -> dict:
     """:func:`run_cell` through the per-cell JSON cache (keyed by the cell, its model and every parameter)."""
     key = {**cell, **params, "spec": inputs.spec, "sim_model": model_of(cell["model"]).to_dict()}
     what = (f"{cell['model']:17s} {cell['system']:5s} {cell['app']:8s} {cell['label']:22s} {cell['circuits']:10s} "
             f"{cell['placement']:10s}")
     return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
-                      lambda: run_cell(cell, inputs, params), log=log, describe=what)
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what,
+                      verify=verify)
 
 
 # -- the experiment ---------------------------------------------------------
 
 def run(systems=("8x32", "16x16"), apps=APPS, *, quick=False, iters=5, npb_iters=1, ilp_time_limit=10.0,
-        seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None, log=print) -> list[dict]:
-    """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows."""
+        seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None, log=print,
+        verify: Verification | None = None) -> list[dict]:
+    """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
+
+    With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
     from planner.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "threshold_B": THRESHOLD_B}
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if cache is not None:
-        Path(cache).mkdir(parents=True, exist_ok=True)
+    if verify is None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if cache is not None:
+            Path(cache).mkdir(parents=True, exist_ok=True)
     results, rows = [], []
     for system in systems:
         for app in apps:
             inputs = Inputs(traffic_spec(app, iters, npb_iters), seed)
             for cell in cells(system, (app,), quick, models):
-                res = cached_cell(cell, inputs, cache, params, log)
+                res = cached_cell(cell, inputs, cache, params, log, verify)
                 results.append((cell, res, iters if app == "neighbor" else npb_iters))
             # written after every (system, application) so a long run leaves usable results behind
             rows = tidy(results)
-            write_csv(rows, out_dir / "paper001.csv", COLUMNS)
-            plot(rows, out_dir / "paper001.png")
-            atomic_write(out_dir / "paper001.md", markdown(rows))
+            if verify is None:
+                write_csv(rows, out_dir / "paper001.csv", COLUMNS)
+                plot(rows, out_dir / "paper001.png")
+                atomic_write(out_dir / "paper001.md", markdown(rows))
     return rows
 
 
@@ -688,6 +695,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper001)")
     ap.add_argument("--no-cache", action="store_true")
+    ap.add_argument("--verify", action="store_true",
+                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
+                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
     a = ap.parse_args(argv)
     systems, apps = tuple(a.systems.split(",")), tuple(a.apps.split(","))
     try:
@@ -706,8 +716,13 @@ def main(argv=None) -> int:
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper001"
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
+    if a.verify and a.no_cache:
+        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
+    verify = Verification() if a.verify else None
     rows = run(systems, apps, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl, seed=a.seed,
-               models=models, out_dir=out_dir, cache=cache)
+               models=models, out_dir=out_dir, cache=cache, verify=verify)
+    if verify is not None:
+        return verify.report()
     print(f"{len(rows)} rows -> {out_dir / 'paper001.csv'}, .png, .md  ({time.perf_counter() - t0:.0f} s)")
     return 0
 

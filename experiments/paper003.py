@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, cached_run, claims_markdown, model_of,
-                                 parse_models, used_circuits, write_csv)
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, cached_run, claims_markdown,
+                                 model_of, parse_models, used_circuits, write_csv)
 
 PRESET = "paper003"
 APPS = ("neighbor", "cg", "is", "lu")           # 003 Figures 5-6 panels (a)-(d)
@@ -210,13 +210,15 @@ def _cache_file(cache: Path, cell: dict) -> Path:
                     f"{cell['circuits']}.json")
 
 
-def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print) -> dict:
+def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print,
+                verify: Verification | None = None) -> dict:
     """:func:`run_cell` through the per-cell JSON cache (keyed by the cell, its model and every parameter)."""
     key = {**cell, **params, "spec": inputs.spec, "sim_model": model_of(cell["model"]).to_dict()}
     what = (f"{cell['model']:17s} {cell['app']:8s} {cell['placement']:11s} {cell['label']:14s} "
             f"{cell['ocs_nodes']:3d} {cell['circuits']:7s}")
     return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
-                      lambda: run_cell(cell, inputs, params), log=log, describe=what)
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what,
+                      verify=verify)
 
 
 # -- Table 2 ----------------------------------------------------------------
@@ -251,27 +253,32 @@ def table2(apps, inputs: dict, placements=PLACEMENTS, iters: int = 5, anneal_ste
 
 def run(apps=APPS, placements=PLACEMENTS, ocs_nodes=OCS_NODES, *, quick=False, best=True, iters=5, npb_iters=1,
         ilp_time_limit=10.0, seed=0, anneal_steps=4000, models=MODELS, out_dir: Path = RESULTS,
-        cache: Path | None = None, log=print) -> list[dict]:
-    """Run the grid and write ``paper003.{csv,png,md}`` into ``out_dir``; returns the tidy rows."""
+        cache: Path | None = None, log=print,
+        verify: Verification | None = None) -> list[dict]:
+    """Run the grid and write ``paper003.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
+
+    With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
     from planner.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "anneal_steps": anneal_steps}
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if cache is not None:
-        Path(cache).mkdir(parents=True, exist_ok=True)
+    if verify is None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if cache is not None:
+            Path(cache).mkdir(parents=True, exist_ok=True)
     results, inputs = [], {}
     for app in apps:
         inputs[app] = Inputs(traffic_spec(app, iters, npb_iters), seed)
         for cell in cells((app,), placements, ocs_nodes, quick, best, models):
-            res = cached_cell(cell, inputs[app], cache, params, log)
+            res = cached_cell(cell, inputs[app], cache, params, log, verify)
             results.append((cell, res, iters if app == "neighbor" else npb_iters))
         # written after every application so a long run leaves usable results behind
         rows = tidy(results) + table2(list(inputs), inputs, placements, anneal_steps=anneal_steps)
-        write_csv(rows, out_dir / "paper003.csv", COLUMNS)
-        plot(rows, out_dir / "paper003.png")
-        atomic_write(out_dir / "paper003.md", markdown(rows))
+        if verify is None:
+            write_csv(rows, out_dir / "paper003.csv", COLUMNS)
+            plot(rows, out_dir / "paper003.png")
+            atomic_write(out_dir / "paper003.md", markdown(rows))
     return rows
 
 
@@ -612,6 +619,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper003)")
     ap.add_argument("--no-cache", action="store_true")
+    ap.add_argument("--verify", action="store_true",
+                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
+                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
     a = ap.parse_args(argv)
     apps, pls = tuple(a.apps.split(",")), tuple(a.placements.split(","))
     try:
@@ -637,9 +647,14 @@ def main(argv=None) -> int:
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper003"
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
+    if a.verify and a.no_cache:
+        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
+    verify = Verification() if a.verify else None
     rows = run(apps, pls, ocs, quick=a.quick, best=not a.no_best, iters=a.iters, npb_iters=a.npb_iters,
                ilp_time_limit=tl, seed=a.seed, anneal_steps=a.anneal_steps, models=models, out_dir=out_dir,
-               cache=cache)
+               cache=cache, verify=verify)
+    if verify is not None:
+        return verify.report()
     print(f"{len(rows)} rows -> {out_dir / 'paper003.csv'}, .png, .md  ({time.perf_counter() - t0:.0f} s)")
     return 0
 
