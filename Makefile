@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install sysdeps benchdeps bench experiments clean
+.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,10 @@ bench: install benchdeps
 
 experiments: install
 	@for e in experiments/[a-z]*.py; do m=$$(basename $$e .py); echo "== $$m"; $(PY) -m experiments.$$m || exit 1; done
+
+# recompute every cached cell of the paper reproductions and compare it with the committed cache (cold-run time)
+verify-experiments: install
+	@for m in paper000 paper001 paper003; do echo "== $$m"; $(PY) -m experiments.$$m --verify || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info sim/_engine_aot*
