@@ -9,7 +9,11 @@ solve time, status, bound and gap; a PNG of the gain over the default order
 (model and simulator, per scenario and size) and a Markdown summary with the
 anneal-vs-ilp check (``experiments/results/bcast_reorder.{csv,png,md}``).
 
-    python experiments/bcast_reorder.py [--quick] [--anneal-limit 5] [--ilp-limit 10] [-o DIR]
+``anneal`` runs a fixed number of moves (``--anneal-steps``; its time limit is only a guard), so its rows
+do not depend on the machine's load; ``ilp`` (CP-SAT, several workers, a time limit) may return another
+order of equal predicted time, or stop at its limit, from run to run.
+
+    python experiments/bcast_reorder.py [--quick] [--anneal-steps 100000] [--ilp-limit 10] [-o DIR]
     python experiments/bcast_reorder.py --replot      # figures from the existing CSV
 """
 
@@ -46,7 +50,8 @@ def scenarios(quick: bool):
         yield "mixed-256", mixed, generate(mixed, 256, racks=32, seed=1), "speed"
 
 
-def run(quick=False, anneal_limit=5.0, ilp_limit=10.0, max_sim_messages=20000, out=sys.stdout, ilp_max_leaders=64):
+def run(quick=False, anneal_limit=60.0, ilp_limit=10.0, max_sim_messages=20000, out=sys.stdout, ilp_max_leaders=64,
+        anneal_steps=100_000):
     fields = ["scenario", "leaders", "delay", "bytes", "tree", "method", "predicted_time_s", "simulated_time_s",
               "sim_model", "default_time_s", "gain_vs_default", "solve_s", "status", "bound_s", "gap"]
     w = csv.DictWriter(out, fieldnames=fields)
@@ -59,7 +64,8 @@ def run(quick=False, anneal_limit=5.0, ilp_limit=10.0, max_sim_messages=20000, o
                 if m == "ilp" and prob.n > ilp_max_leaders:
                     continue  # the class model grows as leaders x racks^2: exact only on small jobs
                 lim = anneal_limit if m == "anneal" else ilp_limit if m == "ilp" else None
-                r = solve(prob, m, time_limit=lim, seed=0, max_sim_messages=max_sim_messages)
+                steps = {"max_steps": anneal_steps} if m == "anneal" else {}
+                r = solve(prob, m, time_limit=lim, seed=0, max_sim_messages=max_sim_messages, **steps)
                 w.writerow({"scenario": name, "leaders": prob.n, "delay": delay, "bytes": nb,
                             "tree": prob.schedule.kind, "method": m, "predicted_time_s": r.objective,
                             "simulated_time_s": r.metrics["simulated_time_s"],
@@ -178,7 +184,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--out-dir", type=Path, default=ROOT / "experiments" / "results")
     ap.add_argument("--quick", action="store_true", help="fewer sizes, no 1,024/256-leader jobs")
-    ap.add_argument("--anneal-limit", type=float, default=5.0)
+    ap.add_argument("--anneal-steps", type=int, default=100_000, help="anneal moves per cell (reproducible)")
+    ap.add_argument("--anneal-limit", type=float, default=60.0, help="anneal seconds per cell (a guard)")
     ap.add_argument("--ilp-limit", type=float, default=10.0)
     ap.add_argument("--max-sim-messages", type=int, default=20000)
     ap.add_argument("--ilp-max-leaders", type=int, default=64)
@@ -187,7 +194,7 @@ def main(argv=None) -> int:
     csv_path = a.out_dir / "bcast_reorder.csv"
     if not a.replot:
         buf = io.StringIO()
-        run(a.quick, a.anneal_limit, a.ilp_limit, a.max_sim_messages, buf, a.ilp_max_leaders)
+        run(a.quick, a.anneal_limit, a.ilp_limit, a.max_sim_messages, buf, a.ilp_max_leaders, a.anneal_steps)
         atomic_write(csv_path, buf.getvalue())
     rows = load_rows(csv_path)
     plot(rows, a.out_dir / "bcast_reorder.png")

@@ -27,7 +27,7 @@ def exp(monkeypatch):
 
 
 def test_writes_csv_png_md_and_exact_beats_default(exp, tmp_path):
-    assert exp.main(["-o", str(tmp_path), "--anneal-limit", "1", "--ilp-limit", "20"]) == 0
+    assert exp.main(["-o", str(tmp_path), "--anneal-steps", "3000", "--ilp-limit", "20"]) == 0
     rows = list(csv.DictReader(open(tmp_path / "bcast_reorder.csv")))
     assert {r["method"] for r in rows} == set(exp.METHODS)
     assert len(rows) == 2 * len(exp.METHODS)
@@ -46,7 +46,7 @@ def test_writes_csv_png_md_and_exact_beats_default(exp, tmp_path):
 
 
 def test_replot_reads_the_csv_back(exp, tmp_path):
-    exp.main(["-o", str(tmp_path), "--anneal-limit", "0.5", "--ilp-limit", "20"])
+    exp.main(["-o", str(tmp_path), "--anneal-steps", "1000", "--ilp-limit", "20"])
     (tmp_path / "bcast_reorder.png").unlink()
     assert exp.main(["-o", str(tmp_path), "--replot"]) == 0
     assert (tmp_path / "bcast_reorder.png").exists()
