@@ -60,7 +60,7 @@ from planner.problems.result import PlanResult
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
-           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S"]
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "TABLES_SHARE"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
@@ -68,6 +68,7 @@ REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
 # Measured costs (benchmarks/bench_time_limits.py, this 2-core machine under load) that decide, before a
 # stage starts, whether it fits the time left: a stage cannot be interrupted once started.
 BUILD_VARS_PER_S = 30_000      # PuLP builds the switch model at 40-45k variables/s; kept conservative
+TABLES_SHARE = 0.3             # of the limit for the incumbents' congestion-aware tables (each run to convergence)
 MATCHING_S_AT_256 = 5.2        # networkx max_weight_matching on 256 OCS nodes (0.34 s at 64, 1.06 s at 128)
 MATCHING_EXPONENT = 2.3
 
@@ -559,10 +560,19 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
     if solver == "auto":
         solver = run.solver = auto_solver(formulation)
     if formulation != "node":
-        # the heuristics' circuits with congestion-aware tables (the papers' tables relay everything)
-        for name, circ, _ in sorted(incs, key=lambda x: x[2])[:2]:
+        # the heuristics' circuits with congestion-aware tables (the papers' tables relay everything), best
+        # first, each run to convergence within what is left of TABLES_SHARE of the limit: a table search cut
+        # by the clock makes the plan depend on the machine's load
+        tables_end = None if time_limit is None else t0 + TABLES_SHARE * time_limit
+        for name, circ, _ in sorted(incs, key=lambda x: x[2]):
+            if not circ:
+                continue
+            guard = None if tables_end is None else tables_end - time.perf_counter()
+            if guard is not None and guard <= 0:
+                run.info.setdefault("tables_skipped", []).append(name)
+                continue
             t_r = time.perf_counter()
-            _realize(problem, circ, best, name + "+tables", None if time_limit is None else 0.05 * time_limit)
+            _realize(problem, circ, best, name + "+tables", guard)
             run.realize_s = max(run.realize_s, time.perf_counter() - t_r)
     run.T_max = max(best.ev.congestion_s, run.floor)
     run.info = {"formulation": formulation, "incumbent": best.name, "solver": solver, **run.info}
