@@ -60,7 +60,8 @@ from planner.problems.result import PlanResult
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
-           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "TABLES_SHARE"]
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "TABLES_SHARE",
+           "MODEL_TABLES_SHARE"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
@@ -69,6 +70,7 @@ REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
 # stage starts, whether it fits the time left: a stage cannot be interrupted once started.
 BUILD_VARS_PER_S = 30_000      # PuLP builds the switch model at 40-45k variables/s; kept conservative
 TABLES_SHARE = 0.3             # of the limit for the incumbents' congestion-aware tables (each run to convergence)
+MODEL_TABLES_SHARE = 0.1       # of the limit for each table search on a model plan (switch MILP, LP rounding)
 MATCHING_S_AT_256 = 5.2        # networkx max_weight_matching on 256 OCS nodes (0.34 s at 64, 1.06 s at 128)
 MATCHING_EXPONENT = 2.3
 
@@ -577,9 +579,10 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
                 continue
             t_r = time.perf_counter()
             _realize(problem, circ, best, name + "+tables", guard)
-            # what later stages reserve for a model plan's tables, which get at most 10% of the limit
+            # what later stages reserve for a model plan's tables, which get at most MODEL_TABLES_SHARE of the limit
             took = time.perf_counter() - t_r
-            run.realize_s = max(run.realize_s, took if time_limit is None else min(took, 0.1 * time_limit))
+            cap = took if time_limit is None else min(took, MODEL_TABLES_SHARE * time_limit)
+            run.realize_s = max(run.realize_s, cap)
     run.T_max = max(best.ev.congestion_s, run.floor)
     run.info = {"formulation": formulation, "incumbent": best.name, "solver": solver, **run.info}
     if formulation == "lp":
@@ -795,7 +798,7 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.floor,
                                       pairs=circuits_switch.candidate_pairs(data, mode))
     info["variables"] = m.n_variables
-    polish_s = None if run.time_limit is None else 0.1 * run.time_limit
+    polish_s = None if run.time_limit is None else MODEL_TABLES_SHARE * run.time_limit
 
     def realize(model, tag):
         sol = decode()
