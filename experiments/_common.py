@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
 
 __all__ = ["ROOT", "RESULTS", "MODELS", "MODEL_NAMES", "model_of", "parse_models", "cached_run", "result_difference",
-           "Verification", "write_csv", "used_circuits", "claims_markdown", "verdict", "Inputs", "placement_on"]
+           "Verification", "add_verify_option", "verification_of", "write_csv", "used_circuits", "claims_markdown",
+           "verdict", "Inputs", "placement_on"]
 
 MODEL_NAMES = {"paper": "paper model", "pipelined": "max-min, pipelined relays",
                "store-and-forward": "max-min, store-and-forward relays"}
@@ -158,6 +159,21 @@ class Verification:
         log(f"verify: {self.checked} cells recomputed, {hard} differ from the cache, "
             f"{len(self.mismatches) - hard} more differ where a solver stopped at its time limit")
         return self.exit_code()
+
+
+def add_verify_option(ap) -> None:
+    """The paper scripts' ``--verify`` flag on their argument parser ``ap``."""
+    ap.add_argument("--verify", action="store_true",
+                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
+                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
+
+
+def verification_of(ap, args) -> Verification | None:
+    """A :class:`Verification` when ``--verify`` was given, else None; ``--verify`` with ``--no-cache`` is a
+    usage error (``ap.error``: one line, exit 2)."""
+    if args.verify and args.no_cache:
+        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
+    return Verification() if args.verify else None
 
 
 def write_csv(rows, path: Path, columns) -> None:

@@ -43,8 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, claims_markdown, cached_run,
-                                 model_of, parse_models, used_circuits, verdict, write_csv)
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, add_verify_option, cached_run,
+                                 claims_markdown, model_of, parse_models, used_circuits, verdict, verification_of,
+                                 write_csv)
 
 PRESET = "paper000"
 THRESHOLD_B = 8192.0                      # 000 §4.1: large-message threshold
@@ -201,8 +202,7 @@ def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, lo
     what = (f"{cell['model']:17s} {cell['app']:8s} {cell['scheme']:3s} U x{cell['uplink']:3s} "
             f"{cell['pathways']:3d} pathways {cell['circuits']:4s}")
     return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
-                      lambda: run_cell(cell, inputs, params), log=log, describe=what,
-                      verify=verify)
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what, verify=verify)
 
 
 # -- Tables 2 and 3 -----------------------------------------------------------
@@ -258,8 +258,7 @@ def matrix_of(rows, app: str, placement: str) -> np.ndarray | None:
 
 def run(apps=APPS, uplinks=tuple(UPLINKS), pathways=PATHWAYS, ilp_pathways=ILP_PATHWAYS, *, quick=False, iters=5,
         npb_iters=1, ilp_time_limit=10.0, seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None,
-        log=print,
-        verify: Verification | None = None) -> list[dict]:
+        log=print, verify: Verification | None = None) -> list[dict]:
     """Run the grid and write ``paper000.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
 
     With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
@@ -717,9 +716,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper000)")
     ap.add_argument("--no-cache", action="store_true")
-    ap.add_argument("--verify", action="store_true",
-                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
-                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
+    add_verify_option(ap)
     a = ap.parse_args(argv)
     apps, ups = tuple(a.apps.split(",")), tuple(a.uplinks.split(","))
     try:
@@ -746,9 +743,7 @@ def main(argv=None) -> int:
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper000"
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
-    if a.verify and a.no_cache:
-        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
-    verify = Verification() if a.verify else None
+    verify = verification_of(ap, a)
     rows = run(apps, ups, pws, ilp_pws, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl,
                seed=a.seed, models=models, out_dir=out_dir, cache=cache, verify=verify)
     if verify is not None:

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, cached_run, claims_markdown,
-                                 model_of, parse_models, used_circuits, write_csv)
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, add_verify_option, cached_run,
+                                 claims_markdown, model_of, parse_models, used_circuits, verification_of, write_csv)
 
 THRESHOLD_B = 8192.0            # 001 §4.1: large-message threshold
 APPS = ("neighbor", "cg", "lu", "mg")
@@ -210,8 +210,7 @@ def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, lo
     what = (f"{cell['model']:17s} {cell['system']:5s} {cell['app']:8s} {cell['label']:22s} {cell['circuits']:10s} "
             f"{cell['placement']:10s}")
     return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
-                      lambda: run_cell(cell, inputs, params), log=log, describe=what,
-                      verify=verify)
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what, verify=verify)
 
 
 # -- the experiment ---------------------------------------------------------
@@ -695,9 +694,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper001)")
     ap.add_argument("--no-cache", action="store_true")
-    ap.add_argument("--verify", action="store_true",
-                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
-                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
+    add_verify_option(ap)
     a = ap.parse_args(argv)
     systems, apps = tuple(a.systems.split(",")), tuple(a.apps.split(","))
     try:
@@ -716,9 +713,7 @@ def main(argv=None) -> int:
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper001"
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
-    if a.verify and a.no_cache:
-        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
-    verify = Verification() if a.verify else None
+    verify = verification_of(ap, a)
     rows = run(systems, apps, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl, seed=a.seed,
                models=models, out_dir=out_dir, cache=cache, verify=verify)
     if verify is not None:

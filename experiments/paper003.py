@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, cached_run, claims_markdown,
-                                 model_of, parse_models, used_circuits, write_csv)
+from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, add_verify_option, cached_run,
+                                 claims_markdown, model_of, parse_models, used_circuits, verification_of, write_csv)
 
 PRESET = "paper003"
 APPS = ("neighbor", "cg", "is", "lu")           # 003 Figures 5-6 panels (a)-(d)
@@ -217,8 +217,7 @@ def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, lo
     what = (f"{cell['model']:17s} {cell['app']:8s} {cell['placement']:11s} {cell['label']:14s} "
             f"{cell['ocs_nodes']:3d} {cell['circuits']:7s}")
     return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
-                      lambda: run_cell(cell, inputs, params), log=log, describe=what,
-                      verify=verify)
+                      lambda: run_cell(cell, inputs, params), log=log, describe=what, verify=verify)
 
 
 # -- Table 2 ----------------------------------------------------------------
@@ -619,9 +618,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper003)")
     ap.add_argument("--no-cache", action="store_true")
-    ap.add_argument("--verify", action="store_true",
-                    help="recompute every selected cell and compare it with the cache; writes nothing, exits 1 "
-                         "when a cell differs (cells a solver time limit cut are listed, not failed)")
+    add_verify_option(ap)
     a = ap.parse_args(argv)
     apps, pls = tuple(a.apps.split(",")), tuple(a.placements.split(","))
     try:
@@ -647,9 +644,7 @@ def main(argv=None) -> int:
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper003"
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
-    if a.verify and a.no_cache:
-        ap.error("--verify compares each cell with the cache; it cannot be combined with --no-cache")
-    verify = Verification() if a.verify else None
+    verify = verification_of(ap, a)
     rows = run(apps, pls, ocs, quick=a.quick, best=not a.no_best, iters=a.iters, npb_iters=a.npb_iters,
                ilp_time_limit=tl, seed=a.seed, anneal_steps=a.anneal_steps, models=models, out_dir=out_dir,
                cache=cache, verify=verify)
