@@ -914,12 +914,19 @@ def _lp_solver(solver: str) -> str:
 def _realize(problem, circ, best, tag, polish_s, fallback=None):
     """Tables for a circuit set -- least-congested routing, and the model's fall-backs on distance-vector
     tables when given -- each improved by the table local search; the best is offered to ``best``.
-    ``polish_s`` bounds the least-congested routing and each local search (None: no bound)."""
-    cands = [congestion_tables(problem, circ, time_limit=polish_s)]
+    ``polish_s`` bounds the whole (None: no bound): each step gets what is left of it, and tables the
+    clock leaves no time to improve are offered as they are."""
+    end = None if polish_s is None else time.perf_counter() + polish_s
+
+    def left():
+        return None if end is None else max(end - time.perf_counter(), 0.0)
+
+    cands = [congestion_tables(problem, circ, time_limit=left())]
     if fallback is not None:
         cands.append(distance_vector(problem, circ, fallback=fallback))
     for nh in cands:
-        best.offer(problem, circ, polish_tables(problem, circ, nh, time_limit=polish_s), tag)
+        rest = left()
+        best.offer(problem, circ, nh if rest == 0.0 else polish_tables(problem, circ, nh, time_limit=rest), tag)
 
 
 def _fill_tables(problem, circuits, nh, carried):
