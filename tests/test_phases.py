@@ -140,3 +140,17 @@ def test_a_phases_schedule_document_validates(tmp_path, run_cli):
     assert code == 0 and "circuit schedule: 1 entries" in text, err
     code, _, err = run_cli("validate", out, "-t", "paper003", "--set", "ocs.nodes_per_switch=1")
     assert code == 2 and "another topology" in err and "--any-inputs" in err
+
+
+def test_phases_schedule_scored_by_simulation(tmp_path, run_cli):
+    """`--score simulated` prices phases by simulation and says what was kept, replayed whole."""
+    out = tmp_path / "sched.json"
+    args = ["phases", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T",
+            "neighbor2d:rows=16,cols=16,bytes=1MB,iters=2", "--schedule", "exact", "--circuit-method", "greedy"]
+    code, text, err = run_cli(*args, "--score", "simulated", "-o", out)
+    assert code == 0, err
+    m = json.loads(out.read_text())["schedule_result"]["metrics"]
+    assert m["score"] == "simulated" and m["picked"] in m["simulated_candidates_s"]
+    assert f"kept: {m['picked']}" in text and "replayed whole" in text
+    code, _, err = run_cli(*args, "--score", "simulation")
+    assert code == 2 and "--score" in err and "simulated" in err

@@ -130,6 +130,47 @@ def test_exact_honours_its_time_limit_and_reports_bound_and_gap(topo):
     assert schedule(prob, "exact", time_limit=0.05).status == "timeout"
 
 
+@pytest.mark.parametrize("method", ["exact", "solstice"])
+def test_scored_by_simulation_no_schedule_replays_slower_than_the_best_single_configuration(topo, method):
+    """LU class B on 256 ranks, 003 with 16 OCS nodes: the programme's schedule (phases simulated one at a
+    time) replays whole slower than a single configuration of its candidates; that one is returned."""
+    from planner.traffic.generators import parse_spec
+
+    trace = parse_spec("npb:kernel=lu,class=B,np=256,iters=1")
+    ph = detect_phases(trace, topo)
+    prob = PhasedProblem.build(topo, ph, score="simulated")
+    res = schedule(prob, method, circuit_method="greedy")
+    m = res.metrics
+    times = m["simulated_candidates_s"]
+    assert m["picked"].startswith("best single") and m["picked"] in times
+    assert times[m["picked"]] < times["programme"] and m["simulated_s"] == times[m["picked"]]
+    assert res.status == "feasible" and "kept the best single configuration" in res.message
+    assert len(res.plan["schedule"]) == 1 and m["reconfigurations"] == 0 and m["candidates"] > 1
+    # the programme won on its own objective (solstice: against exact's, which is at most any single one's)
+    assert m["programme_s"] <= m.get("best_single_s", m.get("without_decomposition_s")) * (1 + 1e-12)
+    assert res.bound <= res.objective
+    # what the result says is what the replay measures, and no single configuration replays faster
+    assert simulate_schedule(topo, trace, ph, res)["makespan_s"] == pytest.approx(m["simulated_s"], rel=1e-12)
+    best = schedule(prob, "static", circuit_method="greedy", pick="simulated")
+    assert m["simulated_s"] <= simulate_schedule(topo, trace, ph, best)["makespan_s"] * (1 + 1e-12)
+    # scored by the bound, nothing is replayed and the programme's plan stands
+    plain = schedule(PhasedProblem.build(topo, ph), method, circuit_method="greedy")
+    assert "picked" not in plain.metrics and "programme_s" not in plain.metrics
+
+
+def test_scored_by_simulation_the_programme_is_kept_when_it_replays_faster(two):
+    """The halo exchange then the transpose: two configurations beat any single one in the replay too."""
+    trace, ph, prob0 = two
+    prob = PhasedProblem.build(prob0.topology, ph, score="simulated")
+    res = schedule(prob, "exact", circuit_method="greedy")
+    m = res.metrics
+    assert m["picked"] == "programme" and m["reconfigurations"] == 1 and "programme_s" not in m
+    times = m["simulated_candidates_s"]
+    assert m["simulated_s"] == times["programme"] < min(v for k, v in times.items() if k != "programme")
+    assert simulate_schedule(prob.topology, trace, ph, res)["makespan_s"] == pytest.approx(m["simulated_s"],
+                                                                                           rel=1e-12)
+
+
 def test_bad_inputs_name_their_field(topo, two):
     _, ph, prob = two
     with pytest.raises(TopoplanError, match="unknown schedule method 'dp'"):

@@ -11,7 +11,7 @@ from planner.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt,
                                          TrafficOpt, console, emit, flag_names, load_inputs)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
-         "blackout": "--blackout", "min_windows": "--min-windows"}
+         "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +36,9 @@ def phases_cmd(
     setup: Optional[str] = typer.Option(None, "--setup", help="OCS set-up time (default the topology's ocs.setup)."),
     blackout: str = typer.Option("eps", "--blackout", help="During a set-up: eps (wait or run on the surviving "
                                  "circuits, whichever is faster) or stall."),
+    score: str = typer.Option("bound", "--score", help="Phase times for the scheduler: bound (the circuit "
+                              "problem's bound) or simulated (each phase simulated alone; exact, solstice and bvn "
+                              "then also keep the best single configuration when it replays faster)."),
     simulate: bool = typer.Option(False, "--simulate", help="Simulate the schedule (phase by phase)."),
     time_limit: Optional[float] = TimeLimitOpt,
     seed: int = SeedOpt,
@@ -62,7 +65,7 @@ def phases_cmd(
 
         try:
             prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
-                                       blackout=blackout)
+                                       blackout=blackout, score=score)
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
         sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
@@ -91,6 +94,8 @@ def phases_cmd(
         con.print(f"{schedule} ({sched.status}): {m['entries']} entries, {m['reconfigurations']} reconfigurations, "
                   f"time {sched.objective * 1e3:.4g} ms ({m['score']}), zero-set-up lower bound "
                   f"{sched.bound * 1e3:.4g} ms (gap {100 * (sched.gap or 0):.1f}%)")
+        if "picked" in m:
+            con.print(f"kept: {m['picked']} ({', '.join(f'{k} {v * 1e3:.4g} ms' for k, v in m['simulated_candidates_s'].items())}, replayed whole)")
         if sim is not None:
             con.print(f"simulated {sim['makespan_s'] * 1e3:.4g} ms ({sim['setup_idle_s'] * 1e3:.3g} ms of set-up "
                       f"idle time; {sim['approximation']})")
