@@ -118,6 +118,30 @@ def test_seeded_runs_repeat():
     assert a.seed == 4
 
 
+def test_counted_runs_do_not_depend_on_the_clock(monkeypatch):
+    """With max_evals and anneal_steps and no time limit, a machine where every clock reading is a second
+    later (a loaded machine, exaggerated) gives the same plan; with a time limit it stops early."""
+    import time
+
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    p = PlacementProblem.build(topo, load_traffic("random:np=128,bytes=2MB,msgs=300,seed=5"))
+    counts = dict(max_evals=60, anneal_steps=40, rounds=3)
+    ref = solve(p, "joint", seed=4, **counts)
+    assert ref.options["time_budget_s"] is None and ref.metrics["rounds"] >= 2
+    real, t = time.perf_counter, [0.0]
+
+    def slow():
+        t[0] += 1.0
+        return real() + t[0]
+
+    monkeypatch.setattr(time, "perf_counter", slow)
+    slow_run = solve(p, "joint", seed=4, **counts)
+    assert slow_run.plan["rank_to_node"] == ref.plan["rank_to_node"] and slow_run.objective == ref.objective
+    assert slow_run.metrics["evaluations"] == ref.metrics["evaluations"]
+    capped = solve(p, "joint", seed=4, time_limit=2.0, **counts)
+    assert capped.metrics["rounds"] < ref.metrics["rounds"] and capped.options["time_budget_s"] == 2.0
+
+
 @pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
 def test_score_simulated_reports_the_simulated_time_and_never_loses_to_the_start(relay):
     topo = _tiny()

@@ -423,7 +423,9 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     Parameters
     ----------
     problem : :class:`PlacementProblem` on a hybrid topology.
-    time_limit : seconds for the rounds (default 10; the start and ``final_method`` come on top).
+    time_limit : seconds for the rounds (default 10; the start and ``final_method`` come on top). With
+        both ``max_evals`` and ``anneal_steps`` the default is no limit: the counts bound the work and
+        the plan does not depend on the machine's speed or load (a limit given still caps the rounds).
     seed : random seed (anneal, candidate sampling, circuit methods).
     init : starting placement: a placement method name (default ``metis``), several (the best on the
         problem's objective) or a ``rank_to_node`` array.
@@ -432,8 +434,9 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     circuit_time_limit : seconds for an ``ilp``/``anneal`` circuit solve (default 10).
     rounds : most rounds; stops early when a round improves nothing.
     hop_limit, max_circuits : as for ``topoplan circuits``.
-    max_evals : plan evaluations per descent step (reproducible runs); default: time-bounded.
-    anneal_steps : batches per anneal step (reproducible runs); default: a share of the time.
+    max_evals : plan evaluations per descent step; default: time-bounded.
+    anneal_steps : batches per anneal step; default: a share of the time. Both given and no
+        ``time_limit``: a reproducible run (see ``time_limit``).
     steps : which of ``matching``, ``anneal``, ``descent`` the rounds run.
     trace, sim_model : what ``final_pick='simulated'`` replays (:func:`planner.problems.placement.solve`
         passes its own with ``score='simulated'``).
@@ -480,7 +483,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     for m in (circuit_method, final_method):
         if m is not None and m not in CIRCUIT_METHODS:
             raise TopoplanError(f"method joint: unknown circuit method {m!r} (methods: {', '.join(CIRCUIT_METHODS)})")
-    budget = DEFAULT_TIME_S if time_limit is None else float(time_limit)
+    counted = max_evals is not None and anneal_steps is not None   # the counts bound the work: no clock
+    budget = (float("inf") if counted else DEFAULT_TIME_S) if time_limit is None else float(time_limit)
     rng = np.random.default_rng(seed)
     sc = Scorer(problem, hop_limit=hop_limit, max_circuits=max_circuits, seed=seed,
                 circuit_time_limit=10.0 if circuit_time_limit is None else circuit_time_limit)
@@ -559,7 +563,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
                                              "circuit_method": circuit_method, "final_method": final_method,
                                              "rounds": rounds, "final_pick": final_pick, "hop_limit": hop_limit,
                                              "max_circuits": max_circuits,
-                                             "time_budget_s": budget})
+                                             "time_budget_s": budget if np.isfinite(budget) else None})
 
 
 def _best(a: Candidate, b: Candidate) -> Candidate:
