@@ -4,8 +4,8 @@ from experiments.joint_placement import APPROACHES, run_instance
 
 
 def test_one_instance_under_the_three_models():
-    rows = run_instance("paper003", "8 OCS", ["ocs.nodes_per_switch=2"], "neighbor", joint_s=1.0, ilp_s=2.0,
-                        log=lambda *_: None)
+    rows = run_instance("paper003", "8 OCS", ["ocs.nodes_per_switch=2"], "neighbor", ilp_s=2.0, evals=60,
+                        anneal_steps=40, log=lambda *_: None)
     by = {r["approach"]: r for r in rows}
     assert list(by) == list(APPROACHES)
     for r in rows:
