@@ -149,6 +149,7 @@ def test_scored_by_simulation_no_schedule_replays_slower_than_the_best_single_co
     # the programme won on its own objective (solstice: against exact's, which is at most any single one's)
     assert m["programme_s"] <= m.get("best_single_s", m.get("without_decomposition_s")) * (1 + 1e-12)
     assert res.bound <= res.objective
+    assert res.options["score"] == "simulated" and res.options["sim_model"]["relay"] == "pipelined"
     # what the result says is what the replay measures, and no single configuration replays faster
     assert simulate_schedule(topo, trace, ph, res)["makespan_s"] == pytest.approx(m["simulated_s"], rel=1e-12)
     best = schedule(prob, "static", circuit_method="greedy", pick="simulated")
@@ -156,6 +157,7 @@ def test_scored_by_simulation_no_schedule_replays_slower_than_the_best_single_co
     # scored by the bound, nothing is replayed and the programme's plan stands
     plain = schedule(PhasedProblem.build(topo, ph), method, circuit_method="greedy")
     assert "picked" not in plain.metrics and "programme_s" not in plain.metrics
+    assert plain.options["score"] == "bound" and "sim_model" not in plain.options
 
 
 def test_scored_by_simulation_the_programme_is_kept_when_it_replays_faster(two):

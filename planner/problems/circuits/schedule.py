@@ -1495,7 +1495,8 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
     PlanResult
         ``plan`` = ``schedule`` (entries), ``n_phases``, ``setup_s``, ``blackout``, ``threshold_B``,
         ``hop_limit``, ``rank_to_node``; ``objective`` = phase times plus set-up (seconds);
-        validated (:func:`validate_schedule`).
+        validated (:func:`validate_schedule`); ``options`` records the ``score`` and, scored by
+        simulation, the network model (``sim_model``).
 
     Raises
     ------
@@ -1514,9 +1515,15 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
     ...
     planner.core.errors.TopoplanError: unknown option 'circuit_methd' for schedule method 'exact'; known: circuit_method
     """
-    return solve_with(SCHEDULERS, problem_phases, method, time_limit=time_limit, seed=seed,
-                      validate=lambda prob, res: validate_schedule(res.plan, prob.topology, n_phases=len(prob.phases)),
-                      **options)
+    res = solve_with(SCHEDULERS, problem_phases, method, time_limit=time_limit, seed=seed,
+                     validate=lambda prob, res: validate_schedule(res.plan, prob.topology, n_phases=len(prob.phases)),
+                     **options)
+    res.options["score"] = problem_phases.score
+    if problem_phases.score == "simulated":
+        from sim.model import SimModel
+
+        res.options["sim_model"] = SimModel.coerce(problem_phases.sim_model).to_dict()
+    return res
 
 
 def static_schedule(plan: dict, n_phases: int = 1) -> dict:
