@@ -131,9 +131,9 @@ def test_exact_honours_its_time_limit_and_reports_bound_and_gap(topo):
 
 
 @pytest.mark.parametrize("method", ["exact", "solstice"])
-def test_scored_by_simulation_no_schedule_replays_slower_than_the_best_single_configuration(topo, method):
+def test_scored_by_simulation_no_schedule_replays_slower_than_a_heuristic_one(topo, method):
     """LU class B on 256 ranks, 003 with 16 OCS nodes: the programme's schedule (phases simulated one at a
-    time) replays whole slower than a single configuration of its candidates; that one is returned."""
+    time) replays whole slower than a single configuration of its candidates; the fastest is returned."""
     from planner.traffic.generators import parse_spec
 
     trace = parse_spec("npb:kernel=lu,class=B,np=256,iters=1")
@@ -142,18 +142,19 @@ def test_scored_by_simulation_no_schedule_replays_slower_than_the_best_single_co
     res = schedule(prob, method, circuit_method="greedy")
     m = res.metrics
     times = m["simulated_candidates_s"]
-    assert m["picked"].startswith("best single") and m["picked"] in times
-    assert times[m["picked"]] < times["programme"] and m["simulated_s"] == times[m["picked"]]
-    assert res.status == "feasible" and "kept the best single configuration" in res.message
-    assert len(res.plan["schedule"]) == 1 and m["reconfigurations"] == 0 and m["candidates"] > 1
+    assert m["picked"] != "programme" and m["simulated_s"] == times[m["picked"]] == min(times.values())
+    assert times[m["picked"]] < times["programme"] and any(k.startswith("best single") for k in times)
+    assert res.status == "feasible" and f"kept the {m['picked']} schedule" in res.message
+    assert m["candidates"] > 1 and m["programme_reconfigurations"] == 0
     # the programme won on its own objective (solstice: against exact's, which is at most any single one's)
     assert m["programme_s"] <= m.get("best_single_s", m.get("without_decomposition_s")) * (1 + 1e-12)
     assert res.bound <= res.objective
     assert res.options["score"] == "simulated" and res.options["sim_model"]["relay"] == "pipelined"
-    # what the result says is what the replay measures, and no single configuration replays faster
+    # what the result says is what the replay measures, and neither heuristic schedule replays faster
     assert simulate_schedule(topo, trace, ph, res)["makespan_s"] == pytest.approx(m["simulated_s"], rel=1e-12)
-    best = schedule(prob, "static", circuit_method="greedy", pick="simulated")
-    assert m["simulated_s"] <= simulate_schedule(topo, trace, ph, best)["makespan_s"] * (1 + 1e-12)
+    for heuristic, opts in (("static", {"pick": "simulated"}), ("per-phase", {})):
+        other = schedule(prob, heuristic, circuit_method="greedy", **opts)
+        assert m["simulated_s"] <= simulate_schedule(topo, trace, ph, other)["makespan_s"] * (1 + 1e-12), heuristic
     # scored by the bound, nothing is replayed and the programme's plan stands
     plain = schedule(PhasedProblem.build(topo, ph), method, circuit_method="greedy")
     assert "picked" not in plain.metrics and "programme_s" not in plain.metrics
