@@ -53,10 +53,11 @@ TRAFFIC = {
     "mg": "npb:kernel=mg,class=C,np=256,iters=5",
 }
 APPROACHES = ("metis+none", "metis+greedy", "metis+ilp", "joint+greedy", "joint+ilp")
-# joint's work in counts, not seconds (its rounds stop when one improves nothing; 200/200 already converge on
-# every instance measured): the results repeat whatever the machine's load
-EVALS = 400
-ANNEAL_STEPS = 400
+# joint's work in counts, not seconds, so the results repeat whatever the machine's load. Its rounds stop when
+# one improves nothing, so too few counts stop it early: on 001-8x32's neighbor, 400/400 end at a 1,120 ms
+# bound, 1,000/1,000 (2 s) and 3,000/3,000 (4 s) at 960 ms, as 8 s of the clock did on a quiet machine
+EVALS = 2000
+ANNEAL_STEPS = 2000
 
 
 def run_instance(preset, label, sets, kind, *, ilp_s, joint_s=None, evals=EVALS, anneal_steps=ANNEAL_STEPS, seed=0,
