@@ -1,6 +1,7 @@
 """Placement methods: validity, exact capacities, the 16x16 neighbor acceptance (ilp proves 1,280 MB)."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -145,6 +146,42 @@ def test_anneal_from_metis_keeps_the_optimum_and_is_seeded(grid):
     assert a.plan == b.plan
     assert a.metrics["inter_switch_bytes"] == pytest.approx(1.28e9)
     assert a.objective <= solve(grid, "metis").objective
+
+
+def test_anneal_counted_runs_ignore_the_clock_unless_limited(grid, monkeypatch):
+    """max_steps without a time limit: the same plan when every clock reading is a second later; with a
+    time limit as well, the limit still stops the run."""
+    import time
+
+    ref = solve(grid, "anneal", init="random", seed=2, max_steps=200)
+    assert ref.options["steps"] == 200 and ref.options["time_budget_s"] is None
+    real, t = time.perf_counter, [0.0]
+
+    def slow():
+        t[0] += 1.0
+        return real() + t[0]
+
+    monkeypatch.setattr(time, "perf_counter", slow)
+    assert solve(grid, "anneal", init="random", seed=2, max_steps=200).plan == ref.plan
+    capped = solve(grid, "anneal", init="random", seed=2, max_steps=200, time_limit=5)
+    assert capped.options["steps"] < 200 and capped.options["time_budget_s"] == 5
+
+
+def test_place_cli_counts(run_cli, tmp_path):
+    args = ["place", "-t", "paper003", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB", "--json"]
+    runs = []
+    for _ in range(2):
+        code, out, err = run_cli(*args, "-m", "anneal", "--max-steps", "120", "--seed", "3")
+        assert code == 0, err
+        runs.append(json.loads(out))
+    assert runs[0]["rank_to_node"] == runs[1]["rank_to_node"] and runs[0]["options"]["steps"] == 120
+    code, out, err = run_cli(*args, "-m", "joint", "--max-steps", "20", "--max-evals", "30")
+    assert code == 0 and json.loads(out)["options"]["time_budget_s"] is None, err
+    for extra, needle in ((["-m", "metis", "--max-steps", "5"], "--max-steps: applies to anneal and joint"),
+                          (["-m", "anneal", "--max-evals", "5"], "--max-evals: applies to joint"),
+                          (["-m", "anneal", "--max-steps", "0"], "--max-steps: must be a positive count")):
+        code, _, err = run_cli(*args, *extra, "-o", tmp_path / "p.json")
+        assert code == 2 and needle in err and not (tmp_path / "p.json").exists()
 
 
 def test_anneal_improves_a_random_start(grid):

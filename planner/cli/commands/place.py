@@ -30,6 +30,12 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                                  "the best of every installed partitioner and greedy; kahip only up "
                                                  "to 20,000 rank pairs and when it fits a quarter of the time "
                                                  "limit)."),
+              max_steps: Optional[int] = typer.Option(None, "--max-steps", help="anneal: batches of moves; joint: "
+                                                      "anneal batches per round. Work bounded by counts, not the "
+                                                      "clock: the same plan on any machine and load (joint: with "
+                                                      "--max-evals; a --time-limit given still stops the run)."),
+              max_evals: Optional[int] = typer.Option(None, "--max-evals", help="joint: plan evaluations per "
+                                                      "descent step."),
               threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold "
                                                       "(default: OCS bandwidth-delay product)."),
               simulate: bool = typer.Option(False, "--simulate", help="Also replay the traffic on the plan "
@@ -54,6 +60,15 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     trace, tr = load_source(traffic)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
     opts = {} if init is None else {"init": init if "," not in init else tuple(init.split(","))}
+    for flag, value, takes in (("--max-steps", max_steps, {"anneal": "max_steps", "joint": "anneal_steps"}),
+                               ("--max-evals", max_evals, {"joint": "max_evals"})):
+        if value is None:
+            continue
+        if method not in takes:
+            raise TopoplanError(f"{flag}: applies to {' and '.join(takes)}, not {method}")
+        if value < 1:
+            raise TopoplanError(f"{flag}: must be a positive count, got {value}")
+        opts[takes[method]] = value
     if init is not None and method in METHODS and "init" not in METHODS.options(method):
         starting = ", ".join(m for m in METHODS if "init" in METHODS.options(m))
         raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")

@@ -403,7 +403,9 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
         every partitioner installed and ``greedy``
         (:func:`~planner.problems.placement.problem.default_starts`).
     batch : swaps proposed and priced together per step (default n_ranks / 4, within 32..512).
-    max_steps : stop after this many batches instead of the time budget (reproducible runs).
+    max_steps : stop after this many batches; the cooling follows the batches, not the clock, so without
+        a ``time_limit`` the run is reproducible on any machine and load (a ``time_limit`` given still
+        stops it).
     t0 : start temperature in objective units (default: the first batch's median uphill move
         is accepted 1 in 4, capped at 4 typical edges for the linear objectives).
     cycles : cooling cycles; each restarts from the best placement at half the previous start
@@ -462,7 +464,7 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
         if stop_requested():   # Ctrl-C: keep the best placement found so far
             break
         if max_steps is not None:
-            if steps >= max_steps:
+            if steps >= max_steps or (time_limit is not None and time.perf_counter() - t_begin >= budget):
                 break
             frac = steps / max_steps
         else:
@@ -505,4 +507,4 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     return result_from(problem, best_node, message=msg,
                        options={"init": start_name,
                                 "batch": batch, "steps": steps, "cycles": cycles, "t0": t0,
-                                "time_budget_s": None if max_steps is not None else budget})
+                                "time_budget_s": None if max_steps is not None and time_limit is None else budget})
