@@ -151,6 +151,6 @@ def test_phases_schedule_scored_by_simulation(tmp_path, run_cli):
     assert code == 0, err
     m = json.loads(out.read_text())["schedule_result"]["metrics"]
     assert m["score"] == "simulated" and m["picked"] in m["simulated_candidates_s"]
-    assert f"kept: {m['picked']}" in text and "replayed whole" in text
+    assert f"kept {m['picked']}" in text and "replayed whole: programme" in text
     code, _, err = run_cli(*args, "--score", "simulation")
     assert code == 2 and "--score" in err and "simulated" in err

@@ -92,10 +92,11 @@ def phases_cmd(
     if sched is not None:
         m = sched.metrics
         con.print(f"{schedule} ({sched.status}): {m['entries']} entries, {m['reconfigurations']} reconfigurations, "
-                  f"time {sched.objective * 1e3:.4g} ms ({m['score']}), zero-set-up lower bound "
+                  f"phase sum {sched.objective * 1e3:.4g} ms ({m['score']}), zero-set-up lower bound "
                   f"{sched.bound * 1e3:.4g} ms (gap {100 * (sched.gap or 0):.1f}%)")
         if "picked" in m:
-            con.print(f"kept: {m['picked']} ({', '.join(f'{k} {v * 1e3:.4g} ms' for k, v in m['simulated_candidates_s'].items())}, replayed whole)")
+            times = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in m["simulated_candidates_s"].items())
+            con.print(f"replayed whole: {times}; kept {m['picked']}")
         if sim is not None:
             con.print(f"simulated {sim['makespan_s'] * 1e3:.4g} ms ({sim['setup_idle_s'] * 1e3:.3g} ms of set-up "
                       f"idle time; {sim['approximation']})")
