@@ -1502,12 +1502,14 @@ def _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_new, w
 def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
           M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
           rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-          sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t):  # pragma: no cover - compiled
+          sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t, more):  # pragma: no cover - compiled
     """:func:`run_core`'s event loop, from the state in ``C``/``S`` to the end (status 0), or until a
     micro-op or an event needs more request, message or flow slots than there are (status 1: the state is
-    saved, :func:`run_core` makes room and calls again; a rank stopped mid-batch resumes first). The
-    tables it may reallocate itself are returned. No table is reassigned in the loop that the caller
-    grows: a loop that may rebind an array variable pays reference counting on every iteration."""
+    saved, :func:`run_core` makes room and calls again; a rank stopped mid-batch resumes first), or until a
+    rank ``r`` with ``more[r]`` set reaches the end of its micro-ops (status 2: its next calls are in the
+    trace's next piece; it resumes first once they are loaded). The tables it may reallocate itself are
+    returned. No table is reassigned in the loop that the caller grows: a loop that may rebind an array
+    variable pays reference counting on every iteration."""
     lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = seg
     gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
@@ -1592,6 +1594,11 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
                             p += 1
                         mcur[r] = p
                     if i >= hi[r]:
+                        if r < len(more) and more[r] != 0:   # its next calls are in the next piece
+                            resume = r
+                            t_batch = t_rank
+                            status = 2
+                            break
                         if np.isnan(finish[r]):
                             finish[r] = clock[r]
                         break
@@ -1813,40 +1820,77 @@ def _loop(prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clo
     return status, sid, rows, back, lens, sgrp, stag, hp, free, pool, EP, HT, fbuf, sbuf
 
 
-@njit(cache=True)
-def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream, tl_dt, tl_max, mark_op,
-             mark_ptr):  # pragma: no cover - compiled
-    """Run the flows and ranks to the end (or a deadlock).
+@_kernel
+def _max_items(prog, stream):
+    """The most requests one micro-op of ``prog`` may post (a step's entries, a streamed batch), at least 2."""
+    kind, e_ptr = prog[2], prog[9]
+    gen = stream[0]
+    max_items = 2
+    for i in range(len(kind)):
+        max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
+    for gi in range(len(gen)):
+        if gen[gi, GN_ALG] == GEN_SPREAD:
+            max_items = max(max_items, 2 * min(gen[gi, GN_BLOCK], gen[gi, GN_P]))
+    return max_items
 
-    ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
-    n_msgs, n_reqs), no ranks for a plain flow set; ``route``: (cls_ptr, seg_rows, seg_len, seg_extra,
-    seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
-    start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
-    :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
-    (switch delay, MTU, relay chunk), fat-pipe caps of the parts) for streamed collectives; ``tl_dt`` > 0:
-    sample every link's bytes at each multiple of ``tl_dt`` and at the end, in at most ``tl_max`` columns;
-    ``mark_op`` (per rank ascending, rank r's at ``mark_ptr[r]:mark_ptr[r + 1]``): micro-ops whose rank's
-    clock is wanted when it reaches them (its previous call ended; before the gap).
-    Returns (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow
-    given in advance, the samples (links x boundaries passed + 1; empty without ``tl_dt``), boundaries passed
-    or -1 when they would exceed ``tl_max``, the clock at the end, the time each mark was reached). The
-    state kept is what is in flight:
-    requests, messages and flows take slots that return when they are done.
-    """
-    lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
+
+@_kernel
+def _seg_width(route, stream):
+    """Links a segment row needs: the route classes' widest, and a streamed message's (up, middle, down)."""
+    width = route[1].shape[1]
+    if len(stream[0]) > 0:
+        mid_ptr = stream[3][4]
+        for x in range(len(mid_ptr) - 1):
+            width = max(width, mid_ptr[x + 1] - mid_ptr[x] + 2)
+    return width
+
+
+@_kernel
+def _static_segs(route, caps, n_links, n_dyn, width, old_rows, old_len, old_extra, old_lat, old_inst, old_vl,
+                 dyn_from):
+    """The segment tables: the route classes' segments (``route``), then ``n_dyn`` streamed-message segments
+    copied from ``old_*`` rows ``dyn_from..`` (none at the start of a run), ``width`` links wide."""
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
+    n_static = len(seg_len)
+    n_new = n_static + n_dyn
+    rows = np.full((n_new, width), -1, np.int64)
+    rows[:n_static, :seg_rows.shape[1]] = seg_rows
+    ln = np.zeros(n_new, np.int64)
+    ln[:n_static] = seg_len
+    ex = np.zeros(n_new)
+    ex[:n_static] = seg_extra
+    la = np.zeros(n_new)
+    la[:n_static] = seg_lat
+    ins = np.zeros(n_new, np.bool_)
+    ins[:n_static] = seg_inst
+    vl = np.full(n_new, -1, np.int64)
+    for sg in range(n_static):
+        if np.isfinite(seg_cap[sg]):
+            k = np.searchsorted(caps, seg_cap[sg])
+            if k == len(caps) or caps[k] != seg_cap[sg]:
+                raise ValueError("run_core: a route class's fat-pipe cap is not one of the run's caps")
+            vl[sg] = n_links + k
+    if n_dyn > 0:
+        rows[n_static:, :old_rows.shape[1]] = old_rows[dyn_from:dyn_from + n_dyn]
+        ln[n_static:] = old_len[dyn_from:dyn_from + n_dyn]
+        ex[n_static:] = old_extra[dyn_from:dyn_from + n_dyn]
+        la[n_static:] = old_lat[dyn_from:dyn_from + n_dyn]
+        ins[n_static:] = old_inst[dyn_from:dyn_from + n_dyn]
+        vl[n_static:] = old_vl[dyn_from:dyn_from + n_dyn]
+    return rows, ln, ex, la, ins, vl
+
+
+@njit(cache=True)
+def _fresh_state(prog, route, lcap, init_seg, init_start, init_size, stream, tl_dt, tl_max, mark_op, mark_ptr):
+    """The state of a run at its start (see :data:`sim._engine.STATE`): every rank ready at time 0, the flows
+    given in advance pending."""
+    lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs = prog
     gen, mem, node, parts, lk_lat, lk_bw, lk_swin, lk_shared, consts, xcaps = stream
     n_gen = len(gen)
     n_sw = int(np.sqrt(len(parts[4]) - 1) + 0.5)
     n = len(lo)
     n_links = len(lcap)
-    width = seg_rows.shape[1]
-    if n_gen > 0:   # a streamed message's route: up, the switch pair's middle, down
-        mid_ptr = parts[4]
-        mx = 0
-        for x in range(len(mid_ptr) - 1):
-            mx = max(mx, mid_ptr[x + 1] - mid_ptr[x])
-        width = max(width, mx + 2)
+    width = _seg_width(route, stream)
     inf = np.inf
     C = np.zeros(16, np.int64)
     R = np.full((12, n), -1, np.int64)
@@ -1858,12 +1902,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     finish = np.full(n, np.nan)
     rdy_t = np.empty(n + 1)          # a rank is in the ready heap at most once
     rdy_r = np.empty(n + 1, np.int64)
-    max_items = 2
-    for i in range(len(kind)):
-        max_items = max(max_items, e_ptr[i + 1] - e_ptr[i])
-    for gi in range(n_gen):
-        if gen[gi, GN_ALG] == GEN_SPREAD:
-            max_items = max(max_items, 2 * min(gen[gi, GN_BLOCK], gen[gi, GN_P]))
+    max_items = _max_items(prog, stream)
     reqs = np.empty(max_items, np.int64)
     g_peer = np.empty(max_items, np.int64)
     g_bytes = np.empty(max_items)
@@ -1890,7 +1929,6 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     while n_fl < n_init + 2 * max_items + 2:
         n_fl *= 2
     C[C_FMASK] = n_fl - 1
-    f_lo = 0
     FL = np.zeros((2, n_fl), np.int64)
     flow_size = np.zeros(n_fl)
     live = np.zeros(n_fl, np.uint8)
@@ -1900,20 +1938,17 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     lbytes = np.zeros(max(n_links, 1))
     # engine slots (transferring flows), link -> slot lists (real links, then one virtual link per
     # distinct fat-pipe cap, which acts as a private link of that capacity) and bottleneck groups
-    caps = np.unique(seg_cap[np.isfinite(seg_cap)])
-    if n_gen > 0:
-        caps = np.unique(np.concatenate((caps, xcaps)))
+    seg_cap = route[5]
+    caps = np.unique(np.concatenate((seg_cap[np.isfinite(seg_cap)], xcaps)))
     n_lt = n_links + len(caps)
     capv = np.full(n_lt, inf)
     capv[n_links:] = caps
     lcap2 = np.full(n_lt, inf)
     lcap2[:n_links] = lcap
-    seg_vl = np.full(len(seg_cap), -1, np.int64)
-    for sg in range(len(seg_cap)):
-        if np.isfinite(seg_cap[sg]):
-            seg_vl[sg] = n_links + np.searchsorted(caps, seg_cap[sg])
-    n_static = len(seg_len)
+    n_static = len(route[2])
     C[C_NSEG] = n_static
+    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _static_segs(
+        route, caps, n_links, 0, width, route[1], route[2], route[3], route[4], route[6], np.zeros(0, np.int64), 0)
     if n_gen > 0:   # one segment per message slot after the route classes'
         seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
                                                                              seg_inst, seg_vl, n_static + n_m, width)
@@ -1929,7 +1964,6 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     free = np.empty(n_slots, np.int64)
     for k in range(n_slots):
         free[k] = n_slots - 1 - k          # popped from the end: low slots first
-    n_free = n_slots
     segs = np.zeros((5, n_lt), np.int64)
     pool = np.zeros(1024, np.int64)
     meta = np.zeros(2, np.int64)
@@ -1945,23 +1979,120 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
     for j in range(n_init):
         _new_flow(-1, init_seg[j], init_size[j], init_start[j], 0.0, FL, flow_size, live, seg_rows, seg_len,
                   seg_extra, seg_lat, lbytes, pend_t, pend_f, C)
-
     S = np.zeros(3)
     S[S_TDONE] = inf
     tl = np.zeros((n_links, max(min(256, tl_max), 1) if tl_dt > 0 else 0))
     mcur = mark_ptr[:-1].copy()
     mark_t = np.full(len(mark_op), np.nan)
-    C[C_NFREE] = n_free
+    C[C_NFREE] = n_slots
     C[C_RESUME] = -1
     dims = np.array([n_links, n_static, n_sw, max_items, width], np.int64)
+    return (C, S, R, clock, finish, rdy_t, rdy_r, reqs, g_peer, g_bytes, g_send, Q, qfree, M, MF, mfree, FL,
+            flow_size, live, pend_t, pend_f, init_fin, lbytes, caps, capv, lcap2, seg_rows, seg_len, seg_extra,
+            seg_lat, seg_inst, seg_vl, sid, rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI,
+            gF, agl, gm, EP, HT, em, gbuf, fbuf, sbuf, tl, mcur, mark_t, dims)
+
+
+@njit(cache=True)
+def _resume_state(state, prog, route, stream):
+    """``state`` (returned by a run stopped for the trace's next piece) made ready for ``prog``: the window of
+    micro-ops with that piece added (the ranks' program counters already moved to it by the caller) and
+    ``route``, the route classes so far (the earlier ones unchanged, new ones after them). The segment
+    tables are rebuilt with the new classes in front of the streamed messages' segments, which move up (and
+    the flows that use them), and the tables sized by the widest segment and the largest micro-op grow."""
+    (C, S, R, clock, finish, rdy_t, rdy_r, reqs, g_peer, g_bytes, g_send, Q, qfree, M, MF, mfree, FL,
+     flow_size, live, pend_t, pend_f, init_fin, lbytes, caps, capv, lcap2, seg_rows, seg_len, seg_extra,
+     seg_lat, seg_inst, seg_vl, sid, rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI,
+     gF, agl, gm, EP, HT, em, gbuf, fbuf, sbuf, tl, mcur, mark_t, dims) = state
+    n_links = dims[0]
+    old_static = C[C_NSEG]
+    n_static = len(route[2])
+    if n_static < old_static:
+        raise ValueError("run_core: the route classes of a resumed run must extend the previous ones")
+    max_items = _max_items(prog, stream)
+    if max_items > dims[3]:
+        reqs = np.empty(max_items, np.int64)
+        g_peer = np.empty(max_items, np.int64)
+        g_bytes = np.empty(max_items)
+        g_send = np.empty(max_items, np.int64)
+        dims[3] = max_items
+    width = max(_seg_width(route, stream), dims[4] - 1)
+    n_dyn = len(seg_len) - old_static
+    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _static_segs(
+        route, caps, n_links, n_dyn, width, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, old_static)
+    if n_dyn > 0 and n_static > old_static:   # the streamed messages' segments moved up
+        shift = n_static - old_static
+        mask = C[C_FMASK]
+        for f in range(C[C_FLO], C[C_F]):
+            k = f & mask
+            if live[k] and FL[0, k] >= old_static:
+                FL[0, k] += shift
+    C[C_NSEG] = n_static
+    dims[1] = n_static
+    dims[2] = int(np.sqrt(len(stream[3][4]) - 1) + 0.5)
+    if len(stream[0]) > 0 and len(seg_len) < n_static + M.shape[1]:   # the first streamed collective
+        seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
+                                                                             seg_inst, seg_vl, n_static + M.shape[1],
+                                                                             width)
+    if width + 1 > rows.shape[1]:   # wider engine slots
+        r2 = np.full((rows.shape[0], width + 1), -1, np.int64)
+        r2[:, :rows.shape[1]] = rows
+        b2 = np.zeros((rows.shape[0], width + 1), np.int64)
+        b2[:, :rows.shape[1]] = back
+        rows = r2
+        back = b2
+        dims[4] = width + 1
+    return (C, S, R, clock, finish, rdy_t, rdy_r, reqs, g_peer, g_bytes, g_send, Q, qfree, M, MF, mfree, FL,
+            flow_size, live, pend_t, pend_f, init_fin, lbytes, caps, capv, lcap2, seg_rows, seg_len, seg_extra,
+            seg_lat, seg_inst, seg_vl, sid, rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI,
+            gF, agl, gm, EP, HT, em, gbuf, fbuf, sbuf, tl, mcur, mark_t, dims)
+
+
+@njit(cache=True)
+def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, stream, tl_dt, tl_max, mark_op,
+             mark_ptr, more, state):  # pragma: no cover - compiled
+    """Run the flows and ranks to the end (or a deadlock), or until a rank needs the trace's next piece.
+
+    ``prog``: (lo, hi, kind, peer, nbytes, tag, reqkind, gap, cls, e_ptr, e_peer, e_bytes, e_send, e_cls,
+    n_msgs, n_reqs), no ranks for a plain flow set; ``route``: (cls_ptr, seg_rows, seg_len, seg_extra,
+    seg_lat, seg_cap, seg_inst) per route class and segment; ``init_*``: flows given in advance (segment,
+    start, bytes), ids 0.. in that order; ``stream``: (GEN table, communicator members, node per rank,
+    :meth:`sim.network.Network.route_parts`, per link latency, bandwidth, switches entered and shared,
+    (switch delay, MTU, relay chunk), fat-pipe caps of the parts, or of every link a later piece's route
+    classes may cross) for streamed collectives; ``tl_dt`` > 0:
+    sample every link's bytes at each multiple of ``tl_dt`` and at the end, in at most ``tl_max`` columns;
+    ``mark_op`` (per rank ascending, rank r's at ``mark_ptr[r]:mark_ptr[r + 1]``): micro-ops whose rank's
+    clock is wanted when it reaches them (its previous call ended; before the gap). ``more`` (empty, or
+    one entry per rank): a rank whose entry is set has calls after ``prog``'s, in the trace's next piece;
+    ``state``: :func:`sim._engine.no_state` for a run from the start, else the state returned by the run
+    this one resumes (``prog`` its window with the next piece added, see :func:`_resume_state`).
+    Returns (finish per rank, pc, blocked, n_messages, n_events, n_flows, bytes per link, finish of each flow
+    given in advance, the samples (links x boundaries passed + 1; empty without ``tl_dt``), boundaries passed
+    or -1 when they would exceed ``tl_max``, the clock at the end, the time each mark was reached, status
+    (0: the end; 2: a rank needs the next piece, the samples not yet closed), the state). The state kept is
+    what is in flight: requests, messages and flows take slots that return when they are done.
+    """
+    if len(state[0]) == 0:
+        st = _fresh_state(prog, route, lcap, init_seg, init_start, init_size, stream, tl_dt, tl_max, mark_op,
+                          mark_ptr)
+    else:
+        st = _resume_state(state, prog, route, stream)
+    (C, S, R, clock, finish, rdy_t, rdy_r, reqs, g_peer, g_bytes, g_send, Q, qfree, M, MF, mfree, FL,
+     flow_size, live, pend_t, pend_f, init_fin, lbytes, caps, capv, lcap2, seg_rows, seg_len, seg_extra,
+     seg_lat, seg_inst, seg_vl, sid, rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI,
+     gF, agl, gm, EP, HT, em, gbuf, fbuf, sbuf, tl, mcur, mark_t, dims) = st
+    cls_ptr = route[0]
+    n_links = dims[0]
+    max_items = dims[3]
+    n_gen = len(stream[0])
     while True:
         seg = (cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl)
         status, sid, rows, back, lens, sgrp, stag, hp, free, pool, EP, HT, fbuf, sbuf = _loop(
             prog, seg, stream, lcap2, capv, caps, eager_B, rel, dims, C, S, R, clock, finish, rdy_t, rdy_r, Q, qfree,
             M, MF, mfree, FL, flow_size, live, pend_t, pend_f, init_fin, lbytes, reqs, g_peer, g_bytes, g_send, sid,
             rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw, gI, gF, agl, gm, EP, HT, em, gbuf, fbuf,
-            sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t)
-        if status == 0:
+            sbuf, tl_dt, tl, mark_op, mark_ptr, mcur, mark_t, more)
+        if status != 1:
             break
         if tl_dt > 0 and C[C_TLK] == tl.shape[1]:
             if tl.shape[1] >= tl_max:   # more intervals than the caller allows: stop here (C_TLK -1 says so)
@@ -1974,7 +2105,7 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
             M, MF, mfree = _grow_messages(M, MF, mfree, C)
             if n_gen > 0:
                 seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(
-                    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, n_static + M.shape[1], seg_rows.shape[1])
+                    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, C[C_NSEG] + M.shape[1], seg_rows.shape[1])
         need = _event_room(max_items, C[C_NACT], C[C_PEND])
         while C[C_F] + need - C[C_FLO] > len(flow_size):
             FL, flow_size, live, pend_t, pend_f = _grow_flows(FL, flow_size, live, pend_t, pend_f, C, C[C_FLO])
@@ -1987,10 +2118,14 @@ def run_core(prog, route, lcap, eager_B, rel, init_seg, init_start, init_size, s
         if len(sbuf) < need:
             sbuf = np.empty(2 * need, np.int64)
     n_tl = 0
-    if tl_dt > 0 and C[C_TLK] >= 0:   # and the bytes at the end, for the last (partial) interval
+    if status == 0 and tl_dt > 0 and C[C_TLK] >= 0:   # and the bytes at the end, for the last (partial) interval
         n_tl = C[C_TLK] + 1
         if n_tl > tl.shape[1]:
             tl = _more_cols(tl, n_tl)
         link_bytes_at(S[S_NOW], n_tl - 1, tl, n_links, fw, gI, gF, agl, gm, EP)
+    out_state = (C, S, R, clock, finish, rdy_t, rdy_r, reqs, g_peer, g_bytes, g_send, Q, qfree, M, MF, mfree, FL,
+                 flow_size, live, pend_t, pend_f, init_fin, lbytes, caps, capv, lcap2, seg_rows, seg_len, seg_extra,
+                 seg_lat, seg_inst, seg_vl, sid, rows, back, lens, sgrp, stag, hp, free, segs, pool, meta, iw, fw,
+                 gI, gF, agl, gm, EP, HT, em, gbuf, fbuf, sbuf, tl, mcur, mark_t, dims)
     return (finish, R[R_PC].copy(), R[R_BLOCKED].copy(), C[C_MSGS], C[C_NEV], C[C_F], lbytes[:n_links].copy(),
-            init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW], mark_t)
+            init_fin, tl[:, :n_tl].copy(), C[C_TLK], S[S_NOW], mark_t, status, out_state)

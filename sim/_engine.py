@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_core", "run_flows", "no_stream", "aot_status", "build"]
+__all__ = ["run_core", "run_flows", "no_stream", "no_state", "aot_status", "build"]
 
 # micro-op kinds of the compiled program (sim.replay.compile_program writes them, sim._compiled runs them)
 K_SEND, K_ISEND, K_RECV, K_IRECV, K_SENDRECV, K_WAIT, K_WAITALL, K_STEP, K_NOP, K_GEN = range(10)
@@ -122,6 +122,30 @@ def run_core(*args):
     return jit(*args)
 
 
+# run_core's state between calls of a replay in pieces (names, dtypes and dimensions, in tuple order): what
+# sim._compiled.run_core keeps of a run. A first call passes no_state(); a call that stops because a rank
+# needs the next piece of the trace (status 2) returns its state, which the next call resumes.
+STATE = (("C", "<i8", 1), ("S", "<f8", 1), ("R", "<i8", 2), ("clock", "<f8", 1), ("finish", "<f8", 1),
+         ("rdy_t", "<f8", 1), ("rdy_r", "<i8", 1), ("reqs", "<i8", 1), ("g_peer", "<i8", 1),
+         ("g_bytes", "<f8", 1), ("g_send", "<i8", 1), ("Q", "<i8", 2), ("qfree", "<i8", 1), ("M", "<i8", 2),
+         ("MF", "<f8", 2), ("mfree", "<i8", 1), ("FL", "<i8", 2), ("flow_size", "<f8", 1), ("live", "|u1", 1),
+         ("pend_t", "<f8", 1), ("pend_f", "<i8", 1), ("init_fin", "<f8", 1), ("lbytes", "<f8", 1),
+         ("caps", "<f8", 1), ("capv", "<f8", 1), ("lcap2", "<f8", 1), ("seg_rows", "<i8", 2),
+         ("seg_len", "<i8", 1), ("seg_extra", "<f8", 1), ("seg_lat", "<f8", 1), ("seg_inst", "|b1", 1),
+         ("seg_vl", "<i8", 1), ("sid", "<i8", 1), ("rows", "<i8", 2), ("back", "<i8", 2), ("lens", "<i8", 1),
+         ("sgrp", "<i8", 1), ("stag", "<f8", 1), ("hp", "<i8", 2), ("free", "<i8", 1), ("segs", "<i8", 2),
+         ("pool", "<i8", 1), ("meta", "<i8", 1), ("iw", "<i8", 2), ("fw", "<f8", 2), ("gI", "<i8", 2),
+         ("gF", "<f8", 2), ("agl", "<i8", 2), ("gm", "<i8", 1), ("EP", "<i8", 2), ("HT", "<i8", 2),
+         ("em", "<i8", 1), ("gbuf", "<i8", 1), ("fbuf", "<i8", 1), ("sbuf", "<i8", 1), ("tl", "<f8", 2),
+         ("mcur", "<i8", 1), ("mark_t", "<f8", 1), ("dims", "<i8", 1))
+STATE_INDEX = {name: k for k, (name, _, _) in enumerate(STATE)}
+
+
+def no_state() -> tuple:
+    """``run_core``'s ``state`` argument for a run from the start (empty arrays of the state's types)."""
+    return tuple(np.zeros((0,) * nd, dtype=np.dtype(dt)) for _, dt, nd in STATE)
+
+
 def no_stream() -> tuple:
     """``run_core``'s ``stream`` argument when no collective is streamed (empty tables of the right types)."""
     z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
@@ -145,7 +169,7 @@ def flow_args(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
     return (prog, route, lcap, 0.0, float(rel), np.arange(k, dtype=np.int64), np.asarray(start, np.float64),
             np.asarray(size, np.float64), no_stream(), float(timeline_dt_s), int(max_intervals),
-            np.zeros(0, np.int64), np.zeros(1, np.int64))
+            np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), no_state())
 
 
 def run_flows(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals=0):

@@ -65,6 +65,8 @@ class ReplayResult:
     mark_s : numpy.ndarray, optional
         With ``marks`` (rows of the trace): per marked row, when its rank reached that call (its previous
         call had ended; the computation gap in front of the row comes after).
+    n_pieces : int, optional
+        Pieces the trace was replayed from (1: whole).
 
     Examples
     --------
@@ -88,6 +90,7 @@ class ReplayResult:
     timeline: dict | None = None
     unknown_ops: dict = field(default_factory=dict)
     mark_s: np.ndarray | None = None
+    n_pieces: int = 1
 
 
 def _gaps(trace: Trace, bounds: np.ndarray, compute_scale: float) -> np.ndarray:
@@ -603,6 +606,287 @@ def _marks_by_rank(marks: np.ndarray, bounds: np.ndarray):
     return order, np.searchsorted(marks[order], bounds)
 
 
+class _Compiler:
+    """Compiles a trace, whole or piece by piece, into the flat program :func:`sim._compiled.run_core` runs.
+
+    What must agree across the pieces of one trace is kept here: the route classes (one per
+    (source node, destination node, size); a piece adds only those it is first to use, after the
+    earlier ones), the collective calls' sequence numbers and tags, the streamed collectives' table
+    and communicator members, each rank's previous call (its computation gap) and call count.
+    """
+
+    def __init__(self, net, placement, n_ranks: int, *, eager_threshold_B: float = 65536.0,
+                 compute_scale: float = 1.0, thresholds=None, stream: bool = True, pieces: bool = False):
+        self.net = net
+        self.n = int(n_ranks)
+        self.node = np.asarray(placement.rank_to_node, dtype=np.int64)
+        self.n_nodes = int(self.node.max(initial=0)) + 1
+        self.eager_B = float(eager_threshold_B)
+        self.compute_scale = compute_scale
+        self.thresholds = thresholds
+        self.stream_on = stream
+        self.pieces = pieces
+        self.coll_cache: dict = {}
+        self.coll_local: dict = {}
+        self.coll_seq: dict = {}
+        self.tags: dict = {}
+        self.gen_rows: list = []
+        self.mem: list = []
+        self.mem_off: dict = {}
+        self.parts = None
+        self.classes: dict = {}   # (source node, destination node, size) -> route class (pieces only)
+        self.route_chunks: list = []
+        self.n_classes = 0
+        self.n_segs = 0
+        self.t_min = None
+        self.last_end = np.full(self.n, np.nan)
+        self.calls_before = np.zeros(self.n, dtype=np.int64)
+        self.sent = np.zeros(self.n, dtype=np.int64)
+        self.received = np.zeros(self.n, dtype=np.int64)
+        self.compute_s = np.zeros(self.n)
+
+    def _gaps(self, trace: Trace, bounds: np.ndarray) -> np.ndarray:
+        """Computation before each call of the piece: since the rank's previous call, in this piece or an
+        earlier one (a rank's first call: since the trace's start)."""
+        if not self.pieces:
+            return _gaps(trace, bounds, self.compute_scale)
+        gap = np.zeros(len(trace))
+        if len(trace):
+            if self.t_min is None:
+                self.t_min = float(trace.t_start.min())
+            gap[1:] = trace.t_start[1:] - trace.t_end[:-1]
+            has = bounds[:-1] < bounds[1:]
+            first = bounds[:-1][has]
+            prev = self.last_end[has]
+            new = np.isnan(prev)
+            if new.any() and float(trace.t_start[first[new]].min()) < self.t_min:
+                raise TopoplanError(f"{trace.source}: a rank's first call starts before every call of the trace's "
+                                    "first piece; replay this trace whole")
+            gap[first] = trace.t_start[first] - np.where(new, self.t_min, prev)
+            self.last_end[has] = trace.t_end[bounds[1:][has] - 1]
+        return np.maximum(gap, 0.0) * self.compute_scale
+
+    def add(self, trace: Trace) -> dict:
+        """Compile the next piece (or the whole trace): its micro-ops, per rank in ``lo:hi``; the route
+        classes and the streamed collectives' table grow by what it needs."""
+        from sim import _engine as core
+        from planner.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
+        from planner.traffic.generators import MAX_TRACE_ROWS as limit
+
+        n, net, node = self.n, self.net, self.node
+        bounds = np.searchsorted(trace.rank, np.arange(n + 1))
+        gap = self._gaps(trace, bounds)
+        op = trace.op
+        count = np.ones(len(trace), dtype=np.int64)
+        colls = _Collectives(trace, self.thresholds, compact=True)
+        colls.cache, colls.local = self.coll_cache, self.coll_local
+        coll_seq, tags, mem_off, mem = self.coll_seq, self.tags, self.mem_off, self.mem
+        expanded = {}
+        held = 0
+        gen_rows, gen_at = [], {}
+        skip_to = -1
+        for i in np.flatnonzero(np.isin(op, list(_COLL))).tolist():
+            if i <= skip_to:
+                count[i] = 0
+                continue
+            r = int(trace.rank[i])
+            how = colls.streamed(i) if self.stream_on else None
+            if how is not None:
+                got = net.route_parts(float(trace.bytes[i]))
+                self.parts, how = (got, how) if got is not None else (self.parts, None)
+            if how is not None:
+                members, pos = colls.member(r, i)
+                comm = int(trace.comm[i])
+                if comm not in mem_off:
+                    mem_off[comm] = sum(len(x) for x in mem)
+                    mem.append(np.asarray(members, dtype=np.int64))
+                key = (r, comm)
+                seq = coll_seq.get(key, 0)
+                coll_seq[key] = seq + 1
+                gen_at[i] = (len(self.gen_rows) + len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)),
+                             how[2])
+                gen_rows.append((how[0], len(members), int(pos[r]), how[1], mem_off[comm]))
+                continue
+            if trace.peer[i] < 0 and OPS[op[i]] in PEER_STEP_OPS:   # every message of an expanded call is held
+                held += peer_messages(OPS[op[i]], len(colls.member(r, i)[0]), float(trace.bytes[i]), self.thresholds)
+                if held > limit:
+                    check_peer_step_messages(trace)
+            steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
+            count[i + 1: last + 1] = 0
+            skip_to = last
+            key = (r, int(trace.comm[i]))
+            seq = coll_seq.get(key, 0)
+            coll_seq[key] = seq + 1
+            tag = tags.setdefault((int(trace.comm[i]), seq), -2 - len(tags))  # below -1: never a wildcard match
+            expanded[i] = (steps, members, tag)
+            count[i] = max(len(steps[0]), 1)
+        ptr = np.zeros(len(trace) + 1, dtype=np.int64)
+        np.cumsum(count, out=ptr[1:])
+        n_ops = int(ptr[-1])
+        single = np.flatnonzero(count == 1)
+        at = ptr[single]
+        kind_of = np.full(len(OPS) + 1, core.K_NOP, dtype=np.int64)   # index -1 (unknown op) is the last
+        for name, k in (("send", core.K_SEND), ("isend", core.K_ISEND), ("recv", core.K_RECV),
+                        ("irecv", core.K_IRECV), ("sendrecv", core.K_SENDRECV), ("wait", core.K_WAIT),
+                        ("waitall", core.K_WAITALL)):
+            kind_of[OP_CODE[name]] = k
+        kind = np.full(n_ops, core.K_NOP, dtype=np.int64)
+        kind[at] = kind_of[op[single]]
+        peer = np.full(n_ops, -1, dtype=np.int64)
+        peer[at] = trace.peer[single]
+        nbytes = np.zeros(n_ops)
+        nbytes[at] = trace.bytes[single]
+        tag = np.full(n_ops, -1, dtype=np.int64)
+        tag[at] = trace.tag[single]
+        reqkind = np.full(n_ops, -1, dtype=np.int64)
+        reqkind[at] = trace.req[single]
+        mgap = np.zeros(n_ops)
+        mgap[ptr[:-1][count > 0]] = gap[count > 0]
+        # collective steps: entries (peer, bytes, is_send), receives first
+        e_count = np.zeros(n_ops, dtype=np.int64)
+        e_peer, e_bytes, e_send = [], [], []
+        for i, ((s_count, s_peer, s_bytes, s_send), members, ctag) in expanded.items():
+            o, m = int(ptr[i]), len(s_count)
+            kind[o:o + m], tag[o:o + m], e_count[o:o + m] = core.K_STEP, ctag, s_count
+            e_peer.append(np.asarray(members, dtype=np.int64)[s_peer])
+            e_bytes.append(s_bytes)
+            e_send.append(s_send)
+        del expanded
+        for i, (gi, ctag, nb) in gen_at.items():
+            kind[ptr[i]], peer[ptr[i]], tag[ptr[i]], nbytes[ptr[i]] = core.K_GEN, gi, ctag, nb
+        # in micro-op order (calls ascending)
+        e_peer = np.concatenate(e_peer) if e_peer else np.zeros(0, dtype=np.int64)
+        e_bytes = np.concatenate(e_bytes) if e_bytes else np.zeros(0)
+        e_send = np.concatenate(e_send) if e_send else np.zeros(0, dtype=np.int64)
+        e_ptr = np.zeros(n_ops + 1, dtype=np.int64)
+        np.cumsum(e_count, out=e_ptr[1:])
+        # send sites and their route classes
+        rank_end = ptr[bounds[1:]]   # micro-op i belongs to rank searchsorted(rank_end, i, "right")
+        p2p_send = np.isin(kind, [core.K_SEND, core.K_ISEND, core.K_SENDRECV])
+        p2p_recv = np.isin(kind, [core.K_RECV, core.K_IRECV, core.K_SENDRECV])
+        bad = np.flatnonzero((p2p_send & ((peer < 0) | (peer >= n))) | (p2p_recv & (peer >= n)))
+        if bad.size:
+            i = int(np.searchsorted(ptr, bad[0], side="right")) - 1
+            raise TopoplanError(f"{trace.source}: rank {int(trace.rank[i])} call "
+                                f"{i - int(bounds[trace.rank[i]]) + int(self.calls_before[trace.rank[i]])} "
+                                f"({OPS[op[i]]}): field 'peer': {int(trace.peer[i])} is not a rank of 0..{n - 1}")
+        e_owner = np.repeat(np.arange(n_ops), e_count)
+        s_src = node[np.searchsorted(rank_end, np.concatenate([np.flatnonzero(p2p_send), e_owner[e_send == 1]]),
+                                     side="right")]
+        s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
+        s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
+        inv = self._classes(s_src, s_dst, s_bytes)
+        cls = np.full(n_ops, -1, dtype=np.int64)
+        cls[p2p_send] = inv[: int(p2p_send.sum())]
+        e_cls = np.full(len(e_peer), -1, dtype=np.int64)
+        e_cls[e_send == 1] = inv[int(p2p_send.sum()):]
+        n_msgs = int(p2p_send.sum() + (e_send == 1).sum())
+        n_reqs = int(p2p_send.sum() + p2p_recv.sum() + len(e_send))
+        if gen_rows:
+            n_msgs += int(sum(g[1] - 1 for g in gen_rows))
+            n_reqs += int(sum(2 * (g[1] - 1) for g in gen_rows))
+            self.gen_rows.extend(gen_rows)
+        # each rank's computation: its calls' gaps, added in call order (as the reference adds them), after
+        # those of the earlier pieces
+        compute_s = np.bincount(np.concatenate([np.arange(n), trace.rank[count > 0]]),
+                                weights=np.concatenate([self.compute_s, gap[count > 0]]), minlength=n)
+        self.compute_s = compute_s
+        if self.pieces:   # what check_sends_matched checks, over every piece
+            is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (trace.peer >= 0)
+            self.sent += np.bincount(trace.peer[is_send], minlength=n)
+            self.received += np.bincount(trace.rank[np.isin(op, (_RECV, _IRECV, _SENDRECV))], minlength=n)
+        calls_before = self.calls_before.copy()
+        self.calls_before += np.diff(bounds)
+        return {"prog": (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr,
+                         e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs),
+                "ptr": ptr, "bounds": bounds, "compute_s": compute_s, "calls_before": calls_before}
+
+    def _classes(self, s_src, s_dst, s_bytes) -> np.ndarray:
+        """The route class of every send site (keys new to this compiler get classes after the earlier ones)."""
+        sizes, size_id = unique_inverse(s_bytes)   # few distinct sizes: one integer key per site
+        ukey, inv = unique_inverse((s_src * self.n_nodes + s_dst) * len(sizes) + size_id)
+        pair, u_size = np.divmod(ukey, max(len(sizes), 1))
+        src, dst = pair // self.n_nodes, pair % self.n_nodes
+        size = sizes[u_size] if len(sizes) else np.zeros(0)
+        if not self.pieces:
+            self._add_classes(src, dst, size)
+            return inv
+        known = self.classes
+        ids = np.fromiter((known.get(k, -1) for k in zip(src.tolist(), dst.tolist(), size.tolist())),
+                          dtype=np.int64, count=len(ukey))
+        new = np.flatnonzero(ids < 0)
+        if new.size:
+            ids[new] = self.n_classes + np.arange(new.size)
+            known.update(zip(zip(src[new].tolist(), dst[new].tolist(), size[new].tolist()), ids[new].tolist()))
+            self._add_classes(src[new], dst[new], size[new])
+        return ids[inv]
+
+    def _add_classes(self, src, dst, size) -> None:
+        net = self.net
+        cls_ptr, _, _, rptr, rlinks = net.message_segments(src.astype(np.int64), dst.astype(np.int64), size)
+        seg_bytes = np.repeat(size, np.diff(cls_ptr))
+        seg_len = np.diff(rptr)
+        owner = np.repeat(np.arange(len(seg_len)), seg_len)
+        seg_lat = np.bincount(owner, weights=net.latency_s[rlinks], minlength=len(seg_len)).astype(np.float64)
+        seg_extra = net.route_latency(rptr, rlinks, seg_bytes) - seg_lat
+        seg_cap = np.full(len(seg_len), np.inf)
+        np.minimum.at(seg_cap, owner, np.where(net.shared, np.inf, net.bw_Bps)[rlinks])
+        slowest = np.full(len(seg_len), np.inf)
+        np.minimum.at(slowest, owner, net.bw_Bps[rlinks])
+        width = max(int(seg_len.max(initial=0)), 1)
+        seg_rows = np.full((len(seg_len), width), -1, dtype=np.int64)
+        seg_rows[owner, np.arange(len(rlinks)) - rptr[owner]] = rlinks
+        self.route_chunks.append((cls_ptr.astype(np.int64)[:-1] + self.n_segs, seg_rows, seg_len.astype(np.int64),
+                                  seg_extra, seg_lat, seg_cap, ~np.isfinite(slowest)))
+        self.n_classes += len(src)
+        self.n_segs += len(seg_len)
+        self._route = None
+
+    def route(self) -> tuple:
+        """``run_core``'s ``route``: every class so far (the pieces' chunks joined once per call)."""
+        if getattr(self, "_route", None) is None:
+            ch = self.route_chunks
+            if len(ch) == 1:
+                c = ch[0]
+                self._route = (np.append(c[0], self.n_segs),) + c[1:]
+            else:
+                width = max([c[1].shape[1] for c in ch] + [1])
+                rows = np.full((self.n_segs, width), -1, dtype=np.int64)
+                at = 0
+                for c in ch:
+                    rows[at:at + len(c[2]), :c[1].shape[1]] = c[1]
+                    at += len(c[2])
+                cat = [np.concatenate([c[k] for c in ch]) if ch else np.zeros(0) for k in (0, 2, 3, 4, 5, 6)]
+                self._route = (np.append(cat[0].astype(np.int64), self.n_segs), rows, cat[1].astype(np.int64),
+                               cat[2].astype(np.float64), cat[3].astype(np.float64), cat[4].astype(np.float64),
+                               cat[5].astype(bool))
+                self.route_chunks = [(self._route[0][:-1],) + self._route[1:]]
+        return self._route
+
+    def stream(self) -> tuple:
+        """``run_core``'s ``stream``: the streamed collectives so far, or none. With pieces, the fat-pipe
+        caps are every non-shared link's (a later piece's classes may need any)."""
+        from sim import _engine as core
+
+        net = self.net
+        if self.pieces:
+            fat = net.bw_Bps[~net.shared]
+            xcaps = np.unique(fat[np.isfinite(fat)]).astype(np.float64)
+        if not self.gen_rows and (not self.pieces or self.parts is None):
+            out = core.no_stream()
+            return out[:-1] + (xcaps,) if self.pieces else out
+        gen = np.asarray(self.gen_rows, dtype=np.int64).reshape(-1, 5)
+        parts = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in self.parts)
+        if not self.pieces:
+            plinks = np.concatenate([parts[1], parts[2], parts[3], parts[5]])
+            fat = plinks[~net.shared[plinks]]
+            xcaps = np.unique(net.bw_Bps[fat][np.isfinite(net.bw_Bps[fat])]).astype(np.float64)
+        return (gen, np.concatenate(self.mem) if self.mem else np.zeros(0, np.int64), self.node, parts,
+                np.ascontiguousarray(net.latency_s, dtype=np.float64), np.ascontiguousarray(net.bw_Bps, dtype=np.float64),
+                np.ascontiguousarray(net._switches_in, dtype=np.float64), np.ascontiguousarray(net.shared, dtype=bool),
+                np.array([net.switch_delay_s, net.mtu_B, net.model.relay_chunk_B], dtype=np.float64), xcaps)
+
+
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
                     thresholds=None, stream: bool = True) -> dict:
     """The trace as flat arrays for :func:`sim._compiled.run_core` (micro-ops, route classes).
@@ -621,164 +905,16 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     timing per message as it runs (same results, memory per rank instead of
     per message). ``stream=False`` expands every collective.
     """
-    from sim import _engine as core
-
-    n = trace.n_ranks
-    node = np.asarray(placement.rank_to_node, dtype=np.int64)
-    bounds = np.searchsorted(trace.rank, np.arange(n + 1))
-    gap = _gaps(trace, bounds, compute_scale)
-    op = trace.op
-    count = np.ones(len(trace), dtype=np.int64)
-    colls = _Collectives(trace, thresholds, compact=True)
-    coll_seq: dict = {}
-    tags: dict = {}
-    expanded = {}
-    from planner.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
-    from planner.traffic.generators import MAX_TRACE_ROWS as limit
-
-    held = 0
-    gen_rows, gen_at, mem_off, mem = [], {}, {}, []
-    parts = None
-    skip_to = -1
-    for i in np.flatnonzero(np.isin(op, list(_COLL))).tolist():
-        if i <= skip_to:
-            count[i] = 0
-            continue
-        r = int(trace.rank[i])
-        how = colls.streamed(i) if stream else None
-        if how is not None:
-            got = net.route_parts(float(trace.bytes[i]))
-            parts, how = (got, how) if got is not None else (parts, None)
-        if how is not None:
-            members, pos = colls.member(r, i)
-            comm = int(trace.comm[i])
-            if comm not in mem_off:
-                mem_off[comm] = sum(len(x) for x in mem)
-                mem.append(np.asarray(members, dtype=np.int64))
-            key = (r, comm)
-            seq = coll_seq.get(key, 0)
-            coll_seq[key] = seq + 1
-            gen_at[i] = (len(gen_rows), tags.setdefault((comm, seq), -2 - len(tags)), how[2])
-            gen_rows.append((how[0], len(members), int(pos[r]), how[1], mem_off[comm]))
-            continue
-        if trace.peer[i] < 0 and OPS[op[i]] in PEER_STEP_OPS:   # every message of an expanded call is held
-            held += peer_messages(OPS[op[i]], len(colls.member(r, i)[0]), float(trace.bytes[i]), thresholds)
-            if held > limit:
-                check_peer_step_messages(trace)
-        steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
-        count[i + 1: last + 1] = 0
-        skip_to = last
-        key = (r, int(trace.comm[i]))
-        seq = coll_seq.get(key, 0)
-        coll_seq[key] = seq + 1
-        tag = tags.setdefault((int(trace.comm[i]), seq), -2 - len(tags))  # below -1: never a wildcard match
-        expanded[i] = (steps, members, tag)
-        count[i] = max(len(steps[0]), 1)
-    ptr = np.zeros(len(trace) + 1, dtype=np.int64)
-    np.cumsum(count, out=ptr[1:])
-    n_ops = int(ptr[-1])
-    single = np.flatnonzero(count == 1)
-    at = ptr[single]
-    kind_of = np.full(len(OPS) + 1, core.K_NOP, dtype=np.int64)   # index -1 (unknown op) is the last
-    for name, k in (("send", core.K_SEND), ("isend", core.K_ISEND), ("recv", core.K_RECV), ("irecv", core.K_IRECV),
-                    ("sendrecv", core.K_SENDRECV), ("wait", core.K_WAIT), ("waitall", core.K_WAITALL)):
-        kind_of[OP_CODE[name]] = k
-    kind = np.full(n_ops, core.K_NOP, dtype=np.int64)
-    kind[at] = kind_of[op[single]]
-    peer = np.full(n_ops, -1, dtype=np.int64)
-    peer[at] = trace.peer[single]
-    nbytes = np.zeros(n_ops)
-    nbytes[at] = trace.bytes[single]
-    tag = np.full(n_ops, -1, dtype=np.int64)
-    tag[at] = trace.tag[single]
-    reqkind = np.full(n_ops, -1, dtype=np.int64)
-    reqkind[at] = trace.req[single]
-    mgap = np.zeros(n_ops)
-    mgap[ptr[:-1][count > 0]] = gap[count > 0]
-    # collective steps: entries (peer, bytes, is_send), receives first
-    e_count = np.zeros(n_ops, dtype=np.int64)
-    e_peer, e_bytes, e_send = [], [], []
-    for i, ((s_count, s_peer, s_bytes, s_send), members, ctag) in expanded.items():
-        o, m = int(ptr[i]), len(s_count)
-        kind[o:o + m], tag[o:o + m], e_count[o:o + m] = core.K_STEP, ctag, s_count
-        e_peer.append(np.asarray(members, dtype=np.int64)[s_peer])
-        e_bytes.append(s_bytes)
-        e_send.append(s_send)
-    del expanded
-    for i, (gi, ctag, nb) in gen_at.items():
-        kind[ptr[i]], peer[ptr[i]], tag[ptr[i]], nbytes[ptr[i]] = core.K_GEN, gi, ctag, nb
-    # in micro-op order (calls ascending)
-    e_peer = np.concatenate(e_peer) if e_peer else np.zeros(0, dtype=np.int64)
-    e_bytes = np.concatenate(e_bytes) if e_bytes else np.zeros(0)
-    e_send = np.concatenate(e_send) if e_send else np.zeros(0, dtype=np.int64)
-    e_ptr = np.zeros(n_ops + 1, dtype=np.int64)
-    np.cumsum(e_count, out=e_ptr[1:])
-    # send sites and their route classes
-    rank_end = ptr[bounds[1:]]   # micro-op i belongs to rank searchsorted(rank_end, i, "right")
-    p2p_send = np.isin(kind, [core.K_SEND, core.K_ISEND, core.K_SENDRECV])
-    p2p_recv = np.isin(kind, [core.K_RECV, core.K_IRECV, core.K_SENDRECV])
-    bad = np.flatnonzero((p2p_send & ((peer < 0) | (peer >= n))) | (p2p_recv & (peer >= n)))
-    if bad.size:
-        i = int(np.searchsorted(ptr, bad[0], side="right")) - 1
-        raise TopoplanError(f"{trace.source}: rank {int(trace.rank[i])} call {i - int(bounds[trace.rank[i]])} "
-                            f"({OPS[op[i]]}): field 'peer': {int(trace.peer[i])} is not a rank of 0..{n - 1}")
-    e_owner = np.repeat(np.arange(n_ops), e_count)
-    s_src = node[np.searchsorted(rank_end, np.concatenate([np.flatnonzero(p2p_send), e_owner[e_send == 1]]),
-                                 side="right")]
-    s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
-    s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
-    sizes, size_id = unique_inverse(s_bytes)   # few distinct sizes: one integer key per site
-    n_nodes = int(node.max(initial=0)) + 1
-    ukey, inv = unique_inverse((s_src * n_nodes + s_dst) * len(sizes) + size_id)
-    pair, u_size = np.divmod(ukey, max(len(sizes), 1))
-    ukeys = np.stack([pair // n_nodes, pair % n_nodes, sizes[u_size] if len(sizes) else np.zeros(0)], axis=1)
-    cls = np.full(n_ops, -1, dtype=np.int64)
-    cls[p2p_send] = inv[: int(p2p_send.sum())]
-    e_cls = np.full(len(e_peer), -1, dtype=np.int64)
-    e_cls[e_send == 1] = inv[int(p2p_send.sum()):]
-    cls_ptr, _, _, rptr, rlinks = net.message_segments(ukeys[:, 0].astype(np.int64), ukeys[:, 1].astype(np.int64),
-                                                       ukeys[:, 2])
-    seg_bytes = np.repeat(ukeys[:, 2], np.diff(cls_ptr))
-    seg_len = np.diff(rptr)
-    owner = np.repeat(np.arange(len(seg_len)), seg_len)
-    seg_lat = np.bincount(owner, weights=net.latency_s[rlinks], minlength=len(seg_len)).astype(np.float64)
-    seg_extra = net.route_latency(rptr, rlinks, seg_bytes) - seg_lat
-    seg_cap = np.full(len(seg_len), np.inf)
-    np.minimum.at(seg_cap, owner, np.where(net.shared, np.inf, net.bw_Bps)[rlinks])
-    slowest = np.full(len(seg_len), np.inf)
-    np.minimum.at(slowest, owner, net.bw_Bps[rlinks])
-    width = max(int(seg_len.max(initial=0)), 1)
-    seg_rows = np.full((len(seg_len), width), -1, dtype=np.int64)
-    seg_rows[owner, np.arange(len(rlinks)) - rptr[owner]] = rlinks
-    n_msgs = int(p2p_send.sum() + (e_send == 1).sum())
-    n_reqs = int(p2p_send.sum() + p2p_recv.sum() + len(e_send))
-    if gen_rows:
-        gen = np.asarray(gen_rows, dtype=np.int64).reshape(-1, 5)
-        n_msgs += int(sum(g[1] - 1 for g in gen_rows))
-        n_reqs += int(sum(2 * (g[1] - 1) for g in gen_rows))
-        parts = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in parts)
-        plinks = np.concatenate([parts[1], parts[2], parts[3], parts[5]])
-        fat = plinks[~net.shared[plinks]]
-        xcaps = np.unique(net.bw_Bps[fat][np.isfinite(net.bw_Bps[fat])]).astype(np.float64)
-        strm = (gen, np.concatenate(mem), node, parts, np.ascontiguousarray(net.latency_s, dtype=np.float64),
-                np.ascontiguousarray(net.bw_Bps, dtype=np.float64),
-                np.ascontiguousarray(net._switches_in, dtype=np.float64), np.ascontiguousarray(net.shared, dtype=bool),
-                np.array([net.switch_delay_s, net.mtu_B, net.model.relay_chunk_B], dtype=np.float64), xcaps)
-    else:
-        strm = core.no_stream()
-    prog = (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr, e_peer, e_bytes,
-            e_send, e_cls, n_msgs, n_reqs)
-    route = (cls_ptr.astype(np.int64), seg_rows, seg_len.astype(np.int64), seg_extra, seg_lat, seg_cap,
-             ~np.isfinite(slowest))
-    # each rank's computation: its calls' gaps, added in call order (as the reference adds them)
-    compute_s = np.bincount(trace.rank[count > 0], weights=gap[count > 0], minlength=n)
-    return {"prog": prog, "route": route, "ptr": ptr, "compute_s": compute_s, "rptr": rptr, "rlinks": rlinks,
-            "bounds": bounds, "eager_B": float(eager_threshold_B), "stream": strm}
+    c = _Compiler(net, placement, trace.n_ranks, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
+                  thresholds=thresholds, stream=stream)
+    pg = c.add(trace)
+    pg.update(route=c.route(), stream=c.stream(), eager_B=float(eager_threshold_B))
+    return pg
 
 
 def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
                      progress, timeline_dt_s=None, marks=None) -> ReplayResult:
-    from sim._engine import run_core
+    from sim._engine import no_state, run_core
     from sim.maxmin import REL_TOL, timeline_from_samples, timeline_max_intervals
 
     n = trace.n_ranks
@@ -794,9 +930,9 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
         mark_ptr = mark_ptr.astype(np.int64)
     lcap = np.where(net.shared, net.bw_Bps, np.inf)
     dt = float(timeline_dt_s or 0.0)
-    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, mark_t = run_core(
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, mark_t, _, _ = run_core(
         pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
-        pg["stream"], dt, timeline_max_intervals(len(lcap)), mark_op, mark_ptr)
+        pg["stream"], dt, timeline_max_intervals(len(lcap)), mark_op, mark_ptr, np.zeros(0, np.int64), no_state())
     # (before the deadlock check: a run stopped for its timeline has unfinished ranks)
     timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     unfinished = np.flatnonzero(np.isnan(finish))
@@ -822,6 +958,138 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
                         comm_time_s=np.maximum(finish - compute, 0.0), link_bytes=link_bytes,
                         n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
                         unknown_ops=dict(trace.unknown_ops), mark_s=mark_s)
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """``starts[k]..starts[k] + lens[k] - 1`` for every k, concatenated."""
+    lens = np.asarray(lens, dtype=np.int64)
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.cumsum(lens) - lens
+    return np.repeat(np.asarray(starts, dtype=np.int64) - offs, lens) + np.arange(total, dtype=np.int64)
+
+
+class _Window:
+    """The micro-ops a piece-wise replay holds: per rank, those it has not run yet of the pieces loaded, with
+    each one's call (rank-local number, op code and peer of the trace row) for error messages."""
+
+    OPS = (2, 3, 4, 5, 6, 7, 8)        # per micro-op arrays of the program: kind, peer, nbytes, tag, reqkind, gap, cls
+    ENTRIES = (10, 11, 12, 13)         # per entry: e_peer, e_bytes, e_send, e_cls
+
+    def __init__(self, prog, call, call_op, call_peer):
+        self.prog, self.call, self.call_op, self.call_peer = prog, call, call_op, call_peer
+
+    @classmethod
+    def of_piece(cls, pg: dict, trace: Trace) -> "_Window":
+        ptr, bounds = pg["ptr"], pg["bounds"]
+        row = np.searchsorted(ptr, np.arange(int(ptr[-1])), side="right") - 1     # the call of every micro-op
+        rank = trace.rank[row]
+        call = row - bounds[rank] + pg["calls_before"][rank]
+        return cls(pg["prog"], call, trace.op[row], trace.peer[row])
+
+    def extend(self, nxt: "_Window", R) -> "_Window":
+        """This window's micro-ops not yet run, then ``nxt``'s, per rank; moves the program counters in ``R``
+        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept)."""
+        from sim._compiled import R_GAPDONE, R_PC, R_STEP
+
+        a, b = self.prog, nxt.prog
+        pc = R[R_PC]
+        keep = np.minimum(pc - (R[R_STEP] > 0), a[1])
+        a_len, b_len = a[1] - keep, b[1] - b[0]
+        n_a = len(a[2])
+        new_len = a_len + b_len
+        lo = np.zeros(len(pc), dtype=np.int64)
+        np.cumsum(new_len[:-1], out=lo[1:])
+        idx = _ranges(np.stack([keep, b[0] + n_a], axis=1).ravel(), np.stack([a_len, b_len], axis=1).ravel())
+        prog = list(a)
+        prog[0], prog[1] = lo, lo + new_len
+        for k in self.OPS:
+            prog[k] = np.concatenate([a[k], b[k]])[idx]
+        e_cnt = np.concatenate([np.diff(a[9]), np.diff(b[9])])[idx]
+        e_from = np.concatenate([a[9][:-1], b[9][:-1] + len(a[10])])[idx]
+        e_idx = _ranges(e_from, e_cnt)
+        for k in self.ENTRIES:
+            prog[k] = np.concatenate([a[k], b[k]])[e_idx]
+        prog[9] = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(e_cnt, out=prog[9][1:])
+        gd = R[R_GAPDONE]
+        R[R_GAPDONE] = np.where(gd >= keep, gd - keep + lo, -1)
+        R[R_PC] = lo + (pc - keep)
+        return _Window(tuple(prog), np.concatenate([self.call, nxt.call])[idx],
+                       np.concatenate([self.call_op, nxt.call_op])[idx],
+                       np.concatenate([self.call_peer, nxt.call_peer])[idx])
+
+    def blocked_at(self, r: int, pc: int, blocked: bool) -> str:
+        """Where rank ``r`` (at micro-op ``pc``) stopped, as the deadlock message names it."""
+        lo, hi = self.prog[0], self.prog[1]
+        i = pc - 1 if blocked else pc
+        if lo[r] <= i < hi[r]:
+            op = OPS[self.call_op[i]] if self.call_op[i] >= 0 else "unknown"
+            return f"rank {r} in call {int(self.call[i])} ({op} peer {int(self.call_peer[i])})"
+        return f"rank {r} in call -1 (unknown peer -1)"
+
+
+def _replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, thresholds, progress,
+                   timeline_dt_s=None, max_rows=None) -> ReplayResult:
+    """:func:`replay` of a trace generated piece by piece (:meth:`Recording.pieces`): the compiled loop runs a
+    window of micro-ops and stops when a rank needs the next piece, which is compiled and added while the
+    run waits (nothing of the run's time passes), so the results are those of the whole trace."""
+    from sim._compiled import R_STEP  # noqa: F401 - (imports the engine's constants with it)
+    from sim._engine import STATE_INDEX, no_state, run_core
+    from sim.maxmin import REL_TOL, timeline_from_samples, timeline_max_intervals
+
+    n = source.n_ranks
+    left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
+    comp = _Compiler(net, placement, n, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
+                     thresholds=thresholds, pieces=True)
+    pieces = iter(source.pieces(max_rows))
+
+    def load() -> _Window:
+        tr = next(pieces, None)
+        if tr is None or tr.n_ranks != n:
+            raise TopoplanError(f"{source.source}: its pieces do not hold the rows the recording counts per rank")
+        np.subtract(left, np.bincount(tr.rank, minlength=n), out=left)
+        return _Window.of_piece(comp.add(tr), tr)
+
+    win = load()
+    lcap = np.where(net.shared, net.bw_Bps, np.inf)
+    dt = float(timeline_dt_s or 0.0)
+    z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
+    state = no_state()
+    n_pieces = 1
+    while True:
+        out = run_core(win.prog, comp.route(), lcap, float(eager_threshold_B), REL_TOL, z_i, z_f, z_f, comp.stream(),
+                       dt, timeline_max_intervals(len(lcap)), z_i, np.zeros(n + 1, np.int64),
+                       (left > 0).astype(np.int64), state)
+        state = out[13]
+        if out[12] != 2:
+            break
+        win = win.extend(load(), state[STATE_INDEX["R"]])
+        n_pieces += 1
+        if progress:
+            progress(int(source.rows - left.sum()), int(source.rows))
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, _, _, _ = out
+    if left.any() or next(pieces, None) is not None:
+        raise TopoplanError(f"{source.source}: its pieces do not hold the rows the recording counts per rank")
+    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
+    unfinished = np.flatnonzero(np.isnan(finish))
+    if unfinished.size:
+        parts = [win.blocked_at(r, int(pc[r]), bool(blocked[r])) for r in unfinished[:4].tolist()]
+        more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
+        raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
+                            + "; ".join(parts) + more)
+    over = np.flatnonzero(comp.sent > comp.received)
+    if over.size:
+        d = int(over[0])
+        raise TopoplanError(f"{source.source}: unmatched send: rank {d} is sent {int(comp.sent[d])} messages but "
+                            f"posts {int(comp.received[d])} receives")
+    if progress:
+        progress(n, n)
+    return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
+                        comm_time_s=np.maximum(finish - comp.compute_s, 0.0), link_bytes=link_bytes,
+                        n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
+                        n_pieces=n_pieces)
 
 
 def check_sends_matched(trace: Trace) -> None:
@@ -888,13 +1156,17 @@ def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 6553
 
 def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
            thresholds=None, timeline_dt_s: float | None = None, progress=None, method: str = "auto",
-           marks=None) -> ReplayResult:
+           marks=None, piece_rows: int | None = None) -> ReplayResult:
     """Replay ``trace`` on network ``net`` with ranks placed by ``placement``.
 
     Parameters
     ----------
-    trace : Trace
-        Real or generated.
+    trace : Trace or Recording
+        Real or generated. A generator's :class:`~planner.traffic.generators.Recording`
+        (:func:`~planner.traffic.generators.record_spec`) is replayed piece by piece: its trace is
+        generated and compiled a piece at a time as the ranks reach it, so memory holds a piece and
+        what the ranks have not run yet, not the whole trace (same results; the compiled method only;
+        the Python reference and ``marks`` build the whole trace).
     net : Network
         From :func:`sim.network.build_network`.
     placement : Placement
@@ -914,6 +1186,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     marks : array of int, optional
         Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
         the result, in the same order). Phases on a timeline are their first calls' marks.
+    piece_rows : int, optional
+        Rows per piece of a Recording (default :data:`~planner.traffic.generators.PIECE_ROWS`).
 
     Returns
     -------
@@ -933,10 +1207,17 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     if method not in ("auto", "compiled", "python"):
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
-    check_sends_matched(trace)
     from sim.maxmin import _numba_available
 
     paper = net.model.model == "paper"
+    if not isinstance(trace, Trace):   # a generator's recording
+        if method == "python" or paper or marks is not None or not _numba_available():
+            trace = trace.build()
+        else:
+            return _replay_pieces(trace, net, placement, eager_threshold_B=eager_threshold_B,
+                                  compute_scale=compute_scale, thresholds=thresholds, progress=progress,
+                                  timeline_dt_s=timeline_dt_s, max_rows=piece_rows)
+    check_sends_matched(trace)
     if method == "compiled" and paper:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
     if method == "compiled" or (method == "auto" and not paper and _numba_available()):

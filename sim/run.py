@@ -77,8 +77,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     ----------
     topo : Topology
         The network (see :func:`network_view` for the EPS-only and fat-tree views).
-    trace : planner.traffic.trace.Trace
-        What to replay (a communication matrix: :func:`sim.replay.bulk_trace`).
+    trace : planner.traffic.trace.Trace or planner.traffic.generators.Recording
+        What to replay (a communication matrix: :func:`sim.replay.bulk_trace`; a generator's recording
+        is replayed piece by piece, see :func:`sim.replay.replay`).
     placement : Placement
         Where the ranks run.
     circuits : dict, optional
@@ -108,7 +109,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         (bytes the top switch receives on all its links, 000 Fig. 6), ``max_node_link_bytes``
         (the most any node sends or receives on its EPS link), ``n_messages``,
         ``n_flows``, ``n_events``, ``wall_s``; ``ignored_ops`` when the trace has calls
-        not modelled; with ``timeline_dt_s``, ``timeline``; with ``phases``, ``phases``.
+        not modelled; ``n_pieces`` when it was replayed in pieces; with ``timeline_dt_s``, ``timeline``;
+        with ``phases``, ``phases``.
 
     See Also
     --------
@@ -168,6 +170,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     }
     if res.unknown_ops:
         out["ignored_ops"] = res.unknown_ops
+    if res.n_pieces > 1:
+        out["n_pieces"] = res.n_pieces
     if res.timeline is not None:
         out["timeline"] = _timeline_doc(net, res.timeline)
     if phases is not None:

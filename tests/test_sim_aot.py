@@ -69,7 +69,7 @@ def test_aot_equals_jit_on_a_replay():
     pg = compile_program(trace, net, sequential(16, topo))
     args = (pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
             np.zeros(0, np.int64), np.zeros(0), np.zeros(0), pg["stream"], 1e-4, 1000, np.zeros(0, np.int64),
-            np.zeros(17, np.int64))
+            np.zeros(17, np.int64), np.zeros(0, np.int64), _engine.no_state())
     assert _engine._spec(args) == spec          # the replay's arguments have the build's types
     a, b = aot(*args), jit(*args)
     np.testing.assert_array_equal(a[0], b[0])   # every rank's finish

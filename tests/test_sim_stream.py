@@ -15,7 +15,7 @@ from planner.core.topology import GraphTopology
 from planner.core.topology_io import load_topology
 from planner.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm, schedule
 from planner.traffic.generators import alltoall, parse_spec
-from sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, run_core
+from sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, no_state, run_core
 from sim.maxmin import REL_TOL
 from sim.network import build_network
 from sim.replay import _compact_steps, compile_program, replay
@@ -25,7 +25,7 @@ def _run(pg, net):
     z = np.zeros(0)
     return run_core(pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
                     np.zeros(0, np.int64), z, z, pg["stream"], 0.0, 0, np.zeros(0, np.int64),
-                    np.zeros(len(pg["prog"][0]) + 1, np.int64))
+                    np.zeros(len(pg["prog"][0]) + 1, np.int64), np.zeros(0, np.int64), no_state())
 
 
 @pytest.mark.parametrize("op,p,nbytes,throttle", [

@@ -425,6 +425,24 @@ class TraceBuilder:
         if buf or not done:
             yield self._trace(self._fill(buf, rows), source, communicators)
 
+    def rows_per_rank(self) -> numpy.ndarray:
+        """How many rows of the trace each rank has (from the recording: no row is written).
+
+        Examples
+        --------
+        >>> b = TraceBuilder(3)
+        >>> m = b.mark(); b.add([0, 1, 0], "barrier"); b.repeat(m, 4)
+        >>> b.rows_per_rank().tolist()
+        [8, 4, 0]
+        """
+        per = numpy.zeros(self.n, dtype=numpy.int64)
+        for leaf, times in _walk_times(self._items):
+            if leaf.occ is None:   # each listed rank once
+                per[leaf.rank] += times
+            else:
+                per[leaf.uniq] += leaf.cnt * times
+        return per
+
     def blocks(self, source: str, communicators=None, max_rows: int | None = None):
         """Every recorded block of calls once, with the number of times it occurs in the trace.
 
@@ -1044,6 +1062,10 @@ class Recording(NamedTuple):
             yield from self.builder.pieces(self.source, self.communicators, max_rows)
         except TopoplanError as exc:
             raise self._wrap(exc) from None
+
+    def rows_per_rank(self) -> numpy.ndarray:
+        """Rows of the trace per rank (:meth:`TraceBuilder.rows_per_rank`)."""
+        return self.builder.rows_per_rank()
 
     def blocks(self, max_rows: int | None = None):
         """Every recorded block once with its number of occurrences (:meth:`TraceBuilder.blocks`)."""

@@ -402,7 +402,7 @@ def is_matrix_file(path: Path) -> bool:
     return {"src", "dst"} <= cols and "op" not in cols
 
 
-def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = True):
+def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = True, pieces: bool = False):
     """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
 
     Parameters
@@ -418,11 +418,17 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
         False: skip the traffic of a trace or generator (None is returned in
         its place; a matrix's is always returned). A replay needs only the
         trace, and a large alltoall's traffic is one entry per rank pair.
+    pieces : bool, optional
+        With ``with_traffic=False``: a generator whose trace has more than
+        :data:`~planner.traffic.generators.PIECE_ROWS` rows is returned as its
+        :class:`~planner.traffic.generators.Recording` instead of its trace, which
+        :func:`sim.replay.replay` generates and runs a piece at a time.
 
     Returns
     -------
-    trace : planner.traffic.trace.Trace or None
-        The event trace (for replay) of a generator or trace file; None for a matrix.
+    trace : planner.traffic.trace.Trace, Recording or None
+        The event trace (for replay) of a generator or trace file (a generator's recording with
+        ``pieces``); None for a matrix.
     traffic : Traffic or None
         Its point-to-point traffic.
 
@@ -471,6 +477,8 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
     if generators.is_spec(spec):
         rec = generators.record_spec(spec)
         if not with_traffic:
+            if rec is not None and pieces and rec.rows > generators.PIECE_ROWS:
+                return rec, None
             return (generators.parse_spec(spec) if rec is None else rec.build()), None
         if rec is None:
             tr = generators.parse_spec(spec)

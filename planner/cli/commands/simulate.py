@@ -66,7 +66,8 @@ def simulate_cmd(
 
     given_topo = load_topology(topology, sets or [])
     topo = network_view(given_topo, network)
-    trace, tr = load_source(traffic, with_traffic=False)   # the replay needs the trace only
+    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
+    trace, tr = load_source(traffic, with_traffic=False, pieces=phases is None)
     if trace is None:
         if phases is not None:
             raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
@@ -114,10 +115,10 @@ def simulate_cmd(
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.completed}/{task.total} ranks done"),
+        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                       TimeElapsedColumn(), console=err_console, transient=True) as bar:
             task = bar.add_task("sim", total=trace.n_ranks)
-            kwargs["progress"] = lambda done, total: bar.update(task, completed=done)
+            kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
             res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, **res}
@@ -137,7 +138,8 @@ def simulate_cmd(
     con = console()
     con.print(f"model: {smodel.label()}")
     con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
-              f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s")
+              f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s"
+              + (f" ({res['n_pieces']} pieces of the generated trace)" if res.get("n_pieces") else ""))
     con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
     con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")
     if res.get("phases"):

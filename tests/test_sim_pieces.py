@@ -1,0 +1,198 @@
+"""Replay of a generated trace piece by piece (``replay(recording)``): the same run as the whole trace's.
+
+The compiled loop stops when a rank reaches the end of the micro-ops it holds while the trace has more
+calls for it; the next piece is compiled and joined to what the ranks have not run yet, and the run
+resumes from its state. These tests cut traces into small pieces so that every kind of state crosses a
+piece boundary (messages and flows in flight, streamed collectives mid-way, computation gaps, route
+classes first used in a later piece) and compare every result with the whole trace's to the bit.
+"""
+
+import numpy as np
+import pytest
+
+from planner.core.errors import TopoplanError
+from planner.core.placement import sequential
+from planner.core.topology_io import load_topology
+from planner.traffic.generators import PIECE_ROWS, Recording, TraceBuilder, record_spec
+from sim.network import build_network
+from sim.replay import replay
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.rank_finish_s, b.rank_finish_s)
+    np.testing.assert_array_equal(a.comm_time_s, b.comm_time_s)
+    np.testing.assert_array_equal(a.link_bytes, b.link_bytes)
+    assert (a.n_messages, a.n_flows, a.n_events) == (b.n_messages, b.n_flows, b.n_events)
+
+
+def _both(source, net, pl, rows, **kw):
+    whole = replay(source.build(), net, pl, **kw)
+    pieces = replay(source, net, pl, piece_rows=rows, **kw)
+    _same(whole, pieces)
+    assert whole.n_pieces == 1
+    return whole, pieces
+
+
+@pytest.mark.parametrize("spec, rows", [
+    ("npb:kernel=cg,class=S,np=16,iters=3", 200),     # p2p, rendezvous and eager
+    ("npb:kernel=cg,class=S,np=16,iters=3,compute=0.0002", 200),    # ranks computing when a piece comes in
+    ("neighbor2d:rows=4,cols=8,bytes=1MB,iters=6,compute=0.001", 40),
+    ("npb:kernel=mg,class=S,np=16,iters=2", 150),     # allreduces (expanded steps) between the exchanges
+    ("npb:kernel=lu,class=S,np=16,iters=2", 100),     # wavefront: ranks far apart in their programs
+    ("npb:kernel=is,class=S,np=32", 40),              # alltoallv written per destination, allreduce
+    ("npb:kernel=ft,class=S,np=16,iters=3", 5),       # streamed alltoall (GEN) across pieces
+    ("alltoall:np=40,bytes=8KB,iters=5", 10),         # streamed batches of 8 KB, 5 calls in 5 pieces
+    ("alltoall:np=32,bytes=1MB,iters=3", 10),         # streamed pairwise exchange
+    ("random:np=32,bytes=100KB,msgs=500,iters=3", 60),
+])
+@pytest.mark.parametrize("kind", ["tree", "fat-tree"])
+def test_pieces_replay_equals_whole_trace(spec, rows, kind):
+    topo = load_topology("paper001-16x16", [f"kind={kind}", "ocs=null"])
+    rec = record_spec(spec)
+    _, got = _both(rec, build_network(topo), sequential(rec.n_ranks, topo), rows)
+    assert got.n_pieces > 1
+
+
+@pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
+def test_pieces_replay_equals_whole_trace_with_relayed_circuits(relay):
+    from planner.problems.circuits import CircuitProblem, solve
+    from planner.traffic.matrix import load_traffic
+
+    topo = load_topology("paper003")
+    spec = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=4"
+    pl = sequential(256, topo)
+    plan = solve(CircuitProblem.build(topo, load_traffic(spec), pl), "three-step").to_dict()
+    net = build_network(topo, plan, model={"relay": relay})
+    whole, got = _both(record_spec(spec), net, pl, 300)
+    assert got.n_pieces > 1 and whole.link_bytes[net.link_class == "ocs"].sum() > 0   # circuits carried bytes
+
+
+def test_pieces_replay_timeline_equals_whole_trace():
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    rec = record_spec("npb:kernel=cg,class=S,np=16,iters=3")
+    whole, got = _both(rec, build_network(topo), sequential(16, topo), 200, timeline_dt_s=5e-4)
+    np.testing.assert_array_equal(whole.timeline["util"], got.timeline["util"])
+    np.testing.assert_array_equal(whole.timeline["t_s"], got.timeline["t_s"])
+
+
+def _recording(build, n=8, name="test"):
+    b = TraceBuilder(n)
+    build(b)
+    return Recording(name, name, b, None)
+
+
+def test_new_route_classes_while_streamed_messages_are_in_flight():
+    """A later piece brings route classes (sizes) the first did not use, while an alltoall is streamed:
+    the streamed messages' segments move up behind the new classes, with the flows using them."""
+    def build(b):
+        ranks = np.arange(8)
+        b.add(ranks, "alltoall", nbytes=1e6)           # pairwise exchange, streamed
+        for k, size in enumerate((3e5, 7e5, 2e6)):    # a new size per piece: new route classes
+            b.add(ranks, "isend", peer=(ranks + 1 + k) % 8, nbytes=size, req=1)
+            b.add(ranks, "irecv", peer=(ranks - 1 - k) % 8, nbytes=size, req=0)
+            b.add(ranks, "waitall")
+            b.add(ranks, "alltoall", nbytes=5e5 * (k + 1))
+    rec = _recording(build)
+    topo = load_topology("paper003", ["kind=tree", "ocs=null", "nodes_per_switch=2"])
+    _, got = _both(rec, build_network(topo), sequential(8, topo), 4)
+    assert got.n_pieces >= 8
+
+
+def test_new_route_classes_move_the_segments_of_streamed_flows_in_flight():
+    """Ranks 0-3 finish a barrier and need the next piece (a size no earlier call used: new route classes)
+    while ranks 4-7 are in the middle of a streamed alltoall on their own communicator, its messages pending
+    (in their route's latency) with segments that move up behind the new classes."""
+    def build(b):
+        b.add([4, 5, 6, 7], "alltoall", nbytes=1e6, comm=1, size=4)
+        b.add([0, 1, 2, 3], "barrier", comm=2, size=4)
+        b.add([0, 1, 2, 3], "isend", peer=[1, 2, 3, 0], nbytes=3e5, req=1)
+        b.add([0, 1, 2, 3], "irecv", peer=[3, 0, 1, 2], nbytes=3e5, req=0)
+        b.add([0, 1, 2, 3], "waitall")
+    b = TraceBuilder(8)
+    build(b)
+    rec = Recording("test", "test", b, {1: [4, 5, 6, 7], 2: [0, 1, 2, 3]})
+    # a node per rank, and links of 1 ms: flows spend most of their time in their route's latency, pending
+    topo = load_topology("paper003", ["kind=tree", "ocs=null", "nodes_per_switch=2", "cores_per_node=1",
+                                      "eps.down_latency=1ms", "eps.up_latency=1ms"])
+    _, got = _both(rec, build_network(topo), sequential(8, topo), 8)
+    assert got.n_pieces == 3
+
+
+def test_first_streamed_collective_in_a_later_piece():
+    def build(b):
+        ranks = np.arange(8)
+        b.add(ranks, "isend", peer=(ranks + 1) % 8, nbytes=4e6, req=1)
+        b.add(ranks, "irecv", peer=(ranks - 1) % 8, nbytes=4e6, req=0)
+        b.add(ranks, "waitall")
+        b.add(ranks, "alltoall", nbytes=2e6)
+    topo = load_topology("paper003", ["kind=tree", "ocs=null", "nodes_per_switch=2"])
+    _both(_recording(build), build_network(topo), sequential(8, topo), 8)
+
+
+def test_rows_per_rank_counts_the_built_trace():
+    for spec in ("npb:kernel=lu,class=S,np=16,iters=2", "npb:kernel=is,class=S,np=32", "ring:np=5,bytes=1KB,iters=3"):
+        rec = record_spec(spec)
+        np.testing.assert_array_equal(rec.rows_per_rank(), np.bincount(rec.build().rank, minlength=rec.n_ranks))
+
+
+def test_deadlock_in_a_later_piece_names_rank_and_call():
+    def build(b):
+        b.add(np.arange(4), "barrier")
+        b.add([0, 1], "send", peer=[1, 0], nbytes=8)
+        b.add([0, 1], "recv", peer=[1, 0], nbytes=8)
+        b.add([2], "recv", peer=3, nbytes=1e6)       # never sent
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    rec = _recording(build, n=4)
+    with pytest.raises(TopoplanError, match=r"deadlock or unmatched receive: 1 rank\(s\) blocked: rank 2 in call 1 "
+                                            r"\(recv peer 3\)"):
+        replay(rec, build_network(topo), sequential(4, topo), piece_rows=2)
+
+
+def test_unmatched_send_across_pieces_is_an_error():
+    def build(b):
+        b.add([0], "send", peer=1, nbytes=8)         # eager: it would 'arrive' with no receive
+        b.add([0, 1], "barrier")
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    with pytest.raises(TopoplanError, match="unmatched send: rank 1 is sent 1 messages but posts 0 receives"):
+        replay(_recording(build, n=2), build_network(topo), sequential(2, topo), piece_rows=1)
+
+
+def test_marks_and_the_python_reference_replay_the_whole_trace():
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    rec = record_spec("npb:kernel=cg,class=S,np=16,iters=2")
+    net, pl = build_network(topo), sequential(16, topo)
+    a = replay(rec, net, pl, piece_rows=100, method="python")
+    b = replay(rec, net, pl, piece_rows=100, marks=[0, 5])
+    assert a.n_pieces == b.n_pieces == 1 and b.mark_s is not None
+    assert a.makespan_s == pytest.approx(b.makespan_s, rel=1e-9)
+
+
+def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypatch):
+    from planner.traffic import generators
+    from planner.traffic.matrix import load_source
+    from sim.run import simulate
+
+    spec = "npb:kernel=cg,class=S,np=16,iters=3"
+    monkeypatch.setattr(generators, "PIECE_ROWS", 300)
+    src, traffic = load_source(spec, with_traffic=False, pieces=True)
+    assert isinstance(src, Recording) and traffic is None
+    whole, _ = load_source(spec, with_traffic=False)          # without pieces: the trace
+    assert not isinstance(whole, Recording)
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    a, b = simulate(topo, whole, sequential(16, topo)), simulate(topo, src, sequential(16, topo))
+    assert b["n_pieces"] > 1 and "n_pieces" not in a
+    assert a["rank_finish_s"] == b["rank_finish_s"] and a["bytes_by_link_class"] == b["bytes_by_link_class"]
+    assert PIECE_ROWS == 1 << 22   # (the module's default, patched only here)
+
+
+def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeypatch):
+    from planner.traffic import generators
+
+    args = ("simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null",
+            "-T", "npb:kernel=cg,class=S,np=16,iters=3")
+    code, whole, _ = run_cli(*args)
+    monkeypatch.setattr(generators, "PIECE_ROWS", 300)
+    code2, out, err = run_cli(*args)
+    assert code == code2 == 0, err
+    assert "pieces of the generated trace" in out and "pieces" not in whole
+    assert whole.splitlines()[1].split(", wall")[0] == out.splitlines()[1].split(", wall")[0]
