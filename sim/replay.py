@@ -606,6 +606,14 @@ def _marks_by_rank(marks: np.ndarray, bounds: np.ndarray):
     return order, np.searchsorted(marks[order], bounds)
 
 
+# What compiling a trace holds at its peak, besides the trace (measured with tracemalloc on NPB class C
+# replays at 256 ranks: 150-215 bytes a row for CG, LU, IS and MG): the micro-ops' arrays and their
+# temporaries, each collective step's entries, and per trace row its micro-op offsets and gap.
+PROGRAM_OP_BYTES = 128
+PROGRAM_ENTRY_BYTES = 80
+PROGRAM_ROW_BYTES = 24
+
+
 class _Compiler:
     """Compiles a trace, whole or piece by piece, into the flat program :func:`sim._compiled.run_core` runs.
 
@@ -723,6 +731,7 @@ class _Compiler:
         ptr = np.zeros(len(trace) + 1, dtype=np.int64)
         np.cumsum(count, out=ptr[1:])
         n_ops = int(ptr[-1])
+        self._check_memory(trace, n_ops, sum(len(x[0][1]) for x in expanded.values()))
         single = np.flatnonzero(count == 1)
         at = ptr[single]
         kind_of = np.full(len(OPS) + 1, core.K_NOP, dtype=np.int64)   # index -1 (unknown op) is the last
@@ -800,6 +809,20 @@ class _Compiler:
         return {"prog": (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr,
                          e_peer, e_bytes, e_send, e_cls, n_msgs, n_reqs),
                 "ptr": ptr, "bounds": bounds, "compute_s": compute_s, "calls_before": calls_before}
+
+    def _check_memory(self, trace: Trace, n_ops: int, n_entries: int) -> None:
+        """Refuse, before the program's arrays are made, a program the memory available cannot hold."""
+        from planner.traffic.generators import PIECE_ROWS, memory_left
+
+        need = n_ops * PROGRAM_OP_BYTES + n_entries * PROGRAM_ENTRY_BYTES + len(trace) * PROGRAM_ROW_BYTES
+        have = memory_left()
+        if have is not None and need > have:
+            how = ("replay it with fewer iterations" if self.pieces else
+                   f"a generated trace replays in pieces of {PIECE_ROWS:,} rows (topoplan simulate does so above "
+                   "that, except with --phases); a trace file needs fewer iterations or more memory")
+            raise TopoplanError(f"{trace.source or 'trace'}: replaying its {len(trace):,} calls ({n_ops:,} "
+                                f"micro-ops) needs about {need / 2**30:.1f} GiB for the compiled program, more than "
+                                f"the {have / 2**30:.1f} GiB of memory available; {how}")
 
     def _classes(self, s_src, s_dst, s_bytes) -> np.ndarray:
         """The route class of every send site (keys new to this compiler get classes after the earlier ones)."""

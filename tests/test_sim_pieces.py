@@ -196,3 +196,21 @@ def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeyp
     assert code == code2 == 0, err
     assert "pieces of the generated trace" in out and "pieces" not in whole
     assert whole.splitlines()[1].split(", wall")[0] == out.splitlines()[1].split(", wall")[0]
+
+
+def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypatch):
+    from planner.traffic import generators
+
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    rec = record_spec("npb:kernel=cg,class=S,np=16,iters=3")
+    net, pl = build_network(topo), sequential(16, topo)
+    trace = rec.build()
+    monkeypatch.setattr(generators, "memory_left", lambda: 100_000)     # 100 kB left
+    with pytest.raises(TopoplanError, match=r"npb:kernel=cg,class=S,np=16,iters=3: replaying its 35,376 calls "
+                                            r"\(35,\d{3} micro-ops\) needs about 0.0 GiB for the compiled program, "
+                                            r"more than the 0.0 GiB of memory available; a generated trace replays "
+                                            r"in pieces"):
+        replay(trace, net, pl)
+    got = replay(rec, net, pl, piece_rows=100)                            # small pieces fit
+    monkeypatch.setattr(generators, "memory_left", lambda: None)        # unknown: not checked
+    _same(replay(trace, net, pl), got)

@@ -27,7 +27,7 @@ from planner.traffic.trace import OP_CODE, Trace
 from planner.core.units import parse_size
 
 __all__ = ["TICK_S", "MAX_TRACE_ROWS", "MAX_GENERATED_ROWS", "TRACE_ROW_BYTES", "BUILD_SCRATCH_BYTES_PER_ROW",
-           "PIECE_ROWS", "check_generated_memory", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
+           "PIECE_ROWS", "check_generated_memory", "memory_left", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
            "transpose", "halo_transpose",
            "Param", "Generator", "REQUIRED", "GENERATORS", "is_spec", "parse_spec", "Recording", "record_spec",
            "describe_generators"]
@@ -80,17 +80,12 @@ def check_generated_memory(rows: int, n_ranks: int | None = None, what: str = "t
     ...
     planner.core.errors.TopoplanError: the generated trace would have 4,294,967,297 rows: over the limit of 100,000,000 rows, which memory can raise but never past 4,294,967,296; ...
     """
-    from planner.traffic import trace as trace_mod
-
     who = "" if n_ranks is None else f" ({n_ranks} ranks)"
     if rows > MAX_GENERATED_ROWS:
         raise TopoplanError(f"{what} would have {int(rows):,} rows{who}: {_over_cap()}; use fewer ranks, messages "
                             "or iterations")
     need = int(rows) * (TRACE_ROW_BYTES + BUILD_SCRATCH_BYTES_PER_ROW)
-    have = trace_mod._memory_available()
-    room = _address_space_left()
-    if room is not None:
-        have = room if have is None else min(have, room)
+    have = memory_left()
     if have is not None and need > have:
         over = f"over the limit of {MAX_TRACE_ROWS:,} rows, raised only as far as memory allows: " \
             if rows > MAX_TRACE_ROWS else ""
@@ -102,6 +97,25 @@ def check_generated_memory(rows: int, n_ranks: int | None = None, what: str = "t
 def _over_cap() -> str:
     return (f"over the limit of {MAX_TRACE_ROWS:,} rows, which memory can raise but never past "
             f"{MAX_GENERATED_ROWS:,}")
+
+
+def memory_left() -> int | None:
+    """Bytes this process can still allocate: Linux ``MemAvailable``, or less where ``ulimit -v`` leaves less;
+    None when neither is known.
+
+    Examples
+    --------
+    >>> left = memory_left()
+    >>> left is None or left >= 0
+    True
+    """
+    from planner.traffic import trace as trace_mod
+
+    have = trace_mod._memory_available()
+    room = _address_space_left()
+    if room is not None:
+        have = room if have is None else min(have, room)
+    return have
 
 
 def _address_space_left() -> int | None:
