@@ -65,6 +65,11 @@ Replay workloads (no SimGrid peer):
   each relay model (``pipelined``: one flow per relayed message over the
   concatenated route; ``store-and-forward``: one flow per relay hop). The
   flow workloads above have no circuits, so the relay model does not change them.
+* ``replay-cg-C-1024-75-iterations-in-pieces``: CG class C at 1,024 ranks
+  with its 75 iterations (98 M trace rows) replayed a piece at a time, as
+  ``topoplan simulate`` replays a generated trace of more than ``PIECE_ROWS``
+  rows (``sim.replay.replay`` of a ``Recording``); the wall time includes
+  generating the pieces, ``peak_GB`` is the child's peak (whole: 21 GB). Once.
 
 Numba compiles the kernels once per machine (on-disk cache); that time is
 measured before the runs, reported as ``jit_s`` and never included.
@@ -337,6 +342,29 @@ def _replay_alltoall(n_ranks: int):
     return run
 
 
+def _replay_pieces(n_ranks: int, kernel: str = "cg", iters: int | None = None):
+    """A generated trace replayed a piece at a time (``simulate`` above ``PIECE_ROWS`` rows): the wall time
+    includes generating the pieces, which interleaves with the replay; peak memory of the whole child."""
+    def run():
+        import resource
+
+        from planner.core.placement import sequential
+        from planner.core.topology_io import load_topology
+        from planner.traffic.matrix import load_source
+        from sim.run import simulate
+
+        sets = ["kind=tree", "ocs=null"] + ([f"nodes_per_switch={n_ranks // 16}"] if n_ranks > 256 else [])
+        topo = load_topology("paper001-16x16", sets)
+        t0 = time.perf_counter()
+        rec, _ = load_source(f"npb:kernel={kernel},class=C,np={n_ranks}" + (f",iters={iters}" if iters else ""),
+                             with_traffic=False, pieces=True)
+        res = simulate(topo, rec, sequential(n_ranks, topo))
+        return time.perf_counter() - t0, {"flows": res["n_flows"], "events": res["n_events"], "calls": rec.rows,
+                                          "makespan_s": res["makespan_s"], "pieces": res.get("n_pieces", 1),
+                                          "peak_GB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+    return run
+
+
 REPLAYS = {"replay-cg-C-128": _replay(128), "replay-cg-C-256": _replay(256),
            "replay-lu-C-256": _replay(256, "lu"), "replay-is-C-256": _replay(256, "is"),
            "replay-cg-C-1024": _replay(1024), "replay-lu-C-1024": _replay(1024, "lu"),
@@ -345,8 +373,10 @@ REPLAYS = {"replay-cg-C-128": _replay(128), "replay-cg-C-256": _replay(256),
            "replay-is-C-256-timeline-5ms": _replay(256, "is", timeline_dt_s=0.005),
            "replay-cg-C-256-hybrid-pipelined": _replay_hybrid(256, "pipelined"),
            "replay-cg-C-256-hybrid-store-and-forward": _replay_hybrid(256, "store-and-forward"),
-           **{f"replay-alltoall-1MB-{n}": _replay_alltoall(n) for n in (2048, 4096, 16384)}}
-ONCE = {"replay-alltoall-1MB-16384"}   # minutes each: one run whatever --repeat says
+           **{f"replay-alltoall-1MB-{n}": _replay_alltoall(n) for n in (2048, 4096, 16384)},
+           "replay-cg-C-1024-75-iterations-in-pieces": _replay_pieces(1024)}
+# minutes each: one run whatever --repeat says
+ONCE = {"replay-alltoall-1MB-16384", "replay-cg-C-1024-75-iterations-in-pieces"}
 WORKLOADS = [*FLOWS, *REPLAYS]
 
 

@@ -22,6 +22,11 @@ Python :class:`Replayer`, the readable reference. Both record the
 utilization timeline (the compiled loop samples every link's bytes at each
 interval boundary) and the times ranks reach marked calls.
 ``tests/test_sim_replay.py`` checks they agree.
+
+A generator's recording (:func:`planner.traffic.generators.record_spec`) is
+replayed piece by piece by the compiled loop (:func:`_replay_pieces`): memory
+holds a piece and what the ranks have not run yet, and the results are the
+whole trace's to the bit (``tests/test_sim_pieces.py``).
 """
 
 from __future__ import annotations
