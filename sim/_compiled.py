@@ -1852,24 +1852,15 @@ def _static_segs(route, caps, n_links, n_dyn, width, old_rows, old_len, old_extr
     copied from ``old_*`` rows ``dyn_from..`` (none at the start of a run), ``width`` links wide."""
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
     n_static = len(seg_len)
-    n_new = n_static + n_dyn
-    rows = np.full((n_new, width), -1, np.int64)
-    rows[:n_static, :seg_rows.shape[1]] = seg_rows
-    ln = np.zeros(n_new, np.int64)
-    ln[:n_static] = seg_len
-    ex = np.zeros(n_new)
-    ex[:n_static] = seg_extra
-    la = np.zeros(n_new)
-    la[:n_static] = seg_lat
-    ins = np.zeros(n_new, np.bool_)
-    ins[:n_static] = seg_inst
-    vl = np.full(n_new, -1, np.int64)
+    vl = np.full(n_static, -1, np.int64)
     for sg in range(n_static):
         if np.isfinite(seg_cap[sg]):
             k = np.searchsorted(caps, seg_cap[sg])
             if k == len(caps) or caps[k] != seg_cap[sg]:
                 raise ValueError("run_core: a route class's fat-pipe cap is not one of the run's caps")
             vl[sg] = n_links + k
+    rows, ln, ex, la, ins, vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, vl, n_static + n_dyn,
+                                           width)
     if n_dyn > 0:
         rows[n_static:, :old_rows.shape[1]] = old_rows[dyn_from:dyn_from + n_dyn]
         ln[n_static:] = old_len[dyn_from:dyn_from + n_dyn]

@@ -362,8 +362,7 @@ class Replayer:
                 parts.append(f"rank {r} in call {i - self.lo[r]} ({op} peer {self.peer[i]})")
             else:
                 parts.append(f"rank {r} in a collective step")
-        more = f" and {len(ranks) - 4} more" if len(ranks) > 4 else ""
-        return f"deadlock or unmatched receive: {len(ranks)} rank(s) blocked: " + "; ".join(parts) + more
+        return _blocked_message(parts, len(ranks))
 
     # -- rank execution ----------------------------------------------------
     def _run_rank(self, r: int, t: float) -> None:
@@ -806,9 +805,9 @@ class _Compiler:
                                 weights=np.concatenate([self.compute_s, gap[count > 0]]), minlength=n)
         self.compute_s = compute_s
         if self.pieces:   # what check_sends_matched checks, over every piece
-            is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (trace.peer >= 0)
-            self.sent += np.bincount(trace.peer[is_send], minlength=n)
-            self.received += np.bincount(trace.rank[np.isin(op, (_RECV, _IRECV, _SENDRECV))], minlength=n)
+            sent, received = _sends_and_receives(trace)
+            self.sent += sent
+            self.received += received
         calls_before = self.calls_before.copy()
         self.calls_before += np.diff(bounds)
         return {"prog": (ptr[bounds[:-1]], ptr[bounds[1:]], kind, peer, nbytes, tag, reqkind, mgap, cls, e_ptr,
@@ -965,16 +964,9 @@ def _replay_compiled(trace: Trace, net, placement, *, eager_threshold_B, compute
     timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
-        lo, hi = pg["prog"][0], pg["prog"][1]
-        parts = []
-        for r in unfinished[:4].tolist():
-            i = int(pc[r]) - 1 if blocked[r] else int(pc[r])
-            c = int(np.searchsorted(pg["ptr"], i, side="right")) - 1 if lo[r] <= i < hi[r] else -1
-            op = OPS[trace.op[c]] if c >= 0 and trace.op[c] >= 0 else "unknown"
-            parts.append(f"rank {r} in call {c - int(pg['bounds'][r])} ({op} peer {int(trace.peer[c])})")
-        more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
-        raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
-                            + "; ".join(parts) + more)
+        win = _Window.of_piece(pg, trace)
+        raise TopoplanError(_blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
+                                              for r in unfinished[:4].tolist()], len(unfinished)))
     compute = pg["compute_s"]
     if progress:
         progress(n, n)
@@ -1103,15 +1095,9 @@ def _replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, 
     timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
-        parts = [win.blocked_at(r, int(pc[r]), bool(blocked[r])) for r in unfinished[:4].tolist()]
-        more = f" and {len(unfinished) - 4} more" if len(unfinished) > 4 else ""
-        raise TopoplanError(f"deadlock or unmatched receive: {len(unfinished)} rank(s) blocked: "
-                            + "; ".join(parts) + more)
-    over = np.flatnonzero(comp.sent > comp.received)
-    if over.size:
-        d = int(over[0])
-        raise TopoplanError(f"{source.source}: unmatched send: rank {d} is sent {int(comp.sent[d])} messages but "
-                            f"posts {int(comp.received[d])} receives")
+        raise TopoplanError(_blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
+                                              for r in unfinished[:4].tolist()], len(unfinished)))
+    _check_matched(source.source, comp.sent, comp.received)
     if progress:
         progress(n, n)
     return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
@@ -1141,16 +1127,30 @@ def check_sends_matched(trace: Trace) -> None:
     ...
     planner.core.errors.TopoplanError: t.csv: unmatched send: rank 1 is sent 1 messages but posts 0 receives
     """
-    op, peer, rank = trace.op, trace.peer, trace.rank
+    _check_matched(trace.source, *_sends_and_receives(trace))
+
+
+def _sends_and_receives(trace: Trace):
+    """Per rank: the messages it is sent and the receives it posts (a sendrecv receives once)."""
+    op, peer = trace.op, trace.peer
     is_send = np.isin(op, (_SEND, _ISEND, _SENDRECV)) & (peer >= 0)
-    is_recv = np.isin(op, (_RECV, _IRECV, _SENDRECV))  # a sendrecv receives once, from its source
-    sent = np.bincount(peer[is_send], minlength=trace.n_ranks)
-    received = np.bincount(rank[is_recv], minlength=trace.n_ranks)
+    is_recv = np.isin(op, (_RECV, _IRECV, _SENDRECV))
+    return (np.bincount(peer[is_send], minlength=trace.n_ranks),
+            np.bincount(trace.rank[is_recv], minlength=trace.n_ranks))
+
+
+def _check_matched(source, sent, received) -> None:
     over = np.flatnonzero(sent > received)
     if over.size:
         d = int(over[0])
-        raise TopoplanError(f"{trace.source or 'trace'}: unmatched send: rank {d} is sent {int(sent[d])} messages "
+        raise TopoplanError(f"{source or 'trace'}: unmatched send: rank {d} is sent {int(sent[d])} messages "
                             f"but posts {int(received[d])} receives")
+
+
+def _blocked_message(parts: list, n_blocked: int) -> str:
+    """The deadlock error: the first blocked ranks (``parts``, each 'rank r in call c (...)') and the count."""
+    more = f" and {n_blocked - 4} more" if n_blocked > 4 else ""
+    return f"deadlock or unmatched receive: {n_blocked} rank(s) blocked: " + "; ".join(parts) + more
 
 
 def check_options(*, compute_scale: float = 1.0, eager_threshold_B: float = 65536.0,
