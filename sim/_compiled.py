@@ -36,7 +36,9 @@ import numpy as np
 from numba import njit
 
 from sim._engine import (GEN_PAIRWISE, GEN_RING, GEN_SPREAD, GN_ALG, GN_BLOCK, GN_ME, GN_MEM, GN_P,  # noqa: F401
-                         K_GEN, K_IRECV, K_ISEND, K_NOP, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL)
+                         K_GEN, K_IRECV, K_ISEND, K_NOP, K_RECV, K_SEND, K_SENDRECV, K_STEP, K_WAIT, K_WAITALL,
+                         R_BLOCKED, R_GAPDONE, R_HELD, R_NWAIT, R_OPEN_H, R_OPEN_T, R_PC, R_POST_H, R_POST_T,
+                         R_STEP, R_UNX_H, R_UNX_T)
 
 __all__ = ["run_core"]
 
@@ -51,8 +53,6 @@ _leaf_py = njit(cache=True, _nrt=False)   # the same, Python's error model (the 
 # rows of the integer state tables
 Q_RANK, Q_PEER, Q_TAG, Q_SEND, Q_DONE, Q_INBLK, Q_NEXT, Q_PNEXT = range(8)  # requests (next: open / posted lists)
 M_SRC, M_DST, M_TAG, M_SREQ, M_RREQ, M_EAGER, M_ARRIVED, M_CLS, M_NEXT = range(9)   # messages
-(R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD,
- R_STEP) = range(12)                                                                  # ranks
 C_QFREE, C_MFREE, C_F, C_PEND, C_RDY, C_MSGS, C_FMASK, C_NSEG = range(8)              # counters
 C_NNZ, C_NACT, C_DIRTY, C_NEV, C_NFREE, C_FLO, C_RESUME, C_TLK = range(8, 16)          # _loop's saved state
 S_NOW, S_TDONE, S_TBATCH = range(3)
@@ -1846,10 +1846,9 @@ def _seg_width(route, stream):
 
 
 @_kernel
-def _static_segs(route, caps, n_links, n_dyn, width, old_rows, old_len, old_extra, old_lat, old_inst, old_vl,
-                 dyn_from):
-    """The segment tables: the route classes' segments (``route``), then ``n_dyn`` streamed-message segments
-    copied from ``old_*`` rows ``dyn_from..`` (none at the start of a run), ``width`` links wide."""
+def _static_segs(route, caps, n_links, n_dyn, width):
+    """The segment tables: the route classes' segments (``route``, each with its fat-pipe cap's virtual
+    link), then ``n_dyn`` empty rows for streamed messages, ``width`` links wide."""
     cls_ptr, seg_rows, seg_len, seg_extra, seg_lat, seg_cap, seg_inst = route
     n_static = len(seg_len)
     vl = np.full(n_static, -1, np.int64)
@@ -1859,16 +1858,7 @@ def _static_segs(route, caps, n_links, n_dyn, width, old_rows, old_len, old_extr
             if k == len(caps) or caps[k] != seg_cap[sg]:
                 raise ValueError("run_core: a route class's fat-pipe cap is not one of the run's caps")
             vl[sg] = n_links + k
-    rows, ln, ex, la, ins, vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, vl, n_static + n_dyn,
-                                           width)
-    if n_dyn > 0:
-        rows[n_static:, :old_rows.shape[1]] = old_rows[dyn_from:dyn_from + n_dyn]
-        ln[n_static:] = old_len[dyn_from:dyn_from + n_dyn]
-        ex[n_static:] = old_extra[dyn_from:dyn_from + n_dyn]
-        la[n_static:] = old_lat[dyn_from:dyn_from + n_dyn]
-        ins[n_static:] = old_inst[dyn_from:dyn_from + n_dyn]
-        vl[n_static:] = old_vl[dyn_from:dyn_from + n_dyn]
-    return rows, ln, ex, la, ins, vl
+    return _grow_segs(seg_rows, seg_len, seg_extra, seg_lat, seg_inst, vl, n_static + n_dyn, width)
 
 
 @njit(cache=True)
@@ -1938,11 +1928,9 @@ def _fresh_state(prog, route, lcap, init_seg, init_start, init_size, stream, tl_
     lcap2[:n_links] = lcap
     n_static = len(route[2])
     C[C_NSEG] = n_static
-    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _static_segs(
-        route, caps, n_links, 0, width, route[1], route[2], route[3], route[4], route[6], np.zeros(0, np.int64), 0)
-    if n_gen > 0:   # one segment per message slot after the route classes'
-        seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _grow_segs(seg_rows, seg_len, seg_extra, seg_lat,
-                                                                             seg_inst, seg_vl, n_static + n_m, width)
+    # one segment per message slot after the route classes' when collectives are streamed
+    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _static_segs(route, caps, n_links,
+                                                                           n_m if n_gen > 0 else 0, width)
     width += 1
     n_slots = 64
     sid = np.full(n_slots, -1, np.int64)
@@ -2009,8 +1997,15 @@ def _resume_state(state, prog, route, stream):
         dims[3] = max_items
     width = max(_seg_width(route, stream), dims[4] - 1)
     n_dyn = len(seg_len) - old_static
-    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = _static_segs(
-        route, caps, n_links, n_dyn, width, seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl, old_static)
+    rows2, len2, extra2, lat2, inst2, vl2 = _static_segs(route, caps, n_links, n_dyn, width)
+    if n_dyn > 0:   # the streamed messages' segments, after the classes
+        rows2[n_static:, :seg_rows.shape[1]] = seg_rows[old_static:]
+        len2[n_static:] = seg_len[old_static:]
+        extra2[n_static:] = seg_extra[old_static:]
+        lat2[n_static:] = seg_lat[old_static:]
+        inst2[n_static:] = seg_inst[old_static:]
+        vl2[n_static:] = seg_vl[old_static:]
+    seg_rows, seg_len, seg_extra, seg_lat, seg_inst, seg_vl = rows2, len2, extra2, lat2, inst2, vl2
     if n_dyn > 0 and n_static > old_static:   # the streamed messages' segments moved up
         shift = n_static - old_static
         mask = C[C_FMASK]

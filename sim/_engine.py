@@ -122,6 +122,10 @@ def run_core(*args):
     return jit(*args)
 
 
+# rows of run_core's per-rank table ``R`` (the piece-wise replay moves the program counters between calls)
+(R_PC, R_BLOCKED, R_NWAIT, R_GAPDONE, R_OPEN_H, R_OPEN_T, R_POST_H, R_POST_T, R_UNX_H, R_UNX_T, R_HELD,
+ R_STEP) = range(12)
+
 # run_core's state between calls of a replay in pieces (names, dtypes and dimensions, in tuple order): what
 # sim._compiled.run_core keeps of a run. A first call passes no_state(); a call that stops because a rank
 # needs the next piece of the trace (status 2) returns its state, which the next call resumes.

@@ -627,13 +627,12 @@ class _Compiler:
     and communicator members, each rank's previous call (its computation gap) and call count.
     """
 
-    def __init__(self, net, placement, n_ranks: int, *, eager_threshold_B: float = 65536.0,
-                 compute_scale: float = 1.0, thresholds=None, stream: bool = True, pieces: bool = False):
+    def __init__(self, net, placement, n_ranks: int, *, compute_scale: float = 1.0, thresholds=None,
+                 stream: bool = True, pieces: bool = False):
         self.net = net
         self.n = int(n_ranks)
         self.node = np.asarray(placement.rank_to_node, dtype=np.int64)
         self.n_nodes = int(self.node.max(initial=0)) + 1
-        self.eager_B = float(eager_threshold_B)
         self.compute_scale = compute_scale
         self.thresholds = thresholds
         self.stream_on = stream
@@ -648,6 +647,7 @@ class _Compiler:
         self.parts = None
         self.classes: dict = {}   # (source node, destination node, size) -> route class (pieces only)
         self.route_chunks: list = []
+        self._route = None        # route() of the chunks so far, made when asked
         self.n_classes = 0
         self.n_segs = 0
         self.t_min = None
@@ -870,8 +870,9 @@ class _Compiler:
         self._route = None
 
     def route(self) -> tuple:
-        """``run_core``'s ``route``: every class so far (the pieces' chunks joined once per call)."""
-        if getattr(self, "_route", None) is None:
+        """``run_core``'s ``route``: every class so far (the pieces' chunks joined once per call; none yet when
+        the first piece sends nothing)."""
+        if self._route is None:
             ch = self.route_chunks
             if len(ch) == 1:
                 c = ch[0]
@@ -932,8 +933,7 @@ def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 
     timing per message as it runs (same results, memory per rank instead of
     per message). ``stream=False`` expands every collective.
     """
-    c = _Compiler(net, placement, trace.n_ranks, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
-                  thresholds=thresholds, stream=stream)
+    c = _Compiler(net, placement, trace.n_ranks, compute_scale=compute_scale, thresholds=thresholds, stream=stream)
     pg = c.add(trace)
     pg.update(route=c.route(), stream=c.stream(), eager_B=float(eager_threshold_B))
     return pg
@@ -1011,7 +1011,7 @@ class _Window:
     def extend(self, nxt: "_Window", R) -> "_Window":
         """This window's micro-ops not yet run, then ``nxt``'s, per rank; moves the program counters in ``R``
         (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept)."""
-        from sim._compiled import R_GAPDONE, R_PC, R_STEP
+        from sim._engine import R_GAPDONE, R_PC, R_STEP
 
         a, b = self.prog, nxt.prog
         pc = R[R_PC]
@@ -1055,14 +1055,12 @@ def _replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, 
     """:func:`replay` of a trace generated piece by piece (:meth:`Recording.pieces`): the compiled loop runs a
     window of micro-ops and stops when a rank needs the next piece, which is compiled and added while the
     run waits (nothing of the run's time passes), so the results are those of the whole trace."""
-    from sim._compiled import R_STEP  # noqa: F401 - (imports the engine's constants with it)
     from sim._engine import STATE_INDEX, no_state, run_core
     from sim.maxmin import REL_TOL, timeline_from_samples, timeline_max_intervals
 
     n = source.n_ranks
     left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
-    comp = _Compiler(net, placement, n, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
-                     thresholds=thresholds, pieces=True)
+    comp = _Compiler(net, placement, n, compute_scale=compute_scale, thresholds=thresholds, pieces=True)
     pieces = iter(source.pieces(max_rows))
 
     def load() -> _Window:
