@@ -11,14 +11,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
 	$(PY) -c "import pulp; assert pulp.PULP_CBC_CMD(msg=0).available(), 'CBC solver missing'"
-	$(PY) -m planner.core.warmup
+	$(PY) -m topoplan.core.warmup
 	touch $(STAMP)
 
-# The ahead-of-time event loop (sim/_engine.py) is rebuilt when its sources change after the install (a pull):
+# The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):
 # a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load.
-AOT := sim/_engine_aot.json
-$(AOT): sim/_compiled.py sim/_engine.py | $(STAMP)
-	$(PY) -m sim._engine
+AOT := topoplan/sim/_engine_aot.json
+$(AOT): topoplan/sim/_compiled.py topoplan/sim/_engine.py | $(STAMP)
+	$(PY) -m topoplan.sim._engine
 
 install: $(STAMP) $(AOT)
 
@@ -67,4 +67,4 @@ verify-experiments: install
 	@for m in paper000 paper001 paper003; do echo "== $$m"; $(PY) -m experiments.$$m --verify || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info sim/_engine_aot*
+	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot*

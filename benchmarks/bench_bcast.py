@@ -9,8 +9,8 @@ import argparse
 import json
 import time
 
-from planner.problems.bcast import BcastProblem, solve
-from planner.problems.bcast.allocation import cluster, generate
+from topoplan.problems.bcast import BcastProblem, solve
+from topoplan.problems.bcast.allocation import cluster, generate
 
 
 def run(anneal_limit: float = 25.0, seed: int = 0) -> list[dict]:

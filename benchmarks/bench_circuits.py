@@ -22,7 +22,7 @@ small-OCS cases (:data:`SMALL_OCS_CASES`, 6 OCS nodes: the node formulation; ``-
 sets, ``grid`` is every OCS size and traffic of the 001 and 003 comparisons) with each back-end
 in turn, same time limit (``--time-limit``, default 20 s), each run in a fresh interpreter (a
 user's CLI call: no native library of an earlier run loaded, see
-:func:`models.backends.base.call_isolated`). Per case and back-end: status, wall time, ``T``, its
+:func:`topoplan.formulations.backends.base.call_isolated`). Per case and back-end: status, wall time, ``T``, its
 proven bound and the gap; then per back-end the cases proven optimal, the geometric mean of the
 time ratio to the first back-end, the worst gap and the cases where its plan is worse than another
 back-end's. ``--large`` adds the 4,096-node case (60 s); ``--seeds 0,1,2`` runs each case per seed
@@ -71,7 +71,7 @@ def grid_cases():
 
 
 def big_topology(up_bw: str):
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     return load_topology({"kind": "hybrid", "name": f"cg4096-up{up_bw}", "switches": 128, "nodes_per_switch": 32,
                           "cores_per_node": 1, "eps": {"down_bw": "10Gbps", "up_bw": up_bw},
@@ -90,8 +90,8 @@ def run_paper(cases, time_limit, solver, log):
 def paper_case(case, time_limit, solver, seed=0) -> dict:
     """``ilp`` on one paper-scale case with one MILP back-end: the result row."""
     from experiments.compare_circuits import load_traffic
-    from planner.problems.circuits import CircuitProblem, solve
-    from planner.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.core.topology_io import load_topology
 
     preset, sets, kind, ranks, thr = case
     _, tr, label = load_traffic(kind, ranks)
@@ -117,10 +117,10 @@ def _cpu_s() -> float:
 
 
 def run_large(variants, time_limit, solver, lp, log):
-    from planner.problems.circuits.exact import lp_bound
-    from planner.problems.circuits import CircuitProblem, solve
-    from planner.problems.circuits.bound import floor_s
-    from planner.traffic.matrix import load_source
+    from topoplan.problems.circuits.exact import lp_bound
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits.bound import floor_s
+    from topoplan.traffic.matrix import load_source
 
     rows = []
     tr = load_source("npb:kernel=cg,class=C,np=4096,iters=1")[1]  # NPB CG's 64 x 64 process grid
@@ -192,7 +192,7 @@ def compare(solvers, cases, time_limit, large=False, log=print, seeds=(0,)) -> d
     import os
     import statistics
 
-    from models.backends import MILP_BACKENDS, unavailable_reason
+    from topoplan.formulations.backends import MILP_BACKENDS, unavailable_reason
 
     for s in solvers:
         why = unavailable_reason(s) or (None if s in MILP_BACKENDS else f"{s!r} is not a MILP back-end "

@@ -14,7 +14,7 @@ Traffic, one rank per node:
 
 - ``random``: the generator ``random:np=N,msgs=8N,bytes=4MB,seed=1`` (8 messages of 4 MB per rank);
 - ``cg``: CG-like, NPB CG class C: the pairs and sizes of its reduce-scatter and transpose exchanges
-  (:func:`planner.traffic.npb.cg_layout`, 26 matrix-vector products per CG call, warm-up plus one
+  (:func:`topoplan.traffic.npb.cg_layout`, 26 matrix-vector products per CG call, warm-up plus one
   iteration) and its 8-byte row sums, as a matrix (:func:`cg_like`). Its large messages are those of
   ``npb:kernel=cg,class=C,np=N,iters=1`` message for message; the NPB generator itself writes the whole
   call trace (12 M rows at 4,096 ranks: 14 s; 57 M rows at 16,384: 81 s), so it is not used here.
@@ -22,7 +22,7 @@ Traffic, one rank per node:
 Every row runs in a fresh interpreter, so its peak memory (``resource.getrusage``, maximum resident set
 of that process) is its own: ``traffic_s`` is making the traffic, ``plan_s`` the planning -- the problem
 build, the method, the forwarding tables, the communication-time bound and the plan's validation (one
-:func:`planner.problems.circuits.solve`) -- and ``peak_MB`` the process peak. ``--simulate`` adds the
+:func:`topoplan.problems.circuits.solve`) -- and ``peak_MB`` the process peak. ``--simulate`` adds the
 simulation of the plan (the CLI's ``--simulate``: the traffic as one bulk phase, maxmin, pipelined relays)
 as ``sim_s``; its peak then includes the simulation.
 
@@ -56,7 +56,7 @@ TARGET_NODES, TARGET_S, TARGET_MB = 16384, 10.0, 4096
 
 def topology(nodes: int):
     """The hybrid of ``nodes`` nodes: 32 per switch, 8 OCS nodes per switch."""
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     return load_topology({"kind": "hybrid", "name": f"scale{nodes}", "switches": nodes // 32, "nodes_per_switch": 32,
                           "cores_per_node": 1,
@@ -67,7 +67,7 @@ def topology(nodes: int):
 
 def cg_like(n_ranks: int, klass: str = "C", iters: int = 1):
     """NPB CG's point-to-point traffic as a matrix: its exchanges with the row partners and the transpose
-    partner (:func:`planner.traffic.npb.cg_layout`), warm-up plus ``iters`` iterations.
+    partner (:func:`topoplan.traffic.npb.cg_layout`), warm-up plus ``iters`` iterations.
 
     Per CG call: 26 matrix-vector products (each a reduce-scatter over the process row and the transpose
     exchange) and 53 one-word row sums; per iteration one two-word row sum.
@@ -80,8 +80,8 @@ def cg_like(n_ranks: int, klass: str = "C", iters: int = 1):
     """
     import numpy as np
 
-    from planner.traffic.matrix import from_arrays
-    from planner.traffic.npb import CG_CLASSES, DBL, cg_layout
+    from topoplan.traffic.matrix import from_arrays
+    from topoplan.traffic.npb import CG_CLASSES, DBL, cg_layout
 
     L = cg_layout(CG_CLASSES[klass][0], n_ranks)
     part, lens, exch, send_len = L["reduce_exch_proc"], L["reduce_send_len"], L["exch_proc"], L["send_len"]
@@ -108,7 +108,7 @@ def cg_like(n_ranks: int, klass: str = "C", iters: int = 1):
 
 def traffic(kind: str, nodes: int):
     """``(trace or None, Traffic)`` of a row."""
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     if kind == "random":
         return load_source(f"random:np={nodes},msgs={8 * nodes},bytes=4MB,seed=1")
@@ -121,7 +121,7 @@ def run_row(spec: dict) -> dict:
     """One row, in this process (the parent runs each in a fresh interpreter)."""
     import resource
 
-    from planner.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits import CircuitProblem, solve
 
     topo = topology(spec["nodes"])
     t0 = time.perf_counter()
@@ -136,7 +136,7 @@ def run_row(spec: dict) -> dict:
            "entries": sum(len(r) for r in res.plan["forwarding"].values()), "bound_s": res.objective,
            "traffic_s": t1 - t0, "plan_s": t2 - t1, "peak_MB": peak}
     if spec.get("simulate"):
-        from planner.problems.circuits.problem import plan_simulator
+        from topoplan.problems.circuits.problem import plan_simulator
 
         t3 = time.perf_counter()
         row["simulated_s"] = plan_simulator(prob, trace)(res.to_dict())

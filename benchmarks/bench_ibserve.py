@@ -3,7 +3,7 @@
 The server runs in its own process on 127.0.0.1 (ephemeral port); the
 clients run in this process on one asyncio loop, each sending ``query a:b``
 and waiting for the answer (closed loop). Every answer is checked against
-:func:`planner.fabric.ibfabric.route`. ``--baseline`` adds the same load against a
+:func:`topoplan.fabric.ibfabric.route`. ``--baseline`` adds the same load against a
 trivial asyncio echo server, to tell the service's cost from the machine's
 (on a small VM the p99 of even the echo server is a scheduler tick).
 
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.fabric.ibfabric import load_fabric, route  # noqa: E402
+from topoplan.fabric.ibfabric import load_fabric, route  # noqa: E402
 
 
 _ECHO = """
@@ -60,7 +60,7 @@ asyncio.run(main())
 
 def start_server(dump: Path | None, lft: Path | None) -> tuple[subprocess.Popen, int]:
     """The service (or, with ``dump`` None, the echo baseline) in a child process; returns (process, port)."""
-    code = ("import sys; from planner.fabric.ibserve import run_server; "
+    code = ("import sys; from topoplan.fabric.ibserve import run_server; "
             "run_server(sys.argv[1], sys.argv[2] or None, port=0)") if dump is not None else _ECHO
     proc = subprocess.Popen([sys.executable, "-c", code, str(dump or ""), str(lft or "")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -176,7 +176,7 @@ def idle_flood(fabric_dir: Path, use_lft: bool, idle: int = 2000, nofile: int = 
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "serve.log"
         with open(log, "wb") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "planner", "serve", "-i", str(dump), *lft, "--port", "0"],
+            proc = subprocess.Popen([sys.executable, "-m", "topoplan", "serve", "-i", str(dump), *lft, "--port", "0"],
                                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
                                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile)))
         try:

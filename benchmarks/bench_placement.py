@@ -14,7 +14,7 @@ Sections (``--sections``, default all):
   switch, 8 OCS nodes per switch; :func:`bench_circuits_scale.topology`) and on a 3-D torus (32x32x16,
   64x32x32; one router per node, 4.76 GB/s links), with CG-like traffic
   (:func:`bench_circuits_scale.cg_like`) and random traffic (8 messages of 4 MB per rank). Every row runs
-  in a fresh interpreter: ``plan_s`` is one :func:`planner.problems.placement.solve` (the method and
+  in a fresh interpreter: ``plan_s`` is one :func:`topoplan.problems.placement.solve` (the method and
   every metric, the congestion bound included), ``peak_MB`` the process's maximum resident set
   (:func:`peak_mb`; the traffic and the imports included).
 - ``mesh``: 4,096 ranks on 128 switches x 32 nodes (one core each), objective ``hops``: a 16^3 7-point
@@ -60,7 +60,7 @@ TORUS_DIMS = {16384: [32, 32, 16], 65536: [64, 32, 32]}
 
 def stencil3d(n: int, nbytes: float):
     """Traffic of a non-periodic n x n x n 7-point stencil, ranks in x-fastest order."""
-    from planner.traffic.matrix import from_arrays
+    from topoplan.traffic.matrix import from_arrays
 
     r = np.arange(n ** 3)
     x, y, z = r % n, (r // n) % n, r // (n * n)
@@ -77,7 +77,7 @@ def mesh_knn(n: int, k: int, nbytes: float, seed: int = 0):
     """Unstructured 3-D mesh: ``n`` seeded random points, each exchanging with its ``k`` nearest (symmetrized)."""
     from scipy.spatial import cKDTree
 
-    from planner.traffic.matrix import from_arrays
+    from topoplan.traffic.matrix import from_arrays
 
     pts = np.random.default_rng(seed).random((n, 3))
     _, idx = cKDTree(pts).query(pts, k=k + 1)
@@ -98,7 +98,7 @@ def rgg(n: int = 4096, degree: float = 8.0, seed: int = 0):
     """
     import networkx as nx
 
-    from planner.traffic.matrix import from_arrays
+    from topoplan.traffic.matrix import from_arrays
 
     g = nx.random_geometric_graph(n, float(np.sqrt(degree / (np.pi * n))), seed=seed)
     e = np.array(sorted(g.edges()), dtype=np.int64).reshape(-1, 2)
@@ -108,15 +108,15 @@ def rgg(n: int = 4096, degree: float = 8.0, seed: int = 0):
 
 
 def single_core_tree(switches: int, nodes_per_switch: int, name: str = ""):
-    from planner.core.topology import TreeTopology
+    from topoplan.core.topology import TreeTopology
 
     return TreeTopology(kind="tree", nodes_per_switch=(nodes_per_switch,) * switches, cores_per_node=1, name=name)
 
 
 def kahip_strong(W, parts: int, seeds: int = KAHIP_SEEDS) -> tuple[float, float]:
     """KaHIP's kaffpa, strong configuration, imbalance 0, best of ``seeds`` seeds: ``(cut bytes, seconds)``."""
-    from planner.problems.placement.metis import kahip_parts
-    from planner.problems.placement.refine import cut_weight
+    from topoplan.problems.placement.metis import kahip_parts
+    from topoplan.problems.placement.refine import cut_weight
 
     t0 = time.perf_counter()
     cut = min(cut_weight(W, kahip_parts(W, [W.shape[0] // parts] * parts, seed=s)) for s in range(seeds))
@@ -124,13 +124,13 @@ def kahip_strong(W, parts: int, seeds: int = KAHIP_SEEDS) -> tuple[float, float]
 
 
 def _kahip_ok() -> bool:
-    from planner.problems.placement import METHODS
+    from topoplan.problems.placement import METHODS
 
     return METHODS.unavailable("kahip") is None
 
 
 def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
-    from planner.problems.placement import solve
+    from topoplan.problems.placement import solve
 
     rows = []
     for method in methods:
@@ -147,8 +147,8 @@ def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
 # -- sections -----------------------------------------------------------------------------------------
 
 def run_maplib(budget: float, seed: int, log) -> list[dict]:
-    from planner.problems.placement import PlacementProblem
-    from planner.traffic.matrix import load_traffic
+    from topoplan.problems.placement import PlacementProblem
+    from topoplan.traffic.matrix import load_traffic
 
     d = ROOT.parent / "shared" / "matrices" / "maplib"
     if not d.is_dir():
@@ -175,8 +175,8 @@ def _ablation(W, k: int, seed: int) -> list[tuple[str, float, float]]:
     """Cut of the former partition pipeline and of each step towards the current one."""
     import pymetis
 
-    from planner.problems.placement.metis import default_tries, metis_parts, partition, repair_balance
-    from planner.problems.placement.refine import cut_weight, refine
+    from topoplan.problems.placement.metis import default_tries, metis_parts, partition, repair_balance
+    from topoplan.problems.placement.refine import cut_weight, refine
 
     targets = [W.shape[0] // k] * k
     scale = min(1e6 / W.data.max(), 1e9 / W.data.sum())                     # the former integer weights
@@ -202,7 +202,7 @@ def _ablation(W, k: int, seed: int) -> list[tuple[str, float, float]]:
 
 
 def run_rgg(budget: float, seed: int, log) -> list[dict]:
-    from planner.problems.placement import PlacementProblem
+    from topoplan.problems.placement import PlacementProblem
 
     kahip = _kahip_ok()
     methods = ["metis"] + (["kahip"] if kahip else []) + ["anneal"]
@@ -244,15 +244,15 @@ def scale_row(spec: dict) -> dict:
     """One scale row, in this process (the parent runs each in a fresh interpreter)."""
     from bench_circuits_scale import cg_like, topology
 
-    from planner.problems.placement import PlacementProblem, solve
-    from planner.traffic.matrix import load_source
+    from topoplan.problems.placement import PlacementProblem, solve
+    from topoplan.traffic.matrix import load_source
 
     n = spec["ranks"]
     t0 = time.perf_counter()
     traffic = cg_like(n) if spec["traffic"] == "cg" else \
         load_source(f"random:np={n},msgs={8 * n},bytes=4MB,seed=1")[1]
     if spec["topology"] == "torus":
-        from planner.core.topology_io import load_topology
+        from topoplan.core.topology_io import load_topology
 
         topo = load_topology({"kind": "torus", "name": f"torus{n}", "dims": TORUS_DIMS[n], "wrap": True,
                               "bw": "4.76GB/s", "latency": "100ns"})
@@ -296,7 +296,7 @@ def run_scale(budget: float, seed: int, log, timeout: float = 600.0, sizes=None,
 
 
 def run_mesh(budget: float, seed: int, log) -> list[dict]:
-    from planner.problems.placement import PlacementProblem
+    from topoplan.problems.placement import PlacementProblem
 
     rows = []
     for pattern, traffic in (("stencil3d", stencil3d(16, 1e6)), ("mesh-knn", mesh_knn(4096, 6, 1e6, seed=seed))):

@@ -42,16 +42,16 @@ MAX_OVER = 0.10
 
 def _problem(kind: str, size: int):
     """The problem of one row (built before the clock starts)."""
-    from planner.traffic.matrix import load_traffic
+    from topoplan.traffic.matrix import load_traffic
 
     if kind == "circuits":
         from benchmarks.bench_circuits_scale import topology
-        from planner.problems.circuits import CircuitProblem
+        from topoplan.problems.circuits import CircuitProblem
 
         return CircuitProblem.build(topology(size), load_traffic(f"random:np={size},msgs={8 * size},bytes=4MB,seed=1"))
     if kind == "placement":
-        from planner.core.topology_io import load_topology
-        from planner.problems.placement import PlacementProblem
+        from topoplan.core.topology_io import load_topology
+        from topoplan.problems.placement import PlacementProblem
 
         cores = 1 if size <= 256 else 4
         topo = load_topology({"kind": "tree", "name": f"tree{size}", "switches": size // (16 * cores),
@@ -60,8 +60,8 @@ def _problem(kind: str, size: int):
                                       "up_latency": "500ns"}})
         return PlacementProblem.build(topo, load_traffic(f"random:np={size},msgs={8 * size},bytes=4MB,seed=1"))
     if kind == "bcast":
-        from planner.problems.bcast import BcastProblem
-        from planner.problems.bcast.allocation import cluster, generate
+        from topoplan.problems.bcast import BcastProblem
+        from topoplan.problems.bcast.allocation import cluster, generate
 
         topo = cluster(128, 16)
         return BcastProblem.build(topo, placement=generate(topo, size, racks=min(128, size // 8), seed=0), root=0,
@@ -74,7 +74,7 @@ def run_row(kind: str, size: int, limit_s: float) -> dict:
     import resource
     import time
 
-    from planner.problems import bcast, circuits, placement
+    from topoplan.problems import bcast, circuits, placement
 
     prob = _problem(kind, size)
     solve = {"circuits": circuits.solve, "placement": placement.solve, "bcast": bcast.solve}[kind]

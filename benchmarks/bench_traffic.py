@@ -9,9 +9,9 @@
 Two kinds of row, each run in a fresh interpreter so that its peak memory (``resource.getrusage``: the
 maximum resident set of that process, the interpreter and NumPy included, about 60 MB) is its own:
 
-- ``trace``: :func:`planner.traffic.npb.npb_trace`, the whole call trace (what ``simulate`` replays).
+- ``trace``: :func:`topoplan.traffic.npb.npb_trace`, the whole call trace (what ``simulate`` replays).
   ``table_MB`` is the size of its columns (75 bytes a row); ``seconds`` the generation alone.
-- ``traffic``: :func:`planner.traffic.matrix.load_traffic` of the spec ``npb:kernel=K,class=C,np=N``:
+- ``traffic``: :func:`topoplan.traffic.matrix.load_traffic` of the spec ``npb:kernel=K,class=C,np=N``:
   the message groups that planning needs, read from the generator's recording without building the
   trace (each recorded block once, counted as often as it repeats).
 
@@ -96,7 +96,7 @@ def mem_available_MB() -> float | None:
     >>> m is None or m > 0
     True
     """
-    from planner.traffic.trace import _memory_available
+    from topoplan.traffic.trace import _memory_available
 
     b = _memory_available()
     return None if b is None else b / 1e6
@@ -111,14 +111,14 @@ def run_one(kernel: str, klass: str, ranks: int, iters: int, what: str) -> dict:
     >>> r["rows"], r["table_MB"] > 0, r["peak_MB"] > 0
     (2532, True, True)
     """
-    from planner.core.errors import TopoplanError
+    from topoplan.core.errors import TopoplanError
 
     it = iters or None
     out = {"rows": None, "seconds": None, "table_MB": None, "groups": None, "note": ""}
     t = time.perf_counter()
     try:
         if what == "trace":
-            from planner.traffic.npb import npb_trace
+            from topoplan.traffic.npb import npb_trace
 
             tr = npb_trace(kernel, klass, ranks, it)
             out["seconds"] = time.perf_counter() - t
@@ -126,8 +126,8 @@ def run_one(kernel: str, klass: str, ranks: int, iters: int, what: str) -> dict:
             out["table_MB"] = sum(getattr(tr, c).nbytes for c in ("rank", "op", "peer", "bytes", "root", "comm_size",
                                                                   "t_start", "t_end", "comm", "tag", "req")) / 1e6
         else:
-            from planner.traffic.generators import record_spec
-            from planner.traffic.matrix import load_traffic
+            from topoplan.traffic.generators import record_spec
+            from topoplan.traffic.matrix import load_traffic
 
             spec = f"npb:kernel={kernel},class={klass},np={ranks}" + ("" if it is None else f",iters={it}")
             traffic = load_traffic(spec)

@@ -24,7 +24,7 @@ How the reference was computed, and so how this runs:
 * A route listed from ``src`` to ``dst`` also serves ``dst`` to ``src``,
   reversed with each direction flipped (SimGrid's symmetrical routes), unless
   that way is listed too. The ``tree`` generator's routes are those of
-  ``sim.flowfile.tree_routes`` (only the host pairs that carry flows are added).
+  ``topoplan.sim.flowfile.tree_routes`` (only the host pairs that carry flows are added).
 
 Flows are started by one actor, in start-time order (``sleep_until`` the start,
 then ``Comm.sendto_async``), and all waited for at the end; a flow's finish time

@@ -39,9 +39,9 @@ MODELS = tuple(MODEL_NAMES)
 
 
 def model_of(name: str):
-    """The :class:`sim.model.SimModel` of one of :data:`MODELS`."""
-    from planner.core.errors import TopoplanError
-    from sim.model import SimModel
+    """The :class:`topoplan.sim.model.SimModel` of one of :data:`MODELS`."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.sim.model import SimModel
 
     if name == "paper":
         return SimModel(model="paper", relay="store-and-forward")
@@ -78,7 +78,7 @@ def cached_run(key: dict, path: Path | None, compute: Callable[[], dict], *, log
     written: a cell whose recomputed result differs from the stored one (see :func:`result_difference`),
     or that has no stored result, is recorded in it. The cache key holds the parameters, not the code, so
     this is how committed results are checked against the code that should reproduce them."""
-    from planner.core.io import write_json
+    from topoplan.core.io import write_json
 
     stored = None
     if path is not None and path.is_file():
@@ -178,7 +178,7 @@ def verification_of(ap, args) -> Verification | None:
 
 def write_csv(rows, path: Path, columns) -> None:
     """Rows (dicts) as a CSV with exactly ``columns``, written atomically."""
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore")
@@ -189,8 +189,8 @@ def write_csv(rows, path: Path, columns) -> None:
 
 def used_circuits(prob, plan: dict) -> int:
     """Circuits that carry large messages when the plan's forwarding tables route the traffic."""
-    from planner.problems.circuits.bound import evaluate
-    from planner.problems.circuits.forwarding import array_from_tables
+    from topoplan.problems.circuits.bound import evaluate
+    from topoplan.problems.circuits.forwarding import array_from_tables
 
     circ = [tuple(c) for c in plan["circuits"]]
     nh = array_from_tables(plan["forwarding"], prob.n_nodes, prob.n_switches)
@@ -230,9 +230,9 @@ class Inputs:
         self._pl: dict = {}
 
     def traffic(self):
-        """``(trace, traffic)`` of :func:`planner.traffic.matrix.load_source`."""
+        """``(trace, traffic)`` of :func:`topoplan.traffic.matrix.load_source`."""
         if self._trace is None:
-            from planner.traffic.matrix import load_source
+            from topoplan.traffic.matrix import load_source
 
             self._trace, self._traffic = load_source(self.spec)
         return self._trace, self._traffic
@@ -251,7 +251,7 @@ class Inputs:
 
 def placement_on(topo, traffic, method: str, seed: int = 0, *, anneal_steps: int = 4000,
                  threshold_B: float | None = None, metis_cut_B: float | None = None):
-    """The papers' placements with :mod:`planner.problems.placement`.
+    """The papers' placements with :mod:`topoplan.problems.placement`.
 
     ``sequential``; ``metis`` (CommPattern: METIS over switches then nodes, the node groups with the most
     inter-switch traffic on the OCS nodes); with ``metis_cut_B`` the first METIS seed (from ``seed`` on)
@@ -260,11 +260,11 @@ def placement_on(topo, traffic, method: str, seed: int = 0, *, anneal_steps: int
     optimum, which our METIS finds, is 1,280 MB); ``anneal``
     (congestion objective, a fixed step count so the result is reproducible).
     """
-    from planner.analysis.switches import analyze
-    from planner.core.errors import TopoplanError
-    from planner.core.placement import sequential
-    from planner.problems.placement import PlacementProblem, solve
-    from planner.problems.placement.problem import to_placement
+    from topoplan.analysis.switches import analyze
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import sequential
+    from topoplan.problems.placement import PlacementProblem, solve
+    from topoplan.problems.placement.problem import to_placement
 
     if method == "sequential":
         return sequential(traffic.n_ranks, topo)

@@ -1,15 +1,15 @@
 """004's all-to-all on a mesh/torus, flow-simulated: A2A vs topology-aware A2AT vs the formula (1) bound.
 
 Simulates the simple spread A2A (step ``i``: ``src -> (src + i) mod N``) and
-our A2AT (balanced rounds of coordinate shifts, ``planner.analysis.alltoall``) on the
+our A2AT (balanced rounds of coordinate shifts, ``topoplan.analysis.alltoall``) on the
 10x10x10 mesh of 004 section V-A and on 4x4x4, 6x6x6, 8x8x8 (and 10x10x10)
 meshes and tori, for 1 KB, 32 KB and 1 MB messages, with 3 messages in
 flight per node (one per dimension). Every
-all-to-all is simulated round by round (:func:`planner.analysis.alltoall.simulate_rounds`:
+all-to-all is simulated round by round (:func:`topoplan.analysis.alltoall.simulate_rounds`:
 each round's messages are max-min fair flows on the dimension-order routes
-of ``sim.network.build_network``, the next round starts when it ends, as in
+of ``topoplan.sim.network.build_network``, the next round starts when it ends, as in
 MPI's pairwise exchange); on the 4x4x4 cases the full MPI replay
-(``sim.run.simulate`` of the schedule's trace, per-node ``waitall``) runs too,
+(``topoplan.sim.run.simulate`` of the schedule's trace, per-node ``waitall``) runs too,
 to show how close the two modes are. The 10x10x10 mesh at 32 KB also records
 the CLV time series (004 Fig. 1 and 3): maximum and average link
 utilization per dimension and direction, A2A beside A2AT (``--quick``: the
@@ -67,18 +67,18 @@ def cases(quick: bool):
 
 
 def topology(kind: str, side: int):
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     return load_topology("mesh10x10x10", [f"dims=[{side},{side},{side}]", f"wrap={'true' if kind == 'torus' else 'false'}"])
 
 
 def run(quick: bool = False, log=print) -> tuple[list[dict], dict]:
     """Simulate every case; returns the CSV rows and the time series ``{algorithm: class_series}``."""
-    from planner.analysis.alltoall import (a2a_schedule, a2at_schedule, alltoall_lower_bound, schedule_congestion,
+    from topoplan.analysis.alltoall import (a2a_schedule, a2at_schedule, alltoall_lower_bound, schedule_congestion,
                                   schedule_trace, simulate_rounds)
-    from planner.core.placement import from_nodes
-    from planner.reporting.report import class_series, parse_result
-    from planner.core.topology_io import topology_to_dict
+    from topoplan.core.placement import from_nodes
+    from topoplan.reporting.report import class_series, parse_result
+    from topoplan.core.topology_io import topology_to_dict
 
     rows, series = [], {}
     tl_case = QUICK_TIMELINE_CASE if quick else TIMELINE_CASE
@@ -110,7 +110,7 @@ def run(quick: bool = False, log=print) -> tuple[list[dict], dict]:
                         series[name] = {"case": base["case"], "bytes": nbytes, "t_s": data.t_s, "dt_s": data.dt_s, "classes": class_series(data),
                                         "makespan_s": res["makespan_s"]}
                     if replay:
-                        from sim.run import simulate
+                        from topoplan.sim.run import simulate
 
                         sim = simulate(topo, schedule_trace(s, nbytes), from_nodes(range(n), topo), compute_scale=0.0)
                         rows.append({**base, "mode": "replay", "simulated_s": sim["makespan_s"],
@@ -123,7 +123,7 @@ def run(quick: bool = False, log=print) -> tuple[list[dict], dict]:
 # -- outputs ----------------------------------------------------------------------------
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIELDS)
@@ -139,7 +139,7 @@ def write_png(rows: list[dict], series: dict, path: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     sizes = sorted({r["bytes"] for r in rows})
     classes = [f"torus-{d}{s}" for d in "xyz" for s in "+-"]
@@ -232,9 +232,9 @@ def utilization_summary(series: dict) -> dict:
 
 
 def write_md(rows: list[dict], series: dict, path: Path) -> None:
-    from planner.analysis.alltoall import bound_details
-    from planner.core.io import atomic_write
-    from planner.core.topology_io import load_topology
+    from topoplan.analysis.alltoall import bound_details
+    from topoplan.core.io import atomic_write
+    from topoplan.core.topology_io import load_topology
 
     k = bound_details(load_topology("kcomputer"), 32768)
 

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from planner.problems.bcast import BcastProblem, solve
-from planner.problems.bcast.allocation import cluster, generate
-from sim.model import SimModel
+from topoplan.problems.bcast import BcastProblem, solve
+from topoplan.problems.bcast.allocation import cluster, generate
+from topoplan.sim.model import SimModel
 
 SIZES = [1, 64, 1024, 16384, 262144, 1 << 20, 4 << 20]
 METHODS = ("default", "dft", "bft", "greedy", "anneal", "ilp")
@@ -136,7 +136,7 @@ def plot(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     scen = list(dict.fromkeys(r["scenario"] for r in rows))
     cols = min(3, len(scen))
@@ -179,7 +179,7 @@ def plot(rows, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--out-dir", type=Path, default=ROOT / "experiments" / "results")

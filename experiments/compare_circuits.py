@@ -63,7 +63,7 @@ def traffic_spec(kind: str, ranks: int) -> str:
 
 def load_traffic(kind: str, ranks: int):
     """``(trace, Traffic, spec)`` of one of the papers' traffic kinds."""
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     spec = traffic_spec(kind, ranks)
     trace, tr = load_source(spec)
@@ -74,11 +74,11 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
         time_limit=10.0, anneal_s=5.0, quick=False, solver="cbc", out=None, log=print,
         simulate="bulk", models=MODELS) -> list[dict]:
     """Run the grid; returns the rows (and writes them as CSV to ``out``)."""
-    from planner.problems.circuits import CircuitProblem
-    from planner.problems.circuits.problem import compare
-    from planner.problems.circuits.problem import plan_simulator
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.problems.circuits.problem import compare
+    from topoplan.problems.circuits.problem import plan_simulator
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
 
     rows = []
     for system in systems:
@@ -126,7 +126,7 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
 
 
 def write_csv(rows, path: Path) -> None:
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["system"])
@@ -143,7 +143,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     panels = {}
     for r in rows:

@@ -57,8 +57,8 @@ FIELDS = fields()
 
 def run_one(prob, method: str, *, seed: int, anneal_s: float, ilp_s: float):
     """Solve one instance with one method; ``None`` when the method does not apply or is not installed."""
-    from planner.core.errors import TopoplanError
-    from planner.problems.placement import PlacementProblem, solve
+    from topoplan.core.errors import TopoplanError
+    from topoplan.problems.placement import PlacementProblem, solve
 
     try:
         if method == "anneal-cong":
@@ -73,9 +73,9 @@ def run_one(prob, method: str, *, seed: int, anneal_s: float, ilp_s: float):
 def run(systems=SYSTEMS, traffic=tuple(TRAFFIC), methods=METHODS, *, seed=0, anneal_s=5.0, ilp_s=10.0,
         simulate=True, models=MODELS, log=print):
     """All rows of the comparison (dicts with :func:`fields`)."""
-    from planner.problems.placement import PlacementProblem, simulated_time
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_traffic
+    from topoplan.problems.placement import PlacementProblem, simulated_time
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_traffic
 
     rows = []
     for kind in traffic:
@@ -112,7 +112,7 @@ def run(systems=SYSTEMS, traffic=tuple(TRAFFIC), methods=METHODS, *, seed=0, ann
 
 
 def write_csv(rows, path: Path, models=MODELS) -> None:
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     cols = fields(models)
     buf = io.StringIO()
@@ -140,7 +140,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     cases = list(dict.fromkeys((r["system"], r["traffic"]) for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))

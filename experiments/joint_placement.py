@@ -8,7 +8,7 @@ traffic, one CSV row per (system, OCS size, traffic, approach):
 - ``metis+none``  -- METIS placement, EPS only (reference);
 - ``metis+greedy`` / ``metis+ilp`` -- place-then-assign: METIS placement
   (OCS nodes to the heaviest groups), then 003's greedy or the exact circuits;
-- ``joint+greedy`` / ``joint+ilp`` -- :func:`planner.problems.placement.joint.joint`
+- ``joint+greedy`` / ``joint+ilp`` -- :func:`topoplan.problems.placement.joint.joint`
   with greedy circuits in its rounds (``+ilp``: the start and the final plan
   use the exact circuit model, so it is never worse than ``metis+ilp``), its work
   bounded by counts (``--evals``, ``--anneal-steps``), not by the clock; among
@@ -19,7 +19,7 @@ traffic, one CSV row per (system, OCS size, traffic, approach):
 Columns: the circuit model's communication-time bound (``bound_s``), uplink
 bytes, inter-switch bytes, bytes on circuits direct / relayed, the simulated
 time of the plan under each model of ``--models`` (``simulated_s.<model>``;
-the traffic as one bulk phase, :func:`sim.run.simulate_plan`; see
+the traffic as one bulk phase, :func:`topoplan.sim.run.simulate_plan`; see
 :mod:`experiments._common`), the solve time. The PNG shows bound and
 simulated times relative to ``metis+greedy``.
 
@@ -64,11 +64,11 @@ def run_instance(preset, label, sets, kind, *, ilp_s, joint_s=None, evals=EVALS,
                  simulate=True, models=MODELS, log=print) -> list[dict]:
     """All approaches on one (system, traffic); one row each. ``joint`` runs ``evals`` plan evaluations per
     descent step and ``anneal_steps`` anneal batches per round, capped by ``joint_s`` seconds when given."""
-    from planner.problems.circuits import CircuitProblem
-    from planner.problems.circuits import solve as circuit_solve
-    from planner.problems.placement import PlacementProblem, simulated_time, solve, to_placement
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_traffic
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.problems.circuits import solve as circuit_solve
+    from topoplan.problems.placement import PlacementProblem, simulated_time, solve, to_placement
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_traffic
 
     topo = load_topology(preset, sets)
     traffic = load_traffic(TRAFFIC[kind])
@@ -125,7 +125,7 @@ def run(quick=False, traffic=None, joint_s=None, ilp_s=5.0, seed=0, simulate=Tru
 
 
 def write_csv(rows, path: Path) -> None:
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -141,7 +141,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     show = ("metis+ilp", "joint+greedy", "joint+ilp", "metis+none")
     kinds = list(dict.fromkeys(r["traffic"] for r in rows))

@@ -13,7 +13,7 @@ paper's SP circuits we run our exact circuits (``ilp``) on the same placements
 (normal uplinks). Every cell is simulated under each model of
 :data:`experiments._common.MODELS` (the papers' own model; max-min with
 pipelined relays, our default; max-min with store-and-forward relays) with
-``sim.run.simulate_plan`` (threshold 8,192 B, 000 §4.1) and reported as the
+``topoplan.sim.run.simulate_plan`` (threshold 8,192 B, 000 §4.1) and reported as the
 paper's figures are: execution time relative to EPS only with 64 Gbps uplinks
 under the same model. Circuit plans do not depend on the model: each is made
 once and simulated under every model. Figure 6 (load on the top switch S0 and
@@ -126,7 +126,7 @@ def traffic_spec(app: str, iters: int, npb_iters: int) -> str:
 
 def topology_of(network: str, uplink: str = "1"):
     """The ``paper000`` preset with the uplink variant (and EPS only) as ``--set`` overrides."""
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     sets = [f"eps.up_bw={UPLINKS[uplink]}"]
     if network == "eps":
@@ -139,7 +139,7 @@ def topology_of(network: str, uplink: str = "1"):
 def placement_of(inputs: Inputs, kind: str):
     """SP: ranks sequentially from left to right (000 Fig. 4); CP: METIS over the switches, then the nodes
     (000 §4.1). Uplinks do not change either, so both are computed once on the normal hybrid."""
-    from planner.core.placement import sequential
+    from topoplan.core.placement import sequential
 
     topo = topology_of("hybrid")
     if kind == "sequential":
@@ -153,7 +153,7 @@ _PLANS: dict = {}
 def plan_of(cell: dict, inputs: Inputs, params: dict):
     """The cell's circuit plan (None on EPS only): made once per (application, placement, uplink, pathways,
     method) and shared by the models, which only change how the plan is simulated."""
-    from planner.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits import CircuitProblem, solve
 
     if cell["network"] != "hybrid":
         return None, {}
@@ -173,7 +173,7 @@ def plan_of(cell: dict, inputs: Inputs, params: dict):
 
 def run_cell(cell: dict, inputs: Inputs, params: dict) -> dict:
     """Plan at most ``pathways`` circuits (hybrid cells) and simulate one cell under its model."""
-    from sim.run import simulate_plan
+    from topoplan.sim.run import simulate_plan
 
     trace, _ = inputs.traffic()
     topo = topology_of(cell["network"], cell["uplink"])
@@ -262,7 +262,7 @@ def run(apps=APPS, uplinks=tuple(UPLINKS), pathways=PATHWAYS, ilp_pathways=ILP_P
     """Run the grid and write ``paper000.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
 
     With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed}
     out_dir = Path(out_dir)
@@ -453,7 +453,7 @@ def plot(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     apps = [a for a in APPS if any(r["app"] == a and r["metric"] == "rel_time" for r in rows)]
     models = _models(rows)

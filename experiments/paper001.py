@@ -7,7 +7,7 @@ bisection uplinks and the full-bisection EPS reference; Neighbor 16x16 4 MB
 and NPB CG, LU, MG class C on 256 ranks. Every cell is simulated under each
 model of :data:`experiments._common.MODELS` (the papers' own model; max-min
 with pipelined relays, our default; max-min with store-and-forward relays)
-with ``sim.run.simulate_plan`` and reported relative to "EPS only" (sequential
+with ``topoplan.sim.run.simulate_plan`` and reported relative to "EPS only" (sequential
 placement) under the same model, as the paper's figures are. Beside the
 paper's own method (3-step circuit assignment, ranks placed sequentially) we
 run our exact circuits (``ilp``) and, for the normal uplinks, CommPattern
@@ -130,7 +130,7 @@ def traffic_spec(app: str, iters: int, npb_iters: int) -> str:
 
 def topology_of(cell: dict):
     """The topology of a cell: the preset with 001 Table 1's variants as ``--set`` overrides."""
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     c = SYSTEMS[cell["system"]]
     sets = [f"eps.up_bw={cell['uplink_bw']}"]
@@ -149,7 +149,7 @@ def placement_of(cell: dict, inputs: Inputs, topo):
     """001 §4.1: ranks fill the switches in order, the lowest ranks of each switch on its OCS nodes
     (sequential). CommPattern: METIS over the switches, OCS nodes first, on the hybrid with the cell's OCS
     nodes (the EPS-only reference uses the 128-node one)."""
-    from planner.core.placement import sequential
+    from topoplan.core.placement import sequential
 
     if cell["placement"] == "sequential":
         return sequential(inputs.traffic()[1].n_ranks, topo)
@@ -163,7 +163,7 @@ _PLANS: dict = {}
 def plan_of(cell: dict, inputs: Inputs, params: dict):
     """The cell's circuit plan (None without circuits): made once per (system, application, uplink, OCS nodes,
     method, placement) and shared by the models, which only change how the plan is simulated."""
-    from planner.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits import CircuitProblem, solve
 
     if cell["network"] != "hybrid":
         return None, {}
@@ -184,7 +184,7 @@ def plan_of(cell: dict, inputs: Inputs, params: dict):
 
 def run_cell(cell: dict, inputs: Inputs, params: dict) -> dict:
     """Plan circuits (hybrid cells) and simulate one cell under its model; returns its measured values."""
-    from sim.run import simulate_plan
+    from topoplan.sim.run import simulate_plan
 
     trace, _ = inputs.traffic()
     topo = topology_of(cell)
@@ -221,7 +221,7 @@ def run(systems=("8x32", "16x16"), apps=APPS, *, quick=False, iters=5, npb_iters
     """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
 
     With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "threshold_B": THRESHOLD_B}
@@ -426,7 +426,7 @@ def plot(rows, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
     models = [m for m in MODELS if any(r["model"] == m for r in rows)]

@@ -16,7 +16,7 @@ Beside the paper's circuit assignment (003 Fig. 3, ``greedy``) we run our
 exact circuits (``ilp``) on "Ours", and annealed placement (``anneal``,
 congestion objective) with ``ilp`` circuits at 32 OCS nodes. Circuit plans do
 not depend on the model: each is made once and simulated under every model.
-Table 2 (inter-switch volumes) comes from ``planner.analysis.switches``.
+Table 2 (inter-switch volumes) comes from ``topoplan.analysis.switches``.
 
     python -m experiments.paper003            # the whole grid (cached per cell)
     python -m experiments.paper003 --quick    # Neighbor, Sequential, a few cells (< 1 min)
@@ -127,7 +127,7 @@ def traffic_spec(app: str, iters: int, npb_iters: int) -> str:
 
 def topology_of(network: str, ocs_nodes: int = 32):
     """The topology of a cell: the ``paper003`` preset with 003 Table 1's variants as ``--set`` overrides."""
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     if network == "eps":
         return load_topology(PRESET, ["kind=tree", "ocs=null"])
@@ -147,8 +147,8 @@ def placement_of(inputs: Inputs, app: str, kind: str, ocs_nodes: int, anneal_ste
     inter-switch traffic go on the OCS nodes (so it depends on the OCS size; EPS-only and FT EPS use the
     32-node one, the OCS choice only permutes nodes within a switch there). ``metis-paper``: the same with
     the first METIS seed that cuts what the paper's METIS cut."""
-    from planner.analysis.switches import default_threshold
-    from planner.core.placement import sequential
+    from topoplan.analysis.switches import default_threshold
+    from topoplan.core.placement import sequential
 
     n = inputs.traffic()[1].n_ranks
     if kind == "sequential":
@@ -168,8 +168,8 @@ _PLANS: dict = {}
 def plan_of(cell: dict, inputs: Inputs, params: dict):
     """The cell's circuit plan (None without circuits): made once per (application, placement, network, OCS
     size, method) and shared by the models, which only change how the plan is simulated."""
-    from planner.analysis.switches import default_threshold
-    from planner.problems.circuits import CircuitProblem, solve
+    from topoplan.analysis.switches import default_threshold
+    from topoplan.problems.circuits import CircuitProblem, solve
 
     if cell["circuits"] == "none":
         return None, None, {}
@@ -190,7 +190,7 @@ def plan_of(cell: dict, inputs: Inputs, params: dict):
 
 def run_cell(cell: dict, inputs: Inputs, params: dict) -> dict:
     """Plan circuits (hybrid cells) and simulate one cell under its model; returns its measured values."""
-    from sim.run import simulate_plan
+    from topoplan.sim.run import simulate_plan
 
     trace, _ = inputs.traffic()
     topo = topology_of(cell["network"], cell["ocs_nodes"])
@@ -223,11 +223,11 @@ def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, lo
 # -- Table 2 ----------------------------------------------------------------
 
 def table2(apps, inputs: dict, placements=PLACEMENTS, iters: int = 5, anneal_steps: int = 4000) -> list[dict]:
-    """003 Table 2 with ``planner.analysis.switches``: inter-switch bytes (total, large, small) per application and
+    """003 Table 2 with ``topoplan.analysis.switches``: inter-switch bytes (total, large, small) per application and
     placement, for the paper's 5 iterations (volumes, unlike relative times, scale with them; no simulation
     needed), with the placements the simulated cells use (CommPattern: the 32-OCS-node one)."""
-    from planner.analysis.switches import analyze
-    from planner.traffic.matrix import load_source
+    from topoplan.analysis.switches import analyze
+    from topoplan.traffic.matrix import load_source
 
     topo = topology_of("hybrid", 32)
     rows = []
@@ -257,7 +257,7 @@ def run(apps=APPS, placements=PLACEMENTS, ocs_nodes=OCS_NODES, *, quick=False, b
     """Run the grid and write ``paper003.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
 
     With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
               "anneal_steps": anneal_steps}
@@ -500,7 +500,7 @@ def plot(rows, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
-    from planner.core.io import atomic_write
+    from topoplan.core.io import atomic_write
 
     atomic_write(path, buf.getvalue())
 
@@ -560,7 +560,7 @@ def markdown(rows) -> str:
         out += [f"Performance gain over EPS only, {MODEL_NAMES[m]} (003 Figures 5-6; Ours / narrow use 003's "
                 "circuit assignment, Fig. 3, `greedy`; ilp = our exact circuits; the paper's stated values in "
                 "brackets):", ""] + gain_table(rows, m) + [""]
-    out += ["Table 2 (inter-switch volumes, `planner.analysis.switches`, threshold = OCS BDP 1,250 B; paper in brackets):",
+    out += ["Table 2 (inter-switch volumes, `topoplan.analysis.switches`, threshold = OCS BDP 1,250 B; paper in brackets):",
             "", "| app | placement | total | large | small |", "|---|---|---|---|---|"]
     for app in APPS:
         for pl in PLACEMENTS:

@@ -1,8 +1,8 @@
 """Circuits that change with the application's phases (issue 21): static vs scheduled configurations.
 
-Every workload is split into communication phases (:mod:`planner.traffic.phases`), and circuit
-configurations are scheduled over them (:mod:`planner.problems.circuits.schedule`); every schedule is
-simulated phase by phase with set-up blackouts (:mod:`sim.schedule`, max-min with pipelined relays, the
+Every workload is split into communication phases (:mod:`topoplan.traffic.phases`), and circuit
+configurations are scheduled over them (:mod:`topoplan.problems.circuits.schedule`); every schedule is
+simulated phase by phase with set-up blackouts (:mod:`topoplan.sim.schedule`, max-min with pipelined relays, the
 default model). Per system and workload the rows are
 
 - **EPS only**: the tree without OCS (``--set kind=tree --set ocs=null``), the whole trace replayed;
@@ -21,14 +21,14 @@ default model). Per system and workload the rows are
   schedule beats;
 - **solstice** / **bvn** (the all-to-all-heavy workloads: the two-phase workload, FT, IS): the exact
   programme with one more choice for every all-to-all-like phase, that phase's decomposition into a
-  sequence of configurations with durations (:mod:`planner.problems.circuits.decompose`: Solstice-like, or
+  sequence of configurations with durations (:mod:`topoplan.problems.circuits.decompose`: Solstice-like, or
   Birkhoff-von Neumann), replayed one sub-phase per slot with set-ups between slots; the decomposition is
   kept only where it simulates faster than the phase's best single configuration.
 
 Systems: 003's (``paper003``: 4 switches x 16 nodes x 4 cores) with 16, 32 (the preset), and 64 OCS nodes,
 and 001's (``paper001-16x16``: 16 switches x 16 nodes) with 64 (the preset) and 128 OCS nodes.
 Workloads: the two-phase workload ``halo+transpose`` (Neighbor 16x16, 4 MB, 5 iterations, then a 16x16
-transpose exchange, 4 MB, 5 iterations; :mod:`planner.traffic.twophase`), and NPB CG, MG, LU, FT and IS,
+transpose exchange, 4 MB, 5 iterations; :mod:`topoplan.traffic.twophase`), and NPB CG, MG, LU, FT and IS,
 class C on 256 ranks, 1 iteration (as 003's experiment), sequential placement. The set-up sweep runs the
 two-phase workload at ``ocs.setup`` 1, 3, 10, 30 and 100 ms (per-phase, exact, solstice, bvn).
 
@@ -70,10 +70,10 @@ SWEEP_METHODS = ("per-phase", "exact", "solstice", "bvn")
 def workload(name: str):
     """The trace of a workload."""
     if name == TWO_PHASE:
-        from planner.traffic.twophase import halo_then_transpose
+        from topoplan.traffic.twophase import halo_then_transpose
 
         return halo_then_transpose(16, 16, 4e6, iters=5)
-    from planner.traffic.generators import parse_spec
+    from topoplan.traffic.generators import parse_spec
 
     return parse_spec(f"npb:kernel={name},class=C,np=256,iters=1")
 
@@ -89,11 +89,11 @@ def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0,
     """Schedule and simulate one (system, workload); with ``setups_ms`` also the set-up sweep."""
     from dataclasses import replace
 
-    from planner.core.topology_io import load_topology
-    from planner.problems.circuits.schedule import PhasedProblem, schedule
-    from planner.traffic.phases import detect_phases
-    from sim.run import network_view, simulate_plan
-    from sim.schedule import simulate_schedule
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits.schedule import PhasedProblem, schedule
+    from topoplan.traffic.phases import detect_phases
+    from topoplan.sim.run import network_view, simulate_plan
+    from topoplan.sim.schedule import simulate_schedule
 
     preset, sets = SYSTEMS[system]
     topo = load_topology(preset, sets)
@@ -209,11 +209,11 @@ def markdown(cells: list, params: dict) -> str:
              f"wall {params.get('wall_s', 0):.0f} s{params.get('merged', '')}). Simulated: max-min sharing, "
              "pipelined relays; schedules phase "
              "by phase, phases separated as if by barriers, set-up blackouts as the plan says "
-             "(`sim/schedule.py`). The schedulers minimize the sum of phase times (each phase simulated alone; "
+             "(`topoplan/sim/schedule.py`). The schedulers minimize the sum of phase times (each phase simulated alone; "
              "IS: its communication-time bound) plus set-ups; zero set-up: every phase at its best candidate with "
              "no set-up. solstice / bvn: the exact programme plus, for every all-to-all-like phase, its "
              "decomposition into a sequence of configurations (sub-phases with set-ups between them, "
-             "`planner/problems/circuits/decompose.py`); run for the all-to-all-heavy workloads only.", "",
+             "`topoplan/problems/circuits/decompose.py`); run for the all-to-all-heavy workloads only.", "",
              "## Static vs scheduled", "",
              "| system | workload | phases (kinds) | EPS only | best static | per-phase | exact | zero set-up | "
              "solstice | bvn | exact vs static | solstice vs static | exact vs zero set-up | changes | "
@@ -296,7 +296,7 @@ def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_
     With ``merge`` the cells of the existing JSON whose (system, workload) is not rerun are kept, in the
     order of a full run.
     """
-    from planner.core.io import atomic_write, write_json
+    from topoplan.core.io import atomic_write, write_json
 
     t0 = time.perf_counter()
     out_dir = Path(out_dir)

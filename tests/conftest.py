@@ -23,7 +23,7 @@ def data():
 @pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    from planner.cli.main import main
+    from topoplan.cli.main import main
 
     def _run(*args):
         code = main([str(a) for a in args])

@@ -6,13 +6,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.analysis.alltoall import (a2a_schedule, a2a_trace, a2at_schedule, a2at_trace, alltoall_lower_bound,
+from topoplan.analysis.alltoall import (a2a_schedule, a2a_trace, a2at_schedule, a2at_trace, alltoall_lower_bound,
                               bound_details, schedule_congestion, schedule_trace, shift_loads)
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
-from planner.traffic.trace import OP_CODE
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.trace import OP_CODE
 
-HAVE_SIM = importlib.util.find_spec("sim.run") is not None
+HAVE_SIM = importlib.util.find_spec("topoplan.sim.run") is not None
 
 
 def _topo(dims, wrap=False, bw="4.76GB/s"):
@@ -20,7 +20,7 @@ def _topo(dims, wrap=False, bw="4.76GB/s"):
 
 
 def _cli(*args):
-    from planner.cli.commands.bound import register
+    from topoplan.cli.commands.bound import register
 
     app = typer.Typer()
     register(app)
@@ -161,7 +161,7 @@ def test_cli_compare_reports_both():
     assert s["A2A"]["rounds"] == 21 and s["A2AT"]["window"] == 3
 
 
-@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (sim.run) is not importable")
+@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (topoplan.sim.run) is not importable")
 def test_simulated_a2at_faster_than_a2a():
     res = _cli("bound", "alltoall", "-t", "mesh10x10x10", "--set", "dims=[4,4,4]", "--bytes", "1MB",
                "--simulate", "a2a,a2at", "--json")
@@ -184,7 +184,7 @@ def test_a2at_window_multiple_merges_orbits():
 
 def test_simulate_rounds_without_latency_is_the_congestion_estimate():
     """With no latency, each round of max-min fair flows lasts exactly as long as its busiest link needs."""
-    from planner.analysis.alltoall import simulate_rounds
+    from topoplan.analysis.alltoall import simulate_rounds
 
     t = load_topology("mesh10x10x10", ["dims=[4,3,3]", "latency=0", "mtu=1B"])
     for s in (a2a_schedule(t.n_nodes, 3), a2at_schedule(t)):
@@ -200,10 +200,10 @@ def test_simulate_rounds_without_latency_is_the_congestion_estimate():
 
 def test_simulate_rounds_timeline_conserves_bytes():
     """The stitched per-round timelines carry every byte over every hop, in the report's schema."""
-    from planner.analysis.alltoall import simulate_rounds
-    from planner.reporting.report import class_series, parse_result
-    from planner.core.topology_io import topology_to_dict
-    from sim.network import build_network
+    from topoplan.analysis.alltoall import simulate_rounds
+    from topoplan.reporting.report import class_series, parse_result
+    from topoplan.core.topology_io import topology_to_dict
+    from topoplan.sim.network import build_network
 
     t = _topo((3, 3, 2), [True, False, False])
     s = a2at_schedule(t)
@@ -225,7 +225,7 @@ def test_simulate_rounds_timeline_conserves_bytes():
         simulate_rounds(t, a2a_schedule(5), 1e6)
 
 
-@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (sim.run) is not importable")
+@pytest.mark.skipif(not HAVE_SIM, reason="the simulator (topoplan.sim.run) is not importable")
 def test_cli_simulate_rounds_mode_agrees_with_replay_for_large_messages():
     base = ["bound", "alltoall", "-t", "mesh10x10x10", "--set", "dims=[3,3,3]", "--bytes", "1MB", "--json"]
     rounds = json.loads(_cli(*base, "--simulate", "a2a,a2at", "--sim-mode", "rounds").output)["schedules"]

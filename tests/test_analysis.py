@@ -3,11 +3,11 @@ import json
 import numpy as np
 import pytest
 
-from planner.analysis.switches import analyze, default_threshold
-from planner.core.errors import TopoplanError
-from planner.core.placement import sequential
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays, load_traffic
+from topoplan.analysis.switches import analyze, default_threshold
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays, load_traffic
 
 
 def test_003_table2_neighbor_sequential(run_cli):
@@ -79,7 +79,7 @@ def test_traffic_command_writes_matrix(run_cli, tmp_path):
 def test_node_pairs_count_large_message_pairs_when_asked():
     """000 Table 2 counts node pairs with inter-switch communication circuits can serve: a pair that only
     exchanges small (e.g. zero-byte synchronisation) messages is not one of them."""
-    from planner.traffic.matrix import from_arrays
+    from topoplan.traffic.matrix import from_arrays
 
     t = load_topology("paper003", ["kind=tree", "ocs=null"])
     # ranks 0/64 (nodes 0 and 16): 1 MB both ways; ranks 4/68: zero-byte only; ranks 8/72: one of each

@@ -54,7 +54,7 @@ MPI_SCRIPT = r"""
 import json, sys
 import numpy as np
 from mpi4py import MPI
-from planner.problems.bcast.mpi_helper import reordered_comm, new_rank_keys
+from topoplan.problems.bcast.mpi_helper import reordered_comm, new_rank_keys
 plan = json.load(open(sys.argv[1]))
 world = MPI.COMM_WORLD
 comm = reordered_comm(world, sys.argv[1])
@@ -76,8 +76,8 @@ def test_reordered_comm_under_real_mpirun(tmp_path):
     if shutil.which("mpirun") is None:
         pytest.skip("mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)")
     pytest.importorskip("mpi4py", reason="mpi4py not in the venv")
-    from planner.problems.bcast import BcastProblem, solve
-    from planner.problems.bcast.allocation import cluster
+    from topoplan.problems.bcast import BcastProblem, solve
+    from topoplan.problems.bcast.allocation import cluster
 
     d = np.array([[0, 3, 1, 2], [3, 0, 4, 4], [1, 9, 0, 4], [2, 4, 4, 0]], dtype=float)
     p = BcastProblem.build(cluster(2, 4), placement=[0, 1, 2, 3], root=1, bytes_B=64, tree="binomial", delay=d)
@@ -93,7 +93,7 @@ def test_reordered_comm_under_real_mpirun(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = json.loads(out.stdout.strip().splitlines()[-1])
-    from planner.problems.bcast.mpi_helper import new_rank_keys
+    from topoplan.problems.bcast.mpi_helper import new_rank_keys
 
     want = new_rank_keys(res.to_dict(), 4)
     assert [r[1] for r in sorted(rows)] == want and all(r[2] for r in rows)
@@ -101,9 +101,9 @@ def test_reordered_comm_under_real_mpirun(tmp_path):
 
 
 def test_library_errors_name_fields_and_the_cli_names_flags(run_cli):
-    from planner.problems.bcast import BcastProblem
-    from planner.problems.bcast.allocation import cluster
-    from planner.core.errors import TopoplanError
+    from topoplan.problems.bcast import BcastProblem
+    from topoplan.problems.bcast.allocation import cluster
+    from topoplan.core.errors import TopoplanError
 
     topo = cluster(2, 4)
     for kw, needle in (({"placement": []}, "field 'placement': empty allocation"),

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from planner.problems.bcast import delay
-from planner.problems.bcast.allocation import DDR_Bps, SDR_Bps, cluster
-from planner.core.errors import TopoplanError
+from topoplan.problems.bcast import delay
+from topoplan.problems.bcast.allocation import DDR_Bps, SDR_Bps, cluster
+from topoplan.core.errors import TopoplanError
 
 
 def test_hops_and_speed_matrices():

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from planner.problems.bcast import BcastProblem, METHODS, solve
-from planner.problems.bcast.allocation import cluster, generate, parse_spec
-from planner.problems.bcast.problem import bft_visit, dft_visit, greedy_visit
-from planner.core.errors import TopoplanError
+from topoplan.problems.bcast import BcastProblem, METHODS, solve
+from topoplan.problems.bcast.allocation import cluster, generate, parse_spec
+from topoplan.problems.bcast.problem import bft_visit, dft_visit, greedy_visit
+from topoplan.core.errors import TopoplanError
 
 # binomial over 4: root(0) sends to 2 then 1; 2 sends to 3 -> DFT visits 2,3,1 and BFT 2,1,3
 D = np.array([[0, 3, 1, 2],

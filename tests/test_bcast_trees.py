@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from planner.problems.bcast import trees
-from planner.problems.bcast.model import CostModel, TimeModel
-from planner.core.errors import TopoplanError
+from topoplan.problems.bcast import trees
+from topoplan.problems.bcast.model import CostModel, TimeModel
+from topoplan.core.errors import TopoplanError
 
 
 def test_knomial_children_follow_mvapich2_order():

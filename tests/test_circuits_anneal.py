@@ -3,8 +3,8 @@
 import pytest
 
 from test_circuits_cases import random_problem
-from planner.problems.circuits import solve
-from planner.core.errors import TopoplanError
+from topoplan.problems.circuits import solve
+from topoplan.core.errors import TopoplanError
 
 
 def test_anneal_is_seeded_and_not_worse_than_the_best_heuristic():
@@ -39,7 +39,7 @@ def test_anneal_time_budget_and_options():
 
 @pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
 def test_anneal_with_the_simulator_as_energy_never_simulates_slower_than_its_start(relay):
-    from planner.problems.circuits.problem import plan_simulator
+    from topoplan.problems.circuits.problem import plan_simulator
 
     p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=2, n_msgs=24)
     model = {"relay": relay}

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
-from planner.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.bound import evaluate, floor_s
 
 GB = 1.25e9  # 10 Gbps in bytes/s
 

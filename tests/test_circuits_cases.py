@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from planner.problems.circuits import CircuitProblem
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays
+from topoplan.problems.circuits import CircuitProblem
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays
 
 
 def hybrid(switches=2, per_switch=3, ocs_per_switch=2, ports=1, down="10Gbps", up="10Gbps", ocs_bw="20Gbps",

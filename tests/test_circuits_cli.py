@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from planner.traffic.matrix import from_arrays
+from topoplan.traffic.matrix import from_arrays
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem, random_problem
-from planner.problems.circuits import solve
-from planner.problems.circuits.bound import better, evaluate
-from planner.core.errors import TopoplanError
-from planner.problems.circuits.exact import build_node_model, lp_bound, node_size
+from topoplan.problems.circuits import solve
+from topoplan.problems.circuits.bound import better, evaluate
+from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits.exact import build_node_model, lp_bound, node_size
 
 REL = 1e-6
 
@@ -79,8 +79,8 @@ def test_exact_equals_exhaustive_search(case):
 def test_node_model_objective_is_the_plan_bound():
     p = random_problem(5)
     m = build_node_model(p, T_max=solve(p, "none").objective)
-    from models.backends import solve as backend_solve
-    from planner.problems.circuits.exact import extract_node_plan
+    from topoplan.formulations.backends import solve as backend_solve
+    from topoplan.problems.circuits.exact import extract_node_plan
 
     r = backend_solve(m.prob, "cbc")
     assert r.status == "optimal"
@@ -106,9 +106,9 @@ def test_exact_never_beaten_and_switch_bound_valid(seed):
 
 def test_switch_formulation_proves_a_floor_bound_instance():
     # 003's system, a few neighbours across switches: the sources' own links bound everything
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import from_arrays
-    from planner.problems.circuits import CircuitProblem
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import from_arrays
+    from topoplan.problems.circuits import CircuitProblem
 
     t = load_topology("paper003", ["ocs.nodes_per_switch=8"])
     src = [60, 61, 124, 125, 188, 0]
@@ -155,7 +155,7 @@ def test_switch_model_relaxation_is_below_every_plan():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_lp_rounding_bound_is_a_valid_lower_bound(seed, monkeypatch):
     """The large-instance path (rounded LP relaxation): its bound must never exceed the proven optimum."""
-    import planner.problems.circuits.exact as exact
+    import topoplan.problems.circuits.exact as exact
 
     p = random_problem(seed, hop_limit=1)
     opt = solve(p, "ilp", formulation="node", time_limit=20)
@@ -174,10 +174,10 @@ def test_switch_model_fallback_reaches_the_tables_in_bytes(monkeypatch):
     switch pairs fall back whole. A regression: the fall-back was passed in model units
     (bytes / byte_scale), which no source's bytes ever fit, so no source was ever sent to the uplinks.
     """
-    from planner.core.topology_io import load_topology
-    from planner.problems.circuits import CircuitProblem
-    from planner.problems.circuits import exact
-    from planner.traffic.matrix import from_arrays
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.problems.circuits import exact
+    from topoplan.traffic.matrix import from_arrays
 
     seen = []
     real = exact.fallback_sources
@@ -203,12 +203,12 @@ def test_switch_ilp_is_no_worse_than_any_incumbent_with_converged_tables():
     """Every heuristic's circuits get congestion-aware tables run to convergence, not cut by the clock: on
     003's IS (class C, sequential, 32 OCS nodes) matching's circuits relay worst with its own tables and reach
     the model's bound with these; the old stage (two incumbents, 5% of the limit each) returned 16.4-17.7 ms."""
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
-    from planner.problems.circuits import CircuitProblem
-    from planner.problems.circuits.exact import _incumbents
-    from planner.problems.circuits.forwarding import congestion_tables, polish_tables
-    from planner.traffic.matrix import load_source
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.problems.circuits.exact import _incumbents
+    from topoplan.problems.circuits.forwarding import congestion_tables, polish_tables
+    from topoplan.traffic.matrix import load_source
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=8"])
     traffic = load_source("npb:kernel=is,class=C,np=256,iters=1")[1]

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
-from planner.problems.circuits import validate_plan_dict
-from planner.problems.circuits.bound import evaluate
-from planner.problems.circuits.forwarding import Routes, array_from_tables, distance_vector, polish_tables, tables_from_array
-from planner.core.errors import TopoplanError
+from topoplan.problems.circuits import validate_plan_dict
+from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.forwarding import Routes, array_from_tables, distance_vector, polish_tables, tables_from_array
+from topoplan.core.errors import TopoplanError
 
 
 def test_relay_route_and_entries():

@@ -1,9 +1,9 @@
 """The papers' assignments, each checked on the rule that defines it."""
 
 from test_circuits_cases import hybrid, problem, random_problem
-from planner.problems.circuits import CircuitProblem, solve
-from planner.core.placement import from_nodes
-from planner.traffic.matrix import from_arrays
+from topoplan.problems.circuits import CircuitProblem, solve
+from topoplan.core.placement import from_nodes
+from topoplan.traffic.matrix import from_arrays
 
 
 def circuits(res):

@@ -3,11 +3,11 @@
 import pytest
 
 from test_circuits_cases import hybrid, problem, random_problem
-from planner.problems.circuits import CircuitProblem, METHODS, solve, validate_plan_dict
-from planner.problems.circuits.problem import compare
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays
+from topoplan.problems.circuits import CircuitProblem, METHODS, solve, validate_plan_dict
+from topoplan.problems.circuits.problem import compare
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays
 
 
 def test_build_aggregates_by_node_and_threshold():
@@ -90,7 +90,7 @@ def test_compare_reports_gap_to_the_exact_optimum():
 
 
 def test_plan_files_are_validated_on_write_and_read(tmp_path):
-    from planner.problems.circuits.planfile import read_plan, write_plan
+    from topoplan.problems.circuits.planfile import read_plan, write_plan
 
     t = hybrid()
     p = problem(t, [(2, 5, 8e6)])

@@ -4,7 +4,7 @@ The fast versions (heap over switch pairs, relay distances of all destinations a
 the nodes that carry traffic, array checks of plan files) must give the same circuits, the same tables
 entry for entry and the same bound as the rules stated one step at a time. The references below are
 those statements (the heuristics as they read in the papers, loop by loop); ``_distance_vector_reference``
-is kept in :mod:`planner.problems.circuits.forwarding`. No test here is timed; the sizes are
+is kept in :mod:`topoplan.problems.circuits.forwarding`. No test here is timed; the sizes are
 checked by the structure of the work (what is allocated), the speed by ``benchmarks/bench_circuits_scale.py``.
 """
 
@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
-from planner.problems.circuits import CircuitProblem, solve
-from planner.problems.circuits import forwarding
-from planner.problems.circuits.bound import evaluate
-from planner.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
+from topoplan.problems.circuits import CircuitProblem, solve
+from topoplan.problems.circuits import forwarding
+from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
                                                   array_from_tables, distance_vector, partners_of, tables_from_array)
-from planner.problems.circuits.problem import _check_tables, _tables_valid_fast, validate_plan_dict
-from planner.traffic.matrix import from_arrays
+from topoplan.problems.circuits.problem import _check_tables, _tables_valid_fast, validate_plan_dict
+from topoplan.traffic.matrix import from_arrays
 
 
 # -- the rules one step at a time ------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "topoplan", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("args, needle", [

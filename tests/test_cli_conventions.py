@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from planner.cli.examples import EXAMPLES, ORDER
+from topoplan.cli.examples import EXAMPLES, ORDER
 
 
 def _commands():
     """``(path, click command)`` of every leaf command."""
     import typer.main
 
-    from planner.cli.main import build_app
+    from topoplan.cli.main import build_app
 
     root = typer.main.get_command(build_app())
     out = []
@@ -37,7 +37,7 @@ COMMANDS = _commands()
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "topoplan", *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("path", [p for p, _ in COMMANDS])
@@ -99,13 +99,13 @@ def test_time_limit_takes_units(value, seconds, run_cli):
 
 def test_keyboard_interrupt_is_not_success(monkeypatch, run_cli):
     """Typer turns Ctrl-C into a return value of 130; main() must not turn that into 0."""
-    import planner.cli.commands.basic as basic
+    import topoplan.cli.commands.basic as basic
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(basic, "load_topology", interrupted, raising=False)
-    monkeypatch.setattr("planner.core.topology_io.load_topology", interrupted)
+    monkeypatch.setattr("topoplan.core.topology_io.load_topology", interrupted)
     code, _, err = run_cli("show", "paper003")
     assert code == 130 and "interrupted" in err
 
@@ -115,7 +115,7 @@ def test_command_table_names_every_top_level_command_and_its_module():
 
     import typer
 
-    from planner.cli.main import COMMAND_MODULES, COMMANDS, build_app
+    from topoplan.cli.main import COMMAND_MODULES, COMMANDS, build_app
 
     registered = {}
     for name in COMMAND_MODULES:
@@ -133,20 +133,20 @@ def test_command_table_names_every_top_level_command_and_its_module():
 
 
 def test_a_named_command_imports_only_its_module():
-    code = ("import sys; from planner.cli.main import main; main(['simulate', '--help']); "
-            "print(sorted(m for m in sys.modules if m.startswith('planner.cli.commands.')))")
+    code = ("import sys; from topoplan.cli.main import main; main(['simulate', '--help']); "
+            "print(sorted(m for m in sys.modules if m.startswith('topoplan.cli.commands.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     loaded = eval(out.stdout.strip().splitlines()[-1])
-    assert "planner.cli.commands.simulate" in loaded
-    assert not {"planner.cli.commands.circuits", "planner.cli.commands.place", "planner.cli.commands.bcast"} & set(loaded)
+    assert "topoplan.cli.commands.simulate" in loaded
+    assert not {"topoplan.cli.commands.circuits", "topoplan.cli.commands.place", "topoplan.cli.commands.bcast"} & set(loaded)
 
 
 def test_a_small_simulation_does_not_import_pydantic(tmp_path, shared):
     # Typer 0.29 coerces every parameter through a pydantic TypeAdapter; importing pydantic
     # and its plugin loader cost ~0.1 s of a 0.3 s `simulate --flows` process (pyproject pins <0.29).
     scenario = shared / "reference" / "simgrid" / "a2a_8x8.scenario.json.gz"
-    code = ("import sys; from planner.cli.main import main; "
+    code = ("import sys; from topoplan.cli.main import main; "
             f"rc = main(['simulate', '--flows', {str(scenario)!r}, '--json', '-o', {str(tmp_path / 'r.json')!r}]); "
             "print(rc, 'pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -5,10 +5,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from planner.traffic.collectives import (OPERATIONS, ROOTED, MPICHThresholds, expand_trace_collectives, messages,
+from topoplan.traffic.collectives import (OPERATIONS, ROOTED, MPICHThresholds, expand_trace_collectives, messages,
                                  schedule)
-from planner.core.errors import TopoplanError
-from planner.traffic.trace import Trace, op_codes, read_trace
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import Trace, op_codes, read_trace
 
 # message sizes straddling each op's MPICH thresholds (bytes as the trace format defines them)
 SIZES = {
@@ -194,7 +194,7 @@ def _only(tr, ops):
 
 
 def test_is_trace_alltoallv_bytes_equal_the_a2a_matrix(shared):
-    from planner.traffic.matrix import read_matrix
+    from topoplan.traffic.matrix import read_matrix
 
     d = shared / "traces" / "IS.C.64"
     if not (d / "events.csv.gz").is_file():

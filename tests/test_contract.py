@@ -19,11 +19,11 @@ from typing import Callable
 
 import pytest
 
-import planner.problems.bcast as bcast
-import planner.problems.circuits as circuits
-import planner.problems.placement as placement
-from planner.core.errors import TopoplanError
-from planner.problems.result import SOLVE_OPTIONS, STATUSES, Registry
+import topoplan.problems.bcast as bcast
+import topoplan.problems.circuits as circuits
+import topoplan.problems.placement as placement
+from topoplan.core.errors import TopoplanError
+from topoplan.problems.result import SOLVE_OPTIONS, STATUSES, Registry
 
 TIME_LIMIT_S = 0.5
 # what a time limit may be overrun by: building the model, decoding, validation, a solver's start-up
@@ -44,8 +44,8 @@ class Case:
 
 @functools.lru_cache(maxsize=None)
 def case(name: str) -> Case:
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_traffic
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_traffic
 
     if name == "circuits":
         topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])     # 4 switches, 2 OCS nodes each
@@ -67,7 +67,7 @@ def case(name: str) -> Case:
 
         return Case(placement, prob, validate, functools.partial(placement.simulated_time, prob))
     if name == "bcast":
-        from planner.problems.bcast.allocation import parse_spec
+        from topoplan.problems.bcast.allocation import parse_spec
 
         topo = load_topology("paper000")
         prob = bcast.build(topo, placement=parse_spec("gen:nodes=16,racks=4,seed=1", topo), root=2, bytes_B=65536)
@@ -100,10 +100,10 @@ ALL_PAIRS = [pytest.param(*p.values, id=p.id) for p in PAIRS]     # signatures n
 def _warm_simulator() -> None:
     """Load (on a fresh machine: compile) the simulator's Numba kernels once, so that no timed call pays
     the one-off compilation (~20 s on a new machine; the Bcast solve simulates its plan)."""
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_source
-    from sim.run import simulate
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_source
+    from topoplan.sim.run import simulate
 
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])
     simulate(topo, load_source("ring:np=4,bytes=1MB")[0], sequential(4, topo))

@@ -1,9 +1,9 @@
-"""planner.core.arrays: unique_inverse equals np.unique(..., return_inverse=True) on every path."""
+"""topoplan.core.arrays: unique_inverse equals np.unique(..., return_inverse=True) on every path."""
 
 import numpy as np
 import pytest
 
-from planner.core.arrays import unique_inverse
+from topoplan.core.arrays import unique_inverse
 
 
 def _cases():
@@ -48,7 +48,7 @@ def test_unique_inverse_takes_lists():
 @pytest.mark.parametrize("name", ["dense ints", "dense uint8", "uint64 far from zero", "sparse ints, few values",
                                   "floats, few values", "floats, values the sample misses"])
 def test_unique_inverse_avoids_the_full_argsort(name, monkeypatch):
-    import planner.core.arrays as arrays
+    import topoplan.core.arrays as arrays
 
     def argsort_path(a):
         raise AssertionError("fell back to np.unique(return_inverse=True)")

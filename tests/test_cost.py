@@ -5,13 +5,13 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.analysis.cost import CostParams, network_costs, params_from_topology
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
+from topoplan.analysis.cost import CostParams, network_costs, params_from_topology
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
 
 
 def _cli(*args):
-    from planner.cli.commands.cost import register
+    from topoplan.cli.commands.cost import register
 
     app = typer.Typer()
     register(app)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.problems.circuits.decompose import (all_to_all_like, bvn, chunk_traffic, eps_time_s, inputs_of,
+from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits.decompose import (all_to_all_like, bvn, chunk_traffic, eps_time_s, inputs_of,
                                                  max_b_matching, slot_bytes, slot_fractions, solstice, stuff)
 
 BW = 1e9
@@ -106,11 +106,11 @@ def test_solstice_stops_when_the_eps_is_cheaper():
 
 def _experiment_matrices():
     """The switch demands the scheduler decomposes: the transpose and FT on 001's and 003's systems."""
-    from planner.core.topology_io import load_topology
-    from planner.problems.circuits.problem import CircuitProblem
-    from planner.traffic.generators import alltoall
-    from planner.traffic.matrix import from_trace
-    from planner.traffic.twophase import transpose2d
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits.problem import CircuitProblem
+    from topoplan.traffic.generators import alltoall
+    from topoplan.traffic.matrix import from_trace
+    from topoplan.traffic.twophase import transpose2d
 
     out = []
     for preset, sets in (("paper001-16x16", ["ocs.nodes_per_switch=8"]), ("paper001-16x16", []),
@@ -172,8 +172,8 @@ def test_residual_rides_the_slots_without_a_circuit():
 
 
 def test_chunked_traffic_adds_up():
-    from planner.traffic.generators import alltoall
-    from planner.traffic.matrix import from_trace
+    from topoplan.traffic.generators import alltoall
+    from topoplan.traffic.matrix import from_trace
 
     t = from_trace(alltoall(16, 1e6))
     D = np.full((4, 4), 1.0) - np.eye(4)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.problems.bcast.allocation import cluster, generate
+from topoplan.problems.bcast.allocation import cluster, generate
 
 ROOT = Path(__file__).resolve().parents[1]
 

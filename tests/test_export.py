@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.reporting.export import export, read_hostfile, render
-from planner.core.placement import Placement
-from planner.core.topology import TreeTopology
+from topoplan.core.errors import TopoplanError
+from topoplan.reporting.export import export, read_hostfile, render
+from topoplan.core.placement import Placement
+from topoplan.core.topology import TreeTopology
 
 
 def _topo(nodes=2, cores=2, names=None):
@@ -77,7 +77,7 @@ def test_topology_names_used(tmp_path):
 def test_cli_place_then_export(tmp_path):
     from typer.testing import CliRunner
 
-    from planner.cli.main import build_app
+    from topoplan.cli.main import build_app
 
     app, run = build_app(), CliRunner()
     plan = tmp_path / "p.json"

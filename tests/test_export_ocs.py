@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from planner.cli.main import main
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
-from planner.reporting import ocs_export
-from planner.reporting.ocs_export import export_ocs, ocs_document, schedule_from_ocs
+from topoplan.cli.main import main
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
+from topoplan.reporting import ocs_export
+from topoplan.reporting.ocs_export import export_ocs, ocs_document, schedule_from_ocs
 
 SETS = ["ocs.nodes_per_switch=4"]
 SETS_ARGS = ["--set", "ocs.nodes_per_switch=4"]
@@ -117,7 +117,7 @@ def test_hostfile_names_are_used(files, tmp_path):
 
 
 def test_library_dispatch_through_the_launcher_export(files, tmp_path):
-    from planner.reporting.export import FORMATS, export, render
+    from topoplan.reporting.export import FORMATS, export, render
 
     topo = load_topology("paper003", SETS)
     plan = json.loads(files["plan"].read_text())
@@ -244,9 +244,9 @@ def test_a_change_of_tables_alone_costs_no_setup():
 
 def test_exported_schedules_replay_as_the_schedule():
     """The OCS document alone rebuilds the schedule: it validates, and the replay gives the same time."""
-    from planner.problems.circuits.schedule import PhasedProblem, schedule, validate_schedule
-    from planner.traffic.twophase import halo_then_transpose
-    from sim.schedule import simulate_schedule
+    from topoplan.problems.circuits.schedule import PhasedProblem, schedule, validate_schedule
+    from topoplan.traffic.twophase import halo_then_transpose
+    from topoplan.sim.schedule import simulate_schedule
 
     topo = load_topology("paper003", HAND_SETS)
     hand = _hand_schedule()

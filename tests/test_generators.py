@@ -3,11 +3,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.traffic.generators import (GENERATORS, TraceBuilder, alltoall, describe_generators, is_spec, neighbor2d,
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.generators import (GENERATORS, TraceBuilder, alltoall, describe_generators, is_spec, neighbor2d,
                                 parse_spec, random, ring)
-from planner.traffic.trace import op_codes
-from planner.traffic.matrix import from_trace
+from topoplan.traffic.trace import op_codes
+from topoplan.traffic.matrix import from_trace
 
 
 def sends(tr):

@@ -12,8 +12,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.core.errors import TopoplanError
-from planner.fabric.ibfabric import (LANE_DATA_GBPS, compare_traces, delay_matrix, lft_health, link_rate_Bps,
+from topoplan.core.errors import TopoplanError
+from topoplan.fabric.ibfabric import (LANE_DATA_GBPS, compare_traces, delay_matrix, lft_health, link_rate_Bps,
                               load_fabric, parse_ibnetdiscover, parse_ibroute, parse_ibtracert, parse_query,
                               read_hosts, read_lft_dir, route, to_topology, write_delay_matrix)
 
@@ -325,7 +325,7 @@ def test_delay_matrices_tree2():
 
 
 def test_delay_files_feed_the_bcast_reader(tmp_path):
-    from planner.problems.bcast.delay import load
+    from topoplan.problems.bcast.delay import load
 
     f = fab("fattree")
     topo = to_topology(f)
@@ -342,8 +342,8 @@ def test_delay_files_feed_the_bcast_reader(tmp_path):
 
 
 def test_convert_round_trips_and_matches_shortest_path_hops(tmp_path):
-    from planner.core.io import atomic_write
-    from planner.core.topology_io import dump_topology, load_topology
+    from topoplan.core.io import atomic_write
+    from topoplan.core.topology_io import dump_topology, load_topology
 
     f = fab("fattree", lft=False)
     topo = to_topology(f)
@@ -375,7 +375,7 @@ def test_ibtracert_parser_rejects_truncation():
 
 @pytest.fixture
 def cli():
-    from planner.cli.commands.topo import register
+    from topoplan.cli.commands.topo import register
 
     app = typer.Typer(pretty_exceptions_enable=False)
     register(app)

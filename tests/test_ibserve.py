@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.fabric.ibfabric import load_fabric, route
-from planner.fabric.ibserve import FD_RESERVE, MAX_LINE_B, RouteServer, answer, client_limit
+from topoplan.fabric.ibfabric import load_fabric, route
+from topoplan.fabric.ibserve import FD_RESERVE, MAX_LINE_B, RouteServer, answer, client_limit
 
 IB = Path(__file__).resolve().parent / "data" / "ib"
 REPO = Path(__file__).resolve().parents[1]
@@ -291,7 +291,7 @@ def test_idle_connections_are_closed():
 
 def test_serve_command_starts_answers_and_stops_on_sigterm():
     d = IB / "fattree"
-    code = ("import typer; from planner.cli.commands.topo import register; app = typer.Typer(); register(app); "
+    code = ("import typer; from topoplan.cli.commands.topo import register; app = typer.Typer(); register(app); "
             "app(prog_name='topoplan')")
     proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--ibnetdiscover", str(d / "ibnetdiscover.txt"),
                              "--lft", str(d / "lft"), "--port", "0"],
@@ -368,7 +368,7 @@ def test_2000_idle_clients_under_a_1024_descriptor_limit(tmp_path):
     try:
         with open(log, "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "planner", "serve", "-i", str(d / "ibnetdiscover.txt"), "--lft", str(d / "lft"),
+                [sys.executable, "-m", "topoplan", "serve", "-i", str(d / "ibnetdiscover.txt"), "--lft", str(d / "lft"),
                  "--port", "0"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE)))
         deadline = time.monotonic() + 30

@@ -1,11 +1,11 @@
 """The package's import graph at import time: no cycles among modules (imports inside functions are lazy
-and do not count), and models/ never imports a planning problem (tests/test_models_layout.py)."""
+and do not count), and topoplan/formulations/ never imports a planning problem (tests/test_models_layout.py)."""
 
 import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("planner", "sim", "models")
+PACKAGES = ("topoplan",)
 
 
 def _module_name(path: Path) -> str:

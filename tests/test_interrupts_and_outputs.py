@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from planner.core import interrupt
-from planner.core.errors import TopoplanError
-from planner.core.io import atomic_write, check_writable, output_group, write_json
+from topoplan.core import interrupt
+from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, check_writable, output_group, write_json
 
 
 def _sigint_default():
@@ -20,7 +20,7 @@ def _sigint_default():
 
 
 def _run_and_interrupt(args, after_s):
-    p = subprocess.Popen([sys.executable, "-m", "planner", *map(str, args)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-m", "topoplan", *map(str, args)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
     time.sleep(after_s)
     p.send_signal(signal.SIGINT)
@@ -65,18 +65,18 @@ def test_second_ctrl_c_aborts():
 
 
 def test_solve_marks_an_interrupted_search():
-    import planner
-    from planner.core.topology_io import load_topology
+    import topoplan
+    from topoplan.core.topology_io import load_topology
 
-    prob = planner.PlacementProblem.build(load_topology("paper003"),
-                                          planner.load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
+    prob = topoplan.PlacementProblem.build(load_topology("paper003"),
+                                          topoplan.load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
     import threading
 
     threading.Timer(1.0, interrupt.request_stop).start()
     t0 = time.perf_counter()
-    res = planner.solve(prob, method="anneal", time_limit=60, seed=0)
+    res = topoplan.solve(prob, method="anneal", time_limit=60, seed=0)
     assert time.perf_counter() - t0 < 10 and res.status == "interrupted"
-    planner.validate(res.to_dict(), load_topology("paper003"))   # the best plan so far is a valid plan
+    topoplan.validate(res.to_dict(), load_topology("paper003"))   # the best plan so far is a valid plan
     interrupt.reset()
 
 
@@ -142,7 +142,7 @@ def test_output_group_is_all_or_nothing(tmp_path):
 
 
 def test_bcast_plan_and_rankfile_both_or_neither(tmp_path, run_cli, monkeypatch):
-    import planner.cli.commands.common as common
+    import topoplan.cli.commands.common as common
 
     def full_disk(path, obj):
         raise TopoplanError(f"{path}: cannot write: No space left on device")
@@ -158,7 +158,7 @@ def test_bcast_plan_and_rankfile_both_or_neither(tmp_path, run_cli, monkeypatch)
 # -- concurrent sweeps -----------------------------------------------------------------------
 
 def test_a_second_sweep_on_one_table_is_refused(tmp_path, run_cli):
-    from planner.batch.sweep import table_lock
+    from topoplan.batch.sweep import table_lock
 
     cfg = tmp_path / "s.yaml"
     cfg.write_text("name: s\noutput: t.csv\nproblem: circuits\nmethods: [none]\n"

@@ -1,4 +1,4 @@
-"""Atomic output (planner/core/io.py)."""
+"""Atomic output (topoplan/core/io.py)."""
 
 import gzip
 import json
@@ -8,8 +8,8 @@ import stat
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.io import atomic_write, read_json, write_json
+from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_json, write_json
 
 
 def test_new_file_gets_umask_permissions_not_mkstemp_0600(tmp_path):
@@ -59,7 +59,7 @@ def test_write_errors_are_one_line_naming_the_path(tmp_path):
 
 
 def test_read_text_names_the_file_and_line(tmp_path):
-    from planner.core.io import read_text
+    from topoplan.core.io import read_text
 
     (tmp_path / "bin").write_bytes(b"\x00\x01\x02abc")
     with pytest.raises(TopoplanError, match="binary data, not a text hostfile"):
@@ -80,21 +80,21 @@ def test_read_text_names_the_file_and_line(tmp_path):
 ])
 def test_dumps_layout_is_the_same_json(obj):
     """The row-per-line layout holds exactly what json.dumps would write (keys converted the same way)."""
-    from planner.core.io import _default, dumps
+    from topoplan.core.io import _default, dumps
 
     assert json.loads(dumps(obj)) == json.loads(json.dumps(obj, default=_default, indent=1))
     assert json.loads(dumps(obj, indent=None)) == json.loads(dumps(obj))
 
 
 def test_dumps_keeps_rows_on_one_line():
-    from planner.core.io import dumps
+    from topoplan.core.io import dumps
 
     text = dumps({"next_hop": np.arange(6).reshape(2, 3)})
     assert text.splitlines() == ["{", ' "next_hop": [', "  [0, 1, 2],", "  [3, 4, 5]", " ]", "}"]
 
 
 def test_dumps_puts_each_row_of_a_keyed_table_on_one_line():
-    from planner.core.io import dumps
+    from topoplan.core.io import dumps
 
     doc = {"forwarding": {"0": {"1": 5, "2": 6}, "3": {"1": 7}}, "metrics": {"a": 1, "b": 2}}
     text = dumps(doc)

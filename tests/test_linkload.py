@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from planner.analysis.linkload import congestion_bound, link_graph, link_loads, node_pair_bytes
-from planner.core.placement import Placement, sequential
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays, load_traffic
+from topoplan.analysis.linkload import congestion_bound, link_graph, link_loads, node_pair_bytes
+from topoplan.core.placement import Placement, sequential
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays, load_traffic
 
 
 def test_tree_uplink_is_the_bottleneck():
@@ -56,8 +56,8 @@ def test_node_pair_bytes_aggregates():
 
 def test_bound_agrees_with_simulator_on_a_bulk_phase():
     """One bulk phase of a neighbor pattern: the simulated makespan is at least the bound and close to it."""
-    from sim.replay import bulk_trace
-    from sim.run import simulate
+    from topoplan.sim.replay import bulk_trace
+    from topoplan.sim.run import simulate
 
     t = load_topology("paper003", ["kind=tree", "ocs=null"])
     tr = load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB")

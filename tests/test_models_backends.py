@@ -7,8 +7,8 @@ import numpy as np
 import pulp
 import pytest
 
-from models.backends import SOLVERS, available, available_solvers, relative_gap, solve, to_matrix
-from planner.core.errors import TopoplanError
+from topoplan.formulations.backends import SOLVERS, available, available_solvers, relative_gap, solve, to_matrix
+from topoplan.core.errors import TopoplanError
 
 SOLVABLE = [s for s in ("cbc", "highs", "ortools") if available(s)]
 
@@ -120,7 +120,7 @@ def test_highs_thread_counts_change_between_runs_and_stdout_stays_clean(capfd):
 # limit -- as a PuLP problem for the MILP back-ends and as a CP-SAT model (deferred: built where it is
 # solved) for cpsat. A back-end that cannot run here is skipped with the reason.
 
-from models.backends import BACKENDS, MILP_BACKENDS, Deferred, unavailable_reason  # noqa: E402
+from topoplan.formulations.backends import BACKENDS, MILP_BACKENDS, Deferred, unavailable_reason  # noqa: E402
 
 EVERY_BACKEND = [pytest.param(b, marks=pytest.mark.skipif(not available(b), reason=f"{b}: {unavailable_reason(b)}"))
                  for b in BACKENDS]
@@ -239,7 +239,7 @@ def test_suite_refuses_the_other_kind_of_model(backend):
 @pytest.mark.parametrize("backend", [b for b in ("highs", "ortools", "cpsat") if available(b)])
 def test_suite_in_a_fresh_process_when_the_native_libraries_clash(backend, monkeypatch):
     # force the clash: the model (a matrix, or a deferred CP-SAT model) is solved in a spawned interpreter
-    import models.backends.base as base
+    import topoplan.formulations.backends.base as base
 
     monkeypatch.setattr(base, "would_clash", lambda library: library is not None)
     spec = knapsack_spec(n=10, seed=4)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from planner.core.topology_io import load_topology
+from topoplan.core.topology_io import load_topology
 
 CONF = """\
 SwitchName=leaf1 Nodes=cn[01-04]
@@ -67,7 +67,7 @@ def test_circuits_table_names_the_slurm_switches(run_cli, conf):
 
 
 def test_simulator_and_report_use_the_same_names(run_cli, conf, tmp_path):
-    from planner.reporting.report import figure_switch_heatmap, figure_topology, load_result, render_html
+    from topoplan.reporting.report import figure_switch_heatmap, figure_topology, load_result, render_html
 
     plan, sim = tmp_path / "plan.json", tmp_path / "sim.json"
     assert run_cli("circuits", "-t", conf, *HYBRID, "-T", TRAFFIC, "-m", "greedy", "-o", plan, "--json")[0] == 0

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.traffic.collectives import expand_trace_collectives
-from planner.core.errors import TopoplanError
-from planner.traffic.npb import cg_layout, ft_layout, is_key_counts, lu_layout, mg_layout, npb_trace
-from planner.traffic.trace import OP_CODE, op_codes, read_trace
+from topoplan.traffic.collectives import expand_trace_collectives
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.npb import cg_layout, ft_layout, is_key_counts, lu_layout, mg_layout, npb_trace
+from topoplan.traffic.trace import OP_CODE, op_codes, read_trace
 
 
 def real_run(shared, kernel):

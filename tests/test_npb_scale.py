@@ -17,14 +17,14 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import planner.traffic.generators as gen
-import planner.traffic.matrix as matrix
-import planner.traffic.trace as trace_mod
-from planner.core.errors import TopoplanError
-from planner.traffic.generators import TICK_S, TRACE_ROW_BYTES, TraceBuilder, parse_spec, record_spec
-from planner.traffic.matrix import Traffic, _group, from_trace, load_source, load_traffic
-from planner.traffic.npb import npb_recording, npb_trace
-from planner.traffic.trace import OP_CODE, op_codes
+import topoplan.traffic.generators as gen
+import topoplan.traffic.matrix as matrix
+import topoplan.traffic.trace as trace_mod
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.generators import TICK_S, TRACE_ROW_BYTES, TraceBuilder, parse_spec, record_spec
+from topoplan.traffic.matrix import Traffic, _group, from_trace, load_source, load_traffic
+from topoplan.traffic.npb import npb_recording, npb_trace
+from topoplan.traffic.trace import OP_CODE, op_codes
 
 COLS = (("rank", "<i8"), ("op", "<i2"), ("peer", "<i8"), ("bytes", "<f8"), ("root", "<i8"), ("comm_size", "<i8"),
         ("t_start", "<f8"), ("t_end", "<f8"), ("comm", "<i8"), ("tag", "<i8"), ("req", "<i1"))
@@ -44,7 +44,7 @@ def digest(tr) -> str:
     return h.hexdigest()[:16]
 
 
-# Digests of the traces made BEFORE the builder changed (issue 20): computed with planner/traffic/npb.py and
+# Digests of the traces made BEFORE the builder changed (issue 20): computed with topoplan/traffic/npb.py and
 # generators.py of commit 60ad058 (the old TraceBuilder, which materialised repeats and sorted with lexsort), by
 # digest() above; the number is the trace's row count. Beyond these, the old and new code were compared on
 # CG 1,024/8,192 and LU 1,024 ranks (iters=1), IS 1,024 (class iterations), MG 4,096, FT 16,384: same digests.

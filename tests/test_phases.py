@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.traffic.generators import alltoall, neighbor2d, npb, ring
-from planner.traffic.phases import concat, detect_phases, logical_clock, split_at
-from planner.traffic.trace import Trace
-from planner.traffic.twophase import halo_then_transpose, transpose2d
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.generators import alltoall, neighbor2d, npb, ring
+from topoplan.traffic.phases import concat, detect_phases, logical_clock, split_at
+from topoplan.traffic.trace import Trace
+from topoplan.traffic.twophase import halo_then_transpose, transpose2d
 
 
 def _calls_per_rank(trace):
@@ -30,7 +30,7 @@ def test_two_phase_boundary_is_where_the_pattern_changes():
 
 
 def test_halo_then_transpose_on_a_topology_counts_node_pairs():
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     topo = load_topology("paper001-16x16")
     tr = halo_then_transpose(16, 16, 4e6, iters=2)
@@ -59,10 +59,10 @@ def test_detection_is_deterministic():
 
 
 def test_every_phase_replays_alone():
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
-    from sim.network import build_network
-    from sim.replay import replay
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.sim.network import build_network
+    from topoplan.sim.replay import replay
 
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])
     tr = npb("lu", 16, "S", iters=1)       # wavefront and exchange_3..6, collectives in between

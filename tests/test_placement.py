@@ -3,9 +3,9 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import Placement, load_placement, read_placement, sequential
-from planner.core.topology_io import load_topology
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import Placement, load_placement, read_placement, sequential
+from topoplan.core.topology_io import load_topology
 
 
 def test_sequential_fills_cores_then_nodes():

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from planner.problems.circuits import CircuitProblem, validate_plan_dict
-from planner.problems.circuits import solve as circuit_solve
-from planner.problems.circuits.bound import evaluate
-from planner.problems.circuits.forwarding import array_from_tables
-from planner.core.errors import TopoplanError
-from planner.core.placement import from_nodes, sequential
-from planner.problems.placement import PlacementProblem, simulated_time, solve, to_placement
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays, load_traffic
+from topoplan.problems.circuits import CircuitProblem, validate_plan_dict
+from topoplan.problems.circuits import solve as circuit_solve
+from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.forwarding import array_from_tables
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import from_nodes, sequential
+from topoplan.problems.placement import PlacementProblem, simulated_time, solve, to_placement
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays, load_traffic
 
 FAST = dict(max_evals=60, anneal_steps=40, rounds=2, time_limit=30)
 B = 10e6
@@ -151,8 +151,8 @@ def test_score_simulated_reports_the_simulated_time_and_never_loses_to_the_start
     assert res.metrics["simulated_s"] == pytest.approx(simulated_time(p, res.to_dict(), None, model), rel=1e-9)
     assert res.options["sim_model"]["relay"] == relay and res.options["final_pick"] == "simulated"
     # the start: place sequentially, then assign circuits with the same method (greedy)
-    from planner.problems.circuits import CircuitProblem, solve as circuit_solve
-    from planner.core.placement import sequential
+    from topoplan.problems.circuits import CircuitProblem, solve as circuit_solve
+    from topoplan.core.placement import sequential
 
     pl = sequential(p.n_ranks, topo)
     start = circuit_solve(CircuitProblem.build(topo, p.traffic, pl, threshold_B=p.threshold_B), "greedy", seed=0)

@@ -6,14 +6,14 @@ import json
 import numpy as np
 import pytest
 
-from models.placement_cpsat import canonical, cut_bound
-from planner.core.errors import TopoplanError
-from planner.problems.placement import METHODS, PlacementProblem, simulated_time, solve
-from planner.problems.placement.exact import lower_bound
-from planner.problems.placement.metis import ocs_first, partition, repair_balance
-from planner.core.topology import TreeTopology
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays, load_traffic
+from topoplan.formulations.placement_cpsat import canonical, cut_bound
+from topoplan.core.errors import TopoplanError
+from topoplan.problems.placement import METHODS, PlacementProblem, simulated_time, solve
+from topoplan.problems.placement.exact import lower_bound
+from topoplan.problems.placement.metis import ocs_first, partition, repair_balance
+from topoplan.core.topology import TreeTopology
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays, load_traffic
 
 GRID = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"
 
@@ -263,7 +263,7 @@ def test_cut_bound_never_exceeds_the_brute_force_optimum(rows, cols, caps):
 
     import scipy.sparse as sp
 
-    from models.placement_cpsat import cut_bound
+    from topoplan.formulations.placement_cpsat import cut_bound
 
     n = rows * cols
     edges = [(r * cols + c, r * cols + c + 1) for r in range(rows) for c in range(cols - 1)]

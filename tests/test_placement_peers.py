@@ -9,13 +9,13 @@ worse than KaHIP's strong configuration with perfect balance, best of 5 seeds.
 import numpy as np
 import pytest
 
-from planner.core.topology import TreeTopology
-from planner.core.topology_io import load_topology
-from planner.problems.placement import METHODS, STARTS, PlacementProblem, solve
-from planner.problems.placement.metis import kahip_parts, partition
-from planner.problems.placement.problem import KAHIP_START_MAX_EDGES, default_starts
-from planner.problems.placement.refine import cut_weight
-from planner.traffic.matrix import load_traffic
+from topoplan.core.topology import TreeTopology
+from topoplan.core.topology_io import load_topology
+from topoplan.problems.placement import METHODS, STARTS, PlacementProblem, solve
+from topoplan.problems.placement.metis import kahip_parts, partition
+from topoplan.problems.placement.problem import KAHIP_START_MAX_EDGES, default_starts
+from topoplan.problems.placement.refine import cut_weight
+from topoplan.traffic.matrix import load_traffic
 
 APPS = ("amg64", "btmz64", "cg64", "lulesh64")
 GRID = "neighbor2d:rows=16,cols=16,bytes=4MB"

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import planner.problems.placement.greedy as greedy_module
-from planner.core.topology import TreeTopology
-from planner.problems.placement import PlacementProblem, solve
-from planner.problems.placement.anneal import _rank_step, _State
-from planner.problems.placement.metis import partition, repair_balance
-from planner.problems.placement.refine import cut_weight, refine
-from planner.traffic.matrix import from_arrays, load_traffic
+import topoplan.problems.placement.greedy as greedy_module
+from topoplan.core.topology import TreeTopology
+from topoplan.problems.placement import PlacementProblem, solve
+from topoplan.problems.placement.anneal import _rank_step, _State
+from topoplan.problems.placement.metis import partition, repair_balance
+from topoplan.problems.placement.refine import cut_weight, refine
+from topoplan.traffic.matrix import from_arrays, load_traffic
 
 
 def _mesh(n: int, k: int = 6, seed: int = 0):

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.fingerprint import check_inputs, fingerprint, fingerprint_topology, fingerprint_traffic
-from planner.core.topology_io import load_topology
-from planner.traffic.matrix import from_arrays, load_source
+from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import check_inputs, fingerprint, fingerprint_topology, fingerprint_traffic
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.matrix import from_arrays, load_source
 
 RING = "ring:np=64,bytes=4MB"
 NEIGH = "neighbor2d:rows=16,cols=16,bytes=4MB"
@@ -23,7 +23,7 @@ def test_every_override_changes_the_topology_fingerprint(sets):
 
 
 def test_the_name_is_not_part_of_the_topology():
-    from planner.core.topology_io import dump_topology, topology_from_dict
+    from topoplan.core.topology_io import dump_topology, topology_from_dict
     import yaml
 
     t = load_topology("paper003")
@@ -53,30 +53,30 @@ def test_check_inputs_compares_what_both_sides_have():
 
 @pytest.mark.parametrize("problem, method", [("circuits", "greedy"), ("placement", "greedy"), ("bcast", "dft")])
 def test_every_problem_records_its_inputs(problem, method):
-    import planner
+    import topoplan
 
     t = load_topology("paper003")
-    tr = planner.load_traffic(NEIGH)
+    tr = topoplan.load_traffic(NEIGH)
     if problem == "bcast":
-        prob = planner.BcastProblem.build(t, placement=list(range(0, 64, 4)), bytes_B=1e6)
-        res = planner.solve(prob, method=method, simulate=False)
+        prob = topoplan.BcastProblem.build(t, placement=list(range(0, 64, 4)), bytes_B=1e6)
+        res = topoplan.solve(prob, method=method, simulate=False)
         assert set(res.inputs) == {"topology", "allocation"}
     elif problem == "placement":
-        res = planner.solve(planner.PlacementProblem.build(t, tr), method=method)
+        res = topoplan.solve(topoplan.PlacementProblem.build(t, tr), method=method)
         assert res.inputs == fingerprint(topology=t, traffic=tr)
     else:
-        res = planner.solve(planner.CircuitProblem.build(t, tr), method=method)
+        res = topoplan.solve(topoplan.CircuitProblem.build(t, tr), method=method)
         assert set(res.inputs) == {"topology", "traffic", "placement"}
     assert res.to_dict()["inputs"] == res.inputs
 
 
 def test_simulate_plan_refuses_a_plan_for_another_topology():
-    import planner
-    from sim.run import simulate_plan
+    import topoplan
+    from topoplan.sim.run import simulate_plan
 
     t = load_topology("paper003", ["ocs.bw=1Gbps"])
     trace, tr = load_source(NEIGH)
-    plan = planner.solve(planner.CircuitProblem.build(t, tr), method="greedy").to_dict()
+    plan = topoplan.solve(topoplan.CircuitProblem.build(t, tr), method="greedy").to_dict()
     with pytest.raises(TopoplanError, match="made for another topology"):
         simulate_plan(load_topology("paper003"), trace, plan)
     assert simulate_plan(load_topology("paper003"), trace, plan, check_inputs=False)["makespan_s"] > 0
@@ -130,12 +130,12 @@ def test_validate_json_reports_an_invalid_plan(tmp_path, run_cli):
 
 
 def test_placement_fingerprint_in_a_circuit_plan():
-    import planner
-    from planner.core.placement import load_placement
+    import topoplan
+    from topoplan.core.placement import load_placement
 
     t = load_topology("paper003")
     trace, tr = load_source(NEIGH)
     rr = load_placement("round-robin", tr.n_ranks, t)
-    res = planner.solve(planner.CircuitProblem.build(t, tr, rr), method="greedy")
+    res = topoplan.solve(topoplan.CircuitProblem.build(t, tr, rr), method="greedy")
     assert res.inputs["placement"] == fingerprint(placement=rr)["placement"]
     assert not np.array_equal(rr.rank_to_node, np.arange(256) // 4)

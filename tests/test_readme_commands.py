@@ -33,7 +33,7 @@ def test_the_readme_has_commands():
 def test_readme_commands_run_as_written(tmp_path, shared):
     root = tmp_path / "topoplan"
     root.mkdir()
-    for name in ("tests", "experiments", "instances"):
+    for name in ("tests", "experiments"):
         if (REPO / name).exists():
             (root / name).symlink_to(REPO / name)
     (tmp_path / "shared").symlink_to(shared)

@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.core.errors import TopoplanError
-from planner.reporting.report import (busiest_time_index, class_series, figure_link_heatmap, figure_switch_heatmap,
+from topoplan.core.errors import TopoplanError
+from topoplan.reporting.report import (busiest_time_index, class_series, figure_link_heatmap, figure_switch_heatmap,
                                      figure_timeseries, figure_topology, frame_indices, load_result, parse_result,
                                      render_html, render_png, write_report)
 
@@ -21,7 +21,7 @@ def _doc(data):
 
 
 def _cli(*args):
-    from planner.cli.commands.report import register
+    from topoplan.cli.commands.report import register
 
     app = typer.Typer()
     register(app)
@@ -115,8 +115,8 @@ def test_png_stacks_all_views(page):
 
 
 def test_torus_slices_and_no_topology(tmp_path):
-    from planner.core.topology_io import load_topology, topology_to_dict
-    from sim.network import build_network
+    from topoplan.core.topology_io import load_topology, topology_to_dict
+    from topoplan.sim.network import build_network
 
     t = load_topology("mesh10x10x10", ["dims=[3,3,2]", "wrap=[true,false,false]"])
     net = build_network(t)

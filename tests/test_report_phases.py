@@ -5,15 +5,15 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import sequential
-from planner.core.topology_io import load_topology
-from planner.reporting.report import parse_result, render_html
-from planner.traffic.generators import alltoall, neighbor2d, parse_spec, ring
-from planner.traffic.phases import concat, detect_phases, phases_from_doc, split_at
-from sim.network import build_network
-from sim.replay import replay
-from sim.run import phase_spans, simulate
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import load_topology
+from topoplan.reporting.report import parse_result, render_html
+from topoplan.traffic.generators import alltoall, neighbor2d, parse_spec, ring
+from topoplan.traffic.phases import concat, detect_phases, phases_from_doc, split_at
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
+from topoplan.sim.run import phase_spans, simulate
 
 TWO = "halo-transpose:rows=8,cols=8,bytes=1MB,iters=2"
 
@@ -59,7 +59,7 @@ def test_bad_marks_are_refused(eps, marks, match):
 def test_compiled_marks_equal_the_reference(eps, spec):
     # every call marked: collectives (expanded or streamed), an alltoallv written one row per destination
     tr = parse_spec(spec) if not spec.startswith("npb") else __import__(
-        "planner.traffic.matrix", fromlist=["load_source"]).load_source(spec)[0]
+        "topoplan.traffic.matrix", fromlist=["load_source"]).load_source(spec)[0]
     net, pl = build_network(eps), sequential(tr.n_ranks, eps)
     marks = np.arange(len(tr))[::-1]   # in any order
     a = replay(tr, net, pl, marks=marks, method="compiled")

@@ -1,12 +1,12 @@
 """One network model: the bounds' per-link bytes are the simulator's, link by link, on every topology kind.
 
-The placement bound (:func:`planner.analysis.linkload.link_loads`) and the circuit
-bound (:func:`planner.problems.circuits.bound.evaluate`) route with the simulator's
-:class:`sim.network.Network` and number links as it does, so on bulk traffic
+The placement bound (:func:`topoplan.analysis.linkload.link_loads`) and the circuit
+bound (:func:`topoplan.problems.circuits.bound.evaluate`) route with the simulator's
+:class:`topoplan.sim.network.Network` and number links as it does, so on bulk traffic
 (one phase of a communication matrix) their per-link bytes equal the
 ``link_bytes`` of a replay.
 
-:func:`sim.replay.bulk_trace` merges all messages of a rank pair into one
+:func:`topoplan.sim.replay.bulk_trace` merges all messages of a rank pair into one
 message per phase, while the circuit problem classifies each traffic record
 by its own size (large messages may take circuits). The matrices here have
 one record per ordered rank pair, so a pair's messages are all large or all
@@ -16,15 +16,15 @@ small and both sides see the same sizes.
 import numpy as np
 import pytest
 
-from planner.problems.circuits import CircuitProblem, solve, validate_plan_dict
-from planner.problems.circuits.bound import evaluate
-from planner.problems.circuits.forwarding import Routes, array_from_tables
-from planner.analysis.linkload import link_graph, link_loads
-from planner.core.placement import sequential
-from planner.core.topology_io import load_topology, topology_from_dict
-from planner.traffic.matrix import from_arrays
-from sim.network import build_network
-from sim.replay import bulk_trace, replay
+from topoplan.problems.circuits import CircuitProblem, solve, validate_plan_dict
+from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.forwarding import Routes, array_from_tables
+from topoplan.analysis.linkload import link_graph, link_loads
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import load_topology, topology_from_dict
+from topoplan.traffic.matrix import from_arrays
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import bulk_trace, replay
 
 GRAPH = {"kind": "graph", "cores_per_node": 2,
          "switches": ["l0", "l1", "l2", "top", "top2"],

@@ -8,16 +8,16 @@ import time
 
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology
-from planner.problems.circuits.schedule import (PhasedProblem, _Budget, _candidates, _dp, _evaluate_choice,
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology
+from topoplan.problems.circuits.schedule import (PhasedProblem, _Budget, _candidates, _dp, _evaluate_choice,
                                                 schedule, static_schedule, validate_schedule)
-from planner.problems.validate import validate
-from planner.traffic.generators import neighbor2d
-from planner.traffic.phases import concat, detect_phases
-from planner.traffic.twophase import halo_then_transpose, transpose2d
-from sim.run import simulate_plan
-from sim.schedule import simulate_schedule
+from topoplan.problems.validate import validate
+from topoplan.traffic.generators import neighbor2d
+from topoplan.traffic.phases import concat, detect_phases
+from topoplan.traffic.twophase import halo_then_transpose, transpose2d
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.schedule import simulate_schedule
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_schedules_validate(topo, two):
 
 
 def test_a_static_schedule_simulates_as_the_static_plan(topo, two):
-    from planner.problems.circuits import solve
+    from topoplan.problems.circuits import solve
 
     trace, ph, prob = two
     plan = solve(prob.total, "greedy").to_dict()
@@ -134,7 +134,7 @@ def test_exact_honours_its_time_limit_and_reports_bound_and_gap(topo):
 def test_scored_by_simulation_no_schedule_replays_slower_than_a_heuristic_one(topo, method):
     """LU class B on 256 ranks, 003 with 16 OCS nodes: the programme's schedule (phases simulated one at a
     time) replays whole slower than a single configuration of its candidates; the fastest is returned."""
-    from planner.traffic.generators import parse_spec
+    from topoplan.traffic.generators import parse_spec
 
     trace = parse_spec("npb:kernel=lu,class=B,np=256,iters=1")
     ph = detect_phases(trace, topo)
@@ -238,7 +238,7 @@ def test_solstice_keeps_the_exact_choice_for_other_phases(two):
 
 
 def test_a_one_slot_schedule_equals_the_static_simulation(topo, two):
-    from planner.problems.circuits import solve
+    from topoplan.problems.circuits import solve
 
     # one phase: an entry with one slot replays the phase itself under the slot's configuration
     trace = transpose2d(16, 16, 4e6)
@@ -270,10 +270,10 @@ def test_a_one_slot_schedule_equals_the_static_simulation(topo, two):
 def test_sub_phase_bytes_sum_to_the_phase_bytes():
     import numpy as np
 
-    from planner.traffic.generators import alltoall
-    from planner.traffic.matrix import from_trace
-    from planner.traffic.twophase import transpose2d as tp
-    from sim.schedule import slot_traces
+    from topoplan.traffic.generators import alltoall
+    from topoplan.traffic.matrix import from_trace
+    from topoplan.traffic.twophase import transpose2d as tp
+    from topoplan.sim.schedule import slot_traces
 
     phase = concat([alltoall(16, 5e5), tp(4, 4, 3e5, iters=2), alltoall(16, 64.0)])   # a2a, p2p, a short a2a
     sw = np.arange(16) // 4
@@ -301,7 +301,7 @@ def test_sub_phase_bytes_sum_to_the_phase_bytes():
     assert parts[1].op_counts()["alltoall"] == 16 * 16
     assert float(parts[1].t_start.max()) < 1e-6
     # every sub-phase replays alone
-    from planner.core.topology_io import load_topology as lt
+    from topoplan.core.topology_io import load_topology as lt
     t = lt("paper003", ["ocs.nodes_per_switch=1"])
     for p in parts:
         assert simulate_plan(t, p, None)["makespan_s"] > 0

@@ -3,8 +3,8 @@ than the heuristics it starts from, on the 003 and 000 systems, under both relay
 
 import pytest
 
-from planner.cli.commands.common import load_inputs
-from planner.core.errors import TopoplanError
+from topoplan.cli.commands.common import load_inputs
+from topoplan.core.errors import TopoplanError
 
 NEIGHBOR_003 = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=1"
 NEIGHBOR_000 = "neighbor2d:rows=8,cols=16,bytes=40MB,iters=1"
@@ -12,7 +12,7 @@ RELAYS = ["pipelined", "store-and-forward"]
 
 
 def _circuit_problem(system):
-    from planner.problems.circuits import CircuitProblem
+    from topoplan.problems.circuits import CircuitProblem
 
     if system == "003":
         topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], NEIGHBOR_003, "sequential")
@@ -25,8 +25,8 @@ def _circuit_problem(system):
 @pytest.mark.parametrize("system", ["003", "000"])
 @pytest.mark.parametrize("method, opts", [("ilp", {}), ("anneal", {"max_steps": 30})])
 def test_circuit_methods_never_simulate_slower_than_their_starts(system, method, opts, relay):
-    from planner.problems.circuits import solve
-    from planner.problems.circuits.problem import STARTS, plan_simulator
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import STARTS, plan_simulator
 
     prob, trace = _circuit_problem(system)
     model = {"relay": relay}
@@ -43,8 +43,8 @@ def test_circuit_methods_never_simulate_slower_than_their_starts(system, method,
 
 def test_exact_circuits_bound_is_tight_under_pipelined_relays():
     """003's neighbor case: the exact plan's simulated time is within 5% of its bound (default model)."""
-    from planner.problems.circuits import solve
-    from planner.problems.circuits.problem import CircuitProblem, plan_simulator
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import CircuitProblem, plan_simulator
 
     topo, trace, tr, pl = load_inputs("paper003", [], NEIGHBOR_003, "sequential")
     prob = CircuitProblem.build(topo, tr, pl)
@@ -56,8 +56,8 @@ def test_exact_circuits_bound_is_tight_under_pipelined_relays():
 @pytest.mark.parametrize("relay", RELAYS)
 @pytest.mark.parametrize("method, opts", [("anneal", {"max_steps": 200}), ("ilp", {})])
 def test_placement_methods_never_simulate_slower_than_their_starts(method, opts, relay):
-    from planner.problems.placement import PlacementProblem, simulated_time, solve
-    from planner.problems.placement.problem import STARTS
+    from topoplan.problems.placement import PlacementProblem, simulated_time, solve
+    from topoplan.problems.placement.problem import STARTS
 
     topo, trace, tr, _ = load_inputs("paper003", ["kind=tree", "ocs=null"], "npb:kernel=cg,class=S,np=64,iters=1",
                                      None)
@@ -72,10 +72,10 @@ def test_placement_methods_never_simulate_slower_than_their_starts(method, opts,
 
 @pytest.mark.parametrize("method", ["anneal", "ilp"])
 def test_bcast_methods_never_simulate_slower_than_their_starts(method):
-    from planner.problems.bcast import BcastProblem, solve
-    from planner.problems.bcast.allocation import parse_spec
-    from planner.problems.bcast.problem import STARTS, simulated_time
-    from planner.core.topology_io import load_topology
+    from topoplan.problems.bcast import BcastProblem, solve
+    from topoplan.problems.bcast.allocation import parse_spec
+    from topoplan.problems.bcast.problem import STARTS, simulated_time
+    from topoplan.core.topology_io import load_topology
 
     topo = load_topology("paper000")
     prob = BcastProblem.build(topo, placement=parse_spec("gen:nodes=16,racks=4,seed=1", topo, 0), bytes_B=1024.0)
@@ -87,8 +87,8 @@ def test_bcast_methods_never_simulate_slower_than_their_starts(method):
 
 
 def test_score_must_be_known_and_simulated_needs_a_simulator():
-    from planner.problems.circuits import METHODS
-    from planner.problems.result import solve_with
+    from topoplan.problems.circuits import METHODS
+    from topoplan.problems.result import solve_with
 
     prob, _ = _circuit_problem("003")
     with pytest.raises(TopoplanError, match="field 'score': choose one of bound, simulated, got 'sim'"):

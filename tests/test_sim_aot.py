@@ -1,7 +1,7 @@
-"""The ahead-of-time event loop (``sim._engine``): same results as the JIT, never stale, never fed wrong types.
+"""The ahead-of-time event loop (``topoplan.sim._engine``): same results as the JIT, never stale, never fed wrong types.
 
-``make install`` builds it (``planner.core.warmup``), so on CI it must be current; elsewhere a build
-made before an edit of ``sim/_compiled.py`` is stale and the comparison is skipped (the stale
+``make install`` builds it (``topoplan.core.warmup``), so on CI it must be current; elsewhere a build
+made before an edit of ``topoplan/sim/_compiled.py`` is stale and the comparison is skipped (the stale
 detection itself is always tested).
 """
 
@@ -15,8 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from sim import _engine
-from sim.maxmin import REL_TOL, LinkSet, routes_to_csr
+from topoplan.sim import _engine
+from topoplan.sim.maxmin import REL_TOL, LinkSet, routes_to_csr
 
 
 def _aot_or_skip():
@@ -24,7 +24,7 @@ def _aot_or_skip():
     if status != "current":
         if os.environ.get("CI"):
             pytest.fail(f"ahead-of-time engine is {status} on CI: make install should have built it")
-        pytest.skip(f"ahead-of-time engine {status} (python -m sim._engine rebuilds it)")
+        pytest.skip(f"ahead-of-time engine {status} (python -m topoplan.sim._engine rebuilds it)")
     return _engine._aot_core()
 
 
@@ -46,7 +46,7 @@ def _random_flows(seed, n=400, hosts=12):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_aot_equals_jit_bit_for_bit_on_flows(seed):
     aot, _ = _aot_or_skip()
-    from sim._compiled import run_core as jit
+    from topoplan.sim._compiled import run_core as jit
 
     args = _engine.flow_args(*_random_flows(seed), REL_TOL)
     a, b = aot(*args), jit(*args)
@@ -56,12 +56,12 @@ def test_aot_equals_jit_bit_for_bit_on_flows(seed):
 
 def test_aot_equals_jit_on_a_replay():
     aot, spec = _aot_or_skip()
-    from planner.core.placement import sequential
-    from planner.core.topology_io import load_topology
-    from planner.traffic.matrix import load_source
-    from sim._compiled import run_core as jit
-    from sim.network import build_network
-    from sim.replay import compile_program
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_source
+    from topoplan.sim._compiled import run_core as jit
+    from topoplan.sim.network import build_network
+    from topoplan.sim.replay import compile_program
 
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=2")
@@ -117,7 +117,7 @@ def test_small_flow_run_does_not_import_numba(tmp_path):
            "flows": [{"id": "f", "src": "A", "dst": "B", "bytes": 1e9, "start_s": 0}]}
     path = tmp_path / "s.json"
     path.write_text(json.dumps(doc))
-    code = ("import sys, json; from sim.flowfile import run_scenario; "
+    code = ("import sys, json; from topoplan.sim.flowfile import run_scenario; "
             f"r = run_scenario({str(path)!r}); print(json.dumps([r['makespan_s'], 'numba' in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     makespan, numba_loaded = json.loads(out.stdout)

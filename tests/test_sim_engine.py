@@ -1,4 +1,4 @@
-"""The flow engine (sim/maxmin.py) and scenario reader (sim/flowfile.py), checked by hand and against SimGrid."""
+"""The flow engine (topoplan/sim/maxmin.py) and scenario reader (topoplan/sim/flowfile.py), checked by hand and against SimGrid."""
 
 import gzip
 import json
@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from sim.flowfile import load_scenario, run_scenario, tree_routes
-from sim.maxmin import FlowEngine, LinkSet, maxmin_rates, routes_to_csr, simulate_flows
+from topoplan.core.errors import TopoplanError
+from topoplan.sim.flowfile import load_scenario, run_scenario, tree_routes
+from topoplan.sim.maxmin import FlowEngine, LinkSet, maxmin_rates, routes_to_csr, simulate_flows
 
 SIMGRID = Path(__file__).resolve().parents[2] / "shared" / "reference" / "simgrid"
 DATA = Path(__file__).resolve().parent / "data"

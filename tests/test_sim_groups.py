@@ -1,9 +1,9 @@
-"""The compiled event loop's per-bottleneck flow state (sim._compiled, "max-min rates per bottleneck link").
+"""The compiled event loop's per-bottleneck flow state (topoplan.sim._compiled, "max-min rates per bottleneck link").
 
 Each structure is checked against a plain reference on random operations:
 the N(g, l) table and the pairing heaps through ``join``/``leave``/``ending``,
 and ``fill_groups`` against the per-flow progressive filling
-(:func:`sim.maxmin.maxmin_rates`), from deliberately wrong first groups so
+(:func:`topoplan.sim.maxmin.maxmin_rates`), from deliberately wrong first groups so
 that flows must move and non-candidate links overflow.
 """
 
@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("numba")
 
-from sim import _compiled as C  # noqa: E402
-from sim.maxmin import LinkSet, maxmin_rates  # noqa: E402
+from topoplan.sim import _compiled as C  # noqa: E402
+from topoplan.sim.maxmin import LinkSet, maxmin_rates  # noqa: E402
 
 
 def _state(n_links, n_slots, width):

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.topology_io import load_topology, topology_from_dict
-from sim.network import build_network
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import load_topology, topology_from_dict
+from topoplan.sim.network import build_network
 
 
 def classes(net, links):

@@ -1,13 +1,13 @@
-"""The papers' store-and-forward engine (sim/paper.py), checked against hand-worked times and a brute-force model."""
+"""The papers' store-and-forward engine (topoplan/sim/paper.py), checked against hand-worked times and a brute-force model."""
 
 import math
 
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from sim.maxmin import LinkSet, routes_to_csr
-from sim.paper import PaperEngine, simulate_paper
+from topoplan.core.errors import TopoplanError
+from topoplan.sim.maxmin import LinkSet, routes_to_csr
+from topoplan.sim.paper import PaperEngine, simulate_paper
 
 A1, B1 = 500e-9, 1.25e9     # node <-> EPS switch: 500 ns, 10 Gbps
 A2, B2 = 500e-9, 2.5e9      # EPS uplinks: 500 ns, 20 Gbps
@@ -419,10 +419,10 @@ def test_add_flows_is_validated(flows, match):
     assert eng.n_flows == 0
 
 
-# -- the paper model through the whole simulator (sim.run.simulate with SimModel(model="paper")) -----------------
+# -- the paper model through the whole simulator (topoplan.sim.run.simulate with SimModel(model="paper")) -----------------
 
 def _paper003(*sets):
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     # "Ours (narrow)": every EPS node link at 10 Gbps, so Table 3's beta_1 holds for relays' links too
     return load_topology("paper003", ["ocs.node_link_bw=10Gbps", "node.intra_bw=68Gbps", *sets])
@@ -430,9 +430,9 @@ def _paper003(*sets):
 
 def _one_message(topo, src_rank, dst_rank, n, circuits=None, contention="link", relay="store-and-forward",
                  extra=()):
-    from planner.core.placement import sequential
-    from planner.traffic.trace import Trace
-    from sim.run import simulate
+    from topoplan.core.placement import sequential
+    from topoplan.traffic.trace import Trace
+    from topoplan.sim.run import simulate
 
     recs = [(src_rank, "send", dst_rank, n, -1, 256, 0.0, 0.0, -1, 0),
             (dst_rank, "recv", src_rank, n, -1, 256, 0.0, 0.0, -1, 0)] + list(extra)
@@ -473,9 +473,9 @@ def test_table3_routes_on_the_003_system(n):
 
 def _two_to(topo, senders, receivers, n, contention):
     """Ranks ``senders`` send n bytes to ``receivers`` at time 0; every receive is posted at once."""
-    from planner.core.placement import sequential
-    from planner.traffic.trace import Trace
-    from sim.run import simulate
+    from topoplan.core.placement import sequential
+    from topoplan.traffic.trace import Trace
+    from topoplan.sim.run import simulate
 
     recs = []
     for a, b in zip(senders, receivers):
@@ -513,10 +513,10 @@ def test_fat_tree_uplinks_never_postpone_in_the_paper_model():
 
 
 def test_paper_model_refuses_the_compiled_engine_and_a_timeline():
-    from planner.core.placement import sequential
-    from planner.traffic.matrix import load_source
-    from sim.network import build_network
-    from sim.replay import replay
+    from topoplan.core.placement import sequential
+    from topoplan.traffic.matrix import load_source
+    from topoplan.sim.network import build_network
+    from topoplan.sim.replay import replay
 
     t = _paper003()
     trace, _ = load_source("ring:np=8,bytes=1MB")

@@ -10,12 +10,12 @@ classes first used in a later piece) and compare every result with the whole tra
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import sequential
-from planner.core.topology_io import load_topology
-from planner.traffic.generators import PIECE_ROWS, Recording, TraceBuilder, record_spec
-from sim.network import build_network
-from sim.replay import replay
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.generators import PIECE_ROWS, Recording, TraceBuilder, record_spec
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
 
 
 def _same(a, b):
@@ -55,8 +55,8 @@ def test_pieces_replay_equals_whole_trace(spec, rows, kind):
 
 @pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
 def test_pieces_replay_equals_whole_trace_with_relayed_circuits(relay):
-    from planner.problems.circuits import CircuitProblem, solve
-    from planner.traffic.matrix import load_traffic
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.traffic.matrix import load_traffic
 
     topo = load_topology("paper003")
     spec = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=4"
@@ -168,9 +168,9 @@ def test_marks_and_the_python_reference_replay_the_whole_trace():
 
 
 def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypatch):
-    from planner.traffic import generators
-    from planner.traffic.matrix import load_source
-    from sim.run import simulate
+    from topoplan.traffic import generators
+    from topoplan.traffic.matrix import load_source
+    from topoplan.sim.run import simulate
 
     spec = "npb:kernel=cg,class=S,np=16,iters=3"
     monkeypatch.setattr(generators, "PIECE_ROWS", 300)
@@ -186,7 +186,7 @@ def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypa
 
 
 def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeypatch):
-    from planner.traffic import generators
+    from topoplan.traffic import generators
 
     args = ("simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null",
             "-T", "npb:kernel=cg,class=S,np=16,iters=3")
@@ -199,7 +199,7 @@ def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeyp
 
 
 def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypatch):
-    from planner.traffic import generators
+    from topoplan.traffic import generators
 
     topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
     rec = record_spec("npb:kernel=cg,class=S,np=16,iters=3")

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import sequential
-from planner.core.topology_io import topology_from_dict
-from planner.traffic.trace import Trace
-from sim.maxmin import FlowEngine
-from sim.model import SimModel
-from sim.network import build_network
-from sim.replay import replay
-from sim.run import simulate
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import topology_from_dict
+from topoplan.traffic.trace import Trace
+from topoplan.sim.maxmin import FlowEngine
+from topoplan.sim.model import SimModel
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
+from topoplan.sim.run import simulate
 
 # 2 switches x 4 nodes, 1 GB/s node links, 2 GB/s OCS, no latency, tiny MTU: only bandwidth and relays count
 HYBRID = {"kind": "hybrid", "switches": 2, "nodes_per_switch": 4, "cores_per_node": 1,
@@ -147,7 +147,7 @@ def test_relay_positions_only_inside_pipelined_relay_routes():
 
 
 def test_replay_engines_agree_under_both_relay_models():
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     topo = topology_from_dict(dict(HYBRID, switches=2, nodes_per_switch=4, cores_per_node=2))
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=1")

@@ -1,12 +1,12 @@
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import from_nodes, sequential
-from planner.core.topology_io import topology_from_dict
-from planner.traffic.trace import Trace
-from sim.network import build_network
-from sim.replay import replay
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import from_nodes, sequential
+from topoplan.core.topology_io import topology_from_dict
+from topoplan.traffic.trace import Trace
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
 
 TREE = {"kind": "tree", "switches": 2, "nodes_per_switch": 2, "cores_per_node": 1,
         "eps": {"down_bw": "8Gbps", "up_bw": "8Gbps", "down_latency": "0ns", "mtu": "1B"},
@@ -121,7 +121,7 @@ def both(trace, net, placement, **kw):
 @pytest.mark.parametrize("spec", ["npb:kernel=cg,class=S,np=16,iters=2", "npb:kernel=mg,class=S,np=16,iters=1",
                                   "npb:kernel=ft,class=S,np=8,iters=1", "npb:kernel=lu,class=S,np=8,iters=1"])
 def test_compiled_replay_matches_reference_on_npb(spec):
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
                                 eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))
@@ -135,7 +135,7 @@ def test_compiled_replay_matches_reference_on_npb(spec):
                                             ("npb:kernel=cg,class=S,np=16,iters=1", 0.5)])
 def test_compiled_timeline_matches_reference(spec, intervals):
     # the compiled loop samples each link's bytes at the interval boundaries; the reference adds load x time
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
                                 eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))
@@ -206,8 +206,8 @@ def test_alltoall_rows_per_destination_keep_mpich_algorithm_selection():
 
 
 def test_alltoallv_rows_per_destination_are_one_call_with_summed_counts():
-    from planner.traffic.collectives import schedule
-    from sim.replay import _Collectives
+    from topoplan.traffic.collectives import schedule
+    from topoplan.sim.replay import _Collectives
 
     rows = []
     for r in range(4):
@@ -229,8 +229,8 @@ def test_alltoallv_rows_per_destination_are_one_call_with_summed_counts():
 
 
 def test_compact_steps_keep_every_entry_in_order():
-    from planner.traffic.collectives import Step
-    from sim.replay import _compact_steps
+    from topoplan.traffic.collectives import Step
+    from topoplan.sim.replay import _compact_steps
 
     steps = [Step(sends=[(1, 8.0)], recvs=[(2, None), (3, 4.0)]), Step(), Step(sends=[(0, 2.0), (2, 1.0)])]
     count, peer, nbytes, send = _compact_steps(steps)
@@ -241,7 +241,7 @@ def test_compact_steps_keep_every_entry_in_order():
 
 
 def test_compiled_replay_names_the_call_of_a_peer_outside_the_communicator():
-    from sim.replay import compile_program
+    from topoplan.sim.replay import compile_program
 
     t = topology_from_dict(TREE)
     tr = rec((0, "recv", 1, 8, -1, 4, 0, 0), (1, "barrier", -1, 0, -1, 4, 0, 0), (1, "send", 0, 8, -1, 4, 0, 0))

@@ -2,23 +2,23 @@
 
 An alltoall whose MPICH algorithm is the pairwise exchange or the batched
 isend/irecv is generated step by step inside the loop, each message's
-route composed from :meth:`sim.network.Network.route_parts`; the results
+route composed from :meth:`topoplan.sim.network.Network.route_parts`; the results
 must be those of the expanded schedule to the bit.
 """
 
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import sequential
-from planner.core.topology import GraphTopology
-from planner.core.topology_io import load_topology
-from planner.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm, schedule
-from planner.traffic.generators import alltoall, parse_spec
-from sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, no_state, run_core
-from sim.maxmin import REL_TOL
-from sim.network import build_network
-from sim.replay import _compact_steps, compile_program, replay
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology import GraphTopology
+from topoplan.core.topology_io import load_topology
+from topoplan.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm, schedule
+from topoplan.traffic.generators import alltoall, parse_spec
+from topoplan.sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, no_state, run_core
+from topoplan.sim.maxmin import REL_TOL
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import _compact_steps, compile_program, replay
 
 
 def _run(pg, net):
@@ -39,7 +39,7 @@ def _run(pg, net):
     ("allgather", 64, 1e4, 32),     # the ring on a power of two (total over allgather_long_B)
 ])
 def test_generated_steps_are_the_schedules(op, p, nbytes, throttle):
-    from sim._compiled import _gen_count, _gen_step
+    from topoplan.sim._compiled import _gen_count, _gen_step
 
     th = MPICHThresholds(alltoall_throttle=throttle)
     if op == "allgather":
@@ -143,8 +143,8 @@ def test_alltoall_over_circuits_is_expanded():
 
 
 def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
-    import planner.traffic.generators as gen
-    from planner.traffic.matrix import load_traffic
+    import topoplan.traffic.generators as gen
+    from topoplan.traffic.matrix import load_traffic
 
     monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
     trace = alltoall(40, 1e6)                                    # 1,560 messages, 40 rows: generated
@@ -163,7 +163,7 @@ def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
 
 def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_cli):
     """The traffic (one entry per rank pair) is made only when a plan's inputs or switch loads need it."""
-    import planner.traffic.generators as gen
+    import topoplan.traffic.generators as gen
 
     monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
     args = ["simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null", "--set",
@@ -176,7 +176,7 @@ def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_
 
 
 def _allgathers(p, nbytes, iters=2):
-    from planner.traffic.trace import Trace
+    from topoplan.traffic.trace import Trace
 
     rec = [(r, "allgather", -1, nbytes, -1, p, 0.0, 0.0) for r in range(p) for _ in range(iters)]
     return Trace.from_records(rec, p)
@@ -198,9 +198,9 @@ def test_streamed_ring_allgather_is_the_expanded_one_to_the_bit(p, nbytes, cores
 
 
 def test_ring_allgather_and_bcast_ring_count_against_the_limit(monkeypatch):
-    import planner.traffic.generators as gen
-    from planner.traffic.collectives import peer_step_messages
-    from planner.traffic.trace import Trace
+    import topoplan.traffic.generators as gen
+    from topoplan.traffic.collectives import peer_step_messages
+    from topoplan.traffic.trace import Trace
 
     assert peer_step_messages(_allgathers(24, 100_000)) == 2 * 24 * 23
     bc = Trace.from_records([(r, "bcast", -1, 4e6, 0, 40, 0.0, 0.0) for r in range(40)], 40)   # scatter + ring
@@ -217,7 +217,7 @@ def test_ring_allgather_and_bcast_ring_count_against_the_limit(monkeypatch):
 def test_tables_grown_in_the_middle_of_a_rank_run(n_msgs, nbytes):
     """Thousands of isends in one run of a rank: the loop stops for more request, message and flow slots
     (several times) and resumes that rank where it was; times equal the reference's."""
-    from planner.traffic.trace import Trace
+    from topoplan.traffic.trace import Trace
 
     rec = [(0, "isend", 1 + k % 3, nbytes, -1, 4, 0.0, 0.0, -1, k) for k in range(n_msgs)]
     rec += [(0, "waitall", -1, 0, -1, 4, 0.0, 0.0)]
@@ -238,7 +238,7 @@ def test_tables_grown_in_the_middle_of_a_rank_run(n_msgs, nbytes):
 def test_streamed_alltoall_on_sub_communicators():
     """Two communicators, members out of world order (local rank i is world rank members[i]), then one
     alltoall on the world: the streamed replay maps every peer through its communicator as the expansion does."""
-    from planner.traffic.trace import Trace
+    from topoplan.traffic.trace import Trace
 
     evens, odds = list(range(0, 24, 2))[::-1], list(range(1, 24, 2))
     rec = []
@@ -259,7 +259,7 @@ def test_streamed_alltoall_on_sub_communicators():
 
 
 def test_a_rank_missing_from_a_streamed_alltoall_is_named():
-    from planner.traffic.trace import Trace
+    from topoplan.traffic.trace import Trace
 
     rec = [(r, "alltoall", -1, 1e6, -1, 4, 0.0, 0.0) for r in range(3)]    # rank 3 never calls it
     trace = Trace.from_records(rec, 4)

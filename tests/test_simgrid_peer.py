@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.flowfile import run_scenario
+from topoplan.sim.flowfile import run_scenario
 
 SYSTEM_PYTHON = "/usr/bin/python3"
 PEER = Path(__file__).resolve().parents[1] / "benchmarks" / "simgrid_peer.py"

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import load_placement, node_ids, placement_from_doc, read_placement, sequential
-from planner.core.topology import GraphTopology, TreeTopology
-from planner.core.topology_io import (cores_hint, load_topology, slurm_conf_nodes, slurm_to_dict,
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import load_placement, node_ids, placement_from_doc, read_placement, sequential
+from topoplan.core.topology import GraphTopology, TreeTopology
+from topoplan.core.topology_io import (cores_hint, load_topology, slurm_conf_nodes, slurm_to_dict,
                                       slurm_yaml_to_dict)
-from planner.problems.bcast.allocation import parse_spec, read_allocation
+from topoplan.problems.bcast.allocation import parse_spec, read_allocation
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 TOPOLOGY = (DATA / "cluster" / "topology.conf").read_text()
@@ -122,7 +122,7 @@ def test_without_slurm_conf_the_fit_error_says_how(tmp_path, run_cli):
     t = load_topology(topo, ["slurm_conf=none"])
     assert t.cores_per_node == 1 and "slurm_conf=none" in cores_hint(t)
     # the hint is not part of the topology: equal topologies, one fingerprint
-    from planner.core.fingerprint import fingerprint_topology
+    from topoplan.core.fingerprint import fingerprint_topology
 
     assert fingerprint_topology(t) == fingerprint_topology(load_topology(topo, ["slurm_conf=none", "cores_per_node=1"]))
 
@@ -378,8 +378,8 @@ def test_node_ids_one_rule():
 def test_the_spine_keeps_its_name(cluster, tmp_path):
     topo = load_topology(str(cluster / "topology.conf"))
     assert topo.top_label() == "spine" and topo.switch_labels() == ["leaf1", "leaf2"]
-    from planner.core.topology_io import topology_from_dict, topology_to_dict
-    from sim.network import build_network
+    from topoplan.core.topology_io import topology_from_dict, topology_to_dict
+    from topoplan.sim.network import build_network
 
     assert topology_from_dict(topology_to_dict(topo), "t").top_name == "spine"
     names = build_network(topo).link_name

@@ -9,11 +9,11 @@ import gzip
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.placement import load_placement, read_placement
-from planner.traffic import trace as trace_mod
-from planner.traffic.matrix import is_matrix_file, load_source, read_matrix
-from planner.traffic.trace import read_csv_table, read_trace
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import load_placement, read_placement
+from topoplan.traffic import trace as trace_mod
+from topoplan.traffic.matrix import is_matrix_file, load_source, read_matrix
+from topoplan.traffic.trace import read_csv_table, read_trace
 
 HEAD = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
 MHEAD = "src,dst,bytes,msgs\n"
@@ -151,7 +151,7 @@ def test_integer_fields_take_ascii_digits_only(tmp_path, fn, text, where, bad):
 @pytest.mark.parametrize("bad", BAD_INTS)
 def test_a_placement_node_is_an_ascii_id_or_a_host_name(tmp_path, bad):
     """The node column also takes host names (issue 18), so a bad id is an unknown host, never an alias."""
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     path = write(tmp_path, "t.csv", f"rank,node\n0,1\n1,{bad}\n")
     for hosts in (None, load_topology("paper003")):
@@ -175,7 +175,7 @@ def test_communicator_members_are_ascii_integers(tmp_path, bad):
 
 @pytest.mark.parametrize("bad", ["²", "٣", "３", "--3", "+-3"])
 def test_allocation_ids_are_ascii(tmp_path, bad):
-    from planner.problems.bcast.allocation import cluster, parse_spec, read_allocation
+    from topoplan.problems.bcast.allocation import cluster, parse_spec, read_allocation
 
     p = write(tmp_path, "nodes.txt", f"n00001\n{bad}\n")
     with pytest.raises(TopoplanError, match=r"nodes\.txt:2: unknown host"):
@@ -187,8 +187,8 @@ def test_allocation_ids_are_ascii(tmp_path, bad):
 
 @pytest.mark.parametrize("bad", ["²", "٣", "--3", "+-3"])
 def test_circuit_plan_ids_are_ascii(bad):
-    from planner.core.topology_io import load_topology
-    from planner.problems.circuits.problem import validate_plan_dict
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits.problem import validate_plan_dict
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
     with pytest.raises(TopoplanError, match="unknown node"):
@@ -252,7 +252,7 @@ def test_receives_that_fit(tmp_path, head, body):
                                   "npb:kernel=mg,class=S,np=8", "npb:kernel=lu,class=S,np=4",
                                   "npb:kernel=cg,class=S,np=4"])
 def test_generated_traces_read_back(tmp_path, spec):
-    from planner.traffic.generators import parse_spec
+    from topoplan.traffic.generators import parse_spec
 
     t = parse_spec(spec)
     t.write_csv(tmp_path / "e.csv.gz")
@@ -274,7 +274,7 @@ def test_gzip_is_decompressed_up_to_the_limit(tmp_path, monkeypatch):
 
 
 def test_rows_are_capped_before_parsing(tmp_path, monkeypatch):
-    import planner.traffic.generators as gen
+    import topoplan.traffic.generators as gen
 
     monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 100)
     p = write(tmp_path, "m.csv.gz", MHEAD + "0,1,100,1\n" * 101, gz=True)
@@ -284,7 +284,7 @@ def test_rows_are_capped_before_parsing(tmp_path, monkeypatch):
 
 
 def test_the_limits_are_those_of_generated_traces():
-    from planner.traffic.generators import MAX_TRACE_ROWS
+    from topoplan.traffic.generators import MAX_TRACE_ROWS
 
     assert MAX_TRACE_ROWS == 100_000_000 and trace_mod.MAX_CSV_BYTES == 2 ** 30
 
@@ -306,7 +306,7 @@ def test_unreadable_files(tmp_path, data, needle):
     (8, "places 8 ranks but the traffic has 16"),
 ])
 def test_placement_rank_count_must_match_the_traffic(tmp_path, ranks, needle):
-    from planner.core.topology_io import load_topology
+    from topoplan.core.topology_io import load_topology
 
     topo = load_topology("paper003")
     for name, text in (("p.csv", "rank,node\n" + "".join(f"{r},{r // 4}\n" for r in range(ranks))),
@@ -383,8 +383,8 @@ def test_numpy_and_csv_module_field_counts_agree(tmp_path, monkeypatch):
 def test_a_table_larger_than_memory_is_refused_before_parsing(tmp_path, monkeypatch):
     """60 M rows in 2.5 MB of gzip once took 6.6 GB: the reader now compares its estimate with the memory
     available before pandas allocates (here the memory is made small instead of the file large)."""
-    import planner.traffic.trace as trace_mod
-    from planner.traffic.matrix import read_matrix
+    import topoplan.traffic.trace as trace_mod
+    from topoplan.traffic.matrix import read_matrix
 
     path = tmp_path / "m.csv"
     path.write_text("src,dst,bytes,msgs\n" + "0,1,10,1\n" * 1000)

@@ -9,14 +9,14 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.io import read_json
-from planner.core.placement import Placement
-from planner.core.topology import (GraphTopology, TorusTopology, TreeTopology, check_count,
+from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_json
+from topoplan.core.placement import Placement
+from topoplan.core.topology import (GraphTopology, TorusTopology, TreeTopology, check_count,
                                    check_host_names)
-from planner.core.topology_io import (MAX_TOPOLOGY_BYTES, apply_overrides, dump_topology, load_topology,
+from topoplan.core.topology_io import (MAX_TOPOLOGY_BYTES, apply_overrides, dump_topology, load_topology,
                                       slurm_to_dict, topology_from_dict)
-from planner.reporting.export import read_hostfile, render
+from topoplan.reporting.export import read_hostfile, render
 
 TREE = "kind: tree\nswitches: 2\nnodes_per_switch: 2\neps: {down_bw: 10Gbps, up_bw: 20Gbps}\n"
 TREE_DOC = {"kind": "tree", "switches": 2, "nodes_per_switch": 2, "eps": {"down_bw": "10Gbps", "up_bw": "20Gbps"}}

@@ -8,8 +8,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from planner.core.errors import TopoplanError
-from planner.batch.sweep import expand_cells, load_config, parse_config, read_table, run_sweep
+from topoplan.core.errors import TopoplanError
+from topoplan.batch.sweep import expand_cells, load_config, parse_config, read_table, run_sweep
 
 ME = __name__   # how the sweep finds this module's cell, problem and score functions
 
@@ -31,9 +31,9 @@ def build(topology, traffic, placement=None):
 
 def _toy_method(spread):
     def method(problem, *, time_limit=None, seed=0, **_):
-        from planner.analysis.switches import analyze
-        from planner.core.placement import from_nodes, sequential
-        from planner.problems.result import PlanResult
+        from topoplan.analysis.switches import analyze
+        from topoplan.core.placement import from_nodes, sequential
+        from topoplan.problems.result import PlanResult
 
         topo, tr = problem["topo"], problem["traffic"]
         n = tr.n_ranks
@@ -51,7 +51,7 @@ TOY_METHODS = {"sequential": _toy_method(False), "spread": _toy_method(True)}
 
 
 def solve(problem, method="sequential", *, time_limit=None, seed=0, **options):
-    from planner.problems.result import solve_with
+    from topoplan.problems.result import solve_with
 
     return solve_with(TOY_METHODS, problem, method, problem_name="toy", time_limit=time_limit, seed=seed, **options)
 
@@ -65,7 +65,7 @@ def score_hook(*, result, cell, **_):
 @pytest.fixture(scope="module")
 def client():
     """One local Dask cluster of two workers (threads) for the module."""
-    from planner.batch.sweep import make_client
+    from topoplan.batch.sweep import make_client
 
     c, cluster = make_client(workers=2, processes=False)
     yield c
@@ -195,7 +195,7 @@ def test_missing_problem_module_stops_before_any_cell(tmp_path, client):
     ({"parameters": {"set.eps.up_bws": ["1Gbps"]}}, "eps.up_bws"),
 ])
 def test_config_mistakes_are_caught_up_front(change, needle):
-    from planner.batch.sweep import check_config
+    from topoplan.batch.sweep import check_config
 
     doc = {"instances": [{"topology": "paper003", "traffic": "ring:np=8,bytes=1MB"}], "methods": ["sp"],
            "problem": "circuits", **change}
@@ -213,7 +213,7 @@ def test_unrelated_output_table_is_not_overwritten(tmp_path):
 
 
 def test_cli_dry_run_and_run(data, tmp_path):
-    from planner.cli.commands.sweep import register
+    from topoplan.cli.commands.sweep import register
 
     app = typer.Typer()
     register(app)
@@ -264,7 +264,7 @@ def test_parquet_output_resumes(data, tmp_path, client):
 
 def test_parquet_mixed_object_columns():
     """Columns of numbers with gaps become floats; anything with text stays text, gaps as ''."""
-    from planner.batch.sweep import _parquet_ready
+    from topoplan.batch.sweep import _parquet_ready
 
     df = pd.DataFrame({"gap": [1.5, None, 2], "txt": ["a", None, 3], "flag": [True, None, False]}, dtype=object)
     out = _parquet_ready(df)
@@ -274,7 +274,7 @@ def test_parquet_mixed_object_columns():
 
 
 def test_parquet_without_pyarrow_is_a_clear_error(data, tmp_path, monkeypatch):
-    import planner.batch.sweep as sweep
+    import topoplan.batch.sweep as sweep
 
     monkeypatch.setattr(sweep, "have_parquet", lambda: False)
     cfg = _cheap(data, tmp_path)
@@ -285,7 +285,7 @@ def test_parquet_without_pyarrow_is_a_clear_error(data, tmp_path, monkeypatch):
 
 
 def test_cells_name_and_use_their_simulator_model():
-    from planner.batch.sweep import run_cell
+    from topoplan.batch.sweep import run_cell
 
     cfg = parse_config({"problem": "circuits", "methods": ["greedy"], "sim_model": {"relay_chunk_B": 65536},
                         "instances": [{"name": "nb", "topology": "paper003",
@@ -302,7 +302,7 @@ def test_cells_name_and_use_their_simulator_model():
 def test_every_problem_is_built_the_same_way():
     """placement and bcast cells go through the same build(topology, traffic, placement, **options) as circuits;
     a Bcast has no traffic (it is the Bcast itself) and its placement is the allocation, a list of node ids."""
-    from planner.batch.sweep import check_config, run_cell
+    from topoplan.batch.sweep import check_config, run_cell
 
     cfg = parse_config({"methods": [{"name": "metis", "problem": "placement"},
                                     {"name": "anneal", "problem": "placement", "options": {"max_steps": 20}}],

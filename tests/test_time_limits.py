@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from planner.core import interrupt
-from planner.core.topology_io import load_topology
-from planner.problems.bcast import BcastProblem, solve
-from planner.problems.bcast.allocation import generate
-from planner.problems.bcast.exact import CPSAT_ENTRIES_PER_S, bcast_data, model_size, root_bound
+from topoplan.core import interrupt
+from topoplan.core.topology_io import load_topology
+from topoplan.problems.bcast import BcastProblem, solve
+from topoplan.problems.bcast.allocation import generate
+from topoplan.problems.bcast.exact import CPSAT_ENTRIES_PER_S, bcast_data, model_size, root_bound
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path, monkeypat
     (``delay_s`` 0.6 s, after the first kill)."""
     import subprocess
 
-    from models.backends import cbc
+    from topoplan.formulations.backends import cbc
 
     if delay_s:
         monkeypatch.setattr(cbc, "STOP_MARGIN_S", 0.05)

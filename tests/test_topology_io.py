@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.topology import GraphTopology, TorusTopology, TreeTopology
-from planner.core.topology_io import (apply_overrides, dump_topology, expand_hostlist, load_topology, preset_names,
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.core.topology_io import (apply_overrides, dump_topology, expand_hostlist, load_topology, preset_names,
                                  topology_from_dict)
 
 

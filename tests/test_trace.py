@@ -3,8 +3,8 @@ import gzip
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.traffic.trace import OP_CODE, Trace, read_trace
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import OP_CODE, Trace, read_trace
 
 HEADER = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
 

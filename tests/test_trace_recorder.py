@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.cli.main import main
-from planner.core.errors import TopoplanError
-from planner.traffic.trace import UNKNOWN_OP, read_trace
+from topoplan.cli.main import main
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import UNKNOWN_OP, read_trace
 
 DATA = Path(__file__).resolve().parent / "data" / "mpi"
 HAVE_MPI = bool(shutil.which("mpicc") and shutil.which("mpirun"))
@@ -92,7 +92,7 @@ def ring(mpi):
 def features(mpi):
     """features.c traced under a plain mpirun with LD_PRELOAD=$(topoplan trace --lib), as under Slurm."""
     root, exe = mpi
-    from planner.traffic.recorder import build_library
+    from topoplan.traffic.recorder import build_library
 
     out = root / "features-trace"
     subprocess.run(["mpirun", "--oversubscribe", "-x", f"LD_PRELOAD={build_library()}", "-x",
@@ -142,7 +142,7 @@ def test_ring_communicators_file(ring):
 @needs_mpi
 def test_ring_replays(ring, capsys):
     """The trace directory replays as written, through load_source like every -T option."""
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     out, t = ring
     trace, traffic = load_source(str(out))
@@ -204,7 +204,7 @@ def test_features_rows(features):
 
 @needs_mpi
 def test_library_cache(tmp_path):
-    from planner.traffic.recorder import SOURCE, build_library
+    from topoplan.traffic.recorder import SOURCE, build_library
 
     lib = build_library(cache=tmp_path)
     assert lib.parent == tmp_path and lib.name.startswith("libtopoplan_pmpi-") and lib.suffix == ".so"
@@ -230,7 +230,7 @@ def test_cli_lib_prints_the_library(mpi, capsys):
 
 @needs_mpi
 def test_record_errors(mpi, tmp_path):
-    from planner.traffic.recorder import record
+    from topoplan.traffic.recorder import record
 
     with pytest.raises(TopoplanError, match="no such program"):
         record([str(tmp_path / "nosuch")], tmp_path / "t")
@@ -242,7 +242,7 @@ def test_record_errors(mpi, tmp_path):
 
 def test_no_mpicc(monkeypatch, capsys, tmp_path):
     """Without mpicc: one line that says what to install (no MPI needed for this test)."""
-    from planner.traffic.recorder import build_library
+    from topoplan.traffic.recorder import build_library
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("MPICC", raising=False)
@@ -338,7 +338,7 @@ def write_otf2_program(path):
 
 def test_otf2_every_field(tmp_path):
     pytest.importorskip("otf2")
-    from planner.traffic.otf2 import read_otf2
+    from topoplan.traffic.otf2 import read_otf2
 
     t = read_otf2(write_otf2_program(tmp_path / "scorep"))
     assert t.n_ranks == 4 and len(t) == 4 * 11
@@ -376,7 +376,7 @@ def test_otf2_without_regions(tmp_path):
     otf2 = pytest.importorskip("otf2")
     from otf2.enums import CollectiveOp, GroupType, Paradigm
 
-    from planner.traffic.otf2 import read_otf2
+    from topoplan.traffic.otf2 import read_otf2
 
     with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1000) as w:   # ticks of 1 ms
         d = w.definitions
@@ -409,7 +409,7 @@ def test_otf2_without_regions(tmp_path):
 def test_otf2_replays_from_every_command(tmp_path, capsys):
     """``-T traces.otf2`` (and its directory) works like a trace CSV; not-modelled MPI calls are reported."""
     pytest.importorskip("otf2")
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     anchor = write_otf2_program(tmp_path / "scorep")
     for spec in (anchor, anchor.parent):
@@ -422,7 +422,7 @@ def test_otf2_replays_from_every_command(tmp_path, capsys):
 
 def test_otf2_bad_files(tmp_path):
     pytest.importorskip("otf2")
-    from planner.traffic.otf2 import read_otf2
+    from topoplan.traffic.otf2 import read_otf2
 
     bad = tmp_path / "x.otf2"
     bad.write_text("not an archive\n")

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.traffic.matrix import from_arrays, load_source, read_matrix
+from topoplan.core.errors import TopoplanError
+from topoplan.traffic.matrix import from_arrays, load_source, read_matrix
 
 
 def test_matrix_rows_add_up_and_average_size(tmp_path):
@@ -51,7 +51,7 @@ def test_maplib_matrices_load(shared):
 
 def test_trace_p2p_matrix_agrees_with_trace(shared):
     """The CG trace's explicit sends equal its p2p_matrix.csv, pair by pair."""
-    from planner.traffic.trace import op_codes, read_trace
+    from topoplan.traffic.trace import op_codes, read_trace
 
     d = shared / "traces" / "CG.C.64"
     tr = read_trace(d / "events.csv.gz")
@@ -69,7 +69,7 @@ def test_unknown_traffic_spec():
 
 
 def test_empty_matrix_is_explained(tmp_path):
-    from planner.traffic.matrix import load_source
+    from topoplan.traffic.matrix import load_source
 
     p = tmp_path / "p2p_matrix.csv"
     p.write_text("src,dst,bytes,msgs\n")

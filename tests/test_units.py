@@ -1,7 +1,7 @@
 import pytest
 
-from planner.core.errors import TopoplanError
-from planner.core.units import format_bytes, parse_bandwidth, parse_size, parse_time
+from topoplan.core.errors import TopoplanError
+from topoplan.core.units import format_bytes, parse_bandwidth, parse_size, parse_time
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -43,14 +43,14 @@ def test_format_bytes():
 
 @pytest.mark.parametrize("text,expected", [("12", 12), (" -3 ", -3), ("0042", 42), ("-0", 0)])
 def test_ascii_int(text, expected):
-    from planner.core.units import ascii_int, is_ascii_int
+    from topoplan.core.units import ascii_int, is_ascii_int
 
     assert is_ascii_int(text) and ascii_int(text, "f:1") == expected
 
 
 @pytest.mark.parametrize("text", ["²", "٣", "３", "--3", "+-3", "+3", "−3", "3.0", "1e3", "1_0", "", " ", "0x1", 3, None])
 def test_ascii_int_refuses_other_digits_and_signs(text):
-    from planner.core.units import ascii_int, is_ascii_int
+    from topoplan.core.units import ascii_int, is_ascii_int
 
     assert not is_ascii_int(text)
     with pytest.raises(TopoplanError, match=r"^f:1: not an integer: "):
@@ -58,7 +58,7 @@ def test_ascii_int_refuses_other_digits_and_signs(text):
 
 
 def test_ascii_int_range():
-    from planner.core.units import ascii_int
+    from topoplan.core.units import ascii_int
 
     assert ascii_int(str(2 ** 62 - 1), "f:1") == 2 ** 62 - 1
     with pytest.raises(TopoplanError, match="f:1: 4611686018427387904 is out of range"):

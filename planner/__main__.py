@@ -1,5 +1,0 @@
-import sys
-
-from planner.cli.main import main
-
-sys.exit(main())

@@ -1,1 +1,0 @@
-"""CLI command groups; each module defines ``register(app)`` and is listed in :data:`planner.cli.main.COMMANDS`."""

@@ -1,0 +1,5 @@
+import sys
+
+from topoplan.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,120 @@
+"""Foundation commands: presets, show, traffic, analyze."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
+                                     emit, load_inputs)
+from topoplan.core.units import format_bytes, parse_size
+
+
+def register(app: typer.Typer) -> None:
+    app.command("presets")(presets)
+    app.command("show")(show)
+    app.command("traffic")(traffic_cmd)
+    app.command("analyze")(analyze_cmd)
+
+
+def presets(json_mode: bool = JsonOpt) -> None:
+    """List the topology presets (the papers' systems)."""
+    from topoplan.core.topology_io import PRESET_DIR, _yaml, load_topology, preset_names
+
+    rows = []
+    for name in preset_names():
+        t = load_topology(name)
+        doc = _yaml((PRESET_DIR / f"{name}.yaml").read_text(), name)
+        rows.append({"name": name, "kind": t.kind, "nodes": t.n_nodes, "paper": doc.get("paper", ""),
+                     "ocs_nodes": len(t.ocs.nodes) if getattr(t, "ocs", None) else 0})
+    if json_mode:
+        emit({"presets": rows}, True, None)
+        return
+    tab = Table(title="topology presets")
+    for col in ("name", "kind", "nodes", "ocs_nodes", "paper"):
+        tab.add_column(col)
+    for r in rows:
+        tab.add_row(*(str(r[c]) for c in ("name", "kind", "nodes", "ocs_nodes", "paper")))
+    console().print(tab)
+
+
+def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm topology.conf."),
+         sets: Optional[List[str]] = SetOpt,
+         output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the resolved topology as YAML.")) -> None:
+    """Print a topology (with --set overrides applied) as YAML."""
+    from topoplan.core.io import atomic_write
+    from topoplan.core.topology_io import dump_topology, load_topology
+
+    text = dump_topology(load_topology(topology, sets or []))
+    if output:
+        atomic_write(output, text)
+    else:
+        typer.echo(text, nl=False)
+
+
+def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix CSV or trace CSV."),
+                output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
+                trace: bool = typer.Option(False, "--trace", help="Write the MPI event trace instead of the matrix."),
+                json_mode: bool = JsonOpt) -> None:
+    """Write any traffic source as a communication matrix (or, with --trace, as an event trace)."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.traffic.matrix import load_source
+
+    tr, traffic = load_source(source)
+    if trace:
+        if tr is None:
+            raise TopoplanError(f"{source}: a communication matrix has no event trace to write")
+        tr.write_csv(output)
+    else:
+        traffic.write_matrix(output)
+    s, d, b, m = traffic.matrix()
+    summary = {"source": source, "output": str(output), "ranks": traffic.n_ranks, "pairs": int((s != d).sum()),
+               "bytes": traffic.total_bytes(), "messages": int(m[s != d].sum()),
+               "self_bytes": float(b[s == d].sum())}
+    if json_mode:
+        emit(summary, True, None)
+    else:
+        console().print(f"wrote {output}: {summary['ranks']} ranks, {summary['pairs']} communicating pairs, "
+                        f"{format_bytes(summary['bytes'])} in {summary['messages']:,} messages "
+                        f"(self-messages {format_bytes(summary['self_bytes'])} kept out of the totals)")
+
+
+def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
+                placement: str = PlacementOpt,
+                threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B. When given, node pairs count only pairs exchanging large messages."),
+                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold) or large (default with it)."),
+                json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+    """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small.
+
+    Node pairs are unordered (a pair exchanging in both directions counts once)."""
+    from topoplan.analysis.switches import analyze
+
+    topo, _, tr, pl = load_inputs(topology, sets, traffic, placement)
+    thr = parse_size(threshold, "threshold") if threshold is not None else None
+    res = analyze(topo, tr, pl, thr, pairs=pairs or ("large" if threshold is not None else "any"))
+    d = {"topology": topo.name, "traffic": traffic, "placement": placement, **res.to_dict()}
+    emit(d, json_mode, output)
+    if json_mode:
+        return
+    con = console()
+    s = len(res.switch_names)
+    if s <= 32:
+        which = "exchanging large messages" if res.pairs == "large" else "exchanging any message"
+        tab = Table(title=f"unordered node pairs ({which}) / bytes between EPS switches "
+                          f"(threshold {format_bytes(res.threshold_B)})")
+        tab.add_column("switch")
+        for n in res.switch_names:
+            tab.add_column(n, justify="right")
+        for i, n in enumerate(res.switch_names):
+            tab.add_row(n, *(f"{res.node_pairs[i, j]} / {format_bytes(res.bytes[i, j] + res.bytes[j, i] if i != j else res.bytes[i, i])}"
+                             for j in range(s)))
+        con.print(tab)
+    con.print(f"inter-switch node pairs (unordered, {'large messages' if res.pairs == 'large' else 'any message'}): "
+              f"{d['inter_switch_node_pairs']:,}")
+    con.print(f"inter-switch bytes: {format_bytes(d['inter_switch_bytes'])} "
+              f"(large {format_bytes(d['inter_switch_large_bytes'])}, small {format_bytes(d['inter_switch_small_bytes'])})")
+    con.print(f"intra-switch bytes: {format_bytes(d['intra_switch_bytes'])}, intra-node: {format_bytes(d['intra_node_bytes'])}, "
+              f"total: {format_bytes(d['total_bytes'])}")

@@ -1,0 +1,180 @@
+"""``topoplan circuits`` (plan circuits and forwarding tables) and ``topoplan compare circuits``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from topoplan.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
+                                     SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
+                                     flag_names, load_inputs, parse_time_limit, sim_model, topology_record)
+from topoplan.core.units import format_bytes, format_time, parse_size
+
+MethodOpt = typer.Option("three-step", "--method", "-m",
+                         help="none | sp | three-step | greedy | matching | ilp | anneal.")
+MaxCircuitsOpt = typer.Option(None, "--max-circuits", help="Set up at most this many circuits (000's pathway count).")
+HopLimitOpt = typer.Option(None, "--hop-limit", help="Most circuits a large message may cross (default: no limit).")
+ThresholdOpt = typer.Option(None, "--threshold", help="Large-message threshold (default: OCS bandwidth-delay product).")
+SolverOpt = typer.Option("auto", "--solver", help="MILP back-end for ilp: auto (measured: HiGHS for the node model, CBC for the "
+                         "switch model) | cbc | highs | ortools | gurobi.")
+FormulationOpt = typer.Option("auto", "--formulation", help="ilp model: auto | node (exact) | switch (aggregated) | lp.")
+ObjectiveOpt = typer.Option("lexicographic", "--objective", help="ilp: lexicographic | weighted (bound, then uplink bytes).")
+ScoreOpt = typer.Option("bound", "--score", help="bound: the method's plan for the communication-time bound; "
+                        "simulated: that plan or a heuristic's it starts from, whichever simulates faster.")
+SimulateOpt = typer.Option(True, "--simulate/--no-simulate",
+                           help="Simulate the returned plan and report its time beside the bound.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("circuits")(circuits_cmd)
+    _group(app, "compare", "Run every method of a planning problem on one input and tabulate them.") \
+        .command("circuits")(compare_circuits_cmd)
+
+
+def _group(app: typer.Typer, name: str, help_text: str) -> typer.Typer:
+    """The sub-command group ``name``, shared with other command modules that add to it."""
+    for info in app.registered_groups:
+        if info.name == name and info.typer_instance is not None:
+            return info.typer_instance
+    sub = typer.Typer(no_args_is_help=True, help=help_text)
+    app.add_typer(sub, name=name)
+    return sub
+
+
+# CircuitProblem.build's fields and the flags that set them
+BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_circuits": "--max-circuits"}
+
+
+def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits):
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.core.errors import TopoplanError
+
+    topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
+    thr = parse_size(threshold, "threshold") if threshold is not None else None
+    try:
+        prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits)
+    except TopoplanError as e:  # the library names its fields; name the flags
+        raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
+    return topo, trace, tr, prob
+
+
+def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
+                 placement: str = PlacementOpt, method: str = MethodOpt, time_limit: Optional[float] = TimeLimitOpt,
+                 seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
+                 hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
+                 solver: str = SolverOpt, formulation: str = FormulationOpt, objective: str = ObjectiveOpt,
+                 score: str = ScoreOpt, simulate: bool = SimulateOpt, model: Optional[str] = ModelOpt,
+                 relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+                 paper_contention: Optional[str] = ContentionOpt,
+                 json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+    """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network.
+
+    The plan is scored by its communication-time bound (the busiest link); it is also simulated with the
+    chosen network model (--model/--relay) and both times are reported. With --score simulated the plan
+    of a heuristic the method starts from is returned instead when it simulates faster."""
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.planfile import plan_document, write_plan
+    from topoplan.problems.circuits.problem import plan_simulator
+    from topoplan.core.errors import TopoplanError
+
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    if score not in ("bound", "simulated"):
+        raise TopoplanError(f"--score {score!r}: choose bound or simulated")
+    topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
+    opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
+    with solving(method, time_limit):   # progress on a terminal
+        res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
+    if simulate and "simulated_s" not in res.metrics:
+        res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+    if "simulated_s" in res.metrics:
+        res.options["sim_model"] = smodel.to_dict()
+    extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
+    doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
+    emit(doc, json_mode, None)
+    if json_mode:
+        return
+    con = console()
+    m = res.metrics
+    bound = f", lower bound {format_time(res.bound)} (gap {res.gap:.1%})" if res.bound is not None else ""
+    con.print(f"[bold]{method}[/] ({res.status}): {m['circuits_used']} circuits, communication-time bound "
+              f"{format_time(res.objective)}{bound}; uplink bytes {format_bytes(m['uplink_bytes'])}, "
+              f"large bytes falling back {format_bytes(m['large_fallback_bytes'])}, bottleneck {m['bottleneck']}, "
+              f"wall {res.wall_s:.2f} s")
+    if "simulated_s" in m:
+        con.print(f"simulated {format_time(m['simulated_s'])} ({smodel.label()}; "
+                  f"{'the traffic as one bulk phase' if trace is None else 'the trace'})")
+    if res.message:
+        con.print(res.message)
+    sw = prob.node_switch
+    per = {}
+    for a, b in res.plan["circuits"]:
+        key = (min(sw[a], sw[b]), max(sw[a], sw[b]))
+        per[key] = per.get(key, 0) + 1
+    if per and len(per) <= 64:
+        tab = Table(title="circuits per switch pair")
+        tab.add_column("switches")
+        tab.add_column("circuits", justify="right")
+        labels = topo.switch_labels()
+        for k in sorted(per):
+            tab.add_row(f"{labels[k[0]]}-{labels[k[1]]}", str(per[k]))
+        con.print(tab)
+    if output is not None:
+        con.print(f"wrote {output}")
+
+
+def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
+                         placement: str = PlacementOpt,
+                         methods: str = typer.Option("none,sp,three-step,greedy,matching,ilp,anneal", "--methods",
+                                                     help="Comma-separated methods."),
+                         time_limit: Optional[float] = typer.Option("10", "--time-limit", parser=parse_time_limit, metavar="DURATION",
+                                                                    help="For ilp and anneal each (seconds, or 10s, 1min)."),
+                         seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
+                         hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
+                         solver: str = SolverOpt, formulation: str = FormulationOpt,
+                         simulate: bool = typer.Option(False, "--simulate",
+                                                       help="Also replay the traffic on each plan (the simulator)."),
+                         model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
+                         relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
+                         json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+    """Every circuit method on one problem: bound, gap to the exact model, uplink bytes, solve time."""
+    from topoplan.problems.circuits.problem import compare
+    from topoplan.core.errors import TopoplanError
+
+    method_list = [m.strip() for m in methods.split(",") if m.strip()]
+    if not method_list:
+        raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
+    sim = None
+    if simulate:
+        from topoplan.problems.circuits.problem import plan_simulator
+
+        sim = plan_simulator(prob, trace, smodel)
+    rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
+                   simulate=sim, solver=solver, formulation=formulation)
+    doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
+           "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
+    emit(doc, json_mode, output)
+    if json_mode:
+        return
+    tab = Table(title=f"circuit methods on {topo.name or topology}, {traffic}")
+    cols = ["method", "status", "bound T", "lower bound", "gap", "uplink bytes", "circuits", "wall"]
+    if simulate:
+        cols.insert(4, "simulated")
+    for c in cols:
+        tab.add_column(c, justify="left" if c in ("method", "status") else "right")
+    for r in rows:
+        gap = r.get("gap_to_exact", r.get("gap_to_bound"))
+        cells = [r["method"], r["status"], format_time(r["objective"]),
+                 format_time(r["bound"]) if r["bound"] is not None else "-",
+                 f"{gap:.1%}" if gap is not None else "-", format_bytes(r["uplink_bytes"]), str(r["circuits"]),
+                 f"{r['wall_s']:.2f} s"]
+        if simulate:
+            cells.insert(4, format_time(r["simulated_s"]) if r.get("simulated_s") is not None else "-")
+        tab.add_row(*cells)
+    con = console()
+    con.print(tab)
+    con.print("gap: to the exact optimum when ilp proved it, else to the best lower bound")

@@ -1,0 +1,178 @@
+"""Options and helpers shared by the CLI commands."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from topoplan.core.io import dumps, write_json
+
+TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file, or Slurm "
+                           "topology.conf / topology.yaml (cores from the slurm.conf beside it).")
+SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
+TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
+PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
+OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
+SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
+def parse_time_limit(text: str) -> float:
+    """``--time-limit``: a duration with a unit (``90s``, ``2min``, ``500ms``) or a bare number of seconds."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.units import parse_time
+
+    try:
+        return parse_time(text, "time_limit")
+    except TopoplanError as exc:   # name the flag, not the field
+        raise TopoplanError(flag_names(str(exc), {"time_limit": "--time-limit"})) from None
+
+
+TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metavar="DURATION",
+                            help="Solver time limit: seconds, or with a unit (90s, 2min).")
+ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
+                        "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
+RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
+                        "or store-and-forward (whole message, as in the papers).")
+RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB).")
+ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only: queue messages per link "
+                             "(default) or per receiving device.")
+
+
+def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
+              paper_contention: Optional[str] = None):
+    """The :class:`topoplan.sim.model.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.units import parse_size
+    from topoplan.sim.model import SimModel
+
+    chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
+    try:
+        return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
+    except TopoplanError as e:  # name the flag, not the library field
+        raise TopoplanError(flag_names(str(e), {"model": "--model", "relay": "--relay", "relay_chunk_B": "--relay-chunk",
+                                                "paper_contention": "--paper-contention"})) from None
+
+
+def flag_names(msg: str, flags: dict[str, str]) -> str:
+    """A library error with its ``field 'name'`` replaced by the CLI flag that sets the field
+    (library errors name fields; the CLI names its flags).
+
+    >>> flag_names("field 'root': 9 must be a rank between 0 and 3", {"root": "--root"})
+    '--root: 9 must be a rank between 0 and 3'
+    """
+    for field_, flag in flags.items():
+        msg = msg.replace(f"field '{field_}'", flag)
+    return msg
+
+
+def console(json_mode: bool = False) -> Console:
+    """Rich console for human output; on stderr when stdout carries JSON, so the two never mix.
+
+    On a terminal lines fit its width; in pipes and files nothing is wrapped (a line is one record for
+    grep and awk, and a table is as wide as its contents)."""
+    return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
+
+
+def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):
+    """Topology, (trace, traffic) and validated placement from the common options."""
+    from topoplan.core.placement import load_placement
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import load_source
+
+    topo = load_topology(topology, sets or [])
+    trace, tr = (None, None)
+    if traffic is not None:
+        trace, tr = load_source(traffic)
+        capacity = int(topo.node_cores().sum())
+        if tr.n_ranks > capacity:
+            from topoplan.core.errors import TopoplanError
+            from topoplan.core.topology_io import cores_hint
+
+            raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
+                                f"({topo.n_nodes} nodes, {capacity} cores){cores_hint(topo)}")
+    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
+    return topo, trace, tr, pl
+
+
+def topology_record(topo, topology: str, sets) -> dict:
+    """What a plan file records of its topology: the name, and the spec and --set overrides that rebuild it
+    (``export`` reloads them to check a placement's cores)."""
+    return {"topology": topo.name or topology, "topology_spec": topology, "topology_sets": list(sets or [])}
+
+
+AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it was made for another topology, "
+                            "traffic or placement (its recorded input fingerprints differ).")
+
+
+def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
+                      placement=None) -> None:
+    """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
+    (``traffic`` may be a function returning it, called only when the plan records its inputs)."""
+    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict) and doc.get("inputs") is None:
+        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs
+    if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
+        return
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.fingerprint import check_inputs, fingerprint
+
+    if callable(traffic):   # computed only when a plan's inputs are checked
+        traffic = traffic()
+
+    try:
+        check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)
+    except TopoplanError as exc:
+        msg = str(exc).replace("field 'inputs': ", "")
+        raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
+
+
+def plan_doc(spec) -> dict | None:
+    """The JSON document of a plan or placement file argument, or None (a named placement, a CSV)."""
+    from topoplan.core.io import read_json
+
+    path = Path(str(spec))
+    if path.suffix not in (".json", ".gz") or not path.is_file():
+        return None
+    doc = read_json(path, "plan")
+    return doc if isinstance(doc, dict) else None
+
+
+@contextmanager
+def solving(method: str, time_limit: Optional[float] = None):
+    """Show a long search's progress on stderr while it runs, when stderr is a terminal: elapsed time
+    against the limit, the incumbent and bound the method reports (:mod:`topoplan.core.progress`), and
+    that Ctrl-C keeps the best plan. Nothing in pipes and logs."""
+    err = Console(stderr=True, highlight=False)
+    if not err.is_terminal:
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from topoplan.core.progress import reporting_to
+
+    limit = f" / {time_limit:g} s" if time_limit else ""
+    with Progress(SpinnerColumn(), TextColumn(method), TimeElapsedColumn(), TextColumn(limit + "{task.fields[info]}"),
+                  TextColumn("[dim](Ctrl-C: stop and keep the best plan)"), console=err, transient=True) as bar:
+        task = bar.add_task(method, total=None, info="")
+        seen: dict = {}
+
+        def show(fields):
+            seen.update(fields)
+            parts = [f"{k} {v:.6g}" for k, v in seen.items() if k in ("incumbent", "bound") and v is not None]
+            if seen.get("stage"):
+                parts.append(str(seen["stage"]))
+            bar.update(task, info=("  " + ", ".join(parts)) if parts else "")
+
+        with reporting_to(show):
+            yield
+
+
+def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:
+    """Write the result file (if asked) and print JSON (if asked)."""
+    if output is not None:
+        write_json(output, result)
+    if json_mode:
+        typer.echo(dumps(result))

@@ -1,0 +1,125 @@
+"""``topoplan export``: write a placement as a launcher file (Open MPI 4/5, MPICH, Slurm, JSON), or a circuit
+plan or schedule for an OCS controller (``ocs``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from topoplan.cli.commands.common import AnyInputsOpt, SetOpt, check_plan_inputs, console, plan_doc
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export_cmd)
+
+
+def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | ompi5 | mpich | slurm | json | ocs."),
+               placement: Path = typer.Option(..., "--placement", "-p",
+                                              help="Placement JSON (topoplan place -o) or CSV; a plan with "
+                                              "rank_to_node; for ocs a circuit plan (topoplan circuits -o) or "
+                                              "schedule (topoplan phases --schedule -o)."),
+               hosts: Optional[Path] = typer.Option(None, "--hosts", help="Hostfile: 'node_id host' or one host per line."),
+               topology: Optional[str] = typer.Option(None, "--topology", "-t",
+                                                      help="Topology to validate against (and take host names from)."),
+               sets: Optional[List[str]] = SetOpt, any_inputs: bool = AnyInputsOpt,
+               rules: str = typer.Option("host", "--rules", help="ocs: forwarding rules per destination host "
+                                         "(host) or per destination switch (switch: smaller on large systems)."),
+               output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
+    """Export a placement for a real launcher, or circuits for an OCS controller; refuses invalid plans."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.reporting.export import FORMATS, export, read_hostfile
+
+    if fmt not in FORMATS:
+        raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if fmt == "ocs":
+        _export_ocs(placement, hosts, topology, sets, any_inputs, rules, output)
+        return
+    if rules != "host":
+        raise TopoplanError("--rules: only the ocs format has forwarding rules")
+    topo = None
+    if topology is not None:
+        from topoplan.core.topology_io import load_topology
+
+        topo = load_topology(topology, sets or [])
+    if topo is None:
+        topo = _recorded_topology(placement)
+    if topo is not None:   # a placement planned on another machine (or an edited topology file) is refused
+        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    if topo is None and hosts is None:
+        raise TopoplanError("export needs --hosts or --topology (for host names)")
+    names = read_hostfile(hosts, topo.n_nodes if topo is not None else None) if hosts is not None else None
+    pl = _placement(placement, topo if topo is not None else names)
+    cmd = export(fmt, pl, output, hosts=names, topo=topo)
+    con = console()
+    con.print(f"wrote {output} ({pl.n_ranks} ranks)")
+    if cmd:
+        con.print(f"run: {cmd}")
+
+
+def _placement(placement: Path, hosts):
+    """The placement of a placement file, a plan with ``rank_to_node``, or a ``phases --schedule`` document."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import placement_from_doc, read_placement
+
+    doc = plan_doc(placement) if placement.suffix in (".json", ".gz") else None
+    if isinstance(doc, dict) and "rank_to_node" not in doc:
+        sched = doc.get("schedule_result")
+        if isinstance(sched, dict) and sched.get("rank_to_node") is not None:   # the placement it was scheduled for
+            return placement_from_doc(sched, f"{placement}: schedule_result", hosts)
+        if "circuits" in doc or "schedule" in doc or "schedule_result" in doc:
+            raise TopoplanError(f"{placement}: field 'rank_to_node': missing: the circuit plan records no placement "
+                                "to launch (export its circuits with FORMAT ocs)")
+    return read_placement(placement, hosts)   # host names in the placement too
+
+
+def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules: str, output: Path) -> None:
+    """``export ocs``: a circuit plan or schedule, validated, as an OCS controller's document."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.reporting.export import read_hostfile
+    from topoplan.reporting.ocs_export import RULES, export_ocs, read_document
+
+    if rules not in RULES:
+        raise TopoplanError(f"--rules: expected one of {', '.join(RULES)}, got {rules!r}")
+    doc = read_document(placement)   # a placement or Bcast order is refused here, before any topology is loaded
+    if topology is not None:
+        from topoplan.core.topology_io import load_topology
+
+        topo = load_topology(topology, sets or [])
+    else:
+        topo = _recorded_topology(placement, doc)
+        if topo is None:
+            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
+                                "(and the --set overrides it was planned with)")
+    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    names = read_hostfile(hosts, topo.n_nodes) if hosts is not None else None
+    out = export_ocs(doc, output, topo=topo, hosts=names, rules=rules, check_inputs=not any_inputs,
+                     where=str(placement))
+    entries = out["entries"]
+    changes = sum(1 for e in entries[1:] if e["connect"] or e["disconnect"])
+    changes += sum(1 for e in entries for sl in (e.get("slots") or [])[1:] if sl["connect"] or sl["disconnect"])
+    xcs = max((len(e["cross_connects"]) for e in entries), default=0)
+    console().print(f"wrote {output} ({out['kind']}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
+                    f"up to {xcs} cross-connects, {changes} reconfigurations)")
+
+
+def _recorded_topology(placement: Path, doc=None):
+    """The topology a ``topoplan place`` JSON (or ``doc``, read from it) was planned on (so its cores are checked),
+    or None."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.io import read_json
+    from topoplan.core.topology_io import load_topology
+
+    if doc is None:
+        if placement.suffix != ".json" or not placement.is_file():
+            return None
+        doc = read_json(placement, "placement")
+    spec = doc.get("topology_spec") if isinstance(doc, dict) else None
+    if not isinstance(spec, str):
+        return None
+    try:
+        return load_topology(spec, doc.get("topology_sets") or [])
+    except TopoplanError as exc:
+        raise TopoplanError(f"{placement}: was planned on topology {spec!r}, which cannot be loaded here ({exc}); "
+                            "pass --topology") from None

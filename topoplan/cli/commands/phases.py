@@ -1,0 +1,104 @@
+"""``topoplan phases``: split a trace into communication phases, and optionally schedule circuits over them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
+                                         TrafficOpt, console, emit, flag_names, load_inputs)
+
+FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
+         "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("phases")(phases_cmd)
+
+
+def phases_cmd(
+    topology: str = TopologyOpt,
+    traffic: str = TrafficOpt,
+    sets: Optional[List[str]] = SetOpt,
+    placement: str = PlacementOpt,
+    window: Optional[str] = typer.Option(None, "--window", help="Window of the logical clock (e.g. 1ms; default: "
+                                         "the trace's logical span / --windows)."),
+    windows: int = typer.Option(200, "--windows", help="Windows over the trace when --window is not given."),
+    threshold: float = typer.Option(0.5, "--threshold", help="A window starts a new phase when it shares less "
+                                    "than 1 - THRESHOLD of its bytes with the current phase."),
+    min_windows: int = typer.Option(2, "--min-windows", help="Windows a phase lasts at least."),
+    schedule: Optional[str] = typer.Option(None, "--schedule", help="Also schedule circuits over the phases: "
+                                           "static, per-phase, exact, solstice or bvn (circuits that change "
+                                           "inside all-to-all phases), zero-setup (hybrid topologies)."),
+    circuit_method: str = typer.Option("ilp", "--circuit-method", help="Circuit method for every configuration."),
+    setup: Optional[str] = typer.Option(None, "--setup", help="OCS set-up time (default the topology's ocs.setup)."),
+    blackout: str = typer.Option("eps", "--blackout", help="During a set-up: eps (wait or run on the surviving "
+                                 "circuits, whichever is faster) or stall."),
+    score: str = typer.Option("bound", "--score", help="Phase times for the scheduler: bound (the circuit "
+                              "problem's bound) or simulated (each phase simulated alone; exact, solstice and bvn "
+                              "then also keep the best single configuration when it replays faster)."),
+    simulate: bool = typer.Option(False, "--simulate", help="Simulate the schedule (phase by phase)."),
+    time_limit: Optional[float] = TimeLimitOpt,
+    seed: int = SeedOpt,
+    json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
+) -> None:
+    """Split a trace into communication phases (partners change over time); --schedule plans circuits per phase."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.units import format_bytes, parse_time
+    from topoplan.traffic.phases import detect_phases
+
+    topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
+    if trace is None:
+        raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
+    win = parse_time(window, "window_s") if window is not None else None
+    try:
+        ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
+                           min_windows=min_windows)
+    except TopoplanError as exc:
+        raise TopoplanError(flag_names(str(exc), FLAGS)) from None
+    res = {"topology": topo.name or topology, "traffic": traffic, **ph.to_dict()}
+    sched = sim = None
+    if schedule is not None:
+        from topoplan.problems.circuits.schedule import PhasedProblem, schedule as run_schedule
+
+        try:
+            prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
+                                       blackout=blackout, score=score)
+        except TopoplanError as exc:
+            raise TopoplanError(flag_names(str(exc), FLAGS)) from None
+        sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
+        res["schedule_result"] = sched.to_dict()
+        if simulate:
+            from topoplan.sim.schedule import simulate_schedule
+
+            sim = simulate_schedule(topo, trace, ph, sched)
+            res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
+    emit(res, json_mode, output)
+    if json_mode:
+        return
+    con = console()
+    con.print(f"{len(ph)} phases, {len(set(ph.kinds()))} kinds ({ph.pair_basis} pairs, window "
+              f"{ph.options['window_s'] * 1e3:.3g} ms of the logical clock)")
+    con.print("| phase | kind | logical span (ms) | calls | bytes | dominant pairs |")
+    con.print("|---:|---:|---|---:|---:|---|")
+    for p in ph.phases[:40]:
+        pairs = ", ".join(f"{a}-{b}" for a, b, _ in p.pairs[:4]) + (" ..." if len(p.pairs) > 4 else "")
+        con.print(f"| {p.index} | {p.kind} | {p.start_s * 1e3:.3f} - {p.end_s * 1e3:.3f} | {p.n_calls:,} | "
+                  f"{format_bytes(p.bytes)} | {pairs} |")
+    if len(ph) > 40:
+        con.print(f"... {len(ph) - 40} more phases (--json or -o for all)")
+    if sched is not None:
+        m = sched.metrics
+        con.print(f"{schedule} ({sched.status}): {m['entries']} entries, {m['reconfigurations']} reconfigurations, "
+                  f"phase sum {sched.objective * 1e3:.4g} ms ({m['score']}), zero-set-up lower bound "
+                  f"{sched.bound * 1e3:.4g} ms (gap {100 * (sched.gap or 0):.1f}%)")
+        if "picked" in m:
+            times = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in m["simulated_candidates_s"].items())
+            con.print(f"replayed whole: {times}; kept {m['picked']}")
+        if sim is not None:
+            con.print(f"simulated {sim['makespan_s'] * 1e3:.4g} ms ({sim['setup_idle_s'] * 1e3:.3g} ms of set-up "
+                      f"idle time; {sim['approximation']})")
+    if output is not None:
+        con.print(f"wrote {output}")

@@ -1,0 +1,50 @@
+"""``topoplan validate``: check a plan file against a topology (circuit plans, placements, Bcast orders)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from topoplan.cli.commands.common import AnyInputsOpt, JsonOpt, SetOpt, check_plan_inputs, console, emit
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate_cmd)
+
+
+def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o)."),
+                 topology: str = typer.Option(..., "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
+                 sets: Optional[List[str]] = SetOpt,
+                 traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Also check that the plan was "
+                                                       "made for this traffic (generator spec, matrix or trace)."),
+                 any_inputs: bool = AnyInputsOpt, json_mode: bool = JsonOpt) -> None:
+    """Validate a plan by the keys it has: circuits/forwarding, rank_to_node (placement), order (Bcast).
+
+    A plan made for another topology (after --set overrides) or traffic than the ones given is
+    invalid too (the plan records fingerprints of its inputs). With --json an invalid plan prints
+    {"valid": false, "error": ...} and still exits 2.
+    """
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.io import read_json
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.validate import validate
+
+    topo = load_topology(topology, sets or [])
+    tr = None
+    if traffic is not None:
+        from topoplan.traffic.matrix import load_source
+
+        _, tr = load_source(traffic)
+    doc = read_json(plan, "plan")
+    try:
+        check_plan_inputs(doc, str(plan), any_inputs=any_inputs, topology=topo, traffic=tr)
+        summary = validate(doc, topo, where=str(plan), check_inputs=False)
+    except TopoplanError as exc:
+        if json_mode:
+            emit({"plan": str(plan), "valid": False, "error": str(exc)}, True, None)
+        raise
+    emit({"plan": str(plan), "valid": True, **summary}, json_mode, None)
+    if not json_mode:
+        console().print(f"{plan}: valid ({'; '.join(summary['checked'])})")

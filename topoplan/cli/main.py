@@ -1,0 +1,240 @@
+"""The ``topoplan`` command line (Typer). Each command group lives in :mod:`topoplan.cli.commands`."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+import typer
+
+from topoplan.core.errors import TopoplanError
+
+__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
+
+# The top-level commands and groups, each with the module (topoplan.cli.commands.<module>, with a
+# register(app)) that registers it: adding a command is one entry. A command line that names one imports
+# only that module, not every command's dependencies (start-up); tests/test_cli_conventions.py checks the
+# table against what the modules register.
+COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": "basic", "demo": "demo",
+            "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
+            "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
+            "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
+            "phases": "phases"}
+# Every command module, in the order their commands are listed in --help.
+COMMAND_MODULES = tuple(dict.fromkeys(f"topoplan.cli.commands.{m}" for m in COMMANDS.values()))
+
+OUTPUT_PARAMS = ("output", "rankfile", "png")
+
+
+def guard_outputs(fn):
+    """Wrap a command so its output files may not be one of its input files, nor each other.
+
+    Inputs are the other path-like arguments that name existing files; a command that would
+    overwrite its own input (``topo convert -i D -o D``) stops before doing any work.
+
+    Parameters
+    ----------
+    fn : callable
+        A command callback; its parameters named in :data:`OUTPUT_PARAMS` are outputs.
+
+    Returns
+    -------
+    callable
+        The wrapped callback.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> def convert(input: str, output: str):
+    ...     return f"{input} -> {output}"
+    >>> convert = guard_outputs(convert)
+    >>> with tempfile.NamedTemporaryFile(suffix=".yaml") as f:
+    ...     convert(f.name, f.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: ...yaml: output would overwrite the input ...yaml; choose another name
+    """
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from topoplan.core.io import check_writable
+
+        bound = sig.bind_partial(*args, **kwargs).arguments
+        outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
+        for i, (name, path) in enumerate(outs):
+            check_writable(path, inputs=ins)
+            for other, prev in outs[:i]:
+                if Path(prev).resolve() == Path(path).resolve():
+                    raise TopoplanError(f"{path}: given as both --{other} and --{name}; choose two names")
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _guard_all(app: typer.Typer, prefix: str = "") -> None:
+    from topoplan.cli.examples import epilog
+
+    for cmd in app.registered_commands:
+        cmd.callback = guard_outputs(cmd.callback)
+        name = cmd.name or cmd.callback.__name__.replace("_", "-")
+        if cmd.epilog is None:
+            cmd.epilog = epilog(f"{prefix}{name}")
+    for group in app.registered_groups:
+        _guard_all(group.typer_instance, f"{prefix}{group.name or group.typer_instance.info.name} ")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("topoplan")
+        except PackageNotFoundError:   # run from a checkout that was not installed
+            v = "unknown (not installed)"
+        typer.echo(f"topoplan {v}")
+        raise typer.Exit()
+
+
+def build_app(command: str | None = None) -> typer.Typer:
+    """The Typer application with every command group of :data:`COMMAND_MODULES` registered.
+
+    Parameters
+    ----------
+    command : str, optional
+        A top-level command of :data:`COMMANDS`: register only its module.
+
+    Returns
+    -------
+    typer.Typer
+        Output files of every command are guarded (:func:`guard_outputs`).
+
+    Examples
+    --------
+    >>> app = build_app()
+    >>> "simulate" in [c.name for c in app.registered_commands]
+    True
+    >>> [c.name for c in build_app("simulate").registered_commands]
+    ['simulate']
+    """
+    # plain click help (no boxes: greppable, flags shown without a value placeholder), -h as well as --help,
+    # shell completion (--install-completion), and an Examples block at the end of every command's help
+    app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=True, rich_markup_mode=None,
+                      pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]},
+                      help="Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement, "
+                           "topology-aware Bcast, and a flow-level simulator to score every plan.")
+
+    @app.callback()
+    def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                           help="Print the version and exit.")) -> None:
+        """Planning engine for HPC interconnects: hybrid EPS/OCS circuits, process placement,
+        topology-aware Bcast, and a flow-level simulator to score every plan."""
+
+    modules = [f"topoplan.cli.commands.{COMMANDS[command]}"] if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
+        importlib.import_module(name).register(app)
+    _guard_all(app)
+    return app
+
+
+# Library errors name the fields they are about; the CLI names the flags that set those fields.
+FIELD_FLAGS = {"set": "--set", "network": "--network", "allocation": "--allocation", "at_s": "--at",
+               "scheduler": "--scheduler"}
+
+
+def _flags(message: str) -> str:
+    """``field 'network': ...`` -> ``--network: ...`` for the fields a command-line flag sets.
+
+    Examples
+    --------
+    >>> _flags("field 'network': 'x': choose one of eps, fat-tree")
+    "--network 'x': choose one of eps, fat-tree"
+    """
+    for field_, flag in FIELD_FLAGS.items():
+        message = message.replace(f"field '{field_}': ", f"{flag} ")
+    return message
+
+
+def main(argv=None) -> int:
+    """Run the CLI; bad input becomes one line on stderr and exit status 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for bad input (``error: <message>`` on
+        stderr), 130 when interrupted.
+
+    Examples
+    --------
+    >>> main(["show", "paper003"])  # doctest: +ELLIPSIS
+    kind: hybrid
+    name: paper003
+    switches: 4
+    ...
+    0
+    >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
+    2
+    """
+    from topoplan.core import interrupt
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    app = build_app(args[0] if args and not args[0].startswith("-") else None)
+    interrupt.reset()
+    try:
+        rc = app(args=args, prog_name="topoplan", standalone_mode=False)
+        if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
+            raise KeyboardInterrupt
+        if isinstance(rc, int) and rc != 0:
+            return rc
+        if interrupt.was_interrupted():
+            # the first Ctrl-C stopped a search: its best plan was written (status "interrupted"), but the
+            # run did not finish as asked, so it is not a success
+            print("interrupted: stopped early by Ctrl-C; the results written hold the best plan found so far",
+                  file=sys.stderr)
+            return 130
+    except TopoplanError as exc:
+        print(f"error: {_flags(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a path the OS refuses (name too long, permissions) that no reader caught
+        name = str(exc.filename or "")
+        name = name if len(name) <= 80 else name[:77] + "..."
+        print(f"error: {name + ': ' if name else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except Exception as exc:  # click usage errors and the like
+        kinds = {c.__name__ for c in type(exc).__mro__}
+        # Typer may vendor its own copy of click (typer._click), so match by class name, not identity
+        if "NoArgsIsHelpError" in kinds:   # a bare command group: its help, which is not a result
+            print(exc.format_message(), file=sys.stderr)
+            return 2
+        if "UsageError" in kinds:
+            # one line, like every other input error; the usage block is one --help away
+            ctx = getattr(exc, "ctx", None)
+            where = ctx.command_path if ctx is not None else "topoplan"
+            print(f"error: {where}: {exc.format_message()} (see '{where} --help')", file=sys.stderr)
+            return 2
+        if "ClickException" in kinds:
+            exc.show()
+            return 2
+        if "Abort" in kinds:
+            print("error: aborted", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

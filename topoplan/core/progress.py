@@ -1,0 +1,78 @@
+"""Progress of long searches: methods report their incumbent and bound, a front end shows them.
+
+Search loops call :func:`report` now and then (it costs one context lookup when nobody listens);
+whoever runs the search may install a sink with :func:`reporting_to` -- the CLI shows elapsed time
+against the time limit, the incumbent and the bound on a terminal (``topoplan.cli.commands.common.solving``).
+The library itself prints nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from contextlib import contextmanager
+from typing import Callable
+
+__all__ = ["report", "reporting_to"]
+
+_sink: contextvars.ContextVar = contextvars.ContextVar("topoplan_progress", default=None)
+
+
+def report(**fields) -> None:
+    """Tell the installed sink about the search (no-op without one).
+
+    Parameters
+    ----------
+    **fields
+        ``stage`` (str), ``incumbent`` and ``bound`` (numbers in the method's objective), or anything
+        else worth showing.
+
+    Examples
+    --------
+    >>> seen = []
+    >>> with reporting_to(seen.append, min_interval_s=0):
+    ...     report(stage="anneal", incumbent=3.0)
+    >>> seen
+    [{'stage': 'anneal', 'incumbent': 3.0}]
+    >>> report(incumbent=1.0)   # nobody listens: nothing happens
+    """
+    state = _sink.get()
+    if state is None:
+        return
+    sink, min_interval_s, last = state
+    now = time.monotonic()
+    if now - last[0] < min_interval_s and "stage" not in fields:
+        return
+    last[0] = now
+    sink(fields)
+
+
+@contextmanager
+def reporting_to(sink: Callable[[dict], None], *, min_interval_s: float = 0.2):
+    """Send the :func:`report` calls made inside the block to ``sink`` (at most one per interval,
+    except stage changes).
+
+    Parameters
+    ----------
+    sink : callable
+        Takes the dict of reported fields.
+    min_interval_s : float, optional
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> got = []
+    >>> with reporting_to(got.append, min_interval_s=3600):
+    ...     for i in range(1000):
+    ...         report(incumbent=float(i))
+    >>> got
+    [{'incumbent': 0.0}]
+    """
+    token = _sink.set((sink, float(min_interval_s), [float("-inf")]))
+    try:
+        yield
+    finally:
+        _sink.reset(token)

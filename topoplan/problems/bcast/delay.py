@@ -1,0 +1,211 @@
+"""Delay matrices over an allocation's nodes (002 section IV-B).
+
+``hops``: switch hops between node leaders (from ``topo.hop_matrix()``);
+``speed``: 1 / (the slower HCA rate of the pair), for mixed SDR/DDR clusters;
+or a matrix from a file: CSV with a header row of host names, or ``.npy``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from topoplan.core.errors import TopoplanError
+
+__all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
+
+KINDS = ("hops", "speed")
+
+
+def hops(topo, nodes) -> np.ndarray:
+    """Switch-hop count between every pair of ``nodes``.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+        The allocation.
+
+    Returns
+    -------
+    numpy.ndarray of float
+        ``len(nodes)`` square.
+
+    References
+    ----------
+    002 section IV-B1 (delay matrix for network-topology-aware broadcast).
+
+    Examples
+    --------
+    >>> from topoplan.core.topology import TreeTopology
+    >>> hops(TreeTopology("tree", (2, 2)), [0, 1, 2]).tolist()
+    [[0.0, 1.0, 3.0], [1.0, 0.0, 3.0], [3.0, 3.0, 0.0]]
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    return np.asarray(topo.hop_matrix(), dtype=np.float64)[np.ix_(nodes, nodes)]
+
+
+def speed(topo, nodes) -> np.ndarray:
+    """1 / min(link bandwidth of the pair) in seconds per byte; 0 on the diagonal.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    References
+    ----------
+    002 section IV-B2 (delay matrix for network-speed-aware broadcast).
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> speed(topo, [0, 2, 3]).tolist()
+    [[0.0, 1e-09, 1e-09], [1e-09, 0.0, 5e-10], [1e-09, 5e-10, 0.0]]
+    """
+    bw = node_bw(topo, nodes)
+    d = 1.0 / np.minimum(bw[:, None], bw[None, :])
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
+def node_bw(topo, nodes) -> np.ndarray:
+    """Link (HCA) bandwidth of each node, bytes/s.
+
+    Parameters
+    ----------
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> node_bw(topo, [0, 2]).tolist()
+    [1000000000.0, 2000000000.0]
+    """
+    if hasattr(topo, "node_link_bw"):
+        bw = np.asarray(topo.node_link_bw(), dtype=np.float64)
+    else:  # torus: one rate per dimension, take the slowest
+        bw = np.full(topo.n_nodes, float(min(topo.bw_Bps)))
+    return bw[np.asarray(nodes, dtype=np.int64)]
+
+
+def load(path, topo, nodes) -> np.ndarray:
+    """Read a delay matrix for ``nodes`` from a CSV (header = host names) or ``.npy`` (allocation order).
+
+    Parameters
+    ----------
+    path : str or path
+    topo : Topology
+        Names the hosts of the header.
+    nodes : array_like of int
+        The allocation; the result's rows and columns follow it.
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TopoplanError
+        For a missing file, a host of the allocation missing from the header, or a malformed matrix.
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "delay.csv")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("n00000,n00002\\n0,5\\n7,0\\n")
+    >>> load(path, topo, [2, 0]).tolist()
+    [[0.0, 7.0], [5.0, 0.0]]
+    """
+    path = Path(path)
+    n = len(nodes)
+    if not path.is_file():
+        raise TopoplanError(f"field 'delay': {str(path)!r} is not 'hops', 'speed' or an existing file")
+    if path.suffix == ".npy":
+        try:
+            m = np.load(path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
+            raise TopoplanError(f"{path}: not a NumPy array ({exc})") from None
+        if m.shape != (n, n):
+            raise TopoplanError(f"{path}: matrix is {m.shape}, the allocation has {n} nodes")
+        return _check(np.asarray(m, dtype=np.float64), path)
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:  # noqa: BLE001
+        raise TopoplanError(f"{path}: unreadable CSV ({str(exc).strip().splitlines()[0]})") from None
+    names = [str(c).strip() for c in df.columns]
+    hosts = topo.host_names()
+    want = [hosts[i] for i in nodes]
+    index = {h: i for i, h in enumerate(names)}
+    missing = [h for h in want if h not in index]
+    if missing:
+        raise TopoplanError(f"{path}: header lacks host {missing[0]!r} of the allocation")
+    if df.shape[0] != len(names):
+        raise TopoplanError(f"{path}: {df.shape[0]} rows for {len(names)} header hosts")
+    try:
+        full = df.to_numpy(dtype=np.float64)
+    except ValueError:
+        raise TopoplanError(f"{path}: non-numeric delay value") from None
+    sel = [index[h] for h in want]
+    return _check(full[np.ix_(sel, sel)], path)
+
+
+def _check(m, path):
+    if not np.isfinite(m).all() or (m < 0).any():
+        raise TopoplanError(f"{path}: delays must be finite and non-negative")
+    return m
+
+
+def delay_matrix(spec, topo, nodes) -> np.ndarray:
+    """Resolve ``--delay``: ``hops``, ``speed`` or a file.
+
+    Parameters
+    ----------
+    spec : str
+        One of :data:`KINDS` or a file (see :func:`load`).
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    numpy.ndarray of float
+
+    Raises
+    ------
+    TopoplanError
+        For anything else.
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast.allocation import cluster
+    >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> delay_matrix("hops", topo, [0, 2]).tolist()
+    [[0.0, 3.0], [3.0, 0.0]]
+    >>> delay_matrix("latency", topo, [0, 2])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'delay': 'latency' is not 'hops', 'speed' or an existing file
+    """
+    if spec == "hops":
+        return hops(topo, nodes)
+    if spec == "speed":
+        return speed(topo, nodes)
+    return load(spec, topo, nodes)

@@ -1,0 +1,29 @@
+"""Circuit assignment and forwarding tables for hybrid EPS/OCS networks (issue 4).
+
+>>> from topoplan.problems.circuits import CircuitProblem, solve, METHODS
+>>> sorted(METHODS)
+['anneal', 'greedy', 'ilp', 'matching', 'none', 'sp', 'three-step']
+>>> METHODS.options("anneal")
+('init', 'max_steps', 't0', 't1', 'energy', 'trace', 'sim_model')
+
+See :mod:`topoplan.problems.circuits.problem` (problem, ``solve``, validation),
+:mod:`topoplan.problems.circuits.registry` (the registry ``METHODS``, ``STARTS``),
+:mod:`topoplan.problems.circuits.heuristics` (sp, three-step, greedy, matching, none),
+:mod:`topoplan.problems.circuits.anneal`, :mod:`topoplan.problems.circuits.exact` (``ilp``),
+:mod:`topoplan.problems.circuits.forwarding` (distance-vector tables, routes),
+:mod:`topoplan.problems.circuits.bound` (the communication-time bound),
+:mod:`topoplan.problems.circuits.planfile` (plan JSON); the exact models are :mod:`topoplan.formulations.circuits_node` and
+:mod:`topoplan.formulations.circuits_switch`.
+"""
+
+from topoplan.problems.circuits.problem import CircuitProblem, solve, validate_plan, validate_plan_dict
+from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
+
+# The methods register themselves in METHODS when imported (order: the registry's listing order).
+from topoplan.problems.circuits import heuristics, exact, anneal  # noqa: E402,F401,I001
+
+#: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
+build = CircuitProblem.build
+
+__all__ = ["CircuitProblem", "build", "solve", "METHODS", "HEURISTICS", "STARTS", "validate_plan",
+           "validate_plan_dict"]

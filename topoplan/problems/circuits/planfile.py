@@ -1,0 +1,140 @@
+"""Circuit plan files: the JSON the simulator, ``topoplan validate`` and ``topoplan simulate --circuits`` read.
+
+Keys (the contract with :mod:`topoplan.sim.network`):
+
+- ``circuits``: ``[[node_a, node_b], ...]`` -- OCS node pairs under different switches;
+- ``forwarding``: ``{"<node>": {"<destination switch>": <next hop node>}}`` -- for a large
+  inter-switch message at a node bound for a node under that switch, the next hop is the
+  node's circuit partner (cross the circuit) or another node under its own switch (EPS hop
+  to a relay); at a node under the destination switch the message is delivered over the EPS;
+  a missing entry means fall back to the EPS uplinks from the current node;
+- ``load_sharing``: how parallel circuits share load (different source nodes, different relays);
+- ``hop_limit``, ``threshold_B``, ``rank_to_node`` (the placement planned for);
+- the common result keys: ``method``, ``seed``, ``objective``, ``metrics``
+  (``congestion_bound_s``, ``uplink_bytes``, ``circuits_used``, ...), ``bound``, ``gap``,
+  ``status``, ``wall_s``, ``options``.
+"""
+
+from __future__ import annotations
+
+from topoplan.problems.circuits.problem import validate_plan_dict
+from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_json, write_json
+
+__all__ = ["plan_document", "write_plan", "read_plan"]
+
+
+def plan_document(result, **extra) -> dict:
+    """The plan file's content for a :class:`topoplan.problems.result.PlanResult` (plus ``extra`` keys, e.g. topology).
+
+    Parameters
+    ----------
+    result : PlanResult
+    **extra
+        Keys added to the document.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> from topoplan.problems.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> from topoplan.problems.circuits.problem import solve
+    >>> doc = plan_document(solve(prob, "three-step"), topology="paper003")
+    >>> doc["method"], doc["circuits"], doc["topology"]
+    ('three-step', [[0, 16], [1, 17], [2, 18], [3, 19]], 'paper003')
+    """
+    doc = result.to_dict()
+    doc.update(extra)
+    return doc
+
+
+def write_plan(path, result, topo, **extra) -> dict:
+    """Validate a circuit plan against ``topo`` and write it atomically. Returns the document.
+
+    Parameters
+    ----------
+    path : str or path
+    result : PlanResult
+    topo : TreeTopology
+        The hybrid topology the plan is for.
+    **extra
+        Keys added to the document.
+
+    Returns
+    -------
+    dict
+        The document written.
+
+    Raises
+    ------
+    TopoplanError
+        For an invalid plan (nothing is written) or an unwritable path.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> from topoplan.problems.circuits.problem import CircuitProblem
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])   # OCS nodes 0-3, 16-19, ...
+    >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
+    >>> import os, tempfile
+    >>> from topoplan.problems.circuits.problem import solve
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.json")
+    >>> _ = write_plan(path, solve(prob, "three-step"), topo)
+    >>> read_plan(path, topo)["circuits"]
+    [[0, 16], [1, 17], [2, 18], [3, 19]]
+    """
+    doc = plan_document(result, **extra) if not isinstance(result, dict) else dict(result, **extra)
+    validate_plan_dict(doc, topo, where=str(path))
+    write_json(path, doc)
+    return doc
+
+
+def read_plan(path, topo=None) -> dict:
+    """Read a circuit plan file; with ``topo``, validate it (one-line :class:`TopoplanError` on any fault).
+
+    Parameters
+    ----------
+    path : str or path
+    topo : TreeTopology, optional
+
+    Returns
+    -------
+    dict
+        The plan document.
+
+    Raises
+    ------
+    TopoplanError
+        For a missing or malformed file, or (with ``topo``) an invalid plan.
+
+    Examples
+    --------
+    >>> import json, os, tempfile
+    >>> from topoplan.core.topology_io import load_topology
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.json")
+    >>> with open(path, "w") as fh:
+    ...     json.dump({"circuits": [[0, 1]], "forwarding": {}}, fh)
+    >>> read_plan(path)["circuits"]
+    [[0, 1]]
+    >>> read_plan(path, load_topology("paper003"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.json: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
+    """
+    doc = read_json(path, "circuit plan")
+    if not isinstance(doc, dict) or "circuits" not in doc:
+        raise TopoplanError(f"{path}: not a circuit plan (no 'circuits' key)")
+    if topo is not None:
+        validate_plan_dict(doc, topo, where=str(path))
+    return doc

@@ -1,0 +1,957 @@
+"""The circuit-assignment problem: what a hybrid EPS/OCS network must carry, at node level, and how to solve it.
+
+A :class:`CircuitProblem` is built once from a hybrid topology, traffic, a
+placement and the large-message threshold. It holds
+
+- the topology as arrays (switch of every node, OCS nodes, optical ports,
+  link bandwidths) and a fixed numbering of the directed links
+  (the simulator's, :meth:`CircuitProblem.network`);
+- the *base* link loads: every byte whose route does not depend on the
+  plan (intra-node, intra-switch, small inter-switch messages);
+- the *large inter-switch* traffic as node pairs (the part circuits and
+  relays can carry), with per-node and per-switch-pair aggregates.
+
+:func:`solve` runs one method of :data:`METHODS` (the registry of
+:mod:`topoplan.problems.circuits.registry`; the methods register themselves) and
+returns a validated :class:`topoplan.problems.result.PlanResult`;
+:func:`validate_plan_dict` checks a plan file against a topology (the rules
+of the plan-file contract).
+
+Examples
+--------
+>>> from topoplan.core.topology_io import load_topology
+>>> from topoplan.traffic.matrix import from_arrays
+>>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+>>> prob = CircuitProblem.build(topo, from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+>>> res = solve(prob, method="three-step")
+>>> res.plan["circuits"]
+[[0, 16]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from topoplan.analysis.switches import default_threshold
+from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.forwarding import LOAD_SHARING, tables_from_array
+from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
+from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import Placement, from_nodes, sequential
+from topoplan.problems.result import PlanResult, solve_with, strict_options
+from topoplan.core.topology import TreeTopology
+from topoplan.sim.model import SimModel
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import bulk_trace
+from topoplan.sim.run import simulate_plan
+
+__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
+           "validate_plan_dict", "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
+
+
+@dataclass
+class CircuitProblem:
+    """Inputs of circuit assignment, as arrays (see the module docstring).
+
+    Link numbering: the simulator's (:meth:`network`, :mod:`topoplan.sim.network`), so a
+    plan's per-link bytes compare link by link with a simulation's:
+    intra-node links ``0..N-1``, node up links ``N..2N-1``, node down links
+    ``2N..3N-1``, switch uplinks up ``3N..3N+S-1`` and down ``3N+S..3N+2S-1``
+    (:meth:`link_ids`, :meth:`link_index`); circuits follow, two directed
+    links each, in the order of the plan's circuit list.
+
+    Parameters
+    ----------
+    topology : TreeTopology
+        The hybrid topology.
+    placement : Placement
+        Where the ranks run.
+    threshold_B : float
+        Large-message threshold: messages of at least this size may use circuits.
+    hop_limit, max_circuits : int or None
+        Most circuits a route may cross; most circuits a plan may set up.
+    node_switch, is_ocs, node_bw_Bps : numpy.ndarray
+        Per node: its switch, whether it has optical ports, its EPS link bandwidth.
+    ports : int
+        Optical ports per OCS node.
+    up_bw_Bps, ocs_bw_Bps, intra_bw_Bps : float
+        Switch uplink, circuit and intra-node bandwidths.
+    uplinks_shared : bool
+        False on a fat tree (uplinks do not contend).
+    base_up_B, base_down_B, base_intra_B : numpy.ndarray
+        Per node: bytes on its links that no plan changes.
+    base_uplink_up_B, base_uplink_down_B : numpy.ndarray
+        Per switch: the same on its uplink.
+    large_src, large_dst, large_bytes, large_msgs : numpy.ndarray
+        Large inter-switch traffic by ordered node pair.
+    node_min_rank : numpy.ndarray
+        Lowest rank on every node (int64 max where none).
+    traffic_name : str, optional
+    traffic : Traffic, optional
+        The rank traffic, for simulating plans.
+
+    Build one with :meth:`build`, not field by field.
+
+    See Also
+    --------
+    solve : plan circuits for the problem.
+    topoplan.problems.circuits.bound.evaluate : the communication-time bound of a plan.
+
+    References
+    ----------
+    000 section 3 (hybrid network, SP and CP assignment), 001 section 3.2
+    (only some nodes are OCS nodes; EPS-OCS relays) and 003 section 3.3
+    (circuit assignment of Fig. 3, routes of Fig. 4).
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> d = prob.describe()
+    >>> d["ocs_nodes"], d["large_pairs"], d["large_inter_switch_bytes"]
+    (16, 16, 640000000.0)
+    >>> float(prob.switch_bytes()[0, 1]), prob.circuit_limit()
+    (640000000.0, 8)
+    """
+
+    topology: Any
+    placement: Any
+    threshold_B: float
+    hop_limit: int | None
+    max_circuits: int | None
+    node_switch: np.ndarray
+    is_ocs: np.ndarray
+    ports: int
+    node_bw_Bps: np.ndarray
+    up_bw_Bps: float
+    ocs_bw_Bps: float
+    intra_bw_Bps: float
+    uplinks_shared: bool
+    base_up_B: np.ndarray
+    base_down_B: np.ndarray
+    base_intra_B: np.ndarray
+    base_uplink_up_B: np.ndarray
+    base_uplink_down_B: np.ndarray
+    large_src: np.ndarray
+    large_dst: np.ndarray
+    large_bytes: np.ndarray
+    large_msgs: np.ndarray
+    node_min_rank: np.ndarray
+    traffic_name: str = ""
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    traffic: object = field(default=None, repr=False, compare=False)  # rank traffic (for simulating plans)
+
+    def fingerprint(self) -> dict[str, str]:
+        """Fingerprints of the topology, rank traffic and placement this problem was built from
+        (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`)."""
+        from topoplan.core.fingerprint import fingerprint
+
+        pl = self.placement if hasattr(self.placement, "rank_to_node") else None
+        return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
+
+    # -- construction ---------------------------------------------------
+    @classmethod
+    @strict_options("CircuitProblem.build")
+    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
+              hop_limit: int | None = None, max_circuits: int | None = None) -> "CircuitProblem":
+        """Aggregate rank traffic to node level under ``placement`` (default sequential).
+
+        The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
+        an option it does not know is refused with the known ones.
+
+        Parameters
+        ----------
+        topology : TreeTopology
+            A hybrid topology (with an ``ocs`` section).
+        traffic : Traffic
+            The rank traffic.
+        placement : Placement or array_like of int, optional
+            Or rank -> node ids (consecutive cores per node); validated here. Default: sequential.
+        threshold_B : float, optional
+            Large-message threshold (default: OCS bandwidth-delay product).
+        hop_limit : int, optional
+            Most circuits a large message may cross (None: no limit).
+        max_circuits : int, optional
+            Most circuits a plan may set up (None: as many as ports allow).
+
+        Returns
+        -------
+        CircuitProblem
+
+        Raises
+        ------
+        TopoplanError
+            For a topology without OCS, a placement that does not fit, a bad
+            option value, or an unknown option (naming the known ones).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.traffic.matrix import from_arrays
+        >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+        >>> prob = CircuitProblem.build(topo, from_arrays(256, [0, 64], [64, 0], [4e6, 4e6]))
+        >>> prob.n_nodes, prob.n_switches, prob.ocs_nodes.tolist()
+        (64, 4, [0, 16, 32, 48])
+        >>> CircuitProblem.build(topo, from_arrays(2, [0], [1], [8.0]), hop_limt=2)
+        Traceback (most recent call last):
+        ...
+        topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits
+        """
+        topo = topology
+        if traffic is None:
+            raise TopoplanError("field 'traffic': a circuit problem needs the traffic to plan for")
+        if not isinstance(topo, TreeTopology) or topo.ocs is None:
+            raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
+                                f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
+        if hop_limit is not None and hop_limit < 1:
+            raise TopoplanError(f"field 'hop_limit': must be at least 1, got {hop_limit}")
+        if max_circuits is not None and max_circuits < 0:
+            raise TopoplanError(f"field 'max_circuits': must be non-negative, got {max_circuits}")
+        if placement is None:
+            placement = sequential(traffic.n_ranks, topo)
+        elif not isinstance(placement, Placement):
+            placement = from_nodes(placement, topo)
+        if placement.n_ranks < traffic.n_ranks:
+            raise TopoplanError(f"placement: places {placement.n_ranks} ranks but the traffic has {traffic.n_ranks}")
+        placement.validate(topo)
+        thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
+        if not thr >= 0:
+            raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
+        n, sw = topo.n_nodes, topo.node_switch()
+        s = topo.n_switches
+        node = np.asarray(placement.rank_to_node, dtype=np.int64)
+        a, b = node[traffic.src], node[traffic.dst]
+        by = traffic.bytes.astype(np.float64)
+        same_node, same_sw = a == b, sw[a] == sw[b]
+        large = (traffic.msg_bytes >= thr) & ~same_sw
+        eps = ~same_node & ~large
+        cross = eps & ~same_sw
+        up = np.bincount(a[eps], weights=by[eps], minlength=n)
+        down = np.bincount(b[eps], weights=by[eps], minlength=n)
+        intra = np.bincount(a[same_node & (traffic.src != traffic.dst)],
+                            weights=by[same_node & (traffic.src != traffic.dst)], minlength=n)
+        uu = np.bincount(sw[a[cross]], weights=by[cross], minlength=s)
+        ud = np.bincount(sw[b[cross]], weights=by[cross], minlength=s)
+        key = a[large] * n + b[large]
+        uniq, inv = np.unique(key, return_inverse=True)
+        lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
+        lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
+        keep = lb > 0
+        min_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(min_rank, node[:traffic.n_ranks], np.arange(traffic.n_ranks, dtype=np.int64))
+        ocs = topo.ocs
+        return cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
+                   node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(), ports=int(ocs.ports_per_node),
+                   node_bw_Bps=topo.node_link_bw().astype(np.float64), up_bw_Bps=float(topo.up_bw_Bps),
+                   ocs_bw_Bps=float(ocs.bw_Bps), intra_bw_Bps=float(topo.intra_node_bw_Bps),
+                   uplinks_shared=topo.kind != "fat-tree",
+                   base_up_B=up, base_down_B=down, base_intra_B=intra, base_uplink_up_B=uu, base_uplink_down_B=ud,
+                   large_src=(uniq // n)[keep], large_dst=(uniq % n)[keep], large_bytes=lb[keep],
+                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
+                   traffic=traffic)
+
+    # -- sizes and structure --------------------------------------------
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_switch)
+
+    @property
+    def n_switches(self) -> int:
+        return int(self.topology.n_switches)
+
+    @property
+    def ocs_nodes(self) -> np.ndarray:
+        return np.flatnonzero(self.is_ocs)
+
+    def ocs_of_switch(self) -> list[np.ndarray]:
+        """OCS nodes under every switch, ascending."""
+        if "ocs_of" not in self._cache:
+            o = self.ocs_nodes
+            self._cache["ocs_of"] = [o[self.node_switch[o] == k] for k in range(self.n_switches)]
+        return self._cache["ocs_of"]
+
+    def circuit_limit(self) -> int:
+        """Most circuits any plan can have: the ports, and ``max_circuits`` when set."""
+        total = self.ports * int(self.is_ocs.sum()) // 2
+        return total if self.max_circuits is None else min(total, self.max_circuits)
+
+    # -- large inter-switch traffic aggregates --------------------------
+    def own_out(self) -> np.ndarray:
+        """``own_out[n, B]``: large bytes node n sends to nodes under switch B (N x S)."""
+        if "own_out" not in self._cache:
+            m = np.zeros((self.n_nodes, self.n_switches))
+            np.add.at(m, (self.large_src, self.node_switch[self.large_dst]), self.large_bytes)
+            self._cache["own_out"] = m
+        return self._cache["own_out"]
+
+    def own_in(self) -> np.ndarray:
+        """``own_in[n, A]``: large bytes node n receives from nodes under switch A (N x S)."""
+        if "own_in" not in self._cache:
+            m = np.zeros((self.n_nodes, self.n_switches))
+            np.add.at(m, (self.large_dst, self.node_switch[self.large_src]), self.large_bytes)
+            self._cache["own_in"] = m
+        return self._cache["own_in"]
+
+    def switch_bytes(self) -> np.ndarray:
+        """``W[A, B]``: large bytes from switch A to switch B (S x S, zero diagonal)."""
+        if "W" not in self._cache:
+            s = self.n_switches
+            m = np.zeros((s, s))
+            np.add.at(m, (self.node_switch[self.large_src], self.node_switch[self.large_dst]), self.large_bytes)
+            self._cache["W"] = m
+        return self._cache["W"]
+
+    def node_pairs(self):
+        """Unordered communicating node pairs (large traffic): ``(u, v, bytes, msgs)`` with ``u < v``, both directions summed."""
+        if "pairs" not in self._cache:
+            n = self.n_nodes
+            lo = np.minimum(self.large_src, self.large_dst)
+            hi = np.maximum(self.large_src, self.large_dst)
+            uniq, inv = np.unique(lo * n + hi, return_inverse=True)
+            self._cache["pairs"] = (uniq // n, uniq % n, np.bincount(inv, weights=self.large_bytes),
+                                    np.bincount(inv, weights=self.large_msgs))
+        return self._cache["pairs"]
+
+    def switch_pair_counts(self) -> np.ndarray:
+        """Number of communicating node pairs between switches (symmetric S x S): the papers' "communication count"."""
+        if "counts" not in self._cache:
+            u, v, _, _ = self.node_pairs()
+            s = self.n_switches
+            m = np.zeros((s, s), dtype=np.int64)
+            np.add.at(m, (self.node_switch[u], self.node_switch[v]), 1)
+            self._cache["counts"] = m + m.T
+        return self._cache["counts"]
+
+    # -- links ----------------------------------------------------------
+    def network(self):
+        """The simulator's network of the topology (no circuits; built once): it numbers the links and
+        routes the traffic (:mod:`topoplan.sim.network`)."""
+        if "net" not in self._cache:
+            self._cache["net"] = build_network(self.topology, threshold_B=self.threshold_B)
+        return self._cache["net"]
+
+    def n_fixed_links(self) -> int:
+        return self.network().n_fixed_links
+
+    def link_ids(self) -> dict[str, np.ndarray]:
+        """Link ids per group: ``intra``, ``up``, ``down`` (per node), ``uplink_up``, ``uplink_down`` (per switch)."""
+        return self.network().link_ids()
+
+    def link_index(self) -> dict[str, int]:
+        """First link id of every group (each group is a contiguous range; see the class docstring)."""
+        if "link_index" not in self._cache:
+            out = {}
+            for k, ids in self.link_ids().items():
+                if len(ids) and not np.array_equal(ids, np.arange(ids[0], ids[0] + len(ids))):
+                    raise TopoplanError(f"field 'topology': links of group {k!r} are not numbered contiguously")
+                out[k] = int(ids[0]) if len(ids) else self.n_fixed_links()
+            out["circuit"] = self.n_fixed_links()
+            self._cache["link_index"] = out
+        return self._cache["link_index"]
+
+    def fixed_link_bw(self) -> np.ndarray:
+        """Bandwidth of the fixed links; fat-tree uplinks get ``inf`` (they cap flows but are not shared)."""
+        if "fixed_bw" not in self._cache:
+            net = self.network()
+            bw = np.where(net.shared, net.bw_Bps, np.inf)[:net.n_fixed_links]
+            bw.flags.writeable = False
+            self._cache["fixed_bw"] = bw
+        return self._cache["fixed_bw"]
+
+    def base_loads(self) -> np.ndarray:
+        """Bytes on every fixed link that do not depend on the plan (read-only)."""
+        if "base_loads" not in self._cache:
+            ids = self.link_ids()
+            loads = np.zeros(self.n_fixed_links())
+            for k, v in (("up", self.base_up_B), ("down", self.base_down_B), ("intra", self.base_intra_B),
+                         ("uplink_up", self.base_uplink_up_B), ("uplink_down", self.base_uplink_down_B)):
+                loads[ids[k]] = v
+            loads.flags.writeable = False
+            self._cache["base_loads"] = loads
+        return self._cache["base_loads"]
+
+    def link_name(self, link: int, circuits=()) -> str:
+        """The network's name of ``link`` (``node0001->S0``, ``S0->top``, ``node0000=>node0016``...); past the
+        fixed links, the circuit links of ``circuits``."""
+        return self.network().link_label(link, list(circuits))
+
+    def describe(self) -> dict:
+        return {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
+                "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
+                "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
+                "large_inter_switch_bytes": float(self.large_bytes.sum())}
+
+
+# -- plan construction and validation -----------------------------------
+
+def normalize_circuits(circuits) -> list[tuple[int, int]]:
+    """Circuits as sorted ``(u, v)`` tuples, ``u < v``, in a canonical order.
+
+    Parameters
+    ----------
+    circuits : iterable of pairs of int
+        Circuits as node pairs, either end first.
+
+    Returns
+    -------
+    list of tuple of int
+
+    Examples
+    --------
+    >>> normalize_circuits([(48, 32), [16, 0]])
+    [(0, 16), (32, 48)]
+    """
+    return sorted((int(min(a, b)), int(max(a, b))) for a, b in circuits)
+
+
+def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_sharing: str) -> dict:
+    """The plan's own keys (circuits, forwarding, ...) from circuits and a next-hop array (-1 = no entry).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of pairs of int
+        The circuits, as node pairs.
+    next_hop : numpy.ndarray
+        ``next_hop[node, switch]``: the next node towards ``switch`` for large messages, -1 for none.
+    load_sharing : str
+        How relays share load (see :data:`topoplan.problems.circuits.forwarding.LOAD_SHARING`).
+
+    Returns
+    -------
+    dict
+        ``circuits``, ``forwarding`` (``{node: {switch: next_hop}}`` with string keys, as in the
+        plan JSON), ``load_sharing``, ``hop_limit``, ``threshold_B`` and ``rank_to_node``.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> nh = np.full((prob.n_nodes, prob.n_switches), -1)
+    >>> nh[0, 1], nh[16, 0] = 16, 0
+    >>> plan = plan_dict(prob, [(0, 16)], nh, "first")
+    >>> plan["circuits"], plan["forwarding"]
+    ([[0, 16]], {'0': {'1': 16}, '16': {'0': 0}})
+    """
+    return {"circuits": [list(c) for c in circuits],
+            "forwarding": tables_from_array(next_hop),
+            "load_sharing": load_sharing,
+            "hop_limit": problem.hop_limit,
+            "threshold_B": problem.threshold_B,
+            "rank_to_node": problem.placement.rank_to_node.tolist()}
+
+
+def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heuristic", bound=None,
+                     load_sharing: str | None = None, message: str = "", extra_metrics=None,
+                     options=None) -> PlanResult:
+    """Evaluate a plan with the communication-time bound and wrap it in a :class:`PlanResult`.
+
+    The methods' common last step; :func:`solve` then fills method, seed and wall time.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of pairs of int
+    next_hop : numpy.ndarray
+        ``next_hop[node, switch]``, -1 for no entry.
+    status : str, optional
+        One of :data:`topoplan.problems.result.STATUSES`.
+    bound : float, optional
+        A proven lower bound on the objective.
+    load_sharing : str, optional
+        Default :data:`topoplan.problems.circuits.forwarding.LOAD_SHARING`.
+    message : str, optional
+    extra_metrics : dict, optional
+        Added to the bound's metrics.
+    options : dict, optional
+        The options the plan was made with.
+
+    Returns
+    -------
+    PlanResult
+        ``objective`` is the communication-time bound in seconds.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> nh = np.full((prob.n_nodes, prob.n_switches), -1)
+    >>> nh[0, 1], nh[16, 0] = 16, 0
+    >>> res = result_from_plan(prob, [(0, 16)], nh)
+    >>> res.metrics["circuits_used"], round(res.objective, 3)
+    (1, 0.24)
+    """
+    circuits = [tuple(map(int, c)) for c in circuits]
+    ev = evaluate(problem, circuits, next_hop)
+    metrics = ev.metrics()
+    if extra_metrics:
+        metrics.update(extra_metrics)
+    plan = plan_dict(problem, circuits, next_hop, load_sharing or LOAD_SHARING)
+    return PlanResult(method="", objective=ev.congestion_s, plan=plan, status=status, bound=bound,
+                      metrics=metrics, message=message, options=dict(options or {}))
+
+
+def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
+    """Validate a method's plan against the problem (ports, OCS nodes, neighbours, loops, limits).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    result : PlanResult
+        A circuit method's result.
+
+    Raises
+    ------
+    TopoplanError
+        As :func:`validate_plan_dict`, naming the method.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> res = solve(prob, "sp")
+    >>> validate_plan(prob, res)
+    >>> res.plan["circuits"].append([0, 1])
+    >>> validate_plan(prob, res)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: sp plan: field 'circuits[4]': nodes 0 and 1 are under the same switch 0
+    """
+    validate_plan_dict(result.plan, problem.topology, where=f"{result.method or 'circuit'} plan",
+                       max_circuits=problem.max_circuits)
+
+
+def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circuits: int | None = None) -> None:
+    """Check a circuit plan (dict as in the plan JSON) against a hybrid topology.
+
+    Rejects, with a one-line :class:`TopoplanError`: unknown nodes or switches,
+    a circuit touching a non-OCS node, joining two nodes under one switch or
+    listed twice, a node with more circuits than optical ports, a next hop
+    that is neither the circuit partner nor a node under the same switch, an
+    entry at a node already under its destination switch, a routing loop, a
+    route crossing more circuits than ``hop_limit``, and more circuits than
+    ``max_circuits`` (argument or ``options.max_circuits``).
+
+    Parameters
+    ----------
+    doc : dict
+        The plan: ``circuits`` ([[u, v], ...]), ``forwarding`` ({node: {switch: next_hop}}),
+        optionally ``hop_limit``, ``options`` and ``rank_to_node``.
+    topo : TreeTopology
+        A hybrid topology.
+    where : str, optional
+        How errors name the plan.
+    max_circuits : int, optional
+        Most circuits allowed.
+
+    Raises
+    ------
+    TopoplanError
+        One line naming ``where`` and the field.
+
+    See Also
+    --------
+    topoplan.problems.validate.validate : every kind of plan document.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])  # OCS nodes 0, 16, 32, 48
+    >>> validate_plan_dict({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}, topo)
+    >>> validate_plan_dict({"circuits": [[0, 1]]}, topo)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: circuit plan: field 'circuits[0]': node 1 is not an OCS node
+    """
+    if not isinstance(doc, dict):
+        raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
+    if not isinstance(topo, TreeTopology) or topo.ocs is None:
+        raise TopoplanError(f"{where}: a circuit plan needs a hybrid topology (with an 'ocs' section)")
+    n, sw = topo.n_nodes, topo.node_switch()
+    s = topo.n_switches
+    is_ocs = topo.is_ocs_node()
+    ports = topo.ocs.ports_per_node
+    raw = doc.get("circuits", [])
+    if not isinstance(raw, list):
+        raise TopoplanError(f"{where}: field 'circuits': expected a list of [node, node] pairs")
+    partners: dict[int, set] = {}
+    seen = set()
+    for i, c in enumerate(raw):
+        if not isinstance(c, (list, tuple)) or len(c) != 2 or not all(_is_int(x) for x in c):
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': expected [node, node], got {c!r}")
+        a, b = int(c[0]), int(c[1])
+        for x in (a, b):
+            if not 0 <= x < n:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': unknown node {x} ({n} nodes)")
+            if not is_ocs[x]:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {x} is not an OCS node")
+        if sw[a] == sw[b]:
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': nodes {a} and {b} are under the same switch {sw[a]}")
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            raise TopoplanError(f"{where}: field 'circuits[{i}]': circuit {a}-{b} listed twice")
+        seen.add(key)
+        for u, v in ((a, b), (b, a)):
+            partners.setdefault(u, set()).add(v)
+            if len(partners[u]) > ports:
+                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {u} has {len(partners[u])} circuits "
+                                    f"but {ports} optical port{'s' if ports != 1 else ''}")
+    limit = max_circuits
+    opts = doc.get("options") or {}
+    if limit is None and isinstance(opts, dict) and _is_int(opts.get("max_circuits")):
+        limit = int(opts["max_circuits"])
+    if limit is not None and len(raw) > limit:
+        raise TopoplanError(f"{where}: field 'circuits': {len(raw)} circuits but max_circuits is {limit}")
+    fwd = doc.get("forwarding") or {}
+    if not isinstance(fwd, dict):
+        raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
+    if not _tables_valid_fast(fwd, doc.get("hop_limit"), n, s, sw, partners):
+        _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+    r2n = doc.get("rank_to_node")
+    if r2n is not None:
+        if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
+            raise TopoplanError(f"{where}: field 'rank_to_node': expected a list of node ids")
+        bad = [x for x in r2n if not 0 <= int(x) < n]
+        if bad:
+            raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
+
+
+def _is_int(x) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, np.integer)):
+        return True
+    if isinstance(x, str):
+        from topoplan.core.units import is_ascii_int
+
+        return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
+    if isinstance(x, float):
+        return x.is_integer()
+    return False
+
+
+def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners: dict) -> None:
+    """The forwarding checks of :func:`validate_plan_dict` entry by entry: raise on the first error."""
+    table: dict[int, dict[int, int]] = {}
+    for key_n, row in fwd.items():
+        if not _is_int(key_n) or not 0 <= int(key_n) < n:
+            raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
+        u = int(key_n)
+        if not isinstance(row, dict):
+            raise TopoplanError(f"{where}: field 'forwarding.{u}': expected {{switch: next_hop}}")
+        for key_s, h in row.items():
+            if not _is_int(key_s) or not 0 <= int(key_s) < s:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
+            t = int(key_s)
+            if not _is_int(h) or not 0 <= int(h) < n:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
+            h = int(h)
+            if sw[u] == t:
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': node {u} is already under switch {t}")
+            if h == u or not (h in partners.get(u, ()) or sw[h] == sw[u]):
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': next hop {h} is not a neighbour of node {u} "
+                                    f"(neither its circuit partner nor a node under switch {sw[u]})")
+            table.setdefault(u, {})[t] = h
+    hop_limit = doc.get("hop_limit")
+    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
+        raise TopoplanError(f"{where}: field 'hop_limit': expected a positive integer or null, got {hop_limit!r}")
+    # every chain must end (at the destination switch or a missing entry) without revisiting a node
+    done: dict[tuple[int, int], int] = {}
+    for u, row in table.items():
+        for t in row:
+            path, cur, hops = [], u, 0
+            while (cur, t) not in done:
+                if sw[cur] == t or t not in table.get(cur, {}):
+                    done[(cur, t)] = 0
+                    break
+                if (cur, t) in path:
+                    cyc = " -> ".join(str(x) for x, _ in path[path.index((cur, t)):]) + f" -> {cur}"
+                    raise TopoplanError(f"{where}: field 'forwarding': routing loop towards switch {t}: {cyc}")
+                path.append((cur, t))
+                cur = table[cur][t]
+            hops = done[(cur, t)]
+            for x, _ in reversed(path):
+                nxt = table[x][t]
+                hops += 1 if nxt in partners.get(x, ()) else 0
+                done[(x, t)] = hops
+                if hop_limit is not None and hops > int(hop_limit):
+                    raise TopoplanError(f"{where}: field 'forwarding.{x}.{t}': the route crosses {hops} circuits, "
+                                        f"more than hop_limit {hop_limit}")
+
+
+def _tables_valid_fast(fwd: dict, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
+    """True when the forwarding tables pass every check of :func:`validate_plan_dict` (entries, hop limit,
+    loops), checked with arrays. Only plain tables are taken (keys the decimal strings of node and switch
+    ids, next hops ``int``); False for anything else or any doubt, and the entry-by-entry checks decide."""
+    if not fwd:
+        return False
+    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
+        return False
+    ids = _id_index(max(n, s))
+    get = ids.get
+    rows, lens = [], []
+    for key_n, row in fwd.items():
+        u = get(key_n) if type(key_n) is str else None
+        if u is None or u >= n or type(row) is not dict:
+            return False
+        rows.append(u)
+        lens.append(len(row))
+    total = sum(lens)
+    if not total:
+        return False
+    rows_v = list(fwd.values())
+    if set(map(type, chain.from_iterable(map(dict.values, rows_v)))) != {int}:
+        return False   # a next hop that is not a plain int (bool, float, str, numpy...): entry by entry
+    try:   # a key that is not an id string maps to None: TypeError
+        t = np.fromiter(map(get, chain.from_iterable(rows_v)), dtype=np.int64, count=total)
+        h = np.fromiter(chain.from_iterable(map(dict.values, rows_v)), dtype=np.int64, count=total)
+    except (TypeError, OverflowError, ValueError):
+        return False
+    u = np.repeat(np.array(rows, dtype=np.int64), lens)
+    if (t >= s).any() or (h < 0).any() or (h >= n).any() or (sw[u] == t).any() or (h == u).any():
+        return False
+    circ = sw[h] != sw[u]
+    if circ.any():   # a next hop under another switch must be a circuit partner
+        pk = np.array(sorted(a * n + b for a, ps in partners.items() for b in ps), dtype=np.int64)
+        key = u[circ] * n + h[circ]
+        pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
+        if not len(pk) or (pk[pos] != key).any():
+            return False
+    # chains: the entry (h, t) each entry leads to (-1 where it ends), circuits crossed summed by pointer jumping
+    ekey = u * s + t
+    want = h * s + t
+    if n * s <= 1 << 26:   # a dense index of the entries
+        at = np.full(n * s, -1, dtype=np.int64)
+        at[ekey] = np.arange(len(ekey))
+        nxt = np.where(sw[h] != t, at[want], -1)
+    else:
+        order = np.argsort(ekey, kind="stable")
+        sk = ekey[order]
+        pos = np.minimum(np.searchsorted(sk, want), len(sk) - 1)
+        nxt = np.where((sk[pos] == want) & (sw[h] != t), order[pos], -1)
+    acc = circ.astype(np.int64)
+    # entries some entry leads to (the relays' own) first: chains run through them only
+    inner = np.zeros(len(nxt), dtype=bool)
+    inner[nxt[nxt >= 0]] = True
+    leaf = np.flatnonzero(~inner & (nxt >= 0))
+    leaf_next = nxt[leaf]
+    active = np.flatnonzero(inner & (nxt >= 0))
+    for _ in range(int(np.ceil(np.log2(len(nxt) + 1))) + 2):
+        if not active.size:
+            break
+        p = nxt[active]
+        acc[active] += acc[p]
+        nxt[active] = nxt[p]
+        active = active[nxt[active] >= 0]
+    if active.size:
+        return False   # a loop
+    acc[leaf] += acc[leaf_next]
+    return hop_limit is None or int(acc.max(initial=0)) <= int(hop_limit)
+
+
+_ID_INDEX: dict = {}
+
+
+def _id_index(k: int) -> dict:
+    """``{"0": 0, "1": 1, ...}`` for ids below at least ``k`` (kept: node and switch keys of plans)."""
+    if len(_ID_INDEX) < k:
+        _ID_INDEX.update((str(i), i) for i in range(len(_ID_INDEX), k))
+    return _ID_INDEX
+
+
+# -- solve ----------------------------------------------------------------
+
+def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
+          seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
+    """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
+
+    Parameters
+    ----------
+    problem : :class:`CircuitProblem`.
+    method : ``none``, ``sp``, ``three-step``, ``greedy``, ``matching``, ``ilp`` or ``anneal``.
+    time_limit : seconds (``ilp``, ``anneal``).
+    seed : random seed (``greedy``'s random picks, ``anneal``, solver seeds); recorded in the result.
+    score : ``bound`` (default): the plan the method finds for the communication-time bound;
+        ``simulated``: that plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever
+        simulates faster (see :func:`topoplan.problems.result.solve_with`).
+    trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
+    sim_model : :class:`topoplan.sim.model.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
+        pipelined relays.
+    options : the method's own options (``METHODS.options(method)``), e.g. ``solver='highs'`` or
+        ``formulation='switch'`` for ``ilp``, ``init`` and ``max_steps`` for ``anneal``; an option the
+        method does not declare is refused, naming the known ones.
+
+    Returns
+    -------
+    PlanResult
+        ``plan`` = circuits, forwarding, load_sharing, hop_limit, threshold_B,
+        rank_to_node; ``objective`` = the communication-time bound (seconds) of
+        the plan; ``metrics`` incl. ``congestion_bound_s``, ``uplink_bytes`` and
+        ``circuits_used`` (and ``simulated_s`` with ``score='simulated'``). The
+        plan is validated.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option (naming the known ones), a bad
+        ``time_limit``, ``seed`` or ``score``.
+
+    See Also
+    --------
+    compare : several methods side by side.
+    topoplan.problems.circuits.registry.METHODS : the methods and their options.
+
+    References
+    ----------
+    ``sp`` is 000's Switch Partitioning (section 3), ``three-step`` 001's
+    assignment (section 3.2.2) and 003's Fig. 3 (section 3.3.2); forwarding
+    tables by distance vector as in 000 and 003 section 3.3.3.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> res = solve(prob, method="three-step")
+    >>> res.plan["circuits"]
+    [[0, 16], [1, 17], [2, 18], [3, 19]]
+    >>> res.status, round(res.objective, 3), res.metrics["bottleneck"]
+    ('heuristic', 0.064, 'node0000=>node0016')
+    >>> solve(prob, "anneal", max_step=50)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
+    """
+    simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
+    if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
+        options.update(trace=trace, sim_model=sim_model)
+    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
+                     score=score, simulate=simulate, starts=STARTS, **options)
+    if score == "simulated":
+        res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
+    res.options.setdefault("hop_limit", problem.hop_limit)
+    res.options.setdefault("max_circuits", problem.max_circuits)
+    res.options.setdefault("threshold_B", problem.threshold_B)
+    return res
+
+
+def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
+    """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`topoplan.sim.run.simulate_plan`).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    trace : topoplan.traffic.trace.Trace, optional
+        What to simulate; default the problem's traffic as one bulk phase.
+    sim_model : SimModel or dict, optional
+        The network model; default maxmin with pipelined relays.
+
+    Returns
+    -------
+    callable
+        ``run(plan_dict) -> float`` seconds.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> simulate = plan_simulator(prob)
+    >>> round(simulate(solve(prob, "none").to_dict()), 3), round(simulate(solve(prob, "three-step").to_dict()), 3)
+    (0.256, 0.064)
+    """
+    tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
+
+    def run(plan: dict) -> float:
+        return float(simulate_plan(problem.topology, tr, plan, placement=problem.placement,
+                                   threshold_B=problem.threshold_B, model=sim_model)["makespan_s"])
+
+    return run
+
+
+def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None = None, seed: int | None = 0,
+            simulate=None, **options) -> list[dict]:
+    """Run several methods on one problem; one row per method, plus the gap to the exact model.
+
+    ``gap_to_exact`` is ``(T - T_ilp) / T`` when ``ilp`` ran and proved
+    optimality, else ``(T - best lower bound) / T`` (then labelled
+    ``gap_to_bound``). ``simulate(plan_dict) -> seconds`` adds the simulated
+    communication time (``simulated_s``) when given; a dict of named simulators
+    (``{"pipelined": fn, ...}``) adds one column ``simulated_s.<name>`` each.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    methods : sequence of str, optional
+        Default every method of :data:`METHODS`.
+    time_limit : float, optional
+        For ``ilp`` and ``anneal``.
+    seed : int, optional
+    simulate : callable or dict of callables, optional
+        ``plan_dict -> seconds`` (see :func:`plan_simulator`).
+    **options
+        Options of ``ilp``.
+
+    Returns
+    -------
+    list of dict
+        One row per method: method, status, objective, bound, gap, uplink_bytes,
+        circuits, fallback_bytes, bottleneck, wall_s, and ``gap_to_exact`` or ``gap_to_bound``.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])     # 4 OCS nodes per switch
+    >>> traffic = from_arrays(64, range(16), range(16, 32), [4e7] * 16)  # switch 0 -> switch 1, 40 MB each
+    >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))  # rank r on node r
+    >>> rows = compare(prob, ["none", "three-step"])
+    >>> [(r["method"], r["circuits"], r["bottleneck"], round(r["objective"], 3)) for r in rows]
+    [('none', 0, 'S0->top', 0.256), ('three-step', 4, 'node0000=>node0016', 0.064)]
+    """
+    methods = list(methods or METHODS)
+    rows, results = [], {}
+    for m in methods:
+        opts = dict(options) if m == "ilp" else {}
+        res = solve(problem, m, time_limit=time_limit if m in ("ilp", "anneal") else None, seed=seed, **opts)
+        results[m] = res
+        row = {"method": m, "status": res.status, "objective": res.objective, "bound": res.bound, "gap": res.gap,
+               "uplink_bytes": res.metrics["uplink_bytes"], "circuits": res.metrics["circuits_used"],
+               "fallback_bytes": res.metrics["large_fallback_bytes"], "bottleneck": res.metrics["bottleneck"],
+               "wall_s": res.wall_s}
+        if isinstance(simulate, dict):
+            for name, fn in simulate.items():
+                row[f"simulated_s.{name}"] = fn(res.to_dict())
+        elif simulate is not None:
+            row["simulated_s"] = simulate(res.to_dict())
+        rows.append(row)
+    bounds = [r.bound for r in results.values() if r.bound is not None]
+    best_bound = max(bounds) if bounds else None
+    exact = results.get("ilp")
+    for row in rows:
+        T = row["objective"]
+        if exact is not None and exact.status == "optimal":
+            row["gap_to_exact"] = 0.0 if T <= 0 else (T - exact.objective) / T
+        elif best_bound is not None:
+            row["gap_to_bound"] = 0.0 if T <= 0 else max(0.0, (T - best_bound) / T)
+    return rows

@@ -1,0 +1,29 @@
+"""Process placement: methods that map MPI ranks to nodes and cores (``topoplan place``).
+
+>>> from topoplan.problems.placement import METHODS
+>>> sorted(METHODS)[:4]
+['anneal', 'greedy', 'ilp', 'joint']
+>>> METHODS.options("anneal")
+('init', 'batch', 'max_steps', 't0', 'cycles')
+
+See :mod:`topoplan.problems.placement.problem` (problem, ``solve``, metrics),
+:mod:`~topoplan.problems.placement.registry` (the registry ``METHODS``, ``STARTS``),
+:mod:`~topoplan.problems.placement.basic` (sequential, round-robin, random),
+:mod:`~topoplan.problems.placement.metis` (the papers' CommPattern placement),
+:mod:`~topoplan.problems.placement.greedy`, :mod:`~topoplan.problems.placement.anneal`,
+:mod:`~topoplan.problems.placement.exact` (``ilp``, the model in :mod:`topoplan.formulations.placement_cpsat`) and
+:mod:`~topoplan.problems.placement.joint` (placement + circuits).
+"""
+
+from topoplan.problems.placement.problem import (OBJECTIVES, PlacementProblem, placement_metrics, result_from,
+                                               simulated_time, solve, to_placement)
+from topoplan.problems.placement.registry import METHODS, STARTS
+
+# The methods register themselves in METHODS when imported (order: the registry's listing order).
+from topoplan.problems.placement import basic, metis, greedy, anneal, exact, joint  # noqa: E402,F401,I001
+
+#: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
+build = PlacementProblem.build
+
+__all__ = ["METHODS", "STARTS", "OBJECTIVES", "PlacementProblem", "build", "placement_metrics", "result_from",
+           "simulated_time", "solve", "to_placement"]

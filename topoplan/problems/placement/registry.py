@@ -1,0 +1,42 @@
+"""The registry of placement methods: a leaf module (it imports no method; each method registers itself).
+
+:mod:`~topoplan.problems.placement.basic` (``sequential``, ``round-robin``, ``random``),
+:mod:`~topoplan.problems.placement.metis` (``metis``, ``kahip``, ``scotch``),
+:mod:`~topoplan.problems.placement.greedy`, :mod:`~topoplan.problems.placement.anneal`,
+:mod:`~topoplan.problems.placement.exact` (``ilp``) and :mod:`~topoplan.problems.placement.joint`
+add their functions with ``@METHODS.register(name)``; importing :mod:`topoplan.problems.placement`
+imports them all.
+
+Examples
+--------
+>>> STARTS["anneal"][:2], STARTS["anneal"] == STARTS["ilp"]
+(('metis', 'greedy'), True)
+>>> ("kahip" in STARTS["ilp"]) == (module_missing("kahip")() is None)   # kahip: where installed
+True
+"""
+
+import shutil
+
+from topoplan.problems.result import Registry, module_missing
+
+METHODS = Registry("placement")
+
+
+def _peers() -> tuple[str, ...]:
+    """The peer partitioners installed here."""
+    kahip = ("kahip",) if module_missing("kahip")() is None else ()
+    scotch = ("scotch",) if (shutil.which("gpart") or shutil.which("scotch_gpart")) else ()
+    return kahip + scotch
+
+
+#: Every partitioner and constructive heuristic available here: ``anneal`` and ``ilp`` start from the
+#: best of them on the problem's objective (their default ``init``; KaHIP only up to
+#: :data:`~topoplan.problems.placement.problem.KAHIP_START_MAX_EDGES` rank pairs, see
+#: :func:`~topoplan.problems.placement.problem.default_starts`).
+PARTITIONER_STARTS = ("metis", "greedy") + _peers()
+
+# The heuristics each method starts from: with score='simulated' their placements compete with the method's
+# (joint compares its own start, place-then-assign, inside).
+STARTS = {"anneal": PARTITIONER_STARTS, "ilp": PARTITIONER_STARTS}
+
+__all__ = ["METHODS", "STARTS", "PARTITIONER_STARTS"]

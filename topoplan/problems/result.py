@@ -1,0 +1,518 @@
+"""One result type, one registry type and one runner for every planning method (circuits, placement, Bcast).
+
+Each problem package keeps a :class:`Registry` of its methods in a leaf
+module (``topoplan/<problem>/registry.py``, which imports no method); every
+method module registers its functions with ``@METHODS.register("name")``.
+A method is a plain function ``method(problem, *, time_limit, seed, <its
+options>)`` that returns a :class:`PlanResult`; it declares every option it
+takes (no ``**kwargs``), so :func:`solve_with` refuses an option the method
+does not know, naming it and the known ones, before anything runs.
+:func:`solve_with` times the call, fills the common fields and validates the
+plan, so adding a method is one decorated function.
+
+Examples
+--------
+>>> from topoplan.problems.placement import METHODS
+>>> METHODS.options("anneal")
+('init', 'batch', 'max_steps', 't0', 'cycles')
+>>> "anneal" in METHODS, METHODS.problem
+(True, 'placement')
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from topoplan.core.errors import TopoplanError
+from topoplan.core.interrupt import graceful_stop, stop_requested
+
+__all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
+           "check_options", "strict_options", "module_missing", "Registry", "PlanResult", "gap_of", "solve_with"]
+
+# The options the solve layer passes to every method: part of every method's signature.
+SOLVE_OPTIONS = ("time_limit", "seed")
+
+
+class UnknownMethodError(TopoplanError, KeyError):
+    """A method name missing from a :class:`Registry` (also a ``KeyError``, as a mapping lookup should raise).
+
+    Parameters
+    ----------
+    message : str
+        Names the method and the known ones.
+
+    Examples
+    --------
+    >>> from topoplan.problems.circuits import METHODS
+    >>> try:
+    ...     METHODS["three_step"]
+    ... except KeyError as exc:
+    ...     print(exc)
+    unknown circuits method 'three_step' (methods: none, sp, three-step, greedy, matching, ilp, anneal)
+    """
+
+    def __str__(self) -> str:          # KeyError would quote the message
+        return Exception.__str__(self)
+
+
+def declared_options(fn: Callable, skip: tuple[str, ...] = SOLVE_OPTIONS) -> tuple[str, ...]:
+    """The keyword options ``fn`` declares, in signature order: its parameters after the first, minus ``skip``.
+
+    Parameters
+    ----------
+    fn : callable
+        A method ``fn(problem, *, time_limit, seed, ...)``.
+    skip : tuple of str, optional
+        Names left out (default the options the solve layer passes).
+
+    Returns
+    -------
+    tuple of str
+
+    Examples
+    --------
+    >>> def m(problem, *, time_limit=None, seed=0, init=None, max_steps=None): ...
+    >>> declared_options(m)
+    ('init', 'max_steps')
+    """
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip)
+
+
+def check_options(options, known, what: str) -> None:
+    """Raise :class:`TopoplanError` naming the first of ``options`` not in ``known`` (and the known ones).
+
+    Parameters
+    ----------
+    options : iterable of str
+        The options given (a dict's keys).
+    known : sequence of str
+    what : str
+        What the options are for, in the message.
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> check_options({"init": "metis"}, ("init", "max_steps"), "placement method 'anneal'")
+    >>> check_options({"max_step": 50}, ("init", "max_steps"), "placement method 'anneal'")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: unknown option 'max_step' for placement method 'anneal'; known: init, max_steps
+    """
+    bad = [k for k in options if k not in known]
+    if bad:
+        raise TopoplanError(f"unknown option {bad[0]!r} for {what}; known: {', '.join(known) or '(none)'}")
+
+
+def strict_options(what: str) -> Callable:
+    """Decorate a builder so that a keyword it does not declare is refused with the known ones.
+
+    Python's own ``TypeError`` names the bad keyword but not the good ones; the builders'
+    options are keyword-only, so the known list is every keyword-only parameter.
+
+    Parameters
+    ----------
+    what : str
+        The builder's name, in the message.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Examples
+    --------
+    >>> def build(topology, traffic, placement=None, *, threshold_B=None, hop_limit=None):
+    ...     return hop_limit
+    >>> build = strict_options("Toy.build")(build)
+    >>> build(None, None, hop_limit=2)
+    2
+    >>> build(None, None, hop_limt=2)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for Toy.build; known: threshold_B, hop_limit
+    """
+    def deco(fn):
+        params = inspect.signature(fn).parameters
+        known = tuple(n for n, p in params.items() if p.kind is p.KEYWORD_ONLY)
+        named = set(n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            check_options([k for k in kwargs if k not in named], known, what)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return deco
+
+
+def module_missing(module: str, hint: str = "") -> Callable[[], str | None]:
+    """A ``requires`` check for :meth:`Registry.register`: None when ``module`` is importable, else why not.
+
+    Parameters
+    ----------
+    module : str
+        The module's import name.
+    hint : str, optional
+        How to get it, added to the reason.
+
+    Returns
+    -------
+    callable
+        ``check() -> str or None``.
+
+    Examples
+    --------
+    >>> module_missing("json")() is None
+    True
+    >>> module_missing("no_such_module_xyz", "pip install xyz")()
+    "the Python module 'no_such_module_xyz' is not installed (pip install xyz)"
+    """
+    def check() -> str | None:
+        if importlib.util.find_spec(module) is not None:
+            return None
+        return f"the Python module {module!r} is not installed" + (f" ({hint})" if hint else "")
+
+    return check
+
+
+class Registry(Mapping):
+    """The methods of one planning problem, by name, in registration order.
+
+    A read-only mapping ``name -> function`` (``METHODS[name]``, ``name in
+    METHODS``, ``sorted(METHODS)``); an unknown name raises
+    :class:`UnknownMethodError` listing the known ones. Methods join with the
+    :meth:`register` decorator; the registry itself imports no method, so it
+    can live in a leaf module that method modules and the problem import.
+
+    Parameters
+    ----------
+    problem : str
+        The problem's name, in messages (``circuits``, ``placement``, ``bcast``).
+
+    See Also
+    --------
+    solve_with : runs a registered method.
+
+    Examples
+    --------
+    >>> R = Registry("toy")
+    >>> @R.register("zero")
+    ... def zero(problem, *, time_limit=None, seed=0, scale: float = 1.0):
+    ...     return problem * 0 * scale
+    >>> list(R), R.options("zero")
+    (['zero'], ('scale',))
+    >>> R["one"]
+    Traceback (most recent call last):
+    ...
+    topoplan.problems.result.UnknownMethodError: unknown toy method 'one' (methods: zero)
+    """
+
+    def __init__(self, problem: str):
+        self.problem = problem
+        self._methods: dict[str, Callable] = {}
+        self._requires: dict[str, Callable[[], str | None]] = {}
+
+    def register(self, name: str, *, requires: Callable[[], str | None] | None = None) -> Callable:
+        """Decorator adding a method under ``name``.
+
+        The function must take the problem first, then the keywords ``time_limit`` and
+        ``seed`` and its own options, and no ``**kwargs`` (so unknown options can be refused).
+        ``requires()`` returns None when the method can run here, else why not (an optional
+        peer module missing); see :meth:`unavailable`.
+        """
+        def deco(fn: Callable) -> Callable:
+            params = inspect.signature(fn).parameters
+            if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise TypeError(f"{self.problem} method {name!r}: declare every option; no **kwargs")
+            missing = [o for o in SOLVE_OPTIONS if o not in params]
+            if missing or not params:
+                raise TypeError(f"{self.problem} method {name!r}: must take (problem, *, time_limit, seed, ...); "
+                                f"missing {', '.join(missing) or 'the problem'}")
+            if name in self._methods and self._methods[name] is not fn:
+                raise TypeError(f"{self.problem} method {name!r} registered twice")
+            self._methods[name] = fn
+            if requires is not None:
+                self._requires[name] = requires
+            return fn
+
+        return deco
+
+    def __getitem__(self, name: str) -> Callable:
+        try:
+            return self._methods[name]
+        except (KeyError, TypeError):
+            raise UnknownMethodError(f"unknown {self.problem} method {name!r} "
+                                     f"(methods: {', '.join(self._methods)})") from None
+
+    def __contains__(self, name) -> bool:
+        return name in self._methods
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._methods)
+
+    def __len__(self) -> int:
+        return len(self._methods)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.problem!r}: {', '.join(self._methods)})"
+
+    def options(self, name: str) -> tuple[str, ...]:
+        """The options method ``name`` declares (besides ``time_limit`` and ``seed``)."""
+        return declared_options(self[name])
+
+    def unavailable(self, name: str) -> str | None:
+        """None when method ``name`` can run here, else why not (e.g. an optional peer module is missing)."""
+        self[name]
+        req = self._requires.get(name)
+        return req() if req is not None else None
+
+
+STATUSES = ("optimal", "feasible", "timeout", "heuristic", "interrupted")
+
+
+@dataclass
+class PlanResult:
+    """What every method returns.
+
+    ``plan`` holds the problem's own keys (``circuits`` and ``forwarding``;
+    ``rank_to_node`` and ``rank_to_slot``; ``order``), written at the top
+    level of the JSON. ``objective`` is the number the method minimized;
+    ``bound`` a proven lower bound (None when the method proves none);
+    ``gap`` = (objective - bound) / objective.
+
+    Parameters
+    ----------
+    method : str
+    objective : float
+    plan : dict
+    status : str, optional
+        One of :data:`STATUSES`.
+    bound, gap : float, optional
+    seed : int, optional
+    wall_s : float, optional
+    metrics, options : dict, optional
+    problem : str, optional
+    message : str, optional
+    inputs : dict of str to str, optional
+        Fingerprints of the inputs the plan was made for (:mod:`topoplan.core.fingerprint`).
+
+    Examples
+    --------
+    >>> r = PlanResult(method="greedy", objective=2.0, plan={"order": [1, 0]}, bound=1.5)
+    >>> r.to_dict()
+    {'problem': '', 'method': 'greedy', 'seed': None, 'objective': 2.0, 'metrics': {}, 'bound': 1.5, 'gap': None, 'status': 'heuristic', 'wall_s': 0.0, 'order': [1, 0], 'options': {}}
+    """
+
+    method: str
+    objective: float
+    plan: dict[str, Any]
+    status: str = "heuristic"
+    bound: float | None = None
+    gap: float | None = None
+    seed: int | None = None
+    wall_s: float = 0.0
+    metrics: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    problem: str = ""
+    message: str = ""
+    inputs: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {"problem": self.problem, "method": self.method, "seed": self.seed, "objective": self.objective,
+             "metrics": self.metrics, "bound": self.bound, "gap": self.gap, "status": self.status,
+             "wall_s": self.wall_s}
+        d.update(self.plan)
+        d["options"] = self.options
+        if self.inputs:
+            d["inputs"] = self.inputs
+        if self.message:
+            d["message"] = self.message
+        return d
+
+
+def gap_of(objective: float, bound: float | None) -> float | None:
+    """Relative gap (objective - bound) / objective, 0 when both are 0.
+
+    Parameters
+    ----------
+    objective : float
+    bound : float or None
+
+    Returns
+    -------
+    float or None
+        None without a bound; never negative.
+
+    Examples
+    --------
+    >>> gap_of(2.0, 1.5), gap_of(0.0, 0.0), gap_of(2.0, None)
+    (0.25, 0.0, None)
+    """
+    if bound is None or objective is None:
+        return None
+    if objective <= 0:
+        return 0.0
+    return max(0.0, (objective - bound) / abs(objective))
+
+
+MAX_TIME_LIMIT_S = 7 * 86400.0
+
+
+SCORES = ("bound", "simulated")
+
+
+def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
+               time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
+               score: str = "bound", simulate: Callable[[dict], float] | None = None,
+               starts: Mapping[str, tuple] | None = None, **options) -> PlanResult:
+    """Run ``methods[method]`` on ``problem`` and fill the common result fields.
+
+    ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
+    defaults to the registry's. Before anything runs, the method name, ``options`` (each
+    must be a parameter the method declares), ``time_limit`` and ``seed`` are checked:
+    a mistyped option is an error naming it and the known ones, never a silent full run.
+
+    With ``score="simulated"`` the result is judged by what the simulator measures: the method's plan and
+    the plans of the heuristics it starts from (``starts[method]``, run here with the same seed) are each
+    simulated with ``simulate(plan_dict) -> seconds``, and the fastest is returned (ties keep the
+    method's own plan), so no method returns a plan that simulates slower than its starting heuristics.
+    The result then carries ``metrics["simulated_s"]``, ``metrics["simulated_candidates_s"]`` and
+    ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
+    method's objective, which the picked plan also has) and is no longer called optimal.
+
+    Parameters
+    ----------
+    methods : Registry or mapping of str to callable
+    problem : object
+        The problem, passed to the method.
+    method : str
+    problem_name : str, optional
+    time_limit : float, optional
+        Seconds, at most :data:`MAX_TIME_LIMIT_S`.
+    seed : int, optional
+        Non-negative; recorded in the result.
+    validate : callable, optional
+        ``validate(problem, result)``, raising on an invalid plan.
+    score : {"bound", "simulated"}, optional
+    simulate : callable, optional
+        ``plan_dict -> seconds``, needed for ``score="simulated"``.
+    starts : mapping of str to tuple of str, optional
+        The heuristics each method starts from.
+    **options
+        The method's own options.
+
+    Returns
+    -------
+    PlanResult
+        With method, seed, problem, wall time and options filled in.
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown method or option, a bad ``time_limit``, ``seed`` or ``score``.
+
+    Examples
+    --------
+    >>> R = Registry("toy")
+    >>> @R.register("double")
+    ... def double(problem, *, time_limit=None, seed=0, factor: float = 2.0):
+    ...     return PlanResult(method="", objective=problem * factor, plan={"value": problem * factor})
+    >>> res = solve_with(R, 21, "double")
+    >>> res.objective, res.method, res.seed, res.problem, res.options
+    (42.0, 'double', 0, 'toy', {'time_limit': None})
+    >>> solve_with(R, 21, "double", factr=3)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: unknown option 'factr' for toy method 'double'; known: factor
+    """
+    if problem_name is None:
+        problem_name = getattr(methods, "problem", "")
+    if score not in SCORES:
+        raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
+    if score == "simulated" and simulate is None:
+        raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
+    res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
+                     validate=validate, **options)
+    if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
+        return res
+    t0 = time.perf_counter()
+    candidates = {method: res}
+    for name in (starts or {}).get(method, ()):
+        if name != method and name in methods:
+            candidates[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
+                                          seed=seed, validate=validate)
+    times = {name: float(simulate(r.to_dict())) for name, r in candidates.items()}
+    best = min(times, key=lambda k: (times[k], k != method))
+    if best != method:
+        picked = candidates[best]
+        res.plan, res.objective = picked.plan, picked.objective
+        res.metrics = {**picked.metrics, **{k: v for k, v in res.metrics.items() if k not in picked.metrics}}
+        res.gap = gap_of(res.objective, res.bound)
+        if res.status == "optimal":
+            res.status = "feasible"
+        res.message = (f"{res.message}; " if res.message else "") + \
+            f"kept {best}'s plan: it simulates faster ({times[best]:.6g} s vs {times[method]:.6g} s)"
+    res.metrics["simulated_s"] = times[best]
+    res.metrics["simulated_candidates_s"] = times
+    res.metrics["picked"] = best
+    res.options["score"] = "simulated"
+    res.wall_s += time.perf_counter() - t0
+    return res
+
+
+def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,
+               time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
+               **options) -> PlanResult:
+    if method not in methods:
+        raise UnknownMethodError(f"unknown {problem_name} method {method!r} (methods: {', '.join(methods)})")
+    fn = methods[method]
+    if not _takes_any(fn):    # a Registry refuses **kwargs methods; a plain dict may still hold one
+        check_options(options, declared_options(fn), f"{problem_name} method {method!r}")
+    if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:
+        # inf would let an annealer run forever: a limit is a finite budget
+        raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
+                            f"(7 days), got {time_limit}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
+    t0 = time.perf_counter()
+    with graceful_stop():   # the first Ctrl-C ends the search with its best plan, the second aborts
+        res = fn(problem, time_limit=time_limit, seed=seed, **options)
+        if stop_requested():
+            res.status = "interrupted"
+            res.message = (f"{res.message}; " if res.message else "") + "stopped by Ctrl-C: the best plan found so far"
+    res.wall_s = time.perf_counter() - t0
+    res.method = method
+    res.seed = seed
+    res.problem = problem_name
+    fingerprint = getattr(problem, "fingerprint", None)
+    if callable(fingerprint):   # the inputs the plan was made for (topoplan.core.fingerprint)
+        res.inputs = fingerprint()
+    if res.gap is None and res.bound is not None:
+        res.gap = gap_of(res.objective, res.bound)
+    res.options = {"time_limit": time_limit, **{k: v for k, v in options.items() if _plain(v)}, **res.options}
+    if res.status not in STATUSES:
+        raise AssertionError(f"method {method} returned status {res.status!r}")
+    if validate is not None:
+        validate(problem, res)
+    return res
+
+
+def _takes_any(fn) -> bool:
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
+def _plain(v) -> bool:
+    return isinstance(v, (int, float, str, bool, type(None), list, tuple))

@@ -1,0 +1,140 @@
+"""Plan validation: one function for every kind of plan document (circuits, placements, Bcast orders)."""
+
+from __future__ import annotations
+
+from topoplan.core.errors import TopoplanError
+
+__all__ = ["validate"]
+
+
+def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placement=None,
+             check_inputs: bool = True) -> dict:
+    """Check a plan document against a topology, by the plan kinds it holds.
+
+    The one home of plan validation: ``topoplan validate``, the simulator hand-off
+    (:func:`topoplan.sim.run.simulate_plan`) and the exports use it. A document may hold
+    several kinds at once (a ``joint`` plan has circuits and a placement).
+
+    Parameters
+    ----------
+    plan : dict
+        A plan as written by ``topoplan circuits/place/bcast -o`` or ``PlanResult.to_dict()``:
+        ``circuits`` + ``forwarding`` (circuit plan: ports, OCS nodes, neighbours, loops),
+        ``rank_to_node`` [+ ``rank_to_slot``] (placement: nodes exist, cores not exceeded),
+        ``order`` [+ ``allocation_nodes``, ``root``] (Bcast order: a permutation of the allocation that keeps
+        the root on its node), ``schedule`` (circuit schedule: a list of entries, each checked as a circuit
+        plan, :func:`topoplan.problems.circuits.schedule.validate_schedule`), or a ``topoplan phases
+        --schedule`` document (its ``schedule_result``).
+    topology : the topology the plan is for.
+    where : how errors name the plan (e.g. its file name).
+    traffic : Traffic, optional
+        The traffic the plan is used with; compared with the plan's recorded ``inputs``.
+    placement : Placement, optional
+        The placement a circuit plan is used with; compared likewise.
+    check_inputs : bool, optional
+        Refuse a plan whose recorded ``inputs`` fingerprints (:mod:`topoplan.core.fingerprint`) differ
+        from those of ``topology`` (after overrides), ``traffic`` and ``placement``. False uses the
+        plan anyway (the CLI's ``--any-inputs``); a plan without ``inputs`` is not compared.
+
+    Returns
+    -------
+    dict
+        ``checked`` (one line per kind) and ``circuits`` / ``ranks`` / ``order`` (sizes).
+
+    Raises
+    ------
+    TopoplanError
+        naming ``where`` and the field at fault; also when the document holds no plan kind, or
+        (``check_inputs``) when the plan was made for other inputs.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> t = load_topology("paper003")
+    >>> validate({"rank_to_node": [0, 0, 1]}, t)["checked"]
+    ['placement: 3 ranks']
+    >>> validate({"order": [2, 2]}, t)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: plan: field 'order': 2 appears twice (not a permutation)
+    >>> sched = {"schedule": [{"from_phase": 0, "to_phase": 1, "circuits": [[0, 16]], "forwarding": {}},
+    ...                       {"from_phase": 1, "to_phase": 2, "circuits": [[0, 32]], "forwarding": {},
+    ...                        "setup": {"during": "wait"}}], "n_phases": 2}
+    >>> validate(sched, t)["checked"]
+    ['circuit schedule: 2 entries over 2 phases, 1 reconfigurations']
+    >>> sched["schedule"][1]["circuits"] = [[0, 1]]
+    >>> validate(sched, t, where="s.json")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: s.json: entry 1: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
+    >>> from topoplan.core.fingerprint import fingerprint
+    >>> plan = {"rank_to_node": [0, 1], "inputs": fingerprint(topology=t)}
+    >>> validate(plan, load_topology("paper003", ["ocs.bw=1Gbps"]), where="p.json")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.json: field 'inputs': made for another topology (...)
+    """
+    doc, topo = plan, topology
+    if not isinstance(doc, dict):
+        raise TopoplanError(f"{where}: expected a JSON object")
+    if isinstance(doc.get("schedule_result"), dict) and "schedule" not in doc:
+        doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
+        where = f"{where}: schedule_result"
+    if check_inputs and doc.get("inputs") is not None:
+        from topoplan.core.fingerprint import check_inputs as compare, fingerprint
+
+        compare(doc["inputs"], fingerprint(topology=topo, traffic=traffic, placement=placement), where)
+    checked, out = [], {}
+    if "circuits" in doc or "forwarding" in doc:
+        from topoplan.problems.circuits.problem import validate_plan_dict  # the circuit rules live with the problem
+
+        validate_plan_dict(doc, topo, where=where)
+        n_entries = sum(len(r) for r in (doc.get("forwarding") or {}).values())
+        checked.append(f"circuit plan: {len(doc.get('circuits') or [])} circuits, {n_entries} forwarding entries")
+        out["circuits"] = len(doc.get("circuits") or [])
+    if doc.get("rank_to_node") is not None:
+        from topoplan.core.placement import placement_from_doc
+
+        pl = placement_from_doc(doc, where, topo)   # nodes by id or by host name
+        pl.validate(topo, where=where)
+        checked.append(f"placement: {pl.n_ranks} ranks")
+        out["ranks"] = pl.n_ranks
+    if "order" in doc:
+        order = doc["order"]
+        if not isinstance(order, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in order):
+            raise TopoplanError(f"{where}: field 'order': expected a list of integers")
+        if len(set(order)) != len(order):
+            dup = next(x for x in order if order.count(x) > 1)
+            raise TopoplanError(f"{where}: field 'order': {dup} appears twice (not a permutation)")
+        bad = [x for x in order if not 0 <= x < topo.n_nodes]
+        if bad:
+            raise TopoplanError(f"{where}: field 'order': node {bad[0]} does not exist ({topo.n_nodes} nodes)")
+        # 'allocation' is the user's spec string (e.g. gen:nodes=16,...); the node ids are 'allocation_nodes'
+        alloc = doc.get("allocation_nodes")
+        if alloc is not None:
+            if not isinstance(alloc, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in alloc):
+                raise TopoplanError(f"{where}: field 'allocation_nodes': expected a list of integers")
+            if sorted(order) != sorted(alloc):
+                missing = sorted(set(alloc) ^ set(order)) or [len(order) - len(alloc)]
+                raise TopoplanError(f"{where}: field 'order': not a permutation of 'allocation_nodes' "
+                                    f"(node {missing[0]} is in one but not the other)")
+            root = doc.get("root")
+            # the root keeps its rank: the reordered communicator's Bcast(root=r) must send from the same node
+            if isinstance(root, int) and 0 <= root < len(order) and order[root] != alloc[root]:
+                raise TopoplanError(f"{where}: field 'order': the root (rank {root}) moved from node "
+                                    f"{alloc[root]} to node {order[root]}")
+        checked.append(f"Bcast order of {len(order)}")
+        out["order"] = len(order)
+    if "schedule" in doc:
+        # a circuit schedule (issue 21): every entry, and every configuration used during a set-up, is a circuit plan
+        from topoplan.problems.circuits.schedule import validate_schedule
+
+        got = validate_schedule(doc, topo, where=where)
+        checked.append(f"circuit schedule: {got['entries']} entries over {got['phases']} phases, "
+                       f"{got['reconfigurations']} reconfigurations")
+        out["schedule"] = got["entries"]
+    if not checked:
+        raise TopoplanError(f"{where}: nothing to validate (no 'circuits', 'forwarding', 'rank_to_node', 'order' "
+                            "or 'schedule')")
+    out["checked"] = checked
+    return out

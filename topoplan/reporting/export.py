@@ -1,0 +1,290 @@
+"""Launcher files from a placement: Open MPI 4/5 rankfiles, MPICH/Hydra machinefile, Slurm arbitrary, JSON.
+
+Formats (``FORMATS``):
+
+- ``ompi4``: Open MPI 4 rankfile, one line ``rank N=host slot=S`` per rank
+  (``S`` = logical core on that host). Run with
+  ``mpirun --rankfile FILE -np N prog``.
+- ``ompi5``: Open MPI 5 / PRRTE rankfile. PRRTE keeps the ``rank N=host
+  slot=S`` syntax (``slot`` = core index; ``S:C`` would be socket:core);
+  the option is ``mpirun --map-by rankfile:file=FILE -np N prog``.
+- ``mpich``: MPICH/Hydra machinefile, one host per line per rank in rank
+  order (Hydra places rank i on line i; it does not bind to a core, so add
+  ``-bind-to core`` to keep ranks on distinct cores).
+- ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
+  for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
+- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
+- ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
+  (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
+  document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
+
+Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
+names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
+host per line in node order (``#`` starts a comment). A placement that
+does not validate against the topology is never exported, nor are host
+names a launcher would misread (a space, ``=``, a newline, a shell
+character) or one name for two nodes: see
+:func:`topoplan.core.topology.check_host_names`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import re
+
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology import MAX_NODES, check_host_names
+from topoplan.core.units import is_ascii_int
+
+__all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
+
+FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs")
+
+
+def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
+    """Host name of every node id from ``path`` (``node_id host`` lines, or one host per line).
+
+    Parameters
+    ----------
+    path : str or path
+        The hostfile; ``#`` starts a comment.
+    n_nodes : int, optional
+        Nodes of the topology: the file must name at least these.
+
+    Returns
+    -------
+    list of str
+        Host of node 0, 1, ...
+
+    Raises
+    ------
+    TopoplanError
+        Naming the line, for a bad or repeated node id, a node without a name,
+        a host name launchers would misread or one named for two nodes (see
+        :func:`topoplan.core.topology.check_host_names`), mixed line shapes, or
+        too few hosts.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "hosts")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("# node id, host\\n1 cn-b\\n0 cn-a\\n")
+    >>> read_hostfile(path)
+    ['cn-a', 'cn-b']
+    >>> read_hostfile(path, n_nodes=4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../hosts: names 2 hosts but the topology has 4 nodes
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("cn-a\\ncn-b;reboot\\n")
+    >>> read_hostfile(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
+    """
+    from topoplan.core.io import read_text
+
+    path = Path(path)
+    lines = []
+    # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
+    # space stays inside the name, which the host-name check then refuses (str.split() and splitlines()
+    # would quietly cut a name in two, or shift every later line).
+    for i, raw in enumerate(read_text(path, "hostfile").split("\n"), 1):
+        line = raw.split("#", 1)[0].strip(" \t\r")
+        if line:
+            lines.append((i, re.split(r"[ \t]+", line)))
+    if not lines:
+        raise TopoplanError(f"{path}: hostfile has no hosts")
+    if all(len(f) == 2 for _, f in lines):
+        names: dict[int, tuple[str, int]] = {}
+        for i, (node, host) in lines:
+            if not is_ascii_int(node):   # int() also takes '٣', '+3' and '1_0'
+                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}")
+            k = int(node)
+            if k < 0 or k in names:
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
+            if k >= MAX_NODES:
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is over the limit of {MAX_NODES:,} nodes")
+            names[k] = (host, i)
+        size = max(names) + 1
+        missing = [k for k in range(size) if k not in names]
+        if missing:
+            raise TopoplanError(f"{path}: node {missing[0]} has no host name")
+        hosts = [names[k][0] for k in range(size)]
+        where = [names[k][1] for k in range(size)]
+    elif all(len(f) == 1 for _, f in lines):
+        hosts = [f[0] for _, f in lines]
+        where = [i for i, _ in lines]
+    else:
+        i = next(i for i, f in lines if len(f) not in (1, 2) or len(f) != len(lines[0][1]))
+        raise TopoplanError(f"{path}:{i}: expected 'node_id host' or 'host' on every line")
+    # two nodes with one name would send their ranks to the same machine
+    check_host_names(hosts, "host", source=path, lines=where)
+    if n_nodes is not None and len(hosts) < n_nodes:
+        raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
+    return hosts
+
+
+def _check(placement, topo, hosts):
+    if topo is not None:
+        placement.validate(topo, where="placement")
+    else:
+        if (placement.rank_to_node < 0).any() or (placement.rank_to_slot < 0).any():
+            raise TopoplanError("placement: negative node or slot")
+        key = placement.rank_to_node * (int(placement.rank_to_slot.max()) + 1) + placement.rank_to_slot
+        if len(np.unique(key)) != len(key):
+            raise TopoplanError("placement: two ranks share a node and slot")
+    used = int(placement.rank_to_node.max()) + 1
+    if len(hosts) < used:
+        raise TopoplanError(f"placement uses node {used - 1} but only {len(hosts)} host names are known")
+
+
+def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
+    """The file content of format ``fmt`` (see the module docstring); validates first.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    placement : Placement
+        For ``ocs``, the circuit plan or schedule document (see :func:`topoplan.reporting.ocs_export.render_ocs`).
+    hosts : list of str
+        Host name of every node id.
+    topo : Topology, optional
+        When given, the placement is validated against it (else only for distinct slots); ``ocs`` needs it.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TopoplanError
+        For an unknown format, an invalid placement, too few host names, or a
+        host name a launcher would misread or given to two nodes.
+
+    Examples
+    --------
+    >>> from topoplan.core.placement import Placement
+    >>> import numpy as np
+    >>> print(render("ompi4", Placement(np.array([0, 0]), np.array([1, 0])), ["a"]), end="")
+    rank 0=a slot=1
+    rank 1=a slot=0
+    >>> print(render("mpich", Placement(np.array([0, 0, 1]), np.array([0, 1, 0])), ["a", "b"]), end="")
+    a
+    a
+    b
+    """
+    if fmt not in FORMATS:
+        raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if fmt == "ocs":
+        from topoplan.reporting.ocs_export import render_ocs
+
+        if topo is None:
+            raise TopoplanError("the ocs export needs the topology the plan is for")
+        return render_ocs(placement, topo, hosts=hosts)
+    _check(placement, topo, hosts)
+    check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
+    node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
+    if fmt in ("ompi4", "ompi5"):
+        return "".join(f"rank {r}={hosts[k]} slot={s}\n" for r, (k, s) in enumerate(zip(node, slot)))
+    if fmt in ("mpich", "slurm"):
+        return "".join(f"{hosts[k]}\n" for k in node)
+    doc = {"n_ranks": len(node),
+           "ranks": [{"rank": r, "node": k, "host": hosts[k], "slot": s} for r, (k, s) in enumerate(zip(node, slot))]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def launch_command(fmt: str, path, n_ranks: int) -> str:
+    """The launcher line that uses the exported file.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    path : str or path
+        The exported file.
+    n_ranks : int
+
+    Returns
+    -------
+    str
+        With ``PROGRAM`` for the program; empty for ``json`` and ``ocs``.
+
+    Examples
+    --------
+    >>> launch_command("ompi4", "ranks.txt", 3)
+    'mpirun --rankfile ranks.txt -np 3 PROGRAM'
+    >>> launch_command("slurm", "hosts.txt", 3)
+    'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 3 PROGRAM'
+    """
+    return {"ompi4": f"mpirun --rankfile {path} -np {n_ranks} PROGRAM",
+            "ompi5": f"mpirun --map-by rankfile:file={path} -np {n_ranks} PROGRAM",
+            "mpich": f"mpiexec -f {path} -bind-to core -n {n_ranks} PROGRAM",
+            "slurm": f"SLURM_HOSTFILE={path} srun --distribution=arbitrary -n {n_ranks} PROGRAM",
+            "json": "", "ocs": ""}[fmt]
+
+
+def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None) -> str:
+    """Write the launcher file atomically and return the command that uses it.
+
+    Parameters
+    ----------
+    fmt : str
+        One of :data:`FORMATS`.
+    placement : Placement
+        For ``ocs``, the circuit plan or schedule document, or its file
+        (:func:`topoplan.reporting.ocs_export.export_ocs`).
+    path : str or path
+        The file to write.
+    hosts : list of str, optional
+        Host name of every node id; default the topology's ``host_names()``.
+    topo : Topology, optional
+        Validates the placement; needed when ``hosts`` is not given.
+
+    Returns
+    -------
+    str
+        The launcher command (see :func:`launch_command`).
+
+    Raises
+    ------
+    TopoplanError
+        Without hosts or topology, or as :func:`render`; nothing is written then.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from topoplan.core.placement import Placement
+    >>> from topoplan.core.topology_io import load_topology
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "ranks.txt")
+    >>> p = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    >>> export("ompi5", p, path, topo=load_topology("paper003")).replace(tmp.name, "DIR")
+    'mpirun --map-by rankfile:file=DIR/ranks.txt -np 3 PROGRAM'
+    >>> print(open(path).read(), end="")
+    rank 0=node0000 slot=0
+    rank 1=node0000 slot=1
+    rank 2=node0001 slot=0
+    """
+    from topoplan.core.io import atomic_write
+
+    if fmt == "ocs":
+        from topoplan.reporting.ocs_export import export_ocs
+
+        if topo is None:
+            raise TopoplanError("the ocs export needs the topology the plan is for")
+        export_ocs(placement, path, topo=topo, hosts=hosts)
+        return launch_command(fmt, path, 0)
+    if hosts is None:
+        if topo is None:
+            raise TopoplanError("export needs host names: give a topology or a hostfile")
+        hosts = topo.host_names()
+    atomic_write(path, render(fmt, placement, hosts, topo))
+    return launch_command(fmt, path, placement.n_ranks)

@@ -1,0 +1,182 @@
+"""The simulator's modelling choices, as one named, recorded object.
+
+A simulated time means something only together with the model that produced
+it. :class:`SimModel` holds every choice that changes a simulated time and
+is recorded (``to_dict``) in every result and plan that a simulation scored.
+
+``model``
+    ``"maxmin"`` (default): flows share links max-min fairly (progressive
+    filling, re-solved at every start and end; checked against SimGrid);
+    EPS switches pipeline packets (store-and-forward of the first MTU only).
+    ``"paper"``: the papers' own simulator (000 §4.1, 003 §4.1.4, Table 3):
+    every link costs ``alpha + n / beta``, every switch and relay stores and
+    forwards whole messages, and contention postpones a message until the
+    earlier ones on the same link (or device) are done, first come, first
+    served (:mod:`topoplan.sim.paper`). Use it to reproduce the papers' figures.
+
+``relay``
+    How an OCS node forwards another node's large message.
+    ``"pipelined"`` (default): the relay forwards each chunk of
+    ``relay_chunk_B`` bytes as it arrives, so a relayed message is one
+    transfer over the concatenated route (source -> relay -> circuit ->
+    relay -> destination) that pays one chunk's serialization per relay, as
+    a switch pays one MTU. This is what an MPI library does when it forwards
+    a large message with a pipelined rendezvous protocol. ``"store-and-
+    forward"``: the relay receives the whole message before it sends it on
+    (the papers' implementation, 000 §4.1: "it sends the message after
+    complete reception"; 003 §4.1.4).
+
+``relay_chunk_B``
+    64 KiB by default: the fragment size of Open MPI's pipelined send
+    protocol over InfiniBand and Portals (``btl_max_send_size`` = 64 KiB in
+    the openib and portals4 BTLs) and this project's eager/rendezvous
+    threshold, so every relayed (large) message is at least one chunk.
+
+``paper_contention``
+    Only for ``model="paper"``: ``"link"`` (default; 000 §4.1 "we take
+    contention on each link into account") queues messages per directed
+    link; ``"device"`` queues them per receiving device (003 §4.1.4 adds the
+    congestion term ``f(x, t)`` at every device x, switch or node, that
+    receives the message), so all links into one switch or node share one
+    queue.
+
+Examples
+--------
+>>> m = SimModel()
+>>> m.to_dict()
+{'model': 'maxmin', 'relay': 'pipelined', 'relay_chunk_B': 65536.0}
+>>> SimModel.from_options(model="paper", relay="store-and-forward").label()
+'paper, store-and-forward relays, link contention'
+>>> SimModel(relay="cut-through")
+Traceback (most recent call last):
+...
+topoplan.core.errors.TopoplanError: field 'relay': choose one of pipelined, store-and-forward, got 'cut-through'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from topoplan.core.errors import TopoplanError
+
+__all__ = ["MODELS", "RELAYS", "CONTENTIONS", "DEFAULT_RELAY_CHUNK_B", "SimModel"]
+
+MODELS = ("maxmin", "paper")
+RELAYS = ("pipelined", "store-and-forward")
+CONTENTIONS = ("link", "device")
+DEFAULT_RELAY_CHUNK_B = 65536.0
+
+
+@dataclass(frozen=True)
+class SimModel:
+    """The network model of a simulation (see the module docstring for each field and its default).
+
+    Parameters
+    ----------
+    model : {"maxmin", "paper"}, optional
+        Max-min fair sharing, or the papers' store-and-forward simulator.
+    relay : {"pipelined", "store-and-forward"}, optional
+        How an OCS node forwards another node's large message.
+    relay_chunk_B : float, optional
+        Chunk of a pipelined relay, bytes.
+    paper_contention : {"link", "device"}, optional
+        Only with ``model="paper"``: where messages queue.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field, for a value outside its choices.
+
+    See Also
+    --------
+    topoplan.sim.run.simulate : takes one as ``model``.
+
+    References
+    ----------
+    000 section 4.1 and 003 section 4.1.4 (the papers' simulator: ``model="paper"``,
+    store-and-forward relays, link or device contention).
+
+    Examples
+    --------
+    >>> SimModel().label()
+    'maxmin, pipelined relays (64 KiB chunks)'
+    >>> SimModel.coerce({"model": "paper", "relay": "store-and-forward"}).to_dict()
+    {'model': 'paper', 'relay': 'store-and-forward', 'relay_chunk_B': 65536.0, 'paper_contention': 'link'}
+    >>> SimModel(paper_contention="device")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
+    """
+
+    model: str = "maxmin"
+    relay: str = "pipelined"
+    relay_chunk_B: float = DEFAULT_RELAY_CHUNK_B
+    paper_contention: str = "link"
+
+    def __post_init__(self):
+        for name, allowed in (("model", MODELS), ("relay", RELAYS), ("paper_contention", CONTENTIONS)):
+            v = getattr(self, name)
+            if v not in allowed:
+                raise TopoplanError(f"field '{name}': choose one of {', '.join(allowed)}, got {v!r}")
+        if self.model != "paper" and self.paper_contention != "link":
+            raise TopoplanError(f"field 'paper_contention': applies to model 'paper' only, not {self.model!r}")
+        try:
+            chunk = float(self.relay_chunk_B)
+        except (TypeError, ValueError):
+            raise TopoplanError(f"field 'relay_chunk_B': expected a size in bytes, got {self.relay_chunk_B!r}") from None
+        if not 1 <= chunk < 2 ** 60:
+            raise TopoplanError(f"field 'relay_chunk_B': must be at least 1 byte and finite, got {self.relay_chunk_B!r}")
+        object.__setattr__(self, "relay_chunk_B", chunk)
+
+    @classmethod
+    def from_options(cls, **options) -> "SimModel":
+        """Build from keyword options; ``None`` values take the default, unknown keys are refused.
+
+        Examples
+        --------
+        >>> SimModel.from_options(relay=None, relay_chunk_B=1048576).relay_chunk_B
+        1048576.0
+        >>> SimModel.from_options(relays="pipelined")
+        Traceback (most recent call last):
+        ...
+        topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention
+        """
+        known = [f.name for f in fields(cls)]
+        for k in options:
+            if k not in known:
+                raise TopoplanError(f"unknown simulator model option {k!r}; known: {', '.join(known)}")
+        return cls(**{k: v for k, v in options.items() if v is not None})
+
+    @classmethod
+    def coerce(cls, value) -> "SimModel":
+        """``None`` (the default model), a :class:`SimModel`, or a dict as written by :meth:`to_dict`."""
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            return cls.from_options(**value)
+        raise TopoplanError(f"field 'sim_model': expected a SimModel or a dict, got {type(value).__name__}")
+
+    def to_dict(self) -> dict:
+        """The fields that matter for this model (``paper_contention`` only for the paper model)."""
+        d = {"model": self.model, "relay": self.relay, "relay_chunk_B": self.relay_chunk_B}
+        if self.model == "paper":
+            d["paper_contention"] = self.paper_contention
+        return d
+
+    def label(self) -> str:
+        """A short human-readable name, e.g. ``maxmin, pipelined relays (64 KiB chunks)``."""
+        relay = f"{self.relay} relays"
+        if self.relay == "pipelined":
+            relay += f" ({_size(self.relay_chunk_B)} chunks)"
+        if self.model == "paper":
+            return f"paper, {relay}, {self.paper_contention} contention"
+        return f"{self.model}, {relay}"
+
+
+def _size(b: float) -> str:
+    for unit, k in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if b >= k and b % k == 0:
+            return f"{b / k:g} {unit}"
+    return f"{b:g} B"
