@@ -112,6 +112,7 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, name="circui
     y: dict[tuple[int, int, str, int], pulp.LpVariable] = {}
     carried: dict[tuple[int, int], list] = {}   # (node, destination switch) -> its outgoing flows
     routers_of: dict[int, list[int]] = {}
+    sources_of: dict[int, list[int]] = {}       # destination switch -> nodes with large traffic for it
     for B in range(s):
         dests_B = [b for b in range(n) if sw[b] == B and own_in_tot[b] > 0]
         if not dests_B:
@@ -125,6 +126,7 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, name="circui
                 own_B[a] = own_B.get(a, 0.0) + w
         routers = sorted(set(u for u in ocs if sw[u] != B) | {a for a in own_B if sw[a] != B})
         routers_of[B] = routers
+        sources_of[B] = sorted(a for a, w in own_B.items() if sw[a] != B and w > 0)
         rset = set(routers)
         # next-hop options per router
         opts: dict[int, list[tuple[str, int]]] = {}
@@ -227,7 +229,8 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, name="circui
     uplink = pulp.lpSum(up_links)
     prob += T
     model = Model("node", prob, T, uplink, {"x": x, "y": y, "carried": carried},
-                  {"routers": routers_of, "T_scale": T_max, "byte_scale": U, "n_nodes": n, "n_switches": s})
+                  {"routers": routers_of, "sources": sources_of, "node_switch": sw, "T_scale": T_max, "byte_scale": U,
+                   "n_nodes": n, "n_switches": s})
     return model, functools.partial(decode, model)
 
 
@@ -235,17 +238,28 @@ def decode(model: Model, result=None) -> NodeSolution:
     """Circuits, next-hop array and carried mask of a solved node model (``result`` is not needed: the
     back-ends write the solution into the model's variables).
 
-    Next hops only where traffic flows: a next hop chosen for a node that
-    carries nothing is arbitrary (it may even close a cycle of empty entries).
+    Next hops only where traffic goes: along the chosen next hops from every node with large traffic for a
+    switch, until it falls back to the uplinks or arrives under that switch. A next hop chosen for a node
+    that carries nothing is arbitrary, and a solver may leave a circulation of flow between two such nodes
+    (each the other's next hop: any amount satisfies conservation when neither has traffic of its own), so
+    a node's flow variables cannot tell whether it carries traffic; reachability from the sources can.
     """
-    x, y, carried = model.vars["x"], model.vars["y"], model.vars["carried"]
+    x, y = model.vars["x"], model.vars["y"]
     n_nodes, n_switches = model.info["n_nodes"], model.info["n_switches"]
+    sw = model.info["node_switch"]
     circuits = sorted(k for k, v in x.items() if (v.value() or 0) > 0.5)
+    choice = {(u, B): (kind, h) for (u, B, kind, h), var in y.items() if (var.value() or 0) > 0.5}
     nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
     flows = np.zeros((n_nodes, n_switches), dtype=bool)
-    for (u, B), fl in carried.items():
-        flows[u, B] = sum((f.value() or 0.0) for f in fl) > 1e-9
-    for (u, B, kind, h), var in y.items():
-        if kind != "fb" and (var.value() or 0) > 0.5 and flows[u, B]:
-            nh[u, B] = h
+    for B, sources in model.info["sources"].items():
+        for u in sources:
+            while not flows[u, B]:      # a node already walked passes the traffic on the same way
+                flows[u, B] = True
+                kind, h = choice.get((u, B), ("fb", -1))
+                if kind == "fb":
+                    break
+                nh[u, B] = h
+                if kind == "c" and sw[h] == B:
+                    break               # arrived off the circuit; delivered over the EPS
+                u = h
     return NodeSolution(circuits, nh, flows)
