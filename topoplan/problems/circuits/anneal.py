@@ -99,12 +99,12 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             best_ev, cur, start_name = ev, circ, name
 
     large = max(float(problem.large_bytes.sum()), 1.0)
-    T0 = max(best_ev.congestion_s, 1e-30)
+    T0 = max(best_ev.objective_s, 1e-30)
 
     def energy_of(circ):
         nh = distance_vector(problem, circ)
         ev = evaluate(problem, circ, nh)
-        e = ev.congestion_s / T0 + 1e-3 * ev.uplink_bytes / large
+        e = ev.objective_s / T0 + 1e-3 * ev.uplink_bytes / large
         if sim_score is not None:
             e = sim_score(circ, nh) / max(sim_score.ref, 1e-30)
         return e, ev, nh

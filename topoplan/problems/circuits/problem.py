@@ -49,7 +49,7 @@ from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
-__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
+__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan", "node_loads",
            "validate_plan_dict", "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
 
 
@@ -147,6 +147,8 @@ class CircuitProblem:
     traffic_name: str = ""
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
     traffic: object = field(default=None, repr=False, compare=False)  # rank traffic (for simulating plans)
+    steps: object = field(default=None, repr=False, compare=False)    # the trace's steps (topoplan.sim.steps)
+    step_loads: object = field(default=None, repr=False, compare=False)  # their loads (problems.circuits.steps)
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
@@ -159,8 +161,9 @@ class CircuitProblem:
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
-    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
-              hop_limit: int | None = None, max_circuits: int | None = None) -> "CircuitProblem":
+    def build(cls, topology, traffic=None, placement=None, *, threshold_B: float | None = None,
+              hop_limit: int | None = None, max_circuits: int | None = None, steps=None,
+              max_step_types: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
 
         The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
@@ -180,6 +183,13 @@ class CircuitProblem:
             Most circuits a large message may cross (None: no limit).
         max_circuits : int, optional
             Most circuits a plan may set up (None: as many as ports allow).
+        steps : topoplan.sim.steps.Steps, optional
+            The steps of the trace the traffic comes from (:func:`topoplan.sim.steps.trace_steps`): plans are
+            then scored by their step time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-
+            phase bound. ``traffic`` may be left out (the steps' total is used).
+        max_step_types : int, optional
+            Most step groups kept for planning (default
+            :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
 
         Returns
         -------
@@ -202,11 +212,20 @@ class CircuitProblem:
         >>> CircuitProblem.build(topo, from_arrays(2, [0], [1], [8.0]), hop_limt=2)
         Traceback (most recent call last):
         ...
-        topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits
+        topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits, steps, max_step_types
         """
         topo = topology
+        if traffic is None and steps is not None:
+            traffic = steps.total()
         if traffic is None:
             raise TopoplanError("field 'traffic': a circuit problem needs the traffic to plan for")
+        if steps is not None and steps.n_ranks != traffic.n_ranks:
+            raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
+                                f"{traffic.n_ranks}")
+        if max_step_types is None:
+            from topoplan.problems.circuits.steps import MAX_STEP_TYPES as max_step_types
+        elif max_step_types < 1:
+            raise TopoplanError(f"field 'max_step_types': must be at least 1, got {max_step_types}")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
                                 f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
@@ -227,35 +246,26 @@ class CircuitProblem:
         n, sw = topo.n_nodes, topo.node_switch()
         s = topo.n_switches
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
-        a, b = node[traffic.src], node[traffic.dst]
-        by = traffic.bytes.astype(np.float64)
-        same_node, same_sw = a == b, sw[a] == sw[b]
-        large = (traffic.msg_bytes >= thr) & ~same_sw
-        eps = ~same_node & ~large
-        cross = eps & ~same_sw
-        up = np.bincount(a[eps], weights=by[eps], minlength=n)
-        down = np.bincount(b[eps], weights=by[eps], minlength=n)
-        intra = np.bincount(a[same_node & (traffic.src != traffic.dst)],
-                            weights=by[same_node & (traffic.src != traffic.dst)], minlength=n)
-        uu = np.bincount(sw[a[cross]], weights=by[cross], minlength=s)
-        ud = np.bincount(sw[b[cross]], weights=by[cross], minlength=s)
-        key = a[large] * n + b[large]
-        uniq, inv = np.unique(key, return_inverse=True)
-        lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
-        lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
-        keep = lb > 0
+        ld = node_loads(traffic, node, sw, n, s, thr)
         min_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(min_rank, node[:traffic.n_ranks], np.arange(traffic.n_ranks, dtype=np.int64))
         ocs = topo.ocs
-        return cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
-                   node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(), ports=int(ocs.ports_per_node),
-                   node_bw_Bps=topo.node_link_bw().astype(np.float64), up_bw_Bps=float(topo.up_bw_Bps),
-                   ocs_bw_Bps=float(ocs.bw_Bps), intra_bw_Bps=float(topo.intra_node_bw_Bps),
-                   uplinks_shared=topo.kind != "fat-tree",
-                   base_up_B=up, base_down_B=down, base_intra_B=intra, base_uplink_up_B=uu, base_uplink_down_B=ud,
-                   large_src=(uniq // n)[keep], large_dst=(uniq % n)[keep], large_bytes=lb[keep],
-                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
+        prob = cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit,
+                   max_circuits=max_circuits, node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(),
+                   ports=int(ocs.ports_per_node), node_bw_Bps=topo.node_link_bw().astype(np.float64),
+                   up_bw_Bps=float(topo.up_bw_Bps), ocs_bw_Bps=float(ocs.bw_Bps),
+                   intra_bw_Bps=float(topo.intra_node_bw_Bps), uplinks_shared=topo.kind != "fat-tree",
+                   base_up_B=ld["up"], base_down_B=ld["down"], base_intra_B=ld["intra"],
+                   base_uplink_up_B=ld["uplink_up"], base_uplink_down_B=ld["uplink_down"],
+                   large_src=ld["large_src"], large_dst=ld["large_dst"], large_bytes=ld["large_bytes"],
+                   large_msgs=ld["large_msgs"], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
                    traffic=traffic)
+        if steps is not None:
+            from topoplan.problems.circuits.steps import step_loads
+
+            prob.step_loads = step_loads(prob, steps, max_types=max_step_types)
+            prob.steps = steps
+        return prob
 
     # -- sizes and structure --------------------------------------------
     @property
@@ -383,10 +393,70 @@ class CircuitProblem:
         return self.network().link_label(link, list(circuits))
 
     def describe(self) -> dict:
-        return {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
-                "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
-                "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
-                "large_inter_switch_bytes": float(self.large_bytes.sum())}
+        out = {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
+               "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
+               "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
+               "large_inter_switch_bytes": float(self.large_bytes.sum())}
+        if self.step_loads is not None:
+            sl = self.step_loads
+            out.update(steps=sl.n_steps, step_types=sl.n_types, step_groups=sl.n_groups)
+        return out
+
+    @property
+    def objective_kind(self) -> str:
+        """What the methods' objective is: ``step time`` (with steps) or ``bulk bound``."""
+        return "bulk bound" if self.step_loads is None else "step time"
+
+
+def node_loads(traffic, node, node_switch, n_nodes: int, n_switches: int, threshold_B: float) -> dict:
+    """Rank traffic as a circuit problem's node-level loads (the aggregation of :meth:`CircuitProblem.build`).
+
+    Parameters
+    ----------
+    traffic : Traffic
+    node : numpy.ndarray
+        Node of every rank.
+    node_switch : numpy.ndarray
+        Switch of every node.
+    n_nodes, n_switches : int
+    threshold_B : float
+        Large-message threshold.
+
+    Returns
+    -------
+    dict
+        ``up``, ``down``, ``intra`` (per node), ``uplink_up``, ``uplink_down`` (per switch): bytes no plan
+        moves; ``large_src``, ``large_dst``, ``large_bytes``, ``large_msgs``: large inter-switch traffic by
+        ordered node pair (pairs with bytes only).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> ld = node_loads(from_arrays(4, [0, 1], [2, 3], [8.0, 1e6]), np.arange(4), np.array([0, 0, 1, 1]),
+    ...                 4, 2, 1000.0)
+    >>> ld["up"].tolist(), ld["uplink_up"].tolist(), ld["large_src"].tolist(), ld["large_bytes"].tolist()
+    ([8.0, 0.0, 0.0, 0.0], [8.0, 0.0], [1], [1000000.0])
+    """
+    n, s, sw = n_nodes, n_switches, node_switch
+    a, b = node[traffic.src], node[traffic.dst]
+    by = traffic.bytes.astype(np.float64)
+    same_node, same_sw = a == b, sw[a] == sw[b]
+    large = (traffic.msg_bytes >= threshold_B) & ~same_sw
+    eps = ~same_node & ~large
+    cross = eps & ~same_sw
+    self_msg = traffic.src == traffic.dst
+    key = a[large] * n + b[large]
+    uniq, inv = np.unique(key, return_inverse=True)
+    lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
+    lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
+    keep = lb > 0
+    return {"up": np.bincount(a[eps], weights=by[eps], minlength=n),
+            "down": np.bincount(b[eps], weights=by[eps], minlength=n),
+            "intra": np.bincount(a[same_node & ~self_msg], weights=by[same_node & ~self_msg], minlength=n),
+            "uplink_up": np.bincount(sw[a[cross]], weights=by[cross], minlength=s),
+            "uplink_down": np.bincount(sw[b[cross]], weights=by[cross], minlength=s),
+            "large_src": (uniq // n)[keep], "large_dst": (uniq % n)[keep], "large_bytes": lb[keep],
+            "large_msgs": lm[keep]}
 
 
 # -- plan construction and validation -----------------------------------
@@ -500,7 +570,7 @@ def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heu
     if extra_metrics:
         metrics.update(extra_metrics)
     plan = plan_dict(problem, circuits, next_hop, load_sharing or LOAD_SHARING)
-    return PlanResult(method="", objective=ev.congestion_s, plan=plan, status=status, bound=bound,
+    return PlanResult(method="", objective=ev.objective_s, plan=plan, status=status, bound=bound,
                       metrics=metrics, message=message, options=dict(options or {}))
 
 
