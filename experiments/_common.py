@@ -190,7 +190,7 @@ def write_csv(rows, path: Path, columns) -> None:
 def used_circuits(prob, plan: dict) -> int:
     """Circuits that carry large messages when the plan's forwarding tables route the traffic."""
     from topoplan.problems.circuits.bound import evaluate
-    from topoplan.problems.circuits.forwarding import array_from_tables
+    from topoplan.plans.circuits import array_from_tables
 
     circ = [tuple(c) for c in plan["circuits"]]
     nh = array_from_tables(plan["forwarding"], prob.n_nodes, prob.n_switches)

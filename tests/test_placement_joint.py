@@ -6,7 +6,7 @@ import pytest
 from topoplan.problems.circuits import CircuitProblem, validate_plan_dict
 from topoplan.problems.circuits import solve as circuit_solve
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import array_from_tables
+from topoplan.plans.circuits import array_from_tables
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import from_nodes, sequential
 from topoplan.problems.placement import PlacementProblem, simulated_time, solve, to_placement

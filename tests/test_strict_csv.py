@@ -188,7 +188,7 @@ def test_allocation_ids_are_ascii(tmp_path, bad):
 @pytest.mark.parametrize("bad", ["²", "٣", "--3", "+-3"])
 def test_circuit_plan_ids_are_ascii(bad):
     from topoplan.core.topology_io import load_topology
-    from topoplan.problems.circuits.problem import validate_plan_dict
+    from topoplan.plans.circuits import validate_plan_dict
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
     with pytest.raises(TopoplanError, match="unknown node"):

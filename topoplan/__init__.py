@@ -52,7 +52,7 @@ _API = {
     "PlacementProblem": ("topoplan.problems.placement", "PlacementProblem"),
     "BcastProblem": ("topoplan.problems.bcast", "BcastProblem"),
     "solve": ("topoplan.problems", "solve"),
-    "validate": ("topoplan.problems.validate", "validate"),
+    "validate": ("topoplan.plans.validate", "validate"),
     "simulate": ("topoplan.sim.run", "simulate_plan"),
     "SimModel": ("topoplan.sim.model", "SimModel"),
     "PlanResult": ("topoplan.problems.result", "PlanResult"),

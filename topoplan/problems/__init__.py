@@ -5,7 +5,7 @@
 ``topoplan.problems.bcast`` (Bcast rank reordering) each have a ``build``
 function, a method registry and a ``solve`` function returning a
 :class:`~topoplan.problems.result.PlanResult`; :func:`solve` dispatches on the
-problem's type. :mod:`topoplan.problems.validate` checks plan documents.
+problem's type. :mod:`topoplan.plans.validate` checks plan documents.
 
 Examples
 --------

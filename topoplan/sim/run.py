@@ -283,7 +283,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     Raises
     ------
     TopoplanError
-        If the plan is invalid for the topology (:func:`topoplan.problems.validate.validate`), the ranks
+        If the plan is invalid for the topology (:func:`topoplan.plans.validate.validate`), the ranks
         do not fit, or the plan was made for another placement.
 
     Examples
@@ -302,7 +302,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     """
     from topoplan.core.placement import Placement, placement_from_doc
 
-    from topoplan.problems.validate import validate
+    from topoplan.plans.validate import validate
 
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):

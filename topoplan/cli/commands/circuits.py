@@ -76,7 +76,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     chosen network model (--model/--relay) and both times are reported. With --score simulated the plan
     of a heuristic the method starts from is returned instead when it simulates faster."""
     from topoplan.problems.circuits import solve
-    from topoplan.problems.circuits.planfile import plan_document, write_plan
+    from topoplan.plans.planfile import plan_document, write_plan
     from topoplan.problems.circuits.problem import plan_simulator
     from topoplan.core.errors import TopoplanError
 

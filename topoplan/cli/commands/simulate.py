@@ -91,7 +91,7 @@ def simulate_cmd(
     if circuits is not None:
         if network not in (None, "hybrid"):
             raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        from topoplan.problems.circuits.planfile import read_plan
+        from topoplan.plans.planfile import read_plan
 
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
         check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)

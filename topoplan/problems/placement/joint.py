@@ -65,7 +65,8 @@ from topoplan.problems.circuits import METHODS as CIRCUIT_METHODS
 from topoplan.problems.circuits import CircuitProblem, validate_plan_dict
 from topoplan.problems.circuits import solve as circuit_solve
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import LOAD_SHARING, array_from_tables, distance_vector, tables_from_array
+from topoplan.plans.circuits import array_from_tables, tables_from_array
+from topoplan.problems.circuits.forwarding import LOAD_SHARING, distance_vector
 from topoplan.problems.circuits.problem import plan_dict
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes
