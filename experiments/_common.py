@@ -230,9 +230,9 @@ class Inputs:
         self._pl: dict = {}
 
     def traffic(self):
-        """``(trace, traffic)`` of :func:`topoplan.traffic.matrix.load_source`."""
+        """``(trace, traffic)`` of :func:`topoplan.traffic.sources.load_source`."""
         if self._trace is None:
-            from topoplan.traffic.matrix import load_source
+            from topoplan.traffic.sources import load_source
 
             self._trace, self._traffic = load_source(self.spec)
         return self._trace, self._traffic

@@ -147,7 +147,7 @@ def test_relay_positions_only_inside_pipelined_relay_routes():
 
 
 def test_replay_engines_agree_under_both_relay_models():
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = topology_from_dict(dict(HYBRID, switches=2, nodes_per_switch=4, cores_per_node=2))
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=1")

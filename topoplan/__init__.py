@@ -46,8 +46,8 @@ __version__ = "0.1.0"
 
 _API = {
     "load_topology": ("topoplan.core.topology_io", "load_topology"),
-    "load_source": ("topoplan.traffic.matrix", "load_source"),
-    "load_traffic": ("topoplan.traffic.matrix", "load_traffic"),
+    "load_source": ("topoplan.traffic.sources", "load_source"),
+    "load_traffic": ("topoplan.traffic.sources", "load_traffic"),
     "CircuitProblem": ("topoplan.problems.circuits", "CircuitProblem"),
     "PlacementProblem": ("topoplan.problems.placement", "PlacementProblem"),
     "BcastProblem": ("topoplan.problems.bcast", "BcastProblem"),

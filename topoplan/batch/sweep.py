@@ -683,7 +683,7 @@ def run_cell(cell: dict) -> dict:
     >>> row["status"], round(row["objective"], 4), round(row["makespan_s"], 4), row["metric.circuits_used"]
     ('heuristic', 0.0416, 0.0416, 3)
     """
-    from topoplan.cli.commands.common import load_inputs
+    from topoplan.traffic.sources import load_inputs
 
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
@@ -762,7 +762,7 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     --------
     >>> from topoplan.problems.circuits import build, solve
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])
     >>> trace, traffic = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
     >>> result = solve(build(topo, traffic), "three-step")

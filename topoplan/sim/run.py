@@ -124,7 +124,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> from topoplan.core.placement import sequential
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
@@ -289,7 +289,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("ring:np=8,bytes=1MB")
     >>> res = simulate_plan(t, trace, {"rank_to_node": [0, 16, 32, 48, 1, 17, 33, 49]})

@@ -77,27 +77,6 @@ def console(json_mode: bool = False) -> Console:
     return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
 
 
-def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):
-    """Topology, (trace, traffic) and validated placement from the common options."""
-    from topoplan.core.placement import load_placement
-    from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
-
-    topo = load_topology(topology, sets or [])
-    trace, tr = (None, None)
-    if traffic is not None:
-        trace, tr = load_source(traffic)
-        capacity = int(topo.node_cores().sum())
-        if tr.n_ranks > capacity:
-            from topoplan.core.errors import TopoplanError
-            from topoplan.core.topology_io import cores_hint
-
-            raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
-                                f"({topo.n_nodes} nodes, {capacity} cores){cores_hint(topo)}")
-    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
-    return topo, trace, tr, pl
-
-
 def topology_record(topo, topology: str, sets) -> dict:
     """What a plan file records of its topology: the name, and the spec and --set overrides that rebuild it
     (``export`` reloads them to check a placement's cores)."""

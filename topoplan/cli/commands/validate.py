@@ -34,7 +34,7 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
     topo = load_topology(topology, sets or [])
     tr = None
     if traffic is not None:
-        from topoplan.traffic.matrix import load_source
+        from topoplan.traffic.sources import load_source
 
         _, tr = load_source(traffic)
     doc = read_json(plan, "plan")

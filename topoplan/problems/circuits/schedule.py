@@ -85,7 +85,7 @@ separated by barriers.
 Examples
 --------
 >>> from topoplan.core.topology_io import load_topology
->>> from topoplan.traffic.twophase import halo_then_transpose
+>>> from topoplan.traffic.generators import halo_then_transpose
 >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
 >>> prob = PhasedProblem.build(topo, halo_then_transpose(16, 16, 4e6, iters=5))
 >>> len(prob.phases), prob.setup_s
@@ -1077,7 +1077,7 @@ def zero_setup(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_metho
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6))
     >>> r = zero_setup(p, circuit_method="greedy")
@@ -1134,7 +1134,7 @@ class Decomposed:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> d = decomposed_option(p, 1)                  # a Decomposed: the transpose's slots, priced
@@ -1186,7 +1186,7 @@ def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> decomposed_option(p, 0) is None              # the halo exchange is not all-to-all-like
@@ -1454,7 +1454,7 @@ def solstice(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> r = solstice(p, circuit_method="greedy")
@@ -1482,7 +1482,7 @@ def bvn(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> bvn(p, circuit_method="greedy").metrics["options"]["1"]["slots"]

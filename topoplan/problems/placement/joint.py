@@ -466,7 +466,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
     >>> r = joint(p, max_evals=50, anneal_steps=50, rounds=2)
     >>> r.objective <= r.metrics["start_circuit_bound_s"]
