@@ -39,9 +39,9 @@ MODELS = tuple(MODEL_NAMES)
 
 
 def model_of(name: str):
-    """The :class:`topoplan.sim.model.SimModel` of one of :data:`MODELS`."""
+    """The :class:`topoplan.sim.simmodel.SimModel` of one of :data:`MODELS`."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     if name == "paper":
         return SimModel(model="paper", relay="store-and-forward")

@@ -8,7 +8,7 @@ from topoplan.core.placement import sequential
 from topoplan.core.topology_io import topology_from_dict
 from topoplan.traffic.trace import Trace
 from topoplan.sim.maxmin import FlowEngine
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
 from topoplan.sim.run import simulate

@@ -54,7 +54,7 @@ _API = {
     "solve": ("topoplan.problems", "solve"),
     "validate": ("topoplan.plans.validate", "validate"),
     "simulate": ("topoplan.sim.run", "simulate_plan"),
-    "SimModel": ("topoplan.sim.model", "SimModel"),
+    "SimModel": ("topoplan.sim.simmodel", "SimModel"),
     "PlanResult": ("topoplan.problems.result", "PlanResult"),
     "TopoplanError": ("topoplan.core.errors", "TopoplanError"),
 }

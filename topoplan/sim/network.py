@@ -26,7 +26,7 @@ On a hybrid network a large inter-switch message follows the circuit plan's
 forwarding tables through relay (OCS) nodes (:func:`follow_forwarding`, the
 one implementation of that walk; the circuit bound uses it too, through
 :meth:`Network.relay_routes`); how a relay forwards is the model's ``relay``
-choice (:class:`topoplan.sim.model.SimModel`):
+choice (:class:`topoplan.sim.simmodel.SimModel`):
 
 - ``pipelined``: the message is one transfer over the concatenated route;
   each relay adds one chunk's serialization (``relay_chunk_B`` / bandwidth
@@ -51,7 +51,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 
 __all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
            "build_network"]

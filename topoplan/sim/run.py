@@ -70,7 +70,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
              compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
 
-    ``model`` is a :class:`topoplan.sim.model.SimModel` (or its dict; default ``SimModel()``:
+    ``model`` is a :class:`topoplan.sim.simmodel.SimModel` (or its dict; default ``SimModel()``:
     max-min sharing, pipelined relays); the result names it under ``sim_model``.
 
     Parameters
@@ -119,7 +119,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     References
     ----------
     The simulator model of 000 section 4 (alpha + n/beta per link, contention)
-    and 003 section 4.1.4; ``topoplan.sim.model`` lists the models.
+    and 003 section 4.1.4; ``topoplan.sim.simmodel`` lists the models.
 
     Examples
     --------
@@ -135,7 +135,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     >>> tree["n_messages"], tree["top_switch_bytes"]
     (960, 384000000.0)
     """
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
     from topoplan.sim.network import build_network
     from topoplan.sim.replay import replay
 

@@ -359,7 +359,7 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     True
     """
     from topoplan.plans.schedule import entry_end, validate_schedule
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     t0 = time.perf_counter()
     doc = schedule.to_dict() if hasattr(schedule, "to_dict") else schedule

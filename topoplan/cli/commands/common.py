@@ -44,10 +44,10 @@ ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only:
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
               paper_contention: Optional[str] = None):
-    """The :class:`topoplan.sim.model.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import parse_size
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
     try:

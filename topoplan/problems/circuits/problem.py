@@ -44,7 +44,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
@@ -553,7 +553,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
         ``simulated``: that plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever
         simulates faster (see :func:`topoplan.problems.result.solve_with`).
     trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
-    sim_model : :class:`topoplan.sim.model.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
+    sim_model : :class:`topoplan.sim.simmodel.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
         pipelined relays.
     options : the method's own options (``METHODS.options(method)``), e.g. ``solver='highs'`` or
         ``formulation='switch'`` for ``ilp``, ``init`` and ``max_steps`` for ``anneal``; an option the

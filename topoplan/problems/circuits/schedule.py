@@ -1541,7 +1541,7 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
                      **options)
     res.options["score"] = problem_phases.score
     if problem_phases.score == "simulated":
-        from topoplan.sim.model import SimModel
+        from topoplan.sim.simmodel import SimModel
 
         res.options["sim_model"] = SimModel.coerce(problem_phases.sim_model).to_dict()
     return res

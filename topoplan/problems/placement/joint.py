@@ -443,7 +443,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
         passes its own with ``score='simulated'``).
     final_pick : ``bound`` (default) or ``simulated``: pick the final plan among the start and the
         last improvements by simulated makespan (``trace``, default the traffic as one bulk phase, under
-        ``sim_model``, a :class:`topoplan.sim.model.SimModel` or its dict; default maxmin, pipelined relays).
+        ``sim_model``, a :class:`topoplan.sim.simmodel.SimModel` or its dict; default maxmin, pipelined relays).
 
     Returns
     -------

@@ -45,7 +45,7 @@ from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
@@ -635,7 +635,7 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
         placement or the placement of a heuristic it starts from (:func:`default_starts`), whichever simulates
         faster (``joint`` also picks its final plan among its start and improvements by simulated time).
     trace : the MPI trace to simulate (default: the traffic as one bulk phase).
-    sim_model : :class:`topoplan.sim.model.SimModel` or its dict (default maxmin, pipelined relays).
+    sim_model : :class:`topoplan.sim.simmodel.SimModel` or its dict (default maxmin, pipelined relays).
     options : the method's own options (``METHODS.options(method)``, e.g. ``init='metis'`` and
         ``max_steps`` for ``anneal``); an option the method does not declare is refused, naming the
         known ones.
@@ -695,7 +695,7 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
     """Makespan (s) of the plan in the simulator: the trace if given, else the traffic as one bulk phase.
 
     A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them;
-    ``sim_model`` is the network model (:class:`topoplan.sim.model.SimModel` or its dict).
+    ``sim_model`` is the network model (:class:`topoplan.sim.simmodel.SimModel` or its dict).
 
     Parameters
     ----------
