@@ -44,7 +44,7 @@ def model_of(name: str):
     from topoplan.sim.simmodel import SimModel
 
     if name == "paper":
-        return SimModel(model="paper", relay="store-and-forward")
+        return SimModel(engine="paper", relay="store-and-forward")
     if name == "pipelined":
         return SimModel()
     if name == "store-and-forward":

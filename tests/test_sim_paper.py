@@ -419,7 +419,7 @@ def test_add_flows_is_validated(flows, match):
     assert eng.n_flows == 0
 
 
-# -- the paper model through the whole simulator (topoplan.sim.run.simulate with SimModel(model="paper")) -----------------
+# -- the paper model through the whole simulator (topoplan.sim.run.simulate with SimModel(engine="paper")) -----------------
 
 def _paper003(*sets):
     from topoplan.core.topology_io import load_topology

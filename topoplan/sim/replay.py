@@ -254,7 +254,7 @@ class Replayer:
         from topoplan.sim.maxmin import FlowEngine
 
         self.trace, self.net = trace, net
-        self.paper = net.model.model == "paper"
+        self.paper = net.sim_model.engine == "paper"
         self.node = np.asarray(placement.rank_to_node, dtype=np.int64)
         self.eager_B = float(eager_threshold_B)
         self.thresholds = thresholds
@@ -265,7 +265,7 @@ class Replayer:
             if timeline_dt_s:
                 raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
             self.engine = PaperEngine(net.linkset(), queue_of_link=net.paper_queues(),
-                                      chunk_B=net.model.relay_chunk_B)
+                                      chunk_B=net.sim_model.relay_chunk_B)
         elif timeline_dt_s:
             self.engine = FlowEngine(net.linkset(), timeline_dt_s=timeline_dt_s)
         else:
@@ -911,7 +911,7 @@ class _Compiler:
         return (gen, np.concatenate(self.mem) if self.mem else np.zeros(0, np.int64), self.node, parts,
                 np.ascontiguousarray(net.latency_s, dtype=np.float64), np.ascontiguousarray(net.bw_Bps, dtype=np.float64),
                 np.ascontiguousarray(net._switches_in, dtype=np.float64), np.ascontiguousarray(net.shared, dtype=bool),
-                np.array([net.switch_delay_s, net.mtu_B, net.model.relay_chunk_B], dtype=np.float64), xcaps)
+                np.array([net.switch_delay_s, net.mtu_B, net.sim_model.relay_chunk_B], dtype=np.float64), xcaps)
 
 
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
@@ -1234,7 +1234,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     from topoplan.sim.maxmin import _numba_available
 
-    paper = net.model.model == "paper"
+    paper = net.sim_model.engine == "paper"
     if not isinstance(trace, Trace):   # a generator's recording
         if method == "python" or paper or marks is not None or not _numba_available():
             trace = trace.build()
