@@ -227,7 +227,7 @@ def table2(apps, inputs: dict, placements=PLACEMENTS, iters: int = 5, anneal_ste
     placement, for the paper's 5 iterations (volumes, unlike relative times, scale with them; no simulation
     needed), with the placements the simulated cells use (CommPattern: the 32-OCS-node one)."""
     from topoplan.analysis.switches import analyze
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = topology_of("hybrid", 32)
     rows = []

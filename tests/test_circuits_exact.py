@@ -208,7 +208,7 @@ def test_switch_ilp_is_no_worse_than_any_incumbent_with_converged_tables():
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.problems.circuits.exact import _incumbents
     from topoplan.problems.circuits.forwarding import congestion_tables, polish_tables
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=8"])
     traffic = load_source("npb:kernel=is,class=C,np=256,iters=1")[1]

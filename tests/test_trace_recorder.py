@@ -142,7 +142,7 @@ def test_ring_communicators_file(ring):
 @needs_mpi
 def test_ring_replays(ring, capsys):
     """The trace directory replays as written, through load_source like every -T option."""
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     out, t = ring
     trace, traffic = load_source(str(out))
@@ -409,7 +409,7 @@ def test_otf2_without_regions(tmp_path):
 def test_otf2_replays_from_every_command(tmp_path, capsys):
     """``-T traces.otf2`` (and its directory) works like a trace CSV; not-modelled MPI calls are reported."""
     pytest.importorskip("otf2")
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     anchor = write_otf2_program(tmp_path / "scorep")
     for spec in (anchor, anchor.parent):

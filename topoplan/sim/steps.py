@@ -168,9 +168,9 @@ class _UnitNetwork:
 
     def __init__(self):
         from topoplan.sim.maxmin import LinkSet
-        from topoplan.sim.model import SimModel
+        from topoplan.sim.simmodel import SimModel
 
-        self.model = SimModel()
+        self.sim_model = SimModel()
         self._links = LinkSet([1.0], [0.0], [True])
 
     def linkset(self):

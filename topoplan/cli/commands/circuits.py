@@ -10,7 +10,7 @@ from rich.table import Table
 
 from topoplan.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
                                      SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     flag_names, load_inputs, parse_time_limit, sim_model, topology_record)
+                                     flag_names, parse_time_limit, sim_model, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -51,6 +51,7 @@ BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_ci
 def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits):
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.core.errors import TopoplanError
+    from topoplan.traffic.sources import load_inputs
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
@@ -76,7 +77,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     chosen network model (--model/--relay) and both times are reported. With --score simulated the plan
     of a heuristic the method starts from is returned instead when it simulates faster."""
     from topoplan.problems.circuits import solve
-    from topoplan.problems.circuits.planfile import plan_document, write_plan
+    from topoplan.plans.planfile import plan_document, write_plan
     from topoplan.problems.circuits.problem import plan_simulator
     from topoplan.core.errors import TopoplanError
 

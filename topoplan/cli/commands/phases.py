@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                         TrafficOpt, console, emit, flag_names, load_inputs)
+                                         TrafficOpt, console, emit, flag_names)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -48,6 +48,7 @@ def phases_cmd(
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import format_bytes, parse_time
     from topoplan.traffic.phases import detect_phases
+    from topoplan.traffic.sources import load_inputs
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
     if trace is None:

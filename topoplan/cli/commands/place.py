@@ -49,7 +49,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
     from topoplan.problems.placement import METHODS, PlacementProblem, simulated_time, solve
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     from topoplan.core.errors import TopoplanError
 

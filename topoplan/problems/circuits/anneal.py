@@ -25,7 +25,8 @@ import numpy as np
 
 from topoplan.problems.circuits import heuristics  # noqa: F401  (registers the starts)
 from topoplan.problems.circuits.bound import better, evaluate
-from topoplan.problems.circuits.forwarding import array_from_tables, distance_vector
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits.forwarding import distance_vector
 from topoplan.problems.circuits.problem import plan_dict, plan_simulator, result_from_plan
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS
 from topoplan.core.errors import TopoplanError

@@ -48,8 +48,8 @@ from topoplan.formulations.backends import solve as backend_solve
 from topoplan.formulations.circuits_common import CircuitData, Model, two_phase
 from topoplan.problems.circuits import heuristics
 from topoplan.problems.circuits.bound import better, evaluate, floor_s
-from topoplan.problems.circuits.forwarding import (LOAD_SHARING, array_from_tables, congestion_tables, distance_vector,
-                                         polish_tables)
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits.forwarding import LOAD_SHARING, congestion_tables, distance_vector, polish_tables
 from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
 from topoplan.problems.circuits.registry import METHODS
 from topoplan.core.errors import TopoplanError

@@ -27,9 +27,10 @@ import time as _time
 
 import numpy as np
 
+from topoplan.plans.circuits import array_from_tables, tables_from_array  # noqa: F401 (their home: the plan document)
 from topoplan.problems.circuits.bound import evaluate
 
-__all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "tables_from_array", "array_from_tables", "Routes",
+__all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "Routes",
            "distance_vector", "polish_tables", "congestion_tables"]
 
 LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each node's traffic to a destination "
@@ -93,70 +94,6 @@ def circuit_links(problem, circuits) -> dict[tuple[int, int], int]:
     """
     cl = problem.network().circuit_links(circuits)
     return dict(zip(zip(cl.src.tolist(), cl.dst.tolist()), range(cl.first, cl.first + cl.n_links)))
-
-
-def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
-    """``next_hop`` array -> the plan's JSON form ``{"node": {"switch": next_hop}}`` (entries only).
-
-    Parameters
-    ----------
-    next_hop : numpy.ndarray
-        (n_nodes x n_switches), -1 = no entry.
-
-    Returns
-    -------
-    dict of str to dict of str to int
-
-    See Also
-    --------
-    array_from_tables : the inverse.
-
-    Examples
-    --------
-    >>> nh = np.full((3, 2), -1)
-    >>> nh[0, 1], nh[2, 0] = 1, 0
-    >>> tables_from_array(nh)
-    {'0': {'1': 1}, '2': {'0': 0}}
-    """
-    next_hop = np.asarray(next_hop)
-    rows, cols = np.nonzero(next_hop >= 0)
-    out: dict[str, dict[str, int]] = {}
-    if not len(rows):
-        return out
-    vals = next_hop[rows, cols].astype(np.int64)
-    n, s = next_hop.shape
-    names = [str(i) for i in range(max(n, s))]
-    ids = list(range(int(vals.max()) + 1))   # one int object per node id, shared by the rows
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    ends = np.r_[starts[1:], len(rows)]
-    for r, a, b in zip(rows[starts].tolist(), starts.tolist(), ends.tolist()):
-        out[names[r]] = dict(zip(map(names.__getitem__, cols[a:b].tolist()), map(ids.__getitem__, vals[a:b].tolist())))
-    return out
-
-
-def array_from_tables(tables: dict, n_nodes: int, n_switches: int) -> np.ndarray:
-    """The plan's ``forwarding`` dict (string or int keys) -> ``next_hop`` array (-1 = no entry).
-
-    Parameters
-    ----------
-    tables : dict
-        ``{node: {switch: next_hop}}``.
-    n_nodes, n_switches : int
-
-    Returns
-    -------
-    numpy.ndarray of int64
-
-    Examples
-    --------
-    >>> array_from_tables({"0": {"1": 1}, 2: {0: 0}}, 3, 2).tolist()
-    [[-1, 1], [-1, -1], [0, -1]]
-    """
-    nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
-    for n, row in (tables or {}).items():
-        for s, h in row.items():
-            nh[int(n), int(s)] = int(h)
-    return nh
 
 
 class Routes:

@@ -65,7 +65,8 @@ from topoplan.problems.circuits import METHODS as CIRCUIT_METHODS
 from topoplan.problems.circuits import CircuitProblem, validate_plan_dict
 from topoplan.problems.circuits import solve as circuit_solve
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import LOAD_SHARING, array_from_tables, distance_vector, tables_from_array
+from topoplan.plans.circuits import array_from_tables, tables_from_array
+from topoplan.problems.circuits.forwarding import LOAD_SHARING, distance_vector
 from topoplan.problems.circuits.problem import plan_dict
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes
@@ -442,7 +443,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
         passes its own with ``score='simulated'``).
     final_pick : ``bound`` (default) or ``simulated``: pick the final plan among the start and the
         last improvements by simulated makespan (``trace``, default the traffic as one bulk phase, under
-        ``sim_model``, a :class:`topoplan.sim.model.SimModel` or its dict; default maxmin, pipelined relays).
+        ``sim_model``, a :class:`topoplan.sim.simmodel.SimModel` or its dict; default maxmin, pipelined relays).
 
     Returns
     -------
@@ -465,7 +466,7 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
     >>> r = joint(p, max_evals=50, anneal_steps=50, rounds=2)
     >>> r.objective <= r.metrics["start_circuit_bound_s"]
