@@ -37,13 +37,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.sim.maxmin import LinkSet
+from topoplan.sim.replay import Replayer
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
 from topoplan.traffic.trace import Trace
 
-__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "STEP_CLOCK_ROWS"]
+__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS"]
 
 # The clock runs the reference replay in Python: about 10-20 us a message on this 2-core machine (collectives
-# count as their messages). A recorded trace is clocked whole; a generator spec by its iterations.
+# count as their messages). A generator spec is clocked by its iterations; a trace file whole, up to this
+# many rows (about a minute).
 STEP_CLOCK_ROWS = 2_000_000
 
 
@@ -131,8 +136,6 @@ class _UnitEngine:
 
 def _unit_replayer(trace: Trace, eager_threshold_B: float):
     """The reference replayer with its engine and its message start replaced by the unit clock."""
-    from topoplan.sim.replay import Replayer
-
     class UnitReplayer(Replayer):
         def __init__(self):
             super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
@@ -167,9 +170,6 @@ class _UnitNetwork:
     """What the reference replayer reads of a network before its engine is replaced: the model, one link."""
 
     def __init__(self):
-        from topoplan.sim.maxmin import LinkSet
-        from topoplan.sim.simmodel import SimModel
-
         self.sim_model = SimModel()
         self._links = LinkSet([1.0], [0.0], [True])
 
@@ -326,8 +326,6 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
     >>> (a.n_types, a.count.tolist()) == (b.n_types, b.count.tolist())
     True
     """
-    from topoplan.traffic.generators import parse_spec, record_spec
-
     rec = record_spec(spec)
     if rec is None or rec.rows <= min_rows:
         return trace_steps(parse_spec(spec))
@@ -347,10 +345,41 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
 
 def _with_iters(spec: str, iters: int) -> str:
     """The spec with ``iters`` set (checked by the generator's parser)."""
-    from topoplan.traffic.generators import record_spec
-
     name, _, rest = str(spec).strip().partition(":")
     parts = [p for p in rest.split(",") if p.strip() and p.split("=")[0].strip().lower() != "iters"]
     out = f"{name}:{','.join(parts + [f'iters={iters}'])}"
     record_spec(out)
     return out
+
+
+def source_steps(source: str, trace: Trace | None) -> Steps | None:
+    """The steps of a traffic source: a generator spec by its iterations (:func:`steps_of_spec`), a trace file
+    whole (:func:`trace_steps`, up to :data:`STEP_CLOCK_ROWS` rows); None for a matrix (no order to follow)
+    or a trace file too long to clock.
+
+    Parameters
+    ----------
+    source : str
+        The source as given (a spec or a path).
+    trace : Trace or None
+        Its trace (None for a communication matrix).
+
+    Returns
+    -------
+    Steps or None
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> source_steps("ring:np=4,bytes=1MB", parse_spec("ring:np=4,bytes=1MB")).n_steps
+    1
+    >>> source_steps("matrix.csv", None) is None
+    True
+    """
+    if trace is None:
+        return None
+    if is_spec(source):
+        return steps_of_spec(source)
+    if len(trace) > STEP_CLOCK_ROWS:
+        return None
+    return trace_steps(trace)

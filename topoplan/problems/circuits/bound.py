@@ -26,7 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Evaluation", "evaluate", "better", "floor_s", "step_link_times"]
+from topoplan.sim.simmodel import DEFAULT_RELAY_CHUNK_B
+
+__all__ = ["Evaluation", "evaluate", "better", "floor_s", "step_link_times", "plan_pair_links", "RELAY_CHUNK_B"]
+
+# The chunk a pipelined relay forwards at a time (the default network model's, topoplan.sim.simmodel): a
+# relayed message pays one chunk's serialization at every relay (the step time's relay latency term).
+RELAY_CHUNK_B = DEFAULT_RELAY_CHUNK_B
 
 
 @dataclass
@@ -185,12 +191,18 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
         direct = float(w[~f & (dst == e)].sum())
         if p.step_loads is not None:
             pair_links = _pair_links(p, ginv, r, deliver, via, e, n_links)
+            relay_hops = r.hops.n_relay_hops[ginv]
     t = loads / bw
     t = np.where(np.isfinite(bw), t, 0.0)
     step_times = step_s = None
     if p.step_loads is not None:
+        sl = p.step_loads
         step_times = step_link_times(p, pair_links, bw).max(axis=1, initial=0.0)
-        step_s = float(step_times.sum()) + p.step_loads.latency_s
+        relay_s = 0.0
+        if pair_links is not None and circuits:
+            out_bw = min(p.ocs_bw_Bps, float(p.node_bw_Bps[p.is_ocs].min(initial=np.inf)))
+            relay_s = sl.relay_latency_s(relay_hops / out_bw, RELAY_CHUNK_B)
+        step_s = float(step_times.sum()) + sl.latency_s + relay_s
     return Evaluation(problem=p, circuits=circuits, loads_B=loads, bw_Bps=bw,
                       congestion_s=float(t.max(initial=0.0)),
                       uplink_bytes=float(loads[ids["uplink_up"]].sum()),
@@ -213,6 +225,32 @@ def _pair_links(p, ginv, r, deliver, via, end, n_links):
     cols += [ids["down"][p.large_dst[deliver]], ids["up"][end[via]]]
     rr, cc = np.concatenate(rows), np.concatenate(cols).astype(np.int64)
     return csr_matrix((np.ones(len(rr)), (rr, cc)), shape=(P, n_links))
+
+
+def plan_pair_links(problem, circuits, next_hop):
+    """Sparse incidence (large pair x link) of every large pair's route under a plan (None: no large pairs).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+    next_hop : numpy.ndarray
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or None
+    """
+    p = problem
+    if not len(p.large_bytes):
+        return None
+    circuits = [(int(a), int(b)) for a, b in circuits]
+    s = p.n_switches
+    dst = p.large_dst
+    groups, ginv = np.unique(p.large_src * s + p.node_switch[dst], return_inverse=True)
+    ginv = ginv.ravel()
+    r = p.network().relay_routes(groups // s, groups % s, next_hop, circuits)
+    e, f = r.end[ginv], r.fallback[ginv]
+    return _pair_links(p, ginv, r, f | (dst != e), ~f & (dst != e), e, p.n_fixed_links() + 2 * len(circuits))
 
 
 def step_link_times(problem, pair_links, bw_Bps) -> np.ndarray:

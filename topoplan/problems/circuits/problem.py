@@ -37,6 +37,8 @@ import numpy as np
 
 from topoplan.analysis.switches import default_threshold
 from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.loads import node_loads
+from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
 from topoplan.plans.circuits import tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
@@ -49,7 +51,7 @@ from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
-__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan", "node_loads",
+__all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
            "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
 
 
@@ -223,7 +225,7 @@ class CircuitProblem:
             raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
                                 f"{traffic.n_ranks}")
         if max_step_types is None:
-            from topoplan.problems.circuits.steps import MAX_STEP_TYPES as max_step_types
+            max_step_types = MAX_STEP_TYPES
         elif max_step_types < 1:
             raise TopoplanError(f"field 'max_step_types': must be at least 1, got {max_step_types}")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
@@ -261,8 +263,6 @@ class CircuitProblem:
                    large_msgs=ld["large_msgs"], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
                    traffic=traffic)
         if steps is not None:
-            from topoplan.problems.circuits.steps import step_loads
-
             prob.step_loads = step_loads(prob, steps, max_types=max_step_types)
             prob.steps = steps
         return prob
@@ -406,57 +406,6 @@ class CircuitProblem:
     def objective_kind(self) -> str:
         """What the methods' objective is: ``step time`` (with steps) or ``bulk bound``."""
         return "bulk bound" if self.step_loads is None else "step time"
-
-
-def node_loads(traffic, node, node_switch, n_nodes: int, n_switches: int, threshold_B: float) -> dict:
-    """Rank traffic as a circuit problem's node-level loads (the aggregation of :meth:`CircuitProblem.build`).
-
-    Parameters
-    ----------
-    traffic : Traffic
-    node : numpy.ndarray
-        Node of every rank.
-    node_switch : numpy.ndarray
-        Switch of every node.
-    n_nodes, n_switches : int
-    threshold_B : float
-        Large-message threshold.
-
-    Returns
-    -------
-    dict
-        ``up``, ``down``, ``intra`` (per node), ``uplink_up``, ``uplink_down`` (per switch): bytes no plan
-        moves; ``large_src``, ``large_dst``, ``large_bytes``, ``large_msgs``: large inter-switch traffic by
-        ordered node pair (pairs with bytes only).
-
-    Examples
-    --------
-    >>> from topoplan.traffic.matrix import from_arrays
-    >>> ld = node_loads(from_arrays(4, [0, 1], [2, 3], [8.0, 1e6]), np.arange(4), np.array([0, 0, 1, 1]),
-    ...                 4, 2, 1000.0)
-    >>> ld["up"].tolist(), ld["uplink_up"].tolist(), ld["large_src"].tolist(), ld["large_bytes"].tolist()
-    ([8.0, 0.0, 0.0, 0.0], [8.0, 0.0], [1], [1000000.0])
-    """
-    n, s, sw = n_nodes, n_switches, node_switch
-    a, b = node[traffic.src], node[traffic.dst]
-    by = traffic.bytes.astype(np.float64)
-    same_node, same_sw = a == b, sw[a] == sw[b]
-    large = (traffic.msg_bytes >= threshold_B) & ~same_sw
-    eps = ~same_node & ~large
-    cross = eps & ~same_sw
-    self_msg = traffic.src == traffic.dst
-    key = a[large] * n + b[large]
-    uniq, inv = np.unique(key, return_inverse=True)
-    lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
-    lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
-    keep = lb > 0
-    return {"up": np.bincount(a[eps], weights=by[eps], minlength=n),
-            "down": np.bincount(b[eps], weights=by[eps], minlength=n),
-            "intra": np.bincount(a[same_node & ~self_msg], weights=by[same_node & ~self_msg], minlength=n),
-            "uplink_up": np.bincount(sw[a[cross]], weights=by[cross], minlength=s),
-            "uplink_down": np.bincount(sw[b[cross]], weights=by[cross], minlength=s),
-            "large_src": (uniq // n)[keep], "large_dst": (uniq % n)[keep], "large_bytes": lb[keep],
-            "large_msgs": lm[keep]}
 
 
 # -- plan construction and validation -----------------------------------
@@ -610,7 +559,7 @@ def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
 # -- solve ----------------------------------------------------------------
 
 def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
-          seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
+          seed: int | None = 0, score: str = "auto", trace=None, sim_model=None, **options) -> PlanResult:
     """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
 
     Parameters
@@ -619,9 +568,14 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     method : ``none``, ``sp``, ``three-step``, ``greedy``, ``matching``, ``ilp`` or ``anneal``.
     time_limit : seconds (``ilp``, ``anneal``).
     seed : random seed (``greedy``'s random picks, ``anneal``, solver seeds); recorded in the result.
-    score : ``bound`` (default): the plan the method finds for the communication-time bound;
-        ``simulated``: that plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever
-        simulates faster (see :func:`topoplan.problems.result.solve_with`).
+    score : ``auto`` (default): ``simulated`` for a method with starting heuristics (``ilp``, ``anneal``)
+        when a ``trace`` is given and the problem has its steps, else ``bound``; ``bound``: the plan the
+        method finds for its objective (the step time, or the communication-time bound); ``simulated``: that
+        plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever simulates faster (see
+        :func:`topoplan.problems.result.solve_with`). On an application's steps the step time is an
+        estimate, which dynamic effects of the network can make wrong about which plan is faster (an
+        all-to-all in throttled batches through relays runs up to 2.4 times its step time): ``auto`` has
+        the simulator decide there.
     trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
     sim_model : :class:`topoplan.sim.simmodel.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
         pipelined relays.
@@ -672,6 +626,8 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
+    if score == "auto":
+        score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
@@ -776,6 +732,7 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
                 row[f"simulated_s.{name}"] = fn(res.to_dict())
         elif simulate is not None:
             row["simulated_s"] = simulate(res.to_dict())
+            row["simulated_over_objective"] = row["simulated_s"] / res.objective if res.objective else None
         rows.append(row)
     bounds = [r.bound for r in results.values() if r.bound is not None]
     best_bound = max(bounds) if bounds else None

@@ -12,9 +12,11 @@ traffic's, so a plan's *step time*
 is at least its bulk communication-time bound (the one-bulk-phase objective) and equals it for one step
 type. It is a lower bound on the time of the steps run one after another (separated as if by barriers,
 each at its bottleneck), and an estimate of the application's communication time otherwise (steps that
-overlap in a real run can take less; dynamic effects of sharing can take more). A fixed latency term,
-each step's slowest EPS route latency times its count, is added to the estimate (no plan changes it
-much).
+overlap in a real run can take less; dynamic effects of sharing can take more). Two latency terms are
+added to the estimate: each step's slowest EPS route latency times its count (fixed), and what relays add
+to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
+relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
+which depends on the plan.
 
 A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
 are merged into at most ``max_types`` groups (:func:`merge_groups`): types whose busiest feature is the
@@ -28,8 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits.loads import node_loads
 
 __all__ = ["StepLoads", "step_loads", "merge_groups", "MAX_STEP_TYPES"]
 
@@ -51,6 +55,10 @@ class StepLoads:
         ``large_dst``).
     latency_s : float
         The fixed latency term: per step, its slowest EPS route latency, summed over all steps.
+    type_sizes_B : scipy.sparse.csr_matrix
+        Types x large pairs (before merging): the largest message of the pair in one step of the type.
+    type_count : numpy.ndarray
+        Occurrences of each type.
     n_steps : int
         Steps of the trace.
     n_types : int
@@ -66,6 +74,8 @@ class StepLoads:
     base_uplink_down_B: np.ndarray
     large_B: np.ndarray
     latency_s: float
+    type_sizes_B: object
+    type_count: np.ndarray
     n_steps: int
     n_types: int
     source: str = ""
@@ -86,7 +96,18 @@ class StepLoads:
 
         return StepLoads(add(self.base_up_B), add(self.base_down_B), add(self.base_intra_B),
                          add(self.base_uplink_up_B), add(self.base_uplink_down_B), add(self.large_B),
-                         self.latency_s, self.n_steps, self.n_types, self.source)
+                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source)
+
+    def relay_latency_s(self, extra_s_per_B: np.ndarray, chunk_B: float) -> float:
+        """The latency relays add to the steps: per step type, its slowest large message's relay hops times
+        the serialization of one chunk (``min(size, chunk_B)``) at each, times the type's count.
+
+        ``extra_s_per_B``: per large pair, the relay hops of its route divided by the bandwidth out of the
+        relays (seconds per byte of chunk)."""
+        if not len(extra_s_per_B) or not np.any(extra_s_per_B):
+            return 0.0
+        m = self.type_sizes_B.minimum(chunk_B).multiply(extra_s_per_B.reshape(1, -1)).tocsr()
+        return float((m.max(axis=1).toarray().ravel() * self.type_count).sum())
 
 
 def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
@@ -116,8 +137,6 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     >>> sl.n_groups, sl.n_steps, bool(np.allclose(sl.large_B.sum(axis=0), prob.large_bytes))
     (1, 2, True)
     """
-    from topoplan.problems.circuits.problem import node_loads
-
     p = problem
     n, s = p.n_nodes, p.n_switches
     node = np.asarray(p.placement.rank_to_node, dtype=np.int64)
@@ -127,6 +146,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     uu, ud = np.zeros((K, s)), np.zeros((K, s))
     large = np.zeros((K, len(p.large_bytes)))
     lat_type = np.zeros(K)
+    ts_rows, ts_cols, ts_vals = [], [], []
     net = p.network()
     for k, (t, c) in enumerate(zip(steps.types, steps.count.tolist())):
         ld = node_loads(t, node, p.node_switch, n, s, p.threshold_B)
@@ -139,14 +159,20 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
             raise TopoplanError(f"field 'steps': found in other traffic than the problem's ({steps.source})") from None
         if len(cols):
             np.add.at(large[k], cols, ld["large_bytes"] * c)
+            ts_rows.append(np.full(len(cols), k))
+            ts_cols.append(cols)
+            ts_vals.append(ld["large_max_B"])
         a, b = node[t.src], node[t.dst]
         off = a != b
         if off.any():
             ptr, links = net.eps_routes(a[off], b[off])
             lat = np.add.reduceat(net.latency_s[links], ptr[:-1]) if len(links) else np.zeros(0)
             lat_type[k] = float(lat.max(initial=0.0))
-    sl = StepLoads(up, down, intra, uu, ud, large, float((lat_type * steps.count).sum()), int(steps.n_steps), K,
-                   steps.source)
+    sizes = csr_matrix((np.concatenate(ts_vals) if ts_vals else np.zeros(0),
+                        (np.concatenate(ts_rows) if ts_rows else np.zeros(0, np.int64),
+                         np.concatenate(ts_cols) if ts_cols else np.zeros(0, np.int64))), shape=(K, len(p.large_bytes)))
+    sl = StepLoads(up, down, intra, uu, ud, large, float((lat_type * steps.count).sum()), sizes,
+                   np.asarray(steps.count, dtype=np.float64), int(steps.n_steps), K, steps.source)
     return sl.merged(merge_groups(p, sl, max_types))
 
 
