@@ -304,10 +304,11 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
     """The steps of a generator spec's trace, clocked by its iterations.
 
     A trace of at most ``min_rows`` rows is clocked whole. A larger one whose generator takes ``iters`` is
-    clocked at one and at two iterations, and its steps are the first run's plus ``N - 1`` times what the
-    second adds, ``N`` being the spec's iterations (found from the rows: exact when every iteration repeats
-    the same calls, as the generators' do). When the difference is not a set of whole steps (iterations
-    that overlap in the clock), or the rows do not grow by whole iterations, the whole trace is clocked.
+    clocked at one, two and three iterations; when the third iteration adds the same steps as the second
+    (the iterations do not mix in the clock: the code synchronizes every iteration, as NPB's kernels do),
+    its steps are the first run's plus ``N - 1`` times what the second adds, ``N`` being the spec's
+    iterations (found from the rows). Otherwise -- iterations that overlap in the clock, or rows that do not
+    grow by whole iterations -- the whole trace is clocked.
 
     Parameters
     ----------
@@ -330,17 +331,29 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
     if rec is None or rec.rows <= min_rows:
         return trace_steps(parse_spec(spec))
     try:
-        one_spec, two_spec = _with_iters(spec, 1), _with_iters(spec, 2)
-        r1, r2 = record_spec(one_spec).rows, record_spec(two_spec).rows
+        specs = [_with_iters(spec, k) for k in (1, 2, 3)]
+        r1, r2 = record_spec(specs[0]).rows, record_spec(specs[1]).rows
     except TopoplanError:               # the generator has no iterations
         return trace_steps(parse_spec(spec))
     per = r2 - r1
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
-    if per <= 0 or r1 + (n - 1) * per != rec.rows:
+    if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
         return trace_steps(parse_spec(spec))
-    one, two = trace_steps(parse_spec(one_spec)), trace_steps(parse_spec(two_spec))
+    one, two, three = (trace_steps(parse_spec(s)) for s in specs)
+    # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
+    # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
+    if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
+        return trace_steps(parse_spec(spec))
     st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
     return st if st is not None else trace_steps(parse_spec(spec))
+
+
+def _key(st: Steps | None):
+    """Steps as a comparable multiset of types (None stays None)."""
+    if st is None:
+        return None
+    return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
+                  for t, c in zip(st.types, st.count.tolist()))
 
 
 def _with_iters(spec: str, iters: int) -> str:

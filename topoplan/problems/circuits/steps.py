@@ -19,9 +19,9 @@ relays forward a chunk at a time, so a message smaller than a chunk is stored an
 which depends on the plan.
 
 A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
-are merged into at most ``max_types`` groups (:func:`merge_groups`): types whose busiest feature is the
-same link or switch pair merge first (that costs nothing: the bottleneck of their sum is the sum of their
-bottlenecks), then the pairs that lose least. Merging only adds traffic together, so the step time of
+are merged into at most ``max_types`` groups (:func:`merge_groups`): types with the same busiest link and
+the same busiest switch pair merge first (on the EPS alone and on one circuit that costs nothing: the
+bottleneck of their sum is the sum of their bottlenecks), then the pairs that lose least. Merging only adds traffic together, so the step time of
 merged types is a lower bound of the unmerged one, and one group is the bulk problem.
 """
 
@@ -176,8 +176,9 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     return sl.merged(merge_groups(p, sl, max_types))
 
 
-def _features(problem, sl: StepLoads) -> np.ndarray:
-    """Per group, its times on the EPS-only network (node links, uplinks) and per switch pair over one circuit."""
+def _features(problem, sl: StepLoads):
+    """Per group, its times on the EPS-only network (node links, uplinks) and, a second block, per switch pair
+    over one circuit."""
     p = problem
     n, s = p.n_nodes, p.n_switches
     src, dst = p.large_src, p.large_dst
@@ -198,17 +199,17 @@ def _features(problem, sl: StepLoads) -> np.ndarray:
     parts = [up / bw, down / bw, sl.base_intra_B / p.intra_bw_Bps]
     if p.uplinks_shared:
         parts += [uu / p.up_bw_Bps, ud / p.up_bw_Bps]
-    parts.append(pair / p.ocs_bw_Bps)
-    return np.concatenate(parts, axis=1)
+    return np.concatenate(parts, axis=1), pair / p.ocs_bw_Bps
 
 
 def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     """New group of every group of ``sl``: at most ``max_types`` groups, merged where it loses least.
 
-    Groups whose largest feature (:func:`_features`: a node link, an uplink, or one circuit's worth of a
-    switch pair) is the same merge first -- at no loss of the step time. Then, while too many, the group
-    with the least weight (its largest feature) joins the group whose sum loses least
-    (``max(a) + max(b) - max(a + b)``).
+    Features (:func:`_features`) come in two blocks: the EPS-only network's links, and the switch pairs
+    (one circuit's worth of each). Groups with the same busiest link and the same busiest switch pair merge
+    first: on the EPS alone, and on any one circuit, that loses nothing of the step time (the bottleneck of
+    their sum is the sum of their bottlenecks). Then, while too many, the group with the least weight (its
+    largest feature) joins the group whose sum loses least (``max(a) + max(b) - max(a + b)`` in each block).
 
     Parameters
     ----------
@@ -224,22 +225,32 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     K = sl.n_groups
     if K <= 1:
         return np.zeros(K, dtype=np.int64)
-    F = _features(problem, sl)
-    arg = F.argmax(axis=1)
-    _, sig = np.unique(arg, return_inverse=True)
+    E, Q = _features(problem, sl)
+    pair_arg = np.where(Q.max(axis=1) > 0, Q.argmax(axis=1), -1)
+    _, sig = np.unique(np.stack([E.argmax(axis=1), pair_arg], axis=1), axis=0, return_inverse=True)
+    sig = sig.ravel()
     G = int(sig.max()) + 1
-    V = np.zeros((G, F.shape[1]))
-    np.add.at(V, sig, F)
+    VE, VQ = np.zeros((G, E.shape[1])), np.zeros((G, Q.shape[1]))
+    np.add.at(VE, sig, E)
+    np.add.at(VQ, sig, Q)
     owner = np.arange(G)
     alive = np.ones(G, dtype=bool)
+
+    def top(V, ids):
+        return V[ids].max(axis=1) if V.shape[1] else np.zeros(len(ids))
+
     while alive.sum() > max(1, int(max_types)):
         ids = np.flatnonzero(alive)
-        tops = V[ids].max(axis=1)
-        a = ids[int(np.argmin(tops))]
-        others = ids[ids != a]
-        loss = tops[ids != a] + V[a].max() - (V[others] + V[a]).max(axis=1)
+        te, tq = top(VE, ids), top(VQ, ids)
+        i = int(np.argmin(np.maximum(te, tq)))
+        a, rest = ids[i], np.delete(np.arange(len(ids)), i)
+        others = ids[rest]
+        loss = te[rest] + te[i] - top(VE[others] + VE[a], np.arange(len(others)))
+        if VQ.shape[1]:
+            loss = loss + tq[rest] + tq[i] - (VQ[others] + VQ[a]).max(axis=1)
         b = others[int(np.argmin(loss))]
-        V[b] += V[a]
+        VE[b] += VE[a]
+        VQ[b] += VQ[a]
         alive[a] = False
         owner[owner == a] = b
     _, groups = np.unique(owner[sig], return_inverse=True)
