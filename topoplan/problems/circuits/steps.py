@@ -54,7 +54,8 @@ class StepLoads:
         K x P: large inter-switch bytes of every node pair of the problem's list (``large_src``,
         ``large_dst``).
     latency_s : float
-        The fixed latency term: per step, its slowest EPS route latency, summed over all steps.
+        The fixed latency term: per step, its slowest EPS route latency (the simulator's: links, switch delays,
+        the first packet stored and forwarded at every switch), summed over all steps.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
@@ -166,7 +167,9 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
         off = a != b
         if off.any():
             ptr, links = net.eps_routes(a[off], b[off])
-            lat = np.add.reduceat(net.latency_s[links], ptr[:-1]) if len(links) else np.zeros(0)
+            # the simulator's own route latency: link latencies, switch delays and the store-and-forward of a
+            # message's first packet at every switch (what a small message's step mostly costs)
+            lat = net.route_latency(ptr, links, t.msg_bytes[off]) if len(links) else np.zeros(0)
             lat_type[k] = float(lat.max(initial=0.0))
     sizes = csr_matrix((np.concatenate(ts_vals) if ts_vals else np.zeros(0),
                         (np.concatenate(ts_rows) if ts_rows else np.zeros(0, np.int64),
