@@ -560,7 +560,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     if sim_s is not None:
         metrics["simulated_s"] = sim_s
     gain = (start.bound_s - best.bound_s) / start.bound_s if start.bound_s > 0 else 0.0
-    msg = (f"{done_rounds} rounds, {sc.evals} plans scored; circuit bound {start.bound_s:.6g} s "
+    what = "circuit step time" if problem.steps is not None else "circuit bound"
+    msg = (f"{done_rounds} rounds, {sc.evals} plans scored; {what} {start.bound_s:.6g} s "
            f"(place-then-assign) -> {best.bound_s:.6g} s ({100 * gain:.1f}% lower), found by {best.how}")
     return result_from(problem, best.node, objective=best.bound_s, extra_plan=extra_plan, extra_metrics=metrics,
                        message=msg, options={"init": start_name,
