@@ -106,6 +106,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.sim.steps import trace_steps
 from topoplan.plans.schedule import slot_fractions, validate_schedule
 from topoplan.problems.result import PlanResult, Registry, gap_of, solve_with
 
@@ -228,7 +229,8 @@ class PhasedProblem:
     @classmethod
     def build(cls, topology, phases, placement=None, *, setup_s: float | None = None, blackout: str = "eps",
               score: str = "bound", sim_model=None, threshold_B: float | None = None, hop_limit: int | None = None,
-              max_circuits: int | None = None, phase_options: dict | None = None) -> "PhasedProblem":
+              max_circuits: int | None = None, phase_options: dict | None = None,
+              steps: bool = False) -> "PhasedProblem":
         """The scheduling problem of ``phases`` (a :class:`~topoplan.traffic.phases.Phases`, or a trace to split).
 
         Parameters
@@ -249,6 +251,9 @@ class PhasedProblem:
             As for :meth:`~topoplan.problems.circuits.problem.CircuitProblem.build`.
         phase_options : dict, optional
             Options of :func:`~topoplan.traffic.phases.detect_phases`.
+        steps : bool, optional
+            Price each phase class's candidates by the step time of its phase (the steps of the class's
+            first phase, :func:`topoplan.sim.steps.trace_steps`) instead of its one-bulk-phase bound.
 
         Returns
         -------
@@ -310,7 +315,8 @@ class PhasedProblem:
             k = _traffic_key(p.traffic)
             if k not in keys:
                 keys[k] = len(class_problems)
-                class_problems.append(CircuitProblem.build(topology, p.traffic, placement, **opts))
+                st = trace_steps(phases.subtrace(p.index)) if steps else None
+                class_problems.append(CircuitProblem.build(topology, p.traffic, placement, steps=st, **opts))
                 class_phase.append(p.index)
             phase_class.append(keys[k])
         return cls(topology=topology, placement=total.placement, phases=phases, threshold_B=thr, setup_s=setup,
@@ -334,7 +340,7 @@ class PhasedProblem:
     def _bound(self, c: int, circuits: tuple, next_hop: np.ndarray) -> float:
         from topoplan.problems.circuits.bound import evaluate
 
-        return float(evaluate(self.class_problems[c], list(circuits), next_hop).congestion_s)
+        return float(evaluate(self.class_problems[c], list(circuits), next_hop).objective_s)
 
     def price(self, c: int, cfg: Config) -> tuple[float, np.ndarray]:
         """Time of class ``c``'s phase under ``cfg``, with the forwarding tables that give it.
