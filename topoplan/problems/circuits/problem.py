@@ -52,7 +52,7 @@ from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
 __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
-           "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
+           "result_from_plan", "plan_dict", "plan_simulator", "simulation_cost_s", "normalize_circuits"]
 
 
 @dataclass
@@ -626,8 +626,19 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
+    note = ""
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
+        if score == "simulated" and time_limit is not None:
+            # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
+            # in half of it, and the method gets what they leave
+            sims_s = (1 + len(STARTS[method])) * simulation_cost_s(trace)
+            if sims_s > 0.5 * time_limit:
+                score = "bound"
+                note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
+                        f"about {sims_s:.0f} s, more than half of the time limit")
+            else:
+                time_limit = time_limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
@@ -635,10 +646,38 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
                      score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
+    if note:
+        res.message = f"{res.message}; {note}" if res.message else note
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
     res.options.setdefault("threshold_B", problem.threshold_B)
     return res
+
+
+# Replay cost per trace call on this 2-core machine (the compiled replay runs 1-1.7 M calls/s on NPB traces,
+# README simulator benchmarks), kept conservative, plus a fixed cost per simulation (network, compile).
+REPLAY_S_PER_CALL = 2e-6
+REPLAY_FIXED_S = 0.3
+
+
+def simulation_cost_s(trace) -> float:
+    """Predicted seconds of one replay of ``trace`` (:data:`REPLAY_S_PER_CALL` a call, plus a fixed cost).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> round(simulation_cost_s(parse_spec("ring:np=4,bytes=1MB")), 3)
+    0.3
+    """
+    return REPLAY_FIXED_S + REPLAY_S_PER_CALL * len(trace)
 
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
