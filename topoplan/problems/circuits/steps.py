@@ -65,6 +65,17 @@ class StepLoads:
         Distinct step types before merging.
     source : str
         What the steps were found in.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> p = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")))
+    >>> sl = p.step_loads
+    >>> sl.n_steps, sl.n_types, sl.n_groups <= sl.n_types, sl.merged([0] * sl.n_groups).n_groups
+    (15, 15, True, 1)
     """
 
     base_up_B: np.ndarray
@@ -235,6 +246,18 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     -------
     numpy.ndarray of int64
         The new group of every group, numbered by first occurrence.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> p = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")),
+    ...                          max_step_types=100)
+    >>> g = merge_groups(p, p.step_loads, 3)
+    >>> len(g) == p.step_loads.n_groups, int(g.max()) + 1 <= 3
+    (True, True)
     """
     K = sl.n_groups
     if K <= 1:
