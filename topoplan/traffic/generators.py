@@ -24,7 +24,7 @@ import numpy
 
 from topoplan.core.errors import TopoplanError
 from topoplan.traffic.trace import OP_CODE, Trace
-from topoplan.core.units import parse_size
+from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
 
 __all__ = ["TICK_S", "MAX_TRACE_ROWS", "MAX_GENERATED_ROWS", "TRACE_ROW_BYTES", "BUILD_SCRATCH_BYTES_PER_ROW",
            "PIECE_ROWS", "check_generated_memory", "memory_left", "TraceBuilder", "neighbor2d", "alltoall", "ring", "random", "npb",
@@ -892,8 +892,12 @@ def _convert(gen: str, key: str, kind: str, text: str):
     t = text.strip()
     try:
         if kind == "int":
+            if not is_ascii_int(t):   # int() also takes '٣', '+3' and '1_0'
+                raise ValueError
             v = int(t)
         elif kind == "float":
+            if not is_ascii_number(t):   # float() also takes '٣' and '1_0'
+                raise ValueError
             v = float(t)
             if not numpy.isfinite(v):
                 raise ValueError
