@@ -8,9 +8,7 @@ with :func:`Trace.from_records`, so analysis and replay see one type.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -243,51 +241,6 @@ def _num(x: float):
 MAX_CSV_BYTES = 2 ** 30
 _BOM = b"\xef\xbb\xbf"      # UTF-8 byte order mark, written first by spreadsheet exports
 _CHUNK = 1 << 20            # the field count runs over the text in slices that stay in the CPU cache
-
-
-def _bytes(n: int) -> str:
-    return f"{n:,} bytes" + (f" ({n / 2 ** 30:g} GiB)" if n >= 2 ** 30 else "")
-
-
-def _too_many_lines(path: Path, kind: str, lines: int, max_rows: int):
-    return TopoplanError(f"{path}: {lines:,} lines or more, over the limit of {max_rows:,} rows for a {kind}")
-
-
-def _read_bytes(path: Path, kind: str, limit: int, max_rows: int) -> bytes:
-    """The file's bytes, gunzipped when it starts with the gzip magic; stream-decompressed up to ``limit``
-    bytes and ``max_rows`` + 1 lines (the header)."""
-    import zlib
-
-    try:
-        with open(path, "rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-            fh.seek(0)
-            if not gz:
-                size = os.fstat(fh.fileno()).st_size
-                data = fh.read(limit + 1) if size <= limit else b""
-                if size > limit or len(data) > limit:
-                    raise TopoplanError(f"{path}: {max(size, len(data)):,} bytes, over the limit of {_bytes(limit)} "
-                                        f"for a {kind}")
-                return data
-            parts, total, lines = [], 0, 0
-            with gzip.GzipFile(fileobj=fh) as z:
-                while True:
-                    part = z.read(min(1 << 24, limit + 1 - total))
-                    if not part:
-                        break
-                    total += len(part)
-                    lines += part.count(b"\n")
-                    if total > limit:
-                        raise TopoplanError(f"{path}: more than {_bytes(limit)} once decompressed, over the limit "
-                                            f"for a {kind}")
-                    if lines > max_rows + 1:
-                        raise _too_many_lines(path, kind, lines, max_rows)
-                    parts.append(part)
-            data = b"".join(parts)
-            del parts
-            return data
-    except (OSError, EOFError, zlib.error) as exc:   # gzip.BadGzipFile is an OSError
-        raise TopoplanError(f"{path}: cannot read {kind}: {exc}") from None
 
 
 def _slice_end(data: bytes, at: int) -> int:
@@ -569,15 +522,14 @@ def read_csv_table(path, required, kind: str):
     """
     import pandas as pd
 
+    from topoplan.core.io import read_bytes
     from topoplan.traffic.generators import MAX_TRACE_ROWS
 
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such file")
-    data = _read_bytes(path, kind, MAX_CSV_BYTES, MAX_TRACE_ROWS)
-    n_lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    if n_lines > MAX_TRACE_ROWS + 1:
-        raise _too_many_lines(path, kind, n_lines, MAX_TRACE_ROWS)
+    # plain or gzip, streamed and refused past the limits (a gzip bomb never expands past MAX_CSV_BYTES)
+    data = read_bytes(path, kind, limit=MAX_CSV_BYTES, max_rows=MAX_TRACE_ROWS)
     _check_text(data, path, kind)
     lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
     if b'"' in data or lone_cr:
