@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
 	$(PY) -c "import pulp; assert pulp.PULP_CBC_CMD(msg=0).available(), 'CBC solver missing'"
-	$(PY) -m topoplan.core.warmup
+	$(PY) -m topoplan.warmup
 	touch $(STAMP)
 
 # The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):

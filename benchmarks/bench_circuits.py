@@ -120,7 +120,7 @@ def run_large(variants, time_limit, solver, lp, log):
     from topoplan.problems.circuits.exact import lp_bound
     from topoplan.problems.circuits import CircuitProblem, solve
     from topoplan.problems.circuits.bound import floor_s
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     rows = []
     tr = load_source("npb:kernel=cg,class=C,np=4096,iters=1")[1]  # NPB CG's 64 x 64 process grid

@@ -108,7 +108,7 @@ def cg_like(n_ranks: int, klass: str = "C", iters: int = 1):
 
 def traffic(kind: str, nodes: int):
     """``(trace or None, Traffic)`` of a row."""
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     if kind == "random":
         return load_source(f"random:np={nodes},msgs={8 * nodes},bytes=4MB,seed=1")

@@ -148,7 +148,7 @@ def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
 
 def run_maplib(budget: float, seed: int, log) -> list[dict]:
     from topoplan.problems.placement import PlacementProblem
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     d = ROOT.parent / "shared" / "matrices" / "maplib"
     if not d.is_dir():
@@ -245,7 +245,7 @@ def scale_row(spec: dict) -> dict:
     from bench_circuits_scale import cg_like, topology
 
     from topoplan.problems.placement import PlacementProblem, solve
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     n = spec["ranks"]
     t0 = time.perf_counter()

@@ -42,7 +42,7 @@ MAX_OVER = 0.10
 
 def _problem(kind: str, size: int):
     """The problem of one row (built before the clock starts)."""
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     if kind == "circuits":
         from benchmarks.bench_circuits_scale import topology

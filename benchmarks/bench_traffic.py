@@ -11,7 +11,7 @@ maximum resident set of that process, the interpreter and NumPy included, about 
 
 - ``trace``: :func:`topoplan.traffic.npb.npb_trace`, the whole call trace (what ``simulate`` replays).
   ``table_MB`` is the size of its columns (75 bytes a row); ``seconds`` the generation alone.
-- ``traffic``: :func:`topoplan.traffic.matrix.load_traffic` of the spec ``npb:kernel=K,class=C,np=N``:
+- ``traffic``: :func:`topoplan.traffic.sources.load_traffic` of the spec ``npb:kernel=K,class=C,np=N``:
   the message groups that planning needs, read from the generator's recording without building the
   trace (each recorded block once, counted as often as it repeats).
 
@@ -96,9 +96,9 @@ def mem_available_MB() -> float | None:
     >>> m is None or m > 0
     True
     """
-    from topoplan.traffic.trace import _memory_available
+    from topoplan.core.memory import _mem_available
 
-    b = _memory_available()
+    b = _mem_available()
     return None if b is None else b / 1e6
 
 
@@ -127,7 +127,7 @@ def run_one(kernel: str, klass: str, ranks: int, iters: int, what: str) -> dict:
                                                                   "t_start", "t_end", "comm", "tag", "req")) / 1e6
         else:
             from topoplan.traffic.generators import record_spec
-            from topoplan.traffic.matrix import load_traffic
+            from topoplan.traffic.sources import load_traffic
 
             spec = f"npb:kernel={kernel},class={klass},np={ranks}" + ("" if it is None else f",iters={it}")
             traffic = load_traffic(spec)

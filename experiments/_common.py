@@ -39,12 +39,12 @@ MODELS = tuple(MODEL_NAMES)
 
 
 def model_of(name: str):
-    """The :class:`topoplan.sim.model.SimModel` of one of :data:`MODELS`."""
+    """The :class:`topoplan.sim.simmodel.SimModel` of one of :data:`MODELS`."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     if name == "paper":
-        return SimModel(model="paper", relay="store-and-forward")
+        return SimModel(engine="paper", relay="store-and-forward")
     if name == "pipelined":
         return SimModel()
     if name == "store-and-forward":
@@ -190,7 +190,7 @@ def write_csv(rows, path: Path, columns) -> None:
 def used_circuits(prob, plan: dict) -> int:
     """Circuits that carry large messages when the plan's forwarding tables route the traffic."""
     from topoplan.problems.circuits.bound import evaluate
-    from topoplan.problems.circuits.forwarding import array_from_tables
+    from topoplan.plans.circuits import array_from_tables
 
     circ = [tuple(c) for c in plan["circuits"]]
     nh = array_from_tables(plan["forwarding"], prob.n_nodes, prob.n_switches)
@@ -230,9 +230,9 @@ class Inputs:
         self._pl: dict = {}
 
     def traffic(self):
-        """``(trace, traffic)`` of :func:`topoplan.traffic.matrix.load_source`."""
+        """``(trace, traffic)`` of :func:`topoplan.traffic.sources.load_source`."""
         if self._trace is None:
-            from topoplan.traffic.matrix import load_source
+            from topoplan.traffic.sources import load_source
 
             self._trace, self._traffic = load_source(self.spec)
         return self._trace, self._traffic

@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from topoplan.problems.bcast import BcastProblem, solve
 from topoplan.problems.bcast.allocation import cluster, generate
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 
 SIZES = [1, 64, 1024, 16384, 262144, 1 << 20, 4 << 20]
 METHODS = ("default", "dft", "bft", "greedy", "anneal", "ilp")

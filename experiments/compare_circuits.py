@@ -63,7 +63,7 @@ def traffic_spec(kind: str, ranks: int) -> str:
 
 def load_traffic(kind: str, ranks: int):
     """``(trace, Traffic, spec)`` of one of the papers' traffic kinds."""
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     spec = traffic_spec(kind, ranks)
     trace, tr = load_source(spec)

@@ -75,7 +75,7 @@ def run(systems=SYSTEMS, traffic=tuple(TRAFFIC), methods=METHODS, *, seed=0, ann
     """All rows of the comparison (dicts with :func:`fields`)."""
     from topoplan.problems.placement import PlacementProblem, simulated_time
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     rows = []
     for kind in traffic:

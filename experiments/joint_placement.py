@@ -68,7 +68,7 @@ def run_instance(preset, label, sets, kind, *, ilp_s, joint_s=None, evals=EVALS,
     from topoplan.problems.circuits import solve as circuit_solve
     from topoplan.problems.placement import PlacementProblem, simulated_time, solve, to_placement
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     topo = load_topology(preset, sets)
     traffic = load_traffic(TRAFFIC[kind])

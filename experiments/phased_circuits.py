@@ -70,7 +70,7 @@ SWEEP_METHODS = ("per-phase", "exact", "solstice", "bvn")
 def workload(name: str):
     """The trace of a workload."""
     if name == TWO_PHASE:
-        from topoplan.traffic.twophase import halo_then_transpose
+        from topoplan.traffic.generators import halo_then_transpose
 
         return halo_then_transpose(16, 16, 4e6, iters=5)
     from topoplan.traffic.generators import parse_spec

@@ -7,7 +7,8 @@ from topoplan.analysis.switches import analyze, default_threshold
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.matrix import from_arrays, load_traffic
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_traffic
 
 
 def test_003_table2_neighbor_sequential(run_cli):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from topoplan.problems.bcast import trees
-from topoplan.problems.bcast.model import CostModel, TimeModel
+from topoplan.problems.bcast.timing import CostModel, TimeModel
 from topoplan.core.errors import TopoplanError
 
 

@@ -208,7 +208,7 @@ def test_switch_ilp_is_no_worse_than_any_incumbent_with_converged_tables():
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.problems.circuits.exact import _incumbents
     from topoplan.problems.circuits.forwarding import congestion_tables, polish_tables
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=8"])
     traffic = load_source("npb:kernel=is,class=C,np=256,iters=1")[1]
@@ -219,3 +219,39 @@ def test_switch_ilp_is_no_worse_than_any_incumbent_with_converged_tables():
         if circ:
             tables = polish_tables(prob, circ, congestion_tables(prob, circ))
             assert res.objective <= evaluate(prob, circ, tables).congestion_s * (1 + REL), name
+
+
+def _walk_every_entry(p, res):
+    """Every forwarding entry of the plan walked to its end: raises on a loop or a non-neighbour."""
+    from topoplan.problems.circuits.forwarding import array_from_tables
+
+    nh = array_from_tables(res.plan["forwarding"], p.n_nodes, p.n_switches)
+    rows, cols = np.nonzero(nh >= 0)
+    net = p.network()
+    w = net.relay_hops(rows, cols, nh, net.circuit_links([tuple(c) for c in res.plan["circuits"]]), errors="flag")
+    return int(w.bad.sum())
+
+
+def test_node_model_plan_has_no_routing_loop_from_a_circulation():
+    # 000's neighbour exchange with one OCS node per switch: a solver may leave a circulation of flow
+    # between two nodes that carry no traffic for a switch (each the other's next hop); the plan's tables
+    # must follow the traffic, not the flow variables (seed 1 gave "routing loop towards switch 0: 64 -> 96")
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan import load_traffic
+
+    p = CircuitProblem.build(load_topology("paper000", ["ocs.nodes_per_switch=1"]),
+                             load_traffic("neighbor2d:rows=8,cols=16,bytes=40MB,iters=5"))
+    res = solve(p, "ilp", time_limit=20, seed=1)     # validated by solve: raises on a loop
+    assert res.status == "optimal" and _walk_every_entry(p, res) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("case", ["random", "hop-limit", "two-switch"])
+def test_every_exact_plan_is_loop_free(case, seed):
+    p = {"random": lambda: random_problem(seed, n_msgs=16),
+         "hop-limit": lambda: random_problem(seed, n_msgs=16, hop_limit=2),
+         "two-switch": lambda: random_problem(seed, switches=2, per_switch=4, ocs_per_switch=3)}[case]()
+    for formulation in ("node", "switch"):
+        res = solve(p, "ilp", formulation=formulation, seed=seed, time_limit=20)
+        assert _walk_every_entry(p, res) == 0, (formulation, res.plan["forwarding"])

@@ -6,7 +6,8 @@ import pytest
 from test_circuits_cases import hybrid, problem
 from topoplan.problems.circuits import validate_plan_dict
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import Routes, array_from_tables, distance_vector, polish_tables, tables_from_array
+from topoplan.plans.circuits import array_from_tables, tables_from_array
+from topoplan.problems.circuits.forwarding import Routes, distance_vector, polish_tables
 from topoplan.core.errors import TopoplanError
 
 

@@ -90,7 +90,7 @@ def test_compare_reports_gap_to_the_exact_optimum():
 
 
 def test_plan_files_are_validated_on_write_and_read(tmp_path):
-    from topoplan.problems.circuits.planfile import read_plan, write_plan
+    from topoplan.plans.planfile import read_plan, write_plan
 
     t = hybrid()
     p = problem(t, [(2, 5, 8e6)])

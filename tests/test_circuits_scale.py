@@ -23,7 +23,7 @@ from topoplan.problems.circuits import forwarding
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
                                                   array_from_tables, distance_vector, partners_of, tables_from_array)
-from topoplan.problems.circuits.problem import _check_tables, _tables_valid_fast, validate_plan_dict
+from topoplan.plans.circuits import _check_tables, _tables_valid_fast, validate_plan_dict
 from topoplan.traffic.matrix import from_arrays
 
 

@@ -46,7 +46,7 @@ class Case:
 @functools.lru_cache(maxsize=None)
 def case(name: str) -> Case:
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     if name == "circuits":
         topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])     # 4 switches, 2 OCS nodes each
@@ -103,7 +103,7 @@ def _warm_simulator() -> None:
     the one-off compilation (~20 s on a new machine; the Bcast solve simulates its plan)."""
     from topoplan.core.placement import sequential
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
     from topoplan.sim.run import simulate
 
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])

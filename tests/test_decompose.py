@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
+from topoplan.plans.schedule import slot_fractions
 from topoplan.problems.circuits.decompose import (all_to_all_like, bvn, chunk_traffic, eps_time_s, inputs_of,
-                                                 max_b_matching, slot_bytes, slot_fractions, solstice, stuff)
+                                                 max_b_matching, slot_bytes, solstice, stuff)
 
 BW = 1e9
 

@@ -97,7 +97,7 @@ def all_docstrings():
 
 def test_the_walk_finds_the_public_api():
     names = {f"{rel}:{name}" for rel, name, _ in public_objects()}
-    for expected in ("topoplan/core/topology_io.py:load_topology", "topoplan/traffic/matrix.py:load_traffic",
+    for expected in ("topoplan/core/topology_io.py:load_topology", "topoplan/traffic/sources.py:load_traffic",
                      "topoplan/core/placement.py:Placement", "topoplan/problems/circuits/problem.py:solve",
                      "topoplan/problems/placement/problem.py:PlacementProblem", "topoplan/sim/run.py:simulate_plan",
                      "topoplan/sim/maxmin.py:simulate_flows", "topoplan/sim/network.py:build_network"):

@@ -135,7 +135,7 @@ def test_cache_is_used(quick):
 def test_tables_2_and_3_match_the_paper_for_sequential_ranks():
     """000 Table 2 (CG) and Table 3 in brackets (MG, SP): ordered node pairs with large messages per switch pair."""
     from topoplan.core.placement import sequential
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = paper000.topology_of("hybrid")
     pl = sequential(128, topo)

@@ -244,8 +244,9 @@ def test_a_change_of_tables_alone_costs_no_setup():
 
 def test_exported_schedules_replay_as_the_schedule():
     """The OCS document alone rebuilds the schedule: it validates, and the replay gives the same time."""
-    from topoplan.problems.circuits.schedule import PhasedProblem, schedule, validate_schedule
-    from topoplan.traffic.twophase import halo_then_transpose
+    from topoplan.plans.schedule import validate_schedule
+    from topoplan.problems.circuits.schedule import PhasedProblem, schedule
+    from topoplan.traffic.generators import halo_then_transpose
     from topoplan.sim.schedule import simulate_schedule
 
     topo = load_topology("paper003", HAND_SETS)

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.generators import (GENERATORS, TraceBuilder, alltoall, describe_generators, is_spec, neighbor2d,
-                                parse_spec, random, ring)
+from topoplan.traffic.builder import TraceBuilder
+from topoplan.traffic.generators import (GENERATORS, alltoall, describe_generators, is_spec, neighbor2d, parse_spec,
+                                         random, ring)
 from topoplan.traffic.trace import op_codes
 from topoplan.traffic.matrix import from_trace
 

@@ -134,13 +134,14 @@ def test_gzip_bomb_is_refused_while_streaming(tmp_path, run_cli, args):
 def test_one_reader_for_every_gzip_input(tmp_path, monkeypatch):
     """JSON documents, CSV tables and the traffic sniffer all read through core.io.read_bytes: a bound set there
     holds for each (and a CSV's own bound, MAX_CSV_BYTES, is passed to it)."""
+    import topoplan.core.csvtable as csvtable
     import topoplan.core.io as io_mod
-    import topoplan.traffic.trace as trace_mod
     from topoplan.sim.flowfile import load_scenario
-    from topoplan.traffic.matrix import is_matrix_file, read_matrix
+    from topoplan.traffic.matrix import read_matrix
+    from topoplan.traffic.sources import is_matrix_file
 
     monkeypatch.setattr(io_mod, "MAX_INPUT_BYTES", 1 << 20)
-    monkeypatch.setattr(trace_mod, "MAX_CSV_BYTES", 1 << 20)
+    monkeypatch.setattr(csvtable, "MAX_CSV_BYTES", 1 << 20)
     doc = _gzip_bomb(tmp_path / "d.json.gz", 1 << 24)
     for read in (read_json, load_scenario):
         with pytest.raises(TopoplanError, match=r"d\.json\.gz: more than 1,048,576 bytes once decompressed"):

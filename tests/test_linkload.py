@@ -6,7 +6,8 @@ import pytest
 from topoplan.analysis.linkload import congestion_bound, link_graph, link_loads, node_pair_bytes
 from topoplan.core.placement import Placement, sequential
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.matrix import from_arrays, load_traffic
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_traffic
 
 
 def test_tree_uplink_is_the_bottleneck():

@@ -17,12 +17,16 @@ from collections import Counter
 import numpy as np
 import pytest
 
+import topoplan.core.memory as memory
 import topoplan.traffic.generators as gen
+import topoplan.traffic.limits as limits
 import topoplan.traffic.matrix as matrix
-import topoplan.traffic.trace as trace_mod
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.generators import TICK_S, TRACE_ROW_BYTES, TraceBuilder, parse_spec, record_spec
-from topoplan.traffic.matrix import Traffic, _group, from_trace, load_source, load_traffic
+from topoplan.traffic.builder import TICK_S, TraceBuilder
+from topoplan.traffic.generators import parse_spec, record_spec
+from topoplan.traffic.limits import TRACE_ROW_BYTES
+from topoplan.traffic.matrix import Traffic, _group, from_trace
+from topoplan.traffic.sources import load_source, load_traffic
 from topoplan.traffic.npb import npb_recording, npb_trace
 from topoplan.traffic.trace import OP_CODE, op_codes
 
@@ -258,7 +262,7 @@ def test_pieces_and_blocks_give_the_trace_and_its_traffic(spec, monkeypatch):
     # the traffic: from the whole trace, in slices of whole ranks, and from the recording's blocks
     want = from_trace(tr)
     monkeypatch.setattr(matrix, "_SLICE_ROWS", 50)
-    monkeypatch.setattr(gen, "PIECE_ROWS", 40)
+    monkeypatch.setattr(limits, "PIECE_ROWS", 40)
     for got in (from_trace(tr), load_traffic(spec), load_source(spec)[1]):
         for col in ("src", "dst", "msg_bytes", "count"):
             assert np.array_equal(getattr(got, col), getattr(want, col)), col
@@ -304,8 +308,8 @@ def test_building_takes_about_the_size_of_the_table():
 
 
 def test_memory_is_checked_before_building(monkeypatch):
-    monkeypatch.setattr(gen, "_address_space_left", lambda: None)           # no ulimit -v
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: 1 << 20)   # 1 MiB available
+    monkeypatch.setattr(memory, "_address_space_left", lambda: None)           # no ulimit -v
+    monkeypatch.setattr(memory, "_mem_available", lambda: 1 << 20)   # 1 MiB available
     with pytest.raises(TopoplanError, match=r"npb cg: fields 'np', 'iters': the trace would have 101,184 rows "
                                             r"\(64 ranks\): about 8 MiB, more than the 1 MiB of memory available"):
         npb_trace("cg", "C", 64, iters=1)
@@ -317,26 +321,26 @@ def test_memory_is_checked_before_building(monkeypatch):
     t = load_traffic("npb:kernel=cg,class=C,np=64,iters=1")
     assert t.n_ranks == 64 and int(t.count.sum()) > 0
     assert len(npb_trace("cg", "S", 2, iters=1)) == 1266      # 99 KB fits
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: None)  # unknown: not checked
+    monkeypatch.setattr(memory, "_mem_available", lambda: None)  # unknown: not checked
     assert len(npb_trace("cg", "C", 64, iters=1)) == 101184
-    monkeypatch.setattr(gen, "_address_space_left", lambda: 2 << 20)      # ulimit -v leaves 2 MiB
+    monkeypatch.setattr(memory, "_address_space_left", lambda: 2 << 20)      # ulimit -v leaves 2 MiB
     with pytest.raises(TopoplanError, match=r"about 8 MiB, more than the 2 MiB of memory available"):
         npb_trace("cg", "C", 64, iters=1)
 
 
 def test_the_row_cap_is_raised_as_far_as_memory_allows(monkeypatch):
-    monkeypatch.setattr(gen, "_address_space_left", lambda: None)
-    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: 1 << 40)
+    monkeypatch.setattr(memory, "_address_space_left", lambda: None)
+    monkeypatch.setattr(limits, "MAX_TRACE_ROWS", 1000)
+    monkeypatch.setattr(memory, "_mem_available", lambda: 1 << 40)
     assert len(npb_trace("cg", "S", 8, iters=1)) == 8856          # past the cap: the memory is there
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: 100_000)
+    monkeypatch.setattr(memory, "_mem_available", lambda: 100_000)
     with pytest.raises(TopoplanError, match=r"npb cg: fields 'np', 'iters': the trace would have 8,856 rows \(8 "
                                             r"ranks\): over the limit of 1,000 rows, raised only as far as memory "
                                             r"allows: about 675 KiB, more than the 98 KiB of memory available"):
         npb_trace("cg", "S", 8, iters=1)
     assert len(npb_trace("cg", "S", 2, iters=1)) == 1266          # 1,266 rows: 96 KiB fit
-    monkeypatch.setattr(gen, "MAX_GENERATED_ROWS", 1000)          # the ceiling, whatever the memory
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: 1 << 40)
+    monkeypatch.setattr(limits, "MAX_GENERATED_ROWS", 1000)          # the ceiling, whatever the memory
+    monkeypatch.setattr(memory, "_mem_available", lambda: 1 << 40)
     for make in (lambda: npb_trace("cg", "S", 8, iters=1), lambda: record_spec("npb:kernel=cg,class=S,np=8,iters=1"),
                  lambda: load_traffic("npb:kernel=cg,class=S,np=8,iters=1")):
         with pytest.raises(TopoplanError, match=r"more than 1,000 rows \(8 ranks\): over the limit of 1,000 rows, "
@@ -345,7 +349,7 @@ def test_the_row_cap_is_raised_as_far_as_memory_allows(monkeypatch):
     with pytest.raises(TopoplanError, match=r"'ring': would generate 4e\+03 trace rows, over the limit"):
         parse_spec("ring:np=1000,bytes=1")
     with pytest.raises(TopoplanError, match=r"would have 1,001 rows: over the limit of 1,000 rows"):
-        gen.check_generated_memory(1001)
+        limits.check_generated_memory(1001)
 
 
 def test_the_traffic_costs_the_recording_not_the_trace():

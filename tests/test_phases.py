@@ -11,7 +11,8 @@ from topoplan.core.errors import TopoplanError
 from topoplan.traffic.generators import alltoall, neighbor2d, npb, ring
 from topoplan.traffic.phases import concat, detect_phases, logical_clock, split_at
 from topoplan.traffic.trace import Trace
-from topoplan.traffic.twophase import halo_then_transpose, transpose2d
+from topoplan.traffic.generators import halo_then_transpose
+from topoplan.traffic.twophase import transpose2d
 
 
 def _calls_per_rank(trace):

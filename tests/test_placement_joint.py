@@ -6,12 +6,13 @@ import pytest
 from topoplan.problems.circuits import CircuitProblem, validate_plan_dict
 from topoplan.problems.circuits import solve as circuit_solve
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import array_from_tables
+from topoplan.plans.circuits import array_from_tables
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import from_nodes, sequential
 from topoplan.problems.placement import PlacementProblem, simulated_time, solve, to_placement
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.matrix import from_arrays, load_traffic
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_traffic
 
 FAST = dict(max_evals=60, anneal_steps=40, rounds=2, time_limit=30)
 B = 10e6

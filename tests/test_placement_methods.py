@@ -13,7 +13,8 @@ from topoplan.problems.placement.exact import lower_bound
 from topoplan.problems.placement.metis import ocs_first, partition, repair_balance
 from topoplan.core.topology import TreeTopology
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.matrix import from_arrays, load_traffic
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_traffic
 
 GRID = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"
 

@@ -15,7 +15,7 @@ from topoplan.problems.placement import METHODS, STARTS, PlacementProblem, solve
 from topoplan.problems.placement.metis import kahip_parts, partition
 from topoplan.problems.placement.problem import KAHIP_START_MAX_EDGES, default_starts
 from topoplan.problems.placement.refine import cut_weight
-from topoplan.traffic.matrix import load_traffic
+from topoplan.traffic.sources import load_traffic
 
 APPS = ("amg64", "btmz64", "cg64", "lulesh64")
 GRID = "neighbor2d:rows=16,cols=16,bytes=4MB"

@@ -17,7 +17,8 @@ from topoplan.problems.placement import PlacementProblem, solve
 from topoplan.problems.placement.anneal import _rank_step, _State
 from topoplan.problems.placement.metis import partition, repair_balance
 from topoplan.problems.placement.refine import cut_weight, refine
-from topoplan.traffic.matrix import from_arrays, load_traffic
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_traffic
 
 
 def _mesh(n: int, k: int = 6, seed: int = 0):

@@ -10,7 +10,8 @@ import pytest
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import check_inputs, fingerprint, fingerprint_topology, fingerprint_traffic
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.matrix import from_arrays, load_source
+from topoplan.traffic.matrix import from_arrays
+from topoplan.traffic.sources import load_source
 
 RING = "ring:np=64,bytes=4MB"
 NEIGH = "neighbor2d:rows=16,cols=16,bytes=4MB"

@@ -18,7 +18,8 @@ import pytest
 
 from topoplan.problems.circuits import CircuitProblem, solve, validate_plan_dict
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import Routes, array_from_tables
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits.forwarding import Routes
 from topoplan.analysis.linkload import link_graph, link_loads
 from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology, topology_from_dict

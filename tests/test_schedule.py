@@ -9,12 +9,13 @@ import pytest
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology_io import load_topology
-from topoplan.problems.circuits.schedule import (PhasedProblem, _Budget, _candidates, _dp, _evaluate_choice,
-                                                schedule, static_schedule, validate_schedule)
-from topoplan.problems.validate import validate
+from topoplan.plans.schedule import static_schedule, validate_schedule
+from topoplan.plans.validate import validate
+from topoplan.problems.circuits.schedule import PhasedProblem, _Budget, _candidates, _dp, _evaluate_choice, schedule
 from topoplan.traffic.generators import neighbor2d
 from topoplan.traffic.phases import concat, detect_phases
-from topoplan.traffic.twophase import halo_then_transpose, transpose2d
+from topoplan.traffic.generators import halo_then_transpose
+from topoplan.traffic.twophase import transpose2d
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.schedule import simulate_schedule
 

@@ -3,7 +3,7 @@ than the heuristics it starts from, on the 003 and 000 systems, under both relay
 
 import pytest
 
-from topoplan.cli.commands.common import load_inputs
+from topoplan.traffic.sources import load_inputs
 from topoplan.core.errors import TopoplanError
 
 NEIGHBOR_003 = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=1"

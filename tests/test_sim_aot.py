@@ -1,6 +1,6 @@
 """The ahead-of-time event loop (``topoplan.sim._engine``): same results as the JIT, never stale, never fed wrong types.
 
-``make install`` builds it (``topoplan.core.warmup``), so on CI it must be current; elsewhere a build
+``make install`` builds it (``topoplan.warmup``), so on CI it must be current; elsewhere a build
 made before an edit of ``topoplan/sim/_compiled.py`` is stale and the comparison is skipped (the stale
 detection itself is always tested).
 """
@@ -58,7 +58,7 @@ def test_aot_equals_jit_on_a_replay():
     aot, spec = _aot_or_skip()
     from topoplan.core.placement import sequential
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
     from topoplan.sim._compiled import run_core as jit
     from topoplan.sim.network import build_network
     from topoplan.sim.replay import compile_program

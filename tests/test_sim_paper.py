@@ -419,7 +419,7 @@ def test_add_flows_is_validated(flows, match):
     assert eng.n_flows == 0
 
 
-# -- the paper model through the whole simulator (topoplan.sim.run.simulate with SimModel(model="paper")) -----------------
+# -- the paper model through the whole simulator (topoplan.sim.run.simulate with SimModel(engine="paper")) -----------------
 
 def _paper003(*sets):
     from topoplan.core.topology_io import load_topology
@@ -514,7 +514,7 @@ def test_fat_tree_uplinks_never_postpone_in_the_paper_model():
 
 def test_paper_model_refuses_the_compiled_engine_and_a_timeline():
     from topoplan.core.placement import sequential
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
     from topoplan.sim.network import build_network
     from topoplan.sim.replay import replay
 

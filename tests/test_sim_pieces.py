@@ -13,7 +13,9 @@ import pytest
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology
-from topoplan.traffic.generators import PIECE_ROWS, Recording, TraceBuilder, record_spec
+from topoplan.traffic.builder import TraceBuilder
+from topoplan.traffic.generators import Recording, record_spec
+from topoplan.traffic.limits import PIECE_ROWS
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
 
@@ -56,7 +58,7 @@ def test_pieces_replay_equals_whole_trace(spec, rows, kind):
 @pytest.mark.parametrize("relay", ["pipelined", "store-and-forward"])
 def test_pieces_replay_equals_whole_trace_with_relayed_circuits(relay):
     from topoplan.problems.circuits import CircuitProblem, solve
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     topo = load_topology("paper003")
     spec = "neighbor2d:rows=16,cols=16,bytes=4MB,iters=4"
@@ -168,12 +170,12 @@ def test_marks_and_the_python_reference_replay_the_whole_trace():
 
 
 def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypatch):
-    from topoplan.traffic import generators
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic import limits
+    from topoplan.traffic.sources import load_source
     from topoplan.sim.run import simulate
 
     spec = "npb:kernel=cg,class=S,np=16,iters=3"
-    monkeypatch.setattr(generators, "PIECE_ROWS", 300)
+    monkeypatch.setattr(limits, "PIECE_ROWS", 300)
     src, traffic = load_source(spec, with_traffic=False, pieces=True)
     assert isinstance(src, Recording) and traffic is None
     whole, _ = load_source(spec, with_traffic=False)          # without pieces: the trace
@@ -186,12 +188,12 @@ def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypa
 
 
 def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeypatch):
-    from topoplan.traffic import generators
+    from topoplan.traffic import limits
 
     args = ("simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null",
             "-T", "npb:kernel=cg,class=S,np=16,iters=3")
     code, whole, _ = run_cli(*args)
-    monkeypatch.setattr(generators, "PIECE_ROWS", 300)
+    monkeypatch.setattr(limits, "PIECE_ROWS", 300)
     code2, out, err = run_cli(*args)
     assert code == code2 == 0, err
     assert "pieces of the generated trace" in out and "pieces" not in whole
@@ -199,18 +201,18 @@ def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeyp
 
 
 def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypatch):
-    from topoplan.traffic import generators
+    from topoplan.core import memory
 
     topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
     rec = record_spec("npb:kernel=cg,class=S,np=16,iters=3")
     net, pl = build_network(topo), sequential(16, topo)
     trace = rec.build()
-    monkeypatch.setattr(generators, "memory_left", lambda: 100_000)     # 100 kB left
+    monkeypatch.setattr(memory, "memory_left", lambda: 100_000)     # 100 kB left
     with pytest.raises(TopoplanError, match=r"npb:kernel=cg,class=S,np=16,iters=3: replaying its 35,376 calls "
                                             r"\(35,\d{3} micro-ops\) needs about 0.0 GiB for the compiled program, "
                                             r"more than the 0.0 GiB of memory available; a generated trace replays "
                                             r"in pieces"):
         replay(trace, net, pl)
     got = replay(rec, net, pl, piece_rows=100)                            # small pieces fit
-    monkeypatch.setattr(generators, "memory_left", lambda: None)        # unknown: not checked
+    monkeypatch.setattr(memory, "memory_left", lambda: None)        # unknown: not checked
     _same(replay(trace, net, pl), got)

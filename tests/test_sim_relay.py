@@ -8,7 +8,7 @@ from topoplan.core.placement import sequential
 from topoplan.core.topology_io import topology_from_dict
 from topoplan.traffic.trace import Trace
 from topoplan.sim.maxmin import FlowEngine
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
 from topoplan.sim.run import simulate
@@ -147,7 +147,7 @@ def test_relay_positions_only_inside_pipelined_relay_routes():
 
 
 def test_replay_engines_agree_under_both_relay_models():
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     topo = topology_from_dict(dict(HYBRID, switches=2, nodes_per_switch=4, cores_per_node=2))
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=1")

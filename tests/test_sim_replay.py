@@ -121,7 +121,7 @@ def both(trace, net, placement, **kw):
 @pytest.mark.parametrize("spec", ["npb:kernel=cg,class=S,np=16,iters=2", "npb:kernel=mg,class=S,np=16,iters=1",
                                   "npb:kernel=ft,class=S,np=8,iters=1", "npb:kernel=lu,class=S,np=8,iters=1"])
 def test_compiled_replay_matches_reference_on_npb(spec):
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
                                 eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))
@@ -135,7 +135,7 @@ def test_compiled_replay_matches_reference_on_npb(spec):
                                             ("npb:kernel=cg,class=S,np=16,iters=1", 0.5)])
 def test_compiled_timeline_matches_reference(spec, intervals):
     # the compiled loop samples each link's bytes at the interval boundaries; the reference adds load x time
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     t = topology_from_dict(dict(TREE, switches=4, nodes_per_switch=4, cores_per_node=2,
                                 eps={"down_bw": "10Gbps", "up_bw": "20Gbps", "down_latency": "1us", "mtu": "4KiB"}))

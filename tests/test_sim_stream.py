@@ -143,10 +143,10 @@ def test_alltoall_over_circuits_is_expanded():
 
 
 def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
-    import topoplan.traffic.generators as gen
-    from topoplan.traffic.matrix import load_traffic
+    import topoplan.traffic.limits as limits
+    from topoplan.traffic.sources import load_traffic
 
-    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    monkeypatch.setattr(limits, "MAX_TRACE_ROWS", 1000)
     trace = alltoall(40, 1e6)                                    # 1,560 messages, 40 rows: generated
     topo = _tree(per_switch=4)
     net = build_network(topo)
@@ -163,9 +163,9 @@ def test_too_many_alltoall_messages_are_refused_where_expanded(monkeypatch):
 
 def test_simulate_cli_needs_no_traffic_for_a_streamed_alltoall(monkeypatch, run_cli):
     """The traffic (one entry per rank pair) is made only when a plan's inputs or switch loads need it."""
-    import topoplan.traffic.generators as gen
+    import topoplan.traffic.limits as limits
 
-    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    monkeypatch.setattr(limits, "MAX_TRACE_ROWS", 1000)
     args = ["simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null", "--set",
             "nodes_per_switch=4", "-T", "alltoall:np=40,bytes=1MB", "--json"]
     code, out, err = run_cli(*args)
@@ -198,14 +198,14 @@ def test_streamed_ring_allgather_is_the_expanded_one_to_the_bit(p, nbytes, cores
 
 
 def test_ring_allgather_and_bcast_ring_count_against_the_limit(monkeypatch):
-    import topoplan.traffic.generators as gen
+    import topoplan.traffic.limits as limits
     from topoplan.traffic.collectives import peer_step_messages
     from topoplan.traffic.trace import Trace
 
     assert peer_step_messages(_allgathers(24, 100_000)) == 2 * 24 * 23
     bc = Trace.from_records([(r, "bcast", -1, 4e6, 0, 40, 0.0, 0.0) for r in range(40)], 40)   # scatter + ring
     assert peer_step_messages(bc) == 40 * 39
-    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 1000)
+    monkeypatch.setattr(limits, "MAX_TRACE_ROWS", 1000)
     topo = _tree(per_switch=4)
     with pytest.raises(TopoplanError, match=r"its collective calls are 1,560 point-to-point messages"):
         replay(bc, build_network(topo), sequential(40, topo), method="compiled")    # a Bcast ring is expanded

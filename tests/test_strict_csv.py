@@ -11,9 +11,11 @@ import pytest
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import load_placement, read_placement
-from topoplan.traffic import trace as trace_mod
-from topoplan.traffic.matrix import is_matrix_file, load_source, read_matrix
-from topoplan.traffic.trace import read_csv_table, read_trace
+from topoplan.core import csvtable
+from topoplan.traffic.matrix import read_matrix
+from topoplan.traffic.sources import is_matrix_file, load_source
+from topoplan.core.csvtable import read_csv_table
+from topoplan.traffic.trace import read_trace
 
 HEAD = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
 MHEAD = "src,dst,bytes,msgs\n"
@@ -188,7 +190,7 @@ def test_allocation_ids_are_ascii(tmp_path, bad):
 @pytest.mark.parametrize("bad", ["²", "٣", "--3", "+-3"])
 def test_circuit_plan_ids_are_ascii(bad):
     from topoplan.core.topology_io import load_topology
-    from topoplan.problems.circuits.problem import validate_plan_dict
+    from topoplan.plans.circuits import validate_plan_dict
 
     topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
     with pytest.raises(TopoplanError, match="unknown node"):
@@ -263,7 +265,7 @@ def test_generated_traces_read_back(tmp_path, spec):
 # -- 8. resource limits, before allocating -----------------------------------------------------------
 
 def test_gzip_is_decompressed_up_to_the_limit(tmp_path, monkeypatch):
-    monkeypatch.setattr(trace_mod, "MAX_CSV_BYTES", 1000)
+    monkeypatch.setattr(csvtable, "MAX_CSV_BYTES", 1000)
     p = write(tmp_path, "m.csv.gz", MHEAD + "0,1,100,1\n" * 200, gz=True)
     with pytest.raises(TopoplanError, match=r"m\.csv\.gz: more than 1,000 bytes once decompressed, over the limit"):
         read_matrix(p)
@@ -274,9 +276,9 @@ def test_gzip_is_decompressed_up_to_the_limit(tmp_path, monkeypatch):
 
 
 def test_rows_are_capped_before_parsing(tmp_path, monkeypatch):
-    import topoplan.traffic.generators as gen
+    import topoplan.traffic.limits as limits
 
-    monkeypatch.setattr(gen, "MAX_TRACE_ROWS", 100)
+    monkeypatch.setattr(limits, "MAX_TRACE_ROWS", 100)
     p = write(tmp_path, "m.csv.gz", MHEAD + "0,1,100,1\n" * 101, gz=True)
     with pytest.raises(TopoplanError, match=r"m\.csv\.gz: 102 lines or more, over the limit of 100 rows"):
         read_matrix(p)
@@ -284,9 +286,9 @@ def test_rows_are_capped_before_parsing(tmp_path, monkeypatch):
 
 
 def test_the_limits_are_those_of_generated_traces():
-    from topoplan.traffic.generators import MAX_TRACE_ROWS
+    from topoplan.traffic.limits import MAX_TRACE_ROWS
 
-    assert MAX_TRACE_ROWS == 100_000_000 and trace_mod.MAX_CSV_BYTES == 2 ** 30
+    assert MAX_TRACE_ROWS == csvtable.MAX_CSV_ROWS == 100_000_000 and csvtable.MAX_CSV_BYTES == 2 ** 30
 
 
 @pytest.mark.parametrize("data,needle", [
@@ -365,13 +367,13 @@ def test_numpy_and_csv_module_field_counts_agree(tmp_path, monkeypatch):
     rng = random.Random(17)
     p = tmp_path / "f.csv"
     for trial in range(600):
-        monkeypatch.setattr(trace_mod, "_CHUNK", rng.choice([1, 3, 8, 1 << 20]))
+        monkeypatch.setattr(csvtable, "_CHUNK", rng.choice([1, 3, 8, 1 << 20]))
         m = rng.randint(1, 4)
         text = (rng.choice(["", "\n", " \n", BOM]) + ",".join(f"c{i}" for i in range(m)) + rng.choice(["\n", "\r\n"])
                 + "".join(rng.choice(["0", "7", ",", ",", "\n", "\n", " ", "\t", "\r\n", "x"]) for _ in range(30)))
         data = text.encode()
-        fast = outcome(lambda d: trace_mod._scan_fast(d, Path("f")), data)
-        assert fast == outcome(lambda d: trace_mod._scan_csv(d, Path("f"), "x"), data), text
+        fast = outcome(lambda d: csvtable._scan_fast(d, Path("f")), data)
+        assert fast == outcome(lambda d: csvtable._scan_csv(d, Path("f"), "x"), data), text
         quoted = text + rng.choice(['"', '""', '"a,b"', "\r"]) + "\n"
         p.write_bytes(quoted.encode())
         try:
@@ -383,13 +385,13 @@ def test_numpy_and_csv_module_field_counts_agree(tmp_path, monkeypatch):
 def test_a_table_larger_than_memory_is_refused_before_parsing(tmp_path, monkeypatch):
     """60 M rows in 2.5 MB of gzip once took 6.6 GB: the reader now compares its estimate with the memory
     available before pandas allocates (here the memory is made small instead of the file large)."""
-    import topoplan.traffic.trace as trace_mod
+    from topoplan.core import memory
     from topoplan.traffic.matrix import read_matrix
 
     path = tmp_path / "m.csv"
     path.write_text("src,dst,bytes,msgs\n" + "0,1,10,1\n" * 1000)
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: 50_000)
+    monkeypatch.setattr(memory, "_mem_available", lambda: 50_000)
     with pytest.raises(TopoplanError, match=r"1,000 rows of 4 fields need about .* GiB to read, more than the"):
         read_matrix(path)
-    monkeypatch.setattr(trace_mod, "_memory_available", lambda: None)   # unknown: no check
+    monkeypatch.setattr(memory, "_mem_available", lambda: None)   # unknown: no check
     assert read_matrix(path).n_ranks == 2

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.matrix import from_arrays, load_source, read_matrix
+from topoplan.traffic.matrix import from_arrays, read_matrix
+from topoplan.traffic.sources import load_source
 
 
 def test_matrix_rows_add_up_and_average_size(tmp_path):
@@ -69,7 +70,7 @@ def test_unknown_traffic_spec():
 
 
 def test_empty_matrix_is_explained(tmp_path):
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     p = tmp_path / "p2p_matrix.csv"
     p.write_text("src,dst,bytes,msgs\n")

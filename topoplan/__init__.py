@@ -46,15 +46,15 @@ __version__ = "0.1.0"
 
 _API = {
     "load_topology": ("topoplan.core.topology_io", "load_topology"),
-    "load_source": ("topoplan.traffic.matrix", "load_source"),
-    "load_traffic": ("topoplan.traffic.matrix", "load_traffic"),
+    "load_source": ("topoplan.traffic.sources", "load_source"),
+    "load_traffic": ("topoplan.traffic.sources", "load_traffic"),
     "CircuitProblem": ("topoplan.problems.circuits", "CircuitProblem"),
     "PlacementProblem": ("topoplan.problems.placement", "PlacementProblem"),
     "BcastProblem": ("topoplan.problems.bcast", "BcastProblem"),
     "solve": ("topoplan.problems", "solve"),
-    "validate": ("topoplan.problems.validate", "validate"),
+    "validate": ("topoplan.plans.validate", "validate"),
     "simulate": ("topoplan.sim.run", "simulate_plan"),
-    "SimModel": ("topoplan.sim.model", "SimModel"),
+    "SimModel": ("topoplan.sim.simmodel", "SimModel"),
     "PlanResult": ("topoplan.problems.result", "PlanResult"),
     "TopoplanError": ("topoplan.core.errors", "TopoplanError"),
 }

@@ -77,7 +77,7 @@ class SwitchAnalysis:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> from topoplan.core.placement import sequential
     >>> t = load_topology("paper003")
     >>> a = analyze(t, load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), sequential(256, t))
@@ -156,7 +156,7 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> from topoplan.core.placement import sequential
     >>> t = load_topology("paper003"); tr = load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5")
     >>> analyze(t, tr, sequential(256, t)).inter_switch_bytes

@@ -21,7 +21,7 @@ A sweep is a YAML file::
       restarts: [1, 4]                  # anything else = a method option
       sim.relay: [pipelined, store-and-forward]   # 'sim.' = a simulator model option
     simulate: true                      # score every plan in the simulator
-    sim_model: {model: maxmin}          # the simulator's model (topoplan.sim.model.SimModel fields); default maxmin,
+    sim_model: {model: maxmin}          # the simulator's model (topoplan.sim.simmodel.SimModel fields); default maxmin,
                                         # pipelined relays; 'sim.' parameters override it per cell
     score: mypkg.scoring:score          # optional hook: extra columns per cell
     cell: mypkg.cells:run               # optional: replace the whole cell
@@ -278,7 +278,7 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
     sim_model = doc.get("sim_model") or {}
     if not isinstance(sim_model, dict):
         raise TopoplanError(f"{where}: field 'sim_model': expected a mapping of simulator model options")
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     sim_keys = {k[4:]: v for k, v in grid.items() if k.startswith("sim.")}
     try:
@@ -620,7 +620,7 @@ def split_params(params: dict) -> tuple[list[str], dict, dict, dict]:
 
 
 def cell_model(cell: dict):
-    """The :class:`topoplan.sim.model.SimModel` of a cell: the sweep's ``sim_model`` with its ``sim.*`` parameters.
+    """The :class:`topoplan.sim.simmodel.SimModel` of a cell: the sweep's ``sim_model`` with its ``sim.*`` parameters.
 
     Parameters
     ----------
@@ -635,7 +635,7 @@ def cell_model(cell: dict):
     >>> cell_model({"sim_model": {"model": "paper"}, "params": {"sim.relay": "store-and-forward"}}).label()
     'paper, store-and-forward relays, link contention'
     """
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     over = {k[4:]: v for k, v in cell["params"].items() if k.startswith("sim.")}
     return SimModel.from_options(**{**(cell.get("sim_model") or {}), **over})
@@ -683,7 +683,7 @@ def run_cell(cell: dict) -> dict:
     >>> row["status"], round(row["objective"], 4), round(row["makespan_s"], 4), row["metric.circuits_used"]
     ('heuristic', 0.0416, 0.0416, 3)
     """
-    from topoplan.cli.commands.common import load_inputs
+    from topoplan.traffic.sources import load_inputs
 
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
@@ -762,7 +762,7 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     --------
     >>> from topoplan.problems.circuits import build, solve
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])
     >>> trace, traffic = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
     >>> result = solve(build(topo, traffic), "three-step")

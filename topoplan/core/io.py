@@ -23,7 +23,7 @@ __all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
 # tables: ~20 MB); json.loads then takes several times the text in memory. CSV tables have their own bound
-# (topoplan.traffic.trace.MAX_CSV_BYTES, 1 GiB: 23 million trace rows).
+# (topoplan.core.csvtable.MAX_CSV_BYTES, 1 GiB: 23 million trace rows).
 MAX_INPUT_BYTES = 2 ** 28
 _GZIP_MAGIC = b"\x1f\x8b"
 _READ_CHUNK = 1 << 24

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
@@ -327,7 +328,6 @@ def read_placement(path, hosts=None) -> Placement:
         if "rank_to_node" not in doc:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
         return placement_from_doc(doc, str(path), hosts)
-    from topoplan.traffic.trace import read_csv_table, row_line, to_numbers
 
     df = read_csv_table(path, ("rank", "node"), "placement")
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
@@ -404,8 +404,6 @@ def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placemen
 def _node_column(df, path, hosts) -> np.ndarray:
     """The ``node`` column of a placement CSV: node ids, or host names resolved with ``hosts``."""
     import pandas as pd
-
-    from topoplan.traffic.trace import row_line, to_numbers
 
     raw = df["node"]
 

@@ -2,7 +2,8 @@
 
 Both formulations (:mod:`topoplan.formulations.circuits_node`, :mod:`topoplan.formulations.circuits_switch`) minimize the
 communication-time bound ``T`` = max over directed links of bytes / bandwidth (node EPS links incl. those
-of relay nodes, uplinks, circuits, intra-node), then the bytes through the EPS uplinks --
+of relay nodes, uplinks, circuits, intra-node) -- or, for an application's steps, the sum over step groups
+of each group's bound (the circuits are shared by all steps) -- then the bytes through the EPS uplinks --
 lexicographically (:func:`two_phase`: two solves, the second holds ``T`` at the first optimum) or
 weighted (one solve, ``T + WEIGHT_UPLINK * uplink share``).
 
@@ -40,7 +41,9 @@ class CircuitData:
     ``base_uplink_up_B``, ``base_uplink_down_B`` (per switch); the large inter-switch traffic as node pairs
     ``large_src``, ``large_dst``, ``large_bytes``, and its aggregates ``own_out`` (N x S: bytes node n sends
     to switch B), ``own_in`` (N x S: bytes node n receives from switch A), ``switch_bytes`` (S x S).
-    ``ocs_of_switch``: the OCS nodes under every switch, ascending.
+    ``ocs_of_switch``: the OCS nodes under every switch, ascending. ``steps``: the application's step
+    groups, each a ``CircuitData`` of the same topology with that group's traffic (empty: the traffic is
+    one bulk phase); the formulations then minimize the sum of the groups' bottlenecks.
     """
 
     node_switch: np.ndarray
@@ -66,6 +69,7 @@ class CircuitData:
     own_in: np.ndarray
     switch_bytes: np.ndarray
     ocs_of_switch: list = field(default_factory=list)
+    steps: tuple = ()
 
     @property
     def n_nodes(self) -> int:

@@ -54,11 +54,12 @@ def size(data: CircuitData) -> int:
     own = p.own_out
     dests = [b for b in range(s) if p.own_in[p.node_switch == b].sum() > 0]
     total = k * (k - 1) // 2
+    n_parts = max(1, len(data.steps))
     for b in dests:
         n_comm = 1 + int(sum(1 for t in ocs_of[b] if p.own_in[t].sum() > 0))
         routers = k - len(ocs_of[b]) + int(((own[:, b] > 0) & ~p.is_ocs).sum())
         opts = max(len(o) for o in ocs_of) + k
-        total += routers * opts * (1 + n_comm)
+        total += routers * opts * (1 + n_parts * n_comm)
     return total
 
 
@@ -98,33 +99,51 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, name="circui
     lim = p.circuit_limit
     if x and lim < len(x):
         prob += pulp.lpSum(x.values()) <= lim, "max_circuits"
-    # demand per (source node, destination node)
-    W = {}
-    for a, b, w in zip(p.large_src.tolist(), p.large_dst.tolist(), (p.large_bytes * sb).tolist()):
-        W[(a, b)] = W.get((a, b), 0.0) + w
+    parts = tuple(p.steps) or (p,)
+    if len(parts) == 1:
+        Ts = [T]
+    else:
+        Ts = [new_var(prob, f"T_s{j}", lowBound=0, upBound=1.0) for j in range(len(parts))]
+        prob += T == pulp.lpSum(Ts), "step_time"
+    ptag = ["" if len(parts) == 1 else f"s{j}_" for j in range(len(parts))]
+
+    def demand(d):
+        """Large bytes per (source node, destination node) of one traffic, in model units."""
+        out = {}
+        for a, b, w in zip(d.large_src.tolist(), d.large_dst.tolist(), (d.large_bytes * sb).tolist()):
+            out[(a, b)] = out.get((a, b), 0.0) + w
+        return out
+
+    W = demand(p)                      # the whole traffic decides the routing choices
+    Wp = [W] if len(parts) == 1 else [demand(d) for d in parts]
     own_in_tot = np.zeros(n)
     np.add.at(own_in_tot, p.large_dst, p.large_bytes * sb)
-    up = {u: [] for u in range(n)}     # extra bytes on node up links (lists of expressions)
-    down = {u: [] for u in range(n)}
-    uu = {a: [] for a in range(s)}
-    ud = {a: [] for a in range(s)}
-    circ_load: dict[tuple[int, int], list] = {}
+    own_in_p = []
+    for d in parts:
+        o = np.zeros(n)
+        np.add.at(o, d.large_dst, d.large_bytes * sb)
+        own_in_p.append(o)
+    # extra bytes per traffic part: node up / down links, uplinks, circuits (lists of expressions)
+    up = [{u: [] for u in range(n)} for _ in parts]
+    down = [{u: [] for u in range(n)} for _ in parts]
+    uu = [{a: [] for a in range(s)} for _ in parts]
+    ud = [{a: [] for a in range(s)} for _ in parts]
+    circ_load: list[dict] = [{} for _ in parts]
     y: dict[tuple[int, int, str, int], pulp.LpVariable] = {}
     carried: dict[tuple[int, int], list] = {}   # (node, destination switch) -> its outgoing flows
     routers_of: dict[int, list[int]] = {}
+    sources_of: dict[int, list[int]] = {}       # destination switch -> nodes with large traffic for it
     for B in range(s):
         dests_B = [b for b in range(n) if sw[b] == B and own_in_tot[b] > 0]
         if not dests_B:
             continue
-        ocs_dest = [t for t in dests_B if p.is_ocs[t]]
-        other = [b for b in dests_B if not p.is_ocs[b]]
-        commodities = [("t", t, [t]) for t in ocs_dest] + ([("agg", B, other)] if other else [])
         own_B = {}
         for (a, b), w in W.items():
             if sw[b] == B:
                 own_B[a] = own_B.get(a, 0.0) + w
         routers = sorted(set(u for u in ocs if sw[u] != B) | {a for a in own_B if sw[a] != B})
         routers_of[B] = routers
+        sources_of[B] = sorted(a for a, w in own_B.items() if sw[a] != B and w > 0)
         rset = set(routers)
         # next-hop options per router
         opts: dict[int, list[tuple[str, int]]] = {}
@@ -154,80 +173,91 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, name="circui
                     nxt = cnt[h] if h in cnt else 0
                     prob += cnt[u] >= nxt + (1 if kind == "c" else 0) - (H + 1) * (1 - y[(u, B, kind, h)]), \
                         f"hop_count_{u}_{B}_{kind}{h}"
-        for kind_c, key_c, members in commodities:
-            supply = {}
-            for (a, b), w in W.items():
-                if b in members:
-                    supply[a] = supply.get(a, 0.0) + w
-            M = sum(supply.values())
-            tag = f"{kind_c}{key_c}"
-            phi = {}
-            fb = {}
-            inflow = {u: [] for u in routers}
-            arrive: dict[int, list] = {}
-            for u in routers:
-                for kind, h in opts[u]:
-                    if kind == "fb":
-                        fb[u] = new_var(prob, f"fb_{tag}_{u}", lowBound=0)
-                        prob += fb[u] <= M * y[(u, B, "fb", -1)], f"fb_on_{tag}_{u}"
-                        continue
-                    f = new_var(prob, f"f_{tag}_{u}_{kind}{h}", lowBound=0)
-                    phi[(u, kind, h)] = f
-                    prob += f <= M * y[(u, B, kind, h)], f"flow_on_{tag}_{u}_{kind}{h}"
-                    if sw[h] == B:
-                        arrive.setdefault(h, []).append(f)
+        for j, Wj in enumerate(Wp):
+            # the flows of one traffic part follow the shared next hops (one table for all steps)
+            dests_j = [b for b in dests_B if own_in_p[j][b] > 0]
+            commodities = ([("t", tt, [tt]) for tt in dests_j if p.is_ocs[tt]]
+                           + ([("agg", B, [b for b in dests_j if not p.is_ocs[b]])]
+                              if any(not p.is_ocs[b] for b in dests_j) else []))
+            for kind_c, key_c, members in commodities:
+                supply = {}
+                for (a, b), w in Wj.items():
+                    if b in members:
+                        supply[a] = supply.get(a, 0.0) + w
+                M = sum(supply.values())
+                tag = f"{ptag[j]}{kind_c}{key_c}"
+                phi = {}
+                fb = {}
+                inflow = {u: [] for u in routers}
+                arrive: dict[int, list] = {}
+                for u in routers:
+                    for kind, h in opts[u]:
+                        if kind == "fb":
+                            fb[u] = new_var(prob, f"fb_{tag}_{u}", lowBound=0)
+                            prob += fb[u] <= M * y[(u, B, "fb", -1)], f"fb_on_{tag}_{u}"
+                            continue
+                        f = new_var(prob, f"f_{tag}_{u}_{kind}{h}", lowBound=0)
+                        phi[(u, kind, h)] = f
+                        prob += f <= M * y[(u, B, kind, h)], f"flow_on_{tag}_{u}_{kind}{h}"
+                        if sw[h] == B:
+                            arrive.setdefault(h, []).append(f)
+                        else:
+                            inflow[h].append(f)
+                for u in routers:
+                    out = [phi[(u, k_, h)] for k_, h in opts[u] if k_ != "fb"] + [fb[u]]
+                    carried.setdefault((u, B), []).extend(out)
+                    prob += pulp.lpSum(out) == supply.get(u, 0.0) + pulp.lpSum(inflow[u]), f"conserve_{tag}_{u}"
+                # loads
+                for (u, kind, h), f in phi.items():
+                    if kind == "eps":
+                        up[j][u].append(f)
+                        down[j][h].append(f)
                     else:
-                        inflow[h].append(f)
-            for u in routers:
-                out = [phi[(u, k_, h)] for k_, h in opts[u] if k_ != "fb"] + [fb[u]]
-                carried.setdefault((u, B), []).extend(out)
-                prob += pulp.lpSum(out) == supply.get(u, 0.0) + pulp.lpSum(inflow[u]), f"conserve_{tag}_{u}"
-            # loads
-            for (u, kind, h), f in phi.items():
-                if kind == "eps":
-                    up[u].append(f)
-                    down[h].append(f)
-                else:
-                    circ_load.setdefault((u, h), []).append(f)
-            for u, f in fb.items():
-                up[u].append(f)
-                uu[sw[u]].append(f)
-                ud[B].append(f)
-            for pnode, fl in arrive.items():
-                if kind_c == "t" and pnode == key_c:
-                    down[pnode].append(-pulp.lpSum(fl))  # arrives on its own circuit: no EPS delivery
-                else:
-                    up[pnode].append(pulp.lpSum(fl))  # delivered from the arrival node
-    # capacities
-    # every source routes its own large traffic (it is in the flows); deliveries are in own_in_tot
-    base_up = p.base_up_B * sb
-    base_down = p.base_down_B * sb + own_in_tot
-    for u in range(n):
-        e_up = pulp.lpSum(up[u]) + float(base_up[u])
-        e_dn = pulp.lpSum(down[u]) + float(base_down[u])
-        if up[u]:
-            prob += e_up <= float(bw[u]) * T, f"cap_up_{u}"
-        else:
-            T.lowBound = max(T.lowBound or 0.0, float(base_up[u] / bw[u]))
-        if down[u]:
-            prob += e_dn <= float(bw[u]) * T, f"cap_down_{u}"
-        else:
-            T.lowBound = max(T.lowBound or 0.0, float(base_down[u] / bw[u]))
+                        circ_load[j].setdefault((u, h), []).append(f)
+                for u, f in fb.items():
+                    up[j][u].append(f)
+                    uu[j][sw[u]].append(f)
+                    ud[j][B].append(f)
+                for pnode, fl in arrive.items():
+                    if kind_c == "t" and pnode == key_c:
+                        down[j][pnode].append(-pulp.lpSum(fl))  # arrives on its own circuit: no EPS delivery
+                    else:
+                        up[j][pnode].append(pulp.lpSum(fl))  # delivered from the arrival node
+    # capacities, per traffic part with its own bottleneck
+    # every source routes its own large traffic (it is in the flows); deliveries are in own_in
     up_links = []
-    for a in range(s):
-        eu = pulp.lpSum(uu[a]) + float(p.base_uplink_up_B[a] * sb)
-        ed = pulp.lpSum(ud[a]) + float(p.base_uplink_down_B[a] * sb)
-        up_links.append(eu)
-        if p.uplinks_shared:
-            prob += eu <= p.up_bw_Bps * T_max * sb * T, f"cap_uplink_up_{a}"
-            prob += ed <= p.up_bw_Bps * T_max * sb * T, f"cap_uplink_down_{a}"
-    for (u, v), fl in circ_load.items():
-        prob += pulp.lpSum(fl) <= beta * T, f"cap_circuit_{u}_{v}"
-    T.lowBound = max(T.lowBound or 0.0, float((p.base_intra_B / p.intra_bw_Bps).max(initial=0.0)) / T_max)
+    for j, (d, Tj) in enumerate(zip(parts, Ts)):
+        tg = ptag[j]
+        base_up = d.base_up_B * sb
+        base_down = d.base_down_B * sb + own_in_p[j]
+        for u in range(n):
+            e_up = pulp.lpSum(up[j][u]) + float(base_up[u])
+            e_dn = pulp.lpSum(down[j][u]) + float(base_down[u])
+            if up[j][u]:
+                prob += e_up <= float(bw[u]) * Tj, f"{tg}cap_up_{u}"
+            else:
+                Tj.lowBound = max(Tj.lowBound or 0.0, float(base_up[u] / bw[u]))
+            if down[j][u]:
+                prob += e_dn <= float(bw[u]) * Tj, f"{tg}cap_down_{u}"
+            else:
+                Tj.lowBound = max(Tj.lowBound or 0.0, float(base_down[u] / bw[u]))
+        for a in range(s):
+            eu = pulp.lpSum(uu[j][a]) + float(d.base_uplink_up_B[a] * sb)
+            ed = pulp.lpSum(ud[j][a]) + float(d.base_uplink_down_B[a] * sb)
+            up_links.append(eu)
+            if p.uplinks_shared:
+                prob += eu <= p.up_bw_Bps * T_max * sb * Tj, f"{tg}cap_uplink_up_{a}"
+                prob += ed <= p.up_bw_Bps * T_max * sb * Tj, f"{tg}cap_uplink_down_{a}"
+        for (u, v), fl in circ_load[j].items():
+            prob += pulp.lpSum(fl) <= beta * Tj, f"{tg}cap_circuit_{u}_{v}"
+        Tj.lowBound = max(Tj.lowBound or 0.0, float((d.base_intra_B / p.intra_bw_Bps).max(initial=0.0)) / T_max)
+    if len(parts) > 1:
+        T.lowBound = max(T.lowBound or 0.0, min(1.0, sum(Tj.lowBound or 0.0 for Tj in Ts)))
     uplink = pulp.lpSum(up_links)
     prob += T
     model = Model("node", prob, T, uplink, {"x": x, "y": y, "carried": carried},
-                  {"routers": routers_of, "T_scale": T_max, "byte_scale": U, "n_nodes": n, "n_switches": s})
+                  {"routers": routers_of, "sources": sources_of, "node_switch": sw, "T_scale": T_max, "byte_scale": U,
+                   "n_nodes": n, "n_switches": s, "steps": len(parts)})
     return model, functools.partial(decode, model)
 
 
@@ -235,17 +265,28 @@ def decode(model: Model, result=None) -> NodeSolution:
     """Circuits, next-hop array and carried mask of a solved node model (``result`` is not needed: the
     back-ends write the solution into the model's variables).
 
-    Next hops only where traffic flows: a next hop chosen for a node that
-    carries nothing is arbitrary (it may even close a cycle of empty entries).
+    Next hops only where traffic goes: along the chosen next hops from every node with large traffic for a
+    switch, until it falls back to the uplinks or arrives under that switch. A next hop chosen for a node
+    that carries nothing is arbitrary, and a solver may leave a circulation of flow between two such nodes
+    (each the other's next hop: any amount satisfies conservation when neither has traffic of its own), so
+    a node's flow variables cannot tell whether it carries traffic; reachability from the sources can.
     """
-    x, y, carried = model.vars["x"], model.vars["y"], model.vars["carried"]
+    x, y = model.vars["x"], model.vars["y"]
     n_nodes, n_switches = model.info["n_nodes"], model.info["n_switches"]
+    sw = model.info["node_switch"]
     circuits = sorted(k for k, v in x.items() if (v.value() or 0) > 0.5)
+    choice = {(u, B): (kind, h) for (u, B, kind, h), var in y.items() if (var.value() or 0) > 0.5}
     nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
     flows = np.zeros((n_nodes, n_switches), dtype=bool)
-    for (u, B), fl in carried.items():
-        flows[u, B] = sum((f.value() or 0.0) for f in fl) > 1e-9
-    for (u, B, kind, h), var in y.items():
-        if kind != "fb" and (var.value() or 0) > 0.5 and flows[u, B]:
-            nh[u, B] = h
+    for B, sources in model.info["sources"].items():
+        for u in sources:
+            while not flows[u, B]:      # a node already walked passes the traffic on the same way
+                flows[u, B] = True
+                kind, h = choice.get((u, B), ("fb", -1))
+                if kind == "fb":
+                    break
+                nh[u, B] = h
+                if kind == "c" and sw[h] == B:
+                    break               # arrived off the circuit; delivered over the EPS
+                u = h
     return NodeSolution(circuits, nh, flows)

@@ -100,22 +100,24 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
     LP relaxation (continuous circuit counts and host slots); ``slots``: circuits as ordered slots of
     capacity ``ocs_bw x T`` each (exact; default up to 300 pairs) instead of one integer count per pair.
 
+    With ``data.steps`` (step groups of the application, :class:`~topoplan.formulations.circuits_common.
+    CircuitData`), the circuits are shared and every step group gets its own flows, relay hosts and
+    bottleneck ``T_k``; ``T`` is their sum (the step time). Flows and relay hosts of different steps are
+    chosen independently (as for the whole traffic, a relaxation), so its optimum is a lower bound for
+    every plan's step time.
+
     Returns ``(model, decode)``: the :class:`~topoplan.formulations.circuits_common.Model` and its decoder
     (``decode(result=None)`` -> :class:`SwitchSolution`).
     """
     p = data
     s = p.n_switches
     P = p.ports
-    H = p.hop_limit
     U = p.ocs_bw_Bps * T_max
     sb = 1.0 / U
-    beta = p.ocs_bw_Bps * T_max * sb
     cat_b = "Continuous" if relax else "Binary"
     ocs_of = [o.tolist() for o in p.ocs_of_switch]
     k = np.array([len(o) for o in ocs_of])
     pairs = candidate_pairs(p) if pairs is None else pairs
-    W = p.switch_bytes * sb
-    own_out, own_in = p.own_out * sb, p.own_in * sb
     prob = pulp.LpProblem(name, pulp.LpMinimize)
     T = new_var(prob, "T", lowBound=T_floor / T_max, upBound=1.0)
     # circuits per switch pair: ordered slots, each at most ocs_bw x T (exact); or, for many pairs
@@ -143,6 +145,36 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
             prob += n_of[a] <= P * int(k[a]), f"ports_{a}"
     if pairs and p.circuit_limit < sum(caps.values()):
         prob += pulp.lpSum(nvar.values()) <= p.circuit_limit, "max_circuits"
+    parts = tuple(p.steps) or (p,)
+    if len(parts) == 1:
+        Ts = [T]
+    else:
+        Ts = [new_var(prob, f"T_s{j}", lowBound=0, upBound=1.0) for j in range(len(parts))]
+        prob += T == pulp.lpSum(Ts), "step_time"
+    ctx = dict(prob=prob, p=p, s=s, P=P, sb=sb, T_max=T_max, cat_b=cat_b, ocs_of=ocs_of, k=k, pairs=pairs,
+               nvar=nvar, z=z, caps=caps, slots=slots, n_of=n_of)
+    flows, falls, up_links = [], [], []
+    for j, (part, Tj) in enumerate(zip(parts, Ts)):
+        f, g, ups = _traffic(ctx, part, Tj, "" if len(parts) == 1 else f"s{j}_")
+        flows.append(f)
+        falls.append(g)
+        up_links += ups
+    prob += T
+    model = Model("switch", prob, T, pulp.lpSum(up_links), {"n": nvar, "f": flows, "g": falls},
+                  {"pairs": pairs, "T_scale": T_max, "byte_scale": U, "steps": len(parts)})
+    return model, functools.partial(decode, model)
+
+
+def _traffic(ctx, part: CircuitData, T, tag: str):
+    """Flows, circuit capacities, relay hosts and uplinks of one traffic (the whole, or one step group)
+    with its bottleneck ``T``; returns its flow and fall-back variables and its uplink-up expressions."""
+    prob, p, s, P, sb, T_max = ctx["prob"], ctx["p"], ctx["s"], ctx["P"], ctx["sb"], ctx["T_max"]
+    cat_b, ocs_of, k, pairs = ctx["cat_b"], ctx["ocs_of"], ctx["k"], ctx["pairs"]
+    nvar, z, caps, slots, n_of = ctx["nvar"], ctx["z"], ctx["caps"], ctx["slots"], ctx["n_of"]
+    H = p.hop_limit
+    beta = p.ocs_bw_Bps * T_max * sb
+    W = part.switch_bytes * sb
+    own_out, own_in = part.own_out * sb, part.own_in * sb
     arcs = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
     dests = [b for b in range(s) if W[:, b].sum() > 0]
     # Layers: a flow's circuit count so far. With a hop limit H, states 0..H (exact); without,
@@ -173,7 +205,7 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
             for L in layers:
                 if H is not None and reach[c] > H - L:
                     continue  # from c, B is out of reach with the circuits left
-                v = new_var(prob, f"f_{B}_{L}_{a}_{c}", lowBound=0)
+                v = new_var(prob, f"{tag}f_{B}_{L}_{a}_{c}", lowBound=0)
                 f[(B, L, a, c)] = v
                 out_of.setdefault((B, dep[L], a), []).append(v)
                 if c != B:
@@ -184,25 +216,25 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
             if a == B:
                 continue
             for st in states:
-                v = new_var(prob, f"g_{B}_{st}_{a}", lowBound=0)
+                v = new_var(prob, f"{tag}g_{B}_{st}_{a}", lowBound=0)
                 g[(B, st, a)] = v
                 supply = float(W[a, B]) if st == 0 else 0.0
                 prob += (pulp.lpSum(out_of.get((B, st, a), []) + [v])
                          == supply + pulp.lpSum(in_of.get((B, st, a), []))), \
-                    f"conserve_{B}_{st}_{a}"
+                    f"{tag}conserve_{B}_{st}_{a}"
     # circuit capacity per direction
     for (a, b) in pairs:
         for (u, v) in ((a, b), (b, a)):
             load = pulp.lpSum(by_arc.get((u, v), []))
             if slots:
-                e = [new_var(prob, f"e_{u}_{v}_{j}", lowBound=0) for j in range(len(z[(a, b)]))]
+                e = [new_var(prob, f"{tag}e_{u}_{v}_{j}", lowBound=0) for j in range(len(z[(a, b)]))]
                 for j, ej in enumerate(e):
-                    prob += ej <= beta * T, f"slot_T_{u}_{v}_{j}"
-                    prob += ej <= beta * z[(a, b)][j], f"slot_on_{u}_{v}_{j}"
-                prob += load <= pulp.lpSum(e), f"arc_{u}_{v}"
+                    prob += ej <= beta * T, f"{tag}slot_T_{u}_{v}_{j}"
+                    prob += ej <= beta * z[(a, b)][j], f"{tag}slot_on_{u}_{v}_{j}"
+                prob += load <= pulp.lpSum(e), f"{tag}arc_{u}_{v}"
             else:
-                prob += load <= beta * nvar[(a, b)], f"arc_{u}_{v}"
-                prob += load <= beta * caps[(a, b)] * T, f"arc_T_{u}_{v}"
+                prob += load <= beta * nvar[(a, b)], f"{tag}arc_{u}_{v}"
+                prob += load <= beta * caps[(a, b)] * T, f"{tag}arc_T_{u}_{v}"
     # relay hosts per switch
     multi = H is None or H > 1
     for a in range(s):
@@ -221,53 +253,53 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
             c = q[0] + q[1] - a
             on_ac = by_arc_c.get((a, c), {})
             on_ca = by_arc_c.get((c, a), {})
-            so1 = new_var(prob, f"skip_out_{a}_{c}", lowBound=0)
-            prob += so1 <= pulp.lpSum(on_ac.get((c, True), [])), f"skip_out_arc_{a}_{c}"
-            _envelope(prob, so1, nvar[q], -np.sort(-own_out[nodes, c]), f"env_out_{a}_{c}")
+            so1 = new_var(prob, f"{tag}skip_out_{a}_{c}", lowBound=0)
+            prob += so1 <= pulp.lpSum(on_ac.get((c, True), [])), f"{tag}skip_out_arc_{a}_{c}"
+            _envelope(prob, so1, nvar[q], -np.sort(-own_out[nodes, c]), f"{tag}env_out_{a}_{c}")
             parts_o.append(so1)
-            si1 = new_var(prob, f"skip_in_{a}_{c}", lowBound=0)
-            prob += si1 <= pulp.lpSum(on_ca.get((a, True), [])), f"skip_in_arc_{a}_{c}"
-            _envelope(prob, si1, nvar[q], -np.sort(-own_in[nodes, c]), f"env_in_{a}_{c}")
+            si1 = new_var(prob, f"{tag}skip_in_{a}_{c}", lowBound=0)
+            prob += si1 <= pulp.lpSum(on_ca.get((a, True), [])), f"{tag}skip_in_arc_{a}_{c}"
+            _envelope(prob, si1, nvar[q], -np.sort(-own_in[nodes, c]), f"{tag}env_in_{a}_{c}")
             parts_i.append(si1)
             if multi:  # own traffic sent on beyond the partner switch / arriving from beyond it
-                so2 = new_var(prob, f"skip_out_via_{a}_{c}", lowBound=0)
+                so2 = new_var(prob, f"{tag}skip_out_via_{a}_{c}", lowBound=0)
                 prob += so2 <= pulp.lpSum(v for (B_, first), vs in on_ac.items() if first and B_ != c for v in vs), \
-                    f"skip_out_via_arc_{a}_{c}"
-                _envelope(prob, so2, nvar[q], -np.sort(-(own_o_tot - own_out[nodes, c])), f"env_out_via_{a}_{c}")
-                si2 = new_var(prob, f"skip_in_via_{a}_{c}", lowBound=0)
+                    f"{tag}skip_out_via_arc_{a}_{c}"
+                _envelope(prob, so2, nvar[q], -np.sort(-(own_o_tot - own_out[nodes, c])), f"{tag}env_out_via_{a}_{c}")
+                si2 = new_var(prob, f"{tag}skip_in_via_{a}_{c}", lowBound=0)
                 prob += si2 <= pulp.lpSum(v for (B_, first), vs in on_ca.items()
                                           if not first and B_ == a for v in vs), \
-                    f"skip_in_via_arc_{a}_{c}"
-                _envelope(prob, si2, nvar[q], -np.sort(-(own_i_tot - own_in[nodes, c])), f"env_in_via_{a}_{c}")
+                    f"{tag}skip_in_via_arc_{a}_{c}"
+                _envelope(prob, si2, nvar[q], -np.sort(-(own_i_tot - own_in[nodes, c])), f"{tag}env_in_via_{a}_{c}")
                 parts_o.append(so2)
                 parts_i.append(si2)
         sig_d, sig_u = pulp.lpSum(parts_o), pulp.lpSum(parts_i)
-        _envelope(prob, sig_d, n_of[a], -np.sort(-own_o_tot), f"env_out_{a}")
-        _envelope(prob, sig_u, n_of[a], -np.sort(-own_i_tot), f"env_in_{a}")
+        _envelope(prob, sig_d, n_of[a], -np.sort(-own_o_tot), f"{tag}env_out_{a}")
+        _envelope(prob, sig_u, n_of[a], -np.sort(-own_i_tot), f"{tag}env_in_{a}")
         tau = None
         if P > 1 and multi:  # a host with two circuits can pass transit straight through
-            tau = new_var(prob, f"through_{a}", lowBound=0)
-            prob += tau <= pulp.lpSum(in_arcs), f"through_le_{a}"
+            tau = new_var(prob, f"{tag}through_{a}", lowBound=0)
+            prob += tau <= pulp.lpSum(in_arcs), f"{tag}through_le_{a}"
         # hosts' EPS links: base load plus own large traffic, minus what skips (both skips relieve both
         # links: own traffic sent over the own circuit never uses the EPS; traffic arriving for the host
         # itself needs no delivery), plus the relayed bytes; host slots sorted by that load, best first
         own_o_b, own_i_b = own_out[nodes].sum(axis=1), own_in[nodes].sum(axis=1)
-        sides = (("down", p.base_down_B[nodes] * sb + own_i_b, out_arcs),
-                 ("up", p.base_up_B[nodes] * sb + own_o_b, in_arcs))
+        sides = (("down", part.base_down_B[nodes] * sb + own_i_b, out_arcs),
+                 ("up", part.base_up_B[nodes] * sb + own_o_b, in_arcs))
         for side, load0, traffic in sides:
             d = np.sort(load0)
-            h = [new_var(prob, f"host_{side}_{a}_{i}", cat=cat_b, lowBound=0, upBound=1) for i in range(len(nodes))]
-            rho = [new_var(prob, f"relay_{side}_{a}_{i}", lowBound=None) for i in range(len(nodes))]
+            h = [new_var(prob, f"{tag}host_{side}_{a}_{i}", cat=cat_b, lowBound=0, upBound=1) for i in range(len(nodes))]
+            rho = [new_var(prob, f"{tag}relay_{side}_{a}_{i}", lowBound=None) for i in range(len(nodes))]
             for i in range(len(nodes)):
                 di = float(d[i])
-                prob += rho[i] <= bwA * T - di * h[i], f"host_T_{side}_{a}_{i}"
-                prob += rho[i] <= max(0.0, bwA - di) * h[i], f"host_on_{side}_{a}_{i}"
-                prob += rho[i] >= -di * h[i], f"host_lo_{side}_{a}_{i}"
+                prob += rho[i] <= bwA * T - di * h[i], f"{tag}host_T_{side}_{a}_{i}"
+                prob += rho[i] <= max(0.0, bwA - di) * h[i], f"{tag}host_on_{side}_{a}_{i}"
+                prob += rho[i] >= -di * h[i], f"{tag}host_lo_{side}_{a}_{i}"
                 if i:
-                    prob += h[i - 1] >= h[i], f"host_order_{side}_{a}_{i}"
-            prob += pulp.lpSum(h) <= n_of[a], f"hosts_{side}_{a}"
+                    prob += h[i - 1] >= h[i], f"{tag}host_order_{side}_{a}_{i}"
+            prob += pulp.lpSum(h) <= n_of[a], f"{tag}hosts_{side}_{a}"
             rhs = pulp.lpSum(traffic) - sig_d - sig_u - (tau if tau is not None else 0)
-            prob += pulp.lpSum(rho) >= rhs, f"relay_{side}_{a}"
+            prob += pulp.lpSum(rho) >= rhs, f"{tag}relay_{side}_{a}"
     # uplinks
     g_up: dict[int, list] = {}
     g_dn: dict[int, list] = {}
@@ -276,16 +308,13 @@ def build(data: CircuitData, *, T_max: float, T_floor: float = 0.0, pairs=None, 
         g_dn.setdefault(B, []).append(v)
     up_links = []
     for a in range(s):
-        eu = float(p.base_uplink_up_B[a] * sb) + pulp.lpSum(g_up.get(a, []))
-        ed = float(p.base_uplink_down_B[a] * sb) + pulp.lpSum(g_dn.get(a, []))
+        eu = float(part.base_uplink_up_B[a] * sb) + pulp.lpSum(g_up.get(a, []))
+        ed = float(part.base_uplink_down_B[a] * sb) + pulp.lpSum(g_dn.get(a, []))
         up_links.append(eu)
         if p.uplinks_shared:
-            prob += eu <= p.up_bw_Bps * T_max * sb * T, f"cap_uplink_up_{a}"
-            prob += ed <= p.up_bw_Bps * T_max * sb * T, f"cap_uplink_down_{a}"
-    prob += T
-    model = Model("switch", prob, T, pulp.lpSum(up_links), {"n": nvar, "f": f, "g": g},
-                  {"pairs": pairs, "T_scale": T_max, "byte_scale": U})
-    return model, functools.partial(decode, model)
+            prob += eu <= p.up_bw_Bps * T_max * sb * T, f"{tag}cap_uplink_up_{a}"
+            prob += ed <= p.up_bw_Bps * T_max * sb * T, f"{tag}cap_uplink_down_{a}"
+    return f, g, up_links
 
 
 def size(data: CircuitData, pairs: str = "auto") -> int:
@@ -293,9 +322,9 @@ def size(data: CircuitData, pairs: str = "auto") -> int:
     S = data.n_switches
     mode = pairs if pairs != "auto" else ("all" if S <= 8 else "traffic")
     n_pairs = len(candidate_pairs(data, mode))
-    dests = int((data.switch_bytes.sum(axis=0) > 0).sum())
     layers = 2 if data.hop_limit is None else data.hop_limit
-    return 2 * n_pairs * dests * layers
+    return sum(2 * n_pairs * int((part.switch_bytes.sum(axis=0) > 0).sum()) * layers
+               for part in (tuple(data.steps) or (data,)))
 
 
 def decode(model: Model, result=None) -> SwitchSolution:
@@ -303,9 +332,10 @@ def decode(model: Model, result=None) -> SwitchSolution:
     is not needed: the back-ends write the solution into the model's variables)."""
     counts = {q: float(pulp.value(e) or 0.0) for q, e in model.vars["n"].items()}
     fallback: dict[tuple[int, int], float] = {}
-    for (B, L, a), v in model.vars["g"].items():
-        if L == 0:
-            fallback[(a, B)] = fallback.get((a, B), 0.0) + (v.value() or 0.0)
+    for g in model.vars["g"]:          # one dict per step group (all steps' fall-backs together)
+        for (B, L, a), v in g.items():
+            if L == 0:
+                fallback[(a, B)] = fallback.get((a, B), 0.0) + (v.value() or 0.0)
     return SwitchSolution(counts, fallback)
 
 

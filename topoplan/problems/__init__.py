@@ -5,12 +5,12 @@
 ``topoplan.problems.bcast`` (Bcast rank reordering) each have a ``build``
 function, a method registry and a ``solve`` function returning a
 :class:`~topoplan.problems.result.PlanResult`; :func:`solve` dispatches on the
-problem's type. :mod:`topoplan.problems.validate` checks plan documents.
+problem's type. :mod:`topoplan.plans.validate` checks plan documents.
 
 Examples
 --------
 >>> from topoplan.core.topology_io import load_topology
->>> from topoplan.traffic.matrix import load_traffic
+>>> from topoplan.traffic.sources import load_traffic
 >>> from topoplan.problems.placement import PlacementProblem
 >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
 >>> solve(p, "sequential").method
@@ -38,7 +38,7 @@ def solve(problem, method: str | None = None, **options):
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> from topoplan.problems.circuits import CircuitProblem
     >>> p = CircuitProblem.build(load_topology("paper003"), load_traffic("ring:np=64,bytes=4MB"))
     >>> solve(p, "none").plan["circuits"]

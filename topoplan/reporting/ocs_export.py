@@ -4,7 +4,7 @@
 (``topoplan circuits -o``, or any plan with ``circuits``, such as a ``place -m joint`` plan), a
 schedule document (``topoplan phases --schedule -o``, or the bare schedule result with its
 ``schedule`` list) and writes the **OCS document**. A static plan is exported as a one-entry
-schedule. The plan is validated first (:func:`topoplan.problems.validate.validate`): an invalid
+schedule. The plan is validated first (:func:`topoplan.plans.validate.validate`): an invalid
 plan is never exported.
 
 The document (``format`` ``"topoplan-ocs"``, ``version`` 1)::
@@ -66,7 +66,7 @@ triples, switch indices into ``switch_names``: what the slot carries). The entry
 cross-connects are its first slot's, and the next entry's differences are against its last slot.
 
 :func:`schedule_from_ocs` turns an OCS document back into a schedule document that
-:func:`topoplan.problems.circuits.schedule.validate_schedule` accepts and :mod:`topoplan.sim.schedule`
+:func:`topoplan.plans.schedule.validate_schedule` accepts and :mod:`topoplan.sim.schedule`
 replays: the document holds everything the replay needs.
 """
 
@@ -294,7 +294,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
         How errors name the plan (its file).
     check_inputs : bool, optional
         Refuse a plan whose recorded ``inputs`` fingerprint another topology (see
-        :func:`topoplan.problems.validate.validate`).
+        :func:`topoplan.plans.validate.validate`).
 
     Returns
     -------
@@ -304,7 +304,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     ------
     TopoplanError
         Naming ``where`` and the field, for an invalid plan or schedule (see
-        :func:`topoplan.problems.validate.validate`), a document that is neither, too few or
+        :func:`topoplan.plans.validate.validate`), a document that is neither, too few or
         invalid host names, an unknown ``rules``, or more than :data:`MAX_HOST_RULES` host rules.
 
     Examples
@@ -326,8 +326,8 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     topoplan.core.errors.TopoplanError: bad.json: field 'circuits[1]': node 0 has 2 circuits but 1 optical port
     """
     from topoplan.core.topology import check_host_names
-    from topoplan.problems.circuits.schedule import entry_end, static_schedule
-    from topoplan.problems.validate import validate
+    from topoplan.plans.schedule import entry_end, static_schedule
+    from topoplan.plans.validate import validate
 
     if rules not in RULES:
         raise TopoplanError(f"unknown forwarding rules {rules!r} (rules: {', '.join(RULES)})")

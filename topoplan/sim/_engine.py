@@ -230,5 +230,5 @@ def build() -> str:
     return f"ahead-of-time engine built: {built[0].name} ({aot_status()})"
 
 
-if __name__ == "__main__":   # pragma: no cover - run by make install (topoplan.core.warmup)
+if __name__ == "__main__":   # pragma: no cover - run by make install (topoplan.warmup)
     print(build())

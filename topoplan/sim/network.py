@@ -26,7 +26,7 @@ On a hybrid network a large inter-switch message follows the circuit plan's
 forwarding tables through relay (OCS) nodes (:func:`follow_forwarding`, the
 one implementation of that walk; the circuit bound uses it too, through
 :meth:`Network.relay_routes`); how a relay forwards is the model's ``relay``
-choice (:class:`topoplan.sim.model.SimModel`):
+choice (:class:`topoplan.sim.simmodel.SimModel`):
 
 - ``pipelined``: the message is one transfer over the concatenated route;
   each relay adds one chunk's serialization (``relay_chunk_B`` / bandwidth
@@ -51,7 +51,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 
 __all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
            "build_network"]
@@ -389,7 +389,8 @@ class Network:
     circuits : CircuitPlan, optional
     threshold_B : float, optional
         Messages of at least this size take the circuits.
-    model : SimModel, optional
+    sim_model : SimModel, optional
+        The modelling choices (:func:`build_network`'s ``model``).
 
     Build one with :func:`build_network`.
 
@@ -416,7 +417,7 @@ class Network:
     mtu_B: float
     circuits: CircuitPlan | None = None
     threshold_B: float = np.inf
-    model: SimModel = field(default_factory=SimModel)
+    sim_model: SimModel = field(default_factory=SimModel)
     _idx: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -753,7 +754,7 @@ class Network:
         links = np.empty(int(ptr[-1]), dtype=np.int64)
         links[ptr[:-1][is_ocs]] = seg_link[is_ocs]
         links[_ranges(ptr[eps], np.diff(eptr))] = elinks
-        if self.model.relay == "pipelined":  # one transfer per message over the concatenated route
+        if self.sim_model.relay == "pipelined":  # one transfer per message over the concatenated route
             first, last = msg_ptr[:-1], msg_ptr[1:] - 1
             msg_lengths = ptr[msg_ptr[1:]] - ptr[msg_ptr[:-1]]
             return (np.arange(len(src) + 1), seg_src[first], seg_dst[last],
@@ -787,7 +788,7 @@ class Network:
     def paper_queues(self) -> np.ndarray:
         """Queue id per link for the paper model (:mod:`topoplan.sim.paper`): the link itself (``link`` contention) or
         the device the link enters (``device``); ``-1`` for fat pipes, which never postpone a message."""
-        if self.model.paper_contention == "link":
+        if self.sim_model.paper_contention == "link":
             q = np.arange(self.n_links)
         else:
             heads = {}
@@ -807,7 +808,7 @@ class Network:
         first = np.zeros(len(route_links), dtype=bool)
         first[route_ptr[:-1][lengths > 0]] = True
         relay = self.relay_positions(route_ptr, route_links)
-        unit = np.where(relay, self.model.relay_chunk_B, self.mtu_B)
+        unit = np.where(relay, self.sim_model.relay_chunk_B, self.mtu_B)
         pkt = np.minimum(np.repeat(np.broadcast_to(nbytes, lengths.shape), lengths), unit)
         sf = np.bincount(owner, weights=np.where(first, 0.0, pkt / self.bw_Bps[route_links]), minlength=len(lengths))
         return lat + sw_in * self.switch_delay_s + sf
@@ -988,4 +989,4 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
     idx["switch_in"] = sw_in
     return Network(topo=topo, bw_Bps=bw_Bps, latency_s=lat_s, shared=shared, link_class=cls, link_name=b.name,
                    link_ends=b.ends, switch_delay_s=delay, mtu_B=mtu, circuits=plan, threshold_B=thr,
-                   model=SimModel.coerce(model), _idx=idx)
+                   sim_model=SimModel.coerce(model), _idx=idx)

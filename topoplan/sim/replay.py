@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topoplan.core import memory
 from topoplan.core.arrays import unique_inverse
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic import limits
 from topoplan.traffic.trace import OP_CODE, OPS, Trace
 
 __all__ = ["ReplayResult", "check_sends_matched", "check_options", "replay", "bulk_trace"]
@@ -252,7 +254,7 @@ class Replayer:
         from topoplan.sim.maxmin import FlowEngine
 
         self.trace, self.net = trace, net
-        self.paper = net.model.model == "paper"
+        self.paper = net.sim_model.engine == "paper"
         self.node = np.asarray(placement.rank_to_node, dtype=np.int64)
         self.eager_B = float(eager_threshold_B)
         self.thresholds = thresholds
@@ -263,7 +265,7 @@ class Replayer:
             if timeline_dt_s:
                 raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
             self.engine = PaperEngine(net.linkset(), queue_of_link=net.paper_queues(),
-                                      chunk_B=net.model.relay_chunk_B)
+                                      chunk_B=net.sim_model.relay_chunk_B)
         elif timeline_dt_s:
             self.engine = FlowEngine(net.linkset(), timeline_dt_s=timeline_dt_s)
         else:
@@ -683,7 +685,6 @@ class _Compiler:
         classes and the streamed collectives' table grow by what it needs."""
         from topoplan.sim import _engine as core
         from topoplan.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
-        from topoplan.traffic.generators import MAX_TRACE_ROWS as limit
 
         n, net, node = self.n, self.net, self.node
         bounds = np.searchsorted(trace.rank, np.arange(n + 1))
@@ -721,7 +722,7 @@ class _Compiler:
                 continue
             if trace.peer[i] < 0 and OPS[op[i]] in PEER_STEP_OPS:   # every message of an expanded call is held
                 held += peer_messages(OPS[op[i]], len(colls.member(r, i)[0]), float(trace.bytes[i]), self.thresholds)
-                if held > limit:
+                if held > limits.MAX_TRACE_ROWS:
                     check_peer_step_messages(trace)
             steps, members, last = colls.expand(r, i, int(bounds[r + 1]))
             count[i + 1: last + 1] = 0
@@ -816,13 +817,11 @@ class _Compiler:
 
     def _check_memory(self, trace: Trace, n_ops: int, n_entries: int) -> None:
         """Refuse, before the program's arrays are made, a program the memory available cannot hold."""
-        from topoplan.traffic.generators import PIECE_ROWS, memory_left
-
         need = n_ops * PROGRAM_OP_BYTES + n_entries * PROGRAM_ENTRY_BYTES + len(trace) * PROGRAM_ROW_BYTES
-        have = memory_left()
+        have = memory.memory_left()
         if have is not None and need > have:
             how = ("replay it with fewer iterations" if self.pieces else
-                   f"a generated trace replays in pieces of {PIECE_ROWS:,} rows (topoplan simulate does so above "
+                   f"a generated trace replays in pieces of {limits.PIECE_ROWS:,} rows (topoplan simulate does so above "
                    "that, except with --phases); a trace file needs fewer iterations or more memory")
             raise TopoplanError(f"{trace.source or 'trace'}: replaying its {len(trace):,} calls ({n_ops:,} "
                                 f"micro-ops) needs about {need / 2**30:.1f} GiB for the compiled program, more than "
@@ -912,7 +911,7 @@ class _Compiler:
         return (gen, np.concatenate(self.mem) if self.mem else np.zeros(0, np.int64), self.node, parts,
                 np.ascontiguousarray(net.latency_s, dtype=np.float64), np.ascontiguousarray(net.bw_Bps, dtype=np.float64),
                 np.ascontiguousarray(net._switches_in, dtype=np.float64), np.ascontiguousarray(net.shared, dtype=bool),
-                np.array([net.switch_delay_s, net.mtu_B, net.model.relay_chunk_B], dtype=np.float64), xcaps)
+                np.array([net.switch_delay_s, net.mtu_B, net.sim_model.relay_chunk_B], dtype=np.float64), xcaps)
 
 
 def compile_program(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, compute_scale: float = 1.0,
@@ -1213,7 +1212,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
         the result, in the same order). Phases on a timeline are their first calls' marks.
     piece_rows : int, optional
-        Rows per piece of a Recording (default :data:`~topoplan.traffic.generators.PIECE_ROWS`).
+        Rows per piece of a Recording (default :data:`~topoplan.traffic.limits.PIECE_ROWS`).
 
     Returns
     -------
@@ -1235,7 +1234,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     from topoplan.sim.maxmin import _numba_available
 
-    paper = net.model.model == "paper"
+    paper = net.sim_model.engine == "paper"
     if not isinstance(trace, Trace):   # a generator's recording
         if method == "python" or paper or marks is not None or not _numba_available():
             trace = trace.build()
@@ -1293,12 +1292,10 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     s, d, b, _ = traffic.matrix()
     iters = int(iters)
     keep = s != d
-    from topoplan.traffic.generators import MAX_TRACE_ROWS
-
     rows = float(iters) * (2 * int(keep.sum()) + traffic.n_ranks)
-    if rows > MAX_TRACE_ROWS:
+    if rows > limits.MAX_TRACE_ROWS:
         raise TopoplanError(f"field 'iters': {iters} phases of this matrix would be {rows:.3g} trace rows, over the "
-                            f"limit of {MAX_TRACE_ROWS:,}")
+                            f"limit of {limits.MAX_TRACE_ROWS:,}")
     by_rank = defaultdict(list)
     for a, c, x in zip(s[keep].tolist(), d[keep].tolist(), (b[keep] / iters).tolist()):
         by_rank[a].append(("isend", c, x))

@@ -70,7 +70,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
              compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
 
-    ``model`` is a :class:`topoplan.sim.model.SimModel` (or its dict; default ``SimModel()``:
+    ``model`` is a :class:`topoplan.sim.simmodel.SimModel` (or its dict; default ``SimModel()``:
     max-min sharing, pipelined relays); the result names it under ``sim_model``.
 
     Parameters
@@ -119,12 +119,12 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     References
     ----------
     The simulator model of 000 section 4 (alpha + n/beta per link, contention)
-    and 003 section 4.1.4; ``topoplan.sim.model`` lists the models.
+    and 003 section 4.1.4; ``topoplan.sim.simmodel`` lists the models.
 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> from topoplan.core.placement import sequential
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("neighbor2d:rows=16,cols=16,bytes=4MB")
@@ -135,7 +135,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     >>> tree["n_messages"], tree["top_switch_bytes"]
     (960, 384000000.0)
     """
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
     from topoplan.sim.network import build_network
     from topoplan.sim.replay import replay
 
@@ -283,13 +283,13 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     Raises
     ------
     TopoplanError
-        If the plan is invalid for the topology (:func:`topoplan.problems.validate.validate`), the ranks
+        If the plan is invalid for the topology (:func:`topoplan.plans.validate.validate`), the ranks
         do not fit, or the plan was made for another placement.
 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_source
+    >>> from topoplan.traffic.sources import load_source
     >>> t = load_topology("paper003")
     >>> trace, _ = load_source("ring:np=8,bytes=1MB")
     >>> res = simulate_plan(t, trace, {"rank_to_node": [0, 16, 32, 48, 1, 17, 33, 49]})
@@ -302,7 +302,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     """
     from topoplan.core.placement import Placement, placement_from_doc
 
-    from topoplan.problems.validate import validate
+    from topoplan.plans.validate import validate
 
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):

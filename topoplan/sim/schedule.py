@@ -1,9 +1,9 @@
 """Simulate a circuit schedule: the trace phase by phase, each under its configuration, with set-up blackouts.
 
 :func:`simulate_schedule` replays a trace split into phases (:class:`topoplan.traffic.phases.Phases`)
-under a schedule (:mod:`topoplan.problems.circuits.schedule`). Consecutive phases that keep the same
+under a schedule (:mod:`topoplan.plans.schedule`). Consecutive phases that keep the same
 configuration run as one segment, replayed by :func:`topoplan.sim.run.simulate_plan` (the one plan-to-simulator
-hand-off, which validates every configuration with :func:`topoplan.problems.validate.validate`);
+hand-off, which validates every configuration with :func:`topoplan.plans.validate.validate`);
 a one-entry (static) schedule is therefore exactly ``simulate_plan`` on the whole trace.
 
 What is approximated, exactly:
@@ -162,7 +162,7 @@ def slot_traces(trace, slots, rank_switch, *, n_switches: int | None = None, sho
     """
     import numpy as np
 
-    from topoplan.problems.circuits.decompose import slot_fractions
+    from topoplan.plans.schedule import slot_fractions
     from topoplan.traffic.collectives import MPICHThresholds
     from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, Trace
 
@@ -320,7 +320,7 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     phases : Phases or None
         None only for a one-entry schedule (the whole trace).
     schedule : dict or PlanResult
-        A schedule document (``schedule`` entries, :mod:`topoplan.problems.circuits.schedule`).
+        A schedule document (``schedule`` entries, :mod:`topoplan.plans.schedule`).
     placement : Placement, optional
         For a document without ``rank_to_node``.
     model : SimModel or dict, optional
@@ -349,7 +349,7 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     --------
     >>> from topoplan.core.topology_io import load_topology
     >>> from topoplan.traffic.generators import neighbor2d
-    >>> from topoplan.problems.circuits.schedule import static_schedule
+    >>> from topoplan.plans.schedule import static_schedule
     >>> from topoplan.sim.run import simulate_plan
     >>> t = load_topology("paper003")
     >>> tr = neighbor2d(16, 16, 4e6)
@@ -358,8 +358,8 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     >>> a == simulate_plan(t, tr, plan)["makespan_s"]
     True
     """
-    from topoplan.problems.circuits.schedule import entry_end, validate_schedule
-    from topoplan.sim.model import SimModel
+    from topoplan.plans.schedule import entry_end, validate_schedule
+    from topoplan.sim.simmodel import SimModel
 
     t0 = time.perf_counter()
     doc = schedule.to_dict() if hasattr(schedule, "to_dict") else schedule

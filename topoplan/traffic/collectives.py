@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic import limits
+from topoplan.traffic.trace import OPS, op_codes
 
 __all__ = ["OPERATIONS", "ROOTED", "PEER_STEP_OPS", "BCAST_ALGORITHMS", "MPICHThresholds", "Step",
            "alltoall_algorithm", "allgather_algorithm", "bcast_algorithm", "bcast_tree", "schedule", "messages",
@@ -859,8 +861,6 @@ def per_destination_calls(trace):
     >>> rows.tolist(), starts.tolist()
     ([0, 1, 2, 3], [0, 2])
     """
-    from topoplan.traffic.trace import op_codes
-
     rows = np.flatnonzero(np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0))
     new = np.ones(len(rows), dtype=bool)
     r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
@@ -901,8 +901,6 @@ def peer_step_messages(trace, thresholds: MPICHThresholds | None = None) -> int:
     >>> peer_step_messages(alltoall(16, 1e6, iters=2))
     480
     """
-    from topoplan.traffic.trace import OPS, op_codes
-
     rows = np.isin(trace.op, op_codes(PEER_STEP_OPS)) & (trace.peer < 0)
     keys = np.stack([trace.op[rows].astype(np.int64), trace.comm[rows].astype(np.int64),
                      trace.bytes[rows].view(np.int64)], axis=1) if rows.any() else np.zeros((0, 3), np.int64)
@@ -924,13 +922,10 @@ def check_peer_step_messages(trace) -> None:
     >>> from topoplan.traffic.generators import alltoall
     >>> check_peer_step_messages(alltoall(64, 1e6))          # 4,032 messages: fine
     """
-    from topoplan.core.errors import TopoplanError
-    from topoplan.traffic.generators import MAX_TRACE_ROWS
-
     n = peer_step_messages(trace)
-    if n > MAX_TRACE_ROWS:
+    if n > limits.MAX_TRACE_ROWS:
         raise TopoplanError(f"{trace.source}: its collective calls are {n:,} point-to-point messages, over "
-                            f"the limit of {MAX_TRACE_ROWS:,} held at once; `topoplan simulate` streams alltoall "
+                            f"the limit of {limits.MAX_TRACE_ROWS:,} held at once; `topoplan simulate` streams alltoall "
                             "and ring allgather on a tree or switch graph (without circuits for their size), "
                             "other uses need every message")
 
@@ -967,8 +962,6 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
     >>> len(s), int(b.sum())
     (8, 64)
     """
-    from topoplan.traffic.trace import OPS, op_codes
-
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     coll = np.isin(trace.op, op_codes(OPERATIONS))
     if not coll.any():

@@ -17,9 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.arrays import unique_inverse
+from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic import limits
+from topoplan.traffic.collectives import expand_trace_collectives
+from topoplan.traffic.trace import check_limits, op_codes
 
-__all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "is_matrix_file", "load_source", "load_traffic"]
+__all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "from_recording"]
 
 
 @dataclass
@@ -188,7 +192,7 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     ------
     TopoplanError
         Naming the line of a malformed row (see
-        :func:`topoplan.traffic.trace.read_csv_table`), a negative value, bytes
+        :func:`topoplan.core.csvtable.read_csv_table`), a negative value, bytes
         with ``msgs`` 0, or a rank outside the communicator (``n_ranks`` when given).
 
     See Also
@@ -210,10 +214,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     ...
     topoplan.core.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
     """
-    from topoplan.traffic.trace import check_limits, read_csv_table, row_line, to_numbers
-
     path = Path(path)
-    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix")
+    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", max_rows=limits.MAX_TRACE_ROWS)
     src = to_numbers(df, "src", path, integer=True, empty=None)
     dst = to_numbers(df, "dst", path, integer=True, empty=None)
     by = to_numbers(df, "bytes", path, integer=False, empty=None)
@@ -305,9 +307,6 @@ def _rank_slices(trace, max_rows: int):
 
 def _messages(trace):
     """``(src, dst, bytes)`` of every message of a trace: explicit sends, then the expanded collectives."""
-    from topoplan.traffic.collectives import expand_trace_collectives
-    from topoplan.traffic.trace import op_codes
-
     send = np.isin(trace.op, op_codes(("send", "isend", "sendrecv"))) & (trace.peer >= 0)
     cs, cd, cb = expand_trace_collectives(trace)
     return (np.concatenate([trace.rank[send], np.asarray(cs, dtype=np.int64)]),
@@ -352,198 +351,29 @@ class _Groups:
         return t
 
 
-def is_matrix_file(path: Path) -> bool:
-    """A CSV whose header has src and dst columns (any order) is a matrix; one with rank, op is a trace.
+def from_recording(rec, name: str = "") -> Traffic:
+    """The traffic of a generator's recording: the messages of every recorded block once, counted as many
+    times as the block occurs (a message does not depend on when it is sent).
+
+    The same groups as :func:`from_trace` of the trace the recording builds, without building it.
 
     Parameters
     ----------
-    path : path
-        The file, plain or gzip.
-
-    Returns
-    -------
-    bool
-        True for a communication matrix.
-
-    Raises
-    ------
-    TopoplanError
-        If the file cannot be read.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> tmp = tempfile.TemporaryDirectory()
-    >>> path = os.path.join(tmp.name, "m.csv")
-    >>> with open(path, "w") as fh:
-    ...     _ = fh.write("dst,src,bytes\\n1,0,100\\n")
-    >>> is_matrix_file(path)
-    True
-    """
-    import csv
-
-    from topoplan.core.io import read_bytes
-
-    # the first MiB (decompressed as a stream, like every gzip input): the header is in it
-    head = read_bytes(path, "traffic file", limit=1 << 20, head=True)
-    # utf-8-sig: a byte order mark (spreadsheet exports) is not part of the first column's name
-    lines = head.decode("utf-8-sig", errors="replace").split("\n", 1000)[:1000]
-    # the header is the first line that is not blank, as for read_csv_table
-    header = next((line for line in lines if line.strip()), "")
-    cols = {c.strip().lower() for c in next(csv.reader([header.strip("\r\n")], skipinitialspace=True), [])}
-    return {"src", "dst"} <= cols and "op" not in cols
-
-
-def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = True, pieces: bool = False):
-    """Resolve a traffic argument: a generator spec, a matrix CSV, or a trace CSV (or a trace directory).
-
-    Parameters
-    ----------
-    spec : str
-        A generator spec (``neighbor2d:rows=16,cols=16,bytes=4MB,iters=5``, see
-        :mod:`topoplan.traffic.generators`), a communication matrix CSV, a trace CSV, a
-        directory holding ``events.csv.gz`` or ``events.csv`` (``topoplan trace``), or an OTF2
-        archive (``traces.otf2`` or its directory, :mod:`topoplan.traffic.otf2`).
-    n_ranks : int, optional
-        Ranks of the communicator, for files; default from the largest rank seen.
-    with_traffic : bool, optional
-        False: skip the traffic of a trace or generator (None is returned in
-        its place; a matrix's is always returned). A replay needs only the
-        trace, and a large alltoall's traffic is one entry per rank pair.
-    pieces : bool, optional
-        With ``with_traffic=False``: a generator whose trace has more than
-        :data:`~topoplan.traffic.generators.PIECE_ROWS` rows is returned as its
-        :class:`~topoplan.traffic.generators.Recording` instead of its trace, which
-        :func:`topoplan.sim.replay.replay` generates and runs a piece at a time.
-
-    Returns
-    -------
-    trace : topoplan.traffic.trace.Trace, Recording or None
-        The event trace (for replay) of a generator or trace file (a generator's recording with
-        ``pieces``); None for a matrix.
-    traffic : Traffic or None
-        Its point-to-point traffic.
-
-    Raises
-    ------
-    TopoplanError
-        For a missing file, an unknown spec, or a malformed file (naming the line).
-
-    Notes
-    -----
-    Trace rows with MPI calls topoplan does not model are skipped with a
-    warning on stderr.
-
-    Examples
-    --------
-    >>> trace, t = load_source("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
-    >>> trace.n_ranks, t.n_ranks, t.total_bytes()
-    (16, 16, 192000000.0)
-    """
-    path = Path(spec)
-    if path.is_dir():
-        path = next((path / f for f in ("events.csv.gz", "events.csv", "traces.otf2") if (path / f).is_file()), path)
-    if path.is_file():
-        if path.suffix == ".otf2":   # an OTF2 archive's anchor file (Score-P)
-            from topoplan.traffic.otf2 import read_otf2 as read_trace
-        elif is_matrix_file(path):
-            tr = read_matrix(path, n_ranks)
-            if tr.n_ranks == 0:
-                raise TopoplanError(f"{path}: the matrix has no rows, so no ranks to plan for (an application that "
-                                    "only calls collectives, such as NPB FT, needs its MPI trace instead)")
-            return None, tr
-        else:
-            from topoplan.traffic.trace import read_trace
-
-        tr = read_trace(path, n_ranks)
-        if tr.unknown_ops:
-            # trace.md: calls we do not model are skipped, and the user is told (they may hide messages)
-            import sys
-
-            ops = ", ".join(f"{o} ({c})" for o, c in sorted(tr.unknown_ops.items())[:5])
-            print(f"warning: {path}: skipped {sum(tr.unknown_ops.values())} rows with calls topoplan does not "
-                  f"model: {ops}", file=sys.stderr)
-        return tr, (from_trace(tr) if with_traffic else None)
-    from topoplan.traffic import generators
-
-    if generators.is_spec(spec):
-        rec = generators.record_spec(spec)
-        if not with_traffic:
-            if rec is not None and pieces and rec.rows > generators.PIECE_ROWS:
-                return rec, None
-            return (generators.parse_spec(spec) if rec is None else rec.build()), None
-        if rec is None:
-            tr = generators.parse_spec(spec)
-            t = from_trace(tr)
-        else:   # the traffic from the recording's blocks: the same groups as from_trace(tr), without its cost
-            tr = rec.build()
-            t = _recording_traffic(rec)
-        t.name = spec
-        return tr, t
-    if "/" in spec or spec.endswith((".csv", ".gz")):
-        raise TopoplanError(f"{spec}: no such traffic file")
-    raise TopoplanError(f"unknown traffic {spec!r}: not a file and not a generator spec "
-                        f"(e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)")
-
-
-def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
-    """The :class:`Traffic` of a generator spec, matrix file or trace file (see :func:`load_source`).
-
-    Parameters
-    ----------
-    spec : str
-        A generator spec, a matrix or trace CSV, or a trace directory.
-    n_ranks : int, optional
-        Ranks of the communicator, for files.
+    rec : topoplan.traffic.generators.Recording
+    name : str, optional
 
     Returns
     -------
     Traffic
 
-    Raises
-    ------
-    TopoplanError
-        For a missing file, an unknown spec or a malformed file.
-
-    See Also
-    --------
-    load_source : also returns the event trace.
-
-    Notes
-    -----
-    A generator spec's trace is never built: its traffic comes from the
-    generator's recording (:func:`topoplan.traffic.generators.record_spec`),
-    each recorded block of calls once, counted as often as it repeats. Time
-    and memory follow the recording, not the trace, so traces too large to
-    hold (NPB CG class C at 65,536 ranks is 2.6e8 rows, 19 GB as a trace)
-    still give their traffic. The groups are those of :func:`load_source`.
-
     Examples
     --------
-    >>> t = load_traffic("neighbor2d:rows=4,cols=4,bytes=4MB,iters=1")
-    >>> t.n_ranks, len(t.src), t.total_bytes()
-    (16, 48, 192000000.0)
-    >>> load_traffic("nosuch")
-    Traceback (most recent call last):
-    ...
-    topoplan.core.errors.TopoplanError: unknown traffic 'nosuch': not a file and not a generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)
-    >>> t = load_traffic("npb:kernel=cg,class=S,np=16,iters=1")   # from the recording: no trace is built
-    >>> u = load_source("npb:kernel=cg,class=S,np=16,iters=1")[1]
-    >>> all((getattr(t, c) == getattr(u, c)).all() for c in ("src", "dst", "msg_bytes", "count")), t.name == u.name
+    >>> from topoplan.traffic.generators import record_spec
+    >>> rec = record_spec("ring:np=4,bytes=1MB,iters=3")
+    >>> t, u = from_recording(rec), from_trace(rec.build())
+    >>> t.count.tolist() == u.count.tolist(), t.total_bytes() == u.total_bytes()
     (True, True)
     """
-    from topoplan.traffic import generators
-
-    if not Path(spec).exists() and generators.is_spec(spec):
-        rec = generators.record_spec(spec)
-        if rec is not None:
-            return _recording_traffic(rec, spec)
-    return load_source(spec, n_ranks)[1]
-
-
-def _recording_traffic(rec, name: str = "") -> Traffic:
-    """The traffic of a generator's recording: the messages of every recorded block once, counted as many
-    times as the block occurs (a message does not depend on when it is sent)."""
     groups = _Groups(rec.n_ranks)
     for block, times in rec.blocks():
         src, dst, size = _messages(block)

@@ -39,7 +39,7 @@ its byte total and message count exactly, and the count of every operation;
 FT's alltoall matrix is exact; IS's collective counts and full_verify sends
 are exact and its alltoallv bytes match per pair to 0.5 % (median).
 
-Times are synthetic (see :class:`topoplan.traffic.generators.TraceBuilder`):
+Times are synthetic (see :class:`topoplan.traffic.builder.TraceBuilder`):
 ``compute_s`` seconds of computation precede every call.
 """
 
@@ -50,7 +50,8 @@ import math
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.generators import TraceBuilder
+from topoplan.traffic import limits
+from topoplan.traffic.builder import TraceBuilder
 from topoplan.traffic.trace import WORLD, Trace
 
 __all__ = ["KERNELS", "MAX_NPB_RANKS", "cg_layout", "mg_layout", "is_key_counts", "ft_layout", "lu_layout",
@@ -771,8 +772,8 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
     Raises TopoplanError naming the field ('kernel', 'class', 'np', 'iters'
     or 'compute') for invalid input, and 'np', 'iters' for a trace that
     the memory available cannot hold (checked before it is built; see
-    :func:`topoplan.traffic.generators.check_generated_memory`, and
-    :func:`topoplan.traffic.matrix.load_traffic` for its traffic).
+    :func:`topoplan.traffic.limits.check_generated_memory`, and
+    :func:`topoplan.traffic.sources.load_traffic` for its traffic).
 
     Examples
     --------
@@ -780,11 +781,9 @@ def npb_trace(kernel: str, klass: str = "C", np: int = 64, iters: int | None = N
     >>> t.n_ranks, t.op_counts()["bcast"]
     (4, 40)
     """
-    from topoplan.traffic.generators import check_generated_memory
-
     builder, source, communicators = npb_recording(kernel, klass, np, iters, compute_s)
     k = str(kernel).strip().lower()   # valid: npb_recording checked it
-    check_generated_memory(builder.rows, builder.n, f"npb {k}: fields 'np', 'iters': the trace")
+    limits.check_generated_memory(builder.rows, builder.n, f"npb {k}: fields 'np', 'iters': the trace")
     return builder.build(source, communicators)
 
 
@@ -793,7 +792,7 @@ def npb_recording(kernel: str, klass: str = "C", np: int = 64, iters: int | None
     """What :func:`npb_trace` builds, still as its recording: ``(TraceBuilder, source, communicators)``.
 
     Repeated iterations stay symbolic in the
-    :class:`~topoplan.traffic.generators.TraceBuilder`, so this is cheap at any
+    :class:`~topoplan.traffic.builder.TraceBuilder`, so this is cheap at any
     size: ``builder.rows`` tells the trace's size before it is built,
     ``builder.pieces(source, communicators)`` yields it piece by piece, and
     ``builder.blocks(source, communicators)`` each recorded block once with

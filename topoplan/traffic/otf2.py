@@ -42,7 +42,7 @@ Events that move no data (communicator creation, failed tests, probes without a
 matched receive, and everything not MPI: regions, metrics, threads, I/O) make no
 row. Other MPI events (one-sided RMA, nonblocking collectives, cancelled requests,
 ``scan``/``exscan``) are kept as rows topoplan does not model and counted in
-``Trace.unknown_ops``, which :func:`~topoplan.traffic.matrix.load_source` reports.
+``Trace.unknown_ops``, which :func:`~topoplan.traffic.sources.load_source` reports.
 
 An archive is refused, in one line naming it, rather than read in part: when the
 OTF2 library fails anywhere (opening it, its definitions, its events: an event

@@ -1,16 +1,12 @@
-"""Workloads whose partners change in time (issue 21): a halo exchange followed by a global transpose.
-
-The spec generators of :mod:`topoplan.traffic.generators` each keep one pattern for the whole run;
-these build the two-phase workload of the circuit-schedule experiment from them and
-:func:`topoplan.traffic.phases.concat`: ``neighbor2d`` (the halo exchange) then :func:`transpose2d`
-(every rank of a ``rows x cols`` grid exchanges with its mirror across the diagonal, as a 2-D FFT's
-or CG's transpose does).
+"""The transpose exchange: every rank of a ``rows x cols`` grid exchanges with its mirror across the diagonal,
+as a 2-D FFT's or CG's transpose does (:func:`transpose2d`). With ``neighbor2d`` before it, it makes the
+two-phase workload whose partners change in time (:func:`topoplan.traffic.generators.halo_then_transpose`).
 
 Examples
 --------
->>> t = halo_then_transpose(4, 4, 1e6, iters=2)
+>>> t = transpose2d(4, 4, 1e6, iters=2)
 >>> t.n_ranks, t.op_counts()
-(16, {'isend': 120, 'irecv': 120, 'waitall': 64})
+(16, {'isend': 24, 'irecv': 24, 'waitall': 32})
 """
 
 from __future__ import annotations
@@ -18,9 +14,10 @@ from __future__ import annotations
 import numpy
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.builder import TraceBuilder
 from topoplan.traffic.trace import Trace
 
-__all__ = ["transpose2d", "halo_then_transpose"]
+__all__ = ["transpose2d"]
 
 
 def transpose2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: float = 0.0) -> Trace:
@@ -54,8 +51,6 @@ def transpose2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: f
     >>> t.op_counts(), int(t.peer[(t.rank == 1) & (t.peer >= 0)][0])
     ({'isend': 12, 'irecv': 12, 'waitall': 16}, 4)
     """
-    from topoplan.traffic.generators import TraceBuilder
-
     if int(rows) < 1 or int(cols) < 1 or int(iters) < 1:
         raise TopoplanError(f"transpose2d: rows, cols and iters must be at least 1, got {rows}, {cols}, {iters}")
     if int(rows) != int(cols):
@@ -73,36 +68,3 @@ def transpose2d(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: f
     b.add(r, "waitall")
     b.repeat(m, int(iters))
     return b.build(f"transpose2d:rows={rows},cols={cols}")
-
-
-def halo_then_transpose(rows: int, cols: int, bytes: float, iters: int = 5, transpose_bytes: float | None = None,
-                        transpose_iters: int | None = None) -> Trace:
-    """The two-phase workload: ``neighbor2d`` for ``iters`` iterations, then ``transpose2d``.
-
-    Parameters
-    ----------
-    rows, cols : int
-        Square grid.
-    bytes : float
-        Halo message size.
-    iters : int, optional
-        Halo iterations.
-    transpose_bytes, transpose_iters : optional
-        Default the halo's.
-
-    Returns
-    -------
-    Trace
-        Source ``neighbor2d:...+transpose2d:...``.
-
-    Examples
-    --------
-    >>> halo_then_transpose(16, 16, 4e6).source
-    'neighbor2d:rows=16,cols=16+transpose2d:rows=16,cols=16'
-    """
-    from topoplan.traffic.generators import neighbor2d
-    from topoplan.traffic.phases import concat
-
-    return concat([neighbor2d(rows, cols, bytes, iters),
-                   transpose2d(rows, cols, bytes if transpose_bytes is None else transpose_bytes,
-                               iters if transpose_iters is None else transpose_iters)])

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
-                                     emit, load_inputs)
+                                     emit)
 from topoplan.core.units import format_bytes, parse_size
 
 
@@ -61,7 +61,7 @@ def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix C
                 json_mode: bool = JsonOpt) -> None:
     """Write any traffic source as a communication matrix (or, with --trace, as an event trace)."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
 
     tr, traffic = load_source(source)
     if trace:
@@ -91,6 +91,7 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
 
     Node pairs are unordered (a pair exchanging in both directions counts once)."""
     from topoplan.analysis.switches import analyze
+    from topoplan.traffic.sources import load_inputs
 
     topo, _, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None

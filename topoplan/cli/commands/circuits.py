@@ -10,7 +10,7 @@ from rich.table import Table
 
 from topoplan.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
                                      SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     flag_names, load_inputs, parse_time_limit, sim_model, topology_record)
+                                     flag_names, parse_time_limit, sim_model, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -22,10 +22,19 @@ SolverOpt = typer.Option("auto", "--solver", help="MILP back-end for ilp: auto (
                          "switch model) | cbc | highs | ortools | gurobi.")
 FormulationOpt = typer.Option("auto", "--formulation", help="ilp model: auto | node (exact) | switch (aggregated) | lp.")
 ObjectiveOpt = typer.Option("lexicographic", "--objective", help="ilp: lexicographic | weighted (bound, then uplink bytes).")
-ScoreOpt = typer.Option("bound", "--score", help="bound: the method's plan for the communication-time bound; "
+ScoreOpt = typer.Option("auto", "--score", help="auto: simulated for ilp and anneal on a trace, else bound | "
+                        "bound: the method's plan for its objective (step time or bound) | "
                         "simulated: that plan or a heuristic's it starts from, whichever simulates faster.")
+StepsOpt = typer.Option(True, "--steps/--no-steps",
+                        help="On a trace, plan for the application's steps (the sum of each step's busiest link); "
+                             "--no-steps: the whole traffic as one bulk phase (a matrix always is).")
 SimulateOpt = typer.Option(True, "--simulate/--no-simulate",
                            help="Simulate the returned plan and report its time beside the bound.")
+
+
+def objective_label(problem) -> str:
+    """How a circuit problem's objective is named in output: ``step time`` or ``communication-time bound``."""
+    return "step time" if problem.step_loads is not None else "communication-time bound"
 
 
 def register(app: typer.Typer) -> None:
@@ -48,14 +57,22 @@ def _group(app: typer.Typer, name: str, help_text: str) -> typer.Typer:
 BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_circuits": "--max-circuits"}
 
 
-def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits):
+def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps=True):
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.core.errors import TopoplanError
+    from topoplan.core.progress import report
+    from topoplan.sim.steps import source_steps
+    from topoplan.traffic.sources import load_inputs
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
+    st = None
+    if steps and trace is not None:
+        report(stage="finding the application's steps")
+        st = source_steps(traffic, trace)
     try:
-        prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits)
+        prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
+                                    steps=st)
     except TopoplanError as e:  # the library names its fields; name the flags
         raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
     return topo, trace, tr, prob
@@ -66,31 +83,40 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                  seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
                  hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
                  solver: str = SolverOpt, formulation: str = FormulationOpt, objective: str = ObjectiveOpt,
-                 score: str = ScoreOpt, simulate: bool = SimulateOpt, model: Optional[str] = ModelOpt,
+                 score: str = ScoreOpt, steps: bool = StepsOpt, simulate: bool = SimulateOpt,
+                 model: Optional[str] = ModelOpt,
                  relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
                  paper_contention: Optional[str] = ContentionOpt,
                  json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network.
 
-    The plan is scored by its communication-time bound (the busiest link); it is also simulated with the
-    chosen network model (--model/--relay) and both times are reported. With --score simulated the plan
-    of a heuristic the method starts from is returned instead when it simulates faster."""
+    On a trace the plan is scored by its step time: the sum over the application's steps of each step's
+    busiest link (an estimate of its communication time; a lower bound when steps are separated by
+    barriers); on a matrix by its communication-time bound (the busiest link of the whole traffic). The
+    plan is also simulated with the chosen network model (--model/--relay) and both are reported with
+    their ratio. ilp and anneal on a trace (--score auto) also simulate the heuristics they start from
+    and return the fastest plan; --score bound returns the method's own plan."""
     from topoplan.problems.circuits import solve
-    from topoplan.problems.circuits.planfile import plan_document, write_plan
+    from topoplan.plans.planfile import plan_document, write_plan
     from topoplan.problems.circuits.problem import plan_simulator
     from topoplan.core.errors import TopoplanError
 
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    if score not in ("bound", "simulated"):
-        raise TopoplanError(f"--score {score!r}: choose bound or simulated")
-    topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
+    if score not in ("auto", "bound", "simulated"):
+        raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
+    topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps)
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
     with solving(method, time_limit):   # progress on a terminal
         res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
     if simulate and "simulated_s" not in res.metrics:
+        from topoplan.core.progress import report
+
+        report(stage="simulating the plan")
         res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
+        if res.objective:
+            res.metrics["simulated_over_objective"] = res.metrics["simulated_s"] / res.objective
     extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
     doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
     emit(doc, json_mode, None)
@@ -99,12 +125,18 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     con = console()
     m = res.metrics
     bound = f", lower bound {format_time(res.bound)} (gap {res.gap:.1%})" if res.bound is not None else ""
-    con.print(f"[bold]{method}[/] ({res.status}): {m['circuits_used']} circuits, communication-time bound "
+    kind = objective_label(prob)
+    con.print(f"[bold]{method}[/] ({res.status}): {m['circuits_used']} circuits, {kind} "
               f"{format_time(res.objective)}{bound}; uplink bytes {format_bytes(m['uplink_bytes'])}, "
               f"large bytes falling back {format_bytes(m['large_fallback_bytes'])}, bottleneck {m['bottleneck']}, "
               f"wall {res.wall_s:.2f} s")
+    if prob.step_loads is not None:
+        d = prob.describe()
+        con.print(f"steps: {d['steps']:,} steps of {d['step_types']:,} kinds, planned as {d['step_groups']} groups "
+                  f"(the step time is an estimate; a lower bound when steps are separated by barriers)")
     if "simulated_s" in m:
-        con.print(f"simulated {format_time(m['simulated_s'])} ({smodel.label()}; "
+        ratio = f" = {m['simulated_over_objective']:.2f} x the {kind}" if "simulated_over_objective" in m else ""
+        con.print(f"simulated {format_time(m['simulated_s'])}{ratio} ({smodel.label()}; "
                   f"{'the traffic as one bulk phase' if trace is None else 'the trace'})")
     if res.message:
         con.print(res.message)
@@ -138,8 +170,10 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                                                        help="Also replay the traffic on each plan (the simulator)."),
                          model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
                          relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
-                         json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
-    """Every circuit method on one problem: bound, gap to the exact model, uplink bytes, solve time."""
+                         steps: bool = StepsOpt, json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+    """Every circuit method on one problem: its objective (the step time on a trace, the communication-time
+    bound on a matrix), gap to the exact model, uplink bytes, solve time; with --simulate the simulated time
+    and its ratio to the objective."""
     from topoplan.problems.circuits.problem import compare
     from topoplan.core.errors import TopoplanError
 
@@ -147,7 +181,7 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     if not method_list:
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits)
+    topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps)
     sim = None
     if simulate:
         from topoplan.problems.circuits.problem import plan_simulator
@@ -156,14 +190,14 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
                    simulate=sim, solver=solver, formulation=formulation)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
-           "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
+           "objective": objective_label(prob), "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
     emit(doc, json_mode, output)
     if json_mode:
         return
     tab = Table(title=f"circuit methods on {topo.name or topology}, {traffic}")
-    cols = ["method", "status", "bound T", "lower bound", "gap", "uplink bytes", "circuits", "wall"]
+    cols = ["method", "status", objective_label(prob), "lower bound", "gap", "uplink bytes", "circuits", "wall"]
     if simulate:
-        cols.insert(4, "simulated")
+        cols[4:4] = ["simulated", "sim / obj."]
     for c in cols:
         tab.add_column(c, justify="left" if c in ("method", "status") else "right")
     for r in rows:
@@ -173,7 +207,9 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                  f"{gap:.1%}" if gap is not None else "-", format_bytes(r["uplink_bytes"]), str(r["circuits"]),
                  f"{r['wall_s']:.2f} s"]
         if simulate:
-            cells.insert(4, format_time(r["simulated_s"]) if r.get("simulated_s") is not None else "-")
+            ratio = r.get("simulated_over_objective")
+            cells[4:4] = [format_time(r["simulated_s"]) if r.get("simulated_s") is not None else "-",
+                          f"{ratio:.2f}" if ratio is not None else "-"]
         tab.add_row(*cells)
     con = console()
     con.print(tab)

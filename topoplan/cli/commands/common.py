@@ -44,10 +44,10 @@ ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only:
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
               paper_contention: Optional[str] = None):
-    """The :class:`topoplan.sim.model.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import parse_size
-    from topoplan.sim.model import SimModel
+    from topoplan.sim.simmodel import SimModel
 
     chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
     try:
@@ -75,27 +75,6 @@ def console(json_mode: bool = False) -> Console:
     On a terminal lines fit its width; in pipes and files nothing is wrapped (a line is one record for
     grep and awk, and a table is as wide as its contents)."""
     return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
-
-
-def load_inputs(topology: str, sets: Optional[List[str]], traffic: Optional[str], placement: Optional[str]):
-    """Topology, (trace, traffic) and validated placement from the common options."""
-    from topoplan.core.placement import load_placement
-    from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
-
-    topo = load_topology(topology, sets or [])
-    trace, tr = (None, None)
-    if traffic is not None:
-        trace, tr = load_source(traffic)
-        capacity = int(topo.node_cores().sum())
-        if tr.n_ranks > capacity:
-            from topoplan.core.errors import TopoplanError
-            from topoplan.core.topology_io import cores_hint
-
-            raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
-                                f"({topo.n_nodes} nodes, {capacity} cores){cores_hint(topo)}")
-    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
-    return topo, trace, tr, pl
 
 
 def topology_record(topo, topology: str, sets) -> dict:

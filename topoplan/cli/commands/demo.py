@@ -31,9 +31,9 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     from dataclasses import replace
 
     from topoplan.analysis.switches import analyze
-    from topoplan.cli.commands.common import load_inputs
     from topoplan.core.topology import TreeTopology
     from topoplan.sim.run import simulate, simulate_plan
+    from topoplan.traffic.sources import load_inputs
 
     con = console()
     smodel = sim_model(model, relay, relay_chunk, paper_contention)

@@ -60,7 +60,7 @@ def simulate_cmd(
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     from topoplan.core.placement import load_placement
     from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.matrix import load_source
+    from topoplan.traffic.sources import load_source
     from topoplan.sim.replay import bulk_trace
     from topoplan.sim.run import network_view, simulate_plan
 
@@ -91,7 +91,7 @@ def simulate_cmd(
     if circuits is not None:
         if network not in (None, "hybrid"):
             raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        from topoplan.problems.circuits.planfile import read_plan
+        from topoplan.plans.planfile import read_plan
 
         plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
         check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
@@ -162,7 +162,8 @@ def _traffic_of(spec: str, trace, traffic):
     def get():
         if held[0] is None:
             from topoplan.traffic import generators
-            from topoplan.traffic.matrix import from_trace, load_traffic
+            from topoplan.traffic.matrix import from_trace
+            from topoplan.traffic.sources import load_traffic
 
             held[0] = load_traffic(spec) if generators.is_spec(spec) else from_trace(trace)
         return held[0]

@@ -29,12 +29,12 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
     from topoplan.core.errors import TopoplanError
     from topoplan.core.io import read_json
     from topoplan.core.topology_io import load_topology
-    from topoplan.problems.validate import validate
+    from topoplan.plans.validate import validate
 
     topo = load_topology(topology, sets or [])
     tr = None
     if traffic is not None:
-        from topoplan.traffic.matrix import load_source
+        from topoplan.traffic.sources import load_source
 
         _, tr = load_source(traffic)
     doc = read_json(plan, "plan")

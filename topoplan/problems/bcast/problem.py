@@ -38,7 +38,7 @@ import numpy as np
 from topoplan.formulations.bcast_cpsat import node_classes
 from topoplan.problems.bcast import delay as delay_mod
 from topoplan.problems.bcast import trees
-from topoplan.problems.bcast.model import CostModel, TimeModel, link_latency_s, per_hop_s
+from topoplan.problems.bcast.timing import CostModel, TimeModel, link_latency_s, per_hop_s
 from topoplan.problems.bcast.registry import METHODS, STARTS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes
@@ -46,7 +46,7 @@ from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.traffic.trace import Trace
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.run import simulate_plan
 
 __all__ = ["BcastProblem", "METHODS", "STARTS", "solve", "validate_plan", "simulated_time", "p2p_records",
@@ -459,7 +459,7 @@ def n_messages(problem: BcastProblem) -> int:
 
 def simulated_time(problem: BcastProblem, order, *, max_messages: float = 20000, sim_model=None) -> float | None:
     """Replay the Bcast in the simulator (:func:`topoplan.sim.run.simulate_plan`); None when it has more than
-    ``max_messages`` point-to-point messages. ``sim_model``: :class:`topoplan.sim.model.SimModel` or its dict.
+    ``max_messages`` point-to-point messages. ``sim_model``: :class:`topoplan.sim.simmodel.SimModel` or its dict.
 
     Parameters
     ----------

@@ -12,7 +12,7 @@ See :mod:`topoplan.problems.circuits.problem` (problem, ``solve``, validation),
 :mod:`topoplan.problems.circuits.anneal`, :mod:`topoplan.problems.circuits.exact` (``ilp``),
 :mod:`topoplan.problems.circuits.forwarding` (distance-vector tables, routes),
 :mod:`topoplan.problems.circuits.bound` (the communication-time bound),
-:mod:`topoplan.problems.circuits.planfile` (plan JSON); the exact models are :mod:`topoplan.formulations.circuits_node` and
+:mod:`topoplan.plans.planfile` (plan JSON); the exact models are :mod:`topoplan.formulations.circuits_node` and
 :mod:`topoplan.formulations.circuits_switch`.
 """
 

@@ -25,7 +25,8 @@ import numpy as np
 
 from topoplan.problems.circuits import heuristics  # noqa: F401  (registers the starts)
 from topoplan.problems.circuits.bound import better, evaluate
-from topoplan.problems.circuits.forwarding import array_from_tables, distance_vector
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits.forwarding import distance_vector
 from topoplan.problems.circuits.problem import plan_dict, plan_simulator, result_from_plan
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS
 from topoplan.core.errors import TopoplanError
@@ -99,12 +100,12 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             best_ev, cur, start_name = ev, circ, name
 
     large = max(float(problem.large_bytes.sum()), 1.0)
-    T0 = max(best_ev.congestion_s, 1e-30)
+    T0 = max(best_ev.objective_s, 1e-30)
 
     def energy_of(circ):
         nh = distance_vector(problem, circ)
         ev = evaluate(problem, circ, nh)
-        e = ev.congestion_s / T0 + 1e-3 * ev.uplink_bytes / large
+        e = ev.objective_s / T0 + 1e-3 * ev.uplink_bytes / large
         if sim_score is not None:
             e = sim_score(circ, nh) / max(sim_score.ref, 1e-30)
         return e, ev, nh

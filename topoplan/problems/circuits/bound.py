@@ -26,7 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Evaluation", "evaluate", "better", "floor_s"]
+from topoplan.sim.simmodel import DEFAULT_RELAY_CHUNK_B
+
+__all__ = ["Evaluation", "evaluate", "better", "floor_s", "step_link_times", "plan_pair_links", "RELAY_CHUNK_B"]
+
+# The chunk a pipelined relay forwards at a time (the default network model's, topoplan.sim.simmodel): a
+# relayed message pays one chunk's serialization at every relay (the step time's relay latency term).
+RELAY_CHUNK_B = DEFAULT_RELAY_CHUNK_B
 
 
 @dataclass
@@ -77,6 +83,14 @@ class Evaluation:
     relayed_bytes: float
     direct_bytes: float
     max_hops: int
+    step_times_s: np.ndarray | None = None
+    step_s: float | None = None
+
+    @property
+    def objective_s(self) -> float:
+        """What the circuit methods minimize: the step time with steps (fixed latency term included), else
+        the bulk bound ``congestion_s``."""
+        return self.congestion_s if self.step_s is None else self.step_s
 
     def times_s(self) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -95,7 +109,7 @@ class Evaluation:
         nfix = p.n_fixed_links()
         s = p.n_switches
         node_t = t[np.concatenate([ids["up"], ids["down"]])]
-        return {
+        out = {
             "congestion_bound_s": self.congestion_s,
             "uplink_bytes": self.uplink_bytes,
             "circuits_used": len(self.circuits),
@@ -112,6 +126,12 @@ class Evaluation:
             "large_inter_switch_bytes": float(p.large_bytes.sum()),
             "switches": s,
         }
+        if self.step_s is not None:
+            sl = p.step_loads
+            out.update(step_time_s=self.step_s, step_latency_s=sl.latency_s, steps=sl.n_steps,
+                       step_types=sl.n_types, step_groups=sl.n_groups,
+                       step_bottleneck_max_s=float(self.step_times_s.max(initial=0.0)))
+        return out
 
 
 def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
@@ -146,11 +166,13 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
     p = problem
     ids = p.link_ids()
     nfix = p.n_fixed_links()
+    n_links = nfix + 2 * len(circuits)
     loads = np.concatenate([p.base_loads(), np.zeros(2 * len(circuits))])
     bw = np.concatenate([p.fixed_link_bw(), np.full(2 * len(circuits), p.ocs_bw_Bps)])
     src, dst, w = p.large_src, p.large_dst, p.large_bytes
     fallback = relayed = direct = 0.0
     max_hops = 0
+    pair_links = None
     if len(w):
         s = p.n_switches
         groups, ginv = np.unique(src * s + p.node_switch[dst], return_inverse=True)
@@ -167,13 +189,98 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
         loads += np.bincount(ids["up"][e[via]], weights=w[via], minlength=len(loads))
         fallback = float(w[f].sum())
         direct = float(w[~f & (dst == e)].sum())
+        if p.step_loads is not None:
+            pair_links = _pair_links(p, ginv, r, deliver, via, e, n_links)
+            relay_hops = r.hops.n_relay_hops[ginv]
     t = loads / bw
     t = np.where(np.isfinite(bw), t, 0.0)
+    step_times = step_s = None
+    if p.step_loads is not None:
+        sl = p.step_loads
+        step_times = step_link_times(p, pair_links, bw).max(axis=1, initial=0.0)
+        relay_s = 0.0
+        if pair_links is not None and circuits:
+            out_bw = min(p.ocs_bw_Bps, float(p.node_bw_Bps[p.is_ocs].min(initial=np.inf)))
+            relay_s = sl.relay_latency_s(relay_hops / out_bw, RELAY_CHUNK_B)
+        step_s = float(step_times.sum()) + sl.latency_s + relay_s
     return Evaluation(problem=p, circuits=circuits, loads_B=loads, bw_Bps=bw,
                       congestion_s=float(t.max(initial=0.0)),
                       uplink_bytes=float(loads[ids["uplink_up"]].sum()),
                       ocs_bytes=float(loads[nfix:].sum()), fallback_bytes=fallback, relayed_bytes=relayed,
-                      direct_bytes=direct, max_hops=max_hops)
+                      direct_bytes=direct, max_hops=max_hops, step_times_s=step_times, step_s=step_s)
+
+
+def _pair_links(p, ginv, r, deliver, via, end, n_links):
+    """Sparse incidence (large pair x link) of every large pair's route under the plan: its group's walk,
+    the delivery from where the walk ends, and the hop from the arrival node to the destination's switch."""
+    from scipy.sparse import csr_matrix
+
+    ids = p.link_ids()
+    P = len(ginv)
+    lens = np.diff(r.ptr)[ginv]
+    rows = [np.repeat(np.arange(P), lens)]
+    starts = r.ptr[:-1][ginv]
+    cols = [r.links[np.repeat(starts, lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))]]
+    rows += [np.flatnonzero(deliver), np.flatnonzero(via)]
+    cols += [ids["down"][p.large_dst[deliver]], ids["up"][end[via]]]
+    rr, cc = np.concatenate(rows), np.concatenate(cols).astype(np.int64)
+    return csr_matrix((np.ones(len(rr)), (rr, cc)), shape=(P, n_links))
+
+
+def plan_pair_links(problem, circuits, next_hop):
+    """Sparse incidence (large pair x link) of every large pair's route under a plan (None: no large pairs).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    circuits : sequence of (int, int)
+    next_hop : numpy.ndarray
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or None
+    """
+    p = problem
+    if not len(p.large_bytes):
+        return None
+    circuits = [(int(a), int(b)) for a, b in circuits]
+    s = p.n_switches
+    dst = p.large_dst
+    groups, ginv = np.unique(p.large_src * s + p.node_switch[dst], return_inverse=True)
+    ginv = ginv.ravel()
+    r = p.network().relay_routes(groups // s, groups % s, next_hop, circuits)
+    e, f = r.end[ginv], r.fallback[ginv]
+    return _pair_links(p, ginv, r, f | (dst != e), ~f & (dst != e), e, p.n_fixed_links() + 2 * len(circuits))
+
+
+def step_link_times(problem, pair_links, bw_Bps) -> np.ndarray:
+    """Per step group and link, seconds of traffic (``K x links``; unshared links count 0).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+        With ``step_loads``.
+    pair_links : scipy.sparse matrix or None
+        Large pair x link incidence of a plan's routes (None: no large traffic).
+    bw_Bps : numpy.ndarray
+        Per link (circuits last).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    p = problem
+    sl = p.step_loads
+    ids = p.link_ids()
+    K, L = sl.n_groups, len(bw_Bps)
+    loads = np.zeros((K, L))
+    for key, arr in (("up", sl.base_up_B), ("down", sl.base_down_B), ("intra", sl.base_intra_B),
+                     ("uplink_up", sl.base_uplink_up_B), ("uplink_down", sl.base_uplink_down_B)):
+        loads[:, ids[key]] += arr
+    if pair_links is not None:
+        loads += np.asarray((pair_links.T @ sl.large_B.T).T)
+    inv = np.where(np.isfinite(bw_Bps), 1.0 / bw_Bps, 0.0)
+    return loads * inv
 
 
 def better(a: Evaluation, b: Evaluation | None, rel_tol: float = 1e-9) -> bool:
@@ -207,15 +314,16 @@ def better(a: Evaluation, b: Evaluation | None, rel_tol: float = 1e-9) -> bool:
     """
     if b is None:
         return True
-    if a.congestion_s < b.congestion_s * (1 - rel_tol):
+    if a.objective_s < b.objective_s * (1 - rel_tol):
         return True
-    if a.congestion_s > b.congestion_s * (1 + rel_tol):
+    if a.objective_s > b.objective_s * (1 + rel_tol):
         return False
     return a.uplink_bytes < b.uplink_bytes * (1 - rel_tol) - 1e-9
 
 
 def floor_s(problem) -> float:
-    """Bound no plan can beat: fixed links (non-OCS nodes' own traffic, small-message uplink loads, intra-node).
+    """Bound no plan can beat: fixed links (non-OCS nodes' own traffic, small-message uplink loads, intra-node);
+    with steps, the sum over step groups of each group's floor plus the fixed latency term.
 
     Parameters
     ----------
@@ -238,20 +346,35 @@ def floor_s(problem) -> float:
     0.032
     """
     p = problem
-    own_out, own_in = p.own_out().sum(axis=1), p.own_in().sum(axis=1)
-    up = p.base_up_B + own_out
-    down = p.base_down_B + own_in
+    if p.step_loads is None:
+        return _floor(p, p.own_out(), p.own_in(), p.base_up_B, p.base_down_B, p.base_intra_B,
+                      p.base_uplink_up_B, p.base_uplink_down_B)
+    sl = p.step_loads
+    sw_dst, sw_src = p.node_switch[p.large_dst], p.node_switch[p.large_src]
+    total = sl.latency_s
+    for k in range(sl.n_groups):
+        own_out = np.zeros((p.n_nodes, p.n_switches))
+        own_in = np.zeros((p.n_nodes, p.n_switches))
+        np.add.at(own_out, (p.large_src, sw_dst), sl.large_B[k])
+        np.add.at(own_in, (p.large_dst, sw_src), sl.large_B[k])
+        total += _floor(p, own_out, own_in, sl.base_up_B[k], sl.base_down_B[k], sl.base_intra_B[k],
+                        sl.base_uplink_up_B[k], sl.base_uplink_down_B[k])
+    return float(total)
+
+
+def _floor(p, own_out_m, own_in_m, base_up, base_down, base_intra, base_uu, base_ud) -> float:
+    """The fixed-link floor of one traffic (the whole, or one step group)."""
+    up = base_up + own_out_m.sum(axis=1)
+    down = base_down + own_in_m.sum(axis=1)
     k = p.ports
     # an OCS node can skip its EPS link only for traffic to/from the switches its circuits reach
     if p.is_ocs.any():
         o = p.ocs_nodes
-        top_out = -np.sort(-p.own_out()[o], axis=1)[:, :k].sum(axis=1)
-        top_in = -np.sort(-p.own_in()[o], axis=1)[:, :k].sum(axis=1)
         up = up.copy(); down = down.copy()
-        up[o] -= top_out
-        down[o] -= top_in
+        up[o] -= -np.sort(-own_out_m[o], axis=1)[:, :k].sum(axis=1)
+        down[o] -= -np.sort(-own_in_m[o], axis=1)[:, :k].sum(axis=1)
     bw = p.node_bw_Bps
-    vals = [(up / bw).max(initial=0.0), (down / bw).max(initial=0.0), (p.base_intra_B / p.intra_bw_Bps).max(initial=0.0)]
+    vals = [(up / bw).max(initial=0.0), (down / bw).max(initial=0.0), (base_intra / p.intra_bw_Bps).max(initial=0.0)]
     if p.uplinks_shared:
-        vals += [p.base_uplink_up_B.max(initial=0.0) / p.up_bw_Bps, p.base_uplink_down_B.max(initial=0.0) / p.up_bw_Bps]
+        vals += [base_uu.max(initial=0.0) / p.up_bw_Bps, base_ud.max(initial=0.0) / p.up_bw_Bps]
     return float(max(vals))

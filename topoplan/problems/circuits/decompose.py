@@ -78,8 +78,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["Slot", "Decomposition", "inputs_of", "symmetric_demand", "stuff", "max_b_matching", "eps_time_s",
-           "solstice", "bvn", "DECOMPOSITIONS", "all_to_all_like", "A2A_PARTNER_SHARE", "slot_bytes", "slot_fractions",
-           "chunk_traffic"]
+           "solstice", "bvn", "DECOMPOSITIONS", "all_to_all_like", "A2A_PARTNER_SHARE", "slot_bytes", "chunk_traffic"]
 
 # a phase is all-to-all-like when its switches send (by bytes) to at least this share of the other active
 # switches, each of those partners receiving at least half of a uniform share (see all_to_all_like)
@@ -729,40 +728,6 @@ def slot_bytes(decomposition: Decomposition) -> np.ndarray:
     return out
 
 
-def slot_fractions(slot_bytes_B, durations_s) -> tuple[np.ndarray, np.ndarray]:
-    """Every slot's share of every directed switch pair's messages, and of all other messages.
-
-    Parameters
-    ----------
-    slot_bytes_B : array_like
-        ``(K, S, S)`` bytes every slot carries per directed switch pair (:func:`slot_bytes`).
-    durations_s : array_like
-        ``(K,)``.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        ``F`` (``(K, S, S)``, summing to 1 over the slots for every pair): a pair the slots carry
-        bytes for gets their shares; every other pair (the diagonal: inside a switch) the slots'
-        shares of the total duration, ``w`` (``(K,)``; all in the first slot when no slot lasts).
-
-    Examples
-    --------
-    >>> F, w = slot_fractions([[[0, 3], [0, 0]], [[0, 1], [0, 0]]], [0.25, 0.75])
-    >>> F[:, 0, 1].tolist(), F[:, 1, 0].tolist(), w.tolist()     # 1 -> 0 has no bytes: duration shares
-    ([0.75, 0.25], [0.25, 0.75], [0.25, 0.75])
-    """
-    B = np.asarray(slot_bytes_B, dtype=np.float64)
-    d = np.maximum(np.asarray(durations_s, dtype=np.float64), 0.0)
-    K = B.shape[0]
-    if K == 0:
-        raise TopoplanError("field 'slots': a decomposition with no slot has no shares")
-    w = d / d.sum() if d.sum() > 0 else np.eye(K)[0]
-    tot = B.sum(axis=0)
-    F = np.where(tot[None] > 0, B / np.where(tot > 0, tot, 1.0)[None], w[:, None, None])
-    return F, w
-
-
 def chunk_traffic(traffic, rank_switch, fractions) -> list:
     """A rank :class:`~topoplan.traffic.matrix.Traffic` cut into one traffic per slot (message sizes scaled).
 
@@ -772,7 +737,7 @@ def chunk_traffic(traffic, rank_switch, fractions) -> list:
     rank_switch : array_like of int
         Switch of every rank.
     fractions : numpy.ndarray
-        ``F`` of :func:`slot_fractions`.
+        ``F`` of :func:`topoplan.plans.schedule.slot_fractions`.
 
     Returns
     -------
@@ -783,6 +748,7 @@ def chunk_traffic(traffic, rank_switch, fractions) -> list:
     --------
     >>> from topoplan.traffic.matrix import from_arrays
     >>> t = from_arrays(2, [0], [1], [4e6], [3])
+    >>> from topoplan.plans.schedule import slot_fractions
     >>> F, _ = slot_fractions([[[0, 3e6], [0, 0]], [[0, 9e6], [0, 0]]], [1.0, 1.0])
     >>> [x.bytes.tolist() for x in chunk_traffic(t, [0, 1], F)]
     [[3000000.0], [9000000.0]]

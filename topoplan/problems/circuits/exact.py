@@ -48,8 +48,8 @@ from topoplan.formulations.backends import solve as backend_solve
 from topoplan.formulations.circuits_common import CircuitData, Model, two_phase
 from topoplan.problems.circuits import heuristics
 from topoplan.problems.circuits.bound import better, evaluate, floor_s
-from topoplan.problems.circuits.forwarding import (LOAD_SHARING, array_from_tables, congestion_tables, distance_vector,
-                                         polish_tables)
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits.forwarding import LOAD_SHARING, congestion_tables, distance_vector, polish_tables
 from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
 from topoplan.problems.circuits.registry import METHODS
 from topoplan.core.errors import TopoplanError
@@ -58,12 +58,13 @@ from topoplan.core.progress import report
 from topoplan.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
-           "circuit_data", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
+           "circuit_data", "model_steps", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
            "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "TABLES_SHARE",
            "MODEL_TABLES_SHARE"]
 
-NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables
+NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables (one step group)
+NODE_STEP_VARS = 20_000  # with steps, its step groups are halved until it has at most this many
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
 REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
 # Measured costs (benchmarks/bench_time_limits.py, this 2-core machine under load) that decide, before a
@@ -113,12 +114,15 @@ def ilp(problem, *, time_limit=None, seed=0, solver: str = "auto", formulation: 
 
 # -- the problem as the formulations' data ---------------------------------------
 
-def circuit_data(problem: CircuitProblem) -> CircuitData:
-    """The arrays of ``problem`` the circuit formulations read.
+def circuit_data(problem: CircuitProblem, groups: int | None = None) -> CircuitData:
+    """The arrays of ``problem`` the circuit formulations read (with its step groups, merged to at most
+    ``groups``, as ``steps``).
 
     Parameters
     ----------
     problem : :class:`topoplan.problems.circuits.CircuitProblem`.
+    groups : int, optional
+        Most step groups the formulation gets (:func:`model_steps`).
 
     Returns
     -------
@@ -135,7 +139,7 @@ def circuit_data(problem: CircuitProblem) -> CircuitData:
     4
     """
     p = problem
-    return CircuitData(node_switch=p.node_switch, is_ocs=p.is_ocs, n_switches=p.n_switches, ports=p.ports,
+    data = CircuitData(node_switch=p.node_switch, is_ocs=p.is_ocs, n_switches=p.n_switches, ports=p.ports,
                        circuit_limit=p.circuit_limit(), hop_limit=p.hop_limit, node_bw_Bps=p.node_bw_Bps,
                        up_bw_Bps=p.up_bw_Bps, ocs_bw_Bps=p.ocs_bw_Bps, intra_bw_Bps=p.intra_bw_Bps,
                        uplinks_shared=p.uplinks_shared, base_up_B=p.base_up_B, base_down_B=p.base_down_B,
@@ -143,14 +147,70 @@ def circuit_data(problem: CircuitProblem) -> CircuitData:
                        base_uplink_down_B=p.base_uplink_down_B, large_src=p.large_src, large_dst=p.large_dst,
                        large_bytes=p.large_bytes, own_out=p.own_out(), own_in=p.own_in(),
                        switch_bytes=p.switch_bytes(), ocs_of_switch=p.ocs_of_switch())
+    sl = model_steps(p, groups)
+    if sl is None or sl.n_groups <= 1:
+        return data
+    n, s = p.n_nodes, p.n_switches
+    sa, sb = p.node_switch[p.large_src], p.node_switch[p.large_dst]
+    parts = []
+    for k in range(sl.n_groups):
+        w = sl.large_B[k]
+        keep = w > 0
+        own_out = np.zeros((n, s))
+        own_in = np.zeros((n, s))
+        np.add.at(own_out, (p.large_src, sb), w)
+        np.add.at(own_in, (p.large_dst, sa), w)
+        W = np.zeros((s, s))
+        np.add.at(W, (sa, sb), w)
+        parts.append(dataclasses.replace(
+            data, base_up_B=sl.base_up_B[k], base_down_B=sl.base_down_B[k], base_intra_B=sl.base_intra_B[k],
+            base_uplink_up_B=sl.base_uplink_up_B[k], base_uplink_down_B=sl.base_uplink_down_B[k],
+            large_src=p.large_src[keep], large_dst=p.large_dst[keep], large_bytes=w[keep], own_out=own_out,
+            own_in=own_in, switch_bytes=W))
+    return dataclasses.replace(data, steps=tuple(parts))
 
 
-def node_size(problem) -> int:
+def model_steps(problem, groups: int | None = None):
+    """The problem's step groups merged to at most ``groups`` for a formulation (None: as the problem has
+    them; no steps: None). Merging adds groups' traffic together, so a model over fewer groups is a
+    relaxation of the step time over more.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    groups : int, optional
+
+    Returns
+    -------
+    topoplan.problems.circuits.steps.StepLoads or None
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> model_steps(CircuitProblem.build(load_topology("paper003"), from_arrays(2, [0], [1], [8.0]))) is None
+    True
+    """
+    from topoplan.problems.circuits.steps import merge_groups
+
+    sl = problem.step_loads
+    if sl is None or groups is None or sl.n_groups <= groups:
+        return sl
+    key = ("model_steps", int(groups))
+    if key not in problem._cache:
+        problem._cache[key] = sl.merged(merge_groups(problem, sl, int(groups)))
+    return problem._cache[key]
+
+
+def node_size(problem, groups: int | None = 1) -> int:
     """Rough variable count of the node formulation (to choose the formulation).
 
     Parameters
     ----------
     problem : :class:`topoplan.problems.circuits.CircuitProblem`.
+    groups : int, optional
+        Step groups of the model (default 1: the traffic as one phase; None: all the problem has).
 
     Returns
     -------
@@ -166,15 +226,16 @@ def node_size(problem) -> int:
     >>> node_size(prob) <= NODE_MAX_VARS
     True
     """
-    return circuits_node.size(circuit_data(problem))
+    return circuits_node.size(circuit_data(problem, groups))
 
 
-def switch_size(problem, pairs: str = "auto") -> int:
+def switch_size(problem, pairs: str = "auto", groups: int | None = 1) -> int:
     """Upper estimate of the switch formulation's flow variables (to choose MILP or LP rounding).
 
     Parameters
     ----------
-    problem : the circuit problem; pairs : ``auto``, ``all`` or ``traffic`` (:func:`candidate_pairs`).
+    problem : the circuit problem; pairs : ``auto``, ``all`` or ``traffic`` (:func:`candidate_pairs`);
+    groups : step groups of the model (default 1; None: all the problem has).
 
     Returns
     -------
@@ -190,7 +251,7 @@ def switch_size(problem, pairs: str = "auto") -> int:
     >>> switch_size(prob) <= SWITCH_MAX_VARS
     True
     """
-    return circuits_switch.size(circuit_data(problem), pairs)
+    return circuits_switch.size(circuit_data(problem, groups), pairs)
 
 
 def candidate_pairs(problem, which: str = "auto") -> list[tuple[int, int]]:
@@ -217,13 +278,14 @@ def candidate_pairs(problem, which: str = "auto") -> list[tuple[int, int]]:
     return circuits_switch.candidate_pairs(circuit_data(problem), which)
 
 
-def build_node_model(problem, *, T_max: float, T_floor: float = 0.0) -> Model:
+def build_node_model(problem, *, T_max: float, T_floor: float = 0.0, groups: int | None = 1) -> Model:
     """The node formulation of ``problem`` (:func:`topoplan.formulations.circuits_node.build`); decode with
     :func:`extract_node_plan`.
 
     Parameters
     ----------
-    problem : the circuit problem; T_max, T_floor : bounds on the time variable ``T`` (seconds).
+    problem : the circuit problem; T_max, T_floor : bounds on the time variable ``T`` (seconds; with steps,
+    the step time without its fixed latency term); groups : step groups (default 1; None: all).
 
     Returns
     -------
@@ -240,17 +302,18 @@ def build_node_model(problem, *, T_max: float, T_floor: float = 0.0) -> Model:
     >>> m.n_variables > 0
     True
     """
-    return circuits_node.build(circuit_data(problem), T_max=T_max, T_floor=T_floor)[0]
+    return circuits_node.build(circuit_data(problem, groups), T_max=T_max, T_floor=T_floor)[0]
 
 
 def build_switch_model(problem, *, T_max: float, T_floor: float = 0.0, pairs=None, relax: bool = False,
-                       slots: bool | None = None) -> Model:
+                       slots: bool | None = None, groups: int | None = 1) -> Model:
     """The switch formulation of ``problem`` (:func:`topoplan.formulations.circuits_switch.build`).
 
     Parameters
     ----------
     problem : the circuit problem; T_max, T_floor : bounds on ``T``; pairs : candidate switch pairs
-    (None: all); relax : LP relaxation; slots : see :func:`topoplan.formulations.circuits_switch.build`.
+    (None: all); relax : LP relaxation; slots : see :func:`topoplan.formulations.circuits_switch.build`;
+    groups : step groups (default 1; None: all).
 
     Returns
     -------
@@ -267,8 +330,8 @@ def build_switch_model(problem, *, T_max: float, T_floor: float = 0.0, pairs=Non
     >>> m.n_variables > 0
     True
     """
-    return circuits_switch.build(circuit_data(problem), T_max=T_max, T_floor=T_floor, pairs=pairs, relax=relax,
-                                 slots=slots)[0]
+    return circuits_switch.build(circuit_data(problem, groups), T_max=T_max, T_floor=T_floor, pairs=pairs,
+                                 relax=relax, slots=slots)[0]
 
 
 # -- decoding into plans -----------------------------------------------------------
@@ -422,16 +485,19 @@ def decompose(problem, counts: dict[tuple[int, int], int]) -> list[tuple[int, in
 
 # -- the LP bound ------------------------------------------------------------------
 
-def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time_limit: float | None = None) -> float:
-    """LP-relaxation lower bound on the communication-time bound of every plan (switch formulation).
+def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time_limit: float | None = None,
+             groups: int | None = 1) -> float:
+    """LP-relaxation lower bound on the objective of every plan (switch formulation): the communication-time
+    bound, or with steps the step time (over ``groups`` step groups, a relaxation of more).
 
     Valid for any circuit set and forwarding tables; cheap enough for
     instances far beyond what the MILPs solve.
 
     Parameters
     ----------
-    problem : the circuit problem; solver : LP back-end; T_max : upper bound on ``T`` (None: the
-    no-circuit plan's); time_limit : seconds for building and solving the LP (None: until solved).
+    problem : the circuit problem; solver : LP back-end; T_max : upper bound on the objective (None: the
+    no-circuit plan's); time_limit : seconds for building and solving the LP (None: until solved); groups :
+    step groups of the model (default 1; None: all the problem has).
 
     Returns
     -------
@@ -449,9 +515,11 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time
     """
     t0 = time.perf_counter()
     floor = floor_s(problem)
+    lat = _latency(problem)
     if T_max is None:
         T_max = _incumbent_T(problem)
-    m = build_switch_model(problem, T_max=max(T_max, floor), T_floor=floor, relax=True)
+    m = build_switch_model(problem, T_max=_scale(max(T_max, floor), lat), T_floor=floor - lat, relax=True,
+                           groups=groups)
     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
     if left is not None and left <= 0.05:
         return floor   # building used the time: the floor is the bound we have
@@ -460,12 +528,22 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time
         if time_limit is not None:
             return floor
         raise TopoplanError(f"LP relaxation failed: {r.status} ({r.message})")
-    return float(max(floor, m.T.value() * m.info["T_scale"]))
+    return float(max(floor, lat + m.T.value() * m.info["T_scale"]))
 
 
 def _incumbent_T(problem) -> float:
     nh = np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64)
-    return evaluate(problem, [], nh).congestion_s
+    return evaluate(problem, [], nh).objective_s
+
+
+def _latency(problem) -> float:
+    """The step time's fixed latency term (0 without steps): the models leave it out, bounds add it back."""
+    return 0.0 if problem.step_loads is None else float(problem.step_loads.latency_s)
+
+
+def _scale(objective_s: float, lat: float) -> float:
+    """A model's time scale for an objective of ``objective_s`` (its fixed latency term left out)."""
+    return max(objective_s - lat, 1e-12)
 
 
 # -- the method, by formulation ------------------------------------------------------
@@ -484,9 +562,16 @@ class _Run:
     deadline: float | None
     best: "_Best"
     floor: float
-    T_max: float = 0.0
+    T_max: float = 0.0          # the models' time scale (the incumbent's objective, latency term left out)
     info: dict = field(default_factory=dict)
     realize_s: float = 0.0      # the longest table building (_realize) measured so far
+    groups: int = 1             # step groups of the model (1: the traffic as one phase)
+    lat: float = 0.0            # the step time's fixed latency term (0 without steps)
+
+    @property
+    def model_floor(self) -> float:
+        """The floor as the models see it (latency term left out)."""
+        return max(self.floor - self.lat, 0.0)
 
     def fits(self, cost_s: float, share: float = 1.0) -> bool:
         """Whether a stage predicted to take ``cost_s`` fits in ``share`` of the time left (no limit: yes)."""
@@ -559,6 +644,8 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
         incs.append((name, circ, best.last_key))
     if formulation == "auto":
         formulation = "node" if node_size(problem) <= NODE_MAX_VARS else "switch"
+    run.lat = _latency(problem)
+    run.groups = _model_groups(problem, formulation, pairs)
     if solver == "auto":
         solver = run.solver = auto_solver(formulation)
     if formulation != "node":
@@ -583,8 +670,10 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
             took = time.perf_counter() - t_r
             cap = took if time_limit is None else min(took, MODEL_TABLES_SHARE * time_limit)
             run.realize_s = max(run.realize_s, cap)
-    run.T_max = max(best.ev.congestion_s, run.floor)
+    run.T_max = _scale(max(best.ev.objective_s, run.floor), run.lat)
     run.info = {"formulation": formulation, "incumbent": best.name, "solver": solver, **run.info}
+    if problem.step_loads is not None:
+        run.info.update(objective="step time", step_groups_model=run.groups)
     if formulation == "lp":
         bound_T, proven, message = solve_lp(run)
     elif formulation == "node":
@@ -604,7 +693,7 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
     info["plan_from"] = best.name
     info["wall_model_s"] = time.perf_counter() - t0
     circ, nh = best.plan
-    lb = float(min(bound_T, best.ev.congestion_s))
+    lb = float(min(bound_T, best.ev.objective_s))
     exact_tables = formulation == "node" and best.name == "milp"
     res = result_from_plan(problem, circ, nh, status=status, bound=lb,
                            load_sharing=("exact: the model's own next hops (one per node and destination switch)"
@@ -612,7 +701,7 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
                            message=message, options=info)
     res.metrics["lower_bound_s"] = lb
     # the first objective is proven optimal when the plan meets the bound, whatever the uplink bytes
-    res.metrics["bound_proven_optimal"] = bool(best.ev.congestion_s <= bound_T * (1 + REL_TOL))
+    res.metrics["bound_proven_optimal"] = bool(best.ev.objective_s <= bound_T * (1 + REL_TOL))
     return res
 
 
@@ -640,8 +729,8 @@ def solve_lp(run: _Run) -> tuple[float, bool, str]:
     >>> r.status, r.options["formulation"]
     ('feasible', 'lp')
     """
-    bound_T = max(run.floor, lp_bound(run.problem, solver=_lp_solver(run.solver), T_max=run.T_max,
-                                          time_limit=None if run.deadline is None else run.left()))
+    bound_T = max(run.floor, lp_bound(run.problem, solver=_lp_solver(run.solver), T_max=run.T_max + run.lat,
+                                      groups=run.groups, time_limit=None if run.deadline is None else run.left()))
     return bound_T, False, "LP-relaxation bound only; the plan is the best heuristic's after table local search"
 
 
@@ -670,16 +759,19 @@ def solve_node(run: _Run) -> tuple[float, bool, str]:
     ('optimal', 'node', True)
     """
     problem, info = run.problem, run.info
-    m = build_node_model(problem, T_max=run.T_max, T_floor=run.floor)
+    m = build_node_model(problem, T_max=run.T_max, T_floor=run.model_floor, groups=run.groups)
     info["variables"] = m.n_variables
     r1, r2, b, _ = two_phase(m, solver=run.solver, time_limit=run.left(), seed=run.seed, threads=run.threads,
                              objective=run.objective, large_bytes=run.large_bytes)
     info["solver_status"] = [r1.status] + ([r2.status] if r2 is not None and r2 is not r1 else [])
-    bound_T = run.floor if b is None else max(run.floor, b)
+    bound_T = run.floor if b is None else max(run.floor, b + run.lat)
     if r2 is not None and r2.has_solution:
         circ, nh, carried = extract_node_plan(problem, m, with_carried=True)
         run.best.offer(problem, circ, _fill_tables(problem, circ, nh, carried), "milp")
     proven = r1.status == "optimal" and (run.objective == "weighted" or (r2 is not None and r2.status == "optimal"))
+    # with merged step groups the model is a relaxation: its plan is optimal only where it meets the bound
+    proven = proven and (problem.step_loads is None or run.groups >= problem.step_loads.n_groups
+                         or run.best.ev.objective_s <= bound_T * (1 + REL_TOL))
     return bound_T, proven, ""
 
 
@@ -715,12 +807,12 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
     """
     problem, info, best = run.problem, run.info, run.best
     info["formulation"] = "switch-lp-rounding"
-    build_s = switch_size(problem, "traffic") / BUILD_VARS_PER_S   # an upper estimate (hop limit 1 is smaller)
+    build_s = switch_size(problem, "traffic", run.groups) / BUILD_VARS_PER_S   # an upper estimate (hop limit 1 is smaller)
     if not run.fits(build_s + run.realize_s, 0.8):
         return run.floor, False, (f"the LP relaxation (~{build_s:.1f} s to build) does not fit the time left: "
                                   "the best heuristic plan, with the fixed-link floor as bound")
-    one = dataclasses.replace(circuit_data(problem), hop_limit=1)
-    m, decode = circuits_switch.build(one, T_max=run.T_max, T_floor=run.floor,
+    one = _hop_limit_one(circuit_data(problem, run.groups))
+    m, decode = circuits_switch.build(one, T_max=run.T_max, T_floor=run.model_floor,
                                       pairs=circuits_switch.candidate_pairs(one, "traffic"), slots=False, relax=True)
     info["variables"] = m.n_variables
     lp_solver = _lp_solver(run.solver)
@@ -744,7 +836,7 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
         circ = decompose(problem, circuits_switch.round_counts(one, decode()))
         _realize(problem, circ, best, "lp-rounding", None if run.deadline is None else 0.8 * run.left())
     if problem.hop_limit == 1 and T_lp is not None:
-        bound_T = max(bound_T, T_lp * m.info["T_scale"])
+        bound_T = max(bound_T, run.lat + T_lp * m.info["T_scale"])
     message = ("large instance: circuits from the rounded LP relaxation; bound = "
                + ("its LP value" if problem.hop_limit == 1 else "the fixed-link floor (lp_bound() gives the LP bound)"))
     return bound_T, False, message
@@ -782,20 +874,21 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     info["pairs"] = mode
     # every stage is predicted before it starts (it cannot be stopped once building): the MILP's build plus
     # two table buildings must fit 80% of the time left, and with the LP bound's build added, half of it
-    milp_build_s = switch_size(problem, mode) / BUILD_VARS_PER_S
+    milp_build_s = switch_size(problem, mode, run.groups) / BUILD_VARS_PER_S
     if not run.fits(milp_build_s + 2 * run.realize_s, 0.8):
-        info["variables"] = switch_size(problem, mode)
+        info["variables"] = switch_size(problem, mode, run.groups)
         return bound_T, False, (f"the switch model ({info['variables']:,} variables, ~{milp_build_s:.1f} s to build) "
                                 "does not fit the time left: the best heuristic plan, with the fixed-link floor as bound")
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
-        if run.fits(switch_size(problem, "all") / BUILD_VARS_PER_S + milp_build_s + 2 * run.realize_s, 0.5):
+        if run.fits(switch_size(problem, "all", run.groups) / BUILD_VARS_PER_S + milp_build_s + 2 * run.realize_s,
+                    0.5):
             lp_left = None if run.deadline is None else 0.3 * run.left()
-            bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max,
-                                            time_limit=lp_left))
+            bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max + run.lat,
+                                            time_limit=lp_left, groups=run.groups))
         else:
             info["lp_bound"] = "skipped: its model would not fit the time left"
-    data = circuit_data(problem)
-    m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.floor,
+    data = circuit_data(problem, run.groups)
+    m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.model_floor,
                                       pairs=circuits_switch.candidate_pairs(data, mode))
     info["variables"] = m.n_variables
     polish_s = None if run.time_limit is None else MODEL_TABLES_SHARE * run.time_limit
@@ -814,12 +907,12 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
                                      after_first=lambda mm: realize(mm, "milp"))
     info["solver_status"] = [r1.status] + ([r2.status] if r2 is not None and r2 is not r1 else [])
     if b is not None and mode == "all":
-        bound_T = max(bound_T, b)
+        bound_T = max(bound_T, b + run.lat)
     if r2 is not None and r2 is not r1 and r2.has_solution:
         realize(m, "milp")
     met_u = run.objective == "weighted" or (mode == "all" and uplink_lb is not None
                                             and best.ev.uplink_bytes <= uplink_lb * (1 + REL_TOL) + 1.0)
-    proven = met_u and best.ev.congestion_s <= bound_T * (1 + REL_TOL)
+    proven = met_u and best.ev.objective_s <= bound_T * (1 + REL_TOL)
     info["uplink_bound_bytes"] = uplink_lb
     return bound_T, proven, ""
 
@@ -834,10 +927,10 @@ class _Best:
 
     def offer(self, problem, circ, nh, name):
         ev = evaluate(problem, circ, nh)
-        self.last_key = (ev.congestion_s, ev.uplink_bytes)
+        self.last_key = (ev.objective_s, ev.uplink_bytes)
         if better(ev, self.ev):
             self.ev, self.plan, self.name = ev, (list(circ), nh), name
-            report(stage=f"ilp: incumbent from {name}", incumbent=ev.congestion_s)
+            report(stage=f"ilp: incumbent from {name}", incumbent=ev.objective_s)
 
 
 def matching_cost_s(n_ocs: int) -> float:
@@ -904,6 +997,28 @@ def auto_solver(formulation: str) -> str:
         return want
     check(other, MILP_BACKENDS)
     return other
+
+
+def _hop_limit_one(data: CircuitData) -> CircuitData:
+    """The data with hop limit 1, its step groups' too."""
+    steps = tuple(dataclasses.replace(d, hop_limit=1) for d in data.steps)
+    return dataclasses.replace(data, hop_limit=1, steps=steps)
+
+
+def _model_groups(problem, formulation: str, pairs: str) -> int:
+    """Step groups the model gets: as many as the problem has, halved until the model fits its size
+    budget (:data:`NODE_STEP_VARS` for the node formulation, :data:`SWITCH_MAX_VARS` for the switch one);
+    1 without steps."""
+    sl = problem.step_loads
+    if sl is None or sl.n_groups <= 1:
+        return 1
+    g = sl.n_groups
+    while g > 1:
+        size = node_size(problem, g) if formulation == "node" else switch_size(problem, pairs, g)
+        if size <= (NODE_STEP_VARS if formulation == "node" else SWITCH_MAX_VARS):
+            return g
+        g //= 2
+    return 1
 
 
 def _lp_solver(solver: str) -> str:

@@ -27,9 +27,10 @@ import time as _time
 
 import numpy as np
 
-from topoplan.problems.circuits.bound import evaluate
+from topoplan.plans.circuits import array_from_tables, tables_from_array  # noqa: F401 (their home: the plan document)
+from topoplan.problems.circuits.bound import evaluate, plan_pair_links, step_link_times
 
-__all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "tables_from_array", "array_from_tables", "Routes",
+__all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "Routes",
            "distance_vector", "polish_tables", "congestion_tables"]
 
 LOAD_SHARING = ("least-loaded: among equal-cost next hops (optical first), each node's traffic to a destination "
@@ -93,70 +94,6 @@ def circuit_links(problem, circuits) -> dict[tuple[int, int], int]:
     """
     cl = problem.network().circuit_links(circuits)
     return dict(zip(zip(cl.src.tolist(), cl.dst.tolist()), range(cl.first, cl.first + cl.n_links)))
-
-
-def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
-    """``next_hop`` array -> the plan's JSON form ``{"node": {"switch": next_hop}}`` (entries only).
-
-    Parameters
-    ----------
-    next_hop : numpy.ndarray
-        (n_nodes x n_switches), -1 = no entry.
-
-    Returns
-    -------
-    dict of str to dict of str to int
-
-    See Also
-    --------
-    array_from_tables : the inverse.
-
-    Examples
-    --------
-    >>> nh = np.full((3, 2), -1)
-    >>> nh[0, 1], nh[2, 0] = 1, 0
-    >>> tables_from_array(nh)
-    {'0': {'1': 1}, '2': {'0': 0}}
-    """
-    next_hop = np.asarray(next_hop)
-    rows, cols = np.nonzero(next_hop >= 0)
-    out: dict[str, dict[str, int]] = {}
-    if not len(rows):
-        return out
-    vals = next_hop[rows, cols].astype(np.int64)
-    n, s = next_hop.shape
-    names = [str(i) for i in range(max(n, s))]
-    ids = list(range(int(vals.max()) + 1))   # one int object per node id, shared by the rows
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    ends = np.r_[starts[1:], len(rows)]
-    for r, a, b in zip(rows[starts].tolist(), starts.tolist(), ends.tolist()):
-        out[names[r]] = dict(zip(map(names.__getitem__, cols[a:b].tolist()), map(ids.__getitem__, vals[a:b].tolist())))
-    return out
-
-
-def array_from_tables(tables: dict, n_nodes: int, n_switches: int) -> np.ndarray:
-    """The plan's ``forwarding`` dict (string or int keys) -> ``next_hop`` array (-1 = no entry).
-
-    Parameters
-    ----------
-    tables : dict
-        ``{node: {switch: next_hop}}``.
-    n_nodes, n_switches : int
-
-    Returns
-    -------
-    numpy.ndarray of int64
-
-    Examples
-    --------
-    >>> array_from_tables({"0": {"1": 1}, 2: {0: 0}}, 3, 2).tolist()
-    [[-1, 1], [-1, -1], [0, -1]]
-    """
-    nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
-    for n, row in (tables or {}).items():
-        for s, h in row.items():
-            nh[int(n), int(s)] = int(h)
-    return nh
 
 
 class Routes:
@@ -798,7 +735,8 @@ def _crosses(ties, q) -> bool:
 
 def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float | None = None,
                   max_passes: int = 50) -> np.ndarray:
-    """Improve tables by local search on the exact bound (used to realize the exact model's plans).
+    """Improve tables by local search on the exact objective (used to realize the exact model's plans): the
+    communication-time bound, or with steps the step time (the sum of the step groups' bottlenecks).
 
     A move changes the entry of a source node for one destination switch when
     no other node's route passes through it (so only its own traffic moves):
@@ -846,7 +784,10 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
     ev = evaluate(p, circuits, nh)
     bw = ev.bw_Bps
     inv = np.where(np.isfinite(bw), 1.0 / bw, 0.0)
-    t = ev.loads_B * inv
+    # link times per step group (one row: the whole traffic as one phase); the objective is the sum of the
+    # rows' maxima (see :mod:`topoplan.problems.circuits.steps`)
+    t = step_times_of(p, ev, circuits, nh, bw)
+    pair_w = _pair_weights(p)
     uplink = ev.uplink_bytes
     idx = p.link_index()
     uu0, uu1 = idx["uplink_up"], idx["uplink_down"]
@@ -860,9 +801,11 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
     order_g = np.argsort(ginv, kind="stable")
     bounds_g = np.searchsorted(ginv[order_g], np.arange(len(groups) + 1))
     gw = np.bincount(ginv, weights=p.large_bytes, minlength=len(groups))
-    members = {int(k): (p.large_dst[order_g[bounds_g[g]:bounds_g[g + 1]]], p.large_bytes[order_g[bounds_g[g]:bounds_g[g + 1]]])
+    members = {int(k): (p.large_dst[order_g[bounds_g[g]:bounds_g[g + 1]]],
+                        pair_w[:, order_g[bounds_g[g]:bounds_g[g + 1]]].T)
                for g, k in enumerate(groups.tolist())}
     gweight = dict(zip(groups.tolist(), gw.tolist()))
+    gstep = {int(k): members[int(k)][1].sum(axis=0) for k in groups.tolist()}   # per step group
     routes.prefetch(groups // s, groups % s)
 
     path_nodes = routes.nodes
@@ -874,15 +817,16 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
             through[(x, dst)] = through.get((x, dst), 0) + 1
 
     def contrib(k, links, end, fb):
+        """Links the group's traffic crosses and its bytes there, per step group (rows: links)."""
         b, w = members[k]
         ids = [np.asarray(links, dtype=np.int64)]
-        vals = [np.full(len(links), gweight[k])]
+        vals = [np.broadcast_to(gstep[k], (len(links), len(gstep[k])))]
         deliver = np.ones(len(b), bool) if fb else (b != end)
         ids.append(idx["down"] + b[deliver]); vals.append(w[deliver])
         if not fb:
             via = b != end
             if via.any():
-                ids.append(np.array([idx["up"] + end])); vals.append(np.array([w[via].sum()]))
+                ids.append(np.array([idx["up"] + end])); vals.append(w[via].sum(axis=0, keepdims=True))
         return np.concatenate(ids), np.concatenate(vals)
 
     def candidate_route(a, dst, h):
@@ -910,7 +854,7 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
             cur_h = int(nh[a, dst])
             links, end, fb, nc, _ = routes.route(a, dst)
             oi, ov = contrib(k, links, end, fb)
-            T0 = t.max()
+            T0 = float(t.max(axis=1).sum())
             base_sq = 0.0
             cands = [-1] + [int(q) for q in ocs_of[sw[a]] if q != a] + list(partners[a])
             best = None
@@ -924,28 +868,30 @@ def polish_tables(problem, circuits, next_hop: np.ndarray, *, time_limit: float 
                 ids = np.concatenate([oi, ni])
                 dv = np.concatenate([-ov, nv])
                 touched, pos = np.unique(ids, return_inverse=True)
-                delta = np.bincount(pos, weights=dv, minlength=len(touched)) * inv[touched]
-                new_t = t[touched] + delta
+                dbytes = np.zeros((len(touched), dv.shape[1]))
+                np.add.at(dbytes, pos, dv)
+                new_t = t[:, touched] + (dbytes * inv[touched, None]).T
                 tmp = t.copy()
-                tmp[touched] = new_t
-                T1 = tmp.max()
-                at1 = int((tmp >= T1 * (1 - 1e-9)).sum())
-                du = float(np.bincount(pos, weights=dv, minlength=len(touched))[(touched >= uu0) & (touched < uu1)].sum())
-                dsq = float((new_t ** 2 - t[touched] ** 2).sum())
+                tmp[:, touched] = new_t
+                mx = tmp.max(axis=1)
+                T1 = float(mx.sum())
+                at1 = int((tmp >= mx[:, None] * (1 - 1e-9)).sum())
+                du = float(dbytes[(touched >= uu0) & (touched < uu1)].sum())
+                dsq = float((new_t ** 2 - t[:, touched] ** 2).sum())
                 key = (T1, at1, uplink + du, dsq)
                 if best is None or _better_key(key, best[0]):
                     best = (key, h, touched, new_t, du)
             if best is None:
                 continue
             (T1, at1, up1, dsq), h, touched, new_t, du = best
-            at0 = int((t >= T0 * (1 - 1e-9)).sum())
+            at0 = int((t >= t.max(axis=1, keepdims=True) * (1 - 1e-9)).sum())
             if _better_key((T1, at1, up1, dsq), (T0, at0, uplink, base_sq)):
                 for x in path_nodes(a, dst)[1:]:
                     through[(x, dst)] -= 1
                 routes.set_entry(a, dst, h)
                 for x in path_nodes(a, dst)[1:]:
                     through[(x, dst)] = through.get((x, dst), 0) + 1
-                t[touched] = new_t
+                t[:, touched] = new_t
                 uplink += du
                 improved = True
         if not improved:
@@ -974,7 +920,7 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2,
 
     Source traffic groups (node, destination switch), largest first, each
     take the route that keeps the most loaded link it crosses (delivery
-    included) lowest -- fall back, the own circuit, or an EPS hop to a relay
+    included; with steps, summed over the step groups) lowest -- fall back, the own circuit, or an EPS hop to a relay
     and its circuit, then the same choice again at an intermediate switch
     (up to ``max_circuits_per_route`` circuits and the problem's hop limit);
     ties go to fewer uplink bytes, then fewer links. Entries fixed by earlier
@@ -1017,7 +963,8 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2,
     ocs_of = p.ocs_of_switch()
     bw = np.concatenate([p.fixed_link_bw(), np.full(2 * len(circuits), p.ocs_bw_Bps)])
     inv = np.where(np.isfinite(bw), 1.0 / bw, 0.0)
-    t = np.concatenate([p.base_loads(), np.zeros(2 * len(circuits))]) * inv
+    t = _base_step_times(p, bw)          # per step group (one row without steps) and link
+    pair_w = _pair_weights(p)
     s = p.n_switches
     nh = np.full((p.n_nodes, s), -1, dtype=np.int64)
     fixed = np.zeros((p.n_nodes, s), dtype=bool)
@@ -1066,33 +1013,71 @@ def congestion_tables(problem, circuits, *, max_circuits_per_route: int = 2,
             break
         a, dst = divmod(int(groups[g]), s)
         sel = order[bounds[g]:bounds[g + 1]]
-        b, w = p.large_dst[sel], p.large_bytes[sel]
+        b, w = p.large_dst[sel], pair_w[:, sel].T       # per pair and step group
+        gk = w.sum(axis=0)
         best = None
         for entries, links, end, fb in routes(a, dst, H, False):
             nodes_seen = [a] + [h for _, h in entries if h >= 0]
             if len(set(nodes_seen)) != len(nodes_seen):
                 continue  # would loop
-            ids = list(links)
-            vals = [gw[g]] * len(links)
             deliver = np.ones(len(b), bool) if fb else (b != end)
-            ids += (idx["down"] + b[deliver]).tolist()
-            vals += w[deliver].tolist()
+            ids = [np.asarray(links, dtype=np.int64), idx["down"] + b[deliver]]
+            vals = [np.broadcast_to(gk, (len(links), len(gk))), w[deliver]]
             if not fb and (b != end).any():
-                ids.append(idx["up"] + end)
-                vals.append(float(w[b != end].sum()))
-            ids = np.asarray(ids, dtype=np.int64)
-            new = t[ids] + np.asarray(vals) * inv[ids]
+                ids.append(np.array([idx["up"] + end]))
+                vals.append(w[b != end].sum(axis=0, keepdims=True))
+            ids = np.concatenate(ids)
             touched, pos = np.unique(ids, return_inverse=True)
-            add = np.bincount(pos, weights=np.asarray(vals) * inv[ids], minlength=len(touched))
-            cost = float((t[touched] + add).max())
+            add = np.zeros((len(touched), len(gk)))
+            np.add.at(add, pos, np.concatenate(vals) * inv[ids, None])
+            # the most loaded link the route crosses, per step group, summed over the groups
+            cost = float((t[:, touched] + add.T).max(axis=1).sum())
             up = gw[g] if fb else 0.0
             key = (cost, up, len(links))
             if best is None or key < best[0]:
                 best = (key, entries, touched, add)
-            del new
         _, entries, touched, add = best
         for node, h in entries:
             nh[node, dst] = h
             fixed[node, dst] = True
-        t[touched] += add
+        t[:, touched] += add.T
     return nh
+
+
+def _pair_weights(problem) -> np.ndarray:
+    """Bytes of every large pair per step group (``K x P``; one row, the pairs' bytes, without steps)."""
+    sl = problem.step_loads
+    return problem.large_bytes.reshape(1, -1) if sl is None else sl.large_B
+
+
+def _base_step_times(problem, bw) -> np.ndarray:
+    """Seconds of the plan-independent loads per step group and link (one row without steps; circuits 0)."""
+    inv = np.where(np.isfinite(bw), 1.0 / bw, 0.0)
+    if problem.step_loads is None:
+        base = np.concatenate([problem.base_loads(), np.zeros(len(bw) - problem.n_fixed_links())])
+        return (base * inv).reshape(1, -1)
+    return step_link_times(problem, None, bw)
+
+
+def step_times_of(problem, ev, circuits, next_hop, bw) -> np.ndarray:
+    """Seconds per step group and link of a plan (one row, the whole traffic's, without steps).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    ev : Evaluation
+        The plan's (:func:`topoplan.problems.circuits.bound.evaluate`).
+    circuits : sequence of (int, int)
+    next_hop : numpy.ndarray
+    bw : numpy.ndarray
+        Per link (circuits last).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``K x links``.
+    """
+    inv = np.where(np.isfinite(bw), 1.0 / bw, 0.0)
+    if problem.step_loads is None:
+        return (ev.loads_B * inv).reshape(1, -1)
+    return step_link_times(problem, plan_pair_links(problem, circuits, next_hop), bw)

@@ -14,8 +14,8 @@ placement and the large-message threshold. It holds
 :func:`solve` runs one method of :data:`METHODS` (the registry of
 :mod:`topoplan.problems.circuits.registry`; the methods register themselves) and
 returns a validated :class:`topoplan.problems.result.PlanResult`;
-:func:`validate_plan_dict` checks a plan file against a topology (the rules
-of the plan-file contract).
+:func:`validate_plan` checks a method's plan by the rules of the plan document
+(:func:`topoplan.plans.circuits.validate_plan_dict`).
 
 Examples
 --------
@@ -31,26 +31,28 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from topoplan.analysis.switches import default_threshold
 from topoplan.problems.circuits.bound import evaluate
-from topoplan.problems.circuits.forwarding import LOAD_SHARING, tables_from_array
+from topoplan.problems.circuits.loads import node_loads
+from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
+from topoplan.plans.circuits import tables_from_array, validate_plan_dict
+from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
 __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
-           "validate_plan_dict", "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
+           "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
 
 
 @dataclass
@@ -147,6 +149,8 @@ class CircuitProblem:
     traffic_name: str = ""
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
     traffic: object = field(default=None, repr=False, compare=False)  # rank traffic (for simulating plans)
+    steps: object = field(default=None, repr=False, compare=False)    # the trace's steps (topoplan.sim.steps)
+    step_loads: object = field(default=None, repr=False, compare=False)  # their loads (problems.circuits.steps)
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
@@ -159,8 +163,9 @@ class CircuitProblem:
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
-    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
-              hop_limit: int | None = None, max_circuits: int | None = None) -> "CircuitProblem":
+    def build(cls, topology, traffic=None, placement=None, *, threshold_B: float | None = None,
+              hop_limit: int | None = None, max_circuits: int | None = None, steps=None,
+              max_step_types: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
 
         The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
@@ -180,6 +185,13 @@ class CircuitProblem:
             Most circuits a large message may cross (None: no limit).
         max_circuits : int, optional
             Most circuits a plan may set up (None: as many as ports allow).
+        steps : topoplan.sim.steps.Steps, optional
+            The steps of the trace the traffic comes from (:func:`topoplan.sim.steps.trace_steps`): plans are
+            then scored by their step time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-
+            phase bound. ``traffic`` may be left out (the steps' total is used).
+        max_step_types : int, optional
+            Most step groups kept for planning (default
+            :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
 
         Returns
         -------
@@ -202,11 +214,20 @@ class CircuitProblem:
         >>> CircuitProblem.build(topo, from_arrays(2, [0], [1], [8.0]), hop_limt=2)
         Traceback (most recent call last):
         ...
-        topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits
+        topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits, steps, max_step_types
         """
         topo = topology
+        if traffic is None and steps is not None:
+            traffic = steps.total()
         if traffic is None:
             raise TopoplanError("field 'traffic': a circuit problem needs the traffic to plan for")
+        if steps is not None and steps.n_ranks != traffic.n_ranks:
+            raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
+                                f"{traffic.n_ranks}")
+        if max_step_types is None:
+            max_step_types = MAX_STEP_TYPES
+        elif max_step_types < 1:
+            raise TopoplanError(f"field 'max_step_types': must be at least 1, got {max_step_types}")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
                                 f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
@@ -227,35 +248,24 @@ class CircuitProblem:
         n, sw = topo.n_nodes, topo.node_switch()
         s = topo.n_switches
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
-        a, b = node[traffic.src], node[traffic.dst]
-        by = traffic.bytes.astype(np.float64)
-        same_node, same_sw = a == b, sw[a] == sw[b]
-        large = (traffic.msg_bytes >= thr) & ~same_sw
-        eps = ~same_node & ~large
-        cross = eps & ~same_sw
-        up = np.bincount(a[eps], weights=by[eps], minlength=n)
-        down = np.bincount(b[eps], weights=by[eps], minlength=n)
-        intra = np.bincount(a[same_node & (traffic.src != traffic.dst)],
-                            weights=by[same_node & (traffic.src != traffic.dst)], minlength=n)
-        uu = np.bincount(sw[a[cross]], weights=by[cross], minlength=s)
-        ud = np.bincount(sw[b[cross]], weights=by[cross], minlength=s)
-        key = a[large] * n + b[large]
-        uniq, inv = np.unique(key, return_inverse=True)
-        lb = np.bincount(inv, weights=by[large], minlength=len(uniq))
-        lm = np.bincount(inv, weights=traffic.count[large].astype(np.float64), minlength=len(uniq))
-        keep = lb > 0
+        ld = node_loads(traffic, node, sw, n, s, thr)
         min_rank = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(min_rank, node[:traffic.n_ranks], np.arange(traffic.n_ranks, dtype=np.int64))
         ocs = topo.ocs
-        return cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
-                   node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(), ports=int(ocs.ports_per_node),
-                   node_bw_Bps=topo.node_link_bw().astype(np.float64), up_bw_Bps=float(topo.up_bw_Bps),
-                   ocs_bw_Bps=float(ocs.bw_Bps), intra_bw_Bps=float(topo.intra_node_bw_Bps),
-                   uplinks_shared=topo.kind != "fat-tree",
-                   base_up_B=up, base_down_B=down, base_intra_B=intra, base_uplink_up_B=uu, base_uplink_down_B=ud,
-                   large_src=(uniq // n)[keep], large_dst=(uniq % n)[keep], large_bytes=lb[keep],
-                   large_msgs=lm[keep], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
+        prob = cls(topology=topo, placement=placement, threshold_B=thr, hop_limit=hop_limit,
+                   max_circuits=max_circuits, node_switch=sw.astype(np.int64), is_ocs=topo.is_ocs_node(),
+                   ports=int(ocs.ports_per_node), node_bw_Bps=topo.node_link_bw().astype(np.float64),
+                   up_bw_Bps=float(topo.up_bw_Bps), ocs_bw_Bps=float(ocs.bw_Bps),
+                   intra_bw_Bps=float(topo.intra_node_bw_Bps), uplinks_shared=topo.kind != "fat-tree",
+                   base_up_B=ld["up"], base_down_B=ld["down"], base_intra_B=ld["intra"],
+                   base_uplink_up_B=ld["uplink_up"], base_uplink_down_B=ld["uplink_down"],
+                   large_src=ld["large_src"], large_dst=ld["large_dst"], large_bytes=ld["large_bytes"],
+                   large_msgs=ld["large_msgs"], node_min_rank=min_rank, traffic_name=getattr(traffic, "name", ""),
                    traffic=traffic)
+        if steps is not None:
+            prob.step_loads = step_loads(prob, steps, max_types=max_step_types)
+            prob.steps = steps
+        return prob
 
     # -- sizes and structure --------------------------------------------
     @property
@@ -383,10 +393,19 @@ class CircuitProblem:
         return self.network().link_label(link, list(circuits))
 
     def describe(self) -> dict:
-        return {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
-                "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
-                "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
-                "large_inter_switch_bytes": float(self.large_bytes.sum())}
+        out = {"nodes": self.n_nodes, "switches": self.n_switches, "ocs_nodes": int(self.is_ocs.sum()),
+               "ports_per_node": self.ports, "threshold_B": self.threshold_B, "hop_limit": self.hop_limit,
+               "max_circuits": self.max_circuits, "large_pairs": int(len(self.large_bytes)),
+               "large_inter_switch_bytes": float(self.large_bytes.sum())}
+        if self.step_loads is not None:
+            sl = self.step_loads
+            out.update(steps=sl.n_steps, step_types=sl.n_types, step_groups=sl.n_groups)
+        return out
+
+    @property
+    def objective_kind(self) -> str:
+        """What the methods' objective is: ``step time`` (with steps) or ``bulk bound``."""
+        return "bulk bound" if self.step_loads is None else "step time"
 
 
 # -- plan construction and validation -----------------------------------
@@ -500,7 +519,7 @@ def result_from_plan(problem: CircuitProblem, circuits, next_hop, *, status="heu
     if extra_metrics:
         metrics.update(extra_metrics)
     plan = plan_dict(problem, circuits, next_hop, load_sharing or LOAD_SHARING)
-    return PlanResult(method="", objective=ev.congestion_s, plan=plan, status=status, bound=bound,
+    return PlanResult(method="", objective=ev.objective_s, plan=plan, status=status, bound=bound,
                       metrics=metrics, message=message, options=dict(options or {}))
 
 
@@ -516,7 +535,7 @@ def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
     Raises
     ------
     TopoplanError
-        As :func:`validate_plan_dict`, naming the method.
+        As :func:`topoplan.plans.circuits.validate_plan_dict`, naming the method.
 
     Examples
     --------
@@ -537,248 +556,10 @@ def validate_plan(problem: CircuitProblem, result: PlanResult) -> None:
                        max_circuits=problem.max_circuits)
 
 
-def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circuits: int | None = None) -> None:
-    """Check a circuit plan (dict as in the plan JSON) against a hybrid topology.
-
-    Rejects, with a one-line :class:`TopoplanError`: unknown nodes or switches,
-    a circuit touching a non-OCS node, joining two nodes under one switch or
-    listed twice, a node with more circuits than optical ports, a next hop
-    that is neither the circuit partner nor a node under the same switch, an
-    entry at a node already under its destination switch, a routing loop, a
-    route crossing more circuits than ``hop_limit``, and more circuits than
-    ``max_circuits`` (argument or ``options.max_circuits``).
-
-    Parameters
-    ----------
-    doc : dict
-        The plan: ``circuits`` ([[u, v], ...]), ``forwarding`` ({node: {switch: next_hop}}),
-        optionally ``hop_limit``, ``options`` and ``rank_to_node``.
-    topo : TreeTopology
-        A hybrid topology.
-    where : str, optional
-        How errors name the plan.
-    max_circuits : int, optional
-        Most circuits allowed.
-
-    Raises
-    ------
-    TopoplanError
-        One line naming ``where`` and the field.
-
-    See Also
-    --------
-    topoplan.problems.validate.validate : every kind of plan document.
-
-    Examples
-    --------
-    >>> from topoplan.core.topology_io import load_topology
-    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])  # OCS nodes 0, 16, 32, 48
-    >>> validate_plan_dict({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}, topo)
-    >>> validate_plan_dict({"circuits": [[0, 1]]}, topo)
-    Traceback (most recent call last):
-    ...
-    topoplan.core.errors.TopoplanError: circuit plan: field 'circuits[0]': node 1 is not an OCS node
-    """
-    if not isinstance(doc, dict):
-        raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
-    if not isinstance(topo, TreeTopology) or topo.ocs is None:
-        raise TopoplanError(f"{where}: a circuit plan needs a hybrid topology (with an 'ocs' section)")
-    n, sw = topo.n_nodes, topo.node_switch()
-    s = topo.n_switches
-    is_ocs = topo.is_ocs_node()
-    ports = topo.ocs.ports_per_node
-    raw = doc.get("circuits", [])
-    if not isinstance(raw, list):
-        raise TopoplanError(f"{where}: field 'circuits': expected a list of [node, node] pairs")
-    partners: dict[int, set] = {}
-    seen = set()
-    for i, c in enumerate(raw):
-        if not isinstance(c, (list, tuple)) or len(c) != 2 or not all(_is_int(x) for x in c):
-            raise TopoplanError(f"{where}: field 'circuits[{i}]': expected [node, node], got {c!r}")
-        a, b = int(c[0]), int(c[1])
-        for x in (a, b):
-            if not 0 <= x < n:
-                raise TopoplanError(f"{where}: field 'circuits[{i}]': unknown node {x} ({n} nodes)")
-            if not is_ocs[x]:
-                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {x} is not an OCS node")
-        if sw[a] == sw[b]:
-            raise TopoplanError(f"{where}: field 'circuits[{i}]': nodes {a} and {b} are under the same switch {sw[a]}")
-        key = (min(a, b), max(a, b))
-        if key in seen:
-            raise TopoplanError(f"{where}: field 'circuits[{i}]': circuit {a}-{b} listed twice")
-        seen.add(key)
-        for u, v in ((a, b), (b, a)):
-            partners.setdefault(u, set()).add(v)
-            if len(partners[u]) > ports:
-                raise TopoplanError(f"{where}: field 'circuits[{i}]': node {u} has {len(partners[u])} circuits "
-                                    f"but {ports} optical port{'s' if ports != 1 else ''}")
-    limit = max_circuits
-    opts = doc.get("options") or {}
-    if limit is None and isinstance(opts, dict) and _is_int(opts.get("max_circuits")):
-        limit = int(opts["max_circuits"])
-    if limit is not None and len(raw) > limit:
-        raise TopoplanError(f"{where}: field 'circuits': {len(raw)} circuits but max_circuits is {limit}")
-    fwd = doc.get("forwarding") or {}
-    if not isinstance(fwd, dict):
-        raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
-    if not _tables_valid_fast(fwd, doc.get("hop_limit"), n, s, sw, partners):
-        _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
-    r2n = doc.get("rank_to_node")
-    if r2n is not None:
-        if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
-            raise TopoplanError(f"{where}: field 'rank_to_node': expected a list of node ids")
-        bad = [x for x in r2n if not 0 <= int(x) < n]
-        if bad:
-            raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
-
-
-def _is_int(x) -> bool:
-    if isinstance(x, bool):
-        return False
-    if isinstance(x, (int, np.integer)):
-        return True
-    if isinstance(x, str):
-        from topoplan.core.units import is_ascii_int
-
-        return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
-    if isinstance(x, float):
-        return x.is_integer()
-    return False
-
-
-def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners: dict) -> None:
-    """The forwarding checks of :func:`validate_plan_dict` entry by entry: raise on the first error."""
-    table: dict[int, dict[int, int]] = {}
-    for key_n, row in fwd.items():
-        if not _is_int(key_n) or not 0 <= int(key_n) < n:
-            raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
-        u = int(key_n)
-        if not isinstance(row, dict):
-            raise TopoplanError(f"{where}: field 'forwarding.{u}': expected {{switch: next_hop}}")
-        for key_s, h in row.items():
-            if not _is_int(key_s) or not 0 <= int(key_s) < s:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
-            t = int(key_s)
-            if not _is_int(h) or not 0 <= int(h) < n:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
-            h = int(h)
-            if sw[u] == t:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': node {u} is already under switch {t}")
-            if h == u or not (h in partners.get(u, ()) or sw[h] == sw[u]):
-                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': next hop {h} is not a neighbour of node {u} "
-                                    f"(neither its circuit partner nor a node under switch {sw[u]})")
-            table.setdefault(u, {})[t] = h
-    hop_limit = doc.get("hop_limit")
-    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
-        raise TopoplanError(f"{where}: field 'hop_limit': expected a positive integer or null, got {hop_limit!r}")
-    # every chain must end (at the destination switch or a missing entry) without revisiting a node
-    done: dict[tuple[int, int], int] = {}
-    for u, row in table.items():
-        for t in row:
-            path, cur, hops = [], u, 0
-            while (cur, t) not in done:
-                if sw[cur] == t or t not in table.get(cur, {}):
-                    done[(cur, t)] = 0
-                    break
-                if (cur, t) in path:
-                    cyc = " -> ".join(str(x) for x, _ in path[path.index((cur, t)):]) + f" -> {cur}"
-                    raise TopoplanError(f"{where}: field 'forwarding': routing loop towards switch {t}: {cyc}")
-                path.append((cur, t))
-                cur = table[cur][t]
-            hops = done[(cur, t)]
-            for x, _ in reversed(path):
-                nxt = table[x][t]
-                hops += 1 if nxt in partners.get(x, ()) else 0
-                done[(x, t)] = hops
-                if hop_limit is not None and hops > int(hop_limit):
-                    raise TopoplanError(f"{where}: field 'forwarding.{x}.{t}': the route crosses {hops} circuits, "
-                                        f"more than hop_limit {hop_limit}")
-
-
-def _tables_valid_fast(fwd: dict, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
-    """True when the forwarding tables pass every check of :func:`validate_plan_dict` (entries, hop limit,
-    loops), checked with arrays. Only plain tables are taken (keys the decimal strings of node and switch
-    ids, next hops ``int``); False for anything else or any doubt, and the entry-by-entry checks decide."""
-    if not fwd:
-        return False
-    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
-        return False
-    ids = _id_index(max(n, s))
-    get = ids.get
-    rows, lens = [], []
-    for key_n, row in fwd.items():
-        u = get(key_n) if type(key_n) is str else None
-        if u is None or u >= n or type(row) is not dict:
-            return False
-        rows.append(u)
-        lens.append(len(row))
-    total = sum(lens)
-    if not total:
-        return False
-    rows_v = list(fwd.values())
-    if set(map(type, chain.from_iterable(map(dict.values, rows_v)))) != {int}:
-        return False   # a next hop that is not a plain int (bool, float, str, numpy...): entry by entry
-    try:   # a key that is not an id string maps to None: TypeError
-        t = np.fromiter(map(get, chain.from_iterable(rows_v)), dtype=np.int64, count=total)
-        h = np.fromiter(chain.from_iterable(map(dict.values, rows_v)), dtype=np.int64, count=total)
-    except (TypeError, OverflowError, ValueError):
-        return False
-    u = np.repeat(np.array(rows, dtype=np.int64), lens)
-    if (t >= s).any() or (h < 0).any() or (h >= n).any() or (sw[u] == t).any() or (h == u).any():
-        return False
-    circ = sw[h] != sw[u]
-    if circ.any():   # a next hop under another switch must be a circuit partner
-        pk = np.array(sorted(a * n + b for a, ps in partners.items() for b in ps), dtype=np.int64)
-        key = u[circ] * n + h[circ]
-        pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
-        if not len(pk) or (pk[pos] != key).any():
-            return False
-    # chains: the entry (h, t) each entry leads to (-1 where it ends), circuits crossed summed by pointer jumping
-    ekey = u * s + t
-    want = h * s + t
-    if n * s <= 1 << 26:   # a dense index of the entries
-        at = np.full(n * s, -1, dtype=np.int64)
-        at[ekey] = np.arange(len(ekey))
-        nxt = np.where(sw[h] != t, at[want], -1)
-    else:
-        order = np.argsort(ekey, kind="stable")
-        sk = ekey[order]
-        pos = np.minimum(np.searchsorted(sk, want), len(sk) - 1)
-        nxt = np.where((sk[pos] == want) & (sw[h] != t), order[pos], -1)
-    acc = circ.astype(np.int64)
-    # entries some entry leads to (the relays' own) first: chains run through them only
-    inner = np.zeros(len(nxt), dtype=bool)
-    inner[nxt[nxt >= 0]] = True
-    leaf = np.flatnonzero(~inner & (nxt >= 0))
-    leaf_next = nxt[leaf]
-    active = np.flatnonzero(inner & (nxt >= 0))
-    for _ in range(int(np.ceil(np.log2(len(nxt) + 1))) + 2):
-        if not active.size:
-            break
-        p = nxt[active]
-        acc[active] += acc[p]
-        nxt[active] = nxt[p]
-        active = active[nxt[active] >= 0]
-    if active.size:
-        return False   # a loop
-    acc[leaf] += acc[leaf_next]
-    return hop_limit is None or int(acc.max(initial=0)) <= int(hop_limit)
-
-
-_ID_INDEX: dict = {}
-
-
-def _id_index(k: int) -> dict:
-    """``{"0": 0, "1": 1, ...}`` for ids below at least ``k`` (kept: node and switch keys of plans)."""
-    if len(_ID_INDEX) < k:
-        _ID_INDEX.update((str(i), i) for i in range(len(_ID_INDEX), k))
-    return _ID_INDEX
-
-
 # -- solve ----------------------------------------------------------------
 
 def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: float | None = None,
-          seed: int | None = 0, score: str = "bound", trace=None, sim_model=None, **options) -> PlanResult:
+          seed: int | None = 0, score: str = "auto", trace=None, sim_model=None, **options) -> PlanResult:
     """Plan circuits and forwarding tables with ``method`` (one of :data:`METHODS`).
 
     Parameters
@@ -787,11 +568,16 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     method : ``none``, ``sp``, ``three-step``, ``greedy``, ``matching``, ``ilp`` or ``anneal``.
     time_limit : seconds (``ilp``, ``anneal``).
     seed : random seed (``greedy``'s random picks, ``anneal``, solver seeds); recorded in the result.
-    score : ``bound`` (default): the plan the method finds for the communication-time bound;
-        ``simulated``: that plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever
-        simulates faster (see :func:`topoplan.problems.result.solve_with`).
+    score : ``auto`` (default): ``simulated`` for a method with starting heuristics (``ilp``, ``anneal``)
+        when a ``trace`` is given and the problem has its steps, else ``bound``; ``bound``: the plan the
+        method finds for its objective (the step time, or the communication-time bound); ``simulated``: that
+        plan or the plan of a heuristic it starts from (:data:`STARTS`), whichever simulates faster (see
+        :func:`topoplan.problems.result.solve_with`). On an application's steps the step time is an
+        estimate, which dynamic effects of the network can make wrong about which plan is faster (an
+        all-to-all in throttled batches through relays runs up to 2.4 times its step time): ``auto`` has
+        the simulator decide there.
     trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
-    sim_model : :class:`topoplan.sim.model.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
+    sim_model : :class:`topoplan.sim.simmodel.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
         pipelined relays.
     options : the method's own options (``METHODS.options(method)``), e.g. ``solver='highs'`` or
         ``formulation='switch'`` for ``ilp``, ``init`` and ``max_steps`` for ``anneal``; an option the
@@ -840,6 +626,8 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
+    if score == "auto":
+        score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
@@ -944,6 +732,7 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
                 row[f"simulated_s.{name}"] = fn(res.to_dict())
         elif simulate is not None:
             row["simulated_s"] = simulate(res.to_dict())
+            row["simulated_over_objective"] = row["simulated_s"] / res.objective if res.objective else None
         rows.append(row)
     bounds = [r.bound for r in results.values() if r.bound is not None]
     best_bound = max(bounds) if bounds else None

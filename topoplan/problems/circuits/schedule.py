@@ -85,7 +85,7 @@ separated by barriers.
 Examples
 --------
 >>> from topoplan.core.topology_io import load_topology
->>> from topoplan.traffic.twophase import halo_then_transpose
+>>> from topoplan.traffic.generators import halo_then_transpose
 >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
 >>> prob = PhasedProblem.build(topo, halo_then_transpose(16, 16, 4e6, iters=5))
 >>> len(prob.phases), prob.setup_s
@@ -106,10 +106,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.sim.steps import trace_steps
+from topoplan.plans.schedule import slot_fractions, validate_schedule
 from topoplan.problems.result import PlanResult, Registry, gap_of, solve_with
 
 __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
-           "static_schedule", "validate_schedule", "entry_end", "schedule_entries", "Decomposed", "decomposed_option",
+           "schedule_entries", "Decomposed", "decomposed_option",
            "DECOMPOSE_HOP_LIMIT"]
 
 SCHEDULERS = Registry("schedule")
@@ -227,7 +229,8 @@ class PhasedProblem:
     @classmethod
     def build(cls, topology, phases, placement=None, *, setup_s: float | None = None, blackout: str = "eps",
               score: str = "bound", sim_model=None, threshold_B: float | None = None, hop_limit: int | None = None,
-              max_circuits: int | None = None, phase_options: dict | None = None) -> "PhasedProblem":
+              max_circuits: int | None = None, phase_options: dict | None = None,
+              steps: bool = False) -> "PhasedProblem":
         """The scheduling problem of ``phases`` (a :class:`~topoplan.traffic.phases.Phases`, or a trace to split).
 
         Parameters
@@ -248,6 +251,9 @@ class PhasedProblem:
             As for :meth:`~topoplan.problems.circuits.problem.CircuitProblem.build`.
         phase_options : dict, optional
             Options of :func:`~topoplan.traffic.phases.detect_phases`.
+        steps : bool, optional
+            Price each phase class's candidates by the step time of its phase (the steps of the class's
+            first phase, :func:`topoplan.sim.steps.trace_steps`) instead of its one-bulk-phase bound.
 
         Returns
         -------
@@ -309,7 +315,8 @@ class PhasedProblem:
             k = _traffic_key(p.traffic)
             if k not in keys:
                 keys[k] = len(class_problems)
-                class_problems.append(CircuitProblem.build(topology, p.traffic, placement, **opts))
+                st = trace_steps(phases.subtrace(p.index)) if steps else None
+                class_problems.append(CircuitProblem.build(topology, p.traffic, placement, steps=st, **opts))
                 class_phase.append(p.index)
             phase_class.append(keys[k])
         return cls(topology=topology, placement=total.placement, phases=phases, threshold_B=thr, setup_s=setup,
@@ -333,7 +340,7 @@ class PhasedProblem:
     def _bound(self, c: int, circuits: tuple, next_hop: np.ndarray) -> float:
         from topoplan.problems.circuits.bound import evaluate
 
-        return float(evaluate(self.class_problems[c], list(circuits), next_hop).congestion_s)
+        return float(evaluate(self.class_problems[c], list(circuits), next_hop).objective_s)
 
     def price(self, c: int, cfg: Config) -> tuple[float, np.ndarray]:
         """Time of class ``c``'s phase under ``cfg``, with the forwarding tables that give it.
@@ -494,7 +501,7 @@ class PhasedProblem:
         >>> sorted(p.config_plan(Config.of([], np.full((64, 4), -1))))
         ['circuits', 'forwarding', 'hop_limit', 'load_sharing', 'rank_to_node', 'threshold_B']
         """
-        from topoplan.problems.circuits.forwarding import tables_from_array
+        from topoplan.plans.circuits import tables_from_array
 
         return {"circuits": [list(c) for c in cfg.circuits], "forwarding": tables_from_array(cfg.next_hop),
                 "load_sharing": cfg.load_sharing, "hop_limit": self.hop_limit, "threshold_B": self.threshold_B,
@@ -504,7 +511,7 @@ class PhasedProblem:
 # -- candidates ------------------------------------------------------------------
 
 def _solve_config(problem, method: str, time_limit, seed, source: str):
-    from topoplan.problems.circuits.forwarding import array_from_tables
+    from topoplan.plans.circuits import array_from_tables
     from topoplan.problems.circuits.problem import solve
 
     res = solve(problem, method, time_limit=time_limit if method in ("ilp", "anneal") else None, seed=seed)
@@ -727,7 +734,7 @@ def schedule_entries(prob: PhasedProblem, cands: list, choice: list, during: lis
     >>> [(x["from_phase"], x["to_phase"], x["circuits"], x["setup"]) for x in e]
     [(0, 1, [], None)]
     """
-    from topoplan.problems.circuits.forwarding import tables_from_array
+    from topoplan.plans.circuits import tables_from_array
 
     entries = []
     for p, k in enumerate(choice):
@@ -1076,7 +1083,7 @@ def zero_setup(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_metho
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6))
     >>> r = zero_setup(p, circuit_method="greedy")
@@ -1133,7 +1140,7 @@ class Decomposed:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> d = decomposed_option(p, 1)                  # a Decomposed: the transpose's slots, priced
@@ -1185,7 +1192,7 @@ def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> decomposed_option(p, 0) is None              # the halo exchange is not all-to-all-like
@@ -1195,9 +1202,10 @@ def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, 
     (2, 1, [8, 8])
     """
     from topoplan.problems.circuits.decompose import (DECOMPOSITIONS, all_to_all_like, chunk_traffic, inputs_of,
-                                                     slot_bytes, slot_fractions)
+                                                     slot_bytes)
     from topoplan.problems.circuits.exact import decompose as node_pairs_of
-    from topoplan.problems.circuits.forwarding import distance_vector, tables_from_array
+    from topoplan.plans.circuits import tables_from_array
+    from topoplan.problems.circuits.forwarding import distance_vector
     from topoplan.problems.circuits.problem import CircuitProblem
 
     if method not in DECOMPOSITIONS:
@@ -1328,7 +1336,7 @@ def _dp_options(prob: PhasedProblem, cands: list, options: dict):
 
 def _entries_with_slots(prob: PhasedProblem, cands: list, options: dict, choice: list, during: list) -> list:
     """The ``schedule`` list: as :func:`schedule_entries`, with one entry with ``slots`` per decomposed phase."""
-    from topoplan.problems.circuits.forwarding import tables_from_array
+    from topoplan.plans.circuits import tables_from_array
 
     entries = []
     prev_exit = None
@@ -1452,7 +1460,7 @@ def solstice(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> r = solstice(p, circuit_method="greedy")
@@ -1480,7 +1488,7 @@ def bvn(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: str 
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.twophase import halo_then_transpose
+    >>> from topoplan.traffic.generators import halo_then_transpose
     >>> p = PhasedProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
     ...                         halo_then_transpose(16, 16, 4e6, iters=5))
     >>> bvn(p, circuit_method="greedy").metrics["options"]["1"]["slots"]
@@ -1514,7 +1522,7 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
     PlanResult
         ``plan`` = ``schedule`` (entries), ``n_phases``, ``setup_s``, ``blackout``, ``threshold_B``,
         ``hop_limit``, ``rank_to_node``; ``objective`` = phase times plus set-up (seconds);
-        validated (:func:`validate_schedule`); ``options`` records the ``score`` and, scored by
+        validated (:func:`topoplan.plans.schedule.validate_schedule`); ``options`` records the ``score`` and, scored by
         simulation, the network model (``sim_model``).
 
     Raises
@@ -1539,192 +1547,7 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
                      **options)
     res.options["score"] = problem_phases.score
     if problem_phases.score == "simulated":
-        from topoplan.sim.model import SimModel
+        from topoplan.sim.simmodel import SimModel
 
         res.options["sim_model"] = SimModel.coerce(problem_phases.sim_model).to_dict()
     return res
-
-
-def static_schedule(plan: dict, n_phases: int = 1) -> dict:
-    """A circuit plan as a one-entry schedule document.
-
-    Parameters
-    ----------
-    plan : dict
-        A circuit plan (``circuits``, ``forwarding``, ...).
-    n_phases : int, optional
-
-    Returns
-    -------
-    dict
-
-    Examples
-    --------
-    >>> d = static_schedule({"circuits": [[0, 16]], "forwarding": {}, "threshold_B": 1250.0}, 3)
-    >>> d["schedule"][0]["from_phase"], d["schedule"][0]["to_phase"], d["n_phases"], d["threshold_B"]
-    (0, 3, 3, 1250.0)
-    """
-    entry = {"from_phase": 0, "to_phase": int(n_phases), "from_s": 0.0, "circuits": plan.get("circuits") or [],
-             "forwarding": plan.get("forwarding") or {}, "load_sharing": plan.get("load_sharing"),
-             "source": plan.get("method", "static"), "setup": None}
-    out = {"schedule": [entry], "n_phases": int(n_phases)}
-    for k in ("threshold_B", "hop_limit", "rank_to_node", "rank_to_slot", "inputs"):
-        if plan.get(k) is not None:
-            out[k] = plan[k]
-    return out
-
-
-def _validate_slots(e: dict, topo, w: str, fp: int, tp: int, circ: set, hop_limit) -> tuple[set, int]:
-    """Check a decomposed entry's ``slots``; returns the last slot's circuits and the changes between slots."""
-    from topoplan.problems.circuits.problem import validate_plan_dict
-
-    slots = e["slots"]
-    if not isinstance(slots, list) or not slots:
-        raise TopoplanError(f"{w}: field 'slots': expected a non-empty list of configurations")
-    if tp != fp + 1:
-        raise TopoplanError(f"{w}: field 'slots': a decomposed entry covers one phase, got phases {fp}..{tp - 1}")
-    S = int(topo.n_switches)
-    prev, changes = None, 0
-    for j, sl in enumerate(slots):
-        ws = f"{w}: slot {j}"
-        if not isinstance(sl, dict):
-            raise TopoplanError(f"{ws}: expected an object with 'circuits', 'forwarding', 'bytes_B', 'duration_s'")
-        d = sl.get("duration_s")
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not d >= 0:
-            raise TopoplanError(f"{ws}: field 'duration_s': expected a non-negative time, got {d!r}")
-        for t in sl.get("bytes_B") or []:
-            if (not isinstance(t, (list, tuple)) or len(t) != 3 or not all(isinstance(x, (int, float)) for x in t)
-                    or not (0 <= t[0] < S and 0 <= t[1] < S) or not t[2] >= 0):
-                raise TopoplanError(f"{ws}: field 'bytes_B': expected [switch, switch, bytes] triples, got {t!r}")
-        validate_plan_dict({"circuits": sl.get("circuits"), "forwarding": sl.get("forwarding"),
-                            "hop_limit": sl.get("hop_limit", hop_limit)}, topo, where=ws)
-        c = {tuple(sorted(map(int, x))) for x in (sl.get("circuits") or [])}
-        if j == 0 and c != circ:
-            raise TopoplanError(f"{ws}: field 'circuits': the entry's circuits must be its first slot's")
-        if prev is not None and c != prev:
-            changes += 1
-        prev = c
-    return prev, changes
-
-
-def entry_end(entries: list, i: int, n_phases: int | None = None):
-    """The phase after the last of entry ``i``: its ``to_phase`` (when not null), else the next entry's ``from_phase``, else
-    ``n_phases`` (the last entry of a schedule that records no phase count covers one phase).
-
-    Not checked (:func:`validate_schedule` checks it): the value as the document gives it.
-
-    Parameters
-    ----------
-    entries : list of dict
-        The schedule's entries.
-    i : int
-    n_phases : int, optional
-
-    Returns
-    -------
-    int or object
-
-    Examples
-    --------
-    >>> entries = [{"from_phase": 0}, {"from_phase": 2, "to_phase": 3}, {"from_phase": 3}]
-    >>> [entry_end(entries, i, 5) for i in range(3)], entry_end(entries, 2)
-    ([2, 3, 5], 4)
-    """
-    e = entries[i]
-    if e.get("to_phase") is not None:
-        return e["to_phase"]
-    if i + 1 < len(entries):
-        return entries[i + 1].get("from_phase")
-    return e["from_phase"] + 1 if n_phases is None else n_phases
-
-
-def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int | None = None) -> dict:
-    """Check a schedule document: every entry (and every surviving configuration) is a valid circuit plan.
-
-    Entries must cover phases ``0 .. n_phases - 1`` in order without gaps; a ``setup`` with
-    ``during: surviving`` must name circuits both neighbouring entries have. An entry with ``slots``
-    (a decomposed phase) covers one phase, its circuits are its first slot's, every slot is a valid
-    circuit plan with a non-negative ``duration_s`` and ``bytes_B`` triples, it is entered with
-    ``wait``, and the next entry compares its circuits with the last slot's.
-
-    Parameters
-    ----------
-    doc : dict
-        With a ``schedule`` list.
-    topo : TreeTopology
-    where : str, optional
-    n_phases : int, optional
-        Default the document's ``n_phases``.
-
-    Returns
-    -------
-    dict
-        ``entries``, ``phases``, ``reconfigurations`` (set-ups between entries and between slots).
-
-    Raises
-    ------
-    TopoplanError
-        Naming ``where``, the entry and the field at fault.
-
-    Examples
-    --------
-    >>> from topoplan.core.topology_io import load_topology
-    >>> t = load_topology("paper003")
-    >>> validate_schedule(static_schedule({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}), t)
-    {'entries': 1, 'phases': 1, 'reconfigurations': 0}
-    >>> validate_schedule({"schedule": [{"from_phase": 0, "circuits": [[0, 1]], "forwarding": {}}]}, t)
-    Traceback (most recent call last):
-    ...
-    topoplan.core.errors.TopoplanError: schedule: entry 0: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
-    """
-    from topoplan.problems.circuits.problem import validate_plan_dict
-
-    if not isinstance(doc, dict) or not isinstance(doc.get("schedule"), list) or not doc["schedule"]:
-        raise TopoplanError(f"{where}: field 'schedule': expected a non-empty list of entries")
-    entries = doc["schedule"]
-    n = doc.get("n_phases", n_phases) if n_phases is None else n_phases
-    prev_to, changes = 0, 0
-    prev_circ = None
-    for i, e in enumerate(entries):
-        w = f"{where}: entry {i}"
-        if not isinstance(e, dict):
-            raise TopoplanError(f"{w}: expected an object with 'from_phase', 'circuits' and 'forwarding'")
-        fp = e.get("from_phase")
-        if isinstance(fp, bool) or not isinstance(fp, int) or fp != prev_to:
-            raise TopoplanError(f"{w}: field 'from_phase': expected {prev_to} (entries cover the phases in order), "
-                                f"got {fp!r}")
-        tp = entry_end(entries, i, n)
-        if isinstance(tp, bool) or not isinstance(tp, int) or tp <= fp:
-            raise TopoplanError(f"{w}: field 'to_phase': expected a phase after {fp}, got {tp!r}")
-        plan = {k: e.get(k) for k in ("circuits", "forwarding")}
-        plan["hop_limit"] = e.get("hop_limit", doc.get("hop_limit"))
-        validate_plan_dict(plan, topo, where=w)
-        circ = {tuple(sorted(map(int, c))) for c in (e.get("circuits") or [])}
-        setup = e.get("setup")
-        exit_circ = circ
-        if e.get("slots") is not None:
-            exit_circ, inner = _validate_slots(e, topo, w, fp, tp, circ, plan["hop_limit"])
-            changes += inner
-            if setup is not None and isinstance(setup, dict) and setup.get("during", "wait") != "wait":
-                raise TopoplanError(f"{w}: field 'setup.during': a decomposed phase is entered with 'wait'")
-        if setup is not None:
-            if i == 0:
-                raise TopoplanError(f"{w}: field 'setup': the first configuration is set up before the run")
-            if not isinstance(setup, dict) or setup.get("during", "wait") not in ("wait", "surviving"):
-                raise TopoplanError(f"{w}: field 'setup.during': expected 'wait' or 'surviving'")
-            if setup.get("during") == "surviving":
-                surv = {tuple(sorted(map(int, c))) for c in (setup.get("surviving_circuits") or [])}
-                if not surv <= (circ & prev_circ):
-                    raise TopoplanError(f"{w}: field 'setup.surviving_circuits': a circuit not in both this entry "
-                                        "and the previous one")
-                validate_plan_dict({"circuits": setup.get("surviving_circuits") or [],
-                                    "forwarding": setup.get("surviving_forwarding") or {},
-                                    "hop_limit": plan["hop_limit"]}, topo, where=f"{w} (surviving circuits)")
-            changes += 1
-        elif i > 0 and circ != prev_circ:
-            raise TopoplanError(f"{w}: field 'setup': the circuits change but the entry has no set-up")
-        prev_to, prev_circ = tp, exit_circ
-    if n is not None and prev_to != n:
-        raise TopoplanError(f"{where}: field 'schedule': entries cover phases 0..{prev_to - 1}, "
-                            f"but there are {n} phases")
-    return {"entries": len(entries), "phases": prev_to, "reconfigurations": changes}

@@ -424,7 +424,7 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB"))
     >>> r = anneal(p, init="sequential", max_steps=400)
     >>> r.objective < p.hop_bytes(np.repeat(np.arange(16), 4))

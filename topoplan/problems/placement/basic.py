@@ -65,7 +65,7 @@ def round_robin(problem: PlacementProblem, *, time_limit=None, seed=0):
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> res = round_robin(p)
@@ -100,7 +100,7 @@ def random_placement(problem: PlacementProblem, *, time_limit=None, seed=0):
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> res = random_placement(p, seed=1)

@@ -10,7 +10,7 @@ Examples
 --------
 >>> from topoplan.problems.placement import PlacementProblem, solve
 >>> from topoplan.core.topology_io import load_topology
->>> from topoplan.traffic.matrix import load_traffic
+>>> from topoplan.traffic.sources import load_traffic
 >>> p = PlacementProblem.build(load_topology("paper003"),
 ...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"), objective="inter-switch")
 >>> r = solve(p, "ilp", time_limit=600)    # proven in about a second
@@ -64,7 +64,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
     >>> r = ilp(p, time_limit=20)
     >>> r.status, r.objective == r.bound
@@ -150,7 +150,7 @@ def lower_bound(problem: PlacementProblem) -> float:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
     >>> lower_bound(p)
     1000000.0
@@ -182,7 +182,7 @@ def symmetric_switches(problem: PlacementProblem) -> tuple[bool, bool]:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
     >>> symmetric_switches(p)
     (True, True)

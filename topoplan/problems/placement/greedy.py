@@ -53,7 +53,7 @@ def greedy(problem: PlacementProblem, *, time_limit=None, seed=0):
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))
     >>> greedy(p).metrics["hop_weighted_bytes"] < p.hop_bytes(np.repeat(np.arange(64), 4))
     True

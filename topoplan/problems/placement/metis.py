@@ -254,7 +254,7 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> parts = partition(p.graph(), [64] * 4)
@@ -378,7 +378,7 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> rank_to_node = recursive_map(p)
@@ -444,7 +444,7 @@ def ocs_first(problem: PlacementProblem, rank_to_node: np.ndarray) -> np.ndarray
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
     ...                            load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"), objective="inter-switch")
     >>> before = recursive_map(p)
@@ -532,7 +532,7 @@ def metis(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))
     >>> metis(p).metrics["inter_switch_bytes"] < 1.92e9    # better than sequential's 1,920 MB
     True
@@ -580,7 +580,7 @@ def kahip(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     >>> reason is None or "kahip" in reason
     True
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> r = kahip(p)
@@ -615,7 +615,7 @@ def scotch(problem: PlacementProblem, *, time_limit=None, seed=0):
     >>> reason is None or "gpart" in reason
     True
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
     >>> scotch(p).objective  # doctest: +SKIP

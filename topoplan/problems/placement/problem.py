@@ -22,7 +22,7 @@ placement with every objective (plus large/small inter-switch bytes).
 Examples
 --------
 >>> from topoplan.core.topology_io import load_topology
->>> from topoplan.traffic.matrix import load_traffic
+>>> from topoplan.traffic.sources import load_traffic
 >>> prob = PlacementProblem.build(load_topology("paper003"),
 ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB,iters=5"))
 >>> res = solve(prob, method="sequential")
@@ -45,7 +45,7 @@ from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-from topoplan.sim.model import SimModel
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
@@ -87,7 +87,7 @@ class PlacementProblem:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")
@@ -102,6 +102,7 @@ class PlacementProblem:
     objective: str = "hops"
     threshold_B: float = 8192.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    steps: Any = field(default=None, repr=False, compare=False)   # the trace's steps (joint's circuit stage)
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology and traffic this problem was built from (a plan's ``inputs``)."""
@@ -112,7 +113,7 @@ class PlacementProblem:
     @classmethod
     @strict_options("PlacementProblem.build")
     def build(cls, topology, traffic, placement=None, *, objective: str = "hops",
-              threshold_B: float | None = None) -> "PlacementProblem":
+              threshold_B: float | None = None, steps=None) -> "PlacementProblem":
         """Check that the ranks fit the topology's cores and fix the large-message threshold.
 
         The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
@@ -132,6 +133,9 @@ class PlacementProblem:
         threshold_B : float, optional
             Large-message threshold for the large/small split (default: the OCS
             bandwidth-delay product on a hybrid, else 8192 B).
+        steps : topoplan.sim.steps.Steps, optional
+            The steps of the trace the traffic comes from: ``joint`` then scores its circuits by the step
+            time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-phase bound.
 
         Returns
         -------
@@ -146,7 +150,7 @@ class PlacementProblem:
         Examples
         --------
         >>> from topoplan.core.topology_io import load_topology
-        >>> from topoplan.traffic.matrix import load_traffic
+        >>> from topoplan.traffic.sources import load_traffic
         >>> topo, traffic = load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB")
         >>> PlacementProblem.build(topo, traffic).objective
         'hops'
@@ -174,7 +178,10 @@ class PlacementProblem:
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
         if not thr >= 0:
             raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
-        return cls(topo, traffic, objective, thr)
+        if steps is not None and steps.n_ranks != traffic.n_ranks:
+            raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
+                                f"{traffic.n_ranks}")
+        return cls(topo, traffic, objective, thr, steps=steps)
 
     # -- sizes --------------------------------------------------------------
     @property
@@ -341,7 +348,7 @@ def placement_metrics(problem: PlacementProblem, placement: Placement) -> dict:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")
@@ -413,7 +420,7 @@ def result_from(problem: PlacementProblem, rank_to_node, *, status: str = "heuri
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")
@@ -457,7 +464,7 @@ def validate_result(problem: PlacementProblem, res: PlanResult) -> None:
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")
@@ -543,7 +550,7 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=8,bytes=1MB"))
     >>> default_starts(p, "anneal")[:2]
     ('metis', 'greedy')
@@ -591,7 +598,7 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=8,cols=8,bytes=1MB"))
     >>> initial_placement(p, ("sequential", "round-robin"), 0, method="anneal")[0]
     'sequential'
@@ -635,7 +642,7 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
         placement or the placement of a heuristic it starts from (:func:`default_starts`), whichever simulates
         faster (``joint`` also picks its final plan among its start and improvements by simulated time).
     trace : the MPI trace to simulate (default: the traffic as one bulk phase).
-    sim_model : :class:`topoplan.sim.model.SimModel` or its dict (default maxmin, pipelined relays).
+    sim_model : :class:`topoplan.sim.simmodel.SimModel` or its dict (default maxmin, pipelined relays).
     options : the method's own options (``METHODS.options(method)``, e.g. ``init='metis'`` and
         ``max_steps`` for ``anneal``); an option the method does not declare is refused, naming the
         known ones.
@@ -665,7 +672,7 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")
@@ -695,7 +702,7 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
     """Makespan (s) of the plan in the simulator: the trace if given, else the traffic as one bulk phase.
 
     A plan with ``circuits``/``forwarding`` (``joint``) is simulated on the hybrid network with them;
-    ``sim_model`` is the network model (:class:`topoplan.sim.model.SimModel` or its dict).
+    ``sim_model`` is the network model (:class:`topoplan.sim.simmodel.SimModel` or its dict).
 
     Parameters
     ----------
@@ -713,7 +720,7 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
     Examples
     --------
     >>> from topoplan.core.topology_io import load_topology
-    >>> from topoplan.traffic.matrix import load_traffic
+    >>> from topoplan.traffic.sources import load_traffic
     >>> prob = PlacementProblem.build(load_topology("paper003"),            # 64 nodes x 4 cores, 4 switches
     ...                               load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                               objective="inter-switch")

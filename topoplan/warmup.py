@@ -11,7 +11,7 @@ It then builds the event loop ahead of time (:func:`topoplan.sim._engine.build`)
 loads without Numba, so a small ``topoplan simulate`` does not spend 0.6 s importing Numba and
 reading its cache. It is used only while the sources it was built from are unchanged.
 
-Run ``python -m topoplan.core.warmup``: one line with the seconds each group took.
+Run ``python -m topoplan.warmup``: one line with the seconds each group took.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def warm() -> dict:
     t0 = time.perf_counter()
     from topoplan.core.topology_io import load_topology
     from topoplan.problems.placement import PlacementProblem, solve
-    from topoplan.traffic.matrix import load_traffic
+    from topoplan.traffic.sources import load_traffic
 
     topo = load_topology("paper003")
     solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")

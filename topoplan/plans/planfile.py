@@ -17,7 +17,7 @@ Keys (the contract with :mod:`topoplan.sim.network`):
 
 from __future__ import annotations
 
-from topoplan.problems.circuits.problem import validate_plan_dict
+from topoplan.plans.circuits import validate_plan_dict
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import read_json, write_json
 

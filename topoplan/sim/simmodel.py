@@ -4,7 +4,7 @@ A simulated time means something only together with the model that produced
 it. :class:`SimModel` holds every choice that changes a simulated time and
 is recorded (``to_dict``) in every result and plan that a simulation scored.
 
-``model``
+``model`` (the attribute :attr:`SimModel.engine`: the engine that simulates)
     ``"maxmin"`` (default): flows share links max-min fairly (progressive
     filling, re-solved at every start and end; checked against SimGrid);
     EPS switches pipeline packets (store-and-forward of the first MTU only).
@@ -71,10 +71,13 @@ DEFAULT_RELAY_CHUNK_B = 65536.0
 class SimModel:
     """The network model of a simulation (see the module docstring for each field and its default).
 
+    Documents (:meth:`to_dict`, :meth:`from_options`, :meth:`coerce`) name the engine ``model``, as the
+    command line's ``--model`` does; the attribute is ``engine``.
+
     Parameters
     ----------
-    model : {"maxmin", "paper"}, optional
-        Max-min fair sharing, or the papers' store-and-forward simulator.
+    engine : {"maxmin", "paper"}, optional
+        Max-min fair sharing, or the papers' store-and-forward simulator (the ``model`` of documents).
     relay : {"pipelined", "store-and-forward"}, optional
         How an OCS node forwards another node's large message.
     relay_chunk_B : float, optional
@@ -108,18 +111,19 @@ class SimModel:
     topoplan.core.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
     """
 
-    model: str = "maxmin"
+    engine: str = "maxmin"
     relay: str = "pipelined"
     relay_chunk_B: float = DEFAULT_RELAY_CHUNK_B
     paper_contention: str = "link"
 
     def __post_init__(self):
-        for name, allowed in (("model", MODELS), ("relay", RELAYS), ("paper_contention", CONTENTIONS)):
-            v = getattr(self, name)
+        for name, attr, allowed in (("model", "engine", MODELS), ("relay", "relay", RELAYS),
+                                    ("paper_contention", "paper_contention", CONTENTIONS)):
+            v = getattr(self, attr)
             if v not in allowed:
                 raise TopoplanError(f"field '{name}': choose one of {', '.join(allowed)}, got {v!r}")
-        if self.model != "paper" and self.paper_contention != "link":
-            raise TopoplanError(f"field 'paper_contention': applies to model 'paper' only, not {self.model!r}")
+        if self.engine != "paper" and self.paper_contention != "link":
+            raise TopoplanError(f"field 'paper_contention': applies to model 'paper' only, not {self.engine!r}")
         try:
             chunk = float(self.relay_chunk_B)
         except (TypeError, ValueError):
@@ -130,22 +134,28 @@ class SimModel:
 
     @classmethod
     def from_options(cls, **options) -> "SimModel":
-        """Build from keyword options; ``None`` values take the default, unknown keys are refused.
+        """Build from keyword options, named as in documents (``model`` for the engine; ``engine`` is taken
+        too); ``None`` values take the default, unknown keys are refused.
 
         Examples
         --------
         >>> SimModel.from_options(relay=None, relay_chunk_B=1048576).relay_chunk_B
         1048576.0
+        >>> SimModel.from_options(model="paper").engine
+        'paper'
         >>> SimModel.from_options(relays="pipelined")
         Traceback (most recent call last):
         ...
         topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention
         """
-        known = [f.name for f in fields(cls)]
+        known = [_DOC_KEY.get(f.name, f.name) for f in fields(cls)]
         for k in options:
-            if k not in known:
+            if k not in known and k not in _DOC_KEY:
                 raise TopoplanError(f"unknown simulator model option {k!r}; known: {', '.join(known)}")
-        return cls(**{k: v for k, v in options.items() if v is not None})
+        if options.get("model") is not None and options.get("engine") is not None:
+            raise TopoplanError("simulator model options: give 'model' or 'engine', not both")
+        attrs = {_ATTR.get(k, k): v for k, v in options.items() if v is not None}
+        return cls(**attrs)
 
     @classmethod
     def coerce(cls, value) -> "SimModel":
@@ -160,8 +170,8 @@ class SimModel:
 
     def to_dict(self) -> dict:
         """The fields that matter for this model (``paper_contention`` only for the paper model)."""
-        d = {"model": self.model, "relay": self.relay, "relay_chunk_B": self.relay_chunk_B}
-        if self.model == "paper":
+        d = {"model": self.engine, "relay": self.relay, "relay_chunk_B": self.relay_chunk_B}
+        if self.engine == "paper":
             d["paper_contention"] = self.paper_contention
         return d
 
@@ -170,9 +180,14 @@ class SimModel:
         relay = f"{self.relay} relays"
         if self.relay == "pipelined":
             relay += f" ({_size(self.relay_chunk_B)} chunks)"
-        if self.model == "paper":
+        if self.engine == "paper":
             return f"paper, {relay}, {self.paper_contention} contention"
-        return f"{self.model}, {relay}"
+        return f"{self.engine}, {relay}"
+
+
+# documents name the attribute engine "model" (the key of every recorded sim_model and the CLI's --model)
+_DOC_KEY = {"engine": "model"}
+_ATTR = {"model": "engine"}
 
 
 def _size(b: float) -> str:

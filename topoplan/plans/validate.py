@@ -23,7 +23,7 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         ``rank_to_node`` [+ ``rank_to_slot``] (placement: nodes exist, cores not exceeded),
         ``order`` [+ ``allocation_nodes``, ``root``] (Bcast order: a permutation of the allocation that keeps
         the root on its node), ``schedule`` (circuit schedule: a list of entries, each checked as a circuit
-        plan, :func:`topoplan.problems.circuits.schedule.validate_schedule`), or a ``topoplan phases
+        plan, :func:`topoplan.plans.schedule.validate_schedule`), or a ``topoplan phases
         --schedule`` document (its ``schedule_result``).
     topology : the topology the plan is for.
     where : how errors name the plan (e.g. its file name).
@@ -86,7 +86,7 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         compare(doc["inputs"], fingerprint(topology=topo, traffic=traffic, placement=placement), where)
     checked, out = [], {}
     if "circuits" in doc or "forwarding" in doc:
-        from topoplan.problems.circuits.problem import validate_plan_dict  # the circuit rules live with the problem
+        from topoplan.plans.circuits import validate_plan_dict
 
         validate_plan_dict(doc, topo, where=where)
         n_entries = sum(len(r) for r in (doc.get("forwarding") or {}).values())
@@ -127,7 +127,7 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         out["order"] = len(order)
     if "schedule" in doc:
         # a circuit schedule (issue 21): every entry, and every configuration used during a set-up, is a circuit plan
-        from topoplan.problems.circuits.schedule import validate_schedule
+        from topoplan.plans.schedule import validate_schedule
 
         got = validate_schedule(doc, topo, where=where)
         checked.append(f"circuit schedule: {got['entries']} entries over {got['phases']} phases, "

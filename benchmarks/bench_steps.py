@@ -1,0 +1,188 @@
+"""Exact on real applications: the circuit ilp on an application's steps, against the simulator.
+
+A grid of the papers' systems (000, 001-16x16, 001-8x32, 003) at several OCS sizes, traffic of the kinds
+users plan for (the neighbour exchange, random pairs, NPB CG, MG, FT, LU and IS class B) and planner seeds
+0-4. Per cell the circuit methods ``none``, ``greedy``, the paper's heuristic and ``ilp`` (10 s, default
+options: its objective is the step time on the trace's steps, and on a trace it keeps the fastest of its
+plan and its starting heuristics' in the simulator) are run and every plan is simulated on the trace under
+the default network model. A cell holds when the ilp plan simulates at most 1% slower than greedy, the
+paper's heuristic and no circuits; its accuracy is the ilp objective over its simulated time. With
+``--bulk`` the earlier objective (the traffic as one bulk phase, ``--no-steps``) is run beside it at seed
+0, for comparison.
+
+    python benchmarks/bench_steps.py                    # the whole grid (hours on 2 cores; resumable)
+    python benchmarks/bench_steps.py --quick            # one OCS size per system, seed 0
+    python benchmarks/bench_steps.py --table            # the summary of the cells measured so far
+
+Cells are appended to ``benchmarks/results/steps_grid.jsonl`` as they finish (a rerun skips them;
+``--fresh`` starts over); ``--table`` prints the summary (Markdown) the README shows. NPB traces run two
+iterations (``iters=2``: NPB's untimed warm-up and one timed iteration) so that a simulation takes
+seconds; the step clock, the ilp and the simulator see the same trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+OUT = ROOT / "benchmarks" / "results" / "steps_grid.jsonl"
+
+# system -> (preset, {size label: --set overrides or ("max_circuits", k)}, ranks, the paper's heuristic)
+SYSTEMS = {
+    "000": ("paper000", {"12 pathways": ("max_circuits", 12), "24 pathways": ("max_circuits", 24)}, 128, "sp"),
+    "001-16x16": ("paper001-16x16", {"32 OCS": ["ocs.nodes_per_switch=2"], "64 OCS": ["ocs.nodes_per_switch=4"]},
+                  256, "three-step"),
+    "001-8x32": ("paper001-8x32", {"32 OCS": ["ocs.nodes_per_switch=4"], "64 OCS": ["ocs.nodes_per_switch=8"]},
+                 256, "three-step"),
+    "003": ("paper003", {"4 OCS": ["ocs.nodes_per_switch=1"], "8 OCS": ["ocs.nodes_per_switch=2"],
+                         "32 OCS": ["ocs.nodes_per_switch=8"]}, 256, "greedy"),
+}
+TRAFFIC = ("neighbor", "random", "cg", "mg", "ft", "lu", "is")
+NPB = ("cg", "mg", "ft", "lu", "is")
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def traffic_spec(kind: str, ranks: int, seed: int) -> str:
+    if kind == "neighbor":
+        return ("neighbor2d:rows=8,cols=16,bytes=40MB,iters=5" if ranks == 128
+                else "neighbor2d:rows=16,cols=16,bytes=4MB,iters=5")
+    if kind == "random":
+        return f"random:np={ranks},bytes=4MB,msgs={4 * ranks},seed={seed},iters=2"
+    return f"npb:kernel={kind},class=B,np={ranks},iters=2"
+
+
+def cells(quick: bool):
+    for system, (preset, sizes, ranks, paper) in SYSTEMS.items():
+        labels = list(sizes)[:1] if quick else list(sizes)
+        for label in labels:
+            for kind in TRAFFIC:
+                for seed in (SEEDS[:1] if quick else SEEDS):
+                    yield system, preset, label, sizes[label], ranks, paper, kind, seed
+
+
+def run_cell(system, preset, label, size, ranks, paper, kind, seed, time_limit, bulk, steps_cache):
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits.problem import plan_simulator
+    from topoplan.sim.steps import steps_of_spec
+    from topoplan.traffic.sources import load_source
+
+    sets = [] if isinstance(size, tuple) else list(size)
+    max_circuits = size[1] if isinstance(size, tuple) else None
+    spec = traffic_spec(kind, ranks, seed)
+    topo = load_topology(preset, sets)
+    trace, tr = load_source(spec)
+    pl = sequential(tr.n_ranks, topo)
+    t0 = time.perf_counter()
+    if spec not in steps_cache:
+        steps_cache[spec] = steps_of_spec(spec)
+    steps_s = time.perf_counter() - t0
+    prob = CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits, steps=steps_cache[spec])
+    sim = _memo(plan_simulator(prob, trace))
+    row = {"system": system, "size": label, "traffic": kind, "spec": spec, "seed": seed,
+           "steps": prob.step_loads.n_steps, "step_types": prob.step_loads.n_types,
+           "step_groups": prob.step_loads.n_groups, "steps_s": steps_s}
+    t1 = time.perf_counter()
+    r = solve(prob, "ilp", time_limit=time_limit, seed=seed, trace=trace, sim_model=None)
+    plans = {}
+    for m in dict.fromkeys(("none", "greedy", paper)):
+        h = solve(prob, m, seed=seed)
+        plans[m] = h
+        row[f"{m}.objective_s"] = h.objective
+        # the ilp simulated its starting heuristics already (same seed, same plans)
+        done = r.metrics.get("simulated_candidates_s", {})
+        row[f"{m}.simulated_s"] = done[m] if m in done else sim(h.to_dict())
+    row.update({"ilp.wall_s": time.perf_counter() - t1, "ilp.status": r.status, "ilp.objective_s": r.objective,
+                "ilp.bound_s": r.bound, "ilp.picked": r.metrics.get("picked", "ilp"),
+                "ilp.simulated_s": r.metrics.get("simulated_s") or sim(r.to_dict()),
+                "ilp.circuits": r.metrics["circuits_used"], "ilp.groups_model": r.options.get("step_groups_model")})
+    if bulk and seed == 0:
+        bprob = CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits)
+        rb = solve(bprob, "ilp", time_limit=time_limit, seed=seed, score="bound")
+        row.update({"bulk_ilp.objective_s": rb.objective, "bulk_ilp.simulated_s": sim(rb.to_dict())})
+    best_other = min(row[f"{m}.simulated_s"] for m in plans)
+    row["ilp_over_best_heuristic"] = row["ilp.simulated_s"] / best_other
+    row["holds"] = bool(row["ilp.simulated_s"] <= 1.01 * best_other)
+    row["accuracy"] = row["ilp.objective_s"] / row["ilp.simulated_s"]
+    return row
+
+
+def _memo(fn):
+    """A plan simulator that simulates each distinct plan once (the ilp simulates the heuristics too)."""
+    seen = {}
+
+    def run(plan: dict) -> float:
+        key = json.dumps({k: plan.get(k) for k in ("circuits", "forwarding", "rank_to_node")}, sort_keys=True)
+        if key not in seen:
+            seen[key] = fn(plan)
+        return seen[key]
+
+    return run
+
+
+def summary(rows) -> str:
+    """The Markdown table of the README: per system and traffic, cells that hold and the accuracy."""
+    import numpy as np
+
+    out = ["| system | traffic | cells | ilp <= 1% over greedy, paper, none | ilp objective / simulated: median (min-max) "
+           "| within 10% | bulk ilp / simulated (seed 0) |",
+           "|---|---|---:|---:|---|---:|---|"]
+    keys = sorted({(r["system"], r["traffic"]) for r in rows}, key=lambda k: (k[0], TRAFFIC.index(k[1])))
+    for system, kind in keys:
+        rs = [r for r in rows if r["system"] == system and r["traffic"] == kind]
+        acc = np.array([r["accuracy"] for r in rs])
+        within = int((np.abs(acc - 1) <= 0.10).sum())
+        bulk = [r["bulk_ilp.objective_s"] / r["bulk_ilp.simulated_s"] for r in rs if "bulk_ilp.simulated_s" in r]
+        out.append(f"| {system} | {kind} | {len(rs)} | {sum(r['holds'] for r in rs)} | "
+                   f"{np.median(acc):.2f} ({acc.min():.2f}-{acc.max():.2f}) | {within} | "
+                   + (f"{min(bulk):.2f}-{max(bulk):.2f}" if bulk else "-") + " |")
+    npb = [r for r in rows if r["traffic"] in NPB]
+    if npb:
+        acc = np.array([r["accuracy"] for r in npb])
+        out.append(f"\nAll cells: {sum(r['holds'] for r in rows)} of {len(rows)} hold; NPB cells within 10%: "
+                   f"{int((np.abs(acc - 1) <= 0.10).sum())} of {len(npb)} "
+                   f"({(np.abs(acc - 1) <= 0.10).mean():.0%}).")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one OCS size per system, seed 0")
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--bulk", action="store_true", help="also the one-bulk-phase ilp at seed 0")
+    ap.add_argument("--fresh", action="store_true", help="start over (the cells measured so far are dropped)")
+    ap.add_argument("--table", action="store_true", help="only print the summary of the cells measured so far")
+    ap.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args(argv)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    if a.fresh and a.out.exists():
+        a.out.unlink()
+    done = [json.loads(line) for line in a.out.read_text().splitlines()] if a.out.exists() else []
+    if not a.table:
+        seen = {(r["system"], r["size"], r["traffic"], r["seed"]) for r in done}
+        steps_cache: dict = {}
+        for cell in cells(a.quick):
+            system, preset, label, size, ranks, paper, kind, seed = cell
+            if (system, label, kind, seed) in seen:
+                continue
+            row = run_cell(*cell, a.time_limit, a.bulk, steps_cache)
+            with a.out.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            done.append(row)
+            print(f"{system:10s} {label:12s} {kind:9s} seed {seed}: ilp {row['ilp.simulated_s'] * 1e3:9.2f} ms "
+                  f"(kept {row['ilp.picked']}), best heuristic x{row['ilp_over_best_heuristic']:.3f}, "
+                  f"objective/simulated {row['accuracy']:.2f}", flush=True)
+    print(summary(done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""An application's steps: the step clock, step types, the step time of circuit plans and the ilp on it."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from test_circuits_cases import hybrid
+from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits import CircuitProblem, solve
+from topoplan.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.steps import merge_groups
+from topoplan.sim.steps import step_levels, steps_of_spec, trace_steps
+from topoplan.traffic.generators import parse_spec
+from topoplan.traffic.sources import load_source
+from topoplan.traffic.trace import Trace
+
+REL = 1e-6
+
+
+def stepped_trace(steps, n_ranks):
+    """A trace whose steps are given: per step, every message is an irecv + isend, then all ranks wait and
+    meet in a barrier (so a rank idle in one step cannot run ahead into the next)."""
+    recs = []
+    for msgs in steps:
+        for a, b, nb in msgs:
+            recs.append((b, "irecv", a, nb, -1, n_ranks, 0.0, 0.0))
+            recs.append((a, "isend", b, nb, -1, n_ranks, 0.0, 0.0))
+        for r in range(n_ranks):
+            recs.append((r, "waitall", -1, 0, -1, n_ranks, 0.0, 0.0))
+            recs.append((r, "barrier", -1, 0, -1, n_ranks, 0.0, 0.0))
+    order = sorted(range(len(recs)), key=lambda i: recs[i][0])       # per rank, program order kept
+    return Trace.from_records([recs[i] for i in order], n_ranks)
+
+
+# -- the step clock ----------------------------------------------------------------------------------------
+
+def test_a_ring_repeats_one_step_per_iteration():
+    s, d, b, lv = step_levels(parse_spec("ring:np=4,bytes=1MB,iters=3"))
+    assert sorted(lv.tolist()) == [0.0] * 4 + [1.0] * 4 + [2.0] * 4
+    st = trace_steps(parse_spec("ring:np=4,bytes=1MB,iters=3"))
+    assert (st.n_types, st.count.tolist(), st.n_steps) == (1, [3.0], 3)
+
+
+def test_a_pairwise_alltoall_is_one_step_per_round():
+    # 8 ranks, 1 MB per destination: MPICH's pairwise exchange (XOR partners), 7 rounds of 8 messages
+    st = trace_steps(parse_spec("alltoall:np=8,bytes=1MB"))
+    assert st.n_steps == 7 and st.n_types == 7
+    assert all(len(t.src) == 8 and set(t.msg_bytes.tolist()) == {1e6} for t in st.types)
+
+
+def test_steps_of_a_barrier_separated_trace():
+    tr = stepped_trace([[(0, 1, 1e6), (2, 3, 1e6)], [(0, 2, 2e6)], [(0, 1, 1e6), (2, 3, 1e6)]], 4)
+    st = trace_steps(tr)
+    big = sorted((t.total_bytes(), c) for t, c in zip(st.types, st.count.tolist()) if t.total_bytes() > 0)
+    assert big == [(2e6, 1.0), (2e6, 2.0)]       # the first and the third step are one type, twice
+
+
+@pytest.mark.parametrize("spec", ["npb:kernel=cg,class=S,np=16,iters=3", "npb:kernel=mg,class=S,np=8,iters=3",
+                                  "npb:kernel=ft,class=S,np=8,iters=3", "npb:kernel=is,class=S,np=8,iters=3",
+                                  "npb:kernel=lu,class=S,np=4,iters=3", "neighbor2d:rows=4,cols=4,bytes=1MB,iters=3",
+                                  "random:np=16,bytes=1MB,msgs=40,seed=3,iters=3"])
+def test_all_steps_together_are_the_traffic_and_iterations_clock_alike(spec):
+    trace, traffic = load_source(spec)
+    st = trace_steps(trace)
+    off = traffic.src != traffic.dst
+    assert st.total_bytes() == pytest.approx(float(traffic.bytes[off].sum()), rel=1e-12)
+    by_iters = steps_of_spec(spec, min_rows=1)              # one and two iterations, then the difference
+    key = lambda s: sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), c)  # noqa: E731
+                           for t, c in zip(s.types, s.count.tolist()))
+    assert key(by_iters) == key(st)
+
+
+def test_a_trace_that_needs_eager_sends_is_still_clocked():
+    # both ranks send first (blocking), then receive: deadlocks with every message rendezvous
+    recs = [(0, "send", 1, 8.0, -1, 2, 0.0, 0.0), (0, "recv", 1, 8.0, -1, 2, 0.0, 0.0),
+            (1, "send", 0, 8.0, -1, 2, 0.0, 0.0), (1, "recv", 0, 8.0, -1, 2, 0.0, 0.0)]
+    st = trace_steps(Trace.from_records(recs, 2))
+    assert st.total_bytes() == 16.0
+
+
+def test_a_deadlocked_trace_is_refused():
+    recs = [(0, "recv", 1, 8.0, -1, 2, 0.0, 0.0), (1, "recv", 0, 8.0, -1, 2, 0.0, 0.0)]
+    with pytest.raises(TopoplanError, match="deadlock"):
+        trace_steps(Trace.from_records(recs, 2))
+
+
+# -- the step time of a plan -------------------------------------------------------------------------------
+
+def three_switch_steps():
+    """Three switches of 3 nodes (OCS nodes 0, 3, 6, one port each): step 1 switch 0 <-> 1, step 2 0 <-> 2."""
+    topo = hybrid(switches=3, per_switch=3, ocs_per_switch=1, up="2Gbps")
+    tr = stepped_trace([[(1, 4, 8e6), (4, 1, 8e6), (0, 3, 4e6)], [(2, 7, 8e6), (7, 2, 8e6), (0, 6, 4e6)]] * 2,
+                       topo.n_nodes)
+    st = trace_steps(tr)
+    return topo, tr, CircuitProblem.build(topo, steps=st, threshold_B=1000.0)
+
+
+def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
+    from topoplan.problems.circuits.forwarding import distance_vector
+
+    topo, tr, p = three_switch_steps()
+    nh = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
+    ev = evaluate(p, [], nh)
+    # EPS only, switch 0's uplink is every step's bottleneck: the steps add up to the bulk bound
+    assert ev.objective_s == pytest.approx(ev.congestion_s + p.step_loads.latency_s, rel=1e-12)
+    # a circuit for switches 0-1 relieves the first step only: the second still waits on the uplink
+    circ = [(0, 3)]
+    ev1 = evaluate(p, circ, distance_vector(p, circ))
+    uplink_s = 2 * (8e6 + 4e6) / 250e6                     # step 2, twice: 12 MB up switch 0's 2 Gb/s uplink
+    assert ev1.congestion_s == pytest.approx(uplink_s)      # the bulk bound sees only that link
+    assert ev1.step_times_s.max() == pytest.approx(uplink_s)
+    assert ev1.objective_s > ev1.congestion_s + 0.01         # ... the steps add the first step's time too
+    one = CircuitProblem.build(topo, steps=trace_steps(stepped_trace([[(1, 4, 8e6), (0, 3, 4e6)]], 9)),
+                               threshold_B=1000.0)
+    e1 = evaluate(one, [], np.full((9, 3), -1, dtype=np.int64))
+    assert e1.objective_s == pytest.approx(e1.congestion_s + one.step_loads.latency_s, rel=1e-12)
+    assert floor_s(p) <= ev.objective_s
+
+
+def test_merging_step_groups_keeps_the_traffic_and_never_raises_the_step_time():
+    p = CircuitProblem.build(load_topology_003(), steps=steps_of_spec("npb:kernel=mg,class=S,np=64,iters=2"),
+                             max_step_types=1000)
+    sl = p.step_loads
+    assert np.allclose(sl.large_B.sum(axis=0), p.large_bytes)
+    nh = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
+    full = evaluate(p, [], nh).objective_s
+    for k in (8, 3, 1):
+        q = CircuitProblem.build(p.topology, steps=p.steps, max_step_types=k)
+        assert q.step_loads.n_groups <= k
+        assert evaluate(q, [], nh).objective_s <= full * (1 + REL)
+    g = merge_groups(p, sl, 4)
+    assert g.max() < 4 and len(g) == sl.n_groups
+
+
+def load_topology_003(sets=("ocs.nodes_per_switch=2",)):
+    from topoplan.core.topology_io import load_topology
+
+    return load_topology("paper003", list(sets))
+
+
+# -- the exact model on steps ------------------------------------------------------------------------------
+
+def brute_force_step_time(p):
+    """The lowest step time over every circuit set (tables by the least-congested routing, then polished)."""
+    from topoplan.problems.circuits.forwarding import congestion_tables, polish_tables
+
+    ocs = p.ocs_nodes.tolist()
+    edges = [(u, v) for u, v in itertools.combinations(ocs, 2) if p.node_switch[u] != p.node_switch[v]]
+    best = None
+    for k in range(len(edges) + 1):
+        for circ in itertools.combinations(edges, k):
+            deg = np.bincount(np.array(circ, dtype=int).ravel(), minlength=p.n_nodes) if circ else np.zeros(1)
+            if deg.max(initial=0) > p.ports:
+                continue
+            nh = polish_tables(p, list(circ), congestion_tables(p, list(circ)))
+            v = evaluate(p, list(circ), nh).objective_s
+            best = v if best is None else min(best, v)
+    return best
+
+
+@pytest.mark.parametrize("formulation", ["node", "switch"])
+def test_the_exact_model_follows_the_steps(formulation):
+    # one port per switch: a circuit for switch pair 0-1 or 0-2, not both. On the whole traffic either is
+    # as good; per step only the circuit of the step's pair helps, so the plan must serve the pair whose
+    # step is slower without it. The model's bound never exceeds the plan's step time.
+    topo, tr, p = three_switch_steps()
+    r = solve(p, "ilp", formulation=formulation, time_limit=30, score="bound")
+    assert r.bound <= r.objective * (1 + REL)
+    assert r.objective <= brute_force_step_time(p) * 1.02
+    for m in ("none", "sp", "three-step", "greedy", "matching"):
+        assert r.objective <= solve(p, m).objective * (1 + REL), m
+
+
+def test_ilp_on_a_trace_never_simulates_slower_than_its_starts():
+    from topoplan.problems.circuits.problem import plan_simulator
+
+    topo, tr, p = three_switch_steps()
+    r = solve(p, "ilp", time_limit=30, trace=tr)          # score auto: the simulator checks the starts
+    assert r.options["score"] == "simulated"
+    sim = plan_simulator(p, tr)
+    for m in ("none", "sp", "three-step", "greedy", "matching"):
+        assert r.metrics["simulated_s"] <= sim(solve(p, m).to_dict()) * (1 + 1e-9), m

@@ -1,0 +1,276 @@
+"""The circuit problem's view of an application's steps: per step type, the loads a plan does and does not move.
+
+:class:`~topoplan.sim.steps.Steps` gives the step types of a trace (rank messages and how often each type
+occurs). For circuit planning each type becomes, under the problem's placement and large-message
+threshold, what the bulk problem holds for the whole traffic: the plan-independent loads (small,
+intra-switch and intra-node messages on their EPS links) and the large inter-switch bytes of every node
+pair of the problem's list, each type's traffic times its count. Their sum over the types is the whole
+traffic's, so a plan's *step time*
+
+    sum over step types k of  max over links l of  load(k, l) / bandwidth(l)
+
+is at least its bulk communication-time bound (the one-bulk-phase objective) and equals it for one step
+type. It is a lower bound on the time of the steps run one after another (separated as if by barriers,
+each at its bottleneck), and an estimate of the application's communication time otherwise (steps that
+overlap in a real run can take less; dynamic effects of sharing can take more). Two latency terms are
+added to the estimate: each step's slowest EPS route latency times its count (fixed), and what relays add
+to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
+relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
+which depends on the plan.
+
+A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
+are merged into at most ``max_types`` groups (:func:`merge_groups`): types with the same busiest link and
+the same busiest switch pair merge first (on the EPS alone and on one circuit that costs nothing: the
+bottleneck of their sum is the sum of their bottlenecks), then the pairs that lose least. Merging only adds traffic together, so the step time of
+merged types is a lower bound of the unmerged one, and one group is the bulk problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from topoplan.core.errors import TopoplanError
+
+__all__ = ["StepLoads", "step_loads", "merge_groups", "MAX_STEP_TYPES"]
+
+MAX_STEP_TYPES = 24   # step groups a circuit problem plans with (the exact model may merge further)
+
+
+@dataclass(frozen=True)
+class StepLoads:
+    """Per step group, the loads of a circuit problem (bytes; each group's traffic times its count).
+
+    Parameters
+    ----------
+    base_up_B, base_down_B, base_intra_B : numpy.ndarray
+        K x N: plan-independent bytes on node links.
+    base_uplink_up_B, base_uplink_down_B : numpy.ndarray
+        K x S: the same on switch uplinks.
+    large_B : numpy.ndarray
+        K x P: large inter-switch bytes of every node pair of the problem's list (``large_src``,
+        ``large_dst``).
+    latency_s : float
+        The fixed latency term: per step, its slowest EPS route latency (the simulator's: links, switch delays,
+        the first packet stored and forwarded at every switch), summed over all steps.
+    type_sizes_B : scipy.sparse.csr_matrix
+        Types x large pairs (before merging): the largest message of the pair in one step of the type.
+    type_count : numpy.ndarray
+        Occurrences of each type.
+    n_steps : int
+        Steps of the trace.
+    n_types : int
+        Distinct step types before merging.
+    source : str
+        What the steps were found in.
+    """
+
+    base_up_B: np.ndarray
+    base_down_B: np.ndarray
+    base_intra_B: np.ndarray
+    base_uplink_up_B: np.ndarray
+    base_uplink_down_B: np.ndarray
+    large_B: np.ndarray
+    latency_s: float
+    type_sizes_B: object
+    type_count: np.ndarray
+    n_steps: int
+    n_types: int
+    source: str = ""
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.large_B.shape[0])
+
+    def merged(self, groups) -> "StepLoads":
+        """Groups of groups summed: ``groups[i]`` is the new group of old group ``i``."""
+        g = np.asarray(groups, dtype=np.int64)
+        k = int(g.max(initial=-1)) + 1
+
+        def add(a):
+            out = np.zeros((k,) + a.shape[1:])
+            np.add.at(out, g, a)
+            return out
+
+        return StepLoads(add(self.base_up_B), add(self.base_down_B), add(self.base_intra_B),
+                         add(self.base_uplink_up_B), add(self.base_uplink_down_B), add(self.large_B),
+                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source)
+
+    def relay_latency_s(self, extra_s_per_B: np.ndarray, chunk_B: float) -> float:
+        """The latency relays add to the steps: per step type, its slowest large message's relay hops times
+        the serialization of one chunk (``min(size, chunk_B)``) at each, times the type's count.
+
+        ``extra_s_per_B``: per large pair, the relay hops of its route divided by the bandwidth out of the
+        relays (seconds per byte of chunk)."""
+        if not len(extra_s_per_B) or not np.any(extra_s_per_B):
+            return 0.0
+        m = self.type_sizes_B.minimum(chunk_B).multiply(extra_s_per_B.reshape(1, -1)).tocsr()
+        return float((m.max(axis=1).toarray().ravel() * self.type_count).sum())
+
+
+def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
+    """The step types of ``steps`` as loads of ``problem`` (a bulk :class:`CircuitProblem`), merged.
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+        Built for the whole traffic of ``steps`` (its large node pairs are the columns of ``large_B``).
+    steps : topoplan.sim.steps.Steps
+    max_types : int, optional
+        Most groups kept (see :func:`merge_groups`).
+
+    Returns
+    -------
+    StepLoads
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> tr = parse_spec("neighbor2d:rows=16,cols=16,bytes=4MB,iters=2")
+    >>> prob = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(tr))
+    >>> sl = prob.step_loads
+    >>> sl.n_groups, sl.n_steps, bool(np.allclose(sl.large_B.sum(axis=0), prob.large_bytes))
+    (1, 2, True)
+    """
+    p = problem
+    n, s = p.n_nodes, p.n_switches
+    node = np.asarray(p.placement.rank_to_node, dtype=np.int64)
+    sw = p.node_switch
+    K, P = steps.n_types, len(p.large_bytes)
+    # every type's messages at once, each weighted by its type's count (one pass, whatever the types)
+    kind = np.concatenate([np.full(len(t.src), k, dtype=np.int64) for k, t in enumerate(steps.types)]) \
+        if K else np.zeros(0, np.int64)
+    cat = (lambda f: np.concatenate([f(t) for t in steps.types]) if K else np.zeros(0))  # noqa: E731
+    src, dst = cat(lambda t: t.src).astype(np.int64), cat(lambda t: t.dst).astype(np.int64)
+    size = cat(lambda t: t.msg_bytes).astype(np.float64)
+    cnt = np.asarray(steps.count, dtype=np.float64)
+    by = cat(lambda t: t.bytes).astype(np.float64) * cnt[kind]
+    a, b = node[src], node[dst]
+    same_node, same_sw = a == b, sw[a] == sw[b]
+    large = (size >= p.threshold_B) & ~same_sw
+    eps = ~same_node & ~large
+    cross = eps & ~same_sw
+    intra_m = same_node & (src != dst)
+
+    def per(mask, where, width):
+        return np.bincount(kind[mask] * width + where[mask], weights=by[mask], minlength=K * width).reshape(K, width)
+
+    up, down, intra = per(eps, a, n), per(eps, b, n), per(intra_m, a, n)
+    uu, ud = per(cross, sw[a], s), per(cross, sw[b], s)
+    keys = p.large_src * n + p.large_dst            # sorted: the problem's pairs come from np.unique
+    mk = a[large] * n + b[large]
+    cols = np.searchsorted(keys, mk)
+    if len(mk) and (cols >= P).any() or len(mk) and (keys[np.minimum(cols, P - 1)] != mk).any():
+        raise TopoplanError(f"field 'steps': found in other traffic than the problem's ({steps.source})")
+    kl = kind[large]
+    large_B = np.bincount(kl * P + cols, weights=by[large], minlength=K * P).reshape(K, P)
+    cell, first = np.unique(kl * P + cols, return_index=True) if len(kl) else (np.zeros(0, np.int64), None)
+    biggest = np.zeros(len(cell))
+    if len(cell):
+        np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
+    sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
+    # the simulator's own route latency of every message over the EPS (link latencies, switch delays and the
+    # store-and-forward of its first packet at every switch): what a small message's step mostly costs
+    lat_type = np.zeros(K)
+    off = a != b
+    if off.any():
+        net = p.network()
+        pa, pb, ps = a[off], b[off], size[off]
+        route_key, inv = np.unique(np.stack([pa, pb, ps]), axis=1, return_inverse=True)
+        ptr, links = net.eps_routes(route_key[0].astype(np.int64), route_key[1].astype(np.int64))
+        lat = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
+        np.maximum.at(lat_type, kind[off], lat)
+    sl = StepLoads(up, down, intra, uu, ud, large_B, float((lat_type * cnt).sum()), sizes, cnt,
+                   int(steps.n_steps), K, steps.source)
+    return sl.merged(merge_groups(p, sl, max_types))
+
+
+def _features(problem, sl: StepLoads):
+    """Per group, its times on the EPS-only network (node links, uplinks) and, a second block, per switch pair
+    over one circuit."""
+    p = problem
+    n, s = p.n_nodes, p.n_switches
+    src, dst = p.large_src, p.large_dst
+    sa, sb = p.node_switch[src], p.node_switch[dst]
+    K = sl.n_groups
+    up = sl.base_up_B.copy()
+    down = sl.base_down_B.copy()
+    uu, ud = sl.base_uplink_up_B.copy(), sl.base_uplink_down_B.copy()
+    pair = np.zeros((K, s * s))
+    for k in range(K):
+        w = sl.large_B[k]
+        up[k] += np.bincount(src, weights=w, minlength=n)
+        down[k] += np.bincount(dst, weights=w, minlength=n)
+        uu[k] += np.bincount(sa, weights=w, minlength=s)
+        ud[k] += np.bincount(sb, weights=w, minlength=s)
+        pair[k] = np.bincount(np.minimum(sa, sb) * s + np.maximum(sa, sb), weights=w, minlength=s * s)
+    bw = p.node_bw_Bps
+    parts = [up / bw, down / bw, sl.base_intra_B / p.intra_bw_Bps]
+    if p.uplinks_shared:
+        parts += [uu / p.up_bw_Bps, ud / p.up_bw_Bps]
+    return np.concatenate(parts, axis=1), pair / p.ocs_bw_Bps
+
+
+def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
+    """New group of every group of ``sl``: at most ``max_types`` groups, merged where it loses least.
+
+    Features (:func:`_features`) come in two blocks: the EPS-only network's links, and the switch pairs
+    (one circuit's worth of each). Groups with the same busiest link and the same busiest switch pair merge
+    first: on the EPS alone, and on any one circuit, that loses nothing of the step time (the bottleneck of
+    their sum is the sum of their bottlenecks). Then, while too many, the group with the least weight (its
+    largest feature) joins the group whose sum loses least (``max(a) + max(b) - max(a + b)`` in each block).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+    sl : StepLoads
+    max_types : int
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The new group of every group, numbered by first occurrence.
+    """
+    K = sl.n_groups
+    if K <= 1:
+        return np.zeros(K, dtype=np.int64)
+    E, Q = _features(problem, sl)
+    pair_arg = np.where(Q.max(axis=1) > 0, Q.argmax(axis=1), -1)
+    _, sig = np.unique(np.stack([E.argmax(axis=1), pair_arg], axis=1), axis=0, return_inverse=True)
+    sig = sig.ravel()
+    G = int(sig.max()) + 1
+    VE, VQ = np.zeros((G, E.shape[1])), np.zeros((G, Q.shape[1]))
+    np.add.at(VE, sig, E)
+    np.add.at(VQ, sig, Q)
+    owner = np.arange(G)
+    alive = np.ones(G, dtype=bool)
+
+    def top(V, ids):
+        return V[ids].max(axis=1) if V.shape[1] else np.zeros(len(ids))
+
+    while alive.sum() > max(1, int(max_types)):
+        ids = np.flatnonzero(alive)
+        te, tq = top(VE, ids), top(VQ, ids)
+        i = int(np.argmin(np.maximum(te, tq)))
+        a, rest = ids[i], np.delete(np.arange(len(ids)), i)
+        others = ids[rest]
+        loss = te[rest] + te[i] - top(VE[others] + VE[a], np.arange(len(others)))
+        if VQ.shape[1]:
+            loss = loss + tq[rest] + tq[i] - (VQ[others] + VQ[a]).max(axis=1)
+        b = others[int(np.argmin(loss))]
+        VE[b] += VE[a]
+        VQ[b] += VQ[a]
+        alive[a] = False
+        owner[owner == a] = b
+    _, groups = np.unique(owner[sig], return_inverse=True)
+    # number the groups by first occurrence (stable across runs)
+    first = {}
+    out = np.empty(K, dtype=np.int64)
+    for i, g in enumerate(groups.tolist()):
+        out[i] = first.setdefault(g, len(first))
+    return out

@@ -1,0 +1,398 @@
+"""The steps of an application: its messages grouped by when they travel, for planning that follows them.
+
+An application is a sequence of dependent steps -- CG's exchanges and reductions in every iteration,
+FT's all-to-all rounds -- and a network plan is only as good as its worst link *in each step*: circuits
+that balance the whole run's bytes can still sit on the critical path of every step. The *step clock*
+finds the steps of a trace: the reference replay (:class:`topoplan.sim.replay.Replayer`: MPI matching,
+non-blocking calls and waits, collectives as MPICH's schedules of :mod:`topoplan.traffic.collectives`)
+run on a unit network, where every message takes one unit from the moment both its send and its receive
+are posted, and computation takes none. A message's *level* is when it starts; the messages of one
+level form a step. Every message is treated as rendezvous (it waits for its receive), so ranks that run
+the same exchange stay in step, as an SPMD code's do; a trace that needs eager sends to progress
+(both sides send first) is clocked again with MPI's eager sends for small messages.
+
+Levels with the same messages are one *step type* with a count (CG's 75 iterations repeat the same
+types); :class:`Steps` holds the types as :class:`~topoplan.traffic.matrix.Traffic` and their counts, and
+the traffic of all steps together is the trace's (collectives included). The clock runs in Python at a
+few microseconds a message; :func:`steps_of_spec` clocks a generator spec's repeated iterations once (two
+short runs, then the difference times the iterations), so a generated trace costs what two of its
+iterations cost.
+
+Examples
+--------
+>>> from topoplan.traffic.generators import parse_spec
+>>> st = trace_steps(parse_spec("ring:np=4,bytes=1MB,iters=3"))
+>>> st.n_types, st.count.tolist(), st.n_steps          # one step type, three times
+(1, [3.0], 3)
+>>> float(st.total_bytes())                              # 4 ranks x 1 MB x 3 iterations
+12000000.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from topoplan.core.errors import TopoplanError
+from topoplan.sim.maxmin import LinkSet
+from topoplan.sim.replay import Replayer
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.generators import is_spec, parse_spec, record_spec
+from topoplan.traffic.matrix import Traffic, from_arrays
+from topoplan.traffic.trace import Trace
+
+__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS"]
+
+# The clock runs the reference replay in Python: about 10-20 us a message on this 2-core machine (collectives
+# count as their messages). A generator spec is clocked by its iterations; a trace file whole, up to this
+# many rows (about a minute).
+STEP_CLOCK_ROWS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The step types of a trace and how often each occurs (made by :func:`trace_steps`).
+
+    Parameters
+    ----------
+    n_ranks : int
+    types : list of Traffic
+        The messages of one occurrence of each step type (rank pairs, sizes and counts).
+    count : numpy.ndarray of float64
+        Occurrences of each type (whole numbers for a clocked trace).
+    n_steps : int
+        Levels of the step clock that carry messages (the sum of ``count``).
+    source : str
+        The trace or spec the steps were found in.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> st = Steps(2, [from_arrays(2, [0], [1], [8.0])], np.array([5.0]), 5, "x")
+    >>> float(st.total_bytes()), st.total().count.tolist()
+    (40.0, [5])
+    """
+
+    n_ranks: int
+    types: list
+    count: np.ndarray
+    n_steps: int
+    source: str = ""
+
+    @property
+    def n_types(self) -> int:
+        return len(self.types)
+
+    def total_bytes(self) -> float:
+        """Bytes of all steps together."""
+        return float(sum(c * t.total_bytes() for c, t in zip(self.count.tolist(), self.types)))
+
+    def total(self) -> Traffic:
+        """The traffic of all steps together (each type's messages times its count)."""
+        if not self.types:
+            return from_arrays(self.n_ranks, [], [], [], name=self.source)
+        src = np.concatenate([t.src for t in self.types])
+        dst = np.concatenate([t.dst for t in self.types])
+        size = np.concatenate([t.msg_bytes for t in self.types])
+        cnt = np.concatenate([t.count * int(round(c)) for t, c in zip(self.types, self.count.tolist())])
+        return from_arrays(self.n_ranks, src, dst, size, cnt, name=self.source)
+
+    def fingerprint(self) -> str:
+        """SHA-256 over the types and counts (to bind a plan to the steps it was made for)."""
+        h = hashlib.sha256()
+        h.update(np.int64(self.n_ranks).tobytes())
+        for t, c in zip(self.types, self.count.tolist()):
+            for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
+                h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()
+
+
+class _UnitEngine:
+    """The flow engine's interface on a unit network: a message ends one unit after it starts."""
+
+    def __init__(self):
+        self.heap: list = []
+
+    def next_event_time(self) -> float:
+        return self.heap[0][0] if self.heap else np.inf
+
+    def advance_to(self, t: float) -> None:
+        pass
+
+    def run_until_next_event(self):
+        h = self.heap
+        t = h[0][0]
+        out = []
+        while h and h[0][0] <= t:
+            out.append(heapq.heappop(h)[1])
+        return t, out
+
+    def link_bytes(self) -> np.ndarray:
+        return np.zeros(0)
+
+
+def _unit_replayer(trace: Trace, eager_threshold_B: float):
+    """The reference replayer with its engine and its message start replaced by the unit clock."""
+    class UnitReplayer(Replayer):
+        def __init__(self):
+            super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
+                             compute_scale=0.0, eager_threshold_B=eager_threshold_B)
+            self.engine = _UnitEngine()
+            self.sent = []
+            self.next_id = 0
+
+        def _start(self, m, t):
+            level = float(round(t))
+            self.sent.append((m.src, m.dst, m.nbytes, level))
+            fid = self.next_id
+            self.next_id += 1
+            self.flow_msg[fid] = m
+            heapq.heappush(self.engine.heap, (level + 1.0, fid))
+
+        def _flush_flows(self):
+            pass
+
+        def _flow_done(self, fid, t):
+            m = self.flow_msg.pop(fid)
+            m.arrived, m.t_arrive = True, t
+            if not m.eager:
+                self._complete(m.sreq, t)
+            if m.rreq is not None:
+                self._complete(m.rreq, t)
+
+    return UnitReplayer()
+
+
+class _UnitNetwork:
+    """What the reference replayer reads of a network before its engine is replaced: the model, one link."""
+
+    def __init__(self):
+        self.sim_model = SimModel()
+        self._links = LinkSet([1.0], [0.0], [True])
+
+    def linkset(self):
+        return self._links
+
+
+class _Placed:
+    """The one field of a placement the reference replayer reads."""
+
+    def __init__(self, rank_to_node):
+        self.rank_to_node = rank_to_node
+
+
+def step_levels(trace: Trace, *, eager_threshold_B: float = 0.0):
+    """Every message of ``trace`` (collectives expanded) with the level of the step clock it starts at.
+
+    Parameters
+    ----------
+    trace : Trace
+    eager_threshold_B : float, optional
+        Messages below this size complete their send at once (MPI's eager protocol); 0: every message
+        waits for its receive (the step clock's default, see the module docstring).
+
+    Returns
+    -------
+    ``(src, dst, bytes, level)`` NumPy arrays, one entry per message (self-messages included).
+
+    Raises
+    ------
+    TopoplanError
+        For a trace that deadlocks (as the replay would), naming the blocked ranks.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> s, d, b, lv = step_levels(parse_spec("ring:np=4,bytes=1MB,iters=2"))
+    >>> sorted(lv.tolist())                                 # two steps of four messages
+    [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    rep = _unit_replayer(trace, eager_threshold_B)
+    rep.run()
+    if not rep.sent:
+        z = np.zeros(0)
+        return z.astype(np.int64), z.astype(np.int64), z, z
+    a = np.array(rep.sent, dtype=np.float64)
+    return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2], a[:, 3]
+
+
+def _clock(trace: Trace):
+    """Levels with every message rendezvous; with MPI's eager sends when the trace needs them to progress."""
+    try:
+        return step_levels(trace, eager_threshold_B=0.0)
+    except TopoplanError:
+        return step_levels(trace, eager_threshold_B=65536.0)
+
+
+def trace_steps(trace: Trace) -> Steps:
+    """The step types of ``trace`` and their counts (see the module docstring).
+
+    Self-messages (a rank to itself) are left out; a level whose messages equal another's is the same
+    type.
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    Steps
+
+    Raises
+    ------
+    TopoplanError
+        For a trace that deadlocks.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> st = trace_steps(parse_spec("neighbor2d:rows=2,cols=2,bytes=1MB,iters=4"))
+    >>> st.n_types, st.count.tolist(), [t.total_bytes() for t in st.types]
+    (1, [4.0], [8000000.0])
+    """
+    src, dst, nb, lv = _clock(trace)
+    keep = src != dst
+    return _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+
+
+def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
+    """Levels into step types: the messages of each level sorted, levels with equal messages merged."""
+    if not len(src):
+        return Steps(int(n_ranks), [], np.zeros(0), 0, source)
+    order = np.lexsort((nb, dst, src, lv))
+    src, dst, nb, lv = src[order], dst[order], nb[order], lv[order]
+    starts = np.flatnonzero(np.r_[True, lv[1:] != lv[:-1]])
+    ends = np.r_[starts[1:], len(lv)]
+    index: dict = {}
+    types, count = [], []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        key = (src[a:b].tobytes(), dst[a:b].tobytes(), nb[a:b].tobytes())
+        k = index.get(key)
+        if k is None:
+            k = index[key] = len(types)
+            types.append(from_arrays(n_ranks, src[a:b], dst[a:b], nb[a:b], name=source))
+            count.append(0.0)
+        count[k] += 1.0
+    return Steps(int(n_ranks), types, np.asarray(count), len(starts), source)
+
+
+def _combine(n_ranks, parts, source) -> Steps | None:
+    """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge.
+    None when a type's count comes out negative."""
+    index: dict = {}
+    types, count = [], []
+    for st, w in parts:
+        for t, c in zip(st.types, st.count.tolist()):
+            key = (t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes())
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(types)
+                types.append(t)
+                count.append(0.0)
+            count[k] += w * c
+    if any(c < -1e-9 for c in count):
+        return None                     # not a set of whole steps
+    keep = [i for i, c in enumerate(count) if c > 1e-9]
+    cnt = np.round(np.asarray([count[i] for i in keep]), 9)
+    return Steps(int(n_ranks), [types[i] for i in keep], cnt, int(round(cnt.sum())), source)
+
+
+def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
+    """The steps of a generator spec's trace, clocked by its iterations.
+
+    A trace of at most ``min_rows`` rows is clocked whole. A larger one whose generator takes ``iters`` is
+    clocked at one, two and three iterations; when the third iteration adds the same steps as the second
+    (the iterations do not mix in the clock: the code synchronizes every iteration, as NPB's kernels do),
+    its steps are the first run's plus ``N - 1`` times what the second adds, ``N`` being the spec's
+    iterations (found from the rows). Otherwise -- iterations that overlap in the clock, or rows that do not
+    grow by whole iterations -- the whole trace is clocked.
+
+    Parameters
+    ----------
+    spec : str
+        A generator spec (:func:`topoplan.traffic.generators.parse_spec`).
+    min_rows : int, optional
+
+    Returns
+    -------
+    Steps
+
+    Examples
+    --------
+    >>> a = steps_of_spec("ring:np=4,bytes=1MB,iters=6")
+    >>> b = steps_of_spec("ring:np=4,bytes=1MB,iters=6", min_rows=10)   # by its iterations
+    >>> (a.n_types, a.count.tolist()) == (b.n_types, b.count.tolist())
+    True
+    """
+    rec = record_spec(spec)
+    if rec is None or rec.rows <= min_rows:
+        return trace_steps(parse_spec(spec))
+    try:
+        specs = [_with_iters(spec, k) for k in (1, 2, 3)]
+        r1, r2 = record_spec(specs[0]).rows, record_spec(specs[1]).rows
+    except TopoplanError:               # the generator has no iterations
+        return trace_steps(parse_spec(spec))
+    per = r2 - r1
+    n = 1 + (rec.rows - r1) // per if per > 0 else 0
+    if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
+        return trace_steps(parse_spec(spec))
+    one, two, three = (trace_steps(parse_spec(s)) for s in specs)
+    # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
+    # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
+    if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
+        return trace_steps(parse_spec(spec))
+    st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
+    return st if st is not None else trace_steps(parse_spec(spec))
+
+
+def _key(st: Steps | None):
+    """Steps as a comparable multiset of types (None stays None)."""
+    if st is None:
+        return None
+    return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
+                  for t, c in zip(st.types, st.count.tolist()))
+
+
+def _with_iters(spec: str, iters: int) -> str:
+    """The spec with ``iters`` set (checked by the generator's parser)."""
+    name, _, rest = str(spec).strip().partition(":")
+    parts = [p for p in rest.split(",") if p.strip() and p.split("=")[0].strip().lower() != "iters"]
+    out = f"{name}:{','.join(parts + [f'iters={iters}'])}"
+    record_spec(out)
+    return out
+
+
+def source_steps(source: str, trace: Trace | None) -> Steps | None:
+    """The steps of a traffic source: a generator spec by its iterations (:func:`steps_of_spec`), a trace file
+    whole (:func:`trace_steps`, up to :data:`STEP_CLOCK_ROWS` rows); None for a matrix (no order to follow)
+    or a trace file too long to clock.
+
+    Parameters
+    ----------
+    source : str
+        The source as given (a spec or a path).
+    trace : Trace or None
+        Its trace (None for a communication matrix).
+
+    Returns
+    -------
+    Steps or None
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> source_steps("ring:np=4,bytes=1MB", parse_spec("ring:np=4,bytes=1MB")).n_steps
+    1
+    >>> source_steps("matrix.csv", None) is None
+    True
+    """
+    if trace is None:
+        return None
+    if is_spec(source):
+        return steps_of_spec(source)
+    if len(trace) > STEP_CLOCK_ROWS:
+        return None
+    return trace_steps(trace)
