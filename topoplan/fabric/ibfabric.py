@@ -1470,8 +1470,10 @@ def read_hosts(path) -> list[str]:
     """Read a host list: one host per line.
 
     ``#`` starts a comment; MPI hostfile lines (``node001 slots=4``,
-    ``node001:4``) give their first word; Slurm ranges (``node[001-004]``)
-    expand. A host listed twice is an error naming the line.
+    ``node001:4``) give their host (``key=value`` words are attributes); Slurm
+    host lists (``node[001-004]``, ``node[01-02] node05``) expand as Slurm
+    expands them (:func:`topoplan.core.topology_io.expand_hostlist`). A host
+    listed twice is an error naming the line.
 
     Parameters
     ----------
@@ -1505,14 +1507,15 @@ def read_hosts(path) -> list[str]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        word = line.split()[0]
-        if ":" in word and "[" not in word:
-            word = word.split(":", 1)[0]
-        for h in expand_hostlist(word, f"{path}:{lineno}: "):
-            if h in seen:
-                raise TopoplanError(f"{path}:{lineno}: host {h!r} listed twice (first at line {seen[h]})")
-            seen[h] = lineno
-            out.append(h)
+        # every word but key=value attributes (slots=4) is a host list (``node[01-02] node05``: three hosts)
+        for word in (w for w in line.split() if "=" not in w):
+            if ":" in word and "[" not in word:
+                word = word.split(":", 1)[0]
+            for h in expand_hostlist(word, f"{path}:{lineno}: "):
+                if h in seen:
+                    raise TopoplanError(f"{path}:{lineno}: host {h!r} listed twice (first at line {seen[h]})")
+                seen[h] = lineno
+                out.append(h)
     if not out:
         raise TopoplanError(f"{path}: no hosts listed")
     return out

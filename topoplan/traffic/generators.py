@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple
 import numpy
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.units import parse_size
+from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
 from topoplan.traffic import limits
 from topoplan.traffic.builder import TraceBuilder
 from topoplan.traffic.phases import concat
@@ -445,8 +445,12 @@ def _convert(gen: str, key: str, kind: str, text: str):
     t = text.strip()
     try:
         if kind == "int":
+            if not is_ascii_int(t):   # int() also takes '٣', '+3' and '1_0'
+                raise ValueError
             v = int(t)
         elif kind == "float":
+            if not is_ascii_number(t):   # float() also takes '٣' and '1_0'
+                raise ValueError
             v = float(t)
             if not numpy.isfinite(v):
                 raise ValueError

@@ -674,6 +674,9 @@ class Phases:
     def to_dict(self) -> dict:
         """JSON form: the options, and per phase its span, bytes, dominant pairs and first calls.
 
+        ``inputs`` records the trace's fingerprint (:func:`topoplan.core.fingerprint.fingerprint_trace`),
+        so that :func:`phases_from_doc` refuses the document for another trace.
+
         Returns
         -------
         dict
@@ -682,10 +685,13 @@ class Phases:
         --------
         >>> from topoplan.traffic.generators import ring
         >>> d = detect_phases(ring(4, 1e6)).to_dict()
-        >>> sorted(d), d["n_phases"]
-        (['n_phases', 'n_ranks', 'options', 'pair_basis', 'phases', 'source'], 1)
+        >>> sorted(d), d["n_phases"], sorted(d["inputs"])
+        (['inputs', 'n_phases', 'n_ranks', 'options', 'pair_basis', 'phases', 'source'], 1, ['trace'])
         """
-        return {"source": self.trace.source, "n_ranks": self.trace.n_ranks, "n_phases": len(self.phases),
+        from topoplan.core.fingerprint import fingerprint
+
+        return {"source": self.trace.source, "inputs": fingerprint(trace=self.trace),
+                "n_ranks": self.trace.n_ranks, "n_phases": len(self.phases),
                 "pair_basis": self.pair_basis, "options": dict(self.options),
                 "phases": [p.to_dict() for p in self.phases]}
 
@@ -1061,8 +1067,9 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     """The phases of a ``topoplan phases -o`` document, re-cut on ``trace`` (the trace they were detected on).
 
     Each phase's ``first_call`` (per rank, its calls before the phase) gives the cuts; they must fit
-    the trace (as many ranks, no rank cut past its last call, non-decreasing), else the document was
-    made for another trace and is refused.
+    the trace (as many ranks, no rank cut past its last call, non-decreasing), and the trace's
+    fingerprint must be the one the document records (``inputs``; a document without it is checked
+    by its cuts only), else the document was made for another trace and is refused.
 
     Parameters
     ----------
@@ -1090,10 +1097,10 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     >>> doc = detect_phases(tr).to_dict()
     >>> phases_from_doc(doc, tr).kinds()
     [0, 1]
-    >>> phases_from_doc(doc, neighbor2d(4, 4, 4e6), where="p.json")
+    >>> phases_from_doc(doc, neighbor2d(4, 4, 4e6), where="p.json")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: p.json: field 'phases[1].first_call': rank 0 has 15 calls before the phase but only 5 in the trace; the phases were detected on another trace
+    topoplan.core.errors.TopoplanError: p.json: field 'inputs': made for another trace (fingerprint ..., the one given has ...); the phases were detected on another trace
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("phases"), list) or not doc["phases"]:
         raise TopoplanError(f"{where}: field 'phases': expected a non-empty list (the output of `topoplan phases -o`)")
@@ -1101,6 +1108,13 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     if n is not None and n != trace.n_ranks:
         raise TopoplanError(f"{where}: field 'n_ranks': {n} ranks, the trace has {trace.n_ranks}; the phases were "
                             "detected on another trace")
+    if doc.get("inputs") is not None:
+        from topoplan.core.fingerprint import check_inputs, fingerprint
+
+        try:
+            check_inputs(doc["inputs"], fingerprint(trace=trace), where)
+        except TopoplanError as exc:
+            raise TopoplanError(f"{exc}; the phases were detected on another trace") from None
     counts = np.diff(np.searchsorted(trace.rank, np.arange(trace.n_ranks + 1)))
     firsts, prev = [], np.zeros(trace.n_ranks, dtype=np.int64)
     for k, p in enumerate(doc["phases"]):

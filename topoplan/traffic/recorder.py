@@ -15,8 +15,10 @@ for both.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -25,7 +27,7 @@ from pathlib import Path
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["SOURCE", "DIR_ENV", "cache_dir", "find_mpicc", "library_path", "build_library", "mpi_flavor",
-           "launch_command", "record"]
+           "openmpi_version", "launch_command", "record"]
 
 SOURCE = Path(__file__).resolve().parent / "pmpi" / "topoplan_pmpi.c"
 DIR_ENV = "TOPOPLAN_TRACE_DIR"   # where the library writes the trace (read by every rank at MPI_Finalize)
@@ -190,6 +192,16 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
     return lib
 
 
+@functools.lru_cache(maxsize=8)
+def _version_text(mpirun: str) -> str:
+    """``mpirun --version``'s output, lower case ("" when it cannot be run)."""
+    try:
+        res = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (res.stdout + res.stderr).lower()
+
+
 def mpi_flavor(mpirun: str) -> str:
     """Which MPI a launcher belongs to: ``"openmpi"``, ``"mpich"`` (MPICH, Intel MPI, MVAPICH) or ``"unknown"``.
 
@@ -207,16 +219,38 @@ def mpi_flavor(mpirun: str) -> str:
     >>> mpi_flavor("/bin/true")
     'unknown'
     """
-    try:
-        res = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    text = (res.stdout + res.stderr).lower()
+    text = _version_text(mpirun)
     if "open mpi" in text or "open-mpi" in text or "openrte" in text:
         return "openmpi"
     if any(k in text for k in ("hydra", "mpich", "intel(r) mpi", "mvapich")):
         return "mpich"
     return "unknown"
+
+
+def openmpi_version(mpirun: str | None = None) -> tuple[int, ...] | None:
+    """The version of the Open MPI a launcher belongs to (``mpirun --version``), or None.
+
+    Parameters
+    ----------
+    mpirun : str, optional
+        The launcher (a name on ``PATH`` or a path); default ``$MPIRUN``, else ``mpirun``.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(major, minor, release)``; None when there is no such launcher, or it is not Open MPI's.
+
+    Examples
+    --------
+    >>> openmpi_version("no-such-mpirun") is None, openmpi_version("/bin/true") is None
+    (True, True)
+    """
+    name = mpirun or os.environ.get("MPIRUN") or "mpirun"
+    path = shutil.which(name)
+    if path is None or mpi_flavor(path) != "openmpi":
+        return None
+    m = re.search(r"\(open mpi\)\s+v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", _version_text(path))
+    return None if m is None else tuple(int(x) for x in m.groups(default="0"))
 
 
 def launch_command(command, out_dir, *, lib, np: int, mpirun: str = "mpirun", flavor: str = "openmpi",
@@ -345,10 +379,16 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
         raise TopoplanError(f"{prog}: no such program")
 
     out = Path(out_dir).absolute()
+    # the recorder makes the directory (rank 0, at MPI_Finalize); one this run makes is removed if it fails
+    made = _missing_dirs(out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise TopoplanError(f"{out}: not a directory: the trace is a directory (events.csv, communicators.csv)")
         for name in ("events.csv", "communicators.csv"):
             (out / name).unlink(missing_ok=True)   # never read an earlier run's trace as this one's
+        ancestor = next(p for p in (out, *out.parents) if p.exists())
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise TopoplanError(f"{out}: cannot write the trace there (permission denied in {ancestor})")
     except OSError as exc:
         raise TopoplanError(f"{out}: cannot write the trace there: {exc.strerror}") from None
 
@@ -360,20 +400,45 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     try:
-        res = subprocess.run(cmd, env=env, timeout=timeout, capture_output=quiet, text=True)
-    except subprocess.TimeoutExpired:
-        raise TopoplanError(f"{prog}: still running after {timeout:g} s; stopped (no trace)") from None
-    except OSError as exc:
-        raise TopoplanError(f"{launcher}: cannot run: {exc.strerror}") from None
-    if res.returncode != 0:
-        detail = ""
-        if quiet:
-            lines = [ln for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()]
-            detail = f": {lines[-1].strip()}" if lines else ""
-        raise TopoplanError(f"{' '.join(command)}: exited with status {res.returncode} under "
-                            f"{os.path.basename(launcher)}{detail}")
-    events = out / "events.csv"
-    if not events.is_file():
-        raise TopoplanError(f"{out}: no trace written: {prog} did not reach MPI_Finalize, is not linked with the "
-                            f"MPI of {os.path.basename(launcher)}, or calls MPI from Fortran (not recorded)")
+        try:
+            res = subprocess.run(cmd, env=env, timeout=timeout, capture_output=quiet, text=True)
+        except subprocess.TimeoutExpired:
+            raise TopoplanError(f"{prog}: still running after {timeout:g} s; stopped (no trace)") from None
+        except OSError as exc:
+            raise TopoplanError(f"{launcher}: cannot run: {exc.strerror}") from None
+        if res.returncode != 0:
+            detail = ""
+            if quiet:
+                lines = [ln for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()]
+                detail = f": {lines[-1].strip()}" if lines else ""
+            raise TopoplanError(f"{' '.join(command)}: exited with status {res.returncode} under "
+                                f"{os.path.basename(launcher)}{detail}")
+        events = out / "events.csv"
+        if not events.is_file():
+            raise TopoplanError(f"{out}: no trace written: {prog} did not reach MPI_Finalize, is not linked with the "
+                                f"MPI of {os.path.basename(launcher)}, or calls MPI from Fortran (not recorded)")
+    except BaseException:   # a failed run (or Ctrl-C) leaves no trace and no directory of its own behind
+        for name in ("events.csv", "communicators.csv"):
+            (out / name).unlink(missing_ok=True)
+        _remove_empty(made)
+        raise
     return read_trace(events)
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories of ``path`` (itself, then its parents) that do not exist yet, deepest first."""
+    out = []
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        out.append(p)
+    return out
+
+
+def _remove_empty(dirs) -> None:
+    """Remove the directories of ``dirs`` (deepest first) that exist and are empty; others stay."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:   # not there, or not empty (the program wrote files of its own): left as it is
+            return

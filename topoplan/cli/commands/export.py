@@ -26,13 +26,18 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                sets: Optional[List[str]] = SetOpt, any_inputs: bool = AnyInputsOpt,
                rules: str = typer.Option("host", "--rules", help="ocs: forwarding rules per destination host "
                                          "(host) or per destination switch (switch: smaller on large systems)."),
+               slots: str = typer.Option("cores", "--slots", help="What a slot (a node's core index) counts: cores, "
+                                         "or hwthreads when cores_per_node counts hardware threads (the printed "
+                                         "command then tells the launcher)."),
                output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
     """Export a placement for a real launcher, or circuits for an OCS controller; refuses invalid plans."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.reporting.export import FORMATS, export, read_hostfile
+    from topoplan.reporting.export import FORMATS, SLOTS, export, read_hostfile
 
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if slots not in SLOTS:
+        raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
     if fmt == "ocs":
         _export_ocs(placement, hosts, topology, sets, any_inputs, rules, output)
         return
@@ -51,11 +56,33 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError("export needs --hosts or --topology (for host names)")
     names = read_hostfile(hosts, topo.n_nodes if topo is not None else None) if hosts is not None else None
     pl = _placement(placement, topo if topo is not None else names)
-    cmd = export(fmt, pl, output, hosts=names, topo=topo)
+    version = None
+    if fmt in ("ompi4", "ompi5"):   # the rankfile option differs between Open MPI 4 and 5: print the installed one's
+        from topoplan.traffic.recorder import openmpi_version
+
+        version = openmpi_version()
+    cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None)
     con = console()
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")
     if cmd:
         con.print(f"run: {cmd}")
+    if fmt in ("ompi4", "ompi5", "mpich"):
+        con.print(_launch_note(fmt, output, pl.n_ranks, version, slots))
+
+
+def _launch_note(fmt: str, output: Path, n_ranks: int, version, slots: str) -> str:
+    """What the printed command assumed: the launcher it is for, and what a slot counts."""
+    from topoplan.reporting.export import launch_command
+
+    what = ("slots are hardware threads" if slots == "hwthreads" else
+            "slots are cores (--slots hwthreads when cores_per_node counts hardware threads)")
+    if fmt == "mpich":
+        return f"for MPICH's Hydra; {what}"
+    if version is not None:
+        return f"for the Open MPI {'.'.join(map(str, version))} mpirun found here; {what}"
+    other = 4 if fmt == "ompi5" else 5
+    return (f"for Open MPI {fmt[-1]} (no Open MPI mpirun found here); with Open MPI {other}: "
+            f"{launch_command(fmt, output, n_ranks, openmpi=other, slots=slots)}; {what}")
 
 
 def _placement(placement: Path, hosts):
