@@ -30,7 +30,8 @@ EXAMPLES: dict[str, list[str]] = {
     "place": ["topoplan place -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB -m metis -o place.json"],
     "export": ["topoplan export ompi5 -p place.json -o rankfile",
                "topoplan export slurm -p place.json -o hostlist",
-               "topoplan export ocs -p plan.json -o ocs.json"],
+               "topoplan export ocs -p plan.json -o ocs.json",
+               "topoplan export routes -p plan.json -o routes"],
     "validate": ["topoplan validate plan.json -t paper003",
                  "topoplan validate place.json -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB --json"],
     "bcast": ["topoplan bcast -t paper000 -a gen:nodes=32,racks=4,seed=1 --bytes 1KiB -m dft --rankfile bcast.rf "

@@ -65,6 +65,8 @@ def guard_outputs(fn):
 
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
+            outs = []   # a directory of files (export routes): checked and written by the command itself
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
         for i, (name, path) in enumerate(outs):
             check_writable(path, inputs=ins)

@@ -52,7 +52,7 @@ __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HO
 
 PREFIX = "topoplan-em"
 LOCK_DIR = Path("/run/topoplan-emulate")
-DATA_NET = ipaddress.ip_network("198.18.0.0/16")
+DATA_NET = ipaddress.ip_network("198.18.0.0/16")   # the routes export's DEFAULT_NETWORK
 MGMT_NET = ipaddress.ip_network("198.19.0.0/16")
 HEAD_ADDRESS = "198.19.255.254"
 # Namespaces, processes and queues cost memory and set-up time; a laptop or CI machine emulates tens of nodes.
@@ -66,14 +66,16 @@ _INSTALL = "the emulator needs pyroute2: install topoplan[emulate] (pip install 
 
 
 def data_address(node: int) -> str:
-    """The EPS address of node ``node`` (``198.18.0.0/16``).
+    """The EPS address of node ``node`` (``198.18.0.0/16``): the address plan of ``topoplan export routes``.
 
     Examples
     --------
     >>> data_address(0), data_address(300)
     ('198.18.0.1', '198.18.1.45')
     """
-    return str(DATA_NET.network_address + 1 + int(node))
+    from topoplan.reporting.routes_export import default_address
+
+    return default_address(node)
 
 
 def mgmt_address(node: int) -> str:
@@ -598,6 +600,52 @@ class Cluster:
             finally:
                 netns.popns()
         return h
+
+    def apply_routes(self, files: dict) -> int:
+        """Apply route files (``topoplan export routes``): ``{host: path}``, each checked before any is applied.
+
+        Parameters
+        ----------
+        files : dict
+            A host's file applies in that host's namespace.
+
+        Returns
+        -------
+        int
+            Routes installed.
+
+        Raises
+        ------
+        TopoplanError
+            For a file that names an unknown address or device (nothing is applied then).
+        """
+        from topoplan.reporting.routes_export import read_route_file
+
+        s = self.spec
+        addresses = [data_address(i) for i in range(len(s.hosts))]
+        devices = {i: {"eth0"} for i in range(len(s.hosts))}
+        for u, v, pu, pv in s.circuits:
+            devices[u].add(f"ocs{pu}")
+            devices[v].add(f"ocs{pv}")
+        parsed = {}
+        for host, path in files.items():
+            i = s.hosts.index(host) if host in s.hosts else -1
+            if i < 0:
+                raise TopoplanError(f"{path}: routes of {host!r}, which is not a node of the emulated cluster")
+            parsed[i] = read_route_file(path, addresses=addresses, devices=devices[i])
+        n = 0
+        try:
+            for i, routes in parsed.items():
+                h = self.handle(s.host_ns[i])
+                index = {}
+                for dest, via, dev, onlink in routes:
+                    if dev not in index:
+                        index[dev] = h.link_lookup(ifname=dev)[0]
+                    h.route("replace", dst=f"{dest}/32", gateway=via, oif=index[dev], flags=4 if onlink else 0)
+                    n += 1
+        finally:
+            self._close_handles()
+        return n
 
     def _close_handles(self) -> None:
         for h in self._handles.values():
