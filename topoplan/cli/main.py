@@ -22,7 +22,7 @@ COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": 
             "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
             "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
             "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
-            "phases": "phases"}
+            "phases": "phases", "emulate": "emulate"}
 # Every command module, in the order their commands are listed in --help.
 COMMAND_MODULES = tuple(dict.fromkeys(f"topoplan.cli.commands.{m}" for m in COMMANDS.values()))
 

@@ -23,7 +23,8 @@
  * A wait with a peer completes this rank's oldest open request with that peer (of the kind req
  * says); a wait without one, and waitall, complete every open request. The replay runs between
  * MPI_Pcontrol(1) and MPI_Pcontrol(0), after a barrier, so that a PMPI recorder preloaded with it
- * records the replayed calls only. Exit status 2 and one line on stderr for a bad input.
+ * records the replayed calls only. Every rank writes the CPU time it used (user + system seconds) to
+ * DIR/cpu-R.txt at the end. Exit status 2 and one line on stderr for a bad input.
  */
 
 #include <mpi.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 enum {
@@ -293,6 +295,18 @@ int main(int argc, char **argv)
     }
     MPI_Pcontrol(0);
     MPI_Barrier(MPI_COMM_WORLD);
+    {   /* the CPU this rank used (user + system), for the run's CPU budget: DIR/cpu-R.txt */
+        struct rusage ru;
+        char path[4096];
+        getrusage(RUSAGE_SELF, &ru);
+        snprintf(path, sizeof path, "%s/cpu-%d.txt", argv[1], me);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%.6f\n", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec
+                    + ru.ru_stime.tv_usec * 1e-6);
+            fclose(f);
+        }
+    }
     MPI_Finalize();
     return 0;
 }
