@@ -651,6 +651,33 @@ class Cluster:
             self._close_handles()
         return n
 
+    def queue_stats(self) -> dict:
+        """Packets sent and dropped by the shaped queues so far, over all links: ``{"sent": n, "dropped": n}``.
+
+        A drop is a full FIFO (TCP then backs off and resends): the one way the emulated network loses time
+        that a flow model does not know.
+        """
+        s = self.spec
+        sent = dropped = 0
+        shaped = {}
+        for link in s.links:
+            if link.rate_Bps is not None:
+                shaped.setdefault(link.a_ns, set()).add(link.a_if)
+                shaped.setdefault(link.b_ns, set()).add(link.b_if)
+        try:
+            for ns, names in shaped.items():
+                h = self.handle(ns)
+                index = {l["index"]: l.get_attr("IFLA_IFNAME") for l in h.get_links()}
+                for q in h.get_qdiscs():
+                    if index.get(q["index"]) in names and q.get_attr("TCA_KIND") == "pfifo":
+                        st = q.get_attr("TCA_STATS")
+                        if st is not None:
+                            sent += int(st["packets"])
+                            dropped += int(st["drop"])
+        finally:
+            self._close_handles()
+        return {"sent": sent, "dropped": dropped}
+
     def _close_handles(self) -> None:
         for h in self._handles.values():
             try:

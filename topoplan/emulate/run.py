@@ -131,9 +131,11 @@ class _Run:
         env.update({k: v for k, v in os.environ.items() if k.startswith("TOPOPLAN_IDLE_")})
         cmd = mpirun_command(command, agent=self.agent, machinefile=machinefile, np=len(hosts_of_ranks),
                              preload=preload, env=env, transport=self.transport)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        before, q0 = resource.getrusage(resource.RUSAGE_CHILDREN), self.cluster.queue_stats()
         res = run_mpi(cmd, timeout_s=self.timeout_s)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        after, q1 = resource.getrusage(resource.RUSAGE_CHILDREN), self.cluster.queue_stats()
+        res["packets"] = q1["sent"] - q0["sent"]
+        res["drops"] = q1["dropped"] - q0["dropped"]
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         res["cpu_cores_used"] = cpu / res["wall_s"] if res["wall_s"] > 0 else 0.0
         if record:
@@ -169,6 +171,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
         attempts.append({"comm_time_s": (comm / scale).tolist(), "max_comm_time_s": float(comm.max(initial=0)) / scale,
                          "span_s": span / scale, "wall_s": res["wall_s"], "cpu_idle": res["cpu_idle"],
                          "cpu_cores_used": res["cpu_cores_used"], "ranks_cpu_cores": res.get("ranks_cpu_cores"),
+                         "packets": res["packets"], "drops": res["drops"],
                          "disturbed": res["cpu_idle"] < DISTURBED_IDLE})
         if not attempts[-1]["disturbed"]:
             break
@@ -182,7 +185,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
 def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, model=None, threshold_B=None,
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
-            note=None) -> dict:
+            queue_packets: int | None = None, note=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -213,6 +216,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     mpicc : str, optional
     transport : dict, optional
         Open MPI transport settings; default :func:`topoplan.emulate.launch.transport_for` the largest message.
+    queue_packets : int, optional
+        FIFO length of every link direction (default :data:`topoplan.emulate.cluster.DEFAULT_QUEUE_PACKETS`).
     note : callable, optional
         Called with progress messages.
 
@@ -244,7 +249,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
 
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
-    spec = cl.cluster_spec(topo, circuits=circuits, scale=scale)
+    spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
+                           queue_packets=cl.DEFAULT_QUEUE_PACKETS if queue_packets is None else queue_packets)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
     out: dict = {"scale": spec.scale}

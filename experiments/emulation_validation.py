@@ -1,0 +1,303 @@
+"""The models against real MPI runs on the emulated cluster (``topoplan emulate``).
+
+003's neighbour case scaled to what fits two cores: 16 nodes under 4 switches (paper003 with 4 nodes per
+switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the paper's 8:1 oversubscription),
+4 or 8 OCS nodes. Parts:
+
+``scale``
+    the scale sweep that chose the default: the EPS-only and hybrid neighbour runs at scales 100-800,
+    with the ranks' CPU and the machine's idle time;
+``bulk``
+    neighbor2d, halo-transpose and random traffic, 1 MB messages, each on EPS only, the fat tree (FT EPS),
+    and the hybrid with greedy and ilp circuits (the predictions under pipelined and store-and-forward
+    relays and the paper model beside each measurement); per case, the order of the four networks
+    measured against predicted;
+``npb``
+    the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only).
+
+Writes ``experiments/results/emulation_validation.{csv,md,png}``. Needs root, pyroute2 and Open MPI;
+other engineers' work on the same cores is measured (machine idle) and a disturbed run is repeated.
+
+    python -m experiments.emulation_validation [--parts scale,bulk,npb] [--scale 400] [--quick]
+    python -m experiments.emulation_validation --replot      # table and figure from the existing CSV
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from experiments._common import RESULTS  # noqa: E402
+
+BASE = ["nodes_per_switch=4", "cores_per_node=1", "eps.up_bw=5Gbps"]
+BULK = {"neighbor": "neighbor2d:rows=4,cols=4,bytes=1MB,iters=2",
+        "halo-transpose": "halo-transpose:rows=4,cols=4,bytes=1MB,iters=1",
+        "random": "random:np=16,bytes=1MB,msgs=48,seed=1"}
+NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16", "ft": "npb:kernel=ft,class=W,np=16",
+       "lu": "npb:kernel=lu,class=S,np=16", "is": "npb:kernel=is,class=W,np=16"}
+NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
+FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
+          "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
+          "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
+          "calibration_ring"]
+TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
+
+
+def _topology(sets):
+    from topoplan.core.topology_io import load_topology
+
+    return load_topology("paper003", sets)
+
+
+def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
+    p = res["predictions"]
+    cal = {c["run"]: c["ratio"] for c in res.get("calibration", [])}
+    m = res["measured"]
+    return {"part": part, "case": case, "traffic": traffic, "ocs_nodes": ocs, "network": network,
+            "circuits": circuits, "scale": res["scale"], "measured_s": res["measured_s"],
+            "predicted_s": p["default"]["max_comm_time_s"], "predicted_sf_s": p["store-and-forward"]["max_comm_time_s"],
+            "predicted_paper_s": p["paper"]["max_comm_time_s"], "ratio": p["default"]["ratio"],
+            "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"], "span_s": m["span_s"],
+            "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
+            "drops": m["drops"], "attempts": m["attempts"],
+            "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
+            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring")}
+
+
+def _plan(topo, trace, placement, method: str) -> dict:
+    from topoplan.problems.circuits.problem import CircuitProblem, solve
+    from topoplan.traffic.matrix import from_trace
+
+    res = solve(CircuitProblem.build(topo, from_trace(trace), placement=placement.rank_to_node), method,
+                time_limit=30.0 if method == "ilp" else None, seed=0)
+    return {k: v for k, v in res.to_dict().items() if k in ("circuits", "forwarding", "hop_limit")}
+
+
+def _cells(parts, scale: float, quick: bool):
+    """(part, case, traffic spec, OCS nodes per switch, network, scale) in run order."""
+    if "scale" in parts:
+        for s in ((200, 800) if quick else (100, 200, 400, 800)):
+            for net in ("eps", "greedy"):
+                yield "scale", "neighbor", BULK["neighbor"], 2, net, float(s)
+    if "bulk" in parts:
+        for ocs in ((2,) if quick else (1, 2)):
+            for case, spec in BULK.items():
+                if quick and case != "neighbor":
+                    continue
+                for net in NETWORKS:
+                    yield "bulk", case, spec, ocs, net, scale
+    if "npb" in parts:
+        for case, spec in NPB.items():
+            if quick and case not in ("mg", "is"):
+                continue
+            yield "npb", case, spec, 2, "eps", scale
+
+
+def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None) -> list:
+    from topoplan.core.placement import sequential
+    from topoplan.emulate.run import emulate
+    from topoplan.sim.run import network_view
+    from topoplan.traffic.matrix import load_source
+
+    rows, calibrated = [], set()
+    for part, case, spec, ocs, net, s in _cells(parts, scale, quick):
+        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+        trace, _ = load_source(spec, with_traffic=False)
+        pl = sequential(trace.n_ranks, topo)
+        plan = None
+        if net in ("greedy", "ilp"):
+            plan = _plan(topo, trace, pl, net)
+            view = topo
+        else:
+            view = network_view(topo, net)
+        first = (s, ocs) not in calibrated   # calibrate once per cluster scale
+        calibrated.add((s, ocs))
+        log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
+        res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
+                      queue_packets=queue)
+        row = _row(part, case, spec, ocs * 4, net, (plan or {}).get("circuits"), res)
+        log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
+            f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
+            f"machine idle {row['cpu_idle']:.0%}, ranks {row['ranks_cpu_cores'] or 0:.2f} cores, "
+            f"{row['drops']:g} of {row['packets']:g} packets dropped")
+        rows.append(row)
+    return rows
+
+
+# -- the table and the figure ----------------------------------------------------------------------
+
+def read_csv(path) -> list:
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            for k in FIELDS:
+                v = r.get(k, "")
+                if k in ("part", "case", "traffic", "network", "circuits"):
+                    continue
+                r[k] = float(v) if v not in ("", "None") else None
+            rows.append(r)
+    return rows
+
+
+def write_csv(rows, path) -> None:
+    from topoplan.core.io import atomic_write
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in FIELDS})
+    atomic_write(path, buf.getvalue())
+
+
+def order_check(rows) -> list:
+    """Per bulk case: the networks by measured and by predicted time, and whether every pair the
+    prediction separates by more than :data:`TIE` is measured in the same order.
+
+    Examples
+    --------
+    >>> rows = [{"part": "bulk", "case": "c", "ocs_nodes": 8, "network": n, "measured_s": m, "predicted_s": p}
+    ...         for n, m, p in (("eps", 4.0, 4.0), ("fat-tree", 1.1, 1.0), ("greedy", 1.3, 1.02), ("ilp", 2.0, 2.0))]
+    >>> order_check(rows)[0]["agrees"]
+    True
+    """
+    out = []
+    cases = sorted({(r["case"], r["ocs_nodes"]) for r in rows if r["part"] == "bulk"}, key=str)
+    for case, ocs in cases:
+        cell = [r for r in rows if r["part"] == "bulk" and r["case"] == case and r["ocs_nodes"] == ocs]
+        agrees, broken = True, []
+        for a in cell:
+            for b in cell:
+                if a["predicted_s"] < b["predicted_s"] * (1 - TIE) and not a["measured_s"] < b["measured_s"]:
+                    agrees = False
+                    broken.append(f"{a['network']} < {b['network']}")
+        out.append({"case": case, "ocs_nodes": ocs, "agrees": agrees, "broken": broken,
+                    "measured": [r["network"] for r in sorted(cell, key=lambda r: r["measured_s"])],
+                    "predicted": [r["network"] for r in sorted(cell, key=lambda r: r["predicted_s"])]})
+    return out
+
+
+def markdown(rows) -> str:
+    lines = ["# Emulation validation: measured (real Open MPI on the emulated cluster) against predicted", ""]
+    scales = sorted({r["scale"] for r in rows if r["part"] != "scale"})
+    lines.append("Times are communication times (the largest of the ranks'), scaled back to the real network; "
+                 f"scale {', '.join(f'{s:g}' for s in scales)} (bandwidths divided by it). ratio = measured / "
+                 "predicted; sf = max-min with store-and-forward relays, paper = the papers' model. CPU: the "
+                 "machine's idle time during the run (other engineers share its 2 cores) and the cores the ranks "
+                 "used.")
+    lines.append("")
+    for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
+                        ("bulk", "Bulk cases"), ("npb", "NPB skeletons (EPS only, communication only)")):
+        sel = [r for r in rows if r["part"] == part]
+        if not sel:
+            continue
+        lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
+                  "ratio paper | machine idle | ranks' cores | runs |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sel:
+            lines.append(f"| {r['case']} | {r['ocs_nodes']:g} | {r['network']} | {r['scale']:g} | "
+                         f"{r['measured_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['ratio']:.3f} | "
+                         f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
+                         f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
+        lines.append("")
+        if part == "bulk":
+            for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
+                               ("paper model", "ratio_paper")):
+                errs = [abs(r[key] - 1) for r in sel]
+                lines.append(f"- {label}: median absolute error {statistics.median(errs):.1%}, largest "
+                             f"{max(errs):.1%} over {len(errs)} cells")
+            lines.append("")
+            lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
+            for o in order_check(rows):
+                lines.append(f"| {o['case']} | {o['ocs_nodes']:g} | {' < '.join(o['measured'])} | "
+                             f"{' < '.join(o['predicted'])} | {'yes' if o['agrees'] else 'no: ' + ', '.join(o['broken'])} |")
+            lines.append(f"\nPredictions within {TIE:.0%} of each other are ties whose measured order is not judged.\n")
+    cal = [r for r in rows if r.get("calibration_one_way") is not None]
+    if cal:
+        lines += ["## Calibration (measured / ideal, node links under one switch, 2 MB per rank)", "",
+                  "| scale | OCS nodes | one way | both ways | ring |", "|---:|---:|---:|---:|---:|"]
+        for r in cal:
+            ring = f"{r['calibration_ring']:.3f}" if r.get("calibration_ring") is not None else ""
+            lines.append(f"| {r['scale']:g} | {r['ocs_nodes']:g} | {r['calibration_one_way']:.3f} | "
+                         f"{r['calibration_both_ways']:.3f} | {ring} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sel = [r for r in rows if r["part"] in ("bulk", "npb")]
+    if not sel:
+        return
+    fig, ax = plt.subplots(figsize=(7, 5))
+    marks = {"eps": "o", "fat-tree": "s", "greedy": "^", "ilp": "v"}
+    for net, mk in marks.items():
+        pts = [r for r in sel if r["network"] == net and r["part"] == "bulk"]
+        if pts:
+            ax.scatter([r["predicted_s"] * 1e3 for r in pts], [r["measured_s"] * 1e3 for r in pts], marker=mk, label=net)
+    npb = [r for r in sel if r["part"] == "npb"]
+    if npb:
+        ax.scatter([r["predicted_s"] * 1e3 for r in npb], [r["measured_s"] * 1e3 for r in npb], marker="x",
+                   color="k", label="NPB (EPS)")
+        for r in npb:
+            ax.annotate(r["case"], (r["predicted_s"] * 1e3, r["measured_s"] * 1e3), fontsize=8)
+    lo = min(min(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 0.8
+    hi = max(max(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 1.2
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = predicted")
+    ax.plot([lo, hi], [lo * 1.1, hi * 1.1], ":", color="grey", lw=0.8, label="±10%")
+    ax.plot([lo, hi], [lo * 0.9, hi * 0.9], ":", color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted communication time, default model (ms)")
+    ax.set_ylabel("measured on the emulated cluster, scaled back (ms)")
+    ax.set_title("Real Open MPI runs against the default model")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="scale,bulk,npb", help="comma-separated: scale, bulk, npb")
+    ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
+                    "emulator's)")
+    ap.add_argument("--quick", action="store_true", help="a few cells only")
+    ap.add_argument("--repeats", type=int, default=3, help="runs at most per cell (a disturbed run is repeated)")
+    ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
+                    "(default: the emulator's)")
+    ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
+    ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    csv_path, md_path, png_path = (out / f"emulation_validation.{ext}" for ext in ("csv", "md", "png"))
+    if args.replot:
+        rows = read_csv(csv_path)
+    else:
+        from topoplan.emulate.run import DEFAULT_SCALE
+
+        parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue)
+        write_csv(rows, csv_path)
+        rows = read_csv(csv_path)
+    from topoplan.core.io import atomic_write
+
+    atomic_write(md_path, markdown(rows))
+    plot(rows, png_path)
+    print(f"wrote {csv_path}, {md_path}, {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
