@@ -12,8 +12,16 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     and the hybrid with greedy and ilp circuits (the predictions under pipelined and store-and-forward
     relays and the paper model beside each measurement); per case, the order of the four networks
     measured against predicted;
+``bulk-ack``
+    the bulk cells again with acknowledgements served before data in every queue (``--queues
+    ack-priority``): the check of the mechanism behind the bulk part's errors (two-way TCP traffic in
+    FIFO queues);
 ``npb``
-    the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only).
+    the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only);
+``bcast``
+    ten MPI_Bcasts from rank 0 on a cluster with two link speeds (the 8 OCS nodes' links at 20 Gb/s, the
+    others' at 10 Gb/s, no circuits), in the default order and reordered over a ``topoplan bcast`` plan
+    (speed delays) by the Bcast PMPI library.
 
 Writes ``experiments/results/emulation_validation.{csv,md,png}``. Needs root, pyroute2 and Open MPI;
 other engineers' work on the same cores is measured (machine idle) and a disturbed run is repeated.
@@ -44,6 +52,8 @@ BULK = {"neighbor": "neighbor2d:rows=4,cols=4,bytes=1MB,iters=2",
 NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16", "ft": "npb:kernel=ft,class=W,np=16",
        "lu": "npb:kernel=lu,class=S,np=16", "is": "npb:kernel=is,class=W,np=16"}
 NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
+BCAST_SIZES = (65536, 1 << 20)
+BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
@@ -81,6 +91,23 @@ def _plan(topo, trace, placement, method: str) -> dict:
     return {k: v for k, v in res.to_dict().items() if k in ("circuits", "forwarding", "hop_limit")}
 
 
+def _bcast_trace(n: int, nbytes: int, iters: int = 10):
+    from topoplan.traffic.trace import Trace
+
+    return Trace.from_records([(r, "bcast", -1, nbytes, 0, n, 0.0, 0.0) for r in range(n)
+                               for i in range(iters)], n, source=f"bcast:np={n},bytes={nbytes},iters={iters}")
+
+
+def _bcast_keys(topo, placement, nbytes: int) -> list:
+    """The keys of the best plan (lowest predicted time) among dft, bft and greedy, speed delays."""
+    from topoplan.emulate.plan import bcast_keys
+    from topoplan.problems.bcast import BcastProblem, solve
+
+    prob = BcastProblem.build(topo, placement=list(range(topo.n_nodes)), root=0, bytes_B=nbytes, delay="speed")
+    best = min((solve(prob, m, seed=0, simulate=False) for m in ("dft", "bft", "greedy")), key=lambda r: r.objective)
+    return bcast_keys(best.to_dict(), placement, topo.n_nodes)
+
+
 def _cells(parts, scale: float, quick: bool):
     """(part, case, traffic spec, OCS nodes per switch, network, scale) in run order."""
     if "scale" in parts:
@@ -94,11 +121,19 @@ def _cells(parts, scale: float, quick: bool):
                     continue
                 for net in NETWORKS:
                     yield "bulk", case, spec, ocs, net, scale
+    if "bulk-ack" in parts:
+        for case, spec in BULK.items():
+            for net in NETWORKS:
+                yield "bulk-ack", case, spec, 2, net, scale
     if "npb" in parts:
         for case, spec in NPB.items():
             if quick and case not in ("mg", "is"):
                 continue
             yield "npb", case, spec, 2, "eps", scale
+    if "bcast" in parts:
+        for size in BCAST_SIZES[:1] if quick else BCAST_SIZES:
+            for net in ("default", "reordered"):
+                yield "bcast", f"bcast {size // 1024} KiB", size, 2, net, scale
 
 
 def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None) -> list:
@@ -109,20 +144,31 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None) -
 
     rows, calibrated = [], set()
     for part, case, spec, ocs, net, s in _cells(parts, scale, quick):
-        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
-        trace, _ = load_source(spec, with_traffic=False)
-        pl = sequential(trace.n_ranks, topo)
+        keys = None
+        if part == "bcast":
+            topo = _topology(BASE + BCAST_SETS)
+            trace = _bcast_trace(16, spec)
+            pl = sequential(16, topo)
+            if net == "reordered":
+                keys = _bcast_keys(topo, pl, spec)
+            spec = f"10 x MPI_Bcast of {spec} B from rank 0"
+        else:
+            topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+            trace, _ = load_source(spec, with_traffic=False)
+            pl = sequential(trace.n_ranks, topo)
         plan = None
         if net in ("greedy", "ilp"):
             plan = _plan(topo, trace, pl, net)
             view = topo
         else:
             view = network_view(topo, net)
-        first = (s, ocs) not in calibrated   # calibrate once per cluster scale
-        calibrated.add((s, ocs))
+        first = (s, ocs, part) not in calibrated   # calibrate once per part, cluster and scale
+        calibrated.add((s, ocs, part))
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
+        if part == "bcast":
+            view = topo   # the hybrid kept for its two link speeds; no circuits
         res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
-                      queue_packets=queue)
+                      queue_packets=queue, bcast_keys=keys, queues="ack-priority" if part == "bulk-ack" else "fifo")
         row = _row(part, case, spec, ocs * 4, net, (plan or {}).get("circuits"), res)
         log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
             f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
@@ -158,7 +204,7 @@ def write_csv(rows, path) -> None:
     atomic_write(path, buf.getvalue())
 
 
-def order_check(rows) -> list:
+def order_check(rows, part: str = "bulk") -> list:
     """Per bulk case: the networks by measured and by predicted time, and whether every pair the
     prediction separates by more than :data:`TIE` is measured in the same order.
 
@@ -170,9 +216,9 @@ def order_check(rows) -> list:
     True
     """
     out = []
-    cases = sorted({(r["case"], r["ocs_nodes"]) for r in rows if r["part"] == "bulk"}, key=str)
+    cases = sorted({(r["case"], r["ocs_nodes"]) for r in rows if r["part"] == part}, key=str)
     for case, ocs in cases:
-        cell = [r for r in rows if r["part"] == "bulk" and r["case"] == case and r["ocs_nodes"] == ocs]
+        cell = [r for r in rows if r["part"] == part and r["case"] == case and r["ocs_nodes"] == ocs]
         agrees, broken = True, []
         for a in cell:
             for b in cell:
@@ -195,7 +241,10 @@ def markdown(rows) -> str:
                  "used.")
     lines.append("")
     for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
-                        ("bulk", "Bulk cases"), ("npb", "NPB skeletons (EPS only, communication only)")):
+                        ("bulk", "Bulk cases"),
+                        ("bulk-ack", "Bulk cases with acknowledgements first in every queue (the mechanism check)"),
+                        ("npb", "NPB skeletons (EPS only, communication only)"),
+                        ("bcast", "Bcast, default order and reordered (two link speeds)")):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
             continue
@@ -207,7 +256,14 @@ def markdown(rows) -> str:
                          f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
                          f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
         lines.append("")
-        if part == "bulk":
+        if part == "bcast":
+            for size in sorted({r["case"] for r in sel}):
+                d = {r["network"]: r for r in sel if r["case"] == size}
+                if {"default", "reordered"} <= set(d):
+                    lines.append(f"- {size}: reordered / default measured {d['reordered']['measured_s'] / d['default']['measured_s']:.3f}, "
+                                 f"predicted {d['reordered']['predicted_s'] / d['default']['predicted_s']:.3f}")
+            lines.append("")
+        if part in ("bulk", "bulk-ack"):
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
                                ("paper model", "ratio_paper")):
                 errs = [abs(r[key] - 1) for r in sel]
@@ -215,7 +271,7 @@ def markdown(rows) -> str:
                              f"{max(errs):.1%} over {len(errs)} cells")
             lines.append("")
             lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
-            for o in order_check(rows):
+            for o in order_check(rows, part):
                 lines.append(f"| {o['case']} | {o['ocs_nodes']:g} | {' < '.join(o['measured'])} | "
                              f"{' < '.join(o['predicted'])} | {'yes' if o['agrees'] else 'no: ' + ', '.join(o['broken'])} |")
             lines.append(f"\nPredictions within {TIE:.0%} of each other are ties whose measured order is not judged.\n")
@@ -237,7 +293,7 @@ def plot(rows, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sel = [r for r in rows if r["part"] in ("bulk", "npb")]
+    sel = [r for r in rows if r["part"] in ("bulk", "npb")]   # the default (FIFO) network
     if not sel:
         return
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -270,7 +326,7 @@ def plot(rows, path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="scale,bulk,npb", help="comma-separated: scale, bulk, npb")
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, npb, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")
@@ -289,6 +345,8 @@ def main(argv=None) -> int:
 
         parts = {p.strip() for p in args.parts.split(",") if p.strip()}
         rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue)
+        if csv_path.is_file():   # the other parts' rows stay (a part is re-run on its own)
+            rows = [r for r in read_csv(csv_path) if r["part"] not in parts] + rows
         write_csv(rows, csv_path)
         rows = read_csv(csv_path)
     from topoplan.core.io import atomic_write

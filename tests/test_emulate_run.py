@@ -206,3 +206,46 @@ def test_bad_input_is_one_line(args, match, run_cli):
 def test_cleanup_command(run_cli):
     code, out, err = run_cli("emulate", "--cleanup")
     assert code == 0 and ("nothing to remove" in out or "removed" in out)
+
+
+@needs_all
+def test_the_bcast_library_runs_mpi_bcast_over_the_plan_order(env):
+    """Unmodified MPI_Bcast calls on MPI_COMM_WORLD run on a communicator in the keys' order (the recorder,
+    preloaded after the library, sees them there); without keys, or with keys that are no permutation,
+    nothing changes."""
+    import tempfile
+
+    from topoplan.emulate import cluster as cl
+    from topoplan.emulate.replayer import build
+    from topoplan.emulate.run import _Run
+
+    trace = Trace.from_records([(r, "bcast", -1, 65536, 1, 4, 0.0, 0.0) for r in range(4) for i in range(3)],
+                               4, source="bcasts")
+    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=400)
+    bins = build()
+    work = Path(tempfile.mkdtemp())
+    seen = {}
+    try:
+        with cl.Cluster(spec) as c:
+            run = _Run(c, spec, bins, work, 120, None)
+            run.preload = [bins["bcast"]]
+            for label, keys in (("plan", "2,0,3,1"), ("none", ""), ("bad", "0,0,1,2")):
+                run.env = {"TOPOPLAN_BCAST_KEYS": keys}
+                t = run.replay(trace, spec.hosts)["trace"]
+                rows = [i for i, op in enumerate(t.op_names()) if op == "bcast"]
+                assert len(rows) == 12 and set(t.root[rows].tolist()) == {1}
+                seen[label] = t.members(int(t.comm[rows[0]])).tolist()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert seen == {"plan": [1, 3, 0, 2], "none": [0, 1, 2, 3], "bad": [0, 1, 2, 3]}
+
+
+def test_bcast_keys_need_one_rank_per_plan_node():
+    import numpy as np
+
+    from topoplan.core.placement import Placement
+    from topoplan.emulate.plan import bcast_keys
+
+    pl = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
+    with pytest.raises(TopoplanError, match="one rank per plan node"):
+        bcast_keys({"order": [1, 0, 2]}, pl, 3)

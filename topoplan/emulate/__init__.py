@@ -10,7 +10,8 @@ communication time per rank (from the PMPI recorder) is set beside the simulator
 Modules:
 
 - :mod:`topoplan.emulate.cluster`: the namespaces, links, bridges and queues, their clean-up;
-- :mod:`topoplan.emulate.plan`: the one reader of circuit plans (their circuits, ports and route files);
+- :mod:`topoplan.emulate.plan`: the one reader of plans (a circuit plan's circuits, ports and route files; a
+  Bcast plan's order as the keys of the Bcast library);
 - :mod:`topoplan.emulate.launch`: Open MPI on the cluster (the launcher agent, transport settings, CPU idle);
 - :mod:`topoplan.emulate.replayer`: the C trace replayer and the idle-wait and Bcast PMPI libraries;
 - :mod:`topoplan.emulate.calibrate`: one way, both ways and ring runs against the ideal;

@@ -9,10 +9,12 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   the nodes of a rack are in a hybrid prototype, so a node reaches a relay under its own switch directly;
 - a circuit is a veth pair straight from one OCS node to the other;
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
-  link's bandwidth divided by ``scale``, then a netem queue that adds the link's latency times ``scale``
-  (a FIFO of ``queue_packets`` packets; a plain ``pfifo`` when there is no latency to add). Links have
-  the topology's MTU. The uplinks of a fat tree carry what all nodes under the switch can send, so they
-  never contend;
+  link's bandwidth divided by ``scale``, then a FIFO of ``queue_packets`` packets (``queues="fifo"``, the
+  default: a plain Ethernet switch port). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
+  acknowledgements) go first, in a class of their own: what a network whose flow control never waits
+  behind data (InfiniBand's credits) would do. Links have the topology's MTU; their latency is the
+  stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
+  tree carry what all nodes under the switch can send, so they never contend;
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
   namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
 
@@ -46,7 +48,7 @@ from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS",
+__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS", "QUEUES",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
            "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
 
@@ -60,6 +62,7 @@ MAX_HOSTS = 512
 # The FIFO of every link direction, in packets (MTU-sized): about 256 KB at the default 4 KiB MTU, a switch
 # port's buffer; one TCP flow fills its link with it (the calibration's one-way run: 1.01x the ideal).
 DEFAULT_QUEUE_PACKETS = 64
+QUEUES = ("fifo", "ack-priority")
 NETNS_DIR = Path("/var/run/netns")
 _NAME = re.compile(re.escape(PREFIX) + r"(\d+)-")
 _INSTALL = "the emulator needs pyroute2: install topoplan[emulate] (pip install 'topoplan[emulate]')"
@@ -130,6 +133,7 @@ class ClusterSpec:
     mtu : int
     scale : float
     queue_packets : int
+    queues : {"fifo", "ack-priority"}
     """
 
     run_id: int
@@ -142,6 +146,7 @@ class ClusterSpec:
     scale: float
     queue_packets: int = DEFAULT_QUEUE_PACKETS
     circuits: list = field(default_factory=list)
+    queues: str = "fifo"
 
     @property
     def namespaces(self) -> list:
@@ -163,7 +168,7 @@ def _ns(run_id: int, role: str) -> str:
 
 
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
-                 queue_packets: int = DEFAULT_QUEUE_PACKETS) -> ClusterSpec:
+                 queue_packets: int = DEFAULT_QUEUE_PACKETS, queues: str = "fifo") -> ClusterSpec:
     """What the emulated cluster of ``topo`` consists of (namespaces, links and their shaping).
 
     Parameters
@@ -179,6 +184,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         Default: this process's id.
     queue_packets : int, optional
         FIFO length of every link direction.
+    queues : {"fifo", "ack-priority"}, optional
+        How a link direction queues (see the module docstring).
 
     Returns
     -------
@@ -212,6 +219,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         raise TopoplanError(f"field 'scale': expected a number, got {scale!r}") from None
     if not (scale > 0 and scale < 1e9):
         raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
+    if queues not in QUEUES:
+        raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
     if topo.n_nodes > MAX_HOSTS:
         raise TopoplanError(f"topology {topo.name or topo.kind}: {topo.n_nodes} nodes; the emulator builds at most "
                             f"{MAX_HOSTS} (one namespace and several processes each)")
@@ -258,7 +267,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                                 "choose a smaller --scale")
     return ClusterSpec(run_id=run, hosts=hosts, host_ns=host_ns, bridge_ns=[*sw_ns, top_ns, mgmt_ns],
                        head_ns=head_ns, links=links, mtu=mtu, scale=scale, queue_packets=int(queue_packets),
-                       circuits=circ)
+                       circuits=circ, queues=queues)
 
 
 # -- privileges and the library ------------------------------------------------------------------
@@ -725,14 +734,27 @@ class Cluster:
                 h.link("set", index=idx, master=h.link_lookup(ifname="br0")[0])
             h.link("set", index=idx, mtu=mtu, state="up")
             if link.rate_Bps is not None:
-                _shape(h, idx, link.rate_Bps, mtu, s.queue_packets)
+                _shape(h, idx, link.rate_Bps, mtu, s.queue_packets, ack_priority=s.queues == "ack-priority")
 
 
-def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int) -> None:
-    """HTB at ``rate_Bps`` (one class, every packet in it), then a FIFO of ``queue_packets`` packets."""
+def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False) -> None:
+    """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, small packets
+    (under 256 bytes: acknowledgements) in a class of their own that is served first."""
+    import socket
+
     rate = max(int(rate_Bps), 1)
     burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
+    common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
     h.tc("add", "htb", index=idx, handle="1:", default=0x10)
-    h.tc("add-class", "htb", index=idx, handle="1:10", parent="1:", rate=rate, ceil=rate, burst=burst,
-         cburst=burst, mtu=mtu + 14)
+    if not ack_priority:
+        h.tc("add-class", "htb", handle="1:10", parent="1:", rate=rate, ceil=rate, **common)
+        h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
+        return
+    h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
+    h.tc("add-class", "htb", handle="1:10", parent="1:1", rate=rate - rate // 20, ceil=rate, prio=1, **common)
+    h.tc("add-class", "htb", handle="1:20", parent="1:1", rate=max(rate // 20, 1), ceil=rate, prio=0, **common)
     h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
+    h.tc("add", "pfifo", index=idx, handle="20:", parent="1:20", limit=int(queue_packets))
+    # IPv4 total length below 256 bytes: the high byte of the length (bits 8-15 of the header's first word) is 0
+    h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=socket.htons(0x0800),
+         target="1:20", keys=["0x0/0xff00+0"])

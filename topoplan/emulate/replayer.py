@@ -38,7 +38,7 @@ def build(mpicc: str | None = None) -> dict:
     Returns
     -------
     dict
-        ``replay`` (the program), ``idle`` and ``recorder`` (libraries).
+        ``replay`` (the program), ``idle``, ``bcast`` and ``recorder`` (libraries).
 
     Raises
     ------
@@ -49,6 +49,7 @@ def build(mpicc: str | None = None) -> dict:
 
     return {"replay": build_library(mpicc, source=REPLAY_SOURCE, program=True),
             "idle": build_library(mpicc, source=IDLE_SOURCE),
+            "bcast": build_library(mpicc, source=BCAST_SOURCE),
             "recorder": build_library(mpicc)}
 
 

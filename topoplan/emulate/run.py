@@ -11,7 +11,6 @@ under the papers' model; the result holds them side by side with their ratios.
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -117,6 +116,7 @@ class _Run:
         from topoplan.emulate.launch import write_agent
 
         self.agent = write_agent(spec, work)
+        self.preload, self.env = [], {}   # more libraries (the Bcast library) and their variables
 
     def mpi(self, command, hosts_of_ranks, *, record: bool = True) -> dict:
         """Run ``command`` with rank i on host ``hosts_of_ranks[i]``; the recorder's trace if ``record``."""
@@ -126,18 +126,16 @@ class _Run:
         d = Path(tempfile.mkdtemp(prefix="run", dir=self.work))
         machinefile = d / "hosts"
         machinefile.write_text("".join(f"{h}\n" for h in hosts_of_ranks))
-        preload = [self.bins["idle"]] + ([self.bins["recorder"]] if record else [])
-        env = {"TOPOPLAN_TRACE_DIR": d / "trace", "TOPOPLAN_TRACE_QUIET": "1"}
+        preload = [self.bins["idle"], *self.preload] + ([self.bins["recorder"]] if record else [])
+        env = {"TOPOPLAN_TRACE_DIR": d / "trace", "TOPOPLAN_TRACE_QUIET": "1", **self.env}
         env.update({k: v for k, v in os.environ.items() if k.startswith("TOPOPLAN_IDLE_")})
         cmd = mpirun_command(command, agent=self.agent, machinefile=machinefile, np=len(hosts_of_ranks),
                              preload=preload, env=env, transport=self.transport)
-        before, q0 = resource.getrusage(resource.RUSAGE_CHILDREN), self.cluster.queue_stats()
+        q0 = self.cluster.queue_stats()
         res = run_mpi(cmd, timeout_s=self.timeout_s)
-        after, q1 = resource.getrusage(resource.RUSAGE_CHILDREN), self.cluster.queue_stats()
+        q1 = self.cluster.queue_stats()
         res["packets"] = q1["sent"] - q0["sent"]
         res["drops"] = q1["dropped"] - q0["dropped"]
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        res["cpu_cores_used"] = cpu / res["wall_s"] if res["wall_s"] > 0 else 0.0
         if record:
             events = d / "trace" / "events.csv"
             if not events.is_file():
@@ -170,7 +168,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
         comm, span = comm_times(res["trace"])
         attempts.append({"comm_time_s": (comm / scale).tolist(), "max_comm_time_s": float(comm.max(initial=0)) / scale,
                          "span_s": span / scale, "wall_s": res["wall_s"], "cpu_idle": res["cpu_idle"],
-                         "cpu_cores_used": res["cpu_cores_used"], "ranks_cpu_cores": res.get("ranks_cpu_cores"),
+                         "ranks_cpu_cores": res.get("ranks_cpu_cores"),
                          "packets": res["packets"], "drops": res["drops"],
                          "disturbed": res["cpu_idle"] < DISTURBED_IDLE})
         if not attempts[-1]["disturbed"]:
@@ -185,7 +183,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
 def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, model=None, threshold_B=None,
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
-            queue_packets: int | None = None, note=None) -> dict:
+            queue_packets: int | None = None, queues: str = "fifo", bcast_keys=None, note=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -218,6 +216,12 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         Open MPI transport settings; default :func:`topoplan.emulate.launch.transport_for` the largest message.
     queue_packets : int, optional
         FIFO length of every link direction (default :data:`topoplan.emulate.cluster.DEFAULT_QUEUE_PACKETS`).
+    queues : {"fifo", "ack-priority"}, optional
+        How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
+    bcast_keys : list of int, optional
+        Reorder every ``MPI_Bcast`` on MPI_COMM_WORLD with the Bcast library (the key of every rank,
+        :func:`topoplan.emulate.plan.bcast_keys`); the predictions are of the reordered Bcasts
+        (:func:`topoplan.emulate.plan.reordered_bcasts`).
     note : callable, optional
         Called with progress messages.
 
@@ -226,8 +230,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     dict
         ``measured_s`` (the largest communication time of a rank, scaled back), ``predicted_s`` (the default
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
-        (per-rank times, span, CPU idle, cores used, attempts), ``calibration``, ``scale``, ``cluster``
-        (nodes, links, set-up time).
+        (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
+        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, set-up time),
+        ``transport``.
     """
     from topoplan.emulate import cluster as cl
     from topoplan.emulate.calibrate import calibration_nodes, calibration_traces, summarize
@@ -240,7 +245,14 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     n = trace.n_ranks
     nodes = np.asarray(placement.rank_to_node[:n], dtype=np.int64)
     say("predicting (simulator)")
-    preds = predictions(topo, trace, placement, plan, model=model, threshold_B=threshold_B,
+    predicted_trace = trace
+    if bcast_keys is not None:
+        from topoplan.emulate.plan import reordered_bcasts
+
+        if len(bcast_keys) != n or sorted(int(k) for k in bcast_keys) != list(range(n)):
+            raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
+        predicted_trace = reordered_bcasts(trace, list(bcast_keys))
+    preds = predictions(topo, predicted_trace, placement, plan, model=model, threshold_B=threshold_B,
                         eager_threshold_B=eager_threshold_B, compute_scale=compute_scale)
     bins = build(mpicc)
     if transport is None:
@@ -250,7 +262,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
-                           queue_packets=cl.DEFAULT_QUEUE_PACKETS if queue_packets is None else queue_packets)
+                           queue_packets=cl.DEFAULT_QUEUE_PACKETS if queue_packets is None else queue_packets,
+                           queues=queues)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
     out: dict = {"scale": spec.scale}
@@ -262,7 +275,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                 n_routes = cluster.apply_routes(write_route_files(plan, topo, work / "routes"))
             out["cluster"] = {"nodes": topo.n_nodes, "switches": topo.n_switches, "circuits": len(circuits),
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
-                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "setup_s": cluster.setup_s}
+                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "queues": spec.queues,
+                              "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)
             if calibrate:
                 cal_nodes = calibration_nodes(topo)
@@ -276,6 +290,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                                      cpu_idle=m["cpu_idle"], attempts=m["attempts"]))
                 out["calibration"] = rows
             say(f"running {'the program' if command else 'the replay'}: {n} ranks")
+            if bcast_keys is not None:   # after the calibration, which is not reordered
+                run.preload = [bins["bcast"]]
+                run.env = {"TOPOPLAN_BCAST_KEYS": ",".join(str(int(k)) for k in bcast_keys)}
             if command:
                 start = lambda: run.mpi(list(command), [hosts[v] for v in nodes.tolist()])   # noqa: E731
             else:
@@ -288,6 +305,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     for label, p in preds.items():
         p["ratio"] = measured / p["max_comm_time_s"] if p["max_comm_time_s"] > 0 else float("nan")
     out["transport"] = transport
+    if bcast_keys is not None:
+        out["bcast_keys"] = [int(k) for k in bcast_keys]
     out.update({"measured_s": measured, "predicted_s": preds["default"]["max_comm_time_s"],
                 "ratio": preds["default"]["ratio"], "predictions": preds})
     return out

@@ -35,6 +35,9 @@ def emulate_cmd(
                                           "own kind)."),
     circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); its "
                                             "routes are applied as topoplan export routes writes them."),
+    bcast: Optional[Path] = typer.Option(None, "--bcast", help="Bcast plan JSON (topoplan bcast -o): every MPI_Bcast "
+                                         "on MPI_COMM_WORLD runs over its node order (the Bcast PMPI library; one "
+                                         "rank per plan node)."),
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold of the predictions "
                                             "(default: OCS bandwidth-delay product)."),
     eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size of the predictions."),
@@ -43,6 +46,9 @@ def emulate_cmd(
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Divide bandwidths (multiply times) by this; default "
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
+    queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
+                               "acknowledgements never wait behind data, as no credit waits behind data in "
+                               "InfiniBand)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
                                    "against the ideal first."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
@@ -63,7 +69,7 @@ def emulate_cmd(
     require_pyroute2()
     if cleanup:
         given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
-                                ("PROGRAM", command)) if v]
+                                ("--bcast", bcast), ("PROGRAM", command)) if v]
         if given:
             raise TopoplanError(f"--cleanup only removes leftovers; {given[0]} does not apply")
         removed = remove_leftovers()
@@ -116,6 +122,11 @@ def emulate_cmd(
                 raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement than --placement "
                                     f"{placement}; pass -p {circuits} to use the plan's")
         plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan}
+    keys = None
+    if bcast is not None:
+        from topoplan.emulate.plan import bcast_keys, read_bcast_plan
+
+        keys = bcast_keys(read_bcast_plan(bcast, topo), pl, trace.n_ranks, where=f"--bcast {bcast}")
     thr = parse_size(threshold, "threshold") if threshold else None
     eager_B = parse_size(eager, "eager")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
@@ -134,17 +145,19 @@ def emulate_cmd(
     note = (lambda msg: err.print(f"[dim]{msg}[/dim]")) if err.is_terminal and not json_mode else None
     res = emulate(topo, trace, pl, plan=plan, scale=DEFAULT_SCALE if scale is None else scale, model=smodel,
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
-                  calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, note=note)
+                  calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
+                  queues=queues, note=note)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
-           "circuits": str(circuits) if circuits else None, "program": prog or None, **res}
+           "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
+           "program": prog or None, **res}
     emit(res, json_mode, output)
     if json_mode:
         return
     con = console()
     m = res["measured"]
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
-              f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}; "
-              f"built in {res['cluster']['setup_s']:.1f} s")
+              f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
+              f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
     if res.get("calibration"):
         con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
         con.print("| run | measured | ideal | ratio | goodput | machine idle |")
@@ -159,5 +172,6 @@ def emulate_cmd(
         name = {"default": f"predicted ({smodel.label()})", "store-and-forward": "store-and-forward relays",
                 "paper": "paper model"}[label]
         con.print(f"| {name} | {format_time(p['max_comm_time_s'])} | {p['ratio']:.3f} |")
-    con.print(f"run: machine {m['cpu_idle']:.0%} idle, the run used {m['cpu_cores_used']:.2f} cores; "
-              f"{m['attempts']} run(s), {m['disturbed_attempts']} disturbed")
+    ranks = f", the ranks used {m['ranks_cpu_cores']:.2f} cores" if m.get("ranks_cpu_cores") is not None else ""
+    con.print(f"run: machine {m['cpu_idle']:.0%} idle{ranks}; {m['packets']:,} packets, {m['drops']:,} dropped by "
+              f"full queues; {m['attempts']} run(s), {m['disturbed_attempts']} disturbed")
