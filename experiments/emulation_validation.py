@@ -136,7 +136,8 @@ def _cells(parts, scale: float, quick: bool):
                 yield "bcast", f"bcast {size // 1024} KiB", size, 2, net, scale
 
 
-def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None) -> list:
+def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None) -> list:
+    from topoplan.core.errors import TopoplanError
     from topoplan.core.placement import sequential
     from topoplan.emulate.run import emulate
     from topoplan.sim.run import network_view
@@ -167,14 +168,22 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None) -
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
         if part == "bcast":
             view = topo   # the hybrid kept for its two link speeds; no circuits
-        res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
-                      queue_packets=queue, bcast_keys=keys, queues="ack-priority" if part == "bulk-ack" else "fifo")
+        try:
+            res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
+                          queue_packets=queue, bcast_keys=keys,
+                          queues="ack-priority" if part == "bulk-ack" else "fifo")
+        except TopoplanError as exc:   # a cell that fails is reported, and the others still run
+            log(f"  FAILED: {exc}")
+            calibrated.discard((s, ocs, part))
+            continue
         row = _row(part, case, spec, ocs * 4, net, (plan or {}).get("circuits"), res)
         log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
             f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
             f"machine idle {row['cpu_idle']:.0%}, ranks {row['ranks_cpu_cores'] or 0:.2f} cores, "
             f"{row['drops']:g} of {row['packets']:g} packets dropped")
         rows.append(row)
+        if save is not None:
+            save(rows)   # every cell as it is measured: a long run that stops keeps what it measured
     return rows
 
 
@@ -344,10 +353,13 @@ def main(argv=None) -> int:
         from topoplan.emulate.run import DEFAULT_SCALE
 
         parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue)
-        if csv_path.is_file():   # the other parts' rows stay (a part is re-run on its own)
-            rows = [r for r in read_csv(csv_path) if r["part"] not in parts] + rows
-        write_csv(rows, csv_path)
+        kept = [r for r in read_csv(csv_path) if r["part"] not in parts] if csv_path.is_file() else []
+
+        def save(new):   # the other parts' rows stay (a part is re-run on its own)
+            write_csv(kept + new, csv_path)
+
+        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save)
+        save(rows)
         rows = read_csv(csv_path)
     from topoplan.core.io import atomic_write
 

@@ -105,10 +105,12 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
     ops, rank, peer = trace.op, trace.rank, trace.peer
     nbytes, root, comm, tag, req = trace.bytes, trace.root, trace.comm, trace.tag, trace.req
     t0, t1 = trace.t_start, trace.t_end
+    m = len(trace)
     prev_end = np.full(n, np.nan)
+    largest = int(nbytes.max()) if m else 0
     comms_used = set()
     scale = float(compute_scale) * float(time_scale)
-    i, m = 0, len(trace)
+    i = 0
     # allgatherv: every member's contribution, in call order per communicator (the k-th call of each member)
     agv_calls: dict = {}
     for j in np.flatnonzero(ops == agv).tolist():
@@ -132,8 +134,8 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
             while j < m and int(rank[j]) == r and int(ops[j]) == op and t0[j] == t0[i] and int(comm[j]) == int(comm[i]):
                 j += 1
             first = True
-            for k in range(i, j):
-                lines[r].append(f"{irecv} {int(peer[k])} {int(nbytes[k])} -1 {c} 1 -1 {gap_ns if first else 0}")
+            for k in range(i, j):   # a row gives what this rank sends to the peer: receive up to the largest
+                lines[r].append(f"{irecv} {int(peer[k])} {largest} -1 {c} 1 -1 {gap_ns if first else 0}")
                 first = False
             for k in range(i, j):
                 lines[r].append(f"{isend} {int(peer[k])} {int(nbytes[k])} -1 {c} 1 -1 0")

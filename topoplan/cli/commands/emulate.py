@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                          SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model)
+                                          SetOpt, check_plan_inputs, console, emit, sim_model)
 
 
 def register(app: typer.Typer) -> None:
@@ -79,34 +79,17 @@ def emulate_cmd(
     if topology is None or traffic is None:
         raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    from topoplan.core.placement import load_placement
+    from topoplan.cli.commands.simulate import replay_inputs
     from topoplan.core.topology import TreeTopology
-    from topoplan.core.topology_io import load_topology
     from topoplan.core.units import format_time, parse_size
     from topoplan.emulate.run import DEFAULT_SCALE, emulate
-    from topoplan.sim.replay import bulk_trace, check_options
-    from topoplan.sim.run import network_view
-    from topoplan.traffic.matrix import load_source
+    from topoplan.sim.replay import check_options
 
-    given_topo = load_topology(topology, sets or [])
-    topo = network_view(given_topo, network)
+    given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
+                                                    pieces=False)
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"topology {topo.name or topology}: the emulator builds two-level trees (tree, fat-tree, "
                             f"hybrid), not {topo.kind}")
-    trace, tr = load_source(traffic, with_traffic=False)
-    if trace is None:
-        trace = bulk_trace(tr, iters)
-    elif iters != 1:
-        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator")
-    capacity = int(topo.node_cores().sum())
-    if trace.n_ranks > capacity:
-        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)")
-    from topoplan.cli.commands.simulate import _traffic_of
-
-    tr = _traffic_of(traffic, trace, tr)
-    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
-                      traffic=tr)
-    pl = load_placement(placement, trace.n_ranks, topo)
     plan = None
     if circuits is not None:
         if network not in (None, "hybrid"):

@@ -100,16 +100,7 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     if rules not in RULES:
         raise TopoplanError(f"--rules: expected one of {', '.join(RULES)}, got {rules!r}")
     doc = read_document(placement)   # a placement or Bcast order is refused here, before any topology is loaded
-    if topology is not None:
-        from topoplan.core.topology_io import load_topology
-
-        topo = load_topology(topology, sets or [])
-    else:
-        topo = _recorded_topology(placement, doc)
-        if topo is None:
-            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
-                                "(and the --set overrides it was planned with)")
-    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    topo = _plan_topology(placement, doc, topology, sets, any_inputs)
     names = read_hostfile(hosts, topo.n_nodes) if hosts is not None else None
     out = export_ocs(doc, output, topo=topo, hosts=names, rules=rules, check_inputs=not any_inputs,
                      where=str(placement))
@@ -134,16 +125,7 @@ def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rul
     if output.exists() and not output.is_dir():
         raise TopoplanError(f"{output}: exists and is not a directory (routes are one file per host)")
     doc = read_document(placement)
-    if topology is not None:
-        from topoplan.core.topology_io import load_topology
-
-        topo = load_topology(topology, sets or [])
-    else:
-        topo = _recorded_topology(placement, doc)
-        if topo is None:
-            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
-                                "(and the --set overrides it was planned with)")
-    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    topo = _plan_topology(placement, doc, topology, sets, any_inputs)
     names = read_hostfile(hosts, topo.n_nodes)[:topo.n_nodes] if hosts is not None else topo.host_names()
     addrs = read_addresses(addresses, names) if addresses is not None else None
     files = export_routes(doc, topo, output, hosts=names, addresses=addrs, where=str(placement),
@@ -155,6 +137,24 @@ def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rul
 
 
 export_cmd.output_dir_formats = ("routes",)
+
+
+def _plan_topology(placement: Path, doc, topology, sets, any_inputs: bool):
+    """The topology of a circuit plan or schedule: ``--topology`` (with ``--set``), else the one it records;
+    refused when the plan was made for another."""
+    from topoplan.core.errors import TopoplanError
+
+    if topology is not None:
+        from topoplan.core.topology_io import load_topology
+
+        topo = load_topology(topology, sets or [])
+    else:
+        topo = _recorded_topology(placement, doc)
+        if topo is None:
+            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
+                                "(and the --set overrides it was planned with)")
+    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    return topo
 
 
 def _recorded_topology(placement: Path, doc=None):
