@@ -15,7 +15,7 @@ from topoplan.core.topology_io import load_topology
 from topoplan.reporting.routes_export import (default_address, export_routes, read_addresses, read_route_file,
                                               route_tables)
 
-from test_emulate_cluster import WHY, needs_root
+from test_emulate_cluster import needs_root
 
 TOPO_SETS = ["ocs.nodes_per_switch=1"]   # paper003: 4 switches x 16 nodes; OCS nodes 0, 16, 32, 48
 

@@ -26,11 +26,11 @@ CALIBRATION_BYTES = 2_000_000
 def calibration_nodes(topo, n: int = 4) -> list:
     """The nodes the calibration runs on: up to ``n`` nodes of the first switch with at least two.
 
-    Examples
-    --------
     Nodes with the most common link bandwidth are taken (not the fatter links of OCS nodes), so the ideal of
     every run is one link's.
 
+    Examples
+    --------
     >>> from topoplan.core.topology import TreeTopology, OCSConfig
     >>> calibration_nodes(TreeTopology(kind="tree", nodes_per_switch=(1, 3)))
     [1, 2, 3]

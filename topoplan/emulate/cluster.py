@@ -97,8 +97,15 @@ class LinkSpec:
     """One link: a veth pair from ``a`` (namespace, interface) to ``b``, shaped in both directions.
 
     ``rate_Bps`` is the scaled bandwidth of each direction (bytes per second, ``None`` for an unshaped
-    link), ``delay_s`` the scaled one-way latency; ``a_bridge``/``b_bridge`` name the bridge an end joins
-    (``None``: it is a node's interface). ``cls`` is the simulator's link class.
+    link), ``delay_s`` the scaled one-way latency the topology gives (recorded; links add none, see the
+    module docstring); ``a_bridge``/``b_bridge`` say whether an end joins its namespace's bridge (else it is
+    a node's interface). ``cls`` is the link's kind: ``node``, ``uplink``, ``ocs`` or ``mgmt``.
+
+    Examples
+    --------
+    >>> LinkSpec("topoplan-em1-h0", "eth0", "topoplan-em1-s0", "h0", 3.125e6, 0.0, "node", "node0000-S0",
+    ...          b_bridge=True).b_bridge
+    True
     """
 
     a_ns: str
@@ -134,6 +141,15 @@ class ClusterSpec:
     scale : float
     queue_packets : int
     queues : {"fifo", "ack-priority"}
+
+    Examples
+    --------
+    >>> from topoplan.core.topology import TreeTopology
+    >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=10, run_id=3)
+    >>> s.namespaces
+    ['topoplan-em3-h0', 'topoplan-em3-h1', 'topoplan-em3-s0', 'topoplan-em3-top', 'topoplan-em3-mgmt', 'topoplan-em3-head']
+    >>> s.ns_of("node0001"), s.ns_of("head")
+    ('topoplan-em3-h1', 'topoplan-em3-head')
     """
 
     run_id: int
@@ -284,6 +300,11 @@ def require_pyroute2():
     ------
     TopoplanError
         ``... install topoplan[emulate] ...`` when it is missing.
+
+    Examples
+    --------
+    >>> require_pyroute2().__name__        # the test set-up installs the extra
+    'pyroute2'
     """
     try:
         import pyroute2
@@ -299,7 +320,16 @@ def check_privileges() -> None:
     ------
     TopoplanError
         When the process is not root (network namespaces, veth links and queues need CAP_NET_ADMIN and
-        CAP_SYS_ADMIN) or ``/var/run/netns`` cannot be written.
+        CAP_SYS_ADMIN).
+
+    Examples
+    --------
+    Not as root:
+
+    >>> check_privileges()                  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: the emulator creates network namespaces: run it as root (or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN)
     """
     if os.geteuid() != 0:
         raise TopoplanError("the emulator creates network namespaces: run it as root (or in a container "
@@ -422,6 +452,13 @@ def cleanup(*, only_dead: bool = True) -> list:
     ------
     TopoplanError
         Without pyroute2 or root.
+
+    Examples
+    --------
+    As root, after a run was killed with SIGKILL (its namespaces stayed behind):
+
+    >>> cleanup()                          # doctest: +SKIP
+    ['topoplan-em4242-h0', 'topoplan-em4242-h1', ...]
     """
     found = our_namespaces()
     stale_locks = []

@@ -228,6 +228,14 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
     ------
     TopoplanError
         When the run fails or times out. On Ctrl-C the run is stopped and KeyboardInterrupt goes on.
+
+    Examples
+    --------
+    With a cluster built and its agent written (needs root and Open MPI):
+
+    >>> res = run_mpi(mpirun_command(["./app"], agent=agent, machinefile="hosts", np=4))   # doctest: +SKIP
+    >>> sorted(res)                                                                         # doctest: +SKIP
+    ['cpu_idle', 'output', 'wall_s']
     """
     if shutil.which(cmd[3]) is None:
         raise TopoplanError(f"{cmd[3]} not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")

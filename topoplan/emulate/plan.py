@@ -82,6 +82,16 @@ def write_route_files(doc: dict, topo, directory, *, where: str = "plan") -> dic
     -------
     dict
         ``{host: path}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from topoplan.core.topology_io import load_topology
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> files = write_route_files({"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}}}, topo, tmp.name)
+    >>> open(files["node0001"]).read().splitlines()[1]
+    'route replace 198.18.0.17/32 via 198.18.0.1 dev eth0'
     """
     from topoplan.reporting.routes_export import export_routes
 

@@ -44,6 +44,15 @@ def build(mpicc: str | None = None) -> dict:
     ------
     TopoplanError
         When ``mpicc`` is missing or a build fails.
+
+    Examples
+    --------
+    >>> build("no-such-mpicc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: mpicc not found: ...
+    >>> sorted(build())         # doctest: +SKIP
+    ['bcast', 'idle', 'recorder', 'replay']
     """
     from topoplan.traffic.recorder import build_library
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -233,6 +232,23 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
         drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, set-up time),
         ``transport``.
+
+    Raises
+    ------
+    TopoplanError
+        Without pyroute2, root or Open MPI; for a plan or keys that do not fit; when a run fails.
+
+    Examples
+    --------
+    Needs root, pyroute2 and Open MPI:
+
+    >>> from topoplan.core.topology import TreeTopology
+    >>> from topoplan.core.placement import sequential
+    >>> from topoplan.traffic.generators import ring
+    >>> t = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+    >>> res = emulate(t, ring(4, 1e6), sequential(4, t), calibrate=False)     # doctest: +SKIP
+    >>> round(res["ratio"], 2), res["scale"]                                   # doctest: +SKIP
+    (1.02, 400.0)
     """
     from topoplan.emulate import cluster as cl
     from topoplan.emulate.calibrate import calibration_nodes, calibration_traces, summarize
