@@ -179,8 +179,8 @@ def test_cleanup_removes_a_dead_run_and_spares_a_live_one():
         dead.kill()          # no chance to clean up: its namespaces stay behind
         dead.wait(timeout=30)
         assert len(_ours(dead_pid)) == 9
-        removed = cl.cleanup()
-        assert sorted(removed) == sorted(cl.cluster_spec(TREE, scale=100, run_id=dead_pid).namespaces)
+        removed = cl.cleanup()   # (and any other dead run's leftovers)
+        assert set(cl.cluster_spec(TREE, scale=100, run_id=dead_pid).namespaces) <= set(removed)
         assert _ours(dead_pid) == [] and len(_ours(live_pid)) == 9 and cl.run_alive(live_pid)
     finally:
         live.send_signal(signal.SIGTERM)
