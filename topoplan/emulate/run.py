@@ -160,7 +160,8 @@ class _Run:
 
 
 def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
-    """Run ``start()`` until an undisturbed run (machine idle at least DISTURBED_IDLE) or ``repeats`` runs."""
+    """Run ``start()`` until an undisturbed run (machine idle at least DISTURBED_IDLE) or ``repeats`` runs; keep the
+    fastest undisturbed one (of all, when every run was disturbed)."""
     attempts = []
     for k in range(max(1, int(repeats))):
         res = start()
@@ -207,7 +208,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         Run the calibration (one way, both ways, ring) first.
     repeats : int, optional
         Runs at most, repeating a run during which the machine was busy (idle below
-        :data:`DISTURBED_IDLE`); the quietest run's figures are kept.
+        :data:`DISTURBED_IDLE`). The fastest undisturbed run is kept (the fastest of all when every run was
+        disturbed): what disturbs a run (others' work on the cores) only adds time.
     timeout_s : float, optional
         Per ``mpirun``.
     mpicc : str, optional

@@ -52,7 +52,7 @@ def emulate_cmd(
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
                                    "against the ideal first."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
-                                "is repeated, the quietest kept."),
+                                "is repeated, the fastest kept."),
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds one mpirun may take."),
     mpicc: Optional[str] = typer.Option(None, "--mpicc", help="MPI C compiler wrapper (default $MPICC, else mpicc)."),
     cleanup: bool = typer.Option(False, "--cleanup", help="Only remove the namespaces (and processes) left by "
@@ -78,6 +78,10 @@ def emulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
+    from topoplan.emulate.cluster import QUEUES
+
+    if queues not in QUEUES:
+        raise TopoplanError(f"--queues: choose one of {', '.join(QUEUES)}, got {queues!r}")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     from topoplan.cli.commands.simulate import replay_inputs
     from topoplan.core.topology import TreeTopology
