@@ -11,8 +11,8 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
   link's bandwidth divided by ``scale``, then a FIFO of ``queue_packets`` packets (``queues="fifo"``, the
   default: a plain Ethernet switch port). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
-  acknowledgements) go first, in a class of their own: what a network whose flow control never waits
-  behind data (InfiniBand's credits) would do. Links have the topology's MTU; their latency is the
+  acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
+  would. Links have the topology's MTU; their latency is the
   stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
   tree carry what all nodes under the switch can send, so they never contend;
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.reporting.routes_export import DEFAULT_NETWORK, default_address
 
 __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS", "QUEUES",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
@@ -54,7 +55,7 @@ __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HO
 
 PREFIX = "topoplan-em"
 LOCK_DIR = Path("/run/topoplan-emulate")
-DATA_NET = ipaddress.ip_network("198.18.0.0/16")   # the routes export's DEFAULT_NETWORK
+DATA_NET = DEFAULT_NETWORK   # the EPS: the address plan of topoplan export routes
 MGMT_NET = ipaddress.ip_network("198.19.0.0/16")
 HEAD_ADDRESS = "198.19.255.254"
 # Namespaces, processes and queues cost memory and set-up time; a laptop or CI machine emulates tens of nodes.
@@ -76,8 +77,6 @@ def data_address(node: int) -> str:
     >>> data_address(0), data_address(300)
     ('198.18.0.1', '198.18.1.45')
     """
-    from topoplan.reporting.routes_export import default_address
-
     return default_address(node)
 
 

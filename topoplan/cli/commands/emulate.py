@@ -47,8 +47,7 @@ def emulate_cmd(
     scale: Optional[float] = typer.Option(None, "--scale", help="Divide bandwidths (multiply times) by this; default "
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
-                               "acknowledgements never wait behind data, as no credit waits behind data in "
-                               "InfiniBand)."),
+                               "acknowledgements never wait behind data)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
                                    "against the ideal first."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
