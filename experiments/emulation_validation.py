@@ -161,13 +161,13 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         if net in ("greedy", "ilp"):
             plan = _plan(topo, trace, pl, net)
             view = topo
+        elif part == "bcast":
+            view = topo   # the hybrid kept for its two link speeds; no circuits
         else:
             view = network_view(topo, net)
         first = (s, ocs, part) not in calibrated   # calibrate once per part, cluster and scale
         calibrated.add((s, ocs, part))
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
-        if part == "bcast":
-            view = topo   # the hybrid kept for its two link speeds; no circuits
         try:
             res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
                           queue_packets=queue, bcast_keys=keys,
@@ -326,7 +326,8 @@ def plot(rows, path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("predicted communication time, default model (ms)")
     ax.set_ylabel("measured on the emulated cluster, scaled back (ms)")
-    ax.set_title("Real Open MPI runs against the default model")
+    scales = sorted({r["scale"] for r in sel})
+    ax.set_title(f"Real Open MPI runs against the default model (scale {', '.join(f'{x:g}' for x in scales)})")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
