@@ -22,13 +22,14 @@ $(AOT): topoplan/sim/_compiled.py topoplan/sim/_engine.py | $(STAMP)
 
 install: $(STAMP) $(AOT)
 
-# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test, SimGrid 3.32
-# for the peer test of the flow engine).
+# Debian packages some tests use (Open MPI for the launcher and emulator tests, iproute2 for the emulator's
+# route files, Chromium for the report test, SimGrid 3.32 for the peer test of the flow engine).
 # Installed when we are root and they are missing; tests that need them skip with a reason otherwise.
 sysdeps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v mpirun >/dev/null || need="$$need openmpi-bin libopenmpi-dev"; \
+	  command -v ip >/dev/null || need="$$need iproute2"; \
 	  command -v chromium >/dev/null || need="$$need chromium"; \
 	  /usr/bin/python3 -c "import simgrid" 2>/dev/null || need="$$need python3-simgrid"; \
 	  if [ -n "$$need" ]; then \

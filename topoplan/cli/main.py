@@ -23,7 +23,7 @@ COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": 
             "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
             "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
             "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
-            "phases": "phases"}
+            "phases": "phases", "emulate": "emulate"}
 # Every command module, in the order their commands are listed in --help.
 COMMAND_MODULES = tuple(dict.fromkeys(f"topoplan.cli.commands.{m}" for m in COMMANDS.values()))
 
@@ -66,6 +66,8 @@ def guard_outputs(fn):
 
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
+            outs = []   # a directory of files (export routes): checked and written by the command itself
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
         for i, (name, path) in enumerate(outs):
             check_writable(path, inputs=ins)

@@ -163,7 +163,7 @@ class CircuitProblem:
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
-    def build(cls, topology, traffic=None, placement=None, *, threshold_B: float | None = None,
+    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
               hop_limit: int | None = None, max_circuits: int | None = None, steps=None,
               max_step_types: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
@@ -188,7 +188,7 @@ class CircuitProblem:
         steps : topoplan.sim.steps.Steps, optional
             The steps of the trace the traffic comes from (:func:`topoplan.sim.steps.trace_steps`): plans are
             then scored by their step time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-
-            phase bound. ``traffic`` may be left out (the steps' total is used).
+            phase bound. ``traffic`` may be None (the steps' total is used).
         max_step_types : int, optional
             Most step groups kept for planning (default
             :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
