@@ -325,6 +325,31 @@ def _reduce_binomial(p, me, root, n):
     return steps
 
 
+def _halving(newrank, pof2, cnt, real, steps):
+    """Recursive-halving reduce-scatter among the ``pof2`` ranks of Rabenseifner's algorithm (its first half, in
+    reduce and allreduce): rank ``newrank`` exchanges half of the blocks it holds with ``newrank ^ mask`` each
+    round, one sendrecv step appended to ``steps`` (``cnt(a, b)``: bytes of blocks ``a..b-1``; ``real``: the
+    communicator rank of a group rank). Returns ``(send_idx, last_idx)``: the blocks it holds after."""
+    send_idx = recv_idx = 0
+    last_idx = pof2
+    mask = 1
+    while mask < pof2:
+        newdst = newrank ^ mask
+        half = pof2 // (mask * 2)
+        if newrank < newdst:
+            send_idx = recv_idx + half
+            sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
+        else:
+            recv_idx = send_idx + half
+            sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
+        steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
+        send_idx = recv_idx
+        mask <<= 1
+        if mask < pof2:
+            last_idx = recv_idx + pof2 // mask
+    return send_idx, last_idx
+
+
 def _reduce_rabenseifner(p, me, root, n, count, esz):
     """Recursive-halving reduce-scatter, then a binomial gather of the pieces to the root.
 
@@ -346,24 +371,9 @@ def _reduce_rabenseifner(p, me, root, n, count, esz):
             newrank = me // 2
     else:
         newrank = me - rem
-    send_idx = recv_idx = 0
-    last_idx = pof2
+    send_idx, last_idx = 0, pof2
     if newrank != -1:
-        mask = 1
-        while mask < pof2:
-            newdst = newrank ^ mask
-            half = pof2 // (mask * 2)
-            if newrank < newdst:
-                send_idx = recv_idx + half
-                sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
-            else:
-                recv_idx = send_idx + half
-                sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
-            steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
-            send_idx = recv_idx
-            mask <<= 1
-            if mask < pof2:
-                last_idx = recv_idx + pof2 // mask
+        send_idx, last_idx = _halving(newrank, pof2, cnt, real, steps)
     odd_root = root < 2 * rem and root % 2 == 1
     if odd_root:
         if me == root:
@@ -431,24 +441,8 @@ def _allreduce(p, me, n, th):
     else:
         q, r = divmod(count, pof2)
         cnt = lambda a, b: _block_sum(q, r, a, b) * esz  # noqa: E731
-        send_idx = recv_idx = 0
-        last_idx = pof2
-        mask = 1
-        while mask < pof2:  # reduce-scatter by recursive halving
-            newdst = newrank ^ mask
-            half = pof2 // (mask * 2)
-            if newrank < newdst:
-                send_idx = recv_idx + half
-                sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
-            else:
-                recv_idx = send_idx + half
-                sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
-            steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
-            send_idx = recv_idx
-            mask <<= 1
-            if mask < pof2:
-                last_idx = recv_idx + pof2 // mask
-        mask >>= 1
+        send_idx, last_idx = _halving(newrank, pof2, cnt, real, steps)   # reduce-scatter
+        mask = pof2 >> 1
         while mask > 0:  # allgather by recursive doubling
             newdst = newrank ^ mask
             half = pof2 // (mask * 2)
