@@ -45,7 +45,7 @@ import numpy as np
 from topoplan.formulations import circuits_node, circuits_switch
 from topoplan.formulations.backends import MILP_BACKENDS, available, check
 from topoplan.formulations.backends import solve as backend_solve
-from topoplan.formulations.circuits_common import CircuitData, Model, two_phase
+from topoplan.formulations.circuits_common import CircuitArrays, CircuitData, Model, two_phase
 from topoplan.problems.circuits import heuristics
 from topoplan.problems.circuits.bound import better, evaluate, floor_s
 from topoplan.plans.circuits import array_from_tables
@@ -135,13 +135,8 @@ def circuit_data(problem: CircuitProblem) -> CircuitData:
     4
     """
     p = problem
-    return CircuitData(node_switch=p.node_switch, is_ocs=p.is_ocs, n_switches=p.n_switches, ports=p.ports,
-                       circuit_limit=p.circuit_limit(), hop_limit=p.hop_limit, node_bw_Bps=p.node_bw_Bps,
-                       up_bw_Bps=p.up_bw_Bps, ocs_bw_Bps=p.ocs_bw_Bps, intra_bw_Bps=p.intra_bw_Bps,
-                       uplinks_shared=p.uplinks_shared, base_up_B=p.base_up_B, base_down_B=p.base_down_B,
-                       base_intra_B=p.base_intra_B, base_uplink_up_B=p.base_uplink_up_B,
-                       base_uplink_down_B=p.base_uplink_down_B, large_src=p.large_src, large_dst=p.large_dst,
-                       large_bytes=p.large_bytes, own_out=p.own_out(), own_in=p.own_in(),
+    return CircuitData(**{f.name: getattr(p, f.name) for f in dataclasses.fields(CircuitArrays)}, n_switches=p.n_switches,
+                       circuit_limit=p.circuit_limit(), own_out=p.own_out(), own_in=p.own_in(),
                        switch_bytes=p.switch_bytes(), ocs_of_switch=p.ocs_of_switch())
 
 
