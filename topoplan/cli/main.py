@@ -10,7 +10,10 @@ from pathlib import Path
 
 import typer
 
+from topoplan.cli.examples import epilog
+from topoplan.core import interrupt
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import check_writable
 
 __all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
 
@@ -61,8 +64,6 @@ def guard_outputs(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from topoplan.core.io import check_writable
-
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
@@ -77,8 +78,6 @@ def guard_outputs(fn):
 
 
 def _guard_all(app: typer.Typer, prefix: str = "") -> None:
-    from topoplan.cli.examples import epilog
-
     for cmd in app.registered_commands:
         cmd.callback = guard_outputs(cmd.callback)
         name = cmd.name or cmd.callback.__name__.replace("_", "-")
@@ -184,8 +183,6 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
-    from topoplan.core import interrupt
-
     args = sys.argv[1:] if argv is None else list(argv)
     app = build_app(args[0] if args and not args[0].startswith("-") else None)
     interrupt.reset()

@@ -47,6 +47,7 @@ import numpy as np
 import yaml
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
@@ -238,8 +239,6 @@ MAX_TOPOLOGY_BYTES = 16 << 20
 
 
 def _read(path: Path) -> str:
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -1792,8 +1791,6 @@ def _slurm_include(target: str, where: str, nodes: dict, state: dict, stack: lis
 
 def _read_conf(path: Path) -> str:
     """A Slurm configuration file's text (size-capped; stray Latin-1 bytes replaced, as Slurm ignores them)."""
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:

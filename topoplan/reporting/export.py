@@ -37,8 +37,10 @@ import numpy as np
 import re
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_text
 from topoplan.core.topology import MAX_NODES, check_host_names
 from topoplan.core.units import is_ascii_int
+from topoplan.reporting.ocs_export import export_ocs, render_ocs
 
 __all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
 
@@ -88,8 +90,6 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     ...
     topoplan.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
     """
-    from topoplan.core.io import read_text
-
     path = Path(path)
     lines = []
     # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
@@ -184,8 +184,6 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import render_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         return render_ocs(placement, topo, hosts=hosts)
@@ -273,11 +271,7 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     rank 1=node0000 slot=1
     rank 2=node0001 slot=0
     """
-    from topoplan.core.io import atomic_write
-
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import export_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         export_ocs(placement, path, topo=topo, hosts=hosts)

@@ -47,6 +47,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import Placement, from_nodes, sequential
+from topoplan.traffic.collectives import expand_trace_collectives
+from topoplan.traffic.matrix import from_trace
 from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, OPS, Trace
 
 __all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc",
@@ -757,8 +760,6 @@ def detect_phases(trace: Trace, topology=None, placement=None, *, window_s: floa
         raise TopoplanError(f"field 'min_windows': must be at least 1, got {min_windows}")
     node = None
     if topology is not None:
-        from topoplan.core.placement import Placement, from_nodes, sequential
-
         if placement is None:
             placement = sequential(trace.n_ranks, topology)
         elif not isinstance(placement, Placement):
@@ -881,8 +882,6 @@ def _merge_similar(trace, cuts, msg_row, msg_key, msg_b, threshold) -> np.ndarra
 
 def _row_messages(trace: Trace, node, width: int):
     """Per message of the trace: the row that sends it, its pair key and bytes (self and intra-node left out)."""
-    from topoplan.traffic.collectives import expand_trace_collectives
-
     N = len(trace)
     rows = np.arange(N, dtype=np.int64)
     snd = np.isin(trace.op, _SEND_OPS) & (trace.peer >= 0)
@@ -946,8 +945,6 @@ def _refine(t_row, msg_row, msg_key, msg_b, t_lo, t_hi, prof_a: dict, prof_b: di
 
 
 def _build(trace, clock, cuts, node, width, threshold, opts, msg_row, msg_key, msg_b) -> Phases:
-    from topoplan.traffic.matrix import from_trace
-
     lo_r = clock.bounds[:-1]
     row_phase = _row_phase(trace, cuts)
     mp = row_phase[msg_row] if len(msg_row) else np.zeros(0, np.int64)
@@ -1008,8 +1005,6 @@ def split_at(trace: Trace, first_calls, topology=None, placement=None) -> Phases
     """
     node, width = None, max(trace.n_ranks, 1)
     if topology is not None:
-        from topoplan.core.placement import sequential
-
         placement = placement if placement is not None else sequential(trace.n_ranks, topology)
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
         width = int(node.max(initial=0)) + 1

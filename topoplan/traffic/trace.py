@@ -16,6 +16,8 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write
+from topoplan.core.units import MAX_VALUE, ascii_int
 from topoplan.traffic import limits
 
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
@@ -218,8 +220,6 @@ class Trace:
     # -- output ----------------------------------------------------------
     def write_csv(self, path) -> None:
         """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
-        from topoplan.core.io import atomic_write
-
         names = self.op_names()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -270,8 +270,6 @@ def check_limits(path, rows=None, **cols) -> None:
     ...
     topoplan.core.errors.TopoplanError: x.csv:3: field 'rank': 1.074e+09 is over the limit of 16,777,216 ranks
     """
-    from topoplan.core.units import MAX_VALUE
-
     for col, arr in cols.items():
         limit, what = {"bytes": (MAX_VALUE["size"], "bytes"), "msgs": (MAX_MESSAGES, "messages")}.get(
             col, (MAX_RANKS, "ranks"))
@@ -496,7 +494,6 @@ def _check_truncation(path, df, order, rank, op, peer, nbytes, comm, tag) -> Non
 def _read_communicators(path: Path) -> dict[int, np.ndarray]:
     if not path.is_file():
         return {}
-    from topoplan.core.units import ascii_int
 
     df = read_csv_table(path, ("comm", "size", "world_ranks"), "communicator list")
     out = {}
