@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):
-# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load.
+# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load. The sources
+# are topoplan.sim._sources.SOURCES (tests/test_sim_aot.py checks the list below against it).
 AOT := topoplan/sim/_engine_aot.json
-$(AOT): topoplan/sim/_compiled.py topoplan/sim/_engine.py | $(STAMP)
+AOT_SOURCES := $(addprefix topoplan/sim/,program.py _jit.py _flows.py _loop.py _engine.py)
+$(AOT): $(AOT_SOURCES) | $(STAMP)
 	$(PY) -m topoplan.sim._engine
 
 install: $(STAMP) $(AOT)

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import typer
 
+from topoplan.cli.examples import epilog
+from topoplan.core import interrupt
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import check_writable
+from topoplan.core.units import is_ascii_int, is_ascii_number
 
 __all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "ascii_numbers", "main"]
 
@@ -62,8 +66,6 @@ def guard_outputs(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from topoplan.core.io import check_writable
-
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
         if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
@@ -80,8 +82,6 @@ def guard_outputs(fn):
 
 
 def _guard_all(app: typer.Typer, prefix: str = "") -> None:
-    from topoplan.cli.examples import epilog
-
     for cmd in app.registered_commands:
         cmd.callback = guard_outputs(cmd.callback)
         name = cmd.name or cmd.callback.__name__.replace("_", "-")
@@ -170,8 +170,6 @@ def ascii_numbers(command) -> None:
     ...     print(type(exc).__name__, exc)
     BadParameter '١٢' is not a number in ASCII digits (0-9)
     """
-    from topoplan.core.units import is_ascii_int, is_ascii_number
-
     for param in command.params:
         kinds = {c.__name__ for c in type(param.type).__mro__}   # by name: Typer may vendor its own click
         check = is_ascii_int if "IntParamType" in kinds else is_ascii_number if "FloatParamType" in kinds else None
@@ -232,8 +230,6 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
-    from topoplan.core import interrupt
-
     args = sys.argv[1:] if argv is None else list(argv)
     command = typer.main.get_command(build_app(args[0] if args and not args[0].startswith("-") else None))
     ascii_numbers(command)

@@ -51,10 +51,12 @@ import numpy as np
 import yaml
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
 from topoplan.core.units import parse_bandwidth, parse_size, parse_time
+from topoplan.core.topology import _host_name_problem
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
            "apply_overrides", "topology_from_dict", "topology_to_dict", "dump_topology", "expand_hostlist",
@@ -246,8 +248,6 @@ MAX_TOPOLOGY_BYTES = 16 << 20
 
 
 def _read(path: Path) -> str:
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -1000,7 +1000,6 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     """
     import hostlist
 
-    from topoplan.core.topology import _host_name_problem
 
     # ranges of up to MAX_NODES hosts (the package's own guard is 100,000); the total is checked below
     hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, MAX_NODES)
@@ -1847,8 +1846,6 @@ def _slurm_include(target: str, where: str, nodes: dict, state: dict, stack: lis
 
 def _read_conf(path: Path) -> str:
     """A Slurm configuration file's text (size-capped; stray Latin-1 bytes replaced, as Slurm ignores them)."""
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:

@@ -16,6 +16,8 @@ stack itself (headers, TCP's start, Open MPI's protocol), which every later figu
 from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.generators import ring
+from topoplan.traffic.trace import Trace
 
 __all__ = ["CALIBRATION_BYTES", "calibration_traces", "calibration_nodes", "summarize"]
 
@@ -60,9 +62,6 @@ def calibration_traces(n_ring: int, size_B: float = CALIBRATION_BYTES) -> dict:
     >>> t["one_way"].op_counts(), t["both_ways"].op_counts(), t["ring"].n_ranks
     ({'send': 1, 'recv': 1}, {'isend': 2, 'irecv': 2, 'waitall': 2}, 3)
     """
-    from topoplan.traffic.generators import ring
-    from topoplan.traffic.trace import Trace
-
     one = Trace.from_records([(0, "send", 1, size_B, -1, 2, 0.0, 0.0, -1, 0),
                               (1, "recv", 0, size_B, -1, 2, 0.0, 0.0, -1, 0)], 2, source="calibration one way")
     both = Trace.from_records([(r, op, 1 - r, size_B, -1, 2, 0.0, 0.0, -1, 0)

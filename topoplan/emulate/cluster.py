@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
-from topoplan.reporting.routes_export import DEFAULT_NETWORK, default_address
+from topoplan.core.topology import TreeTopology
+from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
 __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS", "QUEUES",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
@@ -224,8 +225,6 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     >>> [l.name for l in s.links if l.cls == "uplink"]
     ['S0-top', 'S1-top']
     """
-    from topoplan.core.topology import TreeTopology
-
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"the emulator builds two-level trees (tree, fat-tree, hybrid), not {topo.kind}")
     try:
@@ -668,8 +667,6 @@ class Cluster:
         TopoplanError
             For a file that names an unknown address or device (nothing is applied then).
         """
-        from topoplan.reporting.routes_export import read_route_file
-
         s = self.spec
         addresses = [data_address(i) for i in range(len(s.hosts))]
         devices = {i: {"eth0"} for i in range(len(s.hosts))}

@@ -13,6 +13,12 @@ trace the simulator predicts for the reordered run.
 from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_json
+from topoplan.plans.planfile import read_plan
+from topoplan.plans.validate import validate
+from topoplan.reporting.ocs_export import ocs_document
+from topoplan.reporting.routes_export import export_routes
+from topoplan.traffic.trace import OP_CODE, WORLD
 
 __all__ = ["read_circuit_plan", "plan_circuits", "write_route_files", "read_bcast_plan", "bcast_keys",
            "reordered_bcasts"]
@@ -44,8 +50,6 @@ def read_circuit_plan(path, topo) -> dict:
     ...
     topoplan.core.errors.TopoplanError: .../plan.json: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
     """
-    from topoplan.plans.planfile import read_plan
-
     return read_plan(path, topo)
 
 
@@ -62,8 +66,6 @@ def plan_circuits(doc: dict, topo, *, where: str = "plan") -> list:
     >>> plan_circuits({"circuits": [[0, 16], [0, 32]], "forwarding": {}}, topo)
     [(0, 16, 0, 0), (0, 32, 1, 0)]
     """
-    from topoplan.reporting.ocs_export import ocs_document
-
     ocs = ocs_document(doc, topo, where=where, check_inputs=False)
     if len(ocs["entries"]) != 1:
         raise TopoplanError(f"{where}: the emulator runs static circuit plans, not a schedule of "
@@ -93,8 +95,6 @@ def write_route_files(doc: dict, topo, directory, *, where: str = "plan") -> dic
     >>> open(files["node0001"]).read().splitlines()[1]
     'route replace 198.18.0.17/32 via 198.18.0.1 dev eth0'
     """
-    from topoplan.reporting.routes_export import export_routes
-
     return export_routes(doc, topo, directory, where=where, check_inputs=False)
 
 
@@ -113,9 +113,6 @@ def read_bcast_plan(path, topo) -> dict:
     ...
     topoplan.core.errors.TopoplanError: ...bcast.json: ...
     """
-    from topoplan.core.io import read_json
-    from topoplan.plans.validate import validate
-
     doc = read_json(path, "Bcast plan")
     if not isinstance(doc, dict) or not isinstance(doc.get("order"), list):
         raise TopoplanError(f"{path}: field 'order': missing: not a Bcast plan (topoplan bcast -o)")
@@ -163,7 +160,6 @@ def reordered_bcasts(trace, keys: list):
 
     import numpy as np
 
-    from topoplan.traffic.trace import OP_CODE, WORLD
 
     members = np.argsort(np.asarray(keys))          # new rank k is the world rank with key k
     new_id = max([int(c) for c in trace.communicators] + [int(trace.comm.max(initial=0)), 0]) + 1

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.recorder import build_library
+from topoplan.traffic.trace import OP_CODE
 
 __all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "build", "write_replay"]
 
@@ -54,8 +56,6 @@ def build(mpicc: str | None = None) -> dict:
     >>> sorted(build())         # doctest: +SKIP
     ['bcast', 'idle', 'recorder', 'replay']
     """
-    from topoplan.traffic.recorder import build_library
-
     return {"replay": build_library(mpicc, source=REPLAY_SOURCE, program=True),
             "idle": build_library(mpicc, source=IDLE_SOURCE),
             "bcast": build_library(mpicc, source=BCAST_SOURCE),
@@ -99,8 +99,6 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
     >>> print(open(tmp.name + "/rank-1.txt").read().splitlines()[0])
     3 0 1000 -1 -1 0 -1 0
     """
-    from topoplan.traffic.trace import OP_CODE
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     n = trace.n_ranks

@@ -18,6 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.emulate import cluster as cl
+from topoplan.emulate.calibrate import CALIBRATION_BYTES, calibration_nodes, calibration_traces, summarize
+from topoplan.emulate.launch import mpirun_command, run_mpi, transport_for, write_agent
+from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
+from topoplan.emulate.replayer import build, write_replay
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.trace import read_trace
 
 __all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "comm_times", "predictions", "emulate"]
 
@@ -90,9 +98,6 @@ def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=No
     >>> sorted(p), round(p["default"]["max_comm_time_s"] * 1e3, 3)
     (['default', 'paper', 'store-and-forward'], 0.809)
     """
-    from topoplan.sim.simmodel import SimModel
-    from topoplan.sim.run import simulate_plan
-
     base = SimModel.coerce(model)
     models = {"default": base,
               "store-and-forward": SimModel(relay="store-and-forward", relay_chunk_B=base.relay_chunk_B),
@@ -112,16 +117,12 @@ class _Run:
     def __init__(self, cluster, spec, bins, work: Path, timeout_s, transport):
         self.cluster, self.spec, self.bins, self.work = cluster, spec, bins, work
         self.timeout_s, self.transport = timeout_s, transport
-        from topoplan.emulate.launch import write_agent
 
         self.agent = write_agent(spec, work)
         self.preload, self.env = [], {}   # more libraries (the Bcast library) and their variables
 
     def mpi(self, command, hosts_of_ranks, *, record: bool = True) -> dict:
         """Run ``command`` with rank i on host ``hosts_of_ranks[i]``; the recorder's trace if ``record``."""
-        from topoplan.emulate.launch import mpirun_command, run_mpi
-        from topoplan.traffic.trace import read_trace
-
         d = Path(tempfile.mkdtemp(prefix="run", dir=self.work))
         machinefile = d / "hosts"
         machinefile.write_text("".join(f"{h}\n" for h in hosts_of_ranks))
@@ -144,8 +145,6 @@ class _Run:
         return res
 
     def replay(self, trace, hosts_of_ranks, *, compute_scale=1.0) -> dict:
-        from topoplan.emulate.replayer import write_replay
-
         d = Path(tempfile.mkdtemp(prefix="input", dir=self.work))
         write_replay(trace, d, compute_scale=compute_scale, time_scale=self.spec.scale)
         res = self.mpi([self.bins["replay"], d], hosts_of_ranks)
@@ -252,11 +251,6 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     >>> round(res["ratio"], 2), res["scale"]                                   # doctest: +SKIP
     (1.02, 400.0)
     """
-    from topoplan.emulate import cluster as cl
-    from topoplan.emulate.calibrate import calibration_nodes, calibration_traces, summarize
-    from topoplan.emulate.plan import plan_circuits, write_route_files
-    from topoplan.emulate.replayer import build
-
     say = note or (lambda msg: None)
     cl.require_pyroute2()
     cl.check_privileges()
@@ -265,8 +259,6 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     say("predicting (simulator)")
     predicted_trace = trace
     if bcast_keys is not None:
-        from topoplan.emulate.plan import reordered_bcasts
-
         if len(bcast_keys) != n or sorted(int(k) for k in bcast_keys) != list(range(n)):
             raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
         predicted_trace = reordered_bcasts(trace, list(bcast_keys))
@@ -274,9 +266,6 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                         eager_threshold_B=eager_threshold_B, compute_scale=compute_scale)
     bins = build(mpicc)
     if transport is None:
-        from topoplan.emulate.calibrate import CALIBRATION_BYTES
-        from topoplan.emulate.launch import transport_for
-
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,

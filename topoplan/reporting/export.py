@@ -48,8 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.topology import MAX_NODES, check_host_names
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import is_ascii_int
+from topoplan.reporting.ocs_export import export_ocs, render_ocs
+from topoplan.reporting.routes_export import export_routes
 
 __all__ = ["FORMATS", "SLOTS", "read_hostfile", "render", "launch_command", "export"]
 
@@ -100,8 +103,6 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     ...
     topoplan.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
     """
-    from topoplan.core.io import read_text
-
     path = Path(path)
     lines = []
     # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
@@ -196,8 +197,6 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import render_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         return render_ocs(placement, topo, hosts=hosts)
@@ -312,18 +311,12 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     rank 1=node0000 slot=1
     rank 2=node0001 slot=0
     """
-    from topoplan.core.io import atomic_write
-
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import export_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         export_ocs(placement, path, topo=topo, hosts=hosts)
         return ""
     if fmt == "routes":
-        from topoplan.reporting.routes_export import export_routes
-
         if topo is None:
             raise TopoplanError("the routes export needs the topology the plan is for")
         export_routes(placement, topo, path, hosts=hosts)

@@ -28,6 +28,8 @@ import re
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, output_group, read_text
+from topoplan.reporting.ocs_export import ocs_document
 
 __all__ = ["DEFAULT_NETWORK", "EPS_DEVICE", "OCS_DEVICE", "default_address", "read_addresses", "route_tables",
            "render_routes", "export_routes", "read_route_file"]
@@ -86,8 +88,6 @@ def read_addresses(path, hosts: list) -> list:
     ...
     topoplan.core.errors.TopoplanError: .../addresses:2: field 'address': 10.0.0.1 is also host a's
     """
-    from topoplan.core.io import read_text
-
     index = {h: i for i, h in enumerate(hosts)}
     out: list = [None] * len(hosts)
     owner: dict = {}
@@ -155,8 +155,6 @@ def route_tables(doc, topo, *, hosts=None, where: str = "plan", check_inputs: bo
     >>> t["node0000"][0], t["node0001"][0], t["node0002"]
     (('node0016', 'node0016', 'ocs0', True), ('node0016', 'node0000', 'eth0', False), [])
     """
-    from topoplan.reporting.ocs_export import ocs_document
-
     ocs = ocs_document(doc, topo, hosts=hosts, rules="host", where=where, check_inputs=check_inputs)
     entries = ocs["entries"]
     if entry is None:
@@ -260,8 +258,6 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
     # topoplan routes for node0000: 16 routes (plan)
     route replace 198.18.0.17/32 via 198.18.0.17 dev ocs0 onlink
     """
-    from topoplan.core.io import atomic_write, output_group
-
     names = list(topo.host_names() if hosts is None else hosts)[:topo.n_nodes]
     tables = route_tables(doc, topo, hosts=names, where=where, check_inputs=check_inputs, entry=entry)
     addrs = [default_address(i) for i in range(topo.n_nodes)] if addresses is None else list(addresses)
@@ -313,8 +309,6 @@ def read_route_file(path, *, addresses: list, devices) -> list:
     ...
     topoplan.core.errors.TopoplanError: .../a.routes:2: field 'dev': this host has no device 'ocs0'
     """
-    from topoplan.core.io import read_text
-
     known = set(addresses)
     out = []
     for lineno, raw in enumerate(read_text(path, "route file").split("\n"), 1):

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import read_trace
 
 __all__ = ["SOURCE", "DIR_ENV", "cache_dir", "find_mpicc", "library_path", "build_library", "mpi_flavor",
            "openmpi_version", "launch_command", "record"]
@@ -373,8 +374,6 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
     >>> trace.n_ranks, trace.op_counts()["allreduce"]      # doctest: +SKIP
     (4, 8)
     """
-    from topoplan.traffic.trace import read_trace
-
     if int(np) < 1:
         raise TopoplanError(f"field 'np': need at least 1 rank, got {np}")
     command = [str(c) for c in command]

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from topoplan.analysis.switches import default_threshold
+from topoplan.formulations.circuits_common import CircuitArrays
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.loads import node_loads
 from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
@@ -43,6 +44,7 @@ from topoplan.plans.circuits import tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
@@ -56,7 +58,7 @@ __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compar
 
 
 @dataclass
-class CircuitProblem:
+class CircuitProblem(CircuitArrays):
     """Inputs of circuit assignment, as arrays (see the module docstring).
 
     Link numbering: the simulator's (:meth:`network`, :mod:`topoplan.sim.network`), so a
@@ -123,27 +125,12 @@ class CircuitProblem:
     (640000000.0, 8)
     """
 
+    # the arrays (node_switch ... large_bytes, hop_limit) are declared by CircuitArrays, which the exact
+    # formulations' CircuitData shares
     topology: Any
     placement: Any
     threshold_B: float
-    hop_limit: int | None
     max_circuits: int | None
-    node_switch: np.ndarray
-    is_ocs: np.ndarray
-    ports: int
-    node_bw_Bps: np.ndarray
-    up_bw_Bps: float
-    ocs_bw_Bps: float
-    intra_bw_Bps: float
-    uplinks_shared: bool
-    base_up_B: np.ndarray
-    base_down_B: np.ndarray
-    base_intra_B: np.ndarray
-    base_uplink_up_B: np.ndarray
-    base_uplink_down_B: np.ndarray
-    large_src: np.ndarray
-    large_dst: np.ndarray
-    large_bytes: np.ndarray
     large_msgs: np.ndarray
     node_min_rank: np.ndarray
     traffic_name: str = ""
@@ -155,8 +142,6 @@ class CircuitProblem:
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
         (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`)."""
-        from topoplan.core.fingerprint import fingerprint
-
         pl = self.placement if hasattr(self.placement, "rank_to_node") else None
         return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
 
