@@ -1,7 +1,8 @@
 """Compile every Numba kernel once, when topoplan is installed (``make install`` runs this module).
 
 The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._compiled` and :mod:`topoplan.sim.maxmin`,
-the partition refinement in :mod:`topoplan.problems.placement.refine`) are cached on disk by Numba
+the partition refinement in :mod:`topoplan.problems.placement.refine`, the maximum-weight matching in
+:mod:`topoplan.problems.circuits.blossom`) are cached on disk by Numba
 (``cache=True``), so they compile once per machine and load in a fraction of a second afterwards. The
 first compilation takes several seconds; done here it is not charged to the first planning call, whose
 time limit it would otherwise exceed (a 0.5 s ``metis`` call took 3.8 s on a fresh checkout). After an
@@ -27,12 +28,13 @@ def warm() -> dict:
     Returns
     -------
     dict
-        ``placement``, ``flows``, ``replay``: seconds (compiling on a new machine, loading afterwards).
+        ``placement``, ``matching``, ``flows``, ``replay``: seconds (compiling on a new machine, loading
+        afterwards).
 
     Examples
     --------
     >>> sorted(warm())                      # cached kernels: fast after the first run
-    ['flows', 'placement', 'replay']
+    ['flows', 'matching', 'placement', 'replay']
     """
     out = {}
     t0 = time.perf_counter()
@@ -43,6 +45,15 @@ def warm() -> dict:
     topo = load_topology("paper003")
     solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")
     out["placement"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    import numpy as np
+
+    from topoplan.problems.circuits.blossom import max_weight_matching
+
+    u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
+    max_weight_matching(60, u, v, (u * v) % 7 + 1.0)
+    out["matching"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     from topoplan.sim.maxmin import LinkSet, routes_to_csr, simulate_flows
