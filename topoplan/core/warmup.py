@@ -1,7 +1,8 @@
 """Compile every Numba kernel once, when topoplan is installed (``make install`` runs this module).
 
 The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._compiled` and :mod:`topoplan.sim.maxmin`,
-the partition refinement in :mod:`topoplan.problems.placement.refine`, the maximum-weight matching in
+the partition refinement in :mod:`topoplan.problems.placement.refine`, the group enumeration and search of
+:mod:`topoplan.formulations.placement_groups`, the maximum-weight matching in
 :mod:`topoplan.problems.circuits.blossom`) are cached on disk by Numba
 (``cache=True``), so they compile once per machine and load in a fraction of a second afterwards. The
 first compilation takes several seconds; done here it is not charged to the first planning call, whose
@@ -44,11 +45,16 @@ def warm() -> dict:
 
     topo = load_topology("paper003")
     solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")
+    import numpy as np
+
+    from topoplan.formulations import placement_groups
+
+    ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
+    placement_groups.solve(placement_groups.GroupData(W=ring + ring.T, size=4, groups=2,
+                                                      start=np.arange(8) % 2), time_limit=10)
     out["placement"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    import numpy as np
-
     from topoplan.problems.circuits.blossom import max_weight_matching
 
     u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
