@@ -444,15 +444,7 @@ def _solve(n, eu, ev, ew):
         for x in range(n):
             if mate[x] == -1 and label[inb[x]] == _FREE:
                 # label the top-level blossom of x outer (a root): every vertex in it goes on the queue
-                bx = inb[x]
-                label[x] = _S
-                label[bx] = _S
-                lend[x] = -1
-                lend[bx] = -1
-                lin[x] = x
-                lin[bx] = x
-                best[x] = -1
-                best[bx] = -1
+                bx = _set_label(x, _S, -1, label, lend, lin, best, inb)
                 cnt = _leaves(bx, n, childs, stack, buf)
                 for i in range(cnt):
                     queue, qn = _push(queue, qn, buf[i])
@@ -569,29 +561,28 @@ def _solve(n, eu, ev, ew):
 
 
 @njit(cache=True)
+def _set_label(x, lab, end, label, lend, lin, best, inb):
+    """Give vertex ``x`` and its top-level blossom the label ``lab``, reached from vertex ``end`` (-1: a tree
+    root) through ``x``; returns that blossom."""
+    bx = inb[x]
+    label[x] = lab
+    label[bx] = lab
+    lend[x] = end
+    lend[bx] = end
+    lin[x] = x
+    lin[bx] = x
+    best[x] = -1
+    best[bx] = -1
+    return bx
+
+
+@njit(cache=True)
 def _label_inner(y, x, n, label, lend, lin, best, inb, base, mate, childs, stack, buf, queue, qn):
     """Label the top-level blossom of ``y`` inner (reached from outer vertex ``x``) and the blossom matched
     to its base outer (its vertices go on the queue)."""
-    by = inb[y]
-    label[y] = _T
-    label[by] = _T
-    lend[y] = x
-    lend[by] = x
-    lin[y] = y
-    lin[by] = y
-    best[y] = -1
-    best[by] = -1
+    by = _set_label(y, _T, x, label, lend, lin, best, inb)
     bb = base[by]
-    z = mate[bb]
-    bz = inb[z]
-    label[z] = _S
-    label[bz] = _S
-    lend[z] = bb
-    lend[bz] = bb
-    lin[z] = z
-    lin[bz] = z
-    best[z] = -1
-    best[bz] = -1
+    bz = _set_label(mate[bb], _S, bb, label, lend, lin, best, inb)
     cnt = _leaves(bz, n, childs, stack, buf)
     for i in range(cnt):
         queue, qn = _push(queue, qn, buf[i])
@@ -789,14 +780,7 @@ def _expand(b, endstage, n, label, lend, lin, inb, parent, base, zb, best, child
                 out = eb[(j - 2) % size]
                 entry = ea[(j - 2) % size]
             j = (j + 2 * step) % size
-        c = ch[0]
-        label[entry] = _T
-        label[c] = _T
-        lend[entry] = out
-        lend[c] = out
-        lin[entry] = entry
-        lin[c] = entry
-        best[c] = -1
+        _set_label(entry, _T, out, label, lend, lin, best, inb)   # the base child: its base's mate is outer already
         # the other children: inner where an outer vertex reaches one of their vertices, else free
         j = (j + step) % size
         while ch[j] != ec:
