@@ -101,3 +101,39 @@ def test_ilp_proves_maplib_on_16_switches(app):
     assert res.options["model"] == "groups"
     assert res.status == "optimal" and res.objective == res.bound
     assert res.objective <= solve(prob, "metis", seed=0).objective
+
+
+@pytest.mark.parametrize("n,size,full", [(8, 4, True), (9, 3, True), (7, 3, False), (10, 4, False)])
+@pytest.mark.parametrize("seed", range(3))
+def test_pair_bound_is_never_below_the_optimum(n, size, full, seed):
+    W = random_weights(10 + seed, n)
+    groups = -(-n // size)
+    best = brute_inside(W, size, groups)
+    assert G.pair_bound(W, size, full, time_limit=600) >= best * (1 - 1e-12)
+
+
+def test_pair_bound_is_tight_on_disjoint_cliques():
+    W = np.zeros((12, 12), dtype=np.int64)
+    for c in range(3):                                         # three cliques of 4, weight 5 per edge
+        idx = np.arange(4 * c, 4 * c + 4)
+        W[np.ix_(idx, idx)] = 5
+    np.fill_diagonal(W, 0)
+    assert G.pair_bound(W, 4, True, time_limit=600) == pytest.approx(3 * 6 * 5)
+
+
+def test_ilp_proves_a_planted_bisection_with_the_pair_relaxation():
+    # 40 ranks on 2 switches of 20: too many groups to enumerate, so CP-SAT's side with the pair relaxation,
+    # whose bound meets the start on two dense clusters joined by a few light edges
+    rng = np.random.default_rng(4)
+    src, dst, by = [], [], []
+    for a in range(40):
+        for b in range(a + 1, 40):
+            if a // 20 == b // 20 and rng.random() < 0.5:
+                src.append(a), dst.append(b), by.append(float(rng.integers(5, 10)) * 1e6)
+    src += [0, 5, 25]
+    dst += [30, 22, 7]
+    by += [1e6, 1e6, 1e6]
+    prob = PlacementProblem.build(single_core_tree(2, 20), from_arrays(40, src, dst, by), objective="inter-switch")
+    res = solve(prob, "ilp", time_limit=600)
+    assert res.options["model"] == "switch" and "pair relaxation" in res.message
+    assert res.status == "optimal" and res.objective == res.bound == 3e6

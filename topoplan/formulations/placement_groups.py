@@ -46,12 +46,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, objmode
 
 from topoplan.core.interrupt import stop_requested
 
-__all__ = ["GroupData", "GroupResult", "solve", "applies", "n_subsets", "inside_weight", "MAX_SUBSETS", "MAX_RANKS",
-           "MAX_SEARCH_COLUMNS"]
+__all__ = ["GroupData", "GroupResult", "solve", "applies", "n_subsets", "inside_weight", "pair_bound", "MAX_SUBSETS",
+           "MAX_RANKS", "MAX_SEARCH_COLUMNS", "PAIR_MAX_RANKS"]
 
 #: Most subsets one pricing pass enumerates (about a second compiled): above it the model does not apply.
 MAX_SUBSETS = 20_000_000
@@ -63,6 +64,10 @@ MAX_SEARCH_COLUMNS = 4_000_000
 MAX_SEARCH_CELLS = 32_000_000
 # columns added per pricing round, per rank
 _PER_RANK = 8
+# triangle inequalities added per round of pair_bound, per rank
+_CUTS_PER_ROUND = 100
+#: Most ranks for :func:`pair_bound` (n (n - 1) / 2 pair variables, n^3 / 6 triangles to check).
+PAIR_MAX_RANKS = 160
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,103 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
     if done:
         return GroupResult("optimal", best_group, best, best, message)
     return GroupResult("timeout", best_group, best, max(best, bound), message + " (stopped by the time limit)")
+
+
+def pair_bound(W: np.ndarray, size: int, full: bool, *, time_limit: float) -> float:
+    """An upper bound on the weight inside groups of at most ``size`` ranks, for any number of groups: the
+    linear relaxation over rank pairs.
+
+    ``y_ij`` (ranks ``i < j`` share a group) in [0, 1] maximize ``sum w_ij y_ij`` with ``sum_j y_ij <= size - 1``
+    for every rank (``= size - 1`` when ``full``: every group holds exactly ``size``) and the triangle
+    inequalities ``y_ij + y_jk - y_ik <= 1`` (sharing is transitive), added as the solution violates them,
+    the most violated first. It is the bound where groups are too large to enumerate (16 ranks of 64: a
+    64-rank CG class C matrix on 4 switches is proven this way). HiGHS (``highspy``); the bound of the last
+    relaxation solved within ``time_limit`` (each is a relaxation of the next), rounded up by 1e-9.
+
+    Examples
+    --------
+    >>> ring = np.roll(np.eye(8), 1, axis=1)
+    >>> round(pair_bound(ring + ring.T, 4, True, time_limit=10), 6)      # two paths of 4: 3 + 3 edges
+    6.0
+    """
+    import highspy
+
+    from topoplan.formulations.backends.highs import stdout_silenced
+
+    deadline = time.perf_counter() + float(time_limit)
+    W = np.asarray(W, dtype=np.float64)
+    n = W.shape[0]
+    iu, ju = np.triu_indices(n, 1)
+    w = W[iu, ju]
+    top = float(w.max()) if len(w) else 0.0
+    if top <= 0:
+        return 0.0
+    pid = np.zeros((n, n), dtype=np.int64)
+    pid[iu, ju] = np.arange(len(iu))
+    pid[ju, iu] = pid[iu, ju]
+    with stdout_silenced():            # HiGHS prints its banner from the constructor
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    inf = highspy.kHighsInf
+    m = len(iu)
+    h.addVars(m, np.zeros(m), np.ones(m))
+    h.changeColsCost(m, np.arange(m, dtype=np.int32), -w / top)           # minimize; weights scaled to <= 1
+    lo = float(size - 1) if full else -inf
+    for i in range(n):
+        idx = pid[i][np.arange(n) != i].astype(np.int32)
+        h.addRow(lo, float(size - 1), len(idx), idx, np.ones(len(idx)))
+    a, b, c = _triples(n)
+    tri = np.stack([pid[a, b], pid[b, c], pid[a, c]], 1)       # the pairs of every triple a < b < c
+    bound = math.inf
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0 or stop_requested():
+            break
+        h.setOptionValue("time_limit", left)
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            break
+        sol = h.getSolution()
+        bound = min(bound, _dual_bound(h, np.asarray(sol.row_dual), -w / top) * -top)
+        y = np.asarray(sol.col_value)
+        cuts, viol = [], []
+        for p, q, o in ((0, 1, 2), (1, 2, 0), (0, 2, 1)):        # each pair of the triple as the one implied
+            v = y[tri[:, p]] + y[tri[:, q]] - y[tri[:, o]] - 1
+            hit = np.flatnonzero(v > 1e-7)
+            cuts.append(tri[hit][:, [p, q, o]])
+            viol.append(v[hit])
+        cuts, viol = np.concatenate(cuts), np.concatenate(viol)
+        if len(cuts) == 0:
+            break
+        for row in cuts[np.argsort(-viol, kind="stable")[:_CUTS_PER_ROUND * n]]:
+            h.addRow(-inf, 1.0, 3, row.astype(np.int32), np.array([1.0, 1.0, -1.0]))
+    return bound * (1 + 1e-12) if math.isfinite(bound) else math.inf
+
+
+def _dual_bound(h, dual: np.ndarray, cost: np.ndarray) -> float:
+    """A lower bound on ``min cost.y`` over ``row_lo <= A y <= row_hi``, ``0 <= y <= 1`` from any row multipliers
+    ``dual`` (weak duality: exact whatever the solver's tolerances): ``sum(dual_i x (row_lo_i if dual_i > 0 else
+    row_hi_i)) + sum(min(0, cost_j - A_j . dual))``; a multiplier whose side is unbounded counts as 0."""
+    lp = h.getLp()
+    lo, hi = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
+    dual = np.where((dual > 0) & np.isfinite(lo), dual, np.where((dual < 0) & np.isfinite(hi), dual, 0.0))
+    a = lp.a_matrix_
+    parts = (np.asarray(a.value_), np.asarray(a.index_), np.asarray(a.start_))
+    shape = (lp.num_row_, lp.num_col_)
+    rowwise = a.format_ == type(a.format_).kRowwise
+    A = sp.csr_matrix(parts, shape=shape) if rowwise else sp.csc_matrix(parts, shape=shape)
+    reduced = cost - A.T @ dual
+    rows = np.where(dual > 0, dual * np.where(np.isfinite(lo), lo, 0.0), dual * np.where(np.isfinite(hi), hi, 0.0))
+    return float(rows.sum() + np.minimum(reduced, 0.0).sum())
+
+
+def _triples(n: int):
+    """Every ``a < b < c`` of ``0..n-1``, as three arrays."""
+    a, b = np.triu_indices(n, 1)
+    reps = n - 1 - b                                 # the c > b of each pair
+    a, b = np.repeat(a, reps), np.repeat(b, reps)
+    c = b + 1 + (np.arange(len(b)) - np.repeat(np.cumsum(reps) - reps, reps))
+    return a, b, c
 
 
 @njit(cache=True)

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from topoplan.formulations import placement_cpsat as formulation
 from topoplan.formulations import placement_groups
-from topoplan.formulations.backends import Deferred
+from topoplan.formulations.backends import Deferred, call_isolated
 from topoplan.formulations.backends import solve as backend_solve
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.placement import greedy, metis  # noqa: F401  (register the default starts)
@@ -133,14 +134,28 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
         col, model_bound, what = _solve_groups(data, solve_s)
         bound = max(lb, model_bound * scale)
     else:
-        out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0,
-                            threads=threads)
-        bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
-        if out.values is None:
-            return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
-                               message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
-        col = out.values
-        what = f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s"
+        what = ""
+        if not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS:
+            # the pair relaxation first (half the time at most): its bound may prove the start, else CP-SAT
+            # starts from it
+            t1 = time.perf_counter()
+            pair = _pair_lower_bound(data, 0.5 * solve_s)
+            solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
+            lb = max(lb, pair * scale)
+            data = replace(data, lb=max(data.lb, int(math.ceil(pair - 1e-9))))
+            what = f"pair relaxation bound {pair * scale:.6g} in {time.perf_counter() - t1:.2f} s; "
+        if lb >= best_cost * (1 - 1e-9):
+            col, bound = data.hint, lb
+            what += "it meets the start"
+        else:
+            out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0,
+                                threads=threads)
+            bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
+            if out.values is None:
+                return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
+                                   message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
+            col = out.values
+            what += f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s"
     if node_level:
         node = ocs_first(problem, col)
     else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
@@ -155,16 +170,35 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)
 
 
-def _solve_groups(data, time_limit: float):
-    """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
-    every rank, lower bound on the objective in model units, what ran)``."""
-    k = len(data.caps)
+def _weights(data) -> np.ndarray:
+    """The model's integer edge weights as a dense symmetric rank x rank array."""
     W = np.zeros((data.n, data.n), dtype=np.int64)
     W[data.u, data.v] += data.w
     W[data.v, data.u] += data.w
+    return W
+
+
+def _pair_lower_bound(data, time_limit: float) -> float:
+    """A lower bound on the switch-level model's objective (model units) from the pair relaxation
+    (:func:`topoplan.formulations.placement_groups.pair_bound`; HiGHS, in a fresh process when OR-Tools'
+    native library is loaded here)."""
+    size = int(np.max(data.caps))
+    full = data.n == int(np.sum(data.caps)) and bool((data.caps == size).all())
+    inside = call_isolated("highs", placement_groups.pair_bound, _weights(data), size, full, time_limit=time_limit)
+    total = int(np.asarray(data.w).sum())
+    if not math.isfinite(inside):
+        return float(data.constant)
+    return float(data.switch_weight * max(0.0, total - math.floor(inside)) + data.constant)
+
+
+def _solve_groups(data, time_limit: float):
+    """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
+    every rank, lower bound on the objective in model units, what ran)``."""
     t0 = time.perf_counter()
-    res = placement_groups.solve(placement_groups.GroupData(W=W, size=int(data.caps[0]), groups=k,
-                                                            start=np.asarray(data.hint)), time_limit=time_limit)
+    group_data = placement_groups.GroupData(W=_weights(data), size=int(data.caps[0]), groups=len(data.caps),
+                                            start=np.asarray(data.hint))
+    # GLOP is OR-Tools': in a fresh process when HiGHS's clashing native library is loaded here
+    res = call_isolated("ortools", placement_groups.solve, group_data, time_limit=time_limit)
     total = int(np.asarray(data.w).sum())
     # the objective: every cut byte weighs switch_weight, plus the constant (hops: the node crossings)
     bound = data.switch_weight * (total - res.bound) + data.constant
