@@ -43,7 +43,7 @@ two solves alone (our graph arrays, NetworkX's graph built from them untimed), a
 must be equal (both are exact).
 
 Targets: greedy plans 16,384 nodes in under 10 s and 4 GB (issue 20), on random and CG-like traffic;
-matching plans 4,096 nodes in under 10 s and 16,384 in under 60 s (issue 39).
+matching plans 4,096 nodes in under 10 s and 16,384 in under 60 s.
 """
 
 from __future__ import annotations

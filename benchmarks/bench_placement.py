@@ -6,8 +6,8 @@ Sections (``--sections``, default all):
   on 4 switches x 16 and 16 switches x 4 single-core nodes, objective ``inter-switch``: the cut (bytes
   between switches, both directions) of every method next to KaHIP's strong configuration with perfect
   balance, best of 5 seeds (``kahip.kaffpa`` called directly: the reference of issue 20); ``ilp`` runs
-  ``--ilp-budget`` seconds (default 60) and its row gives status, proven bound and gap (the target of
-  issue 39: a gap of at most 1% within 60 s).
+  ``--ilp-budget`` seconds (default 60) and its row gives status, proven bound and gap (the target: a gap
+  of at most 1% within 60 s).
 - ``rgg``: a random geometric graph of 4,096 vertices (:func:`rgg`: ``networkx.random_geometric_graph``,
   seed 0, mean degree 8, 1-10 MB per edge, seeded) cut into k = 4, 16 and 128 parts (k switches of
   4,096 / k single-core nodes): the methods next to KaHIP-strong best of 5, plus the steps from the

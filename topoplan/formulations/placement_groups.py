@@ -22,12 +22,18 @@ subsets can be enumerated (:func:`n_subsets`; 680,000 at 64 ranks in groups of 4
    as soon as the reduced costs spent exceed ``D - incumbent - 1``. It ends with the optimum (the
    incumbent or a better partition it found) or at the time limit with the relaxation's bound.
 
-The weights are integers (bytes divided by their gcd), so "better" is "at least one more". Nothing here
-reads a problem or files: plain arrays in (:class:`GroupData`), arrays out (:class:`GroupResult`).
+The weights are integers (bytes divided by their gcd), so "better" is "at least one more".
+
+Where the groups are too large to enumerate, :func:`pair_bound` bounds the same objective by the
+relaxation over rank pairs (triangle inequalities, HiGHS); the caller pairs it with a search of its own.
+
+Nothing here reads a problem or files: plain arrays in (:class:`GroupData`), arrays out
+(:class:`GroupResult`). The relaxations are solved here, not through :mod:`topoplan.formulations.backends`:
+column generation and cutting planes need the duals and the solver's model kept between rounds.
 
 Examples
 --------
->>> # 8 ranks in two rings of 4 (1 MB per edge) joined by light edges, groups of 4: the rings are the optimum
+>>> # 8 ranks in two rings of 4 (weight 10 per edge) joined by light edges, groups of 4: the rings are optimal
 >>> W = np.zeros((8, 8), dtype=np.int64)
 >>> for a, b in [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4)]:
 ...     W[a, b] = W[b, a] = 10
