@@ -1,7 +1,9 @@
 """Compile every Numba kernel once, when topoplan is installed (``make install`` runs this module).
 
 The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._flows` and :mod:`topoplan.sim._loop`,
-the partition refinement in :mod:`topoplan.problems.placement.refine`) are cached on disk by Numba
+the partition refinement in :mod:`topoplan.problems.placement.refine`, the group enumeration and search of
+:mod:`topoplan.formulations.placement_groups`, the maximum-weight matching in
+:mod:`topoplan.problems.circuits.blossom`) are cached on disk by Numba
 (``cache=True``), so they compile once per machine and load in a fraction of a second afterwards. The
 first compilation takes several seconds; done here it is not charged to the first planning call, whose
 time limit it would otherwise exceed (a 0.5 s ``metis`` call took 3.8 s on a fresh checkout). After an
@@ -18,8 +20,12 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology
+from topoplan.formulations import placement_groups
+from topoplan.problems.circuits.blossom import max_weight_matching
 from topoplan.problems.placement import PlacementProblem, solve
 from topoplan.sim.maxmin import simulate_flows
 from topoplan.sim.routes import LinkSet, routes_to_csr
@@ -36,18 +42,26 @@ def warm() -> dict:
     Returns
     -------
     dict
-        ``placement``, ``flows``, ``replay``: seconds (compiling on a new machine, loading afterwards).
+        ``placement``, ``matching``, ``flows``, ``replay``: seconds (compiling on a new machine, loading afterwards).
 
     Examples
     --------
     >>> sorted(warm())                      # cached kernels: fast after the first run
-    ['flows', 'placement', 'replay']
+    ['flows', 'matching', 'placement', 'replay']
     """
     out = {}
     t0 = time.perf_counter()
     topo = load_topology("paper003")
     solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")
+    ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
+    placement_groups.solve(placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2),
+                           time_limit=10)
     out["placement"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
+    max_weight_matching(60, u, v, (u * v) % 7 + 1.0)
+    out["matching"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     ptr, links = routes_to_csr([[0], [0, 1], [1]])
