@@ -213,10 +213,9 @@ def read_otf2(path, n_ranks: int | None = None) -> Trace:
     >>> t.t_start.tolist(), t.t_end.tolist()
     ([0.0, 0.0], [2e-06, 5e-06])
     """
-    try:
-        import otf2
-    except ImportError:
-        raise TopoplanError(f"{path}: reading OTF2 needs the otf2 package (pip install otf2)") from None
+    from topoplan.core.extras import require
+
+    otf2 = require("otf2", f"{path}: reading OTF2 traces")
     path = Path(path)
     if path.is_dir():
         path = path / "traces.otf2"
