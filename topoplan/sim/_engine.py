@@ -119,7 +119,25 @@ def run_core(*args):
         return _core[0](*args)
     from topoplan.sim._compiled import run_core as jit
 
-    return jit(*args)
+    if jit.signatures:
+        return jit(*args)
+    from topoplan.core.progress import report
+
+    report(note=_first_call_note(jit))   # the progress line says why the first run waits
+    try:
+        return jit(*args)
+    finally:
+        report(note=None)
+
+
+def _first_call_note(dispatcher) -> str:
+    """What the first call of a Numba function in a process does: load it from Numba's cache, or compile it
+    (after an installation or an edit; tens of seconds, once)."""
+    try:
+        cached = Path(dispatcher._cache._cache_file._index_path).is_file()   # Numba's cache index of the function
+    except (AttributeError, TypeError):
+        cached = True
+    return "loading the compiled simulator" if cached else "compiling the simulator: once, then cached"
 
 
 # rows of run_core's per-rank table ``R`` (the piece-wise replay moves the program counters between calls)
@@ -204,9 +222,9 @@ def build() -> str:
     sha = sources_sha256()
     ptr, rl = routes_to_csr([[0], [0, 1]])
     args = flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, np.zeros(2), np.ones(2), 1e-12)
-    _compiled.run_core(*args)   # the JIT's signature for these types, return type included
-    arg_types = tuple(numba.typeof(a) for a in args)
-    sig = next(s for s in _compiled.run_core.nopython_signatures if tuple(s.args) == arg_types)
+    # the argument types alone: pycc infers the return type (no JIT compilation of run_core itself first; the
+    # functions it calls are compiled through their dispatchers, which cache them for the JIT)
+    sig = tuple(numba.typeof(a) for a in args)
     try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
         with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")
