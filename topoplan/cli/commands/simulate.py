@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model)
+                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model, working)
 from topoplan.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -64,74 +64,68 @@ def simulate_cmd(
     from topoplan.sim.replay import bulk_trace
     from topoplan.sim.run import network_view, simulate_plan
 
-    given_topo = load_topology(topology, sets or [])
-    topo = network_view(given_topo, network)
-    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
-    trace, tr = load_source(traffic, with_traffic=False, pieces=phases is None)
-    if trace is None:
-        if phases is not None:
-            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
-                                "phases need an MPI trace or a generator spec")
-        trace = bulk_trace(tr, iters)
-    elif iters != 1:
-        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
-                            "(a generator takes iters= in its spec)")
-    capacity = int(topo.node_cores().sum())
-    if trace.n_ranks > capacity:
-        from topoplan.core.topology_io import cores_hint
+    with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
+        given_topo = load_topology(topology, sets or [])
+        topo = network_view(given_topo, network)
+        # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
+        trace, tr = load_source(traffic, with_traffic=False, pieces=phases is None)
+        if trace is None:
+            if phases is not None:
+                raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
+                                    "phases need an MPI trace or a generator spec")
+            trace = bulk_trace(tr, iters)
+        elif iters != 1:
+            raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
+                                "(a generator takes iters= in its spec)")
+        capacity = int(topo.node_cores().sum())
+        if trace.n_ranks > capacity:
+            from topoplan.core.topology_io import cores_hint
 
-        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
-                            f"{cores_hint(given_topo)}")
-    tr = _traffic_of(traffic, trace, tr)
-    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
-    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
-                      traffic=tr)
-    pl = load_placement(placement, trace.n_ranks, topo)
-    plan = None
-    if circuits is not None:
-        if network not in (None, "hybrid"):
-            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        from topoplan.plans.planfile import read_plan
+            raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
+                                f"{cores_hint(given_topo)}")
+        tr = _traffic_of(traffic, trace, tr)
+        # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
+        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
+                          traffic=tr)
+        pl = load_placement(placement, trace.n_ranks, topo)
+        plan = None
+        if circuits is not None:
+            if network not in (None, "hybrid"):
+                raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+            from topoplan.plans.planfile import read_plan
 
-        plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
-        check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
-    thr = parse_size(threshold, "threshold") if threshold else None
-    dt = parse_time(timeline, "timeline") if timeline else None
-    from topoplan.sim.replay import check_options
+            plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+            check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
+        thr = parse_size(threshold, "threshold") if threshold else None
+        dt = parse_time(timeline, "timeline") if timeline else None
+        from topoplan.sim.replay import check_options
 
-    eager_B = parse_size(eager, "eager")
-    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
-    made_for = None
-    if plan is not None:
-        made_for = plan.get("placement", "its rank_to_node")
-        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
-    kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
-                  compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
-    if phases is not None:
-        kwargs["phases"] = _load_phases(phases, trace, topo, pl)
-    err_console = console(True)
-    if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
-        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("sim", total=trace.n_ranks)
-            kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
-            res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
-           "circuits": str(circuits) if circuits else None, **res}
-    if dt is not None:
-        from topoplan.core.topology_io import topology_to_dict
-
-        res["topology_doc"] = topology_to_dict(topo)
-        from topoplan.analysis.switches import analyze
-
-        sa = analyze(topo, tr(), pl)
-        res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+        eager_B = parse_size(eager, "eager")
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+        made_for = None
         if plan is not None:
-            res["circuit_pairs"] = plan.get("circuits", [])
+            made_for = plan.get("placement", "its rank_to_node")
+            plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+        kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
+                      compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
+        if phases is not None:
+            kwargs["phases"] = _load_phases(phases, trace, topo, pl)
+        from topoplan.core.progress import report
+
+        report(stage="simulating")   # the library reports how far the replay is
+        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
+        res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+               "circuits": str(circuits) if circuits else None, **res}
+        if dt is not None:
+            from topoplan.core.topology_io import topology_to_dict
+
+            res["topology_doc"] = topology_to_dict(topo)
+            from topoplan.analysis.switches import analyze
+
+            sa = analyze(topo, tr(), pl)
+            res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+            if plan is not None:
+                res["circuit_pairs"] = plan.get("circuits", [])
     emit(res, json_mode, output)
     if json_mode:
         return
