@@ -119,7 +119,7 @@ def run_core(*args):
         return _core[0](*args)
     from topoplan.sim._compiled import run_core as jit
 
-    if jit.signatures:
+    if getattr(jit, "signatures", True):   # compiled in this process already (or Numba's JIT is disabled)
         return jit(*args)
     from topoplan.core.progress import report
 
