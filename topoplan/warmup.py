@@ -76,7 +76,7 @@ def _replay() -> str:
 
     tree = load_topology("paper003", ["kind=tree", "ocs=null"])
     for method in ("compiled", "python"):
-        replay(parse_spec("alltoall:np=8,bytes=1MB").build(), build_network(tree), sequential(8, tree), method=method)
+        replay(parse_spec("alltoall:np=8,bytes=1MB"), build_network(tree), sequential(8, tree), method=method)
     return ""
 
 

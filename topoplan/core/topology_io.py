@@ -35,6 +35,10 @@ file takes its core counts from the ``slurm.conf`` beside it (``NodeName``
 lines, physical cores: see :func:`slurm_conf_nodes`); ``--set slurm_conf=PATH``
 names another one (or ``none``), ``--set slurm_topology=NAME`` picks a
 topology of a ``topology.yaml``, and ``--set cores_per_node=N`` wins over both.
+
+An overlay is a topology YAML with a ``base`` key: the topology it adds to (a file, relative to the
+overlay, such as a Slurm ``topology.conf``, or a preset), the overlay's other keys merged over the base's
+(``ocs: {nodes_per_switch: 4, bw: 100Gbps}`` makes a Slurm tree a hybrid). It is named after its own file.
 """
 
 from __future__ import annotations
@@ -98,7 +102,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     Parameters
     ----------
     spec : str, path or dict
-        A preset name (see :func:`preset_names`), a path to a YAML file or a
+        A preset name (see :func:`preset_names`), a path to a YAML file (an
+        overlay when it has a ``base`` key, see the module docstring) or a
         Slurm ``topology.conf`` or ``topology.yaml``, or an already-built
         document (copied, not changed).
     overrides : sequence of str, optional
