@@ -42,6 +42,9 @@ LAZY = {
         "takes 0.33 s of CPU; with the 36 library modules the commands import inside their functions loaded "
         "too, 2.25 s (pandas, SciPy, PuLP, OR-Tools, Numba, Dask, matplotlib...; median of 7 processes on the "
         "2-core machine)",
+    ("topoplan.warmup", "topoplan.*"):
+        "start-up: the warm-up runs its groups in separate processes, each importing only what its groups "
+        "compile (Numba, solvers, the simulator)",
     ("topoplan.sim._engine", "topoplan.sim._loop"):
         "optional dependency and start-up: the loop is Numba code (importing Numba and loading its cache costs "
         "a process about 0.6 s); the ahead-of-time build serves without it when current",
