@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments clean
+.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,5 +66,9 @@ experiments: install
 verify-experiments: install
 	@for m in paper000 paper001 paper003; do echo "== $$m"; $(PY) -m experiments.$$m --verify || exit 1; done
 
+# the documentation site (Sphinx, Markdown pages in docs/), warnings as errors; open docs/_build/html/index.html
+docs: install
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot*
+	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot* docs/_build
