@@ -82,7 +82,7 @@ def shown_matches(shown: list[str], actual: list[str]) -> bool:
 
 @pytest.mark.parametrize(("shown", "actual", "ok"), [
     (["a  b", "c"], ["a b", "c"], True),
-    (["│ S0     │ 1 │", "└────┘"], ["│ S0 │ 1 │", "└──────────┘"], True),
+    (["│ S0     │ 1 │", "└────┘"], ["│ S0 │ 1 │", "└──────┘"], True),
     (["makespan 75 ms, wall 0.50 s"], ["makespan 75 ms, wall 12.3 s"], True),
     (["makespan 75 ms, wall 0.50 s"], ["makespan 76 ms, wall 0.50 s"], False),
     (["rank 0=node0008 slot=0"], ["rank 0=node0011 slot=0"], False),
