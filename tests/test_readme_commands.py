@@ -33,8 +33,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# Rich lays tables out for the terminal's width; the pages show them as a 120-column terminal does.
-COLUMNS = "120"
 
 _RULE_RUN = re.compile(r"([─━═])\1+")
 _BLANKS = re.compile(r"[ \t]+")
@@ -110,8 +108,7 @@ def test_commands_run_as_written_and_print_what_is_shown(page, tmp_path, shared)
             (root / name).symlink_to(REPO / name)
     (tmp_path / "shared").symlink_to(shared)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               COLUMNS=COLUMNS, PYTHONUNBUFFERED="1")
-    env.pop("NO_COLOR", None)
+               PYTHONUNBUFFERED="1")
     cmds = commands(page)
     for i, (cmd, shown) in enumerate(cmds):
         # variables set by earlier lines (F=...) hold in the later ones, as in one shell
