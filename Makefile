@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FULL := $(VENV)/.installed-all
 
-.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments clean
+.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments docs clean
 
 # What the demo needs: topoplan and its core dependencies (no extras, no test tools), the event loop built
 # ahead of time and the placement kernels, compiled in two processes at once (topoplan/warmup.py).
@@ -78,5 +78,9 @@ experiments: install
 verify-experiments: install
 	@for m in paper000 paper001 paper003; do echo "== $$m"; $(PY) -m experiments.$$m --verify || exit 1; done
 
+# the documentation site (Sphinx, Markdown pages in docs/), warnings as errors; open docs/_build/html/index.html
+docs: install
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot*
+	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot* docs/_build

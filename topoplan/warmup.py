@@ -155,9 +155,9 @@ def lanes(groups=None, jobs: int = 2) -> list[list[str]]:
     Examples
     --------
     >>> lanes()
-    [['engine', 'flows', 'replay'], ['placement']]
+    [['engine', 'flows', 'replay'], ['placement', 'matching']]
     >>> lanes(["placement", "engine"]), lanes(jobs=1)
-    ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement']])
+    ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement', 'matching']])
     """
     groups = list(GROUPS if groups is None else groups)
     split = [[g for g in lane if g in groups] for lane in _LANES]
