@@ -265,7 +265,7 @@ class Replayer:
             if timeline_dt_s:
                 raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
             self.engine = PaperEngine(net.linkset(), queue_of_link=net.paper_queues(),
-                                      chunk_B=net.sim_model.relay_chunk_B)
+                                      chunk_B=net.sim_model.relay_chunk_B, tie_seed=net.sim_model.paper_tie_seed)
         elif timeline_dt_s:
             self.engine = FlowEngine(net.linkset(), timeline_dt_s=timeline_dt_s)
         else:
