@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results"
 
 __all__ = ["ROOT", "RESULTS", "MODELS", "MODEL_NAMES", "SEEDS", "model_of", "parse_models", "cached_run",
-           "result_difference", "Verification", "add_verify_option", "add_seeds_option", "seeds_of", "seeded_file",
-           "verification_of", "write_csv", "used_circuits", "Measured", "measured", "claims_over_seeds",
-           "claims_markdown", "seeds_note", "cells_read", "rows_at_seeds", "with_seed", "seed_rows",
-           "verdict", "Inputs", "placement_on"]
+           "result_difference", "Verification", "add_verify_option", "add_seeds_option", "paper_seed_apps_of",
+           "further_of", "not_run_note", "seeds_of", "seeded_file", "verification_of", "write_csv", "used_circuits",
+           "Measured", "measured", "claims_over_seeds", "claims_markdown", "seeds_note", "cells_read", "rows_at_seeds",
+           "with_seed", "seed_rows", "verdict", "Inputs", "placement_on"]
 
 MODEL_NAMES = {"paper": "paper model", "pipelined": "max-min, pipelined relays",
                "store-and-forward": "max-min, store-and-forward relays"}
@@ -176,11 +176,49 @@ def add_verify_option(ap) -> None:
                          "when a cell differs (cells a solver time limit cut are listed, not failed)")
 
 
+#: the applications whose paper-model cells run at every seed (``--paper-seed-apps``); the paper model takes a
+#: minute or more of one core for one NPB kernel's cell (an hour or more per seed and script), so those run at
+#: the first seed only unless asked
+PAPER_SEED_APPS = ("neighbor",)
+
+
 def add_seeds_option(ap) -> None:
-    """The paper scripts' ``--seeds`` option on their argument parser ``ap``."""
+    """The paper scripts' ``--seeds`` and ``--paper-seed-apps`` options on their argument parser ``ap``."""
     ap.add_argument("--seeds", type=int, default=SEEDS,
                     help=f"check every claim at this many seeds, --seed and the next ones (default {SEEDS}): the "
                          "cells the claims read whose result depends on a seed are run at each")
+    ap.add_argument("--paper-seed-apps", default=",".join(PAPER_SEED_APPS),
+                    help="applications whose paper-model cells run at every seed, comma-separated, or 'all' (default "
+                         "%(default)s): the paper model's other cells run at the first seed only (a minute or more "
+                         "each)")
+
+
+def paper_seed_apps_of(args, apps) -> tuple[str, ...]:
+    """``--paper-seed-apps`` as a tuple (``all``: ``apps``)."""
+    return tuple(apps) if args.paper_seed_apps == "all" else tuple(args.paper_seed_apps.split(","))
+
+
+def further_of(paper_seed_apps):
+    """The ``further`` predicate of :func:`rows_at_seeds`: every cell but the paper model's of applications
+    outside ``paper_seed_apps``.
+
+    Examples
+    --------
+    >>> f = further_of(("neighbor",))
+    >>> [f({"model": m, "app": a}) for m, a in (("paper", "cg"), ("paper", "neighbor"), ("pipelined", "cg"))]
+    [False, True, True]
+    """
+    return lambda cell: cell["model"] != "paper" or cell["app"] in paper_seed_apps
+
+
+def not_run_note(apps, paper_seed_apps, names: dict, models, seed: int) -> str:
+    """The sentence of :func:`seeds_note` that names the applications whose paper-model cells ran at ``seed``
+    (the first) only; empty when there are none."""
+    left = [names[a] for a in apps if a not in paper_seed_apps]
+    if "paper" not in models or not left:
+        return ""
+    return (f"Under the paper model the cells of {', '.join(left)} ran at seed {seed} only: it takes a minute or more "
+            "of one core for each, an hour or more per seed (`--paper-seed-apps all` runs them at every seed).")
 
 
 def seeds_of(ap, args) -> tuple[int, ...]:
@@ -280,7 +318,8 @@ class Measured:
     '+31% vs FT +38%'
     >>> Measured.over([Measured("{:+.1%} vs FT {:+.1%}", (v, 0.38)) for v in (0.312, 0.375, 0.375)])
     '+35.4% [+31.2%, +37.5%] vs FT +38.0%'
-    >>> Measured.over([Measured("{} at {}", ("SP", 24)), Measured("{} never", ("SP",)), Measured("{} at {}", ("SP", 24))])
+    >>> Measured.over([Measured("{} at {}", ("SP", 24)), Measured("{} never", ("SP",)),
+    ...                Measured("{} at {}", ("SP", 24))])
     'seeds 0, 2: SP at 24; seed 1: SP never'
     """
 
@@ -401,6 +440,33 @@ def seeds_note(seeds, choices: str, not_run: str = "") -> str:
             "`mean [min, max]` over the seeds where they differ." + not_run)
 
 
+class _NotRun:
+    """The value of a cell not run at a seed: arithmetic, comparison, ``float`` and formatting with a spec
+    raise TypeError, so no claim can use it by mistake.
+
+    Examples
+    --------
+    >>> NOT_RUN
+    not run
+    >>> NOT_RUN > 0
+    Traceback (most recent call last):
+    ...
+    TypeError: '>' not supported between instances of '_NotRun' and 'int'
+    """
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "not run"
+
+    def __float__(self):
+        raise TypeError("a cell not run at this seed")
+
+
+#: the measured value (``ours``) of a cell at a seed it was not run at (see :func:`rows_at_seeds`)
+NOT_RUN = _NotRun()
+
+
 def rows_at_seeds(results: list, seeds, *, tidy, claims_fn, models, cell_keys, seed_dependent, baseline_of,
                   compute, further=None, log=print) -> tuple[dict, list]:
     """The rows the claims are checked on at every seed, running only what they need.
@@ -412,7 +478,8 @@ def rows_at_seeds(results: list, seeds, *, tidy, claims_fn, models, cell_keys, s
     ``compute(cell, seed)`` where ``seed_dependent(cell)``; every other cell keeps the first seed's result,
     which it would repeat. Checked again until the claims read nothing new (a claim may read other cells
     at another seed). A seed-dependent cell for which ``further(cell)`` is false (default: none) is not run at
-    further seeds and has no row there: the claims that read it are not measured at those seeds.
+    further seeds: its rows there hold :data:`NOT_RUN`, so a claim that reads it is not measured at those seeds
+    (its check raises TypeError, which the scripts' claims take for a missing cell).
 
     Returns ``({seed: rows}, [(cell, seed, result, iters) of every cell run at a further seed])``.
     """
@@ -435,8 +502,11 @@ def rows_at_seeds(results: list, seeds, *, tidy, claims_fn, models, cell_keys, s
     for seed in seeds[1:]:
         got: dict = {}
         while True:
-            now = [(c, got.get(ident[id(c)], r), it) for c, r, it in results if ident[id(c)] not in skipped]
+            now = [(c, got.get(ident[id(c)], r), it) for c, r, it in results]
             rows = with_seed(tidy(now), seed)
+            for r in rows:
+                if tuple(r.get(k) for k in cell_keys) in skipped:
+                    r["ours"] = NOT_RUN
             read = cells_read(claims_fn, rows, models, cell_keys) & set(by_ident)
             read |= {b for b in map(base_of, (by_ident[k] for k in read)) if b is not None}
             need = [k for k in by_ident if k in read and k not in got and k not in skipped

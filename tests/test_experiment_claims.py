@@ -4,7 +4,8 @@ range, which cells the claims read, and running only the seed-dependent ones at 
 import pytest
 
 from experiments import _common
-from experiments._common import Measured, cells_read, claims_markdown, claims_over_seeds, measured, rows_at_seeds, verdict
+from experiments._common import (Measured, cells_read, claims_markdown, claims_over_seeds, measured, rows_at_seeds,
+                                 verdict)
 
 
 @pytest.mark.parametrize("oks, seeds, text", [
@@ -96,7 +97,8 @@ def test_only_the_seed_dependent_cells_the_claims_read_run_at_further_seeds():
     claims = claims_over_seeds(_claims, by_seed, ["paper", "pipelined"])
     md = claims_markdown(claims, ["paper", "pipelined"])
     assert "| cg gains |  | holds at 3 of 4 seeds (not at seed 2) (+20% [-10%, +40%]) | holds (+50%) |" in md
-    assert "| cg beats lu |  | holds at 3 of 4 seeds (not at seed 2) (0.20 [-0.10, 0.40] vs 0.10) | holds (0.50 vs 0.40) |" in md
+    assert ("| cg beats lu |  | holds at 3 of 4 seeds (not at seed 2) (0.20 [-0.10, 0.40] vs 0.10) "
+            "| holds (0.50 vs 0.40) |") in md
 
 
 def test_cells_left_to_the_first_seed_have_no_row_at_further_seeds():
@@ -114,7 +116,7 @@ def test_cells_left_to_the_first_seed_have_no_row_at_further_seeds():
                                    baseline_of=lambda c: None, compute=compute, further=lambda c: c["app"] != "cg",
                                    log=lambda *_: None)
     assert sorted(ran) == [("paper", "lu", 1), ("paper", "lu", 2)]
-    assert not [r for r in by_seed[1] if (r["model"], r["app"]) == ("paper", "cg")]
+    assert [r["ours"] for r in by_seed[1] if (r["model"], r["app"]) == ("paper", "cg")] == [_common.NOT_RUN]
     assert [r for r in by_seed[1] if (r["model"], r["app"]) == ("pipelined", "cg")]   # seed-independent: kept
     md = claims_markdown(claims_over_seeds(_claims, by_seed, models), models)
     assert "| cg gains |  | holds (run at seed 0 only) (+30%) | holds (+50%) |" in md
@@ -196,3 +198,28 @@ def test_verify_checks_seed_cells_too(tmp_path):
     v = _common.Verification()
     _common.cached_run(key, path, lambda: {"makespan_s": 1.5}, log=lambda *_: None, describe="x seed 1", verify=v)
     assert v.exit_code() == 1 and v.mismatches[0]["cell"] == "x seed 1"
+
+
+def test_a_claim_over_every_cell_is_not_measured_where_one_was_not_run():
+    """A claim that takes whatever cells exist (skipping missing ones) must not be checked on a subset at a seed
+    where one of its cells was not run: the not-run value makes it unmeasured there, not smaller."""
+    def claims(rows, models):
+        def mean(m):
+            vs = [r["ours"] for r in rows if r["model"] == m and r["ours"] is not None]
+            return sum(vs) / len(vs) > 1.0, measured("{:.2f}", sum(vs) / len(vs))
+
+        def measure(m):
+            try:
+                return mean(m)
+            except TypeError:
+                return None, ""
+        return [{"claim": "mean above 1", "by_model": {m: measure(m) for m in models}}]
+
+    results = [(c, {"v": VALUE[(c["model"], c["app"], 0)]}, 1) for c in CELLS]
+    by_seed, _ = rows_at_seeds(results, [0, 1], tidy=_tidy, claims_fn=claims, models=["paper"],
+                               cell_keys=("model", "app"), seed_dependent=lambda c: True, baseline_of=lambda c: None,
+                               compute=lambda c, s: {"v": VALUE[(c["model"], c["app"], s)]},
+                               further=lambda c: c["app"] != "mg", log=lambda *_: None)
+    over = claims_over_seeds(claims, by_seed, ["paper"])
+    assert [ok for ok, _ in over[0]["by_model"]["paper"]] == [True, None]
+    assert "holds (run at seed 0 only)" in claims_markdown(over, ["paper"])
