@@ -15,20 +15,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):
-# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load.
+# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load. The sources
+# are topoplan.sim._sources.SOURCES (tests/test_sim_aot.py checks the list below against it).
 AOT := topoplan/sim/_engine_aot.json
-$(AOT): topoplan/sim/_compiled.py topoplan/sim/_engine.py | $(STAMP)
+AOT_SOURCES := $(addprefix topoplan/sim/,program.py _jit.py _flows.py _loop.py _engine.py)
+$(AOT): $(AOT_SOURCES) | $(STAMP)
 	$(PY) -m topoplan.sim._engine
 
 install: $(STAMP) $(AOT)
 
-# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test, SimGrid 3.32
-# for the peer test of the flow engine).
+# Debian packages some tests use (Open MPI for the launcher and emulator tests, iproute2 for the emulator's
+# route files, Chromium for the report test, SimGrid 3.32 for the peer test of the flow engine).
 # Installed when we are root and they are missing; tests that need them skip with a reason otherwise.
 sysdeps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v mpirun >/dev/null || need="$$need openmpi-bin libopenmpi-dev"; \
+	  command -v ip >/dev/null || need="$$need iproute2"; \
 	  command -v chromium >/dev/null || need="$$need chromium"; \
 	  /usr/bin/python3 -c "import simgrid" 2>/dev/null || need="$$need python3-simgrid"; \
 	  if [ -n "$$need" ]; then \

@@ -6,7 +6,7 @@ writes one CSV row per (system, OCS size, traffic, method): the
 communication-time bound the method reaches, the EPS uplink bytes, the
 simulated communication time under each model of ``--models`` (columns
 ``simulated_s.<model>``: ``paper``, ``pipelined``, ``store-and-forward``; see
-:mod:`experiments._common`), the solve time and the gap to the exact optimum
+:mod:`experiments._common`) and its ratio to the bound (``simulated_over_bound.<model>``), the solve time and the gap to the exact optimum
 (to the best lower bound when the exact model did not prove optimality in its
 time limit).
 
@@ -115,6 +115,9 @@ def run(systems=("000", "001", "003"), traffic=("neighbor", "cg", "mg", "is", "l
                                "method": r["method"], "status": r["status"], "bound_s": T, "lower_bound_s": r["bound"],
                                "uplink_bytes": r["uplink_bytes"], "circuits": r["circuits"],
                                **{f"simulated_s.{m}": r.get(f"simulated_s.{m}") for m in models},
+                               **{f"simulated_over_bound.{m}": (r[f"simulated_s.{m}"] / T
+                                                                if r.get(f"simulated_s.{m}") is not None and T > 0
+                                                                else None) for m in models},
                                "solve_s": r["wall_s"], "gap_to_exact": gap_exact, "gap_to_bound": gap_bound}
                         rows.append(row)
                     log(_line(rows[-len(res):], time.perf_counter() - t0))

@@ -6,6 +6,8 @@ from test_circuits_cases import random_problem
 from topoplan.problems.circuits import solve
 from topoplan.core.errors import TopoplanError
 
+from timing import Stopwatch, within_limit
+
 
 def test_anneal_is_seeded_and_not_worse_than_the_best_heuristic():
     p = random_problem(3, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=25, max_circuits=3)
@@ -27,8 +29,9 @@ def test_anneal_improves_a_poor_start():
 
 def test_anneal_time_budget_and_options():
     p = random_problem(1)
+    watch = Stopwatch()
     r = solve(p, "anneal", time_limit=0.3, seed=0)
-    assert r.wall_s < 3 and r.options["moves"] > 0
+    assert within_limit(r.wall_s, 0.3, 2.7, watch.stop()) and r.options["moves"] > 0
     with pytest.raises(TopoplanError, match="field 'score': choose one of bound, simulated"):
         solve(p, "anneal", max_steps=5, score="magic")
     with pytest.raises(TopoplanError, match="field 'energy': 'bound' or 'simulated'"):

@@ -1,6 +1,7 @@
 """The real entry point: usage errors and bad input are one message, exit status 2, no traceback."""
 
 import gzip
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,27 @@ def _audit_cases(tmp):
     (tmp / "trunc.csv").write_text(head + "0,send,1,1000,-1,2,0.0,0.001\n1,recv,0,10,-1,2,0.0,0.001\n")
     (tmp / "rows.csv.gz").write_bytes(gzip.compress(b"src,dst,bytes,msgs\n" + b"\n" * 100_000_001, compresslevel=1))
     (tmp / "pl64.csv").write_text("rank,node\n" + "".join(f"{r},{r // 4}\n" for r in range(64)))
+    # issue 36: OTF2 archives, trace semantics, numbers and names, exports
+    from otf2_archives import cut, pingpong, two_ranks
+
+    two_ranks(tmp / "otf-none", lambda e, w: None)
+    cut(two_ranks(tmp / "otf-cut", pingpong), "1.evt")
+    (tmp / "bsize.csv").write_text(head + "0,bcast,-1,500,0,2,0.0,0.001\n1,bcast,-1,1000,0,2,0.0,0.001\n")
+    ch = head.rstrip("\n") + ",comm\n"
+    (tmp / "comm").mkdir()
+    (tmp / "comm" / "t.csv").write_text(ch + "".join(f"{r},allreduce,-1,8,-1,2,0.0,0.001,{5 if r < 2 else 6}\n"
+                                                      for r in range(4)))
+    (tmp / "comm" / "communicators.csv").write_text('comm,size,world_ranks\n6,2,"2;3"\n')
+    (tmp / "req.csv").write_text(head.rstrip("\n") + ",req\n0,isend,1,8,-1,2,0.0,0.001,\n"
+                                 "0,wait,1,8,-1,2,0.001,0.002,300\n1,recv,0,8,-1,2,0.0,0.002,\n")
+    from topoplan.traffic.generators import neighbor2d, ring
+    from topoplan.traffic.phases import detect_phases
+
+    (tmp / "ph.json").write_text(json.dumps(detect_phases(ring(16, 1e6, iters=3)).to_dict()))
+    neighbor2d(4, 4, 1e6, iters=3).write_csv(tmp / "ph16.csv")   # another trace of 16 ranks than the phases'
+
+    (tmp / "ls.conf").write_text("SwitchName=s0 Nodes=n[0-1] LinkSpeed=100000\n")
+    (tmp / "hl.yaml").write_text("- topology: t\n  tree:\n    switches:\n      - {switch: s0, nodes: 'n[1-2] n3;x'}\n")
     return [
         (["show", "paper003", "-o", tmp], "is a directory"),
         (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
@@ -200,6 +222,27 @@ def _audit_cases(tmp):
         (["topo", "info", "-i", tmp / "dupdesc.txt"], "dupdesc.txt:107: host 'node001'"),
         (["serve", "-i", dump, "--port", "0", "--idle-timeout", "soon"], "--idle-timeout 'soon'"),
         (["serve", "-i", dump, "--port", "0", "--max-clients", "0"], "--max-clients 0: expected at least 1"),
+        # issue 36: OTF2 archives cut short or empty (once a traceback after the library's own lines, or 0 s)
+        (["simulate", "-t", "paper003", "-T", tmp / "otf-cut" / "traces.otf2"],
+         "cannot read the OTF2 archive: Invalid or inconsistent record data"),
+        (["simulate", "-t", "paper003", "-T", tmp / "otf-none"], "no MPI events in the archive of 2 ranks"),
+        # issue 36: trace semantics
+        (["traffic", tmp / "bsize.csv", "-o", tmp / "r.csv"],
+         "bsize.csv:3: field 'bytes': 1000 bytes, but rank 0 passes 500 to the same bcast"),
+        (["traffic", tmp / "comm" / "t.csv", "-o", tmp / "r.csv"],
+         "t.csv:2: field 'comm': communicator 5 is not listed (communicators.csv)"),
+        (["simulate", "-t", "paper003", "-T", tmp / "req.csv"], "req.csv:3: field 'req': 300 is not what a wait"),
+        (["simulate", "-t", "paper003", "-T", tmp / "ph16.csv", "--phases", tmp / "ph.json"],
+         "field 'inputs': made for another trace"),
+        # issue 36: numbers and names
+        (["circuits", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "-m", "anneal", "--time-limit", "٣s"],
+         "--time-limit: cannot read time '٣s'"),
+        (["phases", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "--windows", "١٠"], "'١٠' is not a number"),
+        (["show", tmp / "ls.conf"], "ls.conf:1: field 'LinkSpeed': 100000 has no unit"),
+        (["show", tmp / "hl.yaml"], "host name 'n3;x' contains ';'"),
+        # issue 36: exports
+        (["export", "ompi5", "-p", tmp / "place.json", "-t", "paper003", "--slots", "threads", "-o", tmp / "o"],
+         "--slots: expected one of cores, hwthreads"),
     ]
 
 

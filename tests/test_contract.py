@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +23,8 @@ import topoplan.problems.circuits as circuits
 import topoplan.problems.placement as placement
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.result import SOLVE_OPTIONS, STATUSES, Registry
+
+from timing import Stopwatch, within_limit
 
 TIME_LIMIT_S = 0.5
 # what a time limit may be overrun by: building the model, decoding, validation, a solver's start-up
@@ -114,9 +115,10 @@ def solved(name: str, method: str):
     """The method's result on the problem's instance (once per pair), and the wall time around the call."""
     _warm_simulator()
     c = case(name)
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     res = c.module.solve(c.problem, method, time_limit=TIME_LIMIT_S, seed=SEED)
-    return res, time.perf_counter() - t0
+    watch.stop()
+    return res, (watch.wall_s, watch)
 
 
 # -- the registries and builders ------------------------------------------------------------------
@@ -190,9 +192,10 @@ def test_result_has_the_common_keys_and_records_the_seed(name, method):
 
 @pytest.mark.parametrize("name, method", PAIRS)
 def test_time_limit_is_honoured(name, method):
-    res, outer = solved(name, method)
-    assert res.wall_s <= TIME_LIMIT_S + SLACK_S, res.wall_s
-    assert outer <= TIME_LIMIT_S + SLACK_S + 1.0, outer     # the solve layer around it adds little
+    res, (outer, watch) = solved(name, method)
+    # seconds of work past the limit, at the speed the process ran (a loaded machine slows every step)
+    assert within_limit(res.wall_s, TIME_LIMIT_S, SLACK_S, watch), (res.wall_s, watch.cpu_s)
+    assert within_limit(outer, TIME_LIMIT_S, SLACK_S + 1.0, watch), outer     # the solve layer around it adds little
 
 
 @pytest.mark.parametrize("name, method", PAIRS)
@@ -205,11 +208,11 @@ def test_plan_validates(name, method):
 def test_unknown_option_is_refused_before_running(name, method):
     c = case(name)
     known = ", ".join(REGISTRIES[name].options(method)) or "(none)"
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     with pytest.raises(TopoplanError) as e:
         c.module.solve(c.problem, method, time_limit=TIME_LIMIT_S, seed=SEED, max_step=50)
     assert str(e.value) == f"unknown option 'max_step' for {name} method '{method}'; known: {known}"
-    assert time.perf_counter() - t0 < 0.1 * TIME_LIMIT_S, "refused before anything ran"
+    assert watch.cpu_s < 0.1 * TIME_LIMIT_S, "refused before anything ran"   # work: wall time is load's
 
 
 @pytest.mark.parametrize("name, method", PAIRS)

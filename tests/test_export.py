@@ -115,22 +115,94 @@ def test_cli_export_checks_the_recorded_topology(tmp_path, run_cli):
     assert code == 2 and "non-empty" in err
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed (apt-get install openmpi-bin)")
-def test_mpirun_honours_exported_rankfile(tmp_path):
-    """Two ranks on the two cores of this machine, swapped: each rank must report the core the plan gives."""
+needs_mpirun = pytest.mark.skipif(shutil.which("mpirun") is None,
+                                  reason="mpirun not installed (apt-get install openmpi-bin)")
+
+# Each rank writes its rank and its cores to a file of its own: two ranks printing to one pipe can interleave
+# their lines under load ("01 0" / " 1").
+REPORT = ("import os, sys; r = os.environ['OMPI_COMM_WORLD_RANK']; "
+          "open(os.path.join(sys.argv[1], 'rank' + r), 'w').write(' '.join(map(str, sorted(os.sched_getaffinity(0)))))")
+
+
+def _run_reported(cmd, out_dir, n_ranks):
+    """Run an mpirun command line whose ranks report through :data:`REPORT`; {rank: [cores]}."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    out = subprocess.run(cmd + [sys.executable, "-c", REPORT, str(out_dir)], capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    return {r: [int(c) for c in (out_dir / f"rank{r}").read_text().split()] for r in range(n_ranks)}
+
+
+def _two_cores():
     if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
         pytest.skip("needs cores 0 and 1")
+
+
+@needs_mpirun
+def test_mpirun_honours_exported_rankfile(tmp_path):
+    """Two ranks on the two cores of this machine, swapped: each rank must report the core the plan gives."""
+    _two_cores()
     host = socket.gethostname()
     hf = tmp_path / "hosts"
     hf.write_text(f"0 {host}\n")
     plan = Placement(np.array([0, 0]), np.array([1, 0]))     # rank 0 -> core 1, rank 1 -> core 0
     rf = tmp_path / "rankfile"
     export("ompi4", plan, rf, hosts=read_hostfile(hf), topo=_topo(nodes=1, cores=2))
-    code = "import os; print(os.environ['OMPI_COMM_WORLD_RANK'], *sorted(os.sched_getaffinity(0)))"
-    cmd = ["mpirun", "--rankfile", str(rf), "-np", "2", "--oversubscribe"]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    out = subprocess.run(cmd + [sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    got = {int(l.split()[0]): [int(c) for c in l.split()[1:]] for l in out.stdout.splitlines() if l.strip()}
-    assert got == {0: [1], 1: [0]}, out.stdout
+    assert _run_reported(["mpirun", "--rankfile", str(rf), "-np", "2"], tmp_path, 2) == {0: [1], 1: [0]}
+
+
+@needs_mpirun
+@pytest.mark.parametrize("fmt", ["ompi4", "ompi5"])
+@pytest.mark.parametrize("slots", ["cores", "hwthreads"])
+def test_the_printed_command_runs_with_the_installed_mpirun(tmp_path, run_cli, fmt, slots):
+    """``export ompi5`` printed ``--map-by rankfile:file=``, which Open MPI 4 refuses: the command printed is the
+    installed mpirun's, runs as printed (PROGRAM replaced), and the export says what it assumed."""
+    _two_cores()
+    from topoplan.traffic.recorder import openmpi_version
+
+    if openmpi_version() is None:
+        pytest.skip("the mpirun installed is not Open MPI's")
+    host = socket.gethostname()
+    (tmp_path / "hosts").write_text(f"0 {host}\n")
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))
+    rf = tmp_path / "rankfile"
+    code, out, err = run_cli("export", fmt, "-p", tmp_path / "plan.json", "--hosts", tmp_path / "hosts",
+                             "--slots", slots, "-o", rf)
+    assert code == 0, err
+    lines = out.splitlines()
+    run = next(line[len("run: "):] for line in lines if line.startswith("run: "))
+    version = ".".join(map(str, openmpi_version()))
+    assert f"for the Open MPI {version} mpirun found here" in out
+    assert ("slots are hardware threads" if slots == "hwthreads" else "slots are cores") in out
+    assert ("--use-hwthread-cpus" in run or ":hwtcpus" in run) == (slots == "hwthreads")
+    cmd = run.split()
+    assert cmd[-1] == "PROGRAM"
+    assert _run_reported(cmd[:-1], tmp_path, 2) == {0: [1], 1: [0]}
+
+
+@pytest.mark.parametrize("fmt, openmpi, slots, want", [
+    ("ompi4", None, "cores", "mpirun --rankfile rf -np 2 PROGRAM"),
+    ("ompi5", None, "cores", "mpirun --map-by rankfile:file=rf -np 2 PROGRAM"),
+    ("ompi5", 4, "cores", "mpirun --rankfile rf -np 2 PROGRAM"),
+    ("ompi4", 5, "cores", "mpirun --map-by rankfile:file=rf -np 2 PROGRAM"),
+    ("ompi5", 4, "hwthreads", "mpirun --rankfile rf --use-hwthread-cpus -np 2 PROGRAM"),
+    ("ompi5", 5, "hwthreads", "mpirun --map-by rankfile:file=rf:hwtcpus -np 2 PROGRAM"),
+    ("mpich", None, "hwthreads", "mpiexec -f rf -bind-to hwthread -n 2 PROGRAM"),
+])
+def test_launch_command_per_open_mpi_version(fmt, openmpi, slots, want):
+    from topoplan.reporting.export import launch_command
+
+    assert launch_command(fmt, "rf", 2, openmpi=openmpi, slots=slots) == want
+
+
+def test_export_without_open_mpi_prints_the_form_for_each(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("MPIRUN", "no-such-mpirun")
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))
+    code, out, err = run_cli("export", "ompi5", "-p", tmp_path / "plan.json", "-t", "paper003", "-o", tmp_path / "rf")
+    assert code == 0, err
+    assert f"run: mpirun --map-by rankfile:file={tmp_path / 'rf'} -np 2 PROGRAM" in out
+    assert f"with Open MPI 4: mpirun --rankfile {tmp_path / 'rf'} -np 2 PROGRAM" in out
+    code, _, err = run_cli("export", "ompi5", "-p", tmp_path / "plan.json", "-t", "paper003", "--slots", "threads",
+                           "-o", tmp_path / "rf2")
+    assert code == 2 and "--slots: expected one of cores, hwthreads" in err and not (tmp_path / "rf2").exists()

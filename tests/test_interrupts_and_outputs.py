@@ -14,17 +14,21 @@ from topoplan.core import interrupt
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write, check_writable, output_group, write_json
 
+from timing import Stopwatch, wait_for_cpu
+
 
 def _sigint_default():
     signal.signal(signal.SIGINT, signal.SIG_DFL)   # a background CI shell may start us with SIGINT ignored
 
 
-def _run_and_interrupt(args, after_s):
+def _run_and_interrupt(args, cpu_s):
+    """Run the CLI and press Ctrl-C once it has done ``cpu_s`` seconds of work (its imports and set-up take
+    about 2 s of CPU): a fixed sleep hit it while it was still importing when the machine was loaded."""
     p = subprocess.Popen([sys.executable, "-m", "topoplan", *map(str, args)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
-    time.sleep(after_s)
+    wait_for_cpu(p, cpu_s)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    out, err = p.communicate(timeout=600)
     return p.returncode, out, err
 
 
@@ -35,11 +39,9 @@ def _run_and_interrupt(args, after_s):
 ])
 def test_first_ctrl_c_writes_the_best_plan_and_exits_130(tmp_path, cmd):
     out = tmp_path / "plan.json"
-    t0 = time.perf_counter()
-    code, _, err = _run_and_interrupt([*cmd, "--time-limit", "60", "-o", out], after_s=4.0)
+    code, _, err = _run_and_interrupt([*cmd, "--time-limit", "600", "-o", out], cpu_s=4.0)
     assert code == 130, err
-    assert time.perf_counter() - t0 < 30     # stopped long before the 60 s limit
-    doc = json.loads(out.read_text())
+    doc = json.loads(out.read_text())   # stopped by Ctrl-C, not by the limit
     assert doc["status"] == "interrupted" and "Ctrl-C" in doc["message"]
     assert "interrupted" in err.splitlines()[-1] and "Traceback" not in err
 
@@ -47,7 +49,7 @@ def test_first_ctrl_c_writes_the_best_plan_and_exits_130(tmp_path, cmd):
 def test_ctrl_c_outside_a_search_is_exit_130_without_output(tmp_path):
     """A long command that is not a search (here a big generated trace): exit 130, nothing written."""
     out = tmp_path / "t.csv"
-    code, _, err = _run_and_interrupt(["traffic", "npb:kernel=cg,class=C,np=256", "--trace", "-o", out], after_s=3.0)
+    code, _, err = _run_and_interrupt(["traffic", "npb:kernel=cg,class=C,np=256", "--trace", "-o", out], cpu_s=3.0)
     assert code == 130 and err.strip().splitlines()[-1] == "error: interrupted"
     assert not out.exists() and not [p for p in tmp_path.iterdir()]
 
@@ -73,9 +75,9 @@ def test_solve_marks_an_interrupted_search():
     import threading
 
     threading.Timer(1.0, interrupt.request_stop).start()
-    t0 = time.perf_counter()
-    res = topoplan.solve(prob, method="anneal", time_limit=60, seed=0)
-    assert time.perf_counter() - t0 < 10 and res.status == "interrupted"
+    watch = Stopwatch()
+    res = topoplan.solve(prob, method="anneal", time_limit=600, seed=0)
+    assert watch.cpu_s < 10 and res.status == "interrupted"   # work, not wall time: the machine may be loaded
     topoplan.validate(res.to_dict(), load_topology("paper003"))   # the best plan so far is a valid plan
     interrupt.reset()
 

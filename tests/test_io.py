@@ -101,3 +101,55 @@ def test_dumps_puts_each_row_of_a_keyed_table_on_one_line():
     assert ' "forwarding": {' in text and '  "0": {"1": 5, "2": 6},' in text and '  "3": {"1": 7}' in text
     assert '  "a": 1,' in text          # an object of scalars that is no table keeps a member per line
     assert json.loads(text) == doc
+
+
+# -- issue 36: every gzip input is decompressed as a stream, with a bound ----------------------------------------
+
+def _gzip_bomb(path, decompressed, head=b"{"):
+    """A gzip file of ``decompressed`` bytes (spaces after ``head``) in a few hundred KB: members of 16 MiB,
+    each compressed once, repeated."""
+    block = 1 << 24
+    member = gzip.compress(b" " * block, compresslevel=9)
+    with open(path, "wb") as fh:
+        fh.write(gzip.compress(head))
+        for _ in range(-(-decompressed // block)):
+            fh.write(member)
+    return path
+
+
+@pytest.mark.parametrize("args", [["validate", "{p}", "-t", "paper003"],
+                                  ["export", "ompi4", "-p", "{p}", "-t", "paper003", "-o", "{d}/rf"],
+                                  ["simulate", "--flows", "{p}"]])
+def test_gzip_bomb_is_refused_while_streaming(tmp_path, run_cli, args):
+    """Once 70 s and 5.6 GB before the refusal: now the input stops at MAX_INPUT_BYTES once decompressed."""
+    from topoplan.core.io import MAX_INPUT_BYTES
+
+    bomb = _gzip_bomb(tmp_path / "plan.json.gz", MAX_INPUT_BYTES + (1 << 24))
+    assert bomb.stat().st_size < 1 << 20
+    code, _, err = run_cli(*[a.format(p=bomb, d=tmp_path) for a in args])
+    assert code == 2 and f"{bomb}: more than {MAX_INPUT_BYTES:,} bytes once decompressed, over the limit" in err
+    assert len(err.strip().splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json.gz"]
+
+
+def test_one_reader_for_every_gzip_input(tmp_path, monkeypatch):
+    """JSON documents, CSV tables and the traffic sniffer all read through core.io.read_bytes: a bound set there
+    holds for each (and a CSV's own bound, MAX_CSV_BYTES, is passed to it)."""
+    import topoplan.core.csvtable as csvtable
+    import topoplan.core.io as io_mod
+    from topoplan.sim.flowfile import load_scenario
+    from topoplan.traffic.matrix import read_matrix
+    from topoplan.traffic.sources import is_matrix_file
+
+    monkeypatch.setattr(io_mod, "MAX_INPUT_BYTES", 1 << 20)
+    monkeypatch.setattr(csvtable, "MAX_CSV_BYTES", 1 << 20)
+    doc = _gzip_bomb(tmp_path / "d.json.gz", 1 << 24)
+    for read in (read_json, load_scenario):
+        with pytest.raises(TopoplanError, match=r"d\.json\.gz: more than 1,048,576 bytes once decompressed"):
+            read(doc)
+    table = _gzip_bomb(tmp_path / "m.csv.gz", 1 << 24, head=b"src,dst,bytes,msgs\n")
+    assert is_matrix_file(table)   # its header, from the first MiB only
+    with pytest.raises(TopoplanError, match=r"m\.csv\.gz: more than 1,048,576 bytes once decompressed"):
+        read_matrix(table)
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(b'{"a": 1}')[:-6])
+    with pytest.raises(TopoplanError, match=r"cut\.json\.gz: cannot read JSON file"):
+        read_json(tmp_path / "cut.json.gz")

@@ -155,3 +155,32 @@ def test_phases_schedule_scored_by_simulation(tmp_path, run_cli):
     assert f"kept {m['picked']}" in text and "replayed whole: programme" in text
     code, _, err = run_cli(*args, "--score", "simulation")
     assert code == 2 and "--score" in err and "simulated" in err
+
+
+def test_a_phases_document_is_bound_to_its_trace(tmp_path, run_cli):
+    """A phases file made for another trace with the same rank count (and cuts that happen to fit) is refused by
+    the trace's fingerprint; the same calls with other times are the same trace."""
+    from topoplan.traffic.phases import phases_from_doc
+
+    tr = concat([neighbor2d(4, 4, 4e6, iters=3), alltoall(16, 1e6, iters=3)])
+    doc = detect_phases(tr).to_dict()
+    assert set(doc["inputs"]) == {"trace"}
+    other = concat([neighbor2d(4, 4, 2e6, iters=3), alltoall(16, 1e6, iters=3)])   # other sizes, same calls
+    assert len(other) == len(tr)
+    with pytest.raises(TopoplanError, match=r"p\.json: field 'inputs': made for another trace .*; the phases were "
+                                            r"detected on another trace"):
+        phases_from_doc(doc, other, where="p.json")
+    retimed = concat([neighbor2d(4, 4, 4e6, iters=3), alltoall(16, 1e6, iters=3)])
+    retimed.t_start, retimed.t_end = retimed.t_start * 3, retimed.t_end * 3
+    assert phases_from_doc(doc, retimed).kinds() == [0, 1]
+    legacy = {k: v for k, v in doc.items() if k != "inputs"}   # written before fingerprints: its cuts are checked
+    assert phases_from_doc(legacy, other).kinds() == [0, 1]
+    # the command line: phases -o, then simulate --phases with the same trace, and with another
+    spec = "halo-transpose:rows=4,cols=4,bytes=1MB,iters=2"
+    code, _, err = run_cli("phases", "-t", "paper003", "-T", spec, "-o", tmp_path / "ph.json")
+    assert code == 0, err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", spec, "--phases", tmp_path / "ph.json")
+    assert code == 0, err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", spec.replace("1MB", "2MB"), "--phases",
+                           tmp_path / "ph.json")
+    assert code == 2 and "made for another trace" in err and len(err.strip().splitlines()) == 1

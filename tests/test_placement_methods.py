@@ -82,7 +82,7 @@ def test_ocs_first_keeps_groups_and_cuts():
 
 def test_ilp_proves_grid_optimum():
     prob = PlacementProblem.build(load_topology("paper003"), load_traffic(GRID), objective="inter-switch")
-    res = solve(prob, "ilp", time_limit=20)
+    res = solve(prob, "ilp", time_limit=600)   # proves in about a second; the limit is for a loaded machine
     assert res.status == "optimal" and res.gap == 0
     assert res.objective == pytest.approx(1.28e9) and res.bound == pytest.approx(1.28e9)
 
@@ -112,7 +112,7 @@ def test_ilp_proves_small_random_instance_against_brute_force():
     tr = from_arrays(7, src, dst, rng.integers(1, 9, 14) * 1e6)
     for objective in ("hops", "inter-switch"):
         prob = PlacementProblem.build(topo, tr, objective=objective)
-        res = solve(prob, "ilp", time_limit=20)
+        res = solve(prob, "ilp", time_limit=600)
         assert res.status == "optimal"
         assert res.objective == pytest.approx(_brute_force(prob))
         assert res.objective <= solve(prob, "metis").objective + 1e-6

@@ -100,7 +100,11 @@ def test_score_must_be_known_and_simulated_needs_a_simulator():
 def test_circuits_cli_reports_simulated_time_beside_the_bound(run_cli):
     code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy")
     assert code == 0, err
-    assert "communication-time bound 35.2 ms" in out
+    assert "step time 35.2" in out                       # a generator spec is a trace: planned on its steps
     assert "simulated 35.2" in out and "maxmin, pipelined relays (64 KiB chunks)" in out
+    assert "x the step time" in out
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy", "--no-steps")
+    assert code == 0, err
+    assert "communication-time bound 35.2 ms" in out
     code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy", "--score", "best")
-    assert code == 2 and "--score 'best': choose bound or simulated" in err
+    assert code == 2 and "--score 'best': choose auto, bound or simulated" in err

@@ -21,6 +21,8 @@ from topoplan.problems.bcast.allocation import parse_spec, read_allocation
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 TOPOLOGY = (DATA / "cluster" / "topology.conf").read_text()
+UNIT = "slurm_linkspeed_unit=Gbps"   # the cluster's LinkSpeed numbers are Gb/s (Slurm leaves the unit to each site)
+U = [UNIT]
 SLURM_CONF = (DATA / "cluster" / "slurm.conf").read_text()
 
 
@@ -47,12 +49,13 @@ def _conf_dir(tmp_path, slurm_conf=None, topology=TOPOLOGY, name="topology.conf"
 
 def test_walkthrough_show_place_export_simulate(cluster, run_cli):
     topo = cluster / "topology.conf"
-    code, out, err = run_cli("show", topo)
+    code, out, err = run_cli("show", topo, "--set", UNIT)
     assert code == 0, err
     assert "cores_per_node: 24" in out and "down_bw: 100Gbps" in out and "up_bw: 200Gbps" in out
     assert "- cn13" in out and "- leaf2" in out
 
-    code, out, err = run_cli("place", "-t", topo, "-T", cluster / "m.csv", "-m", "greedy", "-o", cluster / "p.json")
+    code, out, err = run_cli("place", "-t", topo, "--set", UNIT, "-T", cluster / "m.csv", "-m", "greedy",
+                             "-o", cluster / "p.json")
     assert code == 0, err
     plan = json.loads((cluster / "p.json").read_text())
     counts = np.bincount(plan["rank_to_node"], minlength=24)
@@ -67,45 +70,49 @@ def test_walkthrough_show_place_export_simulate(cluster, run_cli):
     # a placement CSV of host names, as users have them (any case): two ranks per node on cn01..cn24
     rows = "".join(f"{r},{'CN' if r % 5 == 0 else 'cn'}{r // 2 + 1:02d}\n" for r in range(48))
     (cluster / "placement.csv").write_text("rank,node\n" + rows)
-    code, out, err = run_cli("simulate", "-t", topo, "-T", cluster / "m.csv", "-p", cluster / "placement.csv",
+    code, out, err = run_cli("simulate", "-t", topo, "--set", UNIT, "-T", cluster / "m.csv", "-p",
+                             cluster / "placement.csv",
                              "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["makespan_s"] > 0
     # the same placement by node id simulates to the same makespan
     (cluster / "ids.csv").write_text("rank,node\n" + "".join(f"{r},{r // 2}\n" for r in range(48)))
-    code, out2, err = run_cli("simulate", "-t", topo, "-T", cluster / "m.csv", "-p", cluster / "ids.csv", "--json")
+    code, out2, err = run_cli("simulate", "-t", topo, "--set", UNIT, "-T", cluster / "m.csv", "-p", cluster / "ids.csv",
+                              "--json")
     assert code == 0, err
     assert json.loads(out2)["makespan_s"] == pytest.approx(res["makespan_s"])
     # and the host-name CSV exports and validates as it is
-    code, out, err = run_cli("export", "ompi4", "-p", cluster / "placement.csv", "-t", topo, "-o", cluster / "rf")
+    code, out, err = run_cli("export", "ompi4", "-p", cluster / "placement.csv", "-t", topo, "--set", UNIT,
+                             "-o", cluster / "rf")
     assert code == 0, err
     assert (cluster / "rf").read_text().splitlines()[:2] == ["rank 0=cn01 slot=0", "rank 1=cn01 slot=1"]
     (cluster / "named.json").write_text(json.dumps({"rank_to_node": ["cn01", "CN02"]}))
-    code, out, err = run_cli("validate", cluster / "named.json", "-t", topo)
+    code, out, err = run_cli("validate", cluster / "named.json", "-t", topo, "--set", UNIT)
     assert code == 0, err
 
 
 def test_cores_are_physical_cores_and_set_wins(cluster):
-    t = load_topology(cluster / "topology.conf")
+    t = load_topology(cluster / "topology.conf", U)
     assert isinstance(t, TreeTopology) and t.cores_per_node == 24 and t.n_nodes == 24
     assert t.host_names()[0] == "cn01" and t.switch_names == ("leaf1", "leaf2")
     assert sequential(48, t).rank_to_node.tolist() == [0] * 24 + [1] * 24
     assert cores_hint(t) == ""
     # --set cores_per_node wins: one rank per hardware thread, and slurm.conf is not even read
-    assert load_topology(cluster / "topology.conf", ["cores_per_node=48"]).cores_per_node == 48
+    assert load_topology(cluster / "topology.conf", ["cores_per_node=48", UNIT]).cores_per_node == 48
     (cluster / "slurm.conf").write_text("NodeName=cn01 CPUs=oops\n")
-    assert load_topology(cluster / "topology.conf", ["cores_per_node=48"]).cores_per_node == 48
+    assert load_topology(cluster / "topology.conf", ["cores_per_node=48", UNIT]).cores_per_node == 48
 
 
 def test_without_slurm_conf_the_fit_error_says_how(tmp_path, run_cli):
     topo = _conf_dir(tmp_path)
     (tmp_path / "m.csv").write_text("src,dst,bytes,msgs\n" + "".join(f"{r},{(r + 1) % 48},1000,1\n"
                                                                       for r in range(48)))
-    t = load_topology(topo)
+    t = load_topology(topo, U)
     assert t.cores_per_node == 1 and "no slurm.conf is beside it" in cores_hint(t)
-    for cmd in (["simulate", "-t", topo, "-T", tmp_path / "m.csv"], ["analyze", "-t", topo, "-T", tmp_path / "m.csv"],
-                ["place", "-t", topo, "-T", tmp_path / "m.csv", "-m", "greedy"]):
+    for cmd in (["simulate", "-t", topo, "--set", UNIT, "-T", tmp_path / "m.csv"],
+                ["analyze", "-t", topo, "--set", UNIT, "-T", tmp_path / "m.csv"],
+                ["place", "-t", topo, "--set", UNIT, "-T", tmp_path / "m.csv", "-m", "greedy"]):
         code, _, err = run_cli(*cmd)
         assert code == 2 and "48 ranks do not fit" in err, err
         assert "slurm.conf" in err and "--set cores_per_node=N" in err and len(err.strip().splitlines()) == 1
@@ -116,15 +123,16 @@ def test_without_slurm_conf_the_fit_error_says_how(tmp_path, run_cli):
         load_placement("round-robin", 48, t)
     # a slurm.conf whose nodes have no counts: Slurm's default of 1 CPU, and the hint names it
     (topo.parent / "slurm.conf").write_text("NodeName=cn[01-24] RealMemory=1000\n")
-    assert "gives its nodes no core count" in cores_hint(load_topology(topo))
+    assert "gives its nodes no core count" in cores_hint(load_topology(topo, U))
     # slurm_conf=none ignores the file beside it
     (topo.parent / "slurm.conf").write_text(SLURM_CONF)
-    t = load_topology(topo, ["slurm_conf=none"])
+    t = load_topology(topo, ["slurm_conf=none", UNIT])
     assert t.cores_per_node == 1 and "slurm_conf=none" in cores_hint(t)
     # the hint is not part of the topology: equal topologies, one fingerprint
     from topoplan.core.fingerprint import fingerprint_topology
 
-    assert fingerprint_topology(t) == fingerprint_topology(load_topology(topo, ["slurm_conf=none", "cores_per_node=1"]))
+    assert fingerprint_topology(t) == fingerprint_topology(load_topology(topo, ["slurm_conf=none", "cores_per_node=1",
+                                                                               UNIT]))
 
 
 def test_explicit_slurm_conf(tmp_path):
@@ -132,15 +140,15 @@ def test_explicit_slurm_conf(tmp_path):
     other = tmp_path / "etc"
     other.mkdir()
     (other / "cluster.conf").write_text(SLURM_CONF)
-    assert load_topology(topo, [f"slurm_conf={other / 'cluster.conf'}"]).cores_per_node == 24
+    assert load_topology(topo, [f"slurm_conf={other / 'cluster.conf'}", UNIT]).cores_per_node == 24
     with pytest.raises(TopoplanError, match=r"field 'slurm_conf': .*nope.conf: no such file"):
-        load_topology(topo, [f"slurm_conf={other / 'nope.conf'}"])
+        load_topology(topo, [f"slurm_conf={other / 'nope.conf'}", UNIT])
     with pytest.raises(TopoplanError, match=r"field 'slurm_conf': applies to a Slurm topology.conf or topology.yaml"):
         load_topology("paper003", ["slurm_conf=x"])
     with pytest.raises(TopoplanError, match=r"field 'slurm_topology': .*expected slurm_topology=NAME"):
-        load_topology(topo, ["slurm_topology="])
+        load_topology(topo, ["slurm_topology=", UNIT])
     with pytest.raises(TopoplanError, match=r"field 'slurm_topology': names a topology of a Slurm topology.yaml"):
-        load_topology(topo, ["slurm_topology=fabric"])
+        load_topology(topo, ["slurm_topology=fabric", UNIT])
 
 
 # -- slurm.conf as Slurm reads it ------------------------------------------------------------------------
@@ -197,7 +205,7 @@ def test_slurm_conf_include(tmp_path):
     ("NodeName=n1 CPUs=2 cpus=4\n", r"slurm.conf:1: field 'CPUs': given twice"),
     ("NodeName=n[1-2] CPUs=2\nNodeName=n2 CPUs=4\n", r"slurm.conf:2: node 'n2' is defined twice \(first at .*:1\)"),
     ("NodeName=ALL CPUs=2\n", r"slurm.conf:1: field 'NodeName': ALL is a reserved word"),
-    ("NodeName=n[2-1]\n", r"slurm.conf:1: host list 'n\[2-1\]'"),
+    ("NodeName=n[2-1]\n", r"slurm.conf:1: field 'NodeName': host list 'n\[2-1\]': a range runs backwards"),
     ("NodeName=n1 CPUs=2 oops\n", r"slurm.conf:1: expected Key=Value on a NodeName line, got 'oops'"),
     ("Include nodes.conf\n", r"slurm.conf:1: Include nodes.conf: no such file"),
     ("Include n*.conf\n", r"slurm.conf:1: Include n\*.conf: Slurm does not expand wildcards"),
@@ -212,14 +220,14 @@ def test_slurm_conf_errors_name_file_line_and_field(tmp_path, text, needle):
 def test_nodes_must_match_between_the_files(tmp_path):
     topo = _conf_dir(tmp_path, SLURM_CONF.replace("NodeName=cn[22-24]", "NodeName=cn[22-23]"))
     with pytest.raises(TopoplanError, match=r"topology.conf:4: node 'cn24' has no NodeName line in .*slurm.conf"):
-        load_topology(topo)
+        load_topology(topo, U)
     (topo.parent / "slurm.conf").write_text(SLURM_CONF.replace("NodeName=cn[22-24]", "NodeName=cn[22-25]"))
     with pytest.raises(TopoplanError, match=r"slurm.conf:13: node 'cn25' is not in .*topology.conf"):
-        load_topology(topo)
+        load_topology(topo, U)
     (topo.parent / "slurm.conf").write_text(SLURM_CONF.replace("NodeName=cn[22-24]", "NodeName=CN[22-24]"))
     with pytest.raises(TopoplanError, match=r"node 'cn22' has no NodeName line .*has 'CN22': Slurm node names are "
                                             "case-sensitive"):
-        load_topology(topo)
+        load_topology(topo, U)
 
 
 def test_mixed_core_counts_are_refused_unless_set(tmp_path, run_cli):
@@ -227,9 +235,9 @@ def test_mixed_core_counts_are_refused_unless_set(tmp_path, run_cli):
     topo = _conf_dir(tmp_path, conf)
     with pytest.raises(TopoplanError, match=r"slurm.conf:13: node 'cn22' has 64 cores but node 'cn01' "
                                             r"\(.*slurm.conf:10\) has 24 cores: .*--set cores_per_node=N"):
-        load_topology(topo)
-    assert load_topology(topo, ["cores_per_node=24"]).cores_per_node == 24
-    code, _, err = run_cli("show", topo)
+        load_topology(topo, U)
+    assert load_topology(topo, ["cores_per_node=24", UNIT]).cores_per_node == 24
+    code, _, err = run_cli("show", topo, "--set", UNIT)
     assert code == 2 and "has 64 cores but node 'cn01'" in err and len(err.strip().splitlines()) == 1
 
 
@@ -238,7 +246,7 @@ def test_slurm_conf_given_as_the_topology(tmp_path):
     p.write_text(SLURM_CONF)
     with pytest.raises(TopoplanError, match=r"slurm.conf:2: ClusterName= is a slurm.conf line: give --topology "
                                             "the topology.conf"):
-        load_topology(p)
+        load_topology(p, U)
 
 
 # -- topology.yaml and the block plugin ------------------------------------------------------------------
@@ -246,8 +254,8 @@ def test_slurm_conf_given_as_the_topology(tmp_path):
 def test_topology_yaml_tree_is_the_topology_conf(tmp_path):
     d = tmp_path / "y"
     shutil.copytree(DATA / "yaml", d)
-    t = load_topology(d / "topology.yaml")
-    conf = load_topology(DATA / "cluster" / "topology.conf", ["eps.down_bw=10Gbps", "eps.up_bw=10Gbps"])
+    t = load_topology(d / "topology.yaml", U)
+    conf = load_topology(DATA / "cluster" / "topology.conf", ["eps.down_bw=10Gbps", "eps.up_bw=10Gbps", UNIT])
     assert isinstance(t, TreeTopology) and t.name == "fabric" and t.cores_per_node == 24
     assert (t.nodes_per_switch, t.host_names(), t.switch_names) == (conf.nodes_per_switch, conf.host_names(),
                                                                     conf.switch_names)
@@ -257,16 +265,16 @@ def test_topology_yaml_tree_is_the_topology_conf(tmp_path):
 def test_topology_yaml_block_is_a_two_level_tree(tmp_path):
     d = tmp_path / "y"
     shutil.copytree(DATA / "yaml", d)
-    t = load_topology(d / "topology.yaml", ["slurm_topology=racks"])
+    t = load_topology(d / "topology.yaml", ["slurm_topology=racks", UNIT])
     assert isinstance(t, TreeTopology) and t.name == "racks"
     assert t.nodes_per_switch == (6, 6, 6, 6) and t.switch_names == ("b1", "b2", "b3", "b4")
     assert t.cores_per_node == 24 and t.hop_matrix()[0, 5] == 1 and t.hop_matrix()[0, 6] == 3
     with pytest.raises(TopoplanError, match=r"topology.yaml:28: field '\[2\].flat': topology 'plain' uses the "
                                             "topology/flat plugin.*choose one with --set slurm_topology=NAME: "
                                             "fabric, racks"):
-        load_topology(d / "topology.yaml", ["slurm_topology=plain"])
+        load_topology(d / "topology.yaml", ["slurm_topology=plain", UNIT])
     with pytest.raises(TopoplanError, match=r"field 'slurm_topology': no topology 'nvl'"):
-        load_topology(d / "topology.yaml", ["slurm_topology=nvl"])
+        load_topology(d / "topology.yaml", ["slurm_topology=nvl", UNIT])
 
 
 def test_topology_conf_block_plugin():
@@ -287,8 +295,10 @@ def test_topology_yaml_link_speed_and_choice():
             "- topology: b\n  cluster_default: true\n  tree:\n    switches:\n"
             "      - {switch: s1, nodes: 'y[1-2]'}\n")
     assert slurm_yaml_to_dict(text)["hostnames"] == ["y1", "y2"]          # cluster_default wins
-    doc = slurm_yaml_to_dict(text, topology="a")
+    doc = slurm_yaml_to_dict(text, topology="a", linkspeed_unit="Gbps")
     assert doc["eps"] == {"down_bw": "100Gbps", "up_bw": "400Gbps"}
+    with pytest.raises(TopoplanError, match=r"t.yaml:4: field 'link_speed': 100 has no unit"):
+        slurm_yaml_to_dict(text, "t.yaml", topology="a")
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -324,7 +334,7 @@ def test_topology_yaml_errors_name_file_line_and_field(tmp_path, text, needle):
     p = tmp_path / "t.yaml"
     p.write_text(text)
     with pytest.raises(TopoplanError, match=needle):
-        load_topology(p, ["slurm_conf=none"])
+        load_topology(p, ["slurm_conf=none", UNIT])
 
 
 # -- host names wherever node ids are ---------------------------------------------------------------------
@@ -332,7 +342,7 @@ def test_topology_yaml_errors_name_file_line_and_field(tmp_path, text, needle):
 def test_placement_csv_unknown_host_names_file_and_line(cluster, run_cli):
     rows = "".join(f"{r},cn{r // 2 + 1:02d}\n" for r in range(48)).replace("5,cn03", "5,cn99")
     (cluster / "placement.csv").write_text("rank,node\n" + rows)
-    code, _, err = run_cli("simulate", "-t", cluster / "topology.conf", "-T", cluster / "m.csv", "-p",
+    code, _, err = run_cli("simulate", "-t", cluster / "topology.conf", "--set", UNIT, "-T", cluster / "m.csv", "-p",
                            cluster / "placement.csv")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "placement.csv:7: field 'node': unknown host 'cn99' (hosts: cn01, cn02, ..., cn24; or a node id 0-23)" in err
@@ -342,7 +352,7 @@ def test_placement_csv_unknown_host_names_file_and_line(cluster, run_cli):
 
 
 def test_placement_json_with_host_names(cluster):
-    t = load_topology(cluster / "topology.conf")
+    t = load_topology(cluster / "topology.conf", U)
     p = cluster / "p.json"
     p.write_text(json.dumps({"rank_to_node": ["cn24", "cn24", "CN01", 5]}))
     pl = load_placement(str(p), 4, t)
@@ -353,14 +363,15 @@ def test_placement_json_with_host_names(cluster):
 
 
 def test_bcast_allocations_take_host_names_in_any_case(cluster, run_cli):
-    t = load_topology(cluster / "topology.conf")
+    t = load_topology(cluster / "topology.conf", U)
     assert parse_spec("cn[01-02],CN13", t).tolist() == [0, 1, 12]
     (cluster / "alloc.txt").write_text("# job 42\ncn05\nCn17\n3\n")
     assert read_allocation(cluster / "alloc.txt", t).tolist() == [4, 16, 3]
-    code, out, err = run_cli("bcast", "-t", cluster / "topology.conf", "-a", "cn[01-04],cn[13-16]", "--json")
+    code, out, err = run_cli("bcast", "-t", cluster / "topology.conf", "--set", UNIT, "-a", "cn[01-04],cn[13-16]",
+                             "--json")
     assert code == 0, err
     assert sorted(json.loads(out)["allocation_nodes"]) == [0, 1, 2, 3, 12, 13, 14, 15]
-    code, _, err = run_cli("bcast", "-t", cluster / "topology.conf", "-a", "cn[01-04],cn77")
+    code, _, err = run_cli("bcast", "-t", cluster / "topology.conf", "--set", UNIT, "-a", "cn[01-04],cn77")
     assert code == 2 and "unknown host 'cn77'" in err and len(err.strip().splitlines()) == 1
 
 
@@ -376,7 +387,7 @@ def test_node_ids_one_rule():
 
 
 def test_the_spine_keeps_its_name(cluster, tmp_path):
-    topo = load_topology(str(cluster / "topology.conf"))
+    topo = load_topology(str(cluster / "topology.conf"), U)
     assert topo.top_label() == "spine" and topo.switch_labels() == ["leaf1", "leaf2"]
     from topoplan.core.topology_io import topology_from_dict, topology_to_dict
     from topoplan.sim.network import build_network
@@ -392,3 +403,58 @@ def test_the_spine_keeps_its_name(cluster, tmp_path):
         load_topology(str(y))
     y.write_text(y.read_text().replace("top_name: a", "top_name: core1"))
     assert load_topology(str(y)).top_label() == "core1"
+
+
+# -- issue 36: host lists as Slurm reads them ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, hosts", [
+    ("node[01-02] node05", ["node01", "node02", "node05"]),   # once 'node01 node05' and 'node02 node05'
+    ("node[01-02]\tnode05,node[07-08]", ["node01", "node02", "node05", "node07", "node08"]),
+    ("n1,,n2 ", ["n1", "n2"]),
+    ("n[1, 3]", ["n1", "n3"]),
+    ("n[9-11]", ["n9", "n10", "n11"]),
+    ("r[1-2]n[08-09]", ["r1n08", "r1n09", "r2n08", "r2n09"]),
+    ("n[3,1]", ["n3", "n1"]),   # the order given
+])
+def test_hostlists_expand_as_slurm_does(text, hosts):
+    from topoplan.core.topology_io import expand_hostlist
+
+    assert expand_hostlist(text) == hosts
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("n[1-2] n3;x", r"host name 'n3;x' contains ';'.* \(from host list 'n\[1-2\] n3;x'\)"),
+    ("n[1-2]=x", r"host name 'n1=x' contains '='"),
+    ("n[1-2", r"unbalanced brackets"),
+    ("n]1[", r"unbalanced brackets"),
+    ("n[[1-2]]", r"nested brackets"),
+    ("n[2-1]", r"a range runs backwards"),
+    ("n[a-b]", r"bad range"),
+    ("n[٣-٥]", r"bad range"),
+    ("n[0-99999999]", r"more than 1,048,576 hosts"),
+    ("n[0-999],m[0-999],x[0-999]", None),
+])
+def test_hostlists_never_give_a_name_a_launcher_cannot_use(text, needle):
+    from topoplan.core.topology_io import expand_hostlist
+
+    if needle is None:
+        assert len(expand_hostlist(text)) == 3000
+        return
+    with pytest.raises(TopoplanError, match=needle):
+        expand_hostlist(text, "x.conf:1: ")
+
+
+def test_hostlists_with_spaces_in_every_reader(tmp_path, run_cli):
+    """topology.yaml node lists, --allocation host lists and host files take Slurm's spaces between items."""
+    y = tmp_path / "topology.yaml"
+    y.write_text("- topology: t\n  tree:\n    switches:\n      - {switch: s0, nodes: 'cn[01-02] cn05'}\n"
+                 "      - {switch: s1, nodes: 'cn[06-07]'}\n      - {switch: top, children: 's[0-1]'}\n")
+    t = load_topology(y)
+    assert list(t.host_names()) == ["cn01", "cn02", "cn05", "cn06", "cn07"]
+    code, out, err = run_cli("bcast", "-t", y, "-a", "cn[01-02] cn07", "--json")
+    assert code == 0, err
+    assert json.loads(out)["allocation_nodes"] == [0, 1, 4]
+    from topoplan.fabric.ibfabric import read_hosts
+
+    (tmp_path / "hosts").write_text("cn[01-02] cn05\ncn06 slots=4\ncn07:2\n")
+    assert read_hosts(tmp_path / "hosts") == ["cn01", "cn02", "cn05", "cn06", "cn07"]

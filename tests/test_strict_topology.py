@@ -26,22 +26,51 @@ GRAPH_DOC = {"kind": "graph", "switches": ["a", "b"], "hosts": [{"name": "h0", "
              "links": [{"a": "a", "b": "b"}]}
 
 
-def _load(tmp_path, text, name="t.yaml"):
+def _load(tmp_path, text, name="t.yaml", sets=()):
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")
-    return load_topology(p)
+    return load_topology(p, sets)
 
 
 # -- Slurm topology.conf ----------------------------------------------------------------------------
 
-def _conf(tmp_path, text):
-    return _load(tmp_path, text, "topology.conf")
+GBPS = ["slurm_linkspeed_unit=Gbps"]   # Slurm leaves LinkSpeed's unit to each site: bare numbers need it stated
+
+
+def _conf(tmp_path, text, sets=GBPS):
+    return _load(tmp_path, text, "topology.conf", sets)
 
 
 @pytest.mark.parametrize("speed", ["100", "100.0", "1e2", "1E2", "1e+2", ".1e3", "100Gbps", "100Gb/s", "12.5GB/s"])
 def test_slurm_linkspeed_one_reading_for_every_spelling(tmp_path, speed):
     t = _conf(tmp_path, f"SwitchName=s0 Nodes=n[0-1] LinkSpeed={speed}\n")
     assert t.down_bw_Bps == pytest.approx(12.5e9)      # 100 Gb/s, never 100 B/s
+
+
+@pytest.mark.parametrize("unit, bw_Bps", [("Gbps", 12.5e9), ("Mbps", 12.5e6), ("GB/s", 100e9), ("Gb/s", 12.5e9)])
+def test_slurm_linkspeed_in_the_stated_unit(tmp_path, unit, bw_Bps):
+    t = _conf(tmp_path, "SwitchName=s0 Nodes=n[0-1] LinkSpeed=100\n", [f"slurm_linkspeed_unit={unit}"])
+    assert t.down_bw_Bps == pytest.approx(bw_Bps)
+
+
+@pytest.mark.parametrize("speed", ["100000", "1e2", "100.0"])
+def test_slurm_bare_linkspeed_needs_its_unit_stated(tmp_path, speed):
+    """100000 is 100 Gb/s at a site that counts Mb/s and 100 Tb/s at one that counts Gb/s: never guessed."""
+    with pytest.raises(TopoplanError, match=rf"topology.conf:1: field 'LinkSpeed': {speed} has no unit.*"
+                                            r"--set slurm_linkspeed_unit=UNIT"):
+        _conf(tmp_path, f"SwitchName=s0 Nodes=n[0-1] LinkSpeed={speed}\n", sets=())
+    assert _conf(tmp_path, "SwitchName=s0 Nodes=n[0-1] LinkSpeed=100Gbps\n", sets=()).down_bw_Bps == 12.5e9
+
+
+@pytest.mark.parametrize("unit", ["", "G", "bogus", "1Gbps", "Gbps;x", "٣Gbps"])
+def test_slurm_linkspeed_unit_must_be_a_bandwidth_unit(tmp_path, unit):
+    with pytest.raises(TopoplanError, match="slurm_linkspeed_unit"):
+        _conf(tmp_path, "SwitchName=s0 Nodes=n[0-1] LinkSpeed=100\n", [f"slurm_linkspeed_unit={unit}"])
+
+
+def test_slurm_linkspeed_unit_is_for_slurm_files(tmp_path):
+    with pytest.raises(TopoplanError, match="field 'slurm_linkspeed_unit': applies to a Slurm"):
+        _load(tmp_path, TREE, sets=["slurm_linkspeed_unit=Gbps"])
 
 
 @pytest.mark.parametrize("speed, needle", [
@@ -103,7 +132,7 @@ def test_slurm_trailing_continuation_keeps_the_last_switch(tmp_path, tail):
     ("SwitchName=s0 Nodes=a[0-1] LinkSpeed=10\nSwitchName=s1 Nodes=a[2-3]\nSwitchName=top Switches=s[0-1] "
      "LinkSpeed=10\n", r"topology.conf:2: switch 's1' has no LinkSpeed but switch 's0' \(line 1\) has one"),
     ("SwitchName=s[0] Nodes=a0\n", r"topology.conf:1: field 'SwitchName'"),
-    ("SwitchName=s0 Nodes=n[٣-٥]\n", r"topology.conf:1: host list .*bad range"),
+    ("SwitchName=s0 Nodes=n[٣-٥]\n", r"topology.conf:1: field 'Nodes': host list .*bad range"),
 ])
 def test_slurm_structure_errors_name_the_line(tmp_path, text, needle):
     with pytest.raises(TopoplanError, match=needle):

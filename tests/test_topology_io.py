@@ -104,7 +104,7 @@ SwitchName=top Switches=s[0-1] \\
 def test_slurm_two_level_is_a_tree(tmp_path):
     p = tmp_path / "topology.conf"
     p.write_text(SLURM_TWO_LEVEL)
-    t = load_topology(p)
+    t = load_topology(p, ["slurm_linkspeed_unit=Gbps"])   # Slurm leaves the unit of LinkSpeed=10 to each site
     assert isinstance(t, TreeTopology) and t.nodes_per_switch == (4, 4)
     assert t.host_names()[4] == "tux4" and t.switch_names == ("s0", "s1")
     assert t.down_bw_Bps == pytest.approx(1.25e9) and t.up_bw_Bps == pytest.approx(2.5e9)

@@ -17,12 +17,13 @@ def write(tmp_path, body, name="t.csv", gz=False):
 
 
 def test_read_sorts_by_rank_then_time(tmp_path):
-    p = write(tmp_path, "1,recv,0,8,,2,0.2,0.3\n0,send,1,8,,2,0.1,0.1\n0,barrier,,0,,2,0.0,0.05\n", gz=True)
+    p = write(tmp_path, "1,recv,0,8,,2,0.2,0.3\n0,send,1,8,,2,0.1,0.1\n0,barrier,,0,,2,0.0,0.05\n"
+                        "1,barrier,,0,,2,0.0,0.1\n", gz=True)
     t = read_trace(p)
-    assert t.n_ranks == 2 and len(t) == 3
-    assert t.rank.tolist() == [0, 0, 1]
-    assert t.op.tolist() == [OP_CODE["barrier"], OP_CODE["send"], OP_CODE["recv"]]
-    assert t.peer.tolist() == [-1, 1, 0]
+    assert t.n_ranks == 2 and len(t) == 4
+    assert t.rank.tolist() == [0, 0, 1, 1]
+    assert t.op.tolist() == [OP_CODE["barrier"], OP_CODE["send"], OP_CODE["barrier"], OP_CODE["recv"]]
+    assert t.peer.tolist() == [-1, 1, -1, 0]
 
 
 def test_unknown_ops_are_kept_and_counted(tmp_path):
@@ -65,3 +66,88 @@ def test_real_npb_traces_load(shared):
         assert t.n_ranks == 64
         assert not t.unknown_ops
         assert 0 in t.communicators and len(t.members(0)) == 64
+
+
+# -- issue 36: calls that contradict each other are refused, naming the line ----------------------------------
+
+CHEAD = "rank,op,peer,bytes,root,comm_size,t_start,t_end,comm\n"
+
+
+def _comm_trace(tmp_path, body, communicators=None):
+    (tmp_path / "t.csv").write_text(CHEAD + body)
+    if communicators is not None:
+        (tmp_path / "communicators.csv").write_text("comm,size,world_ranks\n" + communicators)
+    return tmp_path / "t.csv"
+
+
+@pytest.mark.parametrize("body, needle", [
+    # the root passes 500 bytes to a bcast, the other rank 1,000
+    ("0,bcast,,500,0,2,0,0\n1,bcast,,1000,0,2,0,0\n",
+     r"t\.csv:3: field 'bytes': 1000 bytes, but rank 0 passes 500 to the same bcast \(its 1st collective call"),
+    ("0,allreduce,,8,,2,0,0\n1,allreduce,,8,,2,0,0\n0,allreduce,,8,,2,1,1\n1,allreduce,,16,,2,1,1\n",
+     r"t\.csv:5: field 'bytes': 16 bytes, but rank 0 passes 8 to the same allreduce \(its 2nd"),
+    ("0,bcast,,8,0,2,0,0\n1,bcast,,8,1,2,0,0\n", r"t\.csv:3: field 'root': 1, but rank 0 gives the same bcast"),
+    ("0,bcast,,8,0,2,0,0\n1,reduce,,8,0,2,0,0\n", r"t\.csv:3: field 'op': its 1st collective call on MPI_COMM_WORLD "
+                                                   r"is a reduce, but rank 0's is a bcast"),
+    ("0,barrier,,0,,2,0,0\n1,barrier,,0,,2,0,0\n0,barrier,,0,,2,1,1\n",
+     r"t\.csv:4: its 2nd collective call on MPI_COMM_WORLD \(a barrier\) is not made by rank 1, a member"),
+    ("0,bcast,,8,,2,0,0\n1,bcast,,8,,2,0,0\n", r"t\.csv:2: field 'root': a bcast needs its root"),
+    ("0,allreduce,,8,,3,0,0\n1,allreduce,,8,,3,0,0\n2,allreduce,,8,,2,0,0\n",
+     r"t\.csv:4: field 'comm_size': 2, but MPI_COMM_WORLD has 3 ranks"),
+])
+def test_collective_calls_agree(tmp_path, body, needle):
+    with pytest.raises(TopoplanError, match=needle):
+        read_trace(write(tmp_path, body))
+
+
+def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
+    """The v-variants are written under the same names: their ranks' sizes differ by design."""
+    t = read_trace(write(tmp_path, "0,gather,,8,0,2,0,0\n1,gather,,16,0,2,0,0\n0,alltoallv,1,5,,2,1,1\n"
+                                   "1,alltoallv,0,7,,2,1,1\n0,allgatherv,,3,,2,2,2\n1,allgatherv,,4,,2,2,2\n"))
+    assert t.op_counts() == {"alltoallv": 2, "allgatherv": 2, "gather": 2}
+
+
+@pytest.mark.parametrize("body, communicators, needle", [
+    # comm 5 is not listed: read as MPI_COMM_WORLD it would spread its bytes over 4 ranks instead of 2
+    ("0,allreduce,,8,,2,0,0,5\n1,allreduce,,8,,2,0,0,5\n2,barrier,,0,,4,0,0,0\n3,barrier,,0,,4,0,0,0\n",
+     None, r"t\.csv:2: field 'comm': communicator 5 is not listed \(communicators\.csv\) and its comm_size 2 is not "
+           r"MPI_COMM_WORLD's 4 ranks"),
+    ("0,allreduce,,8,,2,0,0,5\n1,allreduce,,8,,2,0,0,5\n2,allreduce,,8,,2,0,0,6\n3,allreduce,,8,,2,0,0,6\n",
+     '6,2,"2;3"\n', r"t\.csv:2: field 'comm': communicator 5 is not listed"),
+    ("0,allreduce,,8,,2,0,0,6\n1,allreduce,,8,,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n3,barrier,,0,,4,0,0,-1\n",
+     '6,2,"2;3"\n', r"t\.csv:2: field 'rank': the calling rank 0 is not a member of communicator 6 \(2 ranks\)"),
+    ("0,send,3,8,,2,0,0,6\n3,recv,0,8,,2,0,0,6\n", '6,2,"0;1"\n',
+     r"t\.csv:2: field 'peer': the partner 3 is not a member of communicator 6"),
+    ("0,bcast,,8,3,2,0,0,6\n1,bcast,,8,3,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n3,barrier,,0,,4,0,0,-1\n", '6,2,"0;1"\n',
+     r"t\.csv:2: field 'root': the root 3 is not a member of communicator 6"),
+    ("0,allreduce,,8,,3,0,0,6\n1,allreduce,,8,,3,0,0,6\n", '6,2,"0;1"\n',
+     r"t\.csv:2: field 'comm_size': 3, but communicator 6 has 2 ranks"),
+])
+def test_communicators_are_what_the_list_says(tmp_path, body, communicators, needle):
+    with pytest.raises(TopoplanError, match=needle):
+        read_trace(_comm_trace(tmp_path, body, communicators))
+
+
+def test_listed_communicators_and_the_world_are_read(tmp_path):
+    t = read_trace(_comm_trace(tmp_path, "0,allreduce,,8,,2,0,0,6\n1,allreduce,,8,,2,0,0,6\n"
+                                         "2,allreduce,,16,,2,0,0,7\n3,allreduce,,16,,2,0,0,7\n"
+                                         "0,bcast,,4,1,4,1,1,0\n1,bcast,,4,1,4,1,1,0\n2,bcast,,4,1,4,1,1,0\n"
+                                         "3,bcast,,4,1,4,1,1,0\n", '6,2,"1;0"\n7,2,"2;3"\n'))
+    assert t.members(6).tolist() == [1, 0] and t.members(0).tolist() == [0, 1, 2, 3]   # 0: not listed, the world
+
+
+@pytest.mark.parametrize("req", ["2", "-2", "300", "44"])
+def test_wait_req_is_what_it_completes(tmp_path, req):
+    """A wait's req is 1 (a send), 0 (a receive) or -1; held in one byte, 300 once wrapped to 44."""
+    p = tmp_path / "t.csv"
+    p.write_text(HEADER.rstrip("\n") + f",req\n0,isend,1,8,,2,0,0,\n0,wait,1,8,,2,1,1,{req}\n1,recv,0,8,,2,0,1,\n")
+    with pytest.raises(TopoplanError, match=rf"t\.csv:3: field 'req': {req} is not what a wait completes"):
+        read_trace(p)
+    p.write_text(HEADER.rstrip("\n") + ",req\n0,isend,1,8,,2,0,0,7\n0,wait,1,8,,2,1,1,1\n1,recv,0,8,,2,0,1,\n")
+    assert read_trace(p).req.tolist()[1] == 1   # other rows' req is not read (some recorders put tags there)
+
+
+def test_the_shared_traces_pass_the_checks(shared):
+    for kernel in ("FT", "IS"):   # the two smaller ones (CG, LU and MG take seconds to read)
+        t = read_trace(shared / "traces" / f"{kernel}.C.64" / "events.csv.gz")
+        assert t.n_ranks == 64 and len(t) > 10_000

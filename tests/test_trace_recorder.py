@@ -20,6 +20,13 @@ from topoplan.cli.main import main
 from topoplan.core.errors import TopoplanError
 from topoplan.traffic.trace import UNKNOWN_OP, read_trace
 
+from otf2_archives import cut, pingpong, two_ranks
+
+try:   # the OTF2 tests write archives with the otf2 package (a dependency); its enums name their events
+    from otf2.enums import CollectiveOp
+except ImportError:   # pragma: no cover
+    CollectiveOp = None
+
 DATA = Path(__file__).resolve().parent / "data" / "mpi"
 HAVE_MPI = bool(shutil.which("mpicc") and shutil.which("mpirun"))
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs Open MPI's mpicc and mpirun "
@@ -238,6 +245,25 @@ def test_record_errors(mpi, tmp_path):
         record(["true"], tmp_path / "t", np=2)   # not an MPI program
     with pytest.raises(TopoplanError, match="exited with status"):
         record(["false"], tmp_path / "t", np=2, quiet=True)
+    assert not (tmp_path / "t").exists()   # a failed run leaves no (empty) trace directory behind
+
+
+@needs_mpi
+@pytest.mark.parametrize("program", ["true", "false"])
+def test_failed_trace_leaves_nothing(mpi, tmp_path, capsys, program):
+    """``topoplan trace`` that fails (no trace, or the program fails) leaves no output directory, nor its parents
+    it made; a directory that was there stays, without files of this run."""
+    out = tmp_path / "a" / "b" / "trace"
+    assert main(["trace", "-q", "-o", str(out), "-np", "2", "--", program]) == 2
+    assert capsys.readouterr().err.startswith("error: ") and not (tmp_path / "a").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine\n")
+    assert main(["trace", "-q", "-o", str(kept), "-np", "2", "--", program]) == 2
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+    (tmp_path / "file").write_text("x")
+    assert main(["trace", "-q", "-o", str(tmp_path / "file"), "-np", "2", "--", program]) == 2
+    assert "not a directory" in capsys.readouterr().err
 
 
 def test_no_mpicc(monkeypatch, capsys, tmp_path):
@@ -430,3 +456,91 @@ def test_otf2_bad_files(tmp_path):
         read_otf2(bad)
     with pytest.raises(TopoplanError, match="no such OTF2 archive"):
         read_otf2(tmp_path / "missing.otf2")
+
+
+# -- OTF2 archives that are not what they claim (issue 36): one line, exit 2, never a wrong trace ---------------
+
+def _collective(op, sizes, root=0xFFFFFFFF):
+    """Both ranks call ``op``; rank r's (size sent, size received) is ``sizes[r]``."""
+    def events(e, world):
+        for r in range(2):
+            e[r].mpi_collective_begin(10)
+            e[r].mpi_collective_end(11, op, world, root, *sizes[r])
+    return events
+
+
+@pytest.mark.parametrize("damage, needle", [
+    (lambda a: cut(a, "1.evt"), "cannot read the OTF2 archive: Invalid or inconsistent record data"),
+    (lambda a: shutil.rmtree(a.parent / "traces"), "cannot read the OTF2 archive: File or directory does not exist"),
+    (lambda a: (a.parent / "traces" / "0.evt").unlink(), "cannot read the OTF2 archive: File or directory does not"),
+    (lambda a: cut(a, "0.def"), "OTF2 archive"),
+    (lambda a: (a.parent / "traces.def").write_bytes((a.parent / "traces.def").read_bytes()[:40]),
+     "not a readable OTF2 archive (Invalid or inconsistent record data"),
+])
+def test_otf2_damaged_archive_is_one_line(tmp_path, damage, needle):
+    """Every read is guarded, not only the opening; the OTF2 library's own lines never reach the terminal.
+    A fresh process each (as a user runs it): the C library keeps state between archives of one process."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("otf2")
+    anchor = two_ranks(tmp_path / "a", pingpong)
+    damage(anchor)
+    for args in (["simulate", "-t", "paper003", "-T", str(anchor)],
+                 ["traffic", str(anchor.parent), "-o", str(tmp_path / "m.csv")]):
+        r = subprocess.run([sys.executable, "-m", "topoplan", *args], capture_output=True, text=True, timeout=600)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: {anchor}: ") and needle in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "[OTF2]" not in r.stderr + r.stdout
+    assert not (tmp_path / "m.csv").exists()
+
+
+@pytest.mark.parametrize("events, needle", [
+    (lambda e, w: pingpong(e, w, 1, 2 ** 61),
+     r"rank 0's 1st call: field 'bytes': 2\.306e\+18 is over the limit of 1,152,921,504,606,846,976 bytes"),
+    (_collective(CollectiveOp.BCAST, [(800, 0), (0, 400)], root=7),
+     r"rank 0's MpiCollectiveEnd event: the BCAST root 7 is outside its communicator of 2 ranks"),
+    (_collective(CollectiveOp.REDUCE, [(8, 16), (8, 0)]),   # a reduce without a root
+     r"the REDUCE root -1 is outside its communicator"),
+    (lambda e, w: (e[0].mpi_send(10, 5, w, 1, 8), e[1].mpi_recv(11, 0, w, 1, 8)),
+     r"rank 0's MpiSend event: receiver 5 is outside its communicator of 2 ranks"),
+    (_collective(CollectiveOp.ALLREDUCE, [(1000, 1000), (2000, 2000)]),   # rank 0 500 B, rank 1 1,000 B
+     r"rank 1's 1st call: field 'bytes': 1000 bytes, but rank 0 passes 500 to the same allreduce"),
+    (lambda e, w: None, r"no MPI events in the archive of 2 ranks: nothing to plan or replay"),
+    (lambda e, w: [x.mpi_collective_end(5, CollectiveOp.SCAN, w, 0xFFFFFFFF, 4, 4) for x in e],
+     r"2 MPI calls, none of them communication topoplan models \(scan 2\)"),
+])
+def test_otf2_values_that_would_misread(tmp_path, events, needle):
+    """Sizes the CSV readers refuse, a root or peer outside the communicator (once root -1: its bytes vanished),
+    ranks disagreeing on a collective's size, an archive without MPI communication (once a makespan of 0 s)."""
+    otf2 = pytest.importorskip("otf2")  # noqa: F841
+    from topoplan.traffic.otf2 import read_otf2
+
+    anchor = two_ranks(tmp_path / "a", events)
+    with pytest.raises(TopoplanError, match=needle):
+        read_otf2(anchor)
+
+
+def test_otf2_the_limit_is_the_csv_readers(tmp_path):
+    """One rule for sizes: the largest message the CSV readers take is read from OTF2 too, one more byte is not."""
+    pytest.importorskip("otf2")
+    from topoplan.core.units import MAX_VALUE
+    from topoplan.traffic.otf2 import read_otf2
+
+    limit = int(MAX_VALUE["size"])
+    t = read_otf2(two_ranks(tmp_path / "a", lambda e, w: pingpong(e, w, 1, limit)))
+    assert t.bytes.max() == limit
+    head = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
+    for nbytes, ok in ((limit, True), (limit + 2 ** 10, False)):
+        csv = tmp_path / f"t{nbytes}.csv"
+        csv.write_text(head + f"0,send,1,{nbytes},-1,2,0,0\n1,recv,0,{nbytes},-1,2,0,0\n")
+        if ok:
+            read_trace(csv)
+        else:
+            with pytest.raises(TopoplanError, match="over the limit"):
+                read_trace(csv)
+        otf = two_ranks(tmp_path / f"o{nbytes}", lambda e, w: pingpong(e, w, 1, nbytes))
+        if ok:
+            read_otf2(otf)
+        else:
+            with pytest.raises(TopoplanError, match="over the limit"):
+                read_otf2(otf)

@@ -63,3 +63,50 @@ def test_ascii_int_range():
     assert ascii_int(str(2 ** 62 - 1), "f:1") == 2 ** 62 - 1
     with pytest.raises(TopoplanError, match="f:1: 4611686018427387904 is out of range"):
         ascii_int(str(2 ** 62), "f:1")
+
+
+# -- issue 36: digits of other scripts are not numbers, anywhere a number is read from text -------------------
+
+@pytest.mark.parametrize("fn", [parse_time, parse_size, parse_bandwidth])
+@pytest.mark.parametrize("text", ["٣s", "٣", "３ms", "1٠MB", "٠.٥Gbps", "²"])
+def test_units_refuse_digits_of_other_scripts(fn, text):
+    with pytest.raises(TopoplanError, match="cannot read"):
+        fn(text)
+
+
+def test_time_unit_hint_names_every_unit():
+    with pytest.raises(TopoplanError, match=r"unknown time unit in '3 weeks' \(use ns, us, ms, s, min, h\)"):
+        parse_time("3 weeks")
+    assert parse_time("2min") == 120.0 and parse_time("1h") == 3600.0
+
+
+@pytest.mark.parametrize("text, expected", [("0.5", True), ("-1e-3", True), (" 7 ", True), (".5", True),
+                                            ("inf", True), ("NaN", True), ("٠.٥", False), ("1_0", False),
+                                            ("0x10", False), ("", False), ("1e", False), (0.5, False)])
+def test_is_ascii_number(text, expected):
+    from topoplan.core.units import is_ascii_number
+
+    assert is_ascii_number(text) is expected
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "greedy", "--time-limit", "٣s"],
+     "--time-limit: cannot read time '٣s'"),
+    (["circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "greedy", "--time-limit", "3d"],
+     "(use ns, us, ms, s, min, h)"),
+    (["phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--windows", "١٠"],
+     "Invalid value for '--windows': '١٠' is not a number in ASCII digits (0-9)"),
+    (["phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--threshold", "٠.٥"],
+     "Invalid value for '--threshold': '٠.٥' is not a number"),
+    (["phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--windows", "1_0"], "'1_0' is not a number"),
+    (["traffic", "ring:np=٨,bytes=1MB", "-o", "r.csv"], "parameter 'np': bad value '٨' (expected int)"),
+    (["traffic", "ring:np=8,bytes=1MB,compute=٠.٥", "-o", "r.csv"], "parameter 'compute': bad value '٠.٥'"),
+    (["traffic", "ring:np=1_0,bytes=1MB", "-o", "r.csv"], "parameter 'np': bad value '1_0'"),
+    (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--iters", "٢"], "'٢' is not a number"),
+])
+def test_cli_numbers_are_ascii_everywhere(tmp_path, monkeypatch, run_cli, args, needle):
+    """click reads options with int() and float(), which take '٣' as 3: every numeric option refuses them."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(*args)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []

@@ -1,6 +1,6 @@
 """Compile every Numba kernel once, when topoplan is installed (``make install`` runs this module).
 
-The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._compiled` and :mod:`topoplan.sim.maxmin`,
+The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._flows` and :mod:`topoplan.sim._loop`,
 the partition refinement in :mod:`topoplan.problems.placement.refine`) are cached on disk by Numba
 (``cache=True``), so they compile once per machine and load in a fraction of a second afterwards. The
 first compilation takes several seconds; done here it is not charged to the first planning call, whose
@@ -17,6 +17,15 @@ Run ``python -m topoplan.warmup``: one line with the seconds each group took.
 from __future__ import annotations
 
 import time
+
+from topoplan.core.placement import sequential
+from topoplan.core.topology_io import load_topology
+from topoplan.problems.placement import PlacementProblem, solve
+from topoplan.sim.maxmin import simulate_flows
+from topoplan.sim.routes import LinkSet, routes_to_csr
+from topoplan.sim.run import simulate
+from topoplan.traffic.generators import parse_spec
+from topoplan.traffic.sources import load_traffic
 
 __all__ = ["warm"]
 
@@ -36,26 +45,16 @@ def warm() -> dict:
     """
     out = {}
     t0 = time.perf_counter()
-    from topoplan.core.topology_io import load_topology
-    from topoplan.problems.placement import PlacementProblem, solve
-    from topoplan.traffic.sources import load_traffic
-
     topo = load_topology("paper003")
     solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")
     out["placement"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    from topoplan.sim.maxmin import LinkSet, routes_to_csr, simulate_flows
-
     ptr, links = routes_to_csr([[0], [0, 1], [1]])
     simulate_flows(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, links, [0.0, 0.0, 0.0], [1e6] * 3)
     out["flows"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    from topoplan.core.placement import sequential
-    from topoplan.traffic.generators import parse_spec
-    from topoplan.sim.run import simulate
-
     tree = load_topology("paper003", ["kind=tree", "ocs=null"])
     simulate(tree, parse_spec("alltoall:np=8,bytes=1MB"), sequential(8, tree))
     out["replay"] = time.perf_counter() - t0

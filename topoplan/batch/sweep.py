@@ -59,6 +59,14 @@ from pathlib import Path
 from typing import Callable
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology_io import load_topology, strict_yaml
+from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
+from topoplan.sim.replay import bulk_trace
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic import generators
+from topoplan.traffic.sources import load_inputs
 
 __all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
            "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
@@ -159,9 +167,6 @@ def load_config(path, output=None) -> SweepConfig:
     >>> cfg.name, len(cfg.instances), cfg.parameters
     ('cheap', 2, {'a': [1, 2, 3], 'seed': [0, 1]})
     """
-    from topoplan.core.io import read_text
-    from topoplan.core.topology_io import strict_yaml
-
     path = Path(path)
     # the strict reader of every YAML input: duplicate keys, alias bombs and YAML 1.1 numbers are refused
     doc = strict_yaml(read_text(path, "sweep config"), path)
@@ -278,7 +283,6 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
     sim_model = doc.get("sim_model") or {}
     if not isinstance(sim_model, dict):
         raise TopoplanError(f"{where}: field 'sim_model': expected a mapping of simulator model options")
-    from topoplan.sim.simmodel import SimModel
 
     sim_keys = {k[4:]: v for k, v in grid.items() if k.startswith("sim.")}
     try:
@@ -337,8 +341,6 @@ def check_config(cfg: SweepConfig) -> None:
     """
     import math
 
-    from topoplan.problems.result import MAX_TIME_LIMIT_S
-
     where = cfg.source
     for k, vals in cfg.parameters.items():
         for v in vals:
@@ -350,8 +352,6 @@ def check_config(cfg: SweepConfig) -> None:
                                     f"seconds up to {MAX_TIME_LIMIT_S:g}")
     if cfg.cell:
         return
-    from topoplan.traffic import generators
-    from topoplan.core.topology_io import load_topology
 
     _, _, grid_prob, grid_opts = split_params({k: None for k in cfg.parameters})
     builders = {}
@@ -568,8 +568,6 @@ def _declared(fn, skip=("time_limit", "seed")) -> tuple[str, ...] | None:
     """The keyword options ``fn`` declares, or None when it takes ``**kwargs`` (then anything goes)."""
     import inspect
 
-    from topoplan.problems.result import declared_options
-
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -635,8 +633,6 @@ def cell_model(cell: dict):
     >>> cell_model({"sim_model": {"model": "paper"}, "params": {"sim.relay": "store-and-forward"}}).label()
     'paper, store-and-forward relays, link contention'
     """
-    from topoplan.sim.simmodel import SimModel
-
     over = {k[4:]: v for k, v in cell["params"].items() if k.startswith("sim.")}
     return SimModel.from_options(**{**(cell.get("sim_model") or {}), **over})
 
@@ -683,8 +679,6 @@ def run_cell(cell: dict) -> dict:
     >>> row["status"], round(row["objective"], 4), round(row["makespan_s"], 4), row["metric.circuits_used"]
     ('heuristic', 0.0416, 0.0416, 3)
     """
-    from topoplan.traffic.sources import load_inputs
-
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
     base = cell.get("base")
@@ -733,8 +727,6 @@ def _local(spec: str, base) -> str:
 
 
 def _replay_trace(trace, traffic):
-    from topoplan.sim.replay import bulk_trace
-
     return trace if trace is not None else bulk_trace(traffic, 1)
 
 
@@ -770,8 +762,6 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     >>> round(out["makespan_s"], 4)
     0.0416
     """
-    from topoplan.sim.run import simulate_plan
-
     plan = result.to_dict()
     given = None if plan.get("rank_to_node") is not None else placement
     res = simulate_plan(topo, _replay_trace(trace, traffic), plan, placement=given, model=model)
@@ -959,8 +949,6 @@ def write_table(df, path: Path) -> list[str]:
     a,1.5
     """
     import io as _io
-
-    from topoplan.core.io import atomic_write
 
     path = Path(path)
     if table_format(path) == "parquet":

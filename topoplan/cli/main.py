@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import inspect
@@ -10,9 +11,13 @@ from pathlib import Path
 
 import typer
 
+from topoplan.cli.examples import epilog
+from topoplan.core import interrupt
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import check_writable
+from topoplan.core.units import is_ascii_int, is_ascii_number
 
-__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "main"]
+__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "ascii_numbers", "main"]
 
 # The top-level commands and groups, each with the module (topoplan.cli.commands.<module>, with a
 # register(app)) that registers it: adding a command is one entry. A command line that names one imports
@@ -22,7 +27,7 @@ COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": 
             "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
             "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
             "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
-            "phases": "phases"}
+            "phases": "phases", "emulate": "emulate"}
 # Every command module, in the order their commands are listed in --help.
 COMMAND_MODULES = tuple(dict.fromkeys(f"topoplan.cli.commands.{m}" for m in COMMANDS.values()))
 
@@ -61,10 +66,10 @@ def guard_outputs(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from topoplan.core.io import check_writable
-
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
+            outs = []   # a directory of files (export routes): checked and written by the command itself
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
         for i, (name, path) in enumerate(outs):
             check_writable(path, inputs=ins)
@@ -77,8 +82,6 @@ def guard_outputs(fn):
 
 
 def _guard_all(app: typer.Typer, prefix: str = "") -> None:
-    from topoplan.cli.examples import epilog
-
     for cmd in app.registered_commands:
         cmd.callback = guard_outputs(cmd.callback)
         name = cmd.name or cmd.callback.__name__.replace("_", "-")
@@ -141,6 +144,49 @@ def build_app(command: str | None = None) -> typer.Typer:
     return app
 
 
+def ascii_numbers(command) -> None:
+    """Make the numeric options and arguments of a click command (and its subcommands) read ASCII numbers only.
+
+    click reads them with Python's ``int()`` and ``float()``, which also take digits of other scripts
+    (``'٣'`` is 3) and underscores (``'1_0'`` is 10): a typo would become a number. The rule is the one
+    every other number read from text follows (:func:`topoplan.core.units.is_ascii_int`,
+    :func:`~topoplan.core.units.is_ascii_number`).
+
+    Parameters
+    ----------
+    command : click.Command
+        ``typer.main.get_command(app)``; changed in place (each numeric parameter gets its own copy of its type).
+
+    Examples
+    --------
+    >>> command = typer.main.get_command(build_app("phases"))
+    >>> ascii_numbers(command)
+    >>> windows = next(p for p in command.commands["phases"].params if p.name == "windows")
+    >>> windows.type.convert("12", windows, None)
+    12
+    >>> try:
+    ...     windows.type.convert("١٢", windows, None)
+    ... except Exception as exc:          # click's usage error: the CLI prints it as one line, exit status 2
+    ...     print(type(exc).__name__, exc)
+    BadParameter '١٢' is not a number in ASCII digits (0-9)
+    """
+    for param in command.params:
+        kinds = {c.__name__ for c in type(param.type).__mro__}   # by name: Typer may vendor its own click
+        check = is_ascii_int if "IntParamType" in kinds else is_ascii_number if "FloatParamType" in kinds else None
+        if check is None:
+            continue
+        kind = param.type = copy.copy(param.type)
+
+        def convert(value, param, ctx, _convert=kind.convert, _check=check, _kind=kind):
+            if isinstance(value, str) and not _check(value):
+                _kind.fail(f"{value!r} is not a number in ASCII digits (0-9)", param, ctx)
+            return _convert(value, param, ctx)
+
+        kind.convert = convert
+    for sub in getattr(command, "commands", {}).values():
+        ascii_numbers(sub)
+
+
 # Library errors name the fields they are about; the CLI names the flags that set those fields.
 FIELD_FLAGS = {"set": "--set", "network": "--network", "allocation": "--allocation", "at_s": "--at",
                "scheduler": "--scheduler"}
@@ -184,13 +230,12 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
-    from topoplan.core import interrupt
-
     args = sys.argv[1:] if argv is None else list(argv)
-    app = build_app(args[0] if args and not args[0].startswith("-") else None)
+    command = typer.main.get_command(build_app(args[0] if args and not args[0].startswith("-") else None))
+    ascii_numbers(command)
     interrupt.reset()
     try:
-        rc = app(args=args, prog_name="topoplan", standalone_mode=False)
+        rc = command.main(args=args, prog_name="topoplan", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc != 0:

@@ -13,7 +13,10 @@ What is hashed:
 - traffic: the communication matrix (ordered rank pairs, bytes rounded to whole bytes, message
   counts) and the number of ranks, so a trace and the matrix written from it (``topoplan traffic
   -o m.csv``) have the same fingerprint;
-- placement: ``rank_to_node`` and ``rank_to_slot``.
+- placement: ``rank_to_node`` and ``rank_to_slot``;
+- trace (what a phases document is cut on): every call's rank, op, peer, bytes, root, communicator
+  size and id, tag and request kind, in call order, and the number of ranks -- not its times, so a
+  trace recorded again from the same run order keeps its phases.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["DIGEST_CHARS", "fingerprint_topology", "fingerprint_traffic", "fingerprint_placement", "fingerprint",
-           "check_inputs"]
+__all__ = ["DIGEST_CHARS", "fingerprint_topology", "fingerprint_traffic", "fingerprint_placement",
+           "fingerprint_trace", "fingerprint", "check_inputs"]
 
 DIGEST_CHARS = 16   # 64 bits of SHA-256: collisions are not a concern for telling inputs apart
 
@@ -130,12 +133,37 @@ def fingerprint_placement(placement) -> str:
                     np.asarray(placement.rank_to_slot, np.int64).tobytes()])
 
 
-def fingerprint(*, topology=None, traffic=None, placement=None, **extra) -> dict[str, str]:
+def fingerprint_trace(trace) -> str:
+    """Fingerprint of an MPI trace's calls (see the module docstring): its times are not part of it.
+
+    Parameters
+    ----------
+    trace : topoplan.traffic.trace.Trace
+
+    Returns
+    -------
+    str
+        16 hexadecimal digits.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import ring
+    >>> a, b = ring(4, 1e6, iters=2), ring(4, 1e6, iters=2)
+    >>> b.t_end = b.t_end * 2   # the same calls, other times
+    >>> fingerprint_trace(a) == fingerprint_trace(b), fingerprint_trace(a) == fingerprint_trace(ring(4, 1e6, iters=3))
+    (True, False)
+    """
+    cols = [np.asarray(getattr(trace, c), np.int64).tobytes()
+            for c in ("rank", "op", "peer", "root", "comm_size", "comm", "tag", "req")]
+    return _digest([int(trace.n_ranks), np.rint(np.asarray(trace.bytes, np.float64)).tobytes(), *cols])
+
+
+def fingerprint(*, topology=None, traffic=None, placement=None, trace=None, **extra) -> dict[str, str]:
     """The ``inputs`` record of a plan: a fingerprint per given input.
 
     Parameters
     ----------
-    topology, traffic, placement : optional
+    topology, traffic, placement, trace : optional
         The inputs (None: not part of the record).
     **extra
         Other inputs by name, hashed by value (e.g. a Bcast allocation's node list).
@@ -157,6 +185,8 @@ def fingerprint(*, topology=None, traffic=None, placement=None, **extra) -> dict
         out["traffic"] = fingerprint_traffic(traffic)
     if placement is not None:
         out["placement"] = fingerprint_placement(placement)
+    if trace is not None:
+        out["trace"] = fingerprint_trace(trace)
     for key, value in extra.items():
         if value is not None:
             out[key] = _digest([_canonical(np.asarray(value) if isinstance(value, (list, tuple)) else value)])
@@ -195,7 +225,8 @@ def check_inputs(recorded, current: dict[str, str], where: str = "plan") -> None
         return
     if not isinstance(recorded, dict) or not all(isinstance(v, str) for v in recorded.values()):
         raise TopoplanError(f"{where}: field 'inputs': expected an object of fingerprint strings")
-    for key in ("topology", "traffic", "placement", *sorted(set(current) - {"topology", "traffic", "placement"})):
+    for key in ("topology", "traffic", "placement", "trace",
+                *sorted(set(current) - {"topology", "traffic", "placement", "trace"})):
         if key in recorded and key in current and recorded[key] != current[key]:
             raise TopoplanError(f"{where}: field 'inputs': made for another {key} (fingerprint {recorded[key]}, "
                                 f"the one given has {current[key]})")

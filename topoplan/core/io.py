@@ -1,4 +1,8 @@
-"""Atomic file output: write to a temporary file beside the target, then rename."""
+"""Atomic file output (write to a temporary file beside the target, then rename), and bounded input.
+
+Every input file that may be gzip-compressed is read by :func:`read_bytes`, which decompresses it as a
+stream and stops at a bound: a few megabytes of gzip can expand to gigabytes ("gzip bomb").
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,16 @@ from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_text", "read_json"]
+__all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
+           "read_text", "read_json"]
+
+# The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
+# decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
+# tables: ~20 MB); json.loads then takes several times the text in memory. CSV tables have their own bound
+# (topoplan.core.csvtable.MAX_CSV_BYTES, 1 GiB: 23 million trace rows).
+MAX_INPUT_BYTES = 2 ** 28
+_GZIP_MAGIC = b"\x1f\x8b"
+_READ_CHUNK = 1 << 24
 
 
 def check_writable(path, *, inputs=()) -> Path:
@@ -383,6 +396,106 @@ def _default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def _bytes(n: int) -> str:
+    return f"{n:,} bytes" + (f" ({n / 2 ** 30:g} GiB)" if n >= 2 ** 30 else "")
+
+
+def read_bytes(path, what: str = "file", *, limit: int | None = None, max_rows: int | None = None,
+               head: bool = False) -> bytes:
+    """The bytes of an input file, gunzipped when it starts with the gzip magic, never more than ``limit``.
+
+    A gzip file is decompressed as a stream, a slice at a time, and refused as soon as it passes the
+    bound, so a small file that expands to gigabytes costs at most ``limit`` bytes of memory and the
+    time to decompress them. A plain file is refused by its size, before it is read.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+    limit : int, optional
+        The most bytes (once decompressed); default :data:`MAX_INPUT_BYTES`.
+    max_rows : int, optional
+        For a table with a header line: the most rows (lines after the first), counted as it is read.
+    head : bool, optional
+        Return the first ``limit`` bytes of a larger file instead of refusing it (to look at its header).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    TopoplanError
+        Naming the file: missing or unreadable, corrupt gzip data, over ``limit`` bytes or ``max_rows`` rows.
+
+    Examples
+    --------
+    >>> import gzip, os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.json.gz")
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(gzip.compress(b"[" + b"0," * 5000 + b"0]"))
+    >>> len(read_bytes(path, "plan"))
+    10003
+    >>> read_bytes(path, "plan", limit=1000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.json.gz: more than 1,000 bytes once decompressed, over the limit for a plan
+    """
+    import zlib
+
+    path = Path(path)
+    limit = MAX_INPUT_BYTES if limit is None else int(limit)
+    try:
+        with open(path, "rb") as fh:
+            gz = fh.read(2) == _GZIP_MAGIC
+            fh.seek(0)
+            if not gz and head:
+                return fh.read(limit)
+            if not gz:
+                size = os.fstat(fh.fileno()).st_size
+                data = fh.read(limit + 1) if size <= limit else b""
+                if size > limit or len(data) > limit:
+                    raise TopoplanError(f"{path}: {max(size, len(data)):,} bytes, over the limit of {_bytes(limit)} "
+                                        f"for a {what}")
+                if max_rows is not None:
+                    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+                    if lines > max_rows + 1:
+                        raise _too_many_lines(path, what, lines, max_rows)
+                return data
+            parts, total, lines = [], 0, 0
+            with gzip.GzipFile(fileobj=fh) as z:
+                while True:
+                    part = z.read(min(_READ_CHUNK, limit + 1 - total))
+                    if not part:
+                        break
+                    total += len(part)
+                    if total > limit and head:
+                        parts.append(part[:len(part) - (total - limit)])
+                        break
+                    if total > limit:
+                        raise TopoplanError(f"{path}: more than {_bytes(limit)} once decompressed, over the limit "
+                                            f"for a {what}")
+                    if max_rows is not None:
+                        lines += part.count(b"\n")
+                        if lines > max_rows + 1:
+                            raise _too_many_lines(path, what, lines, max_rows)
+                    parts.append(part)
+            data = b"".join(parts)
+            if max_rows is not None and data and not data.endswith(b"\n") and lines + 1 > max_rows + 1:
+                raise _too_many_lines(path, what, lines + 1, max_rows)
+            return data
+    except FileNotFoundError:
+        raise TopoplanError(f"{path}: no such file") from None
+    except (OSError, EOFError, zlib.error) as exc:   # gzip.BadGzipFile is an OSError
+        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+
+
+def _too_many_lines(path, what: str, lines: int, max_rows: int):
+    return TopoplanError(f"{path}: {lines:,} lines or more, over the limit of {max_rows:,} rows for a {what}")
+
+
 def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
     """Text of ``path`` (UTF-8), with one-line errors naming the file for every way reading can fail.
 
@@ -471,11 +584,8 @@ def read_json(path, what: str = "JSON file"):
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such file")
+    raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
         text = raw.decode("utf-8")
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time

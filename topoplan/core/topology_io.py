@@ -26,15 +26,19 @@ YAML 1.2 (``010`` is text, not octal 8; ``1e3`` is 1000), and every count
 launcher files and distinct (:func:`topoplan.core.topology.check_host_names`).
 
 Slurm ``topology.conf``: a switch's ``LinkSpeed`` is the bandwidth of its
-links to its children; a bare number (``100``, ``1e2``) is Gb/s, a value
-with a unit goes through :mod:`topoplan.core.units` (see :func:`slurm_to_dict`).
+links to its children. Slurm leaves its unit to each site, so a bare number
+(``100``, ``1e2``) is read only with ``--set slurm_linkspeed_unit=UNIT``
+(``Gbps``, ``Mbps``, ``GB/s``, ...); a value with a unit goes through
+:mod:`topoplan.core.units` (see :func:`slurm_to_dict`).
 Slurm's ``topology.yaml`` (23.11+; tree and block topologies) is told from a
 topoplan YAML by its shape: a list of ``- topology: name`` entries, where a
 topoplan topology is a mapping (see :func:`slurm_yaml_to_dict`). Either Slurm
 file takes its core counts from the ``slurm.conf`` beside it (``NodeName``
 lines, physical cores: see :func:`slurm_conf_nodes`); ``--set slurm_conf=PATH``
 names another one (or ``none``), ``--set slurm_topology=NAME`` picks a
-topology of a ``topology.yaml``, and ``--set cores_per_node=N`` wins over both.
+topology of a ``topology.yaml``, ``--set slurm_linkspeed_unit=UNIT`` gives the
+unit of bare ``LinkSpeed`` numbers, and ``--set cores_per_node=N`` wins over
+``slurm.conf``.
 """
 
 from __future__ import annotations
@@ -47,15 +51,17 @@ import numpy as np
 import yaml
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
 from topoplan.core.units import parse_bandwidth, parse_size, parse_time
+from topoplan.core.topology import _host_name_problem
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
            "apply_overrides", "topology_from_dict", "topology_to_dict", "dump_topology", "expand_hostlist",
            "slurm_to_dict", "slurm_yaml_to_dict", "slurm_conf_nodes", "cores_hint", "SLURM_OPTIONS",
-           "SLURM_LINKSPEED_UNIT", "strict_yaml"]
+           "strict_yaml"]
 
 PRESET_DIR = Path(__file__).resolve().parents[1] / "instances"
 
@@ -104,10 +110,13 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     overrides : sequence of str, optional
         ``dotted.key=value`` strings applied to the document first
         (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`.
-        Three more apply to Slurm files: ``slurm_conf=PATH`` reads that
+        Four more apply to Slurm files: ``slurm_conf=PATH`` reads that
         ``slurm.conf`` (``slurm_conf=none``: none), ``slurm_topology=NAME``
-        reads that topology of a ``topology.yaml``, and ``cores_per_node=N``
-        is used instead of ``slurm.conf`` (which is then not read).
+        reads that topology of a ``topology.yaml``, ``slurm_linkspeed_unit=UNIT``
+        is the unit of bare ``LinkSpeed`` numbers (a bandwidth unit: ``Gbps``,
+        ``Mbps``, ``GB/s``; Slurm leaves it to each site, so a bare number is
+        an error without it), and ``cores_per_node=N`` is used instead of
+        ``slurm.conf`` (which is then not read).
     name : str, optional
         The topology's name; default the document's ``name``, else the preset name or path.
 
@@ -166,7 +175,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     48
     """
     overrides, slurm_opts = _slurm_options(overrides)
-    doc, origin, lines, slurm = _document(spec, slurm_opts.get("slurm_topology"))
+    doc, origin, lines, slurm = _document(spec, slurm_opts.get("slurm_topology"),
+                                          _linkspeed_unit(slurm_opts.get("slurm_linkspeed_unit")))
     if slurm is None and slurm_opts:
         key = next(iter(slurm_opts))
         raise TopoplanError(f"field '{key}': applies to a Slurm topology.conf or topology.yaml, not to {origin}")
@@ -200,7 +210,7 @@ def _line_of(message: str, lines: dict | None, overrides) -> str:
     return ""
 
 
-def _document(spec, slurm_topology: str | None = None):
+def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | None = None):
     """(document, origin for messages, field -> line map or None, Slurm source or None).
 
     The Slurm source of a topology.conf or topology.yaml is ``{path, hosts, where}``: its file, its nodes in
@@ -216,11 +226,11 @@ def _document(spec, slurm_topology: str | None = None):
             if slurm_topology is not None:
                 raise TopoplanError(f"field 'slurm_topology': names a topology of a Slurm topology.yaml; {path} is "
                                     "a topology.conf (one topology)")
-            doc, where = _slurm_conf_topology(raw, path)
+            doc, where = _slurm_conf_topology(raw, path, linkspeed_unit=linkspeed_unit)
             return doc, str(path), None, _slurm_source(path, doc, where)
         doc, lines = _yaml_lines(raw, path, slurm=True)
         if _is_slurm_yaml(doc):
-            doc, where = _slurm_yaml(doc, lines, path, slurm_topology)
+            doc, where = _slurm_yaml(doc, lines, path, slurm_topology, linkspeed_unit=linkspeed_unit)
             return doc, str(path), None, _slurm_source(path, doc, where)
         return doc, str(path), lines, None
     if (PRESET_DIR / f"{text}.yaml").is_file():
@@ -238,8 +248,6 @@ MAX_TOPOLOGY_BYTES = 16 << 20
 
 
 def _read(path: Path) -> str:
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -944,17 +952,24 @@ def dump_topology(topo: Topology) -> str:
 
 # -- Slurm: topology.conf, topology.yaml, slurm.conf ----------------------------
 
-def expand_hostlist(expr: str, where: str = "") -> list[str]:
+def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[str]:
     """Expand a Slurm host list: ``tux[0-3,7],node[001-002]`` -> tux0..tux3, tux7, node001, node002.
 
-    Zero-padded ranges keep their width; several bracket groups multiply out.
+    Read as Slurm reads it (``hostlist_create``): items are separated by commas, spaces or tabs
+    outside brackets (``node[01-02] node05`` is three hosts), zero-padded ranges keep their width,
+    several bracket groups multiply out. Each item is expanded by the ``python-hostlist`` package;
+    order and repeated names are kept (callers say where a name is listed twice). Every name must be
+    one a launcher can use (:func:`topoplan.core.topology.check_host_names`).
 
     Parameters
     ----------
     expr : str
         The host list.
     where : str, optional
-        Prefix of error messages (e.g. ``"topology.conf:3: "``).
+        Prefix of error messages (e.g. ``"topology.conf:3: field 'Nodes': "``).
+    hosts : bool, optional
+        The names are hosts (checked as a launcher reads them); False for other names
+        listed the same way (a switch's ``Switches=s[1-2]``).
 
     Returns
     -------
@@ -964,87 +979,110 @@ def expand_hostlist(expr: str, where: str = "") -> list[str]:
     Raises
     ------
     TopoplanError
-        For unbalanced brackets, a bad or backwards range, or more than
+        For unbalanced or nested brackets, a bad or backwards range, a name
+        a launcher would misread (``n1;reboot``, ``n[1-2]=x``), or more than
         ``MAX_NODES`` hosts.
 
     Examples
     --------
     >>> expand_hostlist("tux[0-3,7],node[001-002]")
     ['tux0', 'tux1', 'tux2', 'tux3', 'tux7', 'node001', 'node002']
-    >>> expand_hostlist("n[1-2]-c[01-02]")
-    ['n1-c01', 'n1-c02', 'n2-c01', 'n2-c02']
+    >>> expand_hostlist("node[01-02] node05"), expand_hostlist("n[1-2]-c[01-02]")
+    (['node01', 'node02', 'node05'], ['n1-c01', 'n1-c02', 'n2-c01', 'n2-c02'])
     >>> expand_hostlist("n[3-1]")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: host list 'n[3-1]': range '3-1' runs backwards
+    topoplan.core.errors.TopoplanError: host list 'n[3-1]': a range runs backwards (start > stop)
+    >>> expand_hostlist("n[1-2];reboot")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: host name 'n1;reboot' contains ';'; host names may only contain letters, digits, '-', '_' and '.' (from host list 'n[1-2];reboot')
     """
-    out = []
-    for item in _split_top(expr.strip()):
-        if not item:
-            continue
-        parts = re.split(r"(\[[^\]]*\])", item)
-        combos = [""]
-        for part in parts:
-            if part.startswith("["):
-                if not part.endswith("]"):
-                    raise TopoplanError(f"{where}host list {expr!r}: unbalanced '['")
-                choices = []
-                for rng in part[1:-1].split(","):
-                    m = re.fullmatch(r"[ \t]*([0-9]+)[ \t]*(?:-[ \t]*([0-9]+))?[ \t]*", rng)
-                    if not m:
-                        raise TopoplanError(f"{where}host list {expr!r}: bad range {rng!r}")
-                    lo, hi = m.group(1), m.group(2) or m.group(1)
-                    if int(hi) < int(lo):
-                        raise TopoplanError(f"{where}host list {expr!r}: range {rng!r} runs backwards")
-                    width = len(lo) if lo.startswith("0") else 0
-                    if len(choices) + int(hi) - int(lo) + 1 > MAX_NODES:
-                        raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
-                    choices.extend(str(v).zfill(width) for v in range(int(lo), int(hi) + 1))
-                if len(combos) * len(choices) > MAX_NODES:
-                    raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
-                combos = [c + x for c in combos for x in choices]
-            else:
-                if "[" in part or "]" in part:
-                    raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
-                combos = [c + part for c in combos]
-        out.extend(combos)
+    import hostlist
+
+
+    # ranges of up to MAX_NODES hosts (the package's own guard is 100,000); the total is checked below
+    hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, MAX_NODES)
+    out: list[str] = []
+    for item in _hostlist_items(expr, where):
+        try:
+            names = hostlist.expand_hostlist(item, allow_duplicates=True)
+        except hostlist.BadHostlist as exc:
+            reason = str(exc)
+            if "too large" in reason:
+                raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts") from None
+            reason = {"start > stop": "a range runs backwards (start > stop)"}.get(reason, reason)
+            raise TopoplanError(f"{where}host list {expr!r}: {reason}") from None
+        out.extend(names)
         if len(out) > MAX_NODES:
             raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
+    for name in out if hosts else ():
+        problem = _host_name_problem(name)
+        if problem:
+            raise TopoplanError(f"{where}{problem} (from host list {expr!r})")
     return out
 
 
-def _split_top(expr: str) -> list[str]:
-    """Split on commas that are not inside brackets."""
-    out, depth, cur = [], 0, ""
+def _hostlist_items(expr: str, where: str) -> list[str]:
+    """The items of a host list: split, as Slurm splits it, at commas, spaces and tabs outside brackets
+    (spaces inside brackets are dropped: ``n[1, 3]``); empty items are skipped."""
+    items, depth, cur = [], 0, []
     for ch in expr:
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur)
-    return out
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
+        if depth == 0 and ch in ", \t":
+            items.append("".join(cur))
+            cur = []
+        elif not (depth > 0 and ch in " \t"):
+            cur.append(ch)
+    if depth:
+        raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
+    items.append("".join(cur))
+    return [x for x in items if x]
 
 
-# Slurm leaves LinkSpeed's unit open ("the units used are arbitrary"). topoplan reads every bare number
-# -- 100, 100.0, 1e2, .5 -- as Gb/s, and a value with a unit (100Gbps, 12.5GB/s) through topoplan.core.units.
-SLURM_LINKSPEED_UNIT = "Gbps"
+# Slurm leaves LinkSpeed's unit open ("the units used are arbitrary": a site writes 100 for 100 Gb/s, another
+# 100000 for the same link in Mb/s). A bare number -- 100, 100.0, 1e2, .5 -- is read only in the unit the
+# user states (--set slurm_linkspeed_unit=UNIT); a value with a unit (100Gbps, 12.5GB/s) through
+# topoplan.core.units.
+_UNIT_OPTION = "slurm_linkspeed_unit"
 _SLURM_SPEED = re.compile(r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)([A-Za-z/]*)")
 
 
-def _slurm_speed(text, where: str, field: str = "LinkSpeed") -> float:
+def _linkspeed_unit(unit: str | None) -> str | None:
+    """The ``--set slurm_linkspeed_unit=UNIT`` value, checked to be a bandwidth unit (None: not given)."""
+    if unit is None:
+        return None
+    try:
+        if not re.fullmatch(r"[A-Za-z/]+", unit):
+            raise TopoplanError(unit)
+        parse_bandwidth("1" + unit)
+    except TopoplanError:
+        raise TopoplanError(f"field '{_UNIT_OPTION}': {unit!r} is not a bandwidth unit (Gbps, Mbps, Gb/s, "
+                            "GB/s, ...)") from None
+    return unit
+
+
+def _slurm_speed(text, where: str, field: str = "LinkSpeed", unit: str | None = None) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):   # a number in topology.yaml
         text = repr(text)
     m = _SLURM_SPEED.fullmatch(text) if isinstance(text, str) else None
     if m is None:
-        raise TopoplanError(f"{where}field '{field}': cannot read {text!r} (a number, read as Gb/s, or a "
-                            "bandwidth such as 100Gbps)")
+        raise TopoplanError(f"{where}field '{field}': cannot read {text!r} (a number in the unit of --set "
+                            f"{_UNIT_OPTION}=UNIT, or a bandwidth such as 100Gbps)")
+    if not m.group(2) and unit is None:
+        raise TopoplanError(f"{where}field '{field}': {text} has no unit, and Slurm leaves {field}'s unit to each "
+                            f"site: pass --set {_UNIT_OPTION}=UNIT with your site's unit (Gbps, Mbps, "
+                            "GB/s, ...)")
     try:
-        return parse_bandwidth(text + SLURM_LINKSPEED_UNIT if not m.group(2) else text)
+        return parse_bandwidth(text + unit if not m.group(2) else text)
     except TopoplanError as exc:
-        raise TopoplanError(f"{where}field '{field}': {exc} (a bare {field} is in Gb/s)") from None
+        hint = f" (a bare {field} is in {unit}, from --set {_UNIT_OPTION})" if not m.group(2) else ""
+        raise TopoplanError(f"{where}field '{field}': {exc}{hint}") from None
 
 
 def _slurm_lines(text: str):
@@ -1076,7 +1114,8 @@ _SLURM_CONF_FIRST = {"nodename", "clustername", "partitionname", "slurmctldhost"
                      "selecttype", "schedulertype", "authtype", "nodeset"}
 
 
-def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") -> dict:
+def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps", linkspeed_unit: str | None = None
+                  ) -> dict:
     """Parse a Slurm ``topology.conf`` (tree or block plugin) into a topology document.
 
     Tree plugin: lines ``SwitchName=S [Nodes=hostlist] [Switches=hostlist]
@@ -1089,8 +1128,10 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     ``slurm.conf`` beside it (:func:`slurm_conf_nodes`).
 
     LinkSpeed: a switch's LinkSpeed is the bandwidth of its links down to its
-    children (its Nodes and its Switches). Slurm leaves the unit open; here a
-    bare number (``100``, ``100.0``, ``1e2``) is Gb/s, and a value with a unit
+    children (its Nodes and its Switches). Slurm leaves the unit to each site
+    (one writes ``100`` for 100 Gb/s, another ``100000`` for the same link in
+    Mb/s), so a bare number (``100``, ``100.0``, ``1e2``) is read in
+    ``linkspeed_unit`` and refused without one; a value with a unit
     (``100Gbps``, ``12.5GB/s``) is read by :func:`topoplan.core.units.parse_bandwidth`.
     Give LinkSpeed on every switch with children or on none (then every link
     is ``default_speed``). A two-level tree whose leaves differ in speed
@@ -1104,6 +1145,9 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
         The file name, used in error messages (``path:line:``) and as the topology name.
     default_speed : str, optional
         Link bandwidth when no switch has a LinkSpeed (and of every link of a block topology).
+    linkspeed_unit : str, optional
+        The unit of bare LinkSpeed numbers (``Gbps``, ``Mbps``, ``GB/s``); ``--set
+        slurm_linkspeed_unit=UNIT`` of :func:`load_topology`.
 
     Returns
     -------
@@ -1115,7 +1159,8 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     TopoplanError
         Naming the file and line: a line without ``SwitchName=``/``BlockName=``,
         an unknown or repeated key, switches and blocks in one file, an
-        unreadable LinkSpeed or one missing on some switches, a switch or
+        unreadable LinkSpeed, a bare one without ``linkspeed_unit``, or one
+        missing on some switches, a switch or
         block defined twice, listing an unknown switch, itself, a switch
         twice, or in a cycle; a node under two switches or listed twice, a
         host name launchers would misread (see
@@ -1133,13 +1178,17 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     >>> conf = ("SwitchName=s0 Nodes=n[1-2] LinkSpeed=10\\n"
     ...         "SwitchName=s1 Nodes=n[3-4] LinkSpeed=1e1\\n"
     ...         "SwitchName=top Switches=s[0-1] LinkSpeed=40Gbps\\n")
-    >>> doc = slurm_to_dict(conf)
+    >>> doc = slurm_to_dict(conf, linkspeed_unit="Gbps")
     >>> doc["kind"], doc["nodes_per_switch"], doc["hostnames"]
     ('tree', [2, 2], ['n1', 'n2', 'n3', 'n4'])
     >>> doc["eps"]
     {'down_bw': '10Gbps', 'up_bw': '40Gbps'}
     >>> topology_from_dict(doc).n_nodes
     4
+    >>> slurm_to_dict(conf)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: topology.conf:1: field 'LinkSpeed': 10 has no unit, and Slurm leaves LinkSpeed's unit to each site: pass --set slurm_linkspeed_unit=UNIT with your site's unit (Gbps, Mbps, GB/s, ...)
     >>> blocks = slurm_to_dict("BlockName=b1 Nodes=n[1-4]\\nBlockName=b2 Nodes=n[5-8]\\nBlockSizes=4,8\\n")
     >>> blocks["switch_names"], blocks["nodes_per_switch"]
     (['b1', 'b2'], [4, 4])
@@ -1148,10 +1197,10 @@ def slurm_to_dict(text: str, path="topology.conf", *, default_speed="10Gbps") ->
     ...
     topoplan.core.errors.TopoplanError: topology.conf:1: switch 's1' is in a cycle: s1 -> s2 -> s1
     """
-    return _slurm_conf_topology(text, path, default_speed)[0]
+    return _slurm_conf_topology(text, path, default_speed, linkspeed_unit=_linkspeed_unit(linkspeed_unit))[0]
 
 
-def _slurm_conf_topology(text: str, path, default_speed="10Gbps") -> tuple[dict, dict]:
+def _slurm_conf_topology(text: str, path, default_speed="10Gbps", *, linkspeed_unit=None) -> tuple[dict, dict]:
     """(document, host -> ``path:line`` of the line listing it) of a topology.conf."""
     switches, blocks, sizes = [], [], None
     for no, line in _slurm_lines(text):
@@ -1210,7 +1259,7 @@ def _slurm_conf_topology(text: str, path, default_speed="10Gbps") -> tuple[dict,
         return _slurm_blocks(blocks, size_list, path, _CONF_FIELDS, default_speed)
     if not switches:
         raise TopoplanError(f"{path}: no SwitchName lines")
-    return _slurm_tree(switches, path, _CONF_FIELDS, default_speed)
+    return _slurm_tree(switches, path, _CONF_FIELDS, default_speed, linkspeed_unit)
 
 
 def _switch_name(name, where: str, field: str) -> str:
@@ -1219,7 +1268,7 @@ def _switch_name(name, where: str, field: str) -> str:
     return name
 
 
-def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict]:
+def _slurm_tree(entries: list, path, f: dict, default_speed, linkspeed_unit=None) -> tuple[dict, dict]:
     """A tree of switches (``{line, where, name, nodes, children, speed}`` each) as a topology document."""
     switches: dict[str, dict] = {}
     owner: dict[str, tuple[str, int]] = {}   # node -> (switch, line)
@@ -1229,7 +1278,7 @@ def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict
         name = _switch_name(e["name"], where, f["switch"])
         if name in switches:
             raise TopoplanError(f"{where}switch {name!r} defined twice (first at line {switches[name]['line']})")
-        nodes = expand_hostlist(e["nodes"], where)
+        nodes = expand_hostlist(e["nodes"], f"{where}field '{f['nodes']}': ")
         for h in nodes:
             if h in owner:
                 sw, ln = owner[h]
@@ -1238,7 +1287,7 @@ def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict
             owner[h] = (name, no)
         if len(owner) > MAX_NODES:
             raise TopoplanError(f"{where}more than {MAX_NODES:,} nodes in the file")
-        children = expand_hostlist(e["children"], where)
+        children = expand_hostlist(e["children"], f"{where}field '{f['children']}': ", hosts=False)
         n_children += len(children)
         if n_children > MAX_NODES:
             raise TopoplanError(f"{where}more than {MAX_NODES:,} switch links in the file")
@@ -1249,9 +1298,7 @@ def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict
             if c in seen_child:
                 raise TopoplanError(f"{where}switch {name!r} lists switch {c!r} twice")
             seen_child.add(c)
-        speed = e["speed"]
-        switches[name] = {"line": no, "nodes": nodes, "children": children,
-                          "speed": None if speed is None else _slurm_speed(speed, where, f["speed"])}
+        switches[name] = {"line": no, "where": where, "nodes": nodes, "children": children, "speed": e["speed"]}
     if not switches:
         raise TopoplanError(f"{path}: no switches")
     hosts = list(owner)
@@ -1269,6 +1316,9 @@ def _slurm_tree(entries: list, path, f: dict, default_speed) -> tuple[dict, dict
         raise TopoplanError(f"{path}:{switches[miss]['line']}: switch {miss!r} has no {f['speed']} but switch "
                             f"{given[0]!r} (line {switches[given[0]]['line']}) has one: give {f['speed']} on every "
                             f"switch or on none (then every link is {default_speed})")
+    for s in switches.values():   # read once the file's structure is known to be sound
+        if s["speed"] is not None:
+            s["speed"] = _slurm_speed(s["speed"], s["where"], f["speed"], linkspeed_unit)
     if not hosts:
         raise TopoplanError(f"{path}: no switch lists {f['nodes']}: a topology needs nodes")
     where_host = {h: f"{path}:{ln}" for h, (_, ln) in owner.items()}
@@ -1321,7 +1371,7 @@ def _slurm_blocks(entries: list, sizes, path, f: dict, default_speed) -> tuple[d
         if name in names:
             raise TopoplanError(f"{where}block {name!r} defined twice (first at line {names[name]})")
         names[name] = no
-        nodes = expand_hostlist(e["nodes"], where)
+        nodes = expand_hostlist(e["nodes"], f"{where}field '{f['nodes']}': ")
         for h in nodes:
             if h in owner:
                 b, ln = owner[h]
@@ -1397,7 +1447,7 @@ _SLURM_YAML_KINDS = ("tree", "block", "flat", "ring", "torus3d")
 
 
 def slurm_yaml_to_dict(text: str, path="topology.yaml", *, topology: str | None = None,
-                       default_speed="10Gbps") -> dict:
+                       default_speed="10Gbps", linkspeed_unit: str | None = None) -> dict:
     """Parse a Slurm ``topology.yaml`` (Slurm 23.11 and later) into a topology document.
 
     The file is a list of topologies, each ``topology: name``, optionally
@@ -1410,8 +1460,9 @@ def slurm_yaml_to_dict(text: str, path="topology.yaml", *, topology: str | None 
     document as the equivalent ``topology.conf`` (:func:`slurm_to_dict`):
     ``children`` and ``nodes`` are Slurm host lists (``s[1-2]``,
     ``node[01-04]``). Slurm's YAML has no link speed; a switch may carry
-    ``link_speed`` (read as ``LinkSpeed``: a bare number is Gb/s, on every
-    switch or on none; Slurm ignores the key), else every link is ``default_speed``.
+    ``link_speed`` (read as ``LinkSpeed``: a bare number in ``linkspeed_unit``,
+    on every switch or on none; Slurm ignores the key), else every link is
+    ``default_speed``.
 
     ``block: {block_sizes: [...], blocks: [{block, nodes}, ...]}`` becomes a
     two-level ``kind: tree``: one edge switch per block (named after it, in
@@ -1431,6 +1482,8 @@ def slurm_yaml_to_dict(text: str, path="topology.yaml", *, topology: str | None 
         The name of the topology to read.
     default_speed : str, optional
         Bandwidth of links without ``link_speed``.
+    linkspeed_unit : str, optional
+        The unit of bare ``link_speed`` numbers, as for :func:`slurm_to_dict`.
 
     Returns
     -------
@@ -1484,7 +1537,7 @@ def slurm_yaml_to_dict(text: str, path="topology.yaml", *, topology: str | None 
     """
     lines: dict[str, int] = {}
     doc = strict_yaml(text, path, lines=lines)
-    return _slurm_yaml(doc, lines, path, topology, default_speed)[0]
+    return _slurm_yaml(doc, lines, path, topology, default_speed, linkspeed_unit=_linkspeed_unit(linkspeed_unit))[0]
 
 
 def _is_slurm_yaml(doc) -> bool:
@@ -1492,7 +1545,8 @@ def _is_slurm_yaml(doc) -> bool:
     return isinstance(doc, list) and any(isinstance(e, dict) and "topology" in e for e in doc)
 
 
-def _slurm_yaml(doc, lines: dict, path, topology: str | None, default_speed="10Gbps") -> tuple[dict, dict]:
+def _slurm_yaml(doc, lines: dict, path, topology: str | None, default_speed="10Gbps", *,
+                linkspeed_unit=None) -> tuple[dict, dict]:
     """(document, host -> ``path:line``) of the chosen topology of a parsed topology.yaml."""
     def at(field: str) -> str:
         while field and field not in lines:
@@ -1579,7 +1633,7 @@ def _slurm_yaml(doc, lines: dict, path, topology: str | None, default_speed="10G
                     "children": _hostlist_text(s.get("children"), f"{g}.children", at),
                     "speed": s.get("link_speed")}
                    for g, s in items(("switches",), "switches", "switch", ("switch", "children", "nodes", "link_speed"))]
-        out, where_host = _slurm_tree(entries, path, fields, default_speed)
+        out, where_host = _slurm_tree(entries, path, fields, default_speed, linkspeed_unit)
     else:
         entries = [{"line": lines.get(g, 0), "where": at(g), "name": _label(b["block"], f"{g}.block"),
                     "nodes": _hostlist_text(b.get("nodes"), f"{g}.nodes", at)}
@@ -1733,7 +1787,7 @@ def _slurm_conf_file(path: Path, nodes: dict, state: dict, stack: list) -> None:
             raise TopoplanError(f"{where}: field 'NodeName': ALL is a reserved word, not a node")
         merged = {**state["defaults"], **counts}
         cores = _slurm_cores(merged, where)
-        for h in expand_hostlist(value, f"{where}: "):
+        for h in expand_hostlist(value, f"{where}: field 'NodeName': "):
             if h in nodes:
                 raise TopoplanError(f"{where}: node {h!r} is defined twice (first at {nodes[h][1]})")
             nodes[h] = (cores, where)
@@ -1792,8 +1846,6 @@ def _slurm_include(target: str, where: str, nodes: dict, state: dict, stack: lis
 
 def _read_conf(path: Path) -> str:
     """A Slurm configuration file's text (size-capped; stray Latin-1 bytes replaced, as Slurm ignores them)."""
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -1835,11 +1887,11 @@ def _conf_lines(text: str):
 
 # -- Slurm inputs in load_topology: the options, slurm.conf beside the topology, the hint -----------------
 
-SLURM_OPTIONS = ("slurm_conf", "slurm_topology")
+SLURM_OPTIONS = ("slurm_conf", "slurm_topology", _UNIT_OPTION)
 
 
 def _slurm_options(overrides) -> tuple[list, dict]:
-    """(the other overrides, {slurm_conf, slurm_topology} given by --set)."""
+    """(the other overrides, {slurm_conf, slurm_topology, slurm_linkspeed_unit} given by --set)."""
     rest, opts = [], {}
     for item in overrides or ():
         key = item.split("=", 1)[0].strip() if isinstance(item, str) else ""
@@ -1847,7 +1899,7 @@ def _slurm_options(overrides) -> tuple[list, dict]:
             value = item.split("=", 1)[1].strip() if "=" in item else ""
             if not value:
                 raise TopoplanError(f"field '{key}': {item!r}: expected {key}=" +
-                                    ("PATH (or none)" if key == "slurm_conf" else "NAME"))
+                                    {"slurm_conf": "PATH (or none)", "slurm_topology": "NAME"}.get(key, "UNIT"))
             opts[key] = value
         else:
             rest.append(item)

@@ -23,9 +23,10 @@ import re
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time",
-           "is_ascii_int", "ascii_int"]
+           "is_ascii_int", "ascii_int", "is_ascii_number"]
 
-_NUM = r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+# ASCII digits only ([0-9], not \d: in a str pattern \d also matches '٣' or '３', which float() then reads as 3)
+_NUM = r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
 _RE = re.compile(r"^\s*" + _NUM + r"\s*([A-Za-zµ/]*)\s*$")
 
 _DEC = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -157,13 +158,17 @@ def parse_time(text, field: str | None = None) -> float:
     >>> parse_time("3 weeks")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: unknown time unit in '3 weeks' (use ns, us, ms, s)
+    topoplan.core.errors.TopoplanError: unknown time unit in '3 weeks' (use ns, us, ms, s, min, h)
+    >>> parse_time("٣s")   # digits of other scripts are not numbers (float('٣') would read 3)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: cannot read time '٣s'
     """
     value, unit = _split(text, "time", field)
     if unit == "":
         return _check(value, "time", text, field)
     if unit not in _TIME:
-        raise TopoplanError(f"{_label(field)}unknown time unit in {text!r} (use ns, us, ms, s)")
+        raise TopoplanError(f"{_label(field)}unknown time unit in {text!r} (use ns, us, ms, s, min, h)")
     return _check(value * _TIME[unit], "time", text, field)
 
 
@@ -350,3 +355,40 @@ def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
     if abs(value) >= limit:
         raise TopoplanError(f"{where}: {text.strip()} is out of range")
     return value
+
+
+_ASCII_NUMBER = re.compile(r"[ \t]*" + _NUM + r"[ \t]*")
+_NUMBER_WORDS = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan")
+
+
+def is_ascii_number(text) -> bool:
+    """Whether ``text`` is a decimal number in ASCII (``12``, ``-0.5``, ``1e-3``), or ``inf`` or ``nan``.
+
+    The shape that units and numeric options take, so that ``float()``'s other inputs are refused
+    where a number is read from text: digits of other scripts (``float('٣')`` is 3.0), underscores
+    (``float('1_0')`` is 10.0). ``inf`` and ``nan`` (any case) pass, so that the range check of the
+    value, not this one, says why they do not fit.
+
+    Parameters
+    ----------
+    text : object
+        Usually a str; anything else is not a number written as text.
+
+    Returns
+    -------
+    bool
+
+    See Also
+    --------
+    is_ascii_int : the same for integers.
+
+    Examples
+    --------
+    >>> is_ascii_number("0.5"), is_ascii_number(" -1e3 "), is_ascii_number(".5"), is_ascii_number("inf")
+    (True, True, True, True)
+    >>> float("٠.٥"), is_ascii_number("٠.٥"), is_ascii_number("1_0"), is_ascii_number("0x10"), is_ascii_number("")
+    (0.5, False, False, False, False)
+    """
+    if not isinstance(text, str):
+        return False
+    return _ASCII_NUMBER.fullmatch(text) is not None or text.strip(" \t").lower() in _NUMBER_WORDS

@@ -102,6 +102,9 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology import GraphTopology
+from topoplan.core.topology_io import expand_hostlist
 
 __all__ = ["LANE_DATA_GBPS", "KINDS", "link_rate_Bps", "IBPort", "IBNode", "IBLink", "LFT", "ParseReport",
            "Route", "IBFabric", "parse_ibnetdiscover", "read_ibnetdiscover", "parse_ibroute", "read_lft_dir",
@@ -783,7 +786,6 @@ def read_ibnetdiscover(path) -> IBFabric:
 
 def _read_text(path, what: str) -> str:
     # real dumps may carry non-UTF-8 node descriptions: keep them readable rather than fail
-    from topoplan.core.io import read_text
 
     return read_text(path, what, lenient=True)
 
@@ -1470,8 +1472,10 @@ def read_hosts(path) -> list[str]:
     """Read a host list: one host per line.
 
     ``#`` starts a comment; MPI hostfile lines (``node001 slots=4``,
-    ``node001:4``) give their first word; Slurm ranges (``node[001-004]``)
-    expand. A host listed twice is an error naming the line.
+    ``node001:4``) give their host (``key=value`` words are attributes); Slurm
+    host lists (``node[001-004]``, ``node[01-02] node05``) expand as Slurm
+    expands them (:func:`topoplan.core.topology_io.expand_hostlist`). A host
+    listed twice is an error naming the line.
 
     Parameters
     ----------
@@ -1496,8 +1500,6 @@ def read_hosts(path) -> list[str]:
     >>> read_hosts(path)
     ['node001', 'node002', 'node003']
     """
-    from topoplan.core.topology_io import expand_hostlist
-
     text = _read_text(path, "host list")
     out: list[str] = []
     seen: dict[str, int] = {}
@@ -1505,14 +1507,15 @@ def read_hosts(path) -> list[str]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        word = line.split()[0]
-        if ":" in word and "[" not in word:
-            word = word.split(":", 1)[0]
-        for h in expand_hostlist(word, f"{path}:{lineno}: "):
-            if h in seen:
-                raise TopoplanError(f"{path}:{lineno}: host {h!r} listed twice (first at line {seen[h]})")
-            seen[h] = lineno
-            out.append(h)
+        # every word but key=value attributes (slots=4) is a host list (``node[01-02] node05``: three hosts)
+        for word in (w for w in line.split() if "=" not in w):
+            if ":" in word and "[" not in word:
+                word = word.split(":", 1)[0]
+            for h in expand_hostlist(word, f"{path}:{lineno}: "):
+                if h in seen:
+                    raise TopoplanError(f"{path}:{lineno}: host {h!r} listed twice (first at line {seen[h]})")
+                seen[h] = lineno
+                out.append(h)
     if not out:
         raise TopoplanError(f"{path}: no hosts listed")
     return out
@@ -1576,8 +1579,6 @@ def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> N
     0,3
     3,0
     """
-    from topoplan.core.io import atomic_write
-
     p = Path(path)
     name = p.name.lower()
     if name.endswith(".npy"):
@@ -1645,8 +1646,6 @@ def to_topology(fabric: IBFabric, name: str | None = None):
     >>> topo.n_nodes, topo.n_switches
     (9, 4)
     """
-    from topoplan.core.topology import GraphTopology
-
     keys = fabric.switches
     if not keys:
         raise TopoplanError(f"{fabric.path}: the fabric has no switches")

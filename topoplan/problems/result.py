@@ -454,7 +454,12 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         if name != method and name in methods:
             candidates[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
                                           seed=seed, validate=validate)
-    times = {name: float(simulate(r.to_dict())) for name, r in candidates.items()}
+    times, seen = {}, {}
+    for name, r in candidates.items():   # heuristics often agree: a plan is simulated once
+        key = repr(sorted((k, v) for k, v in r.plan.items() if not k.startswith("_")))
+        if key not in seen:
+            seen[key] = float(simulate(r.to_dict()))
+        times[name] = seen[key]
     best = min(times, key=lambda k: (times[k], k != method))
     if best != method:
         picked = candidates[best]

@@ -7,16 +7,28 @@ Formats (``FORMATS``):
   ``mpirun --rankfile FILE -np N prog``.
 - ``ompi5``: Open MPI 5 / PRRTE rankfile. PRRTE keeps the ``rank N=host
   slot=S`` syntax (``slot`` = core index; ``S:C`` would be socket:core);
-  the option is ``mpirun --map-by rankfile:file=FILE -np N prog``.
+  the option is ``mpirun --map-by rankfile:file=FILE -np N prog``, which
+  Open MPI 4 refuses. The file is the same for both: the command printed
+  is the one of the Open MPI whose ``mpirun`` is installed where the export
+  runs (:func:`topoplan.traffic.recorder.openmpi_version`), else the one the
+  format names (:func:`launch_command`).
 - ``mpich``: MPICH/Hydra machinefile, one host per line per rank in rank
   order (Hydra places rank i on line i; it does not bind to a core, so add
   ``-bind-to core`` to keep ranks on distinct cores).
+
+Slots are cores by default. When the topology's ``cores_per_node`` counts
+hardware threads (48 on 2 sockets x 12 cores x 2 threads), ``slots="hwthreads"``
+makes the commands say so (``--use-hwthread-cpus`` for Open MPI 4, the
+``hwtcpus`` qualifier for Open MPI 5, ``-bind-to hwthread`` for Hydra): an
+Open MPI rankfile slot past the last core otherwise stops ``mpirun``.
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
 - ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
   (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
+- ``routes``: a circuit plan's forwarding tables as iproute2 batch files, one per host, in a
+  directory (:mod:`topoplan.reporting.routes_export`).
 
 Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
 names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
@@ -30,19 +42,22 @@ character) or one name for two nodes: see
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 
-import re
-
 from topoplan.core.errors import TopoplanError
-from topoplan.core.topology import MAX_NODES, check_host_names
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import is_ascii_int
+from topoplan.reporting.ocs_export import export_ocs, render_ocs
+from topoplan.reporting.routes_export import export_routes
 
-__all__ = ["FORMATS", "read_hostfile", "render", "launch_command", "export"]
+__all__ = ["FORMATS", "SLOTS", "read_hostfile", "render", "launch_command", "export"]
 
-FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs")
+FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs", "routes")
+SLOTS = ("cores", "hwthreads")   # what a slot number counts on a host
 
 
 def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
@@ -88,8 +103,6 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     ...
     topoplan.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
     """
-    from topoplan.core.io import read_text
-
     path = Path(path)
     lines = []
     # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
@@ -184,11 +197,12 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import render_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         return render_ocs(placement, topo, hosts=hosts)
+    if fmt == "routes":
+        raise TopoplanError("the routes export is a directory of files: use export(..., 'routes', ...) or "
+                            "topoplan.reporting.routes_export")
     _check(placement, topo, hosts)
     check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
@@ -201,7 +215,7 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def launch_command(fmt: str, path, n_ranks: int) -> str:
+def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, slots: str = "cores") -> str:
     """The launcher line that uses the exported file.
 
     Parameters
@@ -211,6 +225,13 @@ def launch_command(fmt: str, path, n_ranks: int) -> str:
     path : str or path
         The exported file.
     n_ranks : int
+    openmpi : int, optional
+        The major version of the Open MPI that runs the rankfile (``ompi4``/``ompi5``): 5 and
+        later take ``--map-by rankfile:file=``, older ones ``--rankfile``. Default: the format's
+        (4 for ``ompi4``, 5 for ``ompi5``).
+    slots : str, optional
+        What a slot number counts (:data:`SLOTS`): ``cores``, or ``hwthreads`` (then the command
+        says so: ``--use-hwthread-cpus``, ``:hwtcpus``, ``-bind-to hwthread``).
 
     Returns
     -------
@@ -221,17 +242,32 @@ def launch_command(fmt: str, path, n_ranks: int) -> str:
     --------
     >>> launch_command("ompi4", "ranks.txt", 3)
     'mpirun --rankfile ranks.txt -np 3 PROGRAM'
+    >>> launch_command("ompi5", "ranks.txt", 3), launch_command("ompi5", "ranks.txt", 3, openmpi=4)
+    ('mpirun --map-by rankfile:file=ranks.txt -np 3 PROGRAM', 'mpirun --rankfile ranks.txt -np 3 PROGRAM')
+    >>> launch_command("ompi4", "ranks.txt", 3, slots="hwthreads")
+    'mpirun --rankfile ranks.txt --use-hwthread-cpus -np 3 PROGRAM'
+    >>> launch_command("ompi4", "ranks.txt", 3, openmpi=5, slots="hwthreads")
+    'mpirun --map-by rankfile:file=ranks.txt:hwtcpus -np 3 PROGRAM'
     >>> launch_command("slurm", "hosts.txt", 3)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 3 PROGRAM'
     """
-    return {"ompi4": f"mpirun --rankfile {path} -np {n_ranks} PROGRAM",
-            "ompi5": f"mpirun --map-by rankfile:file={path} -np {n_ranks} PROGRAM",
-            "mpich": f"mpiexec -f {path} -bind-to core -n {n_ranks} PROGRAM",
+    if fmt not in FORMATS:
+        raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if slots not in SLOTS:
+        raise TopoplanError(f"field 'slots': expected one of {', '.join(SLOTS)}, got {slots!r}")
+    hw = slots == "hwthreads"
+    if fmt in ("ompi4", "ompi5"):
+        major = openmpi if openmpi is not None else int(fmt[-1])
+        if major >= 5:   # PRRTE: the rankfile is a mapping policy; hwtcpus makes its slots hardware threads
+            return f"mpirun --map-by rankfile:file={path}{':hwtcpus' if hw else ''} -np {n_ranks} PROGRAM"
+        return f"mpirun --rankfile {path}{' --use-hwthread-cpus' if hw else ''} -np {n_ranks} PROGRAM"
+    return {"mpich": f"mpiexec -f {path} -bind-to {'hwthread' if hw else 'core'} -n {n_ranks} PROGRAM",
             "slurm": f"SLURM_HOSTFILE={path} srun --distribution=arbitrary -n {n_ranks} PROGRAM",
-            "json": "", "ocs": ""}[fmt]
+            "json": "", "ocs": "", "routes": f"ip -batch {path}/HOST.routes (on each host)"}[fmt]
 
 
-def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None) -> str:
+def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None, slots: str = "cores",
+           openmpi: int | None = None) -> str:
     """Write the launcher file atomically and return the command that uses it.
 
     Parameters
@@ -247,6 +283,8 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
         Host name of every node id; default the topology's ``host_names()``.
     topo : Topology, optional
         Validates the placement; needed when ``hosts`` is not given.
+    slots, openmpi : optional
+        As for :func:`launch_command`.
 
     Returns
     -------
@@ -266,25 +304,27 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     >>> tmp = tempfile.TemporaryDirectory()
     >>> path = os.path.join(tmp.name, "ranks.txt")
     >>> p = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
-    >>> export("ompi5", p, path, topo=load_topology("paper003")).replace(tmp.name, "DIR")
+    >>> export("ompi5", p, path, topo=load_topology("paper003"), openmpi=5).replace(tmp.name, "DIR")
     'mpirun --map-by rankfile:file=DIR/ranks.txt -np 3 PROGRAM'
     >>> print(open(path).read(), end="")
     rank 0=node0000 slot=0
     rank 1=node0000 slot=1
     rank 2=node0001 slot=0
     """
-    from topoplan.core.io import atomic_write
-
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import export_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         export_ocs(placement, path, topo=topo, hosts=hosts)
-        return launch_command(fmt, path, 0)
+        return ""
+    if fmt == "routes":
+        if topo is None:
+            raise TopoplanError("the routes export needs the topology the plan is for")
+        export_routes(placement, topo, path, hosts=hosts)
+        return ""
     if hosts is None:
         if topo is None:
             raise TopoplanError("export needs host names: give a topology or a hostfile")
         hosts = topo.host_names()
+    command = launch_command(fmt, path, placement.n_ranks, openmpi=openmpi, slots=slots)   # checks the options first
     atomic_write(path, render(fmt, placement, hosts, topo))
-    return launch_command(fmt, path, placement.n_ranks)
+    return command

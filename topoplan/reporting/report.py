@@ -48,7 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_json
+from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.core.topology_io import topology_from_dict
 from topoplan.core.units import format_bytes
+from topoplan.sim.network import build_network
 
 __all__ = ["BASE_CLASSES", "SKIP_CLASSES", "ReportData", "load_result", "parse_result", "class_series",
            "busiest_time_index", "time_index", "figure_timeseries", "figure_topology", "figure_switch_heatmap",
@@ -218,8 +222,6 @@ def load_result(path) -> ReportData:
     >>> data.n_times, len(data.names)
     (24, 42)
     """
-    from topoplan.core.io import read_json
-
     return parse_result(read_json(path, "simulation result"), str(path))
 
 
@@ -304,7 +306,6 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
     if tdoc is not None:
         if not isinstance(tdoc, dict):
             raise TopoplanError(f"{where}: field 'topology_doc': expected a topology document")
-        from topoplan.core.topology_io import topology_from_dict
 
         try:
             topo = topology_from_dict(tdoc, str(tdoc.get("name", "")))
@@ -408,8 +409,6 @@ def _class_links(data: ReportData) -> dict[str, int]:
     total = dict(present)
     if data.topo is not None:
         try:
-            from topoplan.sim.network import build_network
-
             net = build_network(data.topo)
             cls, counts = np.unique(net.link_class, return_counts=True)
             for c, k in zip(cls.tolist(), counts.tolist()):
@@ -656,8 +655,6 @@ def figure_topology(data: ReportData, k: int):
     >>> type(figure_topology(data, 9)).__name__
     'Figure'
     """
-    from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-
     t = data.topo
     if isinstance(t, TreeTopology):
         fig = _tree_view(data, k)
@@ -1236,8 +1233,6 @@ def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float 
     >>> summary["frames"], summary["intervals"], os.path.getsize(out) == summary["html_bytes"]
     (3, 24, True)
     """
-    from topoplan.core.io import atomic_write
-
     data = load_result(result_path)
     page = render_html(data, frames=frames, at_s=at_s, title=title)
     out = {"result": str(result_path), "links": len(data.names), "intervals": data.n_times,

@@ -14,7 +14,6 @@ message naming the file and the field or flow at fault.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import time
@@ -25,7 +24,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim.maxmin import LinkSet, routes_to_csr, simulate_flows
+from topoplan.core.io import read_bytes
+from topoplan.core.topology import MAX_NODES
+from topoplan.sim.maxmin import simulate_flows
+from topoplan.sim.routes import LinkSet, routes_to_csr
 
 __all__ = ["FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
 
@@ -146,17 +148,7 @@ class _Where:
 
 
 def _read(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TopoplanError(f"{path}: no such file") from None
-    except OSError as e:
-        raise TopoplanError(f"{path}: cannot read: {e.strerror or e}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise TopoplanError(f"{path}: corrupt gzip data: {e}") from None
+    raw = read_bytes(path, "flow scenario")   # plain or gzip, bounded while it is decompressed
     try:
         return json.loads(raw)
     except json.JSONDecodeError as e:
@@ -347,7 +339,6 @@ def load_scenario(source) -> Scenario:
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
-        from topoplan.core.topology import MAX_NODES
 
         if leaves * per_leaf > MAX_NODES:
             raise w.fail("tree", f"{leaves * per_leaf:,} hosts, over the limit of {MAX_NODES:,}")

@@ -8,7 +8,12 @@ from dataclasses import replace
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import Placement, placement_from_doc, sequential
 from topoplan.core.topology import TorusTopology, TreeTopology
+from topoplan.plans.validate import validate
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
+from topoplan.sim.simmodel import SimModel
 
 __all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan", "phase_spans"]
 
@@ -135,10 +140,6 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     >>> tree["n_messages"], tree["top_switch_bytes"]
     (960, 384000000.0)
     """
-    from topoplan.sim.simmodel import SimModel
-    from topoplan.sim.network import build_network
-    from topoplan.sim.replay import replay
-
     t0 = time.perf_counter()
     model = SimModel.coerce(model)
     net = build_network(topo, circuits, threshold_B, model=model)
@@ -300,10 +301,6 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     ...
     topoplan.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
     """
-    from topoplan.core.placement import Placement, placement_from_doc
-
-    from topoplan.plans.validate import validate
-
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
         # one home for plan checks: ports, neighbours, loops, cores, and the inputs it was made for
@@ -319,8 +316,6 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
             raise TopoplanError("plan: made for another placement (its rank_to_node differs from the one given)")
         placement = planned
     if placement is None:
-        from topoplan.core.placement import sequential
-
         placement = sequential(trace.n_ranks, topo)
     if not isinstance(placement, Placement):
         raise TopoplanError(f"placement: expected a Placement, got {type(placement).__name__}")

@@ -133,6 +133,9 @@ class _UnitEngine:
     def link_bytes(self) -> np.ndarray:
         return np.zeros(0)
 
+    def timeline(self) -> None:
+        return None
+
 
 def _unit_replayer(trace: Trace, eager_threshold_B: float):
     """The reference replayer with its engine and its message start replaced by the unit clock."""

@@ -43,17 +43,29 @@ matched receive, and everything not MPI: regions, metrics, threads, I/O) make no
 row. Other MPI events (one-sided RMA, nonblocking collectives, cancelled requests,
 ``scan``/``exscan``) are kept as rows topoplan does not model and counted in
 ``Trace.unknown_ops``, which :func:`~topoplan.traffic.sources.load_source` reports.
+
+An archive is refused, in one line naming it, rather than read in part: when the
+OTF2 library fails anywhere (opening it, its definitions, its events: an event
+file cut short, a missing ``traces/`` directory; the library's own error lines
+are kept from the terminal and its first one is the message), when a value is
+out of range (sizes over the limit of the CSV readers,
+:func:`~topoplan.traffic.trace.check_limits`; a peer or root outside its
+communicator; a timestamp past 2^63 ticks), when it holds no MPI communication
+topoplan models, and when its calls contradict each other
+(:func:`~topoplan.traffic.trace.check_calls`).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.trace import OP_CODE, UNKNOWN_OP, Trace, call_order
+from topoplan.traffic.trace import (OP_CODE, UNKNOWN_OP, Trace, call_namer, call_order, check_calls, check_limits,
+                                    check_times)
 
 __all__ = ["read_otf2", "collective_bytes"]
 
@@ -183,8 +195,10 @@ def read_otf2(path, n_ranks: int | None = None) -> Trace:
     Raises
     ------
     TopoplanError
-        If the ``otf2`` package is missing, the file is not an OTF2 archive, or it
-        has no MPI locations.
+        If the ``otf2`` package is missing, the file is not an OTF2 archive or
+        cannot be read to its end, it has no MPI locations or no MPI
+        communication, or a value is out of range or contradicts another (see
+        the module's docstring).
 
     Examples
     --------
@@ -222,15 +236,81 @@ def read_otf2(path, n_ranks: int | None = None) -> Trace:
         path = path / "traces.otf2"
     if not path.is_file():
         raise TopoplanError(f"{path}: no such OTF2 archive")
+    reports: list = []
+    with _library_errors(reports):
+        try:
+            reader_ctx = otf2.reader.open(str(path))
+            reader = reader_ctx.__enter__()
+        except Exception as exc:   # the C library raises its own error types
+            raise TopoplanError(f"{path}: not a readable OTF2 archive ({_reason(exc, reports)})") from None
+        try:
+            trace = _read(reader, path, n_ranks, otf2)
+        except TopoplanError:
+            raise
+        except Exception as exc:   # every read, not only the opening: definitions and events may be cut short
+            raise TopoplanError(f"{path}: cannot read the OTF2 archive: {_reason(exc, reports)}") from None
+        finally:
+            try:
+                reader_ctx.__exit__(None, None, None)
+            except Exception:   # closing an archive that failed: the error above is the one to report
+                pass
+    if reports:   # an error the library reported without raising it: what it returned may be incomplete
+        raise TopoplanError(f"{path}: cannot read the OTF2 archive: {_reason(None, reports)}")
+    return trace
+
+
+# The OTF2 C library reports every error on stderr before returning it ("[OTF2] src/OTF2_Buffer.c:1702:
+# error: ..."), several lines for one failure; while topoplan reads an archive its error callback keeps them
+# instead, so the user sees one line: topoplan's, which quotes the first.
+_CALLBACK = []   # [the ctypes callback type], made on first use
+
+
+@contextmanager
+def _library_errors(reports: list):
+    """Collect the OTF2 library's error reports ``(code, file, line, message)`` in ``reports`` while reading."""
+    import ctypes
+
     try:
-        reader_ctx = otf2.reader.open(str(path))
-        reader = reader_ctx.__enter__()
-    except Exception as exc:   # the C library raises its own error types
-        raise TopoplanError(f"{path}: not a readable OTF2 archive ({exc})") from None
+        from _otf2.Config import conf
+        register = conf.lib.OTF2_Error_RegisterCallback
+    except (ImportError, AttributeError, OSError):   # another build of the bindings: its lines stay on stderr
+        yield
+        return
+    if not _CALLBACK:
+        # OTF2_ErrorCallback(userData, file, line, function, errorCode, msgFormatString, va_list): the va_list
+        # comes last and is never read, so it is declared as a pointer whatever the platform passes
+        _CALLBACK.append(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64,
+                                          ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p))
+
+    def keep(_data, file, line, _function, code, message, _va):
+        if code > 0:   # errors; warnings (code < 0) are not failures
+            reports.append((code, (file or b"").decode(errors="replace"), int(line),
+                            (message or b"").decode(errors="replace")))
+        return code
+
+    callback = _CALLBACK[0](keep)
+    register.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    register.restype = ctypes.c_void_p
+    previous = register(ctypes.cast(callback, ctypes.c_void_p), None)
     try:
-        return _read(reader, path, n_ranks, otf2)
+        yield
     finally:
-        reader_ctx.__exit__(None, None, None)
+        register(previous, None)   # NULL: the library's own handler again
+
+
+def _reason(exc, reports: list) -> str:
+    """What went wrong, from the library's first report (its description, and its message when it is not a
+    format string) or the exception."""
+    if reports:
+        code, _, _, message = reports[0]
+        try:
+            from _otf2.ErrorCodes import Error_GetDescription, ErrorCode
+
+            what = Error_GetDescription(ErrorCode(code)) or f"error {code}"
+        except Exception:   # the bindings cannot describe the code: its number
+            what = f"error {code}"
+        return what + (f" ({message.rstrip('!.')})" if message and "%" not in message else "")
+    return str(exc) if str(exc) else type(exc).__name__
 
 
 def _read(reader, path: Path, n_ranks, otf2) -> Trace:
@@ -305,7 +385,17 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
         cid = comm_ids.get(c)
         if cid is None:
             return 0, world_members
+        if -1 in members[cid]:
+            raise TopoplanError(f"{path}: communicator {getattr(c, 'name', cid)!r} lists a location that is not an "
+                                "MPI rank")
         return cid, members[cid]
+
+    def world_rank(mem, local: int, what: str, kind: str, me: int) -> int:
+        """The world rank of rank ``local`` of a communicator (``mem``); an error naming the event when outside."""
+        if 0 <= local < len(mem):
+            return mem[local]
+        raise TopoplanError(f"{path}: rank {me}'s {kind} event: {what} {local} is outside its communicator of "
+                            f"{len(mem)} ranks")
 
     rows: list[list] = []   # rank, op, peer, bytes, root, comm_size, t0, t1, comm, tag, req
     unknown: dict[str, int] = {}
@@ -370,7 +460,7 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
         me = st.rank
         if kind in ("MpiSend", "MpiIsend"):
             cid, mem = comm_of(ev.communicator, me)
-            peer = mem[ev.receiver] if ev.receiver < len(mem) else -1
+            peer = world_rank(mem, int(ev.receiver), "receiver", kind, me)
             op = "send" if kind == "MpiSend" else "isend"
             row = emit(st, [me, OP_CODE[op], peer, float(ev.msg_length), -1, len(mem), 0, 0, cid, int(ev.msg_tag),
                             -1], t)
@@ -390,7 +480,7 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
                     row[2], row[8], row[9], row[5] = probe
         elif kind in ("MpiRecv", "MpiIrecv"):
             cid, mem = comm_of(ev.communicator, me)
-            peer = mem[ev.sender] if ev.sender < len(mem) else -1
+            peer = world_rank(mem, int(ev.sender), "sender", kind, me)
             tag, nbytes = int(ev.msg_tag), float(ev.msg_length)
             got = st.requests.pop(int(ev.request_id), None) if kind == "MpiIrecv" else None
             if got is None:   # a blocking receive, or an irecv whose request was not recorded
@@ -402,7 +492,7 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
         elif kind == "MpiProbe":
             if int(ev.message_id) != _U64:   # MPI_Mprobe: the message a later MPI_Mrecv receives
                 cid, mem = comm_of(ev.communicator, me)
-                peer = mem[ev.sender] if ev.sender < len(mem) else -1
+                peer = world_rank(mem, int(ev.sender), "sender", kind, me)
                 st.probes[int(ev.message_id)] = (peer, cid, int(ev.tag), len(mem))
         elif kind == "MpiMrecv":
             peer, cid, tag, size = st.probes.pop(int(ev.message_id), (-1, 0, -1, n))
@@ -431,7 +521,8 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
             root_local = -1 if int(ev.root) == _U32 else int(ev.root)
             nbytes = collective_bytes(opname, float(ev.size_sent), float(ev.size_received), size, local, root_local)
             op = _COLL_OP.get(opname)
-            root = mem[root_local] if op in _ROOTED and 0 <= root_local < size else -1
+            # a rooted collective's root is one of the communicator's ranks (-1 would drop its bytes)
+            root = world_rank(mem, root_local, f"the {opname} root", kind, me) if op in _ROOTED else -1
             if op is None or op not in OP_CODE:   # scan, exscan, ops of a newer OTF2
                 unknown_row(st, (op or opname.lower()), t, nbytes=nbytes, comm=cid, size=size, root=root)
             elif op == "alltoallv":   # only the total is known: an even share per destination
@@ -453,8 +544,16 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
             if frame.rows:
                 flush(st, frame, frame.t_enter)
 
-    cols = list(zip(*rows)) if rows else [()] * 11
+    if not any(r[1] != UNKNOWN_OP for r in rows):
+        found = (f"{len(rows)} MPI calls, none of them communication topoplan models ("
+                 + ", ".join(f"{k} {v}" for k, v in sorted(unknown.items())) + ")") if rows else "no MPI events"
+        raise TopoplanError(f"{path}: {found} in the archive of {n} ranks: nothing to plan or replay (was MPI "
+                            "recorded? Score-P needs SCOREP_ENABLE_TRACING=true and its MPI adapter)")
+    cols = list(zip(*rows))
     rank = np.asarray(cols[0], dtype=np.int64)
+    if max(max(cols[6]), max(cols[7])) >= 2 ** 63 or offset >= 2 ** 63:
+        raise TopoplanError(f"{path}: a timestamp of {max(max(cols[6]), max(cols[7]), offset):,} ticks is out of "
+                            "range (at most 2^63)")
     ticks0 = np.asarray(cols[6], dtype=np.int64) - offset
     ticks1 = np.asarray(cols[7], dtype=np.int64) - offset
     shift = min(int(ticks0.min()), 0) if len(rows) else 0   # events before the clock's offset
@@ -470,4 +569,8 @@ def _read(reader, path: Path, n_ranks, otf2) -> Trace:
                   req=np.asarray(cols[10], dtype=np.int8)[order], communicators=comms, unknown_ops=unknown,
                   source=str(path))
     trace.validate()
+    where = call_namer(trace)
+    check_limits(path, where=where, bytes=trace.bytes)   # the CSV readers' limits (a message past 2^60 bytes)
+    check_times(trace.t_start, trace.t_end, where)
+    check_calls(trace, where)
     return trace

@@ -47,6 +47,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import check_inputs, fingerprint
+from topoplan.core.placement import from_nodes, Placement, sequential
+from topoplan.traffic.collectives import expand_trace_collectives
+from topoplan.traffic.matrix import from_trace
 from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, OPS, Trace
 
 __all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc",
@@ -674,6 +678,9 @@ class Phases:
     def to_dict(self) -> dict:
         """JSON form: the options, and per phase its span, bytes, dominant pairs and first calls.
 
+        ``inputs`` records the trace's fingerprint (:func:`topoplan.core.fingerprint.fingerprint_trace`),
+        so that :func:`phases_from_doc` refuses the document for another trace.
+
         Returns
         -------
         dict
@@ -682,10 +689,11 @@ class Phases:
         --------
         >>> from topoplan.traffic.generators import ring
         >>> d = detect_phases(ring(4, 1e6)).to_dict()
-        >>> sorted(d), d["n_phases"]
-        (['n_phases', 'n_ranks', 'options', 'pair_basis', 'phases', 'source'], 1)
+        >>> sorted(d), d["n_phases"], sorted(d["inputs"])
+        (['inputs', 'n_phases', 'n_ranks', 'options', 'pair_basis', 'phases', 'source'], 1, ['trace'])
         """
-        return {"source": self.trace.source, "n_ranks": self.trace.n_ranks, "n_phases": len(self.phases),
+        return {"source": self.trace.source, "inputs": fingerprint(trace=self.trace),
+                "n_ranks": self.trace.n_ranks, "n_phases": len(self.phases),
                 "pair_basis": self.pair_basis, "options": dict(self.options),
                 "phases": [p.to_dict() for p in self.phases]}
 
@@ -757,8 +765,6 @@ def detect_phases(trace: Trace, topology=None, placement=None, *, window_s: floa
         raise TopoplanError(f"field 'min_windows': must be at least 1, got {min_windows}")
     node = None
     if topology is not None:
-        from topoplan.core.placement import Placement, from_nodes, sequential
-
         if placement is None:
             placement = sequential(trace.n_ranks, topology)
         elif not isinstance(placement, Placement):
@@ -881,8 +887,6 @@ def _merge_similar(trace, cuts, msg_row, msg_key, msg_b, threshold) -> np.ndarra
 
 def _row_messages(trace: Trace, node, width: int):
     """Per message of the trace: the row that sends it, its pair key and bytes (self and intra-node left out)."""
-    from topoplan.traffic.collectives import expand_trace_collectives
-
     N = len(trace)
     rows = np.arange(N, dtype=np.int64)
     snd = np.isin(trace.op, _SEND_OPS) & (trace.peer >= 0)
@@ -946,8 +950,6 @@ def _refine(t_row, msg_row, msg_key, msg_b, t_lo, t_hi, prof_a: dict, prof_b: di
 
 
 def _build(trace, clock, cuts, node, width, threshold, opts, msg_row, msg_key, msg_b) -> Phases:
-    from topoplan.traffic.matrix import from_trace
-
     lo_r = clock.bounds[:-1]
     row_phase = _row_phase(trace, cuts)
     mp = row_phase[msg_row] if len(msg_row) else np.zeros(0, np.int64)
@@ -1008,8 +1010,6 @@ def split_at(trace: Trace, first_calls, topology=None, placement=None) -> Phases
     """
     node, width = None, max(trace.n_ranks, 1)
     if topology is not None:
-        from topoplan.core.placement import sequential
-
         placement = placement if placement is not None else sequential(trace.n_ranks, topology)
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
         width = int(node.max(initial=0)) + 1
@@ -1061,8 +1061,9 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     """The phases of a ``topoplan phases -o`` document, re-cut on ``trace`` (the trace they were detected on).
 
     Each phase's ``first_call`` (per rank, its calls before the phase) gives the cuts; they must fit
-    the trace (as many ranks, no rank cut past its last call, non-decreasing), else the document was
-    made for another trace and is refused.
+    the trace (as many ranks, no rank cut past its last call, non-decreasing), and the trace's
+    fingerprint must be the one the document records (``inputs``; a document without it is checked
+    by its cuts only), else the document was made for another trace and is refused.
 
     Parameters
     ----------
@@ -1090,10 +1091,10 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     >>> doc = detect_phases(tr).to_dict()
     >>> phases_from_doc(doc, tr).kinds()
     [0, 1]
-    >>> phases_from_doc(doc, neighbor2d(4, 4, 4e6), where="p.json")
+    >>> phases_from_doc(doc, neighbor2d(4, 4, 4e6), where="p.json")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: p.json: field 'phases[1].first_call': rank 0 has 15 calls before the phase but only 5 in the trace; the phases were detected on another trace
+    topoplan.core.errors.TopoplanError: p.json: field 'inputs': made for another trace (fingerprint ..., the one given has ...); the phases were detected on another trace
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("phases"), list) or not doc["phases"]:
         raise TopoplanError(f"{where}: field 'phases': expected a non-empty list (the output of `topoplan phases -o`)")
@@ -1101,6 +1102,11 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
     if n is not None and n != trace.n_ranks:
         raise TopoplanError(f"{where}: field 'n_ranks': {n} ranks, the trace has {trace.n_ranks}; the phases were "
                             "detected on another trace")
+    if doc.get("inputs") is not None:
+        try:
+            check_inputs(doc["inputs"], fingerprint(trace=trace), where)
+        except TopoplanError as exc:
+            raise TopoplanError(f"{exc}; the phases were detected on another trace") from None
     counts = np.diff(np.searchsorted(trace.rank, np.arange(trace.n_ranks + 1)))
     firsts, prev = [], np.zeros(trace.n_ranks, dtype=np.int64)
     for k, p in enumerate(doc["phases"]):

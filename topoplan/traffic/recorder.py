@@ -15,21 +15,25 @@ for both.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import read_trace
 
 __all__ = ["SOURCE", "DIR_ENV", "cache_dir", "find_mpicc", "library_path", "build_library", "mpi_flavor",
-           "launch_command", "record"]
+           "openmpi_version", "launch_command", "record"]
 
 SOURCE = Path(__file__).resolve().parent / "pmpi" / "topoplan_pmpi.c"
 DIR_ENV = "TOPOPLAN_TRACE_DIR"   # where the library writes the trace (read by every rank at MPI_Finalize)
 _FLAGS = ("-shared", "-fPIC", "-O2", "-pthread")
+_PROGRAM_FLAGS = ("-O2",)   # an MPI program (the emulator's trace replayer) rather than a preloaded library
 _NO_MPICC = ("mpicc not found: install Open MPI's development package (apt-get install libopenmpi-dev), "
              "load your MPI module, or set MPICC to your MPI C compiler wrapper")
 
@@ -91,7 +95,7 @@ def find_mpicc(mpicc: str | None = None) -> str:
     return found
 
 
-def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
+def library_path(mpicc: str, source=SOURCE, cache=None, *, program: bool = False) -> Path:
     """Where the library built from ``source`` by ``mpicc`` is cached (it may not exist yet).
 
     The name carries a hash of the source, the compiler's resolved path and the flags,
@@ -105,6 +109,8 @@ def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
         The C source; default :data:`SOURCE`.
     cache : str or path, optional
         Default :func:`cache_dir`.
+    program : bool, optional
+        An MPI program (named after the source, no ``lib`` or ``.so``) instead of a shared library.
 
     Returns
     -------
@@ -117,15 +123,23 @@ def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
     (PosixPath('/tmp/c'), True, '.so', 33)
     >>> p == library_path("/usr/bin/mpicc", cache="/tmp/c"), p == library_path("/opt/mpi/bin/mpicc", cache="/tmp/c")
     (True, False)
+    >>> library_path("/usr/bin/mpicc", cache="/tmp/c", program=True).name.startswith("topoplan_pmpi-")
+    True
     """
+    flags = _PROGRAM_FLAGS if program else _FLAGS
     h = hashlib.sha256(Path(source).read_bytes())
     h.update(os.path.realpath(mpicc).encode())
-    h.update(" ".join(_FLAGS).encode())
-    return Path(cache if cache is not None else cache_dir()) / f"libtopoplan_pmpi-{h.hexdigest()[:16]}.so"
+    h.update(" ".join(flags).encode())
+    stem = Path(source).stem
+    name = f"{stem}-{h.hexdigest()[:16]}" if program else f"lib{stem}-{h.hexdigest()[:16]}.so"
+    return Path(cache if cache is not None else cache_dir()) / name
 
 
-def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force: bool = False) -> Path:
+def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force: bool = False,
+                  program: bool = False) -> Path:
     """Compile the recorder with ``mpicc -shared -fPIC -O2`` unless the cache already holds it.
+
+    The same builds the emulator's other C sources (its replayer with ``program=True``).
 
     Parameters
     ----------
@@ -137,11 +151,13 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
         Default :func:`cache_dir`; created if missing.
     force : bool, optional
         Rebuild even if the library exists.
+    program : bool, optional
+        Build an MPI program (``mpicc -O2``) instead of a shared library.
 
     Returns
     -------
     pathlib.Path
-        The shared library, for ``LD_PRELOAD``.
+        The shared library, for ``LD_PRELOAD`` (or the program).
 
     Raises
     ------
@@ -167,7 +183,7 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
     'libtopoplan_pmpi-3f2a9c0d1e4b5a67.so'
     """
     cc = find_mpicc(mpicc)
-    lib = library_path(cc, source, cache)
+    lib = library_path(cc, source, cache, program=program)
     if lib.is_file() and not force:
         return lib
     try:
@@ -177,7 +193,8 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
     except OSError as exc:
         raise TopoplanError(f"{lib.parent}: cannot create the recorder's build directory: {exc.strerror}") from None
     try:
-        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(source)], capture_output=True, text=True)
+        flags = _PROGRAM_FLAGS if program else _FLAGS
+        res = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True)
         if res.returncode != 0:
             lines = [ln for ln in (res.stderr or res.stdout).splitlines() if "error" in ln.lower()]
             first = (lines or (res.stderr or res.stdout).splitlines() or ["no output"])[0].strip()
@@ -188,6 +205,16 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return lib
+
+
+@functools.lru_cache(maxsize=8)
+def _version_text(mpirun: str) -> str:
+    """``mpirun --version``'s output, lower case ("" when it cannot be run)."""
+    try:
+        res = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (res.stdout + res.stderr).lower()
 
 
 def mpi_flavor(mpirun: str) -> str:
@@ -207,16 +234,38 @@ def mpi_flavor(mpirun: str) -> str:
     >>> mpi_flavor("/bin/true")
     'unknown'
     """
-    try:
-        res = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    text = (res.stdout + res.stderr).lower()
+    text = _version_text(mpirun)
     if "open mpi" in text or "open-mpi" in text or "openrte" in text:
         return "openmpi"
     if any(k in text for k in ("hydra", "mpich", "intel(r) mpi", "mvapich")):
         return "mpich"
     return "unknown"
+
+
+def openmpi_version(mpirun: str | None = None) -> tuple[int, ...] | None:
+    """The version of the Open MPI a launcher belongs to (``mpirun --version``), or None.
+
+    Parameters
+    ----------
+    mpirun : str, optional
+        The launcher (a name on ``PATH`` or a path); default ``$MPIRUN``, else ``mpirun``.
+
+    Returns
+    -------
+    tuple of int or None
+        ``(major, minor, release)``; None when there is no such launcher, or it is not Open MPI's.
+
+    Examples
+    --------
+    >>> openmpi_version("no-such-mpirun") is None, openmpi_version("/bin/true") is None
+    (True, True)
+    """
+    name = mpirun or os.environ.get("MPIRUN") or "mpirun"
+    path = shutil.which(name)
+    if path is None or mpi_flavor(path) != "openmpi":
+        return None
+    m = re.search(r"\(open mpi\)\s+v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", _version_text(path))
+    return None if m is None else tuple(int(x) for x in m.groups(default="0"))
 
 
 def launch_command(command, out_dir, *, lib, np: int, mpirun: str = "mpirun", flavor: str = "openmpi",
@@ -325,8 +374,6 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
     >>> trace.n_ranks, trace.op_counts()["allreduce"]      # doctest: +SKIP
     (4, 8)
     """
-    from topoplan.traffic.trace import read_trace
-
     if int(np) < 1:
         raise TopoplanError(f"field 'np': need at least 1 rank, got {np}")
     command = [str(c) for c in command]
@@ -345,10 +392,16 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
         raise TopoplanError(f"{prog}: no such program")
 
     out = Path(out_dir).absolute()
+    # the recorder makes the directory (rank 0, at MPI_Finalize); one this run makes is removed if it fails
+    made = _missing_dirs(out)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise TopoplanError(f"{out}: not a directory: the trace is a directory (events.csv, communicators.csv)")
         for name in ("events.csv", "communicators.csv"):
             (out / name).unlink(missing_ok=True)   # never read an earlier run's trace as this one's
+        ancestor = next(p for p in (out, *out.parents) if p.exists())
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            raise TopoplanError(f"{out}: cannot write the trace there (permission denied in {ancestor})")
     except OSError as exc:
         raise TopoplanError(f"{out}: cannot write the trace there: {exc.strerror}") from None
 
@@ -360,20 +413,45 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     try:
-        res = subprocess.run(cmd, env=env, timeout=timeout, capture_output=quiet, text=True)
-    except subprocess.TimeoutExpired:
-        raise TopoplanError(f"{prog}: still running after {timeout:g} s; stopped (no trace)") from None
-    except OSError as exc:
-        raise TopoplanError(f"{launcher}: cannot run: {exc.strerror}") from None
-    if res.returncode != 0:
-        detail = ""
-        if quiet:
-            lines = [ln for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()]
-            detail = f": {lines[-1].strip()}" if lines else ""
-        raise TopoplanError(f"{' '.join(command)}: exited with status {res.returncode} under "
-                            f"{os.path.basename(launcher)}{detail}")
-    events = out / "events.csv"
-    if not events.is_file():
-        raise TopoplanError(f"{out}: no trace written: {prog} did not reach MPI_Finalize, is not linked with the "
-                            f"MPI of {os.path.basename(launcher)}, or calls MPI from Fortran (not recorded)")
+        try:
+            res = subprocess.run(cmd, env=env, timeout=timeout, capture_output=quiet, text=True)
+        except subprocess.TimeoutExpired:
+            raise TopoplanError(f"{prog}: still running after {timeout:g} s; stopped (no trace)") from None
+        except OSError as exc:
+            raise TopoplanError(f"{launcher}: cannot run: {exc.strerror}") from None
+        if res.returncode != 0:
+            detail = ""
+            if quiet:
+                lines = [ln for ln in (res.stderr or res.stdout or "").splitlines() if ln.strip()]
+                detail = f": {lines[-1].strip()}" if lines else ""
+            raise TopoplanError(f"{' '.join(command)}: exited with status {res.returncode} under "
+                                f"{os.path.basename(launcher)}{detail}")
+        events = out / "events.csv"
+        if not events.is_file():
+            raise TopoplanError(f"{out}: no trace written: {prog} did not reach MPI_Finalize, is not linked with the "
+                                f"MPI of {os.path.basename(launcher)}, or calls MPI from Fortran (not recorded)")
+    except BaseException:   # a failed run (or Ctrl-C) leaves no trace and no directory of its own behind
+        for name in ("events.csv", "communicators.csv"):
+            (out / name).unlink(missing_ok=True)
+        _remove_empty(made)
+        raise
     return read_trace(events)
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """The directories of ``path`` (itself, then its parents) that do not exist yet, deepest first."""
+    out = []
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        out.append(p)
+    return out
+
+
+def _remove_empty(dirs) -> None:
+    """Remove the directories of ``dirs`` (deepest first) that exist and are empty; others stay."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:   # not there, or not empty (the program wrote files of its own): left as it is
+            return

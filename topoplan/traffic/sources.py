@@ -9,12 +9,11 @@ placement together, checking that the ranks fit (the command line, sweeps and ex
 from __future__ import annotations
 
 import csv
-import gzip
 import sys
-import zlib
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_bytes
 from topoplan.core.placement import load_placement
 from topoplan.core.topology_io import cores_hint, load_topology
 from topoplan.traffic import generators, limits
@@ -53,20 +52,12 @@ def is_matrix_file(path: Path) -> bool:
     >>> is_matrix_file(path)
     True
     """
-    header = ""
-    try:
-        with open(path, "rb") as fh:
-            magic = fh.read(2)
-        opener = gzip.open if magic == b"\x1f\x8b" else open
-        # utf-8-sig: a byte order mark (spreadsheet exports) is not part of the first column's name
-        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
-            for _ in range(1000):  # the header is the first line that is not blank, as for read_csv_table
-                line = fh.readline(65536)
-                if not line or line.strip():
-                    header = line
-                    break
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TopoplanError(f"{path}: cannot read traffic file: {exc}") from None
+    # the first MiB (decompressed as a stream, like every gzip input): the header is in it
+    head = read_bytes(path, "traffic file", limit=1 << 20, head=True)
+    # utf-8-sig: a byte order mark (spreadsheet exports) is not part of the first column's name
+    lines = head.decode("utf-8-sig", errors="replace").split("\n", 1000)[:1000]
+    # the header is the first line that is not blank, as for read_csv_table
+    header = next((line for line in lines if line.strip()), "")
     cols = {c.strip().lower() for c in next(csv.reader([header.strip("\r\n")], skipinitialspace=True), [])}
     return {"src", "dst"} <= cols and "op" not in cols
 

@@ -16,11 +16,14 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write
+from topoplan.core.units import MAX_VALUE, ascii_int
 from topoplan.traffic import limits
 
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
            "OPTIONAL_INT", "MAX_RANKS", "MAX_MESSAGES", "MAX_TIME_S", "MAX_SPAN_S", "op_codes",
-           "Trace", "check_limits", "read_trace", "call_order"]
+           "Trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls",
+           "per_destination_calls"]
 
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
        "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather", "scatter",
@@ -218,8 +221,6 @@ class Trace:
     # -- output ----------------------------------------------------------
     def write_csv(self, path) -> None:
         """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
-        from topoplan.core.io import atomic_write
-
         names = self.op_names()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -242,8 +243,10 @@ MAX_TIME_S = 1e10
 MAX_SPAN_S = 3.2e7
 
 
-def check_limits(path, rows=None, **cols) -> None:
+def check_limits(path, rows=None, *, where=None, **cols) -> None:
     """Reject values no real run has (a rank past 2^24, a message past 2^60 bytes) before they size arrays.
+
+    The one rule for every reader of sizes, ranks and counts (CSV traces and matrices, OTF2 archives).
 
     Parameters
     ----------
@@ -252,6 +255,9 @@ def check_limits(path, rows=None, **cols) -> None:
     rows : pandas.DataFrame, optional
         The table the columns come from, for the line of each value (:func:`topoplan.core.csvtable.row_line`);
         default: value ``i`` is on line ``i + 2``.
+    where : callable, optional
+        ``where(i)`` names value ``i`` in messages instead of ``path:line`` (a file without lines:
+        ``"traces.otf2: rank 3's 12th call"``).
     **cols : array_like
         Columns by name; ``bytes`` is checked against ``MAX_VALUE["size"]``
         (:mod:`topoplan.core.units`), ``msgs`` against :data:`MAX_MESSAGES`, every
@@ -269,35 +275,60 @@ def check_limits(path, rows=None, **cols) -> None:
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: x.csv:3: field 'rank': 1.074e+09 is over the limit of 16,777,216 ranks
+    >>> check_limits("a.otf2", where=lambda i: f"a.otf2: event {i}", bytes=[8.0, 2.0 ** 61])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: a.otf2: event 1: field 'bytes': 2.306e+18 is over the limit of 1,152,921,504,606,846,976 bytes
     """
-    from topoplan.core.units import MAX_VALUE
-
     for col, arr in cols.items():
         limit, what = {"bytes": (MAX_VALUE["size"], "bytes"), "msgs": (MAX_MESSAGES, "messages")}.get(
             col, (MAX_RANKS, "ranks"))
         bad = np.flatnonzero(np.asarray(arr) > limit)
         if bad.size:
             i = int(bad[0])
-            line = i + 2 if rows is None else row_line(rows, i)
-            raise TopoplanError(f"{path}:{line}: field '{col}': {arr[i]:.4g} is over the limit of {limit:,.0f} {what}")
+            if where is not None:
+                at = where(i)
+            else:
+                at = f"{path}:{i + 2 if rows is None else row_line(rows, i)}"
+            raise TopoplanError(f"{at}: field '{col}': {arr[i]:.4g} is over the limit of {limit:,.0f} {what}")
 
 
-def _check_times(path, df, ts: np.ndarray, te: np.ndarray) -> None:
-    """Times within :data:`MAX_TIME_S`, and the trace no longer than :data:`MAX_SPAN_S`."""
+def check_times(ts: np.ndarray, te: np.ndarray, where) -> None:
+    """Times within :data:`MAX_TIME_S`, and the trace no longer than :data:`MAX_SPAN_S`.
+
+    Parameters
+    ----------
+    ts, te : numpy.ndarray of float
+        Every call's start and end, in seconds.
+    where : callable
+        ``where(i)`` names call ``i`` in messages (``"t.csv:12"``).
+
+    Raises
+    ------
+    TopoplanError
+        ``<where>: field 't_start'`` (or ``'t_end'``) for the first time out of range.
+
+    Examples
+    --------
+    >>> check_times(np.array([0.0, 5.0]), np.array([1.0, 4e7]), lambda i: f"t.csv:{i + 2}")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: t.csv:3: field 't_end': 4e+07 s is more than a year (3.2e+07 s) after the first call (t_start 0 s, t.csv:2); no traced run lasts that long
+    """
     for col, arr in (("t_start", ts), ("t_end", te)):
         bad = np.flatnonzero(arr > MAX_TIME_S)
         if bad.size:
             i = int(bad[0])
-            raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': {arr[i]:.4g} s is over the limit of "
+            raise TopoplanError(f"{where(i)}: field '{col}': {arr[i]:.4g} s is over the limit of "
                                 f"{MAX_TIME_S:.0e} s (the year 2286 as a Unix time)")
     if len(ts):
         first = int(np.argmin(ts))
         bad = np.flatnonzero(te > ts[first] + MAX_SPAN_S)
         if bad.size:
             i = int(bad[0])
-            raise TopoplanError(f"{path}:{row_line(df, i)}: field 't_end': {te[i]:.4g} s is more than a year "
-                                f"({MAX_SPAN_S:.2g} s) after the first call (t_start {ts[first]:.4g} s on line "
-                                f"{row_line(df, first)}); no traced run lasts that long")
+            raise TopoplanError(f"{where(i)}: field 't_end': {te[i]:.4g} s is more than a year "
+                                f"({MAX_SPAN_S:.2g} s) after the first call (t_start {ts[first]:.4g} s, "
+                                f"{where(first)}); no traced run lasts that long")
 
 
 def read_trace(path, n_ranks: int | None = None) -> Trace:
@@ -324,7 +355,10 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         field count than the header (:func:`topoplan.core.csvtable.read_csv_table`), a missing
         column, a malformed number, a negative size or time, a time over
         :data:`MAX_TIME_S` or a trace over :data:`MAX_SPAN_S` long, a call
-        ending before it starts, or a rank outside MPI_COMM_WORLD.
+        ending before it starts, a rank outside MPI_COMM_WORLD, a ``wait``
+        whose ``req`` is not 1, 0 or -1, or calls that contradict each other
+        (:func:`check_calls`: a communicator ``communicators.csv`` does not
+        list, the ranks of a collective call disagreeing on its size or root).
 
     References
     ----------
@@ -370,7 +404,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         if bad.size:
             raise TopoplanError(f"{path}:{line(bad[0])}: field '{col}': must be a non-negative number")
     check_limits(path, df, bytes=by, rank=ints["rank"], peer=ints["peer"], comm_size=ints["comm_size"])
-    _check_times(path, df, ts, te)
+    check_times(ts, te, lambda i: f"{path}:{line(i)}")
     bad = np.flatnonzero(te < ts)
     if bad.size:
         raise TopoplanError(f"{path}:{line(bad[0])}: field 't_end': ends before t_start")
@@ -378,6 +412,11 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     if bad.size:
         raise TopoplanError(f"{path}:{line(bad[0])}: field 'comm_size': a collective needs a communicator of at "
                             f"least 1 rank, got {ints['comm_size'][bad[0]]}")
+    bad = np.flatnonzero((op == OP_CODE["wait"]) & ((extra["req"] < -1) | (extra["req"] > 1)))
+    if bad.size:   # a wait's req says what it completes (other rows' are not read; some recorders put tags there)
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{line(i)}: field 'req': {extra['req'][i]} is not what a wait completes (1: a "
+                            "send, 0: a receive, empty or -1: not known)")
 
     comms = _read_communicators(path.parent / "communicators.csv")
     if n_ranks is None:
@@ -408,6 +447,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
               comm_size=ints["comm_size"], t_start=ts, t_end=te, comm=extra["comm"], tag=extra["tag"],
               req=extra["req"].astype(np.int8), communicators=comms, unknown_ops=unknown, source=str(path))
     t._sort(order)
+    check_calls(t, where=lambda i: f"{path}:{line(order[i])}")
     return t
 
 
@@ -436,6 +476,202 @@ def call_order(rank, t_start) -> np.ndarray:
     [2, 1, 0, 3]
     """
     return np.lexsort((np.arange(len(rank)), t_start, rank))
+
+
+# ops whose size every member passes alike (MPI: equal counts and type signatures), compared across the
+# members of a call; gather, scatter, allgatherv, reduce_scatter and alltoallv rows may differ per rank
+# (their v-variants are written under the same names), a per-destination alltoall is compared by its calls.
+_SAME_BYTES = ("bcast", "reduce", "allreduce", "allgather", "alltoall", "barrier")
+_ROOTED = ("bcast", "reduce", "gather", "scatter")
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def call_namer(trace: Trace):
+    """A function naming row ``i`` of a sorted trace in messages by its rank and call: ``"t: rank 2's 5th call"``.
+
+    For traces whose rows have no file line (OTF2 archives, generated traces).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    callable
+        ``where(i) -> str``.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(r, "barrier", -1, 0, -1, 2, 0.0, 0.0) for r in (0, 0, 1)], 2, source="t")
+    >>> call_namer(t)(1), call_namer(t)(2)
+    ("t: rank 0's 2nd call", "t: rank 1's 1st call")
+    """
+    rank = trace.rank
+
+    def where(i):
+        first = int(np.searchsorted(rank, rank[i]))   # rows are sorted by rank: the rank's first row
+        return f"{trace.source or 'trace'}: rank {int(rank[i])}'s {_ordinal(int(i) - first + 1)} call"
+
+    return where
+
+
+def check_calls(trace: Trace, where=None) -> None:
+    """Refuse a trace whose calls contradict each other by MPI's rules, naming the first row at fault.
+
+    A row on a communicator listed in ``trace.communicators`` is made by one of its members, and a
+    point-to-point partner or a root is one of its members; a communicator that is not listed is
+    MPI_COMM_WORLD. A collective or point-to-point row's ``comm_size`` is its communicator's size (so a
+    row naming a communicator ``communicators.csv`` does not list, with another size than the world's,
+    is refused rather than read as the world, which would move its bytes to other ranks). The members
+    of a communicator make the same collective calls on it in the same order, as MPI requires: the
+    k-th call of every member has the same op and root, and, for ops every rank passes one size to
+    (``bcast``, ``reduce``, ``allreduce``, ``allgather``, ``alltoall`` written as one row,
+    ``barrier``), the same bytes. ``wait`` rows' ``req`` is checked by the readers (1, 0 or -1).
+
+    Parameters
+    ----------
+    trace : Trace
+        Sorted (rank, then call order), as :func:`read_trace` and
+        :func:`topoplan.traffic.otf2.read_otf2` return it.
+    where : callable, optional
+        ``where(i)``: how messages name row ``i`` (default ``"<source>: rank R's Nth call"``;
+        :func:`read_trace` gives ``"<file>:<line>"``).
+
+    Raises
+    ------
+    TopoplanError
+        ``<where>: field '<column>': ...`` for the first row at fault.
+
+    Examples
+    --------
+    The root of a bcast passes 500 bytes, the other rank 1,000:
+
+    >>> t = Trace.from_records([(0, "bcast", -1, 500, 0, 2, 0.0, 1e-6), (1, "bcast", -1, 1000, 0, 2, 0.0, 1e-6)],
+    ...                        2, source="t.csv")
+    >>> check_calls(t)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: t.csv: rank 1's 1st call: field 'bytes': 1000 bytes, but rank 0 passes 500 to the same bcast (its 1st collective call on MPI_COMM_WORLD): the ranks of a collective call agree on its size
+    >>> check_calls(Trace.from_records([(r, "bcast", -1, 8, 0, 2, 0.0, 1e-6) for r in (0, 1)], 2))
+    """
+    n = len(trace)
+    if n == 0:
+        return
+    rank = trace.rank
+    where = call_namer(trace) if where is None else where
+
+    nr = int(trace.n_ranks)
+    ids, inv = np.unique(trace.comm, return_inverse=True)
+    inv = inv.ravel()
+    listed = [int(c) in trace.communicators for c in ids.tolist()]
+    size_of = np.array([len(trace.communicators[int(c)]) if ok else nr for c, ok in zip(ids.tolist(), listed)],
+                       dtype=np.int64)
+
+    def name(c):
+        c = int(c)
+        return "MPI_COMM_WORLD" if c == WORLD else f"communicator {c}"
+
+    coll = np.isin(trace.op, op_codes(COLLECTIVE_OPS))
+    p2p = np.isin(trace.op, op_codes(SEND_OPS + RECV_OPS))
+    # -- sizes: a row's comm_size is its communicator's (one that is not listed is the world)
+    bad = np.flatnonzero((coll | p2p) & (trace.comm_size != size_of[inv]))
+    if bad.size:
+        i = int(bad[0])
+        c, cs = int(trace.comm[i]), int(trace.comm_size[i])
+        if c != WORLD and not listed[int(inv[i])]:
+            raise TopoplanError(f"{where(i)}: field 'comm': communicator {c} is not listed (communicators.csv) and "
+                                f"its comm_size {cs} is not MPI_COMM_WORLD's {nr} ranks: list its members in "
+                                "communicators.csv (comm,size,world_ranks) beside the trace")
+        raise TopoplanError(f"{where(i)}: field 'comm_size': {cs}, but {name(c)} has {int(size_of[inv[i]])} ranks")
+    # -- members: the caller, a point-to-point partner and a root belong to the communicator
+    sub = np.flatnonzero(np.asarray(listed)[inv])
+    rooted = np.isin(trace.op, op_codes(_ROOTED))
+    if sub.size:
+        width = nr + 1
+        keys = np.sort(np.concatenate([j * width + trace.communicators[int(ids[j])]
+                                       for j in np.flatnonzero(listed).tolist()]))
+
+        def member(idx, who):
+            k = inv[idx] * width + who[idx]
+            pos = np.minimum(np.searchsorted(keys, k), len(keys) - 1)
+            return keys[pos] == k
+
+        bad = []
+        for col, sel in (("rank", (coll | p2p)[sub]), ("peer", p2p[sub] & (trace.peer[sub] >= 0)),
+                         ("root", rooted[sub] & (trace.root[sub] >= 0))):
+            idx = sub[sel]
+            out = idx[~member(idx, getattr(trace, col))]
+            if out.size:
+                bad.append((int(out[0]), col))
+        if bad:   # the first row at fault
+            i, col = min(bad)
+            what = {"rank": "the calling rank", "peer": "the partner", "root": "the root"}[col]
+            raise TopoplanError(f"{where(i)}: field '{col}': {what} {int(getattr(trace, col)[i])} is not a member "
+                                f"of {name(trace.comm[i])} ({int(size_of[inv[i]])} ranks)")
+    bad = np.flatnonzero(rooted & (trace.root < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise TopoplanError(f"{where(i)}: field 'root': a {trace.op_names()[i]} needs its root (a world rank)")
+    # -- collectives: the k-th call on a communicator is the same call at every member
+
+    a2a_rows, starts = per_destination_calls(trace)
+    keep = coll.copy()
+    keep[a2a_rows] = False
+    keep[a2a_rows[starts]] = True   # one entry per per-destination call
+    rows = np.flatnonzero(keep)
+    if not rows.size:
+        return
+    c_idx, r = inv[rows], rank[rows]
+    o = np.lexsort((rows, c_idx, r))            # by rank, then communicator, then call order
+    rows, c_idx, r = rows[o], c_idx[o], r[o]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (r[1:] != r[:-1]) | (c_idx[1:] != c_idx[:-1])
+    group_start = np.flatnonzero(new)
+    k = np.arange(len(rows)) - np.repeat(group_start, np.diff(np.append(group_start, len(rows))))
+    o = np.lexsort((r, k, c_idx))               # by communicator, then k, then rank
+    rows, c_idx, r, k = rows[o], c_idx[o], r[o], k[o]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (c_idx[1:] != c_idx[:-1]) | (k[1:] != k[:-1])
+    call_start = np.flatnonzero(new)
+    count = np.diff(np.append(call_start, len(rows)))
+    ref = rows[np.repeat(call_start, count)]    # every entry's first member (the lowest rank) of its call
+    op, by = trace.op, trace.bytes
+    per_dest = np.zeros(n, dtype=bool)
+    per_dest[a2a_rows] = True
+    same_bytes = np.isin(op[rows], op_codes(_SAME_BYTES)) & ~per_dest[rows] & ~per_dest[ref]
+    checks = (("op", op[rows] != op[ref]),
+              ("root", np.isin(op[rows], op_codes(_ROOTED)) & (trace.root[rows] != trace.root[ref])),
+              ("bytes", same_bytes & (np.abs(by[rows] - by[ref]) > 0.5 + 1e-9 * np.abs(by[ref]))))
+    bad = [(int(rows[np.flatnonzero(m)[0]]), col, int(np.flatnonzero(m)[0])) for col, m in checks if m.any()]
+    if bad:
+        i, col, e = min(bad)
+        j = int(ref[e])
+        what = f"{_ordinal(int(k[e]) + 1)} collective call on {name(trace.comm[i])}"
+        names = trace.op_names()
+        if col == "op":
+            raise TopoplanError(f"{where(i)}: field 'op': its {what} is a {names[i]}, but rank {int(rank[j])}'s is a "
+                                f"{names[j]}: the ranks of a communicator make the same collective calls in the "
+                                "same order")
+        if col == "root":
+            raise TopoplanError(f"{where(i)}: field 'root': {int(trace.root[i])}, but rank {int(rank[j])} gives the "
+                                f"same {names[i]} (its {what}) root {int(trace.root[j])}")
+        raise TopoplanError(f"{where(i)}: field 'bytes': {_num(by[i])} bytes, but rank {int(rank[j])} passes "
+                            f"{_num(by[j])} to the same {names[i]} (its {what}): the ranks of a collective call "
+                            "agree on its size")
+    # -- every member makes every call (a rank with fewer calls: a trace cut short, or of other ranks)
+    short = np.flatnonzero(count != size_of[c_idx[call_start]])
+    if short.size:
+        s = int(short[0])
+        j = int(c_idx[call_start[s]])
+        members = trace.communicators[int(ids[j])] if listed[j] else np.arange(nr)
+        missing = int(np.setdiff1d(members, r[call_start[s]:call_start[s] + count[s]])[0])
+        i = int(rows[call_start[s]])
+        raise TopoplanError(f"{where(i)}: its {_ordinal(int(k[call_start[s]]) + 1)} collective call on "
+                            f"{name(trace.comm[i])} (a {trace.op_names()[i]}) is not made by rank {missing}, a member: "
+                            "the trace is cut short, or misses ranks")
 
 
 def _check_truncation(path, df, order, rank, op, peer, nbytes, comm, tag) -> None:
@@ -496,7 +732,6 @@ def _check_truncation(path, df, order, rank, op, peer, nbytes, comm, tag) -> Non
 def _read_communicators(path: Path) -> dict[int, np.ndarray]:
     if not path.is_file():
         return {}
-    from topoplan.core.units import ascii_int
 
     df = read_csv_table(path, ("comm", "size", "world_ranks"), "communicator list")
     out = {}
@@ -516,3 +751,36 @@ def _read_communicators(path: Path) -> dict[int, np.ndarray]:
             raise TopoplanError(f"{path}:{row_line(df, i)}: field 'comm': comm {int(cid)} is listed twice")
         out[int(cid)] = members
     return out
+
+
+def per_destination_calls(trace):
+    """The ``alltoall``/``alltoallv`` calls of a trace written one row per destination (peer set).
+
+    A call is a run of consecutive such rows with the same rank, op,
+    communicator and ``t_start``.
+
+    Parameters
+    ----------
+    trace : :class:`topoplan.traffic.trace.Trace`
+
+    Returns
+    -------
+    rows : ndarray
+        The trace rows written per destination, ascending.
+    starts : ndarray
+        Each call's first position in ``rows``.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0) for d in (0, 1)]
+    ...                        + [(0, "alltoallv", d, 8, -1, 2, 1.0, 1.0) for d in (0, 1)], 2)
+    >>> rows, starts = per_destination_calls(t)
+    >>> rows.tolist(), starts.tolist()
+    ([0, 1, 2, 3], [0, 2])
+    """
+    rows = np.flatnonzero(np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0))
+    new = np.ones(len(rows), dtype=bool)
+    r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
+    new[1:] = ((rows[1:] != rows[:-1] + 1) | (r[1:] != r[:-1]) | (o[1:] != o[:-1]) | (t[1:] != t[:-1])
+               | (c[1:] != c[:-1]))
+    return rows, np.flatnonzero(new)

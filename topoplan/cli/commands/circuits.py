@@ -132,7 +132,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
               f"wall {res.wall_s:.2f} s")
     if prob.step_loads is not None:
         d = prob.describe()
-        con.print(f"steps: {d['steps']:,} of {d['step_types']:,} kinds, planned as {d['step_groups']} groups "
+        con.print(f"steps: {d['steps']:,} steps of {d['step_types']:,} kinds, planned as {d['step_groups']} groups "
                   f"(the step time is an estimate; a lower bound when steps are separated by barriers)")
     if "simulated_s" in m:
         ratio = f" = {m['simulated_over_objective']:.2f} x the {kind}" if "simulated_over_objective" in m else ""

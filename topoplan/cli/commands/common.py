@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -91,8 +91,8 @@ def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None
                       placement=None) -> None:
     """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
     (``traffic`` may be a function returning it, called only when the plan records its inputs)."""
-    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict) and doc.get("inputs") is None:
-        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs
+    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
+        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
     if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
         return
     from topoplan.core.errors import TopoplanError

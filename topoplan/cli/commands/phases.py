@@ -40,6 +40,8 @@ def phases_cmd(
                               "problem's bound) or simulated (each phase simulated alone; exact, solstice and bvn "
                               "then also keep the best single configuration when it replays faster)."),
     simulate: bool = typer.Option(False, "--simulate", help="Simulate the schedule (phase by phase)."),
+    steps: bool = typer.Option(False, "--steps", help="Price each phase's circuit candidates by the step time of "
+                               "its steps (the sum of each step's busiest link) instead of its bulk bound."),
     time_limit: Optional[float] = TimeLimitOpt,
     seed: int = SeedOpt,
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
@@ -66,7 +68,7 @@ def phases_cmd(
 
         try:
             prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
-                                       blackout=blackout, score=score)
+                                       blackout=blackout, score=score, steps=steps)
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
         sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)

@@ -58,35 +58,10 @@ def simulate_cmd(
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    from topoplan.core.placement import load_placement
-    from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.sources import load_source
-    from topoplan.sim.replay import bulk_trace
-    from topoplan.sim.run import network_view, simulate_plan
+    from topoplan.sim.run import simulate_plan
 
-    given_topo = load_topology(topology, sets or [])
-    topo = network_view(given_topo, network)
-    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
-    trace, tr = load_source(traffic, with_traffic=False, pieces=phases is None)
-    if trace is None:
-        if phases is not None:
-            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
-                                "phases need an MPI trace or a generator spec")
-        trace = bulk_trace(tr, iters)
-    elif iters != 1:
-        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
-                            "(a generator takes iters= in its spec)")
-    capacity = int(topo.node_cores().sum())
-    if trace.n_ranks > capacity:
-        from topoplan.core.topology_io import cores_hint
-
-        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
-                            f"{cores_hint(given_topo)}")
-    tr = _traffic_of(traffic, trace, tr)
-    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
-    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
-                      traffic=tr)
-    pl = load_placement(placement, trace.n_ranks, topo)
+    given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
+                                                    phases=phases)
     plan = None
     if circuits is not None:
         if network not in (None, "hybrid"):
@@ -152,6 +127,46 @@ def simulate_cmd(
                       f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
         if len(res["phases"]) > len(shown):
             con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
+
+
+def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placement: str, any_inputs: bool, *,
+                  phases=None, pieces: bool = True):
+    """The inputs of a replay from the command line (``simulate``, ``emulate``): the topology as given and as
+    seen by ``--network``, the trace (a matrix as ``iters`` bulk phases), its traffic (a function, see
+    :func:`_traffic_of`) and the validated placement; a placement made for other inputs is refused.
+
+    A large generated trace comes back as its recording (replayed a piece at a time) when ``pieces`` is true
+    and no ``phases`` are asked for."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import load_placement
+    from topoplan.core.topology_io import load_topology
+    from topoplan.sim.replay import bulk_trace
+    from topoplan.sim.run import network_view
+    from topoplan.traffic.sources import load_source
+
+    given_topo = load_topology(topology, sets or [])
+    topo = network_view(given_topo, network)
+    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
+    trace, tr = load_source(traffic, with_traffic=False, pieces=pieces and phases is None)
+    if trace is None:
+        if phases is not None:
+            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
+                                "phases need an MPI trace or a generator spec")
+        trace = bulk_trace(tr, iters)
+    elif iters != 1:
+        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
+                            "(a generator takes iters= in its spec)")
+    capacity = int(topo.node_cores().sum())
+    if trace.n_ranks > capacity:
+        from topoplan.core.topology_io import cores_hint
+
+        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
+                            f"{cores_hint(given_topo)}")
+    tr = _traffic_of(traffic, trace, tr)
+    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
+    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
+                      traffic=tr)
+    return given_topo, topo, trace, tr, load_placement(placement, trace.n_ranks, topo)
 
 
 def _traffic_of(spec: str, trace, traffic):

@@ -239,6 +239,17 @@ def plan_pair_links(problem, circuits, next_hop):
     Returns
     -------
     scipy.sparse.csr_matrix or None
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> from topoplan.problems.circuits.problem import CircuitProblem
+    >>> p = CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]), from_arrays(256, [0], [64], [4e6]))
+    >>> nh = np.full((64, 4), -1); nh[0, 1] = 16
+    >>> m = plan_pair_links(p, [(0, 16)], nh)          # node 0 -> node 16 over their circuit
+    >>> m.shape[0], [p.link_name(int(l), [(0, 16)]) for l in m.indices]
+    (1, ['node0000=>node0016'])
     """
     p = problem
     if not len(p.large_bytes):
@@ -268,6 +279,17 @@ def step_link_times(problem, pair_links, bw_Bps) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.problems.circuits.problem import CircuitProblem
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("ring:np=8,bytes=1MB,iters=2")))
+    >>> t = step_link_times(p, None, p.fixed_link_bw())      # the loads no plan moves (no large pairs here)
+    >>> t.shape == (p.step_loads.n_groups, p.n_fixed_links()), round(float(t.max()) * 1e3, 3)
+    (True, 0.8)
     """
     p = problem
     sl = p.step_loads

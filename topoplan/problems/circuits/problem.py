@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from topoplan.analysis.switches import default_threshold
+from topoplan.formulations.circuits_common import CircuitArrays
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.loads import node_loads
 from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
@@ -43,6 +44,7 @@ from topoplan.plans.circuits import tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
@@ -52,11 +54,11 @@ from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
 __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
-           "result_from_plan", "plan_dict", "plan_simulator", "normalize_circuits"]
+           "result_from_plan", "plan_dict", "plan_simulator", "simulation_cost_s", "normalize_circuits"]
 
 
 @dataclass
-class CircuitProblem:
+class CircuitProblem(CircuitArrays):
     """Inputs of circuit assignment, as arrays (see the module docstring).
 
     Link numbering: the simulator's (:meth:`network`, :mod:`topoplan.sim.network`), so a
@@ -123,27 +125,12 @@ class CircuitProblem:
     (640000000.0, 8)
     """
 
+    # the arrays (node_switch ... large_bytes, hop_limit) are declared by CircuitArrays, which the exact
+    # formulations' CircuitData shares
     topology: Any
     placement: Any
     threshold_B: float
-    hop_limit: int | None
     max_circuits: int | None
-    node_switch: np.ndarray
-    is_ocs: np.ndarray
-    ports: int
-    node_bw_Bps: np.ndarray
-    up_bw_Bps: float
-    ocs_bw_Bps: float
-    intra_bw_Bps: float
-    uplinks_shared: bool
-    base_up_B: np.ndarray
-    base_down_B: np.ndarray
-    base_intra_B: np.ndarray
-    base_uplink_up_B: np.ndarray
-    base_uplink_down_B: np.ndarray
-    large_src: np.ndarray
-    large_dst: np.ndarray
-    large_bytes: np.ndarray
     large_msgs: np.ndarray
     node_min_rank: np.ndarray
     traffic_name: str = ""
@@ -155,15 +142,13 @@ class CircuitProblem:
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
         (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`)."""
-        from topoplan.core.fingerprint import fingerprint
-
         pl = self.placement if hasattr(self.placement, "rank_to_node") else None
         return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
 
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
-    def build(cls, topology, traffic=None, placement=None, *, threshold_B: float | None = None,
+    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
               hop_limit: int | None = None, max_circuits: int | None = None, steps=None,
               max_step_types: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
@@ -188,7 +173,7 @@ class CircuitProblem:
         steps : topoplan.sim.steps.Steps, optional
             The steps of the trace the traffic comes from (:func:`topoplan.sim.steps.trace_steps`): plans are
             then scored by their step time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-
-            phase bound. ``traffic`` may be left out (the steps' total is used).
+            phase bound. ``traffic`` may be None (the steps' total is used).
         max_step_types : int, optional
             Most step groups kept for planning (default
             :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
@@ -626,8 +611,19 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
+    note = ""
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
+        if score == "simulated" and time_limit is not None:
+            # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
+            # in half of it, and the method gets what they leave
+            sims_s = (1 + len(STARTS[method])) * simulation_cost_s(trace)
+            if sims_s > 0.5 * time_limit:
+                score = "bound"
+                note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
+                        f"about {sims_s:.0f} s, more than half of the time limit")
+            else:
+                time_limit = time_limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
@@ -635,10 +631,38 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
                      score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
+    if note:
+        res.message = f"{res.message}; {note}" if res.message else note
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
     res.options.setdefault("threshold_B", problem.threshold_B)
     return res
+
+
+# Replay cost per trace call on this 2-core machine (the compiled replay runs 1-1.7 M calls/s on NPB traces,
+# README simulator benchmarks), kept conservative, plus a fixed cost per simulation (network, compile).
+REPLAY_S_PER_CALL = 2e-6
+REPLAY_FIXED_S = 0.3
+
+
+def simulation_cost_s(trace) -> float:
+    """Predicted seconds of one replay of ``trace`` (:data:`REPLAY_S_PER_CALL` a call, plus a fixed cost).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> round(simulation_cost_s(parse_spec("ring:np=4,bytes=1MB")), 3)
+    0.3
+    """
+    return REPLAY_FIXED_S + REPLAY_S_PER_CALL * len(trace)
 
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):

@@ -33,7 +33,6 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from topoplan.core.errors import TopoplanError
-from topoplan.problems.circuits.loads import node_loads
 
 __all__ = ["StepLoads", "step_loads", "merge_groups", "MAX_STEP_TYPES"]
 
@@ -54,7 +53,8 @@ class StepLoads:
         K x P: large inter-switch bytes of every node pair of the problem's list (``large_src``,
         ``large_dst``).
     latency_s : float
-        The fixed latency term: per step, its slowest EPS route latency, summed over all steps.
+        The fixed latency term: per step, its slowest EPS route latency (the simulator's: links, switch delays,
+        the first packet stored and forwarded at every switch), summed over all steps.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
@@ -65,6 +65,17 @@ class StepLoads:
         Distinct step types before merging.
     source : str
         What the steps were found in.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")))
+    >>> sl = p.step_loads
+    >>> sl.n_steps, sl.n_types, sl.n_groups <= sl.n_types, sl.merged([0] * sl.n_groups).n_groups
+    (15, 15, True, 1)
     """
 
     base_up_B: np.ndarray
@@ -132,7 +143,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     >>> from topoplan.traffic.generators import parse_spec
     >>> from topoplan.problems.circuits import CircuitProblem
     >>> tr = parse_spec("neighbor2d:rows=16,cols=16,bytes=4MB,iters=2")
-    >>> prob = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(tr))
+    >>> prob = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(tr))
     >>> sl = prob.step_loads
     >>> sl.n_groups, sl.n_steps, bool(np.allclose(sl.large_B.sum(axis=0), prob.large_bytes))
     (1, 2, True)
@@ -140,39 +151,53 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     p = problem
     n, s = p.n_nodes, p.n_switches
     node = np.asarray(p.placement.rank_to_node, dtype=np.int64)
-    key_of = {int(k): i for i, k in enumerate((p.large_src * n + p.large_dst).tolist())}
-    K = steps.n_types
-    up, down, intra = np.zeros((K, n)), np.zeros((K, n)), np.zeros((K, n))
-    uu, ud = np.zeros((K, s)), np.zeros((K, s))
-    large = np.zeros((K, len(p.large_bytes)))
+    sw = p.node_switch
+    K, P = steps.n_types, len(p.large_bytes)
+    # every type's messages at once, each weighted by its type's count (one pass, whatever the types)
+    kind = np.concatenate([np.full(len(t.src), k, dtype=np.int64) for k, t in enumerate(steps.types)]) \
+        if K else np.zeros(0, np.int64)
+    cat = (lambda f: np.concatenate([f(t) for t in steps.types]) if K else np.zeros(0))  # noqa: E731
+    src, dst = cat(lambda t: t.src).astype(np.int64), cat(lambda t: t.dst).astype(np.int64)
+    size = cat(lambda t: t.msg_bytes).astype(np.float64)
+    cnt = np.asarray(steps.count, dtype=np.float64)
+    by = cat(lambda t: t.bytes).astype(np.float64) * cnt[kind]
+    a, b = node[src], node[dst]
+    same_node, same_sw = a == b, sw[a] == sw[b]
+    large = (size >= p.threshold_B) & ~same_sw
+    eps = ~same_node & ~large
+    cross = eps & ~same_sw
+    intra_m = same_node & (src != dst)
+
+    def per(mask, where, width):
+        return np.bincount(kind[mask] * width + where[mask], weights=by[mask], minlength=K * width).reshape(K, width)
+
+    up, down, intra = per(eps, a, n), per(eps, b, n), per(intra_m, a, n)
+    uu, ud = per(cross, sw[a], s), per(cross, sw[b], s)
+    keys = p.large_src * n + p.large_dst            # sorted: the problem's pairs come from np.unique
+    mk = a[large] * n + b[large]
+    cols = np.searchsorted(keys, mk)
+    if len(mk) and (cols >= P).any() or len(mk) and (keys[np.minimum(cols, P - 1)] != mk).any():
+        raise TopoplanError(f"field 'steps': found in other traffic than the problem's ({steps.source})")
+    kl = kind[large]
+    large_B = np.bincount(kl * P + cols, weights=by[large], minlength=K * P).reshape(K, P)
+    cell, first = np.unique(kl * P + cols, return_index=True) if len(kl) else (np.zeros(0, np.int64), None)
+    biggest = np.zeros(len(cell))
+    if len(cell):
+        np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
+    sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
+    # the simulator's own route latency of every message over the EPS (link latencies, switch delays and the
+    # store-and-forward of its first packet at every switch): what a small message's step mostly costs
     lat_type = np.zeros(K)
-    ts_rows, ts_cols, ts_vals = [], [], []
-    net = p.network()
-    for k, (t, c) in enumerate(zip(steps.types, steps.count.tolist())):
-        ld = node_loads(t, node, p.node_switch, n, s, p.threshold_B)
-        up[k], down[k], intra[k] = ld["up"] * c, ld["down"] * c, ld["intra"] * c
-        uu[k], ud[k] = ld["uplink_up"] * c, ld["uplink_down"] * c
-        try:
-            cols = np.array([key_of[int(x)] for x in (ld["large_src"] * n + ld["large_dst"]).tolist()],
-                            dtype=np.int64)
-        except KeyError:
-            raise TopoplanError(f"field 'steps': found in other traffic than the problem's ({steps.source})") from None
-        if len(cols):
-            np.add.at(large[k], cols, ld["large_bytes"] * c)
-            ts_rows.append(np.full(len(cols), k))
-            ts_cols.append(cols)
-            ts_vals.append(ld["large_max_B"])
-        a, b = node[t.src], node[t.dst]
-        off = a != b
-        if off.any():
-            ptr, links = net.eps_routes(a[off], b[off])
-            lat = np.add.reduceat(net.latency_s[links], ptr[:-1]) if len(links) else np.zeros(0)
-            lat_type[k] = float(lat.max(initial=0.0))
-    sizes = csr_matrix((np.concatenate(ts_vals) if ts_vals else np.zeros(0),
-                        (np.concatenate(ts_rows) if ts_rows else np.zeros(0, np.int64),
-                         np.concatenate(ts_cols) if ts_cols else np.zeros(0, np.int64))), shape=(K, len(p.large_bytes)))
-    sl = StepLoads(up, down, intra, uu, ud, large, float((lat_type * steps.count).sum()), sizes,
-                   np.asarray(steps.count, dtype=np.float64), int(steps.n_steps), K, steps.source)
+    off = a != b
+    if off.any():
+        net = p.network()
+        pa, pb, ps = a[off], b[off], size[off]
+        route_key, inv = np.unique(np.stack([pa, pb, ps]), axis=1, return_inverse=True)
+        ptr, links = net.eps_routes(route_key[0].astype(np.int64), route_key[1].astype(np.int64))
+        lat = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
+        np.maximum.at(lat_type, kind[off], lat)
+    sl = StepLoads(up, down, intra, uu, ud, large_B, float((lat_type * cnt).sum()), sizes, cnt,
+                   int(steps.n_steps), K, steps.source)
     return sl.merged(merge_groups(p, sl, max_types))
 
 
@@ -221,6 +246,18 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     -------
     numpy.ndarray of int64
         The new group of every group, numbered by first occurrence.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")),
+    ...                          max_step_types=100)
+    >>> g = merge_groups(p, p.step_loads, 3)
+    >>> len(g) == p.step_loads.n_groups, int(g.max()) + 1 <= 3
+    (True, True)
     """
     K = sl.n_groups
     if K <= 1:

@@ -6,7 +6,8 @@ traffic before it is known which OCS node pairs a circuit can join. Here the
 two are chosen together. The score of a (placement, circuits) pair is the
 circuit model's objective: the communication-time bound of
 :func:`topoplan.problems.circuits.bound.evaluate` (max over directed links of bytes /
-bandwidth, relays' EPS links included), then the uplink bytes.
+bandwidth, relays' EPS links included) -- or, when the problem has the trace's steps, their step time
+(the sum of each step's bottleneck, :data:`JOINT_STEP_TYPES` step groups at most) -- then the uplink bytes.
 
 Start: the place-then-assign plan (``init`` placement, ``circuit_method``
 circuits; ``final_method`` when given, so the comparison is like for like).
@@ -80,6 +81,7 @@ __all__ = ["DEFAULT_TIME_S", "MAX_ANNEAL_NODES", "joint"]
 
 DEFAULT_TIME_S = 10.0
 MAX_ANNEAL_NODES = 2048     # the anneal step keeps an n x n pair-cost matrix
+JOINT_STEP_TYPES = 8        # step groups of the circuit problems joint builds (one per placement it scores)
 _REL = 1e-9
 
 
@@ -131,7 +133,8 @@ class Scorer:
     def build(self, node):
         pl = Placement(np.asarray(node, dtype=np.int64), from_nodes(node, self.topology).rank_to_slot)
         return CircuitProblem.build(self.topology, self.p.traffic, pl, threshold_B=self.p.threshold_B,
-                                    hop_limit=self.hop_limit, max_circuits=self.max_circuits)
+                                    hop_limit=self.hop_limit, max_circuits=self.max_circuits, steps=self.p.steps,
+                                    max_step_types=JOINT_STEP_TYPES)
 
     def _wrap(self, node, cp, circuits, nh, how, plan=None) -> Candidate:
         self.evals += 1
@@ -139,7 +142,7 @@ class Scorer:
         t = ev.times_s()
         top = t.max(initial=0.0)
         smooth = float(np.sum((t / top) ** 8)) if top > 0 else 0.0
-        return Candidate(np.asarray(node, dtype=np.int64), list(circuits), nh, ev.congestion_s, ev.uplink_bytes,
+        return Candidate(np.asarray(node, dtype=np.int64), list(circuits), nh, ev.objective_s, ev.uplink_bytes,
                          smooth, how, ev, cp, plan)
 
     def fixed(self, node, circuits, how: str, next_hop=None) -> Candidate:
@@ -557,7 +560,8 @@ def joint(problem: PlacementProblem, *, time_limit=None, seed=0, init="metis", c
     if sim_s is not None:
         metrics["simulated_s"] = sim_s
     gain = (start.bound_s - best.bound_s) / start.bound_s if start.bound_s > 0 else 0.0
-    msg = (f"{done_rounds} rounds, {sc.evals} plans scored; circuit bound {start.bound_s:.6g} s "
+    what = "circuit step time" if problem.steps is not None else "circuit bound"
+    msg = (f"{done_rounds} rounds, {sc.evals} plans scored; {what} {start.bound_s:.6g} s "
            f"(place-then-assign) -> {best.bound_s:.6g} s ({100 * gain:.1f}% lower), found by {best.how}")
     return result_from(problem, best.node, objective=best.bound_s, extra_plan=extra_plan, extra_metrics=metrics,
                        message=msg, options={"init": start_name,

@@ -41,10 +41,12 @@ import scipy.sparse as sp
 from topoplan.analysis.switches import default_threshold
 from topoplan.core.errors import TopoplanError
 from topoplan.analysis.linkload import link_graph
+from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.core.topology_io import cores_hint
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
@@ -102,17 +104,16 @@ class PlacementProblem:
     objective: str = "hops"
     threshold_B: float = 8192.0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    steps: Any = field(default=None, repr=False, compare=False)   # the trace's steps (joint's circuit stage)
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology and traffic this problem was built from (a plan's ``inputs``)."""
-        from topoplan.core.fingerprint import fingerprint
-
         return fingerprint(topology=self.topology, traffic=self.traffic)
 
     @classmethod
     @strict_options("PlacementProblem.build")
     def build(cls, topology, traffic, placement=None, *, objective: str = "hops",
-              threshold_B: float | None = None) -> "PlacementProblem":
+              threshold_B: float | None = None, steps=None) -> "PlacementProblem":
         """Check that the ranks fit the topology's cores and fix the large-message threshold.
 
         The builder shape of every problem: ``build(topology, traffic, placement=None, **options)``;
@@ -132,6 +133,9 @@ class PlacementProblem:
         threshold_B : float, optional
             Large-message threshold for the large/small split (default: the OCS
             bandwidth-delay product on a hybrid, else 8192 B).
+        steps : topoplan.sim.steps.Steps, optional
+            The steps of the trace the traffic comes from: ``joint`` then scores its circuits by the step
+            time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-phase bound.
 
         Returns
         -------
@@ -167,14 +171,15 @@ class PlacementProblem:
         if traffic.n_ranks < 1:
             raise TopoplanError("traffic: no ranks to place")
         if traffic.n_ranks > cap:
-            from topoplan.core.topology_io import cores_hint
-
             raise TopoplanError(f"{traffic.n_ranks} ranks do not fit topology {topo.name or topo.kind}: "
                                 f"{topo.n_nodes} nodes with {cap} cores{cores_hint(topo)}")
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
         if not thr >= 0:
             raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
-        return cls(topo, traffic, objective, thr)
+        if steps is not None and steps.n_ranks != traffic.n_ranks:
+            raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
+                                f"{traffic.n_ranks}")
+        return cls(topo, traffic, objective, thr, steps=steps)
 
     # -- sizes --------------------------------------------------------------
     @property
