@@ -680,12 +680,18 @@ NOTES = """**Why the models differ, and where ours differs from 001**
   128 OCS nodes: 1.08 vs 0.60), so Ours is slower than EPS only even where 001 finds it 33% faster. The paper
   model's FIFO links serve one message at a time, so a relay forwards one message while it receives the next:
   overlap at message granularity, in between (0.77 vs 0.54).
-- *Which model reproduces 001.* On 8x32 the paper model comes closest (128 OCS nodes 1.20 vs 001's 1.22, 64
-  nodes 1.33 vs 1.47); max-min with pipelined relays runs at the bound, 1.40 and 1.80, above 001's numbers
-  because its EPS only is faster. On 16x16 with 128 OCS nodes pipelined relays give 0.60 (001: 0.67) and the
-  paper model 0.77. All three reproduce the orderings of §4.2: 128 OCS nodes lose less than 64 on 8x32, the
-  1:20 uplinks slow EPS only but not Ours on Neighbor, CG's Ours suffers from them on 16x16 only; 16x16 gains
-  where 8x32 loses except with store-and-forward relays, where both lose.
+- *Which model reproduces 001.* On 8x32 the paper model comes closest (seed 0: 128 OCS nodes 1.20 vs 001's
+  1.22, 64 nodes 1.33 vs 1.47); max-min with pipelined relays runs at the bound, 1.40 and 1.80, above 001's
+  numbers because its EPS only is faster. On 16x16 with 128 OCS nodes pipelined relays give 0.60 (001: 0.67)
+  and the paper model 0.77. All three reproduce the orderings of §4.2 at every seed: 128 OCS nodes lose less
+  than 64 on 8x32, the 1:20 uplinks slow EPS only but not Ours on Neighbor, CG's Ours suffers from them on
+  16x16 only; 16x16 gains where 8x32 loses except with store-and-forward relays, where both lose.
+- *The paper model's order of simultaneous arrivals.* Neighbor injects every message of an iteration at once,
+  so many reach a link at the same instant; 001 does not say which its simulator serves first. Drawn by seeds
+  1-4 instead of the injection order, it moves the paper model's relative times by up to 0.12: 8x32, 128 OCS
+  nodes 1.20-1.32, 64 nodes 1.33-1.45 (within 0.10 of 001's 1.47 at 3 of 5 seeds, not at the injection
+  order), 16x16, 128 OCS nodes 0.77-0.84. Max-min shares a link between simultaneous messages and has no
+  order to draw, and 3-step makes no random choice, so the max-min verdicts are the same at every seed.
 - *No computation.* 001 adds each process's measured computation time to the simulated communication (§4.1);
   we have no such measurements for 256 ranks and simulate communication only (`compute=0`). Every ratio is
   stretched away from 1, most for the NPB kernels, which compute much more than they communicate: 001 finds
