@@ -736,7 +736,9 @@ WHY = """Why the models differ, and where ours differs from the paper:
   pathways, when every pair has its own circuit and nothing is relayed (0.74 s); max-min with
   store-and-forward relays likewise (1.17 s at 24, 0.48 s at 48). CP's strips cut exactly 24 node pairs, so
   at 24 pathways every one has its own circuit and nothing is relayed: CP reaches full bisection at 24 under
-  every model (at 12 already with pipelined relays), which is what makes "about 20 pathways" hold everywhere.
+  every model (at 12 already with pipelined relays). "About 20 pathways", checked as 20 or fewer, therefore
+  holds with pipelined relays only: under the paper model and with store-and-forward relays neither scheme
+  reaches the full-bisection time before 24 pathways.
 - *SP vs CP below 6 pathways.* CP's strips need only 3 circuits to chain the switches, so with 1 to 4
   pathways its plan is the same chain and SP/CP is 1.84 (paper model), 1.89 (pipelined) and 2.05
   (store-and-forward) at every one of them.
@@ -768,6 +770,10 @@ WHY = """Why the models differ, and where ours differs from the paper:
   ranks (Table 3 in brackets) match the paper exactly.
 - *Iterations.* Neighbor runs the paper's 5 iterations; CG and MG run 1 iteration in the simulated cells
   (``--npb-iters``): iterations are identical, so relative times hardly depend on it.
+- *Seeds.* Neighbor injects every message of an iteration at once; the order in which the paper model serves
+  messages that reach a link at the same instant (000 does not say) moves its relative times (EPS only with
+  x5 uplinks 0.876-0.926, SP at 64 pathways 0.650-0.746 over seeds 0-4), and METIS's seed moves CP's, but
+  no verdict: every claim holds or fails at every seed it was run at. The numbers in these notes are seed 0's.
 """
 
 
