@@ -33,7 +33,7 @@ __all__ = ["ROOT", "RESULTS", "MODELS", "MODEL_NAMES", "SEEDS", "model_of", "par
            "result_difference", "Verification", "add_verify_option", "add_seeds_option", "paper_seed_apps_of",
            "further_of", "not_run_note", "seeds_of", "seeded_file", "verification_of", "write_csv", "used_circuits",
            "Measured", "measured", "claims_over_seeds", "claims_markdown", "seeds_note", "cells_read", "rows_at_seeds",
-           "with_seed", "seed_rows", "verdict", "Inputs", "placement_on"]
+           "with_seed", "seed_rows", "NOT_RUN", "PAPER_SEED_APPS", "verdict", "Inputs", "placement_on"]
 
 MODEL_NAMES = {"paper": "paper model", "pipelined": "max-min, pipelined relays",
                "store-and-forward": "max-min, store-and-forward relays"}
