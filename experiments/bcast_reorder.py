@@ -128,8 +128,8 @@ def _where(bests) -> str:
 
 
 def markdown(rows) -> str:
-    """README table: best gain per scenario (model and simulator; ``mean [min, max]`` over the seeds, and where
-    it was) and the anneal-vs-ilp check over every seed."""
+    """The results table (docs/bcast.md shows it): best gain per scenario (model and simulator; ``mean [min,
+    max]`` over the seeds, and where it was) and the anneal-vs-ilp check over every seed."""
     seeds = sorted({r["seed"] for r in rows})
     head = ([f"Every scenario at {len(seeds)} seeds ({', '.join(map(str, seeds))}): seed k draws the leaders' racks "
              f"with allocation seed {ALLOCATION_SEED} + k and seeds anneal and the ilp with k. Best gains as `mean "

@@ -1,4 +1,4 @@
-"""Circuits that change with the application's phases (issue 21): static vs scheduled configurations.
+"""Circuits that change with the application's phases: static vs scheduled configurations.
 
 Every workload is split into communication phases (:mod:`topoplan.traffic.phases`), and circuit
 configurations are scheduled over them (:mod:`topoplan.problems.circuits.schedule`); every schedule is

@@ -173,16 +173,8 @@ def test_sigint_during_the_mpi_run_leaves_nothing(env, tmp_path):
 
 
 def test_missing_pyroute2_is_one_line(monkeypatch, run_cli):
-    import builtins
-
-    real = builtins.__import__
-
-    def no_pyroute2(name, *args, **kwargs):
-        if name == "pyroute2" or name.startswith("pyroute2."):
-            raise ImportError(name)
-        return real(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_pyroute2)
+    for name in [m for m in sys.modules if m == "pyroute2" or m.startswith("pyroute2.")] + ["pyroute2"]:
+        monkeypatch.setitem(sys.modules, name, None)    # as if not installed: importing it raises ImportError
     code, out, err = run_cli("emulate", "-t", "paper003", "-T", "ring:np=4,bytes=1KB")
     assert code == 2 and out == ""
     assert err.startswith("error: ") and "install topoplan[emulate]" in err and len(err.strip().splitlines()) == 1

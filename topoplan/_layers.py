@@ -31,7 +31,7 @@ LAYERS = (
 )
 
 #: Rooms that only the listed rooms may import (besides themselves).
-ONLY_FROM = {"formulations": ("problems",)}
+ONLY_FROM = {"formulations": ("problems", "warmup")}   # warmup compiles the groups model's kernels
 
 #: ``(importer, imported)`` -> reason: the imports of project modules allowed inside functions. Names are
 #: patterns (``fnmatch``); the importer is a module, the imported a module or a package.
@@ -42,9 +42,17 @@ LAZY = {
         "takes 0.33 s of CPU; with the 36 library modules the commands import inside their functions loaded "
         "too, 2.25 s (pandas, SciPy, PuLP, OR-Tools, Numba, Dask, matplotlib...; median of 7 processes on the "
         "2-core machine)",
+    ("topoplan.warmup", "topoplan.*"):
+        "start-up: the warm-up runs its groups in separate processes, each importing only what its groups "
+        "compile (Numba, solvers, the simulator)",
     ("topoplan.sim._engine", "topoplan.sim._loop"):
         "optional dependency and start-up: the loop is Numba code (importing Numba and loading its cache costs "
         "a process about 0.6 s); the ahead-of-time build serves without it when current",
+    ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
+        "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
+        "does, and every circuit method's module imports heuristics",
+    ("topoplan.formulations.placement_groups", "topoplan.formulations.backends.highs"):
+        "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):
         "optional dependency: the 'numba' solver's kernels, imported when that solver is chosen",
 }

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import itertools
 import json
 import os
@@ -59,6 +58,7 @@ from pathlib import Path
 from typing import Callable
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import extra_message, missing_extra, require
 from topoplan.core.io import atomic_write, read_text
 from topoplan.core.topology_io import load_topology, strict_yaml
 from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
@@ -846,7 +846,7 @@ def table_format(path) -> str:
     if path.suffix.lower() != ".parquet":
         return "csv"
     if not have_parquet():
-        raise TopoplanError(f"output {path}: Parquet needs pyarrow (pip install pyarrow); or name the output .csv")
+        raise TopoplanError(f"{extra_message('parquet', f'output {path}: Parquet')}; or name the output .csv")
     return "parquet"
 
 
@@ -900,7 +900,7 @@ def read_table(path: Path):
 
 
 def have_parquet() -> bool:
-    return importlib.util.find_spec("pyarrow") is not None
+    return missing_extra("parquet") is None
 
 
 def _parquet_ready(df):
@@ -1042,8 +1042,8 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
     3
     >>> client.close(); cluster.close()
     """
-    from dask.distributed import Client, LocalCluster
-
+    distributed = require("dask", "topoplan sweep (it runs on Dask)")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     if scheduler:
         try:
             return Client(scheduler, timeout="20s"), None

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import require
 from topoplan.core.topology import TreeTopology
 from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
@@ -67,7 +68,6 @@ DEFAULT_QUEUE_PACKETS = 64
 QUEUES = ("fifo", "ack-priority")
 NETNS_DIR = Path("/var/run/netns")
 _NAME = re.compile(re.escape(PREFIX) + r"(\d+)-")
-_INSTALL = "the emulator needs pyroute2: install topoplan[emulate] (pip install 'topoplan[emulate]')"
 
 
 def data_address(node: int) -> str:
@@ -304,11 +304,7 @@ def require_pyroute2():
     >>> require_pyroute2().__name__        # the test set-up installs the extra
     'pyroute2'
     """
-    try:
-        import pyroute2
-    except ImportError:
-        raise TopoplanError(_INSTALL) from None
-    return pyroute2
+    return require("emulate")
 
 
 def check_privileges() -> None:

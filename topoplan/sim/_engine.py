@@ -38,6 +38,7 @@ from topoplan.sim import _sources
 from topoplan.sim._sources import HERE, SOURCES
 from topoplan.sim.program import no_state, no_stream
 from topoplan.sim.routes import LinkSet, pad_routes, route_stats, routes_to_csr
+from topoplan.core.progress import report
 
 __all__ = ["SOURCES", "run_core", "run_flows", "flow_args", "aot_status", "build"]
 
@@ -114,7 +115,24 @@ def run_core(*args):
         return _core[0](*args)
     from topoplan.sim._loop import run_core as jit
 
-    return jit(*args)
+    if getattr(jit, "signatures", True):   # compiled in this process already (or Numba's JIT is disabled)
+        return jit(*args)
+
+    report(note=_first_call_note(jit))   # the progress line says why the first run waits
+    try:
+        return jit(*args)
+    finally:
+        report(note=None)
+
+
+def _first_call_note(dispatcher) -> str:
+    """What the first call of a Numba function in a process does: load it from Numba's cache, or compile it
+    (after an installation or an edit; tens of seconds, once)."""
+    try:
+        cached = Path(dispatcher._cache._cache_file._index_path).is_file()   # Numba's cache index of the function
+    except (AttributeError, TypeError):
+        cached = True
+    return "loading the compiled simulator" if cached else "compiling the simulator: once, then cached"
 
 
 def flow_args(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals=0) -> tuple:
@@ -160,9 +178,9 @@ def build() -> str:
     sha = sources_sha256()
     ptr, rl = routes_to_csr([[0], [0, 1]])
     args = flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, np.zeros(2), np.ones(2), 1e-12)
-    _loop.run_core(*args)   # the JIT's signature for these types, return type included
-    arg_types = tuple(numba.typeof(a) for a in args)
-    sig = next(s for s in _loop.run_core.nopython_signatures if tuple(s.args) == arg_types)
+    # the argument types alone: pycc infers the return type (no JIT compilation of run_core itself first; the
+    # functions it calls are compiled through their dispatchers, which cache them for the JIT)
+    sig = tuple(numba.typeof(a) for a in args)
     try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
         with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")

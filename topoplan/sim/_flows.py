@@ -778,7 +778,7 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
     entries to add) instead: the caller makes room (:func:`entry_room`) and
     calls again; the moves made so far are kept (each leaves a valid state).
 
-    ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`topoplan.sim._compiled`),
+    ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`topoplan.sim._loop`),
     over real and virtual links; ``iw`` (4 x Lt), ``fw`` rows 0-1 (Lt): scratch; ``fw`` row 2, when
     there, the per-link sums :func:`link_bytes_at` reads, which the moves keep.
     Leaves the work list's groups' rates, clocks (at ``now``) and projected

@@ -14,6 +14,7 @@ from topoplan.plans.validate import validate
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
 from topoplan.sim.simmodel import SimModel
+from topoplan.core.progress import report
 
 __all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan", "phase_spans"]
 
@@ -71,6 +72,10 @@ def network_view(topo, network: str | None):
     return topo
 
 
+def _report_progress(done, total) -> None:
+    report(done=done, total=total)
+
+
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
              compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
@@ -98,7 +103,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     timeline_dt_s : float, optional
         Interval of the link-utilization timeline; None for none.
     progress : callable, optional
-        Called with progress reports during long replays.
+        Called as ``progress(done, total)`` during long replays; default: :func:`topoplan.core.progress.report`
+        (``done``, ``total``), which reaches whoever listens (the CLI's progress line).
     model : SimModel or dict, optional
         The network model.
     phases : topoplan.traffic.phases.Phases, optional
@@ -141,6 +147,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     (960, 384000000.0)
     """
     t0 = time.perf_counter()
+    if progress is None:   # to whoever listens (the CLI's progress line): nobody by default
+        progress = _report_progress
     model = SimModel.coerce(model)
     net = build_network(topo, circuits, threshold_B, model=model)
     marks = None

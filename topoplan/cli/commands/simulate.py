@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model)
+                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model, working)
 from topoplan.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -60,53 +60,47 @@ def simulate_cmd(
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     from topoplan.sim.run import simulate_plan
 
-    given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
-                                                    phases=phases)
-    plan = None
-    if circuits is not None:
-        if network not in (None, "hybrid"):
-            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        from topoplan.plans.planfile import read_plan
+    with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
+        given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
+                                                        phases=phases)
+        plan = None
+        if circuits is not None:
+            if network not in (None, "hybrid"):
+                raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+            from topoplan.plans.planfile import read_plan
 
-        plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
-        check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
-    thr = parse_size(threshold, "threshold") if threshold else None
-    dt = parse_time(timeline, "timeline") if timeline else None
-    from topoplan.sim.replay import check_options
+            plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+            check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
+        thr = parse_size(threshold, "threshold") if threshold else None
+        dt = parse_time(timeline, "timeline") if timeline else None
+        from topoplan.sim.replay import check_options
 
-    eager_B = parse_size(eager, "eager")
-    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
-    made_for = None
-    if plan is not None:
-        made_for = plan.get("placement", "its rank_to_node")
-        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
-    kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
-                  compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
-    if phases is not None:
-        kwargs["phases"] = _load_phases(phases, trace, topo, pl)
-    err_console = console(True)
-    if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
-        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("sim", total=trace.n_ranks)
-            kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
-            res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
-           "circuits": str(circuits) if circuits else None, **res}
-    if dt is not None:
-        from topoplan.core.topology_io import topology_to_dict
-
-        res["topology_doc"] = topology_to_dict(topo)
-        from topoplan.analysis.switches import analyze
-
-        sa = analyze(topo, tr(), pl)
-        res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+        eager_B = parse_size(eager, "eager")
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+        made_for = None
         if plan is not None:
-            res["circuit_pairs"] = plan.get("circuits", [])
+            made_for = plan.get("placement", "its rank_to_node")
+            plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+        kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
+                      compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
+        if phases is not None:
+            kwargs["phases"] = _load_phases(phases, trace, topo, pl)
+        from topoplan.core.progress import report
+
+        report(stage="simulating")   # the library reports how far the replay is
+        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
+        res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+               "circuits": str(circuits) if circuits else None, **res}
+        if dt is not None:
+            from topoplan.core.topology_io import topology_to_dict
+
+            res["topology_doc"] = topology_to_dict(topo)
+            from topoplan.analysis.switches import analyze
+
+            sa = analyze(topo, tr(), pl)
+            res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+            if plan is not None:
+                res["circuit_pairs"] = plan.get("circuits", [])
     emit(res, json_mode, output)
     if json_mode:
         return

@@ -966,7 +966,7 @@ def _incumbents(problem, seed, run=None):
 
 def auto_solver(formulation: str) -> str:
     """The MILP back-end ``solver="auto"`` picks, by measurement (``benchmarks/bench_circuits.py --solvers``,
-    README "MILP back-end"): HiGHS for the exact node formulation (it proves in 1.4-9 s the 6-OCS-node
+    docs/circuits.md, "Exact planning"): HiGHS for the exact node formulation (it proves in 1.4-9 s the 6-OCS-node
     cases CBC leaves at a 9.7-41.7% gap after 20 s), CBC for the switch formulation (on IS traffic HiGHS
     more often returns an equally optimal switch-level solution that becomes a worse plan). Falls back to
     whichever of the two is installed.

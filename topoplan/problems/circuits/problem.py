@@ -45,6 +45,7 @@ from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
+from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
@@ -743,7 +744,8 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
     """
     methods = list(methods or METHODS)
     rows, results = [], {}
-    for m in methods:
+    for k, m in enumerate(methods):
+        report(stage=f"{m} ({k + 1} of {len(methods)})")
         opts = dict(options) if m == "ilp" else {}
         res = solve(problem, m, time_limit=time_limit if m in ("ilp", "anneal") else None, seed=seed, **opts)
         results[m] = res
@@ -751,6 +753,8 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
                "uplink_bytes": res.metrics["uplink_bytes"], "circuits": res.metrics["circuits_used"],
                "fallback_bytes": res.metrics["large_fallback_bytes"], "bottleneck": res.metrics["bottleneck"],
                "wall_s": res.wall_s}
+        if simulate is not None:
+            report(stage=f"{m} ({k + 1} of {len(methods)}): simulating its plan")
         if isinstance(simulate, dict):
             for name, fn in simulate.items():
                 row[f"simulated_s.{name}"] = fn(res.to_dict())
