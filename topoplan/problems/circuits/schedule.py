@@ -107,7 +107,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.sim.steps import trace_steps
-from topoplan.plans.schedule import slot_fractions, validate_schedule
+from topoplan.plans.schedule import BLACKOUTS, slot_fractions, validate_schedule
 from topoplan.problems.result import PlanResult, Registry, gap_of, solve_with
 
 __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
@@ -115,7 +115,6 @@ __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem",
            "DECOMPOSE_HOP_LIMIT"]
 
 SCHEDULERS = Registry("schedule")
-BLACKOUTS = ("eps", "stall")
 SCORES = ("bound", "simulated")
 # Forwarding tables recomputed for a phase replace the configuration's own only when they lower the
 # phase's bound by more than this share: every table change splits the replay into segments separated
