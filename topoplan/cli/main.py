@@ -230,8 +230,10 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
-    from topoplan.core import interrupt
+    from topoplan.core import deadline, interrupt
 
+    # a time limit counts from the start: of this process when run as a program (start-up and imports included)
+    deadline.mark_start(process=argv is None)
     args = sys.argv[1:] if argv is None else list(argv)
     command = typer.main.get_command(build_app(args[0] if args and not args[0].startswith("-") else None))
     ascii_numbers(command)
@@ -280,6 +282,8 @@ def main(argv=None) -> int:
             print("error: aborted", file=sys.stderr)
             return 1
         raise
+    finally:
+        deadline.clear_start()   # the next command in this process (tests, a notebook) counts from its own start
     return 0
 
 

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
+from topoplan.cli.commands.common import (time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
                                          TrafficOpt, console, emit, flag_names)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
@@ -15,7 +15,7 @@ FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--thresho
 
 
 def register(app: typer.Typer) -> None:
-    app.command("phases")(phases_cmd)
+    app.command("phases")(time_bounded(phases_cmd))
 
 
 def phases_cmd(
