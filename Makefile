@@ -3,32 +3,44 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+FULL := $(VENV)/.installed-all
 
-.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments clean
+.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments docs clean
 
+# What the demo needs: topoplan and its core dependencies (no extras, no test tools), the event loop built
+# ahead of time and the placement kernels, compiled in two processes at once (topoplan/warmup.py).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e .
 	$(PY) -c "import pulp; assert pulp.PULP_CBC_CMD(msg=0).available(), 'CBC solver missing'"
-	$(PY) -m topoplan.warmup
+	$(PY) -m topoplan.warmup engine placement
 	touch $(STAMP)
 
+# Everything else: every extra and the test tools (the `test` extra names them), and the other kernels.
+$(FULL): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m topoplan.warmup flows replay
+	touch $(FULL)
+
 # The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):
-# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load.
+# a stale build is never used, but the JIT that serves instead costs a process about 0.6 s to load. The sources
+# are topoplan.sim._sources.SOURCES (tests/test_sim_aot.py checks the list below against it).
 AOT := topoplan/sim/_engine_aot.json
-$(AOT): topoplan/sim/_compiled.py topoplan/sim/_engine.py | $(STAMP)
+AOT_SOURCES := $(addprefix topoplan/sim/,program.py _jit.py _flows.py _loop.py _engine.py)
+$(AOT): $(AOT_SOURCES) | $(STAMP)
 	$(PY) -m topoplan.sim._engine
 
-install: $(STAMP) $(AOT)
+install: $(FULL) $(AOT)
 
-# Debian packages some tests use (Open MPI for the launcher tests, Chromium for the report test, SimGrid 3.32
-# for the peer test of the flow engine).
+# Debian packages some tests use (Open MPI for the launcher and emulator tests, iproute2 for the emulator's
+# route files, Chromium for the report test, SimGrid 3.32 for the peer test of the flow engine).
 # Installed when we are root and they are missing; tests that need them skip with a reason otherwise.
 sysdeps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v mpirun >/dev/null || need="$$need openmpi-bin libopenmpi-dev"; \
+	  command -v ip >/dev/null || need="$$need iproute2"; \
 	  command -v chromium >/dev/null || need="$$need chromium"; \
 	  /usr/bin/python3 -c "import simgrid" 2>/dev/null || need="$$need python3-simgrid"; \
 	  if [ -n "$$need" ]; then \
@@ -50,7 +62,7 @@ benchdeps:
 	       "the benchmark runs without SimGrid"; \
 	fi
 
-demo: install
+demo: $(STAMP) $(AOT)
 	$(VENV)/bin/topoplan demo
 
 test: install sysdeps
@@ -66,5 +78,9 @@ experiments: install
 verify-experiments: install
 	@for m in paper000 paper001 paper003; do echo "== $$m"; $(PY) -m experiments.$$m --verify || exit 1; done
 
+# the documentation site (Sphinx, Markdown pages in docs/), warnings as errors; open docs/_build/html/index.html
+docs: install
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot*
+	rm -rf $(VENV) .pytest_cache build *.egg-info topoplan/sim/_engine_aot* docs/_build

@@ -1,6 +1,6 @@
 """Speed and quality of the exact circuit model (issue 4, item 5).
 
-Targets (README): at paper scale (<= 256 nodes, <= 128 OCS nodes) ``ilp``
+Targets: at paper scale (<= 256 nodes, <= 128 OCS nodes) ``ilp``
 proves optimality within 10 s; on 4,096 nodes in 128 switches with 1,024
 OCS nodes and a CG-like pattern it returns a plan within 2% of the LP bound
 in 60 s.

@@ -3,9 +3,11 @@
 Sections (``--sections``, default all):
 
 - ``maplib``: the four real 64-rank matrices of ``../shared/matrices/maplib`` (AMG, BT-MZ, CG, LULESH)
-  on 4 switches x 16 single-core nodes, objective ``inter-switch``: the cut (bytes between switches,
-  both directions) of every method next to KaHIP's strong configuration with perfect balance, best of
-  5 seeds (``kahip.kaffpa`` called directly: the reference of issue 20).
+  on 4 switches x 16 and 16 switches x 4 single-core nodes, objective ``inter-switch``: the cut (bytes
+  between switches, both directions) of every method next to KaHIP's strong configuration with perfect
+  balance, best of 5 seeds (``kahip.kaffpa`` called directly: the reference of issue 20); ``ilp`` runs
+  ``--ilp-budget`` seconds (default 60) and its row gives status, proven bound and gap (the target: a gap
+  of at most 1% within 60 s).
 - ``rgg``: a random geometric graph of 4,096 vertices (:func:`rgg`: ``networkx.random_geometric_graph``,
   seed 0, mean degree 8, 1-10 MB per edge, seeded) cut into k = 4, 16 and 128 parts (k switches of
   4,096 / k single-core nodes): the methods next to KaHIP-strong best of 5, plus the steps from the
@@ -20,10 +22,10 @@ Sections (``--sections``, default all):
 - ``mesh``: 4,096 ranks on 128 switches x 32 nodes (one core each), objective ``hops``: a 16^3 7-point
   stencil and an unstructured 3-D mesh (4,096 seeded points, 6 nearest neighbours each, both ways).
 
-``anneal`` and ``ilp`` run ``--budget`` seconds (default 5) from their default start: the best of every
-partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pairs).
+``anneal`` (and ``ilp`` outside ``maplib``) run ``--budget`` seconds (default 5) from their default start: the
+best of every partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pairs).
 
-    python benchmarks/bench_placement.py                  # all sections (about 5 minutes, 2 shared cores)
+    python benchmarks/bench_placement.py                  # all sections (about 9 minutes, 2 shared cores)
     python benchmarks/bench_placement.py --sections maplib,rgg --budget 10
     python benchmarks/bench_placement.py --json
 """
@@ -47,6 +49,8 @@ for p in (ROOT, ROOT / "benchmarks"):
 
 SECTIONS = ("maplib", "rgg", "scale", "mesh")
 MAPLIB = ("amg64", "btmz64", "cg64", "lulesh64")
+MAPLIB_SWITCHES = (4, 16)
+ILP_TARGET_GAP = 0.01
 RGG_PARTS = (4, 16, 128)
 KAHIP_SEEDS = 5
 SCALE_ROWS = ((16384, "cg", "metis", "hybrid"), (16384, "random", "metis", "hybrid"),
@@ -129,15 +133,17 @@ def _kahip_ok() -> bool:
     return METHODS.unavailable("kahip") is None
 
 
-def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
+def _methods_rows(prob, methods, budget, seed, ilp_budget=None, **keys) -> list[dict]:
     from topoplan.problems.placement import solve
 
     rows = []
     for method in methods:
-        opts = {"time_limit": budget} if method in ("anneal", "ilp") else {}
+        opts = {"time_limit": ilp_budget if method == "ilp" and ilp_budget else budget} \
+            if method in ("anneal", "ilp") else {}
         t0 = time.perf_counter()
         res = solve(prob, method, seed=seed, **opts)
         rows.append({**keys, "method": method, "objective": res.objective, "status": res.status,
+                     "bound": res.bound, "gap": res.gap, "model": res.options.get("model"),
                      "init": res.options.get("init"), "inter_switch_bytes": res.metrics["inter_switch_bytes"],
                      "hop_weighted_bytes": res.metrics["hop_weighted_bytes"],
                      "congestion_bound_s": res.metrics["congestion_bound_s"], "wall_s": time.perf_counter() - t0})
@@ -146,7 +152,7 @@ def _methods_rows(prob, methods, budget, seed, **keys) -> list[dict]:
 
 # -- sections -----------------------------------------------------------------------------------------
 
-def run_maplib(budget: float, seed: int, log) -> list[dict]:
+def run_maplib(budget: float, seed: int, log, ilp_budget: float = 60.0) -> list[dict]:
     from topoplan.problems.placement import PlacementProblem
     from topoplan.traffic.sources import load_traffic
 
@@ -157,17 +163,27 @@ def run_maplib(budget: float, seed: int, log) -> list[dict]:
     kahip = _kahip_ok()
     methods = ["metis", "greedy"] + (["kahip"] if kahip else []) + ["anneal", "ilp"]
     rows = []
-    for app in MAPLIB:
-        prob = PlacementProblem.build(single_core_tree(4, 16, "4x16"), load_traffic(str(d / f"{app}.csv")),
-                                      objective="inter-switch")
-        ref, ref_s = kahip_strong(prob.graph(), 4) if kahip else (float("nan"), 0.0)
-        rows.append({"section": "maplib", "instance": app, "method": "KaHIP-strong best of 5", "objective": ref,
-                     "wall_s": ref_s})
-        rows += _methods_rows(prob, methods, budget, seed, section="maplib", instance=app)
-        for r in rows[-len(methods) - 1:]:
-            r["vs_kahip"] = r["objective"] / ref - 1.0
-            log(f"maplib {app:9s} {r['method']:24s} cut {r['objective'] / 1e6:10.3f} MB  vs KaHIP-strong "
-                f"{r['vs_kahip']:+7.2%}  wall {r['wall_s']:5.1f} s" + (f"  (start {r['init']})" if r.get("init") else ""))
+    for k in MAPLIB_SWITCHES:
+        for app in MAPLIB:
+            prob = PlacementProblem.build(single_core_tree(k, 64 // k, f"{k}x{64 // k}"),
+                                          load_traffic(str(d / f"{app}.csv")), objective="inter-switch")
+            ref, ref_s = kahip_strong(prob.graph(), k) if kahip else (float("nan"), 0.0)
+            rows.append({"section": "maplib", "instance": f"{app} k={k}", "method": "KaHIP-strong best of 5",
+                         "objective": ref, "wall_s": ref_s})
+            rows += _methods_rows(prob, methods, budget, seed, ilp_budget=ilp_budget, section="maplib",
+                                  instance=f"{app} k={k}")
+            for r in rows[-len(methods) - 1:]:
+                r["vs_kahip"] = r["objective"] / ref - 1.0
+                proof = (f"  {r['status']}, bound {r['bound'] / 1e6:.3f} MB, gap {r['gap']:.2%} ({r['model']} model)"
+                         if r["method"] == "ilp" and r.get("gap") is not None else "")
+                log(f"maplib {app:9s} k={k:<3d} {r['method']:24s} cut {r['objective'] / 1e6:10.3f} MB  vs KaHIP-strong "
+                    f"{r['vs_kahip']:+7.2%}  wall {r['wall_s']:5.1f} s" + proof
+                    + (f"  (start {r['init']})" if r.get("init") else ""))
+    ilp = [r for r in rows if r["method"] == "ilp"]
+    if ilp:
+        met = [r for r in ilp if r.get("gap") is not None and r["gap"] <= ILP_TARGET_GAP]
+        log(f"maplib ilp: {len(met)} of {len(ilp)} within a gap of {ILP_TARGET_GAP:.0%} in {ilp_budget:g} s "
+            f"({sum(r['status'] == 'optimal' for r in ilp)} proven optimal)")
     return rows
 
 
@@ -316,6 +332,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sections", default=",".join(SECTIONS), help="maplib, rgg, scale, mesh (comma-separated)")
     ap.add_argument("--budget", type=float, default=5.0, help="anneal and ilp seconds (default 5)")
+    ap.add_argument("--ilp-budget", type=float, default=60.0, help="ilp seconds in the maplib section (default 60)")
     ap.add_argument("--sizes", default=None, help="scale rows to run, e.g. 16384 (default 16384,65536)")
     ap.add_argument("--topologies", default=None, help="scale rows to run: hybrid, torus (default both)")
     ap.add_argument("--seed", type=int, default=0)
@@ -336,7 +353,8 @@ def main(argv=None) -> int:
         if section == "scale":
             rows += run_scale(a.budget, a.seed, log, sizes=sizes, topologies=topologies)
         else:
-            rows += {"maplib": run_maplib, "rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
+            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget) if section == "maplib" else \
+                {"rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
     log(f"total {time.perf_counter() - t0:.0f} s")
     if a.json:
         print(json.dumps(rows, indent=1))

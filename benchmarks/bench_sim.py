@@ -57,7 +57,7 @@ Replay workloads (no SimGrid peer):
   among N ranks (``alltoall:np=N,bytes=1MB``, MPICH's pairwise exchange:
   N(N - 1) messages) on ``paper001-16x16`` as a tree with N/16 nodes per
   switch; the replay streams the calls (``GEN`` micro-ops, see
-  ``topoplan.sim._compiled``). ``peak_GB`` is the child process's peak resident size
+  ``topoplan.sim._loop``). ``peak_GB`` is the child process's peak resident size
   (the benchmark's own few hundred MB included). The 16,384-rank row (268 M
   messages) runs once whatever ``--repeat`` says.
 * ``replay-cg-C-256-hybrid-<relay>``: the same 256-rank replay on the hybrid

@@ -101,7 +101,8 @@ def _sim_gain(rows, r):
 
 
 def markdown(rows) -> str:
-    """README table: best gain per scenario (model and simulator) and the anneal-vs-ilp check."""
+    """The results table (docs/bcast.md shows it): best gain per scenario (model and simulator) and the
+    anneal-vs-ilp check."""
     out = ["| scenario | leaders | delay | best gain, model (size, method) | best gain, simulated (size, method) |",
            "|---|---:|---|---|---|"]
     for sc in dict.fromkeys(r["scenario"] for r in rows):

@@ -6,7 +6,7 @@ has a docstring with an ``Examples`` section (numpydoc: ``Examples`` underlined 
 doctests run with the suite (``--doctest-modules`` in pyproject.toml). No docstring anywhere in
 the two packages uses the singular ``Example`` heading.
 
-Left out: private modules (``topoplan/sim/_compiled.py``), the CLI command modules (``topoplan/cli/commands/*``:
+Left out: private modules (``topoplan/sim/_loop.py``, ``_flows.py``...), the CLI command modules (``topoplan/cli/commands/*``:
 their documentation is ``--help``) and the files other work owns right now (below). Known
 exceptions are listed by name, with the reason; the tests also fail when an exception has become
 stale, so the lists only shrink.
@@ -41,7 +41,7 @@ SINGULAR = re.compile(r"^[ \t]*Example:?[ \t]*$", re.M)
 
 
 def _private_module(path: Path) -> bool:
-    """``_compiled.py``, ``__main__.py``: modules whose names are not part of the API (``__init__.py`` is)."""
+    """``_loop.py``, ``__main__.py``: modules whose names are not part of the API (``__init__.py`` is)."""
     return path.name.startswith("_") and path.name != "__init__.py"
 
 

@@ -164,7 +164,7 @@ def test_one_time_unit_for_every_view(data):
     strips = fig.axes
     assert strips[-1].get_xlabel() == "time (ms)" and strips[-1].get_xlim() == pytest.approx((0, 24))
     assert all([t.get_text() for t in ax.get_yticklabels()] == ["0%", "100%"] for ax in strips)
-    assert "% of link bandwidth" in strips[0].get_title()
+    assert "% of link bandwidth" in fig._suptitle.get_text()
     assert (where["t0"], where["t1"]) == pytest.approx((0, 0.024))       # the page's cursor works in seconds
     assert figure_link_heatmap(d).axes[0].get_xlabel() == "time (ms)"
     assert figure_topology(d, 9)._suptitle.get_text() == "topological view at t = 9 ms"
@@ -244,3 +244,53 @@ def test_page_in_headless_chromium(page, tmp_path):
     red = ((px[:, 0] > 200) & (px[:, 1] < 80) & (px[:, 2] < 80)).sum()
     black = (px.sum(axis=1) < 30).sum()
     assert red > 2000 and black > 20000                                # the time series (red bars on black) is drawn
+
+
+def _legend_labels(fig) -> list[str]:
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    return [t.get_text() for lg in legends for t in lg.get_texts()]
+
+
+def _colorbar_labels(fig) -> list[str]:
+    return [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+def test_every_colour_has_a_legend_and_utilization_is_in_percent_everywhere(data):
+    """The time series names its red, green and black (unused bandwidth) and the selected time; the topological
+    view names its marks and its idle grey; every utilization colour bar is in % like the time series."""
+    d = load_result(data / FIXTURE)
+    ts = _legend_labels(figure_timeseries(d, 9)[0])
+    assert ts == ["busiest link", "average link (idle ones included)", "unused bandwidth", "selected time"]
+    topo = figure_topology(d, 9)
+    assert {"node", "OCS node", "switch", "idle link", "idle circuit"} <= set(_legend_labels(topo))
+    for fig in (topo, figure_link_heatmap(d)):
+        assert _colorbar_labels(fig) == ["utilization, % of link bandwidth"]
+        bar = next(ax for ax in fig.axes if ax.get_label() == "<colorbar>")
+        fig.canvas.draw()
+        ticks = [t.get_text() for t in bar.get_yticklabels() if t.get_text()]
+        assert ticks and all(t.endswith("%") for t in ticks) and "100%" in ticks
+
+
+def test_node_labels_are_readable(data):
+    d = load_result(data / FIXTURE)           # 16 nodes
+    sizes = [t.get_fontsize() for t in figure_topology(d, 9).axes[0].texts if t.get_text().startswith("node")]
+    assert len(sizes) == 16 and min(sizes) >= 8
+
+
+@pytest.mark.parametrize("ideal", [False, True])
+def test_phases_table_has_no_empty_column(data, ideal):
+    doc = _doc(data)
+    doc["phases"] = [{"index": i, "kind": i % 2, "start_s": i * 4e-3, "all_in_s": i * 4e-3 + 1e-3,
+                      "end_s": i * 4e-3 + 5e-3, "bytes": 1e6, "pairs": [[0, 4, 1e6]]} for i in range(4)]
+    if ideal:
+        for p in doc["phases"]:
+            p.update(logical_start_s=p["start_s"], logical_end_s=p["end_s"])
+    page = render_html(parse_result(doc, "phased.json"), frames=1)
+    table = re.search(r'<table class="summary phases">(.*?)</table>', page).group(1)
+    heads = re.findall(r"<th>([^<]*)</th>", table)
+    assert ("ideal network" in heads) == ideal
+    rows = re.findall(r"<tr><td>.*?</tr>", table)
+    assert len(rows) == 4
+    assert all(cells for row in rows for cells in re.findall(r"<td>([^<]*)</td>", row))   # no empty cell
+    assert all(len(re.findall(r"<td>", row)) == len(heads) for row in rows)
+    assert "kind 1" in _legend_labels(figure_timeseries(parse_result(doc, "phased.json"))[0])

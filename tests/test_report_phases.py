@@ -10,6 +10,7 @@ from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology
 from topoplan.reporting.report import parse_result, render_html
 from topoplan.traffic.generators import alltoall, neighbor2d, parse_spec, ring
+from topoplan.traffic.sources import load_source
 from topoplan.traffic.phases import concat, detect_phases, phases_from_doc, split_at
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
@@ -58,8 +59,7 @@ def test_bad_marks_are_refused(eps, marks, match):
 @pytest.mark.parametrize("spec", [TWO, "npb:kernel=is,class=S,np=16", "alltoall:np=16,bytes=1MB,iters=2"])
 def test_compiled_marks_equal_the_reference(eps, spec):
     # every call marked: collectives (expanded or streamed), an alltoallv written one row per destination
-    tr = parse_spec(spec) if not spec.startswith("npb") else __import__(
-        "topoplan.traffic.matrix", fromlist=["load_source"]).load_source(spec)[0]
+    tr = parse_spec(spec) if not spec.startswith("npb") else load_source(spec)[0]
     net, pl = build_network(eps), sequential(tr.n_ranks, eps)
     marks = np.arange(len(tr))[::-1]   # in any order
     a = replay(tr, net, pl, marks=marks, method="compiled")

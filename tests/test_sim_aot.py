@@ -1,7 +1,7 @@
 """The ahead-of-time event loop (``topoplan.sim._engine``): same results as the JIT, never stale, never fed wrong types.
 
 ``make install`` builds it (``topoplan.warmup``), so on CI it must be current; elsewhere a build
-made before an edit of ``topoplan/sim/_compiled.py`` is stale and the comparison is skipped (the stale
+made before an edit of one of its sources (``topoplan.sim._sources.SOURCES``) is stale and the comparison is skipped (the stale
 detection itself is always tested).
 """
 
@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from topoplan.sim import _engine
-from topoplan.sim.maxmin import REL_TOL, LinkSet, routes_to_csr
+from topoplan.sim.maxmin import REL_TOL
+from topoplan.sim.program import no_state
+from topoplan.sim.routes import LinkSet, routes_to_csr
 
 
 def _aot_or_skip():
@@ -46,7 +48,7 @@ def _random_flows(seed, n=400, hosts=12):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_aot_equals_jit_bit_for_bit_on_flows(seed):
     aot, _ = _aot_or_skip()
-    from topoplan.sim._compiled import run_core as jit
+    from topoplan.sim._loop import run_core as jit
 
     args = _engine.flow_args(*_random_flows(seed), REL_TOL)
     a, b = aot(*args), jit(*args)
@@ -59,9 +61,9 @@ def test_aot_equals_jit_on_a_replay():
     from topoplan.core.placement import sequential
     from topoplan.core.topology_io import load_topology
     from topoplan.traffic.sources import load_source
-    from topoplan.sim._compiled import run_core as jit
+    from topoplan.sim._loop import run_core as jit
     from topoplan.sim.network import build_network
-    from topoplan.sim.replay import compile_program
+    from topoplan.sim.compiler import compile_program
 
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])
     trace, _ = load_source("npb:kernel=cg,class=S,np=16,iters=2")
@@ -69,7 +71,7 @@ def test_aot_equals_jit_on_a_replay():
     pg = compile_program(trace, net, sequential(16, topo))
     args = (pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
             np.zeros(0, np.int64), np.zeros(0), np.zeros(0), pg["stream"], 1e-4, 1000, np.zeros(0, np.int64),
-            np.zeros(17, np.int64), np.zeros(0, np.int64), _engine.no_state())
+            np.zeros(17, np.int64), np.zeros(0, np.int64), no_state())
     assert _engine._spec(args) == spec          # the replay's arguments have the build's types
     a, b = aot(*args), jit(*args)
     np.testing.assert_array_equal(a[0], b[0])   # every rank's finish
@@ -140,3 +142,34 @@ def test_a_failed_build_says_so_and_leaves_the_engine_as_it_was(monkeypatch):
     assert _engine.aot_status() == before
     assert sorted(p.name for p in _engine.HERE.glob(f"{_engine.AOT_NAME}*")) == files
     assert not list(_engine.HERE.glob(".aot-*"))      # the temporary directory is gone
+
+
+def test_the_makefile_rebuilds_from_the_sources_the_build_is_stamped_with():
+    """`make install` rebuilds the extension when a file of SOURCES changes: its list is the build's."""
+    makefile = (_engine.HERE.parents[1] / "Makefile").read_text()
+    line = next(x for x in makefile.splitlines() if x.startswith("AOT_SOURCES :="))
+    listed = line.split(",", 1)[1].rstrip(")").split()
+    assert tuple(listed) == _engine.SOURCES
+    assert all((_engine.HERE / name).is_file() for name in _engine.SOURCES)
+
+
+def test_every_cached_kernel_of_the_loop_is_stamped_with_all_the_sources(monkeypatch):
+    """Numba would reuse a cached loop after an edit of a kernel in another file (it stamps a function with its
+    own file only): the compiled simulator's functions carry the stamp of every file of SOURCES instead, so an
+    edit of any of them recompiles all of them."""
+    pytest.importorskip("numba")
+    from topoplan.sim import _flows, _jit, _loop, _sources
+
+    compiled = [f for mod in (_flows, _loop) for f in vars(mod).values() if hasattr(f, "_cache")
+                and getattr(f, "__module__", "") == mod.__name__]
+    assert len(compiled) > 50
+    for f in compiled:
+        locator = f._cache._impl.locator
+        assert isinstance(locator, _jit._SourcesLocator), f.__name__
+        assert locator.get_source_stamp() == _engine.sources_sha256()
+    # another file's edit changes the stamp of every function
+    stamp = compiled[0]._cache._impl.locator.get_source_stamp()
+    monkeypatch.setattr(_sources, "sources_sha256", lambda: "0" * 64)
+    _jit._sources_stamp.cache_clear()
+    assert compiled[0]._cache._impl.locator.get_source_stamp() != stamp
+    _jit._sources_stamp.cache_clear()

@@ -9,7 +9,8 @@ import pytest
 
 from topoplan.core.errors import TopoplanError
 from topoplan.sim.flowfile import load_scenario, run_scenario, tree_routes
-from topoplan.sim.maxmin import FlowEngine, LinkSet, maxmin_rates, routes_to_csr, simulate_flows
+from topoplan.sim.maxmin import FlowEngine, maxmin_rates, simulate_flows
+from topoplan.sim.routes import LinkSet, routes_to_csr
 
 SIMGRID = Path(__file__).resolve().parents[2] / "shared" / "reference" / "simgrid"
 DATA = Path(__file__).resolve().parent / "data"

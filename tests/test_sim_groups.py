@@ -1,4 +1,4 @@
-"""The compiled event loop's per-bottleneck flow state (topoplan.sim._compiled, "max-min rates per bottleneck link").
+"""The compiled event loop's per-bottleneck flow state (topoplan.sim._flows, "max-min rates per bottleneck link").
 
 Each structure is checked against a plain reference on random operations:
 the N(g, l) table and the pairing heaps through ``join``/``leave``/``ending``,
@@ -12,8 +12,9 @@ import pytest
 
 pytest.importorskip("numba")
 
-from topoplan.sim import _compiled as C  # noqa: E402
-from topoplan.sim.maxmin import LinkSet, maxmin_rates  # noqa: E402
+from topoplan.sim import _flows as C  # noqa: E402
+from topoplan.sim.maxmin import maxmin_rates  # noqa: E402
+from topoplan.sim.routes import LinkSet  # noqa: E402
 
 
 def _state(n_links, n_slots, width):
@@ -125,7 +126,7 @@ def _fill_case(rng, n_links, n_flows, width, caps):
     pool = np.zeros(8 * int(st["lens"].sum()) + 8 * n_lt + 64, np.int64)
     meta = np.zeros(2, np.int64)
     back = np.zeros_like(st["rows"])
-    C._csc_insert(np.arange(n_flows), st["rows"], st["lens"], back, seg, pool, meta)
+    C.csc_insert(np.arange(n_flows), st["rows"], st["lens"], back, seg, pool, meta)
     for s in range(n_flows):
         ok = [x for x in st["rows"][s, :st["lens"][s]] if x >= n_links or np.isfinite(lcap2[x])]
         _join(st, s, int(rng.choice(ok)), 1e6, 0.0)
@@ -170,7 +171,7 @@ def test_fill_groups_makes_an_overfull_link_a_candidate():
     seg = np.zeros((5, 2), np.int64)
     pool = np.zeros(64, np.int64)
     meta = np.zeros(2, np.int64)
-    C._csc_insert(np.arange(2), st["rows"], st["lens"], np.zeros((2, 2), np.int64), seg, pool, meta)
+    C.csc_insert(np.arange(2), st["rows"], st["lens"], np.zeros((2, 2), np.int64), seg, pool, meta)
     for s in range(2):
         _join(st, s, 0, 1e6, 0.0)
     ctx = (2, np.array([1e9, 5e8]), np.full(2, np.inf), seg, pool, meta, np.zeros((4, 2), np.int64), st["fw"])
@@ -196,7 +197,7 @@ def test_fill_groups_groups_alone_on_their_links(seed):
     seg = np.zeros((5, 2 * n_pairs), np.int64)
     pool = np.zeros(8 * 2 * n_flows + 16 * n_pairs + 64, np.int64)
     meta = np.zeros(2, np.int64)
-    C._csc_insert(np.arange(n_flows), st["rows"], st["lens"], np.zeros_like(st["rows"]), seg, pool, meta)
+    C.csc_insert(np.arange(n_flows), st["rows"], st["lens"], np.zeros_like(st["rows"]), seg, pool, meta)
     first = {}
     for s, r in enumerate(routes):
         _join(st, s, first.setdefault(r[0], int(rng.choice(r))), 1e6, 0.0)
@@ -264,7 +265,7 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
             st["rows"][s, :len(route)] = route
             st["lens"][s] = len(route)
             left[s] = size[s] = float(rng.integers(1, 20)) * 1e6
-        C._csc_insert(new, st["rows"], st["lens"], back, seg, pool, meta)
+        C.csc_insert(new, st["rows"], st["lens"], back, seg, pool, meta)
         for s in new.tolist():
             g = C.pick_group(s, st["rows"], st["lens"], seg[1], lcap2, capv, n_links, st["gI"], st["gF"])
             _join(st, s, g, left[s], now)
@@ -305,7 +306,7 @@ def test_settled_groups_keep_rates_and_clocks_exact_across_events(seed, caps):
         done = sorted(out[:n].tolist())
         assert done and all(abs(left[s]) <= 1e-6 * 1e6 for s in done)
         assert all(left[s] > 1e-6 * 1e6 for s in left if s not in done)
-        C._csc_remove(np.array(done, np.int64), st["rows"], st["lens"], back, seg, pool, meta)
+        C.csc_remove(np.array(done, np.int64), st["rows"], st["lens"], back, seg, pool, meta)
         for s in done:
             for link in st["rows"][s, :st["lens"][s]].tolist():
                 if link < n_links:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim.maxmin import LinkSet, routes_to_csr
+from topoplan.sim.routes import LinkSet, routes_to_csr
 from topoplan.sim.paper import PaperEngine, simulate_paper
 
 A1, B1 = 500e-9, 1.25e9     # node <-> EPS switch: 500 ns, 10 Gbps

@@ -207,14 +207,14 @@ def test_alltoall_rows_per_destination_keep_mpich_algorithm_selection():
 
 def test_alltoallv_rows_per_destination_are_one_call_with_summed_counts():
     from topoplan.traffic.collectives import schedule
-    from topoplan.sim.replay import _Collectives
+    from topoplan.sim.replay_common import Collectives
 
     rows = []
     for r in range(4):
         for k, t in enumerate((0.0, 1.0)):   # two calls per rank, the second one row longer
             rows += [(r, "alltoallv", d, 10 * r + d + 100 * k, -1, 4, t, t) for d in range(4)]
             rows += [(r, "alltoallv", (r + 1) % 4, 1000, -1, 4, t, t)] * (k + 1)   # repeated destinations add up
-    c = _Collectives(rec(*rows))
+    c = Collectives(rec(*rows))
     steps, _, last = c.expand(1, 11, 22)            # rank 1's first call: rows 11..15
     assert last == 15
     assert steps == schedule("alltoallv", 4, 1, -1, 0, counts=[10.0, 11.0, 1012.0, 13.0])
@@ -225,15 +225,15 @@ def test_alltoallv_rows_per_destination_are_one_call_with_summed_counts():
     bad = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0, 1, -1) for d in (1, 3)], 4,
                              communicators={1: [0, 1]}, source="t.csv")
     with pytest.raises(TopoplanError, match="t.csv: rank 0 sends to rank 3 in alltoallv on communicator 1"):
-        _Collectives(bad).expand(0, 0, 2)
+        Collectives(bad).expand(0, 0, 2)
 
 
 def test_compact_steps_keep_every_entry_in_order():
     from topoplan.traffic.collectives import Step
-    from topoplan.sim.replay import _compact_steps
+    from topoplan.sim.replay_common import compact_steps
 
     steps = [Step(sends=[(1, 8.0)], recvs=[(2, None), (3, 4.0)]), Step(), Step(sends=[(0, 2.0), (2, 1.0)])]
-    count, peer, nbytes, send = _compact_steps(steps)
+    count, peer, nbytes, send = compact_steps(steps)
     assert count.tolist() == [3, 0, 2]
     assert peer.tolist() == [2, 3, 1, 0, 2]            # receives before sends within a step
     assert nbytes.tolist() == [0.0, 4.0, 8.0, 2.0, 1.0]  # an unknown receive size counts 0 (the sender's applies)
@@ -241,7 +241,7 @@ def test_compact_steps_keep_every_entry_in_order():
 
 
 def test_compiled_replay_names_the_call_of_a_peer_outside_the_communicator():
-    from topoplan.sim.replay import compile_program
+    from topoplan.sim.compiler import compile_program
 
     t = topology_from_dict(TREE)
     tr = rec((0, "recv", 1, 8, -1, 4, 0, 0), (1, "barrier", -1, 0, -1, 4, 0, 0), (1, "send", 0, 8, -1, 4, 0, 0))

@@ -15,10 +15,13 @@ from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import load_topology
 from topoplan.traffic.collectives import MPICHThresholds, allgather_algorithm, alltoall_algorithm, schedule
 from topoplan.traffic.generators import alltoall, parse_spec
-from topoplan.sim._engine import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, no_state, run_core
+from topoplan.sim._engine import run_core
+from topoplan.sim.program import GEN_PAIRWISE, GEN_RING, GEN_SPREAD, K_GEN, K_STEP, no_state
 from topoplan.sim.maxmin import REL_TOL
 from topoplan.sim.network import build_network
-from topoplan.sim.replay import _compact_steps, compile_program, replay
+from topoplan.sim.compiler import compile_program
+from topoplan.sim.replay import replay
+from topoplan.sim.replay_common import compact_steps
 
 
 def _run(pg, net):
@@ -39,7 +42,7 @@ def _run(pg, net):
     ("allgather", 64, 1e4, 32),     # the ring on a power of two (total over allgather_long_B)
 ])
 def test_generated_steps_are_the_schedules(op, p, nbytes, throttle):
-    from topoplan.sim._compiled import _gen_count, _gen_step
+    from topoplan.sim._loop import _gen_count, _gen_step
 
     th = MPICHThresholds(alltoall_throttle=throttle)
     if op == "allgather":
@@ -51,7 +54,7 @@ def test_generated_steps_are_the_schedules(op, p, nbytes, throttle):
     mem = np.arange(p, dtype=np.int64) * 3 + 5          # world rank of each local rank
     ep, eb, es = np.empty(2 * p, np.int64), np.empty(2 * p), np.empty(2 * p, np.int64)
     for me in range(p):
-        count, peer, nb, send = _compact_steps(schedule(op, p, me, 0, nbytes, thresholds=th))
+        count, peer, nb, send = compact_steps(schedule(op, p, me, 0, nbytes, thresholds=th))
         assert _gen_count(code, p, block) == len(count)
         at = 0
         for st, c in enumerate(count.tolist()):

@@ -93,7 +93,7 @@ def three_switch_steps():
     tr = stepped_trace([[(1, 4, 8e6), (4, 1, 8e6), (0, 3, 4e6)], [(2, 7, 8e6), (7, 2, 8e6), (0, 6, 4e6)]] * 2,
                        topo.n_nodes)
     st = trace_steps(tr)
-    return topo, tr, CircuitProblem.build(topo, steps=st, threshold_B=1000.0)
+    return topo, tr, CircuitProblem.build(topo, None, steps=st, threshold_B=1000.0)
 
 
 def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
@@ -111,7 +111,7 @@ def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
     assert ev1.congestion_s == pytest.approx(uplink_s)      # the bulk bound sees only that link
     assert ev1.step_times_s.max() == pytest.approx(uplink_s)
     assert ev1.objective_s > ev1.congestion_s + 0.01         # ... the steps add the first step's time too
-    one = CircuitProblem.build(topo, steps=trace_steps(stepped_trace([[(1, 4, 8e6), (0, 3, 4e6)]], 9)),
+    one = CircuitProblem.build(topo, None, steps=trace_steps(stepped_trace([[(1, 4, 8e6), (0, 3, 4e6)]], 9)),
                                threshold_B=1000.0)
     e1 = evaluate(one, [], np.full((9, 3), -1, dtype=np.int64))
     assert e1.objective_s == pytest.approx(e1.congestion_s + one.step_loads.latency_s, rel=1e-12)
@@ -119,14 +119,14 @@ def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
 
 
 def test_merging_step_groups_keeps_the_traffic_and_never_raises_the_step_time():
-    p = CircuitProblem.build(load_topology_003(), steps=steps_of_spec("npb:kernel=mg,class=S,np=64,iters=2"),
+    p = CircuitProblem.build(load_topology_003(), None, steps=steps_of_spec("npb:kernel=mg,class=S,np=64,iters=2"),
                              max_step_types=1000)
     sl = p.step_loads
     assert np.allclose(sl.large_B.sum(axis=0), p.large_bytes)
     nh = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
     full = evaluate(p, [], nh).objective_s
     for k in (8, 3, 1):
-        q = CircuitProblem.build(p.topology, steps=p.steps, max_step_types=k)
+        q = CircuitProblem.build(p.topology, None, steps=p.steps, max_step_types=k)
         assert q.step_loads.n_groups <= k
         assert evaluate(q, [], nh).objective_s <= full * (1 + REL)
     g = merge_groups(p, sl, 4)

@@ -279,7 +279,7 @@ def test_parquet_without_pyarrow_is_a_clear_error(data, tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "have_parquet", lambda: False)
     cfg = _cheap(data, tmp_path)
     cfg.output = tmp_path / "t.parquet"
-    with pytest.raises(TopoplanError, match=r"t\.parquet: Parquet needs pyarrow"):
+    with pytest.raises(TopoplanError, match=r"t\.parquet: Parquet needs the optional package pyarrow"):
         run_sweep(cfg, progress=False)
     assert not (tmp_path / "t.csv").exists()
 

@@ -16,13 +16,15 @@ The public API (imported on first use, so ``import topoplan`` stays light):
 - ``PlanResult``, ``TopoplanError``.
 
 Subpackages: ``topoplan.core`` (topology, placement, units, I/O, errors),
-``topoplan.traffic`` (traces, matrices, generators, NPB, MPI collectives),
-``topoplan.problems`` (the three planning problems, the result type, validation),
+``topoplan.traffic`` (traces, matrices, generators, NPB, MPI collectives, the door for inputs),
+``topoplan.plans`` (plan documents and their validation),
+``topoplan.problems`` (the three planning problems and the result type),
 ``topoplan.analysis`` (switch traffic, link loads, all-to-all bounds, cost),
 ``topoplan.fabric`` (InfiniBand readers and the route service),
 ``topoplan.reporting`` (HTML report, launcher exports), ``topoplan.batch`` (sweeps),
 ``topoplan.cli`` (the command line); the simulator is the ``topoplan.sim`` package and
-the exact formulations and solver back-ends the ``topoplan.formulations`` package.
+the exact formulations and solver back-ends the ``topoplan.formulations`` package. The layers they form
+are written down in ``topoplan/_layers.py``.
 
 Examples
 --------

@@ -1,71 +1,191 @@
-"""Compile every Numba kernel once, when topoplan is installed (``make install`` runs this module).
+"""Compile the Numba kernels when topoplan is installed (``make install`` runs this module), two processes at a time.
 
-The compiled kernels (the flow engine and trace replay in :mod:`topoplan.sim._compiled` and :mod:`topoplan.sim.maxmin`,
-the partition refinement in :mod:`topoplan.problems.placement.refine`) are cached on disk by Numba
-(``cache=True``), so they compile once per machine and load in a fraction of a second afterwards. The
-first compilation takes several seconds; done here it is not charged to the first planning call, whose
-time limit it would otherwise exceed (a 0.5 s ``metis`` call took 3.8 s on a fresh checkout). After an
-edit of a kernel's source Numba recompiles it at its next call.
+Numba caches compiled functions on disk (``cache=True``), so each compiles once per machine and loads in a
+fraction of a second afterwards; done here, no planning call pays for it inside its time limit (a 0.5 s
+``metis`` call took 3.8 s on a fresh checkout). The kernels come in groups:
 
-It then builds the event loop ahead of time (:func:`topoplan.sim._engine.build`): an extension module that
-loads without Numba, so a small ``topoplan simulate`` does not spend 0.6 s importing Numba and
-reading its cache. It is used only while the sources it was built from are unchanged.
+``engine``
+    The simulator's event loop built ahead of time (:func:`topoplan.sim._engine.build`, Numba's ``pycc``):
+    an extension module that loads without Numba, which every simulation runs (the demo's too). Building it
+    compiles the loop's functions through Numba's JIT as well, which caches them on disk.
+``placement``
+    The partition refinement of :mod:`topoplan.problems.placement.refine` (``metis`` and every method that
+    starts from it) and the group enumeration and search of the exact placement model
+    (:mod:`topoplan.formulations.placement_groups`).
+``matching``
+    The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``).
+``flows``
+    The JIT version of the event loop (:func:`topoplan.sim._loop.run_core`: what serves after an edit of its
+    sources, until the next build, and for arguments of other types); after ``engine`` only its entry is left
+    to compile.
+``replay``
+    A small replay through the whole stack, compiled and with the Python reference (the flow engine's
+    kernels).
 
-Run ``python -m topoplan.warmup``: one line with the seconds each group took.
+``python -m topoplan.warmup [GROUP ...] [--jobs N]`` runs the groups named (default all) in up to ``N``
+processes (default 2): ``engine``, ``flows`` and ``replay`` in one, in that order (each reuses what the
+previous compiled), ``placement`` and ``matching`` in the other; one line per group with its seconds. ``make demo`` runs
+``engine placement``, what the demo and a first planning call need; ``make install`` runs them all.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
-__all__ = ["warm"]
+import numpy as np
+
+__all__ = ["GROUPS", "warm", "lanes"]
+
+GROUPS = ("engine", "placement", "matching", "flows", "replay")
+# groups that share compiled functions run in one process, in this order (a second process would compile
+# them again instead of loading them from Numba's cache)
+_LANES = (("engine", "flows", "replay"), ("placement", "matching"))
 
 
-def warm() -> dict:
-    """Call every compiled kernel once on a tiny input; returns the seconds per group.
+def _engine() -> str:
+    from topoplan.sim._engine import build
+
+    return build()
+
+
+def _placement() -> str:
+    from topoplan.core.topology_io import load_topology
+    from topoplan.formulations import placement_groups
+    from topoplan.problems.placement import PlacementProblem, solve
+    from topoplan.traffic.sources import load_traffic
+
+    solve(PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")),
+          "metis")
+    ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
+    placement_groups.solve(placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2),
+                           time_limit=10)
+    return ""
+
+
+def _matching() -> str:
+    from topoplan.problems.circuits.blossom import max_weight_matching
+
+    u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
+    max_weight_matching(60, u, v, (u * v) % 7 + 1.0)
+    return ""
+
+
+def _flows() -> str:
+    from topoplan.sim import _loop
+    from topoplan.sim._engine import flow_args
+    from topoplan.sim.routes import LinkSet, routes_to_csr
+
+    ptr, rl = routes_to_csr([[0], [0, 1], [1]])
+    _loop.run_core(*flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, [0.0] * 3, [1e6] * 3,
+                                  1e-12))
+    return ""
+
+
+def _replay() -> str:
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.sim.network import build_network
+    from topoplan.sim.replay import replay
+    from topoplan.traffic.generators import parse_spec
+
+    tree = load_topology("paper003", ["kind=tree", "ocs=null"])
+    for method in ("compiled", "python"):
+        replay(parse_spec("alltoall:np=8,bytes=1MB"), build_network(tree), sequential(8, tree), method=method)
+    return ""
+
+
+_WORK = {"engine": _engine, "placement": _placement, "matching": _matching, "flows": _flows, "replay": _replay}
+
+
+def warm(groups=None, *, echo=None) -> dict:
+    """Compile (or load) the kernels of ``groups`` in this process, in the given order; returns the seconds per group.
+
+    Parameters
+    ----------
+    groups : sequence of str, optional
+        Names of :data:`GROUPS`; default all.
+    echo : callable, optional
+        Called with one line per group as it ends.
 
     Returns
     -------
     dict
-        ``placement``, ``flows``, ``replay``: seconds (compiling on a new machine, loading afterwards).
+        Group -> seconds (compiling on a new machine, loading afterwards).
 
     Examples
     --------
-    >>> sorted(warm())                      # cached kernels: fast after the first run
-    ['flows', 'placement', 'replay']
+    >>> sorted(warm(["placement", "replay"]))          # cached kernels: fast after the first run
+    ['placement', 'replay']
+    >>> warm(["everything"])
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown warm-up group 'everything' (engine, placement, matching, flows, replay)
     """
+    groups = list(GROUPS if groups is None else groups)
+    for g in groups:
+        if g not in _WORK:
+            raise ValueError(f"unknown warm-up group {g!r} ({', '.join(GROUPS)})")
     out = {}
-    t0 = time.perf_counter()
-    from topoplan.core.topology_io import load_topology
-    from topoplan.problems.placement import PlacementProblem, solve
-    from topoplan.traffic.sources import load_traffic
-
-    topo = load_topology("paper003")
-    solve(PlacementProblem.build(topo, load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")), "metis")
-    out["placement"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    from topoplan.sim.maxmin import LinkSet, routes_to_csr, simulate_flows
-
-    ptr, links = routes_to_csr([[0], [0, 1], [1]])
-    simulate_flows(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, links, [0.0, 0.0, 0.0], [1e6] * 3)
-    out["flows"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    from topoplan.core.placement import sequential
-    from topoplan.traffic.generators import parse_spec
-    from topoplan.sim.run import simulate
-
-    tree = load_topology("paper003", ["kind=tree", "ocs=null"])
-    simulate(tree, parse_spec("alltoall:np=8,bytes=1MB"), sequential(8, tree))
-    out["replay"] = time.perf_counter() - t0
+    for g in groups:
+        t0 = time.perf_counter()
+        note = _WORK[g]()
+        out[g] = time.perf_counter() - t0
+        if echo is not None:
+            echo(f"{g} {out[g]:.1f} s" + (f": {note}" if note else ""))
     return out
 
 
-if __name__ == "__main__":   # pragma: no cover - run by make install
-    took = warm()
-    print("compiled kernels ready: " + ", ".join(f"{k} {v:.1f} s" for k, v in took.items()))
-    from topoplan.sim._engine import build
+def lanes(groups=None, jobs: int = 2) -> list[list[str]]:
+    """How ``groups`` are split between at most ``jobs`` processes (groups that share compiled code together).
 
+    Parameters
+    ----------
+    groups : sequence of str, optional
+        Default all of :data:`GROUPS`.
+    jobs : int, optional
+
+    Returns
+    -------
+    list of list of str
+        One list per process, in the order its groups run.
+
+    Examples
+    --------
+    >>> lanes()
+    [['engine', 'flows', 'replay'], ['placement', 'matching']]
+    >>> lanes(["placement", "engine"]), lanes(jobs=1)
+    ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement', 'matching']])
+    """
+    groups = list(GROUPS if groups is None else groups)
+    split = [[g for g in lane if g in groups] for lane in _LANES]
+    split = [lane for lane in split if lane]
+    if jobs <= 1:
+        return [[g for lane in split for g in lane]] if split else []
+    return split
+
+
+def main(argv=None) -> int:   # pragma: no cover - run by make
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m topoplan.warmup", description=__doc__.splitlines()[0])
+    ap.add_argument("groups", nargs="*", metavar="GROUP", help=f"of {', '.join(GROUPS)} (default: all)")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes (default 2)")
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    print(f"{build()}, {time.perf_counter() - t0:.1f} s")
+    split = lanes(args.groups or None, args.jobs)
+    if len(split) == 1:
+        warm(split[0], echo=lambda line: print(line, flush=True))
+    else:
+        procs = [subprocess.Popen([sys.executable, "-m", "topoplan.warmup", "--jobs", "1", *lane]) for lane in split]
+        if any(p.wait() != 0 for p in procs):
+            return 1
+    print(f"compiled kernels ready ({', '.join(g for lane in split for g in lane)}): "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":   # pragma: no cover - run by make install
+    sys.exit(main())

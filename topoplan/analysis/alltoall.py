@@ -29,6 +29,8 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import TorusTopology
+from topoplan.sim.maxmin import simulate_flows
+from topoplan.sim.network import build_network
 from topoplan.traffic.trace import OP_CODE, Trace
 
 __all__ = ["bound_details", "alltoall_lower_bound", "AllToAllSchedule", "a2a_schedule", "shift_loads",
@@ -652,8 +654,6 @@ def schedule_congestion(topo, schedule: AllToAllSchedule, nbytes: float) -> dict
     >>> round(a2at["ratio"], 3), round(a2a["ratio"], 3)     # A2AT reaches the bound, A2A does not
     (1.0, 1.75)
     """
-    from topoplan.sim.network import build_network
-
     topo = _check_torus(topo)
     if schedule.n_nodes != topo.n_nodes:
         raise TopoplanError(f"{schedule.name}: {schedule.n_nodes} nodes but the topology has {topo.n_nodes}")
@@ -719,9 +719,6 @@ def simulate_rounds(topo, schedule: AllToAllSchedule, nbytes: float, *, timeline
     2.0
     """
     import time
-
-    from topoplan.sim.maxmin import simulate_flows
-    from topoplan.sim.network import build_network
 
     topo = _check_torus(topo)
     if schedule.n_nodes != topo.n_nodes:

@@ -24,6 +24,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.topology import MAX_NODES, TreeTopology
 
 __all__ = ["PRICE_FIELDS", "CostParams", "params_from_topology", "network_costs"]
 
@@ -105,7 +106,6 @@ class CostParams:
         if self.upper_switches < 1 or self.ocs_switches < 0:
             raise TopoplanError("field 'upper_switches': must be at least 1 (the EPS tree has a top); "
                                 "'ocs_switches' must be non-negative")
-        from topoplan.core.topology_io import MAX_NODES
 
         if self.nodes > MAX_NODES:
             raise TopoplanError(f"field 'nodes': {self.nodes:,} is over the limit of {MAX_NODES:,}")
@@ -158,8 +158,6 @@ def params_from_topology(topo, **overrides) -> CostParams:
     >>> (p.nodes, p.lower_switches, p.upper_switches, p.ocs_nodes)
     (64, 4, 1, 32)
     """
-    from topoplan.core.topology import TreeTopology
-
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"cost model: needs a two-level tree topology, got {topo.kind}")
     base = {"nodes": topo.n_nodes, "lower_switches": topo.n_switches, "upper_switches": 1}

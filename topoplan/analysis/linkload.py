@@ -41,6 +41,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.sim.network import build_network
 
 __all__ = ["LinkGraph", "link_graph", "node_pair_bytes", "link_loads", "congestion_bound"]
 
@@ -151,8 +152,6 @@ def link_graph(topo) -> LinkGraph:
     >>> g.n_links, g.names[64], str(g.link_class[64])
     (200, 'node0000->S0', 'node-up')
     """
-    from topoplan.sim.network import build_network
-
     if not isinstance(topo, (TreeTopology, TorusTopology, GraphTopology)):
         raise TopoplanError(f"no link model for topology kind {getattr(topo, 'kind', type(topo).__name__)!r}")
     net = build_network(topo)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoplan.core.errors import TopoplanError
 
 __all__ = ["DEFAULT_THRESHOLD_B", "PAIR_COUNTS", "default_threshold", "SwitchAnalysis", "analyze"]
 
@@ -162,8 +163,6 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
     >>> analyze(t, tr, sequential(256, t)).inter_switch_bytes
     1920000000.0
     """
-    from topoplan.core.errors import TopoplanError
-
     if pairs not in PAIR_COUNTS:
         raise TopoplanError(f"field 'pairs': choose one of {', '.join(PAIR_COUNTS)}, got {pairs!r}")
     thr = default_threshold(topo) if threshold_B is None else float(threshold_B)

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import itertools
 import json
 import os
@@ -59,6 +58,15 @@ from pathlib import Path
 from typing import Callable
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import extra_message, missing_extra, require
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology_io import load_topology, strict_yaml
+from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
+from topoplan.sim.replay import bulk_trace
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic import generators
+from topoplan.traffic.sources import load_inputs
 
 __all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
            "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
@@ -159,9 +167,6 @@ def load_config(path, output=None) -> SweepConfig:
     >>> cfg.name, len(cfg.instances), cfg.parameters
     ('cheap', 2, {'a': [1, 2, 3], 'seed': [0, 1]})
     """
-    from topoplan.core.io import read_text
-    from topoplan.core.topology_io import strict_yaml
-
     path = Path(path)
     # the strict reader of every YAML input: duplicate keys, alias bombs and YAML 1.1 numbers are refused
     doc = strict_yaml(read_text(path, "sweep config"), path)
@@ -279,7 +284,6 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
     sim_model = doc.get("sim_model") or {}
     if not isinstance(sim_model, dict):
         raise TopoplanError(f"{where}: field 'sim_model': expected a mapping of simulator model options")
-    from topoplan.sim.simmodel import SimModel
 
     sim_keys = {k[4:]: v for k, v in grid.items() if k.startswith("sim.")}
     try:
@@ -338,8 +342,6 @@ def check_config(cfg: SweepConfig) -> None:
     """
     import math
 
-    from topoplan.problems.result import MAX_TIME_LIMIT_S
-
     where = cfg.source
     for k, vals in cfg.parameters.items():
         for v in vals:
@@ -351,8 +353,6 @@ def check_config(cfg: SweepConfig) -> None:
                                     f"seconds up to {MAX_TIME_LIMIT_S:g}")
     if cfg.cell:
         return
-    from topoplan.traffic import generators
-    from topoplan.core.topology_io import load_topology
 
     _, _, grid_prob, grid_opts = split_params({k: None for k in cfg.parameters})
     builders = {}
@@ -586,8 +586,6 @@ def _declared(fn, skip=("time_limit", "seed")) -> tuple[str, ...] | None:
     """The keyword options ``fn`` declares, or None when it takes ``**kwargs`` (then anything goes)."""
     import inspect
 
-    from topoplan.problems.result import declared_options
-
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -653,8 +651,6 @@ def cell_model(cell: dict):
     >>> cell_model({"sim_model": {"model": "paper"}, "params": {"sim.relay": "store-and-forward"}}).label()
     'paper, store-and-forward relays, link contention'
     """
-    from topoplan.sim.simmodel import SimModel
-
     over = {k[4:]: v for k, v in cell["params"].items() if k.startswith("sim.")}
     return SimModel.from_options(**{**(cell.get("sim_model") or {}), **over})
 
@@ -701,8 +697,6 @@ def run_cell(cell: dict) -> dict:
     >>> row["status"], round(row["objective"], 4), round(row["makespan_s"], 4), row["metric.circuits_used"]
     ('heuristic', 0.0416, 0.0416, 3)
     """
-    from topoplan.traffic.sources import load_inputs
-
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
     base, files = cell.get("base"), cell.get("files") or {}
@@ -755,8 +749,6 @@ def _local(spec: str, base) -> str:
 
 
 def _replay_trace(trace, traffic):
-    from topoplan.sim.replay import bulk_trace
-
     return trace if trace is not None else bulk_trace(traffic, 1)
 
 
@@ -792,8 +784,6 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     >>> round(out["makespan_s"], 4)
     0.0416
     """
-    from topoplan.sim.run import simulate_plan
-
     plan = result.to_dict()
     given = None if plan.get("rank_to_node") is not None else placement
     res = simulate_plan(topo, _replay_trace(trace, traffic), plan, placement=given, model=model)
@@ -878,7 +868,7 @@ def table_format(path) -> str:
     if path.suffix.lower() != ".parquet":
         return "csv"
     if not have_parquet():
-        raise TopoplanError(f"output {path}: Parquet needs pyarrow (pip install pyarrow); or name the output .csv")
+        raise TopoplanError(f"{extra_message('parquet', f'output {path}: Parquet')}; or name the output .csv")
     return "parquet"
 
 
@@ -932,7 +922,7 @@ def read_table(path: Path):
 
 
 def have_parquet() -> bool:
-    return importlib.util.find_spec("pyarrow") is not None
+    return missing_extra("parquet") is None
 
 
 def _parquet_ready(df):
@@ -981,8 +971,6 @@ def write_table(df, path: Path) -> list[str]:
     a,1.5
     """
     import io as _io
-
-    from topoplan.core.io import atomic_write
 
     path = Path(path)
     if table_format(path) == "parquet":
@@ -1097,8 +1085,8 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
     3
     >>> client.close(); cluster.close()
     """
-    from dask.distributed import Client, LocalCluster
-
+    distributed = require("dask", "topoplan sweep (it runs on Dask)")
+    Client, LocalCluster = distributed.Client, distributed.LocalCluster
     if scheduler:
         try:
             return Client(scheduler, timeout="20s"), None

@@ -30,7 +30,8 @@ EXAMPLES: dict[str, list[str]] = {
     "place": ["topoplan place -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB -m metis -o place.json"],
     "export": ["topoplan export ompi5 -p place.json -o rankfile",
                "topoplan export slurm -p place.json -o hostlist",
-               "topoplan export ocs -p plan.json -o ocs.json"],
+               "topoplan export ocs -p plan.json -o ocs.json",
+               "topoplan export routes -p plan.json -o routes"],
     "validate": ["topoplan validate plan.json -t paper003",
                  "topoplan validate place.json -t paper003 -T neighbor2d:rows=16,cols=16,bytes=4MB --json"],
     "bcast": ["topoplan bcast -t paper000 -a gen:nodes=32,racks=4,seed=1 --bytes 1KiB -m dft --rankfile bcast.rf "
@@ -48,6 +49,10 @@ EXAMPLES: dict[str, list[str]] = {
     "serve": ["topoplan serve -i ibnetdiscover.txt --lft lft --port 8750"],
     # an MPI run (tests/test_trace_recorder.py runs it on a real program), so not in ORDER
     "trace": ["topoplan trace -o app-trace -np 4 -- ./app --steps 10", "topoplan trace --lib"],
+    # root, Open MPI and network namespaces (tests/test_emulate_run.py runs such lines), so not in ORDER
+    "emulate": ["topoplan emulate -t paper003 --set switches=2 --set nodes_per_switch=4 --set cores_per_node=1 "
+                "--set ocs.nodes_per_switch=1 -T neighbor2d:rows=2,cols=4,bytes=2MB",
+                "topoplan emulate --cleanup"],
 }
 
 # The order in which the examples can run one after another in one directory (files flow down).

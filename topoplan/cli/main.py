@@ -11,7 +11,11 @@ from pathlib import Path
 
 import typer
 
+from topoplan.cli.examples import epilog
+from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import check_writable
+from topoplan.core.units import is_ascii_int, is_ascii_number
 
 __all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "ascii_numbers", "main"]
 
@@ -23,7 +27,7 @@ COMMANDS = {"presets": "basic", "show": "basic", "traffic": "basic", "analyze": 
             "simulate": "simulate", "circuits": "circuits", "compare": "circuits", "place": "place",
             "export": "export", "bcast": "bcast", "serve": "topo", "topo": "topo", "validate": "validate",
             "cost": "cost", "bound": "bound", "report": "report", "sweep": "sweep", "trace": "trace",
-            "phases": "phases"}
+            "phases": "phases", "emulate": "emulate"}
 # Every command module, in the order their commands are listed in --help.
 COMMAND_MODULES = tuple(dict.fromkeys(f"topoplan.cli.commands.{m}" for m in COMMANDS.values()))
 
@@ -62,10 +66,10 @@ def guard_outputs(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from topoplan.core.io import check_writable
-
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
+            outs = []   # a directory of files (export routes): checked and written by the command itself
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
         for i, (name, path) in enumerate(outs):
             check_writable(path, inputs=ins)
@@ -78,8 +82,6 @@ def guard_outputs(fn):
 
 
 def _guard_all(app: typer.Typer, prefix: str = "") -> None:
-    from topoplan.cli.examples import epilog
-
     for cmd in app.registered_commands:
         cmd.callback = guard_outputs(cmd.callback)
         name = cmd.name or cmd.callback.__name__.replace("_", "-")
@@ -168,8 +170,6 @@ def ascii_numbers(command) -> None:
     ...     print(type(exc).__name__, exc)
     BadParameter '١٢' is not a number in ASCII digits (0-9)
     """
-    from topoplan.core.units import is_ascii_int, is_ascii_number
-
     for param in command.params:
         kinds = {c.__name__ for c in type(param.type).__mro__}   # by name: Typer may vendor its own click
         check = is_ascii_int if "IntParamType" in kinds else is_ascii_number if "FloatParamType" in kinds else None
@@ -230,8 +230,6 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
-    from topoplan.core import deadline, interrupt
-
     # a time limit counts from the start: of this process when run as a program (start-up and imports included)
     deadline.mark_start(process=argv is None)
     args = sys.argv[1:] if argv is None else list(argv)

@@ -18,6 +18,9 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_json
+from topoplan.core.topology_io import cores_hint
+from topoplan.core.units import ascii_int, is_ascii_int
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
            "placement_from_doc", "node_ids"]
@@ -127,8 +130,6 @@ def sequential(n_ranks: int, topo) -> Placement:
     cores = topo.node_cores()
     capacity = int(cores.sum())
     if n_ranks > capacity:
-        from topoplan.core.topology_io import cores_hint
-
         raise TopoplanError(f"{n_ranks} ranks do not fit the topology: {topo.n_nodes} nodes x "
                             f"{int(cores[0]) if len(set(cores.tolist())) == 1 else 'varied'} cores = {capacity} slots"
                             f"{cores_hint(topo)}")
@@ -258,8 +259,6 @@ def load_placement(spec: str | None, n_ranks: int, topo) -> Placement:
         p = sequential(n_ranks, topo)
     elif spec in ("round-robin", "cyclic"):
         if n_ranks > int(topo.node_cores().sum()):
-            from topoplan.core.topology_io import cores_hint
-
             raise TopoplanError(f"{n_ranks} ranks do not fit the topology's {int(topo.node_cores().sum())} slots"
                                 f"{cores_hint(topo)}")
         p = from_nodes(np.arange(n_ranks) % topo.n_nodes, topo)
@@ -316,8 +315,6 @@ def read_placement(path, hosts=None) -> Placement:
     ...
     topoplan.core.errors.TopoplanError: .../placement.csv:2: field 'node': unknown host 'cn02' (hosts: cn01, cn03; or a node id 0-1)
     """
-    from topoplan.core.io import read_json
-
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
@@ -435,8 +432,6 @@ def _host_list(hosts) -> list:
 
 
 def _numeric_host_names(hosts) -> bool:
-    from topoplan.core.units import is_ascii_int
-
     return any(is_ascii_int(h) and int(h) != i for i, h in enumerate(_host_list(hosts)))
 
 
@@ -491,8 +486,6 @@ def node_ids(values, hosts, where) -> np.ndarray:
     ...
     topoplan.core.errors.TopoplanError: job: '2' is ambiguous: host '2' is node 1, and node id 2 is host '3'
     """
-    from topoplan.core.units import ascii_int, is_ascii_int
-
     names = _host_list(hosts)
     index = {h.lower(): i for i, h in enumerate(names)}   # host names are distinct ignoring case
 

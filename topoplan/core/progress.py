@@ -1,8 +1,9 @@
 """Progress of long searches: methods report their incumbent and bound, a front end shows them.
 
 Search loops call :func:`report` now and then (it costs one context lookup when nobody listens);
-whoever runs the search may install a sink with :func:`reporting_to` -- the CLI shows elapsed time
-against the time limit, the incumbent and the bound on a terminal (``topoplan.cli.commands.common.solving``).
+whoever runs the search may install a sink with :func:`reporting_to` -- the CLI shows one line on a
+terminal: elapsed time against the time limit, the stage, how far, the incumbent and the bound
+(``topoplan.cli.commands.common.working``).
 The library itself prints nothing.
 """
 
@@ -24,8 +25,10 @@ def report(**fields) -> None:
     Parameters
     ----------
     **fields
-        ``stage`` (str), ``incumbent`` and ``bound`` (numbers in the method's objective), or anything
-        else worth showing.
+        ``stage`` (str: what is being done), ``done`` and ``total`` (how far), ``incumbent`` and ``bound``
+        (numbers in the method's objective), ``note`` (str, or None to clear it: why it waits, e.g. a first
+        compilation), or anything else worth showing. Stages and notes always get through; other reports at
+        most once per the sink's interval.
 
     Examples
     --------
@@ -41,7 +44,7 @@ def report(**fields) -> None:
         return
     sink, min_interval_s, last = state
     now = time.monotonic()
-    if now - last[0] < min_interval_s and "stage" not in fields:
+    if now - last[0] < min_interval_s and not fields.keys() & {"stage", "note"}:
         return
     last[0] = now
     sink(fields)
@@ -50,7 +53,7 @@ def report(**fields) -> None:
 @contextmanager
 def reporting_to(sink: Callable[[dict], None], *, min_interval_s: float = 0.2):
     """Send the :func:`report` calls made inside the block to ``sink`` (at most one per interval,
-    except stage changes).
+    except stages and notes).
 
     Parameters
     ----------

@@ -39,6 +39,12 @@ names another one (or ``none``), ``--set slurm_topology=NAME`` picks a
 topology of a ``topology.yaml``, ``--set slurm_linkspeed_unit=UNIT`` gives the
 unit of bare ``LinkSpeed`` numbers, and ``--set cores_per_node=N`` wins over
 ``slurm.conf``.
+
+An overlay is a topology YAML with a ``base`` key: the topology it adds to (a file, relative to the
+overlay, such as a Slurm ``topology.conf``, or a preset), the overlay's other keys merged over the base's
+(``ocs: {nodes_per_switch: 4, bw: 100Gbps}`` makes a Slurm tree a hybrid). It is named after its own file;
+its ``slurm_linkspeed_unit`` states the unit of a Slurm base's bare ``LinkSpeed`` numbers, as the ``--set``
+of that name does.
 """
 
 from __future__ import annotations
@@ -51,10 +57,12 @@ import numpy as np
 import yaml
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
 from topoplan.core.units import parse_bandwidth, parse_size, parse_time
+from topoplan.core.topology import _host_name_problem
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
            "apply_overrides", "topology_from_dict", "topology_to_dict", "dump_topology", "expand_hostlist",
@@ -102,7 +110,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     Parameters
     ----------
     spec : str, path or dict
-        A preset name (see :func:`preset_names`), a path to a YAML file or a
+        A preset name (see :func:`preset_names`), a path to a YAML file (an
+        overlay when it has a ``base`` key, see the module docstring) or a
         Slurm ``topology.conf`` or ``topology.yaml``, or an already-built
         document (copied, not changed).
     overrides : sequence of str, optional
@@ -179,7 +188,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
         key = next(iter(slurm_opts))
         raise TopoplanError(f"field '{key}': applies to a Slurm topology.conf or topology.yaml, not to {origin}")
     hint = None
-    if slurm is not None and not _sets_cores(overrides):   # --set cores_per_node=N: slurm.conf is not read
+    if slurm is not None and not _sets_cores(overrides) and not slurm.get("cores_given"):
+        # --set cores_per_node=N (or an overlay's cores_per_node): slurm.conf is not read
         hint = _apply_slurm_conf(doc, slurm, slurm_opts.get("slurm_conf"))
     doc = apply_overrides(doc, overrides)
     try:
@@ -208,11 +218,13 @@ def _line_of(message: str, lines: dict | None, overrides) -> str:
     return ""
 
 
-def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | None = None):
+def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | None = None, *,
+              overlay: bool = True):
     """(document, origin for messages, field -> line map or None, Slurm source or None).
 
     The Slurm source of a topology.conf or topology.yaml is ``{path, hosts, where}``: its file, its nodes in
-    order and the ``file:line`` listing each.
+    order and the ``file:line`` listing each (and ``cores_given`` when an overlay sets ``cores_per_node``).
+    A YAML file with a ``base`` key is an overlay (:func:`_overlay`); ``overlay=False`` refuses one (a base's base).
     """
     if isinstance(spec, dict):
         return copy.deepcopy(spec), spec.get("name", "topology"), None, None
@@ -225,11 +237,17 @@ def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | Non
                 raise TopoplanError(f"field 'slurm_topology': names a topology of a Slurm topology.yaml; {path} is "
                                     "a topology.conf (one topology)")
             doc, where = _slurm_conf_topology(raw, path, linkspeed_unit=linkspeed_unit)
+            doc.pop("name", None)   # named after its file as given (every cluster's is called topology.conf)
             return doc, str(path), None, _slurm_source(path, doc, where)
         doc, lines = _yaml_lines(raw, path, slurm=True)
         if _is_slurm_yaml(doc):
             doc, where = _slurm_yaml(doc, lines, path, slurm_topology, linkspeed_unit=linkspeed_unit)
             return doc, str(path), None, _slurm_source(path, doc, where)
+        if "base" in doc:
+            if not overlay:
+                raise TopoplanError(f"{path}:{lines.get('base', 1)}: field 'base': this file is the base of an "
+                                    "overlay and has a base of its own; name the topology it adds to directly")
+            return _overlay(doc, lines, path, slurm_topology, linkspeed_unit)
         return doc, str(path), lines, None
     if (PRESET_DIR / f"{text}.yaml").is_file():
         p = PRESET_DIR / f"{text}.yaml"
@@ -240,14 +258,55 @@ def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | Non
     raise TopoplanError(f"unknown topology preset {text!r} (presets: {', '.join(preset_names())}; or give a file)")
 
 
+def _overlay(doc: dict, lines: dict, path: Path, slurm_topology: str | None, linkspeed_unit: str | None = None):
+    """An overlay file: ``base`` names the topology it adds to (a file, relative to the overlay, or a preset) and
+    the other keys are merged over the base's (a mapping key by key, anything else replaced). The result is
+    named after the overlay, and a Slurm base keeps reading its slurm.conf unless the overlay sets
+    ``cores_per_node``."""
+    base = doc.pop("base")
+    at = f"{path}:{lines.get('base', 1)}: field 'base'"
+    if not isinstance(base, str) or not base.strip():
+        raise TopoplanError(f"{at}: expected a topology file (relative to {path.name}) or a preset name, got "
+                            f"{_short(base)}")
+    unit = doc.pop("slurm_linkspeed_unit", None)   # a Slurm base's LinkSpeed unit, stated once in the overlay
+    if unit is not None:
+        if linkspeed_unit is not None and _linkspeed_unit(str(unit)) != linkspeed_unit:
+            raise TopoplanError(f"{path}:{lines.get('slurm_linkspeed_unit', 1)}: field 'slurm_linkspeed_unit': "
+                                f"{unit} here, another unit in --set slurm_linkspeed_unit")
+        linkspeed_unit = _linkspeed_unit(str(unit))
+    target = path.parent / base
+    if not target.is_file() and not (PRESET_DIR / f"{base}.yaml").is_file():
+        raise TopoplanError(f"{at}: {base}: no such file beside {path.name} ({target}) and no preset of that name "
+                            f"(presets: {', '.join(preset_names())})")
+    base_doc, _, _, slurm = _document(target if target.is_file() else base, slurm_topology, linkspeed_unit,
+                                      overlay=False)
+    base_doc.pop("name", None)   # the overlay's name, or its file's
+    if slurm is not None and doc.get("cores_per_node") is not None:
+        slurm = {**slurm, "cores_given": True}
+    return _merged(base_doc, doc), str(path), lines, slurm
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` merged into a copy of ``base``: mappings key by key, any other value replaced.
+
+    >>> _merged({"eps": {"up_bw": "1Gbps", "mtu": "4KiB"}, "switches": 2}, {"eps": {"up_bw": "2Gbps"}, "ocs": {"bw": 1}})
+    {'eps': {'up_bw': '2Gbps', 'mtu': '4KiB'}, 'switches': 2, 'ocs': {'bw': 1}}
+    """
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 # A topology file is a few KB (a million explicit host names: ~15 MB); the YAML reader builds a Python object
 # of a few hundred bytes per value, so a larger file is refused before it is read.
 MAX_TOPOLOGY_BYTES = 16 << 20
 
 
 def _read(path: Path) -> str:
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -687,10 +746,40 @@ def _check_nodes(n: int, field: str) -> None:
         raise TopoplanError(f"field '{field}': gives {n:,} nodes, over the limit of {MAX_NODES:,}")
 
 
-def _tree(doc, kind, name):
+def _check_tree_fields(doc: dict, kind: str) -> None:
+    """Every required field of a tree kind that ``doc`` lacks, in one message (one at a time would take a
+    user as many runs as there are fields).
+
+    >>> _check_tree_fields({"switches": 2, "nodes_per_switch": 4, "eps": {"down_bw": 1, "up_bw": 2}}, "hybrid")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: missing fields 'ocs.nodes_per_switch' (or 'ocs.nodes') and 'ocs.bw' (an OCS names its nodes and circuit bandwidth, e.g. ocs: {nodes_per_switch: 4, bw: 100Gbps})
+    """
     nps = doc.get("nodes_per_switch")
-    if nps is None:
-        raise TopoplanError("field 'nodes_per_switch': missing")
+    missing = ["nodes_per_switch"] if nps is None else []
+    if not isinstance(nps, list) and doc.get("switches") is None:
+        missing.append("switches")
+    eps = doc.get("eps") if isinstance(doc.get("eps"), dict) else {}
+    missing += [f"eps.{k}" for k in ("down_bw", "up_bw") if eps.get(k) is None]
+    if kind == "hybrid" or doc.get("ocs"):
+        o = doc.get("ocs") if isinstance(doc.get("ocs"), dict) else {}
+        if o.get("nodes") is None and o.get("nodes_per_switch") is None:
+            missing.append("ocs.nodes_per_switch")
+        if o.get("bw") is None:
+            missing.append("ocs.bw")
+    if not missing:
+        return
+    hint = (" (an OCS names its nodes and circuit bandwidth, e.g. ocs: {nodes_per_switch: 4, bw: 100Gbps})"
+            if any(m.startswith("ocs.") for m in missing) else "")
+    if len(missing) == 1:
+        raise TopoplanError(f"field '{missing[0]}': missing{hint}")
+    named = [f"'{m}'" + (" (or 'ocs.nodes')" if m == "ocs.nodes_per_switch" else "") for m in missing]
+    raise TopoplanError(f"missing fields {', '.join(named[:-1])} and {named[-1]}{hint}")
+
+
+def _tree(doc, kind, name):
+    _check_tree_fields(doc, kind)
+    nps = doc["nodes_per_switch"]
     if isinstance(nps, list):
         if not nps:
             raise TopoplanError("field 'nodes_per_switch': an empty list (one count per switch)")
@@ -1000,7 +1089,6 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     """
     import hostlist
 
-    from topoplan.core.topology import _host_name_problem
 
     # ranges of up to MAX_NODES hosts (the package's own guard is 100,000); the total is checked below
     hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, MAX_NODES)
@@ -1847,8 +1935,6 @@ def _slurm_include(target: str, where: str, nodes: dict, state: dict, stack: lis
 
 def _read_conf(path: Path) -> str:
     """A Slurm configuration file's text (size-capped; stray Latin-1 bytes replaced, as Slurm ignores them)."""
-    from topoplan.core.io import read_text
-
     try:
         size = path.stat().st_size
     except OSError as exc:

@@ -102,6 +102,9 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology import GraphTopology
+from topoplan.core.topology_io import expand_hostlist
 
 __all__ = ["LANE_DATA_GBPS", "KINDS", "link_rate_Bps", "IBPort", "IBNode", "IBLink", "LFT", "ParseReport",
            "Route", "IBFabric", "parse_ibnetdiscover", "read_ibnetdiscover", "parse_ibroute", "read_lft_dir",
@@ -783,7 +786,6 @@ def read_ibnetdiscover(path) -> IBFabric:
 
 def _read_text(path, what: str) -> str:
     # real dumps may carry non-UTF-8 node descriptions: keep them readable rather than fail
-    from topoplan.core.io import read_text
 
     return read_text(path, what, lenient=True)
 
@@ -1498,8 +1500,6 @@ def read_hosts(path) -> list[str]:
     >>> read_hosts(path)
     ['node001', 'node002', 'node003']
     """
-    from topoplan.core.topology_io import expand_hostlist
-
     text = _read_text(path, "host list")
     out: list[str] = []
     seen: dict[str, int] = {}
@@ -1579,8 +1579,6 @@ def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> N
     0,3
     3,0
     """
-    from topoplan.core.io import atomic_write
-
     p = Path(path)
     name = p.name.lower()
     if name.endswith(".npy"):
@@ -1648,8 +1646,6 @@ def to_topology(fabric: IBFabric, name: str | None = None):
     >>> topo.n_nodes, topo.n_switches
     (9, 4)
     """
-    from topoplan.core.topology import GraphTopology
-
     keys = fabric.switches
     if not keys:
         raise TopoplanError(f"{fabric.path}: the fabric has no switches")

@@ -24,33 +24,29 @@ import pulp
 from topoplan.formulations.backends import Result
 from topoplan.formulations.backends import solve as backend_solve
 
-__all__ = ["CircuitData", "Model", "two_phase", "new_var", "WEIGHT_UPLINK"]
+__all__ = ["CircuitArrays", "CircuitData", "Model", "two_phase", "new_var", "WEIGHT_UPLINK"]
 
 WEIGHT_UPLINK = 1e-3  # weighted objective: T / T_ref + WEIGHT_UPLINK * uplink bytes / large bytes
 
 
-@dataclass(frozen=True)
-class CircuitData:
-    """The arrays a circuit formulation reads (bytes, bytes per second; N nodes, S switches).
+@dataclass
+class CircuitArrays:
+    """The arrays of a circuit-assignment instance (bytes, bytes per second; N nodes, S switches), declared once
+    for the formulations' :class:`CircuitData` and the problem that fills it
+    (:class:`topoplan.problems.circuits.CircuitProblem`).
 
     Topology: ``node_switch`` (switch of every node), ``is_ocs`` (node has optical ports), ``ports`` per
-    OCS node, ``circuit_limit`` (most circuits of a plan), ``hop_limit`` (most circuits a message may
-    cross; None: no limit), bandwidths ``node_bw_Bps`` (per node), ``up_bw_Bps``, ``ocs_bw_Bps``,
-    ``intra_bw_Bps``, ``uplinks_shared`` (False: fat-tree uplinks, not a shared link).
+    OCS node, ``hop_limit`` (most circuits a message may cross; None: no limit), bandwidths
+    ``node_bw_Bps`` (per node), ``up_bw_Bps``, ``ocs_bw_Bps``, ``intra_bw_Bps``, ``uplinks_shared``
+    (False: fat-tree uplinks, not a shared link).
     Traffic: the plan-independent loads ``base_up_B``, ``base_down_B``, ``base_intra_B`` (per node),
     ``base_uplink_up_B``, ``base_uplink_down_B`` (per switch); the large inter-switch traffic as node pairs
-    ``large_src``, ``large_dst``, ``large_bytes``, and its aggregates ``own_out`` (N x S: bytes node n sends
-    to switch B), ``own_in`` (N x S: bytes node n receives from switch A), ``switch_bytes`` (S x S).
-    ``ocs_of_switch``: the OCS nodes under every switch, ascending. ``steps``: the application's step
-    groups, each a ``CircuitData`` of the same topology with that group's traffic (empty: the traffic is
-    one bulk phase); the formulations then minimize the sum of the groups' bottlenecks.
+    ``large_src``, ``large_dst``, ``large_bytes``.
     """
 
     node_switch: np.ndarray
     is_ocs: np.ndarray
-    n_switches: int
     ports: int
-    circuit_limit: int
     hop_limit: int | None
     node_bw_Bps: np.ndarray
     up_bw_Bps: float
@@ -65,6 +61,22 @@ class CircuitData:
     large_src: np.ndarray
     large_dst: np.ndarray
     large_bytes: np.ndarray
+
+
+@dataclass
+class CircuitData(CircuitArrays):
+    """The arrays a circuit formulation reads: :class:`CircuitArrays` and what the formulations derive from them.
+
+    ``n_switches``; ``circuit_limit`` (most circuits of a plan); the aggregates of the large traffic
+    ``own_out`` (N x S: bytes node n sends to switch B), ``own_in`` (N x S: bytes node n receives from
+    switch A), ``switch_bytes`` (S x S); ``ocs_of_switch``: the OCS nodes under every switch, ascending.
+    ``steps``: the application's step groups, each a ``CircuitData`` of the same topology with that group's
+    traffic (empty: the traffic is one bulk phase); the formulations then minimize the sum of the groups'
+    bottlenecks.
+    """
+
+    n_switches: int
+    circuit_limit: int
     own_out: np.ndarray
     own_in: np.ndarray
     switch_bytes: np.ndarray

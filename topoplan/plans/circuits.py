@@ -20,6 +20,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import TreeTopology
+from topoplan.core.units import is_ascii_int
 
 __all__ = ["validate_plan_dict", "tables_from_array", "array_from_tables"]
 
@@ -130,8 +131,6 @@ def _is_int(x) -> bool:
     if isinstance(x, (int, np.integer)):
         return True
     if isinstance(x, str):
-        from topoplan.core.units import is_ascii_int
-
         return is_ascii_int(x.strip())  # not str.isdigit(): int('²') fails, int('٣') == 3
     if isinstance(x, float):
         return x.is_integer()

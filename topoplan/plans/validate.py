@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import check_inputs as compare, fingerprint
+from topoplan.core.placement import placement_from_doc
+from topoplan.plans.circuits import validate_plan_dict
+from topoplan.plans.schedule import validate_schedule
 
 __all__ = ["validate"]
 
@@ -81,20 +85,14 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
         where = f"{where}: schedule_result"
     if check_inputs and doc.get("inputs") is not None:
-        from topoplan.core.fingerprint import check_inputs as compare, fingerprint
-
         compare(doc["inputs"], fingerprint(topology=topo, traffic=traffic, placement=placement), where)
     checked, out = [], {}
     if "circuits" in doc or "forwarding" in doc:
-        from topoplan.plans.circuits import validate_plan_dict
-
         validate_plan_dict(doc, topo, where=where)
         n_entries = sum(len(r) for r in (doc.get("forwarding") or {}).values())
         checked.append(f"circuit plan: {len(doc.get('circuits') or [])} circuits, {n_entries} forwarding entries")
         out["circuits"] = len(doc.get("circuits") or [])
     if doc.get("rank_to_node") is not None:
-        from topoplan.core.placement import placement_from_doc
-
         pl = placement_from_doc(doc, where, topo)   # nodes by id or by host name
         pl.validate(topo, where=where)
         checked.append(f"placement: {pl.n_ranks} ranks")
@@ -127,7 +125,6 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         out["order"] = len(order)
     if "schedule" in doc:
         # a circuit schedule (issue 21): every entry, and every configuration used during a set-up, is a circuit plan
-        from topoplan.plans.schedule import validate_schedule
 
         got = validate_schedule(doc, topo, where=where)
         checked.append(f"circuit schedule: {got['entries']} entries over {got['phases']} phases, "

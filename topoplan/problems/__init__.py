@@ -19,6 +19,8 @@ Examples
 
 from __future__ import annotations
 
+from topoplan.core.errors import TopoplanError
+
 __all__ = ["solve"]
 
 
@@ -44,8 +46,6 @@ def solve(problem, method: str | None = None, **options):
     >>> solve(p, "none").plan["circuits"]
     []
     """
-    from topoplan.core.errors import TopoplanError
-
     kind = type(problem).__name__
     modules = {"CircuitProblem": "topoplan.problems.circuits", "PlacementProblem": "topoplan.problems.placement",
                "BcastProblem": "topoplan.problems.bcast"}

@@ -27,6 +27,8 @@ Open MPI rankfile slot past the last core otherwise stops ``mpirun``.
 - ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
   (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
+- ``routes``: a circuit plan's forwarding tables as iproute2 batch files, one per host, in a
+  directory (:mod:`topoplan.reporting.routes_export`).
 
 Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
 names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one
@@ -46,12 +48,15 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.topology import MAX_NODES, check_host_names
+from topoplan.core.io import atomic_write, read_text
+from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import is_ascii_int
+from topoplan.reporting.ocs_export import export_ocs, render_ocs
+from topoplan.reporting.routes_export import export_routes
 
 __all__ = ["FORMATS", "SLOTS", "read_hostfile", "render", "launch_command", "export"]
 
-FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs")
+FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs", "routes")
 SLOTS = ("cores", "hwthreads")   # what a slot number counts on a host
 
 
@@ -98,8 +103,6 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     ...
     topoplan.core.errors.TopoplanError: .../hosts:2: field 'host': host name 'cn-b;reboot' contains ';'; ...
     """
-    from topoplan.core.io import read_text
-
     path = Path(path)
     lines = []
     # Lines end at '\n' only and fields are split at spaces and tabs only: any other control or Unicode
@@ -194,11 +197,12 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import render_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         return render_ocs(placement, topo, hosts=hosts)
+    if fmt == "routes":
+        raise TopoplanError("the routes export is a directory of files: use export(..., 'routes', ...) or "
+                            "topoplan.reporting.routes_export")
     _check(placement, topo, hosts)
     check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
@@ -259,7 +263,7 @@ def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, 
         return f"mpirun --rankfile {path}{' --use-hwthread-cpus' if hw else ''} -np {n_ranks} PROGRAM"
     return {"mpich": f"mpiexec -f {path} -bind-to {'hwthread' if hw else 'core'} -n {n_ranks} PROGRAM",
             "slurm": f"SLURM_HOSTFILE={path} srun --distribution=arbitrary -n {n_ranks} PROGRAM",
-            "json": "", "ocs": ""}[fmt]
+            "json": "", "ocs": "", "routes": f"ip -batch {path}/HOST.routes (on each host)"}[fmt]
 
 
 def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None, slots: str = "cores",
@@ -307,14 +311,15 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
     rank 1=node0000 slot=1
     rank 2=node0001 slot=0
     """
-    from topoplan.core.io import atomic_write
-
     if fmt == "ocs":
-        from topoplan.reporting.ocs_export import export_ocs
-
         if topo is None:
             raise TopoplanError("the ocs export needs the topology the plan is for")
         export_ocs(placement, path, topo=topo, hosts=hosts)
+        return ""
+    if fmt == "routes":
+        if topo is None:
+            raise TopoplanError("the routes export needs the topology the plan is for")
+        export_routes(placement, topo, path, hosts=hosts)
         return ""
     if hosts is None:
         if topo is None:

@@ -79,6 +79,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write, dumps, read_json
+from topoplan.core.topology import check_host_names
+from topoplan.plans.schedule import entry_end, static_schedule
+from topoplan.plans.validate import validate
+from topoplan.traffic.phases import is_first_call
 
 __all__ = ["OCS_FORMAT", "OCS_VERSION", "OCS_SCHEMA", "RULES", "MAX_HOST_RULES", "read_document", "ocs_schema",
            "check_ocs_document", "ocs_document", "render_ocs", "export_ocs", "schedule_from_ocs"]
@@ -135,8 +140,6 @@ def _validator():
         # only the OCS documents need it
         from jsonschema import Draft202012Validator
 
-        from topoplan.core.io import read_json
-
         schema = read_json(OCS_SCHEMA, "JSON Schema")
         Draft202012Validator.check_schema(schema)
         _VALIDATOR.append(Draft202012Validator(schema))
@@ -170,8 +173,6 @@ def check_ocs_document(doc, *, where: str = "OCS document") -> None:
     ...
     topoplan.core.errors.TopoplanError: ocs.json: field 'entries[0].setup_s': -0.01 is less than the minimum of 0 (schema topoplan-ocs-1.schema.json)
     """
-    from topoplan.core.io import dumps
-
     try:
         dumps(doc, indent=None)   # NaN passes a schema's "minimum" (every comparison with it is false)
     except TopoplanError as exc:
@@ -226,8 +227,6 @@ def read_document(path) -> dict:
     >>> read_document(path)["circuits"]
     [[0, 16]]
     """
-    from topoplan.core.io import read_json
-
     path = Path(path)
     if path.suffix not in (".json", ".gz"):
         raise TopoplanError(f"{path}: the ocs format exports a circuit plan or schedule JSON "
@@ -255,8 +254,6 @@ def _kind(doc, where: str) -> str:
 
 def _first_calls(doc: dict, n_phases, where: str) -> list | None:
     """Per phase, each rank's calls before it, from a ``phases`` document (None without one)."""
-    from topoplan.traffic.phases import is_first_call
-
     phases = doc.get("phases")
     if phases is None:
         return None
@@ -411,10 +408,6 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     ...
     topoplan.core.errors.TopoplanError: bad.json: field 'circuits[1]': node 0 has 2 circuits but 1 optical port
     """
-    from topoplan.core.topology import check_host_names
-    from topoplan.plans.schedule import entry_end, static_schedule
-    from topoplan.plans.validate import validate
-
     if rules not in RULES:
         raise TopoplanError(f"unknown forwarding rules {rules!r} (rules: {', '.join(RULES)})")
     kind = _kind(doc, where)
@@ -547,8 +540,6 @@ def render_ocs(doc: dict, topo, *, hosts: list | None = None, rules: str = "host
     >>> json.loads(text)["entries"][0]["forwarding"]
     {'node0000': {'S1': 'node0016'}}
     """
-    from topoplan.core.io import dumps
-
     return dumps(ocs_document(doc, topo, hosts=hosts, rules=rules, where=where, check_inputs=check_inputs)) + "\n"
 
 
@@ -599,8 +590,6 @@ def export_ocs(plan, path, *, topo, hosts: list | None = None, rules: str = "hos
     >>> os.path.exists(os.path.join(tmp.name, "no.json"))
     False
     """
-    from topoplan.core.io import atomic_write, dumps
-
     if not isinstance(plan, dict):
         where = where or str(plan)
         plan = read_document(plan)

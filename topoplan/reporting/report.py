@@ -28,7 +28,8 @@ Input schema (``topoplan simulate --timeline DT --json``)::
     circuits | circuit_pairs: [[node, node], ...] (or a circuit plan with 'circuits'),
     switch_bytes: S x S bytes sent from switch i to switch j (optional),
     switch_names: S names (optional), makespan_s (optional),
-    phases: [{index, kind, start_s, end_s, all_in_s (optional), bytes, pairs, ...}] (optional;
+    phases: [{index, kind, start_s, end_s, all_in_s (optional), logical_start_s and logical_end_s (optional: the
+            span on an ideal network), bytes, pairs, ...}] (optional;
             ``topoplan simulate --phases auto|FILE``): the trace's communication phases on the simulated
             time axis, drawn as a lane above the time series and listed in a table.
 
@@ -47,8 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import dumps
+from topoplan.core.io import atomic_write, dumps, read_json
+from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.core.topology_io import topology_from_dict
 from topoplan.core.units import format_bytes
+from topoplan.sim.network import build_network
 
 __all__ = ["BASE_CLASSES", "SKIP_CLASSES", "ReportData", "load_result", "parse_result", "class_series",
            "busiest_time_index", "time_index", "figure_timeseries", "figure_topology", "figure_switch_heatmap",
@@ -58,6 +62,8 @@ BASE_CLASSES = ("node-up", "node-down", "uplink-up", "uplink-down", "ocs", "swit
 SKIP_CLASSES = ("intra",)   # memory copies inside a node, not network links
 CMAP = "YlOrRd"
 IDLE = "#d0d0d0"
+# the time series' colours (004 Fig. 1 and 3: utilization on black) and the selected time, in every view
+MAX_COLOR, MEAN_COLOR, UNUSED_COLOR, CURSOR_COLOR, PHASE_LINE = "#e8282b", "#3bd14a", "black", "#00d5ff", "white"
 DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"   # the simulator's names: class torus-<dim><+|->
 
 
@@ -218,8 +224,6 @@ def load_result(path) -> ReportData:
     >>> data.n_times, len(data.names)
     (24, 42)
     """
-    from topoplan.core.io import read_json
-
     return parse_result(read_json(path, "simulation result"), str(path))
 
 
@@ -304,7 +308,6 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
     if tdoc is not None:
         if not isinstance(tdoc, dict):
             raise TopoplanError(f"{where}: field 'topology_doc': expected a topology document")
-        from topoplan.core.topology_io import topology_from_dict
 
         try:
             topo = topology_from_dict(tdoc, str(tdoc.get("name", "")))
@@ -352,9 +355,9 @@ def _phases(raw, where: str) -> list[dict]:
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise TopoplanError(f"{f}.{key}': expected a non-negative integer, got {v!r}")
             q[key] = v
-        for key in ("start_s", "end_s", "all_in_s", "bytes"):
+        for key in ("start_s", "end_s", "all_in_s", "bytes", "logical_start_s", "logical_end_s"):
             v = p.get(key)
-            if v is None and key in ("all_in_s", "bytes"):
+            if v is None and key not in ("start_s", "end_s"):   # optional: the ideal network's span, bytes
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
                 raise TopoplanError(f"{f}.{key}': expected a non-negative number, got {v!r}")
@@ -408,8 +411,6 @@ def _class_links(data: ReportData) -> dict[str, int]:
     total = dict(present)
     if data.topo is not None:
         try:
-            from topoplan.sim.network import build_network
-
             net = build_network(data.topo)
             cls, counts = np.unique(net.link_class, return_counts=True)
             for c, k in zip(cls.tolist(), counts.tolist()):
@@ -554,9 +555,10 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     classes = list(series) or ["(no links)"]
     unit, sec = data.time_unit()
     lane = bool(data.phases)
-    h = 0.85 * len(classes) + 1.0 + (0.8 if lane else 0.0)
+    head = 0.75 if lane else 0.6   # inches above the axes: the title (two lines with phases), the legend
+    h = 0.85 * len(classes) + 0.65 + head + (0.8 if lane else 0.0)
     fig = _figure(11, h)
-    fig.subplots_adjust(left=0.12, right=0.98, top=1 - (0.55 if lane else 0.35) / h, bottom=0.65 / h, hspace=0.12)
+    fig.subplots_adjust(left=0.13, right=0.9 if lane else 0.98, top=1 - head / h, bottom=0.65 / h, hspace=0.12)
     ratios = ([0.6] if lane else []) + [0.85] * len(classes)
     all_axes = fig.subplots(len(ratios), 1, sharex=True, squeeze=False, gridspec_kw={"height_ratios": ratios})[:, 0]
     axes = all_axes[1:] if lane else all_axes
@@ -567,29 +569,46 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
         _phase_lane(all_axes[0], data.phases, sec)
         for ax in axes:   # where the phases begin (every rank in), over every class
             for p in data.phases[1:]:
-                ax.axvline(p["all_in_s"] / sec, color="#8ab4ff", linewidth=0.8, linestyle=":")
+                ax.axvline(p["all_in_s"] / sec, color=PHASE_LINE, linewidth=0.8, linestyle=":")
     for ax, c in zip(axes, classes):
-        ax.set_facecolor("black")
         if c in series:
             mx, av = series[c]
-            ax.bar(t, mx, width=dt, align="edge", color="#e8282b", linewidth=0,
+            ax.bar(t, mx, width=dt, align="edge", color=MAX_COLOR, linewidth=0,
                    antialiased=False, snap=False)
-            ax.bar(t, av, width=dt, align="edge", color="#3bd14a", linewidth=0,
+            ax.bar(t, av, width=dt, align="edge", color=MEAN_COLOR, linewidth=0,
                    antialiased=False, snap=False)
+        ax.set_facecolor(UNUSED_COLOR)
         ax.set_ylim(0, 1.05)
         ax.set_yticks([0, 1], ["0%", "100%"])
         ax.set_ylabel(c, rotation=0, ha="right", va="center", fontsize=9)
-        ax.tick_params(labelsize=8)
+        ax.tick_params(labelsize=9)
         if at_index is not None:
-            ax.axvline(t[at_index] + dt / 2, color="white", linewidth=1.2)
+            ax.axvline(t[at_index] + dt / 2, color=CURSOR_COLOR, linewidth=1.5)
     axes[-1].set_xlim(lo / sec, hi / sec)
-    axes[-1].set_xlabel(f"time ({unit})")
-    all_axes[0].set_title("link utilization per class, % of link bandwidth: maximum (red), average (green)"
-                          + ("\nphases: pale from the first rank in, solid once every rank is in, to the last "
-                             "rank out" if lane else ""), fontsize=10)
+    axes[-1].set_xlabel(f"time ({unit})", fontsize=10)
+    fig.suptitle("link utilization per class, % of link bandwidth"
+                 + ("; phases: pale from the first rank in, solid once every rank is in, to the last rank out"
+                    if lane else ""), fontsize=10, y=1 - 0.04 / h, va="top")
+    _timeseries_legend(fig, lane, at_index is not None, top=1 - 0.27 / h)
     box = (axes[0].get_position().x0, axes[0].get_position().x1, axes[-1].get_position().y0,
            axes[0].get_position().y1)
     return fig, {"box": box, "t0": lo, "t1": hi}
+
+
+def _timeseries_legend(fig, phases: bool, cursor: bool, top: float) -> None:
+    """Every colour of the time series named, in one row above it."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=MAX_COLOR, label="busiest link"),
+               Patch(color=MEAN_COLOR, label="average link (idle ones included)"),
+               Patch(facecolor=UNUSED_COLOR, edgecolor="#888888", label="unused bandwidth")]
+    if phases:
+        handles.append(Line2D([], [], color="#555555", linestyle=":", label="every rank in the next phase"))
+    if cursor:
+        handles.append(Line2D([], [], color=CURSOR_COLOR, linewidth=2, label="selected time"))
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.55, top), ncol=len(handles), fontsize=9,
+               frameon=False, handlelength=1.6, columnspacing=1.4)
 
 
 _KIND_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f")
@@ -607,10 +626,17 @@ def _phase_lane(ax, phases: list[dict], sec: float) -> None:
         a, b, c = p["start_s"] / sec, p["all_in_s"] / sec, p["end_s"] / sec
         ax.barh(y, b - a, left=a, height=0.85, align="edge", color=color, alpha=0.35, linewidth=0)
         ax.barh(y, c - b, left=b, height=0.85, align="edge", color=color, linewidth=0)
-        ax.text((a + c) / 2, y + 0.42, f"{p['index']}", ha="center", va="center", fontsize=7, color="black",
+        ax.text((a + c) / 2, y + 0.42, f"{p['index']}", ha="center", va="center", fontsize=8, color="black",
                 clip_on=True)
     for spine in ax.spines.values():
         spine.set_visible(False)
+    from matplotlib.patches import Patch
+
+    kinds = sorted({p["kind"] for p in phases})
+    shown = kinds[:len(_KIND_COLORS)]
+    ax.legend(handles=[Patch(color=_KIND_COLORS[k % len(_KIND_COLORS)], label=f"kind {k}") for k in shown],
+              loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False, handlelength=1.0,
+              title="phases" + (f" ({len(kinds)} kinds)" if len(kinds) > len(shown) else ""), title_fontsize=8)
 
 
 def _util_lookup(data: ReportData, k: int) -> dict:
@@ -623,7 +649,40 @@ def _colorbar(fig, ax):
 
     sm = ScalarMappable(norm=Normalize(0, 1), cmap=CMAP)
     cb = fig.colorbar(sm, ax=ax, fraction=0.025, pad=0.01)
-    cb.set_label("utilization")
+    _percent_bar(cb)
+
+
+def _percent_bar(cb) -> None:
+    """A utilization colour bar in the time series' unit: % of link bandwidth."""
+    from matplotlib.ticker import PercentFormatter
+
+    cb.ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    cb.ax.tick_params(labelsize=9)
+    cb.set_label("utilization, % of link bandwidth", fontsize=10)
+
+
+def _view_legend(ax, *, nodes=True, ocs=False, switches=True, circuits=False) -> None:
+    """The topological view's marks and its idle colour (the colour bar gives the busy ones)."""
+    from matplotlib.lines import Line2D
+
+    handles = []
+    if nodes:
+        handles.append(Line2D([], [], marker="o", linestyle="", color="#4a4a4a", label="node"))
+    if ocs:
+        handles.append(Line2D([], [], marker="s", linestyle="", color="#1f5fbf", label="OCS node"))
+    if switches:
+        handles.append(Line2D([], [], marker="s", linestyle="", color="#2b2b2b", markersize=9, label="switch"))
+    handles.append(Line2D([], [], color=IDLE, linewidth=3, label="idle link"))
+    if circuits:
+        handles.append(Line2D([], [], color=_cmap_at(0.7), linewidth=2.4, label="circuit (coloured like a link)"))
+        handles.append(Line2D([], [], color="#8a8a8a", linewidth=2.4, linestyle="--", label="idle circuit"))
+    ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False)
+
+
+def _cmap_at(v: float):
+    from matplotlib import colormaps
+
+    return colormaps[CMAP](v)
 
 
 def _seg_colors(values):
@@ -656,8 +715,6 @@ def figure_topology(data: ReportData, k: int):
     >>> type(figure_topology(data, 9)).__name__
     'Figure'
     """
-    from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-
     t = data.topo
     if isinstance(t, TreeTopology):
         fig = _tree_view(data, k)
@@ -681,7 +738,7 @@ def _tree_view(data: ReportData, k: int):
     sw_names = t.switch_labels()
     node_sw = t.node_switch()
     width = max(t.n_nodes, 8)
-    fig = _figure(min(4 + 0.18 * width, 22), 6)
+    fig = _figure(min(4 + 0.3 * width, 22), 6.5)
     ax = fig.add_axes([0.03, 0.05, 0.88, 0.85])
     # nodes spread evenly, switches centred over their nodes, top switch over all
     nx_ = np.arange(t.n_nodes, dtype=float)
@@ -713,17 +770,21 @@ def _tree_view(data: ReportData, k: int):
     arc_y = -0.05
     if t.n_nodes <= 64:
         labels = [h if len(h) <= 24 else h[:23] + "…" for h in hosts]
+        # as large as the room between two nodes allows (the labels are written downwards), 6 to 9 pt
+        gap_pt = fig.get_figwidth() * 0.88 * 72 / (t.n_nodes + 1)
+        size = float(np.clip(0.8 * gap_pt, 6, 9))
         for i in range(t.n_nodes):
             ax.annotate(labels[i], (nx_[i], 0.0), xytext=(0, -5), textcoords="offset points", ha="center",
-                        va="top", rotation=90, fontsize=6)
-        # the labels' length in points (6 pt characters about 3.4 pt wide) as a share k of the axes' height,
-        # then the arcs' y such that they start just under the labels: arc_y = -0.05 - k * (2.35 + below - arc_y)
-        k = (5 + 3.4 * max(len(h) for h in labels) + 4) / (fig.get_figheight() * 0.85 * 72)
+                        va="top", rotation=90, fontsize=size)
+        # the labels' length in points (characters about 0.6 of the font size wide) as a share k of the axes'
+        # height, then the arcs' y such that they start just under the labels:
+        # arc_y = -0.05 - k * (2.35 + below - arc_y)
+        k = (5 + 0.6 * size * max(len(h) for h in labels) + 4) / (fig.get_figheight() * 0.85 * 72)
         arc_y = (-0.05 - k * (2.35 + below)) / (1 - k)
     ax.scatter([top[0]], [top[1]], s=420, marker="s", c="#2b2b2b", zorder=3)
     for s in range(t.n_switches):
-        ax.annotate(sw_names[s], (sx[s], 1.0), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=8)
-    ax.annotate(top_name, top, xytext=(0, 14), textcoords="offset points", ha="center", fontsize=8)
+        ax.annotate(sw_names[s], (sx[s], 1.0), xytext=(0, 12), textcoords="offset points", ha="center", fontsize=10)
+    ax.annotate(top_name, top, xytext=(0, 14), textcoords="offset points", ha="center", fontsize=10)
     from matplotlib import colormaps
 
     cmap = colormaps[CMAP]
@@ -737,7 +798,9 @@ def _tree_view(data: ReportData, k: int):
     ax.set_ylim(arc_y - below, 2.35)
     ax.axis("off")
     if data.circuits:
-        ax.text(0.0, 0.01, f"{len(data.circuits)} circuits (arcs; dashed = idle)", transform=ax.transAxes, fontsize=8)
+        ax.text(0.0, 0.01, f"{len(data.circuits)} circuits (arcs between OCS nodes)", transform=ax.transAxes,
+                fontsize=9)
+    _view_legend(ax, ocs=bool(ocs.any()), circuits=bool(data.circuits))
     _colorbar(fig, ax)
     return fig
 
@@ -824,11 +887,11 @@ def _torus_view(data: ReportData, k: int, max_panels: int = 12):
         ax.set_ylim(-0.7, kb - 0.3)
         ax.set_aspect("equal")
         label = ", ".join(f"{DIM_NAMES[d]}={c[members[0], d]}" for d in rest) or "all"
-        ax.set_title(label, fontsize=8)
+        ax.set_title(label, fontsize=9)
     dn_a = DIM_NAMES[a]
     dn_b = DIM_NAMES[b] if b is not None and b < len(dims) else "-"
     fig.text(0.02, 0.005, f"slices: {dn_a} across, {dn_b} up; routers coloured by their busiest "
-             f"{'/'.join(DIM_NAMES[d] for d in other) or 'other'} link", fontsize=8, va="bottom")
+             f"{'/'.join(DIM_NAMES[d] for d in other) or 'other'} link; grey: idle", fontsize=9, va="bottom")
     _colorbar(fig, list(axes.flat))
     return fig
 
@@ -854,9 +917,10 @@ def _graph_view(data: ReportData, k: int):
     ax.scatter(xy[:, 0], xy[:, 1], s=120, marker="s", c="#2b2b2b", zorder=3)
     if t.n_switches <= 40:
         for i, name in enumerate(labels):
-            ax.annotate(name, xy[i], xytext=(0, 8), textcoords="offset points", ha="center", fontsize=7)
+            ax.annotate(name, xy[i], xytext=(0, 8), textcoords="offset points", ha="center", fontsize=9)
     ax.axis("off")
     ax.autoscale()
+    _view_legend(ax, nodes=False)
     _colorbar(fig, ax)
     return fig
 
@@ -867,8 +931,11 @@ def _busiest_links_view(data: ReportData, k: int, top: int = 30):
     order = np.argsort(-data.util[:, k])[:top] if data.util.size else []
     ax.barh([data.names[i] for i in order][::-1], [data.util[i, k] for i in order][::-1], color="#e8282b")
     ax.set_xlim(0, 1)
-    ax.set_xlabel("utilization (no topology in the result: busiest links)")
-    ax.tick_params(labelsize=7)
+    from matplotlib.ticker import PercentFormatter
+
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("utilization, % of link bandwidth (no topology in the result: the busiest links)")
+    ax.tick_params(labelsize=9)
     return fig
 
 
@@ -897,13 +964,13 @@ def figure_switch_heatmap(data: ReportData):
     ax = fig.add_axes([0.14, 0.12, 0.7, 0.78])
     im = ax.imshow(m, cmap="viridis", interpolation="nearest", vmin=0, vmax=max(float(m.max()), 1.0))
     if s <= 32:
-        ax.set_xticks(range(s), data.switch_names, rotation=90, fontsize=7)
-        ax.set_yticks(range(s), data.switch_names, fontsize=7)
+        ax.set_xticks(range(s), data.switch_names, rotation=90, fontsize=9 if s <= 16 else 7)
+        ax.set_yticks(range(s), data.switch_names, fontsize=9 if s <= 16 else 7)
         if s <= 12:
             for i in range(s):
                 for j in range(s):
                     if m[i, j] > 0:
-                        ax.text(j, i, format_bytes(m[i, j]), ha="center", va="center", fontsize=6,
+                        ax.text(j, i, format_bytes(m[i, j]), ha="center", va="center", fontsize=9 if s <= 6 else 7,
                                 color="white" if m[i, j] < 0.6 * m.max() else "black")
     ax.set_xlabel("destination switch")
     ax.set_ylabel("source switch")
@@ -948,12 +1015,13 @@ def figure_link_heatmap(data: ReportData):
     t0, t1 = float(data.t_s[0]) / sec, float(data.t_s[-1] + data.dt_s) / sec
     im = ax.imshow(m, aspect="auto", cmap=CMAP, vmin=0, vmax=1, interpolation="nearest",
                    extent=(t0, t1, len(m), 0))
-    ax.set_yticks([(a + b) / 2 for _, a, b in bounds], [f"{c} ({b - a})" for c, a, b in bounds], fontsize=7)
+    ax.set_yticks([(a + b) / 2 for _, a, b in bounds], [f"{c} ({b - a})" for c, a, b in bounds], fontsize=9)
     for _, a, _b in bounds[1:]:
         ax.axhline(a, color="#1f5fbf", linewidth=0.6)
     ax.set_xlabel(f"time ({unit})")
-    ax.set_title(f"utilization of each of the {len(order)} busy links over time (idle links omitted)", fontsize=9)
-    fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01).set_label("utilization")
+    ax.set_title(f"utilization of each of the {len(order)} busy links over time (idle links omitted; blue lines "
+                 "separate the classes)", fontsize=10)
+    _percent_bar(fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01))
     return fig
 
 
@@ -1020,22 +1088,27 @@ def _summary_rows(data: ReportData) -> list[tuple[str, str]]:
 def _phase_rows(data: ReportData, most: int = 200) -> str:
     """The phases as an HTML table: simulated span, ideal-network span, bytes and dominant pairs."""
     esc = html.escape
+    shown = data.phases[:most]
+    ideal_col = any("logical_start_s" in p and "logical_end_s" in p for p in shown)   # only when some phase has it
+    bytes_col = any("bytes" in p for p in shown)
     head = ("<tr><th>phase</th><th>kind</th><th>first rank in</th><th>last rank in</th><th>last rank out</th>"
-            "<th>ideal network</th><th>bytes</th><th>dominant pairs</th></tr>")
+            + ("<th>ideal network</th>" if ideal_col else "") + ("<th>bytes</th>" if bytes_col else "")
+            + "<th>dominant pairs</th></tr>")
     body = []
-    for p in data.phases[:most]:
+    for p in shown:
         if p["pair_basis"] == "node":
             pairs = ", ".join(f"{data.host_label(int(a))}-{data.host_label(int(b))}" for a, b, _ in p["pairs"][:4])
         else:
             pairs = ", ".join(f"rank {int(a)}-{int(b)}" for a, b, _ in p["pairs"][:4])
         pairs += " ..." if len(p["pairs"]) > 4 else ""
         ideal = ""
-        if "logical_start_s" in p:
+        if "logical_start_s" in p and "logical_end_s" in p:
             ideal = f"{data.format_t(p['logical_start_s'])} - {data.format_t(p['logical_end_s'])}"
         body.append(f"<tr><td>{p['index']}</td><td>{p['kind']}</td><td>{esc(data.format_t(p['start_s']))}</td>"
                     f"<td>{esc(data.format_t(p['all_in_s']))}</td><td>{esc(data.format_t(p['end_s']))}</td>"
-                    f"<td>{esc(ideal)}</td><td>{esc(format_bytes(p['bytes'])) if 'bytes' in p else ''}</td>"
-                    f"<td>{esc(pairs)}</td></tr>")
+                    + (f"<td>{esc(ideal)}</td>" if ideal_col else "")
+                    + (f"<td>{esc(format_bytes(p['bytes'])) if 'bytes' in p else ''}</td>" if bytes_col else "")
+                    + f"<td>{esc(pairs)}</td></tr>")
     more = (f'<p class="note">{len(data.phases) - most} more phases in the result file.</p>'
             if len(data.phases) > most else "")
     return f'<table class="summary phases">{head}{"".join(body)}</table>{more}'
@@ -1047,9 +1120,11 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:17px;margin:26px 0 8px;border-bott
 table.summary{border-collapse:collapse;font-size:13px}table.summary td{padding:2px 12px 2px 0}
 table.summary td:first-child{color:#666}table.phases th{text-align:left;padding:2px 12px 2px 0;font-weight:600}
 .wrap{position:relative;display:inline-block;max-width:100%}.wrap img{display:block;max-width:100%;height:auto}
-#ts-cursor{position:absolute;width:2px;background:#ff2020;pointer-events:none}
+#ts-cursor{position:absolute;width:2px;background:#00d5ff;pointer-events:none}
 .controls{margin:6px 0 10px;font-size:14px}.controls input{width:420px;vertical-align:middle}
 .note{color:#666;font-size:13px}img.plot{max-width:100%;height:auto}
+@media print{body{margin:0;max-width:none}.controls,#ts-cursor{display:none}h2{break-after:avoid}
+img,.wrap,table.phases tr{break-inside:avoid}}
 """
 
 _SCRIPT = """
@@ -1132,8 +1207,9 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
         '<table class="summary">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>"
                                             for k, v in _summary_rows(data)) + "</table>",
         '<h2 id="timeseries">Link utilization over time</h2>',
-        '<p class="note">Per link class (dimension and direction on a mesh/torus): the busiest link (red) and the '
-        'average over all links of the class, idle ones included (green). Click to pick a time.</p>',
+        '<p class="note">Per link class (dimension and direction on a mesh/torus), in % of link bandwidth: the '
+        'busiest link (red), the average over all links of the class, idle ones included (green), and the '
+        'bandwidth no link used (black). Click to pick a time (the cyan line).</p>',
         f'<div class="wrap"><img id="ts-img" alt="link utilization time series" src="{_b64(ts_png)}">'
         '<div id="ts-cursor"></div></div>',
     ]
@@ -1147,8 +1223,9 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
         parts += ['<h2 id="phases">Communication phases</h2>',
                   '<p class="note">The trace\'s phases (<code>topoplan phases</code>) in simulated time: a rank is '
                   'in a phase from when it reaches its first call of the phase until it reaches the next phase. '
-                  'Ranks drift apart, so neighbouring phases overlap; "ideal network" is the span the phase '
-                  'detection measured without contention.</p>', _phase_rows(data)]
+                  'Ranks drift apart, so neighbouring phases overlap' +
+                  ('; "ideal network" is the span the phase detection measured without contention.'
+                   if any("logical_start_s" in p for p in data.phases) else '.') + '</p>', _phase_rows(data)]
     parts.append('<h2 id="switch-heatmap">Traffic between switches</h2>')
     if heat is not None:
         parts.append(f'<img id="heat-img" class="plot" alt="switch pair heat map" src="{_b64(_png(heat))}">')
@@ -1236,8 +1313,6 @@ def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float 
     >>> summary["frames"], summary["intervals"], os.path.getsize(out) == summary["html_bytes"]
     (3, 24, True)
     """
-    from topoplan.core.io import atomic_write
-
     data = load_result(result_path)
     page = render_html(data, frames=frames, at_s=at_s, title=title)
     out = {"result": str(result_path), "links": len(data.names), "intervals": data.n_times,

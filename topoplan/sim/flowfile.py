@@ -26,7 +26,9 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import read_json
-from topoplan.sim.maxmin import LinkSet, routes_to_csr, simulate_flows
+from topoplan.core.topology import MAX_NODES
+from topoplan.sim.maxmin import simulate_flows
+from topoplan.sim.routes import LinkSet, routes_to_csr
 
 __all__ = ["FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
 
@@ -337,7 +339,6 @@ def load_scenario(source) -> Scenario:
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
-        from topoplan.core.topology import MAX_NODES
 
         if leaves * per_leaf > MAX_NODES:
             raise w.fail("tree", f"{leaves * per_leaf:,} hosts, over the limit of {MAX_NODES:,}")

@@ -14,7 +14,7 @@ is not divided among flows.
 simulation runs (the reference MPI replay of :mod:`topoplan.sim.replay` uses it) and
 it records utilization timelines. :func:`simulate_flows` runs a known flow
 set; with Numba it runs the same event loop compiled as a whole
-(:mod:`topoplan.sim._compiled`, which also hosts the compiled replay), so no Python
+(:mod:`topoplan.sim._loop`, which also runs the compiled replay), so no Python
 runs per event. ``tests/test_sim_engine.py`` checks all paths against
 SimGrid 3.32 and against each other.
 
@@ -53,71 +53,18 @@ from typing import Callable, Sequence
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.sim._engine import run_flows
+from topoplan.sim.engines import REL_TOL, Engine, register
+from topoplan.sim.routes import LinkSet, check_flows, pad_routes, route_stats, routes_to_csr
 
-__all__ = ["REL_TOL", "MAX_TIMELINE_CELLS", "LinkSet", "FlowResult", "routes_to_csr", "maxmin_rates", "FlowEngine",
+__all__ = ["MAX_TIMELINE_CELLS", "FlowResult", "maxmin_rates", "FlowEngine", "numba_available",
            "simulate_flows", "timeline_from_samples", "timeline_max_intervals", "timeline_too_long"]
-
-REL_TOL = 1e-12
-"""Events closer than this (relative to the event time) are one event."""
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _EMPTY_F = np.zeros(0, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- data
-
-
-@dataclass
-class LinkSet:
-    """Directed links of a network.
-
-    Parameters
-    ----------
-    bw_Bps : array of float
-        Bandwidth of each directed link in bytes per second (> 0, may be inf).
-    latency_s : array of float
-        Latency of each directed link in seconds (>= 0).
-    shared : array of bool
-        ``False`` marks a fat pipe: each flow gets the full bandwidth.
-    names : list of str, optional
-        A name per link, for reports.
-
-    Examples
-    --------
-    >>> links = LinkSet(bw_Bps=[1e9, 1e9], latency_s=[1e-6, 1e-6], shared=[True, True], names=["L/up", "L/down"])
-    >>> len(links)
-    2
-    >>> LinkSet([0.0], [0.0], [True], names=["L"])
-    Traceback (most recent call last):
-    ...
-    topoplan.core.errors.TopoplanError: LinkSet: link 'L': bandwidth must be > 0, got 0.0
-    """
-
-    bw_Bps: np.ndarray
-    latency_s: np.ndarray
-    shared: np.ndarray
-    names: list[str] | None = None
-
-    def __post_init__(self):
-        self.bw_Bps = np.asarray(self.bw_Bps, dtype=np.float64).reshape(-1)
-        self.latency_s = np.asarray(self.latency_s, dtype=np.float64).reshape(-1)
-        self.shared = np.asarray(self.shared, dtype=bool).reshape(-1)
-        n = len(self.bw_Bps)
-        if len(self.latency_s) != n or len(self.shared) != n or (self.names is not None and len(self.names) != n):
-            raise TopoplanError(f"LinkSet: bw_Bps, latency_s, shared and names must have the same length ({n})")
-        bad = np.flatnonzero(~(self.bw_Bps > 0))
-        if bad.size:
-            raise TopoplanError(f"LinkSet: link {self._name(bad[0])}: bandwidth must be > 0, got {self.bw_Bps[bad[0]]}")
-        bad = np.flatnonzero(~((self.latency_s >= 0) & np.isfinite(self.latency_s)))
-        if bad.size:
-            raise TopoplanError(f"LinkSet: link {self._name(bad[0])}: latency must be finite and >= 0, "
-                                f"got {self.latency_s[bad[0]]}")
-
-    def _name(self, i) -> str:
-        return repr(self.names[i]) if self.names is not None else str(int(i))
-
-    def __len__(self) -> int:
-        return len(self.bw_Bps)
 
 
 @dataclass
@@ -154,44 +101,6 @@ class FlowResult:
     link_bytes: np.ndarray
     n_events: int
     timeline: dict | None = None
-
-
-def routes_to_csr(routes, n_links: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Normalize routes to CSR arrays ``(route_ptr, route_links)``.
-
-    Parameters
-    ----------
-    routes : list of int arrays, tuple ``(route_ptr, route_links)`` or SciPy sparse matrix
-        One route per flow. A tuple is read as CSR (flow ``i`` uses
-        ``route_links[route_ptr[i]:route_ptr[i + 1]]``); a sparse matrix is
-        flow-by-link (its nonzeros are the links).
-    n_links : int, optional
-        Number of links, to check the ids.
-
-    Returns
-    -------
-    route_ptr, route_links : int64 arrays
-
-    Examples
-    --------
-    >>> routes_to_csr([[0, 2], [], [1]])
-    (array([0, 2, 2, 3]), array([0, 2, 1]))
-    """
-    if isinstance(routes, tuple):
-        ptr, rl = (np.asarray(a, dtype=np.int64).reshape(-1) for a in routes)
-    elif hasattr(routes, "tocsr"):
-        m = routes.tocsr()
-        ptr, rl = m.indptr.astype(np.int64), m.indices.astype(np.int64)
-    else:
-        parts = [np.asarray(r, dtype=np.int64).reshape(-1) for r in routes]
-        ptr = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in parts], out=ptr[1:])
-        rl = np.concatenate(parts) if parts else _EMPTY_I.copy()
-    if len(ptr) == 0 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(rl):
-        raise TopoplanError("routes: route_ptr must start at 0, not decrease and end at len(route_links)")
-    if n_links is not None and len(rl) and (rl.min() < 0 or rl.max() >= n_links):
-        raise TopoplanError(f"routes: link id out of range 0..{n_links - 1}")
-    return ptr, rl
 
 
 # --------------------------------------------------------------------------- solvers
@@ -241,8 +150,14 @@ def _fill_numpy(ent_links, ent_count, flow_cap, link_cap, rel_tol=REL_TOL):
         links, count, cap, pos = links[~ent_freeze], count[keep], cap[keep], pos[keep]
 
 
-def _numba_available() -> bool:
-    """Whether the compiled solver can run (Numba importable); checked without importing it."""
+def numba_available() -> bool:
+    """Whether the compiled solver can run (Numba importable); checked without importing it.
+
+    Examples
+    --------
+    >>> numba_available() in (True, False)
+    True
+    """
     import importlib.util
 
     return importlib.util.find_spec("numba") is not None
@@ -269,51 +184,11 @@ def _resolve_solver(solver: str) -> str:
         raise TopoplanError(f"solver must be 'auto', 'numpy' or 'numba', got {solver!r}")
     if solver == "numpy":
         return "numpy"
-    if _numba_available():
+    if numba_available():
         return "numba"
     if solver == "numba":
         raise TopoplanError("solver 'numba' requested but Numba is not installed")
     return "numpy"
-
-
-def _check_flows(links: LinkSet, route_ptr, route_links, start_s, bytes_):
-    """Validated ``(route_ptr, route_links, start_s, bytes_)`` arrays (TopoplanError on bad input)."""
-    ptr, rl = routes_to_csr((route_ptr, route_links), len(links))
-    k = len(ptr) - 1
-    start = np.asarray(start_s, dtype=np.float64).reshape(-1)
-    size = np.asarray(bytes_, dtype=np.float64).reshape(-1)
-    if len(start) != k or len(size) != k:
-        raise TopoplanError(f"add_flows: {k} routes but {len(start)} start times and {len(size)} sizes")
-    bad = np.flatnonzero(~np.isfinite(start))
-    if bad.size:
-        raise TopoplanError(f"add_flows: flow {bad[0]}: start_s must be finite, got {start[bad[0]]}")
-    bad = np.flatnonzero(~((size >= 0) & np.isfinite(size)))
-    if bad.size:
-        raise TopoplanError(f"add_flows: flow {bad[0]}: bytes must be finite and >= 0, got {size[bad[0]]}")
-    return ptr, rl, start, size
-
-
-def _route_stats(links: LinkSet, ptr, rl):
-    """Per route: latency (sum over its links), fat-pipe cap and slowest bandwidth (inf if none)."""
-    k = len(ptr) - 1
-    fidx = np.repeat(np.arange(k), np.diff(ptr))
-    lat = np.bincount(fidx, weights=links.latency_s[rl], minlength=k)
-    cap = np.full(k, np.inf)
-    np.minimum.at(cap, fidx, np.where(links.shared, np.inf, links.bw_Bps)[rl])
-    slowest = np.full(k, np.inf)
-    np.minimum.at(slowest, fidx, links.bw_Bps[rl])
-    return lat, cap, slowest
-
-
-def _pad_routes(ptr, rl, ids, width):
-    """Routes of flows ``ids`` as rows of a (len(ids) x width) array padded with -1."""
-    lo = ptr[ids]
-    count = ptr[ids + 1] - lo
-    rows = np.full((len(ids), width), -1, dtype=np.int64)
-    r = np.repeat(np.arange(len(ids)), count)
-    c = np.arange(len(r)) - np.repeat(np.cumsum(count) - count, count)
-    rows[r, c] = rl[lo[r] + c]
-    return rows, count
 
 
 def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
@@ -322,7 +197,7 @@ def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
     Parameters
     ----------
     links : LinkSet
-    routes : routes as accepted by :func:`routes_to_csr`
+    routes : routes as accepted by :func:`topoplan.sim.routes.routes_to_csr`
     solver : {"auto", "numpy", "numba"}
 
     Returns
@@ -348,11 +223,11 @@ def maxmin_rates(links: LinkSet, routes, *, solver: str = "auto") -> np.ndarray:
     if act.size == 0:
         return rate
     lcap = np.where(links.shared, links.bw_Bps, np.inf)
-    rows, count = _pad_routes(ptr, rl, act, int(np.diff(ptr).max()))
+    rows, count = pad_routes(ptr, rl, act, int(np.diff(ptr).max()))
     if _resolve_solver(solver) == "numba":
-        from topoplan.sim._compiled import _Incidence
+        from topoplan.sim._flows import Incidence
 
-        inc = _Incidence(len(links))
+        inc = Incidence(len(links))
         inc.insert(np.arange(len(act)), rows, count, np.zeros_like(rows))
         out = np.empty(len(act))
         inc.fill(rows, count, np.arange(len(act)), len(act), fcap[act], lcap, out, np.zeros(len(act)), 0.0, 0.0, np.empty(len(act)))
@@ -474,7 +349,8 @@ def timeline_from_samples(samples: np.ndarray, n_bounds: int, dt_s: float, end_s
     return {"t_s": j * dt_s, "dt_s": dt_s, "util": carried / (dt_s * np.asarray(bw_Bps, dtype=float)[:, None])}
 
 
-class FlowEngine:
+@register("maxmin")
+class FlowEngine(Engine):
     """Event-driven max-min flow simulator; flows may be added while it runs.
 
     Parameters
@@ -514,10 +390,10 @@ class FlowEngine:
         self.rel_tol = float(rel_tol)
         self.solver = _resolve_solver(solver)
         if self.solver == "numba":   # the compiled solver's link lists and used-slot list
-            from topoplan.sim._compiled import _act_add, _act_remove, _Incidence
+            from topoplan.sim._flows import Incidence, act_add, act_remove
 
-            self._inc = _Incidence(len(links))
-            self._act_add, self._act_remove = _act_add, _act_remove
+            self._inc = Incidence(len(links))
+            self._act_add, self._act_remove = act_add, act_remove
         else:
             self._inc = None
             self._act_add, self._act_remove = _act_add_np, _act_remove_np
@@ -600,6 +476,45 @@ class FlowEngine:
         util = self._tl[:, :k] / (self._dt * self.links.bw_Bps[:, None])
         return {"t_s": np.arange(k) * self._dt, "dt_s": self._dt, "util": util}
 
+    # -- the engine interface (topoplan.sim.engines) --------------------------------
+    @classmethod
+    def for_network(cls, net, *, timeline_dt_s: float | None = None) -> "FlowEngine":
+        """The engine of a :class:`~topoplan.sim.network.Network`'s links (utilization sampled every
+        ``timeline_dt_s`` when given).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.sim.network import build_network
+        >>> eng = FlowEngine.for_network(build_network(load_topology("paper003", ["kind=tree", "ocs=null"])))
+        >>> len(eng.links)
+        200
+        """
+        return cls(net.linkset(), timeline_dt_s=timeline_dt_s or None)
+
+    def add_messages(self, net, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
+        """Add the flows of message segments routed on ``net``: each starts after the size-dependent part of its
+        route's latency (switch delays, store-and-forward of the first packet,
+        :meth:`~topoplan.sim.network.Network.route_latency`); the engine adds the links' own latencies.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.sim.network import build_network
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]))
+        >>> eng = FlowEngine.for_network(net)
+        >>> ptr, links = net.eps_routes([0], [16])
+        >>> eng.add_messages(net, ptr, links, np.zeros(1), np.array([1e6])).tolist()
+        [0]
+        >>> eng.run(); bool(eng.finish_s[0] > 1e6 / net.bw_Bps[links].min())
+        True
+        """
+        ptr = np.asarray(route_ptr)
+        owner = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        extra = net.route_latency(ptr, route_links, bytes_) - np.bincount(
+            owner, weights=net.latency_s[route_links], minlength=len(ptr) - 1)
+        return self.add_flows(ptr, route_links, start_s + extra, bytes_)
+
     # -- input -------------------------------------------------------------------
     def add_flows(self, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
         """Add flows; returns their ids (consecutive integers from ``n_flows``).
@@ -619,12 +534,12 @@ class FlowEngine:
         -------
         ids : int64 array
         """
-        ptr, rl, start, size = _check_flows(self.links, route_ptr, route_links, start_s, bytes_)
+        ptr, rl, start, size = check_flows(self.links, route_ptr, route_links, start_s, bytes_)
         k = len(ptr) - 1
         ids = np.arange(self.n_flows, self.n_flows + k, dtype=np.int64)
         if k == 0:
             return ids
-        lat, cap, slowest = _route_stats(self.links, ptr, rl)
+        lat, cap, slowest = route_stats(self.links, ptr, rl)
         self._ptr.extend(self._ptr.v[-1] + ptr[1:])
         self._rl.extend(rl)
         self._size.extend(size)
@@ -742,7 +657,7 @@ class FlowEngine:
                 self._more_slots(k - len(self._free))
             slots = np.array(self._free[-k:], dtype=np.int64)
             del self._free[-k:]
-            rows, count = _pad_routes(ptr, self._rl.a, ids, self._rows.shape[1])
+            rows, count = pad_routes(ptr, self._rl.a, ids, self._rows.shape[1])
             self._rows[slots] = rows
             self._len[slots] = count
         self._sid[slots] = ids
@@ -862,7 +777,7 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     links : LinkSet
     route_ptr, route_links : int arrays
         Routes in CSR form: flow ``i`` crosses ``route_links[route_ptr[i]:route_ptr[i + 1]]``
-        (:func:`routes_to_csr` builds them from lists).
+        (:func:`topoplan.sim.routes.routes_to_csr` builds them from lists).
     start_s : array of float
         Start time of each flow; its transfer begins after the route latency.
     bytes_ : array of float
@@ -885,12 +800,11 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     [1.3333333333333333, 4.0, 4.0]
     """
     if _resolve_solver(solver) == "numba":
-        # the whole event loop compiled (topoplan.sim._compiled): no Python work per event
-        from topoplan.sim._engine import run_flows
+        # the whole event loop compiled (topoplan.sim._loop): no Python work per event
 
         if timeline_dt_s is not None and not timeline_dt_s > 0:
             raise TopoplanError(f"timeline_dt_s must be > 0, got {timeline_dt_s}")
-        ptr, rl, start, size = _check_flows(links, route_ptr, route_links, start_s, bytes_)
+        ptr, rl, start, size = check_flows(links, route_ptr, route_links, start_s, bytes_)
         dt = float(timeline_dt_s or 0.0)
         finish, n_events, (samples, n_bounds, end_s) = run_flows(links, ptr, rl, start, size, REL_TOL, dt,
                                                                 timeline_max_intervals(len(links)))

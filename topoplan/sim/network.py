@@ -51,6 +51,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.sim.routes import LinkSet, ranges
 from topoplan.sim.simmodel import SimModel
 
 __all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
@@ -441,8 +442,6 @@ class Network:
         return {k: self._idx[v] for k, v in keys.items() if v in self._idx}
 
     def linkset(self):
-        from topoplan.sim.maxmin import LinkSet
-
         return LinkSet(bw_Bps=self.bw_Bps, latency_s=self.latency_s, shared=self.shared, names=self.link_name)
 
     # -- routes ---------------------------------------------------------
@@ -686,11 +685,11 @@ class Network:
         circ = hops.link >= 0
         links[hop_start[circ]] = hops.link[circ]
         if eps.size:
-            links[_ranges(hop_start[eps], np.diff(eptr))] = elinks
+            links[ranges(hop_start[eps], np.diff(eptr))] = elinks
         if fb.size:
             keep = np.ones(len(tlinks), dtype=bool)
             keep[tptr[1:] - 1] = False
-            links[_ranges(ptr[1:][fb] - tail_len, tail_len)] = tlinks[keep]
+            links[ranges(ptr[1:][fb] - tail_len, tail_len)] = tlinks[keep]
         return RelayRoutes(ptr=ptr, links=links, hops=hops)
 
     def link_label(self, link: int, circuits=None) -> str:
@@ -740,8 +739,8 @@ class Network:
         seg_link = np.full(total, -1, dtype=np.int64)
         direct = np.flatnonzero(~relayed)
         seg_src[msg_ptr[direct]], seg_dst[msg_ptr[direct]] = src[direct], dst[direct]
-        at = _ranges(msg_ptr[r], n_hops)
-        hop = _ranges(hops.ptr[g], n_hops)
+        at = ranges(msg_ptr[r], n_hops)
+        hop = ranges(hops.ptr[g], n_hops)
         seg_src[at], seg_dst[at], seg_link[at] = hops.src[hop], hops.dst[hop], hops.link[hop]
         last = msg_ptr[r[deliver] + 1] - 1
         seg_src[last], seg_dst[last] = end[deliver], dst[r[deliver]]
@@ -753,7 +752,7 @@ class Network:
         ptr = np.concatenate([[0], np.cumsum(lengths)])
         links = np.empty(int(ptr[-1]), dtype=np.int64)
         links[ptr[:-1][is_ocs]] = seg_link[is_ocs]
-        links[_ranges(ptr[eps], np.diff(eptr))] = elinks
+        links[ranges(ptr[eps], np.diff(eptr))] = elinks
         if self.sim_model.relay == "pipelined":  # one transfer per message over the concatenated route
             first, last = msg_ptr[:-1], msg_ptr[1:] - 1
             msg_lengths = ptr[msg_ptr[1:]] - ptr[msg_ptr[:-1]]
@@ -781,7 +780,7 @@ class Network:
         out = np.zeros(len(route_links), dtype=bool)
         if len(route_links) < 2:
             return out
-        out[1:] = self._switches_in[route_links[:-1]] == 0
+        out[1:] = self.switches_in[route_links[:-1]] == 0
         out[route_ptr[:-1][np.diff(route_ptr) > 0]] = False  # a route's first link follows its source
         return out
 
@@ -804,7 +803,7 @@ class Network:
         lengths = np.diff(route_ptr)
         owner = np.repeat(np.arange(len(lengths)), lengths)
         lat = np.bincount(owner, weights=self.latency_s[route_links], minlength=len(lengths))
-        sw_in = np.bincount(owner, weights=self._switches_in[route_links], minlength=len(lengths))
+        sw_in = np.bincount(owner, weights=self.switches_in[route_links], minlength=len(lengths))
         first = np.zeros(len(route_links), dtype=bool)
         first[route_ptr[:-1][lengths > 0]] = True
         relay = self.relay_positions(route_ptr, route_links)
@@ -814,18 +813,18 @@ class Network:
         return lat + sw_in * self.switch_delay_s + sf
 
     @property
-    def _switches_in(self):
+    def switches_in(self) -> np.ndarray:
+        """Per link: the store-and-forward switches it enters (1 for a link into a switch, else 0).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]))
+        >>> ptr, links = net.eps_routes([0], [16])
+        >>> net.switches_in[links].tolist()
+        [1.0, 1.0, 1.0, 0.0]
+        """
         return self._idx["switch_in"]
-
-
-def _ranges(starts, lengths) -> np.ndarray:
-    """Concatenated ``arange(starts[i], starts[i] + lengths[i])``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    shift = np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths)
-    return np.repeat(shift, lengths) + np.arange(total, dtype=np.int64)
 
 
 def _circuit_name(names, u: int, v: int) -> str:

@@ -6,9 +6,10 @@ Both charge a message of ``n`` bytes ``alpha_l + n / beta_l`` (latency plus
 size over bandwidth) on every link ``l`` it crosses, forward it only after it
 has been received completely ("store-and-forward"), and model contention by
 *postponing* a message that finds a link (000) or a receiving device (003)
-busy with an earlier one. :class:`PaperEngine` is that model with the public
-interface of :class:`topoplan.sim.maxmin.FlowEngine`, so the Python
-:class:`topoplan.sim.replay.Replayer` can drive either.
+busy with an earlier one. :class:`PaperEngine` is that model as an
+:class:`~topoplan.sim.engines.Engine`, so the Python
+:class:`topoplan.sim.reference.Replayer` drives it as it drives
+:class:`topoplan.sim.maxmin.FlowEngine`.
 
 Model
 -----
@@ -82,17 +83,19 @@ from typing import Callable
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim.maxmin import REL_TOL, LinkSet, _check_flows
+from topoplan.sim.engines import REL_TOL, Engine, register
+from topoplan.sim.routes import LinkSet, check_flows
 
 __all__ = ["PaperEngine", "simulate_paper"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-class PaperEngine:
+@register("paper")
+class PaperEngine(Engine):
     """Event-driven store-and-forward simulator with FIFO postponement (papers 000 and 003).
 
-    Same public interface as :class:`topoplan.sim.maxmin.FlowEngine`; the network
+    An :class:`~topoplan.sim.engines.Engine`, like :class:`topoplan.sim.maxmin.FlowEngine`; the network
     model is described in the module docstring.
 
     Parameters
@@ -223,6 +226,54 @@ class PaperEngine:
         """Utilization timelines are not recorded by this engine: always None."""
         return None
 
+    # -- the engine interface (topoplan.sim.engines) --------------------------------
+    @classmethod
+    def for_network(cls, net, *, timeline_dt_s: float | None = None) -> "PaperEngine":
+        """The engine of a :class:`~topoplan.sim.network.Network`: its links, queues by the model's contention
+        (:meth:`~topoplan.sim.network.Network.paper_queues`) and relay chunk. It records no timeline.
+
+        Raises
+        ------
+        TopoplanError
+            With ``timeline_dt_s``.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.sim.network import build_network
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]), model={"model": "paper"})
+        >>> PaperEngine.for_network(net).chunk_B
+        65536.0
+        >>> PaperEngine.for_network(net, timeline_dt_s=1e-3)
+        Traceback (most recent call last):
+        ...
+        topoplan.core.errors.TopoplanError: the paper model records no utilization timeline; use model 'maxmin'
+        """
+        if timeline_dt_s:
+            raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
+        return cls(net.linkset(), queue_of_link=net.paper_queues(), chunk_B=net.sim_model.relay_chunk_B)
+
+    def add_messages(self, net, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
+        """Add the flows of message segments routed on ``net``: every switch a route enters adds its switching
+        delay before the message starts, and a relay node forwards it cut-through
+        (:meth:`~topoplan.sim.network.Network.relay_positions`); the engine stores and forwards per hop.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.sim.network import build_network
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]), model={"model": "paper"})
+        >>> eng = PaperEngine.for_network(net)
+        >>> ptr, links = net.eps_routes([0], [16])
+        >>> eng.add_messages(net, ptr, links, np.zeros(1), np.array([1e6])).tolist()
+        [0]
+        """
+        ptr = np.asarray(route_ptr)
+        owner = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        extra = net.switch_delay_s * np.bincount(owner, weights=net.switches_in[route_links], minlength=len(ptr) - 1)
+        return self.add_flows(ptr, route_links, start_s + extra, bytes_,
+                              cut_through=net.relay_positions(ptr, route_links))
+
     # -- input -------------------------------------------------------------------
     def add_flows(self, route_ptr, route_links, start_s, bytes_, cut_through=None) -> np.ndarray:
         """Add flows; returns their ids (consecutive integers from ``n_flows``).
@@ -254,7 +305,7 @@ class PaperEngine:
         >>> round(float(eng.finish_s[0]) * 1e6, 6)   # (n + chunk) / bw instead of 2 n / bw
         1001.0
         """
-        ptr, rl, start, size = _check_flows(self.links, route_ptr, route_links, start_s, bytes_)
+        ptr, rl, start, size = check_flows(self.links, route_ptr, route_links, start_s, bytes_)
         k = len(ptr) - 1
         first = self.n_flows
         ids = np.arange(first, first + k, dtype=np.int64)
@@ -403,7 +454,7 @@ def simulate_paper(links: LinkSet, route_ptr, route_links, start_s, bytes_, *, q
     ----------
     links : LinkSet
     route_ptr, route_links : int arrays
-        Routes in CSR form (:func:`topoplan.sim.maxmin.routes_to_csr` builds them from lists).
+        Routes in CSR form (:func:`topoplan.sim.routes.routes_to_csr` builds them from lists).
     start_s : array of float
         Start time of each message.
     bytes_ : array of float

@@ -8,7 +8,13 @@ from dataclasses import replace
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import Placement, placement_from_doc, sequential
 from topoplan.core.topology import TorusTopology, TreeTopology
+from topoplan.plans.validate import validate
+from topoplan.sim.network import build_network
+from topoplan.sim.replay import replay
+from topoplan.sim.simmodel import SimModel
+from topoplan.core.progress import report
 
 __all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan", "phase_spans"]
 
@@ -66,6 +72,10 @@ def network_view(topo, network: str | None):
     return topo
 
 
+def _report_progress(done, total) -> None:
+    report(done=done, total=total)
+
+
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
              compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
@@ -93,7 +103,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     timeline_dt_s : float, optional
         Interval of the link-utilization timeline; None for none.
     progress : callable, optional
-        Called with progress reports during long replays.
+        Called as ``progress(done, total)`` during long replays; default: :func:`topoplan.core.progress.report`
+        (``done``, ``total``), which reaches whoever listens (the CLI's progress line).
     model : SimModel or dict, optional
         The network model.
     phases : topoplan.traffic.phases.Phases, optional
@@ -135,11 +146,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     >>> tree["n_messages"], tree["top_switch_bytes"]
     (960, 384000000.0)
     """
-    from topoplan.sim.simmodel import SimModel
-    from topoplan.sim.network import build_network
-    from topoplan.sim.replay import replay
-
     t0 = time.perf_counter()
+    if progress is None:   # to whoever listens (the CLI's progress line): nobody by default
+        progress = _report_progress
     model = SimModel.coerce(model)
     net = build_network(topo, circuits, threshold_B, model=model)
     marks = None
@@ -300,10 +309,6 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     ...
     topoplan.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
     """
-    from topoplan.core.placement import Placement, placement_from_doc
-
-    from topoplan.plans.validate import validate
-
     plan = plan or {}
     if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
         # one home for plan checks: ports, neighbours, loops, cores, and the inputs it was made for
@@ -319,8 +324,6 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
             raise TopoplanError("plan: made for another placement (its rank_to_node differs from the one given)")
         placement = planned
     if placement is None:
-        from topoplan.core.placement import sequential
-
         placement = sequential(trace.n_ranks, topo)
     if not isinstance(placement, Placement):
         raise TopoplanError(f"placement: expected a Placement, got {type(placement).__name__}")

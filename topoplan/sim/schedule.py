@@ -59,6 +59,12 @@ from __future__ import annotations
 import time
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import placement_from_doc, sequential
+from topoplan.plans.schedule import entry_end, slot_fractions, validate_schedule
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.collectives import MPICHThresholds
+from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, Trace
 
 __all__ = ["simulate_segment", "simulate_schedule", "simulate_slots", "slot_traces", "APPROXIMATION"]
 
@@ -102,8 +108,6 @@ def simulate_segment(topo, phases, i: int, j: int, plan: dict | None, *, placeme
     >>> round(simulate_segment(t, ph, 0, 1, None)["time_s"] * 1e3, 1)     # the halo exchange alone
     51.2
     """
-    from topoplan.sim.run import simulate_plan
-
     sub = phases.subtrace(i, j)
     lead = float(sub.t_start.min()) if (len(sub) and sub is not phases.trace) else 0.0
     r = simulate_plan(topo, sub, plan, placement=placement, threshold_B=threshold_B, model=model, **replay_options)
@@ -161,10 +165,6 @@ def slot_traces(trace, slots, rank_switch, *, n_switches: int | None = None, sho
     {'alltoall': 16}
     """
     import numpy as np
-
-    from topoplan.plans.schedule import slot_fractions
-    from topoplan.traffic.collectives import MPICHThresholds
-    from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, Trace
 
     K = len(slots)
     if K == 0:
@@ -270,8 +270,6 @@ def simulate_slots(topo, trace, entry: dict, doc: dict, *, rank_switch, placemen
     >>> len(r["slot_time_s"]), r["reconfigurations"], r["setup_idle_s"]
     (2, 1, 0.01)
     """
-    from topoplan.sim.run import simulate_plan
-
     slots = entry["slots"]
     S = int(topo.n_switches)
     parts = slot_traces(trace, slots, rank_switch, n_switches=S)
@@ -358,9 +356,6 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     >>> a == simulate_plan(t, tr, plan)["makespan_s"]
     True
     """
-    from topoplan.plans.schedule import entry_end, validate_schedule
-    from topoplan.sim.simmodel import SimModel
-
     t0 = time.perf_counter()
     doc = schedule.to_dict() if hasattr(schedule, "to_dict") else schedule
     n_phases = len(phases) if phases is not None else 1
@@ -419,8 +414,6 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
 def _slotted(topo, trace, phases, a, e, doc, placement, model, setup, thr, replay_options) -> dict:
     import numpy as np
 
-    from topoplan.core.placement import placement_from_doc, sequential
-
     if doc.get("rank_to_node") is not None:
         pl = placement_from_doc(doc, "schedule")
     else:
@@ -439,8 +432,6 @@ def _slotted(topo, trace, phases, a, e, doc, placement, model, setup, thr, repla
 
 
 def _segment(topo, trace, phases, a, b, plan, placement, model, thr, replay_options) -> dict:
-    from topoplan.sim.run import simulate_plan
-
     if phases is None or (a == 0 and b == len(phases)):
         r = simulate_plan(topo, trace, plan, placement=placement, threshold_B=thr, model=model, **replay_options)
         return {"phases": [a, b], "time_s": float(r["makespan_s"]), "makespan_s": float(r["makespan_s"]),

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim.maxmin import LinkSet
+from topoplan.sim.routes import LinkSet
 from topoplan.sim.replay import Replayer
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
@@ -132,6 +132,9 @@ class _UnitEngine:
 
     def link_bytes(self) -> np.ndarray:
         return np.zeros(0)
+
+    def timeline(self) -> None:
+        return None
 
 
 def _unit_replayer(trace: Trace, eager_threshold_B: float):

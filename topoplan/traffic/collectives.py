@@ -47,11 +47,11 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.traffic import limits
-from topoplan.traffic.trace import OPS, op_codes
+from topoplan.traffic.trace import OPS, op_codes, per_destination_calls
 
 __all__ = ["OPERATIONS", "ROOTED", "PEER_STEP_OPS", "BCAST_ALGORITHMS", "MPICHThresholds", "Step",
            "alltoall_algorithm", "allgather_algorithm", "bcast_algorithm", "bcast_tree", "schedule", "messages",
-           "per_destination_calls", "expand_trace_collectives", "peer_messages", "peer_step_messages",
+           "expand_trace_collectives", "peer_messages", "peer_step_messages",
            "check_peer_step_messages"]
 
 OPERATIONS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather",
@@ -325,6 +325,31 @@ def _reduce_binomial(p, me, root, n):
     return steps
 
 
+def _halving(newrank, pof2, cnt, real, steps):
+    """Recursive-halving reduce-scatter among the ``pof2`` ranks of Rabenseifner's algorithm (its first half, in
+    reduce and allreduce): rank ``newrank`` exchanges half of the blocks it holds with ``newrank ^ mask`` each
+    round, one sendrecv step appended to ``steps`` (``cnt(a, b)``: bytes of blocks ``a..b-1``; ``real``: the
+    communicator rank of a group rank). Returns ``(send_idx, last_idx)``: the blocks it holds after."""
+    send_idx = recv_idx = 0
+    last_idx = pof2
+    mask = 1
+    while mask < pof2:
+        newdst = newrank ^ mask
+        half = pof2 // (mask * 2)
+        if newrank < newdst:
+            send_idx = recv_idx + half
+            sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
+        else:
+            recv_idx = send_idx + half
+            sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
+        steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
+        send_idx = recv_idx
+        mask <<= 1
+        if mask < pof2:
+            last_idx = recv_idx + pof2 // mask
+    return send_idx, last_idx
+
+
 def _reduce_rabenseifner(p, me, root, n, count, esz):
     """Recursive-halving reduce-scatter, then a binomial gather of the pieces to the root.
 
@@ -346,24 +371,9 @@ def _reduce_rabenseifner(p, me, root, n, count, esz):
             newrank = me // 2
     else:
         newrank = me - rem
-    send_idx = recv_idx = 0
-    last_idx = pof2
+    send_idx, last_idx = 0, pof2
     if newrank != -1:
-        mask = 1
-        while mask < pof2:
-            newdst = newrank ^ mask
-            half = pof2 // (mask * 2)
-            if newrank < newdst:
-                send_idx = recv_idx + half
-                sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
-            else:
-                recv_idx = send_idx + half
-                sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
-            steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
-            send_idx = recv_idx
-            mask <<= 1
-            if mask < pof2:
-                last_idx = recv_idx + pof2 // mask
+        send_idx, last_idx = _halving(newrank, pof2, cnt, real, steps)
     odd_root = root < 2 * rem and root % 2 == 1
     if odd_root:
         if me == root:
@@ -431,24 +441,8 @@ def _allreduce(p, me, n, th):
     else:
         q, r = divmod(count, pof2)
         cnt = lambda a, b: _block_sum(q, r, a, b) * esz  # noqa: E731
-        send_idx = recv_idx = 0
-        last_idx = pof2
-        mask = 1
-        while mask < pof2:  # reduce-scatter by recursive halving
-            newdst = newrank ^ mask
-            half = pof2 // (mask * 2)
-            if newrank < newdst:
-                send_idx = recv_idx + half
-                sc, rc = cnt(send_idx, last_idx), cnt(recv_idx, send_idx)
-            else:
-                recv_idx = send_idx + half
-                sc, rc = cnt(send_idx, recv_idx), cnt(recv_idx, last_idx)
-            steps.append(_sendrecv(real(newdst), sc, real(newdst), rc))
-            send_idx = recv_idx
-            mask <<= 1
-            if mask < pof2:
-                last_idx = recv_idx + pof2 // mask
-        mask >>= 1
+        send_idx, last_idx = _halving(newrank, pof2, cnt, real, steps)   # reduce-scatter
+        mask = pof2 >> 1
         while mask > 0:  # allgather by recursive doubling
             newdst = newrank ^ mask
             half = pof2 // (mask * 2)
@@ -833,40 +827,6 @@ def messages(op: str, comm_size: int, root: int, nbytes: float, *, counts=None,
     if not src:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(src), np.concatenate(dst), np.concatenate(by)
-
-
-def per_destination_calls(trace):
-    """The ``alltoall``/``alltoallv`` calls of a trace written one row per destination (peer set).
-
-    A call is a run of consecutive such rows with the same rank, op,
-    communicator and ``t_start``.
-
-    Parameters
-    ----------
-    trace : :class:`topoplan.traffic.trace.Trace`
-
-    Returns
-    -------
-    rows : ndarray
-        The trace rows written per destination, ascending.
-    starts : ndarray
-        Each call's first position in ``rows``.
-
-    Examples
-    --------
-    >>> from topoplan.traffic.trace import Trace
-    >>> t = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0) for d in (0, 1)]
-    ...                        + [(0, "alltoallv", d, 8, -1, 2, 1.0, 1.0) for d in (0, 1)], 2)
-    >>> rows, starts = per_destination_calls(t)
-    >>> rows.tolist(), starts.tolist()
-    ([0, 1, 2, 3], [0, 2])
-    """
-    rows = np.flatnonzero(np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0))
-    new = np.ones(len(rows), dtype=bool)
-    r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
-    new[1:] = ((rows[1:] != rows[:-1] + 1) | (r[1:] != r[:-1]) | (o[1:] != o[:-1]) | (t[1:] != t[:-1])
-               | (c[1:] != c[:-1]))
-    return rows, np.flatnonzero(new)
 
 
 def peer_messages(op: str, comm_size: int, nbytes: float, thresholds: MPICHThresholds | None = None) -> int:

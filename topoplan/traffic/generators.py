@@ -22,8 +22,9 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
 from topoplan.traffic import limits
 from topoplan.traffic.builder import TraceBuilder
+from topoplan.traffic.npb import npb_recording, npb_trace
 from topoplan.traffic.phases import concat
-from topoplan.traffic.trace import OP_CODE, Trace
+from topoplan.traffic.trace import Trace
 from topoplan.traffic.twophase import transpose2d
 
 __all__ = ["neighbor2d", "alltoall", "ring", "random", "npb", "transpose", "halo_transpose", "halo_then_transpose",
@@ -283,8 +284,6 @@ def npb(kernel: str, np: int, klass: str = "C", iters: int | None = None, comput
     >>> t.n_ranks, sorted(t.op_counts())
     (8, ['barrier', 'bcast', 'irecv', 'reduce', 'send', 'wait'])
     """
-    from topoplan.traffic.npb import npb_trace
-
     return npb_trace(kernel, klass, np, iters, compute_s)
 
 
@@ -572,8 +571,6 @@ def parse_spec(spec: str) -> Trace:
 
 
 def _npb_recording(kernel, np, klass="C", iters=None, compute_s=0.0):
-    from topoplan.traffic.npb import npb_recording
-
     return npb_recording(kernel, klass, np, iters, compute_s)
 
 

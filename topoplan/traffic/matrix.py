@@ -19,6 +19,7 @@ import numpy as np
 from topoplan.core.arrays import unique_inverse
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write
 from topoplan.traffic import limits
 from topoplan.traffic.collectives import expand_trace_collectives
 from topoplan.traffic.trace import check_limits, op_codes
@@ -94,8 +95,6 @@ class Traffic:
 
     def write_matrix(self, path) -> None:
         """Write the communication matrix CSV ``src,dst,bytes,msgs`` atomically."""
-        from topoplan.core.io import atomic_write
-
         s, d, b, m = self.matrix()
         lines = ["src,dst,bytes,msgs"] + [f"{a},{c},{_num(x)},{y}" for a, c, x, y in zip(s, d, b, m)]
         atomic_write(path, "\n".join(lines) + "\n")

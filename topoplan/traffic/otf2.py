@@ -64,6 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import require
 from topoplan.traffic.trace import (OP_CODE, UNKNOWN_OP, Trace, call_namer, call_order, check_calls, check_limits,
                                     check_times)
 
@@ -227,10 +228,7 @@ def read_otf2(path, n_ranks: int | None = None) -> Trace:
     >>> t.t_start.tolist(), t.t_end.tolist()
     ([0.0, 0.0], [2e-06, 5e-06])
     """
-    try:
-        import otf2
-    except ImportError:
-        raise TopoplanError(f"{path}: reading OTF2 needs the otf2 package (pip install otf2)") from None
+    otf2 = require("otf2", f"{path}: reading OTF2 traces")
     path = Path(path)
     if path.is_dir():
         path = path / "traces.otf2"

@@ -47,6 +47,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import check_inputs, fingerprint
+from topoplan.core.placement import from_nodes, Placement, sequential
+from topoplan.traffic.collectives import expand_trace_collectives
+from topoplan.traffic.matrix import from_trace
 from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE, OPS, Trace
 
 __all__ = ["Phase", "Phases", "detect_phases", "logical_clock", "Clock", "concat", "split_at", "phases_from_doc",
@@ -688,8 +692,6 @@ class Phases:
         >>> sorted(d), d["n_phases"], sorted(d["inputs"])
         (['inputs', 'n_phases', 'n_ranks', 'options', 'pair_basis', 'phases', 'source'], 1, ['trace'])
         """
-        from topoplan.core.fingerprint import fingerprint
-
         return {"source": self.trace.source, "inputs": fingerprint(trace=self.trace),
                 "n_ranks": self.trace.n_ranks, "n_phases": len(self.phases),
                 "pair_basis": self.pair_basis, "options": dict(self.options),
@@ -763,8 +765,6 @@ def detect_phases(trace: Trace, topology=None, placement=None, *, window_s: floa
         raise TopoplanError(f"field 'min_windows': must be at least 1, got {min_windows}")
     node = None
     if topology is not None:
-        from topoplan.core.placement import Placement, from_nodes, sequential
-
         if placement is None:
             placement = sequential(trace.n_ranks, topology)
         elif not isinstance(placement, Placement):
@@ -887,8 +887,6 @@ def _merge_similar(trace, cuts, msg_row, msg_key, msg_b, threshold) -> np.ndarra
 
 def _row_messages(trace: Trace, node, width: int):
     """Per message of the trace: the row that sends it, its pair key and bytes (self and intra-node left out)."""
-    from topoplan.traffic.collectives import expand_trace_collectives
-
     N = len(trace)
     rows = np.arange(N, dtype=np.int64)
     snd = np.isin(trace.op, _SEND_OPS) & (trace.peer >= 0)
@@ -952,8 +950,6 @@ def _refine(t_row, msg_row, msg_key, msg_b, t_lo, t_hi, prof_a: dict, prof_b: di
 
 
 def _build(trace, clock, cuts, node, width, threshold, opts, msg_row, msg_key, msg_b) -> Phases:
-    from topoplan.traffic.matrix import from_trace
-
     lo_r = clock.bounds[:-1]
     row_phase = _row_phase(trace, cuts)
     mp = row_phase[msg_row] if len(msg_row) else np.zeros(0, np.int64)
@@ -1014,8 +1010,6 @@ def split_at(trace: Trace, first_calls, topology=None, placement=None) -> Phases
     """
     node, width = None, max(trace.n_ranks, 1)
     if topology is not None:
-        from topoplan.core.placement import sequential
-
         placement = placement if placement is not None else sequential(trace.n_ranks, topology)
         node = np.asarray(placement.rank_to_node, dtype=np.int64)
         width = int(node.max(initial=0)) + 1
@@ -1109,8 +1103,6 @@ def phases_from_doc(doc, trace: Trace, topology=None, placement=None, *, where: 
         raise TopoplanError(f"{where}: field 'n_ranks': {n} ranks, the trace has {trace.n_ranks}; the phases were "
                             "detected on another trace")
     if doc.get("inputs") is not None:
-        from topoplan.core.fingerprint import check_inputs, fingerprint
-
         try:
             check_inputs(doc["inputs"], fingerprint(trace=trace), where)
         except TopoplanError as exc:

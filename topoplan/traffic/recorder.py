@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.trace import read_trace
 
 __all__ = ["SOURCE", "DIR_ENV", "cache_dir", "find_mpicc", "library_path", "build_library", "mpi_flavor",
            "openmpi_version", "launch_command", "record"]
@@ -32,6 +33,7 @@ __all__ = ["SOURCE", "DIR_ENV", "cache_dir", "find_mpicc", "library_path", "buil
 SOURCE = Path(__file__).resolve().parent / "pmpi" / "topoplan_pmpi.c"
 DIR_ENV = "TOPOPLAN_TRACE_DIR"   # where the library writes the trace (read by every rank at MPI_Finalize)
 _FLAGS = ("-shared", "-fPIC", "-O2", "-pthread")
+_PROGRAM_FLAGS = ("-O2",)   # an MPI program (the emulator's trace replayer) rather than a preloaded library
 _NO_MPICC = ("mpicc not found: install Open MPI's development package (apt-get install libopenmpi-dev), "
              "load your MPI module, or set MPICC to your MPI C compiler wrapper")
 
@@ -93,7 +95,7 @@ def find_mpicc(mpicc: str | None = None) -> str:
     return found
 
 
-def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
+def library_path(mpicc: str, source=SOURCE, cache=None, *, program: bool = False) -> Path:
     """Where the library built from ``source`` by ``mpicc`` is cached (it may not exist yet).
 
     The name carries a hash of the source, the compiler's resolved path and the flags,
@@ -107,6 +109,8 @@ def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
         The C source; default :data:`SOURCE`.
     cache : str or path, optional
         Default :func:`cache_dir`.
+    program : bool, optional
+        An MPI program (named after the source, no ``lib`` or ``.so``) instead of a shared library.
 
     Returns
     -------
@@ -119,15 +123,23 @@ def library_path(mpicc: str, source=SOURCE, cache=None) -> Path:
     (PosixPath('/tmp/c'), True, '.so', 33)
     >>> p == library_path("/usr/bin/mpicc", cache="/tmp/c"), p == library_path("/opt/mpi/bin/mpicc", cache="/tmp/c")
     (True, False)
+    >>> library_path("/usr/bin/mpicc", cache="/tmp/c", program=True).name.startswith("topoplan_pmpi-")
+    True
     """
+    flags = _PROGRAM_FLAGS if program else _FLAGS
     h = hashlib.sha256(Path(source).read_bytes())
     h.update(os.path.realpath(mpicc).encode())
-    h.update(" ".join(_FLAGS).encode())
-    return Path(cache if cache is not None else cache_dir()) / f"libtopoplan_pmpi-{h.hexdigest()[:16]}.so"
+    h.update(" ".join(flags).encode())
+    stem = Path(source).stem
+    name = f"{stem}-{h.hexdigest()[:16]}" if program else f"lib{stem}-{h.hexdigest()[:16]}.so"
+    return Path(cache if cache is not None else cache_dir()) / name
 
 
-def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force: bool = False) -> Path:
+def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force: bool = False,
+                  program: bool = False) -> Path:
     """Compile the recorder with ``mpicc -shared -fPIC -O2`` unless the cache already holds it.
+
+    The same builds the emulator's other C sources (its replayer with ``program=True``).
 
     Parameters
     ----------
@@ -139,11 +151,13 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
         Default :func:`cache_dir`; created if missing.
     force : bool, optional
         Rebuild even if the library exists.
+    program : bool, optional
+        Build an MPI program (``mpicc -O2``) instead of a shared library.
 
     Returns
     -------
     pathlib.Path
-        The shared library, for ``LD_PRELOAD``.
+        The shared library, for ``LD_PRELOAD`` (or the program).
 
     Raises
     ------
@@ -169,7 +183,7 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
     'libtopoplan_pmpi-3f2a9c0d1e4b5a67.so'
     """
     cc = find_mpicc(mpicc)
-    lib = library_path(cc, source, cache)
+    lib = library_path(cc, source, cache, program=program)
     if lib.is_file() and not force:
         return lib
     try:
@@ -179,7 +193,8 @@ def build_library(mpicc: str | None = None, *, source=SOURCE, cache=None, force:
     except OSError as exc:
         raise TopoplanError(f"{lib.parent}: cannot create the recorder's build directory: {exc.strerror}") from None
     try:
-        res = subprocess.run([cc, *_FLAGS, "-o", tmp, str(source)], capture_output=True, text=True)
+        flags = _PROGRAM_FLAGS if program else _FLAGS
+        res = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True, text=True)
         if res.returncode != 0:
             lines = [ln for ln in (res.stderr or res.stdout).splitlines() if "error" in ln.lower()]
             first = (lines or (res.stderr or res.stdout).splitlines() or ["no output"])[0].strip()
@@ -359,8 +374,6 @@ def record(command, out_dir, *, np: int = 4, mpirun: str | None = None, mpirun_a
     >>> trace.n_ranks, trace.op_counts()["allreduce"]      # doctest: +SKIP
     (4, 8)
     """
-    from topoplan.traffic.trace import read_trace
-
     if int(np) < 1:
         raise TopoplanError(f"field 'np': need at least 1 rank, got {np}")
     command = [str(c) for c in command]

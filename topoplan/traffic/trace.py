@@ -16,11 +16,14 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import atomic_write
+from topoplan.core.units import MAX_VALUE, ascii_int
 from topoplan.traffic import limits
 
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
            "OPTIONAL_INT", "MAX_RANKS", "MAX_MESSAGES", "MAX_TIME_S", "MAX_SPAN_S", "op_codes",
-           "Trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls"]
+           "Trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls",
+           "per_destination_calls"]
 
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
        "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather", "scatter",
@@ -218,8 +221,6 @@ class Trace:
     # -- output ----------------------------------------------------------
     def write_csv(self, path) -> None:
         """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
-        from topoplan.core.io import atomic_write
-
         names = self.op_names()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -279,8 +280,6 @@ def check_limits(path, rows=None, *, where=None, **cols) -> None:
     ...
     topoplan.core.errors.TopoplanError: a.otf2: event 1: field 'bytes': 2.306e+18 is over the limit of 1,152,921,504,606,846,976 bytes
     """
-    from topoplan.core.units import MAX_VALUE
-
     for col, arr in cols.items():
         limit, what = {"bytes": (MAX_VALUE["size"], "bytes"), "msgs": (MAX_MESSAGES, "messages")}.get(
             col, (MAX_RANKS, "ranks"))
@@ -617,7 +616,6 @@ def check_calls(trace: Trace, where=None) -> None:
         i = int(bad[0])
         raise TopoplanError(f"{where(i)}: field 'root': a {trace.op_names()[i]} needs its root (a world rank)")
     # -- collectives: the k-th call on a communicator is the same call at every member
-    from topoplan.traffic.collectives import per_destination_calls
 
     a2a_rows, starts = per_destination_calls(trace)
     keep = coll.copy()
@@ -734,7 +732,6 @@ def _check_truncation(path, df, order, rank, op, peer, nbytes, comm, tag) -> Non
 def _read_communicators(path: Path) -> dict[int, np.ndarray]:
     if not path.is_file():
         return {}
-    from topoplan.core.units import ascii_int
 
     df = read_csv_table(path, ("comm", "size", "world_ranks"), "communicator list")
     out = {}
@@ -754,3 +751,36 @@ def _read_communicators(path: Path) -> dict[int, np.ndarray]:
             raise TopoplanError(f"{path}:{row_line(df, i)}: field 'comm': comm {int(cid)} is listed twice")
         out[int(cid)] = members
     return out
+
+
+def per_destination_calls(trace):
+    """The ``alltoall``/``alltoallv`` calls of a trace written one row per destination (peer set).
+
+    A call is a run of consecutive such rows with the same rank, op,
+    communicator and ``t_start``.
+
+    Parameters
+    ----------
+    trace : :class:`topoplan.traffic.trace.Trace`
+
+    Returns
+    -------
+    rows : ndarray
+        The trace rows written per destination, ascending.
+    starts : ndarray
+        Each call's first position in ``rows``.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(0, "alltoallv", d, 8, -1, 2, 0.0, 0.0) for d in (0, 1)]
+    ...                        + [(0, "alltoallv", d, 8, -1, 2, 1.0, 1.0) for d in (0, 1)], 2)
+    >>> rows, starts = per_destination_calls(t)
+    >>> rows.tolist(), starts.tolist()
+    ([0, 1, 2, 3], [0, 2])
+    """
+    rows = np.flatnonzero(np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0))
+    new = np.ones(len(rows), dtype=bool)
+    r, o, t, c = trace.rank[rows], trace.op[rows], trace.t_start[rows], trace.comm[rows]
+    new[1:] = ((rows[1:] != rows[:-1] + 1) | (r[1:] != r[:-1]) | (o[1:] != o[:-1]) | (t[1:] != t[:-1])
+               | (c[1:] != c[:-1]))
+    return rows, np.flatnonzero(new)

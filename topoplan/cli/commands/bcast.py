@@ -7,9 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                     SetOpt, TimeLimitOpt, TopologyOpt, console, emit, flag_names, sim_model,
-                                     topology_record)
+from topoplan.cli.commands.common import (time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt,
+                                          RelayChunkOpt, RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
+                                          console, emit, flag_names, sim_model, topology_record)
 from topoplan.core.units import format_time, parse_size
 
 

@@ -8,9 +8,10 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt,
-                                     SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     flag_names, parse_time_limit, sim_model, topology_record)
+from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          parse_time_limit, sim_model, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -106,21 +107,24 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
-    topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps)
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
-    # the stages after the method share the time limit: the simulation of the plan (predicted from the calls it
-    # replays) and writing it are kept out of what the method gets
-    sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1)) if simulate else 0.0
-    with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):   # progress on a terminal
-        res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel, **opts)
-    if simulate and "simulated_s" not in res.metrics:
-        from topoplan.core.progress import report
+    with working(f"circuits -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
+        topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits,
+                                        steps)
+        # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
+        # it replays) and writing it are kept out of what the method gets
+        sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1)) if simulate else 0.0
+        with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
+            res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
+                        **opts)
+        if simulate and "simulated_s" not in res.metrics:
+            from topoplan.core.progress import report
 
-        if deadline.fits(sim_s + WRITE_RESERVE_S):
-            report(stage="simulating the plan")
-            res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
-        else:
-            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
+            if deadline.fits(sim_s + WRITE_RESERVE_S):
+                report(stage="simulating the plan")
+                res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+            else:
+                res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:
@@ -189,14 +193,16 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     if not method_list:
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps)
-    sim = None
-    if simulate:
-        from topoplan.problems.circuits.problem import plan_simulator
+    with working("compare circuits"):   # progress on a terminal
+        topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits,
+                                         steps)
+        sim = None
+        if simulate:
+            from topoplan.problems.circuits.problem import plan_simulator
 
-        sim = plan_simulator(prob, trace, smodel)
-    rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
-                   simulate=sim, solver=solver, formulation=formulation)
+            sim = plan_simulator(prob, trace, smodel)
+        rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
+                       simulate=sim, solver=solver, formulation=formulation)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
            "objective": objective_label(prob), "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
     emit(doc, json_mode, output)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -147,34 +148,115 @@ def plan_doc(spec) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
+class _Line:
+    """What the progress line shows: the work (a stack of labels), the limit, what the library reported."""
+
+    def __init__(self):
+        self.labels: list[tuple[str, float | None, str, float]] = []   # label, limit, hint, start
+        self.fields: dict = {}
+
+    def push(self, label: str, time_limit: float | None = None, hint: str = "") -> None:
+        self.labels.append((label, time_limit, hint, time.monotonic()))
+
+    def update(self, fields: dict) -> None:
+        """A report from the library; a new stage starts its own count."""
+        if "stage" in fields:
+            self.fields.pop("done", None)
+            self.fields.pop("total", None)
+        self.fields.update(fields)
+
+    def text(self, width: int, now: float | None = None) -> str:
+        """The line, at most ``width`` characters: spinner and clock (the innermost block's time, against its
+        limit) first, never cut; then the work, what the library reports (stage, done of total, incumbent and
+        bound) and the hint, cut at the end.
+
+        >>> line = _Line()
+        >>> line.push("ilp", 20.0, "Ctrl-C: stop and keep the best plan")
+        >>> t0 = line.labels[-1][3]
+        >>> line.fields.update(stage="simulating the plan", incumbent=0.16, bound=0.15)
+        >>> line.text(80, now=t0 + 12.4)
+        '⠏ 0:12 / 0:20  ilp: simulating the plan, incumbent 0.16, bound 0.15  (Ctrl-C: s…'
+        >>> line.fields = {"done": 3, "total": 12}
+        >>> line.text(40, now=t0 + 75)
+        '⠋ 1:15 / 0:20  ilp: 25%  (Ctrl-C: stop …'
+        """
+        now = time.monotonic() if now is None else now
+        label, limit, hint, t0 = self.labels[-1] if self.labels else ("working", None, "", now)
+        elapsed = now - t0
+        clock = _clock(elapsed) + (f" / {_clock(limit)}" if limit else "")
+        parts = []
+        f = self.fields
+        if f.get("stage"):
+            stage = str(f["stage"])
+            parts.append(stage[len(label) + 1:].strip() if stage.startswith(label + ":") else stage)
+        if f.get("total"):
+            parts.append(f"{100 * min(f.get('done', 0) / f['total'], 1):.0f}%")
+        parts += [f"{k} {f[k]:.6g}" for k in ("incumbent", "bound") if f.get(k) is not None]
+        if f.get("note"):
+            parts.append(f"({f['note']})")
+        text = f"{SPINNER[int(elapsed * 8) % len(SPINNER)]} {clock}  {label}" + (": " + ", ".join(parts) if parts else "")
+        if hint:
+            text += f"  ({hint})"
+        return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_line: list = []   # the line on screen while a `working` block runs (nested blocks share it)
+
+
+def _clock(seconds: float) -> str:
+    """``m:ss`` (``h:mm:ss`` from an hour)."""
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 @contextmanager
-def solving(method: str, time_limit: Optional[float] = None):
-    """Show a long search's progress on stderr while it runs, when stderr is a terminal: elapsed time
-    against the limit, the incumbent and bound the method reports (:mod:`topoplan.core.progress`), and
-    that Ctrl-C keeps the best plan. Nothing in pipes and logs."""
+def working(label: str, time_limit: Optional[float] = None, hint: str = ""):
+    """Show one line of progress on stderr while the block runs, when stderr is a terminal: a spinner, the
+    elapsed time (against ``time_limit``), ``label`` and what the library reports inside the block
+    (:mod:`topoplan.core.progress`: stage, done of total, incumbent and bound), cut to the terminal's width.
+    Nothing in pipes and logs. A block inside another changes the line's label and limit until it ends.
+    The block must not print: results are printed after it."""
+    if _line:
+        line = _line[0]
+        line.push(label, time_limit, hint)
+        saved = dict(line.fields)
+        line.fields.clear()
+        try:
+            yield
+        finally:
+            line.labels.pop()
+            line.fields.clear()
+            line.fields.update(saved)
+        return
     err = Console(stderr=True, highlight=False)
     if not err.is_terminal:
         yield
         return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.live import Live
+    from rich.text import Text
 
     from topoplan.core.progress import reporting_to
 
-    limit = f" / {time_limit:g} s" if time_limit else ""
-    with Progress(SpinnerColumn(), TextColumn(method), TimeElapsedColumn(), TextColumn(limit + "{task.fields[info]}"),
-                  TextColumn("[dim](Ctrl-C: stop and keep the best plan)"), console=err, transient=True) as bar:
-        task = bar.add_task(method, total=None, info="")
-        seen: dict = {}
+    line = _Line()
+    line.push(label, time_limit, hint)
 
-        def show(fields):
-            seen.update(fields)
-            parts = [f"{k} {v:.6g}" for k, v in seen.items() if k in ("incumbent", "bound") and v is not None]
-            if seen.get("stage"):
-                parts.append(str(seen["stage"]))
-            bar.update(task, info=("  " + ", ".join(parts)) if parts else "")
+    class _View:
+        def __rich_console__(self, console, options):
+            yield Text(line.text(max(options.max_width - 1, 10)), no_wrap=True, overflow="crop")
 
-        with reporting_to(show):
+    _line.append(line)
+    try:
+        with Live(_View(), console=err, transient=True, refresh_per_second=8, redirect_stdout=False,
+                  redirect_stderr=False), reporting_to(line.update, min_interval_s=0.1):
             yield
+    finally:
+        _line.clear()
+
+
+def solving(method: str, time_limit: Optional[float] = None):
+    """:func:`working` for a search that Ctrl-C stops keeping its best plan."""
+    return working(method, time_limit, "Ctrl-C: stop and keep the best plan")
 
 
 def emit(result: dict, json_mode: bool, output: Optional[Path]) -> None:

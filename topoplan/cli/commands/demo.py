@@ -7,7 +7,8 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from topoplan.cli.commands.common import ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, parse_time_limit, sim_model
+from topoplan.cli.commands.common import (ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, parse_time_limit,
+                                          sim_model, solving, working)
 from topoplan.core.units import format_bytes, format_time
 
 DEFAULT_TOPOLOGY = "paper003"
@@ -47,29 +48,37 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
               f"(large {format_bytes(a.inter(a.large_bytes))}, small {format_bytes(a.inter(a.small_bytes))}) "
               f"between {int(a.node_pairs.sum() - a.node_pairs.trace()) // 2} node pairs")
     con.print(f"network model: {smodel.label()}")
-    rows = []
-    if isinstance(topo, TreeTopology):
-        eps = replace(topo, kind="tree", ocs=None)
-        rows.append(("EPS only", "-", simulate(eps, trace, pl, model=smodel), None))
-        rows.append(("fat-tree EPS", "-", simulate(replace(topo, kind="fat-tree", ocs=None), trace, pl, model=smodel),
-                     None))
-    else:  # a torus or switch graph has no EPS/OCS variants: simulate it as it is
-        rows.append((topo.kind, "-", simulate(topo, trace, pl, model=smodel), None))
-    try:
-        from topoplan.problems.circuits import solve as solve_circuits
-        from topoplan.problems.circuits.problem import CircuitProblem
-    except ImportError:
-        solve_circuits = None
-    if solve_circuits is not None and getattr(topo, "ocs", None) is not None:
-        prob = CircuitProblem.build(topo, tr, pl)
-        for method in ("greedy", "ilp"):
-            res = solve_circuits(prob, method=method, time_limit=time_limit, seed=0)
-            plan = res.to_dict()
-            rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
-                         f"{format_time(res.objective)} ({res.status})",
-                         simulate_plan(topo, trace, plan, model=smodel), res))
-        rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
-                     simulate_plan(topo, trace, plan, model=other), res))
+    from topoplan.core.progress import report
+
+    with working("demo"):   # progress on a terminal; the table is printed when every row is done
+        rows = []
+        if isinstance(topo, TreeTopology):
+            eps = replace(topo, kind="tree", ocs=None)
+            report(stage="simulating the EPS tree")
+            rows.append(("EPS only", "-", simulate(eps, trace, pl, model=smodel), None))
+            report(stage="simulating the fat tree")
+            fat = replace(topo, kind="fat-tree", ocs=None)
+            rows.append(("fat-tree EPS", "-", simulate(fat, trace, pl, model=smodel), None))
+        else:  # a torus or switch graph has no EPS/OCS variants: simulate it as it is
+            rows.append((topo.kind, "-", simulate(topo, trace, pl, model=smodel), None))
+        try:
+            from topoplan.problems.circuits import solve as solve_circuits
+            from topoplan.problems.circuits.problem import CircuitProblem
+        except ImportError:
+            solve_circuits = None
+        if solve_circuits is not None and getattr(topo, "ocs", None) is not None:
+            prob = CircuitProblem.build(topo, tr, pl)
+            for method in ("greedy", "ilp"):
+                with solving(f"demo: {method} circuits", time_limit if method == "ilp" else None):
+                    res = solve_circuits(prob, method=method, time_limit=time_limit, seed=0)
+                plan = res.to_dict()
+                report(stage=f"simulating the {method} plan")
+                rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
+                             f"{format_time(res.objective)} ({res.status})",
+                             simulate_plan(topo, trace, plan, model=smodel), res))
+            report(stage=f"simulating the ilp plan with {other.relay} relays")
+            rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
+                         simulate_plan(topo, trace, plan, model=other), res))
     tab = Table(title="simulated communication time")
     tree = isinstance(topo, TreeTopology)
     cols = ["network", "plan", "makespan", f"vs {rows[0][0]}"] + (["top switch bytes", "busiest node link"] if tree else [])

@@ -1,5 +1,6 @@
-"""``topoplan export``: write a placement as a launcher file (Open MPI 4/5, MPICH, Slurm, JSON), or a circuit
-plan or schedule for an OCS controller (``ocs``)."""
+"""``topoplan export``: write a placement as a launcher file (Open MPI 4/5, MPICH, Slurm, JSON), a circuit
+plan or schedule for an OCS controller (``ocs``), or a circuit plan's forwarding tables as iproute2 batch
+files, one per host (``routes``)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_cmd)
 
 
-def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | ompi5 | mpich | slurm | json | ocs."),
+ROUTE_OPTIONS = ("--addresses", "--entry")
+
+
+def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | ompi5 | mpich | slurm | json | ocs | "
+                                         "routes."),
                placement: Path = typer.Option(..., "--placement", "-p",
                                               help="Placement JSON (topoplan place -o) or CSV; a plan with "
                                               "rank_to_node; for ocs a circuit plan (topoplan circuits -o) or "
-                                              "schedule (topoplan phases --schedule -o)."),
+                                              "schedule (topoplan phases --schedule -o); for routes a circuit plan."),
                hosts: Optional[Path] = typer.Option(None, "--hosts", help="Hostfile: 'node_id host' or one host per line."),
                topology: Optional[str] = typer.Option(None, "--topology", "-t",
                                                       help="Topology to validate against (and take host names from)."),
@@ -29,8 +34,14 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                slots: str = typer.Option("cores", "--slots", help="What a slot (a node's core index) counts: cores, "
                                          "or hwthreads when cores_per_node counts hardware threads (the printed "
                                          "command then tells the launcher)."),
-               output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically).")) -> None:
-    """Export a placement for a real launcher, or circuits for an OCS controller; refuses invalid plans.
+               addresses: Optional[Path] = typer.Option(None, "--addresses", help="routes: 'host address' per line "
+                                                        "(default: the emulator's, 198.18.0.0 + 1 + node)."),
+               entry: Optional[int] = typer.Option(None, "--entry", min=0, help="routes: the entry of a schedule "
+                                                   "to export (a static plan has one)."),
+               output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically); for routes a "
+                                           "directory (one HOST.routes per host, written all or nothing).")) -> None:
+    """Export a placement for a real launcher, circuits for an OCS controller, or a circuit plan's routes for
+    the hosts (iproute2 batch files); refuses invalid plans.
 
     The OCS document is checked against the JSON Schema it is published with (its path is printed) before it
     is written."""
@@ -41,6 +52,12 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
+    if fmt == "routes":
+        _export_routes(placement, hosts, topology, sets, any_inputs, rules, addresses, entry, output)
+        return
+    given = [o for o, v in zip(ROUTE_OPTIONS, (addresses, entry)) if v is not None]
+    if given:
+        raise TopoplanError(f"{given[0]}: applies to the routes format only")
     if fmt == "ocs":
         _export_ocs(placement, hosts, topology, sets, any_inputs, rules, output)
         return
@@ -113,16 +130,7 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     if rules not in RULES:
         raise TopoplanError(f"--rules: expected one of {', '.join(RULES)}, got {rules!r}")
     doc = read_document(placement)   # a placement or Bcast order is refused here, before any topology is loaded
-    if topology is not None:
-        from topoplan.core.topology_io import load_topology
-
-        topo = load_topology(topology, sets or [])
-    else:
-        topo = _recorded_topology(placement, doc)
-        if topo is None:
-            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
-                                "(and the --set overrides it was planned with)")
-    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    topo = _plan_topology(placement, doc, topology, sets, any_inputs)
     names = read_hostfile(hosts, topo.n_nodes) if hosts is not None else None
     out = export_ocs(doc, output, topo=topo, hosts=names, rules=rules, check_inputs=not any_inputs,
                      where=str(placement))
@@ -133,6 +141,51 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     console().print(f"wrote {output} ({out['kind']}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
                     f"up to {xcs} cross-connects, {changes} reconfigurations; valid against its JSON Schema "
                     f"{OCS_SCHEMA})")
+
+
+def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rules: str, addresses, entry,
+                   output: Path) -> None:
+    """``export routes``: a circuit plan, validated, as one iproute2 batch file per host in directory ``output``."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.reporting.export import read_hostfile
+    from topoplan.reporting.ocs_export import read_document
+    from topoplan.reporting.routes_export import export_routes, read_addresses
+
+    if rules != "host":
+        raise TopoplanError("--rules: the routes format writes per destination host rules only")
+    if output.exists() and not output.is_dir():
+        raise TopoplanError(f"{output}: exists and is not a directory (routes are one file per host)")
+    doc = read_document(placement)
+    topo = _plan_topology(placement, doc, topology, sets, any_inputs)
+    names = read_hostfile(hosts, topo.n_nodes)[:topo.n_nodes] if hosts is not None else topo.host_names()
+    addrs = read_addresses(addresses, names) if addresses is not None else None
+    files = export_routes(doc, topo, output, hosts=names, addresses=addrs, where=str(placement),
+                          check_inputs=not any_inputs, entry=entry)
+    n_routes = sum(1 for p in files.values() for ln in p.read_text().splitlines() if ln.startswith("route "))
+    console().print(f"wrote {output}/ ({len(files)} hosts, {n_routes} routes)")
+    console().print(f"apply on each host: ip -batch {output}/HOST.routes (relays need net.ipv4.ip_forward=1 and "
+                    "rp_filter=0)")
+
+
+export_cmd.output_dir_formats = ("routes",)
+
+
+def _plan_topology(placement: Path, doc, topology, sets, any_inputs: bool):
+    """The topology of a circuit plan or schedule: ``--topology`` (with ``--set``), else the one it records;
+    refused when the plan was made for another."""
+    from topoplan.core.errors import TopoplanError
+
+    if topology is not None:
+        from topoplan.core.topology_io import load_topology
+
+        topo = load_topology(topology, sets or [])
+    else:
+        topo = _recorded_topology(placement, doc)
+        if topo is None:
+            raise TopoplanError(f"{placement}: records no topology spec (field 'topology_spec'); pass --topology "
+                                "(and the --set overrides it was planned with)")
+    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    return topo
 
 
 def _recorded_topology(placement: Path, doc=None):

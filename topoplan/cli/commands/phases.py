@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                         TrafficOpt, console, emit, flag_names)
+from topoplan.cli.commands.common import (time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt,
+                                          TopologyOpt, TrafficOpt, console, emit, flag_names, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -52,32 +52,38 @@ def phases_cmd(
     from topoplan.traffic.phases import detect_phases
     from topoplan.traffic.sources import load_inputs
 
-    topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
-    if trace is None:
-        raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
-    win = parse_time(window, "window_s") if window is not None else None
-    try:
-        ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
-                           min_windows=min_windows)
-    except TopoplanError as exc:
-        raise TopoplanError(flag_names(str(exc), FLAGS)) from None
-    res = {"topology": topo.name or topology, "traffic": traffic, **ph.to_dict()}
-    sched = sim = None
-    if schedule is not None:
-        from topoplan.problems.circuits.schedule import PhasedProblem, schedule as run_schedule
+    from topoplan.core.progress import report
 
+    with working("phases"):   # progress on a terminal
+        topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
+        if trace is None:
+            raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
+        win = parse_time(window, "window_s") if window is not None else None
+        report(stage="detecting phases")
         try:
-            prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
-                                       blackout=blackout, score=score, steps=steps)
+            ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
+                               min_windows=min_windows)
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
-        sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
-        res["schedule_result"] = sched.to_dict()
-        if simulate:
-            from topoplan.sim.schedule import simulate_schedule
+        res = {"topology": topo.name or topology, "traffic": traffic, **ph.to_dict()}
+        sched = sim = None
+        if schedule is not None:
+            from topoplan.problems.circuits.schedule import PhasedProblem, schedule as run_schedule
 
-            sim = simulate_schedule(topo, trace, ph, sched)
-            res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
+            try:
+                prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
+                                           blackout=blackout, score=score, steps=steps)
+            except TopoplanError as exc:
+                raise TopoplanError(flag_names(str(exc), FLAGS)) from None
+            report(stage=f"scheduling circuits ({schedule})")
+            sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
+            res["schedule_result"] = sched.to_dict()
+            if simulate:
+                from topoplan.sim.schedule import simulate_schedule
+
+                report(stage="simulating the schedule")
+                sim = simulate_schedule(topo, trace, ph, sched)
+                res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
     emit(res, json_mode, output)
     if json_mode:
         return

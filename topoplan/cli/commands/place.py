@@ -7,9 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                     SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
-                                     sim_model, topology_record)
+from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+                                          JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
+                                          topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 
@@ -59,45 +60,49 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
-    topo = load_topology(topology, sets or [])
-    trace, tr = load_source(traffic)
-    thr = parse_size(threshold, "threshold") if threshold is not None else None
-    opts = {} if init is None else {"init": init if "," not in init else tuple(init.split(","))}
-    for flag, value, takes in (("--max-steps", max_steps, {"anneal": "max_steps", "joint": "anneal_steps"}),
-                               ("--max-evals", max_evals, {"joint": "max_evals"})):
-        if value is None:
-            continue
-        if method not in takes:
-            raise TopoplanError(f"{flag}: applies to {' and '.join(takes)}, not {method}")
-        if value < 1:
-            raise TopoplanError(f"{flag}: must be a positive count, got {value}")
-        opts[takes[method]] = value
-    if init is not None and method in METHODS and "init" not in METHODS.options(method):
-        starting = ", ".join(m for m in METHODS if "init" in METHODS.options(m))
-        raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")
-    steps = None
-    if method == "joint" and trace is not None:   # joint's circuits follow the application's steps
-        from topoplan.core.progress import report
-        from topoplan.sim.steps import source_steps
+    with working(f"place -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
+        topo = load_topology(topology, sets or [])
+        trace, tr = load_source(traffic)
+        thr = parse_size(threshold, "threshold") if threshold is not None else None
+        opts = {} if init is None else {"init": init if "," not in init else tuple(init.split(","))}
+        for flag, value, takes in (("--max-steps", max_steps, {"anneal": "max_steps", "joint": "anneal_steps"}),
+                                   ("--max-evals", max_evals, {"joint": "max_evals"})):
+            if value is None:
+                continue
+            if method not in takes:
+                raise TopoplanError(f"{flag}: applies to {' and '.join(takes)}, not {method}")
+            if value < 1:
+                raise TopoplanError(f"{flag}: must be a positive count, got {value}")
+            opts[takes[method]] = value
+        if init is not None and method in METHODS and "init" not in METHODS.options(method):
+            starting = ", ".join(m for m in METHODS if "init" in METHODS.options(m))
+            raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")
+        steps = None
+        if method == "joint" and trace is not None:   # joint's circuits follow the application's steps
+            from topoplan.core.progress import report
+            from topoplan.sim.steps import source_steps
 
-        report(stage="finding the application's steps")
-        steps = source_steps(traffic, trace)
-    try:   # the library names its fields; name the flags
-        prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
-        # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
-        sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic)) if simulate else 0.0
-        with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):   # progress on a terminal
-            res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
-                        **opts)
-    except TopoplanError as e:
-        raise TopoplanError(flag_names(str(e), {"objective": "--objective", "threshold_B": "--threshold",
-                                                "init": "--init"})) from None
-    if "simulated_s" in res.metrics:
-        res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
-    elif simulate and deadline.fits(sim_s + WRITE_RESERVE_S):
-        res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
-    elif simulate:
-        res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
+            report(stage="finding the application's steps")
+            steps = source_steps(traffic, trace)
+        try:   # the library names its fields; name the flags
+            prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
+            # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
+            sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic)) if simulate else 0.0
+            with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
+                res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace,
+                            sim_model=smodel, **opts)
+        except TopoplanError as e:
+            raise TopoplanError(flag_names(str(e), {"objective": "--objective", "threshold_B": "--threshold",
+                                                    "init": "--init"})) from None
+        if "simulated_s" in res.metrics:
+            res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
+        elif simulate and deadline.fits(sim_s + WRITE_RESERVE_S):
+            from topoplan.core.progress import report
+
+            report(stage="simulating the placement")
+            res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
+        elif simulate:
+            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_time_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
     doc = res.to_dict()

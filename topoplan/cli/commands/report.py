@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from topoplan.cli.commands.common import JsonOpt, console, emit
+from topoplan.cli.commands.common import JsonOpt, console, emit, working
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +33,7 @@ def report_cmd(
     at_s = parse_time(at, "at") if at else None
     from topoplan.core.io import output_group
 
-    with output_group():   # the page and the PNG: both or neither
+    with working("report"), output_group():   # progress on a terminal; the page and the PNG: both or neither
         res = write_report(result, output, png=png, frames=frames, at_s=at_s, title=title)
     if json_mode:
         emit(res, True, None)

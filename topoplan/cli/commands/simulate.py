@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model)
+                                     SetOpt, check_plan_inputs, console, emit, plan_doc, sim_model, working)
 from topoplan.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -58,80 +58,49 @@ def simulate_cmd(
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    from topoplan.core.placement import load_placement
-    from topoplan.core.topology_io import load_topology
-    from topoplan.traffic.sources import load_source
-    from topoplan.sim.replay import bulk_trace
-    from topoplan.sim.run import network_view, simulate_plan
+    from topoplan.sim.run import simulate_plan
 
-    given_topo = load_topology(topology, sets or [])
-    topo = network_view(given_topo, network)
-    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
-    trace, tr = load_source(traffic, with_traffic=False, pieces=phases is None)
-    if trace is None:
-        if phases is not None:
-            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
-                                "phases need an MPI trace or a generator spec")
-        trace = bulk_trace(tr, iters)
-    elif iters != 1:
-        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
-                            "(a generator takes iters= in its spec)")
-    capacity = int(topo.node_cores().sum())
-    if trace.n_ranks > capacity:
-        from topoplan.core.topology_io import cores_hint
+    with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
+        given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
+                                                        phases=phases)
+        plan = None
+        if circuits is not None:
+            if network not in (None, "hybrid"):
+                raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+            from topoplan.plans.planfile import read_plan
 
-        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
-                            f"{cores_hint(given_topo)}")
-    tr = _traffic_of(traffic, trace, tr)
-    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
-    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
-                      traffic=tr)
-    pl = load_placement(placement, trace.n_ranks, topo)
-    plan = None
-    if circuits is not None:
-        if network not in (None, "hybrid"):
-            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
-        from topoplan.plans.planfile import read_plan
+            plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
+            check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
+        thr = parse_size(threshold, "threshold") if threshold else None
+        dt = parse_time(timeline, "timeline") if timeline else None
+        from topoplan.sim.replay import check_options
 
-        plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
-        check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
-    thr = parse_size(threshold, "threshold") if threshold else None
-    dt = parse_time(timeline, "timeline") if timeline else None
-    from topoplan.sim.replay import check_options
-
-    eager_B = parse_size(eager, "eager")
-    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
-    made_for = None
-    if plan is not None:
-        made_for = plan.get("placement", "its rank_to_node")
-        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
-    kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
-                  compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
-    if phases is not None:
-        kwargs["phases"] = _load_phases(phases, trace, topo, pl)
-    err_console = console(True)
-    if json_mode or not err_console.is_terminal:  # no bar (and no stray blank line) in logs and pipes
-        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                      TimeElapsedColumn(), console=err_console, transient=True) as bar:
-            task = bar.add_task("sim", total=trace.n_ranks)
-            kwargs["progress"] = lambda done, total: bar.update(task, completed=done, total=total)
-            res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
-    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
-           "circuits": str(circuits) if circuits else None, **res}
-    if dt is not None:
-        from topoplan.core.topology_io import topology_to_dict
-
-        res["topology_doc"] = topology_to_dict(topo)
-        from topoplan.analysis.switches import analyze
-
-        sa = analyze(topo, tr(), pl)
-        res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+        eager_B = parse_size(eager, "eager")
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+        made_for = None
         if plan is not None:
-            res["circuit_pairs"] = plan.get("circuits", [])
+            made_for = plan.get("placement", "its rank_to_node")
+            plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+        kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
+                      compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
+        if phases is not None:
+            kwargs["phases"] = _load_phases(phases, trace, topo, pl)
+        from topoplan.core.progress import report
+
+        report(stage="simulating")   # the library reports how far the replay is
+        res = _run(simulate_plan, topo, trace, plan, circuits, placement, made_for, kwargs)
+        res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+               "circuits": str(circuits) if circuits else None, **res}
+        if dt is not None:
+            from topoplan.core.topology_io import topology_to_dict
+
+            res["topology_doc"] = topology_to_dict(topo)
+            from topoplan.analysis.switches import analyze
+
+            sa = analyze(topo, tr(), pl)
+            res["switch_bytes"], res["switch_names"] = sa.bytes.tolist(), sa.switch_names
+            if plan is not None:
+                res["circuit_pairs"] = plan.get("circuits", [])
     emit(res, json_mode, output)
     if json_mode:
         return
@@ -152,6 +121,46 @@ def simulate_cmd(
                       f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
         if len(res["phases"]) > len(shown):
             con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
+
+
+def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placement: str, any_inputs: bool, *,
+                  phases=None, pieces: bool = True):
+    """The inputs of a replay from the command line (``simulate``, ``emulate``): the topology as given and as
+    seen by ``--network``, the trace (a matrix as ``iters`` bulk phases), its traffic (a function, see
+    :func:`_traffic_of`) and the validated placement; a placement made for other inputs is refused.
+
+    A large generated trace comes back as its recording (replayed a piece at a time) when ``pieces`` is true
+    and no ``phases`` are asked for."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import load_placement
+    from topoplan.core.topology_io import load_topology
+    from topoplan.sim.replay import bulk_trace
+    from topoplan.sim.run import network_view
+    from topoplan.traffic.sources import load_source
+
+    given_topo = load_topology(topology, sets or [])
+    topo = network_view(given_topo, network)
+    # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
+    trace, tr = load_source(traffic, with_traffic=False, pieces=pieces and phases is None)
+    if trace is None:
+        if phases is not None:
+            raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
+                                "phases need an MPI trace or a generator spec")
+        trace = bulk_trace(tr, iters)
+    elif iters != 1:
+        raise TopoplanError(f"--iters {iters}: applies to a communication matrix; {traffic} is a trace or generator "
+                            "(a generator takes iters= in its spec)")
+    capacity = int(topo.node_cores().sum())
+    if trace.n_ranks > capacity:
+        from topoplan.core.topology_io import cores_hint
+
+        raise TopoplanError(f"{traffic}: {trace.n_ranks} ranks do not fit topology {topo.name} ({capacity} cores)"
+                            f"{cores_hint(given_topo)}")
+    tr = _traffic_of(traffic, trace, tr)
+    # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
+    check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
+                      traffic=tr)
+    return given_topo, topo, trace, tr, load_placement(placement, trace.n_ranks, topo)
 
 
 def _traffic_of(spec: str, trace, traffic):

@@ -55,8 +55,9 @@ def sweep_cmd(
                 con.print(f"{'done' if r['finished'] else 'todo'}  {r['key']}  {r['instance']} / {r['method']}  {r['params']}")
             con.print(f"{len(rows)} cells, {res['pending']} pending -> {cfg.output}")
         return
+    err = console(True)
     out = run_sweep(cfg, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
-                    processes=processes, progress=True, console=console(True), limit=limit)
+                    processes=processes, progress=err.is_terminal, console=err, limit=limit)   # no bar in logs
     res = {"sweep": cfg.name, **out.to_dict()}
     if json_mode:
         emit(res, True, None)

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from topoplan.core.interrupt import stop_requested
+
 __all__ = ["Result", "SolverResult", "STATUSES", "relative_gap", "with_gap", "MatrixModel", "to_matrix",
            "write_values", "solve_as_matrix", "Deferred", "native_loaded", "would_clash", "call_isolated",
            "remaining", "watch", "MIN_SOLVER_S", "DEFAULT_MIP_GAP"]
@@ -309,8 +311,6 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
     >>> watch(lambda s: (t2.join(s), not t2.is_alive())[1], flag.set, limit_s=5.0)
     False
     """
-    from topoplan.core.interrupt import stop_requested
-
     t0 = time.monotonic()
     t_stop = None
     try:

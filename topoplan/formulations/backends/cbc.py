@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from topoplan.core.interrupt import child_pids
 from topoplan.formulations.backends.base import Result, remaining, watch, with_gap
 
 NAME = "cbc"
@@ -109,8 +110,6 @@ def _solve_watched(prob, cmd, limit, stopped) -> None:
     """``prob.solve(cmd)`` in a thread; the CBC process is interrupted at ``limit`` + :data:`STOP_MARGIN_S`
     (or on a Ctrl-C stop request) and killed :data:`KILL_GRACE_S` later (:func:`topoplan.formulations.backends.base.watch`).
     ``stopped[0]`` tells whether it was."""
-    from topoplan.core.interrupt import child_pids
-
     out: dict = {}
 
     def run():

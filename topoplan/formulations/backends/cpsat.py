@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from topoplan.formulations.backends.base import Deferred, Result, call_isolated, remaining, with_gap
+from topoplan.core.errors import TopoplanError
+from topoplan.formulations.backends.base import Deferred, Result, call_isolated, remaining, watch, with_gap
 
 NAME = "cpsat"
 KIND = "cp"
@@ -60,8 +61,6 @@ def solve(model, *, time_limit=None, started=None, seed=0, threads=None, mip_gap
     ``relax`` is refused (CP-SAT has no LP relaxation to return).
     """
     if relax:
-        from topoplan.core.errors import TopoplanError
-
         raise TopoplanError("solver 'cpsat': no LP relaxation (relax=True needs a MILP back-end)")
     opts = dict(time_limit=time_limit, started=started, seed=seed, threads=threads, mip_gap=mip_gap, msg=msg)
     if isinstance(model, Deferred):
@@ -131,8 +130,6 @@ def _solve_watched(solver, md, limit):
     Ctrl-C asked to stop (:func:`topoplan.formulations.backends.base.watch`); CP-SAT then returns its best solution so
     far, as at its own time limit."""
     import threading
-
-    from topoplan.formulations.backends.base import watch
 
     solver.parameters.catch_sigint_signal = False   # Ctrl-C is topoplan's (first: stop and keep the best)
     out = {}

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from topoplan.formulations.backends.base import MatrixModel, Result, remaining, solve_as_matrix
+from topoplan.formulations.backends.base import MatrixModel, Result, remaining, solve_as_matrix, watch
 
 NAME = "highs"
 KIND = "milp"
@@ -132,8 +132,6 @@ def _run(h) -> None:
     """``h.run()``, in HiGHS's solver thread so that Ctrl-C can reach it: the first Ctrl-C cancels the
     search, which then ends with its incumbent as if the time limit had been reached; a second one cancels
     and aborts (:func:`topoplan.formulations.backends.base.watch`; HiGHS keeps its own time limit)."""
-    from topoplan.formulations.backends.base import watch
-
     if not hasattr(h, "startSolve"):   # an old highspy: no solver thread
         h.run()
         return

@@ -14,7 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.io import read_text
+from topoplan.core.placement import node_ids
 from topoplan.core.topology import GraphTopology
+from topoplan.core.topology_io import expand_hostlist
+from topoplan.core.units import ascii_int
 
 __all__ = ["SDR_Bps", "DDR_Bps", "read_allocation", "check", "generate", "parse_spec", "cluster"]
 
@@ -65,7 +69,6 @@ def read_allocation(path, topo) -> np.ndarray:
         raise TopoplanError(f"field 'allocation': {path}: no such file (or a host list such as node[01-04], "
                             "or gen:nodes=N,racks=R,seed=S)")
     tokens = []
-    from topoplan.core.io import read_text
 
     for ln, line in enumerate(read_text(path, "allocation").splitlines(), 1):
         tok = line.split("#", 1)[0].strip()
@@ -76,8 +79,6 @@ def read_allocation(path, topo) -> np.ndarray:
 
 def _resolve(tokens, topo) -> np.ndarray:
     """Map (host name or node id, where) pairs to node ids (:func:`topoplan.core.placement.node_ids`)."""
-    from topoplan.core.placement import node_ids
-
     return node_ids([tok for tok, _ in tokens], topo, lambda i: tokens[i][1])
 
 
@@ -222,15 +223,12 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
             k, v = part.split("=", 1)
             if k not in ("nodes", "racks", "seed"):
                 raise TopoplanError(f"field 'allocation': {spec}: unknown key {k!r} (nodes, racks, seed)")
-            from topoplan.core.units import ascii_int
 
             kw[k] = ascii_int(v, f"field 'allocation': {spec}: {k}")   # not int(): int('٣') == 3
         if "nodes" not in kw:
             raise TopoplanError(f"field 'allocation': {spec}: needs nodes=N")
         return generate(topo, kw["nodes"], kw.get("racks"), kw.get("seed", seed))
     if _looks_like_hostlist(spec):
-        from topoplan.core.topology_io import expand_hostlist
-
         where = f"--allocation {spec}"
         return check(_resolve([(h, where) for h in expand_hostlist(spec, where + ": ")], topo), topo, where)
     return read_allocation(spec, topo)

@@ -41,6 +41,7 @@ from topoplan.problems.bcast import trees
 from topoplan.problems.bcast.timing import CostModel, TimeModel, link_latency_s, per_hop_s
 from topoplan.problems.bcast.registry import METHODS, STARTS
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.traffic.trace import Trace
@@ -48,6 +49,7 @@ from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.run import simulate_plan
+from topoplan.traffic.collectives import schedule
 
 __all__ = ["BcastProblem", "METHODS", "STARTS", "solve", "validate_plan", "simulated_time", "p2p_records",
            "dft_visit", "bft_visit", "greedy_visit"]
@@ -86,8 +88,6 @@ class BcastProblem:
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology and the allocation (node list) this problem was built from."""
-        from topoplan.core.fingerprint import fingerprint
-
         return fingerprint(topology=self.topology, allocation=np.asarray(self.nodes, np.int64))
 
     @classmethod
@@ -441,8 +441,6 @@ def p2p_records(problem: BcastProblem) -> list[tuple]:
     >>> len(recs), recs[0]
     (28, (0, 'isend', 4, 1024.0, -1, 8, 0.0, 0.0))
     """
-    from topoplan.traffic.collectives import schedule
-
     s, n, root = problem.schedule, problem.n, problem.root
     recs: list[tuple] = []
     for r in range(n):

@@ -286,7 +286,7 @@ def step_link_times(problem, pair_links, bw_Bps) -> np.ndarray:
     >>> from topoplan.problems.circuits.problem import CircuitProblem
     >>> from topoplan.sim.steps import trace_steps
     >>> from topoplan.traffic.generators import parse_spec
-    >>> p = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(parse_spec("ring:np=8,bytes=1MB,iters=2")))
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("ring:np=8,bytes=1MB,iters=2")))
     >>> t = step_link_times(p, None, p.fixed_link_bw())      # the loads no plan moves (no large pairs here)
     >>> t.shape == (p.step_loads.n_groups, p.n_fixed_links()), round(float(t.max()) * 1e3, 3)
     (True, 0.8)

@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.matrix import from_arrays
 
 __all__ = ["Slot", "Decomposition", "inputs_of", "symmetric_demand", "stuff", "max_b_matching", "eps_time_s",
            "solstice", "bvn", "DECOMPOSITIONS", "all_to_all_like", "A2A_PARTNER_SHARE", "slot_bytes", "chunk_traffic"]
@@ -753,8 +754,6 @@ def chunk_traffic(traffic, rank_switch, fractions) -> list:
     >>> [x.bytes.tolist() for x in chunk_traffic(t, [0, 1], F)]
     [[3000000.0], [9000000.0]]
     """
-    from topoplan.traffic.matrix import from_arrays
-
     sw = np.asarray(rank_switch, dtype=np.int64)
     F = np.asarray(fractions, dtype=np.float64)
     out = []

@@ -42,19 +42,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from topoplan.formulations import circuits_node, circuits_switch
-from topoplan.formulations.backends import MILP_BACKENDS, available, check
-from topoplan.formulations.backends import solve as backend_solve
-from topoplan.formulations.circuits_common import CircuitData, Model, two_phase
-from topoplan.problems.circuits import heuristics
-from topoplan.problems.circuits.bound import better, evaluate, floor_s
-from topoplan.plans.circuits import array_from_tables
-from topoplan.problems.circuits.forwarding import LOAD_SHARING, congestion_tables, distance_vector, polish_tables
-from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
-from topoplan.problems.circuits.registry import METHODS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
+from topoplan.formulations import circuits_node, circuits_switch
+from topoplan.formulations.backends import available, check, MILP_BACKENDS, solve as backend_solve
+from topoplan.formulations.circuits_common import CircuitArrays, CircuitData, Model, two_phase
+from topoplan.plans.circuits import array_from_tables
+from topoplan.problems.circuits import heuristics
+from topoplan.problems.circuits.bound import better, evaluate, floor_s
+from topoplan.problems.circuits.forwarding import congestion_tables, distance_vector, LOAD_SHARING, polish_tables
+from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
+from topoplan.problems.circuits.registry import METHODS
+from topoplan.problems.circuits.steps import merge_groups
 from topoplan.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
@@ -139,13 +139,8 @@ def circuit_data(problem: CircuitProblem, groups: int | None = None) -> CircuitD
     4
     """
     p = problem
-    data = CircuitData(node_switch=p.node_switch, is_ocs=p.is_ocs, n_switches=p.n_switches, ports=p.ports,
-                       circuit_limit=p.circuit_limit(), hop_limit=p.hop_limit, node_bw_Bps=p.node_bw_Bps,
-                       up_bw_Bps=p.up_bw_Bps, ocs_bw_Bps=p.ocs_bw_Bps, intra_bw_Bps=p.intra_bw_Bps,
-                       uplinks_shared=p.uplinks_shared, base_up_B=p.base_up_B, base_down_B=p.base_down_B,
-                       base_intra_B=p.base_intra_B, base_uplink_up_B=p.base_uplink_up_B,
-                       base_uplink_down_B=p.base_uplink_down_B, large_src=p.large_src, large_dst=p.large_dst,
-                       large_bytes=p.large_bytes, own_out=p.own_out(), own_in=p.own_in(),
+    data = CircuitData(**{f.name: getattr(p, f.name) for f in dataclasses.fields(CircuitArrays)},
+                       n_switches=p.n_switches, circuit_limit=p.circuit_limit(), own_out=p.own_out(), own_in=p.own_in(),
                        switch_bytes=p.switch_bytes(), ocs_of_switch=p.ocs_of_switch())
     sl = model_steps(p, groups)
     if sl is None or sl.n_groups <= 1:
@@ -192,8 +187,6 @@ def model_steps(problem, groups: int | None = None):
     >>> model_steps(CircuitProblem.build(load_topology("paper003"), from_arrays(2, [0], [1], [8.0]))) is None
     True
     """
-    from topoplan.problems.circuits.steps import merge_groups
-
     sl = problem.step_loads
     if sl is None or groups is None or sl.n_groups <= groups:
         return sl
@@ -973,7 +966,7 @@ def _incumbents(problem, seed, run=None):
 
 def auto_solver(formulation: str) -> str:
     """The MILP back-end ``solver="auto"`` picks, by measurement (``benchmarks/bench_circuits.py --solvers``,
-    README "MILP back-end"): HiGHS for the exact node formulation (it proves in 1.4-9 s the 6-OCS-node
+    docs/circuits.md, "Exact planning"): HiGHS for the exact node formulation (it proves in 1.4-9 s the 6-OCS-node
     cases CBC leaves at a 9.7-41.7% gap after 20 s), CBC for the switch formulation (on IS traffic HiGHS
     more often returns an equally optimal switch-level solution that becomes a worse plan). Falls back to
     whichever of the two is installed.

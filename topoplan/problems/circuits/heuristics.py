@@ -10,7 +10,7 @@ communication-time bound.
 - :func:`switch_partitioning` -- ``sp``, 000 section 3.2.
 - :func:`three_step` -- ``three-step``, 001 section 3.2.2.
 - :func:`greedy` -- ``greedy``, 003 section 3.3.2 / Fig. 3.
-- :func:`matching` -- ``matching``, maximum-weight matching (c-Through/Helios style).
+- :func:`matching` -- ``matching``, maximum-weight matching (c-Through/Helios style), exact.
 - :func:`eps_only` -- ``none``.
 
 A "rank" tie-break uses the smallest MPI rank placed on a node; a node pair
@@ -429,6 +429,49 @@ def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     return _finish(problem, circ, tables)
 
 
+def _matching_graph(problem, circ: _Circuits):
+    """The graph ``matching`` solves: every pair ``a < b`` of free OCS nodes under different switches, not yet
+    joined, weighing ``bytes(a, b) + (W[A, B] + W[B, A]) / min(k_A, k_B)`` > 0 (its direct traffic plus its
+    share of the traffic it could relay). Returns ``(free nodes, a, b, weight)``.
+
+    Built per switch pair: every pair of switches with traffic between them (those with a share; ``W``
+    holds the direct traffic too, so every node pair with direct traffic is among them) joins all its free
+    OCS nodes on both sides; the direct traffic is then added to the node pairs that have it.
+    """
+    sw = problem.node_switch
+    n = problem.n_nodes
+    W = problem.switch_bytes()
+    k = np.array([len(o) for o in problem.ocs_of_switch()])
+    share = (W + W.T) / np.maximum(1, np.minimum(k[:, None], k[None, :]))
+    ocs = problem.ocs_nodes
+    f = ocs[np.asarray(circ.free)[ocs] > 0]
+    # the free OCS nodes grouped by switch: node_of[start[s]:start[s] + cnt[s]]
+    by_sw = f[np.argsort(sw[f], kind="stable")]
+    cnt = np.bincount(sw[f], minlength=problem.n_switches)
+    start = np.r_[0, np.cumsum(cnt)[:-1]]
+    A, B = np.nonzero(np.triu(share, 1))
+    keep = (cnt[A] > 0) & (cnt[B] > 0)
+    A, B = A[keep], B[keep]
+    size = cnt[A] * cnt[B]
+    pair = np.repeat(np.arange(len(A)), size)
+    t = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+    x = by_sw[start[A][pair] + t // cnt[B][pair]]
+    y = by_sw[start[B][pair] + t % cnt[B][pair]]
+    a, b = np.minimum(x, y), np.maximum(x, y)
+    wgt = share[A, B][pair]
+    key = a * n + b
+    if circ.joined:
+        fresh = ~np.isin(key, np.array([p * n + q for p, q in circ.joined], dtype=np.int64))
+        a, b, key, wgt = a[fresh], b[fresh], key[fresh], wgt[fresh]
+    u, v, by = _ocs_pairs(problem)[:3]
+    dkey = u * n + v                     # the direct traffic of OCS node pairs u < v, keys ascending
+    if len(dkey) and len(key):
+        pos = np.minimum(np.searchsorted(dkey, key), len(dkey) - 1)
+        wgt = wgt + np.where(dkey[pos] == key, by[pos], 0.0)
+    ok = wgt > 0
+    return f, a[ok], b[ok], wgt[ok]
+
+
 @METHODS.register("matching")
 def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``matching``: maximum-weight matching on the OCS nodes (the c-Through / Helios approach).
@@ -437,14 +480,20 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     traffic it would carry directly, ``bytes(u, v)`` both ways, plus its
     share of the traffic it could relay, ``(W[A,B] + W[B,A]) / min(k_A, k_B)``
     (``k``: OCS nodes under a switch, the most circuits the pair could get).
-    With several ports per node, matchings are repeated on the ports left until nothing can be added.
-    NetworkX ``max_weight_matching``; ``max_circuits`` keeps the heaviest.
+    With several ports per node, matchings are repeated on the ports left until nothing can be added;
+    ``max_circuits`` keeps the heaviest.
+
+    Each matching is exact: a matching of largest total weight, by Edmonds' blossom algorithm
+    (:func:`topoplan.problems.circuits.blossom.max_weight_matching`: compiled, ending with a dual certificate
+    of optimality, dense graphs solved by pricing a sparse part). Where several matchings share the largest
+    weight, which one is returned depends on the algorithm's order of work (deterministic: the same problem
+    gives the same plan).
 
     Parameters
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Not used (the method is fast); part of every method's signature.
+        Not used; part of every method's signature.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -467,44 +516,27 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     >>> traffic = from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8)  # non-OCS nodes, switch 0 -> 1
     >>> prob = CircuitProblem.build(topo, traffic, placement=list(range(64)))
     >>> res = matching(prob)
-    >>> res.plan["circuits"], round(res.objective, 3)
-    ([[0, 19], [1, 18], [2, 17], [3, 16]], 0.032)
+    >>> len(res.plan["circuits"]), round(res.objective, 3)     # four circuits between switches 0 and 1
+    (4, 0.032)
     """
-    _tables_option(tables)
-    import networkx as nx
+    # imported here: the compiled matching needs Numba (tenths of a second to import), no other circuit method does
+    from topoplan.problems.circuits.blossom import max_weight_matching
 
+    _tables_option(tables)
     circ = _Circuits(problem)
-    sw = problem.node_switch
-    W = problem.switch_bytes()
-    k = np.array([len(o) for o in problem.ocs_of_switch()])
-    n = problem.n_nodes
-    u, v, by = _ocs_pairs(problem)[:3]
-    dkey = u * n + v                     # the direct traffic of OCS node pairs u < v, keys ascending
-    share = (W + W.T) / np.maximum(1, np.minimum(k[:, None], k[None, :]))
-    ocs = problem.ocs_nodes
     while not circ.full():
-        # every pair a < b of free OCS nodes under different switches, not joined, in ascending (a, b) order
-        f = ocs[np.asarray(circ.free)[ocs] > 0]
-        i, j = np.triu_indices(len(f), 1)
-        a, b = f[i], f[j]
-        keep = sw[a] != sw[b]
-        if circ.joined:
-            keep &= ~np.isin(a * n + b, np.array([x * n + y for x, y in circ.joined], dtype=np.int64))
-        a, b = a[keep], b[keep]
-        pos = np.minimum(np.searchsorted(dkey, a * n + b), max(len(dkey) - 1, 0))
-        direct = np.where(dkey[pos] == a * n + b, by[pos], 0.0) if len(dkey) else np.zeros(len(a))
-        wgt = direct + share[sw[a], sw[b]]
-        ok = wgt > 0
-        g = nx.Graph()
-        g.add_weighted_edges_from(zip(a[ok].tolist(), b[ok].tolist(), wgt[ok].tolist()))
-        if g.number_of_edges() == 0:
+        f, a, b, wgt = _matching_graph(problem, circ)
+        if len(a) == 0:
             break
-        m = nx.max_weight_matching(g, maxcardinality=False)
-        if not m:
+        local = np.full(problem.n_nodes, -1, dtype=np.int64)
+        local[f] = np.arange(len(f))
+        mate = max_weight_matching(len(f), local[a], local[b], wgt)
+        hit = mate[local[a]] == local[b]
+        if not hit.any():
             break
-        chosen = sorted(((g[a][b]["weight"], min(a, b), max(a, b)) for a, b in m), key=lambda t: (-t[0], t[1], t[2]))
-        for _, a, b in chosen:
+        a, b, wgt = a[hit], b[hit], wgt[hit]
+        for i in np.lexsort((b, a, -wgt)).tolist():   # heaviest first (ties to the smaller ids)
             if circ.full():
                 break
-            circ.add(a, b)
+            circ.add(int(a[i]), int(b[i]))
     return _finish(problem, circ, tables)

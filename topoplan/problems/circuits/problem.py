@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from topoplan.analysis.switches import default_threshold
+from topoplan.formulations.circuits_common import CircuitArrays
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.loads import node_loads
 from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
@@ -44,6 +45,8 @@ from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
+from topoplan.core.fingerprint import fingerprint
+from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology
@@ -57,7 +60,7 @@ __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compar
 
 
 @dataclass
-class CircuitProblem:
+class CircuitProblem(CircuitArrays):
     """Inputs of circuit assignment, as arrays (see the module docstring).
 
     Link numbering: the simulator's (:meth:`network`, :mod:`topoplan.sim.network`), so a
@@ -124,27 +127,12 @@ class CircuitProblem:
     (640000000.0, 8)
     """
 
+    # the arrays (node_switch ... large_bytes, hop_limit) are declared by CircuitArrays, which the exact
+    # formulations' CircuitData shares
     topology: Any
     placement: Any
     threshold_B: float
-    hop_limit: int | None
     max_circuits: int | None
-    node_switch: np.ndarray
-    is_ocs: np.ndarray
-    ports: int
-    node_bw_Bps: np.ndarray
-    up_bw_Bps: float
-    ocs_bw_Bps: float
-    intra_bw_Bps: float
-    uplinks_shared: bool
-    base_up_B: np.ndarray
-    base_down_B: np.ndarray
-    base_intra_B: np.ndarray
-    base_uplink_up_B: np.ndarray
-    base_uplink_down_B: np.ndarray
-    large_src: np.ndarray
-    large_dst: np.ndarray
-    large_bytes: np.ndarray
     large_msgs: np.ndarray
     node_min_rank: np.ndarray
     traffic_name: str = ""
@@ -156,15 +144,13 @@ class CircuitProblem:
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
         (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`)."""
-        from topoplan.core.fingerprint import fingerprint
-
         pl = self.placement if hasattr(self.placement, "rank_to_node") else None
         return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
 
     # -- construction ---------------------------------------------------
     @classmethod
     @strict_options("CircuitProblem.build")
-    def build(cls, topology, traffic=None, placement=None, *, threshold_B: float | None = None,
+    def build(cls, topology, traffic, placement=None, *, threshold_B: float | None = None,
               hop_limit: int | None = None, max_circuits: int | None = None, steps=None,
               max_step_types: int | None = None) -> "CircuitProblem":
         """Aggregate rank traffic to node level under ``placement`` (default sequential).
@@ -189,7 +175,7 @@ class CircuitProblem:
         steps : topoplan.sim.steps.Steps, optional
             The steps of the trace the traffic comes from (:func:`topoplan.sim.steps.trace_steps`): plans are
             then scored by their step time (:mod:`topoplan.problems.circuits.steps`) instead of the one-bulk-
-            phase bound. ``traffic`` may be left out (the steps' total is used).
+            phase bound. ``traffic`` may be None (the steps' total is used).
         max_step_types : int, optional
             Most step groups kept for planning (default
             :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
@@ -763,7 +749,8 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
     """
     methods = list(methods or METHODS)
     rows, results = [], {}
-    for m in methods:
+    for k, m in enumerate(methods):
+        report(stage=f"{m} ({k + 1} of {len(methods)})")
         opts = dict(options) if m == "ilp" else {}
         res = solve(problem, m, time_limit=time_limit if m in ("ilp", "anneal") else None, seed=seed, **opts)
         results[m] = res
@@ -771,6 +758,8 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
                "uplink_bytes": res.metrics["uplink_bytes"], "circuits": res.metrics["circuits_used"],
                "fallback_bytes": res.metrics["large_fallback_bytes"], "bottleneck": res.metrics["bottleneck"],
                "wall_s": res.wall_s}
+        if simulate is not None:
+            report(stage=f"{m} ({k + 1} of {len(methods)}): simulating its plan")
         if isinstance(simulate, dict):
             for name, fn in simulate.items():
                 row[f"simulated_s.{name}"] = fn(res.to_dict())

@@ -106,9 +106,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim.steps import trace_steps
+from topoplan.core.placement import Placement, from_nodes, sequential
+from topoplan.core.topology import TreeTopology
+from topoplan.plans.circuits import array_from_tables, tables_from_array
 from topoplan.plans.schedule import BLACKOUTS, slot_fractions, validate_schedule
+from topoplan.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.decompose import DECOMPOSITIONS, all_to_all_like, chunk_traffic, inputs_of, slot_bytes
+from topoplan.problems.circuits.exact import decompose as node_pairs_of
+from topoplan.problems.circuits.forwarding import distance_vector
+from topoplan.problems.circuits.problem import CircuitProblem, solve
 from topoplan.problems.result import PlanResult, Registry, gap_of, solve_with
+from topoplan.sim.run import simulate_plan
+from topoplan.sim.schedule import simulate_schedule, simulate_segment, simulate_slots
+from topoplan.sim.simmodel import SimModel
+from topoplan.sim.steps import trace_steps
+from topoplan.traffic.matrix import from_arrays, from_trace
+from topoplan.traffic.phases import Phases, detect_phases
+from topoplan.traffic.trace import Trace
 
 __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem", "Config", "schedule",
            "schedule_entries", "Decomposed", "decomposed_option",
@@ -272,13 +286,6 @@ class PhasedProblem:
         ...
         topoplan.core.errors.TopoplanError: field 'blackout': choose one of eps, stall, got 'wait'
         """
-        from topoplan.core.placement import Placement, from_nodes, sequential
-        from topoplan.core.topology import TreeTopology
-        from topoplan.problems.circuits.problem import CircuitProblem
-        from topoplan.traffic.matrix import from_trace
-        from topoplan.traffic.phases import Phases, detect_phases
-        from topoplan.traffic.trace import Trace
-
         if not isinstance(topology, TreeTopology) or topology.ocs is None:
             raise TopoplanError(f"topology {getattr(topology, 'name', '') or getattr(topology, 'kind', '?')}: circuit "
                                 "schedules need a hybrid topology (kind: hybrid with an 'ocs' section)")
@@ -329,16 +336,12 @@ class PhasedProblem:
 
     # -- pricing ----------------------------------------------------------
     def _dv(self, c: int, circuits: tuple) -> np.ndarray:
-        from topoplan.problems.circuits.forwarding import distance_vector
-
         key = ("dv", c, circuits)
         if key not in self._cache:
             self._cache[key] = distance_vector(self.class_problems[c], list(circuits))
         return self._cache[key]
 
     def _bound(self, c: int, circuits: tuple, next_hop: np.ndarray) -> float:
-        from topoplan.problems.circuits.bound import evaluate
-
         return float(evaluate(self.class_problems[c], list(circuits), next_hop).objective_s)
 
     def price(self, c: int, cfg: Config) -> tuple[float, np.ndarray]:
@@ -438,8 +441,6 @@ class PhasedProblem:
         >>> round(p.simulate_class(0, (), np.full((64, 4), -1)) * 1e3, 1)
         3.2
         """
-        from topoplan.sim.schedule import simulate_segment
-
         key = ("sim", c, circuits, next_hop.tobytes())
         if key not in self._cache:
             i = self.class_phase[c]
@@ -469,8 +470,6 @@ class PhasedProblem:
         >>> round(p.lower_bound(0) * 1e3, 3)
         3.2
         """
-        from topoplan.problems.circuits.bound import floor_s
-
         lb = self._cache.setdefault("lb", {})
         if c not in lb:
             lb[c] = float(floor_s(self.class_problems[c]))
@@ -500,8 +499,6 @@ class PhasedProblem:
         >>> sorted(p.config_plan(Config.of([], np.full((64, 4), -1))))
         ['circuits', 'forwarding', 'hop_limit', 'load_sharing', 'rank_to_node', 'threshold_B']
         """
-        from topoplan.plans.circuits import tables_from_array
-
         return {"circuits": [list(c) for c in cfg.circuits], "forwarding": tables_from_array(cfg.next_hop),
                 "load_sharing": cfg.load_sharing, "hop_limit": self.hop_limit, "threshold_B": self.threshold_B,
                 "rank_to_node": self.placement.rank_to_node.tolist()}
@@ -510,9 +507,6 @@ class PhasedProblem:
 # -- candidates ------------------------------------------------------------------
 
 def _solve_config(problem, method: str, time_limit, seed, source: str):
-    from topoplan.plans.circuits import array_from_tables
-    from topoplan.problems.circuits.problem import solve
-
     res = solve(problem, method, time_limit=time_limit if method in ("ilp", "anneal") else None, seed=seed)
     nh = array_from_tables(res.plan["forwarding"], problem.n_nodes, problem.n_switches)
     cfg = Config.of(res.plan["circuits"], nh, source, res.plan.get("load_sharing"))
@@ -520,9 +514,6 @@ def _solve_config(problem, method: str, time_limit, seed, source: str):
 
 
 def _kind_problem(prob: PhasedProblem, kind: int):
-    from topoplan.problems.circuits.problem import CircuitProblem
-    from topoplan.traffic.matrix import from_arrays
-
     ts = [p.traffic for p in prob.phases if p.kind == kind]
     tr = from_arrays(ts[0].n_ranks, np.concatenate([t.src for t in ts]), np.concatenate([t.dst for t in ts]),
                      np.concatenate([t.msg_bytes for t in ts]), np.concatenate([t.count for t in ts]),
@@ -733,8 +724,6 @@ def schedule_entries(prob: PhasedProblem, cands: list, choice: list, during: lis
     >>> [(x["from_phase"], x["to_phase"], x["circuits"], x["setup"]) for x in e]
     [(0, 1, [], None)]
     """
-    from topoplan.plans.circuits import tables_from_array
-
     entries = []
     for p, k in enumerate(choice):
         c = prob.phase_class[p]
@@ -787,8 +776,6 @@ def _result(prob: PhasedProblem, cands, choice, during, *, status="heuristic", b
 def _single_configs(prob: PhasedProblem, pool: list) -> list:
     """Every configuration of ``pool`` as a single configuration for the whole run: each with its own
     tables and with tables recomputed for the whole trace, one set of tables throughout (no re-tabling)."""
-    from topoplan.problems.circuits.forwarding import distance_vector
-
     own, seen = [], set()
     for c in pool:
         for nh, src in ((c.next_hop, c.source), (distance_vector(prob.total, list(c.circuits)),
@@ -804,8 +791,6 @@ def _simulated_single(prob: PhasedProblem, cfg: Config) -> float:
     """The whole trace replayed under one configuration (what a one-entry schedule simulates at); cached."""
     key = ("whole trace", cfg.circuits, cfg.next_hop.tobytes(), cfg.load_sharing)
     if key not in prob._cache:
-        from topoplan.sim.run import simulate_plan
-
         prob._cache[key] = float(simulate_plan(prob.topology, prob.phases.trace, prob.config_plan(cfg),
                                                placement=prob.placement, model=prob.sim_model)["makespan_s"])
     return prob._cache[key]
@@ -821,8 +806,6 @@ def _keep_fastest_replay(prob: PhasedProblem, cands: list, res: PlanResult) -> P
     the two can rank schedules differently (001-16x16's MG: a phase-sum 0.3% lower than the best single
     configuration's, a replay 8.6% slower).
     """
-    from topoplan.sim.schedule import simulate_schedule
-
     def replay(r):
         return float(simulate_schedule(prob.topology, prob.phases.trace, prob.phases, r.plan,
                                        placement=prob.placement, model=prob.sim_model)["makespan_s"])
@@ -909,8 +892,6 @@ def static(problem: PhasedProblem, *, time_limit=None, seed=0, circuit_method: s
     cfg, res = _static(problem, budget, seed)
     extra = {"whole_trace_bound_s": float(res.objective), "circuit_status": res.status}
     if pick != "bound":
-        from topoplan.problems.circuits.bound import evaluate
-
         own = _single_configs(problem, pool)
         if pick == "candidates":
             score = [sum(problem.price(problem.phase_class[p], c)[0] for p in range(len(problem.phases)))
@@ -1200,13 +1181,6 @@ def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, 
     >>> len(d.slots), d.changes, [len(x.circuits) for x in d.configs]
     (2, 1, [8, 8])
     """
-    from topoplan.problems.circuits.decompose import (DECOMPOSITIONS, all_to_all_like, chunk_traffic, inputs_of,
-                                                     slot_bytes)
-    from topoplan.problems.circuits.exact import decompose as node_pairs_of
-    from topoplan.plans.circuits import tables_from_array
-    from topoplan.problems.circuits.forwarding import distance_vector
-    from topoplan.problems.circuits.problem import CircuitProblem
-
     if method not in DECOMPOSITIONS:
         raise TopoplanError(f"field 'decomposition': choose one of {', '.join(DECOMPOSITIONS)}, got {method!r}")
     key = ("decomposed", c, method, prob.setup_s, prob.score, bool(force))
@@ -1239,16 +1213,12 @@ def decomposed_option(prob: PhasedProblem, c: int, method: str = "solstice", *, 
                               "served_B": _triples(s.served_B),
                               "switch_circuits": [[a, b, n_] for (a, b), n_ in s.counts().items()]})
                 if prob.score == "bound":
-                    from topoplan.problems.circuits.bound import evaluate
-
                     bounds.append(float(evaluate(sp, list(cfg.circuits), nh).congestion_s))
             changes = sum(1 for a, b in zip(configs, configs[1:]) if a.key() != b.key())
             if prob.score == "bound":
                 prices = bounds
                 cost = float(sum(bounds)) + prob.setup_s * changes
             else:
-                from topoplan.sim.schedule import simulate_slots
-
                 i = prob.class_phase[c]
                 sub = prob.phases.subtrace(i, i + 1)
                 lead = float(sub.t_start.min()) if (len(sub) and sub is not prob.phases.trace) else 0.0
@@ -1335,8 +1305,6 @@ def _dp_options(prob: PhasedProblem, cands: list, options: dict):
 
 def _entries_with_slots(prob: PhasedProblem, cands: list, options: dict, choice: list, during: list) -> list:
     """The ``schedule`` list: as :func:`schedule_entries`, with one entry with ``slots`` per decomposed phase."""
-    from topoplan.plans.circuits import tables_from_array
-
     entries = []
     prev_exit = None
     for p, k in enumerate(choice):
@@ -1380,8 +1348,6 @@ def _entries_with_slots(prob: PhasedProblem, cands: list, options: dict, choice:
 
 
 def _decomposing(problem: PhasedProblem, *, time_limit, seed, circuit_method: str, decomposition: str) -> PlanResult:
-    from topoplan.problems.circuits.bound import floor_s
-
     budget = _Budget(time_limit, circuit_method)
     cands = _candidates(problem, budget, seed)
     P = len(problem.phases)
@@ -1546,7 +1512,5 @@ def schedule(problem_phases: PhasedProblem, method: str = "exact", *, time_limit
                      **options)
     res.options["score"] = problem_phases.score
     if problem_phases.score == "simulated":
-        from topoplan.sim.simmodel import SimModel
-
         res.options["sim_model"] = SimModel.coerce(problem_phases.sim_model).to_dict()
     return res

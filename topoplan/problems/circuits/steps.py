@@ -72,7 +72,7 @@ class StepLoads:
     >>> from topoplan.sim.steps import trace_steps
     >>> from topoplan.traffic.generators import parse_spec
     >>> from topoplan.problems.circuits import CircuitProblem
-    >>> p = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")))
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")))
     >>> sl = p.step_loads
     >>> sl.n_steps, sl.n_types, sl.n_groups <= sl.n_types, sl.merged([0] * sl.n_groups).n_groups
     (15, 15, True, 1)
@@ -143,7 +143,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     >>> from topoplan.traffic.generators import parse_spec
     >>> from topoplan.problems.circuits import CircuitProblem
     >>> tr = parse_spec("neighbor2d:rows=16,cols=16,bytes=4MB,iters=2")
-    >>> prob = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(tr))
+    >>> prob = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(tr))
     >>> sl = prob.step_loads
     >>> sl.n_groups, sl.n_steps, bool(np.allclose(sl.large_B.sum(axis=0), prob.large_bytes))
     (1, 2, True)
@@ -253,7 +253,7 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     >>> from topoplan.sim.steps import trace_steps
     >>> from topoplan.traffic.generators import parse_spec
     >>> from topoplan.problems.circuits import CircuitProblem
-    >>> p = CircuitProblem.build(load_topology("paper003"), steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")),
+    >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("alltoall:np=16,bytes=1MB")),
     ...                          max_step_types=100)
     >>> g = merge_groups(p, p.step_loads, 3)
     >>> len(g) == p.step_loads.n_groups, int(g.max()) + 1 <= 3

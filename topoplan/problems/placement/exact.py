@@ -1,10 +1,20 @@
-"""``ilp``: exact placement with a proven bound -- the problem's side of the CP-SAT model.
+"""``ilp``: exact placement with a proven bound -- the problem's side of the exact models.
 
-The model (:mod:`topoplan.formulations.placement_cpsat`) reads plain arrays; this module declares the method and
-its options, turns a :class:`~topoplan.problems.placement.PlacementProblem` into the model's data (edge
-weights as integers, node or switch columns, the combinatorial :func:`lower_bound`, the symmetry of the
-machine), starts the model from the best heuristic placement, solves it with
-``topoplan.formulations.backends.solve(..., "cpsat")`` and decodes the solution into a placement.
+Two models read plain arrays; this module declares the method and its options, turns a
+:class:`~topoplan.problems.placement.PlacementProblem` into a model's data (edge weights as integers,
+node or switch columns, the combinatorial :func:`lower_bound`, the symmetry of the machine), starts it
+from the best heuristic placement and decodes the solution into a placement:
+
+- **groups** (:mod:`topoplan.formulations.placement_groups`), when the objective is a cut between
+  identical switches of single-core nodes (``inter-switch``, or ``hops`` with one core per node) and the
+  switches are small enough to enumerate every possible group of ranks (up to 20 M subsets: 64 ranks in
+  switches of 4, 128 in switches of 4, 64 in switches of 5): a set-partitioning relaxation solved by
+  column generation, then an exact search over the groups its reduced costs leave. It proves the MapLib
+  64-rank matrices on 16 switches optimal in seconds.
+- **CP-SAT** (:mod:`topoplan.formulations.placement_cpsat`) otherwise, solved with
+  ``topoplan.formulations.backends.solve(..., "cpsat")``; at switch level (up to 160 ranks) the pair
+  relaxation (:func:`topoplan.formulations.placement_groups.pair_bound`) bounds it first, with half the
+  time at most, and may prove the start optimal on its own.
 
 Examples
 --------
@@ -22,11 +32,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from topoplan.formulations import placement_cpsat as formulation
-from topoplan.formulations.backends import Deferred
+from topoplan.formulations import placement_groups
+from topoplan.formulations.backends import Deferred, call_isolated
 from topoplan.formulations.backends import solve as backend_solve
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.placement import greedy, metis  # noqa: F401  (register the default starts)
@@ -49,12 +61,15 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     Parameters
     ----------
     problem : :class:`topoplan.problems.placement.PlacementProblem`.
-    time_limit : seconds for CP-SAT (default 20).
+    time_limit : seconds for the whole call, the starts included (default 20).
     seed : solver seed.
     init : the start: placement methods whose best placement is the solver's hint (and the answer when the
         solver finds none), or a ``rank_to_node`` array (default: the best of every partitioner installed
         and ``greedy``, :func:`~topoplan.problems.placement.problem.default_starts`).
-    threads : CP-SAT search workers.
+    threads : CP-SAT search workers (the groups model runs on one thread).
+
+    The model is the groups model where it applies (identical switches, a switch-level cut, small
+    switches: the module docstring), else CP-SAT; ``options["model"]`` says which.
 
     Returns
     -------
@@ -81,7 +96,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     # the start: the best heuristic on the problem's objective
     best_name, best_node = initial_placement(problem, init, seed, method="ilp", exclude=NOT_STARTS, time_limit=limit)
     best_cost = problem.cost(best_node)
-    lb = lower_bound(problem)
+    lb = comb_lb = lower_bound(problem)
     u, v, w = problem.edges()
     wi, scale, exact = formulation.integer_weights(w)
     n, sw, cores = problem.n_ranks, problem.node_switch, problem.cores
@@ -100,8 +115,10 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
-    opts = {"init": best_name, "lower_bound": lb, "model": "node+switch" if node_level else "switch"}
-    if n * n_cols > formulation.MAX_VARS or len(u) * n_cols > formulation.MAX_CUT_ROWS:
+    groups = not node_level and same_switch and exact and placement_groups.applies(n, int(caps[0]))
+    opts = {"init": best_name, "lower_bound": lb, "model": "groups" if groups else "node+switch" if node_level
+            else "switch"}
+    if not groups and (n * n_cols > formulation.MAX_VARS or len(u) * n_cols > formulation.MAX_CUT_ROWS):
         return result_from(problem, best_node, status="feasible", bound=lb, options=opts,
                            message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
                                    f"{best_name} placement with the combinatorial bound")
@@ -114,12 +131,32 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     # assignment into nodes (recursive_map) is kept room for, as long as it took to make the starts
     spent = time.perf_counter() - t0
     solve_s = max(0.05, limit - spent - min(spent, 0.25 * limit))
-    out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0, threads=threads)
-    bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
-    if out.values is None:
-        return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
-                           message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
-    col = out.values
+    if groups:
+        col, model_bound, what = _solve_groups(data, solve_s)
+        bound = max(lb, model_bound * scale)
+    else:
+        what = ""
+        if not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS:
+            # the pair relaxation first (half the time at most): its bound may prove the start, else CP-SAT
+            # starts from it
+            t1 = time.perf_counter()
+            pair = _pair_lower_bound(data, 0.5 * solve_s)
+            solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
+            lb = max(lb, pair * scale)
+            data = replace(data, lb=max(data.lb, int(math.ceil(pair - 1e-9))))
+            what = f"pair relaxation bound {pair * scale:.6g} in {time.perf_counter() - t1:.2f} s; "
+        if lb >= best_cost * (1 - 1e-9):
+            col, bound = data.hint, lb
+            what += "it meets the start"
+        else:
+            out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0,
+                                threads=threads)
+            bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
+            if out.values is None:
+                return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
+                                   message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
+            col = out.values
+            what += f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s"
     if node_level:
         node = ocs_first(problem, col)
     else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
@@ -130,9 +167,43 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
         node, cost = best_node, best_cost
     bound = min(bound, cost)
     status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
-    msg = (f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s; warm start {best_name} {best_cost:.6g}, "
-           f"combinatorial bound {lb:.6g}")
+    msg = f"{what}; warm start {best_name} {best_cost:.6g}, combinatorial bound {comb_lb:.6g}"
     return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)
+
+
+def _weights(data) -> np.ndarray:
+    """The model's integer edge weights as a dense symmetric rank x rank array."""
+    W = np.zeros((data.n, data.n), dtype=np.int64)
+    W[data.u, data.v] += data.w
+    W[data.v, data.u] += data.w
+    return W
+
+
+def _pair_lower_bound(data, time_limit: float) -> float:
+    """A lower bound on the switch-level model's objective (model units) from the pair relaxation
+    (:func:`topoplan.formulations.placement_groups.pair_bound`; HiGHS, in a fresh process when OR-Tools'
+    native library is loaded here)."""
+    size = int(np.max(data.caps))
+    full = data.n == int(np.sum(data.caps)) and bool((data.caps == size).all())
+    inside = call_isolated("highs", placement_groups.pair_bound, _weights(data), size, full, time_limit=time_limit)
+    total = int(np.asarray(data.w).sum())
+    if not math.isfinite(inside):
+        return float(data.constant)
+    return float(data.switch_weight * max(0.0, total - math.floor(inside)) + data.constant)
+
+
+def _solve_groups(data, time_limit: float):
+    """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
+    every rank, lower bound on the objective in model units, what ran)``."""
+    t0 = time.perf_counter()
+    group_data = placement_groups.GroupData(W=_weights(data), size=int(data.caps[0]), groups=len(data.caps),
+                                            start=np.asarray(data.hint))
+    # GLOP is OR-Tools': in a fresh process when HiGHS's clashing native library is loaded here
+    res = call_isolated("ortools", placement_groups.solve, group_data, time_limit=time_limit)
+    total = int(np.asarray(data.w).sum())
+    # the objective: every cut byte weighs switch_weight, plus the constant (hops: the node crossings)
+    bound = data.switch_weight * (total - res.bound) + data.constant
+    return res.group, float(bound), f"groups model {res.status} in {time.perf_counter() - t0:.2f} s ({res.message})"
 
 
 def lower_bound(problem: PlacementProblem) -> float:

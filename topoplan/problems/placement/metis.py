@@ -43,10 +43,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import missing_extra, require
 from topoplan.problems.placement.problem import PlacementProblem, result_from
 from topoplan.problems.placement.refine import cut_weight, refine, repair
 from topoplan.problems.placement.registry import METHODS
-from topoplan.problems.result import module_missing
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 
 __all__ = ["PARTITIONERS", "KAHIP_MAX_WEIGHT", "default_tries", "kahip_tries", "repair_balance", "partition",
@@ -149,10 +149,7 @@ def kahip_parts(W: sp.csr_matrix, targets, seed: int = 0) -> np.ndarray:
     bring every part to the largest target, kaffpa balances those perfectly, and the parts (padding
     dropped) are matched to the targets by size; :func:`partition` then repairs what is left over.
     """
-    try:
-        import kahip
-    except ImportError:
-        raise TopoplanError("method kahip: the KaHIP Python module is not installed (pip install kahip)") from None
+    kahip = require("kahip", "method kahip")
     n, k = W.shape[0], len(targets)
     if k == 1 or n <= 1 or W.nnz == 0:
         return _fill(n, targets)
@@ -545,11 +542,11 @@ def _scotch_missing() -> str | None:
         "the Scotch 'gpart' program is not installed (apt-get install scotch)"
 
 
-@METHODS.register("kahip", requires=module_missing("kahip", "pip install kahip"))
+@METHODS.register("kahip", requires=lambda: missing_extra("kahip", "method kahip"))
 def kahip(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | None = None):
     """As :func:`metis` with KaHIP's kaffpa, strong configuration, perfect balance, as the partitioner.
 
-    Needs ``pip install kahip`` (a dependency). Every split is one kaffpa call in its strong mode with
+    Needs the ``kahip`` extra (``pip install 'topoplan[kahip]'``). Every split is one kaffpa call in its strong mode with
     imbalance 0 (:func:`kahip_parts`), then exact capacities and FM refinement as for :func:`metis`.
     KaHIP's perfect balance gets slow on large expander-like graphs (on the shared 2-core machine:
     6 s on a 4,096-rank geometric graph into 128 parts, 46 s on 4,096 ranks of random traffic, over

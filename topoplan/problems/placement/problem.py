@@ -41,10 +41,12 @@ import scipy.sparse as sp
 from topoplan.analysis.switches import default_threshold
 from topoplan.core.errors import TopoplanError
 from topoplan.analysis.linkload import link_graph
+from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.core.topology_io import cores_hint
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
@@ -106,8 +108,6 @@ class PlacementProblem:
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology and traffic this problem was built from (a plan's ``inputs``)."""
-        from topoplan.core.fingerprint import fingerprint
-
         return fingerprint(topology=self.topology, traffic=self.traffic)
 
     @classmethod
@@ -171,8 +171,6 @@ class PlacementProblem:
         if traffic.n_ranks < 1:
             raise TopoplanError("traffic: no ranks to place")
         if traffic.n_ranks > cap:
-            from topoplan.core.topology_io import cores_hint
-
             raise TopoplanError(f"{traffic.n_ranks} ranks do not fit topology {topo.name or topo.kind}: "
                                 f"{topo.n_nodes} nodes with {cap} cores{cores_hint(topo)}")
         thr = default_threshold(topo) if threshold_B is None else float(threshold_B)

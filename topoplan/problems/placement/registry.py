@@ -11,20 +11,21 @@ Examples
 --------
 >>> STARTS["anneal"][:2], STARTS["anneal"] == STARTS["ilp"]
 (('metis', 'greedy'), True)
->>> ("kahip" in STARTS["ilp"]) == (module_missing("kahip")() is None)   # kahip: where installed
+>>> ("kahip" in STARTS["ilp"]) == (missing_extra("kahip") is None)   # kahip: where installed (its extra)
 True
 """
 
 import shutil
 
-from topoplan.problems.result import Registry, module_missing
+from topoplan.core.extras import missing_extra
+from topoplan.problems.result import Registry
 
 METHODS = Registry("placement")
 
 
 def _peers() -> tuple[str, ...]:
     """The peer partitioners installed here."""
-    kahip = ("kahip",) if module_missing("kahip")() is None else ()
+    kahip = ("kahip",) if missing_extra("kahip") is None else ()
     scotch = ("scotch",) if (shutil.which("gpart") or shutil.which("scotch_gpart")) else ()
     return kahip + scotch
 

@@ -1,0 +1,386 @@
+"""The models against real MPI runs on the emulated cluster (``topoplan emulate``).
+
+003's neighbour case scaled to what fits two cores: 16 nodes under 4 switches (paper003 with 4 nodes per
+switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the paper's 8:1 oversubscription),
+4 or 8 OCS nodes. Parts:
+
+``scale``
+    the scale sweep that chose the default: the EPS-only and hybrid neighbour runs at scales 100-800,
+    with the ranks' CPU and the machine's idle time;
+``bulk``
+    neighbor2d, halo-transpose and random traffic, 1 MB messages, each on EPS only, the fat tree (FT EPS),
+    and the hybrid with greedy and ilp circuits (the predictions under pipelined and store-and-forward
+    relays and the paper model beside each measurement); per case, the order of the four networks
+    measured against predicted;
+``bulk-ack``
+    the bulk cells again with acknowledgements served before data in every queue (``--queues
+    ack-priority``): the check of the mechanism behind the bulk part's errors (two-way TCP traffic in
+    FIFO queues);
+``npb``
+    the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only);
+``bcast``
+    ten MPI_Bcasts from rank 0 on a cluster with two link speeds (the 8 OCS nodes' links at 20 Gb/s, the
+    others' at 10 Gb/s, no circuits), in the default order and reordered over a ``topoplan bcast`` plan
+    (speed delays) by the Bcast PMPI library.
+
+Writes ``experiments/results/emulation_validation.{csv,md,png}``. Needs root, pyroute2 and Open MPI;
+other engineers' work on the same cores is measured (machine idle) and a disturbed run is repeated.
+
+    python -m experiments.emulation_validation [--parts scale,bulk,npb] [--scale 400] [--quick]
+    python -m experiments.emulation_validation --replot      # table and figure from the existing CSV
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from experiments._common import RESULTS  # noqa: E402
+
+BASE = ["nodes_per_switch=4", "cores_per_node=1", "eps.up_bw=5Gbps"]
+BULK = {"neighbor": "neighbor2d:rows=4,cols=4,bytes=1MB,iters=2",
+        "halo-transpose": "halo-transpose:rows=4,cols=4,bytes=1MB,iters=1",
+        "random": "random:np=16,bytes=1MB,msgs=48,seed=1"}
+NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16", "ft": "npb:kernel=ft,class=W,np=16",
+       "lu": "npb:kernel=lu,class=S,np=16", "is": "npb:kernel=is,class=W,np=16"}
+NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
+BCAST_SIZES = (65536, 1 << 20)
+BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
+FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
+          "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
+          "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
+          "calibration_ring"]
+TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
+
+
+def _topology(sets):
+    from topoplan.core.topology_io import load_topology
+
+    return load_topology("paper003", sets)
+
+
+def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
+    p = res["predictions"]
+    cal = {c["run"]: c["ratio"] for c in res.get("calibration", [])}
+    m = res["measured"]
+    return {"part": part, "case": case, "traffic": traffic, "ocs_nodes": ocs, "network": network,
+            "circuits": circuits, "scale": res["scale"], "measured_s": res["measured_s"],
+            "predicted_s": p["default"]["max_comm_time_s"], "predicted_sf_s": p["store-and-forward"]["max_comm_time_s"],
+            "predicted_paper_s": p["paper"]["max_comm_time_s"], "ratio": p["default"]["ratio"],
+            "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"], "span_s": m["span_s"],
+            "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
+            "drops": m["drops"], "attempts": m["attempts"],
+            "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
+            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring")}
+
+
+def _plan(topo, trace, placement, method: str) -> dict:
+    from topoplan.problems.circuits.problem import CircuitProblem, solve
+    from topoplan.traffic.matrix import from_trace
+
+    res = solve(CircuitProblem.build(topo, from_trace(trace), placement=placement.rank_to_node), method,
+                time_limit=30.0 if method == "ilp" else None, seed=0)
+    return {k: v for k, v in res.to_dict().items() if k in ("circuits", "forwarding", "hop_limit")}
+
+
+def _bcast_trace(n: int, nbytes: int, iters: int = 10):
+    from topoplan.traffic.trace import Trace
+
+    return Trace.from_records([(r, "bcast", -1, nbytes, 0, n, 0.0, 0.0) for r in range(n)
+                               for i in range(iters)], n, source=f"bcast:np={n},bytes={nbytes},iters={iters}")
+
+
+def _bcast_keys(topo, placement, nbytes: int) -> list:
+    """The keys of the best plan (lowest predicted time) among dft, bft and greedy, speed delays."""
+    from topoplan.emulate.plan import bcast_keys
+    from topoplan.problems.bcast import BcastProblem, solve
+
+    prob = BcastProblem.build(topo, placement=list(range(topo.n_nodes)), root=0, bytes_B=nbytes, delay="speed")
+    best = min((solve(prob, m, seed=0, simulate=False) for m in ("dft", "bft", "greedy")), key=lambda r: r.objective)
+    return bcast_keys(best.to_dict(), placement, topo.n_nodes)
+
+
+def _cells(parts, scale: float, quick: bool):
+    """(part, case, traffic spec, OCS nodes per switch, network, scale) in run order."""
+    if "scale" in parts:
+        for s in ((200, 800) if quick else (100, 200, 400, 800)):
+            for net in ("eps", "greedy"):
+                yield "scale", "neighbor", BULK["neighbor"], 2, net, float(s)
+    if "bulk" in parts:
+        for ocs in ((2,) if quick else (1, 2)):
+            for case, spec in BULK.items():
+                if quick and case != "neighbor":
+                    continue
+                for net in NETWORKS:
+                    yield "bulk", case, spec, ocs, net, scale
+    if "bulk-ack" in parts:
+        for case, spec in BULK.items():
+            for net in NETWORKS:
+                yield "bulk-ack", case, spec, 2, net, scale
+    if "npb" in parts:
+        for case, spec in NPB.items():
+            if quick and case not in ("mg", "is"):
+                continue
+            yield "npb", case, spec, 2, "eps", scale
+    if "bcast" in parts:
+        for size in BCAST_SIZES[:1] if quick else BCAST_SIZES:
+            for net in ("default", "reordered"):
+                yield "bcast", f"bcast {size // 1024} KiB", size, 2, net, scale
+
+
+def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None) -> list:
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import sequential
+    from topoplan.emulate.run import emulate
+    from topoplan.sim.run import network_view
+    from topoplan.traffic.sources import load_source
+
+    rows, calibrated = [], set()
+    for part, case, spec, ocs, net, s in _cells(parts, scale, quick):
+        keys = None
+        if part == "bcast":
+            topo = _topology(BASE + BCAST_SETS)
+            trace = _bcast_trace(16, spec)
+            pl = sequential(16, topo)
+            if net == "reordered":
+                keys = _bcast_keys(topo, pl, spec)
+            spec = f"10 x MPI_Bcast of {spec} B from rank 0"
+        else:
+            topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+            trace, _ = load_source(spec, with_traffic=False)
+            pl = sequential(trace.n_ranks, topo)
+        plan = None
+        if net in ("greedy", "ilp"):
+            plan = _plan(topo, trace, pl, net)
+            view = topo
+        elif part == "bcast":
+            view = topo   # the hybrid kept for its two link speeds; no circuits
+        else:
+            view = network_view(topo, net)
+        first = (s, ocs, part) not in calibrated   # calibrate once per part, cluster and scale
+        calibrated.add((s, ocs, part))
+        log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
+        try:
+            res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
+                          queue_packets=queue, bcast_keys=keys,
+                          queues="ack-priority" if part == "bulk-ack" else "fifo")
+        except TopoplanError as exc:   # a cell that fails is reported, and the others still run
+            log(f"  FAILED: {exc}")
+            calibrated.discard((s, ocs, part))
+            continue
+        row = _row(part, case, spec, ocs * 4, net, (plan or {}).get("circuits"), res)
+        log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
+            f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
+            f"machine idle {row['cpu_idle']:.0%}, ranks {row['ranks_cpu_cores'] or 0:.2f} cores, "
+            f"{row['drops']:g} of {row['packets']:g} packets dropped")
+        rows.append(row)
+        if save is not None:
+            save(rows)   # every cell as it is measured: a long run that stops keeps what it measured
+    return rows
+
+
+# -- the table and the figure ----------------------------------------------------------------------
+
+def read_csv(path) -> list:
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            for k in FIELDS:
+                v = r.get(k, "")
+                if k in ("part", "case", "traffic", "network", "circuits"):
+                    continue
+                r[k] = float(v) if v not in ("", "None") else None
+            rows.append(r)
+    return rows
+
+
+def write_csv(rows, path) -> None:
+    from topoplan.core.io import atomic_write
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in FIELDS})
+    atomic_write(path, buf.getvalue())
+
+
+def order_check(rows, part: str = "bulk") -> list:
+    """Per bulk case: the networks by measured and by predicted time, and whether every pair the
+    prediction separates by more than :data:`TIE` is measured in the same order.
+
+    Examples
+    --------
+    >>> rows = [{"part": "bulk", "case": "c", "ocs_nodes": 8, "network": n, "measured_s": m, "predicted_s": p}
+    ...         for n, m, p in (("eps", 4.0, 4.0), ("fat-tree", 1.1, 1.0), ("greedy", 1.3, 1.02), ("ilp", 2.0, 2.0))]
+    >>> order_check(rows)[0]["agrees"]
+    True
+    """
+    out = []
+    cases = sorted({(r["case"], r["ocs_nodes"]) for r in rows if r["part"] == part}, key=str)
+    for case, ocs in cases:
+        cell = [r for r in rows if r["part"] == part and r["case"] == case and r["ocs_nodes"] == ocs]
+        agrees, broken = True, []
+        for a in cell:
+            for b in cell:
+                if a["predicted_s"] < b["predicted_s"] * (1 - TIE) and not a["measured_s"] < b["measured_s"]:
+                    agrees = False
+                    broken.append(f"{a['network']} < {b['network']}")
+        out.append({"case": case, "ocs_nodes": ocs, "agrees": agrees, "broken": broken,
+                    "measured": [r["network"] for r in sorted(cell, key=lambda r: r["measured_s"])],
+                    "predicted": [r["network"] for r in sorted(cell, key=lambda r: r["predicted_s"])]})
+    return out
+
+
+def markdown(rows) -> str:
+    lines = ["# Emulation validation: measured (real Open MPI on the emulated cluster) against predicted", ""]
+    scales = sorted({r["scale"] for r in rows if r["part"] != "scale"})
+    lines.append("Times are communication times (the largest of the ranks'), scaled back to the real network; "
+                 f"scale {', '.join(f'{s:g}' for s in scales)} (bandwidths divided by it). ratio = measured / "
+                 "predicted; sf = max-min with store-and-forward relays, paper = the papers' model. CPU: the "
+                 "machine's idle time during the run (other engineers share its 2 cores) and the cores the ranks "
+                 "used.")
+    lines.append("")
+    for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
+                        ("bulk", "Bulk cases"),
+                        ("bulk-ack", "Bulk cases with acknowledgements first in every queue (the mechanism check)"),
+                        ("npb", "NPB skeletons (EPS only, communication only)"),
+                        ("bcast", "Bcast, default order and reordered (two link speeds)")):
+        sel = [r for r in rows if r["part"] == part]
+        if not sel:
+            continue
+        lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
+                  "ratio paper | machine idle | ranks' cores | runs |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in sel:
+            lines.append(f"| {r['case']} | {r['ocs_nodes']:g} | {r['network']} | {r['scale']:g} | "
+                         f"{r['measured_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['ratio']:.3f} | "
+                         f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
+                         f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
+        lines.append("")
+        if part == "bcast":
+            for size in sorted({r["case"] for r in sel}):
+                d = {r["network"]: r for r in sel if r["case"] == size}
+                if {"default", "reordered"} <= set(d):
+                    lines.append(f"- {size}: reordered / default measured {d['reordered']['measured_s'] / d['default']['measured_s']:.3f}, "
+                                 f"predicted {d['reordered']['predicted_s'] / d['default']['predicted_s']:.3f}")
+            lines.append("")
+        if part in ("bulk", "bulk-ack"):
+            for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
+                               ("paper model", "ratio_paper")):
+                errs = [abs(r[key] - 1) for r in sel]
+                lines.append(f"- {label}: median absolute error {statistics.median(errs):.1%}, largest "
+                             f"{max(errs):.1%} over {len(errs)} cells")
+            lines.append("")
+            lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
+            for o in order_check(rows, part):
+                lines.append(f"| {o['case']} | {o['ocs_nodes']:g} | {' < '.join(o['measured'])} | "
+                             f"{' < '.join(o['predicted'])} | {'yes' if o['agrees'] else 'no: ' + ', '.join(o['broken'])} |")
+            lines.append(f"\nPredictions within {TIE:.0%} of each other are ties whose measured order is not judged.\n")
+    cal = [r for r in rows if r.get("calibration_one_way") is not None]
+    if cal:
+        lines += ["## Calibration (measured / ideal, node links under one switch, 2 MB per rank)", "",
+                  "| scale | OCS nodes | one way | both ways | ring |", "|---:|---:|---:|---:|---:|"]
+        for r in cal:
+            ring = f"{r['calibration_ring']:.3f}" if r.get("calibration_ring") is not None else ""
+            lines.append(f"| {r['scale']:g} | {r['ocs_nodes']:g} | {r['calibration_one_way']:.3f} | "
+                         f"{r['calibration_both_ways']:.3f} | {ring} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sel = [r for r in rows if r["part"] in ("bulk", "npb")]   # the default (FIFO) network
+    if not sel:
+        return
+    fig, ax = plt.subplots(figsize=(7, 5))
+    marks = {"eps": "o", "fat-tree": "s", "greedy": "^", "ilp": "v"}
+    for net, mk in marks.items():
+        pts = [r for r in sel if r["network"] == net and r["part"] == "bulk"]
+        if pts:
+            ax.scatter([r["predicted_s"] * 1e3 for r in pts], [r["measured_s"] * 1e3 for r in pts], marker=mk, label=net)
+    npb = [r for r in sel if r["part"] == "npb"]
+    if npb:
+        ax.scatter([r["predicted_s"] * 1e3 for r in npb], [r["measured_s"] * 1e3 for r in npb], marker="x",
+                   color="k", label="NPB (EPS)")
+        for r in npb:
+            ax.annotate(r["case"], (r["predicted_s"] * 1e3, r["measured_s"] * 1e3), fontsize=8)
+    lo = min(min(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 0.8
+    hi = max(max(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 1.2
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = predicted")
+    ax.plot([lo, hi], [lo * 1.1, hi * 1.1], ":", color="grey", lw=0.8, label="±10%")
+    ax.plot([lo, hi], [lo * 0.9, hi * 0.9], ":", color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted communication time, default model (ms)")
+    ax.set_ylabel("measured on the emulated cluster, scaled back (ms)")
+    scales = sorted({r["scale"] for r in sel})
+    ax.set_title(f"Real Open MPI runs against the default model (scale {', '.join(f'{x:g}' for x in scales)})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, npb, bcast")
+    ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
+                    "emulator's)")
+    ap.add_argument("--quick", action="store_true", help="a few cells only")
+    ap.add_argument("--repeats", type=int, default=3, help="runs at most per cell (a disturbed run is repeated)")
+    ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
+                    "(default: the emulator's)")
+    ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
+    ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    csv_path, md_path, png_path = (out / f"emulation_validation.{ext}" for ext in ("csv", "md", "png"))
+    if args.replot:
+        rows = read_csv(csv_path)
+    else:
+        import shutil
+
+        from topoplan.core.errors import TopoplanError
+        from topoplan.emulate.cluster import check_privileges, require_pyroute2
+        from topoplan.emulate.run import DEFAULT_SCALE
+
+        try:   # never overwrite the committed results with a run that cannot measure anything
+            require_pyroute2()
+            check_privileges()
+            if not (shutil.which("mpicc") and shutil.which("mpirun")):
+                raise TopoplanError("needs Open MPI's mpicc and mpirun")
+        except TopoplanError as exc:
+            print(f"emulation_validation skipped: {exc}")
+            return 0
+        parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+        kept = [r for r in read_csv(csv_path) if r["part"] not in parts] if csv_path.is_file() else []
+
+        def save(new):   # the other parts' rows stay (a part is re-run on its own)
+            write_csv(kept + new, csv_path)
+
+        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save)
+        save(rows)
+        rows = read_csv(csv_path)
+    from topoplan.core.io import atomic_write
+
+    atomic_write(md_path, markdown(rows))
+    plot(rows, png_path)
+    print(f"wrote {csv_path}, {md_path}, {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

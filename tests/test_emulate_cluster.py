@@ -1,0 +1,188 @@
+"""The emulated cluster: its plan (no privileges needed), and, as root with pyroute2, that building it leaves
+nothing behind on success, on an error, on SIGINT and after a killed run, without touching a concurrent run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topoplan.core.errors import TopoplanError
+from topoplan.core.topology import OCSConfig, TreeTopology
+from topoplan.emulate import cluster as cl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _can_emulate() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    try:
+        import pyroute2  # noqa: F401
+    except ImportError:
+        return "needs pyroute2 (pip install 'topoplan[emulate]')"
+    if not Path("/proc/self/ns/net").exists():
+        return "no network namespaces on this kernel"
+    return None
+
+
+WHY = _can_emulate()
+needs_root = pytest.mark.skipif(WHY is not None, reason=WHY or "")
+
+TREE = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+HYBRID = TreeTopology(kind="hybrid", nodes_per_switch=(2, 2), ocs=OCSConfig(nodes=(0, 2), bw_Bps=2.5e9, latency_s=5e-7))
+
+
+# -- the plan of the cluster ---------------------------------------------------------------------------
+
+def test_spec_of_a_tree():
+    s = cl.cluster_spec(TREE, scale=100, run_id=42)
+    assert s.host_ns == [f"topoplan-em42-h{i}" for i in range(4)]
+    assert s.head_ns == "topoplan-em42-head" and s.ns_of("node0003") == "topoplan-em42-h3"
+    node = [l for l in s.links if l.cls == "node"]
+    up = [l for l in s.links if l.cls == "uplink"]
+    assert [(l.a_ns, l.a_if, l.b_ns, l.b_if) for l in node[:2]] == [
+        ("topoplan-em42-h0", "eth0", "topoplan-em42-s0", "h0"), ("topoplan-em42-h1", "eth0", "topoplan-em42-s0", "h1")]
+    assert {l.rate_Bps for l in node} == {1.25e9 / 100} and {l.rate_Bps for l in up} == {2.5e9 / 100}
+    assert all(l.rate_Bps is None for l in s.links if l.cls == "mgmt") and s.mtu == 4096
+
+
+def test_fat_tree_uplinks_carry_all_their_nodes_send():
+    s = cl.cluster_spec(TreeTopology(kind="fat-tree", nodes_per_switch=(4, 4), up_bw_Bps=1e9), scale=10, run_id=1)
+    assert {l.rate_Bps for l in s.links if l.cls == "uplink"} == {4 * 1.25e9 / 10}
+
+
+def test_circuits_are_direct_links_between_ocs_ports():
+    s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=50, run_id=3)
+    (c,) = [l for l in s.links if l.cls == "ocs"]
+    assert (c.a_ns, c.a_if, c.b_ns, c.b_if, c.rate_Bps) == ("topoplan-em3-h0", "ocs0", "topoplan-em3-h2", "ocs0", 5e7)
+    with pytest.raises(TopoplanError, match="node 1 has no optical port 0"):
+        cl.cluster_spec(HYBRID, circuits=[(1, 2, 0, 0)], scale=50, run_id=3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"scale": 0}, "must be positive"),
+    ({"scale": "x"}, "expected a number"),
+    ({"scale": 1e8}, "choose a smaller --scale"),
+])
+def test_bad_scales_are_refused(kwargs, match):
+    with pytest.raises(TopoplanError, match=match):
+        cl.cluster_spec(TREE, run_id=1, **kwargs)
+
+
+def test_addresses_stay_in_the_benchmarking_range():
+    import ipaddress
+
+    bench = ipaddress.ip_network("198.18.0.0/15")
+    for node in (0, 1, 255, cl.MAX_HOSTS - 1):
+        assert ipaddress.ip_address(cl.data_address(node)) in bench
+        assert ipaddress.ip_address(cl.mgmt_address(node)) in bench
+    assert ipaddress.ip_address(cl.HEAD_ADDRESS) in bench
+
+
+def test_too_many_nodes_and_other_kinds_are_refused():
+    from topoplan.core.topology import TorusTopology
+
+    with pytest.raises(TopoplanError, match="at most"):
+        cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(cl.MAX_HOSTS + 1,)), scale=1, run_id=1)
+    with pytest.raises(TopoplanError, match="two-level trees"):
+        cl.cluster_spec(TorusTopology(dims=(2,), wrap=(False,), bw_Bps=(1e9,)), scale=1, run_id=1)
+
+
+# -- on the machine ---------------------------------------------------------------------------------------
+
+def _ours(run_id: int) -> list:
+    return cl.our_namespaces().get(run_id, [])
+
+
+def _links_in(ns: str) -> list:
+    from pyroute2 import IPRoute, netns
+
+    netns.pushns(ns)
+    try:
+        with IPRoute() as ipr:
+            return sorted(l.get_attr("IFLA_IFNAME") for l in ipr.get_links())
+    finally:
+        netns.popns()
+
+
+@needs_root
+def test_build_shapes_and_removes_everything():
+    spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=100)
+    with cl.Cluster(spec) as c:
+        assert sorted(_ours(os.getpid())) == sorted(spec.namespaces) and c.setup_s > 0
+        assert _links_in(spec.host_ns[0]) == ["eth0", "lo", "mgmt0", "ocs0"]
+        assert _links_in(spec.bridge_ns[0]) == ["br0", "h0", "h1", "lo", "up"]
+        assert (cl.LOCK_DIR / f"{os.getpid()}.lock").exists() and cl.run_alive(os.getpid())
+    assert _ours(os.getpid()) == [] and not (cl.LOCK_DIR / f"{os.getpid()}.lock").exists()
+
+
+@needs_root
+def test_an_error_while_building_removes_what_was_made(monkeypatch):
+    spec = cl.cluster_spec(TREE, scale=100)
+    calls = []
+
+    def broken(self, link):
+        calls.append(link)
+        if len(calls) == 3:
+            raise TopoplanError("link refused")
+        return real(self, link)
+
+    real = cl.Cluster._link
+    monkeypatch.setattr(cl.Cluster, "_link", broken)
+    with pytest.raises(TopoplanError, match="link refused"):
+        with cl.Cluster(spec):
+            pass
+    assert _ours(os.getpid()) == []
+
+
+_CHILD = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from topoplan.core.topology import TreeTopology
+from topoplan.emulate.cluster import Cluster, cluster_spec
+spec = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=100)
+with Cluster(spec):
+    # a process inside the cluster, as an MPI rank would be
+    import subprocess
+    agent = None
+    print("up", os.getpid(), flush=True)
+    time.sleep(60)
+"""
+
+
+def _start_child():
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("up"), line
+    return proc, int(line.split()[1])
+
+
+@needs_root
+def test_sigint_removes_everything():
+    proc, pid = _start_child()
+    assert len(_ours(pid)) == 9
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0
+    assert _ours(pid) == [] and not (cl.LOCK_DIR / f"{pid}.lock").exists()
+
+
+@needs_root
+def test_cleanup_removes_a_dead_run_and_spares_a_live_one():
+    dead, dead_pid = _start_child()
+    live, live_pid = _start_child()
+    try:
+        dead.kill()          # no chance to clean up: its namespaces stay behind
+        dead.wait(timeout=30)
+        assert len(_ours(dead_pid)) == 9
+        removed = cl.cleanup()   # (and any other dead run's leftovers)
+        assert set(cl.cluster_spec(TREE, scale=100, run_id=dead_pid).namespaces) <= set(removed)
+        assert _ours(dead_pid) == [] and len(_ours(live_pid)) == 9 and cl.run_alive(live_pid)
+    finally:
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=60)
+    assert _ours(live_pid) == []

@@ -1,0 +1,44 @@
+"""experiments/emulation_validation: the order check, the table and the figure from rows (the runs themselves need
+root and Open MPI: tests/test_emulate_run.py runs such cells)."""
+
+from __future__ import annotations
+
+import pytest
+
+from experiments import emulation_validation as ev
+
+
+def _rows():
+    rows = []
+    for case, m in (("neighbor", (4.0, 1.1, 1.15, 1.5)), ("random", (4.0, 1.0, 0.9, 1.5))):
+        for net, measured, predicted in zip(ev.NETWORKS, m, (3.5, 1.0, 1.02, 1.4)):
+            rows.append({"part": "bulk", "case": case, "traffic": "t", "ocs_nodes": 8, "network": net, "circuits": None,
+                         "scale": 400.0, "measured_s": measured, "predicted_s": predicted, "predicted_sf_s": predicted,
+                         "predicted_paper_s": predicted, "ratio": measured / predicted, "ratio_sf": measured / predicted,
+                         "ratio_paper": measured / predicted, "span_s": measured, "cpu_idle": 0.5,
+                         "ranks_cpu_cores": 0.3, "packets": 100.0, "drops": 0.0, "attempts": 1.0,
+                         "disturbed_attempts": 0.0, "calibration_one_way": 1.01, "calibration_both_ways": 1.02,
+                         "calibration_ring": None})
+    return rows
+
+
+def test_order_check_judges_only_pairs_the_prediction_separates():
+    checks = {c["case"]: c for c in ev.order_check(_rows())}
+    # predicted fat-tree 1.0 < greedy 1.02 < ilp 1.4 < eps 3.5: fat tree and greedy tie (within 5%), so in
+    # "random" greedy measured faster than the fat tree is no disagreement
+    assert checks["neighbor"]["agrees"] and checks["neighbor"]["predicted"][0] == "fat-tree"
+    assert checks["random"]["agrees"] and checks["random"]["measured"][0] == "greedy"
+    bad = [dict(r) for r in _rows()]
+    bad[0]["measured_s"] = 1.0   # eps measured as fast as the fat tree, predicted 3.5x slower
+    assert not {c["case"]: c for c in ev.order_check(bad)}["neighbor"]["agrees"]
+
+
+def test_csv_round_trip_markdown_and_figure(tmp_path):
+    rows = _rows()
+    ev.write_csv(rows, tmp_path / "v.csv")
+    back = ev.read_csv(tmp_path / "v.csv")
+    assert len(back) == 8 and back[0]["measured_s"] == pytest.approx(4.0) and back[0]["calibration_ring"] is None
+    md = ev.markdown(back)
+    assert "median absolute error" in md and "| neighbor | 8 | eps |" in md and "agrees" in md
+    ev.plot(back, tmp_path / "v.png")
+    assert (tmp_path / "v.png").stat().st_size > 1000

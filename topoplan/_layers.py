@@ -1,0 +1,58 @@
+"""The package's layers, written down once: which rooms may import which, and the imports that wait inside a
+function, each with its reason. ``tests/test_import_graph.py`` checks every import of the package against it
+(top-level ones and those inside functions alike); nothing imports this module.
+
+A *room* is a subpackage of ``topoplan`` (``topoplan.sim``) or a module at its top (``topoplan.warmup``).
+A module may import the modules of its own room and of the rooms of lower layers, never those of its own
+layer's other rooms or of a higher layer; the module graph has no cycle.
+
+An import of a project module inside a function is an exception, allowed only where :data:`LAZY` lists it:
+for a named optional dependency, or for a start-up cost measured here (``topoplan --version`` imports every
+command module, so what a command module imports at its top every command pays).
+"""
+
+from __future__ import annotations
+
+__all__ = ["LAYERS", "ONLY_FROM", "LAZY"]
+
+#: Lowest first. Rooms on one line are side by side: neither imports the other.
+LAYERS = (
+    ("core", "instances"),      # topology, placement, units, I/O, errors, CSV tables, memory; the presets (data)
+    ("traffic",),               # traces, matrices, generators, collectives, the door for inputs
+    ("plans",),                 # plan documents and their validation
+    ("sim",),                   # the simulator
+    ("analysis", "fabric"),     # analyses that need no planning; InfiniBand readers and the route service
+    ("formulations",),          # exact models and solver back-ends (see ONLY_FROM)
+    ("problems",),              # the planning problems
+    ("reporting", "batch"),     # reports and exports; sweeps
+    ("emulate",),               # the emulated cluster: real MPI runs on namespaces
+    ("cli",),                   # the command line
+    ("warmup", "__main__", "_layers"),  # install-time warm-up, `python -m topoplan`, this table
+)
+
+#: Rooms that only the listed rooms may import (besides themselves).
+ONLY_FROM = {"formulations": ("problems", "warmup")}   # warmup compiles the groups model's kernels
+
+#: ``(importer, imported)`` -> reason: the imports of project modules allowed inside functions. Names are
+#: patterns (``fnmatch``); the importer is a module, the imported a module or a package.
+LAZY = {
+    ("topoplan.cli.commands.*", "topoplan.*"):
+        "start-up: `topoplan --version` and `--help` import every command module to register its options; a "
+        "command imports the library it runs when it runs. Registering every command (what `--version` does) "
+        "takes 0.33 s of CPU; with the 36 library modules the commands import inside their functions loaded "
+        "too, 2.25 s (pandas, SciPy, PuLP, OR-Tools, Numba, Dask, matplotlib...; median of 7 processes on the "
+        "2-core machine)",
+    ("topoplan.warmup", "topoplan.*"):
+        "start-up: the warm-up runs its groups in separate processes, each importing only what its groups "
+        "compile (Numba, solvers, the simulator)",
+    ("topoplan.sim._engine", "topoplan.sim._loop"):
+        "optional dependency and start-up: the loop is Numba code (importing Numba and loading its cache costs "
+        "a process about 0.6 s); the ahead-of-time build serves without it when current",
+    ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
+        "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
+        "does, and every circuit method's module imports heuristics",
+    ("topoplan.formulations.placement_groups", "topoplan.formulations.backends.highs"):
+        "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
+    ("topoplan.sim.maxmin", "topoplan.sim._flows"):
+        "optional dependency: the 'numba' solver's kernels, imported when that solver is chosen",
+}

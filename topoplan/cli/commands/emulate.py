@@ -1,0 +1,163 @@
+"""``topoplan emulate``: run the traffic for real on an emulated cluster and set the measurement beside the models.
+
+    topoplan emulate -t paper003 --set ... -T neighbor2d:rows=4,cols=4,bytes=2MB --circuits plan.json
+    topoplan emulate -t cluster.yaml -T app-trace -p place.json -- ./app ARGS     # the user's own program
+    topoplan emulate --cleanup                                                  # leftovers of dead runs
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
+                                          SetOpt, check_plan_inputs, console, emit, sim_model)
+
+
+def register(app: typer.Typer) -> None:
+    # everything after the program's name is the program's (as with topoplan trace)
+    app.command("emulate", context_settings={"allow_interspersed_args": False})(emulate_cmd)
+
+
+def emulate_cmd(
+    command: Optional[List[str]] = typer.Argument(None, metavar="[-- PROGRAM ARGS]",
+                                                  help="Run this MPI program instead of replaying the traffic (the "
+                                                  "traffic then gives the prediction)."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Preset, YAML file or Slurm topology.conf "
+                                           "(a two-level tree, fat tree or hybrid)."),
+    traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Generator spec, trace CSV/directory or "
+                                          "matrix CSV."),
+    sets: Optional[List[str]] = SetOpt,
+    placement: str = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin or a placement file."),
+    network: Optional[str] = typer.Option(None, "--network", help="eps | fat-tree | hybrid (default: the topology's "
+                                          "own kind)."),
+    circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); its "
+                                            "routes are applied as topoplan export routes writes them."),
+    bcast: Optional[Path] = typer.Option(None, "--bcast", help="Bcast plan JSON (topoplan bcast -o): every MPI_Bcast "
+                                         "on MPI_COMM_WORLD runs over its node order (the Bcast PMPI library; one "
+                                         "rank per plan node)."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold of the predictions "
+                                            "(default: OCS bandwidth-delay product)."),
+    eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size of the predictions."),
+    compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: "
+                                        "communication only)."),
+    iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Divide bandwidths (multiply times) by this; default "
+                                          "400 (a 10 Gb/s link runs at 25 Mb/s)."),
+    queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
+                               "acknowledgements never wait behind data)."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
+                                   "against the ideal first."),
+    repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
+                                "is repeated, the fastest kept."),
+    timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds one mpirun may take."),
+    mpicc: Optional[str] = typer.Option(None, "--mpicc", help="MPI C compiler wrapper (default $MPICC, else mpicc)."),
+    cleanup: bool = typer.Option(False, "--cleanup", help="Only remove the namespaces (and processes) left by "
+                                 "emulator runs that are no longer alive."),
+    model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+    paper_contention: Optional[str] = ContentionOpt, any_inputs: bool = AnyInputsOpt,
+    json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
+) -> None:
+    """Emulate the cluster (network namespaces, shaped links, circuits, relays), run real MPI on it, and
+    compare the measured communication time with the simulator's predictions. Needs root and Open MPI."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.emulate.cluster import cleanup as remove_leftovers, require_pyroute2
+
+    require_pyroute2()
+    if cleanup:
+        given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
+                                ("--bcast", bcast), ("PROGRAM", command)) if v]
+        if given:
+            raise TopoplanError(f"--cleanup only removes leftovers; {given[0]} does not apply")
+        removed = remove_leftovers()
+        console().print(f"removed {len(removed)} namespaces of dead emulator runs" if removed
+                        else "nothing to remove")
+        return
+    if topology is None or traffic is None:
+        raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
+    from topoplan.emulate.cluster import QUEUES
+
+    if queues not in QUEUES:
+        raise TopoplanError(f"--queues: choose one of {', '.join(QUEUES)}, got {queues!r}")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    from topoplan.cli.commands.simulate import replay_inputs
+    from topoplan.core.topology import TreeTopology
+    from topoplan.core.units import format_time, parse_size
+    from topoplan.emulate.run import DEFAULT_SCALE, emulate
+    from topoplan.sim.replay import check_options
+
+    given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
+                                                    pieces=False)
+    if not isinstance(topo, TreeTopology):
+        raise TopoplanError(f"topology {topo.name or topology}: the emulator builds two-level trees (tree, fat-tree, "
+                            f"hybrid), not {topo.kind}")
+    plan = None
+    if circuits is not None:
+        if network not in (None, "hybrid"):
+            raise TopoplanError(f"--circuits needs the hybrid network, not --network {network}")
+        from topoplan.emulate.plan import read_circuit_plan
+
+        plan = read_circuit_plan(circuits, topo)
+        check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
+        if plan.get("rank_to_node") is not None:
+            import numpy as np
+
+            if not np.array_equal(np.asarray(plan["rank_to_node"][:trace.n_ranks]), pl.rank_to_node[:trace.n_ranks]):
+                raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement than --placement "
+                                    f"{placement}; pass -p {circuits} to use the plan's")
+        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan}
+    keys = None
+    if bcast is not None:
+        from topoplan.emulate.plan import bcast_keys, read_bcast_plan
+
+        keys = bcast_keys(read_bcast_plan(bcast, topo), pl, trace.n_ranks, where=f"--bcast {bcast}")
+    thr = parse_size(threshold, "threshold") if threshold else None
+    eager_B = parse_size(eager, "eager")
+    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
+    prog = list(command or [])
+    if prog:
+        import os
+        import shutil
+
+        if os.sep not in prog[0] and shutil.which(prog[0]) is None:
+            raise TopoplanError(f"{prog[0]}: no such program (give a path, e.g. ./{prog[0]})")
+        if os.sep in prog[0]:
+            if not os.path.isfile(prog[0]):
+                raise TopoplanError(f"{prog[0]}: no such program")
+            prog[0] = os.path.abspath(prog[0])
+    err = console(True)
+    note = (lambda msg: err.print(f"[dim]{msg}[/dim]")) if err.is_terminal and not json_mode else None
+    res = emulate(topo, trace, pl, plan=plan, scale=DEFAULT_SCALE if scale is None else scale, model=smodel,
+                  threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
+                  calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
+                  queues=queues, note=note)
+    res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
+           "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
+           "program": prog or None, **res}
+    emit(res, json_mode, output)
+    if json_mode:
+        return
+    con = console()
+    m = res["measured"]
+    con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
+              f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
+              f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
+    if res.get("calibration"):
+        con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
+        con.print("| run | measured | ideal | ratio | goodput | machine idle |")
+        con.print("|---|---:|---:|---:|---:|---:|")
+        for c in res["calibration"]:
+            con.print(f"| {c['run'].replace('_', ' ')} | {format_time(c['measured_s'])} | {format_time(c['ideal_s'])} | "
+                      f"{c['ratio']:.3f} | {c['goodput_Bps'] * 8 / 1e9:.2f} Gb/s | {c['cpu_idle']:.0%} |")
+    con.print("| | communication time (max over ranks) | measured / predicted |")
+    con.print("|---|---:|---:|")
+    con.print(f"| measured | {format_time(res['measured_s'])} | |")
+    for label, p in res["predictions"].items():
+        name = {"default": f"predicted ({smodel.label()})", "store-and-forward": "store-and-forward relays",
+                "paper": "paper model"}[label]
+        con.print(f"| {name} | {format_time(p['max_comm_time_s'])} | {p['ratio']:.3f} |")
+    ranks = f", the ranks used {m['ranks_cpu_cores']:.2f} cores" if m.get("ranks_cpu_cores") is not None else ""
+    con.print(f"run: machine {m['cpu_idle']:.0%} idle{ranks}; {m['packets']:,} packets, {m['drops']:,} dropped by "
+              f"full queues; {m['attempts']} run(s), {m['disturbed_attempts']} disturbed")

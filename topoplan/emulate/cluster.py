@@ -1,0 +1,789 @@
+"""The emulated cluster: one network namespace per node and per switch, links as shaped veth pairs.
+
+A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
+
+- one namespace per node (``eth0``: its EPS link; ``ocs0``, ``ocs1`` ...: its circuits, one per optical
+  port; ``mgmt0``: the launcher's network), with IP forwarding on so that OCS nodes relay;
+- one namespace per edge switch and one for the top switch, each holding a Linux bridge: the edge
+  switch's ports lead to its nodes and one uplink to the top switch. The EPS is one layer-2 network, as
+  the nodes of a rack are in a hybrid prototype, so a node reaches a relay under its own switch directly;
+- a circuit is a veth pair straight from one OCS node to the other;
+- every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
+  link's bandwidth divided by ``scale``, then a FIFO of ``queue_packets`` packets (``queues="fifo"``, the
+  default: a plain Ethernet switch port). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
+  acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
+  would. Links have the topology's MTU; their latency is the
+  stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
+  tree carry what all nodes under the switch can send, so they never contend;
+- a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
+  namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
+
+Addresses come from 198.18.0.0/15 only (RFC 2544's range for benchmarking): node ``i`` is
+``198.18.0.0 + 1 + i`` on the EPS (one /16) and ``198.19.0.0 + 1 + i`` on the management network; the
+head is ``198.19.255.254``. Nothing is created outside the namespaces of the run: the host's own
+namespace gets no interface, route or address.
+
+Every namespace is named ``topoplan-em<run>-<role>`` where ``<run>`` is the process id of the run; the
+run holds a lock (``flock``) on ``/run/topoplan-emulate/<run>.lock`` while it lives. :func:`cleanup`
+(at the start of every run and ``topoplan emulate --cleanup``) removes the namespaces, and ends the
+processes left in them, of runs whose lock nobody holds any more: a concurrent run is never touched.
+:class:`Cluster` removes its own on success, on error, on Ctrl-C and on SIGTERM.
+
+pyroute2 (the ``topoplan[emulate]`` extra) is the netlink library; it is imported when a cluster is
+built or cleaned, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import ipaddress
+import os
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topoplan.core.errors import TopoplanError
+from topoplan.core.extras import require
+from topoplan.core.topology import TreeTopology
+from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
+
+__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS", "QUEUES",
+           "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
+           "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
+
+PREFIX = "topoplan-em"
+LOCK_DIR = Path("/run/topoplan-emulate")
+DATA_NET = DEFAULT_NETWORK   # the EPS: the address plan of topoplan export routes
+MGMT_NET = ipaddress.ip_network("198.19.0.0/16")
+HEAD_ADDRESS = "198.19.255.254"
+# Namespaces, processes and queues cost memory and set-up time; a laptop or CI machine emulates tens of nodes.
+MAX_HOSTS = 512
+# The FIFO of every link direction, in packets (MTU-sized): about 256 KB at the default 4 KiB MTU, a switch
+# port's buffer; one TCP flow fills its link with it (the calibration's one-way run: 1.01x the ideal).
+DEFAULT_QUEUE_PACKETS = 64
+QUEUES = ("fifo", "ack-priority")
+NETNS_DIR = Path("/var/run/netns")
+_NAME = re.compile(re.escape(PREFIX) + r"(\d+)-")
+
+
+def data_address(node: int) -> str:
+    """The EPS address of node ``node`` (``198.18.0.0/16``): the address plan of ``topoplan export routes``.
+
+    Examples
+    --------
+    >>> data_address(0), data_address(300)
+    ('198.18.0.1', '198.18.1.45')
+    """
+    return default_address(node)
+
+
+def mgmt_address(node: int) -> str:
+    """The management address of node ``node`` (``198.19.0.0/16``; the head is :data:`HEAD_ADDRESS`).
+
+    Examples
+    --------
+    >>> mgmt_address(0)
+    '198.19.0.1'
+    """
+    return str(MGMT_NET.network_address + 1 + int(node))
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """One link: a veth pair from ``a`` (namespace, interface) to ``b``, shaped in both directions.
+
+    ``rate_Bps`` is the scaled bandwidth of each direction (bytes per second, ``None`` for an unshaped
+    link), ``delay_s`` the scaled one-way latency the topology gives (recorded; links add none, see the
+    module docstring); ``a_bridge``/``b_bridge`` say whether an end joins its namespace's bridge (else it is
+    a node's interface). ``cls`` is the link's kind: ``node``, ``uplink``, ``ocs`` or ``mgmt``.
+
+    Examples
+    --------
+    >>> LinkSpec("topoplan-em1-h0", "eth0", "topoplan-em1-s0", "h0", 3.125e6, 0.0, "node", "node0000-S0",
+    ...          b_bridge=True).b_bridge
+    True
+    """
+
+    a_ns: str
+    a_if: str
+    b_ns: str
+    b_if: str
+    rate_Bps: float | None
+    delay_s: float
+    cls: str
+    name: str
+    a_bridge: bool = False
+    b_bridge: bool = False
+
+
+@dataclass
+class ClusterSpec:
+    """Everything :class:`Cluster` creates, computed without touching the system (:func:`cluster_spec`).
+
+    Attributes
+    ----------
+    run_id : int
+        The process id whose lock the namespaces belong to.
+    hosts : list of str
+        Host name of every node (the topology's ``host_names()``).
+    host_ns : list of str
+        Namespace of every node.
+    bridge_ns : list of str
+        Namespaces that hold one bridge ``br0`` (switches and the management network).
+    head_ns : str
+        Where ``mpirun`` runs.
+    links : list of LinkSpec
+    mtu : int
+    scale : float
+    queue_packets : int
+    queues : {"fifo", "ack-priority"}
+
+    Examples
+    --------
+    >>> from topoplan.core.topology import TreeTopology
+    >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=10, run_id=3)
+    >>> s.namespaces
+    ['topoplan-em3-h0', 'topoplan-em3-h1', 'topoplan-em3-s0', 'topoplan-em3-top', 'topoplan-em3-mgmt', 'topoplan-em3-head']
+    >>> s.ns_of("node0001"), s.ns_of("head")
+    ('topoplan-em3-h1', 'topoplan-em3-head')
+    """
+
+    run_id: int
+    hosts: list
+    host_ns: list
+    bridge_ns: list
+    head_ns: str
+    links: list
+    mtu: int
+    scale: float
+    queue_packets: int = DEFAULT_QUEUE_PACKETS
+    circuits: list = field(default_factory=list)
+    queues: str = "fifo"
+
+    @property
+    def namespaces(self) -> list:
+        """All namespaces, in creation order."""
+        return [*self.host_ns, *self.bridge_ns, self.head_ns]
+
+    def ns_of(self, host: str) -> str:
+        """The namespace of a host name (or ``"head"``)."""
+        if host == "head":
+            return self.head_ns
+        try:
+            return self.host_ns[self.hosts.index(host)]
+        except ValueError:
+            raise TopoplanError(f"host {host!r} is not a node of the emulated cluster") from None
+
+
+def _ns(run_id: int, role: str) -> str:
+    return f"{PREFIX}{int(run_id)}-{role}"
+
+
+def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
+                 queue_packets: int = DEFAULT_QUEUE_PACKETS, queues: str = "fifo") -> ClusterSpec:
+    """What the emulated cluster of ``topo`` consists of (namespaces, links and their shaping).
+
+    Parameters
+    ----------
+    topo : TreeTopology
+        ``tree``, ``fat-tree`` or ``hybrid``.
+    circuits : list of (int, int, int, int), optional
+        Circuits as ``(node_a, node_b, port_a, port_b)``: the nodes and their optical ports
+        (:func:`topoplan.emulate.plan.read_circuit_plan`).
+    scale : float
+        Bandwidths are divided by it and latencies multiplied by it.
+    run_id : int, optional
+        Default: this process's id.
+    queue_packets : int, optional
+        FIFO length of every link direction.
+    queues : {"fifo", "ack-priority"}, optional
+        How a link direction queues (see the module docstring).
+
+    Returns
+    -------
+    ClusterSpec
+
+    Raises
+    ------
+    TopoplanError
+        For a topology that is not a two-level tree, more than :data:`MAX_HOSTS` nodes, a scale that
+        is not positive, or a circuit on a node without an OCS port.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology import TreeTopology
+    >>> t = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+    >>> s = cluster_spec(t, scale=100, run_id=7)
+    >>> s.host_ns[0], s.bridge_ns
+    ('topoplan-em7-h0', ['topoplan-em7-s0', 'topoplan-em7-s1', 'topoplan-em7-top', 'topoplan-em7-mgmt'])
+    >>> [(l.name, l.rate_Bps, round(l.delay_s * 1e6)) for l in s.links if l.cls != "mgmt"][:2]
+    [('node0000-S0', 12500000.0, 50), ('node0001-S0', 12500000.0, 50)]
+    >>> [l.name for l in s.links if l.cls == "uplink"]
+    ['S0-top', 'S1-top']
+    """
+    if not isinstance(topo, TreeTopology):
+        raise TopoplanError(f"the emulator builds two-level trees (tree, fat-tree, hybrid), not {topo.kind}")
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TopoplanError(f"field 'scale': expected a number, got {scale!r}") from None
+    if not (scale > 0 and scale < 1e9):
+        raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
+    if queues not in QUEUES:
+        raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
+    if topo.n_nodes > MAX_HOSTS:
+        raise TopoplanError(f"topology {topo.name or topo.kind}: {topo.n_nodes} nodes; the emulator builds at most "
+                            f"{MAX_HOSTS} (one namespace and several processes each)")
+    run = os.getpid() if run_id is None else int(run_id)
+    hosts = topo.host_names()
+    host_ns = [_ns(run, f"h{i}") for i in range(topo.n_nodes)]
+    sw_ns = [_ns(run, f"s{k}") for k in range(topo.n_switches)]
+    top_ns, mgmt_ns, head_ns = _ns(run, "top"), _ns(run, "mgmt"), _ns(run, "head")
+    labels, top = topo.switch_labels(), topo.top_label()
+    mtu = int(min(max(topo.mtu_B, 1280), 65535))
+    node_bw = topo.node_link_bw()
+    node_sw = topo.node_switch()
+    links = []
+    for i, (h, k) in enumerate(zip(hosts, node_sw.tolist())):
+        links.append(LinkSpec(host_ns[i], "eth0", sw_ns[k], f"h{i}", float(node_bw[i]) / scale,
+                              (topo.down_latency_s + topo.switch_delay_s) * scale, "node", f"{h}-{labels[k]}",
+                              b_bridge=True))
+    for k in range(topo.n_switches):
+        bw = float(topo.up_bw_Bps)
+        if topo.kind == "fat-tree":   # full bisection: an uplink carries all its nodes can send
+            bw = max(bw, float(node_bw[node_sw == k].sum()))
+        links.append(LinkSpec(sw_ns[k], "up", top_ns, f"s{k}", bw / scale,
+                              (topo.up_latency_s + topo.switch_delay_s) * scale, "uplink", f"{labels[k]}-{top}",
+                              a_bridge=True, b_bridge=True))
+    circ = []
+    if circuits:
+        if topo.ocs is None:
+            raise TopoplanError("circuits need a hybrid topology (with an 'ocs' section)")
+        ocs_nodes = set(topo.ocs.nodes)
+        for u, v, pu, pv in circuits:
+            for node, port in ((u, pu), (v, pv)):
+                if node not in ocs_nodes or not 0 <= port < topo.ocs.ports_per_node:
+                    raise TopoplanError(f"circuit {u}-{v}: node {node} has no optical port {port}")
+            circ.append((int(u), int(v), int(pu), int(pv)))
+            links.append(LinkSpec(host_ns[u], f"ocs{pu}", host_ns[v], f"ocs{pv}", topo.ocs.bw_Bps / scale,
+                                  topo.ocs.latency_s * scale, "ocs", f"{hosts[u]}={hosts[v]}"))
+    for i in range(topo.n_nodes):
+        links.append(LinkSpec(host_ns[i], "mgmt0", mgmt_ns, f"h{i}", None, 0.0, "mgmt", f"{hosts[i]}-mgmt",
+                              b_bridge=True))
+    links.append(LinkSpec(head_ns, "mgmt0", mgmt_ns, "head", None, 0.0, "mgmt", "head-mgmt", b_bridge=True))
+    for link in links:
+        if link.rate_Bps is not None and link.rate_Bps < 1000:
+            raise TopoplanError(f"link {link.name}: {link.rate_Bps:.3g} B/s after dividing by the scale {scale:g}; "
+                                "choose a smaller --scale")
+    return ClusterSpec(run_id=run, hosts=hosts, host_ns=host_ns, bridge_ns=[*sw_ns, top_ns, mgmt_ns],
+                       head_ns=head_ns, links=links, mtu=mtu, scale=scale, queue_packets=int(queue_packets),
+                       circuits=circ, queues=queues)
+
+
+# -- privileges and the library ------------------------------------------------------------------
+
+def require_pyroute2():
+    """Import pyroute2, or a one-line error naming the extra that installs it.
+
+    Returns
+    -------
+    module
+        ``pyroute2``.
+
+    Raises
+    ------
+    TopoplanError
+        ``... install topoplan[emulate] ...`` when it is missing.
+
+    Examples
+    --------
+    >>> require_pyroute2().__name__        # the test set-up installs the extra
+    'pyroute2'
+    """
+    return require("emulate")
+
+
+def check_privileges() -> None:
+    """Refuse, in one line, to build a cluster without the rights to create network namespaces.
+
+    Raises
+    ------
+    TopoplanError
+        When the process is not root (network namespaces, veth links and queues need CAP_NET_ADMIN and
+        CAP_SYS_ADMIN).
+
+    Examples
+    --------
+    Not as root:
+
+    >>> check_privileges()                  # doctest: +SKIP
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: the emulator creates network namespaces: run it as root (or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN)
+    """
+    if os.geteuid() != 0:
+        raise TopoplanError("the emulator creates network namespaces: run it as root (or in a container "
+                            "with CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+
+
+# -- leftovers ------------------------------------------------------------------------------------
+
+def our_namespaces() -> dict:
+    """The namespaces of emulator runs on this machine, by run id.
+
+    Returns
+    -------
+    dict of int to list of str
+
+    Examples
+    --------
+    >>> isinstance(our_namespaces(), dict)
+    True
+    """
+    out: dict = {}
+    try:
+        names = sorted(os.listdir(NETNS_DIR))
+    except OSError:
+        return out
+    for name in names:
+        m = _NAME.match(name)
+        if m:
+            out.setdefault(int(m.group(1)), []).append(name)
+    return out
+
+
+def _lock_path(run_id: int) -> Path:
+    return LOCK_DIR / f"{int(run_id)}.lock"
+
+
+def run_alive(run_id: int) -> bool:
+    """Whether the run ``run_id`` still holds its lock (or, without a lock file, its process still exists).
+
+    Parameters
+    ----------
+    run_id : int
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> run_alive(os.getpid())      # no lock file, but the process exists
+    True
+    """
+    path = _lock_path(run_id)
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        try:
+            os.kill(int(run_id), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise
+    finally:
+        os.close(fd)   # closing releases a lock we took
+    return False
+
+
+def _kill_in(names) -> int:
+    """SIGKILL every process inside the namespaces ``names``; wait until they are gone. Returns how many."""
+    from pyroute2 import netns
+
+    names = set(names)
+    killed = set()
+    for _ in range(50):
+        pids = [p for ns, ps in netns.ns_pids().items() if ns in names for p in ps if p != os.getpid()]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    return len(killed)
+
+
+def _remove(names) -> None:
+    from pyroute2 import netns
+
+    for name in names:
+        try:
+            netns.remove(name)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
+
+
+def cleanup(*, only_dead: bool = True) -> list:
+    """Remove the namespaces (and end the processes in them) of emulator runs that are no longer alive.
+
+    Parameters
+    ----------
+    only_dead : bool, optional
+        Keep the namespaces of live runs (default). A run is alive while its process holds its lock.
+
+    Returns
+    -------
+    list of str
+        The namespaces removed.
+
+    Raises
+    ------
+    TopoplanError
+        Without pyroute2 or root.
+
+    Examples
+    --------
+    As root, after a run was killed with SIGKILL (its namespaces stayed behind):
+
+    >>> cleanup()                          # doctest: +SKIP
+    ['topoplan-em4242-h0', 'topoplan-em4242-h1', ...]
+    """
+    found = our_namespaces()
+    stale_locks = []
+    if LOCK_DIR.is_dir():
+        for p in LOCK_DIR.glob("*.lock"):
+            if p.stem.isdigit() and int(p.stem) not in found:
+                stale_locks.append(int(p.stem))
+    if not found and not stale_locks:
+        return []
+    require_pyroute2()
+    check_privileges()
+    removed = []
+    for run, names in sorted(found.items()):
+        if run == os.getpid() or (only_dead and run_alive(run)):
+            continue
+        _kill_in(names)
+        _remove(names)
+        removed += names
+        _lock_path(run).unlink(missing_ok=True)
+    for run in stale_locks:
+        if not run_alive(run):
+            _lock_path(run).unlink(missing_ok=True)
+    return removed
+
+
+# -- building --------------------------------------------------------------------------------------
+
+def _sysctl(ns: str, values: dict) -> None:
+    """Write sysctls inside namespace ``ns`` (the /proc/sys/net files of the namespace this thread is in)."""
+    from pyroute2 import netns
+
+    netns.pushns(ns)
+    try:
+        for key, value in values.items():
+            path = "/proc/sys/" + key.replace(".", "/")
+            if os.path.exists(path):
+                with open(path, "w") as fh:
+                    fh.write(str(value))
+    finally:
+        netns.popns()
+
+
+HOST_SYSCTLS = {
+    "net.ipv4.ip_forward": 1,                 # OCS nodes relay other nodes' messages
+    "net.ipv4.conf.all.rp_filter": 0,         # a relayed packet arrives on a circuit from an EPS address
+    "net.ipv4.conf.default.rp_filter": 0,
+    "net.ipv4.conf.all.send_redirects": 0,    # a relay must not tell the sender to go round it
+    "net.ipv4.conf.default.send_redirects": 0,
+    "net.ipv4.conf.all.accept_redirects": 0,
+    "net.ipv6.conf.all.disable_ipv6": 1,      # no neighbour discovery or router solicitations
+    "net.ipv6.conf.default.disable_ipv6": 1,
+    # Linux distributions default to CUBIC, which behaves as Reno at these bandwidth-delay products (its
+    # TCP-friendly region); a namespace may only choose among the host's allowed algorithms, and this host's
+    # kernel allows reno and bbr (its build default). BBR left a 4-rank ring at 1.5-1.7x the ideal, Reno 1.2x.
+    "net.ipv4.tcp_congestion_control": "reno",
+}
+OTHER_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": 1, "net.ipv6.conf.default.disable_ipv6": 1}
+
+
+class Cluster:
+    """An emulated cluster, built on entering and removed on leaving (also on error, Ctrl-C and SIGTERM).
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+        From :func:`cluster_spec`.
+
+    Attributes
+    ----------
+    setup_s : float
+        Wall time of the build.
+
+    Notes
+    -----
+    On entering, leftovers of dead runs are removed first (:func:`cleanup`). While the cluster exists,
+    SIGTERM and SIGHUP raise :class:`KeyboardInterrupt` in the main thread so that the clean-up runs.
+
+    Examples
+    --------
+    Needs root and pyroute2:
+
+    >>> from topoplan.core.topology import TreeTopology
+    >>> spec = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=100)
+    >>> with Cluster(spec) as c:                      # doctest: +SKIP
+    ...     print(len(c.spec.namespaces))
+    9
+    """
+
+    def __init__(self, spec: ClusterSpec):
+        self.spec = spec
+        self.setup_s = 0.0
+        self._lock_fd = None
+        self._created: list = []
+        self._handles: dict = {}
+        self._saved_signals: dict = {}
+
+    # context -------------------------------------------------------------------------------------
+    def __enter__(self) -> "Cluster":
+        self.up()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    def up(self) -> None:
+        """Create everything of the spec (removing it again if any step fails)."""
+        require_pyroute2()
+        check_privileges()
+        t0 = time.perf_counter()
+        self._trap_signals()
+        try:
+            cleanup()
+            self._lock()
+            self._build()
+        except BaseException:
+            self.down()
+            raise
+        self.setup_s = time.perf_counter() - t0
+
+    def down(self) -> None:
+        """Remove every namespace of the run (and the processes in them) and release the lock."""
+        try:
+            self._close_handles()
+            if self._created:
+                # the processes first: a namespace with a process in it would live on without its name
+                _kill_in(self._created)
+                _remove(list(reversed(self._created)))
+                self._created = []
+            if self._lock_fd is not None:
+                _lock_path(self.spec.run_id).unlink(missing_ok=True)
+                os.close(self._lock_fd)
+                self._lock_fd = None
+        finally:
+            self._restore_signals()
+
+    # signals ----------------------------------------------------------------------------------------
+    def _trap_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        me = os.getpid()
+
+        def stop(signum, frame):
+            if os.getpid() != me:   # a child forked by the netlink library: die as the signal says
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+                return
+            raise KeyboardInterrupt
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                self._saved_signals[sig] = signal.signal(sig, stop)
+            except (OSError, ValueError):
+                pass
+
+    def _restore_signals(self) -> None:
+        for sig, old in self._saved_signals.items():
+            try:
+                signal.signal(sig, old)
+            except (OSError, ValueError, TypeError):
+                pass
+        self._saved_signals = {}
+
+    # pieces -----------------------------------------------------------------------------------------
+    def _lock(self) -> None:
+        if self.spec.run_id != os.getpid():
+            raise TopoplanError(f"run id {self.spec.run_id}: a cluster is built by the process it is named after "
+                                f"({os.getpid()})")
+        try:
+            LOCK_DIR.mkdir(parents=True, exist_ok=True)
+            fd = os.open(_lock_path(self.spec.run_id), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise TopoplanError(f"{LOCK_DIR}: cannot create the run's lock: {exc.strerror}") from None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._lock_fd = fd
+
+    def handle(self, ns: str):
+        """An open netlink handle (pyroute2 ``IPRoute``) in namespace ``ns``.
+
+        The socket is opened while this thread is in the namespace, and keeps to it (pyroute2's ``NetNS``
+        forks a process per namespace to do the same: ten times slower to build a cluster)."""
+        from pyroute2 import IPRoute, netns
+
+        h = self._handles.get(ns)
+        if h is None:
+            netns.pushns(ns)
+            try:
+                h = self._handles[ns] = IPRoute()
+            finally:
+                netns.popns()
+        return h
+
+    def apply_routes(self, files: dict) -> int:
+        """Apply route files (``topoplan export routes``): ``{host: path}``, each checked before any is applied.
+
+        Parameters
+        ----------
+        files : dict
+            A host's file applies in that host's namespace.
+
+        Returns
+        -------
+        int
+            Routes installed.
+
+        Raises
+        ------
+        TopoplanError
+            For a file that names an unknown address or device (nothing is applied then).
+        """
+        s = self.spec
+        addresses = [data_address(i) for i in range(len(s.hosts))]
+        devices = {i: {"eth0"} for i in range(len(s.hosts))}
+        for u, v, pu, pv in s.circuits:
+            devices[u].add(f"ocs{pu}")
+            devices[v].add(f"ocs{pv}")
+        parsed = {}
+        for host, path in files.items():
+            i = s.hosts.index(host) if host in s.hosts else -1
+            if i < 0:
+                raise TopoplanError(f"{path}: routes of {host!r}, which is not a node of the emulated cluster")
+            parsed[i] = read_route_file(path, addresses=addresses, devices=devices[i])
+        n = 0
+        try:
+            for i, routes in parsed.items():
+                h = self.handle(s.host_ns[i])
+                index = {}
+                for dest, via, dev, onlink in routes:
+                    if dev not in index:
+                        index[dev] = h.link_lookup(ifname=dev)[0]
+                    h.route("replace", dst=f"{dest}/32", gateway=via, oif=index[dev], flags=4 if onlink else 0)
+                    n += 1
+        finally:
+            self._close_handles()
+        return n
+
+    def queue_stats(self) -> dict:
+        """Packets sent and dropped by the shaped queues so far, over all links: ``{"sent": n, "dropped": n}``.
+
+        A drop is a full FIFO (TCP then backs off and resends): the one way the emulated network loses time
+        that a flow model does not know.
+        """
+        s = self.spec
+        sent = dropped = 0
+        shaped = {}
+        for link in s.links:
+            if link.rate_Bps is not None:
+                shaped.setdefault(link.a_ns, set()).add(link.a_if)
+                shaped.setdefault(link.b_ns, set()).add(link.b_if)
+        try:
+            for ns, names in shaped.items():
+                h = self.handle(ns)
+                index = {l["index"]: l.get_attr("IFLA_IFNAME") for l in h.get_links()}
+                for q in h.get_qdiscs():
+                    if index.get(q["index"]) in names and q.get_attr("TCA_KIND") == "pfifo":
+                        st = q.get_attr("TCA_STATS")
+                        if st is not None:
+                            sent += int(st["packets"])
+                            dropped += int(st["drop"])
+        finally:
+            self._close_handles()
+        return {"sent": sent, "dropped": dropped}
+
+    def _close_handles(self) -> None:
+        for h in self._handles.values():
+            try:
+                h.close()
+            except Exception:  # noqa: BLE001 -- closing a socket of a namespace being removed
+                pass
+        self._handles = {}
+
+    def _build(self) -> None:
+        from pyroute2 import netns
+
+        s = self.spec
+        existing = set(our_namespaces().get(s.run_id, []))
+        if existing:
+            raise TopoplanError(f"namespaces of run {s.run_id} exist already ({sorted(existing)[0]} ...)")
+        for ns in s.namespaces:
+            netns.create(ns)
+            self._created.append(ns)
+            _sysctl(ns, HOST_SYSCTLS if ns in s.host_ns else OTHER_SYSCTLS)
+            h = self.handle(ns)
+            h.link("set", index=h.link_lookup(ifname="lo")[0], state="up")
+        for ns in s.bridge_ns:
+            h = self.handle(ns)
+            h.link("add", ifname="br0", kind="bridge")
+            h.link("set", index=h.link_lookup(ifname="br0")[0], state="up", mtu=s.mtu)
+        for link in s.links:
+            self._link(link)
+        for i, ns in enumerate(s.host_ns):
+            h = self.handle(ns)
+            h.addr("add", index=h.link_lookup(ifname="eth0")[0], address=data_address(i), prefixlen=16)
+            h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=mgmt_address(i), prefixlen=16)
+        h = self.handle(s.head_ns)
+        h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=HEAD_ADDRESS, prefixlen=16)
+        self._close_handles()
+
+    def _link(self, link: LinkSpec) -> None:
+        s = self.spec
+        a = self.handle(link.a_ns)
+        a.link("add", ifname=link.a_if, kind="veth", peer={"ifname": link.b_if, "net_ns_fd": link.b_ns})
+        b = self.handle(link.b_ns)
+        for h, ifname, bridged in ((a, link.a_if, link.a_bridge), (b, link.b_if, link.b_bridge)):
+            idx = h.link_lookup(ifname=ifname)[0]
+            mtu = s.mtu if link.cls != "mgmt" else 1500
+            if bridged:
+                h.link("set", index=idx, master=h.link_lookup(ifname="br0")[0])
+            h.link("set", index=idx, mtu=mtu, state="up")
+            if link.rate_Bps is not None:
+                _shape(h, idx, link.rate_Bps, mtu, s.queue_packets, ack_priority=s.queues == "ack-priority")
+
+
+def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False) -> None:
+    """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, small packets
+    (under 256 bytes: acknowledgements) in a class of their own that is served first."""
+    import socket
+
+    rate = max(int(rate_Bps), 1)
+    burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
+    common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
+    h.tc("add", "htb", index=idx, handle="1:", default=0x10)
+    if not ack_priority:
+        h.tc("add-class", "htb", handle="1:10", parent="1:", rate=rate, ceil=rate, **common)
+        h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
+        return
+    h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
+    h.tc("add-class", "htb", handle="1:10", parent="1:1", rate=rate - rate // 20, ceil=rate, prio=1, **common)
+    h.tc("add-class", "htb", handle="1:20", parent="1:1", rate=max(rate // 20, 1), ceil=rate, prio=0, **common)
+    h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
+    h.tc("add", "pfifo", index=idx, handle="20:", parent="1:20", limit=int(queue_packets))
+    # IPv4 total length below 256 bytes: the high byte of the length (bits 8-15 of the header's first word) is 0
+    h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=socket.htons(0x0800),
+         target="1:20", keys=["0x0/0xff00+0"])

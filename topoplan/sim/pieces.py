@@ -1,0 +1,217 @@
+"""The compiled replay's runs: a whole trace as one program, or a generator's recording a piece at a time.
+
+:func:`replay_whole` compiles the trace (:mod:`topoplan.sim.compiler`) and runs it in the compiled loop
+(:func:`topoplan.sim._engine.run_core`); :func:`replay_pieces` generates, compiles and adds the pieces of a
+recording while the loop waits for them, so memory holds a piece and what the ranks have not run yet, and
+the results are the whole trace's to the bit (``tests/test_sim_pieces.py``). :class:`Window` is the
+micro-ops a run holds, which also names a blocked rank's call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from topoplan.core.errors import TopoplanError
+from topoplan.sim import program
+from topoplan.sim._engine import run_core
+from topoplan.sim.compiler import Compiler, compile_program
+from topoplan.sim.engines import REL_TOL
+from topoplan.sim.maxmin import timeline_from_samples, timeline_max_intervals
+from topoplan.sim.replay_common import ReplayResult, blocked_message, check_marks, check_matched, marks_by_rank
+from topoplan.sim.routes import ranges
+from topoplan.traffic.trace import OPS, Trace
+
+__all__ = ["replay_whole", "replay_pieces", "Window"]
+
+
+def replay_whole(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
+                 progress, timeline_dt_s=None, marks=None) -> ReplayResult:
+    """:func:`topoplan.sim.replay.replay` of a whole trace by the compiled loop (same options).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.core.placement import sequential
+    >>> from topoplan.sim.network import build_network
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    >>> res = replay_whole(parse_spec("ring:np=8,bytes=1MB"), build_network(t), sequential(8, t),
+    ...                    eager_threshold_B=65536.0, compute_scale=1.0, thresholds=None, progress=None)
+    >>> round(res.makespan_s, 6), res.n_messages
+    (0.000804, 8)
+    """
+    n = trace.n_ranks
+    if marks is not None:
+        marks = check_marks(marks, trace)
+    pg = compile_program(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
+                         thresholds=thresholds)
+    if marks is None:
+        order, mark_op, mark_ptr = None, np.zeros(0, np.int64), np.zeros(n + 1, np.int64)
+    else:   # a marked call is reached when its rank comes to the call's first micro-op
+        order, mark_ptr = marks_by_rank(marks, pg["bounds"])
+        mark_op = pg["ptr"][marks[order]].astype(np.int64)
+        mark_ptr = mark_ptr.astype(np.int64)
+    lcap = np.where(net.shared, net.bw_Bps, np.inf)
+    dt = float(timeline_dt_s or 0.0)
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, mark_t, _, _ = run_core(
+        pg["prog"], pg["route"], lcap, pg["eager_B"], REL_TOL, np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+        pg["stream"], dt, timeline_max_intervals(len(lcap)), mark_op, mark_ptr, np.zeros(0, np.int64),
+        program.no_state())
+    # (before the deadlock check: a run stopped for its timeline has unfinished ranks)
+    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
+    unfinished = np.flatnonzero(np.isnan(finish))
+    if unfinished.size:
+        win = Window.of_piece(pg, trace)
+        raise TopoplanError(blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
+                                             for r in unfinished[:4].tolist()], len(unfinished)))
+    compute = pg["compute_s"]
+    if progress:
+        progress(n, n)
+    mark_s = None
+    if marks is not None:
+        mark_s = np.empty(len(marks))
+        mark_s[order] = mark_t
+    return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
+                        comm_time_s=np.maximum(finish - compute, 0.0), link_bytes=link_bytes,
+                        n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
+                        unknown_ops=dict(trace.unknown_ops), mark_s=mark_s)
+
+
+class Window:
+    """The micro-ops a piece-wise replay holds: per rank, those it has not run yet of the pieces loaded, with
+    each one's call (rank-local number, op code and peer of the trace row) for error messages.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.core.placement import sequential
+    >>> from topoplan.sim.network import build_network
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    >>> trace = parse_spec("ring:np=4,bytes=1MB")
+    >>> pg = compile_program(trace, build_network(t), sequential(4, t))
+    >>> pg["prog"][0].tolist()                      # where every rank's micro-ops start
+    [0, 3, 6, 9]
+    >>> Window.of_piece(pg, trace).blocked_at(1, 5, True)   # rank 1 blocked in its micro-op 4
+    'rank 1 in call 1 (isend peer 2)'
+    """
+
+    OPS = (2, 3, 4, 5, 6, 7, 8)        # per micro-op arrays of the program: kind, peer, nbytes, tag, reqkind, gap, cls
+    ENTRIES = (10, 11, 12, 13)         # per entry: e_peer, e_bytes, e_send, e_cls
+
+    def __init__(self, prog, call, call_op, call_peer):
+        self.prog, self.call, self.call_op, self.call_peer = prog, call, call_op, call_peer
+
+    @classmethod
+    def of_piece(cls, pg: dict, trace: Trace) -> "Window":
+        ptr, bounds = pg["ptr"], pg["bounds"]
+        row = np.searchsorted(ptr, np.arange(int(ptr[-1])), side="right") - 1     # the call of every micro-op
+        rank = trace.rank[row]
+        call = row - bounds[rank] + pg["calls_before"][rank]
+        return cls(pg["prog"], call, trace.op[row], trace.peer[row])
+
+    def extend(self, nxt: "Window", R) -> "Window":
+        """This window's micro-ops not yet run, then ``nxt``'s, per rank; moves the program counters in ``R``
+        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept)."""
+        a, b = self.prog, nxt.prog
+        pc = R[program.R_PC]
+        keep = np.minimum(pc - (R[program.R_STEP] > 0), a[1])
+        a_len, b_len = a[1] - keep, b[1] - b[0]
+        n_a = len(a[2])
+        new_len = a_len + b_len
+        lo = np.zeros(len(pc), dtype=np.int64)
+        np.cumsum(new_len[:-1], out=lo[1:])
+        idx = ranges(np.stack([keep, b[0] + n_a], axis=1).ravel(), np.stack([a_len, b_len], axis=1).ravel())
+        prog = list(a)
+        prog[0], prog[1] = lo, lo + new_len
+        for k in self.OPS:
+            prog[k] = np.concatenate([a[k], b[k]])[idx]
+        e_cnt = np.concatenate([np.diff(a[9]), np.diff(b[9])])[idx]
+        e_from = np.concatenate([a[9][:-1], b[9][:-1] + len(a[10])])[idx]
+        e_idx = ranges(e_from, e_cnt)
+        for k in self.ENTRIES:
+            prog[k] = np.concatenate([a[k], b[k]])[e_idx]
+        prog[9] = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(e_cnt, out=prog[9][1:])
+        gd = R[program.R_GAPDONE]
+        R[program.R_GAPDONE] = np.where(gd >= keep, gd - keep + lo, -1)
+        R[program.R_PC] = lo + (pc - keep)
+        return Window(tuple(prog), np.concatenate([self.call, nxt.call])[idx],
+                       np.concatenate([self.call_op, nxt.call_op])[idx],
+                       np.concatenate([self.call_peer, nxt.call_peer])[idx])
+
+    def blocked_at(self, r: int, pc: int, blocked: bool) -> str:
+        """Where rank ``r`` (at micro-op ``pc``) stopped, as the deadlock message names it."""
+        lo, hi = self.prog[0], self.prog[1]
+        i = pc - 1 if blocked else pc
+        if lo[r] <= i < hi[r]:
+            op = OPS[self.call_op[i]] if self.call_op[i] >= 0 else "unknown"
+            return f"rank {r} in call {int(self.call[i])} ({op} peer {int(self.call_peer[i])})"
+        return f"rank {r} in call -1 (unknown peer -1)"
+
+
+def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, thresholds, progress,
+                   timeline_dt_s=None, max_rows=None) -> ReplayResult:
+    """:func:`topoplan.sim.replay.replay` of a trace generated piece by piece
+    (:meth:`~topoplan.traffic.generators.Recording.pieces`): the compiled loop runs a window of micro-ops and
+    stops when a rank needs the next piece, which is compiled and added while the run waits (nothing of the
+    run's time passes), so the results are those of the whole trace.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import record_spec
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.core.placement import sequential
+    >>> from topoplan.sim.network import build_network
+    >>> t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    >>> rec = record_spec("ring:np=8,bytes=1MB,iters=4")
+    >>> res = replay_pieces(rec, build_network(t), sequential(8, t), eager_threshold_B=65536.0, compute_scale=1.0,
+    ...                     thresholds=None, progress=None, max_rows=16)
+    >>> res.n_pieces > 1, res.makespan_s == replay_whole(rec.build(), build_network(t), sequential(8, t),
+    ...     eager_threshold_B=65536.0, compute_scale=1.0, thresholds=None, progress=None).makespan_s
+    (True, True)
+    """
+    n = source.n_ranks
+    left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
+    comp = Compiler(net, placement, n, compute_scale=compute_scale, thresholds=thresholds, pieces=True)
+    pieces = iter(source.pieces(max_rows))
+
+    def load() -> Window:
+        tr = next(pieces, None)
+        if tr is None or tr.n_ranks != n:
+            raise TopoplanError(f"{source.source}: its pieces do not hold the rows the recording counts per rank")
+        np.subtract(left, np.bincount(tr.rank, minlength=n), out=left)
+        return Window.of_piece(comp.add(tr), tr)
+
+    win = load()
+    lcap = np.where(net.shared, net.bw_Bps, np.inf)
+    dt = float(timeline_dt_s or 0.0)
+    z_i, z_f = np.zeros(0, np.int64), np.zeros(0)
+    state = program.no_state()
+    n_pieces = 1
+    while True:
+        out = run_core(win.prog, comp.route(), lcap, float(eager_threshold_B), REL_TOL, z_i, z_f, z_f, comp.stream(),
+                       dt, timeline_max_intervals(len(lcap)), z_i, np.zeros(n + 1, np.int64),
+                       (left > 0).astype(np.int64), state)
+        state = out[13]
+        if out[12] != 2:
+            break
+        win = win.extend(load(), state[program.STATE_INDEX["R"]])
+        n_pieces += 1
+        if progress:
+            progress(int(source.rows - left.sum()), int(source.rows))
+    finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, _, _, _ = out
+    if left.any() or next(pieces, None) is not None:
+        raise TopoplanError(f"{source.source}: its pieces do not hold the rows the recording counts per rank")
+    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
+    unfinished = np.flatnonzero(np.isnan(finish))
+    if unfinished.size:
+        raise TopoplanError(blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
+                                             for r in unfinished[:4].tolist()], len(unfinished)))
+    check_matched(source.source, comp.sent, comp.received)
+    if progress:
+        progress(n, n)
+    return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
+                        comm_time_s=np.maximum(finish - comp.compute_s, 0.0), link_bytes=link_bytes,
+                        n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
+                        n_pieces=n_pieces)
