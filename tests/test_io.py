@@ -74,7 +74,7 @@ def test_read_text_names_the_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("obj", [
     {"plan": {"circuits": [[0, 16], [1, 17]], "next_hop": np.arange(12).reshape(4, 3) - 1, "seed": 0}},
-    {"a": [], "b": {}, "c": [[]], "d": [{"x": 1.5}, {"y": None}], 3: True, None: "n", 2.5: [float("inf")]},
+    {"a": [], "b": {}, "c": [[]], "d": [{"x": 1.5}, {"y": None}], 3: True, None: "n", 2.5: [1e300]},
     [np.arange(3), np.float64(0.25), np.int64(7), np.bool_(False), "é"],
     [[[1, 2], [3]], [[4]]],
 ])
