@@ -174,6 +174,14 @@ def active() -> bool:
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> active()
+    False
+    >>> with bounded(5.0):
+    ...     active()
+    True
     """
     return bool(_DEADLINE)
 
@@ -184,6 +192,14 @@ def remaining() -> float | None:
     Returns
     -------
     float or None
+
+    Examples
+    --------
+    >>> remaining() is None
+    True
+    >>> with bounded(5.0):
+    ...     4.0 < remaining() <= 5.0
+    True
     """
     return _DEADLINE[0] - time.monotonic() if _DEADLINE else None
 
