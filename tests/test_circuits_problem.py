@@ -58,6 +58,22 @@ def test_validator_rejects(doc, msg):
         validate_plan_dict(doc, hybrid(), where="p.json")
 
 
+@pytest.mark.parametrize("forwarding, msg", [
+    ({"2": {"1": 0}, "02": {"1": 0}}, "field 'forwarding': node key '02' is not written as '2'"),
+    ({"00": {"1": 3}}, "field 'forwarding': node key '00' is not written as '0'"),
+    ({" 2": {"1": 0}}, "node key ' 2' is not written as '2'"),
+    ({"+2": {"1": 0}}, "field 'forwarding': unknown node '\\+2'"),
+    ({"2": {"01": 0}}, "field 'forwarding.2': switch key '01' is not written as '1'"),
+    ({"2": {"1": 0}, 2: {"1": 0}}, "field 'forwarding': node 2 is given twice"),
+    ({"2": {"1": 0, 1: 0}}, "field 'forwarding.2': switch 1 is given twice"),
+])
+def test_forwarding_keys_name_each_node_and_switch_once(forwarding, msg):
+    """"0" and "00" were both read as node 0: the tables a simulator or an OCS controller used depended on which
+    row a reader kept. A key is now the id as JSON writes it, given once."""
+    with pytest.raises(TopoplanError, match=msg):
+        validate_plan_dict({"circuits": [[0, 3]], "forwarding": forwarding}, hybrid(), where="p.json")
+
+
 def test_validator_accepts_relays_and_partner_hops():
     doc = {"circuits": [[0, 3]], "forwarding": {"2": {"1": 0}, "0": {"1": 3}, "1": {"1": 0}, "5": {"0": 3}}}
     validate_plan_dict(doc, hybrid())

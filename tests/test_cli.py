@@ -125,6 +125,19 @@ def _audit_cases(tmp):
     (tmp / "ph.json").write_text(json.dumps(detect_phases(ring(16, 1e6, iters=3)).to_dict()))
     neighbor2d(4, 4, 1e6, iters=3).write_csv(tmp / "ph16.csv")   # another trace of 16 ranks than the phases'
 
+    # issue 36, second round: schedules and the OCS document, plans and flow files
+    entry = {"from_phase": 0, "to_phase": 1, "from_s": 0.0, "circuits": [[0, 16]], "forwarding": {"0": {"1": 16}}}
+    for name, top, e in (("s-neg", {"setup_s": -0.01}, {}), ("s-black", {"blackout": "wait"}, {}),
+                         ("s-from", {}, {"from_s": -1.0})):
+        (tmp / f"{name}.json").write_text(json.dumps({"schedule": [{**entry, **e}], "n_phases": 1, **top}, indent=1))
+    (tmp / "s-nan.json").write_text('{"schedule": [{"from_phase": 0, "to_phase": 1, "circuits": [[0, 16]],\n'
+                                    ' "forwarding": {}}],\n "setup_s": NaN}\n')
+    (tmp / "fwd00.json").write_text('{"circuits": [[0, 16]],\n "forwarding": {"0": {"1": 16}, "00": {"2": 16}}}')
+    (tmp / "route2.json").write_text(json.dumps({
+        "hosts": ["A", "B"], "links": [{"name": "L", "bandwidth_Bps": 1e9, "latency_s": 0}],
+        "routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}, {"name": "L", "dir": "up"}]}],
+        "flows": [{"id": 0, "src": "A", "dst": "B", "bytes": 1e6, "start_s": 0}]}))
+
     (tmp / "ls.conf").write_text("SwitchName=s0 Nodes=n[0-1] LinkSpeed=100000\n")
     (tmp / "hl.yaml").write_text("- topology: t\n  tree:\n    switches:\n      - {switch: s0, nodes: 'n[1-2] n3;x'}\n")
     return [
@@ -243,6 +256,20 @@ def _audit_cases(tmp):
         # issue 36: exports
         (["export", "ompi5", "-p", tmp / "place.json", "-t", "paper003", "--slots", "threads", "-o", tmp / "o"],
          "--slots: expected one of cores, hwthreads"),
+        # issue 36, second round: schedules and the OCS document (once validated and exported, NaN written)
+        (["validate", tmp / "s-neg.json", "-t", "paper003"],
+         "s-neg.json: field 'setup_s': expected a non-negative time in seconds, got -0.01"),
+        (["export", "ocs", "-p", tmp / "s-neg.json", "-t", "paper003", "-o", tmp / "o.json"], "field 'setup_s'"),
+        (["validate", tmp / "s-black.json", "-t", "paper003"], "field 'blackout': expected one of eps, stall"),
+        (["export", "ocs", "-p", tmp / "s-black.json", "-t", "paper003", "-o", tmp / "o.json"], "field 'blackout'"),
+        (["validate", tmp / "s-from.json", "-t", "paper003"], "entry 0: field 'from_s'"),
+        (["export", "ocs", "-p", tmp / "s-from.json", "-t", "paper003", "-o", tmp / "o.json"], "field 'from_s'"),
+        (["validate", tmp / "s-nan.json", "-t", "paper003"], "s-nan.json:3: malformed plan: NaN is not a JSON number"),
+        (["export", "ocs", "-p", tmp / "s-nan.json", "-t", "paper003", "-o", tmp / "o.json"],
+         "s-nan.json:3: malformed circuit plan or schedule: NaN is not a JSON number"),
+        # issue 36, second round: plans and flow files
+        (["validate", tmp / "fwd00.json", "-t", "paper003"], "node key '00' is not written as '0'"),
+        (["simulate", "--flows", tmp / "route2.json"], "routes[0].links[1]: link 'L' is listed twice in the route"),
     ]
 
 

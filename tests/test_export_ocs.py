@@ -378,3 +378,117 @@ def test_launcher_formats_take_the_placement_of_a_plan_or_schedule(files, tmp_pa
     assert "field 'rank_to_node': missing" in capsys.readouterr().err and not (tmp_path / "rf2").exists()
     assert _cli("export", "ompi4", "-p", files["plan"], "--rules", "switch", "-o", tmp_path / "rf3") == 2
     assert "only the ocs format" in capsys.readouterr().err and not (tmp_path / "rf3").exists()
+
+
+# -- the document's JSON Schema, and schedules whose numbers are not times (issue 36) ------------------
+
+def _schema_errors(doc):
+    """Errors of an independent check of ``doc`` against the published schema file (jsonschema, as a controller
+    would run it), from the file the package ships."""
+    from importlib.resources import files as package_files
+
+    import jsonschema
+
+    schema = json.loads((package_files("topoplan") / "reporting" / "schemas" / "topoplan-ocs-1.schema.json")
+                        .read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+
+
+def test_written_documents_validate_against_the_published_schema(files, tmp_path, capsys):
+    """Every kind the exporter writes -- a static plan, a phases schedule with per-rank triggers, a hand schedule
+    with a surviving set-up and slots, per-switch rules -- is valid JSON (no NaN) and valid against the schema."""
+    assert ocs_export.OCS_SCHEMA.is_file() and ocs_export.OCS_SCHEMA.name == "topoplan-ocs-1.schema.json"
+    written = []
+    for name, src, extra in (("static", files["plan"], []), ("sched", files["sched"], ["-t", "paper003", *SETS_ARGS]),
+                             ("switch", files["sched"], ["-t", "paper003", *SETS_ARGS, "--rules", "switch"])):
+        out = tmp_path / f"{name}.ocs.json"
+        assert _cli("export", "ocs", "-p", src, *extra, "-o", out) == 0
+        assert str(ocs_export.OCS_SCHEMA) in capsys.readouterr().out    # the export says where the schema is
+        written.append(json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} written")))
+    hand = tmp_path / "hand.ocs.json"
+    export_ocs(_hand_schedule(), hand, topo=load_topology("paper003", HAND_SETS))
+    written.append(json.loads(hand.read_text()))
+    assert any(e.get("slots") for e in written[-1]["entries"]) and any("surviving" in e for e in written[-1]["entries"])
+    for doc in written:
+        assert doc["schema"] == "topoplan-ocs-1.schema.json"
+        assert _schema_errors(doc) == []
+
+
+def _break(doc, path, value):
+    *head, last = path
+    for k in head:
+        doc = doc[k]
+    if value is KeyError:
+        del doc[last]
+    else:
+        doc[last] = value
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("setup_s",), -1.0, r"field 'setup_s': -1.0 is less than the minimum of 0"),
+    (("entries", 0, "setup_s"), float("nan"), r"field 'entries\[0\].setup_s': nan is not a finite number"),
+    (("entries", 3, "from_s"), float("inf"), r"field 'entries\[3\].from_s': inf is not a finite number"),
+    (("blackout",), "wait", r"field 'blackout': 'wait' is not one of \['eps', 'stall'\]"),
+    (("entries", 1, "setup_during"), "later", r"field 'entries\[1\].setup_during': 'later' is not one of"),
+    (("entries", 3, "slots", 1, "duration_s"), -0.5, r"field 'entries\[3\].slots\[1\].duration_s'"),
+    (("entries", 0, "cross_connects", 0, "a", "port"), "0", r"field 'entries\[0\].cross_connects\[0\].a.port': "
+                                                           r"'0' is not of type 'integer'"),
+    (("entries", 2, "surviving", "to_phase"), KeyError, r"field 'entries\[2\].surviving': 'to_phase' is a required"),
+    (("hosts",), [], r"field 'hosts': \[\] should be non-empty"),
+    (("entries", 0, "connnect"), [], r"field 'entries\[0\]': Unevaluated properties are not allowed \('connnect'"),
+    (("n_phases",), 0, r"field 'n_phases': 0 is less than the minimum of 1"),
+])
+def test_broken_documents_are_refused_by_the_schema(path, value, message):
+    """A document the schema refuses is never written and never read back as a schedule; the independent
+    validator agrees (NaN aside: it passes every 'minimum', so it is refused before the schema, as JSON cannot
+    hold it)."""
+    import copy
+
+    topo = load_topology("paper003", HAND_SETS)
+    good = ocs_document(_hand_schedule(), topo)
+    bad = copy.deepcopy(good)
+    _break(bad, path, value)
+    with pytest.raises(TopoplanError, match=message):
+        ocs_export.check_ocs_document(bad, where="ocs.json")
+    with pytest.raises(TopoplanError, match="ocs.json: "):
+        schedule_from_ocs(bad, where="ocs.json")
+    if not (isinstance(value, float) and value != value or value == float("inf")):
+        assert _schema_errors(bad)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"setup_s": -0.01}, "field 'setup_s': expected a non-negative time in seconds, got -0.01"),
+    ({"setup_s": float("nan")}, "field 'setup_s': expected a non-negative time in seconds, got nan"),
+    ({"setup_s": True}, "field 'setup_s': expected a non-negative time in seconds, got True"),
+    ({"blackout": "wait"}, "field 'blackout': expected one of eps, stall, got 'wait'"),
+    ({"threshold_B": float("inf")}, "field 'threshold_B': expected a non-negative size in bytes, got inf"),
+    ({"n_phases": 0}, "field 'n_phases': expected a positive number of phases, got 0"),
+    ({0: {"from_s": -1.0}}, r"entry 0: field 'from_s': expected a non-negative time in seconds, got -1.0"),
+    ({0: {"from_s": float("nan")}}, r"entry 0: field 'from_s': expected a non-negative time in seconds, got nan"),
+    ({1: {"from_s": 0.5}, 2: {"from_s": 0.25}}, r"entry 2: field 'from_s': 0.25 is before the previous entry's start"),
+    ({3: {"slots": [{**_hand_schedule()["schedule"][3]["slots"][0], "duration_s": float("inf")}]}},
+     r"entry 3: slot 0: field 'duration_s': expected a non-negative time, got inf"),
+    ({3: {"slots": [{**_hand_schedule()["schedule"][3]["slots"][0], "bytes_B": [[0.5, 3, 1e6]]}]}},
+     r"entry 3: slot 0: field 'bytes_B': expected \[switch, switch, bytes\] triples"),
+    ({3: {"slots": [{**_hand_schedule()["schedule"][3]["slots"][0], "bytes_B": [[0, 3, float("nan")]]}]}},
+     r"entry 3: slot 0: field 'bytes_B'"),
+])
+def test_schedules_whose_numbers_are_not_times_are_refused(tmp_path, change, message):
+    """validate, export ocs and the schedule replay once took a negative or NaN set-up time, an unknown blackout
+    and a negative or NaN start; the OCS document then held NaN (not JSON)."""
+    from topoplan.plans.validate import validate
+
+    topo = load_topology("paper003", HAND_SETS)
+    doc = _hand_schedule()
+    for k, v in change.items():
+        if isinstance(k, int):
+            doc["schedule"][k].update(v)
+        else:
+            doc[k] = v
+    with pytest.raises(TopoplanError, match=message):
+        validate(doc, topo, where="s.json")
+    out = tmp_path / "ocs.json"
+    with pytest.raises(TopoplanError, match=message):
+        export_ocs(doc, out, topo=topo, where="s.json")
+    assert not out.exists()

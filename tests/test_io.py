@@ -74,7 +74,7 @@ def test_read_text_names_the_file_and_line(tmp_path):
 
 @pytest.mark.parametrize("obj", [
     {"plan": {"circuits": [[0, 16], [1, 17]], "next_hop": np.arange(12).reshape(4, 3) - 1, "seed": 0}},
-    {"a": [], "b": {}, "c": [[]], "d": [{"x": 1.5}, {"y": None}], 3: True, None: "n", 2.5: [float("inf")]},
+    {"a": [], "b": {}, "c": [[]], "d": [{"x": 1.5}, {"y": None}], 3: True, None: "n", 2.5: [1e300]},
     [np.arange(3), np.float64(0.25), np.int64(7), np.bool_(False), "é"],
     [[[1, 2], [3]], [[4]]],
 ])
@@ -153,3 +153,31 @@ def test_one_reader_for_every_gzip_input(tmp_path, monkeypatch):
     (tmp_path / "cut.json.gz").write_bytes(gzip.compress(b'{"a": 1}')[:-6])
     with pytest.raises(TopoplanError, match=r"cut\.json\.gz: cannot read JSON file"):
         read_json(tmp_path / "cut.json.gz")
+
+
+@pytest.mark.parametrize("obj, field", [
+    ({"entries": [{"from_s": 0.0}, {"from_s": float("nan")}]}, r"entries\[1\]\.from_s': nan"),
+    ({"setup_s": float("inf")}, "setup_s': inf"),
+    ({"rows": [[0.5, -float("inf")]]}, r"rows\[0\]\[1\]': -inf"),
+    ({"matrix": np.array([[1.0, np.nan], [0.0, 1.0]])}, r"matrix\[0\]\[1\]': nan"),
+    ({"times": np.array([0.0, np.inf])}, r"times\[1\]': inf"),
+])
+def test_json_writer_refuses_nan_and_infinity_and_writes_nothing(tmp_path, obj, field):
+    """JSON has no NaN or Infinity: Python's json writes them anyway, and a controller's parser then fails on
+    the document (or reads a number). The writer names the field and leaves no file."""
+    path = tmp_path / "doc.json"
+    with pytest.raises(TopoplanError, match=f"doc.json: field '{field}"):
+        write_json(path, obj)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text, line, name", [
+    ('{"a": 1,\n "b": NaN}', 2, "NaN"),
+    ('{"a": [1,\n 2,\n -Infinity]}', 3, "-Infinity"),
+    ('[Infinity]', 1, "Infinity"),
+])
+def test_json_reader_refuses_nan_and_infinity_naming_the_line(tmp_path, text, line, name):
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    with pytest.raises(TopoplanError, match=f"in.json:{line}: malformed plan: {name} is not a JSON number"):
+        read_json(path, "plan")

@@ -291,6 +291,13 @@ def test_scenario_file_gzip_and_plain(tmp_path):
     ({"hosts": ["A", "B", "C"], "flows": [{"id": "g", "src": "A", "dst": "C", "bytes": 1, "start_s": 0}]},
      "flow 'g': no route from 'A' to 'C'"),
     ({"routes": None}, "field 'routes': expected a list"),
+    # issue 36: a route that lists a link twice (its flow counted twice on it), a host pair routed twice
+    ({"routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}, {"name": "L", "dir": "up"}]}]},
+     "routes[0].links[1]: link 'L' is listed twice in the route (links[0] and links[1])"),
+    ({"routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}, {"name": "L", "dir": "down"}]}]},
+     "routes[0].links[1]: link 'L' is listed twice in the route"),
+    ({"routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}]},
+                 {"src": "A", "dst": "B", "links": []}]}, "routes[1]: a second route from 'A' to 'B' (routes[0]"),
 ])
 def test_bad_scenarios_name_file_and_field(tmp_path, change, message):
     path = tmp_path / "bad.json"
@@ -304,7 +311,7 @@ def test_bad_scenarios_name_file_and_field(tmp_path, change, message):
 def test_bad_files(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"flows": [')
-    with pytest.raises(TopoplanError, match=r"broken\.json: malformed JSON"):
+    with pytest.raises(TopoplanError, match=r"broken\.json:1: malformed flow scenario"):
         load_scenario(broken)
     with pytest.raises(TopoplanError, match="no such file"):
         load_scenario(tmp_path / "missing.json")

@@ -325,3 +325,55 @@ def test_every_problem_is_built_the_same_way():
     cfg.instances = [bad]
     with pytest.raises(TopoplanError, match=r"instances\[0\].placement': a placement spec needs traffic"):
         check_config(cfg)
+
+
+# -- sweeps fail loudly, and run wherever their workers start (issue 36) ---------------------------
+
+def test_a_sweep_whose_cells_fail_exits_1_saying_how_many_and_why(data, tmp_path, run_cli):
+    """Once exit 0 with every cell failed; now exit 1 and one line with the count and the reasons. The table
+    is still written: it keeps the finished cells, and the next run retries the failed ones."""
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text((data / "sweep_cheap.yaml").read_text().replace("test_sweep", ME))
+    code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads")
+    assert code == 1, err
+    assert err.strip().splitlines()[-1] == (
+        "error: sweep cheap: 8 of 24 cells failed: 8 x ValueError: a = 3 fails on purpose; the next run retries them")
+    assert "Traceback" not in err
+    assert len(read_table(tmp_path / "cheap.csv")) == 24
+    cfg.write_text(cfg.read_text().replace("a: [1, 2, 3]", "a: [3]"))     # every cell fails
+    code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads", "--json", "-o", tmp_path / "all.csv")
+    assert code == 1 and "8 of 8 cells failed" in err
+    assert json.loads(out)["errors"] == {"ValueError: a = 3 fails on purpose": 8}
+    cfg.write_text(cfg.read_text().replace("a: [3]", "a: [1]"))
+    assert run_cli("sweep", cfg, "--workers", "1", "--threads", "-o", tmp_path / "ok.csv")[0] == 0
+
+
+def test_relative_files_are_found_by_workers_in_another_directory(tmp_path, monkeypatch):
+    """A sweep file given by a relative path names its topology beside itself and its traffic relative to the
+    working directory; a worker runs its cells in another directory (here: this process, after the cells were
+    made). Once every cell failed with 'no such topology file'; paths are now resolved before the cells are
+    shipped."""
+    from topoplan.batch.sweep import execute
+
+    sub = tmp_path / "sweeps"
+    sub.mkdir()
+    (sub / "tree.yaml").write_text("kind: tree\nswitches: 2\nnodes_per_switch: 4\ncores_per_node: 2\n"
+                                   "eps: {down_bw: 10Gbps, up_bw: 20Gbps}\n")
+    (tmp_path / "traffic").mkdir()
+    (tmp_path / "traffic" / "ring.csv").write_text(
+        "src,dst,bytes,msgs\n" + "".join(f"{r},{(r + 1) % 8},1000000,1\n" for r in range(8)))
+    (sub / "s.yaml").write_text(f"name: rel\nproblem: {ME}\noutput: rel.csv\nsimulate: false\n"
+                                "instances: [{name: ring, topology: tree.yaml, traffic: traffic/ring.csv}]\n"
+                                "methods: [sequential, spread]\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config("sweeps/s.yaml")
+    cells = expand_cells(cfg)
+    assert cells[0]["files"] == {"topology": str(sub / "tree.yaml"), "traffic": str(tmp_path / "traffic" / "ring.csv")}
+    elsewhere = tmp_path / "worker-dir"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rows = [execute(c) for c in cells]
+    assert [r["error"] for r in rows] == ["", ""]
+    assert sorted(r["objective"] for r in rows) == [0, 8_000_000]   # under one switch, then across the two
+    # the cells as they were shipped before: the worker looked the files up in its own directory
+    assert "tree.yaml" in execute({**cells[0], "files": {}, "base": "sweeps"})["error"]

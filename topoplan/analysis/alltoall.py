@@ -674,7 +674,7 @@ def schedule_congestion(topo, schedule: AllToAllSchedule, nbytes: float) -> dict
     # every complete all-to-all moves the same pairs over the same (deterministic) routes
     floor = float((per.sum(axis=0) * float(nbytes) / net.bw_Bps).max(initial=0.0))
     return {"estimate_s": est, "round_s": round_s.tolist(), "lower_bound_s": lb, "routing_floor_s": floor,
-            "ratio": est / lb if lb > 0 else float("nan"),
+            "ratio": est / lb if lb > 0 else None,   # none without traffic (JSON has no NaN)
             "busiest_class": [str(net.link_class[b]) for b in busiest], "class_round_s": by_class}
 
 

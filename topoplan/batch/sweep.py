@@ -53,7 +53,7 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -170,7 +170,8 @@ def load_config(path, output=None) -> SweepConfig:
     path = Path(path)
     # the strict reader of every YAML input: duplicate keys, alias bombs and YAML 1.1 numbers are refused
     doc = strict_yaml(read_text(path, "sweep config"), path)
-    cfg = parse_config(doc, str(path), base=path.parent)
+    # an absolute base: the cells run on Dask workers, whose working directory may be any other
+    cfg = parse_config(doc, str(path), base=path.absolute().parent)
     if output is not None:
         cfg.output = Path(output)
     return cfg
@@ -481,15 +482,32 @@ def expand_cells(cfg: SweepConfig) -> list[dict]:
     combos = list(itertools.product(*(cfg.parameters[n] for n in names))) if names else [()]
     cells = []
     for inst in cfg.instances:
+        files = _instance_files(inst, cfg.base)
         for meth in cfg.methods:
             for combo in combos:
                 cell = {"instance": inst, "method": meth, "params": dict(zip(names, combo)),
                         "simulate": cfg.simulate, "score": cfg.score, "cell": cfg.cell,
                         "sim_model": cfg.sim_model or {}}
                 cell["key"] = cell_key(cell)
-                cell["base"] = cfg.base   # not part of the key: moving the sweep keeps its results
+                # not part of the key (moving the sweep keeps its results): where the files are, found here,
+                # before the cell is shipped to a worker that may run in another directory or on another host
+                cell["base"] = cfg.base
+                cell["files"] = files
                 cells.append(cell)
     return cells
+
+
+def _instance_files(inst: dict, base) -> dict:
+    """Absolute paths of the files an instance names (topology, traffic, placement): beside the sweep file
+    first, else as given (relative to the working directory); presets and generator specs are not files."""
+    out = {}
+    for key in ("topology", "traffic", "placement"):
+        spec = inst.get(key)
+        if isinstance(spec, str) and spec:
+            found = _local(spec, base)
+            if Path(found).exists():
+                out[key] = str(Path(found).absolute())
+    return out
 
 
 # -- one cell -----------------------------------------------------------------------------
@@ -681,13 +699,17 @@ def run_cell(cell: dict) -> dict:
     """
     inst, meth, params = cell["instance"], cell["method"], cell["params"]
     sets, common, prob_opts, opts = split_params(params)
-    base = cell.get("base")
+    base, files = cell.get("base"), cell.get("files") or {}
     mod, build = problem_module(meth["problem"])   # fail fast when the problem module is missing
     spec = inst.get("placement")
     traffic_spec = inst.get("traffic")
-    topo, trace, traffic, placement = load_inputs(_local(inst["topology"], base), inst["set"] + sets,
-                                                  None if traffic_spec is None else _local(traffic_spec, base),
-                                                  _local(spec, base) if isinstance(spec, str) else None)
+
+    def where(key, given):   # the file found where the sweep started (expand_cells), else looked up here
+        return files.get(key) or _local(given, base)
+
+    topo, trace, traffic, placement = load_inputs(where("topology", inst["topology"]), inst["set"] + sets,
+                                                  None if traffic_spec is None else where("traffic", traffic_spec),
+                                                  where("placement", spec) if isinstance(spec, str) else None)
     if spec is None or isinstance(spec, list):   # none given (the builder's default), or node ids as they are
         placement = spec
     problem = build(topo, traffic, placement, **{**(inst.get("options") or {}), **prob_opts})
@@ -985,6 +1007,8 @@ class SweepOutcome:
     files : list of str
         Files written.
     wall_s : float
+    errors : dict of str to int, optional
+        Why the cells that failed now failed: each error message with the number of cells it ended.
 
     Examples
     --------
@@ -1009,10 +1033,29 @@ class SweepOutcome:
     failed: int
     files: list[str]
     wall_s: float
+    errors: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"cells": self.total, "skipped": self.skipped, "ran": self.ran, "failed": self.failed,
-                "files": self.files, "wall_s": self.wall_s}
+                "files": self.files, "wall_s": self.wall_s, "errors": dict(self.errors)}
+
+    def failure_line(self, name: str = "sweep", most: int = 3) -> str:
+        """One line saying how many cells failed and why (the commonest reasons first), or '' when none did.
+
+        Examples
+        --------
+        >>> out = SweepOutcome(table=None, total=4, skipped=0, ran=4, failed=3, files=[], wall_s=1.0,
+        ...                    errors={"TopoplanError: no such file 'a.yaml'": 2, "ValueError: x": 1})
+        >>> out.failure_line("demo")
+        "sweep demo: 3 of 4 cells failed: 2 x TopoplanError: no such file 'a.yaml'; 1 x ValueError: x"
+        """
+        if not self.failed:
+            return ""
+        reasons = sorted(self.errors.items(), key=lambda kv: -kv[1])
+        text = "; ".join(f"{n} x {msg}" for msg, n in reasons[:most])
+        if len(reasons) > most:
+            text += f"; and {len(reasons) - most} other reasons (column 'error' of the table)"
+        return f"sweep {name}: {self.failed} of {self.ran} cells failed: {text}"
 
 
 def make_client(scheduler: str | None = None, *, workers: int | None = None, threads_per_worker: int = 1,
@@ -1204,6 +1247,7 @@ def _run_locked(cfg, t0, *, scheduler, workers, threads_per_worker, processes, p
         todo = todo[:max(limit, 0)]
     rows: dict[str, dict] = dict(done)
     failed = 0
+    errors: dict[str, int] = {}
     files: list[str] = []
 
     def flush():
@@ -1242,7 +1286,9 @@ def _run_locked(cfg, t0, *, scheduler, workers, threads_per_worker, processes, p
             for fut in as_completed(futures):
                 row = fut.result()
                 rows[row["key"]] = row
-                failed += bool(row.get("error"))
+                if row.get("error"):
+                    failed += 1
+                    errors[row["error"]] = errors.get(row["error"], 0) + 1
                 if bar is not None:
                     bar.update(task, advance=1, failed=failed)
                 if time.perf_counter() - last >= flush_s:
@@ -1261,4 +1307,4 @@ def _run_locked(cfg, t0, *, scheduler, workers, threads_per_worker, processes, p
                     cluster.close()
     df, files = flush()
     return SweepOutcome(table=df, total=len(cells), skipped=len(done), ran=len(todo), failed=failed, files=files,
-                        wall_s=time.perf_counter() - t0)
+                        wall_s=time.perf_counter() - t0, errors=errors)

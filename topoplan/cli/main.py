@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from topoplan.cli.examples import epilog
-from topoplan.core import interrupt
+from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import check_writable
 from topoplan.core.units import is_ascii_int, is_ascii_number
@@ -230,6 +230,8 @@ def main(argv=None) -> int:
     >>> main(["show", "nosuch"])    # prints "error: unknown topology preset 'nosuch' ..." on stderr
     2
     """
+    # a time limit counts from the start: of this process when run as a program (start-up and imports included)
+    deadline.mark_start(process=argv is None)
     args = sys.argv[1:] if argv is None else list(argv)
     command = typer.main.get_command(build_app(args[0] if args and not args[0].startswith("-") else None))
     ascii_numbers(command)
@@ -278,6 +280,8 @@ def main(argv=None) -> int:
             print("error: aborted", file=sys.stderr)
             return 1
         raise
+    finally:
+        deadline.clear_start()   # the next command in this process (tests, a notebook) counts from its own start
     return 0
 
 

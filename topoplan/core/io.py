@@ -252,7 +252,7 @@ def write_json(path, obj) -> None:
     Raises
     ------
     TopoplanError
-        When the file cannot be written.
+        When the file cannot be written, or ``obj`` holds a NaN or an infinity (:func:`dumps`).
 
     Examples
     --------
@@ -264,7 +264,11 @@ def write_json(path, obj) -> None:
     >>> read_json(path)
     {'a': [0, 1, 2], 'b': 0.5}
     """
-    atomic_write(path, dumps(obj) + "\n")
+    try:
+        text = dumps(obj)
+    except TopoplanError as exc:
+        raise TopoplanError(f"{path}: {exc}; nothing written") from None
+    atomic_write(path, text + "\n")
 
 
 def dumps(obj, indent: int | None = 1) -> str:
@@ -289,6 +293,9 @@ def dumps(obj, indent: int | None = 1) -> str:
     ------
     TypeError
         For an object JSON cannot hold.
+    TopoplanError
+        For a NaN or an infinity, naming its field: JSON has neither, and a reader would fail on the
+        document (or, worse, read it as a number).
 
     Examples
     --------
@@ -306,12 +313,49 @@ def dumps(obj, indent: int | None = 1) -> str:
      },
      "empty": []
     }
+    >>> dumps({"entries": [{"from_s": 0.0}, {"from_s": float("nan")}]})
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'entries[1].from_s': nan is not a finite number (JSON has no NaN or Infinity)
     """
-    if indent is None:
-        return json.dumps(obj, default=_default)
-    out: list[str] = []
-    _layout(obj, 0, indent, out)
-    return "".join(out)
+    try:
+        if indent is None:
+            return json.dumps(obj, default=_default, allow_nan=False)
+        out: list[str] = []
+        _layout(obj, 0, indent, out)
+        return "".join(out)
+    except ValueError as exc:   # json's "Out of range float values are not JSON compliant"
+        found = _non_finite(obj)
+        if found is None:
+            raise
+        field, value = found
+        raise TopoplanError(f"field '{field}': {value!r} is not a finite number (JSON has no NaN or Infinity)") \
+            from None
+
+
+def _non_finite(obj, path: str = ""):
+    """``(dotted path, value)`` of the first NaN or infinity in ``obj`` (dicts, lists, NumPy arrays), or None."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, (float, np.floating)):
+        return None if math.isfinite(obj) else (path or "(the document)", float(obj))
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind != "f" or np.isfinite(obj).all():
+            return None
+        obj = obj.tolist()
+    if isinstance(obj, dict):
+        items = ((f"{path}.{k}" if path else str(k), v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for p, v in items:
+        found = _non_finite(v, p)
+        if found is not None:
+            return found
+    return None
 
 
 _CONTAINERS = (dict, list, tuple)
@@ -322,7 +366,7 @@ def _layout(o, level: int, indent: int, out: list) -> None:
 
     if isinstance(o, np.ndarray):
         if o.ndim <= 1:
-            out.append(json.dumps(o.tolist()))
+            out.append(json.dumps(o.tolist(), allow_nan=False))
             return
         o = list(o)
     if isinstance(o, dict):
@@ -335,24 +379,24 @@ def _layout(o, level: int, indent: int, out: list) -> None:
         # a table keyed by rows (forwarding tables: node -> {switch: next hop}): each row on one line
         rows = isinstance(first, dict) and bool(first) and not isinstance(next(iter(first.values())), _CONTAINERS)
         for k, v in o.items():
-            key = k if isinstance(k, str) else json.dumps(k)   # JSON's own key conversion (int, float, bool, None)
+            key = k if isinstance(k, str) else json.dumps(k, allow_nan=False)   # JSON's own key conversion (int, float, bool, None)
             out.append(sep + pad + json.dumps(key) + ": ")
             if rows and isinstance(v, dict):
-                out.append(json.dumps(v, default=_default))
+                out.append(json.dumps(v, default=_default, allow_nan=False))
             else:
                 _layout(v, level + 1, indent, out)
             sep = ","
         out.append("\n" + " " * (indent * level) + "}")
     elif isinstance(o, (list, tuple)):
         if not o or not isinstance(o[0], (*_CONTAINERS, np.ndarray)):   # a row (of scalars): one line
-            out.append(json.dumps(o, default=_default))
+            out.append(json.dumps(o, default=_default, allow_nan=False))
             return
         pad = "\n" + " " * (indent * (level + 1))
         first = o[0]
         if isinstance(first, (list, tuple)) and not any(isinstance(x, (*_CONTAINERS, np.ndarray)) for x in first):
             # a table of rows (a forwarding table of millions): one compiled call, then a row per line, when
             # the text shows two levels of brackets and no string (so "], [" only ever joins two rows)
-            text = json.dumps(o, default=_default)
+            text = json.dumps(o, default=_default, allow_nan=False)
             if '"' not in text and text.count("[") == len(o) + 1:
                 out.append("[" + pad + text[1:-1].replace("], [", "]," + pad + "[") + "\n" + " " * (indent * level)
                            + "]")
@@ -364,7 +408,7 @@ def _layout(o, level: int, indent: int, out: list) -> None:
             sep = ","
         out.append("\n" + " " * (indent * level) + "]")
     else:
-        out.append(json.dumps(o, default=_default))
+        out.append(json.dumps(o, default=_default, allow_nan=False))
 
 
 @contextmanager
@@ -561,7 +605,8 @@ def read_json(path, what: str = "JSON file"):
     TopoplanError
         For a missing or unreadable file, malformed JSON (naming the line),
         a key given twice in one object (naming the key and line: JSON
-        parsers disagree on which one wins), or nesting too deep to parse.
+        parsers disagree on which one wins), ``NaN`` or ``Infinity`` (which
+        JSON does not have, naming the line), or nesting too deep to parse.
 
     Examples
     --------
@@ -580,6 +625,12 @@ def read_json(path, what: str = "JSON file"):
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: .../plan.json:3: malformed plan: duplicate key 'root'
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"setup_s": 0.01,\\n "from_s": NaN}')
+    >>> read_json(path, "schedule")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.json:2: malformed schedule: NaN is not a JSON number
     """
     path = Path(path)
     if not path.is_file():
@@ -589,11 +640,15 @@ def read_json(path, what: str = "JSON file"):
         text = raw.decode("utf-8")
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
-                return json.loads(text, object_pairs_hook=_unique_pairs)
+                return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
         except _DuplicateKey as dup:
-            line = _duplicate_line(text)
+            line = _fault_line(text)
             raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
                                 f"{dup.key!r}") from None
+        except _NonFinite as bad:
+            line = _fault_line(text)
+            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: {bad.name} is not "
+                                "a JSON number") from None
     except json.JSONDecodeError as exc:
         raise TopoplanError(f"{path}:{exc.lineno}: malformed {what}: {exc.msg}") from None
     except RecursionError:
@@ -620,19 +675,40 @@ def _unique_pairs(pairs):
     return out
 
 
-def _duplicate_line(text: str):
-    """Line of the first repeated key: the slow pure-Python parser, run only after the fast one found one."""
+class _NonFinite(Exception):
+    def __init__(self, name, line=None):
+        super().__init__(name)
+        self.name, self.line = name, line
+
+
+def _no_constant(name):
+    """``parse_constant``: Python's json reads ``NaN`` and ``Infinity``, which are not JSON."""
+    raise _NonFinite(name)
+
+
+def _fault_line(text: str):
+    """Line of the first repeated key or ``NaN``/``Infinity``: the slow pure-Python parser, run only after the fast
+    one found one."""
     import json.decoder
     import json.scanner
 
     decoder = json.JSONDecoder()
+
+    def checked(scan_once, s, idx):
+        for name in ("NaN", "Infinity", "-Infinity"):
+            if s.startswith(name, idx):
+                raise _NonFinite(name, s.count("\n", 0, idx) + 1)
+        return scan_once(s, idx)
+
+    def parse_array(s_and_end, scan_once):
+        return json.decoder.JSONArray(s_and_end, lambda s, idx: checked(scan_once, s, idx))
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
         starts = []
 
         def scan(s, idx):
             starts.append(idx)
-            return scan_once(s, idx)
+            return checked(scan_once, s, idx)
 
         def hook(pairs):
             seen = set()
@@ -644,12 +720,12 @@ def _duplicate_line(text: str):
 
         return json.decoder.JSONObject(s_and_end, strict, scan, object_hook, hook, memo)
 
-    decoder.parse_object = parse_object
+    decoder.parse_object, decoder.parse_array = parse_object, parse_array
     decoder.scan_once = json.scanner.py_make_scanner(decoder)
     try:
-        decoder.decode(text)
-    except _DuplicateKey as dup:
-        return dup.line
-    except (ValueError, RecursionError):
+        checked(decoder.scan_once, text, json.decoder.WHITESPACE.match(text, 0).end())
+    except (_DuplicateKey, _NonFinite) as fault:
+        return fault.line
+    except (ValueError, RecursionError, StopIteration):
         return None
     return None

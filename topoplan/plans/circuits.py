@@ -32,7 +32,8 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     a circuit touching a non-OCS node, joining two nodes under one switch or
     listed twice, a node with more circuits than optical ports, a next hop
     that is neither the circuit partner nor a node under the same switch, an
-    entry at a node already under its destination switch, a routing loop, a
+    entry at a node already under its destination switch, a node or switch key
+    not written as a plain decimal id (``"07"``) or given twice, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
     ``max_circuits`` (argument or ``options.max_circuits``).
 
@@ -66,6 +67,10 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: circuit plan: field 'circuits[0]': node 1 is not an OCS node
+    >>> validate_plan_dict({"circuits": [[0, 16]], "forwarding": {"0": {"1": 16}, "00": {"2": 16}}}, topo)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: circuit plan: field 'forwarding': node key '00' is not written as '0' (ids are plain decimal numbers)
     """
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
@@ -132,18 +137,32 @@ def _is_int(x) -> bool:
     return False
 
 
+def _check_key(key, seen: dict, where: str, what: str) -> None:
+    """A table key is an id written once, as JSON writes it: ``"7"`` (or the int 7), never ``"07"`` or ``" 7"``,
+    and no two keys name the same id (``"7"`` and ``7``): a reader that took the last would drop the other row."""
+    k = int(key)
+    if isinstance(key, str) and key != str(k):
+        raise TopoplanError(f"{where}: {what} key {key!r} is not written as {str(k)!r} (ids are plain decimal "
+                            "numbers)")
+    if k in seen:
+        raise TopoplanError(f"{where}: {what} {k} is given twice")
+
+
 def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners: dict) -> None:
     """The forwarding checks of :func:`validate_plan_dict` entry by entry: raise on the first error."""
     table: dict[int, dict[int, int]] = {}
     for key_n, row in fwd.items():
         if not _is_int(key_n) or not 0 <= int(key_n) < n:
             raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
+        _check_key(key_n, table, f"{where}: field 'forwarding'", "node")
         u = int(key_n)
         if not isinstance(row, dict):
             raise TopoplanError(f"{where}: field 'forwarding.{u}': expected {{switch: next_hop}}")
+        table[u] = {}
         for key_s, h in row.items():
             if not _is_int(key_s) or not 0 <= int(key_s) < s:
                 raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
+            _check_key(key_s, table[u], f"{where}: field 'forwarding.{u}'", "switch")
             t = int(key_s)
             if not _is_int(h) or not 0 <= int(h) < n:
                 raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
@@ -153,7 +172,7 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
             if h == u or not (h in partners.get(u, ()) or sw[h] == sw[u]):
                 raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': next hop {h} is not a neighbour of node {u} "
                                     f"(neither its circuit partner nor a node under switch {sw[u]})")
-            table.setdefault(u, {})[t] = h
+            table[u][t] = h
     hop_limit = doc.get("hop_limit")
     if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
         raise TopoplanError(f"{where}: field 'hop_limit': expected a positive integer or null, got {hop_limit!r}")

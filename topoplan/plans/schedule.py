@@ -4,20 +4,39 @@ A schedule (``topoplan phases --schedule -o``, read by :mod:`topoplan.sim.schedu
 exports) has ``schedule``, a list of entries, each a circuit plan (:mod:`topoplan.plans.circuits`)
 over phases ``from_phase .. to_phase - 1`` with an optional ``setup`` (``during``: ``wait`` or
 ``surviving``) and, for a phase whose circuits change inside it, ``slots`` (configurations with
-``duration_s`` and ``bytes_B``); and ``n_phases``, ``threshold_B``, ``hop_limit``, ``rank_to_node``.
-:func:`validate_schedule` checks one, :func:`entry_end` reads where an entry ends,
+``duration_s`` and ``bytes_B``); and ``n_phases``, ``setup_s``, ``blackout`` (:data:`BLACKOUTS`),
+``threshold_B``, ``hop_limit``, ``rank_to_node``. :func:`validate_schedule` checks one, :func:`entry_end` reads where an entry ends,
 :func:`static_schedule` makes one of a single plan and :func:`slot_fractions` says how a decomposed
 phase's slots share its messages.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.plans.circuits import validate_plan_dict
 
-__all__ = ["static_schedule", "validate_schedule", "entry_end", "slot_fractions"]
+__all__ = ["BLACKOUTS", "static_schedule", "validate_schedule", "entry_end", "slot_fractions"]
+
+# What the network does while an OCS sets up new circuits (topoplan.problems.circuits.schedule): ``eps``, the
+# phase runs on the packet switches (or waits, by the entry's ``setup.during``); ``stall``, everything stops.
+BLACKOUTS = ("eps", "stall")
+
+
+def _number(value, w: str, field: str, what: str = "a non-negative time in seconds"):
+    """``value`` if it is a finite number of at least 0, else a one-line error."""
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+          and math.isfinite(value) and value >= 0)
+    if not ok:
+        raise TopoplanError(f"{w}: field '{field}': expected {what}, got {value!r}")
+    return value
+
+
+def _is_index(x) -> bool:
+    return not isinstance(x, bool) and isinstance(x, (int, np.integer))
 
 
 def static_schedule(plan: dict, n_phases: int = 1) -> dict:
@@ -62,12 +81,11 @@ def _validate_slots(e: dict, topo, w: str, fp: int, tp: int, circ: set, hop_limi
         ws = f"{w}: slot {j}"
         if not isinstance(sl, dict):
             raise TopoplanError(f"{ws}: expected an object with 'circuits', 'forwarding', 'bytes_B', 'duration_s'")
-        d = sl.get("duration_s")
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not d >= 0:
-            raise TopoplanError(f"{ws}: field 'duration_s': expected a non-negative time, got {d!r}")
+        _number(sl.get("duration_s"), ws, "duration_s", "a non-negative time")
         for t in sl.get("bytes_B") or []:
-            if (not isinstance(t, (list, tuple)) or len(t) != 3 or not all(isinstance(x, (int, float)) for x in t)
-                    or not (0 <= t[0] < S and 0 <= t[1] < S) or not t[2] >= 0):
+            if (not isinstance(t, (list, tuple)) or len(t) != 3 or not _is_index(t[0]) or not _is_index(t[1])
+                    or not (0 <= t[0] < S and 0 <= t[1] < S) or isinstance(t[2], bool)
+                    or not isinstance(t[2], (int, float)) or not 0 <= t[2] < math.inf):
                 raise TopoplanError(f"{ws}: field 'bytes_B': expected [switch, switch, bytes] triples, got {t!r}")
         validate_plan_dict({"circuits": sl.get("circuits"), "forwarding": sl.get("forwarding"),
                             "hop_limit": sl.get("hop_limit", hop_limit)}, topo, where=ws)
@@ -114,7 +132,10 @@ def entry_end(entries: list, i: int, n_phases: int | None = None):
 def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int | None = None) -> dict:
     """Check a schedule document: every entry (and every surviving configuration) is a valid circuit plan.
 
-    Entries must cover phases ``0 .. n_phases - 1`` in order without gaps; a ``setup`` with
+    Entries must cover phases ``0 .. n_phases - 1`` in order without gaps, their ``from_s`` (when given)
+    finite, non-negative and non-decreasing; the document's ``setup_s`` (when given) is a finite
+    non-negative time, its ``blackout`` one of :data:`BLACKOUTS`, its ``threshold_B`` a finite
+    non-negative size; a ``setup`` with
     ``during: surviving`` must name circuits both neighbouring entries have. An entry with ``slots``
     (a decomposed phase) covers one phase, its circuits are its first slot's, every slot is a valid
     circuit plan with a non-negative ``duration_s`` and ``bytes_B`` triples, it is entered with
@@ -149,13 +170,25 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: schedule: entry 0: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
+    >>> validate_schedule({**static_schedule({"circuits": []}), "setup_s": float("nan")}, t)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: schedule: field 'setup_s': expected a non-negative time in seconds, got nan
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("schedule"), list) or not doc["schedule"]:
         raise TopoplanError(f"{where}: field 'schedule': expected a non-empty list of entries")
     entries = doc["schedule"]
+    if doc.get("setup_s") is not None:
+        _number(doc["setup_s"], where, "setup_s")
+    if doc.get("blackout") is not None and (not isinstance(doc["blackout"], str) or doc["blackout"] not in BLACKOUTS):
+        raise TopoplanError(f"{where}: field 'blackout': expected one of {', '.join(BLACKOUTS)}, got {doc['blackout']!r}")
+    if doc.get("threshold_B") is not None:
+        _number(doc["threshold_B"], where, "threshold_B", "a non-negative size in bytes")
     n = doc.get("n_phases", n_phases) if n_phases is None else n_phases
+    if n is not None and (not _is_index(n) or n < 1):
+        raise TopoplanError(f"{where}: field 'n_phases': expected a positive number of phases, got {n!r}")
     prev_to, changes = 0, 0
-    prev_circ = None
+    prev_circ, prev_s = None, 0.0
     for i, e in enumerate(entries):
         w = f"{where}: entry {i}"
         if not isinstance(e, dict):
@@ -167,6 +200,11 @@ def validate_schedule(doc: dict, topo, *, where: str = "schedule", n_phases: int
         tp = entry_end(entries, i, n)
         if isinstance(tp, bool) or not isinstance(tp, int) or tp <= fp:
             raise TopoplanError(f"{w}: field 'to_phase': expected a phase after {fp}, got {tp!r}")
+        if e.get("from_s") is not None:
+            start = _number(e["from_s"], w, "from_s")
+            if start < prev_s:
+                raise TopoplanError(f"{w}: field 'from_s': {start!r} is before the previous entry's start {prev_s!r}")
+            prev_s = start
         plan = {k: e.get(k) for k in ("circuits", "forwarding")}
         plan["hop_limit"] = e.get("hop_limit", doc.get("hop_limit"))
         validate_plan_dict(plan, topo, where=w)

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import graceful_stop, stop_requested
 
@@ -444,16 +445,28 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
     if score == "simulated" and simulate is None:
         raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
+    # the starting heuristics run first: inside a command with a time limit the method then gets what they left
+    # (topoplan.core.deadline); one that would start past the deadline is not run
+    t0 = time.perf_counter()
+    others: dict[str, PlanResult] = {}
+    skipped = []
+    for name in (starts or {}).get(method, ()) if score == "simulated" else ():
+        if name != method and name in methods:
+            if not deadline.fits(0.0):
+                skipped.append(name)
+                continue
+            others[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
+                                      seed=seed, validate=validate)
+    starts_s = time.perf_counter() - t0
     res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
                      validate=validate, **options)
+    if skipped:
+        res.message = (f"{res.message}; " if res.message else "") + \
+            f"not compared with {', '.join(skipped)}: the time limit was reached"
     if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
         return res
-    t0 = time.perf_counter()
-    candidates = {method: res}
-    for name in (starts or {}).get(method, ()):
-        if name != method and name in methods:
-            candidates[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
-                                          seed=seed, validate=validate)
+    t0 = time.perf_counter() - starts_s
+    candidates = {method: res, **others}
     times, seen = {}, {}
     for name, r in candidates.items():   # heuristics often agree: a plan is simulated once
         key = repr(sorted((k, v) for k, v in r.plan.items() if not k.startswith("_")))
@@ -492,13 +505,19 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
                             f"(7 days), got {time_limit}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
+    # inside a command with a time limit: never past the process's deadline (the limit given is recorded)
+    limit = deadline.budget(time_limit)
     t0 = time.perf_counter()
     with graceful_stop():   # the first Ctrl-C ends the search with its best plan, the second aborts
-        res = fn(problem, time_limit=time_limit, seed=seed, **options)
+        res = fn(problem, time_limit=limit, seed=seed, **options)
         if stop_requested():
             res.status = "interrupted"
             res.message = (f"{res.message}; " if res.message else "") + "stopped by Ctrl-C: the best plan found so far"
     res.wall_s = time.perf_counter() - t0
+    if time_limit is not None and limit is not None and limit < 0.5 * time_limit:   # most of it went elsewhere
+        note = (f"the method had {limit:.2f} s of the {time_limit:.4g} s time limit: the command's other stages "
+                "(starting, loading, building, simulating, writing) take the rest")
+        res.message = f"{res.message}; {note}" if res.message else note
     res.method = method
     res.seed = seed
     res.problem = problem_name

@@ -7,9 +7,13 @@ schedule document (``topoplan phases --schedule -o``, or the bare schedule resul
 schedule. The plan is validated first (:func:`topoplan.plans.validate.validate`): an invalid
 plan is never exported.
 
-The document (``format`` ``"topoplan-ocs"``, ``version`` 1)::
+The document (``format`` ``"topoplan-ocs"``, ``version`` 1) is published with a JSON Schema (draft
+2020-12), :data:`OCS_SCHEMA` (``topoplan/reporting/schemas/topoplan-ocs-1.schema.json`` in the
+installed package; the document's ``schema`` field names it). Every document is checked against it
+before it is written (:func:`check_ocs_document`), and so is every document read back
+(:func:`schedule_from_ocs`); a controller can check what it is given with any JSON Schema validator::
 
-    {"format": "topoplan-ocs", "version": 1, "kind": "static plan" | "schedule",
+    {"schema": "topoplan-ocs-1.schema.json", "format": "topoplan-ocs", "version": 1, "kind": "static plan" | "schedule",
      "topology": "paper003", "method": "greedy", "seed": 0, "inputs": {...fingerprints...},
      "threshold_B": 1250.0, "hop_limit": null, "setup_s": 0.01, "blackout": "eps", "n_phases": 2,
      "ports_per_node": 1, "port_numbering": "...", "rules": "host", "forwarding_rules": "...",
@@ -81,11 +85,13 @@ from topoplan.plans.schedule import entry_end, static_schedule
 from topoplan.plans.validate import validate
 from topoplan.traffic.phases import is_first_call
 
-__all__ = ["OCS_FORMAT", "OCS_VERSION", "RULES", "MAX_HOST_RULES", "read_document", "ocs_document",
-           "render_ocs", "export_ocs", "schedule_from_ocs"]
+__all__ = ["OCS_FORMAT", "OCS_VERSION", "OCS_SCHEMA", "RULES", "MAX_HOST_RULES", "read_document", "ocs_schema",
+           "check_ocs_document", "ocs_document", "render_ocs", "export_ocs", "schedule_from_ocs"]
 
 OCS_FORMAT = "topoplan-ocs"
 OCS_VERSION = 1
+# The JSON Schema the documents are published with (package data: pyproject.toml's package-data)
+OCS_SCHEMA = Path(__file__).resolve().parent / "schemas" / f"{OCS_FORMAT}-{OCS_VERSION}.schema.json"
 RULES = ("host", "switch")
 # Expanded per-destination-host rules grow as nodes squared: 4,096 nodes already need 16.6 M of them
 # (several hundred MB of JSON). Above this many in one document, rules="switch" is required.
@@ -105,6 +111,82 @@ RULES_TEXT = {
                "the next hop is the host's circuit partner (over the OCS) or a host under its own switch (an EPS "
                "hop to a relay, which applies its own rules); no rule: the EPS uplinks"),
 }
+
+
+# -- the schema -------------------------------------------------------------------
+
+_VALIDATOR: list = []
+
+
+def ocs_schema() -> dict:
+    """The JSON Schema of the OCS document (:data:`OCS_SCHEMA`), parsed.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> s = ocs_schema()
+    >>> s["$schema"], s["properties"]["format"]
+    ('https://json-schema.org/draft/2020-12/schema', {'const': 'topoplan-ocs'})
+    """
+    return _validator().schema
+
+
+def _validator():
+    if not _VALIDATOR:
+        # imported here: jsonschema (with its referencing library) costs every command ~0.1 s to import, and
+        # only the OCS documents need it
+        from jsonschema import Draft202012Validator
+
+        schema = read_json(OCS_SCHEMA, "JSON Schema")
+        Draft202012Validator.check_schema(schema)
+        _VALIDATOR.append(Draft202012Validator(schema))
+    return _VALIDATOR[0]
+
+
+def check_ocs_document(doc, *, where: str = "OCS document") -> None:
+    """Check an OCS document against its JSON Schema (:data:`OCS_SCHEMA`), and that it holds only JSON numbers.
+
+    Parameters
+    ----------
+    doc : dict
+        An OCS document, as :func:`ocs_document` makes it or as read from a file.
+    where : str, optional
+        How errors name the document.
+
+    Raises
+    ------
+    TopoplanError
+        One line naming ``where``, the schema and the first field at fault (a NaN or an infinity, which
+        JSON cannot hold, is one).
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> doc = ocs_document({"circuits": [[0, 16]], "forwarding": {}}, load_topology("paper003"))
+    >>> check_ocs_document(doc)
+    >>> doc["entries"][0]["setup_s"] = -0.01
+    >>> check_ocs_document(doc, where="ocs.json")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: ocs.json: field 'entries[0].setup_s': -0.01 is less than the minimum of 0 (schema topoplan-ocs-1.schema.json)
+    """
+    try:
+        dumps(doc, indent=None)   # NaN passes a schema's "minimum" (every comparison with it is false)
+    except TopoplanError as exc:
+        raise TopoplanError(f"{where}: {exc}") from None
+    except TypeError as exc:
+        raise TopoplanError(f"{where}: {exc}") from None
+    from jsonschema.exceptions import best_match
+
+    err = best_match(_validator().iter_errors(doc))
+    if err is None:
+        return
+    field = err.json_path[2:] if err.json_path.startswith("$.") else err.json_path.lstrip("$")
+    msg = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+    raise TopoplanError(f"{where}: {f'field {field!r}: ' if field else ''}{msg} (schema {OCS_SCHEMA.name})")
 
 
 # -- reading the input -------------------------------------------------------------
@@ -407,7 +489,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
             out["slots"] = out_slots
         out_entries.append(out)
     top = doc if kind == "static plan" or "schedule" in doc else doc["schedule_result"]
-    result = {"format": OCS_FORMAT, "version": OCS_VERSION, "kind": kind,
+    result = {"schema": OCS_SCHEMA.name, "format": OCS_FORMAT, "version": OCS_VERSION, "kind": kind,
               "topology": topo.name or doc.get("topology")}
     for k in ("method", "seed", "inputs"):
         if top.get(k) is not None:
@@ -427,6 +509,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
     if sched.get("rank_to_node") is not None:
         result["rank_to_node"] = sched["rank_to_node"]
     result["entries"] = out_entries
+    check_ocs_document(result, where=where)   # never hand a controller a document its schema refuses
     return result
 
 
@@ -554,6 +637,7 @@ def schedule_from_ocs(doc: dict, *, where: str = "OCS document") -> dict:
     """
     if not isinstance(doc, dict) or doc.get("format") != OCS_FORMAT or doc.get("version") != OCS_VERSION:
         raise TopoplanError(f"{where}: field 'format': expected {OCS_FORMAT!r} version {OCS_VERSION}")
+    check_ocs_document(doc, where=where)
     try:
         return _schedule_from_ocs(doc, where)
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:

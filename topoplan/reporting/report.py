@@ -42,14 +42,13 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, read_json
+from topoplan.core.io import atomic_write, dumps, read_json
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 from topoplan.core.topology_io import topology_from_dict
 from topoplan.core.units import format_bytes
@@ -1234,8 +1233,8 @@ def render_html(data: ReportData, *, frames: int = 8, at_s: float | None = None,
         parts.append('<p class="note">The result has no <code>switch_bytes</code> matrix.</p>')
     parts += ['<h2 id="link-heatmap">Every link over time</h2>',
               f'<img id="links-img" class="plot" alt="link utilization heat map" src="{_b64(_png(figure_link_heatmap(data)))}">',
-              f'<script type="application/json" id="frames">{json.dumps(frame_docs)}</script>',
-              f'<script type="application/json" id="ts-box">{json.dumps(box)}</script>',
+              f'<script type="application/json" id="frames">{dumps(frame_docs, indent=None)}</script>',
+              f'<script type="application/json" id="ts-box">{dumps(box, indent=None)}</script>',
               f"<script>{_SCRIPT}</script>", "</body></html>"]
     return "\n".join(parts) + "\n"
 

@@ -6,7 +6,9 @@ explicitly (``hosts``, ``links``, ``routes``) or by the ``tree`` generator.
 Every named link becomes two directed links, ``name/up`` (id ``2i``) and
 ``name/down`` (id ``2i + 1``), that never share bandwidth. A route listed
 from ``src`` to ``dst`` also serves ``dst`` to ``src``, reversed, with each
-direction flipped, unless that way is listed too.
+direction flipped, unless that way is listed too. A route crosses each link
+once (a link listed twice in it is refused, in either direction: its flow
+would count twice on it), and each ordered host pair has one route.
 
 Bad input raises :class:`topoplan.core.errors.TopoplanError` with a one-line
 message naming the file and the field or flow at fault.
@@ -14,17 +16,16 @@ message naming the file and the field or flow at fault.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_bytes
+from topoplan.core.io import read_json
 from topoplan.core.topology import MAX_NODES
 from topoplan.sim.maxmin import simulate_flows
 from topoplan.sim.routes import LinkSet, routes_to_csr
@@ -147,16 +148,6 @@ class _Where:
         return value
 
 
-def _read(path: Path) -> Any:
-    raw = read_bytes(path, "flow scenario")   # plain or gzip, bounded while it is decompressed
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise TopoplanError(f"{path}: malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except UnicodeDecodeError as e:
-        raise TopoplanError(f"{path}: not UTF-8 text: {e.reason}") from None
-
-
 # --------------------------------------------------------------------------- networks
 
 
@@ -251,6 +242,7 @@ def _explicit_network(doc: dict, w: _Where):
                       [f"{m}/{d}" for m in names for d in _DIRS])
     host_index = {h: i for i, h in enumerate(hosts)}
     given: dict[tuple[int, int], np.ndarray] = {}
+    given_at: dict[tuple[int, int], int] = {}
     for i, raw in enumerate(w.list_(doc, "routes")):
         place = f"routes[{i}]"
         route = w.obj(raw, place)
@@ -260,18 +252,26 @@ def _explicit_network(doc: dict, w: _Where):
             if h not in host_index:
                 raise w.fail(place, f"field '{key}': unknown host {h!r}")
             ends.append(host_index[h])
-        hops = []
+        if tuple(ends) in given:
+            raise w.fail(place, f"a second route from {hosts[ends[0]]!r} to {hosts[ends[1]]!r} "
+                                f"(routes[{given_at[tuple(ends)]}] is the first)")
+        hops, used = [], {}
         for j, hop in enumerate(w.list_(route, "links", place)):
             hop_place = f"{place}.links[{j}]"
             hop = w.obj(hop, hop_place)
             name = w.get(hop, "name", hop_place)
-            if name not in index:
+            if not isinstance(name, str) or name not in index:
                 raise w.fail(hop_place, f"unknown link {name!r}")
+            if name in used:   # a route crosses a link once: twice would count its flow twice on it
+                raise w.fail(hop_place, f"link {name!r} is listed twice in the route (links[{used[name]}] and "
+                                        f"links[{j}])")
+            used[name] = j
             d = hop.get("dir", "up")
             if d not in _DIRS:
                 raise w.fail(hop_place, f"field 'dir': must be 'up' or 'down', got {d!r}")
             hops.append(2 * index[name] + _DIRS[d])
         given[tuple(ends)] = np.array(hops, dtype=np.int64)
+        given_at[tuple(ends)] = i
     routes = dict(given)
     for (a, b), hops in given.items():
         routes.setdefault((b, a), (hops[::-1] ^ 1).copy())  # the other way: reversed, directions flipped
@@ -334,7 +334,7 @@ def load_scenario(source) -> Scenario:
         doc, w = source, _Where("scenario")
     else:
         path = Path(source)
-        doc, w = _read(path), _Where(str(path))
+        doc, w = read_json(path, "flow scenario"), _Where(str(path))   # bounded, strict JSON
     w.obj(doc, "")
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")

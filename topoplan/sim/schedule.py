@@ -362,7 +362,9 @@ def simulate_schedule(topo, trace, phases, schedule, *, placement=None, model=No
     info = validate_schedule(doc, topo, where="schedule", n_phases=n_phases)
     if phases is not None and phases.trace is not trace and len(phases.trace) != len(trace):
         raise TopoplanError("field 'phases': made for another trace")
-    setup = float(doc.get("setup_s", topo.ocs.setup_s) if setup_s is None else setup_s)
+    if setup_s is None:
+        setup_s = topo.ocs.setup_s if doc.get("setup_s") is None else doc["setup_s"]
+    setup = float(setup_s)
     if not 0 <= setup < float("inf"):
         raise TopoplanError(f"field 'setup_s': must be a non-negative time, got {setup_s}")
     thr = doc.get("threshold_B") if threshold_B is None else threshold_B

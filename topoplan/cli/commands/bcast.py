@@ -7,14 +7,14 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                     SetOpt, TimeLimitOpt, TopologyOpt, console, emit, flag_names, sim_model,
-                                     topology_record)
+from topoplan.cli.commands.common import (time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt,
+                                          RelayChunkOpt, RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
+                                          console, emit, flag_names, sim_model, topology_record)
 from topoplan.core.units import format_time, parse_size
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bcast")(bcast_cmd)
+    app.command("bcast")(time_bounded(bcast_cmd))
 
 
 def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,

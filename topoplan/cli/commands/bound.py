@@ -65,9 +65,11 @@ def alltoall_cmd(
     for name, s in res.get("schedules", {}).items():
         parts = []
         if "congestion_s" in s:
-            parts.append(f"congestion {format_time(s['congestion_s'])} ({s['congestion_ratio']:.3f} x bound)")
+            parts.append(f"congestion {format_time(s['congestion_s'])} "
+                         + (f"({s['congestion_ratio']:.3f} x bound)" if s.get("congestion_ratio") is not None else ""))
         if "simulated_s" in s:
-            parts.append(f"simulated ({s['sim_mode']}) {format_time(s['simulated_s'])} ({s['simulated_ratio']:.3f} x bound)")
+            parts.append(f"simulated ({s['sim_mode']}) {format_time(s['simulated_s'])} "
+                         + (f"({s['simulated_ratio']:.3f} x bound)" if s.get("simulated_ratio") is not None else ""))
         con.print(f"{name}: {s['rounds']} rounds of {s['window']}; " + ", ".join(parts))
 
 
@@ -100,7 +102,7 @@ def _schedules(topo, m, window, method, compare, algos, sim_mode="replay") -> di
                 row.update(simulated_s=r["makespan_s"], sim_wall_s=r["wall_s"], n_flows=r["n_flows"], sim_mode="rounds")
             else:
                 row.update(_simulate(topo, schedule_trace(sched, m)), sim_mode="replay")
-            row["simulated_ratio"] = row["simulated_s"] / lb if lb > 0 else float("nan")
+            row["simulated_ratio"] = row["simulated_s"] / lb if lb > 0 else None   # JSON has no NaN
         out[name.upper()] = row
     return out
 

@@ -8,9 +8,10 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from topoplan.cli.commands.common import (solving, working, ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt,
-                                     RelayChunkOpt, RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
-                                     console, emit, flag_names, parse_time_limit, sim_model, topology_record)
+from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          parse_time_limit, sim_model, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -38,7 +39,7 @@ def objective_label(problem) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("circuits")(circuits_cmd)
+    app.command("circuits")(time_bounded(circuits_cmd))
     _group(app, "compare", "Run every method of a planning problem on one input and tabulate them.") \
         .command("circuits")(compare_circuits_cmd)
 
@@ -98,8 +99,10 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     and return the fastest plan; --score bound returns the method's own plan."""
     from topoplan.problems.circuits import solve
     from topoplan.plans.planfile import plan_document, write_plan
-    from topoplan.problems.circuits.problem import plan_simulator
+    from topoplan.core import deadline
+    from topoplan.problems.circuits.problem import plan_simulator, simulation_cost_s
     from topoplan.core.errors import TopoplanError
+    from topoplan.sim.replay import bulk_trace
 
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
@@ -108,14 +111,20 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     with working(f"circuits -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
         topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits,
                                         steps)
-        with solving(method, time_limit):
+        # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
+        # it replays) and writing it are kept out of what the method gets
+        sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1)) if simulate else 0.0
+        with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
             res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
                         **opts)
         if simulate and "simulated_s" not in res.metrics:
             from topoplan.core.progress import report
 
-            report(stage="simulating the plan")
-            res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+            if deadline.fits(sim_s + WRITE_RESERVE_S):
+                report(stage="simulating the plan")
+                res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+            else:
+                res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from contextlib import contextmanager
@@ -33,7 +34,34 @@ def parse_time_limit(text: str) -> float:
 
 
 TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metavar="DURATION",
-                            help="Solver time limit: seconds, or with a unit (90s, 2min).")
+                            help="Time limit of the whole command, from its start to the written result: seconds, "
+                                 "or with a unit (90s, 2min, 1h).")
+
+
+# Kept of a command's time limit for what follows the planning method (validating and writing the plan, printing)
+WRITE_RESERVE_S = 0.2
+
+
+def past_limit(what: str, cost_s: float) -> str:
+    """The note of a stage skipped because it would end past the command's time limit."""
+    from topoplan.core import deadline
+
+    left = max(deadline.remaining() or 0.0, 0.0)
+    return (f"not {what}: it takes about {cost_s:.1f} s and {left:.1f} s of the time limit were left (a longer "
+            f"--time-limit, or no limit, includes it)")
+
+
+def time_bounded(command):
+    """A command whose ``--time-limit`` (its ``time_limit`` parameter) bounds its whole run: the process-wide
+    deadline (:mod:`topoplan.core.deadline`) is set while it runs, and every stage takes what is left."""
+    from topoplan.core import deadline
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        with deadline.bounded(kwargs.get("time_limit")):
+            return command(*args, **kwargs)
+
+    return wrapper
 ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
                         "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "

@@ -41,7 +41,10 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                output: Path = typer.Option(..., "--output", "-o", help="File to write (atomically); for routes a "
                                            "directory (one HOST.routes per host, written all or nothing).")) -> None:
     """Export a placement for a real launcher, circuits for an OCS controller, or a circuit plan's routes for
-    the hosts (iproute2 batch files); refuses invalid plans."""
+    the hosts (iproute2 batch files); refuses invalid plans.
+
+    The OCS document is checked against the JSON Schema it is published with (its path is printed) before it
+    is written."""
     from topoplan.core.errors import TopoplanError
     from topoplan.reporting.export import FORMATS, SLOTS, export, read_hostfile
 
@@ -122,7 +125,7 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     """``export ocs``: a circuit plan or schedule, validated, as an OCS controller's document."""
     from topoplan.core.errors import TopoplanError
     from topoplan.reporting.export import read_hostfile
-    from topoplan.reporting.ocs_export import RULES, export_ocs, read_document
+    from topoplan.reporting.ocs_export import OCS_SCHEMA, RULES, export_ocs, read_document
 
     if rules not in RULES:
         raise TopoplanError(f"--rules: expected one of {', '.join(RULES)}, got {rules!r}")
@@ -136,7 +139,8 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     changes += sum(1 for e in entries for sl in (e.get("slots") or [])[1:] if sl["connect"] or sl["disconnect"])
     xcs = max((len(e["cross_connects"]) for e in entries), default=0)
     console().print(f"wrote {output} ({out['kind']}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
-                    f"up to {xcs} cross-connects, {changes} reconfigurations)")
+                    f"up to {xcs} cross-connects, {changes} reconfigurations; valid against its JSON Schema "
+                    f"{OCS_SCHEMA})")
 
 
 def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rules: str, addresses, entry,

@@ -7,15 +7,15 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                         TrafficOpt, console, emit, flag_names, working)
+from topoplan.cli.commands.common import (time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt,
+                                          TopologyOpt, TrafficOpt, console, emit, flag_names, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
 
 
 def register(app: typer.Typer) -> None:
-    app.command("phases")(phases_cmd)
+    app.command("phases")(time_bounded(phases_cmd))
 
 
 def phases_cmd(

@@ -7,14 +7,15 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (solving, working, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt,
-                                     RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit,
-                                     flag_names, sim_model, topology_record)
+from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+                                          JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
+                                          topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 
 def register(app: typer.Typer) -> None:
-    app.command("place")(place_cmd)
+    app.command("place")(time_bounded(place_cmd))
 
 
 def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
@@ -47,7 +48,10 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
               relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
+    from topoplan.core import deadline
+    from topoplan.problems.circuits.problem import simulation_cost_s
     from topoplan.problems.placement import METHODS, PlacementProblem, simulated_time, solve
+    from topoplan.sim.replay import bulk_trace
     from topoplan.core.topology_io import load_topology
     from topoplan.traffic.sources import load_source
 
@@ -82,7 +86,9 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
             steps = source_steps(traffic, trace)
         try:   # the library names its fields; name the flags
             prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
-            with solving(method, time_limit):
+            # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
+            sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic)) if simulate else 0.0
+            with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
                 res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace,
                             sim_model=smodel, **opts)
         except TopoplanError as e:
@@ -90,11 +96,13 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                                     "init": "--init"})) from None
         if "simulated_s" in res.metrics:
             res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
-        elif simulate:
+        elif simulate and deadline.fits(sim_s + WRITE_RESERVE_S):
             from topoplan.core.progress import report
 
             report(stage="simulating the placement")
             res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
+        elif simulate:
+            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_time_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
     doc = res.to_dict()

@@ -25,7 +25,10 @@ def sweep_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="List the cells and which are finished; run nothing."),
     json_mode: bool = JsonOpt,
 ) -> None:
-    """Plan and simulate every cell of a grid on Dask; finished cells are kept and not recomputed."""
+    """Plan and simulate every cell of a grid on Dask; finished cells are kept and not recomputed.
+
+    Exits with status 1 when cells failed (the table keeps them, and the next run retries them), after one
+    line saying how many and why; bad input in the sweep file itself is status 2, before any cell runs."""
     from topoplan.core.io import check_writable
     from topoplan.batch.sweep import check_config, expand_cells, load_config, read_table, run_sweep
 
@@ -58,11 +61,16 @@ def sweep_cmd(
     res = {"sweep": cfg.name, **out.to_dict()}
     if json_mode:
         emit(res, True, None)
-        return
-    con = console()
-    con.print(f"sweep {cfg.name}: {out.total} cells, {out.skipped} already finished, {out.ran} run "
-              f"({out.failed} failed) in {out.wall_s:.1f} s -> {', '.join(out.files)}")
+    else:
+        con = console()
+        con.print(f"sweep {cfg.name}: {out.total} cells, {out.skipped} already finished, {out.ran} run "
+                  f"({out.failed} failed) in {out.wall_s:.1f} s -> {', '.join(out.files)}")
+        if out.failed:
+            errs = out.table[out.table["error"].fillna("").astype(str).str.len() > 0]
+            for _, r in list(errs.iterrows())[:5]:
+                con.print(f"  failed {r['key']} {r['instance']} / {r['method']}: {r['error']}")
     if out.failed:
-        errs = out.table[out.table["error"].fillna("").astype(str).str.len() > 0]
-        for _, r in list(errs.iterrows())[:5]:
-            con.print(f"  failed {r['key']} {r['instance']} / {r['method']}: {r['error']}")
+        # the table keeps the finished cells (and the failed ones, retried by the next run), but the sweep did
+        # not do what it was asked: exit status 1, and one line saying how many cells failed and why
+        typer.echo(f"error: {out.failure_line(cfg.name)}; the next run retries them", err=True)
+        raise typer.Exit(1)

@@ -43,6 +43,7 @@ from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
 from topoplan.plans.circuits import tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
@@ -612,24 +613,28 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
-    note = ""
+    note, sims_s = "", 0.0
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
-        if score == "simulated" and time_limit is not None:
+        # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
+        limit = deadline.budget(time_limit)
+        if score == "simulated" and limit is not None:
             # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
             # in half of it, and the method gets what they leave
             sims_s = (1 + len(STARTS[method])) * simulation_cost_s(trace)
-            if sims_s > 0.5 * time_limit:
+            if sims_s > 0.5 * limit:
                 score = "bound"
                 note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
                         f"about {sims_s:.0f} s, more than half of the time limit")
             else:
-                time_limit = time_limit - sims_s
+                time_limit = limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
-    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
-                     score=score, simulate=simulate, starts=STARTS, **options)
+    # inside a command, the candidates' simulations are kept out of what the method gets from the deadline
+    with deadline.reserved(sims_s if score == "simulated" else 0.0):
+        res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
+                         score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     if note:

@@ -109,7 +109,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, from_nodes, sequential
 from topoplan.core.topology import TreeTopology
 from topoplan.plans.circuits import array_from_tables, tables_from_array
-from topoplan.plans.schedule import slot_fractions, validate_schedule
+from topoplan.plans.schedule import BLACKOUTS, slot_fractions, validate_schedule
 from topoplan.problems.circuits.bound import evaluate, floor_s
 from topoplan.problems.circuits.decompose import DECOMPOSITIONS, all_to_all_like, chunk_traffic, inputs_of, slot_bytes
 from topoplan.problems.circuits.exact import decompose as node_pairs_of
@@ -129,7 +129,6 @@ __all__ = ["SCHEDULERS", "BLACKOUTS", "SCORES", "RETABLE_GAIN", "PhasedProblem",
            "DECOMPOSE_HOP_LIMIT"]
 
 SCHEDULERS = Registry("schedule")
-BLACKOUTS = ("eps", "stall")
 SCORES = ("bound", "simulated")
 # Forwarding tables recomputed for a phase replace the configuration's own only when they lower the
 # phase's bound by more than this share: every table change splits the replay into segments separated

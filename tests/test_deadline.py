@@ -1,0 +1,115 @@
+"""A command's --time-limit bounds the whole command (topoplan/core/deadline.py): the method gets what loading
+left, minus what the stages after it need; a stage that cannot fit is skipped and the result says so.
+
+Behaviour only, never wall-clock speed (that is benchmarks/bench_time_limits.py --process): each test puts the
+deadline where its outcome does not depend on the machine's load (far past, or far ahead).
+"""
+
+import json
+import time
+
+import pytest
+
+from topoplan.core import deadline
+from topoplan.core.topology_io import load_topology
+from topoplan.problems import circuits, placement
+from topoplan.traffic.sources import load_traffic
+
+
+@pytest.fixture
+def spent(monkeypatch):
+    """The command started an hour ago: whatever its limit, the deadline is past."""
+    monkeypatch.setattr(deadline, "_START", [time.monotonic() - 3600.0])
+
+
+def _circuit_problem():
+    return circuits.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+                                         load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
+
+
+def _placement_problem():
+    return placement.PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"))
+
+
+@pytest.mark.parametrize("solve, build, method", [
+    (circuits.solve, _circuit_problem, "anneal"),
+    (placement.solve, _placement_problem, "anneal"),
+])
+def test_past_the_deadline_a_method_still_returns_a_valid_plan_and_says_what_it_had(spent, solve, build, method):
+    prob = build()
+    with deadline.bounded(30.0):
+        res = solve(prob, method, time_limit=30.0, seed=0)
+    assert res.status in ("heuristic", "feasible", "optimal", "time_limit")
+    assert f"the method had {deadline.MIN_BUDGET_S:.2f} s of the 30 s time limit" in res.message
+    assert res.options["time_limit"] == 30.0       # the limit the user gave is recorded
+
+
+def test_without_a_deadline_the_limit_is_the_methods_own():
+    res = circuits.solve(_circuit_problem(), "anneal", time_limit=0.5, seed=0)
+    assert "the method had" not in (res.message or "")
+    assert deadline.remaining() is None and deadline.budget(0.5) == 0.5
+
+
+def test_a_reserve_is_kept_for_the_stages_after_the_method():
+    with deadline.bounded(3600.0):
+        assert 3500.0 < deadline.budget(None) <= 3600.0
+        with deadline.reserved(1000.0):
+            assert 2500.0 < deadline.budget(None) <= 2600.0
+            assert deadline.budget(60.0) == 60.0 and deadline.fits(2000.0) and not deadline.fits(4000.0)
+        assert deadline.budget(None) > 3500.0
+    assert deadline.budget(None) is None and deadline.fits(1e12)
+
+
+@pytest.mark.parametrize("command", [
+    ["circuits", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB",
+     "-m", "greedy", "--simulate"],
+    ["place", "-t", "paper003", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB", "-m", "greedy", "--simulate"],
+])
+def test_a_simulation_that_cannot_fit_is_skipped_and_the_plan_still_written(run_cli, tmp_path, command):
+    """A limit shorter than any simulation (each costs at least 0.3 s by the prediction): the plan is written,
+    not simulated, and the result says why."""
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli(*command, "--time-limit", "0.01", "--json", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "simulated_s" not in doc["metrics"] and "simulated_time_s" not in doc["metrics"]
+    assert "not simulated: it takes about" in doc["message"]
+    code, stdout, err = run_cli(*command, "--time-limit", "600", "--json", "-o", out)   # room enough: simulated
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "not simulated" not in (doc.get("message") or "")
+    assert doc["metrics"].get("simulated_s", doc["metrics"].get("simulated_time_s")) > 0
+
+
+def test_the_deadline_is_gone_after_the_command(run_cli, tmp_path):
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=16,bytes=1MB", "-m", "greedy", "--time-limit",
+                           "5", "-o", tmp_path / "p.json")
+    assert code == 0, err
+    assert deadline.remaining() is None
+
+
+def test_starting_heuristics_run_first_and_are_skipped_past_the_deadline(monkeypatch):
+    """score='simulated' compares a method with the heuristics it starts from: they run before it, so the
+    method gets what they leave of the limit, and past the deadline they are not run (the result says so)."""
+    from topoplan.problems.result import PlanResult, Registry, solve_with
+
+    R = Registry("toy")
+    ran = []
+
+    def method(name, value):
+        def run(problem, *, time_limit=None, seed=0):
+            ran.append((name, time_limit))
+            return PlanResult(method="", objective=value, plan={"value": value})
+        return run
+
+    R.register("exact")(method("exact", 2.0))
+    R.register("quick")(method("quick", 1.0))
+    kw = dict(score="simulated", simulate=lambda plan: plan["value"], starts={"exact": ("quick",)}, time_limit=5.0)
+    res = solve_with(R, None, "exact", **kw)
+    assert [n for n, _ in ran] == ["quick", "exact"] and res.metrics["picked"] == "quick"
+    ran.clear()
+    monkeypatch.setattr(deadline, "_START", [time.monotonic() - 3600.0])
+    with deadline.bounded(5.0):
+        res = solve_with(R, None, "exact", **kw)
+    assert ran == [("exact", deadline.MIN_BUDGET_S)]
+    assert "not compared with quick: the time limit was reached" in res.message and res.metrics["picked"] == "exact"

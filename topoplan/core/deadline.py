@@ -1,0 +1,239 @@
+"""The deadline of a command's time limit, for the whole process: from its start to its written result.
+
+A user's ``--time-limit 20`` bounds what they wait for: the command's wall time from the moment the
+process starts (interpreter, imports) through loading the inputs, building the problem, solving,
+validating, simulating the plan and writing it. The command line sets the deadline when the command
+starts (:func:`bounded`); every stage then reads what is left (:func:`remaining`) instead of taking
+the whole limit for itself: a method gets the limit minus what loading took and what its caller
+reserves for the stages after it (:func:`budget`), and a stage that cannot fit (a simulation of the
+plan, the check of a method's candidates on a trace, the first compilation of a Numba kernel) is
+skipped with a message, predicted before it starts, rather than run past the limit.
+
+Library calls are bounded by their own ``time_limit`` arguments as before; a deadline only exists
+inside :func:`bounded` (a command of the CLI), and :func:`budget` then cuts a ``time_limit`` to it.
+
+Examples
+--------
+>>> with bounded(30.0):
+...     left = remaining()
+>>> 29.0 < left <= 30.0, remaining() is None
+(True, True)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+__all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active"]
+
+_START: list = []       # monotonic time the command started (mark_start), else none: the deadline counts from set-up
+_DEADLINE: list = []    # monotonic time of the deadline while one is set
+_RESERVED: list = []    # seconds the stages after the running one have claimed (reserved)
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux ``/proc``: the interpreter's start-up and imports included);
+    0 where that cannot be read.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> 0 <= process_age_s() < 86400 * 365
+    True
+    """
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime_s = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(uptime_s - start_ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+
+
+def mark_start(*, process: bool = False) -> None:
+    """Record when the command started: now, or (``process``) when this process did (``topoplan`` run as a
+    program: the interpreter's start-up counts against the limit too).
+
+    Parameters
+    ----------
+    process : bool, optional
+
+    Examples
+    --------
+    >>> mark_start()
+    >>> with bounded(10.0):
+    ...     9.0 < remaining() <= 10.0
+    True
+    """
+    _START[:] = [time.monotonic() - (process_age_s() if process else 0.0)]
+
+
+def clear_start() -> None:
+    """Forget the start :func:`mark_start` recorded (the command is over): a later deadline counts from when it
+    is set.
+
+    Examples
+    --------
+    >>> mark_start(); clear_start()
+    >>> with bounded(10.0):
+    ...     9.0 < remaining() <= 10.0
+    True
+    """
+    _START.clear()
+
+
+@contextmanager
+def bounded(limit_s: float | None):
+    """Set the process-wide deadline ``limit_s`` seconds after the command's start (:func:`mark_start`, else now)
+    for the duration of the block; None sets none.
+
+    Parameters
+    ----------
+    limit_s : float or None
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> with bounded(None):
+    ...     active()
+    False
+    """
+    if limit_s is None:
+        yield
+        return
+    start = _START.pop() if _START else time.monotonic()   # a start is used by one deadline only
+    saved = list(_DEADLINE)
+    _DEADLINE[:] = [start + float(limit_s)]
+    try:
+        yield
+    finally:
+        _DEADLINE[:] = saved
+
+
+@contextmanager
+def reserved(seconds: float):
+    """Keep ``seconds`` of what the deadline leaves for a stage that runs after the block (a simulation of the
+    plan, writing it): :func:`budget` inside the block gives the stages in it that much less.
+
+    Parameters
+    ----------
+    seconds : float
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> with bounded(10.0), reserved(4.0):
+    ...     5.9 < budget(None) <= 6.0
+    True
+    """
+    _RESERVED.append(max(float(seconds), 0.0))
+    try:
+        yield
+    finally:
+        _RESERVED.pop()
+
+
+def fits(cost_s: float) -> bool:
+    """Whether a stage predicted to take ``cost_s`` seconds ends before the deadline (always, without one).
+
+    Parameters
+    ----------
+    cost_s : float
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> fits(1e9)
+    True
+    >>> with bounded(10.0):
+    ...     fits(5.0), fits(11.0)
+    (True, False)
+    """
+    left = remaining()
+    return left is None or cost_s <= left
+
+
+def active() -> bool:
+    """Whether a deadline is set.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> active()
+    False
+    >>> with bounded(5.0):
+    ...     active()
+    True
+    """
+    return bool(_DEADLINE)
+
+
+def remaining() -> float | None:
+    """Seconds left before the deadline (negative once past it), or None when none is set.
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    >>> remaining() is None
+    True
+    >>> with bounded(5.0):
+    ...     4.0 < remaining() <= 5.0
+    True
+    """
+    return _DEADLINE[0] - time.monotonic() if _DEADLINE else None
+
+
+# The least a method is given when the deadline is (nearly) reached: it still returns a plan (its
+# starting heuristic's, an interrupted search's best) instead of failing on a limit of zero.
+MIN_BUDGET_S = 0.05
+
+
+def budget(time_limit: float | None, *, reserve_s: float = 0.0) -> float | None:
+    """The time limit a stage may use: ``time_limit`` cut to what the deadline leaves after ``reserve_s`` seconds
+    and what :func:`reserved` keeps for the stages after it (at least :data:`MIN_BUDGET_S`); ``time_limit``
+    itself without a deadline.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        The stage's own limit (None: whatever the deadline leaves).
+    reserve_s : float, optional
+
+    Returns
+    -------
+    float or None
+
+    Examples
+    --------
+    >>> budget(5.0), budget(None)
+    (5.0, None)
+    >>> with bounded(10.0):
+    ...     8.9 < budget(None, reserve_s=1.0) <= 9.0, budget(2.0), budget(60.0, reserve_s=20.0)
+    (True, 2.0, 0.05)
+    """
+    left = remaining()
+    if left is None:
+        return time_limit
+    left = max(left - reserve_s - sum(_RESERVED), MIN_BUDGET_S)
+    return left if time_limit is None else min(float(time_limit), left)
