@@ -10,8 +10,10 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
     compiles the loop's functions through Numba's JIT as well, which caches them on disk.
 ``placement``
     The partition refinement of :mod:`topoplan.problems.placement.refine` (``metis`` and every method that
-    starts from it) and the group enumeration and search of the exact placement model
-    (:mod:`topoplan.formulations.placement_groups`).
+    starts from it).
+``groups``
+    The group enumeration and search of the exact placement model
+    (:mod:`topoplan.formulations.placement_groups`, ``place -m ilp``).
 ``matching``
     The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``).
 ``flows``
@@ -24,7 +26,7 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
 
 ``python -m topoplan.warmup [GROUP ...] [--jobs N]`` runs the groups named (default all) in up to ``N``
 processes (default 2): ``engine``, ``flows`` and ``replay`` in one, in that order (each reuses what the
-previous compiled), ``placement`` and ``matching`` in the other; one line per group with its seconds. ``make demo`` runs
+previous compiled), ``placement``, ``groups`` and ``matching`` in the other; one line per group with its seconds. ``make demo`` runs
 ``engine placement``, what the demo and a first planning call need; ``make install`` runs them all.
 """
 
@@ -39,10 +41,10 @@ import numpy as np
 
 __all__ = ["GROUPS", "warm", "lanes"]
 
-GROUPS = ("engine", "placement", "matching", "flows", "replay")
+GROUPS = ("engine", "placement", "groups", "matching", "flows", "replay")
 # groups that share compiled functions run in one process, in this order (a second process would compile
 # them again instead of loading them from Numba's cache)
-_LANES = (("engine", "flows", "replay"), ("placement", "matching"))
+_LANES = (("engine", "flows", "replay"), ("placement", "groups", "matching"))
 
 
 def _engine() -> str:
@@ -53,12 +55,17 @@ def _engine() -> str:
 
 def _placement() -> str:
     from topoplan.core.topology_io import load_topology
-    from topoplan.formulations import placement_groups
     from topoplan.problems.placement import PlacementProblem, solve
     from topoplan.traffic.sources import load_traffic
 
     solve(PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")),
           "metis")
+    return ""
+
+
+def _groups() -> str:
+    from topoplan.formulations import placement_groups
+
     ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
     placement_groups.solve(placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2),
                            time_limit=10)
@@ -97,7 +104,7 @@ def _replay() -> str:
     return ""
 
 
-_WORK = {"engine": _engine, "placement": _placement, "matching": _matching, "flows": _flows, "replay": _replay}
+_WORK = {"engine": _engine, "placement": _placement, "groups": _groups, "matching": _matching, "flows": _flows, "replay": _replay}
 
 
 def warm(groups=None, *, echo=None) -> dict:
@@ -122,7 +129,7 @@ def warm(groups=None, *, echo=None) -> dict:
     >>> warm(["everything"])
     Traceback (most recent call last):
     ...
-    ValueError: unknown warm-up group 'everything' (engine, placement, matching, flows, replay)
+    ValueError: unknown warm-up group 'everything' (engine, placement, groups, matching, flows, replay)
     """
     groups = list(GROUPS if groups is None else groups)
     for g in groups:
@@ -155,9 +162,9 @@ def lanes(groups=None, jobs: int = 2) -> list[list[str]]:
     Examples
     --------
     >>> lanes()
-    [['engine', 'flows', 'replay'], ['placement', 'matching']]
+    [['engine', 'flows', 'replay'], ['placement', 'groups', 'matching']]
     >>> lanes(["placement", "engine"]), lanes(jobs=1)
-    ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement', 'matching']])
+    ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement', 'groups', 'matching']])
     """
     groups = list(GROUPS if groups is None else groups)
     split = [[g for g in lane if g in groups] for lane in _LANES]
