@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 # Everything else: every extra and the test tools (the `test` extra names them), and the other kernels.
 $(FULL): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test]"
-	$(PY) -m topoplan.warmup flows replay
+	$(PY) -m topoplan.warmup flows replay groups matching
 	touch $(FULL)
 
 # The ahead-of-time event loop (topoplan/sim/_engine.py) is rebuilt when its sources change after the install (a pull):
