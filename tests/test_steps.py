@@ -181,3 +181,16 @@ def test_ilp_on_a_trace_never_simulates_slower_than_its_starts():
     sim = plan_simulator(p, tr)
     for m in ("none", "sp", "three-step", "greedy", "matching"):
         assert r.metrics["simulated_s"] <= sim(solve(p, m).to_dict()) * (1 + 1e-9), m
+
+
+@pytest.mark.parametrize("method", ["greedy", "three-step", "none"])
+def test_steps_whose_inter_switch_messages_are_all_large_plan(method):
+    # no small message crosses a switch, so the uplinks' EPS loads are sums over nothing (NumPy gives int64)
+    from topoplan.core.topology_io import load_topology
+
+    topo = load_topology("paper003", ["switches=2", "nodes_per_switch=2", "cores_per_node=1",
+                                      "ocs.nodes_per_switch=1"])
+    prob = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec("alltoall:np=4,bytes=1MB")))
+    assert prob.step_loads.base_uplink_up_B.dtype == np.float64
+    res = solve(prob, method)
+    assert np.isfinite(res.objective) and res.objective > 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["node_loads"]
+__all__ = ["node_loads", "byte_sums"]
 
 
 def node_loads(traffic, node, node_switch, n_nodes: int, n_switches: int, threshold_B: float) -> dict:
@@ -55,10 +55,21 @@ def node_loads(traffic, node, node_switch, n_nodes: int, n_switches: int, thresh
     lmax = np.zeros(len(uniq))
     np.maximum.at(lmax, inv, traffic.msg_bytes[large].astype(np.float64))
     keep = lb > 0
-    return {"up": np.bincount(a[eps], weights=by[eps], minlength=n),
-            "down": np.bincount(b[eps], weights=by[eps], minlength=n),
-            "intra": np.bincount(a[same_node & ~self_msg], weights=by[same_node & ~self_msg], minlength=n),
-            "uplink_up": np.bincount(sw[a[cross]], weights=by[cross], minlength=s),
-            "uplink_down": np.bincount(sw[b[cross]], weights=by[cross], minlength=s),
+    return {"up": byte_sums(a[eps], by[eps], n),
+            "down": byte_sums(b[eps], by[eps], n),
+            "intra": byte_sums(a[same_node & ~self_msg], by[same_node & ~self_msg], n),
+            "uplink_up": byte_sums(sw[a[cross]], by[cross], s),
+            "uplink_down": byte_sums(sw[b[cross]], by[cross], s),
             "large_src": (uniq // n)[keep], "large_dst": (uniq % n)[keep], "large_bytes": lb[keep],
             "large_msgs": lm[keep], "large_max_B": lmax[keep]}
+
+
+def byte_sums(index, weights, length: int) -> np.ndarray:
+    """Bytes summed per index, float64 always (NumPy's weighted bincount of nothing is int64).
+
+    Examples
+    --------
+    >>> byte_sums(np.zeros(0, np.int64), np.zeros(0), 3).tolist(), byte_sums([2, 2], [1.5, 2.0], 3).tolist()
+    ([0.0, 0.0, 0.0], [0.0, 0.0, 3.5])
+    """
+    return np.bincount(index, weights=weights, minlength=length).astype(np.float64, copy=False)

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 
 from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits.loads import byte_sums
 
 __all__ = ["StepLoads", "step_loads", "merge_groups", "MAX_STEP_TYPES"]
 
@@ -169,7 +170,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     intra_m = same_node & (src != dst)
 
     def per(mask, where, width):
-        return np.bincount(kind[mask] * width + where[mask], weights=by[mask], minlength=K * width).reshape(K, width)
+        return byte_sums(kind[mask] * width + where[mask], by[mask], K * width).reshape(K, width)
 
     up, down, intra = per(eps, a, n), per(eps, b, n), per(intra_m, a, n)
     uu, ud = per(cross, sw[a], s), per(cross, sw[b], s)
@@ -179,7 +180,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
     if len(mk) and (cols >= P).any() or len(mk) and (keys[np.minimum(cols, P - 1)] != mk).any():
         raise TopoplanError(f"field 'steps': found in other traffic than the problem's ({steps.source})")
     kl = kind[large]
-    large_B = np.bincount(kl * P + cols, weights=by[large], minlength=K * P).reshape(K, P)
+    large_B = byte_sums(kl * P + cols, by[large], K * P).reshape(K, P)
     cell, first = np.unique(kl * P + cols, return_index=True) if len(kl) else (np.zeros(0, np.int64), None)
     biggest = np.zeros(len(cell))
     if len(cell):
