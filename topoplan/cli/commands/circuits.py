@@ -115,13 +115,14 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
             from topoplan.core.progress import report
 
             report(stage="simulating the plan")
-            res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+            res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(), validated=True)
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:
             res.metrics["simulated_over_objective"] = res.metrics["simulated_s"] / res.objective
     extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
-    doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
+    # solve validated the plan against this topology (only metrics and options changed since): written as it is
+    doc = write_plan(output, res, topo, validated=True, **extra) if output is not None else plan_document(res, **extra)
     emit(doc, json_mode, None)
     if json_mode:
         return
