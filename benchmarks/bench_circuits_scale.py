@@ -44,6 +44,38 @@ must be equal (both are exact).
 
 Targets: greedy plans 16,384 nodes in under 10 s and 4 GB (issue 20), on random and CG-like traffic;
 matching plans 4,096 nodes in under 10 s and 16,384 in under 60 s.
+
+Process rows (issue 39, item 1; ``--process 4096,16384``, the default; ``--process-only`` for them alone): the
+CLI's commands as the user waits for them, greedy on the ``random`` traffic, each its own process measured from
+outside (wall, CPU = user + system, peak resident set of that process, load at its end):
+``circuits --no-simulate`` (``topoplan circuits -m greedy --no-simulate -o plan.json``), ``circuits`` (the
+default, which also simulates the plan) and ``simulate --circuits`` (``topoplan simulate --circuits plan.json``).
+``solver`` is the plan's own ``wall_s``. Targets: the circuits process under 10 s and 2 GB quiet at 16,384
+nodes, simulating its plan under 20 s.
+
+Measured 2026-11-28 on the 2-core, 24 GiB shared machine, never quiet (load 6-10: wall times are several times
+what a quiet machine gives; CPU time is the steadier figure)::
+
+     nodes command                  process     cpu    peak   solver  plan   load
+      4096 circuits --no-simulate     6.9 s   3.4 s   151 MB   2.8 s   6 MB   6.5
+      4096 circuits                  20.7 s   9.3 s   232 MB   3.0 s   6 MB   6.5
+      4096 simulate --circuits       16.5 s   8.3 s   215 MB           6 MB   6.3
+     16384 circuits --no-simulate    53.5 s  26.2 s  1141 MB  33.3 s 105 MB   6.6
+     16384 circuits                 169.8 s  77.5 s  2694 MB  39.2 s 105 MB   6.3
+     16384 simulate --circuits      157.9 s  78.8 s  2909 MB         105 MB   6.1
+
+Before this round (main at 43c2753, ``/usr/bin/time -v``), 16,384 nodes ``circuits --no-simulate``: 199 s at
+load 9-10, CPU 39.2 s, peak 1,356 MB. By stage (cProfile of that process, shares of its time): the step clock
+32% (the Python reference replay of the 262,144 calls, on a trace that is one exchange; the spec generated a
+second time), the greedy method 39% (its distance-vector tables 28%, the bound and the tables' dict 10%), plan
+validation 16% (twice: in ``solve`` and again before writing), writing the JSON 9%. Now the step clock takes
+milliseconds (a trace of non-blocking posts then waits, paired exactly, is one step at level 0 without the
+replay: the same steps), the plan is validated once (``solve``; neither the writer nor the post-planning
+simulation checks it again), and the simulator reads the tables with compiled passes (the dict of 8.4 M
+entries took a third of the simulation's set-up). The plan files are byte for byte the same but ``wall_s``.
+Left: the greedy method itself (the distance-vector pass, sequential in Python), the flow engine's own run
+(over half of the simulation), and memory with a simulation (the plan held as dicts, and again as int dicts in
+the simulator: 2.7-2.9 GB).
 """
 
 from __future__ import annotations
