@@ -42,7 +42,7 @@ from topoplan.sim.replay import Replayer
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
-from topoplan.traffic.trace import Trace
+from topoplan.traffic.trace import OP_CODE, Trace
 
 __all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS"]
 
@@ -253,8 +253,6 @@ def _one_exchange(trace: Trace):
     >>> _one_exchange(parse_spec("ring:np=4,bytes=1MB,iters=2")) is None   # two exchanges: the replay
     True
     """
-    from topoplan.traffic.trace import OP_CODE
-
     op, rank, peer, tag = trace.op, trace.rank, trace.peer, trace.tag
     isend, irecv = op == OP_CODE["isend"], op == OP_CODE["irecv"]
     wait = (op == OP_CODE["wait"]) | (op == OP_CODE["waitall"])
