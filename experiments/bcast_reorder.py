@@ -13,6 +13,10 @@ anneal-vs-ilp check (``experiments/results/bcast_reorder.{csv,png,md}``).
 do not depend on the machine's load; ``ilp`` (CP-SAT, several workers, a time limit) may return another
 order of equal predicted time, or stop at its limit, from run to run.
 
+Every scenario runs at ``--seeds`` seeds (default 5): seed ``k`` draws the leaders' racks with allocation
+seed ``1 + k`` (seed 0: today's allocations) and gives the methods seed ``k`` (anneal's moves, the ilp's
+workers); the Markdown gives each headline figure as ``mean [min, max]`` over the seeds.
+
     python experiments/bcast_reorder.py [--quick] [--anneal-steps 100000] [--ilp-limit 10] [-o DIR]
     python experiments/bcast_reorder.py --replot      # figures from the existing CSV
 """
@@ -29,35 +33,45 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from topoplan.problems.bcast import BcastProblem, solve
-from topoplan.problems.bcast.allocation import cluster, generate
-from topoplan.sim.simmodel import SimModel
+from experiments._common import SEEDS, Measured  # noqa: E402  (after the path set-up above)
+from topoplan.problems.bcast import BcastProblem, solve  # noqa: E402
+from topoplan.problems.bcast.allocation import cluster, generate  # noqa: E402
+from topoplan.sim.simmodel import SimModel  # noqa: E402
 
 SIZES = [1, 64, 1024, 16384, 262144, 1 << 20, 4 << 20]
 METHODS = ("default", "dft", "bft", "greedy", "anneal", "ilp")
+ALLOCATION_SEED = 1      # seed 0's allocation seed; seed k draws with ALLOCATION_SEED + k
+FIELDS = ["seed", "scenario", "leaders", "delay", "bytes", "tree", "method", "predicted_time_s", "simulated_time_s",
+          "sim_model", "default_time_s", "gain_vs_default", "solve_s", "status", "bound_s", "gap"]
 
 
-def scenarios(quick: bool):
+def scenarios(quick: bool, seed: int = 0):
+    """The scenarios at ``seed``: the leaders' racks drawn with allocation seed ``ALLOCATION_SEED + seed``."""
     homo = cluster(128, 16, name="ranger-like")
     mixed = cluster(32, 16, bw_Bps="mixed", name="glenn-like")
-    yield "homogeneous-32", homo, generate(homo, 32, racks=8, seed=1), "hops"
-    yield "mixed-32", mixed, generate(mixed, 32, racks=8, seed=1), "speed"
-    yield "homogeneous-256", homo, generate(homo, 256, racks=100, seed=1), "hops"
+    alloc = ALLOCATION_SEED + seed
+    yield "homogeneous-32", homo, generate(homo, 32, racks=8, seed=alloc), "hops"
+    yield "mixed-32", mixed, generate(mixed, 32, racks=8, seed=alloc), "speed"
+    yield "homogeneous-256", homo, generate(homo, 256, racks=100, seed=alloc), "hops"
     if not quick:
-        yield "homogeneous-1024", homo, generate(homo, 1024, racks=128, seed=1), "hops"
-    yield "mixed-128", mixed, generate(mixed, 128, racks=32, seed=1), "speed"
+        yield "homogeneous-1024", homo, generate(homo, 1024, racks=128, seed=alloc), "hops"
+    yield "mixed-128", mixed, generate(mixed, 128, racks=32, seed=alloc), "speed"
     if not quick:
-        yield "mixed-256", mixed, generate(mixed, 256, racks=32, seed=1), "speed"
+        yield "mixed-256", mixed, generate(mixed, 256, racks=32, seed=alloc), "speed"
 
 
 def run(quick=False, anneal_limit=60.0, ilp_limit=10.0, max_sim_messages=20000, out=sys.stdout, ilp_max_leaders=64,
-        anneal_steps=100_000):
-    fields = ["scenario", "leaders", "delay", "bytes", "tree", "method", "predicted_time_s", "simulated_time_s",
-              "sim_model", "default_time_s", "gain_vs_default", "solve_s", "status", "bound_s", "gap"]
-    w = csv.DictWriter(out, fieldnames=fields)
+        anneal_steps=100_000, seeds=(0,)):
+    """Every scenario, size and method at every seed of ``seeds``, one CSV row each, written to ``out``."""
+    w = csv.DictWriter(out, fieldnames=FIELDS)
     w.writeheader()
     sizes = SIZES[::2] if quick else SIZES
-    for name, topo, nodes, delay in scenarios(quick):
+    for seed in seeds:
+        _run_seed(w, out, quick, seed, sizes, anneal_limit, ilp_limit, max_sim_messages, ilp_max_leaders, anneal_steps)
+
+
+def _run_seed(w, out, quick, seed, sizes, anneal_limit, ilp_limit, max_sim_messages, ilp_max_leaders, anneal_steps):
+    for name, topo, nodes, delay in scenarios(quick, seed):
         for nb in sizes:
             prob = BcastProblem.build(topo, placement=nodes, root=0, bytes_B=nb, tree="auto", delay=delay)
             for m in METHODS:
@@ -65,8 +79,8 @@ def run(quick=False, anneal_limit=60.0, ilp_limit=10.0, max_sim_messages=20000, 
                     continue  # the class model grows as leaders x racks^2: exact only on small jobs
                 lim = anneal_limit if m == "anneal" else ilp_limit if m == "ilp" else None
                 steps = {"max_steps": anneal_steps} if m == "anneal" else {}
-                r = solve(prob, m, time_limit=lim, seed=0, max_sim_messages=max_sim_messages, **steps)
-                w.writerow({"scenario": name, "leaders": prob.n, "delay": delay, "bytes": nb,
+                r = solve(prob, m, time_limit=lim, seed=seed, max_sim_messages=max_sim_messages, **steps)
+                w.writerow({"seed": seed, "scenario": name, "leaders": prob.n, "delay": delay, "bytes": nb,
                             "tree": prob.schedule.kind, "method": m, "predicted_time_s": r.objective,
                             "simulated_time_s": r.metrics["simulated_time_s"],
                             "sim_model": (SimModel.coerce(r.options["sim_model"]).label()
@@ -82,6 +96,7 @@ def load_rows(path: Path) -> list[dict]:
     rows = []
     with open(path, newline="") as fh:
         for r in csv.DictReader(fh):
+            r["seed"] = int(r.get("seed") or 0)      # a CSV written before seeds: seed 0
             for k in ("leaders", "bytes"):
                 r[k] = int(r[k])
             for k in ("predicted_time_s", "simulated_time_s", "default_time_s", "gain_vs_default", "solve_s",
@@ -94,33 +109,60 @@ def load_rows(path: Path) -> list[dict]:
 def _sim_gain(rows, r):
     """Simulated speed-up of r's order over the default order of the same cell (None when not simulated)."""
     base = next((x for x in rows if x["scenario"] == r["scenario"] and x["bytes"] == r["bytes"]
-                 and x["method"] == "default"), None)
+                 and x["method"] == "default" and x["seed"] == r["seed"]), None)
     if base is None or not base["simulated_time_s"] or not r["simulated_time_s"]:
         return None
     return base["simulated_time_s"] / r["simulated_time_s"] - 1.0
 
 
+def _best(cells):
+    """``(gain, row)`` of the largest gain among ``(gain, row)`` pairs (None for none)."""
+    return max(cells, key=lambda t: t[0]) if cells else None
+
+
+def _where(bests) -> str:
+    """Where the best gains were: the (size, method) of most seeds, and at how many."""
+    places = [f"{_size(r['bytes'])}, {r['method']}" for _, r in bests]
+    top = max(dict.fromkeys(places), key=places.count)
+    return top if len(places) == 1 else f"{top}: {places.count(top)} of {len(places)} seeds"
+
+
 def markdown(rows) -> str:
-    """The results table (docs/bcast.md shows it): best gain per scenario (model and simulator) and the
-    anneal-vs-ilp check."""
-    out = ["| scenario | leaders | delay | best gain, model (size, method) | best gain, simulated (size, method) |",
-           "|---|---:|---|---|---|"]
+    """The results table (docs/bcast.md shows it): best gain per scenario (model and simulator; ``mean [min,
+    max]`` over the seeds, and where it was) and the anneal-vs-ilp check over every seed."""
+    seeds = sorted({r["seed"] for r in rows})
+    head = ([f"Every scenario at {len(seeds)} seeds ({', '.join(map(str, seeds))}): seed k draws the leaders' racks "
+             f"with allocation seed {ALLOCATION_SEED} + k and seeds anneal and the ilp with k. Best gains as `mean "
+             "[min, max]` over the seeds (each seed's best over sizes and methods), with the size and method of "
+             "the best at most seeds.", ""] if len(seeds) > 1 else [])
+    out = head + ["| scenario | leaders | delay | best gain, model (size, method) | best gain, simulated (size, method) |",
+                  "|---|---:|---|---|---|"]
     for sc in dict.fromkeys(r["scenario"] for r in rows):
-        cell = [r for r in rows if r["scenario"] == sc and r["method"] != "default"]
-        bm = max(cell, key=lambda r: r["gain_vs_default"])
-        sims = [(g, r) for r in cell if (g := _sim_gain(rows, r)) is not None]
-        bs = max(sims, key=lambda t: t[0]) if sims else None
-        sim_txt = f"{bs[0]:+.0%} ({_size(bs[1]['bytes'])}, {bs[1]['method']})" if bs else "not simulated"
-        out.append(f"| {sc} | {cell[0]['leaders']} | {cell[0]['delay']} | {bm['gain_vs_default']:+.0%} "
-                   f"({_size(bm['bytes'])}, {bm['method']}) | {sim_txt} |")
+        model, sim = [], []
+        for s in seeds:
+            cell = [r for r in rows if r["scenario"] == sc and r["method"] != "default" and r["seed"] == s]
+            if not cell:
+                continue
+            model.append(_best([(r["gain_vs_default"], r) for r in cell]))
+            bs = _best([(g, r) for r in cell if (g := _sim_gain(rows, r)) is not None])
+            if bs is not None:
+                sim.append(bs)
+        first = next(r for r in rows if r["scenario"] == sc)
+
+        def text(bests):
+            ss = [r["seed"] for _, r in bests]
+            return f"{Measured.over([Measured('{:+.0%}', (g,)) for g, _ in bests], ss)} ({_where(bests)})"
+        out.append(f"| {sc} | {first['leaders']} | {first['delay']} | {text(model)} | "
+                   f"{text(sim) if sim else 'not simulated'} |")
     ilp = [r for r in rows if r["method"] == "ilp"]
     opt = [r for r in ilp if r["status"] == "optimal"]
     worst = 0.0
     for r in opt:
         a = next(x for x in rows if x["method"] == "anneal" and x["scenario"] == r["scenario"]
-                 and x["bytes"] == r["bytes"])
+                 and x["bytes"] == r["bytes"] and x["seed"] == r["seed"])
         worst = max(worst, a["predicted_time_s"] / r["predicted_time_s"] - 1.0)
-    out += ["", f"`ilp` proved optimality in {len(opt)} of {len(ilp)} cells it ran; there `anneal` is at most "
+    over = f" (over {len(seeds)} seeds)" if len(seeds) > 1 else ""
+    out += ["", f"`ilp` proved optimality in {len(opt)} of {len(ilp)} cells it ran{over}; there `anneal` is at most "
             f"{worst:.2%} above the optimum."]
     return "\n".join(out) + "\n"
 
@@ -190,15 +232,19 @@ def main(argv=None) -> int:
     ap.add_argument("--ilp-limit", type=float, default=10.0)
     ap.add_argument("--max-sim-messages", type=int, default=20000)
     ap.add_argument("--ilp-max-leaders", type=int, default=64)
+    ap.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per scenario, 0 and the next ones (default {SEEDS})")
     ap.add_argument("--replot", action="store_true", help="redraw the PNG and Markdown from the existing CSV")
     a = ap.parse_args(argv)
+    if a.seeds < 1:
+        ap.error(f"--seeds: at least 1, got {a.seeds}")
     csv_path = a.out_dir / "bcast_reorder.csv"
     if not a.replot:
         buf = io.StringIO()
-        run(a.quick, a.anneal_limit, a.ilp_limit, a.max_sim_messages, buf, a.ilp_max_leaders, a.anneal_steps)
+        run(a.quick, a.anneal_limit, a.ilp_limit, a.max_sim_messages, buf, a.ilp_max_leaders, a.anneal_steps,
+            seeds=tuple(range(a.seeds)))
         atomic_write(csv_path, buf.getvalue())
     rows = load_rows(csv_path)
-    plot(rows, a.out_dir / "bcast_reorder.png")
+    plot([r for r in rows if r["seed"] == rows[0]["seed"]], a.out_dir / "bcast_reorder.png")   # the first seed
     atomic_write(a.out_dir / "bcast_reorder.md", markdown(rows))
     print(markdown(rows))
     return 0

@@ -37,8 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODEL_NAMES, MODELS, RESULTS, Inputs, Verification, add_verify_option, cached_run,
-                                 claims_markdown, model_of, parse_models, used_circuits, verification_of, write_csv)
+from experiments._common import (MODELS, MODEL_NAMES, PAPER_SEED_APPS, RESULTS, Inputs, Verification, add_seeds_option,
+                                 add_verify_option, cached_run, claims_markdown, claims_over_seeds, further_of,
+                                 measured, model_of, not_run_note, paper_seed_apps_of, parse_models, rows_at_seeds,
+                                 seed_rows, seeded_file, seeds_note, seeds_of, used_circuits, verification_of,
+                                 with_seed, write_csv)
 
 THRESHOLD_B = 8192.0            # 001 §4.1: large-message threshold
 APPS = ("neighbor", "cg", "lu", "mg")
@@ -84,7 +87,7 @@ STATED_TOLERANCE = 0.10         # a stated relative time is "matched" within 0.1
 METRICS = ("relative_time", "makespan_s", "top_switch_bytes", "ocs_bytes", "bound_s", "ocs_nodes_assigned",
            "ocs_nodes_used")
 CELL_KEYS = ("system", "app", "label", "network", "uplink", "uplink_bw", "ocs_nodes", "circuits", "placement")
-COLUMNS = ("table", "model") + CELL_KEYS + ("iters", "metric", "ours", "paper", "paper_source", "status")
+COLUMNS = ("table", "seed", "model") + CELL_KEYS + ("iters", "metric", "ours", "paper", "paper_source", "status")
 
 
 # -- the grid ---------------------------------------------------------------
@@ -192,7 +195,7 @@ def run_cell(cell: dict, inputs: Inputs, params: dict) -> dict:
     out = {"status": "", "bound_s": None, "ocs_nodes_assigned": None, "ocs_nodes_used": None, "solve_s": 0.0,
            **info}
     r = simulate_plan(topo, trace, plan, placement=placement_of(cell, inputs, topo),
-                      threshold_B=THRESHOLD_B if plan else None, model=model_of(cell["model"]))
+                      threshold_B=THRESHOLD_B if plan else None, model=model_of(cell["model"], params["seed"]))
     out.update(makespan_s=r["makespan_s"], top_switch_bytes=r["top_switch_bytes"],
                ocs_bytes=r["bytes_by_link_class"].get("ocs", 0.0), sim_wall_s=r["wall_s"], sim_model=r["sim_model"])
     return out
@@ -205,44 +208,78 @@ def _cache_file(cache: Path, cell: dict) -> Path:
 
 def cached_cell(cell: dict, inputs: Inputs, cache: Path | None, params: dict, log=print,
                 verify: Verification | None = None) -> dict:
-    """:func:`run_cell` through the per-cell JSON cache (keyed by the cell, its model and every parameter)."""
-    key = {**cell, **params, "spec": inputs.spec, "sim_model": model_of(cell["model"]).to_dict()}
+    """:func:`run_cell` through the per-cell JSON cache (keyed by the cell, its model and every parameter,
+    the seed included; a seed other than 0 has its own file)."""
+    key = {**cell, **params, "spec": inputs.spec, "sim_model": model_of(cell["model"], params["seed"]).to_dict()}
     what = (f"{cell['model']:17s} {cell['system']:5s} {cell['app']:8s} {cell['label']:22s} {cell['circuits']:10s} "
-            f"{cell['placement']:10s}")
-    return cached_run(key, _cache_file(cache, cell) if cache is not None else None,
+            f"{cell['placement']:10s}" + (f" seed {params['seed']}" if params["seed"] else ""))
+    return cached_run(key, seeded_file(_cache_file(cache, cell), params["seed"]) if cache is not None else None,
                       lambda: run_cell(cell, inputs, params), log=log, describe=what, verify=verify)
+
+
+def seed_dependent(cell: dict) -> bool:
+    """Whether a cell's result can change with the seed: the paper model's order of simultaneous arrivals,
+    METIS placement and the ilp (solver seed). The paper's method (sequential placement, 3-step circuits)
+    and EPS only, under max-min, use none."""
+    return cell["model"] == "paper" or cell["placement"] == "metis" or cell["circuits"] == "ilp"
+
+
+def baseline_of(cell: dict) -> dict:
+    """The cell a relative time is relative to: EPS only with sequential placement, same system and model."""
+    return {"model": cell["model"], "system": cell["system"], "app": cell["app"], "label": "EPS only",
+            "placement": "sequential"}
 
 
 # -- the experiment ---------------------------------------------------------
 
 def run(systems=("8x32", "16x16"), apps=APPS, *, quick=False, iters=5, npb_iters=1, ilp_time_limit=10.0,
-        seed=0, models=MODELS, out_dir: Path = RESULTS, cache: Path | None = None, log=print,
+        seed=0, seeds=None, paper_seed_apps=PAPER_SEED_APPS, models=MODELS, out_dir: Path = RESULTS,
+        cache: Path | None = None, log=print,
         verify: Verification | None = None) -> list[dict]:
-    """Run the grid and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows.
+    """Run the grid at ``seed`` and the claims' cells at every further seed of ``seeds`` (default: ``seed``
+    alone), and write ``paper001.{csv,png,md}`` into ``out_dir``; returns the tidy rows of every seed.
 
     With ``verify`` every cell is recomputed and compared with the cache, and nothing is written."""
     from topoplan.core.io import atomic_write
 
-    params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seed,
+    seeds = tuple(seeds) if seeds else (seed,)
+    params = {"iters": iters, "npb_iters": npb_iters, "ilp_time_limit": ilp_time_limit, "seed": seeds[0],
               "threshold_B": THRESHOLD_B}
     out_dir = Path(out_dir)
     if verify is None:
         out_dir.mkdir(parents=True, exist_ok=True)
         if cache is not None:
             Path(cache).mkdir(parents=True, exist_ok=True)
-    results, rows = [], []
+
+    def write(rows, by_seed, not_run=""):
+        if verify is None:
+            write_csv(rows, out_dir / "paper001.csv", COLUMNS)
+            plot([r for r in rows if r["seed"] == seeds[0]], out_dir / "paper001.png")
+            atomic_write(out_dir / "paper001.md", markdown(rows, by_seed, not_run))
+
+    results, rows, inputs = [], [], {}
     for system in systems:
         for app in apps:
-            inputs = Inputs(traffic_spec(app, iters, npb_iters), seed)
+            inputs[(system, app)] = Inputs(traffic_spec(app, iters, npb_iters), seeds[0])
             for cell in cells(system, (app,), quick, models):
-                res = cached_cell(cell, inputs, cache, params, log, verify)
+                res = cached_cell(cell, inputs[(system, app)], cache, params, log, verify)
                 results.append((cell, res, iters if app == "neighbor" else npb_iters))
-            # written after every (system, application) so a long run leaves usable results behind
-            rows = tidy(results)
-            if verify is None:
-                write_csv(rows, out_dir / "paper001.csv", COLUMNS)
-                plot(rows, out_dir / "paper001.png")
-                atomic_write(out_dir / "paper001.md", markdown(rows))
+            # written after every (system, application) so a long run leaves usable results behind (the claims at
+            # the first seed)
+            rows = with_seed(tidy(results), seeds[0])
+            write(rows, {seeds[0]: rows})
+
+    def at_seed(cell, s):
+        return cached_cell(cell, inputs[(cell["system"], cell["app"])].at_seed(s), cache, {**params, "seed": s}, log,
+                           verify)
+
+    keys = ("model",) + CELL_KEYS
+    by_seed, extra = rows_at_seeds(results, seeds, tidy=tidy, claims_fn=claims, models=models, cell_keys=keys,
+                                   seed_dependent=seed_dependent, baseline_of=baseline_of, compute=at_seed,
+                                   further=further_of(paper_seed_apps), log=log)
+    if len(seeds) > 1:
+        rows = rows + seed_rows(by_seed, extra, keys)
+        write(rows, by_seed, not_run_note(apps, paper_seed_apps, APP_NAMES, models, seeds[0]))
     return rows
 
 
@@ -250,7 +287,7 @@ def tidy(results) -> list[dict]:
     """One row per (cell, metric); relative times against EPS only with sequential placement under the cell's
     model."""
     base = {(c["model"], c["system"], c["app"]): r["makespan_s"] for c, r, _ in results
-            if c["label"] == "EPS only" and c["placement"] == "sequential"}
+            if all(c[k] == v for k, v in baseline_of(c).items())}
     rows = []
     for c, r, it in results:
         b = base.get((c["model"], c["system"], c["app"]))
@@ -312,8 +349,7 @@ def claims(rows, models) -> list[dict]:
                 by[m] = (None, "")
         out.append({"claim": text, "paper": paper, "by_model": by})
 
-    def f2(v):
-        return f"{v:.2f}"
+    F = "{:.3f}"
 
     for (system, app, label), (value, src) in PAPER_REL.items():
         if src.startswith("≈") or system not in systems or app not in apps:
@@ -321,29 +357,29 @@ def claims(rows, models) -> list[dict]:
 
         def stated(m, system=system, app=app, label=label, value=value):
             v = _rel(rows, m, system, app, label)
-            return abs(v - value) <= STATED_TOLERANCE, f2(v)
+            return abs(v - value) <= STATED_TOLERANCE, measured(F, v)
         add(f"{system}, {APP_NAMES[app]}, {label}: relative time {value:.2f} (within {STATED_TOLERANCE:.2f})",
             f"{value:.2f} ({src})", stated)
 
     if "8x32" in systems and "neighbor" in apps:
         def more_nodes_help(m):
             a, b = (_rel(rows, m, "8x32", "neighbor", f"Ours {n}Nodes") for n in (64, 128))
-            return b < a, f"{f2(b)} vs {f2(a)}"
+            return b < a, measured(f"{F} vs {F}", b, a)
         add("8x32, Neighbor: 128 OCS nodes lose less than 64 (less load per relay)", "1.22 vs 1.47", more_nodes_help)
     if len(systems) == 2 and "neighbor" in apps:
         def topology_matters(m):
             a, b = (_rel(rows, m, s, "neighbor", "Ours 128Nodes") for s in ("16x16", "8x32"))
-            return a < 1 < b, f"16x16 {f2(a)}, 8x32 {f2(b)}"
+            return a < 1 < b, measured(f"16x16 {F}, 8x32 {F}", a, b)
         add("Neighbor, 128 OCS nodes: faster than EPS only on 16x16, slower on 8x32 (pattern-(1) pairs exist on "
             "16x16 only)", "0.67 vs 1.22", topology_matters)
     if "neighbor" in apps:
         def low_eps_slow(m):
             vs = {s: _rel(rows, m, s, "neighbor", f"EPS {SYSTEMS[s]['low']}") for s in systems}
-            return min(vs.values()) > 1.5, ", ".join(f"{s} {f2(v)}" for s, v in vs.items())
+            return min(vs.values()) > 1.5, measured(", ".join(f"{s} {F}" for s in vs), *vs.values())
         add("Neighbor: EPS only with the low-bisection uplinks is much slower (> 1.5)", "large increase", low_eps_slow)
 
         def low_ours_same(m):
-            worst, text = 0.0, []
+            worst, text, vals = 0.0, [], []
             for s in systems:
                 for n in (64, 128):
                     a = _rel(rows, m, s, "neighbor", f"Ours {n}Nodes")
@@ -351,21 +387,23 @@ def claims(rows, models) -> list[dict]:
                     if a is None or b is None:
                         continue
                     worst = max(worst, abs(b / a - 1))
-                    text.append(f"{s}-{n} {f2(b)} vs {f2(a)}")
+                    text.append(f"{s}-{n} {F} vs {F}")
+                    vals += [b, a]
             if not text:
                 return None, ""
-            return worst <= 0.05, "; ".join(text)
+            return worst <= 0.05, measured("; ".join(text), *vals)
         add("Neighbor: the low-bisection uplinks do not affect Ours (within 5%; every inter-switch byte on the "
             "OCS)", "Ours low = Ours", low_ours_same)
     if "cg" in apps:
         def cg_low(m):
-            res, text = [], []
+            res, text, vals = [], [], []
             for s in systems:
                 a = _rel(rows, m, s, "cg", "Ours 64Nodes")
                 b = _rel(rows, m, s, "cg", f"Ours {SYSTEMS[s]['low']} 64Nodes")
                 res.append(b > 1.05 * a if s == "16x16" else b <= 1.05 * a)
-                text.append(f"{s} {f2(b)} vs {f2(a)}")
-            return all(res), "; ".join(text)
+                text.append(f"{s} {F} vs {F}")
+                vals += [b, a]
+            return all(res), measured("; ".join(text), *vals)
         add("CG, Ours 64 nodes: the low-bisection uplinks slow Ours on 16x16, not on 8x32", "16x16 +30%; 8x32 "
             "unaffected", cg_low)
 
@@ -373,21 +411,21 @@ def claims(rows, models) -> list[dict]:
             t = {s: _rel(rows, m, s, "cg", f"Ours {SYSTEMS[s]['low']} 64Nodes", metric="top_switch_bytes")
                  for s in systems}
             ok = (t.get("16x16") is None or t["16x16"] >= 100e6) and (t.get("8x32") is None or t["8x32"] <= 1e6)
-            return ok, ", ".join(f"{s} {v / 1e6:,.3f} MB" for s, v in t.items())
+            return ok, measured(", ".join(f"{s} {{:,.3f}} MB" for s in t), *(v / 1e6 for v in t.values()))
         add("CG, Ours 64 nodes, low bisection: the top switch receives GBs on 16x16 (>= 100 MB), almost nothing on "
             "8x32 (<= 1 MB)", "2 GB vs 82 KB", cg_top)
     if "lu" in apps:
         def lu_flat(m):
             vs = [_rel(rows, m, s, "lu", lab) for s in systems for lab in bar_labels(s)]
             vs = [v for v in vs if v is not None]
-            return max(abs(v - 1) for v in vs) <= STATED_TOLERANCE, f"{min(vs):.2f} to {max(vs):.2f}"
+            return max(abs(v - 1) for v in vs) <= STATED_TOLERANCE, measured("{:.2f} to {:.2f}", min(vs), max(vs))
         add(f"LU: about the same time in every configuration (every bar within {STATED_TOLERANCE:.2f} of 1)", "≈1.0",
             lu_flat)
     if "mg" in apps:
         def mg_plus20(m):
             vs = [_rel(rows, m, s, "mg", lab) for s in systems for lab in bar_labels(s) if lab.startswith("Ours")]
             vs = [v for v in vs if v is not None]
-            return max(abs(v - 1.2) for v in vs) <= STATED_TOLERANCE, f"{min(vs):.2f} to {max(vs):.2f}"
+            return max(abs(v - 1.2) for v in vs) <= STATED_TOLERANCE, measured("{:.2f} to {:.2f}", min(vs), max(vs))
         add(f"MG: Ours about +20% in every configuration (within {STATED_TOLERANCE:.2f} of 1.2)", "≈1.2", mg_plus20)
 
     def ours64_mostly_slower(m):
@@ -397,7 +435,7 @@ def claims(rows, models) -> list[dict]:
         if not vs:
             return None, ""
         slower, faster = sum(v > 1.0 for v in vs), sum(v < 1.0 for v in vs)
-        return slower > faster, f"{slower} slower, {faster} faster of {len(vs)}"
+        return slower > faster, measured("{} slower, {} faster of {}", slower, faster, len(vs))
     add("Ours with 64 OCS nodes (1/4 of the nodes): slowdowns outnumber speed-ups", "more slowdowns",
         ours64_mostly_slower)
 
@@ -407,7 +445,7 @@ def claims(rows, models) -> list[dict]:
         if not t:
             return None, ""
         hit = sum(float(r["ours"]) == float(r["paper"]) for r in t)
-        return hit == len(t), f"{hit} of {len(t)} equal"
+        return hit == len(t), measured("{} of {} equal", hit, len(t))
     add("Table 2: OCS nodes given a circuit by the 3-step assignment", "16 values", table2)
     return out
 
@@ -541,9 +579,13 @@ def bar_table(rows, model) -> list[str]:
     return lines
 
 
-def markdown(rows) -> str:
-    """The claim table under every model, the bar tables per model, Table 2 and why the models and the paper
+def markdown(rows, rows_by_seed: dict | None = None, not_run: str = "") -> str:
+    """The claim table under every model (over the seeds of ``rows_by_seed``: ``{seed: rows}``, default the
+    rows' own seed), the bar tables per model (the first seed), Table 2 and why the models and the paper
     differ."""
+    seeds = sorted(rows_by_seed) if rows_by_seed else [min((r.get("seed", 0) for r in rows), default=0)]
+    rows = [r for r in rows if r.get("seed", seeds[0]) == seeds[0]]
+    rows_by_seed = rows_by_seed or {seeds[0]: rows}
     models = [m for m in MODELS if any(r["model"] == m for r in rows)]
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in rows)]
     apps = [a for a in APPS if any(r["app"] == a for r in rows)]
@@ -552,8 +594,11 @@ def markdown(rows) -> str:
              "the paper's own model, max-min with pipelined relays (our default) and max-min with store-and-forward "
              "relays, on the paper's method (3-step circuits, sequential placement). Our values in brackets; "
              "relative times are T / T(EPS only, sequential placement) under the same model.", "",
-             claims_markdown(claims(rows, models), models)]
-    lines += ["Relative execution time vs EPS only (sequential placement, same model); `paper` = the value §4.2 "
+             seeds_note(seeds, "none in the paper's method: sequential placement and 3-step circuits are "
+                               "deterministic; METIS placement and the ilp solver in ours", not_run), "",
+             claims_markdown(claims_over_seeds(claims, rows_by_seed, models), models)]
+    lines += [f"Relative execution time vs EPS only (sequential placement, same model), seed {seeds[0]}; `paper` = "
+              "the value §4.2 "
               "states (≈: a qualitative statement), `3-step` = the paper's method, `ilp` = our exact circuits, "
               "`metis+ilp` = CommPattern placement with exact circuits.", ""]
     for m in models:
@@ -635,12 +680,18 @@ NOTES = """**Why the models differ, and where ours differs from 001**
   128 OCS nodes: 1.08 vs 0.60), so Ours is slower than EPS only even where 001 finds it 33% faster. The paper
   model's FIFO links serve one message at a time, so a relay forwards one message while it receives the next:
   overlap at message granularity, in between (0.77 vs 0.54).
-- *Which model reproduces 001.* On 8x32 the paper model comes closest (128 OCS nodes 1.20 vs 001's 1.22, 64
-  nodes 1.33 vs 1.47); max-min with pipelined relays runs at the bound, 1.40 and 1.80, above 001's numbers
-  because its EPS only is faster. On 16x16 with 128 OCS nodes pipelined relays give 0.60 (001: 0.67) and the
-  paper model 0.77. All three reproduce the orderings of §4.2: 128 OCS nodes lose less than 64 on 8x32, the
-  1:20 uplinks slow EPS only but not Ours on Neighbor, CG's Ours suffers from them on 16x16 only; 16x16 gains
-  where 8x32 loses except with store-and-forward relays, where both lose.
+- *Which model reproduces 001.* On 8x32 the paper model comes closest (seed 0: 128 OCS nodes 1.20 vs 001's
+  1.22, 64 nodes 1.33 vs 1.47); max-min with pipelined relays runs at the bound, 1.40 and 1.80, above 001's
+  numbers because its EPS only is faster. On 16x16 with 128 OCS nodes pipelined relays give 0.60 (001: 0.67)
+  and the paper model 0.77. All three reproduce the orderings of §4.2 at every seed: 128 OCS nodes lose less
+  than 64 on 8x32, the 1:20 uplinks slow EPS only but not Ours on Neighbor, CG's Ours suffers from them on
+  16x16 only; 16x16 gains where 8x32 loses except with store-and-forward relays, where both lose.
+- *The paper model's order of simultaneous arrivals.* Neighbor injects every message of an iteration at once,
+  so many reach a link at the same instant; 001 does not say which its simulator serves first. Drawn by seeds
+  1-4 instead of the injection order, it moves the paper model's relative times by up to 0.12: 8x32, 128 OCS
+  nodes 1.20-1.32, 64 nodes 1.33-1.45 (within 0.10 of 001's 1.47 at 3 of 5 seeds, not at the injection
+  order), 16x16, 128 OCS nodes 0.77-0.84. Max-min shares a link between simultaneous messages and has no
+  order to draw, and 3-step makes no random choice, so the max-min verdicts are the same at every seed.
 - *No computation.* 001 adds each process's measured computation time to the simulated communication (§4.1);
   we have no such measurements for 256 ranks and simulate communication only (`compute=0`). Every ratio is
   stretched away from 1, most for the NPB kernels, which compute much more than they communicate: 001 finds
@@ -694,8 +745,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--cache", default=None, help="cache directory (default OUT_DIR/.cache_paper001)")
     ap.add_argument("--no-cache", action="store_true")
+    add_seeds_option(ap)
     add_verify_option(ap)
     a = ap.parse_args(argv)
+    seeds = seeds_of(ap, a)
     systems, apps = tuple(a.systems.split(",")), tuple(a.apps.split(","))
     try:
         models = parse_models(a.models)
@@ -714,7 +767,8 @@ def main(argv=None) -> int:
     tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
     t0 = time.perf_counter()
     verify = verification_of(ap, a)
-    rows = run(systems, apps, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl, seed=a.seed,
+    rows = run(systems, apps, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl, seeds=seeds,
+               paper_seed_apps=paper_seed_apps_of(a, apps),
                models=models, out_dir=out_dir, cache=cache, verify=verify)
     if verify is not None:
         return verify.report()

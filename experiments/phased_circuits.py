@@ -36,6 +36,13 @@ two-phase workload at ``ocs.setup`` 1, 3, 10, 30 and 100 ms (per-phase, exact, s
     python -m experiments.phased_circuits --quick    # the two-phase workload on two systems (~1 min)
     python -m experiments.phased_circuits --workloads halo+transpose,ft,is --merge   # rerun some, keep the rest
 
+The two-phase workload is run at ``--seeds`` seeds (default 5: 0-4; the seed of every ilp solve and of the
+heuristics' random picks; the 20 s solves also depend on the machine's load) and compared with a **static
+configuration found with the same budget**: the circuit ``ilp`` on the whole trace's traffic with the
+schedule's whole time limit (the time its candidate solves share), its proven bound and gap, and the
+papers' heuristics on the whole trace, the fastest in the simulator kept. The tables of the other rows are
+the first seed's.
+
 Writes ``experiments/results/phased_circuits.json`` (every cell) and ``phased_circuits.md`` (tables);
 ``--merge`` keeps the cells of the existing JSON that were not rerun.
 """
@@ -48,7 +55,7 @@ import sys
 import time
 from pathlib import Path
 
-from experiments._common import RESULTS
+from experiments._common import RESULTS, SEEDS, Measured, verdict
 
 SYSTEMS = {  # name -> (preset, --set overrides)
     "003, 16 OCS": ("paper003", ["ocs.nodes_per_switch=4"]),
@@ -173,6 +180,39 @@ def run_cell(system: str, name: str, trace, *, time_limit: float, seed: int = 0,
     return out
 
 
+def static_same_budget(system: str, trace, *, time_limit: float, seed: int = 0, log=print) -> dict:
+    """The static baseline with the schedule's budget: the circuit ``ilp`` on the whole trace's traffic with
+    the schedule's whole time limit (what its candidate solves share), the papers' heuristics on the same
+    traffic and no circuits; each simulated on the whole trace (max-min, pipelined relays), the fastest kept.
+    Returns the
+    simulated time of each, the kept one, and the ilp's status, objective (the whole-trace bound of its plan),
+    proven lower bound, gap and wall time."""
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.schedule import WHOLE_TRACE_HEURISTICS, PhasedProblem
+    from topoplan.sim.run import simulate_plan
+    from topoplan.traffic.phases import detect_phases
+
+    preset, sets = SYSTEMS[system]
+    topo = load_topology(preset, sets)
+    prob = PhasedProblem.build(topo, detect_phases(trace, topo))
+    out = {"time_limit_s": time_limit, "simulated_s": {}}
+    for method in ("ilp",) + WHOLE_TRACE_HEURISTICS + ("none",):
+        t0 = time.perf_counter()
+        res = solve(prob.total, method, time_limit=time_limit if method == "ilp" else None, seed=seed)
+        t1 = time.perf_counter()
+        sim = simulate_plan(topo, trace, res.to_dict(), placement=prob.placement, threshold_B=prob.threshold_B)
+        out["simulated_s"][method] = sim["makespan_s"]
+        if method == "ilp":
+            out.update(ilp_status=res.status, ilp_objective_s=res.objective, ilp_bound_s=res.bound, ilp_gap=res.gap,
+                       ilp_solve_s=t1 - t0, ilp_circuits=len(res.plan["circuits"]))
+    kept = min(out["simulated_s"], key=out["simulated_s"].get)
+    out.update(kept=kept, best_s=out["simulated_s"][kept])
+    log(f"  {system:20s} static, same budget: {out['best_s'] * 1e3:9.2f} ms ({kept}); ilp {out['ilp_status']}, "
+        f"{out['ilp_objective_s'] * 1e3:.1f} ms bound {out['ilp_bound_s'] * 1e3:.1f} ms ({out['ilp_solve_s']:.1f} s)")
+    return out
+
+
 def _decomposition_metrics(res, sim) -> dict:
     """What a decomposing scheduler did: per all-to-all-like phase class, the decomposition and its prices."""
     m = res.metrics
@@ -201,11 +241,91 @@ def _row_ms(r: dict, row: str) -> str:
     return _ms(r[row]["simulated_s"]) if row in r else "-"
 
 
+HEADLINE = "001-16x16, 128 OCS"       # the system of the headline (the largest gain of scheduling)
+
+
+def _faster(ok: list, seeds: list) -> str:
+    """:func:`experiments._common.verdict` of "the schedule is faster" in words."""
+    v = verdict(ok, seeds)
+    return {"holds": "faster at every seed", "fails": "faster at no seed"}.get(v) or v.replace("holds", "faster")
+
+
+def _gain_over(seeds: list, row: str, ref) -> tuple[list, list]:
+    """Per seed: ``1 - row / reference`` and whether the row is faster (``ref(record)``: the reference's
+    simulated time)."""
+    g = [1.0 - r["simulated_s"][row] / ref(r) for r in seeds if row in r["simulated_s"]]
+    return g, [x > 1e-9 for x in g]
+
+
+def seeds_section(cells: list) -> list[str]:
+    """The two-phase workload across seeds: the schedules against a static configuration found with the same
+    budget, and against the best static configuration of the schedule's own candidates."""
+    sc = [c for c in cells if len(c.get("seeds", [])) > 0]
+    if not sc:
+        return []
+    n = max(len(c["seeds"]) for c in sc)
+    lines = ["## The two-phase workload across seeds", "",
+             f"Every system run at {n} seed{'s' if n > 1 else ''} (the seed of every circuit `ilp` solve and of the "
+             "heuristics' random picks; the solves stop at their time limit, so they also depend on the machine's "
+             "load). **Static, same budget**: the circuit `ilp` on the whole trace's traffic given the schedule's "
+             "whole time limit (the time all of the schedule's candidate solves share), the papers' heuristics on "
+             "that traffic and no circuits, the fastest in the simulator kept; its `ilp` column gives the solver's "
+             "status, its plan's whole-trace bound and the proven lower bound of any static configuration on that "
+             "bound, with the gap between them. **Best of candidates**: the static row above (the best single "
+             "configuration among the schedule's own candidates). Values: `mean [min, max]` over the seeds where "
+             "they differ; `k of n`: the seeds at which the schedule is faster.", "",
+             "| system | seeds | static, same budget (kept) | its ilp: status, bound of its plan / proven bound, gap "
+             "| solver wall: static ilp / schedule's candidates | best of candidates | exact | solstice | exact vs "
+             "static, same budget | solstice vs static, same budget | exact vs best of candidates |",
+             "|---|---:|---:|---|---|---:|---:|---:|---|---|---|"]
+    ms = "{:,.1f}"
+    for c in sc:
+        rec = c["seeds"]
+        seeds = [r["seed"] for r in rec]
+        sb = [r["static_same_budget"] for r in rec]
+
+        def over(vals, spec=ms, scale=1e3):
+            return Measured.over([Measured(spec, (v * scale,)) for v in vals], seeds)
+
+        kept = ", ".join(sorted({x["kept"] for x in sb}))
+        status = "/".join(sorted({x["ilp_status"] for x in sb}))
+        ilp = (f"{status}, {over([x['ilp_objective_s'] for x in sb])} / {over([x['ilp_bound_s'] for x in sb])} ms, "
+               f"{over([x['ilp_gap'] or 0.0 for x in sb], '{:.0%}', 1.0)}")
+        same = lambda r: r["static_same_budget"]["best_s"]   # noqa: E731
+        cand = lambda r: r["simulated_s"]["best static"]     # noqa: E731
+        cols = []
+        for row, ref in (("exact", same), ("solstice", same), ("exact", cand)):
+            g, ok = _gain_over(rec, row, ref)
+            cols.append("-" if not g else f"{Measured.over([Measured('{:+.1%}', (x,)) for x in g], seeds)} "
+                                          f"({_faster(ok, seeds)})")
+        sol = [r["simulated_s"]["solstice"] for r in rec if "solstice" in r["simulated_s"]]
+        wall = (f"{over([x['ilp_solve_s'] for x in sb], '{:.1f}', 1.0)} / "
+                f"{over([r['candidate_solves_s'] for r in rec], '{:.1f}', 1.0)} s")
+        lines.append(f"| {c['system']} | {len(rec)} | {over([x['best_s'] for x in sb])} ({kept}) | {ilp} | {wall} | "
+                     f"{over([cand(r) for r in rec])} | {over([r['simulated_s']['exact'] for r in rec])} | "
+                     f"{over(sol) if sol else '-'} | " + " | ".join(cols) + " |")
+    head = [c for c in sc if c["system"] == HEADLINE]
+    if head:
+        rec = head[0]["seeds"]
+        seeds = [r["seed"] for r in rec]
+        g, ok = _gain_over(rec, "exact", lambda r: r["static_same_budget"]["best_s"])
+        gs, oks = _gain_over(rec, "solstice", lambda r: r["static_same_budget"]["best_s"])
+        lines += ["", f"**Headline, {HEADLINE}:** over {len(rec)} seeds the exact schedule over single configurations "
+                  f"is {Measured.over([Measured('{:+.1%}', (x,)) for x in g], seeds)} faster than a static "
+                  f"configuration found with the same budget ({_faster(ok, seeds)})"
+                  + (f", and with the transpose decomposed (solstice) "
+                     f"{Measured.over([Measured('{:+.1%}', (x,)) for x in gs], seeds)} ({_faster(oks, seeds)})"
+                     if gs else "") + "."]
+    return lines + [""]
+
+
 def markdown(cells: list, params: dict) -> str:
     """The result tables."""
     lines = ["# Circuits that change with the application's phases", "",
              "Generated by `python -m experiments.phased_circuits` "
-             f"(time limit {params['time_limit']:g} s per schedule, seed {params['seed']}; "
+             f"(time limit {params['time_limit']:g} s per schedule, seed {params['seed']}"
+             + (f", the two-phase workload at seeds {', '.join(map(str, params['seeds']))}"
+                if len(params.get("seeds", [])) > 1 else "") + "; "
              f"wall {params.get('wall_s', 0):.0f} s{params.get('merged', '')}). Simulated: max-min sharing, "
              "pipelined relays; schedules phase "
              "by phase, phases separated as if by barriers, set-up blackouts as the plan says "
@@ -238,6 +358,7 @@ def markdown(cells: list, params: dict) -> str:
               "scheduler's objective (phase-sum plus set-ups) against its zero-set-up lower bound (the sum of "
               "per-phase lower bounds of the circuit problem: every phase at a configuration no plan beats). "
               "`-`: not run (not an all-to-all-heavy workload).", ""]
+    lines += seeds_section(cells)
     dec = [c for c in cells if "solstice" in c["rows"]]
     if dec:
         lines += ["## Decomposed all-to-all phases", "",
@@ -288,10 +409,27 @@ def markdown(cells: list, params: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+SEED_ROWS = ("EPS only", "best static", "per-phase", "exact", "zero set-up", "solstice", "bvn")
+
+
+def seed_record(cell: dict, seed: int, same_budget: dict) -> dict:
+    """What the seed study keeps of one run of a cell: every row's simulated time, the exact schedule's
+    status and kept replay, the candidate solves' wall time and the static baseline with the same budget."""
+    r = cell["rows"]
+    return {"seed": seed, "simulated_s": {k: r[k]["simulated_s"] for k in SEED_ROWS if k in r},
+            "exact_status": r["exact"]["status"], "exact_kept": r["exact"].get("kept"),
+            "exact_reconfigurations": r["exact"]["reconfigurations"],
+            "candidate_solves_s": r["best static"]["solve_s"], "static_same_budget": same_budget}
+
+
 def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_systems=SWEEP_SYSTEMS,
-        setups_ms=SETUPS_MS, *, time_limit: float = 20.0, seed: int = 0, out_dir: Path = RESULTS, log=print,
-        two_phase: bool = True, merge: bool = False) -> list:
+        setups_ms=SETUPS_MS, *, time_limit: float = 20.0, seed: int = 0, seeds=None, out_dir: Path = RESULTS,
+        log=print, two_phase: bool = True, merge: bool = False) -> list:
     """Run every cell and write ``phased_circuits.{json,md}``; returns the cells.
+
+    The two-phase workload runs at every seed of ``seeds`` (default: ``seed`` alone; the tables show the
+    first), each run with the static baseline of the same budget (:func:`static_same_budget`), all systems
+    at one seed before the next seed.
 
     With ``merge`` the cells of the existing JSON whose (system, workload) is not rerun are kept, in the
     order of a full run.
@@ -301,7 +439,8 @@ def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    params = {"time_limit": time_limit, "seed": seed}
+    seeds = tuple(seeds) if seeds else (seed,)
+    params = {"time_limit": time_limit, "seed": seeds[0], "seeds": list(seeds)}
     old = []
     if merge and (out_dir / "phased_circuits.json").exists():
         prev = json.loads((out_dir / "phased_circuits.json").read_text())
@@ -323,15 +462,27 @@ def run(systems=tuple(SYSTEMS), kernels=KERNELS, npb_systems=NPB_SYSTEMS, sweep_
 
     if two_phase:
         trace = workload(TWO_PHASE)
+        first = {}
         for system in systems:
-            cells.append(run_cell(system, TWO_PHASE, trace, time_limit=time_limit, seed=seed, log=log,
-                                  setups_ms=setups_ms if system in sweep_systems else ()))
+            c = run_cell(system, TWO_PHASE, trace, time_limit=time_limit, seed=seeds[0], log=log,
+                         setups_ms=setups_ms if system in sweep_systems else ())
+            c["seeds"] = [seed_record(c, seeds[0], static_same_budget(system, trace, time_limit=time_limit,
+                                                                      seed=seeds[0], log=log))]
+            first[system] = c
+            cells.append(c)
             save()
+        for s in seeds[1:]:
+            for system in systems:
+                c = run_cell(system, TWO_PHASE, trace, time_limit=time_limit, seed=s, log=log)
+                first[system]["seeds"].append(seed_record(c, s, static_same_budget(system, trace,
+                                                                                   time_limit=time_limit, seed=s,
+                                                                                   log=log)))
+                save()
     for k in kernels:
         trace = workload(k)
         for system in npb_systems:
             if system in systems:
-                cells.append(run_cell(system, k, trace, time_limit=time_limit, seed=seed, log=log))
+                cells.append(run_cell(system, k, trace, time_limit=time_limit, seed=seeds[0], log=log))
                 save()
     return save()
 
@@ -345,8 +496,19 @@ def main(argv=None) -> int:
     ap.add_argument("--merge", action="store_true", help="keep the existing JSON's cells that are not rerun")
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per schedule (shared by its ilp solves)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, default=SEEDS,
+                    help=f"run the two-phase workload at this many seeds, --seed and the next ones (default {SEEDS})")
+    ap.add_argument("--systems", default=None, help="semicolon-separated systems to run (default every one: "
+                    + "; ".join(SYSTEMS) + ")")
     ap.add_argument("--out-dir", default=str(RESULTS))
     a = ap.parse_args(argv)
+    systems = tuple(SYSTEMS) if a.systems is None else tuple(x.strip() for x in a.systems.split(";") if x.strip())
+    for s in systems:
+        if s not in SYSTEMS:
+            ap.error(f"--systems: unknown system {s!r} ({'; '.join(SYSTEMS)})")
+    if a.seeds < 1 or a.seed < 0:
+        ap.error(f"--seeds: at least 1 and --seed at least 0, got {a.seeds} and {a.seed}")
+    seeds = tuple(range(a.seed, a.seed + a.seeds))
     kernels = tuple(k for k in a.kernels.split(",") if k)
     two_phase = True
     if a.workloads is not None:
@@ -359,9 +521,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     if a.quick:
         cells = run(SWEEP_SYSTEMS, (), (), SWEEP_SYSTEMS, (1, 10, 100), time_limit=min(a.time_limit, 10.0),
-                    seed=a.seed, out_dir=Path(a.out_dir), merge=a.merge)
+                    seeds=seeds, out_dir=Path(a.out_dir), merge=a.merge)
     else:
-        cells = run(kernels=kernels, time_limit=a.time_limit, seed=a.seed, out_dir=Path(a.out_dir),
+        cells = run(systems, kernels=kernels, time_limit=a.time_limit, seeds=seeds, out_dir=Path(a.out_dir),
                     two_phase=two_phase, merge=a.merge)
     print(f"{len(cells)} cells -> {Path(a.out_dir) / 'phased_circuits.md'}, .json  ({time.perf_counter() - t0:.0f} s)")
     return 0

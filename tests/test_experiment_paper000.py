@@ -13,7 +13,7 @@ from experiments._common import MODELS
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("p000")
-    assert paper000.main(["--quick", "--out-dir", str(out)]) == 0
+    assert paper000.main(["--quick", "--seeds", "1", "--out-dir", str(out)]) == 0
     with open(out / "paper000.csv") as f:
         rows = list(csv.DictReader(f))
     return out, rows
@@ -21,6 +21,7 @@ def quick(tmp_path_factory):
 
 def _val(rows, metric, **match):
     match.setdefault("model", "pipelined")
+    match.setdefault("seed", 0)
     hit = [r for r in rows if r["metric"] == metric and all(r[k] == str(v) for k, v in match.items())]
     assert len(hit) == 1, (metric, match, len(hit))
     return float(hit[0]["ours"])
@@ -29,7 +30,7 @@ def _val(rows, metric, **match):
 def test_outputs_and_columns(quick):
     out, rows = quick
     assert list(rows[0].keys()) == list(paper000.COLUMNS)
-    assert paper000.COLUMNS[:2] == ("table", "model")
+    assert paper000.COLUMNS[:3] == ("table", "seed", "model")
     assert {r["model"] for r in rows} == set(MODELS) | {""}  # "": Neighbor's node-pair matrix (traffic only)
     assert (out / "paper000.png").stat().st_size > 10_000
     md = (out / "paper000.md").read_text()
@@ -111,14 +112,15 @@ def test_claims_per_model(quick):
         # CP's partition chains the switches (4 strips, 3 switch pairs; equal cuts are broken by fewer switch
         # pairs on a hybrid), so 3 pathways carry every inter-switch byte for both schemes, under every model
         ok, text = by["Fig. 6: no load on S0 from 3 pathways on (the switches are chained by circuits)"][m]
-        assert ok is True and "CP max 0 MB" in text and "SP max 0 MB" in text
+        assert ok is True and "CP max 0 MB" in str(text) and "SP max 0 MB" in str(text)
         # not measurable on the quick subset: no x1/4 uplinks, fewer than 48 pathways
         assert by["Fig. 5: CP uses only 24 pathways, SP 48"][m] == (None, "")
     # the paper's "full bisection with about 20 pathways": on this subset (3 and 24 pathways) CP reaches it at 24
-    # under every model: its 24 cut node pairs each get their own circuit, so nothing is relayed
-    full = by["Fig. 5: the full-bisection EPS time is reached with about 20 pathways"]
-    assert [full[m][0] for m in MODELS] == [True, True, True]
-    assert all("CP at 24" in full[m][1] for m in MODELS)
+    # under every model (its 24 cut node pairs each get their own circuit, so nothing is relayed), which is not
+    # "about 20": the check asks for 20 pathways or fewer
+    [full] = [v for k, v in by.items() if k.startswith("Fig. 5: the full-bisection EPS time is reached")]
+    assert [full[m][0] for m in MODELS] == [False, False, False]
+    assert all("CP at 24" in str(full[m][1]) for m in MODELS)
 
 
 def test_cache_is_used(quick):

@@ -58,12 +58,27 @@ def test_a_changed_result_is_found_and_named(tmp_path, capsys):
 
     _tampered_cache(tmp_path, "paper003", "pipelined_neighbor_metis_Ours_4_greedy.json", slower)
     args = ["--apps", "neighbor", "--placements", "metis", "--ocs", "4", "--no-best", "--models", "pipelined",
-            "--out-dir", str(tmp_path), "--verify"]
+            "--seeds", "1", "--out-dir", str(tmp_path), "--verify"]
     assert paper003.main(args) == 1
     out = capsys.readouterr().out
     bad = [line for line in out.splitlines() if line.startswith("DIFFERS")]
     assert len(bad) == 1 and "Ours             4 greedy" in bad[0] and "makespan_s:" in bad[0]
     assert "verify: 5 cells recomputed, 1 differ from the cache" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cache_paper003"]   # no outputs written
+
+
+def test_a_changed_seed_cell_is_found_and_named(tmp_path, capsys):
+    """The cells run at a further seed for the claims are committed and verified like the first seed's."""
+    def slower(result):
+        result["makespan_s"] *= 1.01
+
+    _tampered_cache(tmp_path, "paper003", "paper_neighbor_sequential_Ours_8_greedy_s1.json", slower)
+    args = ["--apps", "neighbor", "--placements", "sequential", "--ocs", "4,8", "--no-best", "--models", "paper",
+            "--seeds", "2", "--out-dir", str(tmp_path), "--verify"]
+    assert paper003.main(args) == 1
+    out = capsys.readouterr().out
+    bad = [line for line in out.splitlines() if line.startswith("DIFFERS")]
+    assert len(bad) == 1 and "Ours             8 greedy  seed 1" in bad[0] and "makespan_s:" in bad[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".cache_paper003"]   # no outputs written
 
 
@@ -74,7 +89,7 @@ def test_a_time_limited_cell_is_listed_not_failed(tmp_path, capsys):
 
     _tampered_cache(tmp_path, "paper003", "pipelined_neighbor_metis_Ours_4_ilp.json", timed_out)
     args = ["--apps", "neighbor", "--placements", "metis", "--ocs", "4", "--no-best", "--models", "pipelined",
-            "--out-dir", str(tmp_path), "--verify"]
+            "--seeds", "1", "--out-dir", str(tmp_path), "--verify"]
     assert paper003.main(args) == 0
     out = capsys.readouterr().out
     assert "load-dependent (time limit): pipelined" in out and "status: 'timeout' -> 'optimal'" in out

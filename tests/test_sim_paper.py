@@ -110,6 +110,50 @@ def test_simultaneous_messages_on_one_link_are_served_by_flow_id(sizes):
     assert finish == pytest.approx([n0 / b + a, (n0 + n1) / b + a], rel=1e-12)
 
 
+def _order(finish):
+    """Flow ids in the order they finished."""
+    return np.argsort(finish, kind="stable").tolist()
+
+
+def test_tie_seed_0_is_the_flow_id_order():
+    b, a, n = 1e9, 1e-6, 1e6
+    routes, starts, sizes = [[0]] * 6, [0.0] * 6, [n] * 6
+    default = run(links_of([b], a), routes, starts, sizes)
+    assert run(links_of([b], a), routes, starts, sizes, tie_seed=0).tolist() == default.tolist()
+    assert _order(default) == list(range(6))
+
+
+def test_a_tie_seed_draws_the_order_of_simultaneous_arrivals():
+    b, a, n, k = 1e9, 1e-6, 1e6, 6
+    routes, starts, sizes = [[0]] * k, [0.0] * k, [n] * k
+    orders = {s: _order(run(links_of([b], a), routes, starts, sizes, tie_seed=s)) for s in range(1, 6)}
+    for s, order in orders.items():
+        finish = run(links_of([b], a), routes, starts, sizes, tie_seed=s)
+        assert _order(finish) == order                      # the same seed, the same order
+        # one message at a time whatever the order: the j-th served ends at j * n / b + a
+        assert sorted(finish.tolist()) == pytest.approx([(j + 1) * n / b + a for j in range(k)], rel=1e-12)
+    assert len({tuple(o) for o in orders.values()} | {tuple(range(k))}) > 2   # seeds draw different orders
+
+
+@pytest.mark.parametrize("tie_seed", [1, 7])
+def test_a_tie_seed_leaves_arrivals_at_different_times_in_time_order(tie_seed):
+    b, a, n = 1e9, 1e-6, 1e6
+    routes, starts, sizes = [[0]] * 4, [3e-6, 2e-6, 1e-6, 0.0], [n] * 4
+    assert run(links_of([b], a), routes, starts, sizes, tie_seed=tie_seed).tolist() == \
+        run(links_of([b], a), routes, starts, sizes).tolist()
+
+
+def test_a_tie_seed_orders_flows_added_in_several_calls():
+    """The order is drawn per flow as it is added: flows added later take part in ties with earlier ones."""
+    links = links_of([1e9], 0.0)
+    eng = PaperEngine(links, tie_seed=3)
+    eng.add_flows([0, 1, 2], [0, 0], [0.0, 0.0], [1e6, 1e6])
+    eng.add_flows([0, 1, 2], [0, 0], [0.0, 0.0], [1e6, 1e6])
+    eng.run()
+    again = run(links, [[0]] * 4, [0.0] * 4, [1e6] * 4, tie_seed=3)
+    assert eng.finish_s.tolist() == again.tolist()
+
+
 @pytest.mark.parametrize("t1", [2e-4, 9.99e-4, 1e-3, 1.5e-3])
 def test_later_message_waits_only_while_the_link_is_busy(t1):
     b, a, n = 1e9, 1e-6, 1e6            # the first message holds the link for 1 ms
@@ -399,6 +443,9 @@ def test_run_reports_progress():
     ({"chunk_B": 0.0}, "chunk_B must be finite and > 0"),
     ({"chunk_B": math.inf}, "chunk_B must be finite and > 0"),
     ({"rel_tol": -1.0}, "rel_tol must be finite and >= 0"),
+    ({"tie_seed": -1}, "tie_seed must be an integer >= 0"),
+    ({"tie_seed": 1.5}, "tie_seed must be an integer >= 0"),
+    ({"tie_seed": True}, "tie_seed must be an integer >= 0"),
 ])
 def test_engine_parameters_are_validated(kwargs, match):
     with pytest.raises(TopoplanError, match=match):
@@ -510,6 +557,34 @@ def test_fat_tree_uplinks_never_postpone_in_the_paper_model():
     extra = [(8, "send", 72, n, -1, 256, 0.0, 0.0, -1, 0), (72, "recv", 8, n, -1, 256, 0.0, 0.0, -1, 0)]
     res = _one_message(ft, 4, 68, n, extra=extra)
     assert res["makespan_s"] == pytest.approx(2 * (a1 + n / b1) + 2 * (500e-9 + n / 20e9), rel=1e-9)
+
+
+def _neighbor_on_003(model):
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.sim.run import simulate_plan
+    from topoplan.traffic.sources import load_source
+
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])
+    trace, traffic = load_source("neighbor2d:rows=16,cols=16,bytes=4MB,iters=2")
+    plan = solve(CircuitProblem.build(topo, traffic, threshold_B=1250.0), "greedy").to_dict()
+    return simulate_plan(topo, trace, plan, threshold_B=1250.0, model=model)
+
+
+def test_the_tie_seed_of_the_paper_model_is_recorded_and_moves_a_bulk_synchronous_run():
+    """A halo exchange injects every message at once: which one a link serves first changes the run's time,
+    and the seed that drew the order is in the result; seed 0 is the model without the option."""
+    base = {"model": "paper", "relay": "store-and-forward"}
+    r0 = _neighbor_on_003(base)
+    assert _neighbor_on_003({**base, "paper_tie_seed": 0})["makespan_s"] == r0["makespan_s"]
+    assert "paper_tie_seed" not in r0["sim_model"]
+    times = {}
+    for seed in (1, 2, 3):
+        r = _neighbor_on_003({**base, "paper_tie_seed": seed})
+        assert r["sim_model"]["paper_tie_seed"] == seed
+        assert r["makespan_s"] == _neighbor_on_003({**base, "paper_tie_seed": seed})["makespan_s"]
+        times[seed] = r["makespan_s"]
+    assert len(set(times.values()) | {r0["makespan_s"]}) > 1
 
 
 def test_paper_model_refuses_the_compiled_engine_and_a_timeline():

@@ -127,6 +127,9 @@ def test_model_is_recorded_and_store_and_forward_is_the_papers_relay():
     ({"relay_chunk_B": "big"}, "field 'relay_chunk_B': expected a size"),
     ({"paper_contention": "switch"}, "field 'paper_contention': choose one of link, device"),
     ({"paper_contention": "device"}, "field 'paper_contention': applies to model 'paper' only"),
+    ({"paper_tie_seed": 1}, "field 'paper_tie_seed': applies to model 'paper' only"),
+    ({"model": "paper", "paper_tie_seed": -1}, "field 'paper_tie_seed': expected an integer >= 0"),
+    ({"model": "paper", "paper_tie_seed": "2"}, "field 'paper_tie_seed': expected an integer >= 0"),
     ({"relay_chunk": 4096}, "unknown simulator model option 'relay_chunk'"),
 ])
 def test_bad_model_options_are_refused(options, match):

@@ -121,9 +121,9 @@ def test_the_walkthrough_runs_as_written(tmp_path):
     assert "kind: hybrid" in run.stdout and "name: cluster/hybrid.yaml" in run.stdout
     assert re.search(r"greedy \(heuristic\): \d+ circuits", run.stdout) and "makespan" in run.stdout
     assert (tmp_path / "plan.json").is_file()
-    # the documented error, word for word
-    shown = [body for lang, body in blocks if lang == "" and body.startswith("$ ")]
+    # the documented error, word for word (shown without a "$ " prompt: the pages' "$ " commands must exit 0)
+    shown = [body for lang, body in blocks if lang == "" and body.startswith("topoplan ")]
     assert len(shown) == 1
     cmd, expected = shown[0].splitlines()[:2]
-    run = subprocess.run(["bash", "-c", cmd[2:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and run.stderr.strip() == expected

@@ -15,12 +15,6 @@ Formats (``FORMATS``):
 - ``mpich``: MPICH/Hydra machinefile, one host per line per rank in rank
   order (Hydra places rank i on line i; it does not bind to a core, so add
   ``-bind-to core`` to keep ranks on distinct cores).
-
-Slots are cores by default. When the topology's ``cores_per_node`` counts
-hardware threads (48 on 2 sockets x 12 cores x 2 threads), ``slots="hwthreads"``
-makes the commands say so (``--use-hwthread-cpus`` for Open MPI 4, the
-``hwtcpus`` qualifier for Open MPI 5, ``-bind-to hwthread`` for Hydra): an
-Open MPI rankfile slot past the last core otherwise stops ``mpirun``.
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
@@ -29,6 +23,12 @@ Open MPI rankfile slot past the last core otherwise stops ``mpirun``.
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
 - ``routes``: a circuit plan's forwarding tables as iproute2 batch files, one per host, in a
   directory (:mod:`topoplan.reporting.routes_export`).
+
+Slots are cores by default. When the topology's ``cores_per_node`` counts
+hardware threads (48 on 2 sockets x 12 cores x 2 threads), ``slots="hwthreads"``
+makes the commands say so (``--use-hwthread-cpus`` for Open MPI 4, the
+``hwtcpus`` qualifier for Open MPI 5, ``-bind-to hwthread`` for Hydra): an
+Open MPI rankfile slot past the last core otherwise stops ``mpirun``.
 
 Host names come from the topology (``host_names()``: Slurm/ibnetdiscover
 names, or ``node0000``...) or a hostfile: ``node_id host`` per line, or one

@@ -38,13 +38,17 @@ one OCS circuit and ``4(a1 + n/b1) + a3 + n/b3`` relayed over OCS.
 
 Modelling choices
 -----------------
-* **FIFO by arrival time, ties by flow id.** The simulation is event driven
-  over hop arrivals (a heap of ``(time, flow id, hop)``): a queue serves
-  messages in the order their heads reach it, not the order they were
-  injected, so a message injected later over a shorter path can overtake.
-  Exactly simultaneous arrivals are served smallest flow id first; arrivals
-  that differ by rounding only (less than ``rel_tol``) are still served in
-  time order.
+* **FIFO by arrival time, ties by flow id or by a seeded draw.** The
+  simulation is event driven over hop arrivals (a heap of ``(time, order,
+  hop)``): a queue serves messages in the order their heads reach it, not
+  the order they were injected, so a message injected later over a shorter
+  path can overtake. Exactly simultaneous arrivals are served in the order
+  of ``tie_seed``: 0 (default) the smallest flow id first, that is the order
+  the messages were injected; any other seed a random order, drawn per flow
+  as it is added, the same for the same seed and the same flows. The papers
+  do not say how their simulators order simultaneous messages, so a result
+  that moves with the seed depends on that choice. Arrivals that differ by
+  rounding only (less than ``rel_tol``) are still served in time order.
 * **Occupancy is n / beta**, transmission only (see above).
 * **Zero-byte messages** cost only latencies: they neither wait for nor
   occupy any queue (``s = a``, ``e = s``), so they finish at
@@ -89,6 +93,8 @@ from topoplan.sim.routes import LinkSet, check_flows
 __all__ = ["PaperEngine", "simulate_paper"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_ID_BITS = 48                          # flow ids below 2**48 (a heap key holds the id in its low bits)
+_ID_MASK = (1 << _ID_BITS) - 1
 
 
 @register("paper")
@@ -112,6 +118,9 @@ class PaperEngine(Engine):
     rel_tol : float
         Events within ``rel_tol * |t|`` of an event time ``t`` are processed
         together by :meth:`run_until_next_event`.
+    tie_seed : int
+        Order of exactly simultaneous arrivals at a queue: 0, the flow id
+        (injection order); otherwise a random order drawn from this seed.
 
     Attributes
     ----------
@@ -140,10 +149,17 @@ class PaperEngine(Engine):
     >>> eng.run()
     >>> [round(x * 1e6, 6) for x in eng.finish_s.tolist()]   # flow 0 was postponed on link 1
     [3001.0, 2001.0]
+
+    Two messages reaching one link at once: the first injected goes first, unless a tie seed draws
+    another order.
+
+    >>> one = LinkSet(bw_Bps=[1e9], latency_s=[0.0], shared=[True])
+    >>> [simulate_paper(one, [0, 1, 2], [0, 0], [0.0, 0.0], [1e6, 1e6], tie_seed=s).tolist() for s in (0, 4)]
+    [[0.001, 0.002], [0.002, 0.001]]
     """
 
     def __init__(self, links: LinkSet, *, queue_of_link=None, chunk_B: float = 65536.0,
-                 rel_tol: float = REL_TOL):
+                 rel_tol: float = REL_TOL, tie_seed: int = 0):
         self.links = links
         n_links = len(links)
         chunk_B = float(chunk_B)
@@ -169,6 +185,11 @@ class PaperEngine(Engine):
         self.queue_of_link = q.astype(np.int64)
         self.chunk_B = chunk_B
         self.rel_tol = rel_tol
+        if isinstance(tie_seed, bool) or not isinstance(tie_seed, (int, np.integer)) or tie_seed < 0:
+            raise TopoplanError(f"PaperEngine: tie_seed must be an integer >= 0, got {tie_seed!r}")
+        self.tie_seed = int(tie_seed)
+        # seed 0: a flow's order key is its id; otherwise a random draw above the id bits (the id stays in the key)
+        self._tie_rng = np.random.default_rng(self.tie_seed) if self.tie_seed else None
         # per link, as Python lists (fast scalar access in the event loop)
         self._bw = links.bw_Bps.tolist()
         self._lat = links.latency_s.tolist()
@@ -185,7 +206,9 @@ class PaperEngine(Engine):
         self._s: list[float] = []         # transmission start on the latest hop
         self._e: list[float] = []         # transmission end on the latest hop
         self._finish: list[float] = []
-        self._heap: list[tuple[float, int, int]] = []   # (time, flow id, hop); hop == route length: completion
+        # (time, order key, hop); hop == route length: completion. The key is the flow id, or (tie_seed) a
+        # random draw shifted above the id's bits: ``key & _ID_MASK`` is the flow id either way.
+        self._heap: list[tuple[float, int, int]] = []
         self._n_started = 0
         self.n_done = 0
         self.now_s = 0.0
@@ -244,6 +267,10 @@ class PaperEngine(Engine):
         >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]), model={"model": "paper"})
         >>> PaperEngine.for_network(net).chunk_B
         65536.0
+        >>> seeded = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]),
+        ...                        model={"model": "paper", "paper_tie_seed": 2})
+        >>> PaperEngine.for_network(seeded).tie_seed
+        2
         >>> PaperEngine.for_network(net, timeline_dt_s=1e-3)
         Traceback (most recent call last):
         ...
@@ -251,7 +278,8 @@ class PaperEngine(Engine):
         """
         if timeline_dt_s:
             raise TopoplanError("the paper model records no utilization timeline; use model 'maxmin'")
-        return cls(net.linkset(), queue_of_link=net.paper_queues(), chunk_B=net.sim_model.relay_chunk_B)
+        return cls(net.linkset(), queue_of_link=net.paper_queues(), chunk_B=net.sim_model.relay_chunk_B,
+                   tie_seed=net.sim_model.paper_tie_seed)
 
     def add_messages(self, net, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
         """Add the flows of message segments routed on ``net``: every switch a route enters adds its switching
@@ -331,7 +359,11 @@ class PaperEngine(Engine):
         self._s.extend([math.nan] * k)
         self._e.extend([math.nan] * k)
         self._finish.extend([math.nan] * k)
-        events = list(zip(np.maximum(start, self.now_s).tolist(), ids.tolist(), [0] * k))
+        keys = ids.tolist()
+        if self._tie_rng is not None:
+            draws = self._tie_rng.integers(0, 1 << 62, size=k, dtype=np.int64).tolist()
+            keys = [(d << _ID_BITS) | f for d, f in zip(draws, keys)]
+        events = list(zip(np.maximum(start, self.now_s).tolist(), keys, [0] * k))
         heap = self._heap
         if len(events) > len(heap):
             heap.extend(events)
@@ -388,7 +420,8 @@ class PaperEngine(Engine):
         chunk = self.chunk_B
         n_ev = 0
         while heap and heap[0][0] <= horizon:
-            a, f, j = pop(heap)
+            a, key, j = pop(heap)
+            f = key & _ID_MASK
             n_ev += 1
             k = k_[f]
             n = size_[f]
@@ -425,7 +458,7 @@ class PaperEngine(Engine):
                 nxt = s + (n if n < chunk else chunk) / b + lat[link]
             else:
                 nxt = e + lat[link]
-            push(heap, (nxt, f, j + 1))
+            push(heap, (nxt, key, j + 1))
         self.n_hop_events += n_ev
         self.n_done += len(finished)
         self.n_events += 1
@@ -447,7 +480,7 @@ class PaperEngine(Engine):
 
 
 def simulate_paper(links: LinkSet, route_ptr, route_links, start_s, bytes_, *, queue_of_link=None,
-                   chunk_B: float = 65536.0, cut_through=None) -> np.ndarray:
+                   chunk_B: float = 65536.0, cut_through=None, tie_seed: int = 0) -> np.ndarray:
     """Simulate a known set of messages with :class:`PaperEngine` to completion.
 
     Parameters
@@ -465,6 +498,8 @@ def simulate_paper(links: LinkSet, route_ptr, route_links, start_s, bytes_, *, q
         First-chunk size for cut-through hops.
     cut_through : bool array, optional
         Per route position, see :meth:`PaperEngine.add_flows`.
+    tie_seed : int, optional
+        Order of exactly simultaneous arrivals, see :class:`PaperEngine`.
 
     Returns
     -------
@@ -477,7 +512,7 @@ def simulate_paper(links: LinkSet, route_ptr, route_links, start_s, bytes_, *, q
     >>> simulate_paper(links, [0, 1, 2], [0, 0], [0.0, 0.0], [1e9, 1e9]).tolist()
     [1.0, 2.0]
     """
-    eng = PaperEngine(links, queue_of_link=queue_of_link, chunk_B=chunk_B)
+    eng = PaperEngine(links, queue_of_link=queue_of_link, chunk_B=chunk_B, tie_seed=tie_seed)
     eng.add_flows(route_ptr, route_links, start_s, bytes_, cut_through=cut_through)
     eng.run()
     return eng.finish_s

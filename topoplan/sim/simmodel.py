@@ -40,6 +40,16 @@ is recorded (``to_dict``) in every result and plan that a simulation scored.
     receives the message), so all links into one switch or node share one
     queue.
 
+``paper_tie_seed``
+    Only for ``model="paper"``: the order in which messages that reach one
+    queue at exactly the same time are served. 0 (default): the order they
+    were injected (the engine's flow ids); any other value: a random order
+    drawn from that seed (:class:`topoplan.sim.paper.PaperEngine`). The
+    papers do not say how they order simultaneous messages, and the order
+    moves a bulk-synchronous run's time by several per cent: run a claim
+    under a few seeds to see whether it depends on it. Recorded in
+    :meth:`SimModel.to_dict` when it is not 0.
+
 Examples
 --------
 >>> m = SimModel()
@@ -84,6 +94,9 @@ class SimModel:
         Chunk of a pipelined relay, bytes.
     paper_contention : {"link", "device"}, optional
         Only with ``model="paper"``: where messages queue.
+    paper_tie_seed : int, optional
+        Only with ``model="paper"``: 0 serves simultaneous arrivals in injection order, another seed in a
+        random order drawn from it.
 
     Raises
     ------
@@ -109,12 +122,15 @@ class SimModel:
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
+    >>> SimModel(engine="paper", paper_tie_seed=3).to_dict()["paper_tie_seed"]
+    3
     """
 
     engine: str = "maxmin"
     relay: str = "pipelined"
     relay_chunk_B: float = DEFAULT_RELAY_CHUNK_B
     paper_contention: str = "link"
+    paper_tie_seed: int = 0
 
     def __post_init__(self):
         for name, attr, allowed in (("model", "engine", MODELS), ("relay", "relay", RELAYS),
@@ -124,6 +140,11 @@ class SimModel:
                 raise TopoplanError(f"field '{name}': choose one of {', '.join(allowed)}, got {v!r}")
         if self.engine != "paper" and self.paper_contention != "link":
             raise TopoplanError(f"field 'paper_contention': applies to model 'paper' only, not {self.engine!r}")
+        seed = self.paper_tie_seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise TopoplanError(f"field 'paper_tie_seed': expected an integer >= 0, got {seed!r}")
+        if self.engine != "paper" and seed:
+            raise TopoplanError(f"field 'paper_tie_seed': applies to model 'paper' only, not {self.engine!r}")
         try:
             chunk = float(self.relay_chunk_B)
         except (TypeError, ValueError):
@@ -146,7 +167,7 @@ class SimModel:
         >>> SimModel.from_options(relays="pipelined")
         Traceback (most recent call last):
         ...
-        topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention
+        topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention, paper_tie_seed
         """
         known = [_DOC_KEY.get(f.name, f.name) for f in fields(cls)]
         for k in options:
@@ -169,10 +190,13 @@ class SimModel:
         raise TopoplanError(f"field 'sim_model': expected a SimModel or a dict, got {type(value).__name__}")
 
     def to_dict(self) -> dict:
-        """The fields that matter for this model (``paper_contention`` only for the paper model)."""
+        """The fields that matter for this model (``paper_contention`` only for the paper model,
+        ``paper_tie_seed`` when it is not 0, so a document written before the field existed reads the same)."""
         d = {"model": self.engine, "relay": self.relay, "relay_chunk_B": self.relay_chunk_B}
         if self.engine == "paper":
             d["paper_contention"] = self.paper_contention
+            if self.paper_tie_seed:
+                d["paper_tie_seed"] = self.paper_tie_seed
         return d
 
     def label(self) -> str:
@@ -181,7 +205,8 @@ class SimModel:
         if self.relay == "pipelined":
             relay += f" ({_size(self.relay_chunk_B)} chunks)"
         if self.engine == "paper":
-            return f"paper, {relay}, {self.paper_contention} contention"
+            ties = f", ties by seed {self.paper_tie_seed}" if self.paper_tie_seed else ""
+            return f"paper, {relay}, {self.paper_contention} contention{ties}"
         return f"{self.engine}, {relay}"
 
 
