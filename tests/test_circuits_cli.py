@@ -100,3 +100,55 @@ def test_simulate_rejects_a_file_that_is_not_a_valid_circuit_plan(run_cli, matri
                              "--json")
     assert code == 0, err
     assert json.loads(out)["bytes_by_link_class"]["ocs"] > 0
+
+
+def _count_validations(monkeypatch):
+    """Replace validate_plan_dict everywhere it is imported by a spy that counts its calls."""
+    import topoplan.plans.circuits as plans_circuits
+    import topoplan.plans.planfile as planfile
+    import topoplan.plans.validate as plans_validate
+    import topoplan.problems.circuits.problem as circuits_problem
+
+    real, calls = plans_circuits.validate_plan_dict, []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("where"))
+        return real(*args, **kwargs)
+
+    for mod in (plans_circuits, planfile, plans_validate, circuits_problem):
+        monkeypatch.setattr(mod, "validate_plan_dict", spy)
+    return calls
+
+
+@pytest.mark.parametrize("simulate", ["--simulate", "--no-simulate"])
+def test_circuits_validates_its_plan_once(run_cli, tmp_path, monkeypatch, simulate):
+    """solve validates the plan; neither the post-planning simulation nor the file writer checks it again."""
+    out = tmp_path / "plan.json"
+    calls = _count_validations(monkeypatch)
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", "random:np=64,msgs=200,bytes=4MB,seed=1", "-m", "greedy",
+                           simulate, "-o", out)
+    assert code == 0, err
+    assert calls == ["greedy plan"]
+    doc = json.loads(out.read_text())
+    assert ("simulated_s" in doc["metrics"]) == (simulate == "--simulate")
+    calls.clear()
+    code, _, err = run_cli("validate", out, "-t", "paper003")   # the file is a valid plan, checked when read
+    assert code == 0, err
+    assert len(calls) == 1
+
+
+def test_write_plan_validates_unless_told_the_plan_was(tmp_path):
+    from topoplan.core.errors import TopoplanError
+    from topoplan.core.topology_io import load_topology
+    from topoplan.plans.planfile import read_plan, write_plan
+
+    topo = load_topology("paper003")
+    bad = {"circuits": [[0, 1]], "forwarding": {}}                 # one switch: invalid
+    with pytest.raises(TopoplanError, match="same switch"):
+        write_plan(tmp_path / "bad.json", bad, topo)
+    assert not (tmp_path / "bad.json").exists()
+    good = {"circuits": [[0, 16]], "forwarding": {"1": {"1": 0}, "0": {"1": 16}}}
+    a = write_plan(tmp_path / "a.json", good, topo)
+    b = write_plan(tmp_path / "b.json", good, topo, validated=True)
+    assert a == b and (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert read_plan(tmp_path / "b.json", topo) == a

@@ -393,3 +393,22 @@ def test_plan_files_with_loops_or_long_routes_are_refused_as_before():
         validate_plan_dict(loop, t)
     nh = array_from_tables(doc["forwarding"], t.n_nodes, t.n_switches)
     assert tables_from_array(nh) == doc["forwarding"]
+
+
+@pytest.mark.parametrize("command", ["circuits --no-simulate", "circuits", "simulate --circuits"])
+def test_the_benchmark_measures_each_cli_process(command):
+    """benchmarks/bench_circuits_scale.py's process rows: the command runs as its own process and the row has
+    its wall time, CPU time, peak memory and load (and the solver's time and the plan's size for circuits)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_circuits_scale.py"
+    spec = {"nodes": 64, "traffic": "random", "method": "process", "tables": "full", "command": command}
+    out = subprocess.run([sys.executable, str(bench), "--row", json.dumps(spec)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["command"] == command and row["process_s"] > 0 and row["cpu_s"] > 0 and row["process_peak_MB"] > 10
+    assert ("solver_s" in row) == command.startswith("circuits") and row["plan_MB"] > 0
+    assert ("simulated_s" in row) == (command == "circuits")

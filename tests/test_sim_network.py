@@ -91,3 +91,24 @@ def test_graph_shortest_path(tmp_path):
     net = build_network(t)
     ptr, links = net.eps_routes(np.array([0]), np.array([4]))
     assert [net.link_name[l] for l in links] == ["a0->l0", "l0->top", "top->top2", "top2->l2", "l2->a4"]
+
+
+def test_a_plans_tables_read_as_the_entry_by_entry_conversion_reads_them():
+    """CircuitPlan.from_dict and the next-hop table: plain int next hops take the compiled path, anything
+    else (strings, floats, bools, int keys) entry by entry; the two agree, and entries outside the topology
+    are left out of the table."""
+    from topoplan.core.topology_io import load_topology
+    from topoplan.plans.circuits import array_from_tables
+    from topoplan.sim.network import CircuitPlan
+
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=1"])   # OCS nodes 0, 16, 32, 48
+    fwd = {"0": {"1": 16, "2": 16}, "1": {"1": 0, "3": 0}, "2": {"1": "0", "2": 0.0}, 3: {1: True},
+           "16": {}, "70": {"1": 0}, "4": {"9": 0}}
+    plan = CircuitPlan.from_dict({"circuits": [[0, 16]], "forwarding": fwd})
+    expect = {int(n): {int(s): int(h) for s, h in row.items()} for n, row in fwd.items()}
+    assert plan.forwarding == expect
+    assert all(type(k) is int and type(v) is int for row in plan.forwarding.values() for k, v in row.items())
+    nh = build_network(topo, plan).next_hop_table()
+    inside = {n: {s: h for s, h in row.items() if s < topo.n_switches} for n, row in expect.items()
+              if n < topo.n_nodes}
+    assert nh.tolist() == array_from_tables(inside, topo.n_nodes, topo.n_switches).tolist()

@@ -194,3 +194,81 @@ def test_steps_whose_inter_switch_messages_are_all_large_plan(method):
     assert prob.step_loads.base_uplink_up_B.dtype == np.float64
     res = solve(prob, method)
     assert np.isfinite(res.objective) and res.objective > 0
+
+
+# -- one exchange: clocked without the replay ---------------------------------------------------------------
+
+def _levels_key(levels):
+    return sorted(zip(*(np.asarray(x).tolist() for x in levels)))
+
+
+@pytest.mark.parametrize("spec", ["random:np=64,msgs=500,bytes=4MB,seed=3", "random:np=512,msgs=4096,bytes=1MB,seed=1",
+                                  "random:np=16,msgs=40,bytes=1MB,seed=7"])
+def test_one_exchange_is_clocked_as_the_replay_clocks_it(spec):
+    from topoplan.sim.steps import _group_levels, _one_exchange
+
+    trace = parse_spec(spec)
+    fast = _one_exchange(trace)
+    assert fast is not None
+    replayed = step_levels(trace)                      # the replay, at both eager thresholds
+    assert _levels_key(fast) == _levels_key(replayed) == _levels_key(step_levels(trace, eager_threshold_B=65536.0))
+    # the step types built from either are the same object, field for field
+    a = _group_levels(trace.n_ranks, *[x[fast[0] != fast[1]] for x in fast], "s")
+    b = _group_levels(trace.n_ranks, *[x[replayed[0] != replayed[1]] for x in replayed], "s")
+    assert a.fingerprint() == b.fingerprint() and a.n_steps == b.n_steps == 1
+    assert trace_steps(trace).fingerprint() == b.fingerprint()
+
+
+def _p2p(recs, n):
+    """A trace of ``(rank, op, peer, bytes, tag)`` rows, world communicator."""
+    return Trace.from_records([(r, op, peer, nb, -1, n, 0.0, 0.0, -1, tag) for r, op, peer, nb, tag in recs], n)
+
+
+def test_a_hand_built_exchange_with_tags_is_one_exchange():
+    from topoplan.sim.steps import _one_exchange
+
+    trace = _p2p([(0, "irecv", 1, 4e6, 3), (0, "isend", 1, 2e6, 7), (0, "waitall", -1, 0, -1),
+                  (1, "isend", 0, 4e6, 3), (1, "irecv", 0, 2e6, 7), (1, "wait", -1, 0, -1), (1, "wait", -1, 0, -1)], 2)
+    fast = _one_exchange(trace)
+    assert fast is not None and _levels_key(fast) == _levels_key(step_levels(trace)) == [(0, 1, 2e6, 0.0),
+                                                                                          (1, 0, 4e6, 0.0)]
+
+
+@pytest.mark.parametrize("recs", [
+    # a post after a wait: two exchanges, levels 0 and 1
+    [(0, "isend", 1, 8.0, 0), (0, "waitall", -1, 0, -1), (0, "isend", 1, 8.0, 0), (0, "waitall", -1, 0, -1),
+     (1, "irecv", 0, 8.0, 0), (1, "waitall", -1, 0, -1), (1, "irecv", 0, 8.0, 0), (1, "waitall", -1, 0, -1)],
+    # a wildcard source
+    [(0, "isend", 1, 8.0, 0), (0, "waitall", -1, 0, -1), (1, "irecv", -1, 8.0, 0), (1, "waitall", -1, 0, -1)],
+    # a wildcard tag
+    [(0, "isend", 1, 8.0, 0), (0, "waitall", -1, 0, -1), (1, "irecv", 0, 8.0, -1), (1, "waitall", -1, 0, -1)],
+    # a blocking call
+    [(0, "send", 1, 8.0, 0), (1, "recv", 0, 8.0, 0)],
+])
+def test_traces_that_are_not_one_exchange_are_replayed(recs):
+    from topoplan.sim.steps import _one_exchange
+
+    trace = _p2p(recs, 2)
+    assert _one_exchange(trace) is None
+    trace_steps(trace)                                  # the replay clocks them
+
+
+def test_an_unmatched_exchange_is_still_refused_as_a_deadlock():
+    from topoplan.sim.steps import _one_exchange
+
+    trace = _p2p([(0, "isend", 1, 4e6, 0), (0, "waitall", -1, 0, -1), (1, "irecv", 0, 4e6, 5),
+                  (1, "waitall", -1, 0, -1)], 2)        # tags differ: the receive never matches (not eager)
+    assert _one_exchange(trace) is None
+    with pytest.raises(TopoplanError, match="deadlock"):
+        trace_steps(trace)
+
+
+def test_the_cli_clocks_the_trace_it_loaded(monkeypatch):
+    """source_steps clocks the trace it is given instead of generating the spec again."""
+    import topoplan.sim.steps as steps_mod
+
+    spec = "random:np=64,msgs=2000,bytes=1MB,seed=2"
+    trace, _ = load_source(spec)
+    monkeypatch.setattr(steps_mod, "parse_spec", lambda s: pytest.fail("generated again"))
+    st = steps_mod.source_steps(spec, trace)
+    assert st.n_steps == 1

@@ -55,7 +55,7 @@ def plan_document(result, **extra) -> dict:
     return doc
 
 
-def write_plan(path, result, topo, **extra) -> dict:
+def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
     """Validate a circuit plan against ``topo`` and write it atomically. Returns the document.
 
     Parameters
@@ -64,6 +64,10 @@ def write_plan(path, result, topo, **extra) -> dict:
     result : PlanResult
     topo : TreeTopology
         The hybrid topology the plan is for.
+    validated : bool, optional
+        The plan was validated against ``topo`` already and has not changed since (a result of
+        :func:`topoplan.problems.circuits.problem.solve`, which validates every plan it returns): written
+        without checking it a second time (on 16,384 nodes a check reads 8 million forwarding entries).
     **extra
         Keys added to the document.
 
@@ -94,7 +98,8 @@ def write_plan(path, result, topo, **extra) -> dict:
     [[0, 16], [1, 17], [2, 18], [3, 19]]
     """
     doc = plan_document(result, **extra) if not isinstance(result, dict) else dict(result, **extra)
-    validate_plan_dict(doc, topo, where=str(path))
+    if not validated:
+        validate_plan_dict(doc, topo, where=str(path))
     write_json(path, doc)
     return doc
 

@@ -46,6 +46,7 @@ graph topologies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -85,12 +86,23 @@ class CircuitPlan:
     def from_dict(cls, doc: dict, where: str = "circuit plan") -> "CircuitPlan":
         try:
             circuits = [(int(a), int(b)) for a, b in doc.get("circuits", [])]
-            fwd = {int(n): {int(s): int(h) for s, h in (tab or {}).items()}
-                   for n, tab in (doc.get("forwarding") or {}).items()}
+            fwd = {int(n): _int_row(tab) for n, tab in (doc.get("forwarding") or {}).items()}
         except (TypeError, ValueError):
             raise TopoplanError(f"{where}: field 'circuits'/'forwarding': expected node-id pairs and "
                                 f"{{node: {{switch: next_hop}}}}") from None
         return cls(circuits, fwd, doc.get("hop_limit"))
+
+
+def _int_row(tab) -> dict[int, int]:
+    """A forwarding row ``{switch: next_hop}`` with int keys and values. A row whose next hops are all plain
+    ``int`` (every plan topoplan writes) is converted by compiled calls, 8 million entries in seconds; any
+    other entry by entry, with the same result."""
+    if not tab:
+        return {}
+    vals = tab.values()
+    if set(map(type, vals)) == {int}:
+        return dict(zip(map(int, tab), vals))
+    return {int(s): int(h) for s, h in tab.items()}
 
 
 @dataclass
@@ -619,11 +631,16 @@ class Network:
         if "next_hop" not in self._idx:
             n, s = self.topo.n_nodes, self.topo.n_switches
             fwd = self.circuits.forwarding if self.circuits is not None else {}
-            rows = [(u, t, h) for u, row in fwd.items() if 0 <= u < n for t, h in row.items() if 0 <= t < s]
             nh = np.full((n, s), -1, dtype=np.int64 if n > np.iinfo(np.int32).max else np.int32)
-            if rows:
-                u, t, h = (np.array(x, dtype=np.int64) for x in zip(*rows))
-                nh[u, t] = h
+            rows = [(u, row) for u, row in fwd.items() if 0 <= u < n and row]
+            if rows:   # every entry in three compiled passes (8 million at 16,384 nodes), then the range filter
+                lens = [len(row) for _, row in rows]
+                total = sum(lens)
+                u = np.repeat(np.array([r for r, _ in rows], dtype=np.int64), lens)
+                t = np.fromiter(chain.from_iterable(row.keys() for _, row in rows), dtype=np.int64, count=total)
+                h = np.fromiter(chain.from_iterable(row.values() for _, row in rows), dtype=np.int64, count=total)
+                ok = (t >= 0) & (t < s)
+                nh[u[ok], t[ok]] = h[ok]
             self._idx["next_hop"] = nh
         return self._idx["next_hop"]
 

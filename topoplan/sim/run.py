@@ -258,7 +258,7 @@ def _timeline_doc(net, tl) -> dict:
 
 
 def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, threshold_B=None, model=None,
-                  check_inputs: bool = True, **replay_options) -> dict:
+                  check_inputs: bool = True, validated: bool = False, **replay_options) -> dict:
     """Score a plan in the simulator: the one hand-off from every planning problem to :func:`simulate`.
 
     Parameters
@@ -281,6 +281,10 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     check_inputs : bool, optional
         Refuse a plan recorded as made for another topology or placement (its ``inputs``
         fingerprints); False simulates it anyway.
+    validated : bool, optional
+        The plan was validated against ``topo`` already, for these inputs, and has not changed since (a
+        planning method's result just returned by its ``solve``, which validates it): not checked again.
+        The placement's fit and agreement are still checked.
     **replay_options
         ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress`` of :func:`simulate`.
 
@@ -310,7 +314,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     topoplan.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
     """
     plan = plan or {}
-    if any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
+    if not validated and any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
         # one home for plan checks: ports, neighbours, loops, cores, and the inputs it was made for
         validate(plan, topo, where="plan", placement=placement, check_inputs=check_inputs)
     capacity = int(topo.node_cores().sum())

@@ -42,7 +42,7 @@ from topoplan.sim.replay import Replayer
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
-from topoplan.traffic.trace import Trace
+from topoplan.traffic.trace import OP_CODE, Trace
 
 __all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS"]
 
@@ -224,10 +224,59 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = 0.0):
 
 def _clock(trace: Trace):
     """Levels with every message rendezvous; with MPI's eager sends when the trace needs them to progress."""
+    one = _one_exchange(trace)
+    if one is not None:
+        return one
     try:
         return step_levels(trace, eager_threshold_B=0.0)
     except TopoplanError:
         return step_levels(trace, eager_threshold_B=65536.0)
+
+
+def _one_exchange(trace: Trace):
+    """The levels of :func:`step_levels` without the replay, for a trace that is one exchange: every rank posts
+    its non-blocking sends and receives (``isend``, ``irecv``; no wildcard source or tag, the world
+    communicator) before any wait (``wait``, ``waitall``), and the sends and receives pair up exactly by
+    (source, destination, tag). Every message then starts at level 0, at either eager threshold (the
+    replay matches each send with its receive at time 0); a random exchange of 131,072 messages is clocked
+    in milliseconds instead of a minute. None for any other trace (the replay decides).
+
+    Returns ``(src, dst, bytes, level)`` as :func:`step_levels`, in the trace's order of the sends.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> t = parse_spec("random:np=8,msgs=20,bytes=1MB,seed=1")
+    >>> s, d, b, lv = _one_exchange(t)
+    >>> len(s), set(lv.tolist()), sorted(zip(s, d)) == sorted(zip(*step_levels(t)[:2]))
+    (20, {0.0}, True)
+    >>> _one_exchange(parse_spec("ring:np=4,bytes=1MB,iters=2")) is None   # two exchanges: the replay
+    True
+    """
+    op, rank, peer, tag = trace.op, trace.rank, trace.peer, trace.tag
+    isend, irecv = op == OP_CODE["isend"], op == OP_CODE["irecv"]
+    wait = (op == OP_CODE["wait"]) | (op == OP_CODE["waitall"])
+    post = isend | irecv
+    if not len(op) or not (post | wait).all() or not isend.any():
+        return None
+    if (trace.comm[post] != -1).any() or (peer[post] < 0).any() or (tag[irecv] == -1).any():
+        return None   # another communicator, or a wildcard receive: matched by the replay
+    if (peer[post] >= trace.n_ranks).any() or (np.diff(rank) < 0).any():
+        return None
+    # no post after a wait of the same rank: the waits seen so far in the rank, at every post, are none
+    seen = np.cumsum(wait)
+    lo = np.searchsorted(rank, rank, side="left")
+    before = seen - wait - (seen[lo] - wait[lo])   # waits of the rank before this row
+    if (before[post] > 0).any():
+        return None
+    key_s = np.stack([rank[isend], peer[isend], tag[isend]])
+    key_r = np.stack([peer[irecv], rank[irecv], tag[irecv]])
+    if key_s.shape != key_r.shape:
+        return None
+    if not np.array_equal(key_s[:, np.lexsort(key_s[::-1])], key_r[:, np.lexsort(key_r[::-1])]):
+        return None   # a send without its receive (or the reverse): the replay finds the deadlock
+    src, dst = rank[isend].astype(np.int64), peer[isend].astype(np.int64)
+    return src, dst, trace.bytes[isend].astype(np.float64), np.zeros(len(src))
 
 
 def trace_steps(trace: Trace) -> Steps:
@@ -303,7 +352,7 @@ def _combine(n_ranks, parts, source) -> Steps | None:
     return Steps(int(n_ranks), [types[i] for i in keep], cnt, int(round(cnt.sum())), source)
 
 
-def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
+def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None) -> Steps:
     """The steps of a generator spec's trace, clocked by its iterations.
 
     A trace of at most ``min_rows`` rows is clocked whole. A larger one whose generator takes ``iters`` is
@@ -318,6 +367,9 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
     spec : str
         A generator spec (:func:`topoplan.traffic.generators.parse_spec`).
     min_rows : int, optional
+    trace : Trace, optional
+        The spec's trace, when the caller has generated it already: clocked when the whole trace is, instead
+        of generating it again.
 
     Returns
     -------
@@ -330,25 +382,28 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000) -> Steps:
     >>> (a.n_types, a.count.tolist()) == (b.n_types, b.count.tolist())
     True
     """
+    def whole() -> Steps:
+        return trace_steps(trace if trace is not None else parse_spec(spec))
+
     rec = record_spec(spec)
     if rec is None or rec.rows <= min_rows:
-        return trace_steps(parse_spec(spec))
+        return whole()
     try:
         specs = [_with_iters(spec, k) for k in (1, 2, 3)]
         r1, r2 = record_spec(specs[0]).rows, record_spec(specs[1]).rows
     except TopoplanError:               # the generator has no iterations
-        return trace_steps(parse_spec(spec))
+        return whole()
     per = r2 - r1
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
     if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
-        return trace_steps(parse_spec(spec))
+        return whole()
     one, two, three = (trace_steps(parse_spec(s)) for s in specs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
-        return trace_steps(parse_spec(spec))
+        return whole()
     st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
-    return st if st is not None else trace_steps(parse_spec(spec))
+    return st if st is not None else whole()
 
 
 def _key(st: Steps | None):
@@ -395,7 +450,7 @@ def source_steps(source: str, trace: Trace | None) -> Steps | None:
     if trace is None:
         return None
     if is_spec(source):
-        return steps_of_spec(source)
+        return steps_of_spec(source, trace=trace)
     if len(trace) > STEP_CLOCK_ROWS:
         return None
     return trace_steps(trace)

@@ -122,7 +122,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
 
             if deadline.fits(sim_s + WRITE_RESERVE_S):
                 report(stage="simulating the plan")
-                res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict())
+                res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(), validated=True)
             else:
                 res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_s" in res.metrics:
@@ -130,7 +130,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         if res.objective:
             res.metrics["simulated_over_objective"] = res.metrics["simulated_s"] / res.objective
     extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
-    doc = write_plan(output, res, topo, **extra) if output is not None else plan_document(res, **extra)
+    # solve validated the plan against this topology (only metrics and options changed since): written as it is
+    doc = write_plan(output, res, topo, validated=True, **extra) if output is not None else plan_document(res, **extra)
     emit(doc, json_mode, None)
     if json_mode:
         return

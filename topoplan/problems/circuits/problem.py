@@ -685,7 +685,8 @@ def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     Returns
     -------
     callable
-        ``run(plan_dict) -> float`` seconds.
+        ``run(plan_dict, validated=False) -> float`` seconds; ``validated=True`` for a plan :func:`solve` just
+        returned for this problem (validated there): the simulator does not check it again.
 
     Examples
     --------
@@ -700,9 +701,9 @@ def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     """
     tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
 
-    def run(plan: dict) -> float:
+    def run(plan: dict, validated: bool = False) -> float:
         return float(simulate_plan(problem.topology, tr, plan, placement=problem.placement,
-                                   threshold_B=problem.threshold_B, model=sim_model)["makespan_s"])
+                                   threshold_B=problem.threshold_B, model=sim_model, validated=validated)["makespan_s"])
 
     return run
 
