@@ -108,3 +108,25 @@ def test_circuits_cli_reports_simulated_time_beside_the_bound(run_cli):
     assert "communication-time bound 35.2 ms" in out
     code, out, err = run_cli("circuits", "-t", "paper003", "-T", NEIGHBOR_003, "-m", "greedy", "--score", "best")
     assert code == 2 and "--score 'best': choose auto, bound or simulated" in err
+
+
+@pytest.mark.parametrize("faster, picked", [(1e-12, "ilp"), (1e-6, "greedy")])
+def test_simulated_ties_keep_the_methods_own_plan(faster, picked):
+    """A start that simulates faster by less than the engines' agreement (SIM_TIE_REL) is a tie: the method's
+    plan stays; one faster by more replaces it."""
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import METHODS, STARTS, validate_plan
+    from topoplan.problems.result import SIM_TIE_REL, solve_with
+
+    assert faster < SIM_TIE_REL or faster > 100 * SIM_TIE_REL
+    prob, _ = _circuit_problem("003")
+    greedy = solve(prob, "greedy", seed=0).to_dict()["circuits"]
+
+    def simulate(plan):
+        return 1.0 - faster if plan["circuits"] == greedy else 1.0
+
+    res = solve_with(METHODS, prob, "ilp", time_limit=5, seed=0, validate=validate_plan, score="simulated",
+                     simulate=simulate, starts={"ilp": ("greedy",)})
+    assert res.to_dict()["circuits"] != greedy or picked == "greedy"
+    assert res.metrics["picked"] == picked
+    assert ("simulates faster" in (res.message or "")) == (picked != "ilp")

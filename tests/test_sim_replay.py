@@ -261,3 +261,49 @@ def test_compiled_replay_counts_each_ranks_computation_once():
     b = replay(tr, build_network(t), sequential(4, t), method="python")
     np.testing.assert_array_equal(a.comm_time_s, b.comm_time_s)
     assert a.rank_finish_s[0] - a.comm_time_s[0] == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- before the first compilation
+
+
+@pytest.mark.parametrize("spec, ready, engine", [
+    ("ring:np=8,bytes=1MB", False, "reference"),               # small, nothing compiled: NumPy
+    ("ring:np=8,bytes=1MB", True, "compiled"),                 # compiled already: the compiled loop
+    ("alltoall:np=128,bytes=1KB,iters=2", False, "compiled"),  # 256 calls, up to 32,768 messages: compile
+])
+def test_auto_runs_small_jobs_on_numpy_before_the_first_compilation(monkeypatch, spec, ready, engine):
+    import topoplan.sim.maxmin as maxmin
+    import topoplan.sim.replay as rp
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.generators import parse_spec
+
+    ran = []
+    monkeypatch.setattr(rp, "compiled_ready", lambda: ready)
+    monkeypatch.setattr(maxmin, "compiled_ready", lambda: ready)
+    monkeypatch.setattr(rp, "replay_whole", lambda *a, **k: ran.append("compiled"))
+    monkeypatch.setattr(rp, "replay_pieces", lambda *a, **k: ran.append("compiled"))
+    solvers = []
+    real = rp.Replayer.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        solvers.append(self.engine.solver)
+        ran.append("reference")
+
+    monkeypatch.setattr(rp.Replayer, "__init__", spy)
+    monkeypatch.setattr(rp.Replayer, "run", lambda self: None)
+    t = load_topology("paper003", ["kind=tree", "ocs=null"])
+    trace = parse_spec(spec)
+    rp.replay(trace, build_network(t), sequential(trace.n_ranks, t))
+    assert ran == [engine]
+    assert solvers == ([] if engine == "compiled" else ["numpy"])
+
+
+@pytest.mark.parametrize("ready, n, solver", [(False, 10, "numpy"), (False, 10**6, "numba"), (True, 10, "numba"),
+                                              (False, None, "numpy")])
+def test_auto_solver_follows_what_is_compiled(monkeypatch, ready, n, solver):
+    import topoplan.sim.maxmin as maxmin
+
+    monkeypatch.setattr(maxmin, "compiled_ready", lambda: ready)
+    assert maxmin._resolve_solver("auto", n) == solver
+    assert maxmin._resolve_solver("numpy", n) == "numpy" and maxmin._resolve_solver("numba", n) == "numba"

@@ -27,7 +27,9 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
 ``python -m topoplan.warmup [GROUP ...] [--jobs N]`` runs the groups named (default all) in up to ``N``
 processes (default 2): ``engine``, ``flows`` and ``replay`` in one, in that order (each reuses what the
 previous compiled), ``placement``, ``groups`` and ``matching`` in the other; one line per group with its seconds. ``make demo`` runs
-``engine placement``, what the demo and a first planning call need; ``make install`` runs them all.
+``placement matching``, what the demo and a first planning call need (the demo's simulations are small: they
+run on the NumPy engine until the event loop is compiled, see :func:`topoplan.sim.maxmin.compiled_ready`);
+``make install`` runs them all.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ __all__ = ["GROUPS", "warm", "lanes"]
 GROUPS = ("engine", "placement", "groups", "matching", "flows", "replay")
 # groups that share compiled functions run in one process, in this order (a second process would compile
 # them again instead of loading them from Numba's cache)
-_LANES = (("engine", "flows", "replay"), ("placement", "groups", "matching"))
+# (the matching shares nothing with the placement kernels: with the lanes it would join it runs beside them
+# when there are processes to spare, as for ``make demo``)
+_LANES = (("engine", "flows", "replay"), ("placement", "groups"), ("matching",))
 
 
 def _engine() -> str:
@@ -165,12 +169,14 @@ def lanes(groups=None, jobs: int = 2) -> list[list[str]]:
     [['engine', 'flows', 'replay'], ['placement', 'groups', 'matching']]
     >>> lanes(["placement", "engine"]), lanes(jobs=1)
     ([['engine'], ['placement']], [['engine', 'flows', 'replay', 'placement', 'groups', 'matching']])
+    >>> lanes(["placement", "matching"])          # make demo: two processes
+    [['placement'], ['matching']]
     """
     groups = list(GROUPS if groups is None else groups)
     split = [[g for g in lane if g in groups] for lane in _LANES]
     split = [lane for lane in split if lane]
-    if jobs <= 1:
-        return [[g for lane in split for g in lane]] if split else []
+    while len(split) > max(jobs, 1):   # more lanes than processes: the last ones share one
+        split[-2:] = [split[-2] + split[-1]]
     return split
 
 

@@ -53,11 +53,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim._engine import run_flows
+from topoplan.sim._engine import aot_status, run_flows
+from topoplan.sim._sources import HERE
 from topoplan.sim.engines import REL_TOL, Engine, register
 from topoplan.sim.routes import LinkSet, check_flows, pad_routes, route_stats, routes_to_csr
 
-__all__ = ["MAX_TIMELINE_CELLS", "FlowResult", "maxmin_rates", "FlowEngine", "numba_available",
+__all__ = ["SMALL_JOB", "compiled_ready", "MAX_TIMELINE_CELLS", "FlowResult", "maxmin_rates", "FlowEngine", "numba_available",
            "simulate_flows", "timeline_from_samples", "timeline_max_intervals", "timeline_too_long"]
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
@@ -179,12 +180,41 @@ def _act_remove_np(act, apos, n, slots):
     return len(keep)
 
 
-def _resolve_solver(solver: str) -> str:
+# Up to this many flows (or messages of a trace, :func:`topoplan.sim.replay.replay`) a job runs on the NumPy
+# engine when the compiled one would first have to be compiled: the NumPy engine takes about a second for it
+# (the demo's 10,880 calls in 0.3 s on a quiet 2-core machine), the compilation minutes (once).
+SMALL_JOB = 20_000
+
+
+def compiled_ready() -> bool:
+    """Whether the compiled event loop runs without compiling first: its ahead-of-time build is current, or Numba
+    has the JIT version in its cache beside the sources.
+
+    A process that finds neither would compile the loop on its first run (minutes on 2 cores, once per
+    installation): :func:`topoplan.sim.replay.replay` and :func:`simulate_flows` then run jobs of up to
+    :data:`SMALL_JOB` messages on the NumPy engine instead, which gives the same results (to 1e-9) in less time
+    than the compilation. A cache of stale sources counts as ready (Numba recompiles it, as before); one
+    kept elsewhere (``NUMBA_CACHE_DIR``) is not seen, so small jobs run on NumPy there until the build exists.
+
+    Examples
+    --------
+    >>> compiled_ready() in (True, False)
+    True
+    """
+    if aot_status() == "current":
+        return True
+    return any((HERE / "__pycache__").glob("_loop.run_core-*.nbi"))
+
+
+def _resolve_solver(solver: str, n_items: int | None = None) -> str:
+    """``"numba"`` or ``"numpy"`` for ``solver``; ``"auto"`` is Numba when it is installed and either its kernels
+    are compiled already (:func:`topoplan.sim._engine.compiled_ready`) or the job (``n_items`` flows or calls,
+    unknown: small) is larger than :data:`SMALL_JOB`."""
     if solver not in ("auto", "numpy", "numba"):
         raise TopoplanError(f"solver must be 'auto', 'numpy' or 'numba', got {solver!r}")
     if solver == "numpy":
         return "numpy"
-    if numba_available():
+    if numba_available() and (solver == "numba" or compiled_ready() or (n_items or 0) > SMALL_JOB):
         return "numba"
     if solver == "numba":
         raise TopoplanError("solver 'numba' requested but Numba is not installed")
@@ -799,7 +829,7 @@ def simulate_flows(links: LinkSet, route_ptr, route_links, start_s: Sequence[flo
     >>> simulate_flows(links, ptr, rl, [0, 0, 0], [1e9] * 3).finish_s.tolist()
     [1.3333333333333333, 4.0, 4.0]
     """
-    if _resolve_solver(solver) == "numba":
+    if _resolve_solver(solver, len(bytes_)) == "numba":
         # the whole event loop compiled (topoplan.sim._loop): no Python work per event
 
         if timeline_dt_s is not None and not timeline_dt_s > 0:
