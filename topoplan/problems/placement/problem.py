@@ -501,6 +501,8 @@ def to_placement(res) -> Placement:
     return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
 
 
+#: The share of a method's time limit each of its starts (:func:`initial_placement`) is given.
+START_SHARE = 0.5
 #: KaHIP is a default start (:func:`default_starts`) up to this many rank pairs with traffic. Its strong
 #: configuration with perfect balance took 4-10 s on 16,000-pair graphs (4,096-rank geometric graph into
 #: 128 parts, 2,048 ranks of random traffic), 35 s on the 65,000 pairs of 16,384-rank CG-like traffic,
@@ -580,7 +582,8 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     exclude : tuple of str, optional
         Methods that cannot be starts.
     time_limit : float, optional
-        The asking method's time limit, for the default starts (:func:`default_starts`).
+        The asking method's time limit, for the default starts (:func:`default_starts`); each start is
+        given :data:`START_SHARE` of it (METIS then keeps fewer runs of a split when time is short).
 
     Returns
     -------
@@ -611,8 +614,12 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
                 raise TopoplanError(f"method {method}: field 'init': unknown start {name!r} "
                                     f"(a placement method: {', '.join(allowed)})")
         best = None
+        # a start may take at most START_SHARE of the asking method's limit for what it can cut short (METIS's
+        # extra runs): the method's own search needs the rest
+        start_limit = None if time_limit is None else START_SHARE * float(time_limit)
         for name in names:
-            node = np.asarray(METHODS[name](problem, time_limit=None, seed=seed).plan["rank_to_node"], dtype=np.int64)
+            node = np.asarray(METHODS[name](problem, time_limit=start_limit, seed=seed).plan["rank_to_node"],
+                              dtype=np.int64)
             cost = problem.cost(node) if len(names) > 1 else 0.0
             if best is None or cost < best[0]:
                 best = (cost, name, node)
