@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active",
-           "cpu_share", "scaled", "write_cost_s", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "MIN_CPU_SHARE"]
+           "cpu_share", "scaled", "write_cost_s", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S", "MIN_CPU_SHARE"]
 
 _START: list = []       # (monotonic time, CPU seconds) when the command started (mark_start), else none: from set-up
 _DEADLINE: list = []    # monotonic time of the deadline while one is set
@@ -44,6 +44,9 @@ MIN_CPU_SHARE = 0.1
 #: (0.4-1 us a row). A row is counted twice: the document is also printed with --json.
 WRITE_FIXED_S = 0.1
 WRITE_S_PER_ROW = 0.5e-6
+#: Ending the process after the plan is written (the interpreter frees its modules and the solvers' libraries):
+#: 0.2-0.5 CPU s measured on ``place`` (1-1.5 s of wall time at a load of 8-10 on 2 cores).
+EXIT_S = 0.4
 
 
 def process_age_s() -> float:
@@ -307,8 +310,9 @@ def scaled(cpu_s: float) -> float:
 
 
 def write_cost_s(rows: int) -> float:
-    """Predicted wall seconds of writing (and printing) a plan whose largest table has ``rows`` rows, at the
-    command's share of a CPU (:func:`scaled`): what a command keeps of its time limit for writing.
+    """Predicted wall seconds of writing (and printing) a plan whose largest table has ``rows`` rows and of
+    ending the process (:data:`EXIT_S`), at the command's share of a CPU (:func:`scaled`): what a command
+    keeps of its time limit for what follows its result.
 
     Parameters
     ----------
@@ -322,6 +326,6 @@ def write_cost_s(rows: int) -> float:
     Examples
     --------
     >>> write_cost_s(0), round(write_cost_s(8_000_000), 1)
-    (0.1, 8.1)
+    (0.5, 8.5)
     """
-    return scaled(WRITE_FIXED_S + 2 * WRITE_S_PER_ROW * max(int(rows), 0))
+    return scaled(WRITE_FIXED_S + EXIT_S + 2 * WRITE_S_PER_ROW * max(int(rows), 0))
