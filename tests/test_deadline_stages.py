@@ -207,3 +207,45 @@ def test_the_second_solve_is_not_started_when_its_handover_cannot_fit():
     r1, r2, _, _ = two_phase(m, solver="highs", time_limit=60, seed=0, threads=None, objective="lexicographic",
                              large_bytes=float(prob.large_bytes.sum()))
     assert r2 is not None
+
+
+# -- kernels that Numba has not compiled yet --------------------------------------------------------------------------
+
+class _Kernel:
+    """A stand-in for an ``@njit(cache=True)`` function: its signatures and its cache index on disk."""
+
+    def __init__(self, signatures, index_path):
+        self.signatures = signatures
+        self._cache = type("C", (), {"_cache_file": type("F", (), {"_index_path": str(index_path)})()})()
+
+
+def test_a_kernel_is_ready_when_compiled_here_or_cached_on_disk(tmp_path):
+    index = tmp_path / "k.nbi"
+    assert not deadline.kernel_ready(_Kernel([], index))
+    index.write_bytes(b"")
+    assert deadline.kernel_ready(_Kernel([], index))
+    assert deadline.kernel_ready(_Kernel(["(int64,)"], tmp_path / "none.nbi"))
+
+
+def test_a_matching_whose_kernels_must_compile_is_predicted_with_the_compilation(monkeypatch):
+    ready = heuristics.matching_cost_s(256)
+    monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: False)
+    assert heuristics.matching_cost_s(256) == pytest.approx(ready + heuristics.MATCHING_COMPILE_S)
+    prob = _circuit_problem()   # within a limit shorter than the compilation: matched greedily, nothing compiled
+    assert "matched greedily" in circuits.solve(prob, "matching", time_limit=30).message
+
+
+@pytest.mark.parametrize("ready, time_limit, greedy_only", [
+    (True, 1.0, False),      # compiled: the partitioners start as usual
+    (False, None, False),    # no limit: they compile
+    (False, 1000.0, False),  # the compilation fits half the limit
+    (False, 1.0, True),      # it does not: the greedy start alone
+])
+def test_placement_starts_skip_the_partitioners_whose_compilation_cannot_fit(monkeypatch, share, ready, time_limit,
+                                                                            greedy_only):
+    from topoplan.problems.placement import problem as pp
+
+    share(1.0)
+    monkeypatch.setattr(pp, "refine_ready", lambda: ready)
+    starts = pp.default_starts(_placement_problem(), "anneal", time_limit)
+    assert (starts == ("greedy",)) == greedy_only and "greedy" in starts

@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active",
-           "cpu_share", "scaled", "write_cost_s", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S", "MIN_CPU_SHARE"]
+           "cpu_share", "scaled", "write_cost_s", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S", "MIN_CPU_SHARE"]
 
 _START: list = []       # (monotonic time, CPU seconds) when the command started (mark_start), else none: from set-up
 _DEADLINE: list = []    # monotonic time of the deadline while one is set
@@ -329,3 +329,30 @@ def write_cost_s(rows: int) -> float:
     (0.5, 8.5)
     """
     return scaled(WRITE_FIXED_S + EXIT_S + 2 * WRITE_S_PER_ROW * max(int(rows), 0))
+
+
+def kernel_ready(dispatcher) -> bool:
+    """Whether a Numba function runs without compiling first: compiled in this process already, or found in
+    Numba's cache on disk (its index file; ``make install`` fills the cache). A first compilation takes
+    tens of seconds and cannot be interrupted, so a stage that needs one is predicted with it.
+
+    Parameters
+    ----------
+    dispatcher : numba.core.registry.CPUDispatcher
+        An ``@njit(cache=True)`` function (anything else counts as ready).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> kernel_ready(len)
+    True
+    """
+    if getattr(dispatcher, "signatures", True):
+        return True
+    try:
+        return os.path.isfile(dispatcher._cache._cache_file._index_path)
+    except (AttributeError, TypeError):
+        return True
