@@ -131,11 +131,23 @@ def _circuit_problem():
 
 def test_a_matching_that_cannot_end_in_time_is_made_greedily():
     prob = _circuit_problem()
-    exact_res = circuits.solve(prob, "matching")
     quick = circuits.solve(prob, "matching", time_limit=1e-6)
     assert "matched greedily, heaviest edge first" in quick.message
-    assert "greedily" not in (exact_res.message or "")
     assert quick.plan["circuits"] and quick.status == "heuristic"   # a valid plan (solve validated it)
+    exact_res = circuits.solve(prob, "matching")
+    assert "greedily" not in (exact_res.message or "")
+    # the exact plan is remembered by the problem: a later call within any limit gets it at no cost
+    assert circuits.solve(prob, "matching", time_limit=1e-6).plan == exact_res.plan
+
+
+def test_heuristic_plans_are_remembered_by_their_problem_and_given_as_copies():
+    prob = _circuit_problem()
+    first = heuristics.greedy(prob, seed=3)
+    again = heuristics.greedy(prob, seed=3)
+    assert again.plan == first.plan and again is not first
+    again.plan["circuits"].clear()            # a caller's change does not reach the remembered plan
+    assert heuristics.greedy(prob, seed=3).plan == first.plan
+    assert ("heuristic plan", "greedy", 3, "full") in prob._cache
 
 
 @pytest.mark.parametrize("n, u, v, w, mate", [

@@ -27,6 +27,8 @@ with the communicating pairs, not with pairs times circuits.
 
 from __future__ import annotations
 
+import copy
+import functools
 import heapq
 import sys
 import time
@@ -174,6 +176,27 @@ def _tables_option(tables: str) -> None:
         raise TopoplanError(f"field 'tables': choose one of {', '.join(TABLES)}, got {tables!r}")
 
 
+# Plans of problems up to this many forwarding entries (nodes x switches) are remembered in the problem's cache:
+# the starts that ``--score simulated`` compares and the incumbents of ``ilp`` ask for the same heuristic plans
+# (on 1,024 nodes each takes 0.5-2 s under load); larger plans would hold too much memory twice.
+REMEMBER_MAX_ENTRIES = 1 << 17
+
+
+def _remembered(method):
+    """Keep ``method``'s plan in ``problem._cache`` (per seed and ``tables``) and return a copy on later calls;
+    a plan cut short by its time limit (a message says so) is not kept."""
+    @functools.wraps(method)
+    def run(problem, *, time_limit=None, seed=0, tables: str = "full"):
+        key = ("heuristic plan", method.__name__, seed, tables)
+        if key in problem._cache:
+            return copy.deepcopy(problem._cache[key])
+        res = method(problem, time_limit=time_limit, seed=seed, tables=tables)
+        if not res.message and problem.n_nodes * problem.n_switches <= REMEMBER_MAX_ENTRIES:
+            problem._cache[key] = copy.deepcopy(res)
+        return res
+    return run
+
+
 def _finish(problem, circ: _Circuits, tables: str = "full", **extra):
     _tables_option(tables)
     nh = distance_vector(problem, circ.pairs, full=tables == "full")
@@ -226,6 +249,7 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
 
 
 @METHODS.register("none")
+@_remembered
 def eps_only(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``none``: no circuits; every message takes the EPS.
 
@@ -263,6 +287,7 @@ def eps_only(problem, *, time_limit=None, seed=0, tables: str = "full"):
 
 
 @METHODS.register("sp")
+@_remembered
 def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``sp``: Switch Partitioning (000 section 3.2).
 
@@ -312,6 +337,7 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full
 
 
 @METHODS.register("three-step")
+@_remembered
 def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``three-step``: the circuit assignment of 001 section 3.2.2.
 
@@ -381,6 +407,7 @@ def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
 
 
 @METHODS.register("greedy")
+@_remembered
 def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``greedy``: the circuit assignment of 003 Fig. 3.
 
@@ -514,6 +541,7 @@ def _matching_graph(problem, circ: _Circuits):
 
 
 @METHODS.register("matching")
+@_remembered
 def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``matching``: maximum-weight matching on the OCS nodes (the c-Through / Helios approach).
 
