@@ -160,8 +160,8 @@ def test_the_greedy_matching_takes_the_heaviest_edges_first(n, u, v, w, mate):
 
 
 def _placement_problem(n=256):
-    topo = load_topology({"kind": "tree", "name": "t", "switches": 16, "nodes_per_switch": 16, "cores_per_node": n // 256,
-                          "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
+    topo = load_topology({"kind": "tree", "name": "t", "switches": 16, "nodes_per_switch": 16,
+                          "cores_per_node": n // 256, "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
     return PlacementProblem.build(topo, load_traffic(f"random:np={n},msgs={8 * n},bytes=4MB,seed=1"))
 
 

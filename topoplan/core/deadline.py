@@ -27,7 +27,8 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active",
-           "cpu_share", "scaled", "write_cost_s", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S", "MIN_CPU_SHARE"]
+           "cpu_share", "scaled", "write_cost_s", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S",
+           "MIN_CPU_SHARE"]
 
 _START: list = []       # (monotonic time, CPU seconds) when the command started (mark_start), else none: from set-up
 _DEADLINE: list = []    # monotonic time of the deadline while one is set

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt,
-                                          TopologyOpt, TrafficOpt, console, emit, flag_names, working)
+from topoplan.cli.commands.common import (past_limit, time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt,
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}

@@ -576,7 +576,9 @@ class _Run:
         """Whether a stage predicted to take ``cost_s`` CPU seconds (scaled to the command's share of a CPU,
         :func:`topoplan.core.deadline.scaled`), plus ``measured_s`` wall seconds (stages timed in this run),
         fits in ``share`` of the time left (no limit: yes)."""
-        return self.deadline is None or deadline.scaled(cost_s) + measured_s <= share * (self.deadline - time.perf_counter())
+        if self.deadline is None:
+            return True
+        return deadline.scaled(cost_s) + measured_s <= share * (self.deadline - time.perf_counter())
 
     def left(self) -> float | None:
         """Seconds left of the time limit (at least 0.05; None: no limit; 0.05 once Ctrl-C asked to stop)."""
@@ -878,9 +880,9 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     milp_build_s = switch_size(problem, mode, run.groups) / BUILD_VARS_PER_S
     if not run.fits(milp_build_s, 0.8, measured_s=2 * run.realize_s):
         info["variables"] = switch_size(problem, mode, run.groups)
-        return bound_T, False, (f"the switch model ({info['variables']:,} variables, ~{deadline.scaled(milp_build_s):.1f} s "
-                                "to build) does not fit the time left: the best heuristic plan, with the fixed-link "
-                                "floor as bound")
+        return bound_T, False, (f"the switch model ({info['variables']:,} variables, "
+                                f"~{deadline.scaled(milp_build_s):.1f} s to build) does not fit the time left: the "
+                                "best heuristic plan, with the fixed-link floor as bound")
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
         if run.fits(switch_size(problem, "all", run.groups) / BUILD_VARS_PER_S + milp_build_s, 0.5,
                     measured_s=2 * run.realize_s):
