@@ -606,8 +606,9 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     exclude : tuple of str, optional
         Methods that cannot be starts.
     time_limit : float, optional
-        The asking method's time limit, for the default starts (:func:`default_starts`); each start is
-        given :data:`START_SHARE` of it (METIS then keeps fewer runs of a split when time is short).
+        The asking method's time limit, for the default starts (:func:`default_starts`); inside a command
+        with a time limit each start is given :data:`START_SHARE` of it (METIS then keeps fewer runs of a
+        split when time is short).
 
     Returns
     -------
@@ -638,9 +639,10 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
                 raise TopoplanError(f"method {method}: field 'init': unknown start {name!r} "
                                     f"(a placement method: {', '.join(allowed)})")
         best = None
-        # a start may take at most START_SHARE of the asking method's limit for what it can cut short (METIS's
-        # extra runs): the method's own search needs the rest
-        start_limit = None if time_limit is None else START_SHARE * float(time_limit)
+        # inside a command with a time limit (topoplan.core.deadline), a start may take at most START_SHARE of the
+        # asking method's limit for what it can cut short (METIS's extra runs): the method's own search needs the
+        # rest. Outside one, starts make all their runs, so a library call gives the same plan on any machine.
+        start_limit = None if time_limit is None or not deadline.active() else START_SHARE * float(time_limit)
         for name in names:
             node = np.asarray(METHODS[name](problem, time_limit=start_limit, seed=seed).plan["rank_to_node"],
                               dtype=np.int64)
