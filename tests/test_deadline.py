@@ -19,7 +19,7 @@ from topoplan.traffic.sources import load_traffic
 @pytest.fixture
 def spent(monkeypatch):
     """The command started an hour ago: whatever its limit, the deadline is past."""
-    monkeypatch.setattr(deadline, "_START", [time.monotonic() - 3600.0])
+    monkeypatch.setattr(deadline, "_START", [(time.monotonic() - 3600.0, 0.0)])
 
 
 def _circuit_problem():
@@ -108,7 +108,7 @@ def test_starting_heuristics_run_first_and_are_skipped_past_the_deadline(monkeyp
     res = solve_with(R, None, "exact", **kw)
     assert [n for n, _ in ran] == ["quick", "exact"] and res.metrics["picked"] == "quick"
     ran.clear()
-    monkeypatch.setattr(deadline, "_START", [time.monotonic() - 3600.0])
+    monkeypatch.setattr(deadline, "_START", [(time.monotonic() - 3600.0, 0.0)])
     with deadline.bounded(5.0):
         res = solve_with(R, None, "exact", **kw)
     assert ran == [("exact", deadline.MIN_BUDGET_S)]

@@ -405,44 +405,7 @@ def test_the_spine_keeps_its_name(cluster, tmp_path):
     assert load_topology(str(y)).top_label() == "core1"
 
 
-# -- issue 36: host lists as Slurm reads them ---------------------------------------------------------------------
-
-@pytest.mark.parametrize("text, hosts", [
-    ("node[01-02] node05", ["node01", "node02", "node05"]),   # once 'node01 node05' and 'node02 node05'
-    ("node[01-02]\tnode05,node[07-08]", ["node01", "node02", "node05", "node07", "node08"]),
-    ("n1,,n2 ", ["n1", "n2"]),
-    ("n[1, 3]", ["n1", "n3"]),
-    ("n[9-11]", ["n9", "n10", "n11"]),
-    ("r[1-2]n[08-09]", ["r1n08", "r1n09", "r2n08", "r2n09"]),
-    ("n[3,1]", ["n3", "n1"]),   # the order given
-])
-def test_hostlists_expand_as_slurm_does(text, hosts):
-    from topoplan.core.topology_io import expand_hostlist
-
-    assert expand_hostlist(text) == hosts
-
-
-@pytest.mark.parametrize("text, needle", [
-    ("n[1-2] n3;x", r"host name 'n3;x' contains ';'.* \(from host list 'n\[1-2\] n3;x'\)"),
-    ("n[1-2]=x", r"host name 'n1=x' contains '='"),
-    ("n[1-2", r"unbalanced brackets"),
-    ("n]1[", r"unbalanced brackets"),
-    ("n[[1-2]]", r"nested brackets"),
-    ("n[2-1]", r"a range runs backwards"),
-    ("n[a-b]", r"bad range"),
-    ("n[٣-٥]", r"bad range"),
-    ("n[0-99999999]", r"more than 1,048,576 hosts"),
-    ("n[0-999],m[0-999],x[0-999]", None),
-])
-def test_hostlists_never_give_a_name_a_launcher_cannot_use(text, needle):
-    from topoplan.core.topology_io import expand_hostlist
-
-    if needle is None:
-        assert len(expand_hostlist(text)) == 3000
-        return
-    with pytest.raises(TopoplanError, match=needle):
-        expand_hostlist(text, "x.conf:1: ")
-
+# -- host lists as Slurm reads them (the expansion itself: tests/test_hostlist.py) ----------------------------------
 
 def test_hostlists_with_spaces_in_every_reader(tmp_path, run_cli):
     """topology.yaml node lists, --allocation host lists and host files take Slurm's spaces between items."""

@@ -3,7 +3,7 @@ import pytest
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
-from topoplan.core.topology_io import (apply_overrides, dump_topology, expand_hostlist, load_topology, preset_names,
+from topoplan.core.topology_io import (apply_overrides, dump_topology, load_topology, preset_names,
                                  topology_from_dict)
 
 
@@ -83,13 +83,6 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
 def test_unknown_preset():
     with pytest.raises(TopoplanError, match="unknown topology preset 'nope'"):
         load_topology("nope")
-
-
-def test_hostlist_expansion():
-    assert expand_hostlist("tux[0-2,5]") == ["tux0", "tux1", "tux2", "tux5"]
-    assert expand_hostlist("node[008-010],login") == ["node008", "node009", "node010", "login"]
-    with pytest.raises(TopoplanError):
-        expand_hostlist("tux[3-1]")
 
 
 SLURM_TWO_LEVEL = """\

@@ -51,6 +51,9 @@ LAZY = {
     ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
         "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
         "does, and every circuit method's module imports heuristics",
+    ("topoplan.problems.placement.problem", "topoplan.problems.placement.refine"):
+        "start-up: the refinement is Numba code (tenths of a second to import); the placement problem only asks "
+        "whether its kernels are compiled, when a start is chosen",
     ("topoplan.formulations.placement_groups", "topoplan.formulations.backends.highs"):
         "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):

@@ -1041,13 +1041,16 @@ def dump_topology(topo: Topology) -> str:
 
 # -- Slurm: topology.conf, topology.yaml, slurm.conf ----------------------------
 
-def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[str]:
+def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True, limit: int = MAX_NODES) -> list[str]:
     """Expand a Slurm host list: ``tux[0-3,7],node[001-002]`` -> tux0..tux3, tux7, node001, node002.
 
     Read as Slurm reads it (``hostlist_create``): items are separated by commas, spaces or tabs
-    outside brackets (``node[01-02] node05`` is three hosts), zero-padded ranges keep their width,
-    several bracket groups multiply out. Each item is expanded by the ``python-hostlist`` package;
-    order and repeated names are kept (callers say where a name is listed twice). Every name must be
+    outside brackets (``node[01-02] node05`` is three hosts; inside brackets a comma separates
+    ranges, and spaces are ignored). A bracket holds numbers and ``lo-hi`` ranges of ASCII digits; a
+    range keeps the width of its first number (``node[08-10]`` -> node08, node09, node10). Several
+    bracket groups in one item multiply out, the last varying fastest (``rack[1-2]-node[1-3]`` is six
+    hosts). Order and repeated names are kept (callers say where a name is listed twice). Hosts are
+    counted before any is made, so a huge range is refused without using memory. Every name must be
     one a launcher can use (:func:`topoplan.core.topology.check_host_names`).
 
     Parameters
@@ -1059,6 +1062,8 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     hosts : bool, optional
         The names are hosts (checked as a launcher reads them); False for other names
         listed the same way (a switch's ``Switches=s[1-2]``).
+    limit : int, optional
+        The most names the list may expand to (default ``MAX_NODES``, 1,048,576).
 
     Returns
     -------
@@ -1068,9 +1073,9 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     Raises
     ------
     TopoplanError
-        For unbalanced or nested brackets, a bad or backwards range, a name
+        For unbalanced, nested or empty brackets, a bad or backwards range, a name
         a launcher would misread (``n1;reboot``, ``n[1-2]=x``), or more than
-        ``MAX_NODES`` hosts.
+        ``limit`` names.
 
     Examples
     --------
@@ -1078,33 +1083,37 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     ['tux0', 'tux1', 'tux2', 'tux3', 'tux7', 'node001', 'node002']
     >>> expand_hostlist("node[01-02] node05"), expand_hostlist("n[1-2]-c[01-02]")
     (['node01', 'node02', 'node05'], ['n1-c01', 'n1-c02', 'n2-c01', 'n2-c02'])
+    >>> expand_hostlist("node[08-10]")
+    ['node08', 'node09', 'node10']
     >>> expand_hostlist("n[3-1]")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: host list 'n[3-1]': a range runs backwards (start > stop)
+    topoplan.core.errors.TopoplanError: host list 'n[3-1]': a range runs backwards (start > stop): '3-1'
+    >>> expand_hostlist("n[0-99999999]")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: host list 'n[0-99999999]': more than 1,048,576 hosts (it expands to 100,000,000)
     >>> expand_hostlist("n[1-2];reboot")
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: host name 'n1;reboot' contains ';'; host names may only contain letters, digits, '-', '_' and '.' (from host list 'n[1-2];reboot')
     """
-    import hostlist
+    def fail(reason: str) -> TopoplanError:
+        return TopoplanError(f"{where}host list {expr!r}: {reason}")
 
-
-    # ranges of up to MAX_NODES hosts (the package's own guard is 100,000); the total is checked below
-    hostlist.MAX_SIZE = max(hostlist.MAX_SIZE, MAX_NODES)
     out: list[str] = []
-    for item in _hostlist_items(expr, where):
-        try:
-            names = hostlist.expand_hostlist(item, allow_duplicates=True)
-        except hostlist.BadHostlist as exc:
-            reason = str(exc)
-            if "too large" in reason:
-                raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts") from None
-            reason = {"start > stop": "a range runs backwards (start > stop)"}.get(reason, reason)
-            raise TopoplanError(f"{where}host list {expr!r}: {reason}") from None
+    for item in _hostlist_items(expr, fail):
+        texts, groups = _hostlist_item(item, fail)
+        count = 1
+        for ranges in groups:
+            count *= sum(hi - lo + 1 for lo, hi, _ in ranges)
+        if len(out) + count > limit:
+            raise fail(f"more than {limit:,} hosts (it expands to {len(out) + count:,})")
+        names = [texts[0]]
+        for ranges, text in zip(groups, texts[1:]):
+            tails = [f"{i:0{width}d}{text}" for lo, hi, width in ranges for i in range(lo, hi + 1)]
+            names = [name + tail for name in names for tail in tails]
         out.extend(names)
-        if len(out) > MAX_NODES:
-            raise TopoplanError(f"{where}host list {expr!r}: more than {MAX_NODES:,} hosts")
     for name in out if hosts else ():
         problem = _host_name_problem(name)
         if problem:
@@ -1112,26 +1121,56 @@ def expand_hostlist(expr: str, where: str = "", *, hosts: bool = True) -> list[s
     return out
 
 
-def _hostlist_items(expr: str, where: str) -> list[str]:
+def _hostlist_items(expr: str, fail) -> list[str]:
     """The items of a host list: split, as Slurm splits it, at commas, spaces and tabs outside brackets
     (spaces inside brackets are dropped: ``n[1, 3]``); empty items are skipped."""
     items, depth, cur = [], 0, []
     for ch in expr:
         if ch == "[":
             depth += 1
+            if depth > 1:
+                raise fail("nested brackets")
         elif ch == "]":
             depth -= 1
             if depth < 0:
-                raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
+                raise fail("unbalanced brackets")
         if depth == 0 and ch in ", \t":
             items.append("".join(cur))
             cur = []
         elif not (depth > 0 and ch in " \t"):
             cur.append(ch)
     if depth:
-        raise TopoplanError(f"{where}host list {expr!r}: unbalanced brackets")
+        raise fail("unbalanced brackets")
     items.append("".join(cur))
     return [x for x in items if x]
+
+
+# One range inside brackets: a number, or lo-hi, in ASCII digits (not other scripts' digits).
+_HOSTLIST_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
+def _hostlist_item(item: str, fail) -> tuple[list[str], list[list[tuple[int, int, int]]]]:
+    """One item (balanced, unnested brackets) as its texts between bracket groups and, for each
+    group, its ranges as (lo, hi, width): ``r[1-2]n[08,10]`` -> (['r', 'n', ''], [[(1, 2, 1)],
+    [(8, 8, 2), (10, 10, 2)]])."""
+    pieces = re.split(r"\[([^\]]*)\]", item)   # text, group, text, group, ..., text
+    groups = []
+    for body in pieces[1::2]:
+        ranges = []
+        for part in body.split(","):
+            m = _HOSTLIST_RANGE.fullmatch(part)
+            if m is None:
+                raise fail(f"bad range {part!r} in brackets (a number or lo-hi, in digits 0-9)"
+                           if part else "bad range: an empty range in brackets")
+            lo_text, hi_text = m.group(1), m.group(2) or m.group(1)
+            if max(len(lo_text), len(hi_text)) > 18:   # Slurm's numbers are 64-bit
+                raise fail(f"bad range {part!r} in brackets (a number of more than 18 digits)")
+            lo, hi = int(lo_text), int(hi_text)
+            if lo > hi:
+                raise fail(f"a range runs backwards (start > stop): {part!r}")
+            ranges.append((lo, hi, len(lo_text)))
+        groups.append(ranges)
+    return pieces[0::2], groups
 
 
 # Slurm leaves LinkSpeed's unit open ("the units used are arbitrary": a site writes 100 for 100 Gb/s, another

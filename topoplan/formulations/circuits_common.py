@@ -120,14 +120,17 @@ def new_var(prob, name, lowBound=None, upBound=None, cat="Continuous"):
     return pulp.LpVariable(name, lowBound, upBound, cat=cat)
 
 
-def two_phase(model: Model, *, solver, time_limit, seed, threads, objective, large_bytes, after_first=None):
+def two_phase(model: Model, *, solver, time_limit, seed, threads, objective, large_bytes, after_first=None,
+              handover_s: float = 0.0):
     """Solve min T, then min uplink bytes with T held at its optimum (lexicographic), or one weighted solve.
 
     Returns ``(r1, r2, T_bound_s, uplink_bound_B)`` with the bounds in seconds and bytes
     (None when not proven). When the model's lower and upper limits on ``T``
     meet (the incumbent sits on the floor), the first solve is skipped.
     ``after_first(model)`` runs after the first solve that found a solution (e.g. to decode a plan
-    before the second objective changes it).
+    before the second objective changes it). ``handover_s``: seconds each solve spends before the solver
+    starts (PuLP writes the model for it), which cannot be interrupted: the second solve is not started
+    when the time left would not cover it (the first solve's result stands, without the uplink bound).
     """
     prob, T = model.prob, model.T
     Ts, Bs = model.info["T_scale"], model.info["byte_scale"]
@@ -154,13 +157,17 @@ def two_phase(model: Model, *, solver, time_limit, seed, threads, objective, lar
     bound_T = r1.bound * Ts if r1.bound is not None else None
     old_ub = T.upBound
     prob.setObjective(model.uplink)
+    r2 = None
     for slack in (1e-6, 1e-4):  # a hair of slack: CBC's presolve may call T <= T1 exactly infeasible
         T.upBound = min(old_ub, T1 * (1 + slack))
-        rest = None if deadline is None else max(0.1, deadline - time.perf_counter())
-        r2 = backend_solve(prob, solver, time_limit=rest, seed=seed, threads=threads)
+        rest = None if deadline is None else deadline - time.perf_counter()
+        if rest is not None and rest < handover_s + 0.1:
+            break
+        r2 = backend_solve(prob, solver, time_limit=None if rest is None else max(0.1, rest), seed=seed,
+                           threads=threads)
         if r2.status != "infeasible":
             break
     T.upBound = old_ub
     prob.setObjective(T)
-    up_bound = r2.bound * Bs if (r2.status == "optimal" and r2.bound is not None) else None
+    up_bound = r2.bound * Bs if (r2 is not None and r2.status == "optimal" and r2.bound is not None) else None
     return r1, r2, bound_T, up_bound

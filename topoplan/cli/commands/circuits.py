@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
                                           SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
                                           parse_time_limit, sim_model, topology_record)
@@ -113,14 +113,17 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                                         steps)
         # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
         # it replays) and writing it are kept out of what the method gets
-        sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1)) if simulate else 0.0
-        with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
+        sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1))) \
+            if simulate else 0.0
+        # a plan's largest table: its forwarding entries, at most one per node and switch
+        write_s = deadline.write_cost_s(prob.n_nodes * prob.n_switches)
+        with solving(method, time_limit), deadline.reserved(sim_s + write_s):
             res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
                         **opts)
         if simulate and "simulated_s" not in res.metrics:
             from topoplan.core.progress import report
 
-            if deadline.fits(sim_s + WRITE_RESERVE_S):
+            if deadline.fits(sim_s + write_s):
                 report(stage="simulating the plan")
                 res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(), validated=True)
             else:

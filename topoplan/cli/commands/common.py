@@ -38,10 +38,6 @@ TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metav
                                  "or with a unit (90s, 2min, 1h).")
 
 
-# Kept of a command's time limit for what follows the planning method (validating and writing the plan, printing)
-WRITE_RESERVE_S = 0.2
-
-
 def past_limit(what: str, cost_s: float) -> str:
     """The note of a stage skipped because it would end past the command's time limit."""
     from topoplan.core import deadline

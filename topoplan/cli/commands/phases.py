@@ -7,11 +7,28 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt,
-                                          TopologyOpt, TrafficOpt, console, emit, flag_names, working)
+from topoplan.cli.commands.common import (past_limit, time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt,
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
+
+
+def schedule_simulation_cost_s(trace, n_phases: int) -> float:
+    """Predicted CPU seconds of simulating a schedule over ``n_phases`` phases of ``trace``
+    (:func:`topoplan.sim.schedule.simulate_schedule`): one replay of the trace's calls, and a network set up
+    for every segment, at most one a phase (:func:`topoplan.problems.circuits.problem.simulation_cost_s`).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> one = schedule_simulation_cost_s(parse_spec("ring:np=8,bytes=1MB"), 1)
+    >>> schedule_simulation_cost_s(parse_spec("ring:np=8,bytes=1MB"), 11) > one
+    True
+    """
+    from topoplan.problems.circuits.problem import REPLAY_FIXED_S, simulation_cost_s
+
+    return simulation_cost_s(trace) + REPLAY_FIXED_S * max(int(n_phases) - 1, 0)
 
 
 def register(app: typer.Typer) -> None:
@@ -75,15 +92,24 @@ def phases_cmd(
                                            blackout=blackout, score=score, steps=steps)
             except TopoplanError as exc:
                 raise TopoplanError(flag_names(str(exc), FLAGS)) from None
+            from topoplan.core import deadline
+
+            # the stages after the schedule share the time limit: the simulation of the schedule (the trace's
+            # calls once, a network per segment: at most one a phase) and writing the document (a row a phase)
+            sim_s = deadline.scaled(schedule_simulation_cost_s(trace, len(ph))) if simulate else 0.0
+            write_s = deadline.write_cost_s(len(ph))
             report(stage=f"scheduling circuits ({schedule})")
-            sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
+            with deadline.reserved(sim_s + write_s):
+                sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
             res["schedule_result"] = sched.to_dict()
-            if simulate:
+            if simulate and deadline.fits(sim_s + write_s):
                 from topoplan.sim.schedule import simulate_schedule
 
                 report(stage="simulating the schedule")
                 sim = simulate_schedule(topo, trace, ph, sched)
                 res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
+            elif simulate:
+                res["message"] = past_limit("simulated", sim_s)
     emit(res, json_mode, output)
     if json_mode:
         return
@@ -109,5 +135,7 @@ def phases_cmd(
         if sim is not None:
             con.print(f"simulated {sim['makespan_s'] * 1e3:.4g} ms ({sim['setup_idle_s'] * 1e3:.3g} ms of set-up "
                       f"idle time; {sim['approximation']})")
+        elif "message" in res:
+            con.print(f"schedule {res['message']}")
     if output is not None:
         con.print(f"wrote {output}")

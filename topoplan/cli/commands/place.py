@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (WRITE_RESERVE_S, past_limit, solving, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
                                           TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
                                           topology_record)
@@ -87,8 +87,10 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
         try:   # the library names its fields; name the flags
             prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
             # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
-            sim_s = simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic)) if simulate else 0.0
-            with solving(method, time_limit), deadline.reserved(sim_s + WRITE_RESERVE_S):
+            sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic))) \
+                if simulate else 0.0
+            write_s = deadline.write_cost_s(prob.n_ranks)   # a placement's table: a row a rank
+            with solving(method, time_limit), deadline.reserved(sim_s + write_s):
                 res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace,
                             sim_model=smodel, **opts)
         except TopoplanError as e:
@@ -96,7 +98,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                                     "init": "--init"})) from None
         if "simulated_s" in res.metrics:
             res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
-        elif simulate and deadline.fits(sim_s + WRITE_RESERVE_S):
+        elif simulate and deadline.fits(sim_s + write_s):
             from topoplan.core.progress import report
 
             report(stage="simulating the placement")

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
@@ -52,6 +53,7 @@ from topoplan.plans.circuits import array_from_tables
 from topoplan.problems.circuits import heuristics
 from topoplan.problems.circuits.bound import better, evaluate, floor_s
 from topoplan.problems.circuits.forwarding import congestion_tables, distance_vector, LOAD_SHARING, polish_tables
+from topoplan.problems.circuits.heuristics import matching_cost_s
 from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
 from topoplan.problems.circuits.registry import METHODS
 from topoplan.problems.circuits.steps import merge_groups
@@ -60,20 +62,24 @@ from topoplan.problems.result import PlanResult
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "model_steps", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
-           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "TABLES_SHARE",
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "HANDOVER_PER_BUILD", "TABLES_SHARE",
            "MODEL_TABLES_SHARE"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables (one step group)
 NODE_STEP_VARS = 20_000  # with steps, its step groups are halved until it has at most this many
 SWITCH_MAX_VARS = 150_000  # beyond this (estimated) size the switch MILP gives way to LP rounding
 REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
-# Measured costs (benchmarks/bench_time_limits.py, this 2-core machine under load) that decide, before a
-# stage starts, whether it fits the time left: a stage cannot be interrupted once started.
-BUILD_VARS_PER_S = 30_000      # PuLP builds the switch model at 40-45k variables/s; kept conservative
+# Measured costs that decide, before a stage starts, whether it fits the time left: a stage cannot be interrupted
+# once started. They are CPU seconds of an idle core, scaled to the share of a CPU the command is getting
+# (topoplan.core.deadline.scaled: under a load of 6-10 on 2 cores a stage takes about 3 times its CPU seconds).
+# On 1,024 nodes (63,488 estimated, 68,977 real variables) PuLP built the switch model in 4.2 CPU s and wrote it
+# for CBC (MPS) in 3.0 CPU s; on 512 nodes (7,680 estimated, 12,033 real) in 0.8 and 0.6: about 6,000 estimated
+# variables per CPU second for both together, which every solve of the model pays (each writes the model).
+BUILD_VARS_PER_S = 6_000       # estimated variables per CPU second: building a model and handing it to a solver
+HANDOVER_PER_BUILD = 0.8       # handing a built model to the solver (PuLP writes it) over the seconds it took to build
 TABLES_SHARE = 0.3             # of the limit for the incumbents' congestion-aware tables (each run to convergence)
 MODEL_TABLES_SHARE = 0.1       # of the limit for each table search on a model plan (switch MILP, LP rounding)
-MATCHING_S_AT_256 = 5.2        # networkx max_weight_matching on 256 OCS nodes (0.34 s at 64, 1.06 s at 128)
-MATCHING_EXPONENT = 2.3
+MIN_SOLVE_S = 0.5              # the least time a solve is started with (less finds nothing on a model this size)
 
 
 @METHODS.register("ilp")
@@ -566,9 +572,13 @@ class _Run:
         """The floor as the models see it (latency term left out)."""
         return max(self.floor - self.lat, 0.0)
 
-    def fits(self, cost_s: float, share: float = 1.0) -> bool:
-        """Whether a stage predicted to take ``cost_s`` fits in ``share`` of the time left (no limit: yes)."""
-        return self.deadline is None or cost_s <= share * (self.deadline - time.perf_counter())
+    def fits(self, cost_s: float, share: float = 1.0, *, measured_s: float = 0.0) -> bool:
+        """Whether a stage predicted to take ``cost_s`` CPU seconds (scaled to the command's share of a CPU,
+        :func:`topoplan.core.deadline.scaled`), plus ``measured_s`` wall seconds (stages timed in this run),
+        fits in ``share`` of the time left (no limit: yes)."""
+        if self.deadline is None:
+            return True
+        return deadline.scaled(cost_s) + measured_s <= share * (self.deadline - time.perf_counter())
 
     def left(self) -> float | None:
         """Seconds left of the time limit (at least 0.05; None: no limit; 0.05 once Ctrl-C asked to stop)."""
@@ -801,9 +811,9 @@ def solve_switch_rounding(run: _Run) -> tuple[float, bool, str]:
     problem, info, best = run.problem, run.info, run.best
     info["formulation"] = "switch-lp-rounding"
     build_s = switch_size(problem, "traffic", run.groups) / BUILD_VARS_PER_S   # an upper estimate (hop limit 1 is smaller)
-    if not run.fits(build_s + run.realize_s, 0.8):
-        return run.floor, False, (f"the LP relaxation (~{build_s:.1f} s to build) does not fit the time left: "
-                                  "the best heuristic plan, with the fixed-link floor as bound")
+    if not run.fits(build_s, 0.8, measured_s=run.realize_s):
+        return run.floor, False, (f"the LP relaxation (~{deadline.scaled(build_s):.1f} s to build) does not fit the "
+                                  "time left: the best heuristic plan, with the fixed-link floor as bound")
     one = _hop_limit_one(circuit_data(problem, run.groups))
     m, decode = circuits_switch.build(one, T_max=run.T_max, T_floor=run.model_floor,
                                       pairs=circuits_switch.candidate_pairs(one, "traffic"), slots=False, relax=True)
@@ -868,22 +878,31 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     # every stage is predicted before it starts (it cannot be stopped once building): the MILP's build plus
     # two table buildings must fit 80% of the time left, and with the LP bound's build added, half of it
     milp_build_s = switch_size(problem, mode, run.groups) / BUILD_VARS_PER_S
-    if not run.fits(milp_build_s + 2 * run.realize_s, 0.8):
+    if not run.fits(milp_build_s, 0.8, measured_s=2 * run.realize_s):
         info["variables"] = switch_size(problem, mode, run.groups)
-        return bound_T, False, (f"the switch model ({info['variables']:,} variables, ~{milp_build_s:.1f} s to build) "
-                                "does not fit the time left: the best heuristic plan, with the fixed-link floor as bound")
+        return bound_T, False, (f"the switch model ({info['variables']:,} variables, "
+                                f"~{deadline.scaled(milp_build_s):.1f} s to build) does not fit the time left: the "
+                                "best heuristic plan, with the fixed-link floor as bound")
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
-        if run.fits(switch_size(problem, "all", run.groups) / BUILD_VARS_PER_S + milp_build_s + 2 * run.realize_s,
-                    0.5):
+        if run.fits(switch_size(problem, "all", run.groups) / BUILD_VARS_PER_S + milp_build_s, 0.5,
+                    measured_s=2 * run.realize_s):
             lp_left = None if run.deadline is None else 0.3 * run.left()
             bound_T = max(bound_T, lp_bound(problem, solver=_lp_solver(run.solver), T_max=run.T_max + run.lat,
                                             time_limit=lp_left, groups=run.groups))
         else:
             info["lp_bound"] = "skipped: its model would not fit the time left"
     data = circuit_data(problem, run.groups)
+    t_build = time.perf_counter()
     m, decode = circuits_switch.build(data, T_max=run.T_max, T_floor=run.model_floor,
                                       pairs=circuits_switch.candidate_pairs(data, mode))
     info["variables"] = m.n_variables
+    # the solver is handed the model (written for it) on every solve, as it was built: measured, not predicted
+    handover_s = HANDOVER_PER_BUILD * (time.perf_counter() - t_build)
+    info["wall_build_s"] = round(time.perf_counter() - t_build, 3)
+    if not run.fits(0.0, 0.8, measured_s=handover_s + 2 * run.realize_s + MIN_SOLVE_S):
+        return bound_T, False, (f"the switch model ({m.n_variables:,} variables) took {info['wall_build_s']:.1f} s to "
+                                f"build; handing it to the solver (~{handover_s:.1f} s) and solving do not fit the "
+                                "time left: the best heuristic plan")
     polish_s = None if run.time_limit is None else MODEL_TABLES_SHARE * run.time_limit
 
     def realize(model, tag):
@@ -897,7 +916,7 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     solve_left = None if run.deadline is None else max(0.1, 0.8 * run.left() - 2 * run.realize_s)
     r1, r2, b, uplink_lb = two_phase(m, solver=run.solver, time_limit=solve_left, seed=run.seed, threads=run.threads,
                                      objective=run.objective, large_bytes=run.large_bytes,
-                                     after_first=lambda mm: realize(mm, "milp"))
+                                     after_first=lambda mm: realize(mm, "milp"), handover_s=handover_s)
     info["solver_status"] = [r1.status] + ([r2.status] if r2 is not None and r2 is not r1 else [])
     if b is not None and mode == "all":
         bound_T = max(bound_T, b + run.lat)
@@ -926,27 +945,6 @@ class _Best:
             report(stage=f"ilp: incumbent from {name}", incumbent=ev.objective_s)
 
 
-def matching_cost_s(n_ocs: int) -> float:
-    """Predicted seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes (its blossom algorithm grows
-    about as n^2.3 here; :data:`MATCHING_S_AT_256`).
-
-    Parameters
-    ----------
-    n_ocs : int
-        OCS nodes of the problem.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> round(matching_cost_s(256), 1), matching_cost_s(64) < 0.3
-    (5.2, True)
-    """
-    return MATCHING_S_AT_256 * (n_ocs / 256) ** MATCHING_EXPONENT
-
-
 def _incumbents(problem, seed, run=None):
     """The heuristics' plans: three-step, greedy, sp, EPS only, and matching (up to 256 OCS nodes, and only
     when its predicted time, :func:`matching_cost_s`, fits in a quarter of the time left)."""
@@ -957,7 +955,7 @@ def _incumbents(problem, seed, run=None):
         fns.append(("matching", heuristics.matching))
     for name, fn in fns:
         if name == "matching" and run is not None and not run.fits(matching_cost_s(n_ocs), 0.25):
-            run.info["matching"] = f"skipped: predicted {matching_cost_s(n_ocs):.1f} s"
+            run.info["matching"] = f"skipped: predicted {deadline.scaled(matching_cost_s(n_ocs)):.1f} s"
             continue
         r = fn(problem, seed=seed)
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,

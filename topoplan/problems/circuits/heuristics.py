@@ -27,16 +27,59 @@ with the communicating pairs, not with pairs times circuits.
 
 from __future__ import annotations
 
+import copy
+import functools
 import heapq
+import sys
+import time
 
 import numpy as np
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.circuits.forwarding import distance_vector
 from topoplan.problems.circuits.problem import result_from_plan
 from topoplan.problems.circuits.registry import METHODS
 
-__all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching"]
+__all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching", "matching_cost_s"]
+
+# The matching's cost in CPU seconds (topoplan.core.deadline.scaled makes them wall seconds under load), measured
+# on random traffic with 8 messages a rank: 0.25 s on 256 OCS nodes, 0.51 s on 512 (tables included), kept
+# at twice that; its first call in a process imports Numba and loads the compiled kernels (1.3 s), or compiles
+# them when Numba's cache does not have them (MATCHING_COMPILE_S: 57 CPU s measured, 206 s of wall time at a
+# load of 9 on 2 cores).
+MATCHING_S_AT_256 = 0.5
+MATCHING_EXPONENT = 2.3
+MATCHING_LOAD_S = 1.3
+MATCHING_COMPILE_S = 60.0
+
+
+def matching_cost_s(n_ocs: int) -> float:
+    """Predicted CPU seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes (its blossom algorithm grows
+    about as n^2.3 here; :data:`MATCHING_S_AT_256`), with the loading of its compiled kernels when this
+    process has not loaded them yet (:data:`MATCHING_LOAD_S`) and their compilation when Numba's cache does
+    not have them (:data:`MATCHING_COMPILE_S`; :func:`topoplan.core.deadline.kernel_ready`).
+
+    Parameters
+    ----------
+    n_ocs : int
+        OCS nodes of the problem.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from topoplan.problems.circuits import blossom   # loaded: the prediction is the algorithm's alone
+    >>> round(matching_cost_s(256), 2), matching_cost_s(64) < 0.05
+    (0.5, True)
+    """
+    load_s = 0.0 if "topoplan.problems.circuits.blossom" in sys.modules else MATCHING_LOAD_S
+    from topoplan.problems.circuits import blossom   # (its import is the load counted above)
+
+    compile_s = 0.0 if deadline.kernel_ready(blossom._solve) else MATCHING_COMPILE_S
+    return load_s + compile_s + MATCHING_S_AT_256 * (n_ocs / 256) ** MATCHING_EXPONENT
 
 
 class _Circuits:
@@ -133,6 +176,27 @@ def _tables_option(tables: str) -> None:
         raise TopoplanError(f"field 'tables': choose one of {', '.join(TABLES)}, got {tables!r}")
 
 
+# Plans of problems up to this many forwarding entries (nodes x switches) are remembered in the problem's cache:
+# the starts that ``--score simulated`` compares and the incumbents of ``ilp`` ask for the same heuristic plans
+# (on 1,024 nodes each takes 0.5-2 s under load); larger plans would hold too much memory twice.
+REMEMBER_MAX_ENTRIES = 1 << 17
+
+
+def _remembered(method):
+    """Keep ``method``'s plan in ``problem._cache`` (per seed and ``tables``) and return a copy on later calls;
+    a plan cut short by its time limit (a message says so) is not kept."""
+    @functools.wraps(method)
+    def run(problem, *, time_limit=None, seed=0, tables: str = "full"):
+        key = ("heuristic plan", method.__name__, seed, tables)
+        if key in problem._cache:
+            return copy.deepcopy(problem._cache[key])
+        res = method(problem, time_limit=time_limit, seed=seed, tables=tables)
+        if not res.message and problem.n_nodes * problem.n_switches <= REMEMBER_MAX_ENTRIES:
+            problem._cache[key] = copy.deepcopy(res)
+        return res
+    return run
+
+
 def _finish(problem, circ: _Circuits, tables: str = "full", **extra):
     _tables_option(tables)
     nh = distance_vector(problem, circ.pairs, full=tables == "full")
@@ -185,6 +249,7 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
 
 
 @METHODS.register("none")
+@_remembered
 def eps_only(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``none``: no circuits; every message takes the EPS.
 
@@ -222,6 +287,7 @@ def eps_only(problem, *, time_limit=None, seed=0, tables: str = "full"):
 
 
 @METHODS.register("sp")
+@_remembered
 def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``sp``: Switch Partitioning (000 section 3.2).
 
@@ -271,6 +337,7 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full
 
 
 @METHODS.register("three-step")
+@_remembered
 def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``three-step``: the circuit assignment of 001 section 3.2.2.
 
@@ -340,6 +407,7 @@ def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
 
 
 @METHODS.register("greedy")
+@_remembered
 def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``greedy``: the circuit assignment of 003 Fig. 3.
 
@@ -473,6 +541,7 @@ def _matching_graph(problem, circ: _Circuits):
 
 
 @METHODS.register("matching")
+@_remembered
 def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     """``matching``: maximum-weight matching on the OCS nodes (the c-Through / Helios approach).
 
@@ -493,7 +562,9 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Not used; part of every method's signature.
+        Seconds the call may take. A matching predicted (:func:`matching_cost_s`, at the share of a CPU the
+        command is getting) not to end within what is left of it is made greedily instead, heaviest edge
+        first (at least half the largest weight), and the result's message says so. None: always exact.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -519,18 +590,25 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
     >>> len(res.plan["circuits"]), round(res.objective, 3)     # four circuits between switches 0 and 1
     (4, 0.032)
     """
-    # imported here: the compiled matching needs Numba (tenths of a second to import), no other circuit method does
-    from topoplan.problems.circuits.blossom import max_weight_matching
-
     _tables_option(tables)
+    t_end = None if time_limit is None else time.perf_counter() + float(time_limit)
     circ = _Circuits(problem)
+    greedy_rounds = 0
     while not circ.full():
         f, a, b, wgt = _matching_graph(problem, circ)
         if len(a) == 0:
             break
         local = np.full(problem.n_nodes, -1, dtype=np.int64)
         local[f] = np.arange(len(f))
-        mate = max_weight_matching(len(f), local[a], local[b], wgt)
+        if t_end is not None and deadline.scaled(matching_cost_s(len(f))) > t_end - time.perf_counter():
+            mate = _greedy_mate(len(f), local[a], local[b], wgt)
+            greedy_rounds += 1
+        else:
+            # imported here: the compiled matching needs Numba (tenths of a second to import), no other circuit
+            # method does
+            from topoplan.problems.circuits.blossom import max_weight_matching
+
+            mate = max_weight_matching(len(f), local[a], local[b], wgt)
         hit = mate[local[a]] == local[b]
         if not hit.any():
             break
@@ -539,4 +617,25 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
             if circ.full():
                 break
             circ.add(int(a[i]), int(b[i]))
-    return _finish(problem, circ, tables)
+    res = _finish(problem, circ, tables)
+    if greedy_rounds:
+        res.message = ("the exact matching would not end within the time limit: matched greedily, heaviest edge "
+                       "first (at least half the largest weight)")
+    return res
+
+
+def _greedy_mate(n: int, u, v, w) -> np.ndarray:
+    """A matching taken heaviest edge first (ties to the smaller ids): at least half the largest total weight.
+    ``mate[x]`` as :func:`topoplan.problems.circuits.blossom.max_weight_matching` returns it.
+
+    Examples
+    --------
+    >>> _greedy_mate(4, np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([2.0, 3.0, 2.0])).tolist()
+    [-1, 2, 1, -1]
+    """
+    mate = np.full(n, -1, dtype=np.int64)
+    for i in np.lexsort((v, u, -np.asarray(w))).tolist():
+        x, y = int(u[i]), int(v[i])
+        if w[i] > 0 and mate[x] < 0 and mate[y] < 0:
+            mate[x], mate[y] = y, x
+    return mate

@@ -621,7 +621,8 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
         if score == "simulated" and limit is not None:
             # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
             # in half of it, and the method gets what they leave
-            sims_s = (1 + len(STARTS[method])) * simulation_cost_s(trace)
+            # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time)
+            sims_s = deadline.scaled((1 + len(STARTS[method])) * simulation_cost_s(trace))
             if sims_s > 0.5 * limit:
                 score = "bound"
                 note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "

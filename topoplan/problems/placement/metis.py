@@ -37,6 +37,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -207,7 +208,7 @@ repair_balance = repair
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis",
               tries: int | None = None, ncuts: int | None = None, pair_ties: bool = False,
-              plain: bool = False) -> np.ndarray:
+              plain: bool = False, end_at: float | None = None) -> np.ndarray:
     """Partition graph ``W`` into parts of exactly ``targets[p]`` vertices: partitioner, repair, refinement.
 
     Each try runs the partitioner (seeds ``seed, seed + 1, ...``), makes its parts exact with
@@ -242,6 +243,9 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
         Break equal cuts by the fewest pairs of parts joined (see above).
     plain : bool, optional
         One plain METIS run, repaired to exact sizes (see above).
+    end_at : float, optional
+        A ``time.perf_counter()`` instant: a run after the first starts only when it is predicted to end
+        by then (as long as the longest run so far); None: every run.
 
     Returns
     -------
@@ -268,10 +272,14 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
     if tries is None:
         tries = {"metis": default_tries(W)[0], "kahip": kahip_tries(W)}.get(partitioner, 1)
     extra = {"ncuts": ncuts} if partitioner == "metis" else {}
-    cands = []
+    cands, longest = [], 0.0
     for i in range(max(1, int(tries))):
+        t_run = time.perf_counter()
+        if i and end_at is not None and t_run + longest > end_at:
+            break
         raw = PARTITIONERS[partitioner](W, targets, seed + i, **extra)
         cands.append(refine(W, repair_balance(W, raw, targets), targets))
+        longest = max(longest, time.perf_counter() - t_run)
     if pair_ties:
         cands.append(repair_balance(W, metis_parts(W, targets, seed, ncuts=1), targets))
     cuts = [cut_weight(W, part) for part in cands]
@@ -344,7 +352,8 @@ def _bisect_switches(problem, nodes, switches) -> list[np.ndarray]:
 
 
 def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "metis",
-                  domains=None, tries: int | None = None, plain: bool = False) -> np.ndarray:
+                  domains=None, tries: int | None = None, plain: bool = False,
+                  end_at: float | None = None) -> np.ndarray:
     """Map ranks down the machine hierarchy with exact capacities; returns ``rank_to_node``.
 
     ``domains`` -- optional list of ``(ranks, nodes)`` to start from (e.g. the ranks
@@ -366,6 +375,9 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
         Runs of the partitioner per split (see :func:`partition`; default from the whole rank graph).
     plain : bool, optional
         Plain METIS runs (see :func:`partition`).
+    end_at : float, optional
+        A ``time.perf_counter()`` instant after which a split makes no more runs than its first
+        (see :func:`partition`); every split is still made.
 
     Returns
     -------
@@ -415,7 +427,7 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
             sub = W[ranks][:, ranks].tocsr()
             part = partition(sub, counts[used], seed=seed + len(stack), partitioner=partitioner,
                              tries=runs if len(ranks) >= MIN_RUN_RANKS else 1, ncuts=ncuts, plain=plain,
-                             pair_ties=hybrid and len(kids) > 1 and sw[kids[0][0]] != sw[kids[1][0]])
+                             pair_ties=hybrid and len(kids) > 1 and sw[kids[0][0]] != sw[kids[1][0]], end_at=end_at)
         for j, kid in enumerate(used):
             stack.append((ranks[part == j], kids[kid]))
     return node_of
@@ -479,13 +491,14 @@ def ocs_first(problem: PlacementProblem, rank_to_node: np.ndarray) -> np.ndarray
     return out
 
 
-def _map(problem: PlacementProblem, seed, partitioner: str, tries, plain: bool = False):
+def _map(problem: PlacementProblem, seed, partitioner: str, tries, plain: bool = False, time_limit=None):
     if tries is not None and (isinstance(tries, bool) or not isinstance(tries, (int, np.integer)) or tries < 1):
         raise TopoplanError(f"method {partitioner}: field 'tries': a positive integer, got {tries!r}")
     if not isinstance(plain, bool):
         raise TopoplanError(f"method {partitioner}: field 'plain': true or false, got {plain!r}")
+    end_at = None if time_limit is None else time.perf_counter() + float(time_limit)
     node = ocs_first(problem, recursive_map(problem, seed=seed or 0, partitioner=partitioner, tries=tries,
-                                            plain=plain))
+                                            plain=plain, end_at=end_at))
     opts = {"partitioner": partitioner, "tries": tries}
     if plain:
         opts["plain"] = True
@@ -504,7 +517,8 @@ def metis(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     ----------
     problem : PlacementProblem
     time_limit : float, optional
-        Not used; part of every method's signature.
+        Seconds after which every split keeps its first run (and the runs that ended by then) instead
+        of making all of ``tries``; None (default): all of them, whatever they take.
     seed : int, optional
         Seeds METIS.
     tries : int, optional
@@ -534,7 +548,7 @@ def metis(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     >>> metis(p).metrics["inter_switch_bytes"] < 1.92e9    # better than sequential's 1,920 MB
     True
     """
-    return _map(problem, seed, "metis", tries, plain)
+    return _map(problem, seed, "metis", tries, plain, time_limit)
 
 
 def _scotch_missing() -> str | None:
@@ -556,7 +570,8 @@ def kahip(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     ----------
     problem : PlacementProblem
     time_limit : float, optional
-        Not used; part of every method's signature.
+        Seconds after which every split keeps its first run (and the runs that ended by then) instead
+        of making all of ``tries``; None (default): all of them, whatever they take.
     seed : int, optional
         Seeds KaHIP.
     tries : int, optional
@@ -584,7 +599,7 @@ def kahip(problem: PlacementProblem, *, time_limit=None, seed=0, tries: int | No
     >>> r.objective, np.bincount(r.plan["rank_to_node"]).tolist() == [4] * 64
     (256000000.0, True)
     """
-    return _map(problem, seed, "kahip", tries)
+    return _map(problem, seed, "kahip", tries, time_limit=time_limit)
 
 
 @METHODS.register("scotch", requires=_scotch_missing)

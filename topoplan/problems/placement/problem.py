@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topoplan.analysis.switches import default_threshold
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.analysis.linkload import link_graph
 from topoplan.core.fingerprint import fingerprint
@@ -501,6 +502,11 @@ def to_placement(res) -> Placement:
     return Placement(np.asarray(plan["rank_to_node"], dtype=np.int64), np.asarray(plan["rank_to_slot"], dtype=np.int64))
 
 
+#: The share of a method's time limit each of its starts (:func:`initial_placement`) is given.
+START_SHARE = 0.5
+#: CPU seconds to compile the partitioners' refinement (:mod:`topoplan.problems.placement.refine`) when Numba's
+#: cache does not have it: 15.5 CPU seconds measured (59 s of wall time at a load of 12 on 2 cores), kept at 20.
+REFINE_COMPILE_S = 20.0
 #: KaHIP is a default start (:func:`default_starts`) up to this many rank pairs with traffic. Its strong
 #: configuration with perfect balance took 4-10 s on 16,000-pair graphs (4,096-rank geometric graph into
 #: 128 parts, 2,048 ranks of random traffic), 35 s on the 65,000 pairs of 16,384-rank CG-like traffic,
@@ -531,7 +537,10 @@ def kahip_cost_s(n_edges: int) -> float:
 def default_starts(problem: PlacementProblem, method: str, time_limit: float | None = None) -> tuple[str, ...]:
     """The starts of ``method`` when its ``init`` is not given: :data:`STARTS` (every partitioner installed
     and ``greedy``), without ``kahip`` above :data:`KAHIP_START_MAX_EDGES` rank pairs or when its predicted
-    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``.
+    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when the
+    partitioners' refinement is not compiled yet (a first run after an installation without ``make
+    install``: :data:`REFINE_COMPILE_S`) and its compilation does not fit in the starts' share of
+    ``time_limit`` (:data:`START_SHARE`, at the share of a CPU the command is getting).
 
     Parameters
     ----------
@@ -557,7 +566,24 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     n_edges = len(problem.edges()[0])
     if n_edges > KAHIP_START_MAX_EDGES or (time_limit is not None and kahip_cost_s(n_edges) > 0.25 * time_limit):
         starts = tuple(s for s in starts if s != "kahip")
+    if time_limit is not None and "greedy" in starts and not refine_ready() \
+            and deadline.scaled(REFINE_COMPILE_S) > START_SHARE * time_limit:
+        starts = ("greedy",)   # every partitioner refines its parts (topoplan.problems.placement.refine)
     return starts
+
+
+def refine_ready() -> bool:
+    """Whether the partitioners' compiled refinement runs without compiling first (in this process, or from
+    Numba's cache: :func:`topoplan.core.deadline.kernel_ready`).
+
+    Examples
+    --------
+    >>> isinstance(refine_ready(), bool)
+    True
+    """
+    from topoplan.problems.placement import refine   # imported here: it imports Numba (tenths of a second)
+
+    return deadline.kernel_ready(refine._refine) and deadline.kernel_ready(refine._repair)
 
 
 def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
@@ -580,7 +606,9 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     exclude : tuple of str, optional
         Methods that cannot be starts.
     time_limit : float, optional
-        The asking method's time limit, for the default starts (:func:`default_starts`).
+        The asking method's time limit, for the default starts (:func:`default_starts`); inside a command
+        with a time limit each start is given :data:`START_SHARE` of it (METIS then keeps fewer runs of a
+        split when time is short).
 
     Returns
     -------
@@ -611,8 +639,13 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
                 raise TopoplanError(f"method {method}: field 'init': unknown start {name!r} "
                                     f"(a placement method: {', '.join(allowed)})")
         best = None
+        # inside a command with a time limit (topoplan.core.deadline), a start may take at most START_SHARE of the
+        # asking method's limit for what it can cut short (METIS's extra runs): the method's own search needs the
+        # rest. Outside one, starts make all their runs, so a library call gives the same plan on any machine.
+        start_limit = None if time_limit is None or not deadline.active() else START_SHARE * float(time_limit)
         for name in names:
-            node = np.asarray(METHODS[name](problem, time_limit=None, seed=seed).plan["rank_to_node"], dtype=np.int64)
+            node = np.asarray(METHODS[name](problem, time_limit=start_limit, seed=seed).plan["rank_to_node"],
+                              dtype=np.int64)
             cost = problem.cost(node) if len(names) > 1 else 0.0
             if best is None or cost < best[0]:
                 best = (cost, name, node)

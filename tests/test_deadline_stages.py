@@ -1,0 +1,263 @@
+"""The stages that cannot be interrupted keep to the time limit (topoplan/core/deadline.py): predictions follow the
+share of a CPU the command gets, the exact circuit model is refused before or after its build when it cannot
+fit, starting heuristics return their start when time is short, and the reserves follow the plan's size.
+
+Mechanism only, never wall-clock speed (benchmarks/bench_time_limits.py --process measures that): every test
+fixes the share of a CPU or puts the limit where the outcome does not depend on the machine's load.
+"""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from topoplan.core import deadline
+from topoplan.core.topology_io import load_topology
+from topoplan.formulations.circuits_common import two_phase
+from topoplan.problems import circuits
+from topoplan.problems.circuits import exact, heuristics
+from topoplan.problems.placement import PlacementProblem
+from topoplan.problems.placement.metis import partition, recursive_map
+from topoplan.traffic.sources import load_traffic
+
+
+@pytest.fixture
+def share(monkeypatch):
+    """Fix the share of a CPU the command gets: ``share(0.25)``."""
+    def fix(value):
+        monkeypatch.setattr(deadline, "cpu_share", lambda: value)
+    return fix
+
+
+# -- the share of a CPU ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("wall_s, cpu_s, expected", [
+    (10.0, 2.5, 0.25),     # a quarter of a CPU: stages take four times their CPU seconds
+    (10.0, 30.0, 1.0),     # several threads: never more than one CPU
+    (10.0, 0.0, deadline.MIN_CPU_SHARE),   # stopped or waiting: never less than the floor
+    (0.1, 0.0, 1.0),       # too early to tell
+])
+def test_the_cpu_share_is_cpu_seconds_over_wall_seconds(monkeypatch, wall_s, cpu_s, expected):
+    monkeypatch.setattr(deadline, "_cpu_s", lambda: 100.0 + cpu_s)
+    monkeypatch.setattr(deadline, "_SPAN", [(time.monotonic() - wall_s, 100.0)])
+    assert deadline.cpu_share() == pytest.approx(expected, rel=0.02)
+    assert deadline.scaled(1.0) == pytest.approx(1.0 / expected, rel=0.02)
+
+
+def test_outside_a_command_predictions_are_as_measured():
+    assert deadline.cpu_share() == 1.0 and deadline.scaled(3.0) == 3.0
+
+
+def test_the_write_reserve_grows_with_the_plan_and_the_load(share):
+    share(1.0)
+    small, large = deadline.write_cost_s(1_000), deadline.write_cost_s(8_000_000)
+    assert deadline.WRITE_FIXED_S + deadline.EXIT_S <= small < 0.6 and large > 10 * small
+    share(0.25)
+    assert deadline.write_cost_s(8_000_000) == pytest.approx(4 * large)
+
+
+def _reserves(monkeypatch):
+    """The seconds each ``deadline.reserved`` block keeps, as the command asks for them."""
+    kept = []
+    real = deadline.reserved
+
+    def spy(seconds):
+        kept.append(seconds)
+        return real(seconds)
+    monkeypatch.setattr(deadline, "reserved", spy)
+    return kept
+
+
+def _nodes_switches(sets):
+    topo = load_topology("paper003", sets)
+    return topo.n_nodes, topo.n_switches
+
+
+@pytest.mark.parametrize("command, sets, rows", [
+    # a circuit plan: a forwarding entry per node and switch at most
+    (["circuits", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-m", "greedy", "--no-simulate"],
+     ["ocs.nodes_per_switch=4"],
+     lambda sets: np.prod(_nodes_switches(sets))),
+    # a placement: a row a rank
+    (["place", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-m", "greedy"], [], lambda sets: 64),
+])
+def test_a_command_keeps_a_write_reserve_that_follows_the_plan(monkeypatch, share, run_cli, tmp_path, command, sets,
+                                                               rows):
+    share(1.0)
+    kept = _reserves(monkeypatch)
+    set_args = [x for s in sets for x in ("--set", s)]
+    code, _, err = run_cli(*command, *set_args, "--time-limit", "600", "-o", tmp_path / "a.json")
+    assert code == 0, err
+    assert kept[0] == pytest.approx(deadline.write_cost_s(rows(sets)))   # the command's reserve comes first
+    if command[0] == "circuits":   # 4 times the switches: 16 times the forwarding entries at most
+        first, n = kept[0], len(kept)
+        sets = sets + ["switches=64"]
+        set_args += ["--set", "switches=64"]
+        code, _, err = run_cli(*command, *set_args, "--time-limit", "600", "-o", tmp_path / "b.json")
+        assert code == 0, err
+        assert kept[n] == pytest.approx(deadline.write_cost_s(rows(sets))) and kept[n] > first
+
+
+def test_phases_keeps_the_schedules_simulation_out_of_the_method_and_skips_it_when_late(monkeypatch, share,
+                                                                                        run_cli, tmp_path):
+    from topoplan.cli.commands.phases import schedule_simulation_cost_s
+    from topoplan.traffic.generators import parse_spec
+
+    share(1.0)
+    spec = "neighbor2d:rows=8,cols=8,bytes=1MB,iters=2"
+    args = ["phases", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T", spec, "--schedule", "per-phase",
+            "--circuit-method", "greedy", "--simulate", "--json"]
+    kept = _reserves(monkeypatch)
+    out = tmp_path / "ph.json"
+    code, _, err = run_cli(*args, "--time-limit", "600", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    n = len(doc["phases"])
+    assert kept[0] == pytest.approx(schedule_simulation_cost_s(parse_spec(spec), n) + deadline.write_cost_s(n))
+    assert "simulated" in doc and "message" not in doc
+    code, _, err = run_cli(*args, "--time-limit", "0.01", "-o", out)   # no room: written, not simulated
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "simulated" not in doc and "not simulated: it takes about" in doc["message"]
+
+
+# -- starting heuristics ------------------------------------------------------------------------------------------
+
+def _circuit_problem():
+    return circuits.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+                                         load_traffic("random:np=256,msgs=2048,bytes=4MB,seed=1"))
+
+
+def test_a_matching_that_cannot_end_in_time_is_made_greedily():
+    prob = _circuit_problem()
+    quick = circuits.solve(prob, "matching", time_limit=1e-6)
+    assert "matched greedily, heaviest edge first" in quick.message
+    assert quick.plan["circuits"] and quick.status == "heuristic"   # a valid plan (solve validated it)
+    exact_res = circuits.solve(prob, "matching")
+    assert "greedily" not in (exact_res.message or "")
+    # the exact plan is remembered by the problem: a later call within any limit gets it at no cost
+    assert circuits.solve(prob, "matching", time_limit=1e-6).plan == exact_res.plan
+
+
+def test_heuristic_plans_are_remembered_by_their_problem_and_given_as_copies():
+    prob = _circuit_problem()
+    first = heuristics.greedy(prob, seed=3)
+    again = heuristics.greedy(prob, seed=3)
+    assert again.plan == first.plan and again is not first
+    again.plan["circuits"].clear()            # a caller's change does not reach the remembered plan
+    assert heuristics.greedy(prob, seed=3).plan == first.plan
+    assert ("heuristic plan", "greedy", 3, "full") in prob._cache
+
+
+@pytest.mark.parametrize("n, u, v, w, mate", [
+    (4, [0, 1, 2], [1, 2, 3], [2.0, 3.0, 2.0], [-1, 2, 1, -1]),     # the heaviest edge, though 0-1 + 2-3 weigh 4
+    (4, [0, 2], [1, 3], [1.0, 1.0], [1, 0, 3, 2]),
+    (3, [0, 1], [1, 2], [0.0, -1.0], [-1, -1, -1]),                 # nothing of no weight
+])
+def test_the_greedy_matching_takes_the_heaviest_edges_first(n, u, v, w, mate):
+    assert heuristics._greedy_mate(n, np.array(u), np.array(v), np.array(w)).tolist() == mate
+
+
+def _placement_problem(n=256):
+    topo = load_topology({"kind": "tree", "name": "t", "switches": 16, "nodes_per_switch": 16,
+                          "cores_per_node": n // 256, "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
+    return PlacementProblem.build(topo, load_traffic(f"random:np={n},msgs={8 * n},bytes=4MB,seed=1"))
+
+
+def test_metis_past_its_time_keeps_the_first_run_of_every_split():
+    prob = _placement_problem()
+    W = prob.graph()
+    targets = [16] * 16
+    assert np.array_equal(partition(W, targets, tries=3, end_at=time.perf_counter() - 1.0),
+                          partition(W, targets, tries=1))
+    assert np.array_equal(partition(W, targets, tries=3, end_at=time.perf_counter() + 3600.0),
+                          partition(W, targets, tries=3))
+    assert np.array_equal(recursive_map(prob, tries=3, end_at=0.0), recursive_map(prob, tries=1))
+
+
+# -- the exact circuit model ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def switch_problem():
+    return circuits.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=2"]),
+                                         load_traffic("random:np=256,msgs=1024,bytes=4MB,seed=1"))
+
+
+def test_the_switch_model_predicted_too_slow_to_build_is_refused_up_front(monkeypatch, share, switch_problem):
+    share(1.0)
+    monkeypatch.setattr(exact, "BUILD_VARS_PER_S", 1e-3)   # a machine that builds a variable in 1,000 s
+    r = exact.solve_exact(switch_problem, formulation="switch", time_limit=30)
+    assert "s to build) does not fit the time left: the best heuristic plan" in r.message
+    assert "wall_build_s" not in r.options and r.status == "feasible"
+
+
+def test_the_load_decides_whether_the_switch_model_fits(monkeypatch, share, switch_problem):
+    """The same prediction fits at a whole CPU and not at a tenth of one (the limit between the two)."""
+    cost = exact.switch_size(switch_problem, "traffic", 1) / exact.BUILD_VARS_PER_S
+    monkeypatch.setattr(exact, "BUILD_VARS_PER_S", exact.BUILD_VARS_PER_S / (100.0 / cost))  # predicted: 100 CPU s
+    share(0.1)
+    r = exact.solve_exact(switch_problem, formulation="switch", pairs="traffic", time_limit=300)
+    assert "~1000.0 s to build) does not fit" in r.message
+
+
+def test_a_switch_model_whose_handover_cannot_fit_after_its_build_is_not_solved(monkeypatch, share, switch_problem):
+    share(1.0)
+    monkeypatch.setattr(exact, "HANDOVER_PER_BUILD", 1e9)   # writing it for the solver would take ages
+    r = exact.solve_exact(switch_problem, formulation="switch", time_limit=30)
+    assert "s to build; handing it to the solver" in r.message and "do not fit the time left" in r.message
+    assert r.options["wall_build_s"] >= 0 and "solver_status" not in r.options
+
+
+def test_the_second_solve_is_not_started_when_its_handover_cannot_fit():
+    prob = circuits.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+                                         load_traffic("ring:np=256,bytes=4MB"))
+    m = exact.build_node_model(prob, T_max=circuits.solve(prob, "none").objective)
+    r1, r2, _, uplink = two_phase(m, solver="highs", time_limit=60, seed=0, threads=None, objective="lexicographic",
+                                  large_bytes=float(prob.large_bytes.sum()), handover_s=1e9)
+    assert r1.has_solution and r2 is None and uplink is None
+    r1, r2, _, _ = two_phase(m, solver="highs", time_limit=60, seed=0, threads=None, objective="lexicographic",
+                             large_bytes=float(prob.large_bytes.sum()))
+    assert r2 is not None
+
+
+# -- kernels that Numba has not compiled yet --------------------------------------------------------------------------
+
+class _Kernel:
+    """A stand-in for an ``@njit(cache=True)`` function: its signatures and its cache index on disk."""
+
+    def __init__(self, signatures, index_path):
+        self.signatures = signatures
+        self._cache = type("C", (), {"_cache_file": type("F", (), {"_index_path": str(index_path)})()})()
+
+
+def test_a_kernel_is_ready_when_compiled_here_or_cached_on_disk(tmp_path):
+    index = tmp_path / "k.nbi"
+    assert not deadline.kernel_ready(_Kernel([], index))
+    index.write_bytes(b"")
+    assert deadline.kernel_ready(_Kernel([], index))
+    assert deadline.kernel_ready(_Kernel(["(int64,)"], tmp_path / "none.nbi"))
+
+
+def test_a_matching_whose_kernels_must_compile_is_predicted_with_the_compilation(monkeypatch):
+    ready = heuristics.matching_cost_s(256)
+    monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: False)
+    assert heuristics.matching_cost_s(256) == pytest.approx(ready + heuristics.MATCHING_COMPILE_S)
+    prob = _circuit_problem()   # within a limit shorter than the compilation: matched greedily, nothing compiled
+    assert "matched greedily" in circuits.solve(prob, "matching", time_limit=30).message
+
+
+@pytest.mark.parametrize("ready, time_limit, greedy_only", [
+    (True, 1.0, False),      # compiled: the partitioners start as usual
+    (False, None, False),    # no limit: they compile
+    (False, 1000.0, False),  # the compilation fits half the limit
+    (False, 1.0, True),      # it does not: the greedy start alone
+])
+def test_placement_starts_skip_the_partitioners_whose_compilation_cannot_fit(monkeypatch, share, ready, time_limit,
+                                                                            greedy_only):
+    from topoplan.problems.placement import problem as pp
+
+    share(1.0)
+    monkeypatch.setattr(pp, "refine_ready", lambda: ready)
+    starts = pp.default_starts(_placement_problem(), "anneal", time_limit)
+    assert (starts == ("greedy",)) == greedy_only and "greedy" in starts
