@@ -58,4 +58,7 @@ LAZY = {
         "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):
         "optional dependency: the 'numba' solver's kernels, imported when that solver is chosen",
+    ("topoplan.sim.maxmin", "topoplan.sim._loop"):
+        "optional dependency and start-up: compiled_ready asks Numba whether the loop is cached only when the "
+        "ahead-of-time build is not current (importing Numba costs a process about 0.6 s)",
 }

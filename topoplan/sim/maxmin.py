@@ -53,8 +53,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.deadline import kernel_ready
 from topoplan.sim._engine import aot_status, run_flows
-from topoplan.sim._sources import HERE
 from topoplan.sim.engines import REL_TOL, Engine, register
 from topoplan.sim.routes import LinkSet, check_flows, pad_routes, route_stats, routes_to_csr
 
@@ -193,8 +193,7 @@ def compiled_ready() -> bool:
     A process that finds neither would compile the loop on its first run (minutes on 2 cores, once per
     installation): :func:`topoplan.sim.replay.replay` and :func:`simulate_flows` then run jobs of up to
     :data:`SMALL_JOB` messages on the NumPy engine instead, which gives the same results (to 1e-9) in less time
-    than the compilation. A cache of stale sources counts as ready (Numba recompiles it, as before); one
-    kept elsewhere (``NUMBA_CACHE_DIR``) is not seen, so small jobs run on NumPy there until the build exists.
+    than the compilation. Numba's cache is asked through :func:`topoplan.core.deadline.kernel_ready`.
 
     Examples
     --------
@@ -203,7 +202,11 @@ def compiled_ready() -> bool:
     """
     if aot_status() == "current":
         return True
-    return any((HERE / "__pycache__").glob("_loop.run_core-*.nbi"))
+    if not numba_available():
+        return False
+    from topoplan.sim._loop import run_core   # Numba code: imported only without a current build (LAZY)
+
+    return kernel_ready(run_core)
 
 
 def _resolve_solver(solver: str, n_items: int | None = None) -> str:
