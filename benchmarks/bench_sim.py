@@ -18,7 +18,9 @@ Each flow workload is written to a temporary scenario file (the schema of
   arrays; no file reading), median of ``--repeat`` runs;
 * ``cli``: the whole ``topoplan simulate --flows FILE --json`` process, wall
   clock of the subprocess (interpreter start-up, imports, loading the compiled
-  kernels, reading the file, simulating, printing JSON), median of ``--repeat``;
+  kernels, reading the file, simulating, printing JSON), median of ``--repeat``,
+  with its CPU time (user + system; median) and peak resident memory (largest),
+  measured by GNU ``time`` (``/usr/bin/time``) for this process and SimGrid's alike;
 * ``SimGrid``: ``/usr/bin/python3 benchmarks/simgrid_peer.py FILE`` (Debian's
   ``python3-simgrid`` 3.32, ``make benchdeps``; configured exactly as the
   references: CM02, factors 1, weight-S 0, TCP-gamma 0, split-duplex links,
@@ -72,7 +74,11 @@ Replay workloads (no SimGrid peer):
   generating the pieces, ``peak_GB`` is the child's peak (whole: 21 GB). Once.
 
 Numba compiles the kernels once per machine (on-disk cache); that time is
-measured before the runs, reported as ``jit_s`` and never included.
+measured before the runs, reported as ``jit_s`` and never included. The
+package's bytecode is compiled then too, as a first run caches it: the
+processes are timed as a user's later runs, also where ``PYTHONDONTWRITEBYTECODE``
+would have every process compile the sources again. The load average before and
+after the runs is in the table's last line and the JSON (``load_before``, ``load_after``).
 
 Run: python benchmarks/bench_sim.py [--json] [--save FILE] [--repeat N] [--only NAME ...] [--no-simgrid]
      [--simgrid-timeout S] [--simgrid-repeat N] [--simgrid-python /usr/bin/python3] [--replay-timeout S]
@@ -174,16 +180,49 @@ def topoplan_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "topoplan"]
 
 
+TIME = "/usr/bin/time"   # GNU time: the child's own peak memory (a child forked from this large process and
+# timed with wait4 would report this process's resident size at the fork as its peak)
+
+
+def run_process(cmd: list[str], stdout, timeout_s: float | None = None) -> dict:
+    """Run ``cmd`` as a child process: its wall time, CPU time (user + system) and peak resident memory (GNU
+    ``time``'s, else the kernel's accounting of the child: ``wait4``), return code and standard error;
+    ``{"timeout_s"}`` when it did not end in ``timeout_s``."""
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as usage_file:
+        timed = [TIME, "-f", "%U %S %M", "-o", usage_file.name] if os.access(TIME, os.X_OK) else []
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(timed + cmd, stdout=stdout, stderr=err, cwd=ROOT)
+        deadline = None if timeout_s is None else t0 + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                proc.returncode = -9   # reaped here: Popen must not wait for it again
+                return {"timeout_s": timeout_s}
+            time.sleep(0.005)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        cpu_s, peak_kB = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        if timed:
+            fields = usage_file.read().split()[-3:]   # GNU time writes "Command exited with non-zero status N" first
+            cpu_s, peak_kB = float(fields[0]) + float(fields[1]), float(fields[2])
+        return {"wall_s": wall, "cpu_s": cpu_s, "peak_MB": peak_kB / 1024, "returncode": proc.returncode,
+                "stderr": err.read().decode(errors="replace")}
+
+
 def run_cli(scenario: Path, out: Path):
-    """The whole ``topoplan simulate --flows FILE --json`` process; returns (seconds, finish times by flow id)."""
+    """The whole ``topoplan simulate --flows FILE --json`` process; returns (its :func:`run_process` record,
+    finish times by flow id)."""
     cmd = topoplan_command() + ["simulate", "--flows", str(scenario), "--json"]
     with open(out, "w") as f:
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, cwd=ROOT)
-        wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return wall, _finish_array(json.loads(out.read_text()))
+        proc = run_process(cmd, f)
+    if proc["returncode"] != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc['returncode']}): {proc['stderr'].strip()[-500:]}")
+    return proc, _finish_array(json.loads(out.read_text()))
 
 
 def _finish_array(doc: dict) -> np.ndarray:
@@ -209,18 +248,15 @@ def simgrid_available(python: str) -> tuple[bool, str]:
 def run_simgrid(python: str, scenario: Path, out: Path, timeout_s: float) -> dict:
     """The peer process; {"process_s", "run_s", "finish"} or {"timeout_s"} or {"error"}."""
     cmd = [python, str(PEER), str(scenario), "--out", str(out)]
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"timeout_s": timeout_s}
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if "xbt_cfg/INFO" not in ln]
-        return {"error": f"peer failed ({proc.returncode}): {(lines[-1] if lines else '')[-300:]}"}
+    proc = run_process(cmd, subprocess.DEVNULL, timeout_s)
+    if "timeout_s" in proc:
+        return proc
+    if proc["returncode"] != 0:
+        lines = [ln for ln in proc["stderr"].strip().splitlines() if "xbt_cfg/INFO" not in ln]
+        return {"error": f"peer failed ({proc['returncode']}): {(lines[-1] if lines else '')[-300:]}"}
     doc = json.loads(out.read_text())
-    return {"process_s": wall, "run_s": doc["wall_s"], "setup_s": doc["setup_wall_s"],
+    return {"process_s": proc["wall_s"], "cpu_s": proc["cpu_s"], "peak_MB": proc["peak_MB"],
+            "run_s": doc["wall_s"], "setup_s": doc["setup_wall_s"],
             "max_start_shift_s": doc.get("max_start_shift_s", 0.0),
             "finish": _finish_array(doc), "makespan_s": doc["makespan_s"]}
 
@@ -237,17 +273,18 @@ def flow_row(name: str, make, args, simgrid_ok: bool, tmp: Path) -> dict:
     w = make()
     scenario = tmp / f"{name}.json"
     write_scenario(w, scenario)
-    engine_s, cli_s = [], []
+    engine_s, cli = [], []
     res = cli_finish = None
     for _ in range(max(args.repeat, 1)):
         wall, res = run_engine(w)
         engine_s.append(wall)
     for _ in range(max(args.repeat, 1)):
-        wall, cli_finish = run_cli(scenario, tmp / f"{name}.topoplan.json")
-        cli_s.append(wall)
+        proc, cli_finish = run_cli(scenario, tmp / f"{name}.topoplan.json")
+        cli.append(proc)
     row = {"workload": name, "flows": int(len(w["bytes"])), "events": int(res.n_events),
            "makespan_s": float(res.makespan_s), "engine_s": statistics.median(engine_s), "engine_runs_s": engine_s,
-           "cli_s": statistics.median(cli_s), "cli_runs_s": cli_s,
+           "cli_s": statistics.median(p["wall_s"] for p in cli), "cli_runs_s": [p["wall_s"] for p in cli],
+           "cli_cpu_s": statistics.median(p["cpu_s"] for p in cli), "cli_peak_MB": max(p["peak_MB"] for p in cli),
            "engine_vs_cli_rel_diff": max_rel_diff(res.finish_s, cli_finish)}
     if simgrid_ok:
         runs = [run_simgrid(args.simgrid_python, scenario, tmp / f"{name}.simgrid.json", args.simgrid_timeout)
@@ -255,10 +292,15 @@ def flow_row(name: str, make, args, simgrid_ok: bool, tmp: Path) -> dict:
         done = [r for r in runs if "process_s" in r]
         if len(done) == len(runs):
             sg = {"simgrid_process_s": statistics.median(r["process_s"] for r in done),
+                  "simgrid_process_runs_s": [r["process_s"] for r in done],
+                  "simgrid_cpu_s": statistics.median(r["cpu_s"] for r in done),
+                  "simgrid_peak_MB": max(r["peak_MB"] for r in done),
                   "simgrid_run_s": statistics.median(r["run_s"] for r in done),
                   "simgrid_setup_s": statistics.median(r["setup_s"] for r in done),
                   "simgrid_makespan_s": done[0]["makespan_s"]}
             sg["speedup_process"] = sg["simgrid_process_s"] / row["cli_s"]
+            sg["speedup_cpu"] = sg["simgrid_cpu_s"] / row["cli_cpu_s"]
+            sg["makespan_rel_diff"] = abs(row["makespan_s"] - sg["simgrid_makespan_s"]) / sg["simgrid_makespan_s"]
             sg["speedup_engine"] = sg["simgrid_run_s"] / row["engine_s"]
             diff = max(max_rel_diff(res.finish_s, done[0]["finish"]), max_rel_diff(cli_finish, done[0]["finish"]))
             sg["max_rel_diff"] = diff
@@ -421,12 +463,21 @@ def replay_row(name: str, args) -> dict:
 
 
 def warm_up() -> float:
-    """Load (and on a new machine compile) the Numba kernels; returns the seconds it took."""
+    """Load (and on a new machine compile) the Numba kernels, and compile the package's bytecode; returns the
+    seconds it took.
+
+    The bytecode is what Python caches on a command's first run (``__pycache__``) and every later run reads: the
+    processes are timed as a user's second run, also where ``PYTHONDONTWRITEBYTECODE`` keeps Python from caching
+    it (then every process would compile the package's sources again: 200 M instructions, a quarter of a small
+    run)."""
+    import compileall
+
     from topoplan.warmup import warm
 
     t0 = time.perf_counter()
     warm()
     run_engine(random_flows(20))
+    compileall.compile_dir(ROOT / "topoplan", quiet=1)
     return time.perf_counter() - t0
 
 
@@ -452,17 +503,20 @@ def print_table(rows, args, jit_s, simgrid) -> None:
               f"workload, timeout {args.simgrid_timeout:g} s")
     else:
         print(f"SimGrid: {simgrid['why']}; SimGrid columns left out")
-    head = f"{'workload':<16}{'flows':>10}{'events':>10}{'engine s':>10}{'CLI s':>9}"
+    head = f"{'workload':<16}{'flows':>10}{'events':>10}{'engine s':>10}{'CLI s':>8}{'CPU s':>7}{'MB':>6}"
     if simgrid["available"]:
-        head += f"{'SG run s':>10}{'SG proc s':>11}{'x proc':>8}{'x engine':>9}  max rel diff"
+        head += (f"{'SG run s':>10}{'SG proc s':>11}{'CPU s':>7}{'MB':>6}{'x proc':>8}{'x CPU':>7}{'x engine':>9}"
+                 f"  max rel diff")
     print(head)
     for r in rows:
         if r["workload"] not in FLOWS or "error" in r:
             continue
-        line = f"{r['workload']:<16}{r['flows']:>10,}{r['events']:>10,}{_s(r['engine_s']):>10}{_s(r['cli_s']):>9}"
+        line = (f"{r['workload']:<16}{r['flows']:>10,}{r['events']:>10,}{_s(r['engine_s']):>10}{_s(r['cli_s']):>8}"
+                f"{_s(r['cli_cpu_s']):>7}{r['cli_peak_MB']:>6.0f}")
         if "simgrid_process_s" in r:
             verdict = "ok" if r["agree"] else f"FAIL (> {TOLERANCE:g})"
-            line += (f"{_s(r['simgrid_run_s']):>10}{_s(r['simgrid_process_s']):>11}{r['speedup_process']:>7.1f}x"
+            line += (f"{_s(r['simgrid_run_s']):>10}{_s(r['simgrid_process_s']):>11}{_s(r['simgrid_cpu_s']):>7}"
+                     f"{r['simgrid_peak_MB']:>6.0f}{r['speedup_process']:>7.1f}x{r['speedup_cpu']:>6.1f}x"
                      f"{r['speedup_engine']:>8.1f}x  {r['max_rel_diff']:.1e} {verdict}")
         elif "simgrid_timeout_s" in r:
             line += f"{'':>10}{'> ' + format(r['simgrid_timeout_s'], 'g') + ' s':>11}"
@@ -471,9 +525,10 @@ def print_table(rows, args, jit_s, simgrid) -> None:
         elif simgrid["available"]:
             line += f"{'-':>10}{'-':>11}"
         print(line)
+    print("CLI s, CPU s, MB: the topoplan process's wall time, CPU time (user + system) and peak resident memory")
     if simgrid["available"]:
-        print("x proc: SimGrid process / topoplan CLI process; x engine: SimGrid run / topoplan engine "
-              "(below 1x topoplan is slower)")
+        print("SG proc s, CPU s, MB: the same of SimGrid's process; x proc, x CPU: SimGrid's over topoplan's; "
+              "x engine: SimGrid run / topoplan engine (below 1x topoplan is slower)")
     g = {k: growth(rows, k) for k in ("engine_s", "cli_s", "simgrid_run_s", "simgrid_process_s")}
     if any(v is not None for v in g.values()):
         parts = [f"{label} n^{g[k]:.2f}" for k, label in (("engine_s", "engine"), ("cli_s", "CLI"),
@@ -517,13 +572,15 @@ def main(argv=None) -> int:
         ok, info = simgrid_available(args.simgrid_python)
         simgrid = {"available": ok, "version": info} if ok else {"available": False, "why": info}
     jit_s = warm_up()
+    load_before = os.getloadavg()
     rows = []
 
     def document() -> dict:
         growth_exp = {k: growth(rows, k) for k in ("engine_s", "cli_s", "simgrid_run_s", "simgrid_process_s")}
         failed = [r["workload"] for r in rows if r.get("agree") is False
                   or r.get("engine_vs_cli_rel_diff", 0.0) > TOLERANCE]
-        return {"jit_s": jit_s, "repeat": args.repeat, "simgrid": simgrid,
+        return {"jit_s": jit_s, "repeat": args.repeat, "simgrid": simgrid, "load_before": load_before,
+                "load_after": os.getloadavg(),
                 "simgrid_timeout_s": args.simgrid_timeout, "tolerance": TOLERANCE, "growth_10k_50k": growth_exp,
                 "failed": failed, "errors": [r["workload"] for r in rows if "error" in r or "simgrid_error" in r],
                 "results": rows}
@@ -548,6 +605,8 @@ def main(argv=None) -> int:
         print(json.dumps(doc, indent=1))
     else:
         print_table(rows, args, jit_s, simgrid)
+        print("load average (1, 5, 15 min): before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} ({} cores)".format(
+            *doc["load_before"], *doc["load_after"], os.cpu_count()))
         for r in rows:
             if "error" in r:
                 print(f"ERROR {r['workload']}: {r['error']}")

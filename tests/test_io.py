@@ -4,6 +4,8 @@ import gzip
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -102,6 +104,30 @@ def test_dumps_puts_each_row_of_a_keyed_table_on_one_line():
     assert '  "a": 1,' in text          # an object of scalars that is no table keeps a member per line
     assert json.loads(text) == doc
 
+
+
+@pytest.mark.parametrize("flows", [
+    [{"id": 0, "finish_s": 0.5}, {"id": "f1", "finish_s": 1e-300}],
+    [{"id": 'a, "b"}, {"c', "ok": True, "x": None}, {"}, {": "\n, \"", "y": np.float64(0.25), "z": np.int64(7)}],
+    [{"a": 1}, {}],                      # an empty object: the general layout
+])
+def test_dumps_lays_out_a_list_of_flat_objects_as_indented_json(flows):
+    """A list of objects of scalars (a simulation's flows) is written in one compiled call, then indented:
+    the text is exactly the indented JSON, whatever separators, quotes or newlines the strings hold."""
+    from topoplan.core.io import _default, dumps
+
+    doc = {"flows": flows, "makespan_s": 1.0}
+    assert dumps(doc) == json.dumps(doc, default=_default, indent=1)
+    assert dumps([doc], indent=2) == json.dumps([doc], default=_default, indent=2)
+
+
+def test_dumps_of_plain_values_does_not_import_numpy(tmp_path):
+    """A document without arrays is written without NumPy (a small command's start-up)."""
+    code = ("import sys; from pathlib import Path; from topoplan.core.io import dumps; "
+            "dumps({'a': [{'p': Path('x'), 'q': 1.5}], 'b': [[1, 2]]}); print('numpy' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
 
 # -- issue 36: every gzip input is decompressed as a stream, with a bound ----------------------------------------
 

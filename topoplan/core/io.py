@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -320,9 +321,9 @@ def dumps(obj, indent: int | None = 1) -> str:
     """
     try:
         if indent is None:
-            return json.dumps(obj, default=_default, allow_nan=False)
+            return _ONE_LINE.encode(obj)
         out: list[str] = []
-        _layout(obj, 0, indent, out)
+        _layout(obj, 0, indent, out, _arrays())
         return "".join(out)
     except ValueError as exc:   # json's "Out of range float values are not JSON compliant"
         found = _non_finite(obj)
@@ -361,10 +362,15 @@ def _non_finite(obj, path: str = ""):
 _CONTAINERS = (dict, list, tuple)
 
 
-def _layout(o, level: int, indent: int, out: list) -> None:
-    import numpy as np
+def _arrays() -> tuple:
+    """NumPy's array type when NumPy is loaded, else nothing: no array exists before NumPy is imported, so a
+    document of plain values is written without importing it (it costs a small command 0.1-0.2 s to start)."""
+    np = sys.modules.get("numpy")
+    return (np.ndarray,) if np is not None else ()
 
-    if isinstance(o, np.ndarray):
+
+def _layout(o, level: int, indent: int, out: list, arrays: tuple = ()) -> None:
+    if isinstance(o, arrays):
         if o.ndim <= 1:
             out.append(json.dumps(o.tolist(), allow_nan=False))
             return
@@ -382,33 +388,53 @@ def _layout(o, level: int, indent: int, out: list) -> None:
             key = k if isinstance(k, str) else json.dumps(k, allow_nan=False)   # JSON's own key conversion (int, float, bool, None)
             out.append(sep + pad + json.dumps(key) + ": ")
             if rows and isinstance(v, dict):
-                out.append(json.dumps(v, default=_default, allow_nan=False))
+                out.append(_ONE_LINE.encode(v))
             else:
-                _layout(v, level + 1, indent, out)
+                _layout(v, level + 1, indent, out, arrays)
             sep = ","
         out.append("\n" + " " * (indent * level) + "}")
     elif isinstance(o, (list, tuple)):
-        if not o or not isinstance(o[0], (*_CONTAINERS, np.ndarray)):   # a row (of scalars): one line
-            out.append(json.dumps(o, default=_default, allow_nan=False))
+        nested = (*_CONTAINERS, *arrays)
+        if not o or not isinstance(o[0], nested):   # a row (of scalars): one line
+            out.append(_ONE_LINE.encode(o))
             return
         pad = "\n" + " " * (indent * (level + 1))
         first = o[0]
-        if isinstance(first, (list, tuple)) and not any(isinstance(x, (*_CONTAINERS, np.ndarray)) for x in first):
+        if isinstance(first, (list, tuple)) and not any(isinstance(x, nested) for x in first):
             # a table of rows (a forwarding table of millions): one compiled call, then a row per line, when
             # the text shows two levels of brackets and no string (so "], [" only ever joins two rows)
-            text = json.dumps(o, default=_default, allow_nan=False)
+            text = _ONE_LINE.encode(o)
             if '"' not in text and text.count("[") == len(o) + 1:
                 out.append("[" + pad + text[1:-1].replace("], [", "]," + pad + "[") + "\n" + " " * (indent * level)
                            + "]")
                 return
+        if isinstance(first, dict) and _flat_objects(o, nested):
+            # a list of objects of scalars (a simulation's flows: id and finish time each): one compiled call
+            # whose separators are bare newlines, which JSON strings never hold, then each line indented
+            inner = pad + " " * indent
+            text = _NEWLINES.encode(o)[2:-2].replace(',\n"', "," + inner + '"')
+            out.append("[" + pad + "{" + inner + text.replace("},\n{", pad + "}," + pad + "{" + inner) + pad + "}"
+                       + "\n" + " " * (indent * level) + "]")
+            return
         sep = "["
         for x in o:
             out.append(sep + pad)
-            _layout(x, level + 1, indent, out)
+            _layout(x, level + 1, indent, out, arrays)
             sep = ","
         out.append("\n" + " " * (indent * level) + "]")
     else:
-        out.append(json.dumps(o, default=_default, allow_nan=False))
+        out.append(_ONE_LINE.encode(o))
+
+
+def _flat_objects(items, nested: tuple) -> bool:
+    """Whether every item is a non-empty object with string keys and no container (array, list, object) inside."""
+    for d in items:
+        if not isinstance(d, dict) or not d:
+            return False
+        for k, v in d.items():
+            if not isinstance(k, str) or isinstance(v, nested):
+                return False
+    return True
 
 
 @contextmanager
@@ -425,19 +451,25 @@ def _no_gc():
 
 
 def _default(o):
-    import numpy as np
-
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
+    np = sys.modules.get("numpy")   # not imported for a path: a NumPy value exists only once NumPy is loaded
+    if np is not None:
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, np.integer):
+            return int(o)
+        if isinstance(o, np.floating):
+            return float(o)
+        if isinstance(o, np.bool_):
+            return bool(o)
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+# json.dumps with options builds an encoder at every call; these are built once. _NEWLINES separates members
+# and items by a bare newline, for _layout to indent.
+_ONE_LINE = json.JSONEncoder(default=_default, allow_nan=False)
+_NEWLINES = json.JSONEncoder(default=_default, allow_nan=False, separators=(",\n", ": "))
 
 
 def _bytes(n: int) -> str:

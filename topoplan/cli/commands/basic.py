@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
                                      emit)
@@ -33,6 +32,8 @@ def presets(json_mode: bool = JsonOpt) -> None:
     if json_mode:
         emit({"presets": rows}, True, None)
         return
+    from rich.table import Table
+
     tab = Table(title="topology presets")
     for col in ("name", "kind", "nodes", "ocs_nodes", "paper"):
         tab.add_column(col)
@@ -100,6 +101,8 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
     emit(d, json_mode, output)
     if json_mode:
         return
+    from rich.table import Table
+
     con = console()
     s = len(res.switch_names)
     if s <= 32:

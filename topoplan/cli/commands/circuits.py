@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
 from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
@@ -138,6 +137,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     emit(doc, json_mode, None)
     if json_mode:
         return
+    from rich.table import Table
+
     con = console()
     m = res.metrics
     bound = f", lower bound {format_time(res.bound)} (gap {res.gap:.1%})" if res.bound is not None else ""
@@ -212,6 +213,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     emit(doc, json_mode, output)
     if json_mode:
         return
+    from rich.table import Table
+
     tab = Table(title=f"circuit methods on {topo.name or topology}, {traffic}")
     cols = ["method", "status", objective_label(prob), "lower bound", "gap", "uplink bytes", "circuits", "wall"]
     if simulate:

@@ -7,12 +7,14 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.console import Console
 
 from topoplan.core.io import dumps, write_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file, or Slurm "
                            "topology.conf / topology.yaml (cores from the slurm.conf beside it).")
@@ -99,6 +101,8 @@ def console(json_mode: bool = False) -> Console:
 
     On a terminal lines fit its width; in pipes and files nothing is wrapped (a line is one record for
     grep and awk, and a table is as wide as its contents)."""
+    from rich.console import Console   # 83 M instructions, a tenth of a small --json run: imported when drawn
+
     return Console(stderr=json_mode, highlight=False, width=None if sys.stdout.isatty() else 10_000)
 
 
@@ -225,6 +229,8 @@ def working(label: str, time_limit: Optional[float] = None, hint: str = ""):
             line.fields.clear()
             line.fields.update(saved)
         return
+    from rich.console import Console
+
     err = Console(stderr=True, highlight=False)
     if not err.is_terminal:
         yield

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from topoplan.cli.commands.common import (ContentionOpt, ModelOpt, RelayChunkOpt, RelayOpt, console, parse_time_limit,
                                           sim_model, solving, working)
@@ -79,6 +78,8 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
             report(stage=f"simulating the ilp plan with {other.relay} relays")
             rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
                          simulate_plan(topo, trace, plan, model=other), res))
+    from rich.table import Table
+
     tab = Table(title="simulated communication time")
     tree = isinstance(topo, TreeTopology)
     cols = ["network", "plan", "makespan", f"vs {rows[0][0]}"] + (["top switch bytes", "busiest node link"] if tree else [])

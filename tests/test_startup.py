@@ -1,0 +1,81 @@
+"""What a small command imports, seen from a fresh process (``python -X importtime`` lists every module a
+process imports): ``topoplan --version`` and ``--help`` start without the numerical stack, and a flow scenario
+(``simulate --flows FILE --json``) without the planning libraries, the compiler or the terminal renderer.
+Behaviour, not timing: the times themselves are measured by ``benchmarks/bench_sim.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the numerical and planning stack, none of which a small command needs
+HEAVY = ("numpy", "scipy", "numba", "llvmlite", "networkx", "pulp", "ortools", "highspy", "pandas", "matplotlib",
+         "yaml", "jsonschema", "dask", "pymetis")
+
+
+def imported(*args: str) -> set[str]:
+    """The modules ``topoplan ARGS`` imports in a fresh interpreter (it must succeed)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "topoplan", *args], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:") and not line.rstrip().endswith("| imported package")}
+
+
+def packages(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("simulate", "--help"), ("circuits", "--help")])
+def test_version_and_help_import_neither_the_numerical_stack_nor_rich(args):
+    mods = imported(*args)
+    assert "topoplan.cli.main" in mods          # the listing is real: the command line was imported
+    assert not packages(mods) & {*HEAVY, "rich"}, sorted(packages(mods) & {*HEAVY, "rich"})
+
+
+def test_version_reads_no_installed_metadata():
+    assert "importlib.metadata" not in imported("--version")
+
+
+def test_the_printed_version_is_the_installed_one():
+    from importlib.metadata import PackageNotFoundError, version
+
+    import topoplan
+
+    try:
+        installed = version("topoplan")
+    except PackageNotFoundError:
+        pytest.skip("topoplan is not installed (run from a checkout)")
+    proc = subprocess.run([sys.executable, "-m", "topoplan", "--version"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.stdout.strip() == f"topoplan {installed}" == f"topoplan {topoplan.__version__}"
+
+
+def test_a_flow_scenario_imports_only_what_it_simulates_with(tmp_path):
+    """The scenario runs on NumPy and the compiled loop; nothing of the planning stack, no terminal renderer
+    (JSON output), and no Numba while the ahead-of-time build of the loop is current."""
+    from topoplan.sim._engine import aot_status
+
+    scenario = tmp_path / "flows.json"
+    scenario.write_text(json.dumps({
+        "tree": {"leaves": 2, "hosts_per_leaf": 2, "down_bw": 1e9, "up_bw": 2e9, "down_lat": 1e-6, "up_lat": 1e-6},
+        "flows": [{"id": i, "src": f"h{i % 4}", "dst": f"h{(i + 1) % 4}", "bytes": 1e6 * (i + 1), "start_s": 0}
+                  for i in range(4)]}))
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "topoplan", "simulate", "--flows",
+                           str(scenario), "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert [f["id"] for f in doc["flows"]] == [0, 1, 2, 3] and doc["makespan_s"] > 0
+    mods = packages({line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                     if line.startswith("import time:")})
+    assert "numpy" in mods
+    not_needed = set(HEAVY) - {"numpy"} | {"rich"}
+    if aot_status() != "current":   # the loop then runs under Numba's JIT (after an edit of its sources)
+        not_needed -= {"numba", "llvmlite"}
+    assert not mods & not_needed, sorted(mods & not_needed)
