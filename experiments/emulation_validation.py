@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -57,7 +58,7 @@ BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
-          "calibration_ring"]
+          "calibration_ring", "load_avg"]
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
 
 
@@ -79,7 +80,8 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
             "drops": m["drops"], "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
-            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring")}
+            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
+            "load_avg": os.getloadavg()[0]}
 
 
 def _plan(topo, trace, placement, method: str) -> dict:
@@ -258,11 +260,13 @@ def markdown(rows) -> str:
         if not sel:
             continue
         lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
-                  "ratio paper | machine idle | ranks' cores | runs |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "ratio paper | machine idle | load average | ranks' cores | runs |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sel:
             lines.append(f"| {r['case']} | {r['ocs_nodes']:g} | {r['network']} | {r['scale']:g} | "
                          f"{r['measured_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['ratio']:.3f} | "
                          f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
+                         f"{'' if r.get('load_avg') is None else format(r['load_avg'], '.1f')} | "
                          f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
         lines.append("")
         if part == "bcast":
@@ -276,8 +280,10 @@ def markdown(rows) -> str:
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
                                ("paper model", "ratio_paper")):
                 errs = [abs(r[key] - 1) for r in sel]
+                slower = sum(r[key] > 1 for r in sel)
                 lines.append(f"- {label}: median absolute error {statistics.median(errs):.1%}, largest "
-                             f"{max(errs):.1%} over {len(errs)} cells")
+                             f"{max(errs):.1%} over {len(errs)} cells; {slower} measured slower than predicted "
+                             f"(median ratio {statistics.median(r[key] for r in sel):.3f})")
             lines.append("")
             lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
             for o in order_check(rows, part):
@@ -345,9 +351,11 @@ def main(argv=None) -> int:
                     "(default: the emulator's)")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
     ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
+    ap.add_argument("--tag", default="", help="write emulation_validation_TAG.* (a run kept beside the others)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    csv_path, md_path, png_path = (out / f"emulation_validation.{ext}" for ext in ("csv", "md", "png"))
+    stem = f"emulation_validation_{args.tag}" if args.tag else "emulation_validation"
+    csv_path, md_path, png_path = (out / f"{stem}.{ext}" for ext in ("csv", "md", "png"))
     if args.replot:
         rows = read_csv(csv_path)
     else:
