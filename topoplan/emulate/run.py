@@ -220,6 +220,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         buffer, hosts Linux's transmit queue; :meth:`topoplan.emulate.cluster.ClusterSpec.queue_of`).
     queues : {"fifo", "ack-priority"}, optional
         How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
+    congestion : str, optional
+        TCP's congestion control on the emulated network (default
+        :data:`topoplan.emulate.cluster.DEFAULT_CONGESTION`, CUBIC).
     bcast_keys : list of int, optional
         Reorder every ``MPI_Bcast`` on MPI_COMM_WORLD with the Bcast library (the key of every rank,
         :func:`topoplan.emulate.plan.bcast_keys`); the predictions are of the reordered Bcasts
@@ -233,8 +236,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         ``measured_s`` (the largest communication time of a rank, scaled back), ``predicted_s`` (the default
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
-        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, set-up time),
-        ``transport``.
+        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's
+        congestion control, set-up time), ``transport``.
 
     Raises
     ------
@@ -284,7 +287,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                 n_routes = cluster.apply_routes(write_route_files(plan, topo, work / "routes"))
             out["cluster"] = {"nodes": topo.n_nodes, "switches": topo.n_switches, "circuits": len(circuits),
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
-                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "queues": spec.queues,
+                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "switch_buffer_s": cl.SWITCH_BUFFER_S,
+                              "host_queue_packets": cl.HOST_QUEUE_PACKETS, "queues": spec.queues,
                               "congestion": spec.congestion,
                               "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)
