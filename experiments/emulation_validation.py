@@ -180,7 +180,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
         try:
             if part == "tcp":
-                res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats)
+                res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue)
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
                               queue_packets=queue, bcast_keys=keys,
@@ -200,7 +200,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
     return rows
 
 
-def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1) -> dict:
+def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None) -> dict:
     """The point-to-point messages of ``trace`` as plain TCP flows on the emulated cluster (no MPI), all started at
     once; the largest per-node time (every send written, every receive read) beside the predictions, in the shape
     of :func:`topoplan.emulate.run.emulate`'s result. The fastest of ``repeats`` runs is kept."""
@@ -222,7 +222,8 @@ def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1) -
         if op in (OP_CODE["send"], OP_CODE["isend"]):
             sends.setdefault(r, []).append([cl.data_address(node[peer]), nbytes])
             n_in[peer] += 1
-    spec = cl.cluster_spec(topo, circuits=plan_circuits(plan, topo) if plan else [], scale=scale)
+    spec = cl.cluster_spec(topo, circuits=plan_circuits(plan, topo) if plan else [], scale=scale,
+                           queue_packets=queue_packets)
     best = None
     with tempfile.TemporaryDirectory() as work, cl.Cluster(spec) as cluster:
         if plan:

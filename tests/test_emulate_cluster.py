@@ -63,6 +63,11 @@ def test_switch_ports_hold_their_share_of_a_switch_buffer(bw_Bps, packets):
     assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
 
 
+def test_an_unknown_congestion_control_is_refused():
+    with pytest.raises(TopoplanError, match="field 'congestion': this kernel has .*not 'no-such'"):
+        cl.cluster_spec(TREE, scale=10, run_id=1, congestion="no-such")
+
+
 def test_circuit_ends_are_host_queues():
     s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=50, run_id=3)
     ocs = [l for l in s.links if l.cls == "ocs"]

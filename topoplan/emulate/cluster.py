@@ -9,8 +9,8 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   the nodes of a rack are in a hybrid prototype, so a node reaches a relay under its own switch directly;
 - a circuit is a veth pair straight from one OCS node to the other;
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
-  link's bandwidth divided by ``scale``, then a FIFO of ``queue_packets`` packets (``queues="fifo"``, the
-  default: a plain Ethernet switch port). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
+  link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
+  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
   acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
   would. Links have the topology's MTU; their latency is the
   stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
@@ -51,8 +51,8 @@ from topoplan.core.extras import require
 from topoplan.core.topology import TreeTopology
 from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
-__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S", "HOST_QUEUE_PACKETS",
-           "QUEUES", "DEFAULT_CONGESTION",
+__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S",
+           "HOST_QUEUE_PACKETS", "QUEUES", "DEFAULT_CONGESTION",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
            "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
 
@@ -214,6 +214,14 @@ class ClusterSpec:
             raise TopoplanError(f"host {host!r} is not a node of the emulated cluster") from None
 
 
+def _available_congestion() -> list:
+    """The TCP congestion controls the running kernel has (empty when it does not say)."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
 def _ns(run_id: int, role: str) -> str:
     return f"{PREFIX}{int(run_id)}-{role}"
 
@@ -239,6 +247,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         :meth:`ClusterSpec.queue_of` says.
     queues : {"fifo", "ack-priority"}, optional
         How a link direction queues (see the module docstring).
+    congestion : str, optional
+        TCP's congestion control on the emulated network (:data:`DEFAULT_CONGESTION`), one the kernel has.
 
     Returns
     -------
@@ -248,7 +258,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     ------
     TopoplanError
         For a topology that is not a two-level tree, more than :data:`MAX_HOSTS` nodes, a scale that
-        is not positive, or a circuit on a node without an OCS port.
+        is not positive, a circuit on a node without an OCS port, or a congestion control the kernel lacks.
 
     Examples
     --------
@@ -272,6 +282,9 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
     if queues not in QUEUES:
         raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
+    available = _available_congestion()
+    if available and congestion not in available:
+        raise TopoplanError(f"field 'congestion': this kernel has {', '.join(available)}, not {congestion!r}")
     if topo.n_nodes > MAX_HOSTS:
         raise TopoplanError(f"topology {topo.name or topo.kind}: {topo.n_nodes} nodes; the emulator builds at most "
                             f"{MAX_HOSTS} (one namespace and several processes each)")

@@ -287,9 +287,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                 n_routes = cluster.apply_routes(write_route_files(plan, topo, work / "routes"))
             out["cluster"] = {"nodes": topo.n_nodes, "switches": topo.n_switches, "circuits": len(circuits),
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
-                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "switch_buffer_s": cl.SWITCH_BUFFER_S,
-                              "host_queue_packets": cl.HOST_QUEUE_PACKETS, "queues": spec.queues,
-                              "congestion": spec.congestion,
+                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets,
+                              "switch_buffer_s": cl.SWITCH_BUFFER_S, "host_queue_packets": cl.HOST_QUEUE_PACKETS,
+                              "queues": spec.queues, "congestion": spec.congestion,
                               "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)
             if calibrate:
