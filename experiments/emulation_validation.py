@@ -16,6 +16,10 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     the bulk cells again with acknowledgements served before data in every queue (``--queues
     ack-priority``): the check of the mechanism behind the bulk part's errors (two-way TCP traffic in
     FIFO queues);
+``tcp``
+    the mechanism check of the bulk part without MPI: the neighbour exchange (one iteration) on the same
+    emulated networks as plain TCP flows, one connection per message, all started at once
+    (``experiments/emulation_validation_tcp.py`` in every node), against the same prediction;
 ``npb``
     the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only);
 ``bcast``
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -57,7 +62,7 @@ BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
-          "calibration_ring"]
+          "calibration_ring", "load_avg"]
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
 
 
@@ -79,7 +84,8 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
             "drops": m["drops"], "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
-            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring")}
+            "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
+            "load_avg": os.getloadavg()[0]}
 
 
 def _plan(topo, trace, placement, method: str) -> dict:
@@ -125,6 +131,10 @@ def _cells(parts, scale: float, quick: bool):
         for case, spec in BULK.items():
             for net in NETWORKS:
                 yield "bulk-ack", case, spec, 2, net, scale
+    if "tcp" in parts:
+        for ocs in ((2,) if quick else (1, 2)):
+            for net in NETWORKS:
+                yield "tcp", "neighbor", BULK["neighbor"].replace("iters=2", "iters=1"), ocs, net, scale
     if "npb" in parts:
         for case, spec in NPB.items():
             if quick and case not in ("mg", "is"):
@@ -169,9 +179,12 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         calibrated.add((s, ocs, part))
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
         try:
-            res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
-                          queue_packets=queue, bcast_keys=keys,
-                          queues="ack-priority" if part == "bulk-ack" else "fifo")
+            if part == "tcp":
+                res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue)
+            else:
+                res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
+                              queue_packets=queue, bcast_keys=keys,
+                              queues="ack-priority" if part == "bulk-ack" else "fifo")
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
             calibrated.discard((s, ocs, part))
@@ -185,6 +198,68 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         if save is not None:
             save(rows)   # every cell as it is measured: a long run that stops keeps what it measured
     return rows
+
+
+def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None) -> dict:
+    """The point-to-point messages of ``trace`` as plain TCP flows on the emulated cluster (no MPI), all started at
+    once; the largest per-node time (every send written, every receive read) beside the predictions, in the shape
+    of :func:`topoplan.emulate.run.emulate`'s result. The fastest of ``repeats`` runs is kept."""
+    import json
+    import subprocess
+    import tempfile
+    import time
+
+    from topoplan.emulate import cluster as cl
+    from topoplan.emulate.launch import PRIORITY, cpu_idle, cpu_times, write_agent
+    from topoplan.emulate.plan import plan_circuits, write_route_files
+    from topoplan.emulate.run import predictions
+    from topoplan.traffic.trace import OP_CODE
+
+    preds = predictions(topo, trace, placement, plan, compute_scale=0.0)
+    node = [int(v) for v in placement.rank_to_node[:trace.n_ranks]]
+    sends, n_in = {}, [0] * trace.n_ranks
+    for r, op, peer, nbytes in zip(trace.rank.tolist(), trace.op.tolist(), trace.peer.tolist(), trace.bytes.tolist()):
+        if op in (OP_CODE["send"], OP_CODE["isend"]):
+            sends.setdefault(r, []).append([cl.data_address(node[peer]), nbytes])
+            n_in[peer] += 1
+    spec = cl.cluster_spec(topo, circuits=plan_circuits(plan, topo) if plan else [], scale=scale,
+                           queue_packets=queue_packets)
+    best = None
+    with tempfile.TemporaryDirectory() as work, cl.Cluster(spec) as cluster:
+        if plan:
+            cluster.apply_routes(write_route_files(plan, topo, Path(work) / "routes"))
+        agent = write_agent(spec, work)
+        for _ in range(max(1, repeats)):
+            start = time.time() + 2.0 + 0.1 * trace.n_ranks   # every listener up and every connection open by then
+            q0, c0 = cluster.queue_stats(), cpu_times()
+            procs = [subprocess.Popen([str(agent), "--exec", spec.hosts[node[r]], sys.executable,
+                                       str(Path(__file__).with_name("emulation_validation_tcp.py")),
+                                       json.dumps({"me": cl.data_address(node[r]), "start": start, "n_in": n_in[r],
+                                                   "sends": sends.get(r, [])})],
+                                      stdout=subprocess.PIPE, text=True,
+                                      preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, PRIORITY))
+                     for r in range(trace.n_ranks)]
+            try:
+                outs = [p.communicate(timeout=600)[0] for p in procs]
+            finally:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            if any(p.returncode for p in procs):
+                from topoplan.core.errors import TopoplanError
+
+                raise TopoplanError("a TCP flow program failed")
+            q1, c1 = cluster.queue_stats(), cpu_times()
+            measured = max(json.loads(o)["end_s"] for o in outs) / scale
+            if best is None or measured < best["max_comm_time_s"]:
+                best = {"max_comm_time_s": measured, "span_s": measured, "cpu_idle": cpu_idle(c0, c1),
+                        "ranks_cpu_cores": None, "packets": q1["sent"] - q0["sent"], "drops": q1["dropped"] - q0["dropped"],
+                        "attempts": repeats, "disturbed_attempts": 0}
+    for p in preds.values():
+        p["ratio"] = best["max_comm_time_s"] / p["max_comm_time_s"]
+    return {"scale": spec.scale, "measured": best, "measured_s": best["max_comm_time_s"],
+            "predicted_s": preds["default"]["max_comm_time_s"], "ratio": preds["default"]["ratio"], "predictions": preds}
 
 
 # -- the table and the figure ----------------------------------------------------------------------
@@ -252,17 +327,20 @@ def markdown(rows) -> str:
     for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
                         ("bulk", "Bulk cases"),
                         ("bulk-ack", "Bulk cases with acknowledgements first in every queue (the mechanism check)"),
+                        ("tcp", "Neighbour exchange (one iteration) as plain TCP flows, no MPI (the mechanism check)"),
                         ("npb", "NPB skeletons (EPS only, communication only)"),
                         ("bcast", "Bcast, default order and reordered (two link speeds)")):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
             continue
         lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
-                  "ratio paper | machine idle | ranks' cores | runs |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "ratio paper | machine idle | load average | ranks' cores | runs |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sel:
             lines.append(f"| {r['case']} | {r['ocs_nodes']:g} | {r['network']} | {r['scale']:g} | "
                          f"{r['measured_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['ratio']:.3f} | "
                          f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
+                         f"{'' if r.get('load_avg') is None else format(r['load_avg'], '.1f')} | "
                          f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
         lines.append("")
         if part == "bcast":
@@ -272,12 +350,14 @@ def markdown(rows) -> str:
                     lines.append(f"- {size}: reordered / default measured {d['reordered']['measured_s'] / d['default']['measured_s']:.3f}, "
                                  f"predicted {d['reordered']['predicted_s'] / d['default']['predicted_s']:.3f}")
             lines.append("")
-        if part in ("bulk", "bulk-ack"):
+        if part in ("bulk", "bulk-ack", "tcp"):
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
                                ("paper model", "ratio_paper")):
                 errs = [abs(r[key] - 1) for r in sel]
+                slower = sum(r[key] > 1 for r in sel)
                 lines.append(f"- {label}: median absolute error {statistics.median(errs):.1%}, largest "
-                             f"{max(errs):.1%} over {len(errs)} cells")
+                             f"{max(errs):.1%} over {len(errs)} cells; {slower} measured slower than predicted "
+                             f"(median ratio {statistics.median(r[key] for r in sel):.3f})")
             lines.append("")
             lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
             for o in order_check(rows, part):
@@ -336,7 +416,8 @@ def plot(rows, path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, npb, bcast")
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, tcp, npb, "
+                    "bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")
@@ -345,9 +426,11 @@ def main(argv=None) -> int:
                     "(default: the emulator's)")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
     ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
+    ap.add_argument("--tag", default="", help="write emulation_validation_TAG.* (a run kept beside the others)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    csv_path, md_path, png_path = (out / f"emulation_validation.{ext}" for ext in ("csv", "md", "png"))
+    stem = f"emulation_validation_{args.tag}" if args.tag else "emulation_validation"
+    csv_path, md_path, png_path = (out / f"{stem}.{ext}" for ext in ("csv", "md", "png"))
     if args.replot:
         rows = read_csv(csv_path)
     else:

@@ -51,6 +51,29 @@ def test_spec_of_a_tree():
     assert all(l.rate_Bps is None for l in s.links if l.cls == "mgmt") and s.mtu == 4096
 
 
+@pytest.mark.parametrize("bw_Bps, packets", [(1.25e9, 54), (0.625e9, 27), (2.5e9, 108)])
+def test_switch_ports_hold_their_share_of_a_switch_buffer(bw_Bps, packets):
+    topo = TreeTopology(kind="tree", nodes_per_switch=(2, 2), down_bw_Bps=bw_Bps, up_bw_Bps=bw_Bps)
+    for scale in (100, 400):   # bytes do not change with the scale
+        s = cl.cluster_spec(topo, scale=scale, run_id=1)
+        for link in (l for l in s.links if l.cls in ("node", "uplink")):
+            assert s.queue_of(link, "b") == packets                  # every b end is a switch port
+            assert s.queue_of(link, "a") == (cl.HOST_QUEUE_PACKETS if link.cls == "node" else packets)
+    fixed = cl.cluster_spec(topo, scale=400, run_id=1, queue_packets=64)
+    assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
+
+
+def test_an_unknown_congestion_control_is_refused():
+    with pytest.raises(TopoplanError, match="field 'congestion': this kernel has .*not 'no-such'"):
+        cl.cluster_spec(TREE, scale=10, run_id=1, congestion="no-such")
+
+
+def test_circuit_ends_are_host_queues():
+    s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=50, run_id=3)
+    ocs = [l for l in s.links if l.cls == "ocs"]
+    assert [s.queue_of(l, e) for l in ocs for e in "ab"] == [cl.HOST_QUEUE_PACKETS] * 2
+
+
 def test_fat_tree_uplinks_carry_all_their_nodes_send():
     s = cl.cluster_spec(TreeTopology(kind="fat-tree", nodes_per_switch=(4, 4), up_bw_Bps=1e9), scale=10, run_id=1)
     assert {l.rate_Bps for l in s.links if l.cls == "uplink"} == {4 * 1.25e9 / 10}
@@ -119,6 +142,50 @@ def test_build_shapes_and_removes_everything():
         assert _links_in(spec.bridge_ns[0]) == ["br0", "h0", "h1", "lo", "up"]
         assert (cl.LOCK_DIR / f"{os.getpid()}.lock").exists() and cl.run_alive(os.getpid())
     assert _ours(os.getpid()) == [] and not (cl.LOCK_DIR / f"{os.getpid()}.lock").exists()
+
+
+def _routes_and_queues(ns: str) -> tuple:
+    from pyroute2 import IPRoute, netns
+
+    netns.pushns(ns)
+    try:
+        with IPRoute() as ipr:
+            names = {l["index"]: l.get_attr("IFLA_IFNAME") for l in ipr.get_links()}
+            routes = {}
+            for r in ipr.get_routes(family=2, table=254):
+                metrics = r.get_attr("RTA_METRICS")
+                cc = metrics.get_attr("RTAX_CC_ALGO") if metrics is not None else None
+                if str(r.get_attr("RTA_DST")).startswith("198.18."):   # the emulated network (not the launcher's)
+                    routes[f"{r.get_attr('RTA_DST')}/{r['dst_len']}"] = cc
+            fifos = {names[q["index"]]: q.get_attr("TCA_OPTIONS")["limit"] for q in ipr.get_qdiscs()
+                     if q.get_attr("TCA_KIND") == "pfifo"}
+            return routes, fifos
+    finally:
+        netns.popns()
+
+
+@needs_root
+@pytest.mark.parametrize("congestion", ["cubic", "reno"])
+def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion):
+    spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=100, congestion=congestion)
+    with cl.Cluster(spec) as c:
+        routes, fifos = _routes_and_queues(spec.host_ns[1])
+        assert routes == {"198.18.0.0/16": congestion}
+        assert fifos == {"eth0": cl.HOST_QUEUE_PACKETS}
+        _, fifos = _routes_and_queues(spec.bridge_ns[0])
+        node = next(l for l in spec.links if l.cls == "node")
+        up = next(l for l in spec.links if l.cls == "uplink")
+        assert fifos == {"h0": spec.queue_of(node, "b"), "h1": spec.queue_of(node, "b"), "up": spec.queue_of(up, "a")}
+        n = c.apply_routes({"node0000": _route_file(tmp_path, "198.18.0.3/32 via 198.18.0.3 dev ocs0 onlink")})
+        routes, _ = _routes_and_queues(spec.host_ns[0])
+        assert n == 1 and routes == {"198.18.0.0/16": congestion, "198.18.0.3/32": congestion}
+    assert _ours(os.getpid()) == []
+
+
+def _route_file(tmp_path, line: str) -> Path:
+    path = tmp_path / "node0000.routes"
+    path.write_text(f"route replace {line}\n")
+    return path
 
 
 @needs_root

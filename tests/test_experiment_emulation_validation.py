@@ -18,7 +18,7 @@ def _rows():
                          "ratio_paper": measured / predicted, "span_s": measured, "cpu_idle": 0.5,
                          "ranks_cpu_cores": 0.3, "packets": 100.0, "drops": 0.0, "attempts": 1.0,
                          "disturbed_attempts": 0.0, "calibration_one_way": 1.01, "calibration_both_ways": 1.02,
-                         "calibration_ring": None})
+                         "calibration_ring": None, "load_avg": 9.5})
     return rows
 
 
@@ -42,3 +42,18 @@ def test_csv_round_trip_markdown_and_figure(tmp_path):
     assert "median absolute error" in md and "| neighbor | 8 | eps |" in md and "agrees" in md
     ev.plot(back, tmp_path / "v.png")
     assert (tmp_path / "v.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("part, title", [("bulk", "## Bulk cases"), ("tcp", "as plain TCP flows, no MPI")])
+def test_markdown_counts_cells_measured_slower_and_records_the_load(part, title):
+    rows = [dict(r, part=part) for r in _rows()]
+    md = ev.markdown(rows)
+    # measured / predicted: neighbor 1.14, 1.10, 1.13, 1.07; random 1.14, 1.0, 0.88, 1.07 -> 6 of 8 above 1
+    assert title in md and "6 measured slower than predicted (median ratio 1.086)" in md
+    assert "| 50% | 9.5 | 0.30 | 1 |" in md
+
+
+def test_a_tag_names_the_files(tmp_path):
+    ev.write_csv(_rows(), tmp_path / "emulation_validation_quiet.csv")
+    assert ev.main(["--replot", "--tag", "quiet", "-o", str(tmp_path)]) == 0
+    assert (tmp_path / "emulation_validation_quiet.md").is_file() and not (tmp_path / "emulation_validation.md").exists()

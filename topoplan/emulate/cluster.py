@@ -9,8 +9,8 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   the nodes of a rack are in a hybrid prototype, so a node reaches a relay under its own switch directly;
 - a circuit is a veth pair straight from one OCS node to the other;
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
-  link's bandwidth divided by ``scale``, then a FIFO of ``queue_packets`` packets (``queues="fifo"``, the
-  default: a plain Ethernet switch port). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
+  link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
+  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
   acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
   would. Links have the topology's MTU; their latency is the
   stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
@@ -51,7 +51,8 @@ from topoplan.core.extras import require
 from topoplan.core.topology import TreeTopology
 from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
-__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "DEFAULT_QUEUE_PACKETS", "QUEUES",
+__all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S",
+           "HOST_QUEUE_PACKETS", "QUEUES", "DEFAULT_CONGESTION",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
            "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
 
@@ -62,10 +63,18 @@ MGMT_NET = ipaddress.ip_network("198.19.0.0/16")
 HEAD_ADDRESS = "198.19.255.254"
 # Namespaces, processes and queues cost memory and set-up time; a laptop or CI machine emulates tens of nodes.
 MAX_HOSTS = 512
-# The FIFO of every link direction, in packets (MTU-sized): about 256 KB at the default 4 KiB MTU, a switch
-# port's buffer; one TCP flow fills its link with it (the calibration's one-way run: 1.01x the ideal).
-DEFAULT_QUEUE_PACKETS = 64
+# How deep a link direction's FIFO is depends on where it is. A switch port (an end inside a switch) holds its
+# share of the switch chip's packet buffer, in bytes: a top-of-rack chip of the kind these clusters use (Broadcom
+# Trident II+) has 16 MB for 48 x 10GE and 6 x 40GE ports, 720 Gb/s, so a port holds about 178 us of its line
+# rate (222 KB at 10 Gb/s). Bytes stay bytes under the scale (rate / scale, times x scale). A node's end is the
+# host's own transmit queue: Linux's default of 1000 packets (TCP Small Queues keeps a local flow's share short).
+SWITCH_BUFFER_S = 16e6 / (720e9 / 8)
+HOST_QUEUE_PACKETS = 1000
 QUEUES = ("fifo", "ack-priority")
+# TCP's congestion control on the emulated network: Linux's default, CUBIC. A network namespace may not make it
+# its default when the host does not allow it (this host allows reno and bbr), but a route's metric may name it:
+# every route of a node to the emulated network carries it.
+DEFAULT_CONGESTION = "cubic"
 NETNS_DIR = Path("/var/run/netns")
 _NAME = re.compile(re.escape(PREFIX) + r"(\d+)-")
 
@@ -139,8 +148,11 @@ class ClusterSpec:
     links : list of LinkSpec
     mtu : int
     scale : float
-    queue_packets : int
+    queue_packets : int or None
+        Every FIFO this many packets long; ``None``: switch ports and hosts as :meth:`queue_of` says.
     queues : {"fifo", "ack-priority"}
+    congestion : str
+        TCP's congestion control, as the metric of every route of the nodes.
 
     Examples
     --------
@@ -160,14 +172,37 @@ class ClusterSpec:
     links: list
     mtu: int
     scale: float
-    queue_packets: int = DEFAULT_QUEUE_PACKETS
+    queue_packets: int | None = None
     circuits: list = field(default_factory=list)
     queues: str = "fifo"
+    congestion: str = DEFAULT_CONGESTION
 
     @property
     def namespaces(self) -> list:
         """All namespaces, in creation order."""
         return [*self.host_ns, *self.bridge_ns, self.head_ns]
+
+    def queue_of(self, link: "LinkSpec", end: str) -> int:
+        """The FIFO length, in packets, of one end (``"a"`` or ``"b"``) of a shaped link.
+
+        A switch port holds :data:`SWITCH_BUFFER_S` of the link's (unscaled) bandwidth, counted in packets of the
+        MTU (the kernel's byte-counting FIFO is out of the netlink library's reach; an acknowledgement takes a
+        packet's place); a node's end is a host's transmit queue of :data:`HOST_QUEUE_PACKETS`;
+        ``queue_packets``, when set, overrides both.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology import TreeTopology
+        >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=400, run_id=3)
+        >>> link = s.links[0]
+        >>> s.queue_of(link, "a"), s.queue_of(link, "b")     # a host; a 10 Gb/s switch port: 222 KB
+        (1000, 54)
+        """
+        if self.queue_packets is not None:
+            return int(self.queue_packets)
+        if getattr(link, f"{end}_bridge"):
+            return max(round(link.rate_Bps * self.scale * SWITCH_BUFFER_S / (self.mtu + 14)), 2)
+        return HOST_QUEUE_PACKETS
 
     def ns_of(self, host: str) -> str:
         """The namespace of a host name (or ``"head"``)."""
@@ -179,12 +214,21 @@ class ClusterSpec:
             raise TopoplanError(f"host {host!r} is not a node of the emulated cluster") from None
 
 
+def _available_congestion() -> list:
+    """The TCP congestion controls the running kernel has (empty when it does not say)."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
 def _ns(run_id: int, role: str) -> str:
     return f"{PREFIX}{int(run_id)}-{role}"
 
 
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
-                 queue_packets: int = DEFAULT_QUEUE_PACKETS, queues: str = "fifo") -> ClusterSpec:
+                 queue_packets: int | None = None, queues: str = "fifo",
+                 congestion: str = DEFAULT_CONGESTION) -> ClusterSpec:
     """What the emulated cluster of ``topo`` consists of (namespaces, links and their shaping).
 
     Parameters
@@ -199,9 +243,12 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     run_id : int, optional
         Default: this process's id.
     queue_packets : int, optional
-        FIFO length of every link direction.
+        FIFO length of every link direction, in packets; default: switch ports and hosts as
+        :meth:`ClusterSpec.queue_of` says.
     queues : {"fifo", "ack-priority"}, optional
         How a link direction queues (see the module docstring).
+    congestion : str, optional
+        TCP's congestion control on the emulated network (:data:`DEFAULT_CONGESTION`), one the kernel has.
 
     Returns
     -------
@@ -211,7 +258,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     ------
     TopoplanError
         For a topology that is not a two-level tree, more than :data:`MAX_HOSTS` nodes, a scale that
-        is not positive, or a circuit on a node without an OCS port.
+        is not positive, a circuit on a node without an OCS port, or a congestion control the kernel lacks.
 
     Examples
     --------
@@ -235,6 +282,9 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
     if queues not in QUEUES:
         raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
+    available = _available_congestion()
+    if available and congestion not in available:
+        raise TopoplanError(f"field 'congestion': this kernel has {', '.join(available)}, not {congestion!r}")
     if topo.n_nodes > MAX_HOSTS:
         raise TopoplanError(f"topology {topo.name or topo.kind}: {topo.n_nodes} nodes; the emulator builds at most "
                             f"{MAX_HOSTS} (one namespace and several processes each)")
@@ -280,8 +330,9 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
             raise TopoplanError(f"link {link.name}: {link.rate_Bps:.3g} B/s after dividing by the scale {scale:g}; "
                                 "choose a smaller --scale")
     return ClusterSpec(run_id=run, hosts=hosts, host_ns=host_ns, bridge_ns=[*sw_ns, top_ns, mgmt_ns],
-                       head_ns=head_ns, links=links, mtu=mtu, scale=scale, queue_packets=int(queue_packets),
-                       circuits=circ, queues=queues)
+                       head_ns=head_ns, links=links, mtu=mtu, scale=scale,
+                       queue_packets=None if queue_packets is None else int(queue_packets),
+                       circuits=circ, queues=queues, congestion=congestion)
 
 
 # -- privileges and the library ------------------------------------------------------------------
@@ -504,10 +555,14 @@ HOST_SYSCTLS = {
     "net.ipv4.conf.all.accept_redirects": 0,
     "net.ipv6.conf.all.disable_ipv6": 1,      # no neighbour discovery or router solicitations
     "net.ipv6.conf.default.disable_ipv6": 1,
-    # Linux distributions default to CUBIC, which behaves as Reno at these bandwidth-delay products (its
-    # TCP-friendly region); a namespace may only choose among the host's allowed algorithms, and this host's
-    # kernel allows reno and bbr (its build default). BBR left a 4-rank ring at 1.5-1.7x the ideal, Reno 1.2x.
+    # The namespace's default congestion control may only be one the host allows (here reno and bbr); the
+    # emulated network's own routes carry DEFAULT_CONGESTION instead (a route's metric may name any algorithm the
+    # kernel has), so reno serves only what no such route covers (the launcher's network).
     "net.ipv4.tcp_congestion_control": "reno",
+    # TCP's timers do not scale: a connection idle for one retransmission timeout (at least 200 ms of real time,
+    # 0.5 ms of emulated time at scale 400) restarts from its initial window. A real network sees such pauses
+    # between the messages of one exchange 400 times less often, so the restart is switched off.
+    "net.ipv4.tcp_slow_start_after_idle": 0,
 }
 OTHER_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": 1, "net.ipv6.conf.default.disable_ipv6": 1}
 
@@ -683,7 +738,8 @@ class Cluster:
                 for dest, via, dev, onlink in routes:
                     if dev not in index:
                         index[dev] = h.link_lookup(ifname=dev)[0]
-                    h.route("replace", dst=f"{dest}/32", gateway=via, oif=index[dev], flags=4 if onlink else 0)
+                    h.route("replace", dst=f"{dest}/32", gateway=via, oif=index[dev], flags=4 if onlink else 0,
+                            metrics={"RTAX_CC_ALGO": s.congestion})
                     n += 1
         finally:
             self._close_handles()
@@ -745,8 +801,12 @@ class Cluster:
             self._link(link)
         for i, ns in enumerate(s.host_ns):
             h = self.handle(ns)
-            h.addr("add", index=h.link_lookup(ifname="eth0")[0], address=data_address(i), prefixlen=16)
+            eth0 = h.link_lookup(ifname="eth0")[0]
+            h.addr("add", index=eth0, address=data_address(i), prefixlen=16)
             h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=mgmt_address(i), prefixlen=16)
+            # the EPS route the kernel made for the address, again with the congestion control as its metric
+            h.route("replace", dst=str(DATA_NET), oif=eth0, prefsrc=data_address(i), scope=253, proto=2,
+                    metrics={"RTAX_CC_ALGO": s.congestion})
         h = self.handle(s.head_ns)
         h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=HEAD_ADDRESS, prefixlen=16)
         self._close_handles()
@@ -756,14 +816,14 @@ class Cluster:
         a = self.handle(link.a_ns)
         a.link("add", ifname=link.a_if, kind="veth", peer={"ifname": link.b_if, "net_ns_fd": link.b_ns})
         b = self.handle(link.b_ns)
-        for h, ifname, bridged in ((a, link.a_if, link.a_bridge), (b, link.b_if, link.b_bridge)):
+        for h, ifname, bridged, end in ((a, link.a_if, link.a_bridge, "a"), (b, link.b_if, link.b_bridge, "b")):
             idx = h.link_lookup(ifname=ifname)[0]
             mtu = s.mtu if link.cls != "mgmt" else 1500
             if bridged:
                 h.link("set", index=idx, master=h.link_lookup(ifname="br0")[0])
             h.link("set", index=idx, mtu=mtu, state="up")
             if link.rate_Bps is not None:
-                _shape(h, idx, link.rate_Bps, mtu, s.queue_packets, ack_priority=s.queues == "ack-priority")
+                _shape(h, idx, link.rate_Bps, mtu, s.queue_of(link, end), ack_priority=s.queues == "ack-priority")
 
 
 def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False) -> None:

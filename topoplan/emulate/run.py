@@ -182,7 +182,8 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
 def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, model=None, threshold_B=None,
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
-            queue_packets: int | None = None, queues: str = "fifo", bcast_keys=None, note=None) -> dict:
+            queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
+            note=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -215,9 +216,13 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     transport : dict, optional
         Open MPI transport settings; default :func:`topoplan.emulate.launch.transport_for` the largest message.
     queue_packets : int, optional
-        FIFO length of every link direction (default :data:`topoplan.emulate.cluster.DEFAULT_QUEUE_PACKETS`).
+        FIFO length of every link direction, in packets (default: switch ports hold their share of a switch's
+        buffer, hosts Linux's transmit queue; :meth:`topoplan.emulate.cluster.ClusterSpec.queue_of`).
     queues : {"fifo", "ack-priority"}, optional
         How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
+    congestion : str, optional
+        TCP's congestion control on the emulated network (default
+        :data:`topoplan.emulate.cluster.DEFAULT_CONGESTION`, CUBIC).
     bcast_keys : list of int, optional
         Reorder every ``MPI_Bcast`` on MPI_COMM_WORLD with the Bcast library (the key of every rank,
         :func:`topoplan.emulate.plan.bcast_keys`); the predictions are of the reordered Bcasts
@@ -231,8 +236,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         ``measured_s`` (the largest communication time of a rank, scaled back), ``predicted_s`` (the default
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
-        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, set-up time),
-        ``transport``.
+        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's
+        congestion control, set-up time), ``transport``.
 
     Raises
     ------
@@ -269,8 +274,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
-                           queue_packets=cl.DEFAULT_QUEUE_PACKETS if queue_packets is None else queue_packets,
-                           queues=queues)
+                           queue_packets=queue_packets,
+                           queues=queues, congestion=cl.DEFAULT_CONGESTION if congestion is None else congestion)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
     out: dict = {"scale": spec.scale}
@@ -282,7 +287,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                 n_routes = cluster.apply_routes(write_route_files(plan, topo, work / "routes"))
             out["cluster"] = {"nodes": topo.n_nodes, "switches": topo.n_switches, "circuits": len(circuits),
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
-                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets, "queues": spec.queues,
+                              "mtu_B": spec.mtu, "queue_packets": spec.queue_packets,
+                              "switch_buffer_s": cl.SWITCH_BUFFER_S, "host_queue_packets": cl.HOST_QUEUE_PACKETS,
+                              "queues": spec.queues, "congestion": spec.congestion,
                               "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)
             if calibrate:
