@@ -7,9 +7,12 @@ finds the steps of a trace: the reference replay (:class:`topoplan.sim.replay.Re
 non-blocking calls and waits, collectives as MPICH's schedules of :mod:`topoplan.traffic.collectives`)
 run on a unit network, where every message takes one unit from the moment both its send and its receive
 are posted, and computation takes none. A message's *level* is when it starts; the messages of one
-level form a step. Every message is treated as rendezvous (it waits for its receive), so ranks that run
-the same exchange stay in step, as an SPMD code's do; a trace that needs eager sends to progress
-(both sides send first) is clocked again with MPI's eager sends for small messages.
+level form a step. A message waits for its receive (so ranks that run the same exchange stay in step,
+as an SPMD code's do), but its sender waits for it only as the simulator's protocol says: a send below
+the replay's eager threshold (64 KiB) completes at once for its sender, as MPI's eager protocol does, a
+larger one when it is delivered. A rank's blocking sends of small messages to several neighbours (MG's
+halo exchange sends to one neighbour, then to the other) are therefore one step, as they overlap in the
+simulator, not a step each.
 
 Levels with the same messages are one *step type* with a count (CG's 75 iterations repeat the same
 types); :class:`Steps` holds the types as :class:`~topoplan.traffic.matrix.Traffic` and their counts, and
@@ -32,24 +35,30 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.sim.routes import LinkSet
-from topoplan.sim.replay import Replayer
+from topoplan.sim.reference import _Msg
+from topoplan.sim.replay import Replayer, replay
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
 from topoplan.traffic.trace import OP_CODE, Trace
 
-__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS"]
+__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS",
+           "EAGER_THRESHOLD_B"]
 
 # The clock runs the reference replay in Python: about 10-20 us a message on this 2-core machine (collectives
 # count as their messages). A generator spec is clocked by its iterations; a trace file whole, up to this
 # many rows (about a minute).
 STEP_CLOCK_ROWS = 2_000_000
+
+# Sends below this size complete at once for their sender in the clock: the replay's eager threshold.
+EAGER_THRESHOLD_B = float(inspect.signature(replay).parameters["eager_threshold_B"].default)
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,35 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
             super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
                              compute_scale=0.0, eager_threshold_B=eager_threshold_B)
             self.engine = _UnitEngine()
+            self.blocking_send = False
             self.sent = []
             self.next_id = 0
+
+        def _call(self, r, i):
+            self.blocking_send = self.op[i] == OP_CODE["send"]
+            super()._call(r, i)
+            self.blocking_send = False
+
+        def _send(self, r, dst, nbytes, tag, t):
+            # the reference's send, except that only a blocking send is eager (its sender goes on at once) and
+            # that an eager message starts when it is matched (below)
+            q = self._new_req(r, dst, True)
+            m = _Msg(r, dst, nbytes, tag, q, self.blocking_send and nbytes < self.eager_B, t)
+            self.n_messages += 1
+            if m.eager:
+                q.done, q.t_done = True, t
+            rq = self._match_posted(m)
+            if rq is not None:
+                self._matched(m, rq, t)
+            else:
+                self.unexpected[(dst, r, tag)].append(m)
+                self.unexp_keys[dst].add((dst, r, tag))
+            return q
+
+        def _matched(self, m, rq, t):
+            m.rreq = rq
+            rq.peer = m.src
+            self._start(m, t)
 
         def _start(self, m, t):
             level = float(round(t))
@@ -187,15 +223,16 @@ class _Placed:
         self.rank_to_node = rank_to_node
 
 
-def step_levels(trace: Trace, *, eager_threshold_B: float = 0.0):
+def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
     """Every message of ``trace`` (collectives expanded) with the level of the step clock it starts at.
 
     Parameters
     ----------
     trace : Trace
     eager_threshold_B : float, optional
-        Messages below this size complete their send at once (MPI's eager protocol); 0: every message
-        waits for its receive (the step clock's default, see the module docstring).
+        Sends below this size complete at once for their sender (MPI's eager protocol; the message still
+        starts when its receive is posted); default the replay's threshold (see the module docstring). 0:
+        every sender waits until its message is delivered.
 
     Returns
     -------
@@ -223,14 +260,9 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = 0.0):
 
 
 def _clock(trace: Trace):
-    """Levels with every message rendezvous; with MPI's eager sends when the trace needs them to progress."""
+    """The levels of :func:`step_levels` (a trace that is one exchange without the replay)."""
     one = _one_exchange(trace)
-    if one is not None:
-        return one
-    try:
-        return step_levels(trace, eager_threshold_B=0.0)
-    except TopoplanError:
-        return step_levels(trace, eager_threshold_B=65536.0)
+    return one if one is not None else step_levels(trace)
 
 
 def _one_exchange(trace: Trace):
