@@ -134,6 +134,28 @@ def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
     assert floor_s(p) <= ev.objective_s
 
 
+@pytest.mark.parametrize("other_B, relay_counts", [(64e6, False), (1e3, True)])
+def test_a_relay_delays_a_step_only_on_its_bottleneck(other_B, relay_counts):
+    # one step: node 1 -> node 4 (8 MB) relayed by OCS node 0 over the circuit 0-3, and node 7 -> 8 inside
+    # switch 2. A pipelined relay delays its message by one chunk's serialization: the step ends later only
+    # when the relayed message is on the step's bottleneck (7 -> 8 small), not when 7 -> 8 (64 MB) is.
+    from topoplan.problems.circuits.bound import RELAY_CHUNK_B
+    from topoplan.problems.circuits.problem import plan_simulator, result_from_plan
+
+    topo = hybrid(switches=3, per_switch=3, ocs_per_switch=1)              # OCS nodes 0, 3, 6
+    tr = stepped_trace([[(1, 4, 8e6), (7, 8, other_B)]], 9)
+    p = CircuitProblem.build(topo, None, steps=trace_steps(tr), threshold_B=1000.0)
+    nh = np.full((9, 3), -1, dtype=np.int64)
+    nh[1, 1], nh[0, 1] = 0, 3
+    ev = evaluate(p, [(0, 3)], nh)
+    m = ev.metrics()
+    assert m["relayed_bytes"] == 8e6
+    assert m["step_relay_s"] == pytest.approx(RELAY_CHUNK_B / 1.25e9 if relay_counts else 0.0, abs=1e-12)
+    assert ev.objective_s == pytest.approx(m["step_bottlenecks_s"] + m["step_latency_s"], rel=1e-12)
+    simulated = plan_simulator(p, tr)(result_from_plan(p, [(0, 3)], nh).to_dict())
+    assert simulated == pytest.approx(ev.objective_s, rel=0.01)
+
+
 def test_merging_step_groups_keeps_the_traffic_and_never_raises_the_step_time():
     p = CircuitProblem.build(load_topology_003(), None, steps=steps_of_spec("npb:kernel=mg,class=S,np=64,iters=2"),
                              max_step_types=1000)
