@@ -42,7 +42,6 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.sim.routes import LinkSet
-from topoplan.sim.reference import _Msg
 from topoplan.sim.replay import Replayer, replay
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
@@ -148,35 +147,22 @@ class _UnitEngine:
 
 def _unit_replayer(trace: Trace, eager_threshold_B: float):
     """The reference replayer with its engine and its message start replaced by the unit clock."""
+    threshold = float(eager_threshold_B)
+
     class UnitReplayer(Replayer):
         def __init__(self):
             super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
                              compute_scale=0.0, eager_threshold_B=eager_threshold_B)
             self.engine = _UnitEngine()
-            self.blocking_send = False
+            self.eager_B = 0.0
             self.sent = []
             self.next_id = 0
 
         def _call(self, r, i):
-            self.blocking_send = self.op[i] == OP_CODE["send"]
+            # only a blocking send is eager: its sender goes on at once (the replay's eager protocol)
+            self.eager_B = threshold if self.op[i] == OP_CODE["send"] else 0.0
             super()._call(r, i)
-            self.blocking_send = False
-
-        def _send(self, r, dst, nbytes, tag, t):
-            # the reference's send, except that only a blocking send is eager (its sender goes on at once) and
-            # that an eager message starts when it is matched (below)
-            q = self._new_req(r, dst, True)
-            m = _Msg(r, dst, nbytes, tag, q, self.blocking_send and nbytes < self.eager_B, t)
-            self.n_messages += 1
-            if m.eager:
-                q.done, q.t_done = True, t
-            rq = self._match_posted(m)
-            if rq is not None:
-                self._matched(m, rq, t)
-            else:
-                self.unexpected[(dst, r, tag)].append(m)
-                self.unexp_keys[dst].add((dst, r, tag))
-            return q
+            self.eager_B = 0.0
 
         def _matched(self, m, rq, t):
             m.rreq = rq
@@ -184,6 +170,8 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
             self._start(m, t)
 
         def _start(self, m, t):
+            if m.rreq is None:
+                return                  # an eager message starts when its receive is posted (_matched)
             level = float(round(t))
             self.sent.append((m.src, m.dst, m.nbytes, level))
             fid = self.next_id
