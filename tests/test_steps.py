@@ -134,11 +134,11 @@ def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
     assert floor_s(p) <= ev.objective_s
 
 
-@pytest.mark.parametrize("other_B, relay_counts", [(64e6, False), (1e3, True)])
-def test_a_relay_delays_a_step_only_on_its_bottleneck(other_B, relay_counts):
+@pytest.mark.parametrize("other_B", [64e6, 1e3])
+def test_a_relay_adds_a_chunk_to_its_step(other_B):
     # one step: node 1 -> node 4 (8 MB) relayed by OCS node 0 over the circuit 0-3, and node 7 -> 8 inside
-    # switch 2. A pipelined relay delays its message by one chunk's serialization: the step ends later only
-    # when the relayed message is on the step's bottleneck (7 -> 8 small), not when 7 -> 8 (64 MB) is.
+    # switch 2, the step's bottleneck (64 MB) or not (1 KB). A pipelined relay delays its message by one
+    # chunk's serialization; the step time adds it to the step, and the simulator agrees within 1% either way.
     from topoplan.problems.circuits.bound import RELAY_CHUNK_B
     from topoplan.problems.circuits.problem import plan_simulator, result_from_plan
 
@@ -150,8 +150,9 @@ def test_a_relay_delays_a_step_only_on_its_bottleneck(other_B, relay_counts):
     ev = evaluate(p, [(0, 3)], nh)
     m = ev.metrics()
     assert m["relayed_bytes"] == 8e6
-    assert m["step_relay_s"] == pytest.approx(RELAY_CHUNK_B / 1.25e9 if relay_counts else 0.0, abs=1e-12)
-    assert ev.objective_s == pytest.approx(m["step_bottlenecks_s"] + m["step_latency_s"], rel=1e-12)
+    assert m["step_relay_s"] == pytest.approx(RELAY_CHUNK_B / 1.25e9, rel=1e-12)     # one relay, 10 Gb/s out
+    assert ev.objective_s == pytest.approx(m["step_bottlenecks_s"] + m["step_relay_s"] + m["step_latency_s"],
+                                           rel=1e-12)
     simulated = plan_simulator(p, tr)(result_from_plan(p, [(0, 3)], nh).to_dict())
     assert simulated == pytest.approx(ev.objective_s, rel=0.01)
 

@@ -200,14 +200,11 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
     relay_s = 0.0
     if p.step_loads is not None:
         sl = p.step_loads
-        link_t = step_link_times(p, pair_links, bw)
-        loaded = link_t.max(axis=1, initial=0.0)
+        step_times = step_link_times(p, pair_links, bw).max(axis=1, initial=0.0)
         if pair_links is not None and circuits:
             out_bw = min(p.ocs_bw_Bps, float(p.node_bw_Bps[p.is_ocs].min(initial=np.inf)))
-            link_t += sl.relay_link_s(relay_hops / out_bw, RELAY_CHUNK_B, pair_links, len(bw))
-        step_times = link_t.max(axis=1, initial=0.0)
-        relay_s = float(step_times.sum() - loaded.sum())
-        step_s = float(step_times.sum()) + sl.latency_s
+            relay_s = sl.relay_latency_s(relay_hops / out_bw, RELAY_CHUNK_B)
+        step_s = float(step_times.sum()) + sl.latency_s + relay_s
     return Evaluation(problem=p, circuits=circuits, loads_B=loads, bw_Bps=bw,
                       congestion_s=float(t.max(initial=0.0)),
                       uplink_bytes=float(loads[ids["uplink_up"]].sum()),

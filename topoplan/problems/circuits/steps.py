@@ -14,12 +14,20 @@ type. It is a lower bound on the time of the steps run one after another (separa
 each at its bottleneck), and an estimate of the application's communication time otherwise (steps that
 overlap in a real run can take less; dynamic effects of sharing can take more). Two latency terms are
 added to the estimate: each step's slowest EPS route latency times its count (fixed), and what relays add
--- one chunk's serialization at every relay a message crosses (pipelined relays forward a chunk at a
-time, so a message smaller than a chunk is stored and forwarded whole), which depends on the plan. The
-relay delay is charged on the links the relayed message crosses (:meth:`StepLoads.relay_link_s`): a
-step takes the largest over its links of the link's load time plus the delay of the slowest relayed
-message on it, so a relay that is off the step's bottleneck link costs the step nothing (charged on the
-step as a whole, the delay of every relayed message overestimated CG on 001's systems by 11%).
+to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
+relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
+which depends on the plan.
+
+How close the step time comes to the simulated time is measured by ``benchmarks/bench_steps.py`` (the
+papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT plans without relays in most
+cells; not for IS (its all-to-all in batches of small eager messages overlaps batches in the run: up to
+0.71x), LU (the clock's unit steps split and join the wavefront's microsecond messages and the face
+exchanges' millisecond ones: 0.85-1.22x) and plans that relay much (FT: 0.56-0.83x; relayed messages also
+share the relays' links and run at their smallest share along a longer route, which one chunk's
+serialization per relay does not show). Charging a relay's delay only on the links its message crosses
+(so that a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light
+relaying (1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by
+up to 0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
 
 A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
 are merged into at most ``max_types`` groups (:func:`merge_groups`): types with the same busiest link and
@@ -94,7 +102,6 @@ class StepLoads:
     n_steps: int
     n_types: int
     source: str = ""
-    type_group: np.ndarray | None = None
 
     @property
     def n_groups(self) -> int:
@@ -110,64 +117,20 @@ class StepLoads:
             np.add.at(out, g, a)
             return out
 
-        tg = np.arange(self.n_types) if self.type_group is None else self.type_group
         return StepLoads(add(self.base_up_B), add(self.base_down_B), add(self.base_intra_B),
                          add(self.base_uplink_up_B), add(self.base_uplink_down_B), add(self.large_B),
-                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source,
-                         g[tg])
+                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source)
 
-    def relay_link_s(self, extra_s_per_B: np.ndarray, chunk_B: float, pair_links, n_links: int) -> np.ndarray:
-        """The delay relays add to the links of every step group (``groups x n_links``, seconds).
-
-        A relayed message arrives one chunk's serialization (``min(size, chunk_B)``) per relay later than its
-        last byte crosses a link: on every link of its route, the step ends that much later when the message
-        is among the last the link carries. Per step type and link, the largest such delay of the type's
-        relayed messages crossing the link, times the type's count, summed over the types of each group
-        (merging adds, as for the loads). The step time of a group is then the largest over its links of
-        the link's load time plus this delay: a relay that is off the step's bottleneck costs nothing.
+    def relay_latency_s(self, extra_s_per_B: np.ndarray, chunk_B: float) -> float:
+        """The latency relays add to the steps: per step type, its slowest large message's relay hops times
+        the serialization of one chunk (``min(size, chunk_B)``) at each, times the type's count.
 
         ``extra_s_per_B``: per large pair, the relay hops of its route divided by the bandwidth out of the
-        relays (seconds per byte of chunk); ``pair_links``: large pair x link incidence of the plan's routes.
-
-        Examples
-        --------
-        >>> from topoplan.core.topology_io import load_topology
-        >>> from topoplan.problems.circuits import CircuitProblem
-        >>> from topoplan.problems.circuits.bound import plan_pair_links
-        >>> from topoplan.sim.steps import trace_steps
-        >>> from topoplan.traffic.generators import parse_spec
-        >>> t = load_topology("paper003", ["ocs.nodes_per_switch=1"])       # OCS nodes 0, 16, 32, 48
-        >>> p = CircuitProblem.build(t, None, steps=trace_steps(parse_spec("ring:np=128,bytes=4MB,iters=2")))
-        >>> p.large_src.tolist(), p.large_dst.tolist()                      # the ring's two switch crossings
-        ([15, 31], [16, 0])
-        >>> nh = np.full((64, 4), -1); nh[15, 1] = 0; nh[0, 1] = 16          # node 15 -> relay 0 -> circuit -> 16
-        >>> pl = plan_pair_links(p, [(0, 16)], nh)
-        >>> d = p.step_loads.relay_link_s(np.array([1 / 1.25e9, 0.0]), 65536.0, pl, p.n_fixed_links() + 2)
-        >>> sorted({p.link_name(int(l), [(0, 16)]) for l in np.flatnonzero(d.max(axis=0))})
-        ['S0->node0000', 'node0000=>node0016', 'node0015->S0']
-        >>> round(float(d.max()) * 1e6, 1)        # one 64 KiB chunk at 10 Gbps, in both steps of the ring
-        104.9
-        """
-        out = np.zeros((self.n_groups, n_links))
-        if not len(extra_s_per_B) or not np.any(extra_s_per_B) or pair_links is None:
-            return out
-        m = self.type_sizes_B.minimum(chunk_B).multiply(extra_s_per_B.reshape(1, -1)).tocoo()
-        keep = m.data > 0
-        k, p, v = m.row[keep], m.col[keep], m.data[keep]
-        pl = pair_links.tocsr()
-        lens = np.diff(pl.indptr)[p]
-        if not lens.sum():
-            return out
-        starts = np.repeat(pl.indptr[p] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-        key = np.repeat(k, lens) * n_links + pl.indices[starts]
-        val = np.repeat(v, lens)
-        order = np.argsort(key, kind="stable")
-        cell, first = np.unique(key[order], return_index=True)
-        top = np.maximum.reduceat(val[order], first)          # per (type, link): the largest delay
-        kk = cell // n_links
-        tg = np.arange(self.n_types) if self.type_group is None else self.type_group
-        np.add.at(out, (tg[kk], cell % n_links), top * self.type_count[kk])
-        return out
+        relays (seconds per byte of chunk)."""
+        if not len(extra_s_per_B) or not np.any(extra_s_per_B):
+            return 0.0
+        m = self.type_sizes_B.minimum(chunk_B).multiply(extra_s_per_B.reshape(1, -1)).tocsr()
+        return float((m.max(axis=1).toarray().ravel() * self.type_count).sum())
 
 
 def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
