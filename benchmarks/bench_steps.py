@@ -13,6 +13,7 @@ paper's heuristic and no circuits; its accuracy is the ilp objective over its si
     python benchmarks/bench_steps.py                    # the whole grid (hours on 2 cores; resumable)
     python benchmarks/bench_steps.py --quick            # one OCS size per system, seed 0
     python benchmarks/bench_steps.py --table            # the summary of the cells measured so far
+    python benchmarks/bench_steps.py --quick --systems 003 --traffic cg,mg   # a subset of the cells
 
 Cells are appended to ``benchmarks/results/steps_grid.jsonl`` as they finish (a rerun skips them;
 ``--fresh`` starts over); ``--table`` prints the summary (Markdown) the README shows. NPB traces run two
@@ -58,11 +59,15 @@ def traffic_spec(kind: str, ranks: int, seed: int) -> str:
     return f"npb:kernel={kind},class=B,np={ranks},iters=2"
 
 
-def cells(quick: bool):
+def cells(quick: bool, systems=None, traffic=None):
     for system, (preset, sizes, ranks, paper) in SYSTEMS.items():
+        if systems and system not in systems:
+            continue
         labels = list(sizes)[:1] if quick else list(sizes)
         for label in labels:
             for kind in TRAFFIC:
+                if traffic and kind not in traffic:
+                    continue
                 for seed in (SEEDS[:1] if quick else SEEDS):
                     yield system, preset, label, sizes[label], ranks, paper, kind, seed
 
@@ -161,7 +166,16 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="start over (the cells measured so far are dropped)")
     ap.add_argument("--table", action="store_true", help="only print the summary of the cells measured so far")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--systems", help=f"comma-separated subset of {', '.join(SYSTEMS)}")
+    ap.add_argument("--traffic", help=f"comma-separated subset of {', '.join(TRAFFIC)}")
     a = ap.parse_args(argv)
+    systems = a.systems.split(",") if a.systems else None
+    traffic = a.traffic.split(",") if a.traffic else None
+    for name, given, known in (("--systems", systems, SYSTEMS), ("--traffic", traffic, TRAFFIC)):
+        bad = [x for x in given or () if x not in known]
+        if bad:
+            print(f"error: {name}: unknown {', '.join(bad)}; choose from {', '.join(known)}", file=sys.stderr)
+            return 2
     a.out.parent.mkdir(parents=True, exist_ok=True)
     if a.fresh and a.out.exists():
         a.out.unlink()
@@ -169,7 +183,7 @@ def main(argv=None) -> int:
     if not a.table:
         seen = {(r["system"], r["size"], r["traffic"], r["seed"]) for r in done}
         steps_cache: dict = {}
-        for cell in cells(a.quick):
+        for cell in cells(a.quick, systems, traffic):
             system, preset, label, size, ranks, paper, kind, seed = cell
             if (system, label, kind, seed) in seen:
                 continue

@@ -79,6 +79,22 @@ def test_a_trace_that_needs_eager_sends_is_still_clocked():
     assert st.total_bytes() == 16.0
 
 
+@pytest.mark.parametrize("nbytes, levels", [(1e3, [0.0] * 8), (1e6, [0.0] * 4 + [1.0] * 4)])
+def test_blocking_sends_of_small_messages_are_one_step(nbytes, levels):
+    # a halo exchange as MG's comm3 writes it: receives from both neighbours posted, then a blocking send to
+    # the left and one to the right, then the waits. A small send returns at once (MPI's eager protocol, as
+    # the simulator replays it), so both go in one step; a large one returns when delivered: two steps.
+    n = 4
+    recs = []
+    for r in range(n):
+        left, right = (r - 1) % n, (r + 1) % n
+        recs += [(r, "irecv", left, nbytes, -1), (r, "irecv", right, nbytes, -1),
+                 (r, "send", left, nbytes, -1), (r, "send", right, nbytes, -1), (r, "waitall", -1, 0, -1)]
+    tr = Trace.from_records([(r, op, p, b, -1, n, 0.0, 0.0, -1, t) for r, op, p, b, t in recs], n)
+    assert sorted(step_levels(tr)[3].tolist()) == levels
+    assert sorted(step_levels(tr, eager_threshold_B=0.0)[3].tolist()) == [0.0] * 4 + [1.0] * 4   # all waiting
+
+
 def test_a_deadlocked_trace_is_refused():
     recs = [(0, "recv", 1, 8.0, -1, 2, 0.0, 0.0), (1, "recv", 0, 8.0, -1, 2, 0.0, 0.0)]
     with pytest.raises(TopoplanError, match="deadlock"):
@@ -116,6 +132,29 @@ def test_the_step_time_is_at_least_the_bulk_bound_and_equals_it_for_one_step():
     e1 = evaluate(one, [], np.full((9, 3), -1, dtype=np.int64))
     assert e1.objective_s == pytest.approx(e1.congestion_s + one.step_loads.latency_s, rel=1e-12)
     assert floor_s(p) <= ev.objective_s
+
+
+@pytest.mark.parametrize("other_B", [64e6, 1e3])
+def test_a_relay_adds_a_chunk_to_its_step(other_B):
+    # one step: node 1 -> node 4 (8 MB) relayed by OCS node 0 over the circuit 0-3, and node 7 -> 8 inside
+    # switch 2, the step's bottleneck (64 MB) or not (1 KB). A pipelined relay delays its message by one
+    # chunk's serialization; the step time adds it to the step, and the simulator agrees within 1% either way.
+    from topoplan.problems.circuits.bound import RELAY_CHUNK_B
+    from topoplan.problems.circuits.problem import plan_simulator, result_from_plan
+
+    topo = hybrid(switches=3, per_switch=3, ocs_per_switch=1)              # OCS nodes 0, 3, 6
+    tr = stepped_trace([[(1, 4, 8e6), (7, 8, other_B)]], 9)
+    p = CircuitProblem.build(topo, None, steps=trace_steps(tr), threshold_B=1000.0)
+    nh = np.full((9, 3), -1, dtype=np.int64)
+    nh[1, 1], nh[0, 1] = 0, 3
+    ev = evaluate(p, [(0, 3)], nh)
+    m = ev.metrics()
+    assert m["relayed_bytes"] == 8e6
+    assert m["step_relay_s"] == pytest.approx(RELAY_CHUNK_B / 1.25e9, rel=1e-12)     # one relay, 10 Gb/s out
+    assert ev.objective_s == pytest.approx(m["step_bottlenecks_s"] + m["step_relay_s"] + m["step_latency_s"],
+                                           rel=1e-12)
+    simulated = plan_simulator(p, tr)(result_from_plan(p, [(0, 3)], nh).to_dict())
+    assert simulated == pytest.approx(ev.objective_s, rel=0.01)
 
 
 def test_merging_step_groups_keeps_the_traffic_and_never_raises_the_step_time():
@@ -211,7 +250,7 @@ def test_one_exchange_is_clocked_as_the_replay_clocks_it(spec):
     fast = _one_exchange(trace)
     assert fast is not None
     replayed = step_levels(trace)                      # the replay, at both eager thresholds
-    assert _levels_key(fast) == _levels_key(replayed) == _levels_key(step_levels(trace, eager_threshold_B=65536.0))
+    assert _levels_key(fast) == _levels_key(replayed) == _levels_key(step_levels(trace, eager_threshold_B=0.0))
     # the step types built from either are the same object, field for field
     a = _group_levels(trace.n_ranks, *[x[fast[0] != fast[1]] for x in fast], "s")
     b = _group_levels(trace.n_ranks, *[x[replayed[0] != replayed[1]] for x in replayed], "s")

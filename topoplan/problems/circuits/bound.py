@@ -85,6 +85,7 @@ class Evaluation:
     max_hops: int
     step_times_s: np.ndarray | None = None
     step_s: float | None = None
+    step_relay_s: float = 0.0
 
     @property
     def objective_s(self) -> float:
@@ -128,7 +129,8 @@ class Evaluation:
         }
         if self.step_s is not None:
             sl = p.step_loads
-            out.update(step_time_s=self.step_s, step_latency_s=sl.latency_s, steps=sl.n_steps,
+            out.update(step_time_s=self.step_s, step_latency_s=sl.latency_s, step_relay_s=self.step_relay_s,
+                       step_bottlenecks_s=float(self.step_times_s.sum()), steps=sl.n_steps,
                        step_types=sl.n_types, step_groups=sl.n_groups,
                        step_bottleneck_max_s=float(self.step_times_s.max(initial=0.0)))
         return out
@@ -195,10 +197,10 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
     t = loads / bw
     t = np.where(np.isfinite(bw), t, 0.0)
     step_times = step_s = None
+    relay_s = 0.0
     if p.step_loads is not None:
         sl = p.step_loads
         step_times = step_link_times(p, pair_links, bw).max(axis=1, initial=0.0)
-        relay_s = 0.0
         if pair_links is not None and circuits:
             out_bw = min(p.ocs_bw_Bps, float(p.node_bw_Bps[p.is_ocs].min(initial=np.inf)))
             relay_s = sl.relay_latency_s(relay_hops / out_bw, RELAY_CHUNK_B)
@@ -207,7 +209,8 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
                       congestion_s=float(t.max(initial=0.0)),
                       uplink_bytes=float(loads[ids["uplink_up"]].sum()),
                       ocs_bytes=float(loads[nfix:].sum()), fallback_bytes=fallback, relayed_bytes=relayed,
-                      direct_bytes=direct, max_hops=max_hops, step_times_s=step_times, step_s=step_s)
+                      direct_bytes=direct, max_hops=max_hops, step_times_s=step_times, step_s=step_s,
+                      step_relay_s=relay_s)
 
 
 def _pair_links(p, ginv, r, deliver, via, end, n_links):
