@@ -184,6 +184,7 @@ def _act_remove_np(act, apos, n, slots):
 # engine when the compiled one would first have to be compiled: the NumPy engine takes about a second for it
 # (the demo's 10,880 calls in 0.3 s on a quiet 2-core machine), the compilation minutes (once).
 SMALL_JOB = 20_000
+_READY: list = []   # the loop found compiled (built, cached or compiled here): it stays so for the process
 
 
 def compiled_ready() -> bool:
@@ -193,25 +194,31 @@ def compiled_ready() -> bool:
     A process that finds neither would compile the loop on its first run (minutes on 2 cores, once per
     installation): :func:`topoplan.sim.replay.replay` and :func:`simulate_flows` then run jobs of up to
     :data:`SMALL_JOB` messages on the NumPy engine instead, which gives the same results (to 1e-9) in less time
-    than the compilation. Numba's cache is asked through :func:`topoplan.core.deadline.kernel_ready`.
+    than the compilation. Numba's cache is asked through :func:`topoplan.core.deadline.kernel_ready`. Once
+    ready, the answer is kept for the process (every replay and flow engine asks; the build's check hashes
+    its sources).
 
     Examples
     --------
     >>> compiled_ready() in (True, False)
     True
     """
-    if aot_status() == "current":
+    if _READY:
         return True
-    if not numba_available():
-        return False
-    from topoplan.sim._loop import run_core   # Numba code: imported only without a current build (LAZY)
+    if aot_status() != "current":
+        if not numba_available():
+            return False
+        from topoplan.sim._loop import run_core   # Numba code: imported only without a current build (LAZY)
 
-    return kernel_ready(run_core)
+        if not kernel_ready(run_core):
+            return False
+    _READY.append(True)
+    return True
 
 
 def _resolve_solver(solver: str, n_items: int | None = None) -> str:
     """``"numba"`` or ``"numpy"`` for ``solver``; ``"auto"`` is Numba when it is installed and either its kernels
-    are compiled already (:func:`topoplan.sim._engine.compiled_ready`) or the job (``n_items`` flows or calls,
+    are compiled already (:func:`compiled_ready`) or the job (``n_items`` flows or calls,
     unknown: small) is larger than :data:`SMALL_JOB`."""
     if solver not in ("auto", "numpy", "numba"):
         raise TopoplanError(f"solver must be 'auto', 'numpy' or 'numba', got {solver!r}")

@@ -125,8 +125,10 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         raise TopoplanError(f"replay: method must be 'auto', 'compiled' or 'python', got {method!r}")
     check_options(compute_scale=compute_scale, eager_threshold_B=eager_threshold_B, timeline_dt_s=timeline_dt_s)
     compiled = net.sim_model.engine == COMPILED_ENGINE
-    if method == "auto" and compiled and numba_available() and not compiled_ready() and _small(trace):
-        method = "python"   # a small job before the first compilation: the reference on NumPy, in less time
+    if method == "auto" and compiled and numba_available() and not compiled_ready():
+        small = _small_trace(trace)
+        if small is not None:   # a small job before the first compilation: the reference on NumPy, in less time
+            method, trace = "python", small
     if not isinstance(trace, Trace):   # a generator's recording
         if method == "python" or not compiled or marks is not None or not numba_available():
             trace = trace.build()
@@ -146,15 +148,16 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
                     thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress, marks=marks).run()
 
 
-def _small(trace) -> bool:
-    """Whether ``trace`` sends at most :data:`~topoplan.sim.maxmin.SMALL_JOB` messages, bounded above: a
-    point-to-point call one, a collective call as many as its communicator has ranks (an all-to-all's)."""
+def _small_trace(trace) -> Trace | None:
+    """``trace`` as a :class:`Trace` (a recording built) when it sends at most
+    :data:`~topoplan.sim.maxmin.SMALL_JOB` messages, bounded above: a point-to-point call one, a collective
+    call as many as its communicator has ranks (an all-to-all's); None when it may send more."""
     if len(trace) > SMALL_JOB:
-        return False
+        return None
     if not isinstance(trace, Trace):   # a small generator's recording: its trace is small too
         trace = trace.build()
     coll = np.isin(trace.op, op_codes(COLLECTIVE_OPS))
-    return int(np.count_nonzero(~coll)) + int(trace.comm_size[coll].sum()) <= SMALL_JOB
+    return trace if int(np.count_nonzero(~coll)) + int(trace.comm_size[coll].sum()) <= SMALL_JOB else None
 
 
 def bulk_trace(traffic, iters: int = 1) -> Trace:
