@@ -8,7 +8,7 @@ import pytest
 
 from test_circuits_cases import hybrid, problem, random_problem
 from topoplan.core.errors import TopoplanError
-from topoplan.problems.circuits import CircuitProblem, heuristics, solve
+from topoplan.problems.circuits import CircuitProblem, blossom, heuristics, solve
 from topoplan.problems.circuits.blossom import (DENSE_DEGREE, _solve, _solve_priced, check_optimum, integer_weights,
                                                 matching_weight, max_weight_matching)
 from topoplan.traffic.matrix import from_arrays
@@ -62,6 +62,25 @@ def test_dense_graphs_are_priced_to_the_same_optimum(seed):
     assert matching_weight(priced[0], u, v, w) == matching_weight(plain, u, v, w)
     assert matching_weight(priced[0], u, v, w) == pytest.approx(nx_weight(u, v, w), rel=1e-12)
     assert check_optimum(n, u, v, w)
+
+
+@pytest.mark.parametrize("kind", ["ties", "ints", "floats", "uniform"])
+@pytest.mark.parametrize("n, density", [(9, 0.5), (30, 0.3), (60, 0.9)])     # the last one priced
+def test_interpreted_and_compiled_solves_are_the_same_computation(n, density, kind):
+    u, v, w = random_graph(n + len(kind), n, density, kind)
+    wi = integer_weights(w)[0]
+    compiled = blossom._priced(n, u, v, wi)
+    interpreted = blossom._interpreter()["_priced"](n, u, v, wi)
+    for got, want in zip(interpreted, compiled):       # mate, duals, blossom duals, blossom forest, rounds
+        np.testing.assert_array_equal(got, want)
+
+
+def test_small_graphs_run_interpreted_until_the_compiled_functions_are_at_hand(monkeypatch):
+    monkeypatch.setattr(blossom, "_compiled_s", lambda n: blossom.COMPILE_S)   # a machine that must compile
+    assert blossom.interpreted(blossom.INTERPRETED_MAX_N)
+    assert not blossom.interpreted(blossom.INTERPRETED_MAX_N + 1)
+    monkeypatch.setattr(blossom, "_compiled_s", lambda n: 0.0)                 # loaded in this process
+    assert not blossom.interpreted(8)
 
 
 def test_odd_cycles():

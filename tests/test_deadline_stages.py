@@ -240,11 +240,19 @@ def test_a_kernel_is_ready_when_compiled_here_or_cached_on_disk(tmp_path):
 
 
 def test_a_matching_whose_kernels_must_compile_is_predicted_with_the_compilation(monkeypatch):
-    ready = heuristics.matching_cost_s(256)
+    from topoplan.problems.circuits import blossom
+
+    n = blossom.INTERPRETED_MAX_N + 1           # too large to run interpreted instead
+    monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: True)
+    ready = heuristics.matching_cost_s(n)
     monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: False)
-    assert heuristics.matching_cost_s(256) == pytest.approx(ready + heuristics.MATCHING_COMPILE_S)
-    prob = _circuit_problem()   # within a limit shorter than the compilation: matched greedily, nothing compiled
-    assert "matched greedily" in circuits.solve(prob, "matching", time_limit=30).message
+    assert heuristics.matching_cost_s(n) >= ready - blossom.LOAD_S + blossom.COMPILE_S
+    # a small graph runs interpreted instead: predicted without the compilation
+    assert heuristics.matching_cost_s(64) < blossom.COMPILE_S / 10
+    before = list(blossom._solve.signatures)
+    prob = _circuit_problem()   # 16 OCS nodes within a limit shorter than the compilation: exact, interpreted
+    assert "greedily" not in (circuits.solve(prob, "matching", time_limit=30).message or "")
+    assert list(blossom._solve.signatures) == before                      # nothing compiled
 
 
 @pytest.mark.parametrize("ready, time_limit, greedy_only", [

@@ -23,6 +23,11 @@ again. When no edge has negative slack the duals are feasible for the whole grap
 is optimal on it: the same certificate as a solve of the whole graph, at the cost of a few sparse solves
 (the circuits' graph of 4,096 OCS nodes on random traffic has 5.3 M edges; its part ~35,000).
 
+Until Numba has compiled it on a machine (a first compilation takes about a minute), small graphs run the
+same functions by the Python interpreter instead (:func:`solve_cost_s` picks the cheaper way: interpreted,
+up to ``INTERPRETED_MAX_N`` vertices, while its predicted time is below loading or compiling the kernels):
+the same algorithm step for step, so the same matching, with no minute's wait for a 32-node graph.
+
 The circuits' ``matching`` method (:func:`topoplan.problems.circuits.heuristics.matching`) uses it on
 graphs of the OCS nodes.
 
@@ -36,14 +41,17 @@ Examples
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 from numba import njit
 from numba.typed import List
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["max_weight_matching", "matching_weight", "integer_weights", "check_optimum", "DENSE_DEGREE",
-           "CANDIDATES"]
+__all__ = ["max_weight_matching", "matching_weight", "integer_weights", "check_optimum", "solve_cost_s",
+           "interpreted", "DENSE_DEGREE", "CANDIDATES", "INTERPRETED_MAX_N"]
 
 #: Graphs with more edges than this many per vertex are solved by pricing a sparse part.
 DENSE_DEGREE = 24
@@ -53,6 +61,21 @@ CANDIDATES = 12
 MAX_INT_WEIGHT = 2 ** 60
 # labels of outer (S) and inner (T) blossoms in the alternating trees
 _FREE, _S, _T = 0, 1, 2
+
+# What a solve costs, in CPU seconds (topoplan.core.deadline.scaled makes them wall seconds under load). Compiled:
+# the algorithm about 0.25 s on the circuits' graph of 256 OCS nodes (random traffic) growing as n^2.3, kept at
+# twice that; the first call in a process loads the compiled functions from Numba's cache (0.6 s measured,
+# kept at 1 s), or compiles them when the cache does not have them (57 CPU s measured; 206 s of wall time at
+# a load of 9 on 2 cores). Interpreted: on complete graphs with random weights (the worst case: dense, solved by
+# pricing) 0.09 s at 32 vertices, 0.4 s at 64, 1.1 s at 128, 5 s at 256 (load 3), about n^2.2.
+COMPILED_S_AT_256 = 0.5
+COMPILED_EXPONENT = 2.3
+LOAD_S = 1.0
+COMPILE_S = 60.0
+INTERPRETED_S_AT_128 = 1.2
+INTERPRETED_EXPONENT = 2.2
+#: Graphs of more vertices than this always run compiled (compiling once, when Numba's cache lacks it).
+INTERPRETED_MAX_N = 256
 
 
 def integer_weights(w) -> tuple[np.ndarray, float]:
@@ -146,6 +169,48 @@ def max_weight_matching(n: int, u, v, w) -> np.ndarray:
     return _solve_priced(int(n), u, v, integer_weights(w)[0])[0]
 
 
+def interpreted(n: int) -> bool:
+    """Whether a solve on ``n`` vertices runs interpreted: up to :data:`INTERPRETED_MAX_N` vertices, when
+    that is predicted faster than loading (in a process that has not loaded them) or compiling (on a machine
+    whose Numba cache lacks them) the compiled functions. Either way gives the same matching.
+
+    Examples
+    --------
+    >>> interpreted(INTERPRETED_MAX_N + 1)         # large graphs compile (once a machine)
+    False
+    """
+    if n > INTERPRETED_MAX_N:
+        return False
+    return _interpreted_s(n) < _compiled_s(n)
+
+
+def solve_cost_s(n: int) -> float:
+    """Predicted CPU seconds of :func:`max_weight_matching` on a graph of ``n`` vertices (the circuits'
+    graphs: up to all pairs of OCS nodes), the way :func:`interpreted` picks: interpreted, or compiled with
+    the loading or compilation of its functions when this process or this machine lacks them.
+
+    Examples
+    --------
+    >>> solve_cost_s(16) < 0.05, solve_cost_s(512) > solve_cost_s(256)
+    (True, True)
+    """
+    return min(_interpreted_s(n), _compiled_s(n)) if n <= INTERPRETED_MAX_N else _compiled_s(n)
+
+
+def _interpreted_s(n: int) -> float:
+    return INTERPRETED_S_AT_128 * (n / 128) ** INTERPRETED_EXPONENT
+
+
+def _compiled_s(n: int) -> float:
+    if not deadline.kernel_ready(_solve):       # neither in this process nor in Numba's cache
+        first_s = COMPILE_S
+    elif not _solve.signatures:                 # cached, not loaded yet
+        first_s = LOAD_S
+    else:
+        first_s = 0.0
+    return first_s + COMPILED_S_AT_256 * (n / 256) ** COMPILED_EXPONENT
+
+
 def matching_weight(mate, u, v, w) -> float:
     """Total weight of the edges ``(u[k], v[k])`` that ``mate`` matches.
 
@@ -203,8 +268,14 @@ def check_optimum(n: int, u, v, w) -> bool:
 
 def _solve_priced(n: int, u, v, wi):
     """``_solve`` on the whole graph, or, on a dense one, on a sparse part grown by pricing (the module
-    docstring). Returns ``(mate, dual, zb, parent, rounds)``: the duals prove ``mate`` optimal on the whole
-    graph."""
+    docstring), compiled or interpreted (:func:`interpreted`). Returns ``(mate, dual, zb, parent, rounds)``:
+    the duals prove ``mate`` optimal on the whole graph."""
+    if interpreted(n):
+        return _interpreter()["_priced"](n, u, v, wi)
+    return _priced(n, u, v, wi)
+
+
+def _priced(n: int, u, v, wi):
     if len(u) <= DENSE_DEGREE * n:
         return (*_solve(n, u, v, wi), 0)
     keep = _heaviest(n, u, v, wi, CANDIDATES)
@@ -219,6 +290,25 @@ def _solve_priced(n: int, u, v, wi):
             return mate, dual, zb, parent, rounds
         # twice as many per vertex each round: a part that needs most edges gets them in a few rounds
         keep |= _most_violated(n, u, v, slack, bad, CANDIDATES << rounds)
+
+
+_NAMESPACE: dict = {}
+
+
+def _interpreter() -> dict:
+    """This module's functions for the interpreter: a copy of its namespace in which every compiled function
+    is its Python original (``py_func``) calling the others' originals, and Numba's typed list a list. Built
+    once a process."""
+    if not _NAMESPACE:
+        ns = dict(globals())
+        for name, obj in globals().items():
+            py = getattr(obj, "py_func", None)
+            if isinstance(py, types.FunctionType) and py.__module__ == __name__:
+                ns[name] = types.FunctionType(py.__code__, ns, name, py.__defaults__, py.__closure__)
+        ns["_priced"] = types.FunctionType(_priced.__code__, ns, "_priced")
+        ns["List"] = list
+        _NAMESPACE.update(ns)
+    return _NAMESPACE
 
 
 # -- the compiled algorithm -----------------------------------------------------------------------------

@@ -43,22 +43,15 @@ from topoplan.problems.circuits.registry import METHODS
 
 __all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching", "matching_cost_s"]
 
-# The matching's cost in CPU seconds (topoplan.core.deadline.scaled makes them wall seconds under load), measured
-# on random traffic with 8 messages a rank: 0.25 s on 256 OCS nodes, 0.51 s on 512 (tables included), kept
-# at twice that; its first call in a process imports Numba and loads the compiled kernels (1.3 s), or compiles
-# them when Numba's cache does not have them (MATCHING_COMPILE_S: 57 CPU s measured, 206 s of wall time at a
-# load of 9 on 2 cores).
-MATCHING_S_AT_256 = 0.5
-MATCHING_EXPONENT = 2.3
-MATCHING_LOAD_S = 1.3
-MATCHING_COMPILE_S = 60.0
+# The first import of the matching's module imports Numba: 0.8-0.9 s measured on a quiet machine.
+MATCHING_IMPORT_S = 1.0
 
 
 def matching_cost_s(n_ocs: int) -> float:
-    """Predicted CPU seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes (its blossom algorithm grows
-    about as n^2.3 here; :data:`MATCHING_S_AT_256`), with the loading of its compiled kernels when this
-    process has not loaded them yet (:data:`MATCHING_LOAD_S`) and their compilation when Numba's cache does
-    not have them (:data:`MATCHING_COMPILE_S`; :func:`topoplan.core.deadline.kernel_ready`).
+    """Predicted CPU seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes: one matching
+    (:func:`topoplan.problems.circuits.blossom.solve_cost_s`: interpreted on small graphs until its compiled
+    functions are at hand, compiled otherwise, with their loading or first compilation) and, when this process
+    has not imported it yet, the import of its module (:data:`MATCHING_IMPORT_S`).
 
     Parameters
     ----------
@@ -71,15 +64,14 @@ def matching_cost_s(n_ocs: int) -> float:
 
     Examples
     --------
-    >>> from topoplan.problems.circuits import blossom   # loaded: the prediction is the algorithm's alone
-    >>> round(matching_cost_s(256), 2), matching_cost_s(64) < 0.05
-    (0.5, True)
+    >>> from topoplan.problems.circuits import blossom   # imported: the prediction is the matching's alone
+    >>> matching_cost_s(256) == blossom.solve_cost_s(256)
+    True
     """
-    load_s = 0.0 if "topoplan.problems.circuits.blossom" in sys.modules else MATCHING_LOAD_S
-    from topoplan.problems.circuits import blossom   # (its import is the load counted above)
+    import_s = 0.0 if "topoplan.problems.circuits.blossom" in sys.modules else MATCHING_IMPORT_S
+    from topoplan.problems.circuits import blossom   # (its import is the cost counted above)
 
-    compile_s = 0.0 if deadline.kernel_ready(blossom._solve) else MATCHING_COMPILE_S
-    return load_s + compile_s + MATCHING_S_AT_256 * (n_ocs / 256) ** MATCHING_EXPONENT
+    return import_s + blossom.solve_cost_s(n_ocs)
 
 
 class _Circuits:
