@@ -166,6 +166,22 @@ def test_registering_a_method_with_a_catch_all_or_without_the_solve_options_fail
     assert len(reg) == 0
 
 
+def test_a_registry_that_names_its_modules_imports_a_method_when_asked_for_it():
+    import sys
+
+    reg = Registry("toy", modules={"metis": "topoplan.problems.placement.metis", "later": "json"})
+    assert list(reg) == ["metis", "later"] and "later" in reg and len(reg) == 2     # listing imports nothing
+    assert reg._methods == {}
+    with pytest.raises(TopoplanError, match=r"unknown toy method 'nope' \(methods: metis, later\)"):
+        reg["nope"]
+    with pytest.raises(TypeError, match="registered by tests?.*names no module"):
+        reg.register("stray")(lambda problem, *, time_limit=None, seed=0: None)
+    # the placement registry: each name is registered by the module it names (imported on demand)
+    for name in placement.METHODS:
+        fn = placement.METHODS[name]
+        assert fn.__module__ == placement.METHODS._modules[name] and fn.__module__ in sys.modules
+
+
 # -- every method ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, method", ALL_PAIRS)

@@ -79,3 +79,16 @@ def test_a_flow_scenario_imports_only_what_it_simulates_with(tmp_path):
     if aot_status() != "current":   # the loop then runs under Numba's JIT (after an edit of its sources)
         not_needed -= {"numba", "llvmlite"}
     assert not mods & not_needed, sorted(mods & not_needed)
+
+
+def test_placing_with_a_partitioner_imports_neither_the_solvers_nor_the_circuits(tmp_path):
+    """``place -m metis`` imports its method's module only: not the exact model's solvers (PuLP, OR-Tools,
+    HiGHS) nor the circuit planning that ``joint`` uses; the result is written."""
+    out = tmp_path / "place.json"
+    mods = imported("place", "-t", "paper003", "--set", "kind=tree", "--set", "ocs=null", "-T",
+                    "neighbor2d:rows=16,cols=16,bytes=1MB", "-m", "metis", "--json", "-o", str(out))
+    # (the method's own module is imported by importlib, which -X importtime does not list; its imports are)
+    assert "topoplan.problems.placement.refine" in mods and json.loads(out.read_text())["method"] == "metis"
+    assert not packages(mods) & {"pulp", "ortools", "highspy"}, sorted(packages(mods) & {"pulp", "ortools", "highspy"})
+    assert not {m for m in mods if m.startswith(("topoplan.problems.circuits", "topoplan.problems.placement.joint",
+                                                 "topoplan.problems.placement.exact"))}

@@ -198,10 +198,18 @@ class Registry(Mapping):
     :meth:`register` decorator; the registry itself imports no method, so it
     can live in a leaf module that method modules and the problem import.
 
+    With ``modules``, the registry knows its methods before they are imported and
+    imports a method's module when the method is first asked for: a command imports
+    what its method needs (``place -m metis`` neither the exact model's solvers nor the
+    circuits of ``joint``). Listing and membership import nothing.
+
     Parameters
     ----------
     problem : str
         The problem's name, in messages (``circuits``, ``placement``, ``bcast``).
+    modules : dict of str to str, optional
+        Method name -> the module that registers it, in listing order. Only these
+        names may register.
 
     See Also
     --------
@@ -221,10 +229,11 @@ class Registry(Mapping):
     topoplan.problems.result.UnknownMethodError: unknown toy method 'one' (methods: zero)
     """
 
-    def __init__(self, problem: str):
+    def __init__(self, problem: str, modules: dict[str, str] | None = None):
         self.problem = problem
         self._methods: dict[str, Callable] = {}
         self._requires: dict[str, Callable[[], str | None]] = {}
+        self._modules = dict(modules or {})
 
     def register(self, name: str, *, requires: Callable[[], str | None] | None = None) -> Callable:
         """Decorator adding a method under ``name``.
@@ -244,6 +253,9 @@ class Registry(Mapping):
                                 f"missing {', '.join(missing) or 'the problem'}")
             if name in self._methods and self._methods[name] is not fn:
                 raise TypeError(f"{self.problem} method {name!r} registered twice")
+            if self._modules and self._modules.get(name) != fn.__module__:
+                raise TypeError(f"{self.problem} method {name!r}: registered by {fn.__module__}, but the registry "
+                                f"names {self._modules.get(name, 'no module')} for it")
             self._methods[name] = fn
             if requires is not None:
                 self._requires[name] = requires
@@ -252,23 +264,28 @@ class Registry(Mapping):
         return deco
 
     def __getitem__(self, name: str) -> Callable:
+        if name not in self._methods and isinstance(name, str) and name in self._modules:
+            importlib.import_module(self._modules[name])     # the module registers its methods
         try:
             return self._methods[name]
         except (KeyError, TypeError):
             raise UnknownMethodError(f"unknown {self.problem} method {name!r} "
-                                     f"(methods: {', '.join(self._methods)})") from None
+                                     f"(methods: {', '.join(self)})") from None
 
     def __contains__(self, name) -> bool:
-        return name in self._methods
+        return name in self._methods or (isinstance(name, str) and name in self._modules)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._methods)
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(self._methods)
+        return len(self._names())
 
     def __repr__(self) -> str:
-        return f"Registry({self.problem!r}: {', '.join(self._methods)})"
+        return f"Registry({self.problem!r}: {', '.join(self)})"
+
+    def _names(self) -> list[str]:
+        return list(self._modules) + [m for m in self._methods if m not in self._modules]
 
     def options(self, name: str) -> tuple[str, ...]:
         """The options method ``name`` declares (besides ``time_limit`` and ``seed``)."""

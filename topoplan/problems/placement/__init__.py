@@ -19,8 +19,8 @@ from topoplan.problems.placement.problem import (OBJECTIVES, PlacementProblem, p
                                                simulated_time, solve, to_placement)
 from topoplan.problems.placement.registry import METHODS, STARTS
 
-# The methods register themselves in METHODS when imported (order: the registry's listing order).
-from topoplan.problems.placement import basic, metis, greedy, anneal, exact, joint  # noqa: E402,F401,I001
+# The methods register themselves in METHODS when their module is imported, which METHODS does when a method is
+# first asked for (a command imports what its method needs).
 
 #: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
 build = PlacementProblem.build

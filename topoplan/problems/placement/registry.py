@@ -4,8 +4,9 @@
 :mod:`~topoplan.problems.placement.metis` (``metis``, ``kahip``, ``scotch``),
 :mod:`~topoplan.problems.placement.greedy`, :mod:`~topoplan.problems.placement.anneal`,
 :mod:`~topoplan.problems.placement.exact` (``ilp``) and :mod:`~topoplan.problems.placement.joint`
-add their functions with ``@METHODS.register(name)``; importing :mod:`topoplan.problems.placement`
-imports them all.
+add their functions with ``@METHODS.register(name)``. The registry names each method's module, and a module
+is imported when one of its methods is first asked for (``METHODS["metis"]``): ``place -m metis`` does not
+import the exact model's solvers or the circuits that ``joint`` plans.
 
 Examples
 --------
@@ -20,7 +21,11 @@ import shutil
 from topoplan.core.extras import missing_extra
 from topoplan.problems.result import Registry
 
-METHODS = Registry("placement")
+_P = "topoplan.problems.placement."
+METHODS = Registry("placement", modules={
+    "sequential": _P + "basic", "round-robin": _P + "basic", "random": _P + "basic",
+    "metis": _P + "metis", "kahip": _P + "metis", "scotch": _P + "metis",
+    "greedy": _P + "greedy", "anneal": _P + "anneal", "ilp": _P + "exact", "joint": _P + "joint"})
 
 
 def _peers() -> tuple[str, ...]:
