@@ -522,6 +522,20 @@ def rows_at_seeds(results: list, seeds, *, tidy, claims_fn, models, cell_keys, s
     return rows_by_seed, extra
 
 
+def rows_with_seeds(rows: list[dict], results: list, seeds, *, at_seed, tidy, claims_fn, models, cell_keys,
+                    seed_dependent, baseline_of, paper_seed_apps, apps, app_names: dict, write, log=print) -> list[dict]:
+    """A paper script's last step: ``rows`` (the first seed's) and, with further seeds, the rows of the cells
+    :func:`rows_at_seeds` ran there (``at_seed(cell, seed)`` computes one), written with ``write(rows,
+    rows_by_seed, note)`` and the note of what was not run (:func:`not_run_note`). Returns the rows."""
+    by_seed, extra = rows_at_seeds(results, seeds, tidy=tidy, claims_fn=claims_fn, models=models, cell_keys=cell_keys,
+                                   seed_dependent=seed_dependent, baseline_of=baseline_of, compute=at_seed,
+                                   further=further_of(paper_seed_apps), log=log)
+    if len(seeds) > 1:
+        rows = rows + seed_rows(by_seed, extra, cell_keys)
+        write(rows, by_seed, not_run_note(apps, paper_seed_apps, app_names, models, seeds[0]))
+    return rows
+
+
 def with_seed(rows: list[dict], seed: int) -> list[dict]:
     """``rows`` with their ``seed`` field set (in place)."""
     for r in rows:

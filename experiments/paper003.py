@@ -39,11 +39,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments._common import (MODELS, MODEL_NAMES, PAPER_SEED_APPS, RESULTS, Inputs, Verification, add_seeds_option,
-                                 add_verify_option, cached_run, claims_markdown, claims_over_seeds, further_of,
-                                 measured, model_of, not_run_note, paper_seed_apps_of, parse_models, rows_at_seeds,
-                                 seed_rows, seeded_file, seeds_note, seeds_of, used_circuits, verification_of,
-                                 with_seed, write_csv)
+from experiments._common import (MODELS, MODEL_NAMES, PAPER_SEED_APPS, RESULTS, add_seeds_option, add_verify_option,
+                                 cached_run, claims_markdown, claims_over_seeds, Inputs, measured, model_of,
+                                 paper_seed_apps_of, parse_models, rows_with_seeds, seeded_file, seeds_note, seeds_of,
+                                 used_circuits, Verification, verification_of, with_seed, write_csv)
 
 PRESET = "paper003"
 APPS = ("neighbor", "cg", "is", "lu")           # 003 Figures 5-6 panels (a)-(d)
@@ -308,13 +307,9 @@ def run(apps=APPS, placements=PLACEMENTS, ocs_nodes=OCS_NODES, *, quick=False, b
     def at_seed(cell, s):
         return cached_cell(cell, inputs[cell["app"]].at_seed(s), cache, {**params, "seed": s}, log, verify)
 
-    by_seed, extra = rows_at_seeds(results, seeds, tidy=tidy, claims_fn=claims, models=models, cell_keys=CELL_KEYS,
-                                   seed_dependent=seed_dependent, baseline_of=baseline_of, compute=at_seed,
-                                   further=further_of(paper_seed_apps), log=log)
-    if len(seeds) > 1:
-        rows = rows + seed_rows(by_seed, extra, CELL_KEYS)
-        write(rows, by_seed, not_run_note(apps, paper_seed_apps, APP_NAMES, models, seeds[0]))
-    return rows
+    return rows_with_seeds(rows, results, seeds, at_seed=at_seed, tidy=tidy, claims_fn=claims, models=models,
+                           cell_keys=CELL_KEYS, seed_dependent=seed_dependent, baseline_of=baseline_of,
+                           paper_seed_apps=paper_seed_apps, apps=apps, app_names=APP_NAMES, write=write, log=log)
 
 
 def tidy(results) -> list[dict]:
