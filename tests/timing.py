@@ -10,6 +10,10 @@ which no load excuses.
 import os
 import time
 
+#: A bound on a wait for a condition (a line printed, a process ended, a file written) that only a hang reaches:
+#: on a machine whose cores other processes keep busy, what takes 1 s idle can take tens of seconds.
+HANG_S = 300.0
+
 
 class Stopwatch:
     """Wall and CPU time of this process and its waited-for children, from its making to :meth:`stop` (or now)."""

@@ -141,9 +141,9 @@ def graceful_stop(note: str = "stopping: finishing with the best plan found so f
 
     Examples
     --------
-    >>> import os, signal
+    >>> import signal
     >>> with graceful_stop(note=""):
-    ...     os.kill(os.getpid(), signal.SIGINT)   # the first Ctrl-C: a request, not an exception
+    ...     signal.raise_signal(signal.SIGINT)   # the first Ctrl-C: a request, not an exception
     ...     stop_requested()
     True
     >>> stop_requested(), was_interrupted()       # the request ends with the block; the record stays
