@@ -56,8 +56,11 @@ def test_ctrl_c_outside_a_search_is_exit_130_without_output(tmp_path):
 def test_second_ctrl_c_aborts():
     """The signals are raised in this thread (``raise_signal``), whose handler runs before the call returns:
     ``os.kill`` of this process may hand SIGINT to another of its threads (a solver's), and the handler then
-    runs whenever that thread is scheduled, which under load was after the assertions."""
+    runs whenever that thread is scheduled, which under load was after the assertions. Python's own SIGINT
+    handler is installed first: a suite started in the background of a script has SIGINT ignored, and
+    graceful_stop then (rightly) installs nothing."""
     interrupt.reset()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             with interrupt.graceful_stop(note=""):
@@ -67,6 +70,7 @@ def test_second_ctrl_c_aborts():
                 pytest.fail("the second Ctrl-C did not abort")
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
+        signal.signal(signal.SIGINT, before)
         interrupt.reset()
 
 
