@@ -15,6 +15,8 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import OCSConfig, TreeTopology
 from topoplan.emulate import cluster as cl
 
+from timing import sigint_default
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -226,7 +228,7 @@ def _start_child():
     """A process inside a cluster, up until a signal ends it: waiting on its stdin, not sleeping for a time the
     test might outlast on a loaded machine."""
     proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=str(ROOT))], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     line = proc.stdout.readline()
     assert line.startswith("up"), line
     return proc, int(line.split()[1])

@@ -26,6 +26,7 @@ from topoplan.core.topology import OCSConfig, TreeTopology
 from topoplan.traffic.trace import Trace
 
 from test_emulate_cluster import WHY, _ours
+from timing import sigint_default
 
 ROOT = Path(__file__).resolve().parents[1]
 MPI = shutil.which("mpicc") and shutil.which("mpirun")
@@ -148,7 +149,7 @@ def test_sigint_during_the_mpi_run_leaves_nothing(env, tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, TMPDIR=str(tmp)))
+                            env=dict(os.environ, TMPDIR=str(tmp)), preexec_fn=sigint_default)
 
     def ours(ranks_only=False):
         """The run's processes (their command lines name its work directory under ``tmp``); with ``ranks_only``

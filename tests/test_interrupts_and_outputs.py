@@ -13,18 +13,14 @@ from topoplan.core import interrupt
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write, check_writable, output_group, write_json
 
-from timing import Stopwatch, wait_for_cpu
-
-
-def _sigint_default():
-    signal.signal(signal.SIGINT, signal.SIG_DFL)   # a background CI shell may start us with SIGINT ignored
+from timing import Stopwatch, sigint_default, wait_for_cpu
 
 
 def _run_and_interrupt(args, cpu_s):
     """Run the CLI and press Ctrl-C once it has done ``cpu_s`` seconds of work (its imports and set-up take
     about 2 s of CPU): a fixed sleep hit it while it was still importing when the machine was loaded."""
     p = subprocess.Popen([sys.executable, "-m", "topoplan", *map(str, args)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     wait_for_cpu(p, cpu_s)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=600)
