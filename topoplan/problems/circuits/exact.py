@@ -982,6 +982,9 @@ def _incumbents(problem, seed, run=None):
             run.info.setdefault("incumbents_skipped", []).append(name)
             continue
         r = fn(problem, seed=seed, time_limit=None if run is None or run.deadline is None else run.left())
+        if run is not None and name != "none" and r.message and not r.plan["circuits"]:   # cut: the EPS plan
+            run.info.setdefault("incumbents_skipped", []).append(name)
+            continue
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,
                                                                             problem.n_switches)
 

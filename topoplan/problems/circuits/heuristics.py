@@ -182,7 +182,7 @@ CLOCK_EVERY = 256
 
 class _Clock:
     """A heuristic's time limit (None: none): :meth:`over` is true once it is reached, looking at the clock only
-    every :data:`CLOCK_EVERY` calls; :attr:`cut` records that it was."""
+    every :data:`CLOCK_EVERY` calls (and on ``now``)."""
 
     def __init__(self, time_limit):
         self.end = None if time_limit is None else time.perf_counter() + float(time_limit)
@@ -198,17 +198,15 @@ class _Clock:
 
 
 def _finish_by(problem, circ: _Circuits, tables: str, clock: _Clock, name: str):
-    """:func:`_finish` within the time limit: past it, the plan without circuits (EPS only: the cheapest valid
-    plan; its tables are the EPS routes alone), and a plan whose assignment the limit cut says so."""
+    """:func:`_finish` within the time limit: once it is reached (during the assignment, which then stopped, or
+    before the forwarding tables, which take most of a heuristic's time), the plan without circuits (EPS only:
+    the cheapest valid plan, its tables the EPS routes alone), with a message."""
     if clock.over(now=True) and circ.pairs:
         res = _finish(problem, _Circuits(problem), tables)
         res.message = (f"{name} reached its time limit before its forwarding tables ({len(circ.pairs)} circuits "
                        "chosen): the plan without circuits (EPS only)")
         return res
-    res = _finish(problem, circ, tables)
-    if clock.cut:
-        res.message = f"{name} reached its time limit: {len(circ.pairs)} circuits assigned"
-    return res
+    return _finish(problem, circ, tables)
 
 
 # Plans of problems up to this many forwarding entries (nodes x switches) are remembered in the problem's cache:
@@ -337,8 +335,9 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Seconds the call may take: once reached, no more circuits are assigned, and when it is reached before
-        the forwarding tables are built, the plan is the one without circuits (EPS only), with a message.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -396,8 +395,9 @@ def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Seconds the call may take: once reached, no more circuits are assigned, and when it is reached before
-        the forwarding tables are built, the plan is the one without circuits (EPS only), with a message.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -465,8 +465,9 @@ def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Seconds the call may take: once reached, no more circuits are assigned, and when it is reached before
-        the forwarding tables are built, the plan is the one without circuits (EPS only), with a message.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Seeds the random choice of OCS nodes.
     tables : {"full", "used"}, optional
