@@ -379,3 +379,19 @@ def test_placement_starts_skip_the_partitioners_whose_compilation_cannot_fit(mon
     monkeypatch.setattr(pp, "refine_ready", lambda: ready)
     starts = pp.default_starts(_placement_problem(), "anneal", time_limit)
     assert (starts == ("greedy",)) == greedy_only and "greedy" in starts
+
+
+def test_the_groups_model_whose_search_must_compile_first_is_refused_when_it_cannot_fit(monkeypatch, share):
+    """64 ranks on 16 switches of 4: the groups model applies, but compiling its search (Numba, ~21 CPU s
+    measured) does not fit a 2 s limit: the CP-SAT model instead, and the message says why."""
+    from topoplan.problems.placement import PlacementProblem, exact as pexact, solve
+
+    share(1.0)
+    monkeypatch.setattr(pexact, "groups_ready", lambda: False)
+    topo = load_topology({"kind": "tree", "name": "g", "switches": 16, "nodes_per_switch": 4, "cores_per_node": 1,
+                          "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
+    prob = PlacementProblem.build(topo, load_traffic("random:np=64,msgs=512,bytes=4MB,seed=1"),
+                                  objective="inter-switch")
+    res = solve(prob, "ilp", time_limit=2.0)
+    assert res.options["model"] == "switch"
+    assert "the groups model was not used: compiling its search takes about 25 s" in res.message
