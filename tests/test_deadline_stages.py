@@ -222,7 +222,7 @@ def test_placement_starts_past_the_deadline_give_way_to_the_cheapest_placement(p
 
     prob = _placement_problem()
     with deadline.bounded(10.0):
-        name, node = initial_placement(prob, None, 0, method="anneal", time_limit=5.0)
+        name, node = initial_placement(prob, None, 0, method="anneal", time_limit=deadline.budget(5.0))
     assert name == CHEAPEST_START == "sequential"
     assert np.array_equal(node, placement.solve(prob, "sequential").plan["rank_to_node"])
 
@@ -238,6 +238,10 @@ def test_a_placement_start_predicted_past_the_deadline_is_not_run(monkeypatch, s
         assert pp.initial_placement(prob, ("greedy", "round-robin"), 0, method="anneal", time_limit=60.0)[0] == \
             "round-robin"
         assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "sequential"
+        monkeypatch.setattr(pp, "GREEDY_S_PER_EDGE", 1.0 / len(prob.edges()[0]))   # 1 s: fits the deadline ...
+        assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "greedy"
+        # ... but not the method's time, which the stages after it (simulating, writing) cut to 0.5 s
+        assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=0.5)[0] == "sequential"
     # outside a command the starts always run: a library call gives the same plan on any machine
     assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "greedy"
 

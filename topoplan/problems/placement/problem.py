@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -677,11 +678,14 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
         # asking method's limit for what it can cut short (METIS's extra runs): the method's own search needs the
         # rest. Outside one, starts make all their runs, so a library call gives the same plan on any machine.
         start_limit = None if time_limit is None or not deadline.active() else START_SHARE * float(time_limit)
-        if deadline.active():   # the starts that end before the deadline; the cheapest valid one if none does
-            names = [n for n in names if deadline.fits(deadline.scaled(start_cost_s(problem, n)))] or \
-                [CHEAPEST_START]
+        # inside a command, the starts predicted to end within the method's time (what the deadline left it) and
+        # before the deadline; the cheapest valid one if none is; no more once that time is over
+        end = None if start_limit is None else time.perf_counter() + float(time_limit)
+        if end is not None:
+            names = [n for n in names if deadline.fits(cost := deadline.scaled(start_cost_s(problem, n)))
+                     and cost <= end - time.perf_counter()] or [CHEAPEST_START]
         for name in names:
-            if best is not None and not deadline.fits(0.0):   # the deadline came during the starts: keep the best
+            if best is not None and end is not None and (time.perf_counter() >= end or not deadline.fits(0.0)):
                 break
             node = np.asarray(METHODS[name](problem, time_limit=start_limit, seed=seed).plan["rank_to_node"],
                               dtype=np.int64)
