@@ -37,7 +37,6 @@ from dataclasses import replace
 import numpy as np
 
 from topoplan.formulations import placement_cpsat as formulation
-from topoplan.formulations import placement_groups
 from topoplan.formulations.backends import Deferred, call_isolated
 from topoplan.formulations.backends import solve as backend_solve
 from topoplan.core import deadline
@@ -121,6 +120,10 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
+    # imported here: the groups model's search imports Numba (0.8 CPU s of a command's start-up, measured), which
+    # most placements (several cores a node, large switches) never need
+    from topoplan.formulations import placement_groups
+
     groups = not node_level and same_switch and exact and placement_groups.applies(n, int(caps[0]))
     note = ""
     if groups and not groups_ready() and deadline.scaled(GROUPS_COMPILE_S) > limit - (time.perf_counter() - t0):
@@ -191,6 +194,8 @@ def groups_ready() -> bool:
     >>> isinstance(groups_ready(), bool)
     True
     """
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
     return all(deadline.kernel_ready(k) for k in (placement_groups._subsets, placement_groups._cover,
                                                    placement_groups._now))
 
@@ -209,6 +214,8 @@ def _pair_lower_bound(data, time_limit: float) -> float:
     native library is loaded here)."""
     size = int(np.max(data.caps))
     full = data.n == int(np.sum(data.caps)) and bool((data.caps == size).all())
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
     inside = call_isolated("highs", placement_groups.pair_bound, _weights(data), size, full, time_limit=time_limit)
     total = int(np.asarray(data.w).sum())
     if not math.isfinite(inside):
@@ -220,6 +227,8 @@ def _solve_groups(data, time_limit: float):
     """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
     every rank, lower bound on the objective in model units, what ran)``."""
     t0 = time.perf_counter()
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
     group_data = placement_groups.GroupData(W=_weights(data), size=int(data.caps[0]), groups=len(data.caps),
                                             start=np.asarray(data.hint))
     # GLOP is OR-Tools': in a fresh process when HiGHS's clashing native library is loaded here

@@ -47,7 +47,6 @@ from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import missing_extra, require
 from topoplan.problems.placement.problem import PlacementProblem, result_from
-from topoplan.problems.placement.refine import cut_weight, refine, repair
 from topoplan.problems.placement.registry import METHODS
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 
@@ -229,8 +228,21 @@ def _fill(n: int, targets) -> np.ndarray:
     return np.repeat(np.arange(len(targets)), targets)[:n]
 
 
-#: Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
-repair_balance = repair
+def repair_balance(W: sp.csr_matrix, part, targets) -> np.ndarray:
+    """Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
+
+    The refinement's module is imported at the first call, not with this one: it imports Numba (0.8 CPU s of
+    a command's start-up, measured), which a placement whose splits all take their ranks in order never needs.
+
+    Examples
+    --------
+    >>> W = sp.csr_matrix(np.array([[0, 5, 1], [5, 0, 0], [1, 0, 0]], float))
+    >>> repair_balance(W, np.array([0, 0, 0]), [2, 1]).tolist()
+    [0, 0, 1]
+    """
+    from topoplan.problems.placement.refine import repair   # imported here: Numba (see above)
+
+    return repair(W, part, targets)
 
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis",
@@ -285,10 +297,13 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
     >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
+    >>> from topoplan.problems.placement.refine import cut_weight
     >>> parts = partition(p.graph(), [64] * 4)
     >>> np.bincount(parts).tolist(), cut_weight(p.graph(), parts)      # 32 cut edges of 8 MB
     ([64, 64, 64, 64], 256000000.0)
     """
+    from topoplan.problems.placement.refine import cut_weight, refine   # imported here: Numba (repair_balance)
+
     targets = np.asarray(targets, dtype=np.int64)
     if targets.sum() != W.shape[0]:
         raise ValueError("targets must add up to the number of vertices")

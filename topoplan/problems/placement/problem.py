@@ -570,10 +570,11 @@ def kahip_cost_s(n_edges: int) -> float:
 def default_starts(problem: PlacementProblem, method: str, time_limit: float | None = None) -> tuple[str, ...]:
     """The starts of ``method`` when its ``init`` is not given: :data:`STARTS` (every partitioner installed
     and ``greedy``), without ``kahip`` above :data:`KAHIP_START_MAX_EDGES` rank pairs or when its predicted
-    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when the
-    partitioners' refinement is not compiled yet (a first run after an installation without ``make
-    install``: :data:`REFINE_COMPILE_S`) and its compilation does not fit in the starts' share of
-    ``time_limit`` (:data:`START_SHARE`, at the share of a CPU the command is getting).
+    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when METIS's first
+    split (:func:`topoplan.problems.placement.metis.metis_run_cost_s`) or, the partitioners' refinement not
+    being compiled yet (a first run after an installation without ``make install``: :data:`REFINE_COMPILE_S`),
+    its compilation does not fit in the starts' share of ``time_limit`` (:data:`START_SHARE`, at the share of
+    a CPU the command is getting).
 
     Parameters
     ----------
@@ -599,9 +600,16 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     n_edges = len(problem.edges()[0])
     if n_edges > KAHIP_START_MAX_EDGES or (time_limit is not None and kahip_cost_s(n_edges) > 0.25 * time_limit):
         starts = tuple(s for s in starts if s != "kahip")
-    if time_limit is not None and "greedy" in starts and not refine_ready() \
-            and deadline.scaled(REFINE_COMPILE_S) > START_SHARE * time_limit:
-        starts = ("greedy",)   # every partitioner refines its parts (topoplan.problems.placement.refine)
+    if time_limit is not None and "greedy" in starts:
+        from topoplan.problems.placement.metis import metis_run_cost_s   # here: metis imports this module
+
+        share_s = START_SHARE * time_limit
+        # METIS could not make even its first split in time (every split would take its ranks in order), or every
+        # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile; the
+        # first test also spares a short run the import of the refinement (Numba: 0.8 CPU s)
+        if deadline.scaled(metis_run_cost_s(n_edges, problem.topology.n_switches)) > share_s or \
+                (deadline.scaled(REFINE_COMPILE_S) > share_s and not refine_ready()):
+            starts = ("greedy",)
     return starts
 
 
