@@ -399,3 +399,17 @@ def test_the_groups_model_whose_search_must_compile_first_is_refused_when_it_can
     res = solve(prob, "ilp", time_limit=2.0)
     assert res.options["model"] == "switch"
     assert "the groups model was not used: compiling its search takes about 25 s" in res.message
+
+
+def test_circuit_anneal_gives_its_starts_what_is_left_of_its_limit(monkeypatch):
+    """Its ``matching`` start, asked without a limit, compiled its kernels (105 s at a load of 7) inside a 20 s
+    command: within the limit left, it matches greedily instead."""
+    from topoplan.problems.circuits import blossom
+
+    def compiled(*args, **kwargs):
+        raise AssertionError("the compiled matching was started")
+
+    monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: False)
+    monkeypatch.setattr(blossom, "max_weight_matching", compiled)
+    res = circuits.solve(_circuit_problem(), "anneal", time_limit=5.0, max_steps=5)
+    assert res.status == "heuristic" and res.plan["circuits"]
