@@ -62,8 +62,8 @@ from topoplan.problems.result import PlanResult
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "model_steps", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
-           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "NODE_BUILD_VARS_PER_S", "HANDOVER_PER_BUILD", "TABLES_SHARE",
-           "MODEL_TABLES_SHARE"]
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "NODE_BUILD_VARS_PER_S", "HANDOVER_PER_BUILD",
+           "TABLES_SHARE", "MODEL_TABLES_SHARE"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables (one step group)
 NODE_STEP_VARS = 20_000  # with steps, its step groups are halved until it has at most this many
@@ -746,8 +746,8 @@ def _not_built(formulation: str, variables: int, build_cpu_s: float) -> str:
 
     Examples
     --------
-    >>> _not_built("node", 12000, 2.0)
-    'the node model (12,000 variables, ~2.0 s to build) does not fit the time left: the best heuristic plan, with the fixed-link floor as bound'
+    >>> _not_built("node", 12000, 2.0).split(":")[0]
+    'the node model (12,000 variables, ~2.0 s to build) does not fit the time left'
     """
     return (f"the {formulation} model ({variables:,} variables, ~{deadline.scaled(build_cpu_s):.1f} s to build) does "
             "not fit the time left: the best heuristic plan, with the fixed-link floor as bound")

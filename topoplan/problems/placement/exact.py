@@ -120,8 +120,8 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
-    # imported here: the groups model's search imports Numba (0.8 CPU s of a command's start-up, measured), which
-    # most placements (several cores a node, large switches) never need
+    # imported here: the groups model's search imports Numba (0.3-0.8 CPU s of a command's start-up, measured),
+    # which most placements (several cores a node, large switches) never need
     from topoplan.formulations import placement_groups
 
     groups = not node_level and same_switch and exact and placement_groups.applies(n, int(caps[0]))

@@ -231,7 +231,7 @@ def _fill(n: int, targets) -> np.ndarray:
 def repair_balance(W: sp.csr_matrix, part, targets) -> np.ndarray:
     """Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
 
-    The refinement's module is imported at the first call, not with this one: it imports Numba (0.8 CPU s of
+    The refinement's module is imported at the first call, not with this one: it imports Numba (0.3-0.8 CPU s of
     a command's start-up, measured), which a placement whose splits all take their ranks in order never needs.
 
     Examples

@@ -606,7 +606,7 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
         share_s = START_SHARE * time_limit
         # METIS could not make even its first split in time (every split would take its ranks in order), or every
         # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile; the
-        # first test also spares a short run the import of the refinement (Numba: 0.8 CPU s)
+        # first test also spares a short run the import of the refinement (Numba: 0.3-0.8 CPU s)
         if deadline.scaled(metis_run_cost_s(n_edges, problem.topology.n_switches)) > share_s or \
                 (deadline.scaled(REFINE_COMPILE_S) > share_s and not refine_ready()):
             starts = ("greedy",)
@@ -650,7 +650,7 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
         The asking method's time limit, for the default starts (:func:`default_starts`); inside a command
         with a time limit each start is given :data:`START_SHARE` of it (METIS then keeps fewer runs of a
         split when time is short), a start predicted (:func:`start_cost_s`, at the share of a CPU the command
-        is getting) to end past the command's deadline is not run, and when none is,
+        is getting) to end past the command's deadline or the method's time is not run, and when none can,
         :data:`CHEAPEST_START` stands in.
 
     Returns
@@ -689,9 +689,13 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
         # inside a command, the starts predicted to end within the method's time (what the deadline left it) and
         # before the deadline; the cheapest valid one if none is; no more once that time is over
         end = None if start_limit is None else time.perf_counter() + float(time_limit)
+
+        def in_time(name: str) -> bool:
+            cost_s = deadline.scaled(start_cost_s(problem, name))
+            return deadline.fits(cost_s) and cost_s <= end - time.perf_counter()
+
         if end is not None:
-            names = [n for n in names if deadline.fits(cost := deadline.scaled(start_cost_s(problem, n)))
-                     and cost <= end - time.perf_counter()] or [CHEAPEST_START]
+            names = [n for n in names if in_time(n)] or [CHEAPEST_START]
         for name in names:
             if best is not None and end is not None and (time.perf_counter() >= end or not deadline.fits(0.0)):
                 break
