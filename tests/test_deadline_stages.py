@@ -413,3 +413,17 @@ def test_circuit_anneal_gives_its_starts_what_is_left_of_its_limit(monkeypatch):
     monkeypatch.setattr(blossom, "max_weight_matching", compiled)
     res = circuits.solve(_circuit_problem(), "anneal", time_limit=5.0, max_steps=5)
     assert res.status == "heuristic" and res.plan["circuits"]
+
+
+@pytest.mark.parametrize("loaded, in_order", [(True, False), (False, True)])
+def test_a_processs_first_metis_run_is_predicted_with_loading_the_refinement(monkeypatch, share, loaded, in_order):
+    """Importing Numba and loading the refinement's kernels (REFINE_LOAD_S) come with the process's first run."""
+    from topoplan.problems.placement import metis
+
+    share(1.0)
+    monkeypatch.setattr(metis, "metis_run_cost_s", lambda n_edges, n_parts: 0.0)
+    monkeypatch.setattr(metis, "REFINE_LOAD_S", 1e6)
+    monkeypatch.setattr(metis, "_refine_loaded", lambda: loaded)
+    kept = []
+    recursive_map(_placement_problem(), tries=1, end_at=time.perf_counter() + 3600.0, in_order=kept)
+    assert bool(kept) == in_order

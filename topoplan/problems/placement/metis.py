@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,6 +79,15 @@ KAHIP_MAX_RUNS = 5
 #: on 2 cores: 7-9 us a pair into 2 parts, 21-29 us into 16, 32-43 us into 64 (256 to 4,096 ranks).
 METIS_S_PER_EDGE_LEVEL = 8e-6
 METIS_FIXED_S = 0.005
+#: CPU seconds of a process's first refinement before it runs: importing Numba and loading the compiled kernels from
+#: its cache (METIS's first placement of 256 ranks in a process took 1.01 CPU s, the next 0.24), kept at 1.
+REFINE_LOAD_S = 1.0
+
+
+def _refine_loaded() -> bool:
+    """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
+    mod = sys.modules.get("topoplan.problems.placement.refine")
+    return mod is not None and bool(mod._refine.signatures)
 
 
 def metis_run_cost_s(n_edges: int, n_parts: int) -> float:
@@ -420,8 +430,8 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
     end_at : float, optional
         A ``time.perf_counter()`` instant: a split makes no more runs than its first after it (see
         :func:`partition`), and a split whose first METIS run is predicted to end after it
-        (:func:`metis_run_cost_s`, at the share of a CPU the process is getting) takes its ranks in order
-        (exact sizes, the cheapest split) instead.
+        (:func:`metis_run_cost_s`, and :data:`REFINE_LOAD_S` for the process's first, at the share of a CPU the
+        process is getting) takes its ranks in order (exact sizes, the cheapest split) instead.
     in_order : list, optional
         Gets one entry (the split's rank count) per split that took its ranks in order for ``end_at``.
 
@@ -471,8 +481,8 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
             part = np.arange(len(ranks)) if len(used) > 1 else np.zeros(len(ranks), dtype=np.int64)
         else:
             sub = W[ranks][:, ranks].tocsr()
-            if end_at is not None and partitioner == "metis" and not plain and \
-                    time.perf_counter() + deadline.scaled(metis_run_cost_s(sub.nnz // 2, len(used))) > end_at:
+            if end_at is not None and partitioner == "metis" and not plain and time.perf_counter() + deadline.scaled(
+                    metis_run_cost_s(sub.nnz // 2, len(used)) + (0.0 if _refine_loaded() else REFINE_LOAD_S)) > end_at:
                 part = _fill(len(ranks), counts[used])   # the split's first run would end past the time limit
                 if in_order is not None:
                     in_order.append(len(ranks))
