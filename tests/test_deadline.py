@@ -113,3 +113,24 @@ def test_starting_heuristics_run_first_and_are_skipped_past_the_deadline(monkeyp
         res = solve_with(R, None, "exact", **kw)
     assert ran == [("exact", deadline.MIN_BUDGET_S)]
     assert "not compared with quick: the time limit was reached" in res.message and res.metrics["picked"] == "exact"
+
+
+@pytest.mark.parametrize("as_program, late", [(True, True), (False, False)])
+def test_run_as_a_program_the_limit_counts_from_the_process_start(monkeypatch, capsys, tmp_path, as_program, late):
+    """``topoplan`` as a program (``main()`` reading ``sys.argv``) counts its interpreter's start-up and imports
+    against the limit: a process that started an hour ago is past any deadline. Called with its arguments (a
+    test, a notebook), the command counts from its own start."""
+    from topoplan.cli.main import main
+
+    monkeypatch.setattr(deadline, "process_age_s", lambda: 3600.0)
+    out = tmp_path / "p.json"
+    args = ["place", "-t", "paper003", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB", "-m", "anneal",
+            "--max-steps", "5", "--time-limit", "600", "-o", str(out)]
+    if as_program:
+        monkeypatch.setattr("sys.argv", ["topoplan", *args])
+        assert main() == 0
+    else:
+        assert main(args) == 0
+    doc = json.loads(out.read_text())
+    assert ("the method had 0.05 s of the 600 s time limit" in (doc.get("message") or "")) == late
+    assert (doc["options"]["init"] == "sequential") == late

@@ -165,7 +165,7 @@ def _placement_problem(n=256):
     return PlacementProblem.build(topo, load_traffic(f"random:np={n},msgs={8 * n},bytes=4MB,seed=1"))
 
 
-def test_metis_past_its_time_keeps_the_first_run_of_every_split():
+def test_metis_past_its_time_keeps_the_first_run_of_a_split():
     prob = _placement_problem()
     W = prob.graph()
     targets = [16] * 16
@@ -173,10 +173,132 @@ def test_metis_past_its_time_keeps_the_first_run_of_every_split():
                           partition(W, targets, tries=1))
     assert np.array_equal(partition(W, targets, tries=3, end_at=time.perf_counter() + 3600.0),
                           partition(W, targets, tries=3))
-    assert np.array_equal(recursive_map(prob, tries=3, end_at=0.0), recursive_map(prob, tries=1))
+
+
+@pytest.mark.parametrize("cost_s, in_order", [(0.0, False), (1e6, True)])
+def test_a_split_whose_first_metis_run_cannot_fit_takes_its_ranks_in_order(monkeypatch, share, cost_s, in_order):
+    """The first run of every split is predicted (metis_run_cost_s): one that would end past the limit is not
+    started, and the split takes its ranks in order (exact sizes), which the method's message counts."""
+    from topoplan.problems.placement import metis
+
+    share(1.0)
+    monkeypatch.setattr(metis, "metis_run_cost_s", lambda n_edges, n_parts: cost_s)
+    prob = _placement_problem()
+    kept = []
+    node = recursive_map(prob, tries=1, end_at=time.perf_counter() + 3600.0, in_order=kept)
+    assert bool(kept) == in_order
+    assert np.bincount(node, minlength=prob.topology.n_nodes).max() <= prob.cores.max()   # still a placement
+    if in_order:   # the first split (all 256 ranks into 16 switches) took them in order: switch s gets 16s..16s+15
+        assert kept[0] == 256 and (prob.node_switch[node] == np.arange(256) // 16).all()
+        res = metis.metis(prob, time_limit=3600.0)
+        assert "took their ranks in order: their METIS run would have ended past the time limit" in res.message
+    else:
+        assert np.array_equal(node, recursive_map(prob, tries=1))
+
+
+def test_metis_as_the_papers_ran_it_and_without_a_limit_is_never_cut(monkeypatch):
+    from topoplan.problems.placement import metis
+
+    monkeypatch.setattr(metis, "metis_run_cost_s", lambda n_edges, n_parts: 1e6)
+    prob = _placement_problem()
+    kept = []
+    assert np.array_equal(recursive_map(prob, plain=True, end_at=0.0, in_order=kept), recursive_map(prob, plain=True))
+    assert np.array_equal(recursive_map(prob, tries=1, in_order=kept), recursive_map(prob, tries=1)) and not kept
+
+
+@pytest.fixture
+def past_deadline(monkeypatch):
+    """The next ``deadline.bounded(limit)`` counts from a command started an hour ago: its deadline has passed
+    (call it again before each: a start is used by one deadline only)."""
+    def start():
+        monkeypatch.setattr(deadline, "_START", [(time.monotonic() - 3600.0, 0.0)])
+    start()
+    return start
+
+
+def test_placement_starts_past_the_deadline_give_way_to_the_cheapest_placement(past_deadline):
+    from topoplan.problems import placement
+    from topoplan.problems.placement.problem import CHEAPEST_START, initial_placement
+
+    prob = _placement_problem()
+    with deadline.bounded(10.0):
+        name, node = initial_placement(prob, None, 0, method="anneal", time_limit=deadline.budget(5.0))
+    assert name == CHEAPEST_START == "sequential"
+    assert np.array_equal(node, placement.solve(prob, "sequential").plan["rank_to_node"])
+
+
+def test_a_placement_start_predicted_past_the_deadline_is_not_run(monkeypatch, share):
+    from topoplan.problems.placement import problem as pp
+
+    share(1.0)
+    prob = _placement_problem()
+    assert pp.start_cost_s(prob, "greedy") == pytest.approx(pp.GREEDY_S_PER_EDGE * len(prob.edges()[0]))
+    monkeypatch.setattr(pp, "GREEDY_S_PER_EDGE", 1e3)   # greedy predicted at days
+    with deadline.bounded(600.0):
+        assert pp.initial_placement(prob, ("greedy", "round-robin"), 0, method="anneal", time_limit=60.0)[0] == \
+            "round-robin"
+        assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "sequential"
+        monkeypatch.setattr(pp, "GREEDY_S_PER_EDGE", 1.0 / len(prob.edges()[0]))   # 1 s: fits the deadline ...
+        assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "greedy"
+        # ... but not the method's time, which the stages after it (simulating, writing) cut to 0.5 s
+        assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=0.5)[0] == "sequential"
+    # outside a command the starts always run: a library call gives the same plan on any machine
+    assert pp.initial_placement(prob, "greedy", 0, method="anneal", time_limit=60.0)[0] == "greedy"
+
+
+def test_anneal_and_ilp_past_the_deadline_still_return_a_valid_placement(past_deadline):
+    from topoplan.problems import placement
+
+    prob = _placement_problem()
+    for method in ("anneal", "ilp"):
+        past_deadline()
+        with deadline.bounded(10.0):
+            res = placement.solve(prob, method, time_limit=5.0)   # validated by solve
+        assert res.options["init"] == "sequential" and "the method had 0.05 s of the 5 s time limit" in res.message
+
+
+@pytest.mark.parametrize("method", ["sp", "three-step", "greedy"])
+def test_a_circuit_heuristic_out_of_time_gives_the_plan_without_circuits(method):
+    """Its forwarding tables take most of a heuristic's time: past its limit it does not build them for its
+    circuits, and returns the cheapest valid plan (solve validates it)."""
+    res = circuits.solve(_circuit_problem(), method, time_limit=1e-9)
+    assert res.plan["circuits"] == [] and res.status == "heuristic"
+    assert f"{method} reached its time limit before its forwarding tables (" in res.message
+    assert res.plan == circuits.solve(_circuit_problem(), "none").plan
+    assert circuits.solve(_circuit_problem(), method).plan["circuits"]   # in time: circuits
+
+
+def test_the_assignment_loops_look_at_the_clock(monkeypatch):
+    monkeypatch.setattr(heuristics, "CLOCK_EVERY", 1)
+    prob = _circuit_problem()
+    a, b, c = heuristics._switch_pairs(prob)
+    for clock, none in ((heuristics._Clock(None), False), (heuristics._Clock(-1.0), True)):
+        circ = heuristics._Circuits(prob)
+        heuristics._most_wanted(circ, a, b, c, lambda x, y: circ.add(*circ.free_pair(x, y)), clock)
+        u, v, by, _, lo, hi = heuristics._ocs_pairs(prob)
+        heuristics._round_robin(prob, circ, by, u, v, lo, hi, clock)
+        assert (len(circ.pairs) == 0) == none
+
+
+def test_ilp_past_its_limit_offers_the_eps_plan_alone():
+    """The heuristics that would start past the limit are not run as incumbents; EPS only always is."""
+    r = exact.solve_exact(_circuit_problem(), time_limit=1e-9)
+    assert r.options["incumbents_skipped"] == ["three-step", "greedy", "sp"]
+    assert r.options["incumbent"] == "none" and r.plan["circuits"] == []
 
 
 # -- the exact circuit model ---------------------------------------------------------------------------------------
+
+def test_the_node_model_predicted_too_slow_to_build_is_refused_up_front(monkeypatch, share):
+    share(1.0)
+    prob = circuits.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=1"]),
+                                         load_traffic("ring:np=256,bytes=4MB"))
+    monkeypatch.setattr(exact, "NODE_BUILD_VARS_PER_S", 1e-3)   # a variable in 1,000 s
+    r = exact.solve_exact(prob, formulation="node", time_limit=30)
+    assert "the node model (" in r.message and "s to build) does not fit the time left" in r.message
+    assert "solver_status" not in r.options and r.status == "feasible"
+    monkeypatch.setattr(exact, "NODE_BUILD_VARS_PER_S", 1e9)
+    assert "solver_status" in exact.solve_exact(prob, formulation="node", time_limit=30).options
 
 @pytest.fixture
 def switch_problem():
@@ -269,3 +391,47 @@ def test_placement_starts_skip_the_partitioners_whose_compilation_cannot_fit(mon
     monkeypatch.setattr(pp, "refine_ready", lambda: ready)
     starts = pp.default_starts(_placement_problem(), "anneal", time_limit)
     assert (starts == ("greedy",)) == greedy_only and "greedy" in starts
+
+
+def test_the_groups_model_whose_search_must_compile_first_is_refused_when_it_cannot_fit(monkeypatch, share):
+    """64 ranks on 16 switches of 4: the groups model applies, but compiling its search (Numba, ~21 CPU s
+    measured) does not fit a 2 s limit: the CP-SAT model instead, and the message says why."""
+    from topoplan.problems.placement import PlacementProblem, exact as pexact, solve
+
+    share(1.0)
+    monkeypatch.setattr(pexact, "groups_ready", lambda: False)
+    topo = load_topology({"kind": "tree", "name": "g", "switches": 16, "nodes_per_switch": 4, "cores_per_node": 1,
+                          "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
+    prob = PlacementProblem.build(topo, load_traffic("random:np=64,msgs=512,bytes=4MB,seed=1"),
+                                  objective="inter-switch")
+    res = solve(prob, "ilp", time_limit=2.0)
+    assert res.options["model"] == "switch"
+    assert "the groups model was not used: compiling its search takes about 25 s" in res.message
+
+
+def test_circuit_anneal_gives_its_starts_what_is_left_of_its_limit(monkeypatch):
+    """Its ``matching`` start, asked without a limit, compiled its kernels (105 s at a load of 7) inside a 20 s
+    command: within the limit left, it matches greedily instead."""
+    from topoplan.problems.circuits import blossom
+
+    def compiled(*args, **kwargs):
+        raise AssertionError("the compiled matching was started")
+
+    monkeypatch.setattr(deadline, "kernel_ready", lambda dispatcher: False)
+    monkeypatch.setattr(blossom, "max_weight_matching", compiled)
+    res = circuits.solve(_circuit_problem(), "anneal", time_limit=5.0, max_steps=5)
+    assert res.status == "heuristic" and res.plan["circuits"]
+
+
+@pytest.mark.parametrize("loaded, in_order", [(True, False), (False, True)])
+def test_a_processs_first_metis_run_is_predicted_with_loading_the_refinement(monkeypatch, share, loaded, in_order):
+    """Importing Numba and loading the refinement's kernels (REFINE_LOAD_S) come with the process's first run."""
+    from topoplan.problems.placement import metis
+
+    share(1.0)
+    monkeypatch.setattr(metis, "metis_run_cost_s", lambda n_edges, n_parts: 0.0)
+    monkeypatch.setattr(metis, "REFINE_LOAD_S", 1e6)
+    monkeypatch.setattr(metis, "_refine_loaded", lambda: loaded)
+    kept = []
+    recursive_map(_placement_problem(), tries=1, end_at=time.perf_counter() + 3600.0, in_order=kept)
+    assert bool(kept) == in_order

@@ -15,6 +15,8 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import OCSConfig, TreeTopology
 from topoplan.emulate import cluster as cl
 
+from timing import sigint_default
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -208,7 +210,7 @@ def test_an_error_while_building_removes_what_was_made(monkeypatch):
 
 
 _CHILD = """
-import os, sys, time
+import os, sys
 sys.path.insert(0, {root!r})
 from topoplan.core.topology import TreeTopology
 from topoplan.emulate.cluster import Cluster, cluster_spec
@@ -218,12 +220,15 @@ with Cluster(spec):
     import subprocess
     agent = None
     print("up", os.getpid(), flush=True)
-    time.sleep(60)
+    sys.stdin.read()   # until the test ends it (a signal) or goes away (its end of the pipe closes)
 """
 
 
 def _start_child():
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=str(ROOT))], stdout=subprocess.PIPE, text=True)
+    """A process inside a cluster, up until a signal ends it: waiting on its stdin, not sleeping for a time the
+    test might outlast on a loaded machine."""
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=str(ROOT))], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     line = proc.stdout.readline()
     assert line.startswith("up"), line
     return proc, int(line.split()[1])
@@ -234,7 +239,7 @@ def test_sigint_removes_everything():
     proc, pid = _start_child()
     assert len(_ours(pid)) == 9
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) != 0
+    assert proc.wait(timeout=300) != 0   # generous (removing the namespaces under load): only a hang takes longer
     assert _ours(pid) == [] and not (cl.LOCK_DIR / f"{pid}.lock").exists()
 
 
@@ -244,12 +249,12 @@ def test_cleanup_removes_a_dead_run_and_spares_a_live_one():
     live, live_pid = _start_child()
     try:
         dead.kill()          # no chance to clean up: its namespaces stay behind
-        dead.wait(timeout=30)
+        dead.wait(timeout=300)
         assert len(_ours(dead_pid)) == 9
         removed = cl.cleanup()   # (and any other dead run's leftovers)
         assert set(cl.cluster_spec(TREE, scale=100, run_id=dead_pid).namespaces) <= set(removed)
         assert _ours(dead_pid) == [] and len(_ours(live_pid)) == 9 and cl.run_alive(live_pid)
     finally:
         live.send_signal(signal.SIGTERM)
-        live.wait(timeout=60)
+        live.wait(timeout=300)
     assert _ours(live_pid) == []

@@ -14,6 +14,8 @@ from topoplan.problems.bcast import BcastProblem, solve
 from topoplan.problems.bcast.allocation import generate
 from topoplan.problems.bcast.exact import CPSAT_ENTRIES_PER_S, bcast_data, model_size, root_bound
 
+from timing import Stopwatch, within_limit
+
 
 @pytest.fixture(scope="module")
 def bcast128():
@@ -24,9 +26,9 @@ def bcast128():
 def test_a_model_too_large_for_the_limit_is_refused_up_front(bcast128):
     entries, m = model_size(bcast_data(bcast128))
     limit = 0.5 * entries / CPSAT_ENTRIES_PER_S
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     res = solve(bcast128, "ilp", time_limit=limit, simulate=False)
-    assert time.perf_counter() - t0 < 5 + limit
+    assert within_limit(watch.stop().wall_s, limit, 5, watch), watch.wall_s   # work past the limit (load-proof)
     assert res.status == "timeout" and "model too large for the time limit" in res.message
     best = min(solve(bcast128, h, simulate=False).objective for h in ("dft", "bft", "greedy"))
     assert res.objective == pytest.approx(best)
@@ -47,11 +49,12 @@ def test_cpsat_is_stopped_by_ctrl_c(bcast128):
     soon after Ctrl-C asks it to stop: CP-SAT runs in a thread that is stopped from outside."""
     interrupt.reset()
     threading.Timer(1.5, interrupt.request_stop).start()
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     res = solve(bcast128, "ilp", time_limit=None, simulate=False)
-    took = time.perf_counter() - t0
+    watch.stop()
     interrupt.reset()
-    assert res.status == "interrupted" and took < 8
+    # ~12 s of work when not stopped: at most 6.5 s of work after the stop at 1.5 s, at the speed the test ran
+    assert res.status == "interrupted" and within_limit(watch.wall_s, 1.5, 6.5, watch), watch.wall_s
     best = min(solve(bcast128, h, simulate=False).objective for h in ("dft", "bft", "greedy"))
     assert res.objective <= best + 1e-12
 
@@ -94,4 +97,5 @@ def test_a_cbc_run_past_its_limit_is_interrupted_then_killed(tmp_path, monkeypat
     with pytest.raises(subprocess.CalledProcessError):
         cbc._solve_watched(_stubborn_cbc(tmp_path, delay_s), None, limit_s, stopped)
     took = time.perf_counter() - t0
-    assert stopped[0] and took < delay_s + limit_s + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S + 3
+    # killed, not left to its 60 s (the bound is generous: starting processes on a loaded machine takes seconds)
+    assert stopped[0] and took < 30 + delay_s + limit_s + cbc.STOP_MARGIN_S + cbc.KILL_GRACE_S

@@ -8,7 +8,12 @@ which no load excuses.
 """
 
 import os
+import signal
 import time
+
+#: A bound on a wait for a condition (a line printed, a process ended, a file written) that only a hang reaches:
+#: on a machine whose cores other processes keep busy, what takes 1 s idle can take tens of seconds.
+HANG_S = 300.0
 
 
 class Stopwatch:
@@ -63,3 +68,10 @@ def wait_for_cpu(proc, cpu_s: float, timeout_s: float = 600) -> None:
         if used < 0 or used >= cpu_s:
             return
         time.sleep(0.05)
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` of a child process a test stops with SIGINT: a suite started in the background of a script
+    (next to a load generator, say) has SIGINT ignored, its children inherit that, and the signal then does nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -141,14 +141,15 @@ def graceful_stop(note: str = "stopping: finishing with the best plan found so f
 
     Examples
     --------
-    >>> import os, signal
+    >>> import signal
+    >>> before = signal.signal(signal.SIGINT, signal.default_int_handler)   # Python's own (a background job ignores it)
     >>> with graceful_stop(note=""):
-    ...     os.kill(os.getpid(), signal.SIGINT)   # the first Ctrl-C: a request, not an exception
+    ...     signal.raise_signal(signal.SIGINT)   # the first Ctrl-C: a request, not an exception
     ...     stop_requested()
     True
     >>> stop_requested(), was_interrupted()       # the request ends with the block; the record stays
     (False, True)
-    >>> reset()
+    >>> _ = signal.signal(signal.SIGINT, before); reset()
     """
     if threading.current_thread() is not threading.main_thread():
         yield

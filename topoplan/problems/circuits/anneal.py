@@ -93,7 +93,12 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
     for name in names:
         if name not in STARTABLE:
             raise TopoplanError(f"field 'init': unknown heuristic {name!r} ({', '.join(STARTABLE)})")
-        r = METHODS[name](problem, seed=seed)
+        # each start within what is left of the limit (the exact matching's first compilation took 105 s at a
+        # load of 7 without one); none after the limit but the first
+        left = None if budget is None else t_start + budget - time.perf_counter()
+        if cur is not None and left is not None and left <= 0:
+            break
+        r = METHODS[name](problem, seed=seed, time_limit=None if left is None else max(left, 1e-3))
         circ = [tuple(c) for c in r.plan["circuits"]]
         ev = evaluate(problem, circ, array_from_tables(r.plan["forwarding"], problem.n_nodes, problem.n_switches))
         if better(ev, best_ev):

@@ -62,8 +62,8 @@ from topoplan.problems.result import PlanResult
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "model_steps", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
-           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "HANDOVER_PER_BUILD", "TABLES_SHARE",
-           "MODEL_TABLES_SHARE"]
+           "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "NODE_BUILD_VARS_PER_S", "HANDOVER_PER_BUILD",
+           "TABLES_SHARE", "MODEL_TABLES_SHARE"]
 
 NODE_MAX_VARS = 2_000  # the node formulation is used (auto) up to this many variables (one step group)
 NODE_STEP_VARS = 20_000  # with steps, its step groups are halved until it has at most this many
@@ -76,6 +76,9 @@ REL_TOL = 1e-6  # relative tolerance of "the plan meets the bound"
 # for CBC (MPS) in 3.0 CPU s; on 512 nodes (7,680 estimated, 12,033 real) in 0.8 and 0.6: about 6,000 estimated
 # variables per CPU second for both together, which every solve of the model pays (each writes the model).
 BUILD_VARS_PER_S = 6_000       # estimated variables per CPU second: building a model and handing it to a solver
+# The node model (node_size's estimate) built and written (MPS) on 256 ranks of random traffic at a load of 9:
+# 7,708 estimated variables in 0.25 CPU s, 23,160 in 0.77, 77,296 in 4.0 (19,000-31,000 a CPU second); kept at half.
+NODE_BUILD_VARS_PER_S = 10_000
 HANDOVER_PER_BUILD = 0.8       # handing a built model to the solver (PuLP writes it) over the seconds it took to build
 TABLES_SHARE = 0.3             # of the limit for the incumbents' congestion-aware tables (each run to convergence)
 MODEL_TABLES_SHARE = 0.1       # of the limit for each table search on a model plan (switch MILP, LP rounding)
@@ -737,6 +740,19 @@ def solve_lp(run: _Run) -> tuple[float, bool, str]:
     return bound_T, False, "LP-relaxation bound only; the plan is the best heuristic's after table local search"
 
 
+def _not_built(formulation: str, variables: int, build_cpu_s: float) -> str:
+    """The message of a model whose predicted build (``build_cpu_s`` CPU seconds, at the command's share of a CPU)
+    does not fit the time left.
+
+    Examples
+    --------
+    >>> _not_built("node", 12000, 2.0).split(":")[0]
+    'the node model (12,000 variables, ~2.0 s to build) does not fit the time left'
+    """
+    return (f"the {formulation} model ({variables:,} variables, ~{deadline.scaled(build_cpu_s):.1f} s to build) does "
+            "not fit the time left: the best heuristic plan, with the fixed-link floor as bound")
+
+
 def solve_node(run: _Run) -> tuple[float, bool, str]:
     """The node formulation: its plan keeps the model's own next hops; proven when both objectives are.
 
@@ -762,6 +778,11 @@ def solve_node(run: _Run) -> tuple[float, bool, str]:
     ('optimal', 'node', True)
     """
     problem, info = run.problem, run.info
+    # the build is predicted before it starts (it cannot be stopped): it must fit 80% of the time left
+    build_s = node_size(problem, run.groups) / NODE_BUILD_VARS_PER_S
+    if not run.fits(build_s, 0.8):
+        info["variables"] = node_size(problem, run.groups)
+        return run.floor, False, _not_built("node", info["variables"], build_s)
     m = build_node_model(problem, T_max=run.T_max, T_floor=run.model_floor, groups=run.groups)
     info["variables"] = m.n_variables
     r1, r2, b, _ = two_phase(m, solver=run.solver, time_limit=run.left(), seed=run.seed, threads=run.threads,
@@ -880,9 +901,7 @@ def solve_switch(run: _Run) -> tuple[float, bool, str]:
     milp_build_s = switch_size(problem, mode, run.groups) / BUILD_VARS_PER_S
     if not run.fits(milp_build_s, 0.8, measured_s=2 * run.realize_s):
         info["variables"] = switch_size(problem, mode, run.groups)
-        return bound_T, False, (f"the switch model ({info['variables']:,} variables, "
-                                f"~{deadline.scaled(milp_build_s):.1f} s to build) does not fit the time left: the "
-                                "best heuristic plan, with the fixed-link floor as bound")
+        return bound_T, False, _not_built("switch", info["variables"], milp_build_s)
     if mode == "traffic":  # the restricted model's optimum is no bound for every plan: take the full LP's
         if run.fits(switch_size(problem, "all", run.groups) / BUILD_VARS_PER_S + milp_build_s, 0.5,
                     measured_s=2 * run.realize_s):
@@ -946,8 +965,10 @@ class _Best:
 
 
 def _incumbents(problem, seed, run=None):
-    """The heuristics' plans: three-step, greedy, sp, EPS only, and matching (up to 256 OCS nodes, and only
-    when its predicted time, :func:`matching_cost_s`, fits in a quarter of the time left)."""
+    """The heuristics' plans: three-step, greedy, sp, EPS only (the cheapest valid plan: always), and matching
+    (up to 256 OCS nodes, and only when its predicted time, :func:`matching_cost_s`, fits in a quarter of the
+    time left). Each gets what is left of the time limit (it then stops assigning circuits); one that would
+    start past the limit is not run (``run.info["incumbents_skipped"]``)."""
     fns = [("three-step", heuristics.three_step), ("greedy", heuristics.greedy),
            ("sp", heuristics.switch_partitioning), ("none", heuristics.eps_only)]
     n_ocs = int(problem.is_ocs.sum())
@@ -957,7 +978,13 @@ def _incumbents(problem, seed, run=None):
         if name == "matching" and run is not None and not run.fits(matching_cost_s(n_ocs), 0.25):
             run.info["matching"] = f"skipped: predicted {deadline.scaled(matching_cost_s(n_ocs)):.1f} s"
             continue
-        r = fn(problem, seed=seed)
+        if name != "none" and run is not None and run.deadline is not None and not run.fits(0.0):
+            run.info.setdefault("incumbents_skipped", []).append(name)
+            continue
+        r = fn(problem, seed=seed, time_limit=None if run is None or run.deadline is None else run.left())
+        if run is not None and name != "none" and r.message and not r.plan["circuits"]:   # cut: the EPS plan
+            run.info.setdefault("incumbents_skipped", []).append(name)
+            continue
         yield name, [tuple(c) for c in r.plan["circuits"]], array_from_tables(r.plan["forwarding"], problem.n_nodes,
                                                                             problem.n_switches)
 

@@ -141,7 +141,7 @@ def _switch_pairs(problem):
     return a, b, count[a, b]
 
 
-def _most_wanted(circ: _Circuits, a, b, c, pick) -> None:
+def _most_wanted(circ: _Circuits, a, b, c, pick, clock: "_Clock | None" = None) -> None:
     """While circuits remain: the open switch pair with the largest count minus circuits given (ties to the
     smaller switch ids) gets one more circuit, ``pick(a, b)``. One heap over the pairs: a pair's key
     changes only when it is picked, and a pair once closed (no free, unjoined OCS nodes on both sides)
@@ -152,7 +152,7 @@ def _most_wanted(circ: _Circuits, a, b, c, pick) -> None:
                     a[keep].tolist(), b[keep].tolist()))
     cnt = dict(zip(zip(a[keep].tolist(), b[keep].tolist()), c[keep].tolist()))
     heapq.heapify(heap)
-    while heap and not circ.full():
+    while heap and not circ.full() and not (clock is not None and clock.over()):
         _, x, y = heapq.heappop(heap)
         if not circ.switch_pair_open(x, y):
             continue
@@ -166,6 +166,39 @@ TABLES = ("full", "used")
 def _tables_option(tables: str) -> None:
     if tables not in TABLES:
         raise TopoplanError(f"field 'tables': choose one of {', '.join(TABLES)}, got {tables!r}")
+
+
+# The assignments look at the clock once every this many circuits or switch pairs tried (a look costs ~0.1 us).
+CLOCK_EVERY = 256
+
+
+class _Clock:
+    """A heuristic's time limit (None: none): :meth:`over` is true once it is reached, looking at the clock only
+    every :data:`CLOCK_EVERY` calls (and on ``now``)."""
+
+    def __init__(self, time_limit):
+        self.end = None if time_limit is None else time.perf_counter() + float(time_limit)
+        self.calls, self.cut = 0, False
+
+    def over(self, now: bool = False) -> bool:
+        if self.end is None:
+            return False
+        self.calls += 1
+        if now or self.calls % CLOCK_EVERY == 0:
+            self.cut = self.cut or time.perf_counter() >= self.end
+        return self.cut
+
+
+def _finish_by(problem, circ: _Circuits, tables: str, clock: _Clock, name: str):
+    """:func:`_finish` within the time limit: once it is reached (during the assignment, which then stopped, or
+    before the forwarding tables, which take most of a heuristic's time), the plan without circuits (EPS only:
+    the cheapest valid plan, its tables the EPS routes alone), with a message."""
+    if clock.over(now=True) and circ.pairs:
+        res = _finish(problem, _Circuits(problem), tables)
+        res.message = (f"{name} reached its time limit before its forwarding tables ({len(circ.pairs)} circuits "
+                       "chosen): the plan without circuits (EPS only)")
+        return res
+    return _finish(problem, circ, tables)
 
 
 # Plans of problems up to this many forwarding entries (nodes x switches) are remembered in the problem's cache:
@@ -206,7 +239,7 @@ def _ocs_pairs(problem):
     return u, v, by, msgs, lo, hi
 
 
-def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) -> None:
+def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi, clock: "_Clock | None" = None) -> None:
     """Round robin over switch pairs (ascending ids); per switch pair the free node pair with the largest
     ``primary``, ties to the pair with the smaller rank; rounds repeat while anything is assigned."""
     sw = problem.node_switch
@@ -222,6 +255,8 @@ def _round_robin(problem, circ: _Circuits, primary: np.ndarray, u, v, lo, hi) ->
         progress = False
         left = []
         for g in active:
+            if clock is not None and clock.over():
+                return
             p, e = pos[g], ends[g]
             while p < e:
                 i = p
@@ -292,7 +327,9 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Not used (the method is fast); part of every method's signature.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -322,10 +359,11 @@ def switch_partitioning(problem, *, time_limit=None, seed=0, tables: str = "full
     []
     """
     _tables_option(tables)
+    clock = _Clock(time_limit)
     circ = _Circuits(problem)
     u, v, _, msgs, lo, hi = _ocs_pairs(problem)
-    _round_robin(problem, circ, msgs, u, v, lo, hi)
-    return _finish(problem, circ, tables)
+    _round_robin(problem, circ, msgs, u, v, lo, hi, clock)
+    return _finish_by(problem, circ, tables, clock, "sp")
 
 
 @METHODS.register("three-step")
@@ -349,7 +387,9 @@ def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Not used (the method is fast); part of every method's signature.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Not used (the method is deterministic).
     tables : {"full", "used"}, optional
@@ -380,22 +420,23 @@ def three_step(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ([[0, 16], [1, 17], [2, 18], [3, 19]], 0.032)
     """
     _tables_option(tables)
+    clock = _Clock(time_limit)
     circ = _Circuits(problem)
     u, v, by, _, lo, hi = _ocs_pairs(problem)
-    _round_robin(problem, circ, by, u, v, lo, hi)
+    _round_robin(problem, circ, by, u, v, lo, hi, clock)
     a, b, c = _switch_pairs(problem)
     # step 2: by count, largest first (ties to the smaller ids), one circuit to each pair without one
     free = circ.sw_free
     for x, y in zip(*(arr[np.lexsort((b, a, -c))].tolist() for arr in (a, b))):
-        if circ.full():
+        if circ.full() or clock.over():
             break
         if free[x] > 0 and free[y] > 0 and circ.count(x, y) == 0:
             fp = circ.free_pair(x, y)
             if fp is not None:
                 circ.add(*fp)
     # step 3: one at a time to the pair with the largest count minus circuits given
-    _most_wanted(circ, a, b, c, lambda x, y: circ.add(*circ.free_pair(x, y)))
-    return _finish(problem, circ, tables)
+    _most_wanted(circ, a, b, c, lambda x, y: circ.add(*circ.free_pair(x, y)), clock)
+    return _finish_by(problem, circ, tables, clock, "three-step")
 
 
 @METHODS.register("greedy")
@@ -416,7 +457,9 @@ def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ----------
     problem : CircuitProblem
     time_limit : float, optional
-        Not used (the method is fast); part of every method's signature.
+        Seconds the call may take: once they are over (while assigning circuits, or before the forwarding
+        tables are built), the plan is the one without circuits (EPS only, the cheapest valid plan), with a
+        message.
     seed : int, optional
         Seeds the random choice of OCS nodes.
     tables : {"full", "used"}, optional
@@ -447,6 +490,7 @@ def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     ([[2, 19], [0, 17], [1, 16], [3, 18]], 0.032)
     """
     _tables_option(tables)
+    clock = _Clock(time_limit)
     rng = np.random.default_rng(seed)
     circ = _Circuits(problem)
     u, v, by = _ocs_pairs(problem)[:3]
@@ -480,13 +524,13 @@ def greedy(problem, *, time_limit=None, seed=0, tables: str = "full"):
     # every communicating switch pair once, ascending count (ties to the smaller ids): a pair passed over
     # is closed and stays closed, so one pass in that order takes the unserved pair of smallest count
     for x, y in zip(*(arr[np.lexsort((b, a, c))].tolist() for arr in (a, b))):
-        if circ.full():
+        if circ.full() or clock.over():
             break
         if circ.switch_pair_open(x, y):
             pick(x, y)
     # then the pair with the largest count minus circuits assigned
-    _most_wanted(circ, a, b, c, pick)
-    return _finish(problem, circ, tables)
+    _most_wanted(circ, a, b, c, pick, clock)
+    return _finish_by(problem, circ, tables, clock, "greedy")
 
 
 def _matching_graph(problem, circ: _Circuits):

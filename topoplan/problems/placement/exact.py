@@ -37,9 +37,9 @@ from dataclasses import replace
 import numpy as np
 
 from topoplan.formulations import placement_cpsat as formulation
-from topoplan.formulations import placement_groups
 from topoplan.formulations.backends import Deferred, call_isolated
 from topoplan.formulations.backends import solve as backend_solve
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.placement import greedy, metis  # noqa: F401  (register the default starts)
 from topoplan.problems.placement.metis import ocs_first, recursive_map
@@ -48,9 +48,14 @@ from topoplan.problems.placement.registry import METHODS
 from topoplan.problems.result import module_missing
 from topoplan.core.topology import TreeTopology
 
-__all__ = ["ilp", "lower_bound", "symmetric_switches", "DEFAULT_TIME_S"]
+__all__ = ["ilp", "lower_bound", "symmetric_switches", "groups_ready", "DEFAULT_TIME_S", "GROUPS_COMPILE_S"]
 
 DEFAULT_TIME_S = 20.0
+#: CPU seconds to compile the groups model's search (:mod:`topoplan.formulations.placement_groups`) when Numba's
+#: cache does not have it (a first run after an installation without ``make install``): 20.8 CPU s measured on 64
+#: ranks of 16 switches of 4 (the whole run took 22.6 CPU s and 109 s of wall time at a load of 10, 1.8 CPU s with
+#: the search cached), kept at 25.
+GROUPS_COMPILE_S = 25.0
 NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
 
 
@@ -115,13 +120,22 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
+    # imported here: the groups model's search imports Numba (0.3-0.8 CPU s of a command's start-up, measured),
+    # which most placements (several cores a node, large switches) never need
+    from topoplan.formulations import placement_groups
+
     groups = not node_level and same_switch and exact and placement_groups.applies(n, int(caps[0]))
+    note = ""
+    if groups and not groups_ready() and deadline.scaled(GROUPS_COMPILE_S) > limit - (time.perf_counter() - t0):
+        groups = False   # refused before it starts compiling (which cannot be stopped): the CP-SAT model instead
+        note = (f"; the groups model was not used: compiling its search takes about "
+                f"{deadline.scaled(GROUPS_COMPILE_S):.0f} s (once; make install does it)")
     opts = {"init": best_name, "lower_bound": lb, "model": "groups" if groups else "node+switch" if node_level
             else "switch"}
     if not groups and (n * n_cols > formulation.MAX_VARS or len(u) * n_cols > formulation.MAX_CUT_ROWS):
         return result_from(problem, best_node, status="feasible", bound=lb, options=opts,
                            message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
-                                   f"{best_name} placement with the combinatorial bound")
+                                   f"{best_name} placement with the combinatorial bound{note}")
     data = formulation.PlacementData(
         n=n, caps=np.asarray(caps, dtype=np.int64), group_of=group_of, u=u, v=v, w=wi,
         switch_weight=2 if hops else 1, node_weight=1 if node_level else 0, constant=int(constant),
@@ -154,7 +168,7 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
             bound = max(lb, out.bound * scale) if out.has_solution and out.bound is not None else lb
             if out.values is None:
                 return result_from(problem, best_node, status="timeout", bound=bound, options=opts,
-                                   message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement")
+                                   message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement{note}")
             col = out.values
             what += f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s"
     if node_level:
@@ -167,8 +181,23 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
         node, cost = best_node, best_cost
     bound = min(bound, cost)
     status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
-    msg = f"{what}; warm start {best_name} {best_cost:.6g}, combinatorial bound {comb_lb:.6g}"
+    msg = f"{what}; warm start {best_name} {best_cost:.6g}, combinatorial bound {comb_lb:.6g}{note}"
     return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)
+
+
+def groups_ready() -> bool:
+    """Whether the groups model's compiled search runs without compiling first (in this process, or from Numba's
+    cache: :func:`topoplan.core.deadline.kernel_ready`).
+
+    Examples
+    --------
+    >>> isinstance(groups_ready(), bool)
+    True
+    """
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
+    return all(deadline.kernel_ready(k) for k in (placement_groups._subsets, placement_groups._cover,
+                                                   placement_groups._now))
 
 
 def _weights(data) -> np.ndarray:
@@ -185,6 +214,8 @@ def _pair_lower_bound(data, time_limit: float) -> float:
     native library is loaded here)."""
     size = int(np.max(data.caps))
     full = data.n == int(np.sum(data.caps)) and bool((data.caps == size).all())
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
     inside = call_isolated("highs", placement_groups.pair_bound, _weights(data), size, full, time_limit=time_limit)
     total = int(np.asarray(data.w).sum())
     if not math.isfinite(inside):
@@ -196,6 +227,8 @@ def _solve_groups(data, time_limit: float):
     """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
     every rank, lower bound on the objective in model units, what ran)``."""
     t0 = time.perf_counter()
+    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+
     group_data = placement_groups.GroupData(W=_weights(data), size=int(data.caps[0]), groups=len(data.caps),
                                             start=np.asarray(data.hint))
     # GLOP is OR-Tools': in a fresh process when HiGHS's clashing native library is loaded here

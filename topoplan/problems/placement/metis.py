@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,15 +44,15 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import missing_extra, require
 from topoplan.problems.placement.problem import PlacementProblem, result_from
-from topoplan.problems.placement.refine import cut_weight, refine, repair
 from topoplan.problems.placement.registry import METHODS
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 
 __all__ = ["PARTITIONERS", "KAHIP_MAX_WEIGHT", "default_tries", "kahip_tries", "repair_balance", "partition",
-           "recursive_map", "ocs_first", "metis", "kahip", "scotch"]
+           "recursive_map", "ocs_first", "metis", "kahip", "scotch", "metis_run_cost_s"]
 
 
 # -- partitioners ------------------------------------------------------------------
@@ -73,6 +74,41 @@ MIN_RUN_RANKS = 64
 #: 4-6 s on the 4,096-rank geometric graph into 128 parts, where 3 METIS runs of 16 attempts took 0.6 s).
 KAHIP_TRIES_WORK = 2 ** 17
 KAHIP_MAX_RUNS = 5
+#: One METIS run of a split (partition, repair to exact sizes, refinement) in CPU seconds per rank pair with traffic
+#: and per level of bisection (log2 of the parts), measured on random traffic (8 messages a rank) at a load of 10
+#: on 2 cores: 7-9 us a pair into 2 parts, 21-29 us into 16, 32-43 us into 64 (256 to 4,096 ranks).
+METIS_S_PER_EDGE_LEVEL = 8e-6
+METIS_FIXED_S = 0.005
+#: CPU seconds of a process's first refinement before it runs: importing Numba and loading the compiled kernels from
+#: its cache (METIS's first placement of 256 ranks in a process took 1.01 CPU s, the next 0.24), kept at 1.
+REFINE_LOAD_S = 1.0
+
+
+def _refine_loaded() -> bool:
+    """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
+    mod = sys.modules.get("topoplan.problems.placement.refine")
+    return mod is not None and bool(mod._refine.signatures)
+
+
+def metis_run_cost_s(n_edges: int, n_parts: int) -> float:
+    """Predicted CPU seconds of one METIS run of a split of ``n_edges`` rank pairs into ``n_parts`` parts
+    (:data:`METIS_S_PER_EDGE_LEVEL`); :func:`recursive_map` compares it with what its time limit leaves.
+
+    Parameters
+    ----------
+    n_edges : int
+    n_parts : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(metis_run_cost_s(8119, 16), 2)     # 1,024 ranks of random traffic into 16 switches: 0.17 s measured
+    0.26
+    """
+    return METIS_FIXED_S + METIS_S_PER_EDGE_LEVEL * n_edges * max(1.0, float(np.log2(max(n_parts, 1))))
 
 
 def _int_weights(w: np.ndarray, max_weight: float = 1e6) -> np.ndarray:
@@ -202,8 +238,21 @@ def _fill(n: int, targets) -> np.ndarray:
     return np.repeat(np.arange(len(targets)), targets)[:n]
 
 
-#: Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
-repair_balance = repair
+def repair_balance(W: sp.csr_matrix, part, targets) -> np.ndarray:
+    """Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
+
+    The refinement's module is imported at the first call, not with this one: it imports Numba (0.3-0.8 CPU s of
+    a command's start-up, measured), which a placement whose splits all take their ranks in order never needs.
+
+    Examples
+    --------
+    >>> W = sp.csr_matrix(np.array([[0, 5, 1], [5, 0, 0], [1, 0, 0]], float))
+    >>> repair_balance(W, np.array([0, 0, 0]), [2, 1]).tolist()
+    [0, 0, 1]
+    """
+    from topoplan.problems.placement.refine import repair   # imported here: Numba (see above)
+
+    return repair(W, part, targets)
 
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis",
@@ -258,10 +307,13 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
     >>> from topoplan.traffic.sources import load_traffic
     >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=4MB"),
     ...                            objective="inter-switch")
+    >>> from topoplan.problems.placement.refine import cut_weight
     >>> parts = partition(p.graph(), [64] * 4)
     >>> np.bincount(parts).tolist(), cut_weight(p.graph(), parts)      # 32 cut edges of 8 MB
     ([64, 64, 64, 64], 256000000.0)
     """
+    from topoplan.problems.placement.refine import cut_weight, refine   # imported here: Numba (repair_balance)
+
     targets = np.asarray(targets, dtype=np.int64)
     if targets.sum() != W.shape[0]:
         raise ValueError("targets must add up to the number of vertices")
@@ -353,7 +405,7 @@ def _bisect_switches(problem, nodes, switches) -> list[np.ndarray]:
 
 def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "metis",
                   domains=None, tries: int | None = None, plain: bool = False,
-                  end_at: float | None = None) -> np.ndarray:
+                  end_at: float | None = None, in_order: list | None = None) -> np.ndarray:
     """Map ranks down the machine hierarchy with exact capacities; returns ``rank_to_node``.
 
     ``domains`` -- optional list of ``(ranks, nodes)`` to start from (e.g. the ranks
@@ -376,8 +428,12 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
     plain : bool, optional
         Plain METIS runs (see :func:`partition`).
     end_at : float, optional
-        A ``time.perf_counter()`` instant after which a split makes no more runs than its first
-        (see :func:`partition`); every split is still made.
+        A ``time.perf_counter()`` instant: a split makes no more runs than its first after it (see
+        :func:`partition`), and a split whose first METIS run is predicted to end after it
+        (:func:`metis_run_cost_s`, and :data:`REFINE_LOAD_S` for the process's first, at the share of a CPU the
+        process is getting) takes its ranks in order (exact sizes, the cheapest split) instead.
+    in_order : list, optional
+        Gets one entry (the split's rank count) per split that took its ranks in order for ``end_at``.
 
     Returns
     -------
@@ -425,9 +481,16 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
             part = np.arange(len(ranks)) if len(used) > 1 else np.zeros(len(ranks), dtype=np.int64)
         else:
             sub = W[ranks][:, ranks].tocsr()
-            part = partition(sub, counts[used], seed=seed + len(stack), partitioner=partitioner,
-                             tries=runs if len(ranks) >= MIN_RUN_RANKS else 1, ncuts=ncuts, plain=plain,
-                             pair_ties=hybrid and len(kids) > 1 and sw[kids[0][0]] != sw[kids[1][0]], end_at=end_at)
+            if end_at is not None and partitioner == "metis" and not plain and time.perf_counter() + deadline.scaled(
+                    metis_run_cost_s(sub.nnz // 2, len(used)) + (0.0 if _refine_loaded() else REFINE_LOAD_S)) > end_at:
+                part = _fill(len(ranks), counts[used])   # the split's first run would end past the time limit
+                if in_order is not None:
+                    in_order.append(len(ranks))
+            else:
+                part = partition(sub, counts[used], seed=seed + len(stack), partitioner=partitioner,
+                                 tries=runs if len(ranks) >= MIN_RUN_RANKS else 1, ncuts=ncuts, plain=plain,
+                                 pair_ties=hybrid and len(kids) > 1 and sw[kids[0][0]] != sw[kids[1][0]],
+                                 end_at=end_at)
         for j, kid in enumerate(used):
             stack.append((ranks[part == j], kids[kid]))
     return node_of
@@ -497,12 +560,17 @@ def _map(problem: PlacementProblem, seed, partitioner: str, tries, plain: bool =
     if not isinstance(plain, bool):
         raise TopoplanError(f"method {partitioner}: field 'plain': true or false, got {plain!r}")
     end_at = None if time_limit is None else time.perf_counter() + float(time_limit)
+    in_order: list = []
     node = ocs_first(problem, recursive_map(problem, seed=seed or 0, partitioner=partitioner, tries=tries,
-                                            plain=plain, end_at=end_at))
+                                            plain=plain, end_at=end_at, in_order=in_order))
     opts = {"partitioner": partitioner, "tries": tries}
     if plain:
         opts["plain"] = True
-    return result_from(problem, node, options=opts)
+    res = result_from(problem, node, options=opts)
+    if in_order:
+        res.message = (f"{len(in_order)} splits ({sum(in_order):,} ranks) took their ranks in order: their METIS run "
+                       "would have ended past the time limit")
+    return res
 
 
 @METHODS.register("metis")

@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,7 @@ from topoplan.sim.run import simulate_plan
 
 __all__ = ["PlacementProblem", "OBJECTIVES", "METHODS", "STARTS", "solve", "placement_metrics", "result_from",
            "validate_result", "to_placement", "simulated_time", "initial_placement", "default_starts",
-           "kahip_cost_s", "KAHIP_START_MAX_EDGES"]
+           "kahip_cost_s", "KAHIP_START_MAX_EDGES", "start_cost_s", "GREEDY_S_PER_EDGE", "CHEAPEST_START"]
 
 OBJECTIVES = ("hops", "congestion", "inter-switch")
 
@@ -512,6 +513,38 @@ REFINE_COMPILE_S = 20.0
 #: 128 parts, 2,048 ranks of random traffic), 35 s on the 65,000 pairs of 16,384-rank CG-like traffic,
 #: 46 s on 4,096 ranks of random traffic (32,000 pairs) and over 300 s on 16,384 (shared 2-core machine).
 KAHIP_START_MAX_EDGES = 20_000
+#: The ``greedy`` start in CPU seconds per rank pair with traffic, measured on random traffic (8 messages a rank) at
+#: a load of 10 on 2 cores: 0.04 s on 1,975 pairs (256 ranks), 0.22 s on 8,119, 0.76 s on 32,706; kept at 1.5 times.
+GREEDY_S_PER_EDGE = 3.5e-5
+#: The start a method falls back to when its time limit is reached before its starts (:func:`initial_placement`):
+#: the cheapest valid placement.
+CHEAPEST_START = "sequential"
+
+
+def start_cost_s(problem: PlacementProblem, name: str) -> float:
+    """Predicted CPU seconds of the start ``name`` before it may be cut short: ``greedy``
+    (:data:`GREEDY_S_PER_EDGE`) and ``kahip`` (:func:`kahip_cost_s`) run to their end; METIS predicts each of its
+    splits itself (:func:`topoplan.problems.placement.metis.recursive_map`); the others take no time to speak of.
+
+    Parameters
+    ----------
+    problem : PlacementProblem
+    name : str
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.traffic.sources import load_traffic
+    >>> p = PlacementProblem.build(load_topology("paper003"), load_traffic("ring:np=256,bytes=1MB"))
+    >>> start_cost_s(p, "greedy") > start_cost_s(p, "sequential") == 0.0
+    True
+    """
+    n_edges = len(problem.edges()[0])
+    return {"greedy": GREEDY_S_PER_EDGE * n_edges, "kahip": kahip_cost_s(n_edges)}.get(name, 0.0)
 
 
 def kahip_cost_s(n_edges: int) -> float:
@@ -537,10 +570,11 @@ def kahip_cost_s(n_edges: int) -> float:
 def default_starts(problem: PlacementProblem, method: str, time_limit: float | None = None) -> tuple[str, ...]:
     """The starts of ``method`` when its ``init`` is not given: :data:`STARTS` (every partitioner installed
     and ``greedy``), without ``kahip`` above :data:`KAHIP_START_MAX_EDGES` rank pairs or when its predicted
-    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when the
-    partitioners' refinement is not compiled yet (a first run after an installation without ``make
-    install``: :data:`REFINE_COMPILE_S`) and its compilation does not fit in the starts' share of
-    ``time_limit`` (:data:`START_SHARE`, at the share of a CPU the command is getting).
+    time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when METIS's first
+    split (:func:`topoplan.problems.placement.metis.metis_run_cost_s`) or, the partitioners' refinement not
+    being compiled yet (a first run after an installation without ``make install``: :data:`REFINE_COMPILE_S`),
+    its compilation does not fit in the starts' share of ``time_limit`` (:data:`START_SHARE`, at the share of
+    a CPU the command is getting).
 
     Parameters
     ----------
@@ -566,9 +600,16 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     n_edges = len(problem.edges()[0])
     if n_edges > KAHIP_START_MAX_EDGES or (time_limit is not None and kahip_cost_s(n_edges) > 0.25 * time_limit):
         starts = tuple(s for s in starts if s != "kahip")
-    if time_limit is not None and "greedy" in starts and not refine_ready() \
-            and deadline.scaled(REFINE_COMPILE_S) > START_SHARE * time_limit:
-        starts = ("greedy",)   # every partitioner refines its parts (topoplan.problems.placement.refine)
+    if time_limit is not None and "greedy" in starts:
+        from topoplan.problems.placement.metis import metis_run_cost_s   # here: metis imports this module
+
+        share_s = START_SHARE * time_limit
+        # METIS could not make even its first split in time (every split would take its ranks in order), or every
+        # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile; the
+        # first test also spares a short run the import of the refinement (Numba: 0.3-0.8 CPU s)
+        if deadline.scaled(metis_run_cost_s(n_edges, problem.topology.n_switches)) > share_s or \
+                (deadline.scaled(REFINE_COMPILE_S) > share_s and not refine_ready()):
+            starts = ("greedy",)
     return starts
 
 
@@ -608,7 +649,9 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
     time_limit : float, optional
         The asking method's time limit, for the default starts (:func:`default_starts`); inside a command
         with a time limit each start is given :data:`START_SHARE` of it (METIS then keeps fewer runs of a
-        split when time is short).
+        split when time is short), a start predicted (:func:`start_cost_s`, at the share of a CPU the command
+        is getting) to end past the command's deadline or the method's time is not run, and when none can,
+        :data:`CHEAPEST_START` stands in.
 
     Returns
     -------
@@ -643,7 +686,19 @@ def initial_placement(problem: PlacementProblem, init, seed, *, method: str,
         # asking method's limit for what it can cut short (METIS's extra runs): the method's own search needs the
         # rest. Outside one, starts make all their runs, so a library call gives the same plan on any machine.
         start_limit = None if time_limit is None or not deadline.active() else START_SHARE * float(time_limit)
+        # inside a command, the starts predicted to end within the method's time (what the deadline left it) and
+        # before the deadline; the cheapest valid one if none is; no more once that time is over
+        end = None if start_limit is None else time.perf_counter() + float(time_limit)
+
+        def in_time(name: str) -> bool:
+            cost_s = deadline.scaled(start_cost_s(problem, name))
+            return deadline.fits(cost_s) and cost_s <= end - time.perf_counter()
+
+        if end is not None:
+            names = [n for n in names if in_time(n)] or [CHEAPEST_START]
         for name in names:
+            if best is not None and end is not None and (time.perf_counter() >= end or not deadline.fits(0.0)):
+                break
             node = np.asarray(METHODS[name](problem, time_limit=start_limit, seed=seed).plan["rank_to_node"],
                               dtype=np.int64)
             cost = problem.cost(node) if len(names) > 1 else 0.0
