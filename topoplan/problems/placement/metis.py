@@ -87,7 +87,7 @@ REFINE_LOAD_S = 1.0
 def _refine_loaded() -> bool:
     """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
     mod = sys.modules.get("topoplan.problems.placement.refine")
-    return mod is not None and bool(mod._refine.signatures)
+    return mod is not None and bool(getattr(mod._refine, "signatures", True))   # (NUMBA_DISABLE_JIT: plain Python)
 
 
 def metis_run_cost_s(n_edges: int, n_parts: int) -> float:
