@@ -17,7 +17,7 @@ Keys (the contract with :mod:`topoplan.sim.network`):
 
 from __future__ import annotations
 
-from topoplan.plans.circuits import validate_plan_dict
+from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, _validate, validate_plan_dict
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import read_json, write_json
 
@@ -107,6 +107,10 @@ def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
 def read_plan(path, topo=None) -> dict:
     """Read a circuit plan file; with ``topo``, validate it (one-line :class:`TopoplanError` on any fault).
 
+    With ``topo``, large tables (:data:`topoplan.plans.circuits.ARRAY_MIN_ENTRIES` nodes x switches or more)
+    come back as a :class:`topoplan.plans.circuits.ForwardingTables` (the array the checks read; the same
+    mapping) rather than as dicts.
+
     Parameters
     ----------
     path : str or path
@@ -141,5 +145,7 @@ def read_plan(path, topo=None) -> dict:
     if not isinstance(doc, dict) or "circuits" not in doc:
         raise TopoplanError(f"{path}: not a circuit plan (no 'circuits' key)")
     if topo is not None:
-        validate_plan_dict(doc, topo, where=str(path))
+        entries = _validate(doc, topo, str(path), None)
+        if entries is not None and topo.n_nodes * topo.n_switches >= ARRAY_MIN_ENTRIES:
+            doc["forwarding"] = ForwardingTables.from_entries(*entries, topo.n_nodes, topo.n_switches)
     return doc
