@@ -122,10 +122,19 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None):
     fwd = doc.get("forwarding") or {}
     if not isinstance(fwd, (dict, ForwardingTables)):
         raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
-    entries = fwd.entries() if isinstance(fwd, ForwardingTables) else _table_entries(fwd, n, s)
-    if entries is None or not _entries_valid(*entries, doc.get("hop_limit"), n, s, sw, partners):
-        _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+    if isinstance(fwd, ForwardingTables):
+        # held tables do not change: checked once against the same switches, circuits and hop limit
+        stamp = (n, s, sw.tobytes(), tuple(sorted(seen)), repr(doc.get("hop_limit")))
+        if stamp not in fwd._checked:
+            if not _entries_valid(*fwd.entries(), doc.get("hop_limit"), n, s, sw, partners):
+                _check_tables(fwd, doc, where, n, s, sw, partners)
+            fwd._checked.add(stamp)
         entries = None
+    else:
+        entries = _table_entries(fwd, n, s)
+        if entries is None or not _entries_valid(*entries, doc.get("hop_limit"), n, s, sw, partners):
+            _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+            entries = None
     r2n = doc.get("rank_to_node")
     if r2n is not None:
         if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
@@ -343,6 +352,7 @@ class ForwardingTables(Mapping):
         self.next_hop = nh
         self._rows = np.flatnonzero((nh >= 0).any(axis=1))
         self._index = None
+        self._checked: set = set()   # what the tables were validated against (validate_plan_dict)
 
     @classmethod
     def from_entries(cls, u, t, h, n_nodes: int, n_switches: int) -> "ForwardingTables":
@@ -406,21 +416,40 @@ class ForwardingTables(Mapping):
     def json_layout(self, level: int, indent: int) -> list[str]:
         """The JSON text of the tables, in pieces, as :func:`topoplan.core.io.dumps` lays out the equal dict at
         nesting ``level``: ``{``, then per row a line ``"<node>": {"<switch>": next_hop, ...}``, then ``}``.
-        Made a row at a time from the array (one string per row, no object per entry)."""
+
+        Made with arrays, a block of entries at a time: each entry's text is its tokens (what comes before
+        it: ``, `` or its row's opening; its key; its next hop; ``}`` after a row's last) gathered from byte
+        tables padded with NUL (which JSON text never holds), then the padding dropped."""
         u, t, h = self.entries()
         if not len(u):
             return ["{}"]
-        keys = [f'"{j}": ' for j in range(self.next_hop.shape[1])]
-        vals = list(map(str, range(int(h.max()) + 1)))
-        key_of, val_of, add, join = keys.__getitem__, vals.__getitem__, str.__add__, ", ".join
-        starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
-        ends = np.r_[starts[1:], len(u)]
+        first = np.r_[True, u[1:] != u[:-1]]
+        last = np.r_[first[1:], True]
+        rows = u[first]
         pad = "\n" + " " * (indent * (level + 1))
-        t, h = t.tolist(), h.tolist()
-        out = [f'{"{" if i == 0 else ","}{pad}"{r}": {{{join(map(add, map(key_of, t[a:b]), map(val_of, h[a:b])))}}}'
-               for i, (r, a, b) in enumerate(zip(u[starts].tolist(), starts.tolist(), ends.tolist()))]
+        opening = [f'{"{" if i == 0 else ","}{pad}"{r}": {{' for i, r in enumerate(rows.tolist())]
+        before = _token_table([", "] + opening)
+        keys = _token_table([f'"{j}": ' for j in range(self.next_hop.shape[1])])
+        vals = _token_table(list(map(str, range(int(h.max()) + 1))))
+        after = _token_table(["", "}"])
+        which = np.zeros(len(u), dtype=np.int64)
+        which[first] = 1 + np.arange(len(rows))
+        out = []
+        block = 1 << 20
+        for a in range(0, len(u), block):
+            b = min(len(u), a + block)
+            text = np.concatenate([before[which[a:b]], keys[t[a:b]], vals[h[a:b]],
+                                   after[last[a:b].astype(np.int64)]], axis=1)
+            out.append(text[text != 0].tobytes().decode("ascii"))
         out.append("\n" + " " * (indent * level) + "}")
         return out
+
+
+def _token_table(tokens: list[str]) -> np.ndarray:
+    """ASCII ``tokens`` as the rows of a byte array, padded with NUL."""
+    width = max(1, max(map(len, tokens)))
+    return np.frombuffer(b"".join(x.encode("ascii").ljust(width, b"\0") for x in tokens),
+                         dtype=np.uint8).reshape(len(tokens), width)
 
 
 def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
