@@ -8,7 +8,10 @@ entry. The sizes that switch them on are lowered here so small cases take the la
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import zipfile
 
 import numpy as np
 import pytest
@@ -206,3 +209,87 @@ def test_the_compiled_traffic_pass_gives_the_python_tables(seed, monkeypatch):
         compiled = distance_vector(p, circ, **opts)
         assert (compiled == python).all(), (seed, k, np.argwhere(compiled != python)[:3].tolist())
         assert (python == _distance_vector_reference(p, circ, **opts)).all()
+
+
+# -- the plan archive ------------------------------------------------------------------------------
+
+@pytest.fixture
+def plans(tmp_path, run_cli):
+    """The same greedy plan as JSON and as a plan archive, from the CLI, and the command line's inputs."""
+    from topoplan.traffic.matrix import from_arrays
+
+    src = [0, 16, 1, 17, 20, 36, 40, 56, 5, 21]
+    from_arrays(64, src, [16, 0, 17, 1, 36, 20, 56, 40, 37, 53], [8e6] * 10).write_matrix(tmp_path / "m.csv")
+    inputs = ["-t", "paper003", "-T", tmp_path / "m.csv", "-p", "round-robin"]
+    for name in ("plan.json", "plan.zip"):
+        code, _, err = run_cli("circuits", *inputs, "-m", "greedy", "--no-simulate", "-o", tmp_path / name)
+        assert code == 0, err
+    return tmp_path / "plan.json", tmp_path / "plan.zip", inputs
+
+
+def test_a_plan_archive_holds_the_same_plan(plans, run_cli):
+    from topoplan.core.topology_io import load_topology
+
+    as_json, archive, inputs = plans
+    assert archive.read_bytes()[:4] == b"PK\x03\x04"
+    t = load_topology("paper003")
+    a, b = planfile.read_plan(as_json, t), planfile.read_plan(archive, t)
+    assert isinstance(b["forwarding"], ForwardingTables) and b["forwarding"] == a["forwarding"]
+    a.pop("wall_s"), b.pop("wall_s")
+    assert b == a
+    results = []
+    for plan in (as_json, archive):
+        code, out, err = run_cli("validate", plan, "-t", "paper003", "--json")
+        assert code == 0 and json.loads(out)["valid"], err
+        code, out, err = run_cli("simulate", *inputs, "--circuits", plan, "--json")
+        assert code == 0, err
+        results.append(json.loads(out)["makespan_s"])
+    assert results[0] == results[1] > 0
+
+
+def _rewrite(archive, dest, *, head=None, table=None):
+    with zipfile.ZipFile(archive) as z:
+        doc, raw = json.loads(z.read("plan.json")), z.read("next_hop.npy")
+    if head is not None:
+        head(doc)
+    if table is not None:
+        buf = io.BytesIO()
+        np.save(buf, table)
+        raw = buf.getvalue()
+    with zipfile.ZipFile(dest, "w") as z:
+        z.writestr("plan.json", json.dumps(doc))
+        z.writestr("next_hop.npy", raw)
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("truncated", r"damaged plan archive \(.+\)"),
+    ("version", r"plan archive version 2 is not supported \(this topoplan reads version 1\)"),
+    ("format", r"not a topoplan-circuit-plan archive"),
+    ("no tables", r"damaged plan archive \(.*next_hop\.npy.*\)"),
+    ("float tables", r"damaged plan archive \(next_hop\.npy: expected a 2-D integer array, got 2-D float64\)"),
+    ("loop", r"field 'forwarding': routing loop towards switch"),
+])
+def test_a_bad_plan_archive_is_one_error_line(plans, run_cli, fault, message):
+    _, archive, inputs = plans
+    bad = archive.with_name("bad.zip")
+    with zipfile.ZipFile(archive) as z:
+        nh = np.load(io.BytesIO(z.read("next_hop.npy")))
+    if fault == "truncated":
+        bad.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    elif fault == "version":
+        _rewrite(archive, bad, head=lambda d: d["archive"].update(version=2))
+    elif fault == "format":
+        _rewrite(archive, bad, head=lambda d: d.pop("archive"))
+    elif fault == "no tables":
+        with zipfile.ZipFile(archive) as z, zipfile.ZipFile(bad, "w") as out:
+            out.writestr("plan.json", z.read("plan.json"))
+    elif fault == "float tables":
+        _rewrite(archive, bad, table=nh.astype(float))
+    else:   # two nodes under one switch relaying to each other towards another switch
+        nh = nh.copy()
+        nh[2, 1], nh[3, 1] = 3, 2
+        _rewrite(archive, bad, table=nh)
+    for command in (["validate", bad, "-t", "paper003"], ["simulate", *inputs, "--circuits", bad]):
+        code, out, err = run_cli(*command)
+        assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: {bad}: "), err
+        assert re.search(message, err), err

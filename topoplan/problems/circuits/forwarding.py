@@ -44,8 +44,9 @@ _REL_TOL = 1e-9
 _SMALL = 256
 
 # from this many (node, destination switch) groups of traffic the load sharing's traffic pass runs compiled
-# (:mod:`topoplan.problems.circuits._sharing_jit`, the same tables); below, importing Numba would cost more
-COMPILED_MIN_GROUPS = 20_000
+# (:mod:`topoplan.problems.circuits._sharing_jit`, the same tables); below, importing Numba and loading the
+# kernel (0.5-1 s, 150 MB) cost about what they save (4,096 nodes: 32,768 groups)
+COMPILED_MIN_GROUPS = 65_536
 
 
 def partners_of(n_nodes: int, circuits) -> list[list[int]]:
