@@ -267,6 +267,7 @@ def _entries_valid(u, t, h, hop_limit, n: int, s: int, sw, partners: dict) -> bo
         pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
         if not len(pk) or (pk[pos] != key).any():
             return False
+    # chains: the entry (h, t) each entry leads to (-1 where it ends), circuits crossed summed by pointer jumping
     ekey = u * s + t
     want = h * s + t
     if n * s <= 1 << 26:   # a dense index of the entries
