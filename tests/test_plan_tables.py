@@ -293,3 +293,12 @@ def test_a_bad_plan_archive_is_one_error_line(plans, run_cli, fault, message):
         code, out, err = run_cli(*command)
         assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: {bad}: "), err
         assert re.search(message, err), err
+
+
+def test_an_archive_member_too_large_is_refused_before_it_is_inflated(plans, monkeypatch):
+    from topoplan.core.topology_io import load_topology
+
+    monkeypatch.setattr(planfile, "MAX_INPUT_BYTES", 1000)
+    with pytest.raises(TopoplanError, match=r"plan\.zip: plan archive member plan\.json is over the input "
+                                            r"limit of 1,000 bytes once decompressed"):
+        planfile.read_plan(plans[1], load_topology("paper003"))

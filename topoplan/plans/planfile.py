@@ -32,7 +32,7 @@ import zipfile
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, dumps, read_bytes, read_json, write_json
+from topoplan.core.io import MAX_INPUT_BYTES, atomic_write, dumps, read_bytes, read_json, write_json
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
 
@@ -185,6 +185,10 @@ def read_document(path, what: str = "plan") -> dict:
     raw = read_bytes(path, what)
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            big = [i.filename for i in z.infolist() if i.file_size > MAX_INPUT_BYTES]
+            if big:   # refused before it is inflated
+                raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
+                                    f"{MAX_INPUT_BYTES:,} bytes once decompressed")
             doc = json.loads(z.read(_ARCHIVE_DOC).decode("utf-8"))
             meta = doc.get("archive") if isinstance(doc, dict) else None
             if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
