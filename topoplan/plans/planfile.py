@@ -24,7 +24,6 @@ content and validates it the same way; an archive of another version, or damaged
 
 from __future__ import annotations
 
-from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, _validate, validate_plan_dict
 import io
 import json
 import zipfile
@@ -33,6 +32,8 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import MAX_INPUT_BYTES, atomic_write, dumps, read_bytes, read_json, write_json
+from topoplan.plans.circuits import (ARRAY_MIN_ENTRIES, ForwardingTables, _validate, array_from_tables,
+                                     validate_plan_dict)
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
 
@@ -73,7 +74,8 @@ def plan_document(result, **extra) -> dict:
 
 
 def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
-    """Validate a circuit plan against ``topo`` and write it atomically. Returns the document.
+    """Validate a circuit plan against ``topo`` and write it atomically (a name ending in ``.zip``: as a plan
+    archive, see the module). Returns the document.
 
     Parameters
     ----------
@@ -126,8 +128,6 @@ def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
 
 def _write_archive(path, doc: dict, topo) -> None:
     """The plan archive of ``doc`` (see the module), written atomically."""
-    from topoplan.plans.circuits import array_from_tables
-
     fwd = doc.get("forwarding") or {}
     n, s = topo.n_nodes, topo.n_switches
     nh = fwd.next_hop if isinstance(fwd, ForwardingTables) else array_from_tables(fwd, n, s)
