@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -179,8 +180,7 @@ def read_document(path, what: str = "plan") -> dict:
     ...
     topoplan.core.errors.TopoplanError: .../plan.zip: damaged plan archive (File is not a zip file)
     """
-    head = read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True)
-    if head != _ZIP_MAGIC:
+    if not Path(path).is_file() or read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) != _ZIP_MAGIC:
         return read_json(path, what)
     raw = read_bytes(path, what)
     try:
