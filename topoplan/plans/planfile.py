@@ -38,7 +38,8 @@ from topoplan.plans.circuits import (ARRAY_MIN_ENTRIES, ForwardingTables, _valid
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
 
-ARCHIVE_FORMAT, ARCHIVE_VERSION = "topoplan-circuit-plan", 1
+ARCHIVE_FORMAT = "topoplan-circuit-plan"   # a plan archive's "archive.format"
+ARCHIVE_VERSION = 1                        # the archive version this topoplan writes and reads
 _ARCHIVE_DOC, _ARCHIVE_TABLES = "plan.json", "next_hop.npy"
 _ZIP_MAGIC = b"PK\x03\x04"
 
