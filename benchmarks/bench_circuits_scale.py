@@ -53,29 +53,40 @@ default, which also simulates the plan) and ``simulate --circuits`` (``topoplan 
 ``solver`` is the plan's own ``wall_s``. Targets: the circuits process under 10 s and 2 GB quiet at 16,384
 nodes, simulating its plan under 20 s.
 
-Measured 2026-11-28 on the 2-core, 24 GiB shared machine, never quiet (load 6-10: wall times are several times
-what a quiet machine gives; CPU time is the steadier figure)::
+Measured 2026-11-29 on the 2-core, 24 GiB shared machine, never quiet (load 10-12: wall times are several
+times what a quiet machine gives; CPU time is the steadier figure, itself inflated by the other jobs)::
 
      nodes command                  process     cpu    peak   solver  plan   load
-      4096 circuits --no-simulate     6.9 s   3.4 s   151 MB   2.8 s   6 MB   6.5
-      4096 circuits                  20.7 s   9.3 s   232 MB   3.0 s   6 MB   6.5
-      4096 simulate --circuits       16.5 s   8.3 s   215 MB           6 MB   6.3
-     16384 circuits --no-simulate    53.5 s  26.2 s  1141 MB  33.3 s 105 MB   6.6
-     16384 circuits                 169.8 s  77.5 s  2694 MB  39.2 s 105 MB   6.3
-     16384 simulate --circuits      157.9 s  78.8 s  2909 MB         105 MB   6.1
+      4096 circuits --no-simulate     7.4 s   3.8 s   299 MB   2.4 s   6 MB  10.8
+      4096 circuits                  18.3 s   9.2 s   352 MB   2.6 s   6 MB  11.1
+      4096 simulate --circuits       18.6 s   8.2 s   186 MB           6 MB  11.2
+     16384 circuits --no-simulate    36.7 s  15.9 s  1134 MB  18.4 s 105 MB  11.7
+     16384 circuits                 190.4 s  85.2 s  2273 MB  20.3 s 105 MB  11.6
+     16384 simulate --circuits      142.8 s  68.2 s  2256 MB         105 MB  10.4
 
-Before this round (main at 43c2753, ``/usr/bin/time -v``), 16,384 nodes ``circuits --no-simulate``: 199 s at
-load 9-10, CPU 39.2 s, peak 1,356 MB. By stage (cProfile of that process, shares of its time): the step clock
-32% (the Python reference replay of the 262,144 calls, on a trace that is one exchange; the spec generated a
-second time), the greedy method 39% (its distance-vector tables 28%, the bound and the tables' dict 10%), plan
-validation 16% (twice: in ``solve`` and again before writing), writing the JSON 9%. Now the step clock takes
-milliseconds (a trace of non-blocking posts then waits, paired exactly, is one step at level 0 without the
-replay: the same steps), the plan is validated once (``solve``; neither the writer nor the post-planning
-simulation checks it again), and the simulator reads the tables with compiled passes (the dict of 8.4 M
-entries took a third of the simulation's set-up). The plan files are byte for byte the same but ``wall_s``.
-Left: the greedy method itself (the distance-vector pass, sequential in Python), the flow engine's own run
-(over half of the simulation), and memory with a simulation (the plan held as dicts, and again as int dicts in
-the simulator: 2.7-2.9 GB).
+(The 4,096-node ``circuits --no-simulate`` row ran greedy's compiled traffic pass, since raised to 65,536
+traffic groups: at 4,096 nodes Numba's import cost about what the pass saved, and 150 MB.) Side by side with
+the previous code (the parent of this round's first commit) in one session at load 11-12, 16,384 nodes
+``circuits --no-simulate``: 26.7 and 24.4 s CPU before, 15.9 and 15.2 s now, peak 1.17 GB both; the plan files
+byte for byte the same but ``wall_s``; written as a plan archive (``-o plan.zip``, 5 MB) 15.0 s. Simulating
+that plan (``simulate --circuits``, load 7-8): 63.4 s CPU and 2.33 GB from the JSON file, 38.7 s and 2.13 GB
+from the archive, the same result (makespan 84.2177 s); before, 78.8 s and 2.9 GB (load 6, the previous
+measurement).
+
+What changed: forwarding tables of 65,536 entries (nodes x switches) or more are held as their next-hop array
+(:class:`topoplan.plans.circuits.ForwardingTables`, a read-only mapping equal to the dict) from the method to
+the file and the simulator: the plan is validated from the array, its JSON is made from the array with byte
+tables a block of entries at a time (byte for byte the dict's text) and written a piece at a time, a file's
+tables are turned into the array once while they are validated, and the simulator's second check of the same
+tables is skipped (the array does not change). Greedy's load-sharing traffic pass (sequential: each node's
+choice changes the loads the next sees) runs compiled (:mod:`topoplan.problems.circuits._sharing_jit`, the same
+order, keys and float operations). Where the time goes now, 16,384 nodes ``circuits --no-simulate`` (cProfile at
+load 11, shares of the process): the distance-vector tables 40% (the relay distances 11%, the per-switch rounds'
+array work 15%, the compiled pass 11%, half of it Numba loading its cached kernel), the bound and step times
+15%, validation 12%, writing the JSON 10%, the inputs, the problem and the imports the rest (20%).
+Simulating: the flow engine's own run is most of the process (maxmin over 131,072 flows that relay over about
+80 hops each: greedy's plan on random traffic), so the 20 s target needs the engine itself to change; reading
+the JSON plan (its text and a dict of 8.4 M entries, then the array) is what the archive removes.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from topoplan.problems.circuits import forwarding
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
                                                   array_from_tables, distance_vector, partners_of, tables_from_array)
-from topoplan.plans.circuits import _check_tables, _tables_valid_fast, validate_plan_dict
+from topoplan.plans.circuits import _check_tables, _entries_valid, _table_entries, validate_plan_dict
 from topoplan.traffic.matrix import from_arrays
 
 
@@ -369,7 +369,8 @@ def test_array_checks_of_plans_never_pass_what_the_entry_checks_refuse():
         for a, b in res.plan["circuits"]:
             partners.setdefault(a, set()).add(b)
             partners.setdefault(b, set()).add(a)
-        ok_fast = _tables_valid_fast(fwd, hop_limit, n, s, sw, partners)
+        entries = _table_entries(fwd, n, s)
+        ok_fast = entries is not None and _entries_valid(*entries, hop_limit, n, s, sw, partners)
         try:
             _check_tables(fwd, {"hop_limit": hop_limit}, "plan", n, s, sw, partners)
             ok = True

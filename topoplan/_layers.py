@@ -51,6 +51,9 @@ LAZY = {
     ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
         "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
         "does, and every circuit method's module imports heuristics",
+    ("topoplan.problems.circuits.forwarding", "topoplan.problems.circuits._sharing_jit"):
+        "start-up: the tables' compiled traffic pass needs Numba (0.5 s to import and 1 s to load the kernel, "
+        "measured at 16,384 nodes); only problems of 65,536 traffic groups or more run it",
     ("topoplan.problems.placement.problem", "topoplan.problems.placement.refine"):
         "start-up: the refinement is Numba code (tenths of a second to import); the placement problem only asks "
         "whether its kernels are compiled, when a start is chosen",

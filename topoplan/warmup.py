@@ -15,7 +15,9 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
     The group enumeration and search of the exact placement model
     (:mod:`topoplan.formulations.placement_groups`, ``place -m ilp``).
 ``matching``
-    The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``).
+    The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``) and
+    the compiled traffic pass of the forwarding tables (:mod:`topoplan.problems.circuits._sharing_jit`, large
+    problems of every method).
 ``flows``
     The JIT version of the event loop (:func:`topoplan.sim._loop.run_core`: what serves after an edit of its
     sources, until the next build, and for arguments of other types); after ``engine`` only its entry is left
@@ -82,6 +84,19 @@ def _matching() -> str:
 
     u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
     max_weight_matching(60, u, v, (u * v) % 7 + 1.0)
+    # the compiled traffic pass of the forwarding tables (large problems only: a small one is run through it)
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, forwarding, solve
+    from topoplan.traffic.matrix import from_arrays
+
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
+    prob = CircuitProblem.build(topo, from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8))
+    sizes = forwarding._SMALL, forwarding.COMPILED_MIN_GROUPS
+    forwarding._SMALL = forwarding.COMPILED_MIN_GROUPS = 0
+    try:
+        solve(prob, "greedy")
+    finally:
+        forwarding._SMALL, forwarding.COMPILED_MIN_GROUPS = sizes
     return ""
 
 

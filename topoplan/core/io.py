@@ -114,8 +114,8 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     ----------
     path : str or path
         The file; an existing one keeps its permissions.
-    data : str or bytes
-        The content (str is written as UTF-8).
+    data : str or bytes or list of str
+        The content (str is written as UTF-8); a list of str pieces is written a piece at a time.
     binary : bool, optional
         Kept for callers that pass bytes explicitly; bytes are written as they are anyway.
 
@@ -135,7 +135,9 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     """
     path = Path(path)
     check_writable(path)
-    raw = data if binary or isinstance(data, bytes) else data.encode("utf-8")
+    if isinstance(data, list) and (path.suffix == ".gz" or _special(path) is not None):
+        data = "".join(data)
+    raw = data if binary or isinstance(data, (bytes, list)) else data.encode("utf-8")
     if path.suffix == ".gz":
         raw = gzip.compress(raw, mtime=0)
     group = _group.get()
@@ -153,7 +155,11 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
+            if isinstance(raw, list):
+                for piece in raw:
+                    fh.write(piece.encode("utf-8"))
+            else:
+                fh.write(raw)
         if group is not None:   # renamed into place when the whole group succeeded
             group.append((tmp, path, None))
             return
@@ -266,10 +272,11 @@ def write_json(path, obj) -> None:
     {'a': [0, 1, 2], 'b': 0.5}
     """
     try:
-        text = dumps(obj)
+        pieces = _pieces(obj)
     except TopoplanError as exc:
         raise TopoplanError(f"{path}: {exc}; nothing written") from None
-    atomic_write(path, text + "\n")
+    pieces.append("\n")
+    atomic_write(path, pieces)   # written a piece at a time: no second copy of a large document
 
 
 def dumps(obj, indent: int | None = 1) -> str:
@@ -279,6 +286,9 @@ def dumps(obj, indent: int | None = 1) -> str:
     any other list (a table row, a circuit, a placement), and each row of an object of rows (an object
     whose first member is an object of scalars, such as forwarding tables), stays on one line, so a plan's tables read row by row and large files are
     written by the compiled encoder, about four times faster than fully indented JSON.
+    An object with a ``json_layout(level, indent)`` method (a plan's forwarding tables held as an array,
+    :class:`topoplan.plans.circuits.ForwardingTables`) writes its own text (a list of pieces), which must
+    be the text of the equal dict.
 
     Parameters
     ----------
@@ -319,12 +329,18 @@ def dumps(obj, indent: int | None = 1) -> str:
     ...
     topoplan.core.errors.TopoplanError: field 'entries[1].from_s': nan is not a finite number (JSON has no NaN or Infinity)
     """
+    return "".join(_pieces(obj, indent))
+
+
+def _pieces(obj, indent: int | None = 1) -> list[str]:
+    """:func:`dumps`'s text in pieces (joined, the text), for a large document to be written without one
+    string of it all."""
     try:
         if indent is None:
-            return _ONE_LINE.encode(obj)
+            return [_ONE_LINE.encode(obj)]
         out: list[str] = []
         _layout(obj, 0, indent, out, _arrays())
-        return "".join(out)
+        return out
     except ValueError as exc:   # json's "Out of range float values are not JSON compliant"
         found = _non_finite(obj)
         if found is None:
@@ -370,6 +386,10 @@ def _arrays() -> tuple:
 
 
 def _layout(o, level: int, indent: int, out: list, arrays: tuple = ()) -> None:
+    own = getattr(o, "json_layout", None)   # an object that lays out its own text (a plan's tables held as an array)
+    if own is not None and not isinstance(o, (str, dict, list, tuple)):
+        out.extend(own(level, indent))
+        return
     if isinstance(o, arrays):
         if o.ndim <= 1:
             out.append(json.dumps(o.tolist(), allow_nan=False))
@@ -463,6 +483,8 @@ def _default(o):
             return bool(o)
     if isinstance(o, Path):
         return str(o)
+    if hasattr(o, "json_layout") and hasattr(o, "items"):   # a mapping that lays out its own text (see _layout)
+        return dict(o.items())
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 

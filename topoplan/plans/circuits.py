@@ -6,7 +6,8 @@ into launcher files) holds
 - ``circuits``: ``[[node_a, node_b], ...]`` -- OCS node pairs under different switches;
 - ``forwarding``: ``{"<node>": {"<destination switch>": <next hop node>}}`` -- the relay tables of
   large inter-switch messages (:func:`tables_from_array` and :func:`array_from_tables` convert them
-  from and to a ``next_hop[node, switch]`` array);
+  from and to a ``next_hop[node, switch]`` array; :class:`ForwardingTables` holds large ones as that
+  array and reads as the dict);
 - optionally ``hop_limit``, ``options.max_circuits`` and ``rank_to_node``.
 
 :func:`validate_plan_dict` checks one against a hybrid topology.
@@ -14,6 +15,7 @@ into launcher files) holds
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import chain
 
 import numpy as np
@@ -22,10 +24,10 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import TreeTopology
 from topoplan.core.units import is_ascii_int
 
-__all__ = ["validate_plan_dict", "tables_from_array", "array_from_tables"]
+__all__ = ["validate_plan_dict", "ForwardingTables", "tables_from_array", "array_from_tables"]
 
 
-def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circuits: int | None = None) -> None:
+def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: int | None = None) -> None:
     """Check a circuit plan (dict as in the plan JSON) against a hybrid topology.
 
     Rejects, with a one-line :class:`TopoplanError`: unknown nodes or switches,
@@ -72,6 +74,12 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     ...
     topoplan.core.errors.TopoplanError: circuit plan: field 'forwarding': node key '00' is not written as '0' (ids are plain decimal numbers)
     """
+    _validate(doc, topo, where, max_circuits)
+
+
+def _validate(doc: dict, topo, where: str, max_circuits: int | None):
+    """:func:`validate_plan_dict`; returns the forwarding entries as arrays ``(node, switch, next hop)`` when
+    the array checks passed them, else None (no entries, or tables checked entry by entry)."""
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
@@ -112,10 +120,21 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
     if limit is not None and len(raw) > limit:
         raise TopoplanError(f"{where}: field 'circuits': {len(raw)} circuits but max_circuits is {limit}")
     fwd = doc.get("forwarding") or {}
-    if not isinstance(fwd, dict):
+    if not isinstance(fwd, (dict, ForwardingTables)):
         raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
-    if not _tables_valid_fast(fwd, doc.get("hop_limit"), n, s, sw, partners):
-        _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+    if isinstance(fwd, ForwardingTables):
+        # held tables do not change: checked once against the same switches, circuits and hop limit
+        stamp = (n, s, sw.tobytes(), tuple(sorted(seen)), repr(doc.get("hop_limit")))
+        if stamp not in fwd._checked:
+            if not _entries_valid(*fwd.entries(), doc.get("hop_limit"), n, s, sw, partners):
+                _check_tables(fwd, doc, where, n, s, sw, partners)
+            fwd._checked.add(stamp)
+        entries = None
+    else:
+        entries = _table_entries(fwd, n, s)
+        if entries is None or not _entries_valid(*entries, doc.get("hop_limit"), n, s, sw, partners):
+            _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
+            entries = None
     r2n = doc.get("rank_to_node")
     if r2n is not None:
         if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
@@ -123,6 +142,7 @@ def validate_plan_dict(doc: dict, topo, where: str = "circuit plan", *, max_circ
         bad = [x for x in r2n if not 0 <= int(x) < n]
         if bad:
             raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
+    return entries
 
 
 def _is_int(x) -> bool:
@@ -200,36 +220,45 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
                                         f"more than hop_limit {hop_limit}")
 
 
-def _tables_valid_fast(fwd: dict, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
-    """True when the forwarding tables pass every check of :func:`validate_plan_dict` (entries, hop limit,
-    loops), checked with arrays. Only plain tables are taken (keys the decimal strings of node and switch
-    ids, next hops ``int``); False for anything else or any doubt, and the entry-by-entry checks decide."""
+def _table_entries(fwd: dict, n: int, s: int):
+    """The entries of plain forwarding tables as arrays ``(node, switch, next hop)``, row by row in the dict's
+    order: only tables whose keys are the decimal strings of node and switch ids and whose next hops are
+    ``int`` are taken; None for anything else, and the entry-by-entry checks decide."""
     if not fwd:
-        return False
-    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
-        return False
+        return None
     ids = _id_index(max(n, s))
     get = ids.get
     rows, lens = [], []
     for key_n, row in fwd.items():
         u = get(key_n) if type(key_n) is str else None
         if u is None or u >= n or type(row) is not dict:
-            return False
+            return None
         rows.append(u)
         lens.append(len(row))
     total = sum(lens)
     if not total:
-        return False
+        return None
     rows_v = list(fwd.values())
     if set(map(type, chain.from_iterable(map(dict.values, rows_v)))) != {int}:
-        return False   # a next hop that is not a plain int (bool, float, str, numpy...): entry by entry
+        return None   # a next hop that is not a plain int (bool, float, str, numpy...): entry by entry
     try:   # a key that is not an id string maps to None: TypeError
         t = np.fromiter(map(get, chain.from_iterable(rows_v)), dtype=np.int64, count=total)
         h = np.fromiter(chain.from_iterable(map(dict.values, rows_v)), dtype=np.int64, count=total)
     except (TypeError, OverflowError, ValueError):
+        return None
+    return np.repeat(np.array(rows, dtype=np.int64), lens), t, h
+
+
+def _entries_valid(u, t, h, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
+    """True when forwarding entries ``(u[i], t[i]) -> h[i]`` pass every check of :func:`validate_plan_dict`
+    (entries, hop limit, loops), checked with arrays; False for any fault (the entry-by-entry checks then
+    name the first), and for no entries at all."""
+    if not len(u):
         return False
-    u = np.repeat(np.array(rows, dtype=np.int64), lens)
-    if (t >= s).any() or (h < 0).any() or (h >= n).any() or (sw[u] == t).any() or (h == u).any():
+    if hop_limit is not None and not (_is_int(hop_limit) and int(hop_limit) >= 1):
+        return False
+    if ((u < 0).any() or (u >= n).any() or (t < 0).any() or (t >= s).any() or (h < 0).any() or (h >= n).any()
+            or (sw[u] == t).any() or (h == u).any()):
         return False
     circ = sw[h] != sw[u]
     if circ.any():   # a next hop under another switch must be a circuit partner
@@ -278,6 +307,150 @@ def _id_index(k: int) -> dict:
     if len(_ID_INDEX) < k:
         _ID_INDEX.update((str(i), i) for i in range(len(_ID_INDEX), k))
     return _ID_INDEX
+
+
+# Tables of at least this many entries (nodes x switches) are held as a next-hop array (:class:`ForwardingTables`)
+# rather than as dicts: at 16,384 nodes and 512 switches the dicts of 8.4 M entries took seconds to build, to
+# check and to turn back into the array the bound and the simulator use.
+ARRAY_MIN_ENTRIES = 1 << 16
+
+
+class ForwardingTables(Mapping):
+    """Forwarding tables held as a ``next_hop[node, switch]`` array that read as the plan's JSON form.
+
+    A read-only mapping ``{"<node>": {"<switch>": next_hop}}`` over the nodes with an entry (ascending), each
+    row made when it is asked for, equal to the dict :func:`tables_from_array` makes of the same array; its
+    JSON text (:meth:`json_layout`, used by :func:`topoplan.core.io.write_json`) is that dict's, byte for
+    byte. Plans of large tables hold one (:data:`ARRAY_MIN_ENTRIES`): the validator, the writer and the
+    simulator read the array without a dict of millions of entries.
+
+    Parameters
+    ----------
+    next_hop : numpy.ndarray
+        (n_nodes x n_switches), -1 (any negative) = no entry. Copied.
+
+    See Also
+    --------
+    tables_from_array : the same tables as dicts.
+
+    Examples
+    --------
+    >>> nh = np.full((3, 2), -1)
+    >>> nh[0, 1], nh[2, 0] = 1, 0
+    >>> ft = ForwardingTables(nh)
+    >>> list(ft), ft["2"], len(ft), ft.n_entries
+    (['0', '2'], {'0': 0}, 2, 2)
+    >>> ft == tables_from_array(nh), ft
+    (True, ForwardingTables({'0': {'1': 1}, '2': {'0': 0}}))
+    """
+
+    def __init__(self, next_hop):
+        nh = np.array(next_hop, dtype=np.int32 if np.size(next_hop) and np.max(next_hop) < 2 ** 31 else np.int64)
+        if nh.ndim != 2:
+            raise ValueError(f"next_hop: expected a (nodes x switches) array, got shape {nh.shape}")
+        nh[nh < 0] = -1
+        nh.flags.writeable = False
+        self.next_hop = nh
+        self._rows = np.flatnonzero((nh >= 0).any(axis=1))
+        self._index = None
+        self._checked: set = set()   # what the tables were validated against (validate_plan_dict)
+
+    @classmethod
+    def from_entries(cls, u, t, h, n_nodes: int, n_switches: int) -> "ForwardingTables":
+        """The tables of entries ``(u[i], t[i]) -> h[i]`` (valid ids; a pair given twice keeps the last)."""
+        nh = np.full((n_nodes, n_switches), -1, dtype=np.int32 if n_nodes < 2 ** 31 else np.int64)
+        nh[np.asarray(u, dtype=np.int64), np.asarray(t, dtype=np.int64)] = h
+        return cls(nh)
+
+    @property
+    def n_entries(self) -> int:
+        """Entries in all rows."""
+        return int(np.count_nonzero(self.next_hop >= 0))
+
+    def entries(self):
+        """``(node, switch, next hop)`` int64 arrays of every entry, row by row (the mapping's order)."""
+        u, t = np.nonzero(self.next_hop >= 0)
+        return u.astype(np.int64), t.astype(np.int64), self.next_hop[u, t].astype(np.int64)
+
+    def _row_of(self, key):
+        if self._index is None:
+            self._index = dict(zip(map(str, self._rows.tolist()), self._rows.tolist()))
+        return self._index.get(key) if isinstance(key, str) else None
+
+    def __getitem__(self, key) -> dict:
+        r = self._row_of(key)
+        if r is None:
+            raise KeyError(key)
+        cols = np.flatnonzero(self.next_hop[r] >= 0)
+        return dict(zip(map(str, cols.tolist()), self.next_hop[r, cols].tolist()))
+
+    def __contains__(self, key) -> bool:
+        return self._row_of(key) is not None
+
+    def __iter__(self):
+        return iter(map(str, self._rows.tolist()))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __eq__(self, other):
+        if isinstance(other, ForwardingTables):
+            a, b = self.next_hop, other.next_hop
+            if a.shape != b.shape:   # trailing rows or columns without entries do not count
+                r, c = max(a.shape[0], b.shape[0]), max(a.shape[1], b.shape[1])
+                a, b = (np.pad(x, ((0, r - x.shape[0]), (0, c - x.shape[1])), constant_values=-1) for x in (a, b))
+            return bool(np.array_equal(a, b))
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ForwardingTables({dict(self.items())!r})" if len(self) <= 8 else \
+            f"ForwardingTables(<{self.n_entries:,} entries in {len(self):,} rows>)"
+
+    def __deepcopy__(self, memo):
+        return self   # read-only
+
+    def __reduce__(self):
+        return (ForwardingTables, (self.next_hop,))
+
+    def json_layout(self, level: int, indent: int) -> list[str]:
+        """The JSON text of the tables, in pieces, as :func:`topoplan.core.io.dumps` lays out the equal dict at
+        nesting ``level``: ``{``, then per row a line ``"<node>": {"<switch>": next_hop, ...}``, then ``}``.
+
+        Made with arrays, a block of entries at a time: each entry's text is its tokens (what comes before
+        it: ``, `` or its row's opening; its key; its next hop; ``}`` after a row's last) gathered from byte
+        tables padded with NUL (which JSON text never holds), then the padding dropped."""
+        u, t, h = self.entries()
+        if not len(u):
+            return ["{}"]
+        first = np.r_[True, u[1:] != u[:-1]]
+        last = np.r_[first[1:], True]
+        rows = u[first]
+        pad = "\n" + " " * (indent * (level + 1))
+        opening = [f'{"{" if i == 0 else ","}{pad}"{r}": {{' for i, r in enumerate(rows.tolist())]
+        before = _token_table([", "] + opening)
+        keys = _token_table([f'"{j}": ' for j in range(self.next_hop.shape[1])])
+        vals = _token_table(list(map(str, range(int(h.max()) + 1))))
+        after = _token_table(["", "}"])
+        which = np.zeros(len(u), dtype=np.int64)
+        which[first] = 1 + np.arange(len(rows))
+        out = []
+        block = 1 << 20
+        for a in range(0, len(u), block):
+            b = min(len(u), a + block)
+            text = np.concatenate([before[which[a:b]], keys[t[a:b]], vals[h[a:b]],
+                                   after[last[a:b].astype(np.int64)]], axis=1)
+            out.append(text[text != 0].tobytes().decode("ascii"))
+        out.append("\n" + " " * (indent * level) + "}")
+        return out
+
+
+def _token_table(tokens: list[str]) -> np.ndarray:
+    """ASCII ``tokens`` as the rows of a byte array, padded with NUL."""
+    width = max(1, max(map(len, tokens)))
+    return np.frombuffer(b"".join(x.encode("ascii").ljust(width, b"\0") for x in tokens),
+                         dtype=np.uint8).reshape(len(tokens), width)
 
 
 def tables_from_array(next_hop: np.ndarray) -> dict[str, dict[str, int]]:
@@ -338,6 +511,10 @@ def array_from_tables(tables: dict, n_nodes: int, n_switches: int) -> np.ndarray
     [[-1, 1], [-1, -1], [0, -1]]
     """
     nh = np.full((n_nodes, n_switches), -1, dtype=np.int64)
+    if isinstance(tables, ForwardingTables):
+        r, c = min(n_nodes, tables.next_hop.shape[0]), min(n_switches, tables.next_hop.shape[1])
+        nh[:r, :c] = tables.next_hop[:r, :c]
+        return nh
     for n, row in (tables or {}).items():
         for s, h in row.items():
             nh[int(n), int(s)] = int(h)

@@ -13,15 +13,35 @@ Keys (the contract with :mod:`topoplan.sim.network`):
 - the common result keys: ``method``, ``seed``, ``objective``, ``metrics``
   (``congestion_bound_s``, ``uplink_bytes``, ``circuits_used``, ...), ``bound``, ``gap``,
   ``status``, ``wall_s``, ``options``.
+
+A plan written to a name ending in ``.zip`` is a *plan archive*, the compact form of large tables: a zip
+holding ``plan.json`` (the document without ``forwarding``, plus ``archive``: ``{"format":
+"topoplan-circuit-plan", "version": 1, "forwarding": "next_hop.npy"}``) and ``next_hop.npy`` (the tables as
+a ``next_hop[node, switch]`` array, -1 = no entry, in NumPy's format; compressed). Every reader of plans
+(:func:`read_plan`, :func:`read_document`: ``simulate --circuits``, ``validate``) takes either form by its
+content and validates it the same way; an archive of another version, or damaged, is a one-line error.
 """
 
 from __future__ import annotations
 
-from topoplan.plans.circuits import validate_plan_dict
-from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_json, write_json
+import io
+import json
+import zipfile
+from pathlib import Path
 
-__all__ = ["plan_document", "write_plan", "read_plan"]
+import numpy as np
+
+from topoplan.core.errors import TopoplanError
+from topoplan.core.io import MAX_INPUT_BYTES, atomic_write, dumps, read_bytes, read_json, write_json
+from topoplan.plans.circuits import (ARRAY_MIN_ENTRIES, ForwardingTables, _validate, array_from_tables,
+                                     validate_plan_dict)
+
+__all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
+
+ARCHIVE_FORMAT = "topoplan-circuit-plan"   # a plan archive's "archive.format"
+ARCHIVE_VERSION = 1                        # the archive version this topoplan writes and reads
+_ARCHIVE_DOC, _ARCHIVE_TABLES = "plan.json", "next_hop.npy"
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def plan_document(result, **extra) -> dict:
@@ -56,7 +76,8 @@ def plan_document(result, **extra) -> dict:
 
 
 def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
-    """Validate a circuit plan against ``topo`` and write it atomically. Returns the document.
+    """Validate a circuit plan against ``topo`` and write it atomically (a name ending in ``.zip``: as a plan
+    archive, see the module). Returns the document.
 
     Parameters
     ----------
@@ -100,12 +121,102 @@ def write_plan(path, result, topo, *, validated: bool = False, **extra) -> dict:
     doc = plan_document(result, **extra) if not isinstance(result, dict) else dict(result, **extra)
     if not validated:
         validate_plan_dict(doc, topo, where=str(path))
-    write_json(path, doc)
+    if str(path).endswith(".zip"):
+        _write_archive(path, doc, topo)
+    else:
+        write_json(path, doc)
+    return doc
+
+
+def _write_archive(path, doc: dict, topo) -> None:
+    """The plan archive of ``doc`` (see the module), written atomically."""
+    fwd = doc.get("forwarding") or {}
+    n, s = topo.n_nodes, topo.n_switches
+    nh = fwd.next_hop if isinstance(fwd, ForwardingTables) else array_from_tables(fwd, n, s)
+    dtype = next(d for d in (np.int16, np.int32, np.int64) if max(nh.shape[0], 1) <= np.iinfo(d).max)
+    head = {k: v for k, v in doc.items() if k != "forwarding"}
+    head["archive"] = {"format": ARCHIVE_FORMAT, "version": ARCHIVE_VERSION, "forwarding": _ARCHIVE_TABLES}
+    try:
+        text = dumps(head)
+    except TopoplanError as exc:
+        raise TopoplanError(f"{path}: {exc}; nothing written") from None
+    table = io.BytesIO()
+    np.save(table, nh.astype(dtype), allow_pickle=False)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr(_ARCHIVE_DOC, text + "\n")
+        z.writestr(_ARCHIVE_TABLES, table.getvalue())
+    atomic_write(path, out.getvalue())
+
+
+def read_document(path, what: str = "plan") -> dict:
+    """A plan file's document, JSON or plan archive (by its content), not validated: an archive's tables come
+    back as a :class:`topoplan.plans.circuits.ForwardingTables`.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    object
+        The document (a JSON file may hold anything).
+
+    Raises
+    ------
+    TopoplanError
+        One line naming the file: missing, malformed JSON, or a damaged archive or one of another version.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.zip")
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(b"PK\\x03\\x04 not a zip at all")
+    >>> read_document(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.zip: damaged plan archive (File is not a zip file)
+    """
+    if not Path(path).is_file() or read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) != _ZIP_MAGIC:
+        return read_json(path, what)
+    raw = read_bytes(path, what)
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            big = [i.filename for i in z.infolist() if i.file_size > MAX_INPUT_BYTES]
+            if big:   # refused before it is inflated
+                raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
+                                    f"{MAX_INPUT_BYTES:,} bytes once decompressed")
+            doc = json.loads(z.read(_ARCHIVE_DOC).decode("utf-8"))
+            meta = doc.get("archive") if isinstance(doc, dict) else None
+            if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
+                raise TopoplanError(f"{path}: not a {ARCHIVE_FORMAT} archive ({_ARCHIVE_DOC} has no 'archive' "
+                                    f"of that format)")
+            if meta.get("version") != ARCHIVE_VERSION:
+                raise TopoplanError(f"{path}: plan archive version {meta.get('version')!r} is not supported "
+                                    f"(this topoplan reads version {ARCHIVE_VERSION})")
+            nh = np.load(io.BytesIO(z.read(_ARCHIVE_TABLES)), allow_pickle=False)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, ValueError, EOFError, OSError,
+            UnicodeDecodeError) as exc:   # (json's errors are ValueErrors; a bad CRC is a BadZipFile)
+        raise TopoplanError(f"{path}: damaged plan archive ({str(exc).strip() or type(exc).__name__})") from None
+    if nh.ndim != 2 or nh.dtype.kind != "i":
+        raise TopoplanError(f"{path}: damaged plan archive ({_ARCHIVE_TABLES}: expected a 2-D integer array, got "
+                            f"{nh.ndim}-D {nh.dtype})")
+    doc.pop("archive")
+    doc["forwarding"] = ForwardingTables(nh)
     return doc
 
 
 def read_plan(path, topo=None) -> dict:
-    """Read a circuit plan file; with ``topo``, validate it (one-line :class:`TopoplanError` on any fault).
+    """Read a circuit plan file (JSON or plan archive); with ``topo``, validate it (one-line
+    :class:`TopoplanError` on any fault).
+
+    With ``topo``, large tables (:data:`topoplan.plans.circuits.ARRAY_MIN_ENTRIES` nodes x switches or more)
+    come back as a :class:`topoplan.plans.circuits.ForwardingTables` (the array the checks read; the same
+    mapping) rather than as dicts.
 
     Parameters
     ----------
@@ -137,9 +248,11 @@ def read_plan(path, topo=None) -> dict:
     ...
     topoplan.core.errors.TopoplanError: .../plan.json: field 'circuits[0]': nodes 0 and 1 are under the same switch 0
     """
-    doc = read_json(path, "circuit plan")
+    doc = read_document(path, "circuit plan")
     if not isinstance(doc, dict) or "circuits" not in doc:
         raise TopoplanError(f"{path}: not a circuit plan (no 'circuits' key)")
     if topo is not None:
-        validate_plan_dict(doc, topo, where=str(path))
+        entries = _validate(doc, topo, str(path), None)
+        if entries is not None and topo.n_nodes * topo.n_switches >= ARRAY_MIN_ENTRIES:   # (a JSON file's)
+            doc["forwarding"] = ForwardingTables.from_entries(*entries, topo.n_nodes, topo.n_switches)
     return doc

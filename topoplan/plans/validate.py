@@ -5,7 +5,7 @@ from __future__ import annotations
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import check_inputs as compare, fingerprint
 from topoplan.core.placement import placement_from_doc
-from topoplan.plans.circuits import validate_plan_dict
+from topoplan.plans.circuits import ForwardingTables, validate_plan_dict
 from topoplan.plans.schedule import validate_schedule
 
 __all__ = ["validate"]
@@ -89,7 +89,8 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     checked, out = [], {}
     if "circuits" in doc or "forwarding" in doc:
         validate_plan_dict(doc, topo, where=where)
-        n_entries = sum(len(r) for r in (doc.get("forwarding") or {}).values())
+        fwd = doc.get("forwarding") or {}
+        n_entries = fwd.n_entries if isinstance(fwd, ForwardingTables) else sum(len(r) for r in fwd.values())
         checked.append(f"circuit plan: {len(doc.get('circuits') or [])} circuits, {n_entries} forwarding entries")
         out["circuits"] = len(doc.get("circuits") or [])
     if doc.get("rank_to_node") is not None:

@@ -52,6 +52,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
+from topoplan.plans.circuits import ForwardingTables
 from topoplan.sim.routes import LinkSet, ranges
 from topoplan.sim.simmodel import SimModel
 
@@ -67,8 +68,9 @@ class CircuitPlan:
     ----------
     circuits : list of tuple of int
         The circuits as node pairs.
-    forwarding : dict of int to dict of int to int, optional
-        ``forwarding[node][dst_switch]``: the next node of a large message towards ``dst_switch``.
+    forwarding : dict of int to dict of int to int, or ForwardingTables, optional
+        ``forwarding[node][dst_switch]``: the next node of a large message towards ``dst_switch``; large
+        tables as a :class:`topoplan.plans.circuits.ForwardingTables` (a next-hop array).
     hop_limit : int, optional
         Most circuits a route may cross (recorded; the plan's validator checks it).
 
@@ -79,14 +81,16 @@ class CircuitPlan:
     """
 
     circuits: list[tuple[int, int]]
-    forwarding: dict[int, dict[int, int]] = field(default_factory=dict)
+    forwarding: dict[int, dict[int, int]] | ForwardingTables = field(default_factory=dict)
     hop_limit: int | None = None
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "circuit plan") -> "CircuitPlan":
+        fwd = doc.get("forwarding") or {}
         try:
             circuits = [(int(a), int(b)) for a, b in doc.get("circuits", [])]
-            fwd = {int(n): _int_row(tab) for n, tab in (doc.get("forwarding") or {}).items()}
+            if not isinstance(fwd, ForwardingTables):   # (tables held as an array are kept as they are)
+                fwd = {int(n): _int_row(tab) for n, tab in fwd.items()}
         except (TypeError, ValueError):
             raise TopoplanError(f"{where}: field 'circuits'/'forwarding': expected node-id pairs and "
                                 f"{{node: {{switch: next_hop}}}}") from None
@@ -632,6 +636,10 @@ class Network:
             n, s = self.topo.n_nodes, self.topo.n_switches
             fwd = self.circuits.forwarding if self.circuits is not None else {}
             nh = np.full((n, s), -1, dtype=np.int64 if n > np.iinfo(np.int32).max else np.int32)
+            if isinstance(fwd, ForwardingTables):   # the array itself, cut to the topology
+                r, c = min(n, fwd.next_hop.shape[0]), min(s, fwd.next_hop.shape[1])
+                nh[:r, :c] = fwd.next_hop[:r, :c]
+                fwd = {}
             rows = [(u, row) for u, row in fwd.items() if 0 <= u < n and row]
             if rows:   # every entry in three compiled passes (8 million at 16,384 nodes), then the range filter
                 lens = [len(row) for _, row in rows]

@@ -27,8 +27,8 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
     {"valid": false, "error": ...} and still exits 2.
     """
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.io import read_json
     from topoplan.core.topology_io import load_topology
+    from topoplan.plans.planfile import read_document
     from topoplan.plans.validate import validate
 
     topo = load_topology(topology, sets or [])
@@ -37,7 +37,7 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
         from topoplan.traffic.sources import load_source
 
         _, tr = load_source(traffic)
-    doc = read_json(plan, "plan")
+    doc = read_document(plan, "plan")   # JSON or a circuit plan archive
     try:
         check_plan_inputs(doc, str(plan), any_inputs=any_inputs, topology=topo, traffic=tr)
         summary = validate(doc, topo, where=str(plan), check_inputs=False)

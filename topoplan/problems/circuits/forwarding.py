@@ -43,6 +43,11 @@ _REL_TOL = 1e-9
 # up to this many (node, switch) entries distance_vector runs the plain node-by-node version (same tables)
 _SMALL = 256
 
+# from this many (node, destination switch) groups of traffic the load sharing's traffic pass runs compiled
+# (:mod:`topoplan.problems.circuits._sharing_jit`, the same tables); below, importing Numba and loading the
+# kernel (0.5-1 s, 150 MB) cost about what they save (4,096 nodes: 32,768 groups)
+COMPILED_MIN_GROUPS = 65_536
+
 
 def partners_of(n_nodes: int, circuits) -> list[list[int]]:
     """Circuit partners of every node.
@@ -416,6 +421,7 @@ class _Sharing:
         self.is_ocs = p.is_ocs
         self.sw_l, self.oi_l, self.cls_l = self.sw.tolist(), rel.oi.tolist(), self.cls.tolist()
         self.inv_l = self.inv.tolist()
+        self.compiled = len(self.src_node) >= COMPILED_MIN_GROUPS
 
     # -- one destination switch ---------------------------------------
     def round(self, t: int, Dt, ct, et) -> None:
@@ -432,7 +438,8 @@ class _Sharing:
         L0 = load[self.down + rel.ocs]
         cl0 = np.where(ct, load[rel.CLc], np.inf)
         minc0 = cl0.min(axis=1) if rel.P else np.full(rel.K, np.inf)
-        events, done = self._traffic(t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0)
+        traffic = self._traffic_compiled if self.compiled else self._traffic
+        events, done = traffic(t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0)
         if not self.full:
             return
         ocs_in = np.zeros(self.n, dtype=bool)
@@ -451,7 +458,7 @@ class _Sharing:
                 bv, bh = np.where(better, v, bv), np.where(better, h, bh)
             self.nh[rel.ocs[sel], t] = bh
         V0 = np.maximum(L0, minc0)                          # EPS key of every relay with this round's loads at its start
-        ev_q = np.array([e[0] for e in events], dtype=np.int64) if events else np.zeros(0, dtype=np.int64)
+        ev_q = events[:, 0].astype(np.int64)
         hit = np.zeros(rel.K, dtype=bool)
         hit[ev_q] = True
         # members: nodes that are not relays with a route, under a switch with relays
@@ -477,7 +484,7 @@ class _Sharing:
             gd = best_g[gs, gc]
             gcand, gq = tie_g[gs, gc], rel.SLc[gs]
             split = np.zeros(len(gs), dtype=bool)
-            ev = np.array([e[:3] for e in events], dtype=np.float64)
+            ev = events[:, :3]
             tied = ev[:, 2] == 0
             if tied.any():
                 split = (np.isin(gq + 1j * gd[:, None], ev[tied, 0] + 1j * ev[tied, 1]) & gcand).any(axis=1)
@@ -509,10 +516,23 @@ class _Sharing:
             val[rows] = vr
         self.nh[u, t] = rel.SLn[sw[u], np.argmin(val, axis=1)]
 
+    def _traffic_compiled(self, t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0):
+        """:meth:`_traffic` compiled (:func:`topoplan.problems.circuits._sharing_jit.traffic_pass`): the same
+        tables, loads and events."""
+        from topoplan.problems.circuits._sharing_jit import traffic_pass   # Numba: only large problems import it
+
+        rel = self.rel
+        lo, hi = self.src_ptr[t], self.src_ptr[t + 1]
+        use_fb = fb is not None
+        return traffic_pass(t, self.src_node[lo:hi], self.src_own[lo:hi], Dt, ct, et, fin, has_relay, best_g,
+                            tie_g, fb if use_fb else np.zeros(self.n, dtype=bool), use_fb, minc0, self.sw, rel.oi,
+                            self.cls, self.inv, rel.SLn, rel.PMn, rel.CL, self.load, self.down, self.up,
+                            float(self.ocs_bw), self.nh)
+
     def _traffic(self, t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0):
         """Nodes with traffic towards switch ``t``, one by one in the order of the rules; returns the events
-        on relays' EPS down links ``(relay OCS index, dist, own, node, load after)`` and the nodes done
-        (a list).
+        on relays' EPS down links as rows ``(relay OCS index, dist, own, node, load after)`` (an array) and
+        the nodes done (in order).
 
         A relay's circuits are loaded only when the relay itself is taken, after every node that considers
         an EPS hop to it (it is nearer the destination), so its least-loaded circuit is ``minc0``."""
@@ -523,7 +543,7 @@ class _Sharing:
         events: list = []
         done_l: list = []
         if not own:
-            return events, done_l
+            return np.zeros((0, 5)), np.zeros(0, dtype=np.int64)
         sl, pmn, cl = rel.SLn_l, rel.PMn_l, rel.CL_l
         down, up, ocs_bw = self.down, self.up, self.ocs_bw
 
@@ -579,14 +599,13 @@ class _Sharing:
                 queued.add(h)
                 push(heap, (-float(Dt[oi[h]]), -own.get(h, 0.0), h))
         self.nh[done_l, t] = hops
-        return events, done_l
+        return np.array(events, dtype=np.float64).reshape(-1, 5), np.array(done_l, dtype=np.int64)
 
     @staticmethod
     def _loads_at(u, du, q, need, events, L0, minc0) -> np.ndarray:
         """EPS keys ``max(load of relay q's down link, its least-loaded circuit)`` that node ``u[i]`` (no traffic,
         distance ``du[i]``) sees at its place in the order, for the ``need`` (node, slot) pairs."""
-        ev = np.array([e[:4] for e in events], dtype=np.float64)
-        ev_val = np.array([e[4] for e in events])
+        ev, ev_val = events[:, :4], events[:, 4]
         ne, m = len(events), len(u)
         # one order over events and nodes: (-dist, -own, node), as the pass takes them
         d = np.concatenate([ev[:, 1], du])

@@ -40,7 +40,7 @@ from topoplan.formulations.circuits_common import CircuitArrays
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.loads import node_loads
 from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
-from topoplan.plans.circuits import tables_from_array, validate_plan_dict
+from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 from topoplan.core import deadline
@@ -434,7 +434,8 @@ def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_shar
     -------
     dict
         ``circuits``, ``forwarding`` (``{node: {switch: next_hop}}`` with string keys, as in the
-        plan JSON), ``load_sharing``, ``hop_limit``, ``threshold_B`` and ``rank_to_node``.
+        plan JSON; for tables of :data:`topoplan.plans.circuits.ARRAY_MIN_ENTRIES` or more nodes x switches
+        a :class:`topoplan.plans.circuits.ForwardingTables`, the same mapping held as the array), ``load_sharing``, ``hop_limit``, ``threshold_B`` and ``rank_to_node``.
 
     Examples
     --------
@@ -449,8 +450,9 @@ def plan_dict(problem: CircuitProblem, circuits, next_hop: np.ndarray, load_shar
     >>> plan["circuits"], plan["forwarding"]
     ([[0, 16]], {'0': {'1': 16}, '16': {'0': 0}})
     """
+    large = next_hop.size >= ARRAY_MIN_ENTRIES   # tables held as the array (read as the same mapping)
     return {"circuits": [list(c) for c in circuits],
-            "forwarding": tables_from_array(next_hop),
+            "forwarding": ForwardingTables(next_hop) if large else tables_from_array(next_hop),
             "load_sharing": load_sharing,
             "hop_limit": problem.hop_limit,
             "threshold_B": problem.threshold_B,
