@@ -80,10 +80,9 @@ def _groups() -> str:
 
 
 def _matching() -> str:
-    from topoplan.problems.circuits.blossom import max_weight_matching
+    from topoplan.problems.circuits.blossom import compile_kernels
 
-    u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
-    max_weight_matching(60, u, v, (u * v) % 7 + 1.0)
+    compile_kernels()        # (a small matching would otherwise run interpreted and compile nothing)
     # the compiled traffic pass of the forwarding tables (large problems only: a small one is run through it)
     from topoplan.core.topology_io import load_topology
     from topoplan.problems.circuits import CircuitProblem, forwarding, solve

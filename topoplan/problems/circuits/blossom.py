@@ -51,7 +51,7 @@ from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["max_weight_matching", "matching_weight", "integer_weights", "check_optimum", "solve_cost_s",
-           "interpreted", "DENSE_DEGREE", "CANDIDATES", "INTERPRETED_MAX_N"]
+           "interpreted", "compile_kernels", "DENSE_DEGREE", "CANDIDATES", "INTERPRETED_MAX_N"]
 
 #: Graphs with more edges than this many per vertex are solved by pricing a sparse part.
 DENSE_DEGREE = 24
@@ -167,6 +167,20 @@ def max_weight_matching(n: int, u, v, w) -> np.ndarray:
     if len(u) == 0:
         return np.full(n, -1, dtype=np.int64)
     return _solve_priced(int(n), u, v, integer_weights(w)[0])[0]
+
+
+def compile_kernels() -> None:
+    """Compile the matching's functions now (or load them from Numba's cache), whatever :func:`interpreted`
+    would pick: ``python -m topoplan.warmup matching`` calls it so that no later call pays for it.
+
+    Examples
+    --------
+    >>> compile_kernels()
+    >>> len(_solve.signatures) > 0 or not hasattr(_solve, "signatures")      # compiled (or Numba is disabled)
+    True
+    """
+    u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
+    _priced(60, u.astype(np.int64), v.astype(np.int64), (u * v) % 7 + 1)
 
 
 def interpreted(n: int) -> bool:
