@@ -57,6 +57,12 @@ LAZY = {
     ("topoplan.problems.placement.problem", "topoplan.problems.placement.refine"):
         "start-up: the refinement is Numba code (tenths of a second to import); the placement problem only asks "
         "whether its kernels are compiled, when a start is chosen",
+    ("topoplan.problems.placement.metis", "topoplan.problems.placement.refine"):
+        "start-up: the refinement is Numba code (importing Numba and loading the kernels: 0.3-0.8 CPU s of a "
+        "command, measured); a placement whose splits all take their ranks in order never needs it",
+    ("topoplan.problems.placement.exact", "topoplan.formulations.placement_groups"):
+        "start-up: the groups model's search is Numba code (0.3-0.8 CPU s, measured); most placements (several "
+        "cores a node, large switches) never use it",
     ("topoplan.formulations.placement_groups", "topoplan.formulations.backends.highs"):
         "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):

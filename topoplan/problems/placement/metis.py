@@ -47,12 +47,12 @@ import scipy.sparse as sp
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import missing_extra, require
-from topoplan.problems.placement.problem import PlacementProblem, result_from
+from topoplan.problems.placement.problem import PlacementProblem, metis_run_cost_s, result_from
 from topoplan.problems.placement.registry import METHODS
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 
 __all__ = ["PARTITIONERS", "KAHIP_MAX_WEIGHT", "default_tries", "kahip_tries", "repair_balance", "partition",
-           "recursive_map", "ocs_first", "metis", "kahip", "scotch", "metis_run_cost_s"]
+           "recursive_map", "ocs_first", "metis", "kahip", "scotch"]
 
 
 # -- partitioners ------------------------------------------------------------------
@@ -74,11 +74,6 @@ MIN_RUN_RANKS = 64
 #: 4-6 s on the 4,096-rank geometric graph into 128 parts, where 3 METIS runs of 16 attempts took 0.6 s).
 KAHIP_TRIES_WORK = 2 ** 17
 KAHIP_MAX_RUNS = 5
-#: One METIS run of a split (partition, repair to exact sizes, refinement) in CPU seconds per rank pair with traffic
-#: and per level of bisection (log2 of the parts), measured on random traffic (8 messages a rank) at a load of 10
-#: on 2 cores: 7-9 us a pair into 2 parts, 21-29 us into 16, 32-43 us into 64 (256 to 4,096 ranks).
-METIS_S_PER_EDGE_LEVEL = 8e-6
-METIS_FIXED_S = 0.005
 #: CPU seconds of a process's first refinement before it runs: importing Numba and loading the compiled kernels from
 #: its cache (METIS's first placement of 256 ranks in a process took 1.01 CPU s, the next 0.24), kept at 1.
 REFINE_LOAD_S = 1.0
@@ -88,27 +83,6 @@ def _refine_loaded() -> bool:
     """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
     mod = sys.modules.get("topoplan.problems.placement.refine")
     return mod is not None and bool(getattr(mod._refine, "signatures", True))   # (NUMBA_DISABLE_JIT: plain Python)
-
-
-def metis_run_cost_s(n_edges: int, n_parts: int) -> float:
-    """Predicted CPU seconds of one METIS run of a split of ``n_edges`` rank pairs into ``n_parts`` parts
-    (:data:`METIS_S_PER_EDGE_LEVEL`); :func:`recursive_map` compares it with what its time limit leaves.
-
-    Parameters
-    ----------
-    n_edges : int
-    n_parts : int
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> round(metis_run_cost_s(8119, 16), 2)     # 1,024 ranks of random traffic into 16 switches: 0.17 s measured
-    0.26
-    """
-    return METIS_FIXED_S + METIS_S_PER_EDGE_LEVEL * n_edges * max(1.0, float(np.log2(max(n_parts, 1))))
 
 
 def _int_weights(w: np.ndarray, max_weight: float = 1e6) -> np.ndarray:

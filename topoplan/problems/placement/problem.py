@@ -55,7 +55,8 @@ from topoplan.sim.run import simulate_plan
 
 __all__ = ["PlacementProblem", "OBJECTIVES", "METHODS", "STARTS", "solve", "placement_metrics", "result_from",
            "validate_result", "to_placement", "simulated_time", "initial_placement", "default_starts",
-           "kahip_cost_s", "KAHIP_START_MAX_EDGES", "start_cost_s", "GREEDY_S_PER_EDGE", "CHEAPEST_START"]
+           "kahip_cost_s", "metis_run_cost_s", "KAHIP_START_MAX_EDGES", "start_cost_s", "GREEDY_S_PER_EDGE",
+           "CHEAPEST_START"]
 
 OBJECTIVES = ("hops", "congestion", "inter-switch")
 
@@ -547,6 +548,34 @@ def start_cost_s(problem: PlacementProblem, name: str) -> float:
     return {"greedy": GREEDY_S_PER_EDGE * n_edges, "kahip": kahip_cost_s(n_edges)}.get(name, 0.0)
 
 
+#: One METIS run of a split (partition, repair to exact sizes, refinement) in CPU seconds per rank pair with traffic
+#: and per level of bisection (log2 of the parts), measured on random traffic (8 messages a rank) at a load of 10
+#: on 2 cores: 7-9 us a pair into 2 parts, 21-29 us into 16, 32-43 us into 64 (256 to 4,096 ranks).
+METIS_S_PER_EDGE_LEVEL = 8e-6
+METIS_FIXED_S = 0.005
+
+
+def metis_run_cost_s(n_edges: int, n_parts: int) -> float:
+    """Predicted CPU seconds of one METIS run of a split of ``n_edges`` rank pairs into ``n_parts`` parts
+    (:data:`METIS_S_PER_EDGE_LEVEL`); :func:`topoplan.problems.placement.metis.recursive_map` compares it with what its time limit leaves.
+
+    Parameters
+    ----------
+    n_edges : int
+    n_parts : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(metis_run_cost_s(8119, 16), 2)     # 1,024 ranks of random traffic into 16 switches: 0.17 s measured
+    0.26
+    """
+    return METIS_FIXED_S + METIS_S_PER_EDGE_LEVEL * n_edges * max(1.0, float(np.log2(max(n_parts, 1))))
+
+
 def kahip_cost_s(n_edges: int) -> float:
     """Predicted seconds of the ``kahip`` start (strong mode, imbalance 0) on ``n_edges`` rank pairs,
     measured on random traffic: 1.6 s at 1,975 pairs, 10.6 s at 8,119 (growing as n^1.35).
@@ -571,7 +600,7 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     """The starts of ``method`` when its ``init`` is not given: :data:`STARTS` (every partitioner installed
     and ``greedy``), without ``kahip`` above :data:`KAHIP_START_MAX_EDGES` rank pairs or when its predicted
     time (:func:`kahip_cost_s`) exceeds a quarter of ``time_limit``, and only ``greedy`` when METIS's first
-    split (:func:`topoplan.problems.placement.metis.metis_run_cost_s`) or, the partitioners' refinement not
+    split (:func:`metis_run_cost_s`) or, the partitioners' refinement not
     being compiled yet (a first run after an installation without ``make install``: :data:`REFINE_COMPILE_S`),
     its compilation does not fit in the starts' share of ``time_limit`` (:data:`START_SHARE`, at the share of
     a CPU the command is getting).
@@ -601,8 +630,6 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     if n_edges > KAHIP_START_MAX_EDGES or (time_limit is not None and kahip_cost_s(n_edges) > 0.25 * time_limit):
         starts = tuple(s for s in starts if s != "kahip")
     if time_limit is not None and "greedy" in starts:
-        from topoplan.problems.placement.metis import metis_run_cost_s   # here: metis imports this module
-
         share_s = START_SHARE * time_limit
         # METIS could not make even its first split in time (every split would take its ranks in order), or every
         # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile; the
