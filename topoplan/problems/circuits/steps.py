@@ -19,15 +19,14 @@ relays forward a chunk at a time, so a message smaller than a chunk is stored an
 which depends on the plan.
 
 How close the step time comes to the simulated time is measured by ``benchmarks/bench_steps.py`` (the
-papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT plans without relays in most
-cells; not for IS (its all-to-all in batches of small eager messages overlaps batches in the run: up to
-0.71x), LU (the clock's unit steps split and join the wavefront's microsecond messages and the face
-exchanges' millisecond ones: 0.85-1.22x) and plans that relay much (FT: 0.56-0.83x; relayed messages also
-share the relays' links and run at their smallest share along a longer route, which one chunk's
-serialization per relay does not show). Charging a relay's delay only on the links its message crosses
-(so that a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light
-relaying (1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by
-up to 0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
+papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT and for most plans that
+relay; not for IS and FT's heuristic plans that relay (throttled all-to-all batches of small eager
+messages: ranks drift apart between batches and the last batches run with the bottleneck half used:
+0.70-0.85x) nor for LU (0.91-1.34x: on 000 and 003 the run overlaps the clock's steps, on 001 the shared
+uplinks make it slower than them). Charging a relay's delay only on the links its message crosses (so that
+a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light relaying
+(1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by up to
+0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
 
 A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
 are merged into at most ``max_types`` groups (:func:`merge_groups`): the lightest group joins the group
