@@ -312,11 +312,9 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     (True, True)
     """
     K = sl.n_groups
-    if K <= 1:
-        return np.zeros(K, dtype=np.int64)
-    E, Q = _features(problem, sl)
     if K <= max(1, int(max_types)):
         return np.arange(K, dtype=np.int64)
+    E, Q = _features(problem, sl)
     if K * K * (E.shape[1] + Q.shape[1]) > PREMERGE_WORK:
         pair_arg = np.where(Q.max(axis=1) > 0, Q.argmax(axis=1), -1)
         _, sig = np.unique(np.stack([E.argmax(axis=1), pair_arg], axis=1), axis=0, return_inverse=True)
