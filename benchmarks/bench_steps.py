@@ -14,6 +14,7 @@ paper's heuristic and no circuits; its accuracy is the ilp objective over its si
     python benchmarks/bench_steps.py --quick            # one OCS size per system, seed 0
     python benchmarks/bench_steps.py --table            # the summary of the cells measured so far
     python benchmarks/bench_steps.py --quick --systems 003 --traffic cg,mg   # a subset of the cells
+    python benchmarks/bench_steps.py --sizes "8 OCS" --seeds 1,2 --out benchmarks/results/steps_grid_seeds.jsonl
 
 Cells are appended to ``benchmarks/results/steps_grid.jsonl`` as they finish (a rerun skips them;
 ``--fresh`` starts over); ``--table`` prints the summary (Markdown) the README shows. NPB traces run two
@@ -59,16 +60,18 @@ def traffic_spec(kind: str, ranks: int, seed: int) -> str:
     return f"npb:kernel={kind},class=B,np={ranks},iters=2"
 
 
-def cells(quick: bool, systems=None, traffic=None):
+def cells(quick: bool, systems=None, traffic=None, sizes_only=None, seeds=None):
     for system, (preset, sizes, ranks, paper) in SYSTEMS.items():
         if systems and system not in systems:
             continue
-        labels = list(sizes)[:1] if quick else list(sizes)
+        labels = list(sizes)[:1] if quick and not sizes_only else list(sizes)
         for label in labels:
+            if sizes_only and label not in sizes_only:
+                continue
             for kind in TRAFFIC:
                 if traffic and kind not in traffic:
                     continue
-                for seed in (SEEDS[:1] if quick else SEEDS):
+                for seed in seeds if seeds is not None else (SEEDS[:1] if quick else SEEDS):
                     yield system, preset, label, sizes[label], ranks, paper, kind, seed
 
 
@@ -168,10 +171,21 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--systems", help=f"comma-separated subset of {', '.join(SYSTEMS)}")
     ap.add_argument("--traffic", help=f"comma-separated subset of {', '.join(TRAFFIC)}")
+    ap.add_argument("--sizes", help="comma-separated circuit sizes (labels such as '8 OCS'; default: all, the first "
+                                    "with --quick)")
+    ap.add_argument("--seeds", help="comma-separated planner seeds (default 0-4; 0 with --quick)")
     a = ap.parse_args(argv)
     systems = a.systems.split(",") if a.systems else None
     traffic = a.traffic.split(",") if a.traffic else None
-    for name, given, known in (("--systems", systems, SYSTEMS), ("--traffic", traffic, TRAFFIC)):
+    labels = {label for _, sizes, _, _ in SYSTEMS.values() for label in sizes}
+    sizes_only = [x.strip() for x in a.sizes.split(",")] if a.sizes else None
+    try:
+        seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else None
+    except ValueError:
+        print(f"error: --seeds: not a list of integers: {a.seeds}", file=sys.stderr)
+        return 2
+    for name, given, known in (("--systems", systems, SYSTEMS), ("--traffic", traffic, TRAFFIC),
+                               ("--sizes", sizes_only, sorted(labels))):
         bad = [x for x in given or () if x not in known]
         if bad:
             print(f"error: {name}: unknown {', '.join(bad)}; choose from {', '.join(known)}", file=sys.stderr)
@@ -183,7 +197,7 @@ def main(argv=None) -> int:
     if not a.table:
         seen = {(r["system"], r["size"], r["traffic"], r["seed"]) for r in done}
         steps_cache: dict = {}
-        for cell in cells(a.quick, systems, traffic):
+        for cell in cells(a.quick, systems, traffic, sizes_only, seeds):
             system, preset, label, size, ranks, paper, kind, seed = cell
             if (system, label, kind, seed) in seen:
                 continue

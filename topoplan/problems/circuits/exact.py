@@ -56,7 +56,7 @@ from topoplan.problems.circuits.forwarding import congestion_tables, distance_ve
 from topoplan.problems.circuits.heuristics import matching_cost_s
 from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
 from topoplan.problems.circuits.registry import METHODS
-from topoplan.problems.circuits.steps import merge_groups
+from topoplan.problems.circuits.steps import MIN_STEP_TYPES, merge_groups
 from topoplan.problems.result import PlanResult
 
 __all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
@@ -1024,13 +1024,14 @@ def _hop_limit_one(data: CircuitData) -> CircuitData:
 
 
 def _model_groups(problem, formulation: str, pairs: str) -> int:
-    """Step groups the model gets: as many as the problem has, halved until the model fits its size
-    budget (:data:`NODE_STEP_VARS` for the node formulation, :data:`SWITCH_MAX_VARS` for the switch one);
-    1 without steps."""
+    """Step groups the model gets: as many as the problem has, at most
+    :data:`~topoplan.problems.circuits.steps.MIN_STEP_TYPES` (the problem may keep more to score plans by),
+    halved until the model fits its size budget (:data:`NODE_STEP_VARS` for the node formulation,
+    :data:`SWITCH_MAX_VARS` for the switch one); 1 without steps."""
     sl = problem.step_loads
     if sl is None or sl.n_groups <= 1:
         return 1
-    g = sl.n_groups
+    g = min(sl.n_groups, MIN_STEP_TYPES)
     while g > 1:
         size = node_size(problem, g) if formulation == "node" else switch_size(problem, pairs, g)
         if size <= (NODE_STEP_VARS if formulation == "node" else SWITCH_MAX_VARS):

@@ -39,7 +39,7 @@ from topoplan.analysis.switches import default_threshold
 from topoplan.formulations.circuits_common import CircuitArrays
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.loads import node_loads
-from topoplan.problems.circuits.steps import MAX_STEP_TYPES, step_loads
+from topoplan.problems.circuits.steps import step_loads
 from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
@@ -178,7 +178,7 @@ class CircuitProblem(CircuitArrays):
             phase bound. ``traffic`` may be None (the steps' total is used).
         max_step_types : int, optional
             Most step groups kept for planning (default
-            :data:`topoplan.problems.circuits.steps.MAX_STEP_TYPES`).
+            :func:`topoplan.problems.circuits.steps.default_max_types`).
 
         Returns
         -------
@@ -211,9 +211,7 @@ class CircuitProblem(CircuitArrays):
         if steps is not None and steps.n_ranks != traffic.n_ranks:
             raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
                                 f"{traffic.n_ranks}")
-        if max_step_types is None:
-            max_step_types = MAX_STEP_TYPES
-        elif max_step_types < 1:
+        if max_step_types is not None and max_step_types < 1:
             raise TopoplanError(f"field 'max_step_types': must be at least 1, got {max_step_types}")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "

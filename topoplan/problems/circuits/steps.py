@@ -19,21 +19,20 @@ relays forward a chunk at a time, so a message smaller than a chunk is stored an
 which depends on the plan.
 
 How close the step time comes to the simulated time is measured by ``benchmarks/bench_steps.py`` (the
-papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT plans without relays in most
-cells; not for IS (its all-to-all in batches of small eager messages overlaps batches in the run: up to
-0.71x), LU (the clock's unit steps split and join the wavefront's microsecond messages and the face
-exchanges' millisecond ones: 0.85-1.22x) and plans that relay much (FT: 0.56-0.83x; relayed messages also
-share the relays' links and run at their smallest share along a longer route, which one chunk's
-serialization per relay does not show). Charging a relay's delay only on the links its message crosses
-(so that a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light
-relaying (1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by
-up to 0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
+papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT and for most plans that
+relay; not for IS and FT's heuristic plans that relay (throttled all-to-all batches of small eager
+messages: ranks drift apart between batches and the last batches run with the bottleneck half used:
+0.70-0.85x) nor for LU (0.91-1.34x: on 000 and 003 the run overlaps the clock's steps, on 001 the shared
+uplinks make it slower than them). Charging a relay's delay only on the links its message crosses (so that
+a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light relaying
+(1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by up to
+0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
 
 A long trace has many distinct step types (LU's wavefront, FT's all-to-all rounds). For planning they
-are merged into at most ``max_types`` groups (:func:`merge_groups`): types with the same busiest link and
-the same busiest switch pair merge first (on the EPS alone and on one circuit that costs nothing: the
-bottleneck of their sum is the sum of their bottlenecks), then the pairs that lose least. Merging only adds traffic together, so the step time of
-merged types is a lower bound of the unmerged one, and one group is the bulk problem.
+are merged into at most ``max_types`` groups (:func:`merge_groups`): the lightest group joins the group
+whose sum loses least, until few enough are left, so latency-bound steps merge first and heavy steps stay
+apart. Merging only adds traffic together, so the step time of merged types is a lower bound of the
+unmerged one, and one group is the bulk problem.
 """
 
 from __future__ import annotations
@@ -46,9 +45,18 @@ from scipy.sparse import csr_matrix
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.circuits.loads import byte_sums
 
-__all__ = ["StepLoads", "step_loads", "merge_groups", "MAX_STEP_TYPES"]
+__all__ = ["StepLoads", "step_loads", "merge_groups", "default_max_types", "MAX_STEP_TYPES", "MIN_STEP_TYPES",
+           "STEP_GROUP_CELLS"]
 
-MAX_STEP_TYPES = 24   # step groups a circuit problem plans with (the exact model may merge further)
+# Step groups a circuit problem scores plans by: as many as fit STEP_GROUP_CELLS (group, link) cells, between
+# MIN_STEP_TYPES and MAX_STEP_TYPES (default_max_types); the exact model merges them further (to at most
+# MIN_STEP_TYPES, fewer when its model would be too large).
+MAX_STEP_TYPES = 64
+MIN_STEP_TYPES = 24
+STEP_GROUP_CELLS = 65_536
+# Above this many feature comparisons (groups squared times features: about a second of NumPy), groups with
+# the same busiest link and switch pair are merged before the search by loss (merge_groups).
+PREMERGE_WORK = 4e8
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,34 @@ class StepLoads:
         return float((m.max(axis=1).toarray().ravel() * self.type_count).sum())
 
 
-def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
+def default_max_types(problem) -> int:
+    """Step groups a problem keeps by default: as many as fit :data:`STEP_GROUP_CELLS` (group, link) cells of
+    the per-group link loads every plan's step time is computed from, at least :data:`MIN_STEP_TYPES` and at
+    most :data:`MAX_STEP_TYPES`. The more groups, the closer the step time of a plan is to its step time over
+    all step types (LU class B at 256 ranks, 458 types, no circuits, 001's systems: 24 groups lose 11-15% of
+    it, 48 groups 1-2%).
+
+    Parameters
+    ----------
+    problem : CircuitProblem
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.problems.circuits import CircuitProblem
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> p = CircuitProblem.build(load_topology("paper003"), from_arrays(256, [0], [64], [4e6]))
+    >>> p.n_fixed_links(), default_max_types(p)
+    (200, 64)
+    """
+    return int(min(MAX_STEP_TYPES, max(MIN_STEP_TYPES, STEP_GROUP_CELLS // max(problem.n_fixed_links(), 1))))
+
+
+def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     """The step types of ``steps`` as loads of ``problem`` (a bulk :class:`CircuitProblem`), merged.
 
     Parameters
@@ -142,7 +177,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
         Built for the whole traffic of ``steps`` (its large node pairs are the columns of ``large_B``).
     steps : topoplan.sim.steps.Steps
     max_types : int, optional
-        Most groups kept (see :func:`merge_groups`).
+        Most groups kept (see :func:`merge_groups`); default :func:`default_max_types`.
 
     Returns
     -------
@@ -210,7 +245,7 @@ def step_loads(problem, steps, *, max_types: int = MAX_STEP_TYPES) -> StepLoads:
         np.maximum.at(lat_type, kind[off], lat)
     sl = StepLoads(up, down, intra, uu, ud, large_B, float((lat_type * cnt).sum()), sizes, cnt,
                    int(steps.n_steps), K, steps.source)
-    return sl.merged(merge_groups(p, sl, max_types))
+    return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
 
 
 def _features(problem, sl: StepLoads):
@@ -243,10 +278,15 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     """New group of every group of ``sl``: at most ``max_types`` groups, merged where it loses least.
 
     Features (:func:`_features`) come in two blocks: the EPS-only network's links, and the switch pairs
-    (one circuit's worth of each). Groups with the same busiest link and the same busiest switch pair merge
-    first: on the EPS alone, and on any one circuit, that loses nothing of the step time (the bottleneck of
-    their sum is the sum of their bottlenecks). Then, while too many, the group with the least weight (its
-    largest feature) joins the group whose sum loses least (``max(a) + max(b) - max(a + b)`` in each block).
+    (one circuit's worth of each). While there are too many groups, the group with the least weight (its
+    largest feature) joins the group whose sum loses least (``max(a) + max(b) - max(a + b)`` in each block):
+    light steps (latency-bound ones, a few bytes each) join first, and heavy steps stay apart as long as the
+    limit allows. Groups are not merged before that by their busiest link and switch pair alone, unless
+    there are so many that the pairwise search would be slow (:data:`PREMERGE_WORK`): such a merge loses
+    nothing on the EPS alone and on one circuit per switch pair, but under a plan that relays, steps with
+    the same busiest EPS link can load different relays, and their sum's bottleneck falls below the sum of
+    theirs (FT class B on 003's system with 8 OCS nodes: the ilp plan's step time 72 ms over 16 such groups,
+    109 ms over its 41 step types, which 24 groups merged by loss alone keep exactly).
 
     Parameters
     ----------
@@ -272,12 +312,15 @@ def merge_groups(problem, sl: StepLoads, max_types: int) -> np.ndarray:
     (True, True)
     """
     K = sl.n_groups
-    if K <= 1:
-        return np.zeros(K, dtype=np.int64)
+    if K <= max(1, int(max_types)):
+        return np.arange(K, dtype=np.int64)
     E, Q = _features(problem, sl)
-    pair_arg = np.where(Q.max(axis=1) > 0, Q.argmax(axis=1), -1)
-    _, sig = np.unique(np.stack([E.argmax(axis=1), pair_arg], axis=1), axis=0, return_inverse=True)
-    sig = sig.ravel()
+    if K * K * (E.shape[1] + Q.shape[1]) > PREMERGE_WORK:
+        pair_arg = np.where(Q.max(axis=1) > 0, Q.argmax(axis=1), -1)
+        _, sig = np.unique(np.stack([E.argmax(axis=1), pair_arg], axis=1), axis=0, return_inverse=True)
+        sig = sig.ravel()
+    else:
+        sig = np.arange(K)
     G = int(sig.max()) + 1
     VE, VQ = np.zeros((G, E.shape[1])), np.zeros((G, Q.shape[1]))
     np.add.at(VE, sig, E)
