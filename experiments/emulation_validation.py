@@ -448,6 +448,7 @@ def main(argv=None) -> int:
         except TopoplanError as exc:
             print(f"emulation_validation skipped: {exc}")
             return 0
+        out.mkdir(parents=True, exist_ok=True)   # before measuring: every cell is saved as it is measured
         parts = {p.strip() for p in args.parts.split(",") if p.strip()}
         kept = [r for r in read_csv(csv_path) if r["part"] not in parts] if csv_path.is_file() else []
 

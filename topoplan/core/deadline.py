@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active",
-           "cpu_share", "scaled", "write_cost_s", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S",
+           "cpu_share", "scaled", "write_cost_s", "kernel_loaded", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S",
            "MIN_CPU_SHARE"]
 
 _START: list = []       # (monotonic time, CPU seconds) when the command started (mark_start), else none: from set-up
@@ -332,6 +332,29 @@ def write_cost_s(rows: int) -> float:
     return scaled(WRITE_FIXED_S + EXIT_S + 2 * WRITE_S_PER_ROW * max(int(rows), 0))
 
 
+def kernel_loaded(dispatcher) -> bool:
+    """Whether a Numba function is compiled in this process already (its next call runs at once).
+
+    A plain Python function counts as loaded: that is what every ``@njit`` function is when Numba's JIT
+    is disabled (``NUMBA_DISABLE_JIT=1``).
+
+    Parameters
+    ----------
+    dispatcher : numba.core.registry.CPUDispatcher
+        An ``@njit`` function (anything else counts as loaded).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> kernel_loaded(len)
+    True
+    """
+    return bool(getattr(dispatcher, "signatures", True))
+
+
 def kernel_ready(dispatcher) -> bool:
     """Whether a Numba function runs without compiling first: compiled in this process already, or found in
     Numba's cache on disk (its index file; ``make install`` fills the cache). A first compilation takes
@@ -351,7 +374,7 @@ def kernel_ready(dispatcher) -> bool:
     >>> kernel_ready(len)
     True
     """
-    if getattr(dispatcher, "signatures", True):
+    if kernel_loaded(dispatcher):
         return True
     try:
         return os.path.isfile(dispatcher._cache._cache_file._index_path)

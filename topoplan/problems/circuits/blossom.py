@@ -218,7 +218,7 @@ def _interpreted_s(n: int) -> float:
 def _compiled_s(n: int) -> float:
     if not deadline.kernel_ready(_solve):       # neither in this process nor in Numba's cache
         first_s = COMPILE_S
-    elif not getattr(_solve, "signatures", True):    # cached, not loaded yet (NUMBA_DISABLE_JIT: plain Python)
+    elif not deadline.kernel_loaded(_solve):        # cached, not loaded yet
         first_s = LOAD_S
     else:
         first_s = 0.0

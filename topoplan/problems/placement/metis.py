@@ -82,7 +82,7 @@ REFINE_LOAD_S = 1.0
 def _refine_loaded() -> bool:
     """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
     mod = sys.modules.get("topoplan.problems.placement.refine")
-    return mod is not None and bool(getattr(mod._refine, "signatures", True))   # (NUMBA_DISABLE_JIT: plain Python)
+    return mod is not None and deadline.kernel_loaded(mod._refine)
 
 
 def _int_weights(w: np.ndarray, max_weight: float = 1e6) -> np.ndarray:
