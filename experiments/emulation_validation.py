@@ -62,7 +62,7 @@ BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
-          "calibration_ring", "load_avg"]
+          "calibration_ring", "load_avg", "collectives"]
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
 
 
@@ -85,7 +85,7 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "drops": m["drops"], "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
-            "load_avg": os.getloadavg()[0]}
+            "load_avg": os.getloadavg()[0], "collectives": res.get("collectives", {}).get("mode")}
 
 
 def _plan(topo, trace, placement, method: str) -> dict:
@@ -146,7 +146,8 @@ def _cells(parts, scale: float, quick: bool):
                 yield "bcast", f"bcast {size // 1024} KiB", size, 2, net, scale
 
 
-def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None) -> list:
+def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None,
+        collectives: str = "model") -> list:
     from topoplan.core.errors import TopoplanError
     from topoplan.core.placement import sequential
     from topoplan.emulate.run import emulate
@@ -183,7 +184,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
                 res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue)
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
-                              queue_packets=queue, bcast_keys=keys,
+                              queue_packets=queue, bcast_keys=keys, collectives=collectives,
                               queues="ack-priority" if part == "bulk-ack" else "fifo")
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
@@ -270,7 +271,7 @@ def read_csv(path) -> list:
         for r in csv.DictReader(fh):
             for k in FIELDS:
                 v = r.get(k, "")
-                if k in ("part", "case", "traffic", "network", "circuits"):
+                if k in ("part", "case", "traffic", "network", "circuits", "collectives"):
                     continue
                 r[k] = float(v) if v not in ("", "None") else None
             rows.append(r)
@@ -333,6 +334,11 @@ def markdown(rows) -> str:
         sel = [r for r in rows if r["part"] == part]
         if not sel:
             continue
+        modes = sorted({r.get("collectives") for r in sel if r.get("collectives")})
+        if part in ("npb", "bcast") and modes:
+            title += "; collectives: " + ", ".join(
+                {"model": "the MPICH algorithms the predictions model",
+                 "library": "Open MPI's own choice"}.get(m, m) for m in modes)
         lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
                   "ratio paper | machine idle | load average | ranks' cores | runs |",
                   "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -424,6 +430,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs at most per cell (a disturbed run is repeated)")
     ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
                     "(default: the emulator's)")
+    ap.add_argument("--collectives", default="model", choices=("model", "library"),
+                    help="model: collectives run the MPICH algorithms the predictions model; library: Open MPI chooses")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
     ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
     ap.add_argument("--tag", default="", help="write emulation_validation_TAG.* (a run kept beside the others)")
@@ -455,7 +463,8 @@ def main(argv=None) -> int:
         def save(new):   # the other parts' rows stay (a part is re-run on its own)
             write_csv(kept + new, csv_path)
 
-        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save)
+        rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save,
+                   collectives=args.collectives)
         save(rows)
         rows = read_csv(csv_path)
     from topoplan.core.io import atomic_write

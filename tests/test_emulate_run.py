@@ -254,3 +254,73 @@ def test_bcast_keys_need_one_rank_per_plan_node():
     pl = Placement(np.array([0, 0, 1]), np.array([0, 1, 0]))
     with pytest.raises(TopoplanError, match="one rank per plan node"):
         bcast_keys({"order": [1, 0, 2]}, pl, 3)
+
+
+def _calls(op: str, sizes, comm_sizes=(16,)) -> Trace:
+    recs = [(r, op, -1, n, 0, p, 0.0, 0.0) for p in comm_sizes for n in sizes for r in range(p)]
+    return Trace.from_records(recs, max(comm_sizes), source=op)
+
+
+@pytest.mark.parametrize("op, sizes, expected", [
+    ("bcast", (1024, 65536, 1 << 20), [[0, "binomial"], [65536, "scatter-rd"], [1048576, "scatter-ring"]]),
+    ("bcast", (1024, 4096), [[0, "binomial"]]),
+    ("allreduce", (8, 2048, 4096), [[0, "recursive-doubling"], [4096, "rabenseifner"]]),
+    ("alltoall", (64, 4096, 1 << 20), [[0, "bruck"], [4096, "spread"], [1048576, "pairwise"]]),
+    ("reduce", (8, 1 << 20), [[0, "binomial"], [1048576, "rabenseifner"]]),
+])
+def test_collective_rules_pin_the_predicted_algorithms(op, sizes, expected):
+    """Every size a trace calls a collective with gets the algorithm the simulator runs for it
+    (topoplan.traffic.collectives), as Open MPI's classic rules file reads it."""
+    from topoplan.emulate.launch import OMPI_ALGORITHM, OMPI_COLLECTIVE_ID, collective_rules
+
+    text, pinned, left = collective_rules(_calls(op, sizes))
+    assert pinned == {op: expected} and left == []
+    numbers = [int(x) for x in text.split()]
+    assert numbers[:5] == [1, OMPI_COLLECTIVE_ID[op], 1, 0, len(expected)]
+    rules = [numbers[5 + 4 * i:9 + 4 * i] for i in range(len(expected))]
+    assert rules == [[b, OMPI_ALGORITHM[op][alg], 0, 0] for b, alg in expected]   # first rule from size 0
+
+
+def test_collective_rules_leave_what_differs_between_communicator_sizes():
+    """64 KiB Bcasts are binomial on 4 ranks (fewer than MPICH's 8) and scatter + allgather on 16: one rules file
+    cannot say both, so Open MPI chooses for Bcast; a trace without such collectives needs no file."""
+    from topoplan.emulate.launch import collective_rules
+
+    trace = _calls("bcast", (65536,), comm_sizes=(4, 16))
+    text, pinned, left = collective_rules(trace)
+    assert (text, pinned, left) == (None, {}, ["bcast"])
+    assert collective_rules(Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 0.0),
+                                                (1, "recv", 0, 8, -1, 2, 0.0, 0.0)], 2))[0] is None
+
+
+@needs_all
+def test_the_rules_file_changes_the_algorithm_open_mpi_runs(env):
+    """A 1 MiB Bcast over 4 ranks on two switches (ranks 0-1 under one, 2-3 under the other): pinned to scatter +
+    ring allgather it moves 12 n link-bytes (the ring crosses the uplinks both ways), pinned to Open MPI's binomial
+    tree 10 n (its rank 3 hangs under rank 1, across the uplinks; MPICH's under rank 2: 8 n). The emulated links
+    count the bytes, so the file Open MPI reads is the one that decides."""
+    import tempfile
+
+    from topoplan.emulate import cluster as cl
+    from topoplan.emulate.launch import collective_rules, transport_for
+    from topoplan.emulate.replayer import build
+    from topoplan.emulate.run import _Run
+    from topoplan.traffic.collectives import MPICHThresholds
+
+    trace = _calls("bcast", (1 << 20,), comm_sizes=(4,))
+    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=400)
+    bins = build()
+    work = Path(tempfile.mkdtemp())
+    moved = {}
+    try:
+        with cl.Cluster(spec) as c:
+            for label, th in (("binomial", MPICHThresholds()), ("scatter-ring", MPICHThresholds(bcast_min_procs=2))):
+                text, pinned, _ = collective_rules(trace, th)
+                assert pinned["bcast"] == [[0, label]]
+                (work / f"{label}.txt").write_text(text)
+                transport = dict(transport_for(1 << 20), coll_tuned_use_dynamic_rules="1",
+                                 coll_tuned_dynamic_rules_filename=str(work / f"{label}.txt"))
+                moved[label] = _Run(c, spec, bins, work, 120, transport).replay(trace, spec.hosts)["link_bytes"]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert 1.1 < moved["scatter-ring"] / moved["binomial"] < 1.35, moved

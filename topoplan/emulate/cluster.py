@@ -746,13 +746,14 @@ class Cluster:
         return n
 
     def queue_stats(self) -> dict:
-        """Packets sent and dropped by the shaped queues so far, over all links: ``{"sent": n, "dropped": n}``.
+        """Packets sent and dropped by the shaped queues so far, over all links, and the bytes sent:
+        ``{"sent": n, "dropped": n, "bytes": n}`` (a segment the kernel offloads whole counts as one packet).
 
         A drop is a full FIFO (TCP then backs off and resends): the one way the emulated network loses time
         that a flow model does not know.
         """
         s = self.spec
-        sent = dropped = 0
+        sent = dropped = nbytes = 0
         shaped = {}
         for link in s.links:
             if link.rate_Bps is not None:
@@ -768,9 +769,10 @@ class Cluster:
                         if st is not None:
                             sent += int(st["packets"])
                             dropped += int(st["drop"])
+                            nbytes += int(st["bytes"])
         finally:
             self._close_handles()
-        return {"sent": sent, "dropped": dropped}
+        return {"sent": sent, "dropped": dropped, "bytes": nbytes}
 
     def _close_handles(self) -> None:
         for h in self._handles.values():

@@ -20,7 +20,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.emulate import cluster as cl
 from topoplan.emulate.calibrate import CALIBRATION_BYTES, calibration_nodes, calibration_traces, summarize
-from topoplan.emulate.launch import mpirun_command, run_mpi, transport_for, write_agent
+from topoplan.emulate.launch import COLLECTIVES, collective_rules, mpirun_command, run_mpi, transport_for, write_agent
 from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
 from topoplan.emulate.replayer import build, write_replay
 from topoplan.sim.run import simulate_plan
@@ -136,6 +136,7 @@ class _Run:
         q1 = self.cluster.queue_stats()
         res["packets"] = q1["sent"] - q0["sent"]
         res["drops"] = q1["dropped"] - q0["dropped"]
+        res["link_bytes"] = q1["bytes"] - q0["bytes"]
         if record:
             events = d / "trace" / "events.csv"
             if not events.is_file():
@@ -183,7 +184,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
-            note=None) -> dict:
+            collectives: str = "model", note=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -227,6 +228,10 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         Reorder every ``MPI_Bcast`` on MPI_COMM_WORLD with the Bcast library (the key of every rank,
         :func:`topoplan.emulate.plan.bcast_keys`); the predictions are of the reordered Bcasts
         (:func:`topoplan.emulate.plan.reordered_bcasts`).
+    collectives : {"model", "library"}, optional
+        ``model``: the replay's collectives run the MPICH algorithms the predictions model, set in Open MPI's
+        tuned component by a rules file (:func:`topoplan.emulate.launch.collective_rules`); ``library``: Open
+        MPI chooses (its fixed decision table), as it does for an unchanged program.
     note : callable, optional
         Called with progress messages.
 
@@ -237,7 +242,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
         drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's
-        congestion control, set-up time), ``transport``.
+        congestion control, set-up time), ``transport``, ``collectives`` (the mode, the algorithm set from each
+        size up per collective, the collectives left to Open MPI).
 
     Raises
     ------
@@ -257,6 +263,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     (1.02, 400.0)
     """
     say = note or (lambda msg: None)
+    if collectives not in COLLECTIVES:
+        raise TopoplanError(f"field 'collectives': choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     cl.require_pyroute2()
     cl.check_privileges()
     n = trace.n_ranks
@@ -278,8 +286,15 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                            queues=queues, congestion=cl.DEFAULT_CONGESTION if congestion is None else congestion)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
-    out: dict = {"scale": spec.scale}
+    out: dict = {"scale": spec.scale, "collectives": {"mode": collectives, "pinned": {}, "left": []}}
     try:
+        if collectives == "model" and not command:   # a user's program keeps its library's choice
+            rules, pinned, left = collective_rules(trace)
+            out["collectives"].update(pinned=pinned, left=left)
+            if rules is not None:
+                (work / "coll_rules.txt").write_text(rules)
+                transport = dict(transport, coll_tuned_use_dynamic_rules="1",
+                                 coll_tuned_dynamic_rules_filename=str(work / "coll_rules.txt"))
         say(f"building the cluster: {topo.n_nodes} nodes, {topo.n_switches} switches, {len(circuits)} circuits")
         with cl.Cluster(spec) as cluster:
             n_routes = 0

@@ -48,6 +48,8 @@ def emulate_cmd(
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
                                "acknowledgements never wait behind data)."),
+    collectives: str = typer.Option("model", "--collectives", help="model (the replay's collectives run the MPICH "
+                                    "algorithms the predictions model) or library (Open MPI chooses)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
                                    "against the ideal first."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
@@ -81,6 +83,10 @@ def emulate_cmd(
 
     if queues not in QUEUES:
         raise TopoplanError(f"--queues: choose one of {', '.join(QUEUES)}, got {queues!r}")
+    from topoplan.emulate.launch import COLLECTIVES
+
+    if collectives not in COLLECTIVES:
+        raise TopoplanError(f"--collectives: choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     from topoplan.cli.commands.simulate import replay_inputs
     from topoplan.core.topology import TreeTopology
@@ -132,7 +138,7 @@ def emulate_cmd(
     res = emulate(topo, trace, pl, plan=plan, scale=DEFAULT_SCALE if scale is None else scale, model=smodel,
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
-                  queues=queues, note=note)
+                  queues=queues, collectives=collectives, note=note)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
@@ -144,6 +150,11 @@ def emulate_cmd(
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
               f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
+    coll = res["collectives"]
+    if coll["pinned"] or coll["left"]:
+        said = [f"{op} {', '.join(alg for _, alg in steps)}" for op, steps in coll["pinned"].items()]
+        said += [f"{op} Open MPI's choice" for op in coll["left"]]
+        con.print(f"collectives ({coll['mode']}): {'; '.join(said)}")
     if res.get("calibration"):
         con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
         con.print("| run | measured | ideal | ratio | goodput | machine idle |")
