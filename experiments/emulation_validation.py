@@ -85,7 +85,7 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "drops": m["drops"], "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
-            "load_avg": os.getloadavg()[0], "collectives": res.get("collectives", {}).get("mode")}
+            "load_avg": os.getloadavg()[0], "collectives": res.get("collectives")}
 
 
 def _plan(topo, trace, placement, method: str) -> dict:
@@ -337,7 +337,7 @@ def markdown(rows) -> str:
         modes = sorted({r.get("collectives") for r in sel if r.get("collectives")})
         if part in ("npb", "bcast") and modes:
             title += "; collectives: " + ", ".join(
-                {"model": "the MPICH algorithms the predictions model",
+                {"model": "the predicted messages (MPICH's algorithms)",
                  "library": "Open MPI's own choice"}.get(m, m) for m in modes)
         lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
                   "ratio paper | machine idle | load average | ranks' cores | runs |",
@@ -431,7 +431,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
                     "(default: the emulator's)")
     ap.add_argument("--collectives", default="model", choices=("model", "library"),
-                    help="model: collectives run the MPICH algorithms the predictions model; library: Open MPI chooses")
+                    help="model: collectives sent as the messages the predictions run; library: Open MPI's own")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
     ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
     ap.add_argument("--tag", default="", help="write emulation_validation_TAG.* (a run kept beside the others)")

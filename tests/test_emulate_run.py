@@ -256,71 +256,79 @@ def test_bcast_keys_need_one_rank_per_plan_node():
         bcast_keys({"order": [1, 0, 2]}, pl, 3)
 
 
+
 def _calls(op: str, sizes, comm_sizes=(16,)) -> Trace:
     recs = [(r, op, -1, n, 0, p, 0.0, 0.0) for p in comm_sizes for n in sizes for r in range(p)]
     return Trace.from_records(recs, max(comm_sizes), source=op)
 
 
-@pytest.mark.parametrize("op, sizes, expected", [
-    ("bcast", (1024, 65536, 1 << 20), [[0, "binomial"], [65536, "scatter-rd"], [1048576, "scatter-ring"]]),
-    ("bcast", (1024, 4096), [[0, "binomial"]]),
-    ("allreduce", (8, 2048, 4096), [[0, "recursive-doubling"], [4096, "rabenseifner"]]),
-    ("alltoall", (64, 4096, 1 << 20), [[0, "bruck"], [4096, "spread"], [1048576, "pairwise"]]),
-    ("reduce", (8, 1 << 20), [[0, "binomial"], [1048576, "rabenseifner"]]),
-])
-def test_collective_rules_pin_the_predicted_algorithms(op, sizes, expected):
-    """Every size a trace calls a collective with gets the algorithm the simulator runs for it
-    (topoplan.traffic.collectives), as Open MPI's classic rules file reads it."""
-    from topoplan.emulate.launch import OMPI_ALGORITHM, OMPI_COLLECTIVE_ID, collective_rules
-
-    text, pinned, left = collective_rules(_calls(op, sizes))
-    assert pinned == {op: expected} and left == []
-    numbers = [int(x) for x in text.split()]
-    assert numbers[:5] == [1, OMPI_COLLECTIVE_ID[op], 1, 0, len(expected)]
-    rules = [numbers[5 + 4 * i:9 + 4 * i] for i in range(len(expected))]
-    assert rules == [[b, OMPI_ALGORITHM[op][alg], 0, 0] for b, alg in expected]   # first rule from size 0
+def _rooted(op: str, p: int, nbytes: int, root: int) -> Trace:
+    return Trace.from_records([(r, op, -1, nbytes, root, p, 0.0, 0.0) for r in range(p) for i in range(2)], p)
 
 
-def test_collective_rules_leave_what_differs_between_communicator_sizes():
-    """64 KiB Bcasts are binomial on 4 ranks (fewer than MPICH's 8) and scatter + allgather on 16: one rules file
-    cannot say both, so Open MPI chooses for Bcast; a trace without such collectives needs no file."""
-    from topoplan.emulate.launch import collective_rules
+@pytest.mark.parametrize("spec", ["npb:kernel=mg,class=S,np=16", "npb:kernel=ft,class=S,np=16",
+                                  "npb:kernel=is,class=S,np=16", ("bcast", 16, 1 << 20, 3), ("bcast", 12, 4096, 5),
+                                  ("allreduce", 12, 65536, -1), ("reduce", 16, 1 << 20, 2), ("barrier", 6, 0, -1)])
+def test_collectives_as_messages_are_the_prediction(spec):
+    """Replayed as the simulator's own point-to-point messages, a trace predicts exactly what it predicted with
+    its collectives (the replay then runs what is predicted, algorithm and tree shape included)."""
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.emulate.replayer import COLLECTIVE_TAG, as_point_to_point
+    from topoplan.sim.run import network_view, simulate
+    from topoplan.traffic.sources import load_source
+    from topoplan.traffic.trace import COLLECTIVE_OPS, OP_CODE
 
-    trace = _calls("bcast", (65536,), comm_sizes=(4, 16))
-    text, pinned, left = collective_rules(trace)
-    assert (text, pinned, left) == (None, {}, ["bcast"])
-    assert collective_rules(Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 0.0),
-                                                (1, "recv", 0, 8, -1, 2, 0.0, 0.0)], 2))[0] is None
+    trace = _rooted(*spec) if isinstance(spec, tuple) else load_source(spec, with_traffic=False)[0]
+    p2p = as_point_to_point(trace)
+    kept = {OP_CODE[o] for o in ("alltoallv", "allgatherv")}
+    assert not (set(p2p.op.tolist()) & ({OP_CODE[o] for o in COLLECTIVE_OPS} - kept - {OP_CODE["alltoall"]}))
+    assert spec[0] == "barrier" or (p2p.tag[p2p.op == OP_CODE["isend"]] == COLLECTIVE_TAG).any()
+    topo = network_view(load_topology("paper003"), "eps")
+    pl = sequential(trace.n_ranks, topo)
+    a, b = (simulate(topo, t, pl, compute_scale=0.0) for t in (trace, p2p))
+    assert b["makespan_s"] == pytest.approx(a["makespan_s"], rel=1e-12)
+    assert b["comm_time_s"] == pytest.approx(a["comm_time_s"], rel=1e-12)
+
+
+def test_collectives_as_messages_keep_the_other_rows_and_refuse_strangers():
+    from topoplan.emulate.replayer import as_point_to_point
+
+    t = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 1.0), (1, "recv", 0, 8, -1, 2, 0.0, 1.0)], 2)
+    p = as_point_to_point(t)
+    assert list(p.op_names()) == list(t.op_names()) and p.t_end.tolist() == [1.0, 1.0]
+    bad = Trace.from_records([(r, "bcast", -1, 8, 0, 2, 0.0, 0.0, 7) for r in (0, 2)], 3, communicators={7: [0, 1]})
+    with pytest.raises(TopoplanError, match="rank 2 calls bcast on communicator 7 but is not one of its members"):
+        as_point_to_point(bad)
 
 
 @needs_all
-def test_the_rules_file_changes_the_algorithm_open_mpi_runs(env):
-    """A 1 MiB Bcast over 4 ranks on two switches (ranks 0-1 under one, 2-3 under the other): pinned to scatter +
-    ring allgather it moves 12 n link-bytes (the ring crosses the uplinks both ways), pinned to Open MPI's binomial
-    tree 10 n (its rank 3 hangs under rank 1, across the uplinks; MPICH's under rank 2: 8 n). The emulated links
-    count the bytes, so the file Open MPI reads is the one that decides."""
+def test_the_replay_runs_the_predicted_tree(env):
+    """A 1 MiB Bcast over 4 ranks on two switches (ranks 0-1 under one, 2-3 under the other): sent as the
+    predicted messages it follows MPICH's binomial tree, 8 n link-bytes (0 -> 2 across the uplinks, 0 -> 1 and
+    2 -> 3 under a switch); Open MPI's binomial Bcast (its algorithm 6) hangs rank 3 under rank 1, across the
+    uplinks: 10 n. The emulated links count the bytes."""
     import tempfile
 
     from topoplan.emulate import cluster as cl
-    from topoplan.emulate.launch import collective_rules, transport_for
-    from topoplan.emulate.replayer import build
+    from topoplan.emulate.launch import transport_for
+    from topoplan.emulate.replayer import as_point_to_point, build
     from topoplan.emulate.run import _Run
-    from topoplan.traffic.collectives import MPICHThresholds
 
-    trace = _calls("bcast", (1 << 20,), comm_sizes=(4,))
+    n = 1 << 20
+    trace = _calls("bcast", (n,), comm_sizes=(4,))
     spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=400)
     bins = build()
     work = Path(tempfile.mkdtemp())
     moved = {}
     try:
         with cl.Cluster(spec) as c:
-            for label, th in (("binomial", MPICHThresholds()), ("scatter-ring", MPICHThresholds(bcast_min_procs=2))):
-                text, pinned, _ = collective_rules(trace, th)
-                assert pinned["bcast"] == [[0, label]]
-                (work / f"{label}.txt").write_text(text)
-                transport = dict(transport_for(1 << 20), coll_tuned_use_dynamic_rules="1",
-                                 coll_tuned_dynamic_rules_filename=str(work / f"{label}.txt"))
-                moved[label] = _Run(c, spec, bins, work, 120, transport).replay(trace, spec.hosts)["link_bytes"]
+            binomial = dict(transport_for(n), coll_tuned_use_dynamic_rules="1", coll_tuned_bcast_algorithm="6")
+            for label, t, transport in (("model", as_point_to_point(trace), transport_for(n)),
+                                        ("library", trace, binomial),
+                                        ("nothing", Trace.from_records([], 4), transport_for(n))):
+                moved[label] = _Run(c, spec, bins, work, 120, transport).replay(t, spec.hosts)["link_bytes"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert 1.1 < moved["scatter-ring"] / moved["binomial"] < 1.35, moved
+    per_n = {k: (v - moved["nothing"]) / n for k, v in moved.items() if k != "nothing"}
+    assert 8.0 < per_n["model"] < 8.0 * 1.12 and 10.0 < per_n["library"] < 10.0 * 1.12, per_n

@@ -27,14 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.collectives import MPICHThresholds, alltoall_algorithm, bcast_algorithm
-from topoplan.traffic.trace import OP_CODE
 
-__all__ = ["TRANSPORT", "MPI_SETTINGS", "COLLECTIVES", "OMPI_COLLECTIVE_ID", "OMPI_ALGORITHM", "transport_for",
-           "collective_rules", "write_agent", "mpirun_command", "cpu_times", "cpu_idle", "run_mpi"]
+__all__ = ["TRANSPORT", "MPI_SETTINGS", "COLLECTIVES", "transport_for", "write_agent", "mpirun_command", "cpu_times",
+           "cpu_idle", "run_mpi"]
 
 # Open MPI's TCP transport, as the calibration measured it (docs/emulation.md, "Taming the MPI stack"; 4 nodes
 # under one switch, 2 MB per rank, scale 400). With Open MPI's defaults, two ranks sending to each other at once
@@ -61,99 +57,10 @@ MPI_SETTINGS = {
     "hwloc_base_binding_policy": "none",
 }
 
-# Which algorithms a run's collectives use: "model" (default), the MPICH algorithms the simulator models (the
-# predictions' own), set in Open MPI's tuned component by a rules file (collective_rules); "library", Open MPI's own
-# choice (its fixed decision table), which for some sizes is another algorithm than the one predicted.
+# Which algorithms a run's collectives use: "model" (default), the simulator's own messages for them (the replayer sends
+# each collective as the point-to-point steps the prediction runs: topoplan.emulate.replayer.as_point_to_point);
+# "library", Open MPI's own algorithms, which for some sizes are not the ones predicted.
 COLLECTIVES = ("model", "library")
-# Open MPI's collective ids in its tuned rules file (coll_base_functions.h, COLLTYPE) and, per collective, the id
-# of each MPICH algorithm the simulator models (ompi_info --param coll tuned --level 9 lists them).
-OMPI_COLLECTIVE_ID = {"allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "reduce": 11}
-OMPI_ALGORITHM = {
-    "bcast": {"binomial": 6, "knomial": 7, "scatter-rd": 8, "scatter-ring": 9},
-    "allreduce": {"recursive-doubling": 3, "rabenseifner": 6},
-    "alltoall": {"bruck": 3, "spread": 1, "pairwise": 2},
-    "reduce": {"binomial": 5, "rabenseifner": 7},
-    "barrier": {"dissemination": 4},
-}
-
-
-def _mpich_algorithm(op: str, p: int, n_B: int, th: MPICHThresholds) -> str:
-    """The algorithm the simulator runs for one call (:mod:`topoplan.traffic.collectives`; the replayer's
-    reductions are of bytes, so a call's count is its bytes)."""
-    if op == "bcast":
-        return bcast_algorithm(p, n_B, "auto", th)
-    if op == "alltoall":
-        return alltoall_algorithm(p, n_B, th)
-    pof2 = 1 << (int(p).bit_length() - 1)
-    count = n_B // th.elem_size_B
-    if op == "allreduce":
-        return "recursive-doubling" if n_B <= th.allreduce_short_B or count < pof2 else "rabenseifner"
-    if op == "reduce":
-        return "rabenseifner" if n_B > th.reduce_short_B and count >= pof2 else "binomial"
-    return "dissemination"
-
-
-def collective_rules(trace, thresholds: MPICHThresholds | None = None) -> tuple:
-    """Open MPI's tuned-collectives rules file that makes a replay of ``trace`` run the algorithms the
-    simulator models.
-
-    For each collective the simulator chooses an algorithm by size (Bcast, Allreduce, Alltoall, Reduce,
-    Barrier), every size the trace calls it with gets the MPICH algorithm of
-    :mod:`topoplan.traffic.collectives`, written as Open MPI's classic rules file (message sizes from 0 up,
-    one communicator-size entry). A collective whose algorithm at one size differs between the communicator
-    sizes the trace uses is left to Open MPI's own choice and named in ``left``.
-
-    Parameters
-    ----------
-    trace : topoplan.traffic.trace.Trace
-    thresholds : MPICHThresholds, optional
-        The switch-over points of the predictions.
-
-    Returns
-    -------
-    text : str or None
-        The rules file (None when the trace calls none of these collectives).
-    pinned : dict
-        ``{collective: [[from_B, algorithm], ...]}``, the algorithm from each size up.
-    left : list of str
-        Collectives left to Open MPI.
-
-    Examples
-    --------
-    >>> from topoplan.traffic.trace import Trace
-    >>> t = Trace.from_records([(r, "bcast", -1, n, 0, 16, 0.0, 0.0) for n in (1024, 65536, 1 << 20)
-    ...                         for r in range(16)], 16)
-    >>> text, pinned, left = collective_rules(t)
-    >>> pinned
-    {'bcast': [[0, 'binomial'], [65536, 'scatter-rd'], [1048576, 'scatter-ring']]}
-    >>> text.split()
-    ['1', '7', '1', '0', '3', '0', '6', '0', '0', '65536', '8', '0', '0', '1048576', '9', '0', '0']
-    """
-    th = thresholds or MPICHThresholds()
-    pinned, left, blocks = {}, [], []
-    for op, cid in OMPI_COLLECTIVE_ID.items():
-        rows = trace.op == OP_CODE[op]
-        if not rows.any():
-            continue
-        calls = sorted(set(zip(trace.bytes[rows].astype(np.int64).tolist(), trace.comm_size[rows].tolist())))
-        by_size: dict = {}
-        for n_B, p in calls:
-            by_size.setdefault(n_B, set()).add(_mpich_algorithm(op, int(p), int(n_B), th))
-        if any(len(algs) > 1 for algs in by_size.values()):
-            left.append(op)
-            continue
-        steps: list = []
-        for n_B in sorted(by_size):
-            alg = next(iter(by_size[n_B]))
-            if not steps or steps[-1][1] != alg:
-                steps.append([0 if not steps else int(n_B), alg])
-        pinned[op] = steps
-        lines = [str(cid), "1", "0", str(len(steps))]
-        lines += [f"{from_B} {OMPI_ALGORITHM[op][alg]} 0 0" for from_B, alg in steps]
-        blocks.append("\n".join(lines))
-    if not blocks:
-        return None, pinned, left
-    return f"{len(blocks)}\n" + "\n".join(blocks) + "\n", pinned, left
 
 
 def transport_for(max_message_B: float, base=None) -> dict:

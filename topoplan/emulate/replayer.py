@@ -13,15 +13,26 @@ so another MPI gets its own build).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.traffic.collectives import MPICHThresholds, schedule
 from topoplan.traffic.recorder import build_library
-from topoplan.traffic.trace import OP_CODE
+from topoplan.traffic.trace import OP_CODE, OPS, WORLD
 
-__all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "build", "write_replay"]
+__all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "COLLECTIVE_TAG", "build", "as_point_to_point",
+           "write_replay"]
+
+#: The tag of the point-to-point messages :func:`as_point_to_point` makes of collectives (MPI guarantees tags up to
+#: 32,767; programs rarely use the top of the range).
+COLLECTIVE_TAG = 32001
+# one row per call, run as the simulator's schedule (alltoallv, allgatherv and alltoall written per destination are
+# expanded by write_replay as MPI libraries run them, which is how the simulator runs them too)
+_SCHEDULED = ("bcast", "reduce", "allreduce", "alltoall", "allgather", "gather", "scatter", "reduce_scatter",
+              "barrier")
 
 C_DIR = Path(__file__).resolve().parent / "c"
 REPLAY_SOURCE = C_DIR / "topoplan_replay.c"
@@ -60,6 +71,88 @@ def build(mpicc: str | None = None) -> dict:
             "idle": build_library(mpicc, source=IDLE_SOURCE),
             "bcast": build_library(mpicc, source=BCAST_SOURCE),
             "recorder": build_library(mpicc)}
+
+
+def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace:
+    """``trace`` with every collective call replaced by the point-to-point messages the simulator runs for it.
+
+    A call of rank ``r`` becomes, per step of its schedule (:func:`topoplan.traffic.collectives.schedule`:
+    MPICH's algorithm for its size and communicator), an ``irecv`` per receive, an ``isend`` per send and a
+    ``waitall``, on the call's communicator with the tag :data:`COLLECTIVE_TAG`: the messages, their sizes
+    and their order are the prediction's own. Bcast, Reduce, Allreduce, Alltoall (one row per call),
+    Allgather, Gather, Scatter, Reduce_scatter and Barrier are expanded; the other rows are kept as they
+    are (:func:`write_replay` sends ``alltoallv``, ``allgatherv`` and per-destination ``alltoall`` rows as
+    point-to-point messages already). A call keeps its start and end times, so computation gaps stay.
+
+    Parameters
+    ----------
+    trace : topoplan.traffic.trace.Trace
+    thresholds : MPICHThresholds, optional
+        The predictions' switch-over points.
+
+    Returns
+    -------
+    topoplan.traffic.trace.Trace
+
+    Examples
+    --------
+    A Bcast of 8 bytes from rank 0 over 4 ranks (MPICH's binomial tree: 0 -> 2, 0 -> 1, 2 -> 3):
+
+    >>> from topoplan.traffic.trace import Trace
+    >>> t = Trace.from_records([(r, "bcast", -1, 8, 0, 4, 0.0, 1.0) for r in range(4)], 4)
+    >>> p = as_point_to_point(t)
+    >>> sorted((int(a), int(b)) for a, o, b in zip(p.rank, p.op_names(), p.peer) if o == "isend")
+    [(0, 1), (0, 2), (2, 3)]
+    """
+    th = thresholds or MPICHThresholds()
+    scheduled = {OP_CODE[o] for o in _SCHEDULED}
+    isend, irecv, waitall = OP_CODE["isend"], OP_CODE["irecv"], OP_CODE["waitall"]
+    names = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
+    cols: dict = {k: [] for k in names}
+    members_of: dict = {}
+    steps_of: dict = {}
+
+    def members(c: int):
+        got = members_of.get(c)
+        if got is None:
+            world = trace.members(c).tolist() if c != WORLD else list(range(trace.n_ranks))
+            got = members_of[c] = (world, {w: k for k, w in enumerate(world)})
+        return got
+
+    def add(*row):
+        for k, v in zip(names, row):
+            cols[k].append(v)
+
+    for i in range(len(trace)):
+        r, op = int(trace.rank[i]), int(trace.op[i])
+        if op not in scheduled or (op == OP_CODE["alltoall"] and int(trace.peer[i]) >= 0):
+            add(*(getattr(trace, k)[i] for k in names))
+            continue
+        c = int(trace.comm[i]) if int(trace.comm[i]) in trace.communicators else WORLD
+        t0, t1, size = float(trace.t_start[i]), float(trace.t_end[i]), int(trace.comm_size[i])
+        world, local = members(c)
+        if r not in local:
+            raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} but is "
+                                "not one of its members")
+        root = local.get(int(trace.root[i]), 0) if OPS[op] in ("bcast", "reduce", "gather", "scatter") else -1
+        key = (op, len(world), local[r], root, float(trace.bytes[i]))
+        steps = steps_of.get(key)
+        if steps is None:
+            steps = steps_of[key] = schedule(OPS[op], len(world), local[r], root, float(trace.bytes[i]),
+                                             thresholds=th)
+        first = len(cols["rank"])
+        for step in steps:
+            for q, b in step.recvs:
+                add(r, irecv, world[q], float(trace.bytes[i] if b is None else b), -1, size, t0, t0, c,
+                    COLLECTIVE_TAG, -1)
+            for q, b in step.sends:
+                add(r, isend, world[q], float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
+            add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
+        if len(cols["rank"]) == first:   # nothing to send (a communicator of one): the call keeps its time
+            add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
+        cols["t_end"][-1] = t1
+    arrays = {k: np.asarray(cols[k], dtype=getattr(trace, k).dtype) for k in names}
+    return dataclasses.replace(trace, **arrays, source=f"{trace.source} (collectives as the simulator's messages)")
 
 
 def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: float = 1.0) -> dict:

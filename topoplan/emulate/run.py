@@ -20,9 +20,9 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.emulate import cluster as cl
 from topoplan.emulate.calibrate import CALIBRATION_BYTES, calibration_nodes, calibration_traces, summarize
-from topoplan.emulate.launch import COLLECTIVES, collective_rules, mpirun_command, run_mpi, transport_for, write_agent
+from topoplan.emulate.launch import COLLECTIVES, mpirun_command, run_mpi, transport_for, write_agent
 from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
-from topoplan.emulate.replayer import build, write_replay
+from topoplan.emulate.replayer import as_point_to_point, build, write_replay
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.trace import read_trace
@@ -229,9 +229,10 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         :func:`topoplan.emulate.plan.bcast_keys`); the predictions are of the reordered Bcasts
         (:func:`topoplan.emulate.plan.reordered_bcasts`).
     collectives : {"model", "library"}, optional
-        ``model``: the replay's collectives run the MPICH algorithms the predictions model, set in Open MPI's
-        tuned component by a rules file (:func:`topoplan.emulate.launch.collective_rules`); ``library``: Open
-        MPI chooses (its fixed decision table), as it does for an unchanged program.
+        ``model``: the replayer sends every collective as the point-to-point messages the prediction runs for it
+        (:func:`topoplan.emulate.replayer.as_point_to_point`; with ``bcast_keys`` the reordered Bcasts, without
+        the library); ``library``: the replayer calls MPI's collectives and Open MPI chooses their algorithms, as
+        for an unchanged program (a user's ``command`` always runs so).
     note : callable, optional
         Called with progress messages.
 
@@ -242,8 +243,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
         drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's
-        congestion control, set-up time), ``transport``, ``collectives`` (the mode, the algorithm set from each
-        size up per collective, the collectives left to Open MPI).
+        congestion control, set-up time), ``transport``, ``collectives`` (``model`` or ``library``).
 
     Raises
     ------
@@ -286,15 +286,12 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                            queues=queues, congestion=cl.DEFAULT_CONGESTION if congestion is None else congestion)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
-    out: dict = {"scale": spec.scale, "collectives": {"mode": collectives, "pinned": {}, "left": []}}
+    # the replay: with collectives="model" the simulator's own messages for every collective (and the Bcasts of
+    # bcast_keys already on the plan's order, so no library is needed); a user's program keeps its MPI's choice
+    as_messages = collectives == "model" and not command
+    replayed = as_point_to_point(predicted_trace) if as_messages else trace
+    out: dict = {"scale": spec.scale, "collectives": collectives if not command else "library"}
     try:
-        if collectives == "model" and not command:   # a user's program keeps its library's choice
-            rules, pinned, left = collective_rules(trace)
-            out["collectives"].update(pinned=pinned, left=left)
-            if rules is not None:
-                (work / "coll_rules.txt").write_text(rules)
-                transport = dict(transport, coll_tuned_use_dynamic_rules="1",
-                                 coll_tuned_dynamic_rules_filename=str(work / "coll_rules.txt"))
         say(f"building the cluster: {topo.n_nodes} nodes, {topo.n_switches} switches, {len(circuits)} circuits")
         with cl.Cluster(spec) as cluster:
             n_routes = 0
@@ -319,13 +316,13 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                                      cpu_idle=m["cpu_idle"], attempts=m["attempts"]))
                 out["calibration"] = rows
             say(f"running {'the program' if command else 'the replay'}: {n} ranks")
-            if bcast_keys is not None:   # after the calibration, which is not reordered
+            if bcast_keys is not None and not as_messages:   # after the calibration, which is not reordered
                 run.preload = [bins["bcast"]]
                 run.env = {"TOPOPLAN_BCAST_KEYS": ",".join(str(int(k)) for k in bcast_keys)}
             if command:
                 start = lambda: run.mpi(list(command), [hosts[v] for v in nodes.tolist()])   # noqa: E731
             else:
-                start = lambda: run.replay(trace, [hosts[v] for v in nodes.tolist()],   # noqa: E731
+                start = lambda: run.replay(replayed, [hosts[v] for v in nodes.tolist()],   # noqa: E731
                                            compute_scale=compute_scale)
             out["measured"] = _measure(run, start, spec.scale, repeats, say)
     finally:

@@ -48,8 +48,8 @@ def emulate_cmd(
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
                                "acknowledgements never wait behind data)."),
-    collectives: str = typer.Option("model", "--collectives", help="model (the replay's collectives run the MPICH "
-                                    "algorithms the predictions model) or library (Open MPI chooses)."),
+    collectives: str = typer.Option("model", "--collectives", help="model (the replay sends each collective as the "
+                                    "messages the prediction runs) or library (MPI's own collectives)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
                                    "against the ideal first."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
@@ -150,11 +150,8 @@ def emulate_cmd(
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
               f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
-    coll = res["collectives"]
-    if coll["pinned"] or coll["left"]:
-        said = [f"{op} {', '.join(alg for _, alg in steps)}" for op, steps in coll["pinned"].items()]
-        said += [f"{op} Open MPI's choice" for op in coll["left"]]
-        con.print(f"collectives ({coll['mode']}): {'; '.join(said)}")
+    con.print("collectives: " + ("the predicted messages (MPICH's algorithms, as point-to-point)"
+                                 if res["collectives"] == "model" else "Open MPI's own algorithms"))
     if res.get("calibration"):
         con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
         con.print("| run | measured | ideal | ratio | goodput | machine idle |")
