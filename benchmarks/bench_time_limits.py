@@ -163,8 +163,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=10.0, help="time limit of every row (s)")
     ap.add_argument("--only", choices=("circuits", "placement", "bcast"), action="append")
-    ap.add_argument("--quick", action="store_true", help=f"the smallest row of each problem ({', '.join(
-        f'{k} {n}' for k, n in QUICK_ROWS)}), 5 s limit")
+    quick_rows = ", ".join(f"{k} {n}" for k, n in QUICK_ROWS)
+    ap.add_argument("--quick", action="store_true", help=f"the smallest row of each problem ({quick_rows}), 5 s limit")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--row", nargs=2, metavar=("PROBLEM", "SIZE"), help=argparse.SUPPRESS)
     ap.add_argument("--process", action="store_true",
