@@ -16,7 +16,8 @@ from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
 from topoplan.core.units import is_ascii_int, is_ascii_number
 
-__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "ascii_numbers", "main"]
+__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "root_command", "ascii_numbers",
+           "main"]
 
 # The top-level commands and groups, each with the module (topoplan.cli.commands.<module>, with a
 # register(app)) that registers it: adding a command is one entry. A command line that names one imports
