@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 FULL := $(VENV)/.installed-all
 
-.PHONY: demo test install sysdeps benchdeps bench experiments verify-experiments docs clean
+.PHONY: demo test install sysdeps benchdeps bench bench-quick experiments verify-experiments docs clean
 
 # What the demo needs: topoplan and its core dependencies (no extras, no test tools; not byte-compiled ahead:
 # Python compiles what a process imports, once, and the install takes a third of the CPU), and the placement
@@ -75,8 +75,26 @@ demo: $(STAMP)
 test: install sysdeps
 	$(PY) -m pytest -n 2 --dist loadfile
 
+# make bench: every benchmark at full size (hours on 2 cores). make bench-quick: each in its --quick mode (about
+# 10 minutes; the figures of docs/benchmarks.md's summary table come from one such run, saved in $(BENCH_LOG)).
+# Every row with a peer times both sides as processes in the same run (benchmarks/processes.py: wall, CPU and
+# peak memory by GNU time): SimGrid for the flow scenarios, KaHIP for placement, NetworkX for the matching.
+# bench_steps.py's own --quick takes an hour: here one system and one application (its cells go to a
+# scratch file, not the results kept in benchmarks/results/).
+BENCH_LOG ?= bench-quick.log
+QUICK_ARGS_bench_steps := --systems 003 --traffic cg --fresh --out /tmp/topoplan-bench-steps-quick.jsonl
+
 bench: install benchdeps
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+bench-quick: install benchdeps
+	@{ echo "== make bench-quick, $$(date -u '+%Y-%m-%d %H:%M UTC'), load $$(cut -d' ' -f1-3 /proc/loadavg), $$(nproc) cores"; \
+	  rc=0; for b in benchmarks/bench_*.py; do n=$$(basename $$b .py); \
+	    extra=$$(case $$n in bench_steps) echo "$(QUICK_ARGS_bench_steps)";; esac); \
+	    echo "== $$b --quick $$extra (load $$(cut -d' ' -f1 /proc/loadavg), $$(date -u +%H:%M:%S))"; \
+	    $(PY) $$b --quick $$extra 2>&1 || { rc=1; echo "FAILED: $$b"; }; done; \
+	  echo "== done $$(date -u +%H:%M:%S), load $$(cut -d' ' -f1-3 /proc/loadavg)$$([ $$rc = 0 ] || echo '; a benchmark FAILED')"; \
+	} | tee $(BENCH_LOG); ! tail -n 1 $(BENCH_LOG) | grep -q FAILED
 
 experiments: install
 	@for e in experiments/[a-z]*.py; do m=$$(basename $$e .py); echo "== $$m"; $(PY) -m experiments.$$m || exit 1; done

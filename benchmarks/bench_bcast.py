@@ -1,6 +1,7 @@
 """Speed of Bcast reordering at 1,024 leaders: dft/bft under 1 s, anneal within 30 s.
 
     python benchmarks/bench_bcast.py [--json] [--anneal-limit 25]
+    python benchmarks/bench_bcast.py --quick      # anneal 5 s
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--anneal-limit", type=float, default=25.0)
+    ap.add_argument("--quick", action="store_true", help="anneal 5 s")
     a = ap.parse_args()
-    rows = run(a.anneal_limit)
+    rows = run(5.0 if a.quick else a.anneal_limit)
     if a.json:
         print(json.dumps(rows, indent=1))
         return

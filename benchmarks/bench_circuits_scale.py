@@ -109,6 +109,7 @@ TARGET_NODES, TARGET_S, TARGET_MB = 16384, 10.0, 4096
 MATCHING_MAX_NODES = 16384
 MATCHING_TARGET_S = {4096: 10.0, 16384: 60.0}
 PEER_SIZES = (4096,)
+QUICK_PEER_SIZES = (1024,)   # NetworkX takes minutes at 4,096 nodes
 PROCESS_SIZES = (4096, 16384)
 PROCESS_TARGET_S, PROCESS_TARGET_MB, SIM_TARGET_S = 10.0, 2048, 20.0   # issue 39, item 1
 
@@ -186,13 +187,16 @@ def traffic(kind: str, nodes: int):
 
 
 def run_peer_row(spec: dict) -> dict:
-    """The matching method's first graph solved by NetworkX and by ours (the parent runs it in a fresh
-    interpreter); the weights must agree."""
-    import networkx as nx
+    """The matching method's first graph solved by ours and by NetworkX, each in a process of its own
+    (``matching_peer.py``, timed by :mod:`processes`: wall, CPU, peak memory; ``runs`` runs, least time); the
+    weights must agree. This process only builds and saves the graph."""
+    import tempfile
+
     import numpy as np
 
+    from processes import best_of, ratio
+
     from topoplan.problems.circuits import CircuitProblem
-    from topoplan.problems.circuits.blossom import matching_weight, max_weight_matching
     from topoplan.problems.circuits.heuristics import _Circuits, _matching_graph
 
     topo = topology(spec["nodes"])
@@ -200,19 +204,24 @@ def run_peer_row(spec: dict) -> dict:
     f, a, b, w = _matching_graph(prob, _Circuits(prob))
     local = np.full(prob.n_nodes, -1, dtype=np.int64)
     local[f] = np.arange(len(f))
-    u, v = local[a], local[b]
-    t0 = time.perf_counter()
-    mate = max_weight_matching(len(f), u, v, w)
-    ours_s = time.perf_counter() - t0
-    g = nx.Graph()
-    g.add_weighted_edges_from(zip(u.tolist(), v.tolist(), w.tolist()))
-    t0 = time.perf_counter()
-    m = nx.max_weight_matching(g, maxcardinality=False)
-    nx_s = time.perf_counter() - t0
-    nx_w = float(sum(g[x][y]["weight"] for x, y in m))
-    ours_w = matching_weight(mate, u, v, w)
-    return {**spec, "ocs_nodes": int(len(f)), "edges": int(len(a)), "ours_s": ours_s, "nx_s": nx_s,
-            "ours_weight": ours_w, "nx_weight": nx_w, "equal": bool(abs(ours_w - nx_w) <= 1e-9 * max(1.0, nx_w))}
+    row = {**spec, "ocs_nodes": int(len(f)), "edges": int(len(a))}
+    with tempfile.TemporaryDirectory() as tmp:
+        graph = Path(tmp) / "graph.npz"
+        np.savez(graph, n=len(f), u=local[a], v=local[b], w=w)
+        for impl in ("topoplan", "networkx"):
+            out = Path(tmp) / f"{impl}.json"
+            row[impl] = best_of([sys.executable, Path(__file__).resolve().parent / "matching_peer.py", graph,
+                                 "--impl", impl], spec.get("runs", 1), stdout=lambda out=out: open(out, "a"),
+                                timeout_s=spec.get("peer_timeout_s"))
+            if "timeout_s" not in row[impl]:   # one line a run: the weight (the same), the least solve time
+                runs = [json.loads(line) for line in out.read_text().splitlines()]
+                row[impl].update(runs[0], solve_s=min(r["solve_s"] for r in runs))
+    if "timeout_s" in row["networkx"]:
+        return row
+    row["ratio"] = ratio(row["networkx"], row["topoplan"])
+    ours_w, nx_w = row["topoplan"]["weight"], row["networkx"]["weight"]
+    row["equal"] = bool(abs(ours_w - nx_w) <= 1e-9 * max(1.0, nx_w))
+    return row
 
 
 PROCESS_COMMANDS = ("circuits --no-simulate", "circuits", "simulate --circuits")
@@ -332,9 +341,15 @@ def _fmt(r: dict) -> str:
     if "error" in r:
         return f"{head}  {r['error']}"
     if r["method"] == "networkx-peer":
-        return (f"{head} the matching graph ({r['ocs_nodes']:,} OCS nodes, {r['edges']:,} edges): NetworkX "
-                f"{r['nx_s']:.1f} s, ours {r['ours_s']:.2f} s ({r['nx_s'] / max(r['ours_s'], 1e-9):.0f}x), "
-                f"weights {'equal' if r['equal'] else 'DIFFER'}")
+        from processes import describe
+
+        head += f" the matching graph ({r['ocs_nodes']:,} OCS nodes, {r['edges']:,} edges) as processes: "
+        if "timeout_s" in r["networkx"]:
+            return f"{head}ours {describe(r['topoplan'])}; NetworkX {describe(r['networkx'])}"
+        return (f"{head}ours {describe(r['topoplan'])} (solve {r['topoplan']['solve_s']:.2f} s); NetworkX "
+                f"{describe(r['networkx'])} (solve {r['networkx']['solve_s']:.2f} s); NetworkX / ours: wall "
+                f"{r['ratio']['wall']:.1f}x, CPU {r['ratio']['cpu']:.1f}x, memory {r['ratio']['peak']:.2f}x; weights "
+                f"{'equal' if r['equal'] else 'DIFFER'} (load {r['topoplan']['load'][1]:.1f})")
     sim = f"  sim {r['sim_s']:6.1f} s ({r['sim_peak_MB']:6.0f} MB)" if "sim_s" in r else ""
     return (f"{head} {r['circuits']:>6} {r['entries']:>10,} {r['bound_s'] * 1e3:>11.3f} {r['traffic_s']:>8.1f} "
             f"{r['plan_s']:>8.1f} {r['peak_MB']:>8.0f}{sim}")
@@ -342,14 +357,16 @@ def _fmt(r: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="4,096 nodes only")
+    ap.add_argument("--quick", action="store_true",
+                    help="4,096 nodes only (the process rows too), the NetworkX matching rows at 1,024 nodes")
     ap.add_argument("--sizes", default=None, help="nodes per row, comma-separated (multiples of 32; default "
                                                   "4096,16384,65536)")
     ap.add_argument("--traffics", default=",".join(TRAFFICS), help="random, cg (comma-separated)")
     ap.add_argument("--methods", default=None, help="circuit methods, comma-separated (default greedy at every "
                                                      "size, matching up to 16,384 nodes)")
-    ap.add_argument("--peer-sizes", default=",".join(map(str, PEER_SIZES)),
-                    help="sizes of the NetworkX matching rows (comma-separated; empty: none)")
+    ap.add_argument("--peer-sizes", default=None,
+                    help="sizes of the NetworkX matching rows (comma-separated; default 4096, with --quick 1024; "
+                         "empty: none)")
     ap.add_argument("--tables", default="auto", choices=("auto", "full", "used"),
                     help="auto: full up to 16,384 nodes, used above")
     ap.add_argument("--simulate", action="store_true", help="also simulate each plan (timed apart)")
@@ -370,13 +387,17 @@ def main(argv=None) -> int:
             return a.methods.split(",")
         return ["greedy"] + (["matching"] if n <= MATCHING_MAX_NODES else [])
 
-    peers = {int(x) for x in a.peer_sizes.split(",") if x.strip()}
+    peer_sizes = a.peer_sizes if a.peer_sizes is not None else ",".join(map(str, QUICK_PEER_SIZES if a.quick
+                                                                               else PEER_SIZES))
+    peers = [int(x) for x in peer_sizes.split(",") if x.strip()]
     specs = [{"nodes": n, "traffic": t, "method": m,
               "tables": a.tables if a.tables != "auto" else ("full" if n <= TARGET_NODES else "used"),
               "simulate": a.simulate}
-             for n in sizes for t in a.traffics.split(",") for m in methods(n) + (["networkx-peer"] if n in peers else [])]
-    psizes = [int(x) for x in (a.process if a.process is not None else ",".join(map(str, PROCESS_SIZES))).split(",")
-              if x.strip()]
+             for n in sizes for t in a.traffics.split(",") for m in methods(n)]
+    specs += [{"nodes": n, "traffic": t, "method": "networkx-peer", "tables": "full", "runs": 3 if n <= 1024 else 1,
+               "peer_timeout_s": a.timeout} for n in peers for t in a.traffics.split(",")]
+    process = a.process if a.process is not None else ",".join(map(str, (4096,) if a.quick else PROCESS_SIZES))
+    psizes = [int(x) for x in process.split(",") if x.strip()]
     if a.process_only:
         specs = []
     log = (lambda s: print(s, file=sys.stderr, flush=True)) if a.json else (lambda s: print(s, flush=True))

@@ -245,7 +245,10 @@ def main() -> None:
     ap.add_argument("--nofile", type=int, default=1024, help="the server's descriptor limit in the idle-flood row")
     ap.add_argument("--fresh", type=int, default=20, help="fresh clients timed after the idle flood")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="1 and 50 clients, 4,000 queries each, the idle-flood row")
     a = ap.parse_args()
+    if a.quick:
+        a.clients, a.queries = "1,50", 4000
     levels = [int(c) for c in a.clients.split(",") if c.strip()]
     res = run(a.fabric.resolve(), not a.no_lft, levels, a.queries, baseline=a.baseline)
     if a.idle:

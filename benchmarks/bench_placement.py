@@ -8,6 +8,10 @@ Sections (``--sections``, default all):
   balance, best of 5 seeds (``kahip.kaffpa`` called directly: the reference of issue 20); ``ilp`` runs
   ``--ilp-budget`` seconds (default 60) and its row gives status, proven bound and gap (the target: a gap
   of at most 1% within 60 s).
+- ``process``: the whole ``topoplan place -m metis`` and ``-m kahip`` process on the same MapLib matrices
+  (objective ``inter-switch``) beside KaHIP's own process (``kahip_peer.py``: the interpreter, the ``kahip``
+  module and one strong kaffpa call with imbalance 0 on the same graph): wall time, CPU time and peak memory
+  of each (:mod:`processes`, GNU ``time``; least of 3 runs, largest peak) and both cuts.
 - ``rgg``: a random geometric graph of 4,096 vertices (:func:`rgg`: ``networkx.random_geometric_graph``,
   seed 0, mean degree 8, 1-10 MB per edge, seeded) cut into k = 4, 16 and 128 parts (k switches of
   4,096 / k single-core nodes): the methods next to KaHIP-strong best of 5, plus the steps from the
@@ -28,6 +32,7 @@ best of every partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pair
     python benchmarks/bench_placement.py                  # all sections (about 9 minutes, 2 shared cores)
     python benchmarks/bench_placement.py --sections maplib,rgg --budget 10
     python benchmarks/bench_placement.py --json
+    python benchmarks/bench_placement.py --quick          # maplib (anneal 2 s, ilp 5 s) and process at k = 4 (2 min)
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ for p in (ROOT, ROOT / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-SECTIONS = ("maplib", "rgg", "scale", "mesh")
+SECTIONS = ("maplib", "process", "rgg", "scale", "mesh")
 MAPLIB = ("amg64", "btmz64", "cg64", "lulesh64")
 MAPLIB_SWITCHES = (4, 16)
 ILP_TARGET_GAP = 0.01
@@ -152,7 +157,7 @@ def _methods_rows(prob, methods, budget, seed, ilp_budget=None, **keys) -> list[
 
 # -- sections -----------------------------------------------------------------------------------------
 
-def run_maplib(budget: float, seed: int, log, ilp_budget: float = 60.0) -> list[dict]:
+def run_maplib(budget: float, seed: int, log, ilp_budget: float = 60.0, switches=MAPLIB_SWITCHES) -> list[dict]:
     from topoplan.problems.placement import PlacementProblem
     from topoplan.traffic.sources import load_traffic
 
@@ -163,7 +168,7 @@ def run_maplib(budget: float, seed: int, log, ilp_budget: float = 60.0) -> list[
     kahip = _kahip_ok()
     methods = ["metis", "greedy"] + (["kahip"] if kahip else []) + ["anneal", "ilp"]
     rows = []
-    for k in MAPLIB_SWITCHES:
+    for k in switches:
         for app in MAPLIB:
             prob = PlacementProblem.build(single_core_tree(k, 64 // k, f"{k}x{64 // k}"),
                                           load_traffic(str(d / f"{app}.csv")), objective="inter-switch")
@@ -215,6 +220,51 @@ def _ablation(W, k: int, seed: int) -> list[tuple[str, float, float]]:
         part = step()
         out.append((name, cut_weight(W, part), time.perf_counter() - t0))
     return out
+
+
+def place_command(matrix: Path, switches: int, method: str, out: Path) -> list:
+    """``topoplan place`` of a 64-rank MapLib matrix on ``switches`` switches of single-core nodes, cut objective."""
+    shape = [] if switches == 4 else ["--set", f"switches={switches}", "--set", f"nodes_per_switch={64 // switches}"]
+    return [sys.executable, "-m", "topoplan", "place", "-t", "paper003", "--set", "kind=tree", "--set", "ocs=null",
+            "--set", "cores_per_node=1", *shape, "-T", str(matrix), "-m", method, "--objective", "inter-switch",
+            "--json", "-o", str(out)]
+
+
+def run_process(log, runs: int = 3, switches=MAPLIB_SWITCHES, methods=("metis", "kahip")) -> list[dict]:
+    """The whole ``topoplan place`` process beside KaHIP's (``kahip_peer.py``: the interpreter, ``kahip`` and one
+    strong kaffpa call with imbalance 0) on each MapLib matrix: wall time, CPU time and peak memory of each,
+    least of ``runs`` (largest peak), and the cuts."""
+    import tempfile
+
+    from processes import best_of, describe, ratio
+
+    d = ROOT.parent / "shared" / "matrices" / "maplib"
+    if not d.is_dir():
+        log(f"process: {d} is absent, skipped")
+        return []
+    if not _kahip_ok():
+        log("process: the kahip module is not installed (pip install kahip): no peer, skipped")
+        return []
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "place.json"
+        for k in switches:
+            for app in MAPLIB:
+                matrix = d / f"{app}.csv"
+                peer = best_of([sys.executable, ROOT / "benchmarks" / "kahip_peer.py", matrix, "--parts", str(k)],
+                               runs, stdout=lambda: open(Path(tmp) / "peer.json", "w"))
+                peer_cut = json.loads((Path(tmp) / "peer.json").read_text())["cut_bytes"]
+                for method in methods:
+                    ours = best_of(place_command(matrix, k, method, out), runs)
+                    doc = json.loads(out.read_text())
+                    row = {"section": "process", "instance": f"{app} k={k}", "method": method, "topoplan": ours,
+                           "kahip": peer, "ratio": ratio(peer, ours), "objective": doc["objective"],
+                           "kahip_cut": peer_cut, "solver_s": doc["wall_s"]}
+                    rows.append(row)
+                    log(f"process {app:9s} k={k:<3d} place -m {method:6s} {describe(ours)} (cut {doc['objective'] / 1e6:.1f} "
+                        f"MB) | KaHIP process {describe(peer)} (cut {peer_cut / 1e6:.1f} MB) | KaHIP / topoplan: wall "
+                        f"{row['ratio']['wall']:.2f}x, CPU {row['ratio']['cpu']:.2f}x (load {ours['load'][1]:.1f})")
+    return rows
 
 
 def run_rgg(budget: float, seed: int, log) -> list[dict]:
@@ -337,8 +387,12 @@ def main(argv=None) -> int:
     ap.add_argument("--topologies", default=None, help="scale rows to run: hybrid, torus (default both)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="maplib on 4 switches with anneal 2 s and ilp 5 s, and the process rows of metis on 4 switches")
     ap.add_argument("--row", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.quick:
+        a.sections, a.budget, a.ilp_budget = "maplib,process", 2.0, 5.0
     if a.row:
         print(json.dumps(scale_row(json.loads(a.row))))
         return 0
@@ -353,8 +407,9 @@ def main(argv=None) -> int:
         if section == "scale":
             rows += run_scale(a.budget, a.seed, log, sizes=sizes, topologies=topologies)
         else:
-            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget) if section == "maplib" else \
-                {"rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
+            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget, switches=(4,) if a.quick else MAPLIB_SWITCHES) \
+                if section == "maplib" else run_process(log, **({"switches": (4,), "methods": ("metis",)} if a.quick else {})) \
+                if section == "process" else {"rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
     log(f"total {time.perf_counter() - t0:.0f} s")
     if a.json:
         print(json.dumps(rows, indent=1))

@@ -101,9 +101,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "benchmarks"):  # run as a script from anywhere
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
+from processes import run_process  # noqa: E402  (benchmarks/processes.py: every benchmark's process timing)
 from topoplan.sim.flowfile import tree_links, tree_routes  # noqa: E402
 from topoplan.sim.maxmin import simulate_flows  # noqa: E402
 
@@ -180,40 +182,6 @@ def topoplan_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "topoplan"]
 
 
-TIME = "/usr/bin/time"   # GNU time: the child's own peak memory (a child forked from this large process and
-# timed with wait4 would report this process's resident size at the fork as its peak)
-
-
-def run_process(cmd: list[str], stdout, timeout_s: float | None = None) -> dict:
-    """Run ``cmd`` as a child process: its wall time, CPU time (user + system) and peak resident memory (GNU
-    ``time``'s, else the kernel's accounting of the child: ``wait4``), return code and standard error;
-    ``{"timeout_s"}`` when it did not end in ``timeout_s``."""
-    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as usage_file:
-        timed = [TIME, "-f", "%U %S %M", "-o", usage_file.name] if os.access(TIME, os.X_OK) else []
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(timed + cmd, stdout=stdout, stderr=err, cwd=ROOT)
-        deadline = None if timeout_s is None else t0 + timeout_s
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9   # reaped here: Popen must not wait for it again
-                return {"timeout_s": timeout_s}
-            time.sleep(0.005)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        cpu_s, peak_kB = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
-        if timed:
-            fields = usage_file.read().split()[-3:]   # GNU time writes "Command exited with non-zero status N" first
-            cpu_s, peak_kB = float(fields[0]) + float(fields[1]), float(fields[2])
-        return {"wall_s": wall, "cpu_s": cpu_s, "peak_MB": peak_kB / 1024, "returncode": proc.returncode,
-                "stderr": err.read().decode(errors="replace")}
-
-
 def run_cli(scenario: Path, out: Path):
     """The whole ``topoplan simulate --flows FILE --json`` process; returns (its :func:`run_process` record,
     finish times by flow id)."""
@@ -269,6 +237,17 @@ def max_rel_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.nanmax(np.where(np.isnan(a) | np.isnan(b), np.inf, d))) if len(a) else 0.0
 
 
+def simgrid_runs(args, n_flows: int) -> int:
+    """SimGrid runs of a workload: ``--simgrid-repeat``, else as many as topoplan's up to 5,000 flows (seconds
+    each) and one above (minutes)."""
+    if args.simgrid_repeat:
+        return args.simgrid_repeat
+    return max(args.repeat, 1) if n_flows <= SMALL_FLOWS else 1
+
+
+SMALL_FLOWS = 5_000
+
+
 def flow_row(name: str, make, args, simgrid_ok: bool, tmp: Path) -> dict:
     w = make()
     scenario = tmp / f"{name}.json"
@@ -283,17 +262,18 @@ def flow_row(name: str, make, args, simgrid_ok: bool, tmp: Path) -> dict:
         cli.append(proc)
     row = {"workload": name, "flows": int(len(w["bytes"])), "events": int(res.n_events),
            "makespan_s": float(res.makespan_s), "engine_s": statistics.median(engine_s), "engine_runs_s": engine_s,
-           "cli_s": statistics.median(p["wall_s"] for p in cli), "cli_runs_s": [p["wall_s"] for p in cli],
-           "cli_cpu_s": statistics.median(p["cpu_s"] for p in cli), "cli_peak_MB": max(p["peak_MB"] for p in cli),
+           "cli_s": min(p["wall_s"] for p in cli), "cli_runs_s": [p["wall_s"] for p in cli],
+           "cli_cpu_s": min(p["cpu_s"] for p in cli), "cli_peak_MB": max(p["peak_MB"] for p in cli),
+           "cli_load": [p["load"] for p in cli],
            "engine_vs_cli_rel_diff": max_rel_diff(res.finish_s, cli_finish)}
     if simgrid_ok:
         runs = [run_simgrid(args.simgrid_python, scenario, tmp / f"{name}.simgrid.json", args.simgrid_timeout)
-                for _ in range(max(args.simgrid_repeat, 1))]
+                for _ in range(simgrid_runs(args, len(w["bytes"])))]
         done = [r for r in runs if "process_s" in r]
         if len(done) == len(runs):
-            sg = {"simgrid_process_s": statistics.median(r["process_s"] for r in done),
+            sg = {"simgrid_process_s": min(r["process_s"] for r in done),
                   "simgrid_process_runs_s": [r["process_s"] for r in done],
-                  "simgrid_cpu_s": statistics.median(r["cpu_s"] for r in done),
+                  "simgrid_cpu_s": min(r["cpu_s"] for r in done),
                   "simgrid_peak_MB": max(r["peak_MB"] for r in done),
                   "simgrid_run_s": statistics.median(r["run_s"] for r in done),
                   "simgrid_setup_s": statistics.median(r["setup_s"] for r in done),
@@ -420,6 +400,10 @@ REPLAYS = {"replay-cg-C-128": _replay(128), "replay-cg-C-256": _replay(256),
 # minutes each: one run whatever --repeat says
 ONCE = {"replay-alltoall-1MB-16384", "replay-cg-C-1024-75-iterations-in-pieces"}
 WORKLOADS = [*FLOWS, *REPLAYS]
+# --quick: the rows where start-up decides (8x8, 1,000 flows), two where the engine does (SimGrid in seconds), and
+# three NPB replays at 256 ranks
+QUICK = ("a2a-8x8-1MB", "random-1k", "random-5k", "a2a-16x16-1MB", "random-10k", "replay-cg-C-256",
+         "replay-lu-C-256", "replay-is-C-256")
 
 
 def _in_child(fn, timeout_s: float):
@@ -497,10 +481,12 @@ def _s(x) -> str:
 
 
 def print_table(rows, args, jit_s, simgrid) -> None:
-    print(f"Numba load/compile before timing: {jit_s:.2f} s (not included); topoplan: median of {args.repeat} runs")
+    print(f"Numba load/compile before timing: {jit_s:.2f} s (not included); engine: median of {args.repeat} runs; "
+          f"processes: least wall and CPU time of {args.repeat} runs, largest peak")
     if simgrid["available"]:
-        print(f"SimGrid {simgrid['version']} via {args.simgrid_python} {PEER.name}: {args.simgrid_repeat} run(s) per "
-              f"workload, timeout {args.simgrid_timeout:g} s")
+        runs = args.simgrid_repeat or f"{max(args.repeat, 1)} (up to {SMALL_FLOWS:,} flows) or 1"
+        print(f"SimGrid {simgrid['version']} via {args.simgrid_python} {PEER.name}: {runs} run(s) per "
+              f"workload (least wall and CPU time), timeout {args.simgrid_timeout:g} s")
     else:
         print(f"SimGrid: {simgrid['why']}; SimGrid columns left out")
     head = f"{'workload':<16}{'flows':>10}{'events':>10}{'engine s':>10}{'CLI s':>8}{'CPU s':>7}{'MB':>6}"
@@ -554,12 +540,16 @@ def print_table(rows, args, jit_s, simgrid) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ap.add_argument("--repeat", type=int, default=3, help="topoplan runs per workload (median reported)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="topoplan runs per workload (the engine's median; the process's least wall and CPU time)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"the small and mid-size rows only ({', '.join(QUICK)}; a few minutes)")
     ap.add_argument("--only", choices=WORKLOADS, action="append", metavar="NAME",
                     help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
     ap.add_argument("--no-simgrid", action="store_true", help="do not run SimGrid")
     ap.add_argument("--simgrid-timeout", type=float, default=600.0, help="seconds per SimGrid run (default 600)")
-    ap.add_argument("--simgrid-repeat", type=int, default=1, help="SimGrid runs per workload (median; default 1)")
+    ap.add_argument("--simgrid-repeat", type=int, default=None,
+                    help=f"SimGrid runs per workload (least time; default: --repeat up to {SMALL_FLOWS:,} flows, else 1)")
     ap.add_argument("--simgrid-python", default="/usr/bin/python3",
                     help="interpreter with python3-simgrid (default /usr/bin/python3)")
     ap.add_argument("--replay-timeout", type=float, default=600.0,
@@ -587,7 +577,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench_sim.") as tmp:
         for name in WORKLOADS:
-            if args.only and name not in args.only:
+            if (args.only and name not in args.only) or (args.quick and not args.only and name not in QUICK):
                 continue
             try:
                 if name in FLOWS:

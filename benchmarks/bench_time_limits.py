@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:
 ROWS = [("circuits", 256), ("circuits", 1024), ("circuits", 4096),
         ("placement", 256), ("placement", 1024),
         ("bcast", 128), ("bcast", 1024)]
+QUICK_ROWS = [("circuits", 256), ("placement", 256), ("bcast", 128)]
 MAX_OVER = 0.10
 
 
@@ -162,12 +163,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=10.0, help="time limit of every row (s)")
     ap.add_argument("--only", choices=("circuits", "placement", "bcast"), action="append")
+    quick_rows = ", ".join(f"{k} {n}" for k, n in QUICK_ROWS)
+    ap.add_argument("--quick", action="store_true", help=f"the smallest row of each problem ({quick_rows}), 5 s limit")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--row", nargs=2, metavar=("PROBLEM", "SIZE"), help=argparse.SUPPRESS)
     ap.add_argument("--process", action="store_true",
                     help="time the CLI commands as processes, start to written plan (--limit may repeat)")
     ap.add_argument("--limits", type=float, nargs="+", help="with --process: several limits")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.limit = 5.0
     if a.process:
         if not a.json:
             print(f"== commands as processes ({os.cpu_count()} CPUs); wall from process start to exit")
@@ -183,7 +188,7 @@ def main(argv=None) -> int:
         print(f"== exact methods at a {a.limit:g} s limit (fresh interpreter per row; {os.cpu_count()} CPUs, "
               f"load {os.getloadavg()[0]:.1f})")
         print(f"{'problem':<10}{'size':>6}{'wall_s':>8}{'over_%':>8}{'status':>10}{'gap':>8}  formulation  peak_MB  ok")
-    for kind, size in ROWS:
+    for kind, size in QUICK_ROWS if a.quick else ROWS:
         if a.only and kind not in a.only:
             continue
         out = subprocess.run([sys.executable, __file__, "--limit", str(a.limit), "--row", kind, str(size)],

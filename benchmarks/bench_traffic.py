@@ -174,6 +174,7 @@ def main(argv=None) -> int:
     ap.add_argument("--large", action="store_true", help="also the class's iterations and 65,536 ranks")
     ap.add_argument("--iters", type=int, default=1, help="iterations of the default rows (0: the class's)")
     ap.add_argument("--max-memory-gb", type=float, default=9.0, help="address-space cap of each row's process")
+    ap.add_argument("--quick", action="store_true", help="the rows at 256 and 1,024 ranks")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -181,6 +182,8 @@ def main(argv=None) -> int:
         print(json.dumps(run_one(r["kernel"], r["class"], r["ranks"], r["iters"], r["what"])))
         return 0
     rows = rows_to_run(a.large, a.iters)
+    if a.quick:
+        rows = [r for r in rows if r["ranks"] <= 1024]
     if a.only:
         rows = [r for r in rows if r["name"] == a.only or r["name"].startswith(a.only + ".")]
         if not rows:

@@ -308,6 +308,49 @@ def test_bad_scenarios_name_file_and_field(tmp_path, change, message):
     assert text.startswith(f"{path}: ") and message in text and "\n" not in text
 
 
+@pytest.mark.parametrize("fault, message", [
+    (None, None),
+    ({"bytes": -1}, "flow 7: field 'bytes': must be a finite number >= 0, got -1"),
+    ({"start_s": float("nan")}, "flow 7: field 'start_s': must be a finite number >= 0, got nan"),
+    ({"bytes": True}, "flow 7: field 'bytes': must be a finite number >= 0, got True"),
+    ({"bytes": "5"}, "flow 7: field 'bytes': must be a finite number >= 0, got '5'"),
+    ({"id": 3}, "flows[7]: duplicate flow id 3"),
+    ({"id": 2.5}, "flows[7]: field 'id': must be a string or an integer, got 2.5"),
+    ({"dst": "h9"}, "flow 7: field 'dst': unknown host 'h9'"),
+    ({"src": ["h0"]}, "flow 7: field 'src': unknown host ['h0']"),
+    ({"start_s": None}, "flow 7: field 'start_s': must be a finite number >= 0, got None"),
+])
+def test_flows_checked_by_column_read_as_flow_by_flow(fault, message):
+    """Well-formed flows are read column by column (fast); any fault is then found flow by flow, so the error
+    names the first faulty flow and field as before, and good columns equal the flow-by-flow ones."""
+    import topoplan.sim.flowfile as ff
+
+    flows = [{"id": i, "src": f"h{i % 4}", "dst": f"h{(i + 1) % 4}", "bytes": [1000, 2.5e6][i % 2],
+              "start_s": [0, 0.25][i % 2]} for i in range(12)]
+    if fault:
+        flows[7].update(fault)
+    flows.append({"id": "x", "src": "nope", "dst": "h0", "bytes": 1, "start_s": 0} if fault else dict(flows[0], id="x"))
+    doc = {"tree": TREE, "flows": flows}
+    if message:
+        with pytest.raises(TopoplanError, match="^scenario: " + __import__("re").escape(message) + "$"):
+            load_scenario(doc)
+        return
+    fast = load_scenario(doc).flows
+    where, hosts = ff._Where("scenario"), {f"h{k}": k for k in range(4)}
+    assert ff._well_formed_columns(flows, hosts) is not None
+    slow = ff.FlowTable(*_flow_by_flow(ff, doc, where, hosts), fast.hosts)
+    assert fast.ids == slow.ids
+    for a, b in ((fast.src, slow.src), (fast.dst, slow.dst), (fast.bytes_, slow.bytes_), (fast.start_s, slow.start_s)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def _flow_by_flow(ff, doc, where, hosts):
+    import unittest.mock
+
+    with unittest.mock.patch.object(ff, "_well_formed_columns", lambda *a: None):
+        return ff._flow_columns(doc, where, hosts)
+
+
 def test_bad_files(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"flows": [')

@@ -43,6 +43,56 @@ def test_version_reads_no_installed_metadata():
     assert "importlib.metadata" not in imported("--version")
 
 
+def test_version_answers_before_the_command_line_library_is_imported():
+    """``--version`` alone prints what Typer's eager option prints, without importing Typer (or its click)."""
+    assert not packages(imported("--version")) & {"typer", "click"}
+    from typer.testing import CliRunner
+
+    from topoplan.cli.main import build_app
+
+    typer_says = CliRunner().invoke(build_app(), ["--version"])
+    fast = subprocess.run([sys.executable, "-m", "topoplan", "--version"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert fast.returncode == typer_says.exit_code == 0 and fast.stdout == typer_says.output
+
+
+@pytest.mark.parametrize("width", [50, 80, 200])
+def test_the_lazy_root_helps_as_typer_converting_every_command(width):
+    """The root group converts a command when it is looked up; its help, every command's and every group's
+    subcommand's help are Typer's own at any terminal width (the commands' options read ASCII numbers alike)."""
+    import typer
+
+    from topoplan.cli.main import ascii_numbers, build_app, root_command
+
+    lazy, eager = root_command(build_app()), typer.main.get_command(build_app())
+    ascii_numbers(eager)
+
+    def help_of(command, path, parent=None):
+        return command.make_context(path[-1], [], parent=parent, resilient_parsing=True, terminal_width=width)
+
+    root_ctx, eager_ctx = help_of(lazy, ["topoplan"]), help_of(eager, ["topoplan"])
+    assert lazy.get_help(root_ctx) == eager.get_help(eager_ctx)
+    assert lazy.list_commands(root_ctx) == eager.list_commands(eager_ctx)
+    for name in eager.list_commands(eager_ctx):
+        got, want = lazy.get_command(root_ctx, name), eager.get_command(eager_ctx, name)
+        got_ctx, want_ctx = help_of(got, ["topoplan", name], root_ctx), help_of(want, ["topoplan", name], eager_ctx)
+        assert got.get_help(got_ctx) == want.get_help(want_ctx), name
+        for sub in getattr(want, "commands", {}):
+            assert got.commands[sub].get_help(help_of(got.commands[sub], [sub], got_ctx)) == \
+                want.commands[sub].get_help(help_of(want.commands[sub], [sub], want_ctx)), f"{name} {sub}"
+    assert lazy.get_command(root_ctx, "nosuch") is None
+    windows = next(p for p in lazy.get_command(root_ctx, "phases").params if p.name == "windows")
+    with pytest.raises(Exception, match="not a number in ASCII digits"):
+        windows.type.convert("١٢", windows, None)
+
+
+def test_a_mistyped_command_is_still_suggested(capsys):
+    from topoplan.cli.main import main
+
+    assert main(["simulat"]) == 2
+    assert "No such command 'simulat'. Did you mean 'simulate'" in capsys.readouterr().err
+
+
 def test_the_printed_version_is_the_installed_one():
     from importlib.metadata import PackageNotFoundError, version
 

@@ -7,8 +7,8 @@ A module may import the modules of its own room and of the rooms of lower layers
 layer's other rooms or of a higher layer; the module graph has no cycle.
 
 An import of a project module inside a function is an exception, allowed only where :data:`LAZY` lists it:
-for a named optional dependency, or for a start-up cost measured here (``topoplan --version`` imports every
-command module, so what a command module imports at its top every command pays).
+for a named optional dependency, or for a start-up cost measured here (``topoplan --help`` imports every
+command module, so what a command module imports at its top every listing pays).
 """
 
 from __future__ import annotations
@@ -37,11 +37,14 @@ ONLY_FROM = {"formulations": ("problems", "warmup")}   # warmup compiles the gro
 #: patterns (``fnmatch``); the importer is a module, the imported a module or a package.
 LAZY = {
     ("topoplan.cli.commands.*", "topoplan.*"):
-        "start-up: `topoplan --version` and `--help` import every command module to register its options; a "
-        "command imports the library it runs when it runs. Registering every command (what `--version` does) "
+        "start-up: `topoplan --help` imports every command module to list it; a "
+        "command imports the library it runs when it runs. Registering every command (what `--help` does) "
         "takes 0.33 s of CPU; with the 36 library modules the commands import inside their functions loaded "
         "too, 2.25 s (pandas, SciPy, PuLP, OR-Tools, Numba, Dask, matplotlib...; median of 7 processes on the "
         "2-core machine)",
+    ("topoplan.cli.main", "topoplan.core.io"):
+        "start-up: `topoplan --version` answers before the application is built; the output check that needs "
+        "the I/O module (JSON, gzip, temporary files: 12-30 ms of a 60 ms process) runs only in a command",
     ("topoplan.warmup", "topoplan.*"):
         "start-up: the warm-up runs its groups in separate processes, each importing only what its groups "
         "compile (Numba, solvers, the simulator)",

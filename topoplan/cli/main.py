@@ -1,23 +1,23 @@
-"""The ``topoplan`` command line (Typer). Each command group lives in :mod:`topoplan.cli.commands`."""
+"""The ``topoplan`` command line (Typer). Each command group lives in :mod:`topoplan.cli.commands`.
+
+Start-up: ``topoplan --version`` answers before Typer is imported, and a command line that names no command
+(``--help``, a typo) lists every command from its help text alone, converting a command into its click form
+(its options) only when it runs or shows its own help; the library a command runs is imported when it runs.
+"""
 
 from __future__ import annotations
 
-import copy
 import functools
-import importlib
-import inspect
 import sys
 from pathlib import Path
-
-import typer
 
 from topoplan.cli.examples import epilog
 from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import check_writable
 from topoplan.core.units import is_ascii_int, is_ascii_number
 
-__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "ascii_numbers", "main"]
+__all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "root_command", "ascii_numbers",
+           "main"]
 
 # The top-level commands and groups, each with the module (topoplan.cli.commands.<module>, with a
 # register(app)) that registers it: adding a command is one entry. A command line that names one imports
@@ -62,6 +62,10 @@ def guard_outputs(fn):
     ...
     topoplan.core.errors.TopoplanError: ...yaml: output would overwrite the input ...yaml; choose another name
     """
+    import inspect
+
+    from topoplan.core.io import check_writable
+
     sig = inspect.signature(fn)
 
     @functools.wraps(fn)
@@ -91,11 +95,17 @@ def _guard_all(app: typer.Typer, prefix: str = "") -> None:
         _guard_all(group.typer_instance, f"{prefix}{group.name or group.typer_instance.info.name} ")
 
 
+def _version_line() -> str:
+    # the package's own version (topoplan/__init__.py, loaded before any of its modules; tests/test_startup.py
+    # checks it against the installed metadata, whose reader, importlib.metadata, adds 12% to --version)
+    return f"topoplan {sys.modules['topoplan'].__version__}"
+
+
 def _version(value: bool) -> None:
     if value:
-        # the package's own version (topoplan/__init__.py, loaded before any of its modules; tests/test_startup.py
-        # checks it against the installed metadata, whose reader, importlib.metadata, adds 12% to --version)
-        typer.echo(f"topoplan {sys.modules['topoplan'].__version__}")
+        import typer
+
+        typer.echo(_version_line())
         raise typer.Exit()
 
 
@@ -120,6 +130,10 @@ def build_app(command: str | None = None) -> typer.Typer:
     >>> [c.name for c in build_app("simulate").registered_commands]
     ['simulate']
     """
+    import importlib
+
+    import typer
+
     # plain click help (no boxes: greppable, flags shown without a value placeholder), -h as well as --help,
     # shell completion (--install-completion), and an Examples block at the end of every command's help
     app = typer.Typer(name="topoplan", no_args_is_help=True, add_completion=True, rich_markup_mode=None,
@@ -140,6 +154,104 @@ def build_app(command: str | None = None) -> typer.Typer:
     return app
 
 
+def root_command(app: typer.Typer):
+    """The click command of ``app`` (:func:`build_app`), each command converted when it is first looked up.
+
+    Typer converts every command's options when it builds the click command (``typer.main.get_command``),
+    which costs more than importing the command modules; a command line runs at most one command. Here the
+    root group holds each command in a form with its help text only (what the root's ``--help`` lists, the
+    same text) and converts a command into its click form, numeric options read as ASCII
+    (:func:`ascii_numbers`), when it is looked up to run, show its help or complete.
+
+    Parameters
+    ----------
+    app : typer.Typer
+
+    Returns
+    -------
+    click.Command
+        The root group (Typer's group class, extended).
+
+    Examples
+    --------
+    >>> import typer
+    >>> root = root_command(build_app())
+    >>> eager = typer.main.get_command(build_app())
+    >>> ascii_numbers(eager)
+    >>> ctx, eager_ctx = (r.make_context("topoplan", [], resilient_parsing=True) for r in (root, eager))
+    >>> root.get_help(ctx) == eager.get_help(eager_ctx)
+    True
+    >>> [p.name for p in root.get_command(ctx, "phases").params] == [p.name for p in eager.commands["phases"].params]
+    True
+    """
+    import typer.main as tm
+
+    kw = {"pretty_exceptions_short": app.pretty_exceptions_short, "rich_markup_mode": app.rich_markup_mode}
+    bare = _copy(app)
+    bare.registered_commands, bare.registered_groups = [], []
+    bare.info = _copy(app.info)
+    bare.info.cls = _lazy_group_class()
+    root = tm.get_command(bare)          # the root's own options (--version, completion, --help)
+    ascii_numbers(root)
+    listed, convert = {}, {}
+    for info in app.registered_commands:
+        stub = tm.get_command_from_info(_copy(info, callback=_help_only(info.callback)), **kw)
+        listed[stub.name], convert[stub.name] = stub, (tm.get_command_from_info, info, kw)
+    for info in app.registered_groups:
+        group_kw = {**kw, "suggest_commands": app.suggest_commands}
+        inner = _copy(info.typer_instance)
+        inner.registered_commands, inner.registered_groups = [], []
+        stub = tm.get_group_from_info(_copy(info, typer_instance=inner), **group_kw)
+        listed[stub.name], convert[stub.name] = stub, (tm.get_group_from_info, info, group_kw)
+    root.commands, root.to_convert = listed, convert
+    return root
+
+
+def _copy(obj, **changes):
+    """A shallow copy of ``obj`` with some attributes changed."""
+    import copy as copy_
+
+    out = copy_.copy(obj)
+    for name, value in changes.items():
+        setattr(out, name, value)
+    return out
+
+
+def _help_only(fn):
+    """A function with ``fn``'s name and help text and no parameters (what a command's listing needs)."""
+    def listed():
+        raise AssertionError("a listed command is converted before it runs")   # pragma: no cover
+
+    listed.__name__, listed.__qualname__, listed.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return listed
+
+
+@functools.cache
+def _lazy_group_class():
+    from typer.core import TyperGroup
+
+    class LazyGroup(TyperGroup):
+        """Typer's group whose commands (:attr:`to_convert`) are converted when looked up; its listing in
+        ``--help`` reads the help-only forms."""
+        _listing = False
+
+        def get_command(self, ctx, cmd_name):
+            if not self._listing and cmd_name in getattr(self, "to_convert", ()):
+                make, info, kw = self.to_convert.pop(cmd_name)
+                self.commands[cmd_name] = make(info, **kw)
+                ascii_numbers(self.commands[cmd_name])
+            return super().get_command(ctx, cmd_name)
+
+        def format_commands(self, ctx, formatter):
+            self._listing = True
+            try:
+                super().format_commands(ctx, formatter)
+            finally:
+                self._listing = False
+
+    return LazyGroup
+
+
 def ascii_numbers(command) -> None:
     """Make the numeric options and arguments of a click command (and its subcommands) read ASCII numbers only.
 
@@ -155,6 +267,7 @@ def ascii_numbers(command) -> None:
 
     Examples
     --------
+    >>> import typer
     >>> command = typer.main.get_command(build_app("phases"))
     >>> ascii_numbers(command)
     >>> windows = next(p for p in command.commands["phases"].params if p.name == "windows")
@@ -166,12 +279,14 @@ def ascii_numbers(command) -> None:
     ...     print(type(exc).__name__, exc)
     BadParameter '١٢' is not a number in ASCII digits (0-9)
     """
+    from copy import copy
+
     for param in command.params:
         kinds = {c.__name__ for c in type(param.type).__mro__}   # by name: Typer may vendor its own click
         check = is_ascii_int if "IntParamType" in kinds else is_ascii_number if "FloatParamType" in kinds else None
         if check is None:
             continue
-        kind = param.type = copy.copy(param.type)
+        kind = param.type = copy(param.type)
 
         def convert(value, param, ctx, _convert=kind.convert, _check=check, _kind=kind):
             if isinstance(value, str) and not _check(value):
@@ -229,8 +344,12 @@ def main(argv=None) -> int:
     # a time limit counts from the start: of this process when run as a program (start-up and imports included)
     deadline.mark_start(process=argv is None)
     args = sys.argv[1:] if argv is None else list(argv)
-    command = typer.main.get_command(build_app(args[0] if args and not args[0].startswith("-") else None))
-    ascii_numbers(command)
+    if args == ["--version"]:   # what the eager --version option prints, without building the application
+        print(_version_line(), flush=True)
+        deadline.clear_start()
+        return 0
+    named = args[0] if args and args[0] in COMMANDS else None
+    command = root_command(build_app(named))
     interrupt.reset()
     try:
         rc = command.main(args=args, prog_name="topoplan", standalone_mode=False)

@@ -280,6 +280,11 @@ def _explicit_network(doc: dict, w: _Where):
 
 def _flow_columns(doc: dict, w: _Where, host_index: dict):
     flows = w.list_(doc, "flows")
+    columns = _well_formed_columns(flows, host_index)
+    if columns is not None:
+        return columns
+    # something is wrong (or unusual: a number type other than int and float): find the first fault, in file
+    # order, with the message that names it
     ids, src, dst, size, start = [], [], [], [], []
     seen = set()
     for i, raw in enumerate(flows):
@@ -294,13 +299,43 @@ def _flow_columns(doc: dict, w: _Where, host_index: dict):
         place = f"flow {fid!r}"
         for key, out in (("src", src), ("dst", dst)):
             h = w.get(flow, key, place)
-            if h not in host_index:
-                raise w.fail(place, f"field '{key}': unknown host {h!r}")
-            out.append(host_index[h])
+            try:
+                out.append(host_index[h])
+            except (KeyError, TypeError):   # (a list or an object is no host either)
+                raise w.fail(place, f"field '{key}': unknown host {h!r}") from None
         size.append(w.number(flow, "bytes", place))
         start.append(w.number(flow, "start_s", place))
         ids.append(fid)
     return ids, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(size), np.array(start)
+
+
+def _well_formed_columns(flows: list, host_index: dict):
+    """The flow columns when every flow is well formed, checked column by column (a few times faster than flow
+    by flow: a scenario's reading was most of a small run); None when any is not, or when a field holds
+    anything but a JSON string or number (the flow-by-flow check then finds the fault and names it).
+
+    The accepted flows and the columns are exactly those of the flow-by-flow check: ids unique strings or
+    integers, known hosts, finite non-negative ``int`` or ``float`` sizes and starts, converted by ``float``."""
+    try:
+        ids = [f["id"] for f in flows]
+        src = [host_index[f["src"]] for f in flows]
+        dst = [host_index[f["dst"]] for f in flows]
+        size = [f["bytes"] for f in flows]
+        start = [f["start_s"] for f in flows]
+    except (TypeError, KeyError):   # not an object, a field missing, an unknown or unhashable host
+        return None
+    if not {type(i) for i in ids} <= {str, int} or len(set(ids)) != len(ids):
+        return None
+    if not {type(x) for x in size} | {type(x) for x in start} <= {int, float}:
+        return None
+    try:
+        size_a = np.fromiter(map(float, size), float, len(size))
+        start_a = np.fromiter(map(float, start), float, len(start))
+    except OverflowError:   # an integer beyond any float
+        return None
+    if not (np.isfinite(size_a).all() and np.isfinite(start_a).all() and (size_a >= 0).all() and (start_a >= 0).all()):
+        return None
+    return ids, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), size_a, start_a
 
 
 def load_scenario(source) -> Scenario:
