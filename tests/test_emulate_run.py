@@ -65,8 +65,9 @@ def test_hybrid_measured_as_predicted_and_faster_than_eps(env):
     tr, pl = cross_trace(), sequential(8, HYBRID)
     plan = solve(CircuitProblem.build(HYBRID, from_trace(tr), placement=pl.rank_to_node), "greedy").to_dict()
     assert plan["circuits"] == [[0, 4]]
-    hybrid = emulate(HYBRID, tr, pl, plan=plan, calibrate=False, repeats=1)
-    eps = emulate(network_view(HYBRID, "eps"), tr, pl, calibrate=False, repeats=1)
+    # a run on a busy machine (others' work on the 2 cores) is repeated and the fastest kept: load only adds time
+    hybrid = emulate(HYBRID, tr, pl, plan=plan, calibrate=False, repeats=4)
+    eps = emulate(network_view(HYBRID, "eps"), tr, pl, calibrate=False, repeats=4)
     assert hybrid["cluster"]["routes"] == 32 and hybrid["scale"] == 400
     for res in (hybrid, eps):
         assert abs(res["measured_s"] / res["predicted_s"] - 1) < 0.15, res["predictions"]

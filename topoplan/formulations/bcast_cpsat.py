@@ -49,20 +49,30 @@ def node_classes(latency: np.ndarray, inv_bw: np.ndarray, fixed: int | None = No
     """
     n = len(latency)
     cls = np.full(n, -1, dtype=np.int64)
+    # a ~ r needs equal rows but for columns a and r, where latency[a, r] = latency[r, a]: so equal rows once each
+    # is sorted without its diagonal entry. Only representatives with a's sorted rows are compared with it.
+    off = ~np.eye(n, dtype=bool)
+    sig_lat = np.sort(latency[off].reshape(n, n - 1), axis=1) if n > 1 else np.zeros((n, 0))
+    sig_bw = np.sort(inv_bw[off].reshape(n, n - 1), axis=1) if n > 1 else np.zeros((n, 0))
+    by_sig: dict = {}
     reps: list[int] = []
     for a in range(n):
         if a == fixed:
             continue
-        for c, r in enumerate(reps):
-            mask = np.ones(n, dtype=bool)
-            mask[[a, r]] = False
-            if (np.array_equal(latency[a, mask], latency[r, mask]) and np.array_equal(inv_bw[a, mask], inv_bw[r, mask])
-                    and latency[a, r] == latency[r, a] and inv_bw[a, r] == inv_bw[r, a]):
-                cls[a] = c
-                break
-        else:
-            cls[a] = len(reps)
-            reps.append(a)
+        key = (sig_lat[a].tobytes(), sig_bw[a].tobytes())
+        cands = by_sig.setdefault(key, [])
+        if cands:   # a against those representatives r at once: rows equal outside columns a and r
+            r = np.asarray([reps[c] for c in cands])
+            diff = (latency[r] != latency[a]) | (inv_bw[r] != inv_bw[a])
+            outside = diff.sum(axis=1) - diff[:, a] - diff[np.arange(len(r)), r]
+            same = (outside == 0) & (latency[a, r] == latency[r, a]) & (inv_bw[a, r] == inv_bw[r, a])
+            hit = np.flatnonzero(same)
+            if hit.size:
+                cls[a] = cands[int(hit[0])]
+                continue
+        cands.append(len(reps))
+        cls[a] = len(reps)
+        reps.append(a)
     if fixed is not None:
         cls[fixed] = len(reps)
         reps.append(fixed)
