@@ -16,6 +16,17 @@ receives then ends when its exchange does, which keeps the ranks of a batched al
 non-blocking small sends completing at once too, FT's throttled all-to-all drifts apart in the clock into
 levels that mix batches, and its step time overestimates the simulated time by 1.24x instead of 1.06x).
 
+The clock charges every step the bandwidth its messages need; it does not say which latencies lie on the
+application's critical path. In a pipeline of eager messages (LU's wavefront: a rank sends its planes one
+after another without waiting) the next message is already there when its receive is posted, so a run pays
+the pipeline's latency once, not at every one of its steps. The *latency clock* is the same replay with the
+replay's own eager protocol (every send below the threshold returns at once and its message starts at
+once): its longest chain of dependent messages (found back from the rank that finishes last, each message
+after the one whose arrival let it start) is what the step time's latency term is charged over, one level
+of the chain at a time (:attr:`Steps.latency_types`). Where several requests of a wait complete in the same
+level, the chain follows one of them; their latencies may differ (a chain through a rank's neighbour on the
+same switch rather than one on another), so the term can fall a little short of the longest latency path.
+
 Levels with the same messages are one *step type* with a count (CG's 75 iterations repeat the same
 types); :class:`Steps` holds the types as :class:`~topoplan.traffic.matrix.Traffic` and their counts, and
 the traffic of all steps together is the trace's (collectives included). The clock runs in Python at a
@@ -35,6 +46,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import inspect
@@ -77,6 +89,9 @@ class Steps:
         Levels of the step clock that carry messages (the sum of ``count``).
     source : str
         The trace or spec the steps were found in.
+    latency_types, latency_count : list of Traffic, numpy.ndarray, optional
+        The levels of the *latency clock* the same way (see the module docstring): what the step time's
+        latency term is charged over. None: the step clock's levels are.
 
     Examples
     --------
@@ -91,10 +106,17 @@ class Steps:
     count: np.ndarray
     n_steps: int
     source: str = ""
+    latency_types: list | None = None
+    latency_count: np.ndarray | None = None
 
     @property
     def n_types(self) -> int:
         return len(self.types)
+
+    @property
+    def latency_levels(self) -> int | None:
+        """Levels of the latency clock that carry messages (None: not clocked)."""
+        return None if self.latency_count is None else int(round(float(self.latency_count.sum())))
 
     def total_bytes(self) -> float:
         """Bytes of all steps together."""
@@ -117,6 +139,11 @@ class Steps:
         for t, c in zip(self.types, self.count.tolist()):
             for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
                 h.update(np.ascontiguousarray(a).tobytes())
+        if self.latency_types is not None:
+            h.update(b"latency")
+            for t, c in zip(self.latency_types, self.latency_count.tolist()):
+                for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
+                    h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
 
@@ -147,8 +174,12 @@ class _UnitEngine:
         return None
 
 
-def _unit_replayer(trace: Trace, eager_threshold_B: float):
-    """The reference replayer with its engine and its message start replaced by the unit clock."""
+def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = False):
+    """The reference replayer with its engine and its message start replaced by the unit clock.
+
+    ``latency=False``: the step clock (only blocking sends are eager, and a message starts when its receive is
+    posted). ``latency=True``: the latency clock (every send below the threshold is eager and its message
+    starts at once, as in the replay)."""
     threshold = float(eager_threshold_B)
 
     class UnitReplayer(Replayer):
@@ -156,29 +187,52 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
             super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
                              compute_scale=0.0, eager_threshold_B=eager_threshold_B)
             self.engine = _UnitEngine()
-            self.eager_B = 0.0
+            if not latency:
+                self.eager_B = 0.0
             self.sent = []
             self.next_id = 0
+            # the latency clock's chain: per message the message before it on its longest chain, per rank the
+            # message whose arrival woke it last (-1: none), the message completing a request now
+            self.before = []
+            self.cause = [-1] * trace.n_ranks
+            self.running = -1
+            self.waker = -1
+            self.msg_id = {}
+
+        def _run_rank(self, r, t):
+            self.running = r
+            super()._run_rank(r, t)
 
         def _call(self, r, i):
+            if latency:
+                return super()._call(r, i)
             # only a blocking send is eager: its sender goes on at once (the replay's eager protocol)
             self.eager_B = threshold if self.op[i] == OP_CODE["send"] else 0.0
             super()._call(r, i)
             self.eager_B = 0.0
 
         def _matched(self, m, rq, t):
+            if latency:
+                if m.eager and m.arrived:       # an eager message that arrived before its receive was posted
+                    self.waker = self.msg_id[id(m)]
+                super()._matched(m, rq, t)
+                self.waker = -1
+                return
             m.rreq = rq
             rq.peer = m.src
             self._start(m, t)
 
         def _start(self, m, t):
-            if m.rreq is None:
+            if m.rreq is None and not latency:
                 return                  # an eager message starts when its receive is posted (_matched)
             level = float(round(t))
             self.sent.append((m.src, m.dst, m.nbytes, level))
             fid = self.next_id
             self.next_id += 1
             self.flow_msg[fid] = m
+            if latency:
+                self.before.append(self.cause[self.running])
+                self.msg_id[id(m)] = fid
             heapq.heappush(self.engine.heap, (level + 1.0, fid))
 
         def _flush_flows(self):
@@ -187,10 +241,30 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
         def _flow_done(self, fid, t):
             m = self.flow_msg.pop(fid)
             m.arrived, m.t_arrive = True, t
+            self.waker = fid
             if not m.eager:
                 self._complete(m.sreq, t)
             if m.rreq is not None:
                 self._complete(m.rreq, t)
+            self.waker = -1
+
+        def _complete(self, q, t):
+            r = q.rank
+            blocked = self.blocked[r]
+            wakes = blocked is not None and any(x is q for x in blocked) and all(x.done or x is q for x in blocked)
+            super()._complete(q, t)
+            if wakes and self.waker >= 0:
+                self.cause[r] = self.waker
+
+        def chain(self):
+            """Indices of the messages on the longest chain (ending where the last rank finishes), in order."""
+            fin = np.asarray(self.finish, dtype=np.float64)
+            out = []
+            i = self.cause[int(np.argmax(fin))] if len(fin) else -1
+            while i >= 0:
+                out.append(i)
+                i = self.before[i]
+            return out[::-1]
 
     return UnitReplayer()
 
@@ -213,7 +287,7 @@ class _Placed:
         self.rank_to_node = rank_to_node
 
 
-def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
+def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, latency: bool = False):
     """Every message of ``trace`` (collectives expanded) with the level of the step clock it starts at.
 
     Parameters
@@ -223,6 +297,10 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
         Blocking sends below this size return at once (MPI's eager protocol; the message still starts when
         its receive is posted); default the replay's threshold (see the module docstring). 0: every sender
         waits until its message is delivered.
+    latency : bool, optional
+        The latency clock instead (see the module docstring): every send below ``eager_threshold_B`` returns
+        at once and its message starts at once, as in the replay; only the messages of its longest chain of
+        dependent messages are returned, each at its level.
 
     Returns
     -------
@@ -240,19 +318,21 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
     >>> sorted(lv.tolist())                                 # two steps of four messages
     [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     """
-    rep = _unit_replayer(trace, eager_threshold_B)
+    rep = _unit_replayer(trace, eager_threshold_B, latency=latency)
     rep.run()
-    if not rep.sent:
+    sent = rep.sent if not latency else [rep.sent[i] for i in rep.chain()]
+    if not sent:
         z = np.zeros(0)
         return z.astype(np.int64), z.astype(np.int64), z, z
-    a = np.array(rep.sent, dtype=np.float64)
+    a = np.array(sent, dtype=np.float64)
     return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2], a[:, 3]
 
 
-def _clock(trace: Trace):
-    """The levels of :func:`step_levels` (a trace that is one exchange without the replay)."""
+def _clock(trace: Trace, latency: bool = False):
+    """The levels of :func:`step_levels` (a trace that is one exchange without the replay: both clocks put its
+    messages at level 0)."""
     one = _one_exchange(trace)
-    return one if one is not None else step_levels(trace)
+    return one if one is not None else step_levels(trace, latency=latency)
 
 
 def _one_exchange(trace: Trace):
@@ -329,7 +409,11 @@ def trace_steps(trace: Trace) -> Steps:
     """
     src, dst, nb, lv = _clock(trace)
     keep = src != dst
-    return _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+    st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+    src, dst, nb, lv = _clock(trace, latency=True)
+    keep = src != dst
+    lat = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+    return dataclasses.replace(st, latency_types=lat.types, latency_count=lat.count)
 
 
 def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
@@ -354,12 +438,25 @@ def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
 
 
 def _combine(n_ranks, parts, source) -> Steps | None:
-    """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge.
-    None when a type's count comes out negative."""
+    """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge, the
+    latency clock's levels too. None when a type's count comes out negative."""
+    types, count = _combine_types([(st.types, st.count, w) for st, w in parts])
+    if types is None:
+        return None                     # not a set of whole steps
+    if any(st.latency_types is None for st, _ in parts):
+        return Steps(int(n_ranks), types, count, int(round(count.sum())), source)
+    lat, lat_count = _combine_types([(st.latency_types, st.latency_count, w) for st, w in parts])
+    if lat is None:
+        return None
+    return Steps(int(n_ranks), types, count, int(round(count.sum())), source, lat, lat_count)
+
+
+def _combine_types(parts):
+    """``[(types, counts, weight)]`` summed: equal types merge; ``(None, None)`` for a negative count."""
     index: dict = {}
     types, count = [], []
-    for st, w in parts:
-        for t, c in zip(st.types, st.count.tolist()):
+    for tys, cnt, w in parts:
+        for t, c in zip(tys, cnt.tolist()):
             key = (t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes())
             k = index.get(key)
             if k is None:
@@ -368,10 +465,9 @@ def _combine(n_ranks, parts, source) -> Steps | None:
                 count.append(0.0)
             count[k] += w * c
     if any(c < -1e-9 for c in count):
-        return None                     # not a set of whole steps
+        return None, None
     keep = [i for i, c in enumerate(count) if c > 1e-9]
-    cnt = np.round(np.asarray([count[i] for i in keep]), 9)
-    return Steps(int(n_ranks), [types[i] for i in keep], cnt, int(round(cnt.sum())), source)
+    return [types[i] for i in keep], np.round(np.asarray([count[i] for i in keep], dtype=np.float64), 9)
 
 
 def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None) -> Steps:
@@ -429,11 +525,16 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
 
 
 def _key(st: Steps | None):
-    """Steps as a comparable multiset of types (None stays None)."""
+    """Steps as a comparable multiset of types, the latency clock's levels after them (None stays None)."""
     if st is None:
         return None
-    return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
-                  for t, c in zip(st.types, st.count.tolist()))
+
+    def types(tys, cnt):
+        return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
+                      for t, c in zip(tys, cnt.tolist()))
+
+    lat = None if st.latency_types is None else types(st.latency_types, st.latency_count)
+    return types(st.types, st.count), lat
 
 
 def _with_iters(spec: str, iters: int) -> str:
