@@ -69,6 +69,7 @@ def test_all_steps_together_are_the_traffic_and_iterations_clock_alike(spec):
     key = lambda s: sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), c)  # noqa: E731
                            for t, c in zip(s.types, s.count.tolist()))
     assert key(by_iters) == key(st)
+    assert by_iters.latency_levels == st.latency_levels        # the latency chain grows by whole iterations too
 
 
 def test_a_trace_that_needs_eager_sends_is_still_clocked():

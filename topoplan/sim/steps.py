@@ -23,7 +23,7 @@ the pipeline's latency once, not at every one of its steps. The *latency clock* 
 replay's own eager protocol (every send below the threshold returns at once and its message starts at
 once): its longest chain of dependent messages (found back from the rank that finishes last, each message
 after the one whose arrival let it start) is what the step time's latency term is charged over, one level
-of the chain at a time (:attr:`Steps.latency_types`). Where several requests of a wait complete in the same
+of the chain at a time (:attr:`Steps.latency_chain`). Where several requests of a wait complete in the same
 level, the chain follows one of them; their latencies may differ (a chain through a rank's neighbour on the
 same switch rather than one on another), so the term can fall a little short of the longest latency path.
 
@@ -89,9 +89,10 @@ class Steps:
         Levels of the step clock that carry messages (the sum of ``count``).
     source : str
         The trace or spec the steps were found in.
-    latency_types, latency_count : list of Traffic, numpy.ndarray, optional
-        The levels of the *latency clock* the same way (see the module docstring): what the step time's
-        latency term is charged over. None: the step clock's levels are.
+    latency_chain : Traffic, optional
+        The messages of the *latency clock*'s longest chain (see the module docstring), one per level of the
+        chain (a message that recurs has a count): what the step time's latency term is charged over. None:
+        the step clock's levels are.
 
     Examples
     --------
@@ -106,8 +107,7 @@ class Steps:
     count: np.ndarray
     n_steps: int
     source: str = ""
-    latency_types: list | None = None
-    latency_count: np.ndarray | None = None
+    latency_chain: Traffic | None = None
 
     @property
     def n_types(self) -> int:
@@ -116,7 +116,7 @@ class Steps:
     @property
     def latency_levels(self) -> int | None:
         """Levels of the latency clock that carry messages (None: not clocked)."""
-        return None if self.latency_count is None else int(round(float(self.latency_count.sum())))
+        return None if self.latency_chain is None else int(self.latency_chain.count.sum())
 
     def total_bytes(self) -> float:
         """Bytes of all steps together."""
@@ -139,11 +139,11 @@ class Steps:
         for t, c in zip(self.types, self.count.tolist()):
             for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
                 h.update(np.ascontiguousarray(a).tobytes())
-        if self.latency_types is not None:
+        if self.latency_chain is not None:
             h.update(b"latency")
-            for t, c in zip(self.latency_types, self.latency_count.tolist()):
-                for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
-                    h.update(np.ascontiguousarray(a).tobytes())
+            c = self.latency_chain
+            for a in (c.src, c.dst, c.msg_bytes, c.count):
+                h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
 
@@ -328,13 +328,6 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
     return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2], a[:, 3]
 
 
-def _clock(trace: Trace, latency: bool = False):
-    """The levels of :func:`step_levels` (a trace that is one exchange without the replay: both clocks put its
-    messages at level 0)."""
-    one = _one_exchange(trace)
-    return one if one is not None else step_levels(trace, latency=latency)
-
-
 def _one_exchange(trace: Trace):
     """The levels of :func:`step_levels` without the replay, for a trace that is one exchange: every rank posts
     its non-blocking sends and receives (``isend``, ``irecv``; no wildcard source or tag, the world
@@ -407,13 +400,27 @@ def trace_steps(trace: Trace) -> Steps:
     >>> st.n_types, st.count.tolist(), [t.total_bytes() for t in st.types]
     (1, [4.0], [8000000.0])
     """
-    src, dst, nb, lv = _clock(trace)
+    st, chain = _steps_and_chain(trace)
+    return _with_chain(st, chain)
+
+
+def _steps_and_chain(trace: Trace):
+    """The step types of ``trace`` (without the chain) and its latency chain, ``(src, dst, bytes)`` in order; None
+    for a trace that is one exchange (one step: its latency is its slowest message's)."""
+    one = _one_exchange(trace)
+    src, dst, nb, lv = one if one is not None else step_levels(trace)
     keep = src != dst
     st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
-    src, dst, nb, lv = _clock(trace, latency=True)
-    keep = src != dst
-    lat = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
-    return dataclasses.replace(st, latency_types=lat.types, latency_count=lat.count)
+    return st, None if one is not None else step_levels(trace, latency=True)[:3]
+
+
+def _with_chain(st: Steps, chain, count=None) -> Steps:
+    """``st`` with its latency chain: ``(src, dst, bytes)`` of the chain's messages in order (``count``: times
+    each, default once); None: ``st`` as it is."""
+    if chain is None:
+        return st
+    src, dst, nb = chain
+    return dataclasses.replace(st, latency_chain=from_arrays(st.n_ranks, src, dst, nb, count, name=st.source))
 
 
 def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
@@ -438,17 +445,12 @@ def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
 
 
 def _combine(n_ranks, parts, source) -> Steps | None:
-    """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge, the
-    latency clock's levels too. None when a type's count comes out negative."""
+    """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge.
+    None when a type's count comes out negative."""
     types, count = _combine_types([(st.types, st.count, w) for st, w in parts])
     if types is None:
         return None                     # not a set of whole steps
-    if any(st.latency_types is None for st, _ in parts):
-        return Steps(int(n_ranks), types, count, int(round(count.sum())), source)
-    lat, lat_count = _combine_types([(st.latency_types, st.latency_count, w) for st, w in parts])
-    if lat is None:
-        return None
-    return Steps(int(n_ranks), types, count, int(round(count.sum())), source, lat, lat_count)
+    return Steps(int(n_ranks), types, count, int(round(count.sum())), source)
 
 
 def _combine_types(parts):
@@ -515,26 +517,28 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
     if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
         return whole()
-    one, two, three = (trace_steps(parse_spec(s)) for s in specs)
+    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s)) for s in specs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
         return whole()
     st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
-    return st if st is not None else whole()
+    # the latency chain grows by the same number of levels every iteration: the first iteration's part of the
+    # second run's chain, then its second iteration's part N - 1 times
+    if st is None or any(c is None for c in (c1, c2, c3)):
+        return st if st is not None and all(c is None for c in (c1, c2, c3)) else whole()
+    h1, h2, h3 = (len(c[0]) for c in (c1, c2, c3))
+    if h3 - h2 != h2 - h1:
+        return whole()
+    return _with_chain(st, c2, np.where(np.arange(h2) < h1, 1, n - 1))
 
 
 def _key(st: Steps | None):
-    """Steps as a comparable multiset of types, the latency clock's levels after them (None stays None)."""
+    """Steps as a comparable multiset of types (None stays None)."""
     if st is None:
         return None
-
-    def types(tys, cnt):
-        return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
-                      for t, c in zip(tys, cnt.tolist()))
-
-    lat = None if st.latency_types is None else types(st.latency_types, st.latency_count)
-    return types(st.types, st.count), lat
+    return sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes(), round(c, 9))
+                  for t, c in zip(st.types, st.count.tolist()))
 
 
 def _with_iters(spec: str, iters: int) -> str:

@@ -77,7 +77,7 @@ class StepLoads:
     latency_s : float
         The fixed latency term: the EPS route latencies (the simulator's: links, switch delays, the first packet
         stored and forwarded at every switch) of the messages on the latency clock's longest chain; for steps
-        without it (:attr:`topoplan.sim.steps.Steps.latency_types` None), per step its slowest message's.
+        without it (:attr:`topoplan.sim.steps.Steps.latency_chain` None), per step its slowest message's.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
@@ -235,37 +235,35 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     if len(cell):
         np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
     sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
-    # the latency term: per level of the latency clock (eager sends go at once, as in the simulator: a pipeline
-    # of eager messages pays its latency once, not at every step), its slowest message's EPS route latency
-    if steps.latency_types is not None:
-        latency_s = float((_type_latency_s(p, steps.latency_types) * steps.latency_count).sum())
+    # the latency term: the route latencies of the latency clock's longest chain (eager sends go at once, as in
+    # the simulator: a pipeline of eager messages pays its latency once, not at every step); without the chain,
+    # per step its slowest message's
+    c = steps.latency_chain
+    if c is not None:
+        latency_s = float((_route_latency_s(p, c.src, c.dst, c.msg_bytes) * c.count).sum())
     else:
-        latency_s = float((_type_latency_s(p, steps.types) * cnt).sum())
+        lat_type = np.zeros(K)
+        np.maximum.at(lat_type, kind, _route_latency_s(p, src, dst, size))
+        latency_s = float((lat_type * cnt).sum())
     sl = StepLoads(up, down, intra, uu, ud, large_B, latency_s, sizes, cnt,
                    int(steps.n_steps), K, steps.source)
     return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
 
 
-def _type_latency_s(problem, types) -> np.ndarray:
-    """Per step type (rank messages), its slowest message's route latency over the EPS under the problem's
-    placement: the simulator's own (link latencies, switch delays, the first packet stored and forwarded at every
-    switch); 0 for a type whose messages stay on their node."""
+def _route_latency_s(problem, src, dst, size) -> np.ndarray:
+    """Per rank message, its route latency over the EPS under the problem's placement: the simulator's own (link
+    latencies, switch delays, the first packet stored and forwarded at every switch); 0 on its own node."""
     p = problem
     node = np.asarray(p.placement.rank_to_node, dtype=np.int64)
-    out = np.zeros(len(types))
-    if not types:
-        return out
-    kind = np.concatenate([np.full(len(t.src), k, dtype=np.int64) for k, t in enumerate(types)])
-    a = node[np.concatenate([t.src for t in types]).astype(np.int64)]
-    b = node[np.concatenate([t.dst for t in types]).astype(np.int64)]
-    size = np.concatenate([t.msg_bytes for t in types]).astype(np.float64)
+    a, b = node[np.asarray(src, dtype=np.int64)], node[np.asarray(dst, dtype=np.int64)]
+    size = np.asarray(size, dtype=np.float64)
+    out = np.zeros(len(a))
     off = a != b
     if off.any():
         net = p.network()
         route_key, inv = np.unique(np.stack([a[off], b[off], size[off]]), axis=1, return_inverse=True)
         ptr, links = net.eps_routes(route_key[0].astype(np.int64), route_key[1].astype(np.int64))
-        lat = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
-        np.maximum.at(out, kind[off], lat)
+        out[off] = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
     return out
 
 
