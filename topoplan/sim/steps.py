@@ -23,7 +23,7 @@ the pipeline's latency once, not at every one of its steps. The *latency clock* 
 replay's own eager protocol (every send below the threshold returns at once and its message starts at
 once): its longest chain of dependent messages (found back from the rank that finishes last, each message
 after the one whose arrival let it start) is what the step time's latency term is charged over, one level
-of the chain at a time (:attr:`Steps.latency_chain`). Where several requests of a wait complete in the same
+of the chain at a time (:attr:`Steps.latency_types`). Where several requests of a wait complete in the same
 level, the chain follows one of them; their latencies may differ (a chain through a rank's neighbour on the
 same switch rather than one on another), so the term can fall a little short of the longest latency path.
 
@@ -89,10 +89,9 @@ class Steps:
         Levels of the step clock that carry messages (the sum of ``count``).
     source : str
         The trace or spec the steps were found in.
-    latency_chain : Traffic, optional
-        The messages of the *latency clock*'s longest chain (see the module docstring), one per level of the
-        chain (a message that recurs has a count): what the step time's latency term is charged over. None:
-        the step clock's levels are.
+    latency_types, latency_count : list of Traffic, numpy.ndarray, optional
+        The levels of the *latency clock*'s longest chain (see the module docstring) as types with counts, as
+        the steps: what the step time's latency term is charged over. None: the step clock's levels are.
 
     Examples
     --------
@@ -107,7 +106,8 @@ class Steps:
     count: np.ndarray
     n_steps: int
     source: str = ""
-    latency_chain: Traffic | None = None
+    latency_types: list | None = None
+    latency_count: np.ndarray | None = None
 
     @property
     def n_types(self) -> int:
@@ -116,7 +116,7 @@ class Steps:
     @property
     def latency_levels(self) -> int | None:
         """Levels of the latency clock that carry messages (None: not clocked)."""
-        return None if self.latency_chain is None else int(self.latency_chain.count.sum())
+        return None if self.latency_count is None else int(round(float(self.latency_count.sum())))
 
     def total_bytes(self) -> float:
         """Bytes of all steps together."""
@@ -139,11 +139,11 @@ class Steps:
         for t, c in zip(self.types, self.count.tolist()):
             for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
                 h.update(np.ascontiguousarray(a).tobytes())
-        if self.latency_chain is not None:
+        if self.latency_types is not None:
             h.update(b"latency")
-            c = self.latency_chain
-            for a in (c.src, c.dst, c.msg_bytes, c.count):
-                h.update(np.ascontiguousarray(a).tobytes())
+            for t, c in zip(self.latency_types, self.latency_count.tolist()):
+                for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
+                    h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
 
@@ -191,10 +191,14 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = Fa
                 self.eager_B = 0.0
             self.sent = []
             self.next_id = 0
-            # the latency clock's chain: per message the message before it on its longest chain, per rank the
-            # message whose arrival woke it last (-1: none), the message completing a request now
+            # the latency clock's chain: per rank the messages that arrived in the level that woke it last (the
+            # one that woke it first), per message its sender's (or for a rendezvous, the later side's) then;
+            # per rank the messages that completed its requests in the current level; the message completing a
+            # request now
             self.before = []
-            self.cause = [-1] * trace.n_ranks
+            self.cause = [()] * trace.n_ranks
+            self.done_t = [-1.0] * trace.n_ranks
+            self.done_ids = [[] for _ in range(trace.n_ranks)]
             self.running = -1
             self.waker = -1
             self.msg_id = {}
@@ -250,20 +254,26 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = Fa
 
         def _complete(self, q, t):
             r = q.rank
+            if latency and self.waker >= 0:
+                if self.done_t[r] != t:
+                    self.done_t[r], self.done_ids[r] = t, []
+                self.done_ids[r].append(self.waker)
             blocked = self.blocked[r]
             wakes = blocked is not None and any(x is q for x in blocked) and all(x.done or x is q for x in blocked)
             super()._complete(q, t)
-            if wakes and self.waker >= 0:
-                self.cause[r] = self.waker
+            if latency and wakes and self.waker >= 0:
+                self.cause[r] = (self.waker,) + tuple(i for i in self.done_ids[r] if i != self.waker)
 
         def chain(self):
-            """Indices of the messages on the longest chain (ending where the last rank finishes), in order."""
+            """The levels of the longest chain (ending where the last rank finishes), in order: per level the
+            indices of the messages that arrived in it at the rank the chain goes through (the first one's
+            sender's level before it)."""
             fin = np.asarray(self.finish, dtype=np.float64)
             out = []
-            i = self.cause[int(np.argmax(fin))] if len(fin) else -1
-            while i >= 0:
-                out.append(i)
-                i = self.before[i]
+            c = self.cause[int(np.argmax(fin))] if len(fin) else ()
+            while c:
+                out.append(c)
+                c = self.before[c[0]]
             return out[::-1]
 
     return UnitReplayer()
@@ -300,7 +310,8 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
     latency : bool, optional
         The latency clock instead (see the module docstring): every send below ``eager_threshold_B`` returns
         at once and its message starts at once, as in the replay; only the messages of its longest chain of
-        dependent messages are returned, each at its level.
+        dependent messages are returned, with their level of the chain (0, 1, ...): at every level the
+        messages that arrived in it at the rank the chain goes through.
 
     Returns
     -------
@@ -320,7 +331,7 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
     """
     rep = _unit_replayer(trace, eager_threshold_B, latency=latency)
     rep.run()
-    sent = rep.sent if not latency else [rep.sent[i] for i in rep.chain()]
+    sent = rep.sent if not latency else [rep.sent[i][:3] + (float(k),) for k, c in enumerate(rep.chain()) for i in c]
     if not sent:
         z = np.zeros(0)
         return z.astype(np.int64), z.astype(np.int64), z, z
@@ -411,16 +422,22 @@ def _steps_and_chain(trace: Trace):
     src, dst, nb, lv = one if one is not None else step_levels(trace)
     keep = src != dst
     st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
-    return st, None if one is not None else step_levels(trace, latency=True)[:3]
+    return st, None if one is not None else step_levels(trace, latency=True)
 
 
-def _with_chain(st: Steps, chain, count=None) -> Steps:
-    """``st`` with its latency chain: ``(src, dst, bytes)`` of the chain's messages in order (``count``: times
-    each, default once); None: ``st`` as it is."""
+def _with_chain(st: Steps, chain, first: int | None = None, times: float = 1.0) -> Steps:
+    """``st`` with its latency chain's levels as types: ``chain`` is ``(src, dst, bytes, level)`` of the chain's
+    messages (None: ``st`` as it is); the levels from ``first`` on count ``times`` each."""
     if chain is None:
         return st
-    src, dst, nb = chain
-    return dataclasses.replace(st, latency_chain=from_arrays(st.n_ranks, src, dst, nb, count, name=st.source))
+    src, dst, nb, lv = chain
+    later = lv >= (np.inf if first is None else first)
+    parts = []
+    for sel, w in ((~later, 1.0), (later, times)):
+        g = _group_levels(st.n_ranks, src[sel], dst[sel], nb[sel], lv[sel], st.source)
+        parts.append((g.types, g.count, w))
+    types, count = _combine_types(parts)
+    return dataclasses.replace(st, latency_types=types, latency_count=count)
 
 
 def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
@@ -527,10 +544,10 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     # second run's chain, then its second iteration's part N - 1 times
     if st is None or any(c is None for c in (c1, c2, c3)):
         return st if st is not None and all(c is None for c in (c1, c2, c3)) else whole()
-    h1, h2, h3 = (len(c[0]) for c in (c1, c2, c3))
+    h1, h2, h3 = (int(c[3].max(initial=-1)) + 1 for c in (c1, c2, c3))
     if h3 - h2 != h2 - h1:
         return whole()
-    return _with_chain(st, c2, np.where(np.arange(h2) < h1, 1, n - 1))
+    return _with_chain(st, c2, first=h1, times=float(n - 1))
 
 
 def _key(st: Steps | None):

@@ -75,9 +75,9 @@ class StepLoads:
         K x P: large inter-switch bytes of every node pair of the problem's list (``large_src``,
         ``large_dst``).
     latency_s : float
-        The fixed latency term: the EPS route latencies (the simulator's: links, switch delays, the first packet
-        stored and forwarded at every switch) of the messages on the latency clock's longest chain; for steps
-        without it (:attr:`topoplan.sim.steps.Steps.latency_chain` None), per step its slowest message's.
+        The fixed latency term: per level of the latency clock's longest chain, its slowest message's EPS route
+        latency (the simulator's: links, switch delays, the first packet stored and forwarded at every switch); for steps
+        without it (:attr:`topoplan.sim.steps.Steps.latency_types` None), per step its slowest message's.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
@@ -235,16 +235,13 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     if len(cell):
         np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
     sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
-    # the latency term: the route latencies of the latency clock's longest chain (eager sends go at once, as in
-    # the simulator: a pipeline of eager messages pays its latency once, not at every step); without the chain,
-    # per step its slowest message's
-    c = steps.latency_chain
-    if c is not None:
-        latency_s = float((_route_latency_s(p, c.src, c.dst, c.msg_bytes) * c.count).sum())
+    # the latency term: per level of the latency clock's longest chain (eager sends go at once, as in the
+    # simulator: a pipeline of eager messages pays its latency once, not at every step), its slowest message's
+    # route latency; without the chain, per step
+    if steps.latency_types is not None:
+        latency_s = _levels_latency_s(p, steps.latency_types, steps.latency_count)
     else:
-        lat_type = np.zeros(K)
-        np.maximum.at(lat_type, kind, _route_latency_s(p, src, dst, size))
-        latency_s = float((lat_type * cnt).sum())
+        latency_s = _levels_latency_s(p, steps.types, cnt)
     sl = StepLoads(up, down, intra, uu, ud, large_B, latency_s, sizes, cnt,
                    int(steps.n_steps), K, steps.source)
     return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
@@ -265,6 +262,18 @@ def _route_latency_s(problem, src, dst, size) -> np.ndarray:
         ptr, links = net.eps_routes(route_key[0].astype(np.int64), route_key[1].astype(np.int64))
         out[off] = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
     return out
+
+
+def _levels_latency_s(problem, types, count) -> float:
+    """Sum over levels (``types``, each ``count`` times) of their slowest message's route latency."""
+    if not types:
+        return 0.0
+    kind = np.concatenate([np.full(len(t.src), k, dtype=np.int64) for k, t in enumerate(types)])
+    lat = _route_latency_s(problem, np.concatenate([t.src for t in types]), np.concatenate([t.dst for t in types]),
+                           np.concatenate([t.msg_bytes for t in types]))
+    per = np.zeros(len(types))
+    np.maximum.at(per, kind, lat)
+    return float((per * np.asarray(count, dtype=np.float64)).sum())
 
 
 def _features(problem, sl: StepLoads):
