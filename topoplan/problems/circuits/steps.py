@@ -15,7 +15,7 @@ each at its bottleneck), and an estimate of the application's communication time
 overlap in a real run can take less; dynamic effects of sharing can take more). Two latency terms are
 added to the estimate: the latency of the application's longest chain of dependent messages (the latency
 clock of :mod:`topoplan.sim.steps`, eager sends going at once as in the simulator: per level of the chain
-its message's EPS route latency; fixed), and what relays add
+the slowest EPS route latency of its messages; fixed), and what relays add
 to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
 relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
 which depends on the plan.
@@ -76,8 +76,8 @@ class StepLoads:
         ``large_dst``).
     latency_s : float
         The fixed latency term: per level of the latency clock's longest chain, its slowest message's EPS route
-        latency (the simulator's: links, switch delays, the first packet stored and forwarded at every switch); for steps
-        without it (:attr:`topoplan.sim.steps.Steps.latency_types` None), per step its slowest message's.
+        latency (the simulator's: links, switch delays, the first packet stored and forwarded at every
+        switch); for steps without the chain (:attr:`topoplan.sim.steps.Steps.latency_types` None), per step.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
