@@ -97,7 +97,8 @@ def run_cell(system, preset, label, size, ranks, paper, kind, seed, time_limit, 
     sim = _memo(plan_simulator(prob, trace))
     row = {"system": system, "size": label, "traffic": kind, "spec": spec, "seed": seed,
            "steps": prob.step_loads.n_steps, "step_types": prob.step_loads.n_types,
-           "step_groups": prob.step_loads.n_groups, "steps_s": steps_s}
+           "step_groups": prob.step_loads.n_groups, "steps_s": steps_s,
+           "latency_levels": steps_cache[spec].latency_levels, "step_latency_s": prob.step_loads.latency_s}
     t1 = time.perf_counter()
     r = solve(prob, "ilp", time_limit=time_limit, seed=seed, trace=trace, sim_model=None)
     plans = {}

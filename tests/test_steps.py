@@ -69,6 +69,7 @@ def test_all_steps_together_are_the_traffic_and_iterations_clock_alike(spec):
     key = lambda s: sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), c)  # noqa: E731
                            for t, c in zip(s.types, s.count.tolist()))
     assert key(by_iters) == key(st)
+    assert by_iters.latency_levels == st.latency_levels        # the latency chain grows by whole iterations too
 
 
 def test_a_trace_that_needs_eager_sends_is_still_clocked():
@@ -93,6 +94,47 @@ def test_blocking_sends_of_small_messages_are_one_step(nbytes, levels):
     tr = Trace.from_records([(r, op, p, b, -1, n, 0.0, 0.0, -1, t) for r, op, p, b, t in recs], n)
     assert sorted(step_levels(tr)[3].tolist()) == levels
     assert sorted(step_levels(tr, eager_threshold_B=0.0)[3].tolist()) == [0.0] * 4 + [1.0] * 4   # all waiting
+
+
+def pipeline_trace(k, nbytes):
+    """Rank 0 sends ``k`` messages to rank 1 with blocking sends; rank 1 receives each and passes it on to rank 2."""
+    recs = [(0, "send", 1, nbytes, -1)] * k + [(1, op, p, nbytes, -1) for _ in range(k) for op, p in
+                                               (("recv", 0), ("send", 2))] + [(2, "recv", 1, nbytes, -1)] * k
+    return Trace.from_records([(r, op, p, b, -1, 3, 0.0, 0.0, -1, t) for r, op, p, b, t in recs], 3)
+
+
+@pytest.mark.parametrize("nbytes, steps, chain", [(1e3, 6, [(0, 1), (1, 2)]), (1e6, 10, [(0, 1), (1, 2)] * 5)])
+def test_the_latency_clock_pays_a_pipeline_of_eager_messages_once(nbytes, steps, chain):
+    # five messages down a pipeline of three ranks. The step clock has a step per message (rank 1 forwards one
+    # while the next arrives); with eager sends (1 KB) the messages are all under way at once, so the longest
+    # chain of dependent messages is two long (0 -> 1, 1 -> 2). A rendezvous send (1 MB) waits for its
+    # delivery, and rank 1 receives the next message only when it has passed on the last one: every message is
+    # on the chain, in both clocks.
+    tr = pipeline_trace(5, nbytes)
+    assert len(set(step_levels(tr)[3].tolist())) == steps
+    s, d, b, lv = step_levels(tr, latency=True)
+    assert list(zip(s.tolist(), d.tolist())) == chain and lv.tolist() == sorted(lv.tolist())
+    st = trace_steps(tr)
+    assert st.latency_levels == len(chain)
+
+
+def test_the_step_time_charges_the_latency_of_the_chain():
+    # the pipeline on three switches (ranks 0, 1, 2 on nodes 0, 3, 6): the latency term is the two hops' route
+    # latencies, not one per step. Simulated, the run takes 1.33 times this step time; with one latency per
+    # step the step time would be 1.5 times the simulated time.
+    from topoplan.problems.circuits.problem import plan_simulator
+
+    topo = hybrid(switches=3, per_switch=3, ocs_per_switch=1)
+    tr = pipeline_trace(5, 1e3)
+    p = CircuitProblem.build(topo, None, steps=trace_steps(tr), placement=[0, 3, 6])
+    net = p.network()
+    ptr, links = net.eps_routes(np.array([0, 3]), np.array([3, 6]))
+    hop_s = net.route_latency(ptr, links, np.array([1e3, 1e3]))
+    assert p.step_loads.latency_s == pytest.approx(float(hop_s.sum()), rel=1e-12)
+    none = solve(p, "none")
+    simulated = plan_simulator(p, tr)(none.to_dict())
+    per_step = none.objective - p.step_loads.latency_s + p.step_loads.n_steps * float(hop_s.max())
+    assert 0.7 < none.objective / simulated < 1.0 and per_step / simulated > 1.4
 
 
 def test_a_deadlocked_trace_is_refused():

@@ -17,10 +17,12 @@ from bench_steps import run_cell  # noqa: E402
 STEPS_CACHE: dict = {}
 
 
-# How close the step time is to the simulated time here (measured: CG 1.04, MG 1.03, FT 1.11, IS 0.88, LU 2.1).
+# How close the step time is to the simulated time here (measured: CG 1.00, MG 0.96, FT 1.08, IS 0.79, LU 1.10).
 # MG's halo exchange sends to one neighbour, then to the other, with blocking sends: counted as two steps
 # (before the clock let small blocking sends go on at once, as the replay does) its step time was 1.17.
-ACCURACY = {"cg": (0.9, 1.1), "mg": (0.9, 1.1), "ft": (0.75, 1.25), "is": (0.75, 1.25)}
+# LU's wavefront sends its planes one after another without waiting: with a latency per step its step time
+# was 2.1; the latency clock charges the pipeline's latency once.
+ACCURACY = {"cg": (0.9, 1.1), "mg": (0.9, 1.1), "ft": (0.75, 1.25), "is": (0.75, 1.25), "lu": (0.9, 1.2)}
 
 
 @pytest.mark.parametrize("kind", ["cg", "mg", "ft", "is", "lu"])
@@ -33,9 +35,8 @@ def test_ilp_on_npb_steps_holds_against_the_heuristics(kind, monkeypatch):
                    time_limit=60, bulk=False, steps_cache=STEPS_CACHE)
     assert row["holds"], row
     assert row["ilp.simulated_s"] <= 1.01 * min(row[f"{m}.simulated_s"] for m in ("none", "greedy"))
-    if kind in ACCURACY:   # LU's wavefront of small messages: the clock counts more steps than run (docs)
-        lo, hi = ACCURACY[kind]
-        assert lo <= row["accuracy"] <= hi, row          # the step time: an estimate, measured in the bench
+    lo, hi = ACCURACY[kind]
+    assert lo <= row["accuracy"] <= hi, row          # the step time: an estimate, measured in the bench
 
 
 @pytest.mark.parametrize("method", ["greedy", "matching"])

@@ -16,6 +16,19 @@ receives then ends when its exchange does, which keeps the ranks of a batched al
 non-blocking small sends completing at once too, FT's throttled all-to-all drifts apart in the clock into
 levels that mix batches, and its step time overestimates the simulated time by 1.24x instead of 1.06x).
 
+The clock charges every step the bandwidth its messages need; it does not say which latencies lie on the
+application's critical path. In a pipeline of eager messages (LU's wavefront: a rank sends its planes one
+after another without waiting) the next message is already there when its receive is posted, so a run pays
+the pipeline's latency once, not at every one of its steps. The *latency clock* is the same replay with the
+replay's own eager protocol (every send below the threshold returns at once and its message starts at
+once): its longest chain of dependent messages (found back from the rank that finishes last, each message
+after the one whose arrival let it start) is what the step time's latency term is charged over, one level
+of the chain at a time (:attr:`Steps.latency_types`). The chain goes back through the message whose arrival
+woke a rank; a level costs the slowest of the messages that arrived in it at that rank. An equally long chain
+through other ranks, over longer routes, is not seen, so the term can fall short of the longest latency path
+(LU class A at 64 ranks on 001-16x16: 1.14 ms against 1.51 ms for the path weighted by route latency). The
+latency clock is a second replay: clocking a trace takes twice the step clock alone.
+
 Levels with the same messages are one *step type* with a count (CG's 75 iterations repeat the same
 types); :class:`Steps` holds the types as :class:`~topoplan.traffic.matrix.Traffic` and their counts, and
 the traffic of all steps together is the trace's (collectives included). The clock runs in Python at a
@@ -35,6 +48,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import heapq
 import inspect
@@ -77,6 +91,9 @@ class Steps:
         Levels of the step clock that carry messages (the sum of ``count``).
     source : str
         The trace or spec the steps were found in.
+    latency_types, latency_count : list of Traffic, numpy.ndarray, optional
+        The levels of the *latency clock*'s longest chain (see the module docstring) as types with counts, as
+        the steps: what the step time's latency term is charged over. None: the step clock's levels are.
 
     Examples
     --------
@@ -91,10 +108,17 @@ class Steps:
     count: np.ndarray
     n_steps: int
     source: str = ""
+    latency_types: list | None = None
+    latency_count: np.ndarray | None = None
 
     @property
     def n_types(self) -> int:
         return len(self.types)
+
+    @property
+    def latency_levels(self) -> int | None:
+        """Levels of the latency clock that carry messages (None: not clocked)."""
+        return None if self.latency_count is None else int(round(float(self.latency_count.sum())))
 
     def total_bytes(self) -> float:
         """Bytes of all steps together."""
@@ -117,6 +141,11 @@ class Steps:
         for t, c in zip(self.types, self.count.tolist()):
             for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
                 h.update(np.ascontiguousarray(a).tobytes())
+        if self.latency_types is not None:
+            h.update(b"latency")
+            for t, c in zip(self.latency_types, self.latency_count.tolist()):
+                for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
+                    h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
 
@@ -147,8 +176,12 @@ class _UnitEngine:
         return None
 
 
-def _unit_replayer(trace: Trace, eager_threshold_B: float):
-    """The reference replayer with its engine and its message start replaced by the unit clock."""
+def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = False):
+    """The reference replayer with its engine and its message start replaced by the unit clock.
+
+    ``latency=False``: the step clock (only blocking sends are eager, and a message starts when its receive is
+    posted). ``latency=True``: the latency clock (every send below the threshold is eager and its message
+    starts at once, as in the replay)."""
     threshold = float(eager_threshold_B)
 
     class UnitReplayer(Replayer):
@@ -156,29 +189,56 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
             super().__init__(trace, _UnitNetwork(), _Placed(np.arange(trace.n_ranks, dtype=np.int64)),
                              compute_scale=0.0, eager_threshold_B=eager_threshold_B)
             self.engine = _UnitEngine()
-            self.eager_B = 0.0
+            if not latency:
+                self.eager_B = 0.0
             self.sent = []
             self.next_id = 0
+            # the latency clock's chain: per rank the messages that arrived in the level that woke it last (the
+            # one that woke it first), per message its sender's (or for a rendezvous, the later side's) then;
+            # per rank the messages that completed its requests in the current level; the message completing a
+            # request now
+            self.before = []
+            self.cause = [()] * trace.n_ranks
+            self.done_t = [-1.0] * trace.n_ranks
+            self.done_ids = [[] for _ in range(trace.n_ranks)]
+            self.running = -1
+            self.waker = -1
+            self.msg_id = {}
+
+        def _run_rank(self, r, t):
+            self.running = r
+            super()._run_rank(r, t)
 
         def _call(self, r, i):
+            if latency:
+                return super()._call(r, i)
             # only a blocking send is eager: its sender goes on at once (the replay's eager protocol)
             self.eager_B = threshold if self.op[i] == OP_CODE["send"] else 0.0
             super()._call(r, i)
             self.eager_B = 0.0
 
         def _matched(self, m, rq, t):
+            if latency:
+                if m.eager and m.arrived:       # an eager message that arrived before its receive was posted
+                    self.waker = self.msg_id[id(m)]
+                super()._matched(m, rq, t)
+                self.waker = -1
+                return
             m.rreq = rq
             rq.peer = m.src
             self._start(m, t)
 
         def _start(self, m, t):
-            if m.rreq is None:
+            if m.rreq is None and not latency:
                 return                  # an eager message starts when its receive is posted (_matched)
             level = float(round(t))
             self.sent.append((m.src, m.dst, m.nbytes, level))
             fid = self.next_id
             self.next_id += 1
             self.flow_msg[fid] = m
+            if latency:
+                self.before.append(self.cause[self.running])
+                self.msg_id[id(m)] = fid
             heapq.heappush(self.engine.heap, (level + 1.0, fid))
 
         def _flush_flows(self):
@@ -187,10 +247,36 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float):
         def _flow_done(self, fid, t):
             m = self.flow_msg.pop(fid)
             m.arrived, m.t_arrive = True, t
+            self.waker = fid
             if not m.eager:
                 self._complete(m.sreq, t)
             if m.rreq is not None:
                 self._complete(m.rreq, t)
+            self.waker = -1
+
+        def _complete(self, q, t):
+            r = q.rank
+            if latency and self.waker >= 0:
+                if self.done_t[r] != t:
+                    self.done_t[r], self.done_ids[r] = t, []
+                self.done_ids[r].append(self.waker)
+            blocked = self.blocked[r]
+            wakes = blocked is not None and any(x is q for x in blocked) and all(x.done or x is q for x in blocked)
+            super()._complete(q, t)
+            if latency and wakes and self.waker >= 0:
+                self.cause[r] = (self.waker,) + tuple(i for i in self.done_ids[r] if i != self.waker)
+
+        def chain(self):
+            """The levels of the longest chain (ending where the last rank finishes), in order: per level the
+            indices of the messages that arrived in it at the rank the chain goes through (the first one's
+            sender's level before it)."""
+            fin = np.asarray(self.finish, dtype=np.float64)
+            out = []
+            c = self.cause[int(np.argmax(fin))] if len(fin) else ()
+            while c:
+                out.append(c)
+                c = self.before[c[0]]
+            return out[::-1]
 
     return UnitReplayer()
 
@@ -213,7 +299,7 @@ class _Placed:
         self.rank_to_node = rank_to_node
 
 
-def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
+def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, latency: bool = False):
     """Every message of ``trace`` (collectives expanded) with the level of the step clock it starts at.
 
     Parameters
@@ -223,6 +309,11 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
         Blocking sends below this size return at once (MPI's eager protocol; the message still starts when
         its receive is posted); default the replay's threshold (see the module docstring). 0: every sender
         waits until its message is delivered.
+    latency : bool, optional
+        The latency clock instead (see the module docstring): every send below ``eager_threshold_B`` returns
+        at once and its message starts at once, as in the replay; only the messages of its longest chain of
+        dependent messages are returned, with their level of the chain (0, 1, ...): at every level the
+        messages that arrived in it at the rank the chain goes through.
 
     Returns
     -------
@@ -240,19 +331,16 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B):
     >>> sorted(lv.tolist())                                 # two steps of four messages
     [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     """
-    rep = _unit_replayer(trace, eager_threshold_B)
+    rep = _unit_replayer(trace, eager_threshold_B, latency=latency)
     rep.run()
-    if not rep.sent:
+    sent = rep.sent
+    if latency:
+        sent = [rep.sent[i][:3] + (float(k),) for k, c in enumerate(rep.chain()) for i in c]
+    if not sent:
         z = np.zeros(0)
         return z.astype(np.int64), z.astype(np.int64), z, z
-    a = np.array(rep.sent, dtype=np.float64)
+    a = np.array(sent, dtype=np.float64)
     return a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2], a[:, 3]
-
-
-def _clock(trace: Trace):
-    """The levels of :func:`step_levels` (a trace that is one exchange without the replay)."""
-    one = _one_exchange(trace)
-    return one if one is not None else step_levels(trace)
 
 
 def _one_exchange(trace: Trace):
@@ -327,9 +415,34 @@ def trace_steps(trace: Trace) -> Steps:
     >>> st.n_types, st.count.tolist(), [t.total_bytes() for t in st.types]
     (1, [4.0], [8000000.0])
     """
-    src, dst, nb, lv = _clock(trace)
+    st, chain = _steps_and_chain(trace)
+    return _with_chain(st, chain)
+
+
+def _steps_and_chain(trace: Trace):
+    """The step types of ``trace`` (without the chain) and its latency chain, ``(src, dst, bytes, level)`` as
+    :func:`step_levels` gives it; None for a trace that is one exchange (one step: its latency is its slowest
+    message's)."""
+    one = _one_exchange(trace)
+    src, dst, nb, lv = one if one is not None else step_levels(trace)
     keep = src != dst
-    return _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+    st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
+    return st, None if one is not None else step_levels(trace, latency=True)
+
+
+def _with_chain(st: Steps, chain, first: int | None = None, times: float = 1.0) -> Steps:
+    """``st`` with its latency chain's levels as types: ``chain`` is ``(src, dst, bytes, level)`` of the chain's
+    messages (None: ``st`` as it is); the levels from ``first`` on count ``times`` each."""
+    if chain is None:
+        return st
+    src, dst, nb, lv = chain
+    later = lv >= (np.inf if first is None else first)
+    parts = []
+    for sel, w in ((~later, 1.0), (later, times)):
+        g = _group_levels(st.n_ranks, src[sel], dst[sel], nb[sel], lv[sel], st.source)
+        parts.append((g.types, g.count, w))
+    types, count = _combine_types(parts)
+    return dataclasses.replace(st, latency_types=types, latency_count=count)
 
 
 def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
@@ -356,10 +469,18 @@ def _group_levels(n_ranks, src, dst, nb, lv, source) -> Steps:
 def _combine(n_ranks, parts, source) -> Steps | None:
     """Step types of several Steps, each weighted (``parts``: ``[(Steps, weight)]``); equal types merge.
     None when a type's count comes out negative."""
+    types, count = _combine_types([(st.types, st.count, w) for st, w in parts])
+    if types is None:
+        return None                     # not a set of whole steps
+    return Steps(int(n_ranks), types, count, int(round(count.sum())), source)
+
+
+def _combine_types(parts):
+    """``[(types, counts, weight)]`` summed: equal types merge; ``(None, None)`` for a negative count."""
     index: dict = {}
     types, count = [], []
-    for st, w in parts:
-        for t, c in zip(st.types, st.count.tolist()):
+    for tys, cnt, w in parts:
+        for t, c in zip(tys, cnt.tolist()):
             key = (t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), t.count.tobytes())
             k = index.get(key)
             if k is None:
@@ -368,10 +489,9 @@ def _combine(n_ranks, parts, source) -> Steps | None:
                 count.append(0.0)
             count[k] += w * c
     if any(c < -1e-9 for c in count):
-        return None                     # not a set of whole steps
+        return None, None
     keep = [i for i, c in enumerate(count) if c > 1e-9]
-    cnt = np.round(np.asarray([count[i] for i in keep]), 9)
-    return Steps(int(n_ranks), [types[i] for i in keep], cnt, int(round(cnt.sum())), source)
+    return [types[i] for i in keep], np.round(np.asarray([count[i] for i in keep], dtype=np.float64), 9)
 
 
 def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None) -> Steps:
@@ -419,13 +539,20 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
     if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
         return whole()
-    one, two, three = (trace_steps(parse_spec(s)) for s in specs)
+    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s)) for s in specs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
         return whole()
     st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
-    return st if st is not None else whole()
+    # the latency chain grows by the same number of levels every iteration: the first iteration's part of the
+    # second run's chain, then its second iteration's part N - 1 times
+    if st is None or any(c is None for c in (c1, c2, c3)):
+        return st if st is not None and all(c is None for c in (c1, c2, c3)) else whole()
+    h1, h2, h3 = (int(c[3].max(initial=-1)) + 1 for c in (c1, c2, c3))
+    if h3 - h2 != h2 - h1:
+        return whole()
+    return _with_chain(st, c2, first=h1, times=float(n - 1))
 
 
 def _key(st: Steps | None):

@@ -13,7 +13,9 @@ is at least its bulk communication-time bound (the one-bulk-phase objective) and
 type. It is a lower bound on the time of the steps run one after another (separated as if by barriers,
 each at its bottleneck), and an estimate of the application's communication time otherwise (steps that
 overlap in a real run can take less; dynamic effects of sharing can take more). Two latency terms are
-added to the estimate: each step's slowest EPS route latency times its count (fixed), and what relays add
+added to the estimate: the latency of the application's longest chain of dependent messages (the latency
+clock of :mod:`topoplan.sim.steps`, eager sends going at once as in the simulator: per level of the chain
+the slowest EPS route latency of its messages; fixed), and what relays add
 to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
 relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
 which depends on the plan.
@@ -73,8 +75,9 @@ class StepLoads:
         K x P: large inter-switch bytes of every node pair of the problem's list (``large_src``,
         ``large_dst``).
     latency_s : float
-        The fixed latency term: per step, its slowest EPS route latency (the simulator's: links, switch delays,
-        the first packet stored and forwarded at every switch), summed over all steps.
+        The fixed latency term: per level of the latency clock's longest chain, its slowest message's EPS route
+        latency (the simulator's: links, switch delays, the first packet stored and forwarded at every
+        switch); for steps without the chain (:attr:`topoplan.sim.steps.Steps.latency_types` None), per step.
     type_sizes_B : scipy.sparse.csr_matrix
         Types x large pairs (before merging): the largest message of the pair in one step of the type.
     type_count : numpy.ndarray
@@ -232,20 +235,45 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     if len(cell):
         np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
     sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
-    # the simulator's own route latency of every message over the EPS (link latencies, switch delays and the
-    # store-and-forward of its first packet at every switch): what a small message's step mostly costs
-    lat_type = np.zeros(K)
+    # the latency term: per level of the latency clock's longest chain (eager sends go at once, as in the
+    # simulator: a pipeline of eager messages pays its latency once, not at every step), its slowest message's
+    # route latency; without the chain, per step
+    if steps.latency_types is not None:
+        latency_s = _levels_latency_s(p, steps.latency_types, steps.latency_count)
+    else:
+        latency_s = _levels_latency_s(p, steps.types, cnt)
+    sl = StepLoads(up, down, intra, uu, ud, large_B, latency_s, sizes, cnt,
+                   int(steps.n_steps), K, steps.source)
+    return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
+
+
+def _route_latency_s(problem, src, dst, size) -> np.ndarray:
+    """Per rank message, its route latency over the EPS under the problem's placement: the simulator's own (link
+    latencies, switch delays, the first packet stored and forwarded at every switch); 0 on its own node."""
+    p = problem
+    node = np.asarray(p.placement.rank_to_node, dtype=np.int64)
+    a, b = node[np.asarray(src, dtype=np.int64)], node[np.asarray(dst, dtype=np.int64)]
+    size = np.asarray(size, dtype=np.float64)
+    out = np.zeros(len(a))
     off = a != b
     if off.any():
         net = p.network()
-        pa, pb, ps = a[off], b[off], size[off]
-        route_key, inv = np.unique(np.stack([pa, pb, ps]), axis=1, return_inverse=True)
+        route_key, inv = np.unique(np.stack([a[off], b[off], size[off]]), axis=1, return_inverse=True)
         ptr, links = net.eps_routes(route_key[0].astype(np.int64), route_key[1].astype(np.int64))
-        lat = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
-        np.maximum.at(lat_type, kind[off], lat)
-    sl = StepLoads(up, down, intra, uu, ud, large_B, float((lat_type * cnt).sum()), sizes, cnt,
-                   int(steps.n_steps), K, steps.source)
-    return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
+        out[off] = net.route_latency(ptr, links, route_key[2])[inv.ravel()]
+    return out
+
+
+def _levels_latency_s(problem, types, count) -> float:
+    """Sum over levels (``types``, each ``count`` times) of their slowest message's route latency."""
+    if not types:
+        return 0.0
+    kind = np.concatenate([np.full(len(t.src), k, dtype=np.int64) for k, t in enumerate(types)])
+    lat = _route_latency_s(problem, np.concatenate([t.src for t in types]), np.concatenate([t.dst for t in types]),
+                           np.concatenate([t.msg_bytes for t in types]))
+    per = np.zeros(len(types))
+    np.maximum.at(per, kind, lat)
+    return float((per * np.asarray(count, dtype=np.float64)).sum())
 
 
 def _features(problem, sl: StepLoads):
