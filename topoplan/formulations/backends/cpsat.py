@@ -73,10 +73,8 @@ def solve(model, *, time_limit=None, started=None, seed=0, threads=None, mip_gap
 
 
 def _build_and_solve(model: Deferred, **opts) -> Result:
-    """Build a deferred model here, solve it, decode the solution (module-level: may run in a fresh process)."""
-    from ortools.sat.python import cp_model  # noqa: F401  (loaded before the model is built)
-
-    opts["started"] = time.time() if opts.get("started") is None else opts["started"]
+    """Build a deferred model here, solve it, decode the solution (module-level: may run in a fresh process;
+    ``opts["started"]`` is :func:`solve`'s clock, so loading OR-Tools and building count against the limit)."""
     built, decode = model()
     res = _solve_built(built, **opts)
     res.values = decode(res) if res.has_solution else None
