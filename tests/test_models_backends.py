@@ -256,3 +256,23 @@ def test_suite_in_a_fresh_process_when_the_native_libraries_clash(backend, monke
     assert r.status == "optimal" and r.objective == pytest.approx(spec["best"])
     pick = chosen(backend, r, decode)           # PuLP variables filled, or the decoded CP-SAT solution
     assert sum(a for a, b in zip(spec["v"], pick) if b) == pytest.approx(spec["best"])
+
+
+def test_cbc_leaves_no_file_when_it_ends_without_a_solution(tmp_path, monkeypatch):
+    # a CBC that exits without writing its solution (as one stopped at the limit before it found one):
+    # PuLP raises before deleting its MPS model, so the back-end's own directory must take it away
+    fake = tmp_path / "cbc"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
+    prob = pulp.LpProblem("nosol", pulp.LpMinimize)
+    x = prob.add_variable("x", 0, 3, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("x", 0, 3, cat="Integer")
+    prob += x
+    prob += x >= 1
+    r = solve(prob, "cbc", time_limit=5)
+    assert r.status == "error" and not r.has_solution
+    assert list(temp.iterdir()) == []

@@ -51,8 +51,11 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
         saved = [(v, v.cat) for v in prob.variables() if v.cat == "Integer"]
         for v, _ in saved:
             v.cat = "Continuous"
-    fd, log = tempfile.mkstemp(prefix="cbc_", suffix=".log")
-    os.close(fd)
+    # PuLP writes the model (MPS), CBC's solution and our log under one directory of this call's own, removed
+    # whatever happens: PuLP deletes its files only after a solution was read, so a CBC stopped before it
+    # wrote one, a Ctrl-C or a solver error would leave them (up to 10 MB each) in the system's temp directory
+    tmp = tempfile.TemporaryDirectory(prefix="topoplan-cbc-", ignore_cleanup_errors=True)
+    log = os.path.join(tmp.name, "cbc.log")
     opts = ["timeMode elapsed"]  # wall-clock time limit (CBC counts CPU seconds by default)
     if seed is not None:
         opts += [f"randomCbcSeed {int(seed) % 2**31 + 1}", f"randomSeed {int(seed) % 2**31 + 1}"]
@@ -60,6 +63,7 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
         warnings.simplefilter("ignore", DeprecationWarning)
         cmd = pulp.PULP_CBC_CMD(msg=msg, timeLimit=remaining(time_limit, started), threads=threads, gapRel=mip_gap,
                                 warmStart=warm_start and not relax, options=opts, logPath=log)
+    cmd.tmpDir = tmp.name
     limit = remaining(time_limit, started)
     stopped = [False]
     try:
@@ -73,8 +77,7 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
         if saved:
             for v, cat in saved:
                 v.cat = cat
-        if os.path.exists(log):
-            os.unlink(log)
+        tmp.cleanup()
     obj = pulp.value(prob.objective)
     sol = prob.sol_status
     has = sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and obj is not None
