@@ -34,7 +34,7 @@ $(FULL): $(STAMP)
 AOT := topoplan/sim/_engine_aot.json
 AOT_SOURCES := $(addprefix topoplan/sim/,program.py _jit.py _flows.py _loop.py _engine.py)
 $(AOT): $(AOT_SOURCES) | $(STAMP)
-	$(PY) -m topoplan.sim._engine
+	$(PY) -m topoplan.warmup engine
 
 install: $(FULL) $(AOT)
 

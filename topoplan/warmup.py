@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -57,7 +58,14 @@ _LANES = (("engine", "flows", "replay"), ("placement", "groups"), ("matching",))
 def _engine() -> str:
     from topoplan.sim._engine import build
 
-    return build()
+    # Numba's pycc makes its scratch directories (a compiler check, the build) with mkdtemp and leaves some in
+    # the system's temp directory: here they go under one directory that is removed afterwards
+    with tempfile.TemporaryDirectory(prefix="topoplan-build-", ignore_cleanup_errors=True) as scratch:
+        saved, tempfile.tempdir = tempfile.tempdir, scratch
+        try:
+            return build()
+        finally:
+            tempfile.tempdir = saved
 
 
 def _placement() -> str:

@@ -227,6 +227,7 @@ def read_otf2(path, n_ranks: int | None = None) -> Trace:
     (2, ['send', 'recv'], [1, 0], [8.0, 8.0], [5, 5])
     >>> t.t_start.tolist(), t.t_end.tolist()
     ([0.0, 0.0], [2e-06, 5e-06])
+    >>> import shutil; shutil.rmtree(tmp)
     """
     otf2 = require("otf2", f"{path}: reading OTF2 traces")
     path = Path(path)
