@@ -301,6 +301,9 @@ def test_collectives_as_messages_keep_the_other_rows_and_refuse_strangers():
     bad = Trace.from_records([(r, "bcast", -1, 8, 0, 2, 0.0, 0.0, 7) for r in (0, 2)], 3, communicators={7: [0, 1]})
     with pytest.raises(TopoplanError, match="rank 2 calls bcast on communicator 7 but is not one of its members"):
         as_point_to_point(bad)
+    outside = Trace.from_records([(r, "bcast", -1, 8, 2, 2, 0.0, 0.0, 7) for r in (0, 1)], 3, communicators={7: [0, 1]})
+    with pytest.raises(TopoplanError, match="calls bcast on communicator 7 with root 2, which is not one of its members"):
+        as_point_to_point(outside)
 
 
 @needs_all

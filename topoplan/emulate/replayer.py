@@ -134,7 +134,12 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
         if r not in local:
             raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} but is "
                                 "not one of its members")
-        root = local.get(int(trace.root[i]), 0) if OPS[op] in ("bcast", "reduce", "gather", "scatter") else -1
+        root = -1
+        if OPS[op] in ("bcast", "reduce", "gather", "scatter"):
+            root = local.get(int(trace.root[i]), -1)
+            if root < 0:   # (trace validation refuses such roots first; a trace built by hand may not be validated)
+                raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} with "
+                                    f"root {int(trace.root[i])}, which is not one of its members")
         key = (op, len(world), local[r], root, float(trace.bytes[i]))
         steps = steps_of.get(key)
         if steps is None:
