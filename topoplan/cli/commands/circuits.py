@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
-                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
+                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
                                           parse_time_limit, sim_model, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
@@ -87,7 +87,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                  model: Optional[str] = ModelOpt,
                  relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
                  paper_contention: Optional[str] = ContentionOpt,
-                 json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+                 json_mode: bool = JsonOpt, output: Optional[Path] = PlanOutOpt) -> None:
     """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network.
 
     On a trace the plan is scored by its step time: the sum over the application's steps of each step's
