@@ -9,12 +9,14 @@ EPS alone; measured at scale 400 on a loaded 2-core machine: 1.02x and 1.01x of 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +46,23 @@ def cross_trace(nbytes: float = 2e6) -> Trace:
         recs += [(r, "isend", r + 4, nbytes, -1, 8, 0.0, 0.0, -1, 0), (r, "waitall", -1, 0, -1, 8, 0.0, 0.0)]
         recs += [(r + 4, "irecv", r, nbytes, -1, 8, 0.0, 0.0, -1, 0), (r + 4, "waitall", -1, 0, -1, 8, 0.0, 0.0)]
     return Trace.from_records(recs, 8, source="cross")
+
+
+@contextlib.contextmanager
+def tree_cluster(nodes_per_switch):
+    """A tree cluster at scale 400 with the replayer built, and a work directory removed afterwards: yields
+    ``(cluster, spec, binaries, work)``."""
+    from topoplan.emulate import cluster as cl
+    from topoplan.emulate.replayer import build
+
+    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=nodes_per_switch), scale=400)
+    bins = build()
+    work = Path(tempfile.mkdtemp())
+    try:
+        with cl.Cluster(spec) as c:
+            yield c, spec, bins, work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -81,25 +100,15 @@ def test_hybrid_measured_as_predicted_and_faster_than_eps(env):
 def test_launches_are_reliable(env):
     """Eight namespaces, eight launches in a row on one cluster: every one runs (the daemons once crashed
     writing a shared-memory topology in about 2 of 10 launches)."""
-    import tempfile
-
-    from topoplan.emulate import cluster as cl
-    from topoplan.emulate.replayer import build
     from topoplan.emulate.run import _Run, comm_times
     from topoplan.traffic.generators import ring
 
-    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(4, 4)), scale=400)
-    bins = build()
-    work = Path(tempfile.mkdtemp())
-    try:
-        with cl.Cluster(spec) as c:
-            run = _Run(c, spec, bins, work, 120, None)
-            for _ in range(8):
-                res = run.replay(ring(8, 1000, iters=2), spec.hosts)
-                comm, _ = comm_times(res["trace"])
-                assert res["trace"].n_ranks == 8 and len(comm) == 8
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with tree_cluster((4, 4)) as (c, spec, bins, work):
+        run = _Run(c, spec, bins, work, 120, None)
+        for _ in range(8):
+            res = run.replay(ring(8, 1000, iters=2), spec.hosts)
+            comm, _ = comm_times(res["trace"])
+            assert res["trace"].n_ranks == 8 and len(comm) == 8
     assert _ours(os.getpid()) == []
 
 
@@ -219,30 +228,20 @@ def test_the_bcast_library_runs_mpi_bcast_over_the_plan_order(env):
     """Unmodified MPI_Bcast calls on MPI_COMM_WORLD run on a communicator in the keys' order (the recorder,
     preloaded after the library, sees them there); without keys, or with keys that are no permutation,
     nothing changes."""
-    import tempfile
-
-    from topoplan.emulate import cluster as cl
-    from topoplan.emulate.replayer import build
     from topoplan.emulate.run import _Run
 
     trace = Trace.from_records([(r, "bcast", -1, 65536, 1, 4, 0.0, 0.0) for r in range(4) for i in range(3)],
                                4, source="bcasts")
-    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=400)
-    bins = build()
-    work = Path(tempfile.mkdtemp())
     seen = {}
-    try:
-        with cl.Cluster(spec) as c:
-            run = _Run(c, spec, bins, work, 120, None)
-            run.preload = [bins["bcast"]]
-            for label, keys in (("plan", "2,0,3,1"), ("none", ""), ("bad", "0,0,1,2")):
-                run.env = {"TOPOPLAN_BCAST_KEYS": keys}
-                t = run.replay(trace, spec.hosts)["trace"]
-                rows = [i for i, op in enumerate(t.op_names()) if op == "bcast"]
-                assert len(rows) == 12 and set(t.root[rows].tolist()) == {1}
-                seen[label] = t.members(int(t.comm[rows[0]])).tolist()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with tree_cluster((2, 2)) as (c, spec, bins, work):
+        run = _Run(c, spec, bins, work, 120, None)
+        run.preload = [bins["bcast"]]
+        for label, keys in (("plan", "2,0,3,1"), ("none", ""), ("bad", "0,0,1,2")):
+            run.env = {"TOPOPLAN_BCAST_KEYS": keys}
+            t = run.replay(trace, spec.hosts)["trace"]
+            rows = [i for i, op in enumerate(t.op_names()) if op == "bcast"]
+            assert len(rows) == 12 and set(t.root[rows].tolist()) == {1}
+            seen[label] = t.members(int(t.comm[rows[0]])).tolist()
     assert seen == {"plan": [1, 3, 0, 2], "none": [0, 1, 2, 3], "bad": [0, 1, 2, 3]}
 
 
@@ -312,27 +311,18 @@ def test_the_replay_runs_the_predicted_tree(env):
     predicted messages it follows MPICH's binomial tree, 8 n link-bytes (0 -> 2 across the uplinks, 0 -> 1 and
     2 -> 3 under a switch); Open MPI's binomial Bcast (its algorithm 6) hangs rank 3 under rank 1, across the
     uplinks: 10 n. The emulated links count the bytes."""
-    import tempfile
-
-    from topoplan.emulate import cluster as cl
     from topoplan.emulate.launch import transport_for
-    from topoplan.emulate.replayer import as_point_to_point, build
+    from topoplan.emulate.replayer import as_point_to_point
     from topoplan.emulate.run import _Run
 
     n = 1 << 20
     trace = _calls("bcast", (n,), comm_sizes=(4,))
-    spec = cl.cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2, 2)), scale=400)
-    bins = build()
-    work = Path(tempfile.mkdtemp())
     moved = {}
-    try:
-        with cl.Cluster(spec) as c:
-            binomial = dict(transport_for(n), coll_tuned_use_dynamic_rules="1", coll_tuned_bcast_algorithm="6")
-            for label, t, transport in (("model", as_point_to_point(trace), transport_for(n)),
-                                        ("library", trace, binomial),
-                                        ("nothing", Trace.from_records([], 4), transport_for(n))):
-                moved[label] = _Run(c, spec, bins, work, 120, transport).replay(t, spec.hosts)["link_bytes"]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with tree_cluster((2, 2)) as (c, spec, bins, work):
+        binomial = dict(transport_for(n), coll_tuned_use_dynamic_rules="1", coll_tuned_bcast_algorithm="6")
+        for label, t, transport in (("model", as_point_to_point(trace), transport_for(n)),
+                                    ("library", trace, binomial),
+                                    ("nothing", Trace.from_records([], 4), transport_for(n))):
+            moved[label] = _Run(c, spec, bins, work, 120, transport).replay(t, spec.hosts)["link_bytes"]
     per_n = {k: (v - moved["nothing"]) / n for k, v in moved.items() if k != "nothing"}
     assert 8.0 < per_n["model"] < 8.0 * 1.12 and 10.0 < per_n["library"] < 10.0 * 1.12, per_n
