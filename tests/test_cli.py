@@ -26,6 +26,13 @@ def test_bad_invocations_exit_2_without_traceback(args, needle):
     assert needle in r.stderr + r.stdout
 
 
+def test_traffic_takes_its_source_as_the_argument_or_as_dash_t(tmp_path):
+    spec = "neighbor2d:rows=2,cols=3,bytes=1MB"
+    a, b = _run("traffic", spec, "-o", str(tmp_path / "a.csv")), _run("traffic", "-T", spec, "-o", str(tmp_path / "b.csv"))
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text() != ""
+
+
 def test_help_works():
     r = _run("--help")
     assert r.returncode == 0 and "simulate" in r.stdout
@@ -143,6 +150,9 @@ def _audit_cases(tmp):
     return [
         (["show", "paper003", "-o", tmp], "is a directory"),
         (["traffic", "ring:np=8,bytes=1MB", "-o", tmp / "no" / "x.csv"], "does not exist"),
+        (["traffic", "ring:np=8,bytes=1MB", "-T", "ring:np=4,bytes=1MB", "-o", tmp / "r.csv"],
+         "give the traffic source once"),
+        (["traffic", "-o", tmp / "r.csv"], "give the traffic source once"),
         (["export", "mpich", "-p", tmp / "place.json", "--hosts", tmp / "bin.txt", "-o", tmp / "o"], "binary data"),
         (["bcast", "-t", "paper003", "-a", tmp / "latin1.txt"], "latin1.txt:2: not UTF-8"),
         (["bcast", "-t", "paper003", "-a", "gen:nodes=8", "-o", tmp / "b.json", "--rankfile", tmp / "b.json"],

@@ -56,7 +56,9 @@ def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm to
         typer.echo(text, nl=False)
 
 
-def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix CSV or trace CSV."),
+def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV or trace CSV."),
+                traffic_opt: Optional[str] = typer.Option(None, "--traffic", "-T",
+                                                          help="The source, as the other commands take it."),
                 output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
                 trace: bool = typer.Option(False, "--trace", help="Write the MPI event trace instead of the matrix."),
                 json_mode: bool = JsonOpt) -> None:
@@ -64,6 +66,10 @@ def traffic_cmd(source: str = typer.Argument(..., help="Generator spec, matrix C
     from topoplan.core.errors import TopoplanError
     from topoplan.traffic.sources import load_source
 
+    if (source is None) == (traffic_opt is None):
+        raise TopoplanError("give the traffic source once: as the argument or as -T/--traffic"
+                            + ("" if source is None else f" (got {source!r} and {traffic_opt!r})"))
+    source = source if source is not None else traffic_opt
     tr, traffic = load_source(source)
     if trace:
         if tr is None:
