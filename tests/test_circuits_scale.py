@@ -23,7 +23,8 @@ from topoplan.problems.circuits import forwarding
 from topoplan.problems.circuits.bound import evaluate
 from topoplan.problems.circuits.forwarding import (_dijkstra, _distance_vector_reference, _Relays, _relay_distances,
                                                   array_from_tables, distance_vector, partners_of, tables_from_array)
-from topoplan.plans.circuits import _check_tables, _entries_valid, _table_entries, validate_plan_dict
+from topoplan.plans.circuits import (ForwardingTables, _array_valid, _check_tables, _entries_valid, _table_entries,
+                                     validate_plan_dict)
 from topoplan.traffic.matrix import from_arrays
 
 
@@ -347,7 +348,7 @@ def test_planning_16384_nodes_allocates_nothing_node_by_node():
 
 def test_array_checks_of_plans_never_pass_what_the_entry_checks_refuse():
     rng = np.random.default_rng(5)
-    fast = agreed = 0
+    fast = agreed = held = 0
     for it in range(400):
         t = hybrid(switches=int(rng.integers(2, 5)), per_switch=int(rng.integers(2, 5)), ocs_per_switch=2,
                    ports=int(rng.integers(1, 3)))
@@ -379,7 +380,14 @@ def test_array_checks_of_plans_never_pass_what_the_entry_checks_refuse():
         assert ok or not ok_fast, (it, fwd)
         fast += ok_fast
         agreed += ok_fast == ok
+        if entries is not None and len(np.unique(entries[0] * s + entries[1])) == len(entries[0]) \
+                and all(((x >= 0) & (x < m)).all() for x, m in zip(entries, (n, s, n))):
+            # the same entries held as a next-hop array: the same verdict from the check on the array
+            nh = ForwardingTables.from_entries(*entries, n, s).next_hop
+            assert _array_valid(nh, hop_limit, n, s, sw, partners) == bool(ok_fast), (it, fwd)
+            held += 1
     assert fast > 50 and agreed > 250, (fast, agreed)   # the array checks take the plain tables
+    assert held > 150, held
 
 
 def test_plan_files_with_loops_or_long_routes_are_refused_as_before():
