@@ -20,6 +20,12 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     the mechanism check of the bulk part without MPI: the neighbour exchange (one iteration) on the same
     emulated networks as plain TCP flows, one connection per message, all started at once
     (``experiments/emulation_validation_tcp.py`` in every node), against the same prediction;
+``heavy``
+    the mechanism check of the bulk part's errors: the neighbour exchange as one bulk phase on EPS only,
+    balanced (four link directions, the uplinks of switches 1 and 2, carry its most bytes) and with one
+    switch pair made heavier (four more messages from switch 1 to switch 2: that pair's two link
+    directions alone carry the most); if equally loaded links each lose a random share to TCP, the
+    balanced exchange pays the worst of four and the heavier one only its bottleneck's;
 ``npb``
     the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only);
 ``bcast``
@@ -63,6 +69,7 @@ FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale"
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
           "calibration_ring", "load_avg", "collectives"]
+HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
 
 
@@ -114,6 +121,22 @@ def _bcast_keys(topo, placement, nbytes: int) -> list:
     return bcast_keys(best.to_dict(), placement, topo.n_nodes)
 
 
+def _heavy_trace(extra):
+    """The neighbour exchange of the bulk part (one iteration) as one bulk phase, plus 1 MB messages ``extra``."""
+    import numpy as np
+
+    from topoplan.sim.replay import bulk_trace
+    from topoplan.traffic.matrix import from_arrays
+    from topoplan.traffic.sources import load_source
+
+    _, tr = load_source(BULK["neighbor"].replace(",iters=2", ""))
+    s, d, b, _ = tr.matrix()
+    keep = s != d
+    src = np.concatenate([s[keep], [a for a, _ in extra]]).astype(np.int64)
+    dst = np.concatenate([d[keep], [b_ for _, b_ in extra]]).astype(np.int64)
+    return bulk_trace(from_arrays(tr.n_ranks, src, dst, np.concatenate([b[keep], [1e6] * len(extra)])))
+
+
 def _cells(parts, scale: float, quick: bool):
     """(part, case, traffic spec, OCS nodes per switch, network, scale) in run order."""
     if "scale" in parts:
@@ -135,6 +158,10 @@ def _cells(parts, scale: float, quick: bool):
         for ocs in ((2,) if quick else (1, 2)):
             for net in NETWORKS:
                 yield "tcp", "neighbor", BULK["neighbor"].replace("iters=2", "iters=1"), ocs, net, scale
+    if "heavy" in parts:
+        for _ in range(1 if quick else 3):   # alternated, so that the machine's load falls on both alike
+            for case in HEAVY:
+                yield "heavy", case, case, 2, "eps", scale
     if "npb" in parts:
         for case, spec in NPB.items():
             if quick and case not in ("mg", "is"):
@@ -164,6 +191,12 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             if net == "reordered":
                 keys = _bcast_keys(topo, pl, spec)
             spec = f"10 x MPI_Bcast of {spec} B from rank 0"
+        elif part == "heavy":
+            topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+            trace = _heavy_trace(HEAVY[case])
+            spec = f"{BULK['neighbor'].replace(',iters=2', '')} as one bulk phase" + \
+                (f", plus 1 MB {' '.join(f'{a}->{b}' for a, b in HEAVY[case])}" if HEAVY[case] else "")
+            pl = sequential(trace.n_ranks, topo)
         else:
             topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
             trace, _ = load_source(spec, with_traffic=False)
@@ -329,6 +362,8 @@ def markdown(rows) -> str:
                         ("bulk", "Bulk cases"),
                         ("bulk-ack", "Bulk cases with acknowledgements first in every queue (the mechanism check)"),
                         ("tcp", "Neighbour exchange (one iteration) as plain TCP flows, no MPI (the mechanism check)"),
+                        ("heavy", "Neighbour exchange as one bulk phase, EPS only: balanced, and with one switch pair "
+                                  "heavier (the mechanism check)"),
                         ("npb", "NPB skeletons (EPS only, communication only)"),
                         ("bcast", "Bcast, default order and reordered (two link speeds)")):
         sel = [r for r in rows if r["part"] == part]
@@ -355,6 +390,13 @@ def markdown(rows) -> str:
                 if {"default", "reordered"} <= set(d):
                     lines.append(f"- {size}: reordered / default measured {d['reordered']['measured_s'] / d['default']['measured_s']:.3f}, "
                                  f"predicted {d['reordered']['predicted_s'] / d['default']['predicted_s']:.3f}")
+            lines.append("")
+        if part == "heavy":
+            for case in HEAVY:
+                got = sorted(r["ratio"] for r in sel if r["case"] == case)
+                if got:
+                    lines.append(f"- {case}: ratio median {statistics.median(got):.3f}, least {got[0]:.3f}, "
+                                 f"largest {got[-1]:.3f} over {len(got)} runs")
             lines.append("")
         if part in ("bulk", "bulk-ack", "tcp"):
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
@@ -422,8 +464,8 @@ def plot(rows, path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, tcp, npb, "
-                    "bcast")
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, tcp, heavy, "
+                    "npb, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")

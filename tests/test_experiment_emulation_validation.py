@@ -57,3 +57,19 @@ def test_a_tag_names_the_files(tmp_path):
     ev.write_csv(_rows(), tmp_path / "emulation_validation_quiet.csv")
     assert ev.main(["--replot", "--tag", "quiet", "-o", str(tmp_path)]) == 0
     assert (tmp_path / "emulation_validation_quiet.md").is_file() and not (tmp_path / "emulation_validation.md").exists()
+
+
+def test_the_heavy_part_makes_one_switch_pair_the_bottleneck():
+    from topoplan.core.placement import sequential
+    from topoplan.sim.run import network_view, simulate
+
+    from experiments.emulation_validation import BASE, HEAVY, _cells, _heavy_trace, _topology
+
+    topo = _topology(BASE + ["ocs.nodes_per_switch=2"])
+    t = {case: simulate(network_view(topo, "eps"), _heavy_trace(extra), sequential(16, topo), compute_scale=0.0)
+         for case, extra in HEAVY.items()}
+    # balanced: 8 MB on the uplinks of switches 1 and 2 (5 Gb/s); heavier: 12 MB from switch 1 to switch 2
+    assert t["neighbor-balanced"]["makespan_s"] == pytest.approx(8e6 * 8 / 5e9, rel=0.01)
+    assert t["neighbor-heavy"]["makespan_s"] == pytest.approx(12e6 * 8 / 5e9, rel=0.01)
+    cells = [c[1] for c in _cells({"heavy"}, 400.0, quick=False)]
+    assert cells == list(HEAVY) * 3   # alternated
