@@ -444,7 +444,8 @@ def plot(rows, path) -> None:
         ax.scatter([r["predicted_s"] * 1e3 for r in npb], [r["measured_s"] * 1e3 for r in npb], marker="x",
                    color="k", label="NPB (EPS)")
         for r in npb:
-            ax.annotate(r["case"], (r["predicted_s"] * 1e3, r["measured_s"] * 1e3), fontsize=8)
+            ax.annotate(r["case"].upper(), (r["predicted_s"] * 1e3, r["measured_s"] * 1e3), fontsize=8,
+                        xytext=(5, 3), textcoords="offset points")
     lo = min(min(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 0.8
     hi = max(max(r["predicted_s"], r["measured_s"]) for r in sel) * 1e3 * 1.2
     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="measured = predicted")
@@ -452,6 +453,12 @@ def plot(rows, path) -> None:
     ax.plot([lo, hi], [lo * 0.9, hi * 0.9], ":", color="grey", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):   # plain numbers at 1-2-5 steps, no 10^x labels that run into each other
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("predicted communication time, default model (ms)")
     ax.set_ylabel("measured on the emulated cluster, scaled back (ms)")
     scales = sorted({r["scale"] for r in sel})
