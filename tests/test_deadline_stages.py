@@ -388,7 +388,7 @@ def test_placement_starts_skip_the_partitioners_whose_compilation_cannot_fit(mon
     from topoplan.problems.placement import problem as pp
 
     share(1.0)
-    monkeypatch.setattr(pp, "refine_ready", lambda: ready)
+    monkeypatch.setattr(pp, "refine_ready", lambda problem=None: ready)
     starts = pp.default_starts(_placement_problem(), "anneal", time_limit)
     assert (starts == ("greedy",)) == greedy_only and "greedy" in starts
 
@@ -431,7 +431,7 @@ def test_a_processs_first_metis_run_is_predicted_with_loading_the_refinement(mon
     share(1.0)
     monkeypatch.setattr(metis, "metis_run_cost_s", lambda n_edges, n_parts: 0.0)
     monkeypatch.setattr(metis, "REFINE_LOAD_S", 1e6)
-    monkeypatch.setattr(metis, "_refine_loaded", lambda: loaded)
+    monkeypatch.setattr(metis, "_refine_loaded", lambda W: loaded)
     kept = []
     recursive_map(_placement_problem(), tries=1, end_at=time.perf_counter() + 3600.0, in_order=kept)
     assert bool(kept) == in_order

@@ -126,3 +126,28 @@ def test_metis_on_thousands_of_ranks_exact_and_shortcut_loses_nothing():
     hop = PlacementProblem.build(one.topology, traffic)
     u, v, w = hop.edges()
     assert hop.hop_bytes(node) == pytest.approx(w.sum() + 2 * res.metrics["inter_switch_bytes"])
+
+
+@pytest.mark.parametrize("spec, switches", [
+    ("../shared/matrices/maplib/cg64.csv", 4), ("../shared/matrices/maplib/amg64.csv", 16),
+    ("random:np=128,msgs=1024,bytes=1MB,seed=1", 8), ("neighbor2d:rows=8,cols=8,bytes=1MB", 4)])
+def test_the_interpreted_refinement_places_as_the_compiled_one(monkeypatch, spec, switches):
+    """Small graphs are refined by the kernels' Python originals in a process without the compiled ones: the same
+    placement, move for move."""
+    from pathlib import Path
+
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.placement import refine as refine_mod
+
+    if spec.startswith("../") and not (Path(__file__).resolve().parents[1] / spec).is_file():
+        pytest.skip(f"{spec} is not there")
+    spec = str(Path(__file__).resolve().parents[1] / spec) if spec.startswith("../") else spec
+    tr = load_traffic(spec)
+    topo = load_topology({"kind": "tree", "name": "t", "switches": switches, "nodes_per_switch": tr.n_ranks // switches,
+                          "cores_per_node": 1, "eps": {"down_bw": "10Gbps", "up_bw": "40Gbps"}})
+    got = {}
+    for way in (True, False):
+        monkeypatch.setattr(refine_mod, "runs_interpreted", lambda W, way=way: way)
+        res = solve(PlacementProblem.build(topo, tr), "metis", seed=3)
+        got[way] = (res.objective, list(res.plan["rank_to_node"]))
+    assert got[True] == got[False]

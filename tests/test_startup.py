@@ -142,3 +142,14 @@ def test_placing_with_a_partitioner_imports_neither_the_solvers_nor_the_circuits
     assert not packages(mods) & {"pulp", "ortools", "highspy"}, sorted(packages(mods) & {"pulp", "ortools", "highspy"})
     assert not {m for m in mods if m.startswith(("topoplan.problems.circuits", "topoplan.problems.placement.joint",
                                                  "topoplan.problems.placement.exact"))}
+
+
+
+def test_placing_a_small_job_refines_without_numba(tmp_path):
+    """64 ranks: the refinement runs as Python (neither Numba imported nor its cached kernels loaded; that the
+    parts are the compiled refinement's is tests/test_placement_scale.py's)."""
+    out = tmp_path / "place.json"
+    mods = imported("place", "-t", "paper003", "--set", "kind=tree", "--set", "ocs=null", "-T",
+                    "neighbor2d:rows=8,cols=8,bytes=1MB", "-m", "metis", "--json", "-o", str(out))
+    assert not packages(mods) & {"numba", "llvmlite"}, sorted(packages(mods) & {"numba", "llvmlite"})
+    assert json.loads(out.read_text())["method"] == "metis"

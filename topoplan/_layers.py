@@ -57,12 +57,6 @@ LAZY = {
     ("topoplan.problems.circuits.forwarding", "topoplan.problems.circuits._sharing_jit"):
         "start-up: the tables' compiled traffic pass needs Numba (0.5 s to import and 1 s to load the kernel, "
         "measured at 16,384 nodes); only problems of 65,536 traffic groups or more run it",
-    ("topoplan.problems.placement.problem", "topoplan.problems.placement.refine"):
-        "start-up: the refinement is Numba code (tenths of a second to import); the placement problem only asks "
-        "whether its kernels are compiled, when a start is chosen",
-    ("topoplan.problems.placement.metis", "topoplan.problems.placement.refine"):
-        "start-up: the refinement is Numba code (importing Numba and loading the kernels: 0.3-0.8 CPU s of a "
-        "command, measured); a placement whose splits all take their ranks in order never needs it",
     ("topoplan.problems.placement.exact", "topoplan.formulations.placement_groups"):
         "start-up: the groups model's search is Numba code (0.3-0.8 CPU s, measured); most placements (several "
         "cores a node, large switches) never use it",

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +46,7 @@ import scipy.sparse as sp
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import missing_extra, require
+from topoplan.problems.placement import refine as refine_mod
 from topoplan.problems.placement.problem import PlacementProblem, metis_run_cost_s, result_from
 from topoplan.problems.placement.registry import METHODS
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
@@ -79,10 +79,10 @@ KAHIP_MAX_RUNS = 5
 REFINE_LOAD_S = 1.0
 
 
-def _refine_loaded() -> bool:
-    """Whether this process has the refinement's kernels loaded (its first run pays :data:`REFINE_LOAD_S`)."""
-    mod = sys.modules.get("topoplan.problems.placement.refine")
-    return mod is not None and deadline.kernel_loaded(mod._refine)
+def _refine_loaded(W) -> bool:
+    """Whether refining ``W`` runs at once: the process has the refinement's kernels loaded, or ``W`` is refined by
+    the interpreter (otherwise the first run pays :data:`REFINE_LOAD_S`)."""
+    return deadline.kernel_loaded(refine_mod._refine) or refine_mod.runs_interpreted(W)
 
 
 def _int_weights(w: np.ndarray, max_weight: float = 1e6) -> np.ndarray:
@@ -213,10 +213,8 @@ def _fill(n: int, targets) -> np.ndarray:
 
 
 def repair_balance(W: sp.csr_matrix, part, targets) -> np.ndarray:
-    """Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse).
-
-    The refinement's module is imported at the first call, not with this one: it imports Numba (0.3-0.8 CPU s of
-    a command's start-up, measured), which a placement whose splits all take their ranks in order never needs.
+    """Exact part sizes by the cheapest moves: :func:`topoplan.problems.placement.refine.repair` (compiled, sparse;
+    interpreted for a small graph: :func:`topoplan.problems.placement.refine.for_graph`).
 
     Examples
     --------
@@ -224,9 +222,7 @@ def repair_balance(W: sp.csr_matrix, part, targets) -> np.ndarray:
     >>> repair_balance(W, np.array([0, 0, 0]), [2, 1]).tolist()
     [0, 0, 1]
     """
-    from topoplan.problems.placement.refine import repair   # imported here: Numba (see above)
-
-    return repair(W, part, targets)
+    return refine_mod.for_graph(W).repair(W, part, targets)
 
 
 def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "metis",
@@ -286,8 +282,8 @@ def partition(W: sp.csr_matrix, targets, seed: int = 0, partitioner: str = "meti
     >>> np.bincount(parts).tolist(), cut_weight(p.graph(), parts)      # 32 cut edges of 8 MB
     ([64, 64, 64, 64], 256000000.0)
     """
-    from topoplan.problems.placement.refine import cut_weight, refine   # imported here: Numba (repair_balance)
-
+    kernels = refine_mod.for_graph(W)
+    cut_weight, refine = kernels.cut_weight, kernels.refine
     targets = np.asarray(targets, dtype=np.int64)
     if targets.sum() != W.shape[0]:
         raise ValueError("targets must add up to the number of vertices")
@@ -456,7 +452,7 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
         else:
             sub = W[ranks][:, ranks].tocsr()
             if end_at is not None and partitioner == "metis" and not plain and time.perf_counter() + deadline.scaled(
-                    metis_run_cost_s(sub.nnz // 2, len(used)) + (0.0 if _refine_loaded() else REFINE_LOAD_S)) > end_at:
+                    metis_run_cost_s(sub.nnz // 2, len(used)) + (0.0 if _refine_loaded(sub) else REFINE_LOAD_S)) > end_at:
                 part = _fill(len(ranks), counts[used])   # the split's first run would end past the time limit
                 if in_order is not None:
                     in_order.append(len(ranks))

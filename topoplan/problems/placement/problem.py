@@ -52,6 +52,7 @@ from topoplan.core.topology_io import cores_hint
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
+from topoplan.problems.placement import refine
 
 __all__ = ["PlacementProblem", "OBJECTIVES", "METHODS", "STARTS", "solve", "placement_metrics", "result_from",
            "validate_result", "to_placement", "simulated_time", "initial_placement", "default_starts",
@@ -632,25 +633,25 @@ def default_starts(problem: PlacementProblem, method: str, time_limit: float | N
     if time_limit is not None and "greedy" in starts:
         share_s = START_SHARE * time_limit
         # METIS could not make even its first split in time (every split would take its ranks in order), or every
-        # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile; the
-        # first test also spares a short run the import of the refinement (Numba: 0.3-0.8 CPU s)
+        # partitioner refines its parts (topoplan.problems.placement.refine) and that would first compile
         if deadline.scaled(metis_run_cost_s(n_edges, problem.topology.n_switches)) > share_s or \
-                (deadline.scaled(REFINE_COMPILE_S) > share_s and not refine_ready()):
+                (deadline.scaled(REFINE_COMPILE_S) > share_s and not refine_ready(problem)):
             starts = ("greedy",)
     return starts
 
 
-def refine_ready() -> bool:
-    """Whether the partitioners' compiled refinement runs without compiling first (in this process, or from
-    Numba's cache: :func:`topoplan.core.deadline.kernel_ready`).
+def refine_ready(problem: PlacementProblem | None = None) -> bool:
+    """Whether the partitioners' refinement runs without compiling first: ``problem``'s rank graph is refined by
+    the interpreter (:func:`topoplan.problems.placement.refine.runs_interpreted`), or the compiled kernels are
+    loaded in this process or in Numba's cache (:func:`topoplan.core.deadline.kernel_ready`).
 
     Examples
     --------
     >>> isinstance(refine_ready(), bool)
     True
     """
-    from topoplan.problems.placement import refine   # imported here: it imports Numba (tenths of a second)
-
+    if problem is not None and refine.runs_interpreted(problem.graph()):
+        return True
     return deadline.kernel_ready(refine._refine) and deadline.kernel_ready(refine._repair)
 
 
