@@ -77,6 +77,9 @@ KAHIP_MAX_RUNS = 5
 #: CPU seconds of a process's first refinement before it runs: importing Numba and loading the compiled kernels from
 #: its cache (METIS's first placement of 256 ranks in a process took 1.01 CPU s, the next 0.24), kept at 1.
 REFINE_LOAD_S = 1.0
+#: A run whose refinement is interpreted (:func:`topoplan.problems.placement.refine.runs_interpreted`) takes up to
+#: this many times :func:`metis_run_cost_s` (measured on 64-128 ranks: 5-15x).
+INTERPRETED_SLOWDOWN = 15.0
 
 
 def _refine_loaded(W) -> bool:
@@ -451,8 +454,10 @@ def recursive_map(problem: PlacementProblem, seed: int = 0, partitioner: str = "
             part = np.arange(len(ranks)) if len(used) > 1 else np.zeros(len(ranks), dtype=np.int64)
         else:
             sub = W[ranks][:, ranks].tocsr()
+            slowdown = INTERPRETED_SLOWDOWN if refine_mod.runs_interpreted(sub) else 1.0
             if end_at is not None and partitioner == "metis" and not plain and time.perf_counter() + deadline.scaled(
-                    metis_run_cost_s(sub.nnz // 2, len(used)) + (0.0 if _refine_loaded(sub) else REFINE_LOAD_S)) > end_at:
+                    metis_run_cost_s(sub.nnz // 2, len(used)) * slowdown
+                    + (0.0 if _refine_loaded(sub) else REFINE_LOAD_S)) > end_at:
                 part = _fill(len(ranks), counts[used])   # the split's first run would end past the time limit
                 if in_order is not None:
                     in_order.append(len(ranks))
