@@ -75,6 +75,13 @@ def _placement() -> str:
 
     solve(PlacementProblem.build(load_topology("paper003"), load_traffic("neighbor2d:rows=16,cols=16,bytes=1MB")),
           "metis")
+    # the balance repair, which METIS's parts above may not need (a first placement whose parts do would
+    # compile it, and time limits count on it being ready: topoplan.problems.placement.problem.refine_ready)
+    import scipy.sparse as sp
+
+    from topoplan.problems.placement import refine
+
+    refine.repair(sp.csr_matrix(np.array([[0, 5, 1], [5, 0, 0], [1, 0, 0]], float)), np.zeros(3, dtype=np.int64), [2, 1])
     return ""
 
 
@@ -153,6 +160,9 @@ def warm(groups=None, *, echo=None) -> dict:
     --------
     >>> sorted(warm(["placement", "replay"]))          # cached kernels: fast after the first run
     ['placement', 'replay']
+    >>> from topoplan.problems.placement.problem import refine_ready
+    >>> refine_ready()                                  # both refinement kernels (the partition's and the repair's)
+    True
     >>> warm(["everything"])
     Traceback (most recent call last):
     ...
