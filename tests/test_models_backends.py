@@ -276,3 +276,25 @@ def test_cbc_leaves_no_file_when_it_ends_without_a_solution(tmp_path, monkeypatc
     r = solve(prob, "cbc", time_limit=5)
     assert r.status == "error" and not r.has_solution
     assert list(temp.iterdir()) == []
+
+
+def test_cbc_stopped_at_the_limit_with_a_solution_is_a_timeout(tmp_path, monkeypatch):
+    # a CBC that overruns its own limit: the back-end interrupts it, and it writes the solution it has (CBC's
+    # own behaviour on SIGINT); the result is a time-out with that solution, not a merely feasible solve
+    fake = tmp_path / "cbc"
+    # (re-executed under its own name, as the back-end finds CBC among its children by name; it gives up
+    # after 30 s, so that a back-end that never interrupts it fails the test rather than hangs it)
+    fake.write_text('#!/bin/bash\n'
+                    '[ -z "$INNER" ] && INNER=1 exec -a "$0" /bin/bash "$0" "$@"\n'
+                    'sol=""; prev=""\n'
+                    'for a in "$@"; do [ "$prev" = "-solution" ] && sol="$a"; prev="$a"; done\n'
+                    'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
+                    'for i in $(seq 600); do sleep 0.05; done\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
+    prob = pulp.LpProblem("slow", pulp.LpMinimize)
+    x = prob.add_variable("x", 0, 3, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("x", 0, 3, cat="Integer")
+    prob += x
+    prob += x >= 1
+    r = solve(prob, "cbc", time_limit=0.2)
+    assert r.status == "timeout" and r.has_solution, r

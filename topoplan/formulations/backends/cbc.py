@@ -97,7 +97,8 @@ def solve(prob, *, time_limit=None, started=None, seed=0, threads=None, mip_gap=
     elif sol == pulp.LpSolutionOptimal and prob.status == pulp.LpStatusOptimal:
         status = "optimal"
     elif has:
-        status = "feasible"
+        # stopped by us at the limit (CBC overran its own): a time-out, whatever CBC's log says
+        status = "timeout" if stopped[0] else "feasible"
     else:
         status = "error"
     if status == "optimal" and bound is None:
