@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
-from topoplan.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.bound import better, evaluate, floor_s
 
 GB = 1.25e9  # 10 Gbps in bytes/s
 
@@ -89,8 +89,6 @@ def test_fat_tree_uplinks_are_not_shared():
 def test_plans_that_tie_on_bound_and_uplink_bytes_are_ranked_by_their_link_bytes():
     # a plan-independent bottleneck (node 1 -> node 2, 20 MB on its node links: 16 ms) hides where 0 -> 3 goes:
     # over a circuit that ends at node 3, or at node 4, which delivers it over the EPS (two more node links)
-    from topoplan.problems.circuits.bound import better
-
     p = problem(hybrid(), [(1, 2, 20e6), (0, 3, 5e6)])
     direct = evaluate(p, [(0, 3)], nh_of(p, {(0, 1): 3}))
     relayed = evaluate(p, [(0, 4)], nh_of(p, {(0, 1): 4}))

@@ -28,7 +28,7 @@ second half of every all-to-all runs with the uplinks half used: 0.70-0.85x) nor
 the run overlaps the clock's steps; on 001 a rank sends its wavefront planes at once, eagerly, they share
 its node link, and the plane the next rank needs first arrives with the last: the pipeline runs as a
 sweep of bursts). Both are effects of when each rank runs under sharing; the terms measured for them (the
-step time over the eager clock's levels, the latency chain charged with its route's or its ranks' node
+step time over the latency clock's levels, its chain charged with its route's or its ranks' node
 links' load in each level) moved LU or IS on one system and broke them or MG on another
 (docs/circuits.md). Charging a relay's delay only on the links its message crosses (so that
 a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light relaying
