@@ -257,14 +257,17 @@ def test_every_exact_plan_is_loop_free(case, seed):
         assert _walk_every_entry(p, res) == 0, (formulation, res.plan["forwarding"])
 
 
-def test_of_incumbents_that_tie_the_one_with_fewer_link_bytes_is_kept(monkeypatch):
-    # two incumbents of equal bound and uplink bytes (a plan-independent bottleneck, node 1 -> node 2, hides
+def test_of_incumbents_of_steps_that_tie_the_one_with_fewer_link_bytes_is_kept(monkeypatch):
+    # two incumbents of equal step time and uplink bytes (a plan-independent bottleneck, node 1 -> node 2, hides
     # where 0 -> 3 goes): a circuit that ends at node 3, or one that ends at node 4, which delivers over the
     # EPS. Offered relayed first, the direct one is kept; the model finds nothing better.
     from topoplan.problems.circuits import exact
     from topoplan.problems.circuits.forwarding import array_from_tables
 
-    p = problem(hybrid(), [(1, 2, 20e6), (0, 3, 5e6)])
+    from test_circuits_bound import one_step
+
+    pairs = [(1, 2, 20e6), (0, 3, 5e6)]
+    p = problem(hybrid(), pairs, steps=one_step(pairs))
 
     def nh(entries):
         out = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
