@@ -15,6 +15,12 @@ paper's heuristic and no circuits; its accuracy is the ilp objective over its si
     python benchmarks/bench_steps.py --table            # the summary of the cells measured so far
     python benchmarks/bench_steps.py --quick --systems 003 --traffic cg,mg   # a subset of the cells
     python benchmarks/bench_steps.py --sizes "8 OCS" --seeds 1,2 --out benchmarks/results/steps_grid_seeds.jsonl
+    python benchmarks/bench_steps.py --mechanism --systems 001-16x16 --traffic lu   # why a cell runs off its steps
+
+``--mechanism`` replays one cell without circuits in the reference replayer (Python: minutes) with MPI's eager
+sends and with every send waiting, and prints the simulator's evidence docs/circuits.md cites: the critical
+chain followed back from the last rank (transmission against waiting, by message size), the flows each chain
+message shared its sender's node link and its switches' uplinks with, and how many uplinks are full over time.
 
 Cells are appended to ``benchmarks/results/steps_grid.jsonl`` as they finish (a rerun skips them;
 ``--fresh`` starts over); ``--table`` prints the summary (Markdown) the README shows. NPB traces run two
@@ -137,6 +143,108 @@ def _memo(fn):
     return run
 
 
+def replay_record(trace, net, placement, eager_threshold_B):
+    """The reference replay with every message's ``(src, dst, bytes, start_s, arrival_s)`` and every link's
+    utilization per millisecond: ``(ReplayResult, messages array)``."""
+    import numpy as np
+
+    from topoplan.sim.reference import Replayer
+
+    class Recorder(Replayer):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.record, self.started = [], {}
+
+        def _start(self, m, t):
+            self.started.setdefault(id(m), t)
+            super()._start(m, t)
+
+        def _flow_done(self, fid, t):
+            m = self.flow_msg[fid]
+            super()._flow_done(fid, t)
+            if m.arrived and m.t_arrive == t:        # the last segment of its route
+                self.record.append((m.src, m.dst, m.nbytes, self.started.pop(id(m)), t))
+
+    rep = Recorder(trace, net, placement, eager_threshold_B=eager_threshold_B, timeline_dt_s=1e-3)
+    res = rep.run()
+    return res, np.array(rep.record, dtype=np.float64).reshape(-1, 5)
+
+
+def critical_chain(msgs, finish_s):
+    """The messages that let each rank go on, followed back from the rank that finishes last: at every rank the
+    message that arrived last before the time the chain reached it, then its sender at its start. Returns the
+    indices into ``msgs`` and the time of the chain not spent in transmission."""
+    import numpy as np
+
+    src, dst, start, arrive = msgs[:, 0].astype(np.int64), msgs[:, 1].astype(np.int64), msgs[:, 3], msgs[:, 4]
+    order = np.lexsort((arrive, dst))
+    lo = np.searchsorted(dst[order], np.arange(len(finish_s) + 1))
+    r, t = int(np.argmax(finish_s)), float(np.max(finish_s))
+    chain, other = [], 0.0
+    while t > 0:
+        a, b = lo[r], lo[r + 1]
+        j = a + int(np.searchsorted(arrive[order[a:b]], t * (1 + 1e-12), side="right")) - 1
+        if j < a:
+            other += t
+            break
+        i = int(order[j])
+        other += t - arrive[i]
+        chain.append(i)
+        r, t = int(src[i]), float(start[i])
+    return chain[::-1], other
+
+
+def mechanism(system: str, kind: str) -> int:
+    """Print the simulator's evidence for one cell without circuits (see the module docstring)."""
+    import numpy as np
+
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.sim.network import build_network
+    from topoplan.traffic.sources import load_source
+
+    preset, _, ranks, _ = SYSTEMS[system]
+    trace, _ = load_source(traffic_spec(kind, ranks, 0))
+    trace = trace.build() if hasattr(trace, "build") else trace
+    topo = load_topology(preset)
+    net = build_network(topo)
+    pl = sequential(trace.n_ranks, topo)
+    node = np.asarray(pl.rank_to_node, dtype=np.int64)
+    sw = np.asarray(topo.node_switch(), dtype=np.int64)
+    ids = net.link_ids()
+    for label, eager_B in (("eager sends (below 64 KiB)", 65536.0), ("every send waiting", 0.0)):
+        res, msgs = replay_record(trace, net, pl, eager_B)
+        chain, other = critical_chain(msgs, res.rank_finish_s)
+        m = msgs[chain]
+        print(f"{system} {kind}, {label}: simulated {res.makespan_s * 1e3:.2f} ms; critical chain {len(chain)} "
+              f"messages, {(m[:, 4] - m[:, 3]).sum() * 1e3:.2f} ms in transmission, {other * 1e3:.2f} ms not")
+        for lo_B, hi_B in ((0, 1024), (1024, 16384), (16384, 65536), (65536, np.inf)):
+            k = (m[:, 2] >= lo_B) & (m[:, 2] < hi_B)
+            if k.any():
+                print(f"  chain messages of {lo_B:.0f}-{hi_B:.0f} B: {k.sum()}, {(m[k, 4] - m[k, 3]).sum() * 1e3:.2f} ms, "
+                      f"{(m[k, 4] - m[k, 3]).mean() * 1e3:.3f} ms each")
+        a, b = node[msgs[:, 0].astype(np.int64)], node[msgs[:, 1].astype(np.int64)]
+        cross = sw[a] != sw[b]
+        shares = {"its sender's node link": [], "its sender's switch uplink": []}
+        for i in chain:
+            d = msgs[i, 4] - msgs[i, 3]
+            if d <= 0:
+                continue
+            w = np.clip(np.minimum(msgs[:, 4], msgs[i, 4]) - np.maximum(msgs[:, 3], msgs[i, 3]), 0, None) / d
+            w[i] = 0.0
+            shares["its sender's node link"].append(w[a == a[i]].sum())
+            if cross[i]:
+                shares["its sender's switch uplink"].append(w[cross & (sw[a] == sw[a[i]])].sum())
+        for what, v in shares.items():
+            if v:
+                print(f"  a chain message shared {what} with {np.mean(v):.0f} other flows on average")
+        util = np.asarray(res.timeline["util"])[:, :int(np.ceil(res.makespan_s / 1e-3))]
+        full = (util[ids["uplink_up"]] >= 0.95).sum(axis=0) if len(ids["uplink_up"]) else np.zeros(0)
+        print(f"  uplinks {util[ids['uplink_up']].mean():.0%} busy on average; uplinks at least 95% busy, every "
+              f"2 ms: {full[::2].tolist()}; node links {util[ids['up']].mean():.0%} busy")
+    return 0
+
+
 def summary(rows) -> str:
     """The Markdown table of the README: per system and traffic, cells that hold and the accuracy."""
     import numpy as np
@@ -175,6 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", help="comma-separated circuit sizes (labels such as '8 OCS'; default: all, the first "
                                     "with --quick)")
     ap.add_argument("--seeds", help="comma-separated planner seeds (default 0-4; 0 with --quick)")
+    ap.add_argument("--mechanism", action="store_true",
+                    help="the simulator's evidence for one cell without circuits (--systems, --traffic: one each)")
     a = ap.parse_args(argv)
     systems = a.systems.split(",") if a.systems else None
     traffic = a.traffic.split(",") if a.traffic else None
@@ -191,6 +301,11 @@ def main(argv=None) -> int:
         if bad:
             print(f"error: {name}: unknown {', '.join(bad)}; choose from {', '.join(known)}", file=sys.stderr)
             return 2
+    if a.mechanism:
+        if not (systems and traffic and len(systems) == 1 and len(traffic) == 1):
+            print("error: --mechanism: give one system (--systems) and one traffic (--traffic)", file=sys.stderr)
+            return 2
+        return mechanism(systems[0], traffic[0])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     if a.fresh and a.out.exists():
         a.out.unlink()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
-from topoplan.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.bound import better, evaluate, floor_s
 
 GB = 1.25e9  # 10 Gbps in bytes/s
 
@@ -84,3 +84,28 @@ def test_fat_tree_uplinks_are_not_shared():
     p = problem(t, [(2, 5, 5e6), (1, 4, 5e6)])
     ev = evaluate(p, [], nh_of(p, {}))
     assert ev.congestion_s == pytest.approx(5e6 / GB)  # node links only, the 10 MB uplink load is free
+
+
+def one_step(pairs, n=6):
+    """The traffic of ``pairs`` as the steps of a trace: one step."""
+    from topoplan.sim.steps import Steps
+    from topoplan.traffic.matrix import from_arrays
+
+    src, dst, by = zip(*pairs)
+    return Steps(n, [from_arrays(n, src, dst, by)], np.array([1.0]), 1, "one step")
+
+
+@pytest.mark.parametrize("steps", [True, False])
+def test_plans_of_steps_that_tie_on_bound_and_uplink_bytes_are_ranked_by_their_link_bytes(steps):
+    # a plan-independent bottleneck (node 1 -> node 2, 20 MB on its node links: 16 ms) hides where 0 -> 3 goes:
+    # over a circuit that ends at node 3, or at node 4, which delivers it over the EPS (two more node links).
+    # Plans of one bulk phase keep the first of equals.
+    pairs = [(1, 2, 20e6), (0, 3, 5e6)]
+    p = problem(hybrid(), pairs, steps=one_step(pairs) if steps else None)
+    direct = evaluate(p, [(0, 3)], nh_of(p, {(0, 1): 3}))
+    relayed = evaluate(p, [(0, 4)], nh_of(p, {(0, 1): 4}))
+    assert direct.objective_s == pytest.approx(relayed.objective_s)
+    assert direct.congestion_s == pytest.approx(20e6 / GB)
+    assert direct.uplink_bytes == relayed.uplink_bytes == 0
+    assert relayed.loads_B.sum() == pytest.approx(direct.loads_B.sum() + 2 * 5e6)
+    assert better(direct, relayed) == steps and not better(relayed, direct) and not better(direct, direct)

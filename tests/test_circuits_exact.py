@@ -255,3 +255,34 @@ def test_every_exact_plan_is_loop_free(case, seed):
     for formulation in ("node", "switch"):
         res = solve(p, "ilp", formulation=formulation, seed=seed, time_limit=20)
         assert _walk_every_entry(p, res) == 0, (formulation, res.plan["forwarding"])
+
+
+def test_of_incumbents_of_steps_that_tie_the_one_with_fewer_link_bytes_is_kept(monkeypatch):
+    # two incumbents of equal step time and uplink bytes (a plan-independent bottleneck, node 1 -> node 2, hides
+    # where 0 -> 3 goes): a circuit that ends at node 3, or one that ends at node 4, which delivers over the
+    # EPS. Offered relayed first, the direct one is kept; the model finds nothing better.
+    from topoplan.problems.circuits import exact
+    from topoplan.problems.circuits.forwarding import array_from_tables
+
+    from test_circuits_bound import one_step
+
+    pairs = [(1, 2, 20e6), (0, 3, 5e6)]
+    p = problem(hybrid(), pairs, steps=one_step(pairs))
+
+    def nh(entries):
+        out = np.full((p.n_nodes, p.n_switches), -1, dtype=np.int64)
+        for (n, s), h in entries.items():
+            out[n, s] = h
+        return out
+
+    def incumbents(problem, seed, run=None):
+        yield "relayed", [(0, 4)], nh({(0, 1): 4})
+        yield "direct", [(0, 3)], nh({(0, 1): 3})
+
+    monkeypatch.setattr(exact, "_incumbents", incumbents)
+    direct = evaluate(p, [(0, 3)], nh({(0, 1): 3}))
+    res = solve(p, "ilp", formulation="node", time_limit=30)
+    got = evaluate(p, [tuple(c) for c in res.plan["circuits"]],
+                   array_from_tables(res.plan["forwarding"], p.n_nodes, p.n_switches))
+    assert res.objective == pytest.approx(direct.objective_s, rel=REL)
+    assert got.loads_B.sum() == pytest.approx(direct.loads_B.sum(), rel=REL)

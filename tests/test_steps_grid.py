@@ -68,3 +68,22 @@ def test_step_time_of_relaying_plans_is_close_to_their_simulated_time(method):
     assert solve(merged, method, seed=0).objective == pytest.approx(r.objective, rel=1e-6)
     simulated = plan_simulator(prob, trace)(r.to_dict(), validated=True)
     assert 0.95 <= r.objective / simulated <= 1.05, (r.objective, simulated)
+
+
+def test_the_critical_chain_follows_the_last_arrival_back_to_the_start():
+    # rank 2 finishes last (3 s), woken by 1 -> 2, which rank 1 sent when 0 -> 1 arrived; 0 -> 2 came earlier
+    import numpy as np
+    from bench_steps import critical_chain
+
+    msgs = np.array([[0, 1, 8.0, 0.0, 1.0],      # src, dst, bytes, start, arrival
+                     [1, 2, 8.0, 1.5, 3.0],
+                     [0, 2, 8.0, 0.0, 0.5]])
+    chain, other = critical_chain(msgs, np.array([0.2, 2.0, 3.0]))
+    assert chain == [0, 1] and other == pytest.approx(0.5)        # rank 1 ran 0.5 s between arrival and send
+
+
+def test_mechanism_wants_one_cell(capsys):
+    from bench_steps import main
+
+    assert main(["--mechanism", "--systems", "003,000", "--traffic", "lu"]) == 2
+    assert capsys.readouterr().err.startswith("error: --mechanism: give one system")

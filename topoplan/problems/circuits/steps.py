@@ -23,9 +23,14 @@ which depends on the plan.
 How close the step time comes to the simulated time is measured by ``benchmarks/bench_steps.py`` (the
 papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT and for most plans that
 relay; not for IS and FT's heuristic plans that relay (throttled all-to-all batches of small eager
-messages: ranks drift apart between batches and the last batches run with the bottleneck half used:
-0.70-0.85x) nor for LU (0.91-1.34x: on 000 and 003 the run overlaps the clock's steps, on 001 the shared
-uplinks make it slower than them). Charging a relay's delay only on the links its message crosses (so that
+messages: ranks drift apart between batches, the drifted batches load a few uplinks at a time, and the
+second half of every all-to-all runs with the uplinks half used: 0.70-0.85x) nor for LU (0.81-1.20x: on 000
+the run overlaps the clock's steps; on 001 a rank sends its wavefront planes at once, eagerly, they share
+its node link, and the plane the next rank needs first arrives with the last: the pipeline runs as a
+sweep of bursts). Both are effects of when each rank runs under sharing; the terms measured for them (the
+step time over the latency clock's levels, its chain charged with its route's or its ranks' node
+links' load in each level) moved LU or IS on one system and broke them or MG on another
+(docs/circuits.md). Charging a relay's delay only on the links its message crosses (so that
 a relay off the step's bottleneck costs nothing) was measured and rejected: it fits CG's light relaying
 (1.11x -> 1.00x) but lets the ilp choose plans that relay much, which it then underestimates by up to
 0.78x (CG on 001-8x32 with 64 OCS nodes: a plan 24% slower than no circuits).
