@@ -70,6 +70,7 @@ for _p in (ROOT, ROOT / "benchmarks"):  # run as a script from anywhere
         sys.path.insert(0, str(_p))
 
 from processes import run_process  # noqa: E402
+from simgrid_peer import CONFIG as MAXMIN_CONFIG  # noqa: E402
 
 __all__ = ["SMPIRUN", "SMPI_CONFIG", "HOST_SPEED_FLOPS", "smpi_available", "topology_doc", "write_ti_traces",
            "write_platform", "smpi_algorithms", "smpi_command", "run_smpi", "prepare"]
@@ -77,20 +78,16 @@ __all__ = ["SMPIRUN", "SMPI_CONFIG", "HOST_SPEED_FLOPS", "smpi_available", "topo
 SMPIRUN = "smpirun"
 HOST_SPEED_FLOPS = 1e9
 EAGER_B = 65536
+# SimGrid's network configured as pure max-min (the flow peer's, simgrid_peer.CONFIG), and SMPI's own choices
 SMPI_CONFIG = [
-    "--cfg=network/model:CM02",
-    "--cfg=network/latency-factor:1.0",
-    "--cfg=network/bandwidth-factor:1.0",
-    "--cfg=network/weight-S:0",
-    "--cfg=network/crosstraffic:0",
-    "--cfg=network/TCP-gamma:0",
+    *MAXMIN_CONFIG,
     "--cfg=smpi/coll-selector:mpich",   # bcast, reduce, allreduce: set per trace (smpi_algorithms)
     f"--cfg=smpi/async-small-thresh:{EAGER_B}",
     f"--cfg=smpi/send-is-detached-thresh:{EAGER_B}",
 ]
 QUIET = ["--log=root.thresh:warning", "--log=smpi_replay.thresh:info"]   # keeps the "Simulation time" line
 
-_P2P = {"send": "send", "isend": "isend", "recv": "recv", "irecv": "irecv"}
+_P2P = ("send", "isend", "recv", "irecv")
 # a reduction's buffer as elements of this size and SMPI datatype id (smpi_datatype.cpp: 0 double, 1 int,
 # 3 short, 6 byte), the largest dividing its bytes, as topoplan's MPICH model counts them
 _ELEMENTS = ((8, 0), (4, 1), (2, 3), (1, 6))
@@ -233,8 +230,8 @@ def write_ti_traces(trace, out_dir, *, compute_scale: float = 1.0, host_speed_fl
                 for s in range(n):
                     sc = by_ordinal.get((op, int(ordinal[c]), s))
                     if sc is None:
-                        raise ConversionError(f"{where(i)}: rank {s} makes no {_ordinal(int(ordinal[c]) + 1)} "
-                                              f"{name} call")
+                        raise ConversionError(f"{where(i)}: rank {s} makes fewer {name} calls (this is rank "
+                                              f"{r}'s number {int(ordinal[c]) + 1})")
                     recv[s] = counts[sc, r]
                 if name == "alltoall" and not (np.all(send == send[0]) and np.all(recv == send[0])):
                     name = "alltoallv"
@@ -256,10 +253,6 @@ def write_ti_traces(trace, out_dir, *, compute_scale: float = 1.0, host_speed_fl
     index = out_dir / "index.txt"
     index.write_text("".join(f"{p.resolve()}\n" for p in files))
     return {"index": index, "n_ranks": n, "actions": actions, "bytes": written}
-
-
-def _ordinal(k: int) -> str:
-    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
 
 
 def write_platform(path, n_hosts: int, *, bw_Bps: float, latency_s: float, loopback_bw_Bps: float,
@@ -386,9 +379,11 @@ def main(argv=None) -> int:
         return 3
     with tempfile.TemporaryDirectory(prefix="smpi_peer.") as tmp:
         out = Path(args.dir) if args.dir else Path(tmp)
+        from topoplan.core.errors import TopoplanError
+
         try:
             prep = prepare(args.spec, out, bw=args.bw, latency=args.latency)
-        except ConversionError as e:
+        except (ConversionError, TopoplanError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         res = run_smpi(prep["platform"], prep["index"], prep["n_ranks"], prep["algorithms"], timeout_s=args.timeout)
