@@ -11,13 +11,15 @@ ranks on one switch of N nodes (10 Gbit/s node links, 1 us each; ``smpi_peer.top
   ``smpi_peer.py`` writes (configured as topoplan's model, see there), the whole process; the conversion
   (generating the trace and writing the files) is timed apart (``convert_s``): a user of SMPI has the files.
 
-Each process runs ``--repeat`` times (default 3; SMPI's ``--smpi-repeat``, default the same; the least wall and CPU time, the largest peak resident memory,
+Each process runs ``--repeat`` times (default 3; SMPI's ``--smpi-repeat``, default the same; the least wall and
+CPU time, the largest peak resident memory,
 measured by GNU ``time``: ``processes.py``), with a time limit (``--timeout``, default 600 s). ``x wall``,
 ``x CPU``: SMPI's over topoplan's (above 1: topoplan is faster); ``x peak``: topoplan's peak over SMPI's (the
 target is at most 1.5). ``diff``: the relative difference of the two simulated times (SMPI prints its own
 to the microsecond). The load average is in every record.
 
-Run: python benchmarks/bench_replay.py [--quick] [--only ROW ...] [--repeat N] [--smpi-repeat N] [--timeout S] [--json] [--save FILE]
+Run: python benchmarks/bench_replay.py [--quick] [--only ROW ...] [--repeat N] [--smpi-repeat N] [--timeout S]
+                                      [--json] [--save FILE]
 """
 
 from __future__ import annotations
@@ -135,7 +137,8 @@ def main(argv=None) -> int:
     jit_s = warm_up()
     names = args.only or (QUICK if args.quick else list(ROWS))
     rows = []
-    doc = {"jit_s": jit_s, "repeat": args.repeat, "smpi_repeat": args.smpi_repeat or args.repeat, "load_before": os.getloadavg(), "results": rows}
+    doc = {"jit_s": jit_s, "repeat": args.repeat, "smpi_repeat": args.smpi_repeat or args.repeat,
+           "load_before": os.getloadavg(), "results": rows}
     with tempfile.TemporaryDirectory(prefix="bench_replay.") as tmp:
         for name in names:
             try:
