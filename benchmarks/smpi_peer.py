@@ -298,8 +298,9 @@ _SMPI_ALGORITHM = {("bcast", "binomial"): "binomial_tree", ("bcast", "scatter-rd
 def smpi_algorithms(trace) -> tuple[list[str], dict]:
     """SMPI's ``--cfg=smpi/<op>:<algorithm>`` for bcast, reduce and allreduce: the algorithm MPICH (and so
     topoplan) runs for the trace's calls, one per op (SMPI sets one per run); where the calls of an op take two
-    algorithms, the one that moves the most bytes. Returns the flags and ``{op: {algorithm: bytes}}``."""
-    from topoplan.traffic.collectives import MPICHThresholds, bcast_algorithm
+    algorithms, the one that moves the most bytes. A Bruck alltoall runs as SMPI's basic linear one (SMPI's
+    Bruck aborts an eager replay). Returns the flags and ``{op: {algorithm: bytes}}``."""
+    from topoplan.traffic.collectives import MPICHThresholds, alltoall_algorithm, bcast_algorithm
     from topoplan.traffic.trace import OP_CODE
 
     th = MPICHThresholds()
@@ -318,6 +319,14 @@ def smpi_algorithms(trace) -> tuple[list[str], dict]:
             by = used.setdefault(name, {})
             by[alg] = by.get(alg, 0.0) + n_B
     flags = [f"--cfg=smpi/{op}:{_SMPI_ALGORITHM[(op, max(by, key=by.get))]}" for op, by in used.items()]
+    # SMPI's Bruck alltoall aborts the replay with eager sends (NPB IS: class S at 8 ranks, class C at 256): an
+    # alltoall MPICH runs by Bruck (at most 256 bytes a pair) runs SMPI's basic linear exchange instead
+    small = trace.op == OP_CODE["alltoall"]
+    small[small] = [alltoall_algorithm(int(p), n_B, th) == "bruck"
+                    for p, n_B in zip(trace.comm_size[small].tolist(), trace.bytes[small].tolist())]
+    if small.any():
+        flags.append("--cfg=smpi/alltoall:basic_linear")
+        used["alltoall"] = {"bruck": float(trace.bytes[small].sum())}
     return flags, used
 
 
