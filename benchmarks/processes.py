@@ -19,6 +19,7 @@ load average at its end.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -44,18 +45,23 @@ def run_process(cmd: list, stdout=subprocess.DEVNULL, timeout_s: float | None = 
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as usage_file:
         timed = [TIME, "-f", "%U %S %M", "-o", usage_file.name] if os.access(TIME, os.X_OK) else []
         t0 = time.perf_counter()
-        proc = subprocess.Popen(timed + [str(c) for c in cmd], stdout=stdout, stderr=err, cwd=cwd, env=env)
+        # its own process group: a time-out (or an interrupt) ends the command's children too (smpirun's simulator,
+        # GNU time's command), not only the process started here
+        proc = subprocess.Popen(timed + [str(c) for c in cmd], stdout=stdout, stderr=err, cwd=cwd, env=env,
+                                start_new_session=True)
         deadline = None if timeout_s is None else t0 + timeout_s
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9   # reaped here: Popen must not wait for it again
-                return {"timeout_s": timeout_s}
-            time.sleep(0.005)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG if deadline is not None else 0)
+                if pid:
+                    break
+                if time.perf_counter() > deadline:
+                    _kill_group(proc)
+                    return {"timeout_s": timeout_s}
+                time.sleep(0.005)
+        except BaseException:
+            _kill_group(proc)
+            raise
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
@@ -66,6 +72,16 @@ def run_process(cmd: list, stdout=subprocess.DEVNULL, timeout_s: float | None = 
                 cpu_s, peak_kB = float(fields[0]) + float(fields[1]), float(fields[2])
         return {"wall_s": wall, "cpu_s": cpu_s, "peak_MB": peak_kB / 1024, "returncode": proc.returncode,
                 "stderr": err.read().decode(errors="replace"), "load": load_average()}
+
+
+def _kill_group(proc) -> None:
+    """End ``proc`` and every process of its group, and reap ``proc``."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.wait4(proc.pid, 0)
+    proc.returncode = -9   # reaped here: Popen must not wait for it again
 
 
 def best_of(cmd: list, runs: int = 3, *, stdout=subprocess.DEVNULL, timeout_s: float | None = None, cwd=ROOT,

@@ -175,7 +175,8 @@ def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypa
     from topoplan.sim.run import simulate
 
     spec = "npb:kernel=cg,class=S,np=16,iters=3"
-    monkeypatch.setattr(limits, "PIECE_ROWS", 300)
+    assert limits.REPLAY_PIECE_ROWS == 1 << 15   # the default: this trace (35,376 rows) is handed out in pieces
+    monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 300)
     src, traffic = load_source(spec, with_traffic=False, pieces=True)
     assert isinstance(src, Recording) and traffic is None
     whole, _ = load_source(spec, with_traffic=False)          # without pieces: the trace
@@ -192,8 +193,9 @@ def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeyp
 
     args = ("simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null",
             "-T", "npb:kernel=cg,class=S,np=16,iters=3")
+    monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 1 << 20)   # whole
     code, whole, _ = run_cli(*args)
-    monkeypatch.setattr(limits, "PIECE_ROWS", 300)
+    monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 300)
     code2, out, err = run_cli(*args)
     assert code == code2 == 0, err
     assert "pieces of the generated trace" in out and "pieces" not in whole

@@ -104,7 +104,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
         the result, in the same order). Phases on a timeline are their first calls' marks.
     piece_rows : int, optional
-        Rows per piece of a Recording (default :data:`~topoplan.traffic.limits.PIECE_ROWS`).
+        Rows per piece of a Recording (default :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS`).
 
     Returns
     -------
@@ -135,7 +135,7 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         else:
             return replay_pieces(trace, net, placement, eager_threshold_B=eager_threshold_B,
                                  compute_scale=compute_scale, thresholds=thresholds, progress=progress,
-                                 timeline_dt_s=timeline_dt_s, max_rows=piece_rows)
+                                 timeline_dt_s=timeline_dt_s, max_rows=piece_rows or limits.REPLAY_PIECE_ROWS)
     check_sends_matched(trace)
     if method == "compiled" and not compiled:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")

@@ -97,7 +97,7 @@ class Collectives:
         self.trace = trace
         self.thresholds = thresholds
         self.compact = compact
-        self.local: dict = {}       # comm id -> local rank by world rank (-1: not a member)
+        self.local: dict = {}       # comm id -> (members, local rank by world rank (-1: not a member))
         self.cache: dict = {}
         self._call_last = None      # row of a per-destination alltoall(v) call -> the call's last row
 
@@ -114,13 +114,14 @@ class Collectives:
         """Members of the communicator of rank r's call i and its local rank by world rank (r a member)."""
         tr = self.trace
         comm = int(tr.comm[i])
-        pos = self.local.get(comm)
-        if pos is None:
-            pos = self.local[comm] = tr.local_ranks(comm)
+        got = self.local.get(comm)
+        if got is None:   # one array per communicator, which every expanded call of it shares (read only)
+            got = self.local[comm] = (tr.members(comm), tr.local_ranks(comm))
+        members, pos = got
         if not 0 <= r < len(pos) or pos[r] < 0:
             raise TopoplanError(f"{tr.source}: rank {r} calls {OPS[int(tr.op[i])]} on communicator {comm} "
                                 f"but is not one of its members")
-        return tr.members(comm), pos
+        return members, pos
 
     def streamed(self, i: int):
         """How call i runs as a streamed ``GEN`` micro-op (:mod:`topoplan.sim._loop`): ``(algorithm code, batch,

@@ -8,7 +8,7 @@ from topoplan.core.csvtable import MAX_CSV_ROWS
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_TRACE_ROWS", "MAX_GENERATED_ROWS", "TRACE_ROW_BYTES", "BUILD_SCRATCH_BYTES_PER_ROW", "PIECE_ROWS",
-           "check_generated_memory", "over_cap_message"]
+           "REPLAY_PIECE_ROWS", "check_generated_memory", "over_cap_message"]
 
 
 # Limits. Traces and matrices read from files, and matrices replayed as traces, are capped at MAX_TRACE_ROWS
@@ -23,6 +23,14 @@ MAX_GENERATED_ROWS = 1 << 32
 TRACE_ROW_BYTES = 75          # rank, peer, bytes, root, comm_size, t_start, t_end, comm, tag: 8 bytes; op 2, req 1
 BUILD_SCRATCH_BYTES_PER_ROW = 3
 PIECE_ROWS = 1 << 22          # rows per piece of a streamed trace (about 300 MB of columns)
+# rows per piece of a generated trace replayed a piece at a time (topoplan simulate replays every generated trace
+# longer than this so): a replay in pieces gives the whole trace's results to the bit, and small pieces hold a
+# small part of the trace and its program. Peak resident memory of the replay in one process, whole / 65,536-row
+# / 32,768-row pieces: NPB class C on one switch of 128 nodes, CG (5 iterations) 220 / 69 MB, MG 330 / 98 / 81 MB,
+# LU (5 iterations) 256 / 86 / 74 MB; CG at 1,024 ranks (5 iterations, 7.8 M rows) on a 16 x 64 tree 1,253 / 96 /
+# 86 MB with the same CPU time (30.4 / 29.1 / 26.5 s); 16,384-row pieces saved a few MB more for up to a third
+# more CPU time.
+REPLAY_PIECE_ROWS = 1 << 15
 
 
 def check_generated_memory(rows: int, n_ranks: int | None = None, what: str = "the generated trace") -> None:

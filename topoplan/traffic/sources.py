@@ -80,7 +80,7 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
         trace, and a large alltoall's traffic is one entry per rank pair.
     pieces : bool, optional
         With ``with_traffic=False``: a generator whose trace has more than
-        :data:`~topoplan.traffic.limits.PIECE_ROWS` rows is returned as its
+        :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS` rows is returned as its
         :class:`~topoplan.traffic.generators.Recording` instead of its trace, which
         :func:`topoplan.sim.replay.replay` generates and runs a piece at a time.
 
@@ -132,7 +132,7 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
     if generators.is_spec(spec):
         rec = generators.record_spec(spec)
         if not with_traffic:
-            if rec is not None and pieces and rec.rows > limits.PIECE_ROWS:
+            if rec is not None and pieces and rec.rows > limits.REPLAY_PIECE_ROWS:
                 return rec, None
             return (generators.parse_spec(spec) if rec is None else rec.build()), None
         if rec is None:

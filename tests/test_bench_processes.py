@@ -1,0 +1,30 @@
+"""The benchmarks' process timing (``benchmarks/processes.py``): figures of a command, and a time-out that ends
+the command's children too (a replay peer's simulator, GNU time's command)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from processes import run_process  # noqa: E402
+
+
+def test_a_command_is_measured():
+    r = run_process(["sh", "-c", "exit 3"])
+    assert r["returncode"] == 3 and r["wall_s"] >= 0 and r["cpu_s"] >= 0 and r["peak_MB"] > 0
+
+
+def test_a_time_out_ends_the_commands_children(tmp_path):
+    pidfile = tmp_path / "pid"
+    r = run_process(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], timeout_s=0.5)
+    assert r == {"timeout_s": 0.5}
+    pid = int(pidfile.read_text())
+    try:   # the grandchild is gone (or a zombie of init's, being reaped)
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert state == "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        pass
