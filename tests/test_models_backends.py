@@ -258,22 +258,27 @@ def test_suite_in_a_fresh_process_when_the_native_libraries_clash(backend, monke
     assert sum(a for a, b in zip(spec["v"], pick) if b) == pytest.approx(spec["best"])
 
 
+def _with_fake_cbc(tmp_path, monkeypatch, script: str):
+    """A one-variable problem (minimize x, 1 <= x <= 3, integer), with ``script`` run as PuLP's CBC."""
+    fake = tmp_path / "cbc"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
+    prob = pulp.LpProblem("fake", pulp.LpMinimize)
+    x = prob.add_variable("x", 0, 3, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("x", 0, 3, cat="Integer")
+    prob += x
+    prob += x >= 1
+    return prob
+
+
 def test_cbc_leaves_no_file_when_it_ends_without_a_solution(tmp_path, monkeypatch):
     # a CBC that exits without writing its solution (as one stopped at the limit before it found one):
     # PuLP raises before deleting its MPS model, so the back-end's own directory must take it away
-    fake = tmp_path / "cbc"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
     temp = tmp_path / "temp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))
     monkeypatch.setattr("tempfile.tempdir", str(temp))
-    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
-    prob = pulp.LpProblem("nosol", pulp.LpMinimize)
-    x = prob.add_variable("x", 0, 3, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("x", 0, 3, cat="Integer")
-    prob += x
-    prob += x >= 1
-    r = solve(prob, "cbc", time_limit=5)
+    r = solve(_with_fake_cbc(tmp_path, monkeypatch, "#!/bin/sh\nexit 0\n"), "cbc", time_limit=5)
     assert r.status == "error" and not r.has_solution
     assert list(temp.iterdir()) == []
 
@@ -281,20 +286,14 @@ def test_cbc_leaves_no_file_when_it_ends_without_a_solution(tmp_path, monkeypatc
 def test_cbc_stopped_at_the_limit_with_a_solution_is_a_timeout(tmp_path, monkeypatch):
     # a CBC that overruns its own limit: the back-end interrupts it, and it writes the solution it has (CBC's
     # own behaviour on SIGINT); the result is a time-out with that solution, not a merely feasible solve
-    fake = tmp_path / "cbc"
     # (re-executed under its own name, as the back-end finds CBC among its children by name; it gives up
     # after 30 s, so that a back-end that never interrupts it fails the test rather than hangs it)
-    fake.write_text('#!/bin/bash\n'
-                    '[ -z "$INNER" ] && INNER=1 exec -a "$0" /bin/bash "$0" "$@"\n'
-                    'sol=""; prev=""\n'
-                    'for a in "$@"; do [ "$prev" = "-solution" ] && sol="$a"; prev="$a"; done\n'
-                    'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
-                    'for i in $(seq 600); do sleep 0.05; done\n')
-    fake.chmod(0o755)
-    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(fake))
-    prob = pulp.LpProblem("slow", pulp.LpMinimize)
-    x = prob.add_variable("x", 0, 3, cat="Integer") if hasattr(prob, "add_variable") else pulp.LpVariable("x", 0, 3, cat="Integer")
-    prob += x
-    prob += x >= 1
+    prob = _with_fake_cbc(tmp_path, monkeypatch,
+                          '#!/bin/bash\n'
+                          '[ -z "$INNER" ] && INNER=1 exec -a "$0" /bin/bash "$0" "$@"\n'
+                          'sol=""; prev=""\n'
+                          'for a in "$@"; do [ "$prev" = "-solution" ] && sol="$a"; prev="$a"; done\n'
+                          'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
+                          'for i in $(seq 600); do sleep 0.05; done\n')
     r = solve(prob, "cbc", time_limit=0.2)
     assert r.status == "timeout" and r.has_solution, r

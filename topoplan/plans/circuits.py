@@ -283,10 +283,17 @@ def _entries_valid(u, t, h, hop_limit, n: int, s: int, sw, partners: dict) -> bo
     # entries some entry leads to (the relays' own) first: chains run through them only
     inner = np.zeros(len(nxt), dtype=bool)
     inner[nxt[nxt >= 0]] = True
-    leaf = np.flatnonzero(~inner & (nxt >= 0))
+    return _chains_end(nxt, acc, np.flatnonzero(~inner & (nxt >= 0)), np.flatnonzero(inner & (nxt >= 0)),
+                       len(nxt), hop_limit)
+
+
+def _chains_end(nxt, acc, leaf, active, n_entries: int, hop_limit) -> bool:
+    """Whether every chain of forwarding entries ends, crossing at most ``hop_limit`` circuits, by pointer jumping:
+    ``nxt[e]`` is the entry that entry ``e`` leads to (-1: it ends there), ``acc[e]`` the circuits ``e`` crosses
+    (summed along the chains, in place); ``active`` are the entries that others lead to and that go on, ``leaf``
+    those that go on and that no entry leads to (they take their next entry's sum once the others are done)."""
     leaf_next = nxt[leaf]
-    active = np.flatnonzero(inner & (nxt >= 0))
-    for _ in range(int(np.ceil(np.log2(len(nxt) + 1))) + 2):
+    for _ in range(int(np.ceil(np.log2(n_entries + 1))) + 2):
         if not active.size:
             break
         p = nxt[active]
@@ -331,7 +338,7 @@ def _array_valid(nh: np.ndarray, hop_limit, n: int, s: int, sw, partners: dict) 
         pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
         if not len(pk) or (pk[pos] != key).any():
             return False
-    # chains, by pointer jumping as in _entries_valid, over flat entry ids u * s + t
+    # chains (_chains_end), over flat entry ids u * s + t
     cols = np.arange(s, dtype=sw_nh.dtype)
     cont = has & (swh != cols[None, :])              # not at the destination switch yet: goes on at (h, t) ...
     cont &= has[hc, np.arange(s)[None, :]]           # ... if the next hop has an entry there
@@ -339,23 +346,9 @@ def _array_valid(nh: np.ndarray, hop_limit, n: int, s: int, sw, partners: dict) 
     tgt = nh.ravel()[idx].astype(np.int64) * s + idx % s
     nxt = np.full(n * s, -1, dtype=np.int64)
     nxt[idx] = tgt
-    acc = circ.ravel().astype(np.int64)
     inner = np.zeros(n * s, dtype=bool)
     inner[tgt] = True
-    leaf = idx[~inner[idx]]
-    leaf_next = nxt[leaf]
-    active = idx[inner[idx]]
-    for _ in range(int(np.ceil(np.log2(len(idx) + 1))) + 2):
-        if not active.size:
-            break
-        p = nxt[active]
-        acc[active] += acc[p]
-        nxt[active] = nxt[p]
-        active = active[nxt[active] >= 0]
-    if active.size:
-        return False   # a loop
-    acc[leaf] += acc[leaf_next]
-    return hop_limit is None or int(acc.max(initial=0)) <= int(hop_limit)
+    return _chains_end(nxt, circ.ravel().astype(np.int64), idx[~inner[idx]], idx[inner[idx]], len(idx), hop_limit)
 
 
 _ID_INDEX: dict = {}
