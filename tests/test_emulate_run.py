@@ -85,8 +85,10 @@ def test_hybrid_measured_as_predicted_and_faster_than_eps(env):
     plan = solve(CircuitProblem.build(HYBRID, from_trace(tr), placement=pl.rank_to_node), "greedy").to_dict()
     assert plan["circuits"] == [[0, 4]]
     # a run on a busy machine (others' work on the 2 cores) is repeated and the fastest kept: load only adds time
-    hybrid = emulate(HYBRID, tr, pl, plan=plan, calibrate=False, repeats=4)
-    eps = emulate(network_view(HYBRID, "eps"), tr, pl, calibrate=False, repeats=4)
+    # (a run stops at its first undisturbed attempt; beside a suite's other worker every attempt is disturbed,
+    # and the fastest of 4 once measured EPS only at 1.63x its prediction)
+    hybrid = emulate(HYBRID, tr, pl, plan=plan, calibrate=False, repeats=10)
+    eps = emulate(network_view(HYBRID, "eps"), tr, pl, calibrate=False, repeats=10)
     assert hybrid["cluster"]["routes"] == 32 and hybrid["scale"] == 400
     for res in (hybrid, eps):
         assert abs(res["measured_s"] / res["predicted_s"] - 1) < 0.15, res["predictions"]
