@@ -64,6 +64,11 @@ times what a quiet machine gives; CPU time is the steadier figure, itself inflat
      16384 circuits                 190.4 s  85.2 s  2273 MB  20.3 s 105 MB  11.6
      16384 simulate --circuits      142.8 s  68.2 s  2256 MB         105 MB  10.4
 
+With nothing else in the foreground (load 1-2, the other core partly busy at low priority), the same rows:
+4,096 nodes 2.6 s / 135 MB, 6.4 s / 196 MB and 6.6 s / 186 MB of wall time; 16,384 nodes 11.2 s / 914 MB,
+40.6 s / 2,150 MB and 40.6 s / 2,395 MB (CPU within 0.2 s of wall), and ``circuits --no-simulate -o plan.zip``
+10.0 s / 933 MB.
+
 (The 4,096-node ``circuits --no-simulate`` row ran greedy's compiled traffic pass, since raised to 65,536
 traffic groups: at 4,096 nodes Numba's import cost about what the pass saved, and 150 MB.) Side by side with
 the previous code (the parent of this round's first commit) in one session at load 11-12, 16,384 nodes

@@ -424,7 +424,8 @@ def markdown(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(rows, path) -> None:
+def plot(rows, path) -> bool:
+    """The measured-against-predicted figure of the bulk and NPB rows; False (nothing written) without them."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -432,7 +433,7 @@ def plot(rows, path) -> None:
 
     sel = [r for r in rows if r["part"] in ("bulk", "npb")]   # the default (FIFO) network
     if not sel:
-        return
+        return False
     fig, ax = plt.subplots(figsize=(7, 5))
     marks = {"eps": "o", "fat-tree": "s", "greedy": "^", "ilp": "v"}
     for net, mk in marks.items():
@@ -467,6 +468,7 @@ def plot(rows, path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return True
 
 
 def main(argv=None) -> int:
@@ -519,8 +521,8 @@ def main(argv=None) -> int:
     from topoplan.core.io import atomic_write
 
     atomic_write(md_path, markdown(rows))
-    plot(rows, png_path)
-    print(f"wrote {csv_path}, {md_path}, {png_path}")
+    plotted = plot(rows, png_path)
+    print(f"wrote {csv_path}, {md_path}" + (f", {png_path}" if plotted else " (no bulk or NPB rows: no figure)"))
     return 0
 
 
