@@ -352,7 +352,6 @@ def _array_valid(nh: np.ndarray, hop_limit, n: int, s: int, sw, partners: dict) 
 
 
 _ID_INDEX: dict = {}
-_ID_INDEX: dict = {}
 
 
 def _id_index(k: int) -> dict:
