@@ -35,8 +35,14 @@ AOT := topoplan/sim/_engine_aot.json
 AOT_SOURCES := $(addprefix topoplan/sim/,program.py _jit.py _flows.py _loop.py _engine.py)
 $(AOT): $(AOT_SOURCES) | $(STAMP)
 	$(PY) -m topoplan.warmup engine
+# The forwarding tables' traffic pass, built the same way (topoplan/problems/circuits/_sharing.py; its sources are
+# _sharing.SOURCES, checked by tests/test_plan_tables.py).
+SHARING_AOT := topoplan/problems/circuits/_sharing_aot.json
+SHARING_SOURCES := $(addprefix topoplan/problems/circuits/,_sharing_jit.py)
+$(SHARING_AOT): $(SHARING_SOURCES) | $(STAMP)
+	$(PY) -m topoplan.warmup matching
 
-install: $(FULL) $(AOT)
+install: $(FULL) $(AOT) $(SHARING_AOT)
 
 # Debian packages some tests use (Open MPI for the launcher and emulator tests, iproute2 for the emulator's
 # route files, Chromium for the report test, SimGrid 3.32 for the peer test of the flow engine).

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import zipfile
 
 import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
+from topoplan.core.aot import arg_spec
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import dumps, read_json, write_json
 from topoplan.plans import planfile
 from topoplan.plans.circuits import ForwardingTables, array_from_tables, tables_from_array, validate_plan_dict
 from topoplan.plans.validate import validate
-from topoplan.problems.circuits import forwarding, problem as problem_mod, solve
+from topoplan.problems.circuits import _sharing, _sharing_jit, forwarding, problem as problem_mod, solve
 from topoplan.problems.circuits.forwarding import _distance_vector_reference, distance_vector
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
@@ -189,8 +193,30 @@ def test_held_tables_simulate_as_the_dicts(seed, monkeypatch):
 
 # -- greedy's compiled traffic pass ------------------------------------------------------------
 
+def _sharing_aot_or_skip():
+    status = _sharing.aot_status()
+    if status != "current":
+        if os.environ.get("CI"):
+            pytest.fail(f"ahead-of-time traffic pass is {status} on CI: make install should have built it")
+        pytest.skip(f"ahead-of-time traffic pass {status} (python -m topoplan.problems.circuits._sharing rebuilds it)")
+
+
+@pytest.mark.parametrize("build", ["ahead-of-time", "jit"])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_compiled_traffic_pass_gives_the_python_tables(seed, monkeypatch):
+def test_the_compiled_traffic_pass_gives_the_python_tables(seed, build, monkeypatch):
+    """Both compiled passes (the extension built at install and Numba's JIT) give the Python pass's tables."""
+    if build == "ahead-of-time":
+        _sharing_aot_or_skip()
+        monkeypatch.setattr(_sharing, "_pass", None)
+
+        def no_jit(*args):
+            built = _sharing._aot_pass()[1]
+            odd = [(i, a, b) for i, (a, b) in enumerate(zip(arg_spec(args), built)) if a != b]
+            raise AssertionError(f"the JIT ran: arguments (position, given, built for) {odd}")
+
+        monkeypatch.setattr(_sharing_jit, "traffic_pass", no_jit)
+    else:
+        monkeypatch.setattr(_sharing, "_pass", False)      # as without a current build
     monkeypatch.setattr(forwarding, "_SMALL", 0)
     rng = np.random.default_rng(300 + seed)
     for k in range(6):
@@ -209,6 +235,87 @@ def test_the_compiled_traffic_pass_gives_the_python_tables(seed, monkeypatch):
         compiled = distance_vector(p, circ, **opts)
         assert (compiled == python).all(), (seed, k, np.argwhere(compiled != python)[:3].tolist())
         assert (python == _distance_vector_reference(p, circ, **opts)).all()
+
+
+def _traffic_pass_args():
+    """The arguments of a real traffic pass with work (switch 0 -> 2 on 003's system, three circuits)."""
+    from topoplan.core.topology_io import load_topology
+    from topoplan.traffic.matrix import from_arrays
+
+    prob = problem_mod.CircuitProblem.build(load_topology("paper003", ["ocs.nodes_per_switch=4"]),
+                                            from_arrays(256, range(0, 64, 8), range(128, 192, 8), [4e8] * 8))
+    seen = []
+
+    def record(*args):
+        seen.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        return real(*args)
+
+    real = _sharing.traffic_pass
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_sharing, "traffic_pass", record)
+        mp.setattr(forwarding, "_SMALL", 0)
+        mp.setattr(forwarding, "COMPILED_MIN_GROUPS", 0)
+        distance_vector(prob, [(0, 16), (1, 32), (17, 48)])
+    return next(a for a in seen if len(a[1]))
+
+
+def test_the_build_is_compiled_for_the_types_the_tables_pass():
+    assert arg_spec(_traffic_pass_args()) == arg_spec(_sharing.signature_args())
+
+
+def test_a_stale_traffic_pass_build_is_not_used(monkeypatch):
+    monkeypatch.setattr(_sharing, "sources_sha256", lambda: "0" * 64)
+    monkeypatch.setattr(_sharing, "_pass", None)
+    assert _sharing.aot_status() in ("stale", "missing")
+    assert _sharing._aot_pass() is None
+
+
+def test_traffic_pass_arguments_of_other_types_go_to_the_jit(monkeypatch):
+    """The build does not check types: a pass with a float32 load array must not reach it."""
+    _sharing_aot_or_skip()
+    monkeypatch.setattr(_sharing, "_pass", None)
+    args = list(_traffic_pass_args())
+    want_events, want_nodes = _sharing.traffic_pass(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    args[20] = args[20].astype(np.float32)                 # the link loads
+    events, nodes = _sharing.traffic_pass(*args)         # no crash: the JIT ran it
+    assert (nodes == want_nodes).all() and events.shape == want_events.shape
+
+
+def test_large_tables_are_made_without_numba():
+    """With a current build, the compiled traffic pass of a large problem does not import Numba."""
+    _sharing_aot_or_skip()
+    code = ("import sys; from topoplan.core.topology_io import load_topology; "
+            "from topoplan.problems.circuits import CircuitProblem, forwarding; "
+            "from topoplan.traffic.matrix import from_arrays; "
+            "forwarding._SMALL = forwarding.COMPILED_MIN_GROUPS = 0; "
+            "p = CircuitProblem.build(load_topology('paper003', ['ocs.nodes_per_switch=4']), "
+            "from_arrays(256, range(0, 64, 8), range(128, 192, 8), [4e8] * 8)); "
+            "nh = forwarding.distance_vector(p, [(0, 16), (1, 32), (17, 48)]); "
+            "print(int((nh >= 0).sum()) > 0, 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_a_failed_traffic_pass_build_says_so_and_leaves_the_build_as_it_was(monkeypatch):
+    pycc = pytest.importorskip("numba.pycc")
+
+    def no_compiler(self):
+        raise OSError("no C compiler found")
+
+    before = _sharing.aot_status()
+    files = sorted(p.name for p in _sharing.HERE.glob(f"{_sharing.AOT_NAME}*"))
+    monkeypatch.setattr(pycc.CC, "compile", no_compiler)
+    msg = _sharing.build()
+    assert msg == "ahead-of-time traffic pass not built (OSError: no C compiler found); the Numba JIT serves"
+    assert _sharing.aot_status() == before
+    assert sorted(p.name for p in _sharing.HERE.glob(f"{_sharing.AOT_NAME}*")) == files
+    assert not list(_sharing.HERE.glob(".aot-*"))
+
+
+def test_the_makefile_rebuilds_the_traffic_pass_from_its_sources():
+    makefile = (_sharing.HERE.parents[2] / "Makefile").read_text()
+    line = next(x for x in makefile.splitlines() if x.startswith("SHARING_SOURCES :="))
+    assert tuple(line.split(",", 1)[1].rstrip(")").split()) == _sharing.SOURCES
 
 
 # -- the plan archive ------------------------------------------------------------------------------

@@ -54,9 +54,9 @@ LAZY = {
     ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
         "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
         "does, and every circuit method's module imports heuristics",
-    ("topoplan.problems.circuits.forwarding", "topoplan.problems.circuits._sharing_jit"):
-        "start-up: the tables' compiled traffic pass needs Numba (0.5 s to import and 1 s to load the kernel, "
-        "measured at 16,384 nodes); only problems of 65,536 traffic groups or more run it",
+    ("topoplan.problems.circuits._sharing", "topoplan.problems.circuits._sharing_jit"):
+        "start-up: the tables' compiled traffic pass is Numba code (0.5 s to import and 1 s to load the kernel, "
+        "measured at 16,384 nodes); the ahead-of-time build serves without it when current",
     ("topoplan.problems.placement.exact", "topoplan.formulations.placement_groups"):
         "start-up: the groups model's search is Numba code (0.3-0.8 CPU s, measured); most placements (several "
         "cores a node, large switches) never use it",

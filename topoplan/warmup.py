@@ -17,7 +17,7 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
 ``matching``
     The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``) and
     the compiled traffic pass of the forwarding tables (:mod:`topoplan.problems.circuits._sharing_jit`, large
-    problems of every method).
+    problems of every method), also built ahead of time (:func:`topoplan.problems.circuits._sharing.build`).
 ``flows``
     The JIT version of the event loop (:func:`topoplan.sim._loop.run_core`: what serves after an edit of its
     sources, until the next build, and for arguments of other types); after ``engine`` only its entry is left
@@ -55,17 +55,23 @@ GROUPS = ("engine", "placement", "groups", "matching", "flows", "replay")
 _LANES = (("engine", "flows", "replay"), ("placement", "groups"), ("matching",))
 
 
-def _engine() -> str:
-    from topoplan.sim._engine import build
+def _ahead_of_time(build) -> str:
+    """Run an ahead-of-time build (Numba's ``pycc``, :mod:`topoplan.core.aot`); returns its line.
 
-    # Numba's pycc makes its scratch directories (a compiler check, the build) with mkdtemp and leaves some in
-    # the system's temp directory: here they go under one directory that is removed afterwards
+    ``pycc`` makes its scratch directories (a compiler check, the build) with mkdtemp and leaves some in the
+    system's temp directory: here they go under one directory that is removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="topoplan-build-", ignore_cleanup_errors=True) as scratch:
         saved, tempfile.tempdir = tempfile.tempdir, scratch
         try:
             return build()
         finally:
             tempfile.tempdir = saved
+
+
+def _engine() -> str:
+    from topoplan.sim._engine import build
+
+    return _ahead_of_time(build)
 
 
 def _placement() -> str:
@@ -98,20 +104,13 @@ def _matching() -> str:
     from topoplan.problems.circuits.blossom import compile_kernels
 
     compile_kernels()        # (a small matching would otherwise run interpreted and compile nothing)
-    # the compiled traffic pass of the forwarding tables (large problems only: a small one is run through it)
-    from topoplan.core.topology_io import load_topology
-    from topoplan.problems.circuits import CircuitProblem, forwarding, solve
-    from topoplan.traffic.matrix import from_arrays
+    # the forwarding tables' traffic pass (large problems of every method): built ahead of time, and through
+    # Numba's JIT for what serves without a current build (arguments of other types, an edit of its source)
+    from topoplan.problems.circuits import _sharing
+    from topoplan.problems.circuits._sharing_jit import traffic_pass
 
-    topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
-    prob = CircuitProblem.build(topo, from_arrays(64, range(4, 12), range(20, 28), [4e7] * 8))
-    sizes = forwarding._SMALL, forwarding.COMPILED_MIN_GROUPS
-    forwarding._SMALL = forwarding.COMPILED_MIN_GROUPS = 0
-    try:
-        solve(prob, "greedy")
-    finally:
-        forwarding._SMALL, forwarding.COMPILED_MIN_GROUPS = sizes
-    return ""
+    traffic_pass(*_sharing.signature_args())
+    return _ahead_of_time(_sharing.build)
 
 
 def _flows() -> str:

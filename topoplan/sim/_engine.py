@@ -25,15 +25,12 @@ Run ``python -m topoplan.sim._engine`` to (re)build; it prints one line.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from topoplan.core.aot import arg_spec, build_extension, stamp_state
 from topoplan.sim import _sources
 from topoplan.sim._sources import HERE, SOURCES
 from topoplan.sim.program import no_state, no_stream
@@ -55,17 +52,7 @@ def sources_sha256() -> str:
 
 def _state() -> tuple[str, dict | None]:
     """The build's status (see :func:`aot_status`) and, when current, its stamp."""
-    try:
-        stamp = json.loads(STAMP.read_text())
-    except (OSError, ValueError):
-        return "missing", None
-    if stamp.get("sources_sha256") != sources_sha256():
-        return "stale", None
-    try:
-        __import__(f"topoplan.sim.{AOT_NAME}")
-    except Exception:   # an extension built for another Python or NumPy
-        return "broken", None
-    return "current", stamp
+    return stamp_state(STAMP, sources_sha256(), f"topoplan.sim.{AOT_NAME}")
 
 
 def aot_status() -> str:
@@ -73,23 +60,7 @@ def aot_status() -> str:
     return _state()[0]
 
 
-def _spec(x):
-    """The argument types as plain data, as Numba would type them (None: a kind the build never takes)."""
-    if isinstance(x, tuple):
-        return [_spec(v) for v in x]
-    if isinstance(x, np.ndarray):
-        if not (x.flags.c_contiguous and x.flags.aligned and x.flags.writeable):
-            return None
-        return ["array", x.dtype.str, x.ndim]
-    if isinstance(x, (bool, np.bool_)):
-        return "bool"
-    if isinstance(x, int):
-        return "<i8"
-    if isinstance(x, float):
-        return "<f8"
-    if isinstance(x, np.generic):
-        return x.dtype.str
-    return None
+_spec = arg_spec   # the argument types as the build records them
 
 
 def _aot_core():
@@ -97,7 +68,10 @@ def _aot_core():
     status, stamp = _state()
     if status != "current":
         return None
-    return sys.modules[f"topoplan.sim.{AOT_NAME}"].run_core, stamp["args"]
+    args = stamp.get("args")
+    if not isinstance(args, dict) or "run_core" not in args:
+        return None
+    return sys.modules[f"topoplan.sim.{AOT_NAME}"].run_core, args["run_core"]
 
 
 def run_core(*args):
@@ -166,42 +140,21 @@ def build() -> str:
     arguments share. The extension and its stamp are written to a temporary
     directory first and moved into place together (stamp last).
     """
-    import warnings
-
     try:
-        import numba
-        from numba.pycc import CC
+        import numba  # noqa: F401  (the build needs it; the module itself does not)
+        from numba.pycc import CC  # noqa: F401
     except ImportError as e:   # pragma: no cover - pycc left Numba in a later release
         return f"ahead-of-time engine not built ({e}); the Numba JIT serves"
     from topoplan.sim import _loop
 
-    sha = sources_sha256()
     ptr, rl = routes_to_csr([[0], [0, 1]])
     args = flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, np.zeros(2), np.ones(2), 1e-12)
-    # the argument types alone: pycc infers the return type (no JIT compilation of run_core itself first; the
-    # functions it calls are compiled through their dispatchers, which cache them for the JIT)
-    sig = tuple(numba.typeof(a) for a in args)
     try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
-        with tempfile.TemporaryDirectory(dir=HERE, prefix=".aot-") as tmp, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cc = CC(AOT_NAME)
-            cc.output_dir = tmp
-            cc.verbose = False
-            cc.export("run_core", sig)(_loop.run_core.py_func)
-            cc.compile()
-            built = [p for p in Path(tmp).iterdir() if p.name.startswith(AOT_NAME) and p.suffix in (".so", ".pyd")]
-            if len(built) != 1:
-                return f"ahead-of-time engine not built (pycc wrote {[p.name for p in Path(tmp).iterdir()]})"
-            for old in HERE.glob(f"{AOT_NAME}*"):
-                old.unlink()
-            shutil.move(str(built[0]), HERE / built[0].name)
-            stamp = Path(tmp) / "stamp.json"
-            stamp.write_text(json.dumps({"sources_sha256": sha, "numba": numba.__version__, "args": _spec(args)})
-                             + "\n")
-            os.replace(stamp, STAMP)
+        name = build_extension(AOT_NAME, {"run_core": (_loop.run_core.py_func, args)}, HERE, STAMP,
+                               {"sources_sha256": sources_sha256()})
     except Exception as e:
         return f"ahead-of-time engine not built ({type(e).__name__}: {e}); the Numba JIT serves"
-    return f"ahead-of-time engine built: {built[0].name} ({aot_status()})"
+    return f"ahead-of-time engine built: {name} ({aot_status()})"
 
 
 if __name__ == "__main__":   # pragma: no cover - run by make install (topoplan.warmup)

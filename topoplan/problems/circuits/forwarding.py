@@ -29,6 +29,7 @@ import numpy as np
 
 from topoplan.plans.circuits import array_from_tables, tables_from_array  # noqa: F401 (their home: the plan document)
 from topoplan.problems.circuits.bound import evaluate, plan_pair_links, step_link_times
+from topoplan.problems.circuits import _sharing
 
 __all__ = ["LOAD_SHARING", "partners_of", "circuit_links", "Routes",
            "distance_vector", "polish_tables", "congestion_tables"]
@@ -47,6 +48,10 @@ _SMALL = 256
 # (:mod:`topoplan.problems.circuits._sharing_jit`, the same tables); below, importing Numba and loading the
 # kernel (0.5-1 s, 150 MB) cost about what they save (4,096 nodes: 32,768 groups)
 COMPILED_MIN_GROUPS = 65_536
+# ... and from this many where the pass is built ahead of time (:mod:`topoplan.problems.circuits._sharing`: no
+# Numba to load): 4,096 nodes of random traffic (32,768 groups) 0.38-0.47 s against 0.71-1.28 s of CPU for the
+# greedy method, 1,024 nodes (8,192) alike
+AOT_MIN_GROUPS = 16_384
 
 
 def partners_of(n_nodes: int, circuits) -> list[list[int]]:
@@ -414,14 +419,15 @@ class _Sharing:
         # own traffic per (node, destination switch), summed as CircuitProblem.own_out sums it
         key = p.large_src * s + self.sw[p.large_dst]
         uniq, ginv = np.unique(key, return_inverse=True)
-        own = np.bincount(ginv.ravel(), weights=p.large_bytes, minlength=len(uniq))
+        own = np.bincount(ginv.ravel(), weights=p.large_bytes, minlength=len(uniq)).astype(np.float64)  # (empty: int)
         order = np.argsort(uniq % s, kind="stable")
         self.src_node, self.src_own = (uniq // s)[order], own[order]
         self.src_ptr = np.searchsorted((uniq % s)[order], np.arange(s + 1))
         self.is_ocs = p.is_ocs
         self.sw_l, self.oi_l, self.cls_l = self.sw.tolist(), rel.oi.tolist(), self.cls.tolist()
         self.inv_l = self.inv.tolist()
-        self.compiled = len(self.src_node) >= COMPILED_MIN_GROUPS
+        groups = len(self.src_node)
+        self.compiled = groups >= COMPILED_MIN_GROUPS or (groups >= AOT_MIN_GROUPS and _sharing.ready())
 
     # -- one destination switch ---------------------------------------
     def round(self, t: int, Dt, ct, et) -> None:
@@ -517,15 +523,13 @@ class _Sharing:
         self.nh[u, t] = rel.SLn[sw[u], np.argmin(val, axis=1)]
 
     def _traffic_compiled(self, t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0):
-        """:meth:`_traffic` compiled (:func:`topoplan.problems.circuits._sharing_jit.traffic_pass`): the same
-        tables, loads and events."""
-        from topoplan.problems.circuits._sharing_jit import traffic_pass   # Numba: only large problems import it
-
+        """:meth:`_traffic` compiled (:func:`topoplan.problems.circuits._sharing_jit.traffic_pass`, built ahead
+        of time where it can be: :mod:`topoplan.problems.circuits._sharing`): the same tables, loads and events."""
         rel = self.rel
         lo, hi = self.src_ptr[t], self.src_ptr[t + 1]
         use_fb = fb is not None
-        return traffic_pass(t, self.src_node[lo:hi], self.src_own[lo:hi], Dt, ct, et, fin, has_relay, best_g,
-                            tie_g, fb if use_fb else np.zeros(self.n, dtype=bool), use_fb, minc0, self.sw, rel.oi,
+        return _sharing.traffic_pass(t, self.src_node[lo:hi], self.src_own[lo:hi], Dt, ct, et, fin, has_relay, best_g,
+                            tie_g, np.ascontiguousarray(fb) if use_fb else np.zeros(self.n, dtype=bool), use_fb, minc0, self.sw, rel.oi,
                             self.cls, self.inv, rel.SLn, rel.PMn, rel.CL, self.load, self.down, self.up,
                             float(self.ocs_bw), self.nh)
 
