@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import numpy as np
 import pytest
 
 from test_circuits_cases import hybrid, problem
+from test_sim_aot import current_or_skip
 from topoplan.core.aot import arg_spec
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import dumps, read_json, write_json
@@ -194,11 +194,7 @@ def test_held_tables_simulate_as_the_dicts(seed, monkeypatch):
 # -- greedy's compiled traffic pass ------------------------------------------------------------
 
 def _sharing_aot_or_skip():
-    status = _sharing.aot_status()
-    if status != "current":
-        if os.environ.get("CI"):
-            pytest.fail(f"ahead-of-time traffic pass is {status} on CI: make install should have built it")
-        pytest.skip(f"ahead-of-time traffic pass {status} (python -m topoplan.problems.circuits._sharing rebuilds it)")
+    current_or_skip(_sharing, "traffic pass")
 
 
 @pytest.mark.parametrize("build", ["ahead-of-time", "jit"])
@@ -294,22 +290,6 @@ def test_large_tables_are_made_without_numba():
             "print(int((nh >= 0).sum()) > 0, 'numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
-
-
-def test_a_failed_traffic_pass_build_says_so_and_leaves_the_build_as_it_was(monkeypatch):
-    pycc = pytest.importorskip("numba.pycc")
-
-    def no_compiler(self):
-        raise OSError("no C compiler found")
-
-    before = _sharing.aot_status()
-    files = sorted(p.name for p in _sharing.HERE.glob(f"{_sharing.AOT_NAME}*"))
-    monkeypatch.setattr(pycc.CC, "compile", no_compiler)
-    msg = _sharing.build()
-    assert msg == "ahead-of-time traffic pass not built (OSError: no C compiler found); the Numba JIT serves"
-    assert _sharing.aot_status() == before
-    assert sorted(p.name for p in _sharing.HERE.glob(f"{_sharing.AOT_NAME}*")) == files
-    assert not list(_sharing.HERE.glob(".aot-*"))
 
 
 def test_the_makefile_rebuilds_the_traffic_pass_from_its_sources():

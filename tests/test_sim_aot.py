@@ -15,18 +15,24 @@ import sys
 import numpy as np
 import pytest
 
+from topoplan.problems.circuits import _sharing
 from topoplan.sim import _engine
 from topoplan.sim.maxmin import REL_TOL
 from topoplan.sim.program import no_state
 from topoplan.sim.routes import LinkSet, routes_to_csr
 
 
-def _aot_or_skip():
-    status = _engine.aot_status()
+def current_or_skip(module, what: str) -> None:
+    """Skip (fail on CI, where make install builds it) unless ``module``'s ahead-of-time build is current."""
+    status = module.aot_status()
     if status != "current":
         if os.environ.get("CI"):
-            pytest.fail(f"ahead-of-time engine is {status} on CI: make install should have built it")
-        pytest.skip(f"ahead-of-time engine {status} (python -m topoplan.sim._engine rebuilds it)")
+            pytest.fail(f"ahead-of-time {what} is {status} on CI: make install should have built it")
+        pytest.skip(f"ahead-of-time {what} {status} (python -m {module.__name__} rebuilds it)")
+
+
+def _aot_or_skip():
+    current_or_skip(_engine, "engine")
     return _engine._aot_core()
 
 
@@ -127,21 +133,23 @@ def test_small_flow_run_does_not_import_numba(tmp_path):
     assert numba_loaded is False
 
 
-def test_a_failed_build_says_so_and_leaves_the_engine_as_it_was(monkeypatch):
-    """No compiler (or a read-only tree): make install goes on, the JIT serves; nothing is half-replaced."""
+@pytest.mark.parametrize("module, what", [(_engine, "engine"), (_sharing, "traffic pass")])
+def test_a_failed_build_says_so_and_leaves_the_build_as_it_was(module, what, monkeypatch):
+    """No compiler (or a read-only tree): make install goes on, the JIT serves; nothing is half-replaced
+    (the simulator's event loop and the forwarding tables' traffic pass: one build, topoplan.core.aot)."""
     pycc = pytest.importorskip("numba.pycc")
 
     def no_compiler(self):
         raise OSError("no C compiler found")
 
-    before = _engine.aot_status()
-    files = sorted(p.name for p in _engine.HERE.glob(f"{_engine.AOT_NAME}*"))
+    before = module.aot_status()
+    files = sorted(p.name for p in module.HERE.glob(f"{module.AOT_NAME}*"))
     monkeypatch.setattr(pycc.CC, "compile", no_compiler)
-    msg = _engine.build()
-    assert msg == "ahead-of-time engine not built (OSError: no C compiler found); the Numba JIT serves"
-    assert _engine.aot_status() == before
-    assert sorted(p.name for p in _engine.HERE.glob(f"{_engine.AOT_NAME}*")) == files
-    assert not list(_engine.HERE.glob(".aot-*"))      # the temporary directory is gone
+    msg = module.build()
+    assert msg == f"ahead-of-time {what} not built (OSError: no C compiler found); the Numba JIT serves"
+    assert module.aot_status() == before
+    assert sorted(p.name for p in module.HERE.glob(f"{module.AOT_NAME}*")) == files
+    assert not list(module.HERE.glob(".aot-*"))      # the temporary directory is gone
 
 
 def test_the_makefile_rebuilds_from_the_sources_the_build_is_stamped_with():
