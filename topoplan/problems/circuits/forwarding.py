@@ -419,7 +419,8 @@ class _Sharing:
         # own traffic per (node, destination switch), summed as CircuitProblem.own_out sums it
         key = p.large_src * s + self.sw[p.large_dst]
         uniq, ginv = np.unique(key, return_inverse=True)
-        own = np.bincount(ginv.ravel(), weights=p.large_bytes, minlength=len(uniq)).astype(np.float64)  # (empty: int)
+        # float64 also when there is none (an empty bincount is int64): the compiled pass's build takes float64
+        own = np.bincount(ginv.ravel(), weights=p.large_bytes, minlength=len(uniq)).astype(np.float64)
         order = np.argsort(uniq % s, kind="stable")
         self.src_node, self.src_own = (uniq // s)[order], own[order]
         self.src_ptr = np.searchsorted((uniq % s)[order], np.arange(s + 1))
@@ -528,10 +529,10 @@ class _Sharing:
         rel = self.rel
         lo, hi = self.src_ptr[t], self.src_ptr[t + 1]
         use_fb = fb is not None
-        return _sharing.traffic_pass(t, self.src_node[lo:hi], self.src_own[lo:hi], Dt, ct, et, fin, has_relay, best_g,
-                            tie_g, np.ascontiguousarray(fb) if use_fb else np.zeros(self.n, dtype=bool), use_fb, minc0, self.sw, rel.oi,
-                            self.cls, self.inv, rel.SLn, rel.PMn, rel.CL, self.load, self.down, self.up,
-                            float(self.ocs_bw), self.nh)
+        fb = np.ascontiguousarray(fb) if use_fb else np.zeros(self.n, dtype=bool)   # (a column: the build's type)
+        return _sharing.traffic_pass(t, self.src_node[lo:hi], self.src_own[lo:hi], Dt, ct, et, fin, has_relay,
+                                     best_g, tie_g, fb, use_fb, minc0, self.sw, rel.oi, self.cls, self.inv, rel.SLn,
+                                     rel.PMn, rel.CL, self.load, self.down, self.up, float(self.ocs_bw), self.nh)
 
     def _traffic(self, t, Dt, ct, et, fin, has_relay, best_g, tie_g, fb, minc0):
         """Nodes with traffic towards switch ``t``, one by one in the order of the rules; returns the events
