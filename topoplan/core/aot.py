@@ -12,13 +12,6 @@ by the same compiler: their results are identical to the bit.
 Users: the simulator's event loop (:mod:`topoplan.sim._engine`) and the forwarding tables' traffic pass
 (:mod:`topoplan.problems.circuits._sharing_jit`).
 
-Examples
---------
->>> import numpy as np
->>> arg_spec((np.zeros(3), 2, 1.5, np.zeros((2, 2), dtype=np.int64)[:, 0]))   # a strided view: None
-[['array', '<f8', 1], '<i8', '<f8', None]
->>> files_sha256([__file__]) == files_sha256([__file__]), len(files_sha256([__file__]))
-(True, 64)
 """
 
 from __future__ import annotations
@@ -41,6 +34,11 @@ def arg_spec(x):
 
     Arrays must be C-contiguous, aligned and writeable (what a build's signature assumes); Python ints and
     floats are typed as Numba types them (int64, float64).
+
+    Examples
+    --------
+    >>> arg_spec((np.zeros(3), 2, 1.5, True, np.zeros((2, 2), dtype=np.int64)[:, 0]))   # a strided view: None
+    [['array', '<f8', 1], '<i8', '<f8', 'bool', None]
     """
     if isinstance(x, tuple):
         return [arg_spec(v) for v in x]
@@ -60,7 +58,20 @@ def arg_spec(x):
 
 
 def files_sha256(paths) -> str:
-    """SHA-256 over the files' names and bytes, in the order given."""
+    """SHA-256 over the files' names and bytes, in the order given.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> a, b = Path(d.name) / "a.py", Path(d.name) / "b.py"
+    >>> _ = a.write_text("x = 1"), b.write_text("y = 2")
+    >>> files_sha256([a, b]) == files_sha256([a, b]) != files_sha256([b, a])
+    True
+    >>> len(files_sha256([a]))
+    64
+    >>> d.cleanup()
+    """
     h = hashlib.sha256()
     for p in paths:
         p = Path(p)
@@ -70,7 +81,24 @@ def files_sha256(paths) -> str:
 
 def stamp_state(stamp_path: Path, sha: str, module: str) -> tuple[str, dict | None]:
     """``("current", stamp)`` when the build's stamp names ``sha`` and ``module`` imports, else ``("missing" |
-    "stale" | "broken", None)`` (no stamp; built from other sources; an extension for another Python or NumPy)."""
+    "stale" | "broken", None)`` (no stamp; built from other sources; an extension for another Python or NumPy).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> stamp = Path(d.name) / "x.json"
+    >>> stamp_state(stamp, "ab", "json")
+    ('missing', None)
+    >>> _ = stamp.write_text('{"sources_sha256": "ab"}')
+    >>> stamp_state(stamp, "cd", "json")
+    ('stale', None)
+    >>> stamp_state(stamp, "ab", "json")                       # any importable module stands for the extension
+    ('current', {'sources_sha256': 'ab'})
+    >>> stamp_state(stamp, "ab", "topoplan.no_such_extension")
+    ('broken', None)
+    >>> d.cleanup()
+    """
     try:
         stamp = json.loads(Path(stamp_path).read_text())
     except (OSError, ValueError):
@@ -92,11 +120,30 @@ def build_extension(name: str, exports: dict, directory: Path, stamp_path: Path,
     Everything is written to a temporary directory first and moved into place together, the stamp last, so a
     failed build (no C compiler, a read-only tree) leaves the previous build as it was. Raises what ``pycc``
     raises; ``RuntimeError`` when it wrote no single extension.
+
+    Examples
+    --------
+    A build runs a C compiler for seconds (``make install`` makes topoplan's two); one that cannot write its
+    directory fails before compiling and leaves nothing:
+
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> gone = Path(d.name) / "gone"
+    >>> build_extension("_x_aot", {}, gone, gone / "x.json", {})
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: [Errno 2] No such file or directory: '...gone/.aot-...'
+    >>> list(Path(d.name).iterdir())
+    []
+    >>> d.cleanup()
     """
     import warnings
 
     import numba
-    from numba.pycc import CC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # pycc is pending deprecation in Numba, with no replacement yet
+        from numba.pycc import CC
 
     directory = Path(directory)
     # the argument types alone: pycc infers the return type (the functions called are compiled through their
