@@ -92,13 +92,16 @@ class GroupData:
 class GroupResult:
     """``status`` ``optimal`` (proven) or ``timeout``; ``group``: the group of every rank (the best
     partition found, the start if none was better); ``inside``: its weight inside the groups; ``bound``:
-    a proven upper bound on the inside of any partition; ``message``: what ran."""
+    a proven upper bound on the inside of any partition; ``message``: what ran; ``relaxation``: whether the
+    bound is the set-partitioning relaxation's optimum (no other relaxation of these groups bounds better:
+    the pair relaxation of :func:`pair_bound` holds every solution of it)."""
 
     status: str
     group: np.ndarray
     inside: float
     bound: float
     message: str
+    relaxation: bool = False
 
 
 def n_subsets(n: int, size: int) -> int:

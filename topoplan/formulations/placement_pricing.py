@@ -344,7 +344,6 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
     with stdout_silenced():            # HiGHS prints its banner from the constructor
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
     h.setOptionValue("solver", "ipm")
     h.setOptionValue("run_crossover", "off")
     inf = highspy.kHighsInf
@@ -373,12 +372,13 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
     for r in range(n):
         add([r])
     # -- column generation
-    bound, rounds, exact_runs, converged, stalled = math.inf, 0, 0, False, False
+    bound, rounds, exact_runs, converged, stalled, failed = math.inf, 0, 0, False, False, ""
     while _clock() < deadline:
         rounds += 1
         h.setOptionValue("time_limit", max(0.01, deadline - time.perf_counter()))
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            failed = f" (the master LP ended {h.modelStatusToString(h.getModelStatus())})"
             break
         dual = np.asarray(h.getSolution().row_dual)
         pi, mu = dual[:n].copy(), max(0.0, float(dual[n]))
@@ -406,7 +406,7 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
             bound = min(bound, float(pi.sum()) + k * mu + k * max(0.0, ub - mu))
     message = (f"column generation (priced): {rounds} rounds, {len(columns)} columns, {exact_runs} exact pricings"
                + (", converged" if converged else ", the exact pricing stopped by the time limit" if stalled
-                  else " (stopped by the time limit)"))
+                  else failed or " (stopped by the time limit)"))
     bound = math.floor(bound + rounding) if math.isfinite(bound) else math.inf
     # -- the restricted master as an integer program: a better partition from the columns found
     left = deadline - time.perf_counter()
@@ -427,8 +427,8 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
                     best_group_of, best = group, inside
                     message += f"; the columns combine into a better partition ({inside:.6g})"
     if best >= bound:
-        return GroupResult("optimal", best_group_of, best, best, message)
-    return GroupResult("timeout", best_group_of, best, bound, message)
+        return GroupResult("optimal", best_group_of, best, best, message, converged)
+    return GroupResult("timeout", best_group_of, best, bound, message, converged)
 
 
 def _nearest_optimal_duals(h, columns, n: int, k: int, pi: np.ndarray, mu: float, highspy):
@@ -443,7 +443,6 @@ def _nearest_optimal_duals(h, columns, n: int, k: int, pi: np.ndarray, mu: float
     inf = highspy.kHighsInf
     d = highspy.Highs()
     d.setOptionValue("output_flag", False)
-    d.setOptionValue("threads", 1)
     # variables: pi (n, free), mu >= 0, then the distances t (n + 1) >= |(pi, mu) - start|
     m = n + 1
     d.addVars(2 * m, np.concatenate([np.full(n, -inf), [0.0], np.zeros(m)]), np.full(2 * m, inf))

@@ -164,23 +164,24 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     spent = time.perf_counter() - t0
     solve_s = max(0.05, limit - spent - min(spent, 0.25 * limit))
     if groups:
-        col, model_bound, what = _solve_groups(data, solve_s)
+        col, model_bound, what, _ = _solve_groups(data, solve_s)
         bound = max(lb, model_bound * scale)
     else:
-        what, hint_cost = "", best_cost
+        what, hint_cost, relaxed = "", best_cost, False
         if priced:
             # the priced groups model first: its bound may prove the start (or a better partition it finds)
             t1 = time.perf_counter()
-            col, model_bound, what = _solve_groups(data, PRICED_SHARE * solve_s, priced=True)
+            col, model_bound, what, relaxed = _solve_groups(data, PRICED_SHARE * solve_s, priced=True)
             solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
             lb = max(lb, model_bound * scale)
             data = replace(data, lb=max(data.lb, int(math.ceil(model_bound - 1e-9))),
                            hint=formulation.canonical(col, None, n_cols, True, False))
             hint_cost = min(best_cost, _model_cost(data) * scale)   # a partition it found may be better
             what += "; "
-        if not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS and lb < hint_cost * (1 - 1e-9):
+        if (not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS and lb < hint_cost * (1 - 1e-9)
+                and not relaxed):
             # the pair relaxation first (half the time at most): its bound may prove the start, else CP-SAT
-            # starts from it
+            # starts from it (not after the groups' relaxation solved to its optimum: that bounds better)
             t1 = time.perf_counter()
             pair = _pair_lower_bound(data, 0.5 * solve_s)
             solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
@@ -278,7 +279,7 @@ def _solve_groups(data, time_limit: float, priced: bool = False):
     """The switch-level model's data solved as a partition into groups (identical switches), every group
     enumerated (:mod:`topoplan.formulations.placement_groups`) or, ``priced``, searched
     (:mod:`topoplan.formulations.placement_pricing`): ``(switch of every rank, lower bound on the objective in
-    model units, what ran)``."""
+    model units, what ran, whether that bound is the relaxation's optimum)``."""
     t0 = time.perf_counter()
     from topoplan.formulations import placement_groups, placement_pricing   # imported here: Numba (see ilp)
 
@@ -294,7 +295,8 @@ def _solve_groups(data, time_limit: float, priced: bool = False):
     # the objective: every cut byte weighs switch_weight, plus the constant (hops: the node crossings)
     bound = data.switch_weight * (total - res.bound) + data.constant if math.isfinite(res.bound) else data.constant
     name = "priced groups model" if priced else "groups model"
-    return res.group, float(bound), f"{name} {res.status} in {time.perf_counter() - t0:.2f} s ({res.message})"
+    return (res.group, float(bound), f"{name} {res.status} in {time.perf_counter() - t0:.2f} s ({res.message})",
+            res.relaxation)
 
 
 def lower_bound(problem: PlacementProblem) -> float:
