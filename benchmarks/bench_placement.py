@@ -407,7 +407,7 @@ def main(argv=None) -> int:
         if section == "scale":
             rows += run_scale(a.budget, a.seed, log, sizes=sizes, topologies=topologies)
         else:
-            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget, switches=(4,) if a.quick else MAPLIB_SWITCHES) \
+            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget) \
                 if section == "maplib" else run_process(log, **({"switches": (4,), "methods": ("metis",)} if a.quick else {})) \
                 if section == "process" else {"rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
     log(f"total {time.perf_counter() - t0:.0f} s")

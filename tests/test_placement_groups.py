@@ -199,8 +199,9 @@ def test_exact_pricing_stopped_early_still_bounds(seed):
 def test_heuristic_pricing_reports_true_values(seed):
     W = random_weights(50 + seed, 12).astype(float)
     pi = random_duals(seed, 12, W)
-    cols, vals = PP.greedy_columns(W, pi, 5, -np.inf)
-    assert len(cols) == 12
+    seeds = np.array([[0, 1, 2, -1, -1], [3, 4, 5, 6, 7]])
+    cols, vals = PP.greedy_columns(W, pi, 5, -np.inf, seeds)
+    assert len(cols) == 12 + 2
     for c, v in zip(cols, vals):
         m = c[c >= 0]
         assert 1 <= len(m) <= 5 and (np.diff(m) > 0).all()

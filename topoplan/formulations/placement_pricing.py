@@ -59,6 +59,8 @@ MAX_RANKS = 256
 _PRIMAL_SHARE = 0.2
 # a bound this close to the best partition (relative) after convergence is the interior point's tolerance: polished
 _POLISH_GAP = 1e-6
+# share of what is left that one exact pricing takes at most
+_EXACT_SHARE = 0.5
 # exact pricing: nodes between looks at the clock
 _CLOCK_NODES = 4096
 
@@ -89,34 +91,48 @@ def neighbours(W):
 
 
 @njit(cache=True)
-def greedy_columns(W, pi, size, floor):
+def greedy_columns(W, pi, size, floor, seeds):
     """Heuristic pricing: groups of at most ``size`` ranks with ``w(S) - pi(S)`` above ``floor``.
 
     From every rank: add the rank of largest marginal gain ``w(i, S) - pi_i`` up to ``size`` and keep the
-    best prefix, then improve it by the best add, drop or swap until none gains. Returns
+    best prefix, then improve it by the best add, drop or swap until none gains; and from every row of
+    ``seeds`` (groups padded with -1: the master's columns in use), the moves alone. Returns
     ``(members padded with -1 (sorted), values)``, one row per start at most (duplicates possible).
 
     Examples
     --------
     >>> W = np.ones((6, 6)) - np.eye(6)                  # every pair weighs 1, every rank costs 0.5
-    >>> cols, vals = greedy_columns(W, np.full(6, 0.5), 3, 0.0)
+    >>> cols, vals = greedy_columns(W, np.full(6, 0.5), 3, 0.0, np.full((0, 3), -1))
     >>> float(vals.max()), int((cols >= 0).sum(axis=1).max())         # a triangle: 3 - 1.5
     (1.5, 3)
     """
     n = W.shape[0]
-    outs = np.full((n, size), -1, dtype=np.int64)
-    vals = np.empty(n)
+    n_starts = n + seeds.shape[0]
+    outs = np.full((n_starts, size), -1, dtype=np.int64)
+    vals = np.empty(n_starts)
     inside = np.zeros(n, dtype=np.bool_)
     to_set = np.zeros(n)            # weight from every rank into the group
     order = np.empty(size, dtype=np.int64)
     cnt = 0
-    for s in range(n):
+    for s in range(n_starts):
         inside[:] = False
         to_set[:] = 0.0
         m = 0
         val = 0.0
         best_val, best_m = -np.inf, 0
-        while m < size:
+        if s >= n:                  # a seed: its members, then the moves
+            for t in range(size):
+                v = seeds[s - n, t]
+                if v < 0:
+                    break
+                val += to_set[v] - pi[v]
+                inside[v] = True
+                order[m] = v
+                m += 1
+                for j in range(n):
+                    to_set[j] += W[v, j]
+            best_val, best_m = val, m
+        while s < n and m < size:
             pick, gain = s, -pi[s]
             if m > 0:
                 pick, gain = -1, -np.inf
@@ -380,15 +396,22 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             failed = f" (the master LP ended {h.modelStatusToString(h.getModelStatus())})"
             break
-        dual = np.asarray(h.getSolution().row_dual)
+        sol = h.getSolution()
+        dual = np.asarray(sol.row_dual)
         pi, mu = dual[:n].copy(), max(0.0, float(dual[n]))
-        cols, _ = greedy_columns(Wf, pi, size, mu + tol)
+        used = np.flatnonzero(np.asarray(sol.col_value) > 1e-6)
+        seeds = np.full((len(used), size), -1, dtype=np.int64)
+        for i, j in enumerate(used):
+            seeds[i, :len(columns[j])] = columns[j]
+        cols, _ = greedy_columns(Wf, pi, size, mu + tol, seeds)
         added = sum(add(c[c >= 0]) for c in cols)
         if added:
             continue
+        # the exact pricing: half of what is left at most (when it cannot finish, the caller's other bounds
+        # get the rest)
         exact_runs += 1
         value, members, ub, _, done = best_group(Wf, nb, pi, size, mu + slack,
-                                                  max(0.0, deadline - time.perf_counter()))
+                                                  max(0.0, _EXACT_SHARE * (deadline - time.perf_counter())))
         bound = min(bound, float(pi.sum()) + k * mu + k * max(0.0, ub - mu))
         if len(members) and add(members):
             continue
