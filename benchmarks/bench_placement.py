@@ -32,7 +32,7 @@ best of every partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pair
     python benchmarks/bench_placement.py                  # all sections (about 9 minutes, 2 shared cores)
     python benchmarks/bench_placement.py --sections maplib,rgg --budget 10
     python benchmarks/bench_placement.py --json
-    python benchmarks/bench_placement.py --quick          # maplib (anneal 2 s, ilp 5 s) and process at k = 4 (2 min)
+    python benchmarks/bench_placement.py --quick          # maplib (anneal 2 s, ilp 5 s), process at k = 4 (about 2 min)
 """
 
 from __future__ import annotations
@@ -388,7 +388,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true",
-                    help="maplib on 4 switches with anneal 2 s and ilp 5 s, and the process rows of metis on 4 switches")
+                    help="maplib with anneal 2 s and ilp 5 s, and the process rows of metis on 4 switches")
     ap.add_argument("--row", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.quick:

@@ -91,8 +91,8 @@ def _groups() -> str:
 
     ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
     data = placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2)
-    placement_groups.solve(data, time_limit=10)
-    placement_pricing.solve(data, time_limit=60)                # both pricings run (the heuristic finds columns)
+    placement_groups.solve(data, time_limit=600)     # (not 10: compiling counts, 20-35 s under load)
+    placement_pricing.solve(data, time_limit=600)    # both pricings run (the heuristic finds columns)
     return ""
 
 

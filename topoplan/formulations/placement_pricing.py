@@ -49,7 +49,7 @@ import time
 import numpy as np
 from numba import njit
 
-from topoplan.formulations.placement_groups import GroupData, GroupResult, _clock, _now, inside_weight
+from topoplan.formulations.placement_groups import GroupData, GroupResult, _clock, _now, inside_weight, unpack
 
 __all__ = ["solve", "applies", "greedy_columns", "best_group", "neighbours", "MAX_RANKS"]
 
@@ -344,13 +344,9 @@ def solve(data: GroupData, *, time_limit: float) -> GroupResult:
     from topoplan.formulations.backends.highs import stdout_silenced
 
     deadline = time.perf_counter() + float(time_limit)
-    W = np.ascontiguousarray(data.W, dtype=np.int64)
-    n, size, k = W.shape[0], int(data.size), int(data.groups)
-    start = np.asarray(data.start, dtype=np.int64)
-    best_group_of, best = start.copy(), inside_weight(W, start)
-    Wf = W.astype(np.float64)
+    W, Wf, n, size, k, best_group_of, best, total = unpack(data)
+    start = best_group_of.copy()
     nb = neighbours(Wf)
-    total = max(1.0, float(np.triu(W, 1).sum()))
     tol = 1e-9 * total              # a heuristic column must gain this much (no column back for rounding)
     rounding = 1e-11 * total        # above the float sums' error: the bound, rounded down to an integer, stays one
     # the exact pricing looks for columns above mu + slack: it prunes the many of reduced cost about 0 (to the
