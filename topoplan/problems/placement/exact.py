@@ -14,9 +14,9 @@ from the best heuristic placement and decodes the solution into a placement:
 - **priced groups** (:mod:`topoplan.formulations.placement_pricing`), for the same cut where the switches
   are too large to enumerate (up to 256 ranks): the same relaxation, its pricing searched (a heuristic,
   then an exact branch-and-bound that bounds the relaxation whenever it stops), with three quarters of the
-  time at most. It proves the MapLib 64-rank matrices on 4 switches of 16 within a few units of 10^-8
-  (AMG, CG, LULESH) where it converges; where its exact pricing cannot finish (BT-MZ) it bounds nothing
-  and the steps below follow.
+  time at most. It proves the MapLib AMG, CG and LULESH 64-rank matrices on 4 switches of 16 optimal in
+  3-15 s; where its exact pricing cannot finish (BT-MZ) it bounds nothing (a better partition from its
+  columns is kept) and the steps below follow.
 - **CP-SAT** (:mod:`topoplan.formulations.placement_cpsat`) otherwise, solved with
   ``topoplan.formulations.backends.solve(..., "cpsat")``; at switch level (up to 160 ranks) the pair
   relaxation (:func:`topoplan.formulations.placement_groups.pair_bound`) bounds it first, with half the
@@ -86,7 +86,9 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     threads : CP-SAT search workers (the groups model runs on one thread).
 
     The model is the groups model where it applies (identical switches, a switch-level cut, small
-    switches: the module docstring), else CP-SAT; ``options["model"]`` says which.
+    switches: the module docstring), the priced groups model where the switches are identical but large
+    (then, unless it proved the start, the pair relaxation and CP-SAT), else CP-SAT; ``options["model"]``
+    says which (``groups``, ``priced groups``, ``switch`` or ``node+switch``).
 
     Returns
     -------
@@ -138,7 +140,8 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
 
     partition = not node_level and same_switch and exact
     groups = partition and placement_groups.applies(n, int(caps[0]))
-    priced = partition and not groups and placement_pricing.applies(n, int(caps[0]))
+    # (not where the combinatorial bound proves the start already)
+    priced = partition and not groups and placement_pricing.applies(n, int(caps[0])) and lb < best_cost * (1 - 1e-9)
     note = ""
     if groups and not groups_ready() and deadline.scaled(GROUPS_COMPILE_S) > limit - (time.perf_counter() - t0):
         groups = False   # refused before it starts compiling (which cannot be stopped): the CP-SAT model instead
