@@ -32,7 +32,7 @@ best of every partitioner installed and ``greedy`` (KaHIP up to 20,000 rank pair
     python benchmarks/bench_placement.py                  # all sections (about 9 minutes, 2 shared cores)
     python benchmarks/bench_placement.py --sections maplib,rgg --budget 10
     python benchmarks/bench_placement.py --json
-    python benchmarks/bench_placement.py --quick          # maplib (anneal 2 s, ilp 5 s) and process at k = 4 (2 min)
+    python benchmarks/bench_placement.py --quick          # maplib (anneal 2 s, ilp 5 s), process at k = 4 (about 2 min)
 """
 
 from __future__ import annotations
@@ -388,7 +388,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true",
-                    help="maplib on 4 switches with anneal 2 s and ilp 5 s, and the process rows of metis on 4 switches")
+                    help="maplib with anneal 2 s and ilp 5 s, and the process rows of metis on 4 switches")
     ap.add_argument("--row", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.quick:
@@ -407,7 +407,7 @@ def main(argv=None) -> int:
         if section == "scale":
             rows += run_scale(a.budget, a.seed, log, sizes=sizes, topologies=topologies)
         else:
-            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget, switches=(4,) if a.quick else MAPLIB_SWITCHES) \
+            rows += run_maplib(a.budget, a.seed, log, a.ilp_budget) \
                 if section == "maplib" else run_process(log, **({"switches": (4,), "methods": ("metis",)} if a.quick else {})) \
                 if section == "process" else {"rgg": run_rgg, "mesh": run_mesh}[section](a.budget, a.seed, log)
     log(f"total {time.perf_counter() - t0:.0f} s")

@@ -62,6 +62,11 @@ LAZY = {
         "cores a node, large switches) never use it",
     ("topoplan.formulations.placement_groups", "topoplan.formulations.backends.highs"):
         "start-up: only the pair relaxation runs on HiGHS; importing highspy is left to the calls that need it",
+    ("topoplan.problems.placement.exact", "topoplan.formulations.placement_pricing"):
+        "start-up: the priced groups model's pricing is Numba code, as the groups model's search; only identical "
+        "large switches use it",
+    ("topoplan.formulations.placement_pricing", "topoplan.formulations.backends.highs"):
+        "start-up: the master runs on HiGHS; importing highspy is left to the call that needs it",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):
         "optional dependency: the 'numba' solver's kernels, imported when that solver is chosen",
     ("topoplan.sim.maxmin", "topoplan.sim._loop"):

@@ -13,7 +13,8 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
     starts from it).
 ``groups``
     The group enumeration and search of the exact placement model
-    (:mod:`topoplan.formulations.placement_groups`, ``place -m ilp``).
+    (:mod:`topoplan.formulations.placement_groups`, ``place -m ilp``) and the pricing of its form for large
+    groups (:mod:`topoplan.formulations.placement_pricing`).
 ``matching``
     The maximum-weight matching of :mod:`topoplan.problems.circuits.blossom` (``circuits -m matching``) and
     the compiled traffic pass of the forwarding tables (:mod:`topoplan.problems.circuits._sharing_jit`, large
@@ -92,11 +93,12 @@ def _placement() -> str:
 
 
 def _groups() -> str:
-    from topoplan.formulations import placement_groups
+    from topoplan.formulations import placement_groups, placement_pricing
 
     ring = np.roll(np.eye(8, dtype=np.int64), 1, axis=1)        # an 8-ring from a poor start: the search runs
-    placement_groups.solve(placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2),
-                           time_limit=10)
+    data = placement_groups.GroupData(W=ring + ring.T, size=4, groups=2, start=np.arange(8) % 2)
+    placement_groups.solve(data, time_limit=600)     # (not 10: compiling counts, 20-35 s under load)
+    placement_pricing.solve(data, time_limit=600)    # both pricings run (the heuristic finds columns)
     return ""
 
 

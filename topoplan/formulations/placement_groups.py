@@ -57,8 +57,8 @@ from numba import njit, objmode
 
 from topoplan.core.interrupt import stop_requested
 
-__all__ = ["GroupData", "GroupResult", "solve", "applies", "n_subsets", "inside_weight", "pair_bound", "MAX_SUBSETS",
-           "MAX_RANKS", "MAX_SEARCH_COLUMNS", "PAIR_MAX_RANKS"]
+__all__ = ["GroupData", "GroupResult", "solve", "applies", "n_subsets", "inside_weight", "unpack", "pair_bound",
+           "MAX_SUBSETS", "MAX_RANKS", "MAX_SEARCH_COLUMNS", "PAIR_MAX_RANKS"]
 
 #: Most subsets one pricing pass enumerates (about a second compiled): above it the model does not apply.
 MAX_SUBSETS = 20_000_000
@@ -92,13 +92,16 @@ class GroupData:
 class GroupResult:
     """``status`` ``optimal`` (proven) or ``timeout``; ``group``: the group of every rank (the best
     partition found, the start if none was better); ``inside``: its weight inside the groups; ``bound``:
-    a proven upper bound on the inside of any partition; ``message``: what ran."""
+    a proven upper bound on the inside of any partition; ``message``: what ran; ``relaxation``: whether the
+    bound is the set-partitioning relaxation's optimum (no other relaxation of these groups bounds better:
+    the pair relaxation of :func:`pair_bound` holds every solution of it)."""
 
     status: str
     group: np.ndarray
     inside: float
     bound: float
     message: str
+    relaxation: bool = False
 
 
 def n_subsets(n: int, size: int) -> int:
@@ -126,17 +129,22 @@ def inside_weight(W: np.ndarray, group: np.ndarray) -> float:
     return float(np.triu(np.where(same, W, 0), 1).sum())
 
 
+def unpack(data: GroupData):
+    """The model's arrays: ``(W as int64, W as float64, ranks, size, groups, start (a copy), its inside, the
+    total weight (at least 1))``."""
+    W = np.ascontiguousarray(data.W, dtype=np.int64)
+    start = np.array(data.start, dtype=np.int64)
+    return (W, W.astype(np.float64), W.shape[0], int(data.size), int(data.groups), start, inside_weight(W, start),
+            max(1.0, float(np.triu(W, 1).sum())))
+
+
 def solve(data: GroupData, *, time_limit: float) -> GroupResult:
     """Column generation, then the exact search, within ``time_limit`` seconds (the module docstring)."""
     from ortools.linear_solver import pywraplp
 
     deadline = time.perf_counter() + float(time_limit)
-    W = np.ascontiguousarray(data.W, dtype=np.int64)
-    n, size, k = W.shape[0], int(data.size), int(data.groups)
-    start = np.asarray(data.start, dtype=np.int64)
-    best_group, best = start.copy(), inside_weight(W, start)
-    Wf = W.astype(np.float64)
-    scale = max(1.0, float(np.triu(W, 1).sum()))
+    W, Wf, n, size, k, best_group, best, scale = unpack(data)
+    start = best_group.copy()
     tol = 1e-9 * scale
     # -- the relaxation, by column generation
     lp = pywraplp.Solver.CreateSolver("GLOP")

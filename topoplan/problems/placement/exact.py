@@ -11,10 +11,16 @@ from the best heuristic placement and decodes the solution into a placement:
   switches of 4, 128 in switches of 4, 64 in switches of 5): a set-partitioning relaxation solved by
   column generation, then an exact search over the groups its reduced costs leave. It proves the MapLib
   64-rank matrices on 16 switches optimal in seconds.
+- **priced groups** (:mod:`topoplan.formulations.placement_pricing`), for the same cut where the switches
+  are too large to enumerate (up to 256 ranks): the same relaxation, its pricing searched (a heuristic,
+  then an exact branch-and-bound that bounds the relaxation whenever it stops), with three quarters of the
+  time at most. It proves the MapLib AMG, CG and LULESH 64-rank matrices on 4 switches of 16 optimal in
+  3-15 s; where its exact pricing cannot finish (BT-MZ) it bounds nothing (a better partition from its
+  columns is kept) and the steps below follow.
 - **CP-SAT** (:mod:`topoplan.formulations.placement_cpsat`) otherwise, solved with
   ``topoplan.formulations.backends.solve(..., "cpsat")``; at switch level (up to 160 ranks) the pair
   relaxation (:func:`topoplan.formulations.placement_groups.pair_bound`) bounds it first, with half the
-  time at most, and may prove the start optimal on its own.
+  time at most, and may prove the start optimal on its own. The bound is the best of every step's.
 
 Examples
 --------
@@ -48,7 +54,8 @@ from topoplan.problems.placement.registry import METHODS
 from topoplan.problems.result import module_missing
 from topoplan.core.topology import TreeTopology
 
-__all__ = ["ilp", "lower_bound", "symmetric_switches", "groups_ready", "DEFAULT_TIME_S", "GROUPS_COMPILE_S"]
+__all__ = ["ilp", "lower_bound", "symmetric_switches", "groups_ready", "priced_ready", "DEFAULT_TIME_S",
+           "GROUPS_COMPILE_S", "PRICED_COMPILE_S", "PRICED_SHARE"]
 
 DEFAULT_TIME_S = 20.0
 #: CPU seconds to compile the groups model's search (:mod:`topoplan.formulations.placement_groups`) when Numba's
@@ -56,6 +63,11 @@ DEFAULT_TIME_S = 20.0
 #: ranks of 16 switches of 4 (the whole run took 22.6 CPU s and 109 s of wall time at a load of 10, 1.8 CPU s with
 #: the search cached), kept at 25.
 GROUPS_COMPILE_S = 25.0
+#: CPU seconds to compile the priced groups model's kernels (:mod:`topoplan.formulations.placement_pricing`)
+#: when Numba's cache does not have them: 22.2 CPU s measured (a fresh cache, at a load of 2), kept at 25.
+PRICED_COMPILE_S = 25.0
+#: Share of the model's time the priced groups model takes at most (the pair relaxation and CP-SAT the rest).
+PRICED_SHARE = 0.75
 NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
 
 
@@ -74,7 +86,9 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     threads : CP-SAT search workers (the groups model runs on one thread).
 
     The model is the groups model where it applies (identical switches, a switch-level cut, small
-    switches: the module docstring), else CP-SAT; ``options["model"]`` says which.
+    switches: the module docstring), the priced groups model where the switches are identical but large
+    (then, unless it proved the start, the pair relaxation and CP-SAT), else CP-SAT; ``options["model"]``
+    says which (``groups``, ``priced groups``, ``switch`` or ``node+switch``).
 
     Returns
     -------
@@ -122,16 +136,23 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     n_cols = len(caps)
     # imported here: the groups model's search imports Numba (0.3-0.8 CPU s of a command's start-up, measured),
     # which most placements (several cores a node, large switches) never need
-    from topoplan.formulations import placement_groups
+    from topoplan.formulations import placement_groups, placement_pricing
 
-    groups = not node_level and same_switch and exact and placement_groups.applies(n, int(caps[0]))
+    partition = not node_level and same_switch and exact
+    groups = partition and placement_groups.applies(n, int(caps[0]))
+    # (not where the combinatorial bound proves the start already)
+    priced = partition and not groups and placement_pricing.applies(n, int(caps[0])) and lb < best_cost * (1 - 1e-9)
     note = ""
     if groups and not groups_ready() and deadline.scaled(GROUPS_COMPILE_S) > limit - (time.perf_counter() - t0):
         groups = False   # refused before it starts compiling (which cannot be stopped): the CP-SAT model instead
         note = (f"; the groups model was not used: compiling its search takes about "
                 f"{deadline.scaled(GROUPS_COMPILE_S):.0f} s (once; make install does it)")
+    if priced and not priced_ready() and deadline.scaled(PRICED_COMPILE_S) > limit - (time.perf_counter() - t0):
+        priced = False
+        note = (f"; the priced groups model was not used: compiling its pricing takes about "
+                f"{deadline.scaled(PRICED_COMPILE_S):.0f} s (once; make install does it)")
     opts = {"init": best_name, "lower_bound": lb, "model": "groups" if groups else "node+switch" if node_level
-            else "switch"}
+            else "priced groups" if priced else "switch"}
     if not groups and (n * n_cols > formulation.MAX_VARS or len(u) * n_cols > formulation.MAX_CUT_ROWS):
         return result_from(problem, best_node, status="feasible", bound=lb, options=opts,
                            message=f"model too large ({n} x {n_cols} assignment variables, {len(u)} edges): "
@@ -146,20 +167,31 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     spent = time.perf_counter() - t0
     solve_s = max(0.05, limit - spent - min(spent, 0.25 * limit))
     if groups:
-        col, model_bound, what = _solve_groups(data, solve_s)
+        col, model_bound, what, _ = _solve_groups(data, solve_s)
         bound = max(lb, model_bound * scale)
     else:
-        what = ""
-        if not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS:
+        what, hint_cost, relaxed = "", best_cost, False
+        if priced:
+            # the priced groups model first: its bound may prove the start (or a better partition it finds)
+            t1 = time.perf_counter()
+            col, model_bound, what, relaxed = _solve_groups(data, PRICED_SHARE * solve_s, priced=True)
+            solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
+            lb = max(lb, model_bound * scale)
+            data = replace(data, lb=max(data.lb, int(math.ceil(model_bound - 1e-9))),
+                           hint=formulation.canonical(col, None, n_cols, True, False))
+            hint_cost = min(best_cost, _model_cost(data) * scale)   # a partition it found may be better
+            what += "; "
+        if (not node_level and exact and n <= placement_groups.PAIR_MAX_RANKS and lb < hint_cost * (1 - 1e-9)
+                and not relaxed):
             # the pair relaxation first (half the time at most): its bound may prove the start, else CP-SAT
-            # starts from it
+            # starts from it (not after the groups' relaxation solved to its optimum: that bounds better)
             t1 = time.perf_counter()
             pair = _pair_lower_bound(data, 0.5 * solve_s)
             solve_s = max(0.05, solve_s - (time.perf_counter() - t1))
             lb = max(lb, pair * scale)
             data = replace(data, lb=max(data.lb, int(math.ceil(pair - 1e-9))))
-            what = f"pair relaxation bound {pair * scale:.6g} in {time.perf_counter() - t1:.2f} s; "
-        if lb >= best_cost * (1 - 1e-9):
+            what += f"pair relaxation bound {pair * scale:.6g} in {time.perf_counter() - t1:.2f} s; "
+        if lb >= hint_cost * (1 - 1e-9):
             col, bound = data.hint, lb
             what += "it meets the start"
         else:
@@ -200,6 +232,29 @@ def groups_ready() -> bool:
                                                    placement_groups._now))
 
 
+def priced_ready() -> bool:
+    """Whether the priced groups model's kernels run without compiling first (as :func:`groups_ready`).
+
+    Examples
+    --------
+    >>> isinstance(priced_ready(), bool)
+    True
+    """
+    from topoplan.formulations import placement_groups, placement_pricing   # imported here: Numba (see ilp)
+
+    return all(deadline.kernel_ready(k) for k in (placement_pricing.neighbours, placement_pricing.greedy_columns,
+                                                   placement_pricing.best_group, placement_pricing._node_bound,
+                                                   placement_groups._now))
+
+
+def _model_cost(data) -> int:
+    """The switch-level model's objective (model units) of its hint: the cut weight times ``switch_weight``,
+    plus the constant."""
+    hint = np.asarray(data.hint)
+    cut = int(np.asarray(data.w)[hint[data.u] != hint[data.v]].sum())
+    return data.switch_weight * cut + data.constant
+
+
 def _weights(data) -> np.ndarray:
     """The model's integer edge weights as a dense symmetric rank x rank array."""
     W = np.zeros((data.n, data.n), dtype=np.int64)
@@ -223,20 +278,28 @@ def _pair_lower_bound(data, time_limit: float) -> float:
     return float(data.switch_weight * max(0.0, total - math.floor(inside)) + data.constant)
 
 
-def _solve_groups(data, time_limit: float):
-    """The switch-level model's data solved as a partition into groups (identical switches): ``(switch of
-    every rank, lower bound on the objective in model units, what ran)``."""
+def _solve_groups(data, time_limit: float, priced: bool = False):
+    """The switch-level model's data solved as a partition into groups (identical switches), every group
+    enumerated (:mod:`topoplan.formulations.placement_groups`) or, ``priced``, searched
+    (:mod:`topoplan.formulations.placement_pricing`): ``(switch of every rank, lower bound on the objective in
+    model units, what ran, whether that bound is the relaxation's optimum)``."""
     t0 = time.perf_counter()
-    from topoplan.formulations import placement_groups   # imported here: Numba (see ilp)
+    from topoplan.formulations import placement_groups, placement_pricing   # imported here: Numba (see ilp)
 
     group_data = placement_groups.GroupData(W=_weights(data), size=int(data.caps[0]), groups=len(data.caps),
                                             start=np.asarray(data.hint))
-    # GLOP is OR-Tools': in a fresh process when HiGHS's clashing native library is loaded here
-    res = call_isolated("ortools", placement_groups.solve, group_data, time_limit=time_limit)
+    # GLOP is OR-Tools', the priced model's master HiGHS's: in a fresh process when the other's clashing native
+    # library is loaded here
+    if priced:
+        res = call_isolated("highs", placement_pricing.solve, group_data, time_limit=time_limit)
+    else:
+        res = call_isolated("ortools", placement_groups.solve, group_data, time_limit=time_limit)
     total = int(np.asarray(data.w).sum())
     # the objective: every cut byte weighs switch_weight, plus the constant (hops: the node crossings)
-    bound = data.switch_weight * (total - res.bound) + data.constant
-    return res.group, float(bound), f"groups model {res.status} in {time.perf_counter() - t0:.2f} s ({res.message})"
+    bound = data.switch_weight * (total - res.bound) + data.constant if math.isfinite(res.bound) else data.constant
+    name = "priced groups model" if priced else "groups model"
+    return (res.group, float(bound), f"{name} {res.status} in {time.perf_counter() - t0:.2f} s ({res.message})",
+            res.relaxation)
 
 
 def lower_bound(problem: PlacementProblem) -> float:
