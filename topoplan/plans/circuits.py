@@ -261,12 +261,8 @@ def _entries_valid(u, t, h, hop_limit, n: int, s: int, sw, partners: dict) -> bo
             or (sw[u] == t).any() or (h == u).any()):
         return False
     circ = sw[h] != sw[u]
-    if circ.any():   # a next hop under another switch must be a circuit partner
-        pk = _partner_keys(partners, n)
-        key = u[circ] * n + h[circ]
-        pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
-        if not len(pk) or (pk[pos] != key).any():
-            return False
+    if circ.any() and not _all_partners(u[circ], h[circ], partners, n):
+        return False   # a next hop under another switch must be a circuit partner
     # chains: the entry (h, t) each entry leads to (-1 where it ends), circuits crossed summed by pointer jumping
     ekey = u * s + t
     want = h * s + t
@@ -306,9 +302,12 @@ def _chains_end(nxt, acc, leaf, active, n_entries: int, hop_limit) -> bool:
     return hop_limit is None or int(acc.max(initial=0)) <= int(hop_limit)
 
 
-def _partner_keys(partners: dict, n: int) -> np.ndarray:
-    """Sorted ``u * n + v`` of every circuit partner ``v`` of ``u``."""
-    return np.array(sorted(a * n + b for a, ps in partners.items() for b in ps), dtype=np.int64)
+def _all_partners(u, h, partners: dict, n: int) -> bool:
+    """Whether every ``h[i]`` is a circuit partner of ``u[i]`` (``partners``: node -> its partners)."""
+    pk = np.array(sorted(a * n + b for a, ps in partners.items() for b in ps), dtype=np.int64)
+    key = u * n + h
+    pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
+    return bool(len(pk)) and bool((pk[pos] == key).all())
 
 
 def _array_valid(nh: np.ndarray, hop_limit, n: int, s: int, sw, partners: dict) -> bool:
@@ -332,12 +331,8 @@ def _array_valid(nh: np.ndarray, hop_limit, n: int, s: int, sw, partners: dict) 
     swh = sw_nh[hc]                                   # switch of every next hop (anything where there is no entry)
     circ = has & (swh != sw_nh[:, None])
     cu, ct = np.nonzero(circ)
-    if len(cu):   # a next hop under another switch must be a circuit partner
-        pk = _partner_keys(partners, n)
-        key = cu * n + nh[cu, ct].astype(np.int64)
-        pos = np.minimum(np.searchsorted(pk, key), max(len(pk) - 1, 0))
-        if not len(pk) or (pk[pos] != key).any():
-            return False
+    if len(cu) and not _all_partners(cu, nh[cu, ct].astype(np.int64), partners, n):
+        return False   # a next hop under another switch must be a circuit partner
     # chains (_chains_end), over flat entry ids u * s + t
     cols = np.arange(s, dtype=sw_nh.dtype)
     cont = has & (swh != cols[None, :])              # not at the destination switch yet: goes on at (h, t) ...

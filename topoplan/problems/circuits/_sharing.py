@@ -35,18 +35,23 @@ def sources_sha256() -> str:
     return files_sha256([HERE / name for name in SOURCES])
 
 
+def _state() -> tuple[str, dict | None]:
+    """The build's status (see :func:`aot_status`) and, when current, its stamp."""
+    return stamp_state(STAMP, sources_sha256(), f"topoplan.problems.circuits.{AOT_NAME}")
+
+
 def aot_status() -> str:
     """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not import).
 
     >>> aot_status() in ("current", "stale", "missing", "broken")
     True
     """
-    return stamp_state(STAMP, sources_sha256(), f"topoplan.problems.circuits.{AOT_NAME}")[0]
+    return _state()[0]
 
 
 def _aot_pass():
     """The ahead-of-time ``traffic_pass`` and the argument types it was built for, or None when not current."""
-    status, stamp = stamp_state(STAMP, sources_sha256(), f"topoplan.problems.circuits.{AOT_NAME}")
+    status, stamp = _state()
     args = (stamp or {}).get("args")
     if status != "current" or not isinstance(args, dict) or "traffic_pass" not in args:
         return None
