@@ -327,3 +327,14 @@ def test_slotted_entries_are_validated(transpose001):
         validate_schedule(bad, topo)
     with pytest.raises(TopoplanError, match="field 'decomposition'"):
         schedule(prob, "solstice", circuit_method="greedy", decomposition="eclipse")
+
+
+def test_the_phases_steps_are_clocked_within_their_time_limit(topo, two):
+    from topoplan.sim.steps import StepClockLimit
+
+    trace, ph, _ = two
+    with pytest.raises(StepClockLimit):
+        PhasedProblem.build(topo, ph, steps=True, steps_time_limit=0.0)
+    a = PhasedProblem.build(topo, ph, steps=True)
+    b = PhasedProblem.build(topo, ph, steps=True, steps_time_limit=600.0)
+    assert [p.steps.fingerprint() for p in a.class_problems] == [p.steps.fingerprint() for p in b.class_problems]

@@ -393,3 +393,49 @@ def test_the_cli_clocks_the_trace_it_loaded(monkeypatch):
     monkeypatch.setattr(steps_mod, "parse_spec", lambda s: pytest.fail("generated again"))
     st = steps_mod.source_steps(spec, trace)
     assert st.n_steps == 1
+
+
+# -- the clocks within a time limit ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("find", [
+    lambda t, spec, limit: trace_steps(t, time_limit=limit),
+    lambda t, spec, limit: steps_of_spec(spec, min_rows=10, time_limit=limit),   # by its iterations
+    lambda t, spec, limit: steps_of_spec(spec, trace=t, time_limit=limit),       # whole
+], ids=["trace", "spec-by-iterations", "spec-whole"])
+def test_the_clocks_stop_at_their_time_limit_and_a_long_one_changes_nothing(find):
+    from topoplan.sim.steps import StepClockLimit
+
+    spec = "npb:kernel=cg,class=S,np=16,iters=5"
+    t = parse_spec(spec)
+    with pytest.raises(StepClockLimit, match="did not finish within its time limit of 0 s"):
+        find(t, spec, 0.0)
+    a, b = find(t, spec, None), find(t, spec, 600.0)
+    assert a.fingerprint() == b.fingerprint()
+
+
+def test_a_step_clock_limit_is_a_topoplan_error():
+    """Callers that report TopoplanError (the CLI's one-line errors) report it too."""
+    from topoplan.sim.steps import StepClockLimit, source_steps
+
+    with pytest.raises(TopoplanError):
+        source_steps("ring:np=4,bytes=1MB,iters=3", parse_spec("ring:np=4,bytes=1MB,iters=3"), time_limit=0.0)
+    assert issubclass(StepClockLimit, TopoplanError)
+
+
+def test_circuits_plans_on_the_bulk_phase_when_the_steps_do_not_fit_its_time_limit(monkeypatch, tmp_path, run_cli):
+    """With no time for the clocks the command still plans, on the traffic as one bulk phase, and says so."""
+    import json
+
+    import topoplan.cli.commands.common as common
+
+    args = ["circuits", "-t", "paper003", "-T", "npb:kernel=cg,class=S,np=16,iters=3", "-m", "greedy"]
+    out = tmp_path / "plan.json"
+    monkeypatch.setattr(common, "STEPS_SHARE", 0.0)
+    code, text, err = run_cli(*args, "--time-limit", "60", "-o", out)
+    assert code == 0, err
+    assert "steps: not found within 0.0 s" in text and "one bulk phase" in text
+    doc = json.loads(out.read_text())
+    assert "steps: not found" in doc["message"] and "steps" not in doc["problem"]
+    code, text, err = run_cli(*args)            # without a time limit the steps are always found
+    assert code == 0 and "steps:" in text and "not found" not in text, err

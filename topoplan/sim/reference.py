@@ -35,11 +35,12 @@ __all__ = ["Replayer"]
 
 
 class _Req:
-    __slots__ = ("rank", "peer", "is_send", "done", "t_done", "seq")
+    __slots__ = ("rank", "peer", "is_send", "done", "t_done", "seq", "waited")
 
     def __init__(self, rank, peer, is_send, seq):
         self.rank, self.peer, self.is_send, self.done, self.t_done = rank, peer, is_send, False, 0.0
         self.seq = seq  # posting order: the earliest posted receive matches first
+        self.waited = False  # its rank waits on it (a request is waited on at most once)
 
 
 class _Msg:
@@ -93,11 +94,13 @@ class Replayer:
         self.seq = 0
         self.colls = Collectives(trace, thresholds)
         self.clock = [0.0] * n
-        self.blocked: list[list | None] = [None] * n      # requests a rank waits on
+        self.blocked: list[list | None] = [None] * n      # requests a rank waits on (set by _block)
+        self.pending = [0] * n                            # how many of them are not done
         self.micro: list[deque] = [deque() for _ in range(n)]  # pending collective steps
         self.open_reqs: list[list] = [[] for _ in range(n)]
         self.coll_seq: list[dict] = [defaultdict(int) for _ in range(n)]
         self.posted = defaultdict(deque)       # (dst, src, tag) -> recv reqs; src -1 / tag -1 are wildcards
+        self.wild = [0] * n                    # per rank: its posted receives with a wildcard
         self.unexpected = defaultdict(deque)   # (dst, src, tag) -> messages not yet matched
         self.unexp_keys = defaultdict(set)     # dst -> keys of non-empty unexpected queues
         self.flow_msg: dict[int, _Msg] = {}
@@ -180,7 +183,7 @@ class Replayer:
         self.clock[r] = t
         while True:
             if self.blocked[r] is not None:
-                if not all(q.done for q in self.blocked[r]):
+                if self.pending[r]:
                     return
                 self.blocked[r] = None
             if self.micro[r]:
@@ -209,19 +212,19 @@ class Replayer:
         if op == OP_SEND or op == OP_ISEND:
             q = self._send(r, self.peer[i], self.nb[i], self.tag[i], t)
             if op == OP_SEND:
-                self.blocked[r] = [q]
+                self._block(r, [q])
             else:
                 self.open_reqs[r].append(q)
         elif op == OP_RECV or op == OP_IRECV:
             q = self._recv(r, self.peer[i], self.nb[i], self.tag[i], t)
             if op == OP_RECV:
-                self.blocked[r] = [q]
+                self._block(r, [q])
             else:
                 self.open_reqs[r].append(q)
         elif op == OP_SENDRECV:
             qs = self._send(r, self.peer[i], self.nb[i], self.tag[i], t)
             qr = self._recv(r, -1, self.nb[i], self.tag[i], t)
-            self.blocked[r] = [qs, qr]
+            self._block(r, [qs, qr])
         elif op == OP_WAIT:
             peer, kind = self.peer[i], self.req_kind[i]
             reqs = self.open_reqs[r]
@@ -231,11 +234,13 @@ class Replayer:
                     pick = k
                     break
             if peer < 0 and pick is None:
-                self.blocked[r], self.open_reqs[r] = list(reqs), []
+                self._block(r, reqs)
+                self.open_reqs[r] = []
             elif pick is not None:
-                self.blocked[r] = [reqs.pop(pick)]
+                self._block(r, [reqs.pop(pick)])
         elif op == OP_WAITALL:
-            self.blocked[r], self.open_reqs[r] = list(self.open_reqs[r]), []
+            self._block(r, self.open_reqs[r])
+            self.open_reqs[r] = []
         elif op in COLL_CODES:
             self._collective(r, i)
         # unknown ops are skipped (counted in trace.unknown_ops)
@@ -255,7 +260,16 @@ class Replayer:
         t = self.clock[r]
         reqs = [self._recv(r, int(members[p]), b, tag, t) for p, b in st.recvs]
         reqs += [self._send(r, int(members[p]), b, tag, t) for p, b in st.sends]
+        self._block(r, reqs)
+
+    def _block(self, r: int, reqs: list) -> None:
+        """Rank ``r`` waits on ``reqs`` (a list it may keep): it runs on when the last of them is done."""
         self.blocked[r] = reqs
+        n = 0
+        for q in reqs:
+            q.waited = True
+            n += not q.done
+        self.pending[r] = n
 
     # -- point to point ----------------------------------------------------
     def _new_req(self, r, peer, is_send) -> _Req:
@@ -285,10 +299,15 @@ class Replayer:
             self._matched(m, q, t)
         else:
             self.posted[(r, src, tag)].append(q)
+            if src < 0 or tag == -1:
+                self.wild[r] += 1
         return q
 
     def _match_posted(self, m: _Msg):
         """The earliest posted receive that matches (exact, any-source and any-tag queues)."""
+        if not self.wild[m.dst]:            # no wildcard receive posted: the exact queue alone
+            dq = self.posted.get((m.dst, m.src, m.tag))
+            return dq.popleft() if dq else None
         keys = [(m.dst, m.src, m.tag), (m.dst, -1, m.tag)]
         if not isinstance(m.tag, tuple):  # collective messages never match wildcard tags
             keys += [(m.dst, m.src, -1), (m.dst, -1, -1)]
@@ -299,6 +318,8 @@ class Replayer:
                 best, best_key = dq[0], key
         if best is not None:
             self.posted[best_key].popleft()
+            if best_key[1] < 0 or best_key[2] == -1:
+                self.wild[m.dst] -= 1
         return best
 
     def _match_unexpected(self, r, src, tag):
@@ -379,9 +400,12 @@ class Replayer:
             self._complete(m.rreq, t)
 
     def _complete(self, q: _Req, t: float) -> None:
+        was_done = q.done
         q.done, q.t_done = True, t
-        r = q.rank
-        blocked = self.blocked[r]
-        # only a request the rank waits on may wake it (a second wake-up would skip a computation gap)
-        if blocked is not None and any(x is q for x in blocked) and all(x.done for x in blocked):
-            heapq.heappush(self.ready, (t, r))
+        # only a request the rank waits on may wake it, and only the last of them (a second wake-up would skip a
+        # computation gap)
+        if q.waited and not was_done:
+            r = q.rank
+            self.pending[r] -= 1
+            if not self.pending[r]:
+                heapq.heappush(self.ready, (t, r))

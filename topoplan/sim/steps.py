@@ -52,6 +52,7 @@ import dataclasses
 import hashlib
 import heapq
 import inspect
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,7 @@ from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
 from topoplan.traffic.trace import OP_CODE, Trace
 
-__all__ = ["Steps", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS",
+__all__ = ["Steps", "StepClockLimit", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS",
            "EAGER_THRESHOLD_B"]
 
 # The clock runs the reference replay in Python: about 10-20 us a message on this 2-core machine (collectives
@@ -74,6 +75,31 @@ STEP_CLOCK_ROWS = 2_000_000
 
 # Blocking sends below this size return at once in the clock: the replay's eager threshold.
 EAGER_THRESHOLD_B = float(inspect.signature(replay).parameters["eager_threshold_B"].default)
+
+
+class StepClockLimit(TopoplanError):
+    """The step clock did not finish within its ``time_limit`` (the trace's steps are unknown).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> try:
+    ...     trace_steps(parse_spec("ring:np=4,bytes=1MB,iters=3"), time_limit=0.0)
+    ... except StepClockLimit as e:
+    ...     print(e)
+    the step clock did not finish within its time limit of 0 s
+    """
+
+
+def _stop_at(time_limit: float | None) -> float | None:
+    """The monotonic time the clock stops at, ``time_limit`` seconds from now (None: never)."""
+    return None if time_limit is None else time.monotonic() + max(float(time_limit), 0.0)
+
+
+def _past(stop_at: float | None, time_limit: float | None) -> None:
+    """Raise :class:`StepClockLimit` once ``stop_at`` is past."""
+    if stop_at is not None and time.monotonic() >= stop_at:
+        raise StepClockLimit(f"the step clock did not finish within its time limit of {time_limit or 0:.3g} s")
 
 
 @dataclass(frozen=True)
@@ -176,12 +202,13 @@ class _UnitEngine:
         return None
 
 
-def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = False):
+def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = False, stop_at=None, time_limit=None):
     """The reference replayer with its engine and its message start replaced by the unit clock.
 
     ``latency=False``: the step clock (only blocking sends are eager, and a message starts when its receive is
     posted). ``latency=True``: the latency clock (every send below the threshold is eager and its message
-    starts at once, as in the replay)."""
+    starts at once, as in the replay). Past ``stop_at`` (monotonic seconds; ``time_limit`` names it) a rank's
+    next run raises :class:`StepClockLimit`."""
     threshold = float(eager_threshold_B)
 
     class UnitReplayer(Replayer):
@@ -206,6 +233,8 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = Fa
             self.msg_id = {}
 
         def _run_rank(self, r, t):
+            if stop_at is not None:
+                _past(stop_at, time_limit)
             self.running = r
             super()._run_rank(r, t)
 
@@ -255,15 +284,15 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = Fa
             self.waker = -1
 
         def _complete(self, q, t):
+            if not latency or self.waker < 0:
+                return super()._complete(q, t)
             r = q.rank
-            if latency and self.waker >= 0:
-                if self.done_t[r] != t:
-                    self.done_t[r], self.done_ids[r] = t, []
-                self.done_ids[r].append(self.waker)
-            blocked = self.blocked[r]
-            wakes = blocked is not None and any(x is q for x in blocked) and all(x.done or x is q for x in blocked)
+            if self.done_t[r] != t:
+                self.done_t[r], self.done_ids[r] = t, []
+            self.done_ids[r].append(self.waker)
+            wakes = q.waited and not q.done and self.pending[r] == 1     # the last request its rank waits on
             super()._complete(q, t)
-            if latency and wakes and self.waker >= 0:
+            if wakes:
                 self.cause[r] = (self.waker,) + tuple(i for i in self.done_ids[r] if i != self.waker)
 
         def chain(self):
@@ -299,7 +328,8 @@ class _Placed:
         self.rank_to_node = rank_to_node
 
 
-def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, latency: bool = False):
+def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, latency: bool = False,
+                time_limit: float | None = None, _stop=None):
     """Every message of ``trace`` (collectives expanded) with the level of the step clock it starts at.
 
     Parameters
@@ -314,6 +344,8 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
         at once and its message starts at once, as in the replay; only the messages of its longest chain of
         dependent messages are returned, with their level of the chain (0, 1, ...): at every level the
         messages that arrived in it at the rank the chain goes through.
+    time_limit : float, optional
+        Seconds the clock may take (default: no limit).
 
     Returns
     -------
@@ -323,6 +355,8 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
     ------
     TopoplanError
         For a trace that deadlocks (as the replay would), naming the blocked ranks.
+    StepClockLimit
+        When the clock takes longer than ``time_limit``.
 
     Examples
     --------
@@ -331,7 +365,8 @@ def step_levels(trace: Trace, *, eager_threshold_B: float = EAGER_THRESHOLD_B, l
     >>> sorted(lv.tolist())                                 # two steps of four messages
     [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     """
-    rep = _unit_replayer(trace, eager_threshold_B, latency=latency)
+    stop_at = _stop if _stop is not None else _stop_at(time_limit)
+    rep = _unit_replayer(trace, eager_threshold_B, latency=latency, stop_at=stop_at, time_limit=time_limit)
     rep.run()
     sent = rep.sent
     if latency:
@@ -389,7 +424,7 @@ def _one_exchange(trace: Trace):
     return src, dst, trace.bytes[isend].astype(np.float64), np.zeros(len(src))
 
 
-def trace_steps(trace: Trace) -> Steps:
+def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
     """The step types of ``trace`` and their counts (see the module docstring).
 
     Self-messages (a rank to itself) are left out; a level whose messages equal another's is the same
@@ -398,6 +433,8 @@ def trace_steps(trace: Trace) -> Steps:
     Parameters
     ----------
     trace : Trace
+    time_limit : float, optional
+        Seconds the clocks may take together (default: no limit).
 
     Returns
     -------
@@ -407,6 +444,8 @@ def trace_steps(trace: Trace) -> Steps:
     ------
     TopoplanError
         For a trace that deadlocks.
+    StepClockLimit
+        When the clocks take longer than ``time_limit``.
 
     Examples
     --------
@@ -415,19 +454,20 @@ def trace_steps(trace: Trace) -> Steps:
     >>> st.n_types, st.count.tolist(), [t.total_bytes() for t in st.types]
     (1, [4.0], [8000000.0])
     """
-    st, chain = _steps_and_chain(trace)
+    st, chain = _steps_and_chain(trace, _stop_at(time_limit), time_limit)
     return _with_chain(st, chain)
 
 
-def _steps_and_chain(trace: Trace):
+def _steps_and_chain(trace: Trace, stop_at=None, time_limit=None):
     """The step types of ``trace`` (without the chain) and its latency chain, ``(src, dst, bytes, level)`` as
     :func:`step_levels` gives it; None for a trace that is one exchange (one step: its latency is its slowest
-    message's)."""
+    message's). Both clocks stop at ``stop_at`` (:class:`StepClockLimit`)."""
     one = _one_exchange(trace)
-    src, dst, nb, lv = one if one is not None else step_levels(trace)
+    clock = dict(time_limit=time_limit, _stop=stop_at)
+    src, dst, nb, lv = one if one is not None else step_levels(trace, **clock)
     keep = src != dst
     st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
-    return st, None if one is not None else step_levels(trace, latency=True)
+    return st, None if one is not None else step_levels(trace, latency=True, **clock)
 
 
 def _with_chain(st: Steps, chain, first: int | None = None, times: float = 1.0) -> Steps:
@@ -494,7 +534,8 @@ def _combine_types(parts):
     return [types[i] for i in keep], np.round(np.asarray([count[i] for i in keep], dtype=np.float64), 9)
 
 
-def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None) -> Steps:
+def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None,
+                  time_limit: float | None = None) -> Steps:
     """The steps of a generator spec's trace, clocked by its iterations.
 
     A trace of at most ``min_rows`` rows is clocked whole. A larger one whose generator takes ``iters`` is
@@ -512,6 +553,8 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     trace : Trace, optional
         The spec's trace, when the caller has generated it already: clocked when the whole trace is, instead
         of generating it again.
+    time_limit : float, optional
+        Seconds the clocks may take together (default: no limit); past it :class:`StepClockLimit`.
 
     Returns
     -------
@@ -524,8 +567,11 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     >>> (a.n_types, a.count.tolist()) == (b.n_types, b.count.tolist())
     True
     """
+    stop_at = _stop_at(time_limit)
+
     def whole() -> Steps:
-        return trace_steps(trace if trace is not None else parse_spec(spec))
+        st, chain = _steps_and_chain(trace if trace is not None else parse_spec(spec), stop_at, time_limit)
+        return _with_chain(st, chain)
 
     rec = record_spec(spec)
     if rec is None or rec.rows <= min_rows:
@@ -539,7 +585,7 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
     if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
         return whole()
-    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s)) for s in specs)
+    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s), stop_at, time_limit) for s in specs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
@@ -572,7 +618,7 @@ def _with_iters(spec: str, iters: int) -> str:
     return out
 
 
-def source_steps(source: str, trace: Trace | None) -> Steps | None:
+def source_steps(source: str, trace: Trace | None, *, time_limit: float | None = None) -> Steps | None:
     """The steps of a traffic source: a generator spec by its iterations (:func:`steps_of_spec`), a trace file
     whole (:func:`trace_steps`, up to :data:`STEP_CLOCK_ROWS` rows); None for a matrix (no order to follow)
     or a trace file too long to clock.
@@ -583,6 +629,8 @@ def source_steps(source: str, trace: Trace | None) -> Steps | None:
         The source as given (a spec or a path).
     trace : Trace or None
         Its trace (None for a communication matrix).
+    time_limit : float, optional
+        Seconds the clocks may take (default: no limit); past it :class:`StepClockLimit`.
 
     Returns
     -------
@@ -599,7 +647,7 @@ def source_steps(source: str, trace: Trace | None) -> Steps | None:
     if trace is None:
         return None
     if is_spec(source):
-        return steps_of_spec(source, trace=trace)
+        return steps_of_spec(source, trace=trace, time_limit=time_limit)
     if len(trace) > STEP_CLOCK_ROWS:
         return None
-    return trace_steps(trace)
+    return trace_steps(trace, time_limit=time_limit)

@@ -10,7 +10,7 @@ import typer
 from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
                                           RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
-                                          parse_time_limit, sim_model, topology_record)
+                                          parse_time_limit, sim_model, steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -58,24 +58,23 @@ BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_ci
 
 
 def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps=True):
+    """``(topology, trace, traffic, problem, note)``: the note says why the problem has no steps although the
+    traffic is a trace (None otherwise)."""
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.progress import report
-    from topoplan.sim.steps import source_steps
     from topoplan.traffic.sources import load_inputs
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
     thr = parse_size(threshold, "threshold") if threshold is not None else None
-    st = None
+    st = note = None
     if steps and trace is not None:
-        report(stage="finding the application's steps")
-        st = source_steps(traffic, trace)
+        st, note = steps_within_limit(traffic, trace)
     try:
         prob = CircuitProblem.build(topo, tr, pl, threshold_B=thr, hop_limit=hop_limit, max_circuits=max_circuits,
                                     steps=st)
     except TopoplanError as e:  # the library names its fields; name the flags
         raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
-    return topo, trace, tr, prob
+    return topo, trace, tr, prob, note
 
 
 def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
@@ -108,8 +107,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
     with working(f"circuits -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
-        topo, trace, _, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits,
-                                        steps)
+        topo, trace, _, prob, note = _problem(topology, sets, traffic, placement, threshold, hop_limit,
+                                              max_circuits, steps)
         # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
         # it replays) and writing it are kept out of what the method gets
         sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1))) \
@@ -119,6 +118,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         with solving(method, time_limit), deadline.reserved(sim_s + write_s):
             res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace, sim_model=smodel,
                         **opts)
+        res.message = "; ".join(filter(None, [note, res.message]))
         if simulate and "simulated_s" not in res.metrics:
             from topoplan.core.progress import report
 
@@ -199,8 +199,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with working("compare circuits"):   # progress on a terminal
-        topo, trace, tr, prob = _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits,
-                                         steps)
+        topo, trace, tr, prob, _ = _problem(topology, sets, traffic, placement, threshold, hop_limit,
+                                            max_circuits, steps)   # no deadline here: the steps are found
         sim = None
         if simulate:
             from topoplan.problems.circuits.problem import plan_simulator

@@ -51,6 +51,42 @@ def past_limit(what: str, cost_s: float) -> str:
             f"--time-limit, or no limit, includes it)")
 
 
+# The share of what the time limit leaves that finding an application's steps may take: the method, the
+# simulation and writing share the rest.
+STEPS_SHARE = 0.5
+
+
+def steps_within_limit(traffic: str, trace):
+    """The application's steps to plan on (:func:`topoplan.sim.steps.source_steps`), clocked within
+    :data:`STEPS_SHARE` of what the command's time limit leaves, and the note to print when they were not found
+    in it (then the steps are None: the plan is made on the traffic as one bulk phase). ``(steps, None)``
+    without a limit."""
+    from topoplan.core.progress import report
+    from topoplan.sim.steps import StepClockLimit, source_steps
+
+    limit = steps_time_limit()
+    report(stage="finding the application's steps")
+    try:
+        return source_steps(traffic, trace, time_limit=limit), None
+    except StepClockLimit:
+        return None, steps_past_limit(limit)
+
+
+def steps_time_limit() -> float | None:
+    """The seconds finding the application's steps may take: :data:`STEPS_SHARE` of what the command's time
+    limit leaves (None without a limit)."""
+    from topoplan.core import deadline
+
+    left = deadline.budget(None)
+    return None if left is None else STEPS_SHARE * left
+
+
+def steps_past_limit(limit_s: float) -> str:
+    """The note of steps not found within ``limit_s`` (:func:`steps_time_limit`)."""
+    return (f"steps: not found within {limit_s:.1f} s, half of what the time limit left; planned on the traffic as "
+            f"one bulk phase (a longer --time-limit, or no limit, plans on the application's steps)")
+
+
 def time_bounded(command):
     """A command whose ``--time-limit`` (its ``time_limit`` parameter) bounds its whole run: the process-wide
     deadline (:mod:`topoplan.core.deadline`) is set while it runs, and every stage takes what is left."""

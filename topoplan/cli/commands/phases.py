@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, time_bounded, JsonOpt, OutOpt, PlacementOpt, SeedOpt, SetOpt,
-                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, working)
+from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, JsonOpt,
+                                          OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
+                                          console, emit, flag_names, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -83,13 +84,20 @@ def phases_cmd(
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
         res = {"topology": topo.name or topology, "traffic": traffic, **ph.to_dict()}
-        sched = sim = None
+        sched = sim = steps_note = None
         if schedule is not None:
             from topoplan.problems.circuits.schedule import PhasedProblem, schedule as run_schedule
 
+            from topoplan.sim.steps import StepClockLimit
+
+            build = dict(setup_s=parse_time(setup, "setup_s") if setup else None, blackout=blackout, score=score)
+            limit = steps_time_limit() if steps else None
             try:
-                prob = PhasedProblem.build(topo, ph, pl, setup_s=parse_time(setup, "setup_s") if setup else None,
-                                           blackout=blackout, score=score, steps=steps)
+                try:
+                    prob = PhasedProblem.build(topo, ph, pl, steps=steps, steps_time_limit=limit, **build)
+                except StepClockLimit:   # priced by the phases' bulk bounds instead
+                    steps_note = steps_past_limit(limit)
+                    prob = PhasedProblem.build(topo, ph, pl, **build)
             except TopoplanError as exc:
                 raise TopoplanError(flag_names(str(exc), FLAGS)) from None
             from topoplan.core import deadline
@@ -102,6 +110,8 @@ def phases_cmd(
             with deadline.reserved(sim_s + write_s):
                 sched = run_schedule(prob, schedule, time_limit=time_limit, seed=seed, circuit_method=circuit_method)
             res["schedule_result"] = sched.to_dict()
+            if steps_note:
+                res["steps_message"] = steps_note
             if simulate and deadline.fits(sim_s + write_s):
                 from topoplan.sim.schedule import simulate_schedule
 
@@ -137,5 +147,7 @@ def phases_cmd(
                       f"idle time; {sim['approximation']})")
         elif "message" in res:
             con.print(f"schedule {res['message']}")
+        if steps_note:
+            con.print(steps_note)
     if output is not None:
         con.print(f"wrote {output}")

@@ -10,7 +10,7 @@ import typer
 from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
                                           TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
-                                          topology_record)
+                                          steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 
@@ -76,13 +76,9 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
         if init is not None and method in METHODS and "init" not in METHODS.options(method):
             starting = ", ".join(m for m in METHODS if "init" in METHODS.options(m))
             raise TopoplanError(f"--init: method {method} has no start (methods that take one: {starting})")
-        steps = None
+        steps = steps_note = None
         if method == "joint" and trace is not None:   # joint's circuits follow the application's steps
-            from topoplan.core.progress import report
-            from topoplan.sim.steps import source_steps
-
-            report(stage="finding the application's steps")
-            steps = source_steps(traffic, trace)
+            steps, steps_note = steps_within_limit(traffic, trace)
         try:   # the library names its fields; name the flags
             prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
             # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
@@ -95,6 +91,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
             with solving(method, time_limit), deadline.reserved(sim_s + write_s):
                 res = solve(prob, method, time_limit=time_limit, seed=seed, score=score, trace=trace,
                             sim_model=smodel, **opts)
+            res.message = "; ".join(filter(None, [steps_note, res.message]))
         except TopoplanError as e:
             raise TopoplanError(flag_names(str(e), {"objective": "--objective", "threshold_B": "--threshold",
                                                     "init": "--init"})) from None

@@ -243,7 +243,7 @@ class PhasedProblem:
     def build(cls, topology, phases, placement=None, *, setup_s: float | None = None, blackout: str = "eps",
               score: str = "bound", sim_model=None, threshold_B: float | None = None, hop_limit: int | None = None,
               max_circuits: int | None = None, phase_options: dict | None = None,
-              steps: bool = False) -> "PhasedProblem":
+              steps: bool = False, steps_time_limit: float | None = None) -> "PhasedProblem":
         """The scheduling problem of ``phases`` (a :class:`~topoplan.traffic.phases.Phases`, or a trace to split).
 
         Parameters
@@ -267,6 +267,8 @@ class PhasedProblem:
         steps : bool, optional
             Price each phase class's candidates by the step time of its phase (the steps of the class's
             first phase, :func:`topoplan.sim.steps.trace_steps`) instead of its one-bulk-phase bound.
+        steps_time_limit : float, optional
+            Seconds the step clocks of all phase classes may take together (default: no limit).
 
         Returns
         -------
@@ -276,6 +278,8 @@ class PhasedProblem:
         ------
         TopoplanError
             For a topology without OCS, a bad option (naming its field), or phases of another trace size.
+        topoplan.sim.steps.StepClockLimit
+            When the phases' steps are not found within ``steps_time_limit``.
 
         Examples
         --------
@@ -317,11 +321,13 @@ class PhasedProblem:
         opts["threshold_B"] = thr
         keys: dict = {}
         phase_class, class_problems, class_phase = [], [], []
+        stop_at = None if steps_time_limit is None else time.monotonic() + float(steps_time_limit)
         for p in phases:
             k = _traffic_key(p.traffic)
             if k not in keys:
                 keys[k] = len(class_problems)
-                st = trace_steps(phases.subtrace(p.index)) if steps else None
+                left = None if stop_at is None else stop_at - time.monotonic()
+                st = trace_steps(phases.subtrace(p.index), time_limit=left) if steps else None
                 class_problems.append(CircuitProblem.build(topology, p.traffic, placement, steps=st, **opts))
                 class_phase.append(p.index)
             phase_class.append(keys[k])
