@@ -377,3 +377,42 @@ def test_relative_files_are_found_by_workers_in_another_directory(tmp_path, monk
     assert sorted(r["objective"] for r in rows) == [0, 8_000_000]   # under one switch, then across the two
     # the cells as they were shipped before: the worker looked the files up in its own directory
     assert "tree.yaml" in execute({**cells[0], "files": {}, "base": "sweeps"})["error"]
+
+
+def test_circuit_cells_on_a_trace_plan_on_its_steps_found_once(monkeypatch):
+    """A sweep plans an application as the circuits command does: on its steps (found once for the cells that
+    share the trace), or on the bulk phase with problem.steps false."""
+    import topoplan.batch.sweep as sweep
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.sim.steps import source_steps
+    from topoplan.traffic.sources import load_source
+
+    spec = "npb:kernel=cg,class=S,np=16,iters=3"
+    calls = []
+    monkeypatch.setattr(sweep, "_STEPS", {})
+    monkeypatch.setattr(sweep, "source_steps", lambda s, t: calls.append(s) or source_steps(s, t))
+    cfg = parse_config({"problem": "circuits", "methods": ["greedy", "three-step"],
+                        "instances": [{"name": "cg", "topology": "paper003", "traffic": spec,
+                                       "set": ["ocs.nodes_per_switch=2"]}],
+                        "parameters": {"seed": 0, "problem.steps": [True, False]}, "simulate": False}, "s.yaml")
+    rows = {(c["method"]["name"], c["params"]["problem.steps"]): sweep.run_cell(c) for c in expand_cells(cfg)}
+    assert calls == [spec]                                   # found once, for the two methods
+    topo = load_topology("paper003", ["ocs.nodes_per_switch=2"])
+    trace, traffic = load_source(spec)
+    on_steps = CircuitProblem.build(topo, traffic, steps=source_steps(spec, trace))
+    bulk = CircuitProblem.build(topo, traffic)
+    for m in ("greedy", "three-step"):
+        assert rows[(m, True)]["objective"] == pytest.approx(solve(on_steps, m, trace=trace).objective, rel=1e-12)
+        assert rows[(m, False)]["objective"] == pytest.approx(solve(bulk, m).objective, rel=1e-12)
+    assert rows[("greedy", True)]["objective"] != pytest.approx(rows[("greedy", False)]["objective"], rel=1e-3)
+
+
+def test_a_steps_option_that_is_not_a_boolean_is_refused():
+    from topoplan.batch.sweep import run_cell
+
+    cfg = parse_config({"problem": "circuits", "methods": ["greedy"],
+                        "instances": [{"name": "r", "topology": "paper003", "traffic": "ring:np=16,bytes=1MB"}],
+                        "parameters": {"problem.steps": "yes"}, "simulate": False}, "s.yaml")
+    with pytest.raises(TopoplanError, match="field 'steps': expected true or false, got 'yes'"):
+        run_cell(expand_cells(cfg)[0])

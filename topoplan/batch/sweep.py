@@ -59,20 +59,22 @@ from typing import Callable
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import extra_message, missing_extra, require
+from topoplan.core.fingerprint import fingerprint_trace
 from topoplan.core.io import atomic_write, read_text
 from topoplan.core.topology_io import load_topology, strict_yaml
 from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
+from topoplan.sim.steps import source_steps
 from topoplan.traffic import generators
 from topoplan.traffic.sources import load_inputs
 
 __all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
            "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
            "expand_cells", "resolve", "problem_module", "split_params", "cell_model", "run_cell",
-           "simulate_plan_cell", "execute", "table_format", "read_table", "write_table", "table_lock", "SweepOutcome",
-           "make_client", "run_sweep"]
+           "simulate_plan_cell", "cached_steps", "execute", "table_format", "read_table", "write_table", "table_lock",
+           "SweepOutcome", "make_client", "run_sweep"]
 
 KEY_VERSION = 2  # 2: cells name their simulator model (the default relay became pipelined)
 BASE_COLUMNS = ("key", "instance", "problem", "method", "status", "objective", "bound", "gap", "plan_wall_s",
@@ -712,9 +714,20 @@ def run_cell(cell: dict) -> dict:
                                                   where("placement", spec) if isinstance(spec, str) else None)
     if spec is None or isinstance(spec, list):   # none given (the builder's default), or node ids as they are
         placement = spec
-    problem = build(topo, traffic, placement, **{**(inst.get("options") or {}), **prob_opts})
+    build_opts = {**(inst.get("options") or {}), **prob_opts}
+    steps = build_opts.pop("steps", True)
+    if not isinstance(steps, bool):
+        raise TopoplanError(f"field 'steps': expected true or false, got {steps!r}")
+    # on a trace, the methods that follow an application's steps plan on them, as the commands do
+    uses = getattr(mod, "uses_steps", None)
+    on_steps = steps and trace is not None and uses is not None and uses(meth["name"])
+    if on_steps:
+        build_opts["steps"] = cached_steps(where("traffic", traffic_spec), trace)
+    problem = build(topo, traffic, placement, **build_opts)
     model = cell_model(cell)
     extra = {"sim_model": model} if _accepts(mod.solve, "sim_model") else {}
+    if on_steps and _accepts(mod.solve, "trace"):
+        extra["trace"] = trace
     res = mod.solve(problem, method=meth["name"], time_limit=common.get("time_limit"), seed=common.get("seed", 0),
                     **extra, **{**meth["options"], **opts})
     row = {"status": res.status, "objective": res.objective, "bound": res.bound, "gap": res.gap,
@@ -732,6 +745,41 @@ def run_cell(cell: dict) -> dict:
     if cell["score"]:
         row.update(resolve(cell["score"])(**ctx) or {})
     return row
+
+
+# The steps of the traces the cells of this process planned on, newest last: the cells of a sweep share their
+# instances' traces, and finding a trace's steps takes seconds to a minute (topoplan.sim.steps).
+_STEPS: dict = {}
+_STEPS_KEPT = 4
+
+
+def cached_steps(source: str, trace):
+    """The steps of ``trace`` (:func:`topoplan.sim.steps.source_steps` of its ``source``), found once per process
+    for the same source and trace (the last :data:`_STEPS_KEPT` are kept).
+
+    Parameters
+    ----------
+    source : str
+        The traffic as the instance gives it (a generator spec or a file).
+    trace : Trace
+
+    Returns
+    -------
+    topoplan.sim.steps.Steps or None
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> t = parse_spec("ring:np=4,bytes=1MB,iters=3")
+    >>> cached_steps("ring:np=4,bytes=1MB,iters=3", t) is cached_steps("ring:np=4,bytes=1MB,iters=3", t)
+    True
+    """
+    key = (str(source), fingerprint_trace(trace))
+    if key not in _STEPS:
+        _STEPS[key] = source_steps(str(source), trace)
+        while len(_STEPS) > _STEPS_KEPT:
+            _STEPS.pop(next(iter(_STEPS)))
+    return _STEPS[key]
 
 
 def _accepts(fn, name: str) -> bool:

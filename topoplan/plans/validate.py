@@ -125,7 +125,7 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         checked.append(f"Bcast order of {len(order)}")
         out["order"] = len(order)
     if "schedule" in doc:
-        # a circuit schedule (issue 21): every entry, and every configuration used during a set-up, is a circuit plan
+        # a circuit schedule: every entry, and every configuration used during a set-up, is a circuit plan
 
         got = validate_schedule(doc, topo, where=where)
         checked.append(f"circuit schedule: {got['entries']} entries over {got['phases']} phases, "

@@ -426,7 +426,7 @@ GENERATORS = {
                       rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
                       bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations"),
                       compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
-    "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (issue 21's workload)",
+    "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (the phased-circuits workload)",
                            rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
                            bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 5, "iterations of each")),
     "npb": _gen(npb, "NPB 3.4 MPI skeletons (topoplan/traffic/npb.py)",

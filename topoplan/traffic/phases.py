@@ -1,4 +1,4 @@
-"""Communication phases of an MPI trace: where the partners change (issue 21).
+"""Communication phases of an MPI trace: where the partners change.
 
 An application moves through phases with different partners (CG's row reductions and transpose
 exchange, a halo exchange followed by a global transpose). :func:`detect_phases` splits a

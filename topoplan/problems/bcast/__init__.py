@@ -17,4 +17,17 @@ from topoplan.problems.bcast import exact  # noqa: E402,F401,I001
 #: (for a Bcast the traffic is the Bcast itself, described by options; the placement is the allocation).
 build = BcastProblem.build
 
-__all__ = ["METHODS", "STARTS", "BcastProblem", "build", "solve", "validate_plan"]
+
+def uses_steps(method: str) -> bool:
+    """Whether ``method`` plans on an application's steps when the problem is built with them, the same question
+    for every problem: no Bcast method does (a Bcast is its own traffic).
+
+    Examples
+    --------
+    >>> uses_steps("bft")
+    False
+    """
+    return False
+
+
+__all__ = ["METHODS", "STARTS", "BcastProblem", "build", "solve", "uses_steps", "validate_plan"]

@@ -1,4 +1,4 @@
-"""Circuit assignment and forwarding tables for hybrid EPS/OCS networks (issue 4).
+"""Circuit assignment and forwarding tables for hybrid EPS/OCS networks.
 
 >>> from topoplan.problems.circuits import CircuitProblem, solve, METHODS
 >>> sorted(METHODS)
@@ -25,5 +25,19 @@ from topoplan.problems.circuits import heuristics, exact, anneal  # noqa: E402,F
 #: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
 build = CircuitProblem.build
 
-__all__ = ["CircuitProblem", "build", "solve", "METHODS", "HEURISTICS", "STARTS", "validate_plan",
+
+def uses_steps(method: str) -> bool:
+    """Whether ``method`` plans on an application's steps when the problem is built with them (``build(...,
+    steps=)``), the same question for every problem: every circuit method does (on a trace, the step time is
+    their objective).
+
+    Examples
+    --------
+    >>> uses_steps("greedy"), uses_steps("ilp")
+    (True, True)
+    """
+    return True
+
+
+__all__ = ["CircuitProblem", "build", "solve", "uses_steps", "METHODS", "HEURISTICS", "STARTS", "validate_plan",
            "validate_plan_dict"]

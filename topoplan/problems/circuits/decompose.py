@@ -1,4 +1,4 @@
-"""One heavy demand matrix as a sequence of circuit configurations with durations (issue 21, item 3).
+"""One heavy demand matrix as a sequence of circuit configurations with durations.
 
 An all-to-all phase asks every switch for more partners than it has OCS ports, so no single
 circuit configuration serves it well; a *sequence* of configurations, each held for a while, can

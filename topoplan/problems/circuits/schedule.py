@@ -1,4 +1,4 @@
-"""Circuit schedules: a circuit configuration per application phase (issue 21).
+"""Circuit schedules: a circuit configuration per application phase.
 
 A **schedule** is a list of entries, each a circuit configuration (circuits and forwarding tables)
 that holds from one phase (:mod:`topoplan.traffic.phases`) on until the next entry; a static plan is

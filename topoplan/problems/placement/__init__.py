@@ -25,5 +25,18 @@ from topoplan.problems.placement.registry import METHODS, STARTS
 #: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
 build = PlacementProblem.build
 
+
+def uses_steps(method: str) -> bool:
+    """Whether ``method`` plans on an application's steps when the problem is built with them (``build(...,
+    steps=)``), the same question for every problem: ``joint`` does, for its circuits.
+
+    Examples
+    --------
+    >>> uses_steps("joint"), uses_steps("metis")
+    (True, False)
+    """
+    return method == "joint"
+
+
 __all__ = ["METHODS", "STARTS", "OBJECTIVES", "PlacementProblem", "build", "placement_metrics", "result_from",
-           "simulated_time", "solve", "to_placement"]
+           "simulated_time", "solve", "to_placement", "uses_steps"]

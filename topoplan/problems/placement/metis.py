@@ -23,7 +23,7 @@ the ranks that cost least from over-full to under-full parts, and pairwise
 FM passes at those sizes (:mod:`topoplan.problems.placement.refine`) then
 lower the cut again; :func:`partition` keeps the best of several runs.
 
-Why (issue 20, a 4,096-vertex random geometric graph against KaHIP's strong
+Why (measured on a 4,096-vertex random geometric graph against KaHIP's strong
 configuration with perfect balance): pymetis's direct k-way above 8 parts
 cut 2.3x more than recursive bisection at 128 parts; single METIS runs vary
 by tens of percent with the seed; and the greedy repair leaves a local
