@@ -439,3 +439,39 @@ def test_circuits_plans_on_the_bulk_phase_when_the_steps_do_not_fit_its_time_lim
     assert "steps: not found" in doc["message"] and "steps" not in doc["problem"]
     code, text, err = run_cli(*args)            # without a time limit the steps are always found
     assert code == 0 and "steps:" in text and "not found" not in text, err
+
+
+@pytest.mark.parametrize("spec, whole_chain", [
+    ("ring:np=4,bytes=1MB,iters=20", False),                  # one iteration is one exchange
+    ("neighbor2d:rows=4,cols=4,bytes=1MB,iters=20", False),
+    ("npb:kernel=cg,class=S,np=4,iters=30", False),
+    ("npb:kernel=cg,class=S,np=2,iters=20", True),            # its chain changes path as iterations add
+])
+def test_a_spec_is_clocked_by_its_iterations_for_less_than_the_whole_trace(spec, whole_chain, monkeypatch):
+    import topoplan.sim.steps as steps_mod
+
+    trace = parse_spec(spec)
+    whole = trace_steps(trace)
+    rows = []
+    real = steps_mod.step_levels
+    monkeypatch.setattr(steps_mod, "step_levels", lambda t, **k: rows.append((len(t), k.get("latency"))) or real(t, **k))
+    by_iters = steps_of_spec(spec, min_rows=1)
+    key = lambda s: sorted((t.src.tobytes(), t.dst.tobytes(), t.msg_bytes.tobytes(), c)  # noqa: E731
+                           for t, c in zip(s.types, s.count.tolist()))
+    assert key(by_iters) == key(whole) and by_iters.latency_levels == whole.latency_levels
+    assert sum(n for n, _ in rows) < 2 * len(trace)            # less than the two clocks of the whole trace
+    assert ((len(trace), True) in rows) == whole_chain          # the latency clock alone, on the whole trace
+    assert (len(trace), None) not in rows
+    if whole_chain:
+        assert by_iters.fingerprint() == whole.fingerprint()
+
+
+def test_a_spec_whose_iterations_cost_more_than_it_is_clocked_whole(monkeypatch):
+    import topoplan.sim.steps as steps_mod
+
+    spec = "npb:kernel=mg,class=S,np=8,iters=4"                 # its first iteration holds most of its rows
+    rows = []
+    real = steps_mod.step_levels
+    monkeypatch.setattr(steps_mod, "step_levels", lambda t, **k: rows.append(len(t)) or real(t, **k))
+    steps_of_spec(spec, min_rows=1)
+    assert rows == [len(parse_spec(spec))] * 2

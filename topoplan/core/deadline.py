@@ -26,7 +26,10 @@ import os
 import time
 from contextlib import contextmanager
 
+from topoplan.core.errors import TopoplanError
+
 __all__ = ["process_age_s", "mark_start", "clear_start", "bounded", "reserved", "remaining", "budget", "fits", "active",
+           "DeadlineReached", "stopping", "check",
            "cpu_share", "scaled", "write_cost_s", "kernel_loaded", "kernel_ready", "WRITE_FIXED_S", "WRITE_S_PER_ROW", "EXIT_S",
            "MIN_CPU_SHARE"]
 
@@ -34,6 +37,7 @@ _START: list = []       # (monotonic time, CPU seconds) when the command started
 _DEADLINE: list = []    # monotonic time of the deadline while one is set
 _SPAN: list = []        # (monotonic time, CPU seconds) the deadline counts from, while one is set
 _RESERVED: list = []    # seconds the stages after the running one have claimed (reserved)
+_STOPPING: list = []    # while a stage runs inside stopping(): check() stops it at the deadline
 
 # The CPU share (cpu_share) is read only once this much of the command has passed; before, a command's share is noise.
 SHARE_MIN_WALL_S = 0.5
@@ -161,6 +165,62 @@ def reserved(seconds: float):
         yield
     finally:
         _RESERVED.pop()
+
+
+class DeadlineReached(TopoplanError):
+    """A stage run inside :func:`stopping` reached the deadline (less what :func:`reserved` keeps) and stopped.
+
+    Examples
+    --------
+    >>> issubclass(DeadlineReached, TopoplanError)
+    True
+    """
+
+
+@contextmanager
+def stopping():
+    """Stop the stage run in the block at the deadline, less what :func:`reserved` keeps for the stages after
+    it: :func:`check`, which the stage calls as it goes (the simulator at every piece of a replay), then
+    raises :class:`DeadlineReached`. For a stage whose cost cannot be predicted closely; without a deadline
+    nothing stops.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> with bounded(10.0), reserved(20.0), stopping():
+    ...     try:
+    ...         check()
+    ...     except DeadlineReached as e:
+    ...         print(e)
+    stopped at the time limit
+    >>> with bounded(10.0), stopping():
+    ...     check()                      # time is left
+    >>> check()                          # outside stopping(): never stops
+    """
+    _STOPPING.append(True)
+    try:
+        yield
+    finally:
+        _STOPPING.pop()
+
+
+def check() -> None:
+    """Inside :func:`stopping`: raise :class:`DeadlineReached` once the deadline, less what :func:`reserved`
+    keeps, has passed; elsewhere nothing.
+
+    Raises
+    ------
+    DeadlineReached
+
+    Examples
+    --------
+    >>> check()
+    """
+    if _STOPPING and _DEADLINE and _DEADLINE[0] - time.monotonic() - sum(_RESERVED) <= 0:
+        raise DeadlineReached("stopped at the time limit")
 
 
 def fits(cost_s: float) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import Placement, placement_from_doc, sequential
 from topoplan.core.topology import TorusTopology, TreeTopology
@@ -74,6 +75,7 @@ def network_view(topo, network: str | None):
 
 def _report_progress(done, total) -> None:
     report(done=done, total=total)
+    deadline.check()   # a command's simulation stage run inside deadline.stopping() ends at its time limit
 
 
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
@@ -104,7 +106,10 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         Interval of the link-utilization timeline; None for none.
     progress : callable, optional
         Called as ``progress(done, total)`` during long replays; default: :func:`topoplan.core.progress.report`
-        (``done``, ``total``), which reaches whoever listens (the CLI's progress line).
+        (``done``, ``total``), which reaches whoever listens (the CLI's progress line), and
+        :func:`topoplan.core.deadline.check`, which stops a replay run inside
+        :func:`topoplan.core.deadline.stopping` at the command's deadline (between the pieces of a generated
+        trace).
     model : SimModel or dict, optional
         The network model.
     phases : topoplan.traffic.phases.Phases, optional

@@ -458,16 +458,16 @@ def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
     return _with_chain(st, chain)
 
 
-def _steps_and_chain(trace: Trace, stop_at=None, time_limit=None):
+def _steps_and_chain(trace: Trace, stop_at=None, time_limit=None, chain: bool = False):
     """The step types of ``trace`` (without the chain) and its latency chain, ``(src, dst, bytes, level)`` as
     :func:`step_levels` gives it; None for a trace that is one exchange (one step: its latency is its slowest
-    message's). Both clocks stop at ``stop_at`` (:class:`StepClockLimit`)."""
+    message's) unless ``chain``. Both clocks stop at ``stop_at`` (:class:`StepClockLimit`)."""
     one = _one_exchange(trace)
     clock = dict(time_limit=time_limit, _stop=stop_at)
     src, dst, nb, lv = one if one is not None else step_levels(trace, **clock)
     keep = src != dst
     st = _group_levels(trace.n_ranks, src[keep], dst[keep], nb[keep], lv[keep], trace.source)
-    return st, None if one is not None else step_levels(trace, latency=True, **clock)
+    return st, None if one is not None and not chain else step_levels(trace, latency=True, **clock)
 
 
 def _with_chain(st: Steps, chain, first: int | None = None, times: float = 1.0) -> Steps:
@@ -538,12 +538,14 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
                   time_limit: float | None = None) -> Steps:
     """The steps of a generator spec's trace, clocked by its iterations.
 
-    A trace of at most ``min_rows`` rows is clocked whole. A larger one whose generator takes ``iters`` is
-    clocked at one, two and three iterations; when the third iteration adds the same steps as the second
+    A trace of at most ``min_rows`` rows is clocked whole, and so is one that has fewer than twice the rows of
+    its first three iterations together (clocking those, and the latency chain whole, would cost more). A
+    larger one whose generator takes ``iters`` is clocked at one, two and three iterations; when the third iteration adds the same steps as the second
     (the iterations do not mix in the clock: the code synchronizes every iteration, as NPB's kernels do),
     its steps are the first run's plus ``N - 1`` times what the second adds, ``N`` being the spec's
     iterations (found from the rows). Otherwise -- iterations that overlap in the clock, or rows that do not
-    grow by whole iterations -- the whole trace is clocked.
+    grow by whole iterations -- the whole trace is clocked; a latency chain that does not grow by as many
+    levels in every iteration (its path through the ranks changes) is clocked on the whole trace alone.
 
     Parameters
     ----------
@@ -562,8 +564,8 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
 
     Examples
     --------
-    >>> a = steps_of_spec("ring:np=4,bytes=1MB,iters=6")
-    >>> b = steps_of_spec("ring:np=4,bytes=1MB,iters=6", min_rows=10)   # by its iterations
+    >>> a = steps_of_spec("ring:np=4,bytes=1MB,iters=20")
+    >>> b = steps_of_spec("ring:np=4,bytes=1MB,iters=20", min_rows=10)   # by its iterations
     >>> (a.n_types, a.count.tolist()) == (b.n_types, b.count.tolist())
     True
     """
@@ -585,7 +587,12 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     n = 1 + (rec.rows - r1) // per if per > 0 else 0
     if per <= 0 or r1 + (n - 1) * per != rec.rows or n <= 3:
         return whole()
-    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s), stop_at, time_limit) for s in specs)
+    # clocking one, two and three iterations must cost less than the whole trace even when the latency chain
+    # then has to be clocked on the whole trace (below): at most half its rows
+    if 2 * (3 * r1 + 3 * per) >= rec.rows:
+        return whole()
+    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s), stop_at, time_limit, chain=True)
+                                         for s in specs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
@@ -596,8 +603,9 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     if st is None or any(c is None for c in (c1, c2, c3)):
         return st if st is not None and all(c is None for c in (c1, c2, c3)) else whole()
     h1, h2, h3 = (int(c[3].max(initial=-1)) + 1 for c in (c1, c2, c3))
-    if h3 - h2 != h2 - h1:
-        return whole()
+    if h3 - h2 != h2 - h1:   # the chain takes another path through the ranks as iterations add: clocked whole
+        whole_trace = trace if trace is not None else parse_spec(spec)
+        return _with_chain(st, step_levels(whole_trace, latency=True, time_limit=time_limit, _stop=stop_at))
     return _with_chain(st, c2, first=h1, times=float(n - 1))
 
 

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (past_limit, solving, stopped_at_limit, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
                                           RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
                                           parse_time_limit, sim_model, steps_within_limit, topology_record)
@@ -124,7 +124,12 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
 
             if deadline.fits(sim_s + write_s):
                 report(stage="simulating the plan")
-                res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(), validated=True)
+                try:   # a prediction can fall short (many flows in flight at once): stopped at the limit then
+                    with deadline.reserved(write_s), deadline.stopping():
+                        res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(),
+                                                                                          validated=True)
+                except deadline.DeadlineReached:
+                    res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
             else:
                 res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_s" in res.metrics:

@@ -87,6 +87,12 @@ def steps_past_limit(limit_s: float) -> str:
             f"one bulk phase (a longer --time-limit, or no limit, plans on the application's steps)")
 
 
+def stopped_at_limit(what: str, cost_s: float) -> str:
+    """The note of a stage stopped at the command's time limit, predicted at ``cost_s`` seconds."""
+    return (f"not {what}: stopped at the time limit (it was predicted at {cost_s:.1f} s; a longer --time-limit, "
+            f"or no limit, includes it)")
+
+
 def time_bounded(command):
     """A command whose ``--time-limit`` (its ``time_limit`` parameter) bounds its whole run: the process-wide
     deadline (:mod:`topoplan.core.deadline`) is set while it runs, and every stage takes what is left."""

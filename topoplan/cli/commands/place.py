@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, solving, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (past_limit, solving, stopped_at_limit, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
                                           TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
                                           steps_within_limit, topology_record)
@@ -101,7 +101,11 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
             from topoplan.core.progress import report
 
             report(stage="simulating the placement")
-            res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
+            try:   # a prediction can fall short (many flows in flight at once): stopped at the limit then
+                with deadline.reserved(write_s), deadline.stopping():
+                    res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
+            except deadline.DeadlineReached:
+                res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
         elif simulate:
             res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
     if "simulated_time_s" in res.metrics:
