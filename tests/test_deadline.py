@@ -134,3 +134,34 @@ def test_run_as_a_program_the_limit_counts_from_the_process_start(monkeypatch, c
     doc = json.loads(out.read_text())
     assert ("the method had 0.05 s of the 600 s time limit" in (doc.get("message") or "")) == late
     assert (doc["options"]["init"] == "sequential") == late
+
+
+@pytest.mark.parametrize("command", [
+    ["circuits", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T", "ring:np=16,bytes=1MB,iters=3",
+     "-m", "greedy", "--model", "paper"],
+    ["place", "-t", "paper003", "-T", "ring:np=16,bytes=1MB,iters=3", "-m", "greedy", "--simulate", "--model",
+     "paper"],
+])
+def test_a_simulation_that_runs_past_the_deadline_is_stopped_and_the_plan_still_written(run_cli, tmp_path, command,
+                                                                                       monkeypatch):
+    """A simulation predicted to fit that reaches the deadline as it runs (here: the deadline moved to the past
+    at its first progress report) stops there; the plan is written and the result says so."""
+    import topoplan.sim.run as run_mod
+
+    real = run_mod.report
+
+    def late(**k):
+        if deadline._DEADLINE:
+            deadline._DEADLINE[0] = time.monotonic() - 1.0
+        real(**k)
+
+    monkeypatch.setattr(run_mod, "report", late)
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli(*command, "--time-limit", "600", "--json", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "simulated_s" not in doc["metrics"] and "simulated_time_s" not in doc["metrics"]
+    assert "not simulated: stopped at the time limit" in doc["message"]
+    code, stdout, err = run_cli(*command, "--json", "-o", out)      # no limit: nothing stops
+    assert code == 0, err
+    assert "stopped" not in (json.loads(out.read_text()).get("message") or "")
