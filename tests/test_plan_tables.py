@@ -203,16 +203,16 @@ def test_the_compiled_traffic_pass_gives_the_python_tables(seed, build, monkeypa
     """Both compiled passes (the extension built at install and Numba's JIT) give the Python pass's tables."""
     if build == "ahead-of-time":
         _sharing_aot_or_skip()
-        monkeypatch.setattr(_sharing, "_pass", None)
+        monkeypatch.setattr(_sharing.EXTENSION, "_built", None)
 
         def no_jit(*args):
-            built = _sharing._aot_pass()[1]
+            built = _sharing.EXTENSION.built()[1]
             odd = [(i, a, b) for i, (a, b) in enumerate(zip(arg_spec(args), built)) if a != b]
             raise AssertionError(f"the JIT ran: arguments (position, given, built for) {odd}")
 
         monkeypatch.setattr(_sharing_jit, "traffic_pass", no_jit)
     else:
-        monkeypatch.setattr(_sharing, "_pass", False)      # as without a current build
+        monkeypatch.setattr(_sharing.EXTENSION, "_built", False)      # as without a current build
     monkeypatch.setattr(forwarding, "_SMALL", 0)
     rng = np.random.default_rng(300 + seed)
     for k in range(6):
@@ -261,15 +261,15 @@ def test_the_build_is_compiled_for_the_types_the_tables_pass():
 
 def test_a_stale_traffic_pass_build_is_not_used(monkeypatch):
     monkeypatch.setattr(_sharing, "sources_sha256", lambda: "0" * 64)
-    monkeypatch.setattr(_sharing, "_pass", None)
+    monkeypatch.setattr(_sharing.EXTENSION, "_built", None)
     assert _sharing.aot_status() in ("stale", "missing")
-    assert _sharing._aot_pass() is None
+    assert _sharing.EXTENSION.built() is None
 
 
 def test_traffic_pass_arguments_of_other_types_go_to_the_jit(monkeypatch):
     """The build does not check types: a pass with a float32 load array must not reach it."""
     _sharing_aot_or_skip()
-    monkeypatch.setattr(_sharing, "_pass", None)
+    monkeypatch.setattr(_sharing.EXTENSION, "_built", None)
     args = list(_traffic_pass_args())
     want_events, want_nodes = _sharing.traffic_pass(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     args[20] = args[20].astype(np.float32)                 # the link loads

@@ -15,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 
+from topoplan.core.aot import arg_spec
 from topoplan.problems.circuits import _sharing
 from topoplan.sim import _engine
 from topoplan.sim.maxmin import REL_TOL
@@ -33,7 +34,7 @@ def current_or_skip(module, what: str) -> None:
 
 def _aot_or_skip():
     current_or_skip(_engine, "engine")
-    return _engine._aot_core()
+    return _engine.EXTENSION.built()
 
 
 def _random_flows(seed, n=400, hosts=12):
@@ -78,7 +79,7 @@ def test_aot_equals_jit_on_a_replay():
     args = (pg["prog"], pg["route"], np.where(net.shared, net.bw_Bps, np.inf), pg["eager_B"], REL_TOL,
             np.zeros(0, np.int64), np.zeros(0), np.zeros(0), pg["stream"], 1e-4, 1000, np.zeros(0, np.int64),
             np.zeros(17, np.int64), np.zeros(0, np.int64), no_state())
-    assert _engine._spec(args) == spec          # the replay's arguments have the build's types
+    assert arg_spec(args) == spec          # the replay's arguments have the build's types
     a, b = aot(*args), jit(*args)
     np.testing.assert_array_equal(a[0], b[0])   # every rank's finish
     assert a[4] == b[4]
@@ -88,9 +89,9 @@ def test_aot_equals_jit_on_a_replay():
 
 def test_stale_build_is_not_used(monkeypatch):
     monkeypatch.setattr(_engine, "sources_sha256", lambda: "0" * 64)
-    monkeypatch.setattr(_engine, "_core", None)
+    monkeypatch.setattr(_engine.EXTENSION, "_built", None)
     assert _engine.aot_status() in ("stale", "missing")
-    assert _engine._aot_core() is None
+    assert _engine.EXTENSION.built() is None
     links, ptr, rl, start, size = _random_flows(3, n=50)
     finish, events, _ = _engine.run_flows(links, ptr, rl, start, size, REL_TOL)   # the JIT serves
     assert np.isfinite(finish).all() and events > 0
@@ -112,7 +113,7 @@ def test_arguments_of_other_types_go_to_the_jit(change):
         args[6].flags.writeable = False
     else:
         args[3] = np.int32(0)                      # eager threshold
-    assert _engine._spec(tuple(args)) != spec
+    assert arg_spec(tuple(args)) != spec
     got = _engine.run_core(*args)[7]              # no crash: the JIT ran it
     np.testing.assert_allclose(got, want, rtol=1e-6)
 

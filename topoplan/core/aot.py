@@ -9,8 +9,9 @@ the arguments have those types (:func:`arg_spec`), and Numba's JIT otherwise, so
 runs and a wrong dtype never reaches code that does not check it. Both are compiled from the same code
 by the same compiler: their results are identical to the bit.
 
-Users: the simulator's event loop (:mod:`topoplan.sim._engine`) and the forwarding tables' traffic pass
-(:mod:`topoplan.problems.circuits._sharing_jit`).
+Each build is an :class:`Extension`: its stamp, its status, the build itself and the choice between it and
+the JIT. Users: the simulator's event loop (:mod:`topoplan.sim._engine`) and the forwarding tables'
+traffic pass (:mod:`topoplan.problems.circuits._sharing`).
 
 """
 
@@ -21,12 +22,14 @@ import importlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-__all__ = ["arg_spec", "files_sha256", "stamp_state", "build_extension"]
+__all__ = ["Extension", "arg_spec", "files_sha256", "stamp_state", "build_extension"]
 
 
 def arg_spec(x):
@@ -167,3 +170,94 @@ def build_extension(name: str, exports: dict, directory: Path, stamp_path: Path,
         staged.write_text(json.dumps(doc) + "\n")
         os.replace(staged, stamp_path)
     return built[0].name
+
+
+class Extension:
+    """One Numba function built ahead of time into an extension module, and the choice its callers make
+    between the build and Numba's JIT.
+
+    Parameters
+    ----------
+    package : str
+        The package the extension is a module of (``topoplan.sim``).
+    directory : path
+        Where it and its stamp are written (the package's directory).
+    name : str
+        The extension module's name (``_engine_aot``); its stamp is ``<name>.json`` beside it.
+    export : str
+        The function it exports.
+    sources_sha256 : callable
+        ``() -> str``: the SHA-256 of the sources it is compiled from now (:func:`files_sha256`); a build
+        stamped with another is stale and never runs.
+    what : str
+        What it is, for the build's status line (``engine``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.TemporaryDirectory()
+    >>> ext = Extension("topoplan", d.name, "_x_aot", "f", lambda: "ab", "example")
+    >>> ext.status(), ext.built(), ext.takes((1, 2.0))       # not built: the callers run the JIT
+    ('missing', None, None)
+    >>> d.cleanup()
+    """
+
+    def __init__(self, package: str, directory, name: str, export: str, sources_sha256: Callable[[], str],
+                 what: str):
+        self.package, self.directory, self.name, self.export, self.what = (package, Path(directory), name, export,
+                                                                           what)
+        self.stamp = self.directory / f"{name}.json"
+        self.sources_sha256 = sources_sha256
+        self._built = None   # (function, argument types) of the current build, False when none; None: not read
+
+    @property
+    def module(self) -> str:
+        """The extension's module name."""
+        return f"{self.package}.{self.name}"
+
+    def state(self) -> tuple[str, dict | None]:
+        """The build's status (see :meth:`status`) and, when current, its stamp (:func:`stamp_state`)."""
+        return stamp_state(self.stamp, self.sources_sha256(), self.module)
+
+    def status(self) -> str:
+        """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not
+        import)."""
+        return self.state()[0]
+
+    def built(self):
+        """``(function, argument types)`` of the current build, or None; read once (:meth:`forget` reads it
+        again)."""
+        if self._built is None:
+            status, stamp = self.state()
+            args = (stamp or {}).get("args")
+            ok = status == "current" and isinstance(args, dict) and self.export in args
+            self._built = (getattr(sys.modules[self.module], self.export), args[self.export]) if ok else False
+        return self._built or None
+
+    def forget(self) -> None:
+        """Read the build again at the next call (after a build, or a test's change of the sources)."""
+        self._built = None
+
+    def takes(self, args: tuple):
+        """The build's function when it is current and ``args`` have its types (:func:`arg_spec`), else None:
+        the caller runs the JIT, which specializes for any types (the build checks none: a wrong dtype would
+        crash the process)."""
+        b = self.built()
+        return b[0] if b is not None and arg_spec(args) == b[1] else None
+
+    def build(self, function: Callable, args: tuple) -> str:
+        """Compile ``function()`` (the Numba dispatcher's Python function, imported only here) for the types of
+        ``args`` (:func:`build_extension`); returns a status line. A failure (no C compiler, a read-only tree,
+        no ``pycc``) leaves the previous build as it was and says that the JIT serves."""
+        try:
+            import numba  # noqa: F401  (the build needs it; the callers do not)
+            from numba.pycc import CC  # noqa: F401
+        except ImportError as e:   # pragma: no cover - pycc left Numba in a later release
+            return f"ahead-of-time {self.what} not built ({e}); the Numba JIT serves"
+        try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
+            name = build_extension(self.name, {self.export: (function(), args)}, self.directory, self.stamp,
+                                   {"sources_sha256": self.sources_sha256()})
+        except Exception as e:
+            return f"ahead-of-time {self.what} not built ({type(e).__name__}: {e}); the Numba JIT serves"
+        self.forget()
+        return f"ahead-of-time {self.what} built: {name} ({self.status()})"

@@ -25,24 +25,20 @@ Run ``python -m topoplan.sim._engine`` to (re)build; it prints one line.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from topoplan.core.aot import arg_spec, build_extension, stamp_state
+from topoplan.core.aot import Extension
 from topoplan.sim import _sources
 from topoplan.sim._sources import HERE, SOURCES
 from topoplan.sim.program import no_state, no_stream
 from topoplan.sim.routes import LinkSet, pad_routes, route_stats, routes_to_csr
 from topoplan.core.progress import report
 
-__all__ = ["SOURCES", "run_core", "run_flows", "flow_args", "aot_status", "build"]
+__all__ = ["SOURCES", "EXTENSION", "run_core", "run_flows", "flow_args", "aot_status", "build"]
 
 AOT_NAME = "_engine_aot"
-STAMP = HERE / f"{AOT_NAME}.json"
-
-_core = None
 
 
 def sources_sha256() -> str:
@@ -50,28 +46,13 @@ def sources_sha256() -> str:
     return _sources.sources_sha256()
 
 
-def _state() -> tuple[str, dict | None]:
-    """The build's status (see :func:`aot_status`) and, when current, its stamp."""
-    return stamp_state(STAMP, sources_sha256(), f"topoplan.sim.{AOT_NAME}")
+#: The build (:class:`topoplan.core.aot.Extension`).
+EXTENSION = Extension("topoplan.sim", HERE, AOT_NAME, "run_core", lambda: sources_sha256(), "engine")
 
 
 def aot_status() -> str:
     """``"current"``, ``"stale"`` (built from other sources), ``"missing"`` or ``"broken"`` (does not import)."""
-    return _state()[0]
-
-
-_spec = arg_spec   # the argument types as the build records them
-
-
-def _aot_core():
-    """The ahead-of-time ``run_core`` and the argument types it was built for, or None when not current."""
-    status, stamp = _state()
-    if status != "current":
-        return None
-    args = stamp.get("args")
-    if not isinstance(args, dict) or "run_core" not in args:
-        return None
-    return sys.modules[f"topoplan.sim.{AOT_NAME}"].run_core, args["run_core"]
+    return EXTENSION.status()
 
 
 def run_core(*args):
@@ -82,11 +63,9 @@ def run_core(*args):
     the build's go to the JIT, which specializes for them; both give
     identical results.
     """
-    global _core
-    if _core is None:
-        _core = _aot_core() or False
-    if _core and _spec(args) == _core[1]:
-        return _core[0](*args)
+    built = EXTENSION.takes(args)
+    if built is not None:
+        return built(*args)
     from topoplan.sim._loop import run_core as jit
 
     if getattr(jit, "signatures", True):   # compiled in this process already (or Numba's JIT is disabled)
@@ -133,6 +112,12 @@ def run_flows(links, ptr, rl, start, size, rel, timeline_dt_s=0.0, max_intervals
     return out[7], int(out[4]), (out[8], int(out[9]), float(out[10]))
 
 
+def _jit_function():
+    from topoplan.sim import _loop   # Numba: only to build
+
+    return _loop.run_core.py_func
+
+
 def build() -> str:
     """Compile :func:`topoplan.sim._loop.run_core` ahead of time into ``topoplan/sim/_engine_aot*.so``; returns a status line.
 
@@ -140,21 +125,9 @@ def build() -> str:
     arguments share. The extension and its stamp are written to a temporary
     directory first and moved into place together (stamp last).
     """
-    try:
-        import numba  # noqa: F401  (the build needs it; the module itself does not)
-        from numba.pycc import CC  # noqa: F401
-    except ImportError as e:   # pragma: no cover - pycc left Numba in a later release
-        return f"ahead-of-time engine not built ({e}); the Numba JIT serves"
-    from topoplan.sim import _loop
-
     ptr, rl = routes_to_csr([[0], [0, 1]])
     args = flow_args(LinkSet([1e9, 5e8], [0.0, 0.0], [True, True]), ptr, rl, np.zeros(2), np.ones(2), 1e-12)
-    try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
-        name = build_extension(AOT_NAME, {"run_core": (_loop.run_core.py_func, args)}, HERE, STAMP,
-                               {"sources_sha256": sources_sha256()})
-    except Exception as e:
-        return f"ahead-of-time engine not built ({type(e).__name__}: {e}); the Numba JIT serves"
-    return f"ahead-of-time engine built: {name} ({aot_status()})"
+    return EXTENSION.build(_jit_function, args)
 
 
 if __name__ == "__main__":   # pragma: no cover - run by make install (topoplan.warmup)

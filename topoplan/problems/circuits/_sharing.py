@@ -13,21 +13,17 @@ Run ``python -m topoplan.problems.circuits._sharing`` to (re)build; it prints on
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from topoplan.core.aot import arg_spec, build_extension, files_sha256, stamp_state
+from topoplan.core.aot import Extension, files_sha256
 
 __all__ = ["traffic_pass", "ready", "aot_status", "build", "signature_args"]
 
 HERE = Path(__file__).resolve().parent
 AOT_NAME = "_sharing_aot"
-STAMP = HERE / f"{AOT_NAME}.json"
 SOURCES = ("_sharing_jit.py",)   # what the build compiles (the Makefile's SHARING_SOURCES)
-
-_pass = None
 
 
 def sources_sha256() -> str:
@@ -35,9 +31,9 @@ def sources_sha256() -> str:
     return files_sha256([HERE / name for name in SOURCES])
 
 
-def _state() -> tuple[str, dict | None]:
-    """The build's status (see :func:`aot_status`) and, when current, its stamp."""
-    return stamp_state(STAMP, sources_sha256(), f"topoplan.problems.circuits.{AOT_NAME}")
+#: The build (:class:`topoplan.core.aot.Extension`).
+EXTENSION = Extension("topoplan.problems.circuits", HERE, AOT_NAME, "traffic_pass", lambda: sources_sha256(),
+                      "traffic pass")
 
 
 def aot_status() -> str:
@@ -46,16 +42,7 @@ def aot_status() -> str:
     >>> aot_status() in ("current", "stale", "missing", "broken")
     True
     """
-    return _state()[0]
-
-
-def _aot_pass():
-    """The ahead-of-time ``traffic_pass`` and the argument types it was built for, or None when not current."""
-    status, stamp = _state()
-    args = (stamp or {}).get("args")
-    if status != "current" or not isinstance(args, dict) or "traffic_pass" not in args:
-        return None
-    return sys.modules[f"topoplan.problems.circuits.{AOT_NAME}"].traffic_pass, args["traffic_pass"]
+    return EXTENSION.status()
 
 
 def ready() -> bool:
@@ -64,17 +51,15 @@ def ready() -> bool:
     >>> ready() == (aot_status() == "current")
     True
     """
-    global _pass
-    if _pass is None:
-        _pass = _aot_pass() or False
-    return bool(_pass)
+    return EXTENSION.built() is not None
 
 
 def traffic_pass(*args):
     """:func:`topoplan.problems.circuits._sharing_jit.traffic_pass` on ``args``: the ahead-of-time build when
     current and the arguments have its types, else Numba's JIT (which specializes for any types)."""
-    if ready() and arg_spec(args) == _pass[1]:
-        return _pass[0](*args)
+    built = EXTENSION.takes(args)
+    if built is not None:
+        return built(*args)
     from topoplan.problems.circuits._sharing_jit import traffic_pass as jit   # Numba: only without a current build
 
     return jit(*args)
@@ -100,23 +85,15 @@ def signature_args() -> tuple:
             i2, i2, i2, f1, 0, 0, 1.0, i2)
 
 
+def _jit_function():
+    from topoplan.problems.circuits import _sharing_jit   # Numba: only to build
+
+    return _sharing_jit.traffic_pass.py_func
+
+
 def build() -> str:
     """Compile the traffic pass ahead of time into ``_sharing_aot*.so`` beside this module; returns a status line."""
-    try:
-        import numba  # noqa: F401  (the build needs it; the module itself does not)
-        from numba.pycc import CC  # noqa: F401
-    except ImportError as e:   # pragma: no cover - pycc left Numba in a later release
-        return f"ahead-of-time traffic pass not built ({e}); the Numba JIT serves"
-    from topoplan.problems.circuits import _sharing_jit
-
-    try:   # no C compiler, a read-only package directory...: the JIT serves, only start-up is slower
-        name = build_extension(AOT_NAME, {"traffic_pass": (_sharing_jit.traffic_pass.py_func, signature_args())},
-                               HERE, STAMP, {"sources_sha256": sources_sha256()})
-    except Exception as e:
-        return f"ahead-of-time traffic pass not built ({type(e).__name__}: {e}); the Numba JIT serves"
-    global _pass
-    _pass = None
-    return f"ahead-of-time traffic pass built: {name} ({aot_status()})"
+    return EXTENSION.build(_jit_function, signature_args())
 
 
 if __name__ == "__main__":   # pragma: no cover - run by make install (topoplan.warmup)
