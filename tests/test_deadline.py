@@ -60,6 +60,15 @@ def test_a_reserve_is_kept_for_the_stages_after_the_method():
     assert deadline.budget(None) is None and deadline.fits(1e12)
 
 
+def _written_not_simulated(run_cli, command, out, limit: str, note: str) -> None:
+    """``command`` with ``--time-limit limit`` writes its plan to ``out``, not simulated, and says ``note``."""
+    code, _, err = run_cli(*command, "--time-limit", limit, "--json", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "simulated_s" not in doc["metrics"] and "simulated_time_s" not in doc["metrics"]
+    assert note in doc["message"]
+
+
 @pytest.mark.parametrize("command", [
     ["circuits", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T", "neighbor2d:rows=16,cols=16,bytes=4MB",
      "-m", "greedy", "--simulate"],
@@ -69,11 +78,7 @@ def test_a_simulation_that_cannot_fit_is_skipped_and_the_plan_still_written(run_
     """A limit shorter than any simulation (each costs at least 0.3 s by the prediction): the plan is written,
     not simulated, and the result says why."""
     out = tmp_path / "plan.json"
-    code, stdout, err = run_cli(*command, "--time-limit", "0.01", "--json", "-o", out)
-    assert code == 0, err
-    doc = json.loads(out.read_text())
-    assert "simulated_s" not in doc["metrics"] and "simulated_time_s" not in doc["metrics"]
-    assert "not simulated: it takes about" in doc["message"]
+    _written_not_simulated(run_cli, command, out, "0.01", "not simulated: it takes about")
     code, stdout, err = run_cli(*command, "--time-limit", "600", "--json", "-o", out)   # room enough: simulated
     assert code == 0, err
     doc = json.loads(out.read_text())
@@ -157,11 +162,7 @@ def test_a_simulation_that_runs_past_the_deadline_is_stopped_and_the_plan_still_
 
     monkeypatch.setattr(run_mod, "report", late)
     out = tmp_path / "plan.json"
-    code, stdout, err = run_cli(*command, "--time-limit", "600", "--json", "-o", out)
-    assert code == 0, err
-    doc = json.loads(out.read_text())
-    assert "simulated_s" not in doc["metrics"] and "simulated_time_s" not in doc["metrics"]
-    assert "not simulated: stopped at the time limit" in doc["message"]
+    _written_not_simulated(run_cli, command, out, "600", "not simulated: stopped at the time limit")
     code, stdout, err = run_cli(*command, "--json", "-o", out)      # no limit: nothing stops
     assert code == 0, err
     assert "stopped" not in (json.loads(out.read_text()).get("message") or "")
