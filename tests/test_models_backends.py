@@ -289,13 +289,14 @@ def test_cbc_stopped_at_the_limit_with_a_solution_is_a_timeout(tmp_path, monkeyp
     # (re-executed under its own name, as the back-end finds CBC among its children by name; it gives up
     # after 30 s, so that a back-end that never interrupts it fails the test rather than hangs it; the limit leaves
     # bash a second to start and set its trap, which a loaded machine needs: an interrupt before it ends the fake
-    # without a solution)
+    # without a solution; the back-end also asks again until a process of that name exists. It sleeps in the
+    # background and waits for it: a signal ends the wait builtin at once and runs the trap)
     prob = _with_fake_cbc(tmp_path, monkeypatch,
                           '#!/bin/bash\n'
                           '[ -z "$INNER" ] && INNER=1 exec -a "$0" /bin/bash "$0" "$@"\n'
+                          'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
                           'sol=""; prev=""\n'
                           'for a in "$@"; do [ "$prev" = "-solution" ] && sol="$a"; prev="$a"; done\n'
-                          'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
-                          'for i in $(seq 600); do sleep 0.05; done\n')
+                          'for i in $(seq 600); do sleep 0.05 & wait $!; done\n')
     r = solve(prob, "cbc", time_limit=1.0)
     assert r.status == "timeout" and r.has_solution, r

@@ -266,14 +266,15 @@ def remaining(time_limit: float | None, started: float | None) -> float | None:
     return float(max(left, min(time_limit, MIN_SOLVER_S)))
 
 
-def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: float | None = None,
+def watch(done: Callable[[float], bool], stop: Callable[[], object], *, limit_s: float | None = None,
           margin_s: float = 0.0, kill: Callable[[], None] | None = None, kill_after_s: float = 2.0,
           abort: Callable[[], None] | None = None, poll_s: float = 0.05) -> bool:
     """Wait for a solver that runs elsewhere; stop it when it is late or when Ctrl-C asks.
 
     The solver is stopped (``stop()``, once) when ``limit_s + margin_s`` seconds have passed or on the
     first Ctrl-C (:func:`topoplan.core.interrupt.stop_requested`); it then ends with its incumbent as at
-    its own time limit. ``kill()``, when given, follows ``kill_after_s`` later if it is still running, and is
+    its own time limit. A ``stop()`` that returns 0 or False reached no solver (a child process not started
+    yet) and is tried again at every poll until it reaches one. ``kill()``, when given, follows ``kill_after_s`` later if it is still running, and is
     repeated every ``kill_after_s`` until it has ended (a child process may only start after the first try:
     PuLP writes the model file before it starts CBC).
     Any exception while waiting (a second Ctrl-C) calls ``abort()`` before it propagates.
@@ -283,7 +284,7 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
     done : callable
         ``done(timeout_s)`` waits up to ``timeout_s`` and tells whether the solver has finished.
     stop : callable
-        Asks the solver to stop and return its best solution.
+        Asks the solver to stop and return its best solution; returns how many it reached (None: it did).
     limit_s : float, optional
         The solver's own time limit; None: it is stopped only on Ctrl-C.
     margin_s : float, optional
@@ -310,6 +311,13 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
     >>> t2 = threading.Thread(target=lambda: None); t2.start()
     >>> watch(lambda s: (t2.join(s), not t2.is_alive())[1], flag.set, limit_s=5.0)
     False
+    >>> tries, late = [], threading.Event()           # a solver that exists only from the third try on
+    >>> t3 = threading.Thread(target=lambda: late.wait(30)); t3.start()
+    >>> watch(lambda s: (t3.join(s), not t3.is_alive())[1],
+    ...       lambda: (tries.append(1), len(tries) >= 3 and (late.set() or 1))[1], limit_s=0.1)
+    True
+    >>> len(tries)
+    3
     """
     t0 = time.monotonic()
     t_stop = None
@@ -318,8 +326,9 @@ def watch(done: Callable[[float], bool], stop: Callable[[], None], *, limit_s: f
             now = time.monotonic()
             if t_stop is None:
                 if (limit_s is not None and now - t0 > limit_s + margin_s) or stop_requested():
-                    t_stop = now
-                    stop()
+                    reached = stop()
+                    if reached is None or reached:   # else no solver yet: asked again at the next poll
+                        t_stop = now
             elif kill is not None and now - t_stop > kill_after_s:
                 kill()          # again every kill_after_s: the process may not have existed yet at the last try
                 t_stop = now

@@ -138,9 +138,13 @@ def _solve_watched(prob, cmd, limit, stopped) -> None:
         raise out["exc"]
 
 
-def _signal_cbc(pids, sig) -> None:
+def _signal_cbc(pids, sig) -> int:
+    """Send ``sig`` to ``pids``; how many it reached (0: CBC has not started yet, or has ended)."""
+    n = 0
     for pid in pids:
         try:
             os.kill(pid, sig)
+            n += 1
         except OSError:
             pass
+    return n

@@ -141,5 +141,5 @@ def _run(h) -> None:
         h.cancelSolve()
         thread.join()
 
-    watch(lambda poll_s: h.wait(poll_s)[0], h.cancelSolve, abort=abort)
+    watch(lambda poll_s: h.wait(poll_s)[0], lambda: (h.cancelSolve(), None)[1], abort=abort)   # once: reached
     thread.join()
