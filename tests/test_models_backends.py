@@ -2,6 +2,7 @@
 
 import itertools
 import random
+import sys
 
 import numpy as np
 import pulp
@@ -285,18 +286,23 @@ def test_cbc_leaves_no_file_when_it_ends_without_a_solution(tmp_path, monkeypatc
 
 def test_cbc_stopped_at_the_limit_with_a_solution_is_a_timeout(tmp_path, monkeypatch):
     # a CBC that overruns its own limit: the back-end interrupts it, and it writes the solution it has (CBC's
-    # own behaviour on SIGINT); the result is a time-out with that solution, not a merely feasible solve
-    # (re-executed under its own name, as the back-end finds CBC among its children by name; it gives up
-    # after 30 s, so that a back-end that never interrupts it fails the test rather than hangs it; the limit leaves
-    # bash a second to start and set its trap, which a loaded machine needs: an interrupt before it ends the fake
-    # without a solution; the back-end also asks again until a process of that name exists. It sleeps in the
-    # background and waits for it: a signal ends the wait builtin at once and runs the trap)
+    # own behaviour on SIGINT); the result is a time-out with that solution, not a merely feasible solve.
+    # The fake is a Python program re-executed under its own name (the back-end finds CBC among its children by
+    # name, and asks again until a process of that name exists); Python, unlike a shell, can catch a SIGINT
+    # that its parent ignores (a suite run in the background of a script does), as CBC itself does. It gives
+    # up after 30 s, so that a back-end that never interrupts it fails the test rather than hangs it.
     prob = _with_fake_cbc(tmp_path, monkeypatch,
-                          '#!/bin/bash\n'
-                          '[ -z "$INNER" ] && INNER=1 exec -a "$0" /bin/bash "$0" "$@"\n'
-                          'trap \'printf "Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n" > "$sol"; exit 0\' INT\n'
-                          'sol=""; prev=""\n'
-                          'for a in "$@"; do [ "$prev" = "-solution" ] && sol="$a"; prev="$a"; done\n'
-                          'for i in $(seq 600); do sleep 0.05 & wait $!; done\n')
+                          f"#!{sys.executable}\n"
+                          "import os, signal, sys, time\n"
+                          "if os.environ.get('FAKE_CBC_INNER') != '1':\n"
+                          "    os.environ['FAKE_CBC_INNER'] = '1'\n"
+                          "    os.execv(sys.executable, [sys.argv[0], __file__] + sys.argv[1:])\n"
+                          "sol = sys.argv[sys.argv.index('-solution') + 1]\n"
+                          "def stop(signum, frame):\n"
+                          "    with open(sol, 'w') as fh:\n"
+                          "        fh.write('Stopped on time - objective value 1.0\\n      0 X0000000   1   0\\n')\n"
+                          "    sys.exit(0)\n"
+                          "signal.signal(signal.SIGINT, stop)\n"
+                          "time.sleep(30)\n")
     r = solve(prob, "cbc", time_limit=1.0)
     assert r.status == "timeout" and r.has_solution, r
