@@ -131,7 +131,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                 except deadline.DeadlineReached:
                     res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
             else:
-                res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
+                res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s, write_s)]))
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:

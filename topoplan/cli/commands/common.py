@@ -42,13 +42,15 @@ TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metav
                                  "or with a unit (90s, 2min, 1h).")
 
 
-def past_limit(what: str, cost_s: float) -> str:
-    """The note of a stage skipped because it would end past the command's time limit."""
+def past_limit(what: str, cost_s: float, then_s: float = 0.0) -> str:
+    """The note of a stage skipped because it would end past the command's time limit: it takes ``cost_s``,
+    and the stages after it (writing the result) ``then_s``."""
     from topoplan.core import deadline
 
     left = max(deadline.remaining() or 0.0, 0.0)
-    return (f"not {what}: it takes about {cost_s:.1f} s and {left:.1f} s of the time limit were left (a longer "
-            f"--time-limit, or no limit, includes it)")
+    after = f", writing the result {then_s:.1f} s more," if then_s >= 0.05 else ""
+    return (f"not {what}: it takes about {cost_s:.1f} s{after} and {left:.1f} s of the time limit were left (a "
+            f"longer --time-limit, or no limit, includes it)")
 
 
 # The share of what the time limit leaves that finding an application's steps may take: the method, the

@@ -119,7 +119,7 @@ def phases_cmd(
                 sim = simulate_schedule(topo, trace, ph, sched)
                 res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
             elif simulate:
-                res["message"] = past_limit("simulated", sim_s)
+                res["message"] = past_limit("simulated", sim_s, write_s)
     emit(res, json_mode, output)
     if json_mode:
         return

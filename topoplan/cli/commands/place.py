@@ -107,7 +107,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
             except deadline.DeadlineReached:
                 res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
         elif simulate:
-            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s)]))
+            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s, write_s)]))
     if "simulated_time_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
     doc = res.to_dict()
