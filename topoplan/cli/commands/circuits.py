@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, solving, stopped_at_limit, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
                                           RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
                                           parse_time_limit, sim_model, steps_within_limit, topology_record)
@@ -120,18 +120,10 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                         **opts)
         res.message = "; ".join(filter(None, [note, res.message]))
         if simulate and "simulated_s" not in res.metrics:
-            from topoplan.core.progress import report
-
-            if deadline.fits(sim_s + write_s):
-                report(stage="simulating the plan")
-                try:   # a prediction can fall short (many flows in flight at once): stopped at the limit then
-                    with deadline.reserved(write_s), deadline.stopping():
-                        res.metrics["simulated_s"] = plan_simulator(prob, trace, smodel)(res.to_dict(),
-                                                                                          validated=True)
-                except deadline.DeadlineReached:
-                    res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
-            else:
-                res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s, write_s)]))
+            sim = simulated_within_limit(res, "simulating the plan", lambda: plan_simulator(prob, trace, smodel)(
+                res.to_dict(), validated=True), sim_s, write_s)
+            if sim is not None:
+                res.metrics["simulated_s"] = sim
     if "simulated_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:

@@ -95,6 +95,30 @@ def stopped_at_limit(what: str, cost_s: float) -> str:
             f"or no limit, includes it)")
 
 
+def simulated_within_limit(res, stage: str, simulate_fn, sim_s: float, write_s: float) -> float | None:
+    """The plan's simulated time, simulated only when the command's time limit leaves room for it.
+
+    ``simulate_fn()`` runs the simulation, predicted at ``sim_s`` seconds; writing the result takes ``write_s``
+    after it. It runs when both fit in what the limit leaves, and stops at the deadline if the prediction fell
+    short (many flows in flight at once). When it does not run, or stops, the note saying so is added to
+    ``res.message`` and None is returned. ``stage`` names it on the progress line.
+    """
+    from topoplan.core import deadline
+    from topoplan.core.progress import report
+
+    if not deadline.fits(sim_s + write_s):
+        note = past_limit("simulated", sim_s, write_s)
+    else:
+        report(stage=stage)
+        try:
+            with deadline.reserved(write_s), deadline.stopping():
+                return simulate_fn()
+        except deadline.DeadlineReached:
+            note = stopped_at_limit("simulated", sim_s)
+    res.message = "; ".join(filter(None, [res.message, note]))
+    return None
+
+
 def time_bounded(command):
     """A command whose ``--time-limit`` (its ``time_limit`` parameter) bounds its whole run: the process-wide
     deadline (:mod:`topoplan.core.deadline`) is set while it runs, and every stage takes what is left."""

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, solving, stopped_at_limit, time_bounded, working, ContentionOpt,
+from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
                                           TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
                                           steps_within_limit, topology_record)
@@ -97,17 +97,11 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
                                                     "init": "--init"})) from None
         if "simulated_s" in res.metrics:
             res.metrics["simulated_time_s"] = res.metrics["simulated_s"]
-        elif simulate and deadline.fits(sim_s + write_s):
-            from topoplan.core.progress import report
-
-            report(stage="simulating the placement")
-            try:   # a prediction can fall short (many flows in flight at once): stopped at the limit then
-                with deadline.reserved(write_s), deadline.stopping():
-                    res.metrics["simulated_time_s"] = simulated_time(prob, res.plan, trace, smodel)
-            except deadline.DeadlineReached:
-                res.message = "; ".join(filter(None, [res.message, stopped_at_limit("simulated", sim_s)]))
         elif simulate:
-            res.message = "; ".join(filter(None, [res.message, past_limit("simulated", sim_s, write_s)]))
+            sim = simulated_within_limit(res, "simulating the placement",
+                                         lambda: simulated_time(prob, res.plan, trace, smodel), sim_s, write_s)
+            if sim is not None:
+                res.metrics["simulated_time_s"] = sim
     if "simulated_time_s" in res.metrics:
         res.options["sim_model"] = smodel.to_dict()
     doc = res.to_dict()
