@@ -28,7 +28,7 @@ def _same(a, b):
 
 
 def _both(source, net, pl, rows, **kw):
-    whole = replay(source.build(), net, pl, **kw)
+    whole = replay(source.build(), net, pl, piece_rows=len(source.build()), **kw)   # one piece: the whole trace
     pieces = replay(source, net, pl, piece_rows=rows, **kw)
     _same(whole, pieces)
     assert whole.n_pieces == 1
@@ -183,7 +183,7 @@ def test_load_source_hands_out_the_recording_of_a_large_generated_trace(monkeypa
     assert not isinstance(whole, Recording)
     topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
     a, b = simulate(topo, whole, sequential(16, topo)), simulate(topo, src, sequential(16, topo))
-    assert b["n_pieces"] > 1 and "n_pieces" not in a
+    assert b["n_pieces"] > 1 and a["n_pieces"] > 1     # the built trace is cut in pieces too (at its collectives)
     assert a["rank_finish_s"] == b["rank_finish_s"] and a["bytes_by_link_class"] == b["bytes_by_link_class"]
     assert PIECE_ROWS == 1 << 22   # (the module's default, patched only here)
 
@@ -212,9 +212,90 @@ def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypat
     monkeypatch.setattr(memory, "memory_left", lambda: 100_000)     # 100 kB left
     with pytest.raises(TopoplanError, match=r"npb:kernel=cg,class=S,np=16,iters=3: replaying its 35,376 calls "
                                             r"\(35,\d{3} micro-ops\) needs about 0.0 GiB for the compiled program, "
-                                            r"more than the 0.0 GiB of memory available; a generated trace replays "
+                                            r"more than the 0.0 GiB of memory available; a trace replays "
                                             r"in pieces"):
-        replay(trace, net, pl)
+        replay(trace, net, pl, marks=[0])          # marks: the whole trace at once
     got = replay(rec, net, pl, piece_rows=100)                            # small pieces fit
     monkeypatch.setattr(memory, "memory_left", lambda: None)        # unknown: not checked
     _same(replay(trace, net, pl), got)
+
+
+# --------------------------------------------------------------------------- a trace read whole, cut in pieces
+
+def _trace_both(trace, net, pl, rows, **kw):
+    from topoplan.sim.pieces import replay_whole
+
+    whole = replay_whole(trace, net, pl, eager_threshold_B=65536.0, compute_scale=1.0, thresholds=None,
+                         progress=None, **kw)
+    pieces = replay(trace, net, pl, piece_rows=rows, **kw)
+    _same(whole, pieces)
+    assert whole.makespan_s == pieces.makespan_s and pieces.unknown_ops == whole.unknown_ops
+    return whole, pieces
+
+
+@pytest.mark.parametrize("name, rows", [("CG.C.64", 20_000), ("MG.C.64", 5_000), ("LU.C.64", 30_000),
+                                        ("IS.C.64", 2_000), ("FT.C.64", 2_000)])
+def test_real_trace_replayed_in_pieces_equals_the_whole_trace(shared, name, rows):
+    # IS and FT write their all-to-alls a row per destination: a call is never cut
+    from topoplan.traffic.trace import read_trace
+
+    trace = read_trace(shared / "traces" / name / "events.csv.gz")
+    topo = load_topology("paper001-16x16")
+    _, got = _trace_both(trace, build_network(topo), sequential(64, topo), rows)
+    assert got.n_pieces > 1
+
+
+@pytest.mark.parametrize("spec", ["random:np=32,bytes=100KB,msgs=500,iters=3",       # no collective: cut anywhere
+                                  "npb:kernel=ft,class=S,np=16,iters=3"])
+def test_generated_trace_replayed_in_pieces_equals_the_whole_trace(spec):
+    from topoplan.traffic.generators import parse_spec
+
+    trace = parse_spec(spec)
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    _, got = _trace_both(trace, build_network(topo), sequential(trace.n_ranks, topo), 50, timeline_dt_s=5e-4)
+    assert got.n_pieces > 1
+
+
+def test_trace_pieces_never_cut_a_collective_of_a_sub_communicator():
+    from topoplan.sim.pieces import TracePieces
+    from topoplan.traffic.trace import Trace
+
+    # pairs {0,1} and {2,3} broadcast on their own communicators; the bcast of {2,3} starts before the
+    # first world barrier on rank 2 and after it on rank 3, so no cut may lie before that barrier
+    recs = []
+    for r in range(4):
+        comm = 1 if r < 2 else 2
+        calls = [("barrier", -1, 0, 0), ("bcast", -1, 4096, comm), ("barrier", -1, 0, 0), ("bcast", -1, 4096, comm),
+                 ("barrier", -1, 0, 0)]
+        if r == 2:
+            calls[0], calls[1] = calls[1], calls[0]
+        t = 0.0
+        for op, peer, nb, c in calls:
+            recs.append((r, op, peer, nb, 0 if op == "bcast" else -1, 2 if op == "bcast" else 4, t, t + 1e-6, c))
+            t += 1e-5
+    trace = Trace.from_records([x[:8] for x in recs], 4, communicators={0: [0, 1, 2, 3], 1: [0, 1], 2: [2, 3]})
+    trace.comm[:] = [x[8] for x in sorted(recs, key=lambda x: (x[0], x[6]))]
+    tp = TracePieces(trace)
+    assert tp._cuts.shape == (4, 2)     # before the second and the third barrier, not the first
+    pieces = list(tp.pieces(max_rows=1))
+    assert [len(p) for p in pieces] == [8, 8, 4]
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    _trace_both(trace, build_network(topo), sequential(4, topo), 1)
+
+
+def test_a_trace_in_pieces_stops_at_the_deadline_between_pieces(monkeypatch):
+    # a trace replayed whole cannot stop before its end; in pieces it stops at the first piece past the deadline
+    from topoplan.core import deadline
+    from topoplan.sim.run import simulate
+    from topoplan.traffic import limits
+    from topoplan.traffic.generators import parse_spec
+
+    trace = parse_spec("random:np=32,bytes=100KB,msgs=500,iters=3")
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 100)
+    seen = []
+    with deadline.bounded(10.0), deadline.reserved(20.0), deadline.stopping():
+        with pytest.raises(deadline.DeadlineReached):
+            simulate(topo, trace, sequential(32, topo), progress=lambda done, total: (seen.append(done),
+                                                                                       deadline.check()))
+    assert len(seen) == 1 and 0 < seen[0] < len(trace)

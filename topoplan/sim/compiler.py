@@ -232,8 +232,9 @@ class Compiler:
         have = memory.memory_left()
         if have is not None and need > have:
             how = ("replay it with fewer iterations" if self.pieces else
-                   f"a generated trace replays in pieces of {limits.REPLAY_PIECE_ROWS:,} rows (topoplan simulate does "
-                   "so above that, except with --phases); a trace file needs fewer iterations or more memory")
+                   f"a trace replays in pieces of {limits.REPLAY_PIECE_ROWS:,} rows where its collectives let it be "
+                   "cut (topoplan simulate does so above that, except with --phases); this one needs fewer "
+                   "iterations or more memory")
             raise TopoplanError(f"{trace.source or 'trace'}: replaying its {len(trace):,} calls ({n_ops:,} "
                                 f"micro-ops) needs about {need / 2**30:.1f} GiB for the compiled program, more than "
                                 f"the {have / 2**30:.1f} GiB of memory available; {how}")

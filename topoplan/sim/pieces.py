@@ -1,10 +1,12 @@
-"""The compiled replay's runs: a whole trace as one program, or a generator's recording a piece at a time.
+"""The compiled replay's runs: a whole trace as one program, or a trace a piece at a time.
 
 :func:`replay_whole` compiles the trace (:mod:`topoplan.sim.compiler`) and runs it in the compiled loop
-(:func:`topoplan.sim._engine.run_core`); :func:`replay_pieces` generates, compiles and adds the pieces of a
-recording while the loop waits for them, so memory holds a piece and what the ranks have not run yet, and
-the results are the whole trace's to the bit (``tests/test_sim_pieces.py``). :class:`Window` is the
-micro-ops a run holds, which also names a blocked rank's call.
+(:func:`topoplan.sim._engine.run_core`); :func:`replay_pieces` generates (a generator's recording) or cuts
+(a trace read from a file, :class:`TracePieces`), compiles and adds the pieces while the loop waits for them,
+so memory holds a piece of the program and what the ranks have not run yet, a long replay reports its progress
+and can stop between pieces (at a command's deadline), and the results are the whole trace's to the bit
+(``tests/test_sim_pieces.py``). :class:`Window` is the micro-ops a run holds, which also names a blocked rank's
+call.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from topoplan.sim.engines import REL_TOL
 from topoplan.sim.maxmin import timeline_from_samples, timeline_max_intervals
 from topoplan.sim.replay_common import ReplayResult, blocked_message, check_marks, check_matched, marks_by_rank
 from topoplan.sim.routes import ranges
-from topoplan.traffic.trace import OPS, Trace
+from topoplan.traffic.trace import COLLECTIVE_OPS, OPS, Trace, op_codes, per_destination_calls
 
-__all__ = ["replay_whole", "replay_pieces", "Window"]
+__all__ = ["replay_whole", "replay_pieces", "Window", "TracePieces"]
+
+# the columns of a trace, one entry per row, which a piece takes its rows of
+_COLUMNS = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
 
 
 def replay_whole(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
@@ -150,12 +155,130 @@ class Window:
         return f"rank {r} in call -1 (unknown peer -1)"
 
 
+class TracePieces:
+    """A whole trace cut into pieces for :func:`replay_pieces`, as a generator's recording is generated in them.
+
+    Every rank's rows in piece 1, then piece 2, ... are its rows in the trace, in its order of calls. The
+    compiler matches a collective's calls across its members within a piece, so a collective is never cut (nor
+    an all-to-all written a row per destination):
+    the cuts lie just before a call of the collectives of one communicator that holds every rank, at a call
+    where no other collective has members on both sides of the cut. A trace without collectives is cut
+    anywhere (each rank's rows in nearly equal runs); one with collectives but none over every rank is one
+    piece. The trace must hold its rows by rank (as :class:`~topoplan.traffic.trace.Trace` sorts them,
+    :meth:`by_rank`).
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> tp = TracePieces(parse_spec("ring:np=4,bytes=1KB,iters=3"))
+    >>> tp.rows, tp.rows_per_rank().tolist(), [len(p) for p in tp.pieces(max_rows=16)]
+    (36, [9, 9, 9, 9], [12, 12, 12])
+    >>> tp = TracePieces(parse_spec("alltoall:np=4,bytes=1KB,iters=3"))   # cut before an alltoall
+    >>> [len(p) for p in tp.pieces(max_rows=4)]
+    [4, 4, 4]
+    """
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.n_ranks = trace.n_ranks
+        self.source = trace.source
+        self.rows = len(trace)
+        self._per_rank = np.bincount(trace.rank, minlength=trace.n_ranks).astype(np.int64)
+        self._first = np.concatenate([[0], np.cumsum(self._per_rank)[:-1]]).astype(np.int64)
+        self._cuts = self._collective_cuts()
+
+    @staticmethod
+    def by_rank(trace: Trace) -> bool:
+        """Whether ``trace`` holds its rows by rank (what cutting it needs).
+
+        Examples
+        --------
+        >>> from topoplan.traffic.generators import parse_spec
+        >>> TracePieces.by_rank(parse_spec("ring:np=4,bytes=1KB"))
+        True
+        """
+        return bool(np.all(trace.rank[1:] >= trace.rank[:-1]))
+
+    def _collective_cuts(self):
+        """Where the trace may be cut: None anywhere (no collectives); else an ``n_ranks x c`` array, column
+        ``s`` each rank's rows before cut ``s`` (no column: no cut)."""
+        t, n = self.trace, self.n_ranks
+        coll = np.isin(t.op, op_codes(COLLECTIVE_OPS))
+        pd_rows, pd_first = per_destination_calls(t)     # an all-to-all written a row per destination is one call
+        coll[pd_rows] = False
+        coll[pd_rows[pd_first]] = True
+        if not coll.any():
+            return None
+        full = coll & (t.comm_size == n)
+        if not full.any():
+            return np.zeros((n, 0), dtype=np.int64)
+        comms, counts = np.unique(t.comm[full], return_counts=True)
+        cut_comm = comms[np.argmax(counts)]
+        at = coll & (t.comm == cut_comm)       # the calls the cuts lie before
+        m, rest = divmod(int(at.sum()), n)
+        on = np.bincount(t.rank[at], minlength=n)
+        if rest or np.any(on != m):
+            return np.zeros((n, 0), dtype=np.int64)
+        # segment of every row: the calls of the cut communicator at or before it on its rank
+        c = np.cumsum(at)
+        seg = c - np.concatenate([[0], c])[self._first][t.rank]
+        # a collective's calls: the k-th call of each member on its communicator
+        rows = np.flatnonzero(coll)
+        order = np.lexsort((rows, t.rank[rows], t.comm[rows]))
+        rows = rows[order]
+        grp = np.r_[True, (t.comm[rows][1:] != t.comm[rows][:-1]) | (t.rank[rows][1:] != t.rank[rows][:-1])]
+        start = np.maximum.accumulate(np.where(grp, np.arange(len(rows)), 0))
+        k = np.arange(len(rows)) - start
+        _, inst = np.unique(np.stack([t.comm[rows], k]), axis=1, return_inverse=True)
+        inst = inst.ravel()
+        lo = np.full(inst.max() + 1, np.iinfo(np.int64).max)
+        hi = np.full(inst.max() + 1, -1)
+        np.minimum.at(lo, inst, seg[rows])
+        np.maximum.at(hi, inst, seg[rows])
+        # a cut before segment s parts a collective whose segments run from lo < s to hi >= s
+        spans = np.zeros(m + 2, dtype=np.int64)
+        np.add.at(spans, lo[lo < hi] + 1, 1)
+        np.add.at(spans, hi[lo < hi] + 1, -1)
+        ok = np.flatnonzero(np.cumsum(spans)[1:m + 1] == 0) + 1      # cuts s in 1..m (before the call s - 1)
+        local = (np.flatnonzero(at) - self._first[t.rank[at]]).reshape(n, m)
+        return local[:, ok - 1]
+
+    def rows_per_rank(self) -> np.ndarray:
+        """Rows of the trace per rank."""
+        return self._per_rank.copy()
+
+    def pieces(self, max_rows: int | None = None):
+        """The trace in pieces of about ``max_rows`` rows (one piece without a limit); every piece is a
+        :class:`~topoplan.traffic.trace.Trace` over all the ranks."""
+        per = self._per_rank
+        k = 1 if not max_rows else max(1, -(-self.rows // max(int(max_rows), 1)))
+        if self._cuts is None:   # no collectives: nearly equal runs of every rank's rows
+            bounds = [per * j // k for j in range(k + 1)]
+        else:
+            total = self._cuts.sum(axis=0)
+            want = np.searchsorted(total, self.rows * np.arange(1, k) / k)
+            pick = np.unique(want[want < len(total)])
+            bounds = [np.zeros_like(per), *(self._cuts[:, j] for j in pick), per]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if (hi > lo).any() or len(bounds) == 2:
+                yield self._piece(ranges(self._first + lo, hi - lo))
+
+    def _piece(self, idx) -> Trace:
+        t = self.trace
+        return Trace(t.n_ranks, *(getattr(t, c)[idx] for c in _COLUMNS), communicators=t.communicators,
+                     source=t.source)
+
+
 def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, thresholds, progress,
                    timeline_dt_s=None, max_rows=None) -> ReplayResult:
-    """:func:`topoplan.sim.replay.replay` of a trace generated piece by piece
-    (:meth:`~topoplan.traffic.generators.Recording.pieces`): the compiled loop runs a window of micro-ops and
-    stops when a rank needs the next piece, which is compiled and added while the run waits (nothing of the
-    run's time passes), so the results are those of the whole trace.
+    """:func:`topoplan.sim.replay.replay` of a trace piece by piece: a generator's, generated a piece at a time
+    (:meth:`~topoplan.traffic.generators.Recording.pieces`), or a trace's (:class:`TracePieces`). The compiled
+    loop runs a window of micro-ops and stops when a rank needs the next piece, which is compiled and added
+    while the run waits (nothing of the run's time passes), so the results are those of the whole trace.
 
     Examples
     --------
@@ -214,4 +337,5 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     return ReplayResult(makespan_s=float(finish.max(initial=0.0)), rank_finish_s=finish,
                         comm_time_s=np.maximum(finish - comp.compute_s, 0.0), link_bytes=link_bytes,
                         n_messages=int(n_msgs), n_flows=int(n_flows), n_events=int(n_events), timeline=timeline,
-                        n_pieces=n_pieces)
+                        n_pieces=n_pieces,
+                        unknown_ops=dict(source.trace.unknown_ops) if isinstance(source, TracePieces) else {})

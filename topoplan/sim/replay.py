@@ -26,7 +26,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.sim.maxmin import SMALL_JOB, compiled_ready, numba_available
-from topoplan.sim.pieces import replay_pieces, replay_whole
+from topoplan.sim.pieces import TracePieces, replay_pieces, replay_whole
 from topoplan.sim.reference import Replayer
 from topoplan.sim.replay_common import ReplayResult, check_sends_matched
 from topoplan.traffic import limits
@@ -104,7 +104,8 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         Rows of ``trace`` whose simulated time is wanted: when the rank reached the call (``mark_s`` of
         the result, in the same order). Phases on a timeline are their first calls' marks.
     piece_rows : int, optional
-        Rows per piece of a Recording (default :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS`).
+        Rows per piece of a Recording, or of a trace with more rows (default
+        :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS`; a trace with ``marks`` runs whole).
 
     Returns
     -------
@@ -140,6 +141,12 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
     if method == "compiled" and not compiled:
         raise TopoplanError("replay: the compiled method runs the maxmin model only; use method='python' or 'auto'")
     if method == "compiled" or (method == "auto" and compiled and numba_available()):
+        rows = piece_rows or limits.REPLAY_PIECE_ROWS
+        if marks is None and len(trace) > rows and TracePieces.by_rank(trace):
+            # a large trace runs in pieces too: less memory, progress, and a stop at the deadline between them
+            return replay_pieces(TracePieces(trace), net, placement, eager_threshold_B=eager_threshold_B,
+                                 compute_scale=compute_scale, thresholds=thresholds, progress=progress,
+                                 timeline_dt_s=timeline_dt_s, max_rows=rows)
         return replay_whole(trace, net, placement, eager_threshold_B=eager_threshold_B,
                             compute_scale=compute_scale, thresholds=thresholds, progress=progress,
                             timeline_dt_s=timeline_dt_s, marks=marks)
