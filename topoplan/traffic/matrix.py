@@ -191,7 +191,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     ------
     TopoplanError
         Naming the line of a malformed row (see
-        :func:`topoplan.core.csvtable.read_csv_table`), a negative value, bytes
+        :func:`topoplan.core.csvtable.read_csv_table`), a column other than
+        these four (its values would be ignored), a negative value, bytes
         with ``msgs`` 0, or a rank outside the communicator (``n_ranks`` when given).
 
     See Also
@@ -214,7 +215,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     topoplan.core.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
     """
     path = Path(path)
-    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", max_rows=limits.MAX_TRACE_ROWS)
+    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs",), others=False,
+                        max_rows=limits.MAX_TRACE_ROWS)
     src = to_numbers(df, "src", path, integer=True, empty=None)
     dst = to_numbers(df, "dst", path, integer=True, empty=None)
     by = to_numbers(df, "bytes", path, integer=False, empty=None)
