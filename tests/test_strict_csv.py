@@ -237,9 +237,8 @@ def test_circuit_plan_ids_are_ascii(bad):
     ("0,send,1,8,,2,0,1e300\n", r"t\.csv:2: field 't_end': 1e\+300 s is over the limit of 1e\+10 s"),
     ("0,send,1,8,,2,1e300,1e300\n", r"t\.csv:2: field 't_start': 1e\+300 s is over the limit"),
     ("0,send,1,8,,2,0,0\n1,recv,0,8,,2,0,4e7\n", r"t\.csv:3: field 't_end': 4e\+07 s is more than a year"),
-    # a Unix-time trace with one time left empty (read as 0)
-    ("0,send,1,8,,2,1.7e9,1.7e9\n1,recv,0,8,,2,,1.7e9\n",
-     r"t\.csv:2: field 't_end': 1\.7e\+09 s is more than a year .*t_start 0 s, .*t\.csv:3\)"),
+    # a Unix-time trace with one time left empty (no longer read as 0)
+    ("0,send,1,8,,2,1.7e9,1.7e9\n1,recv,0,8,,2,,1.7e9\n", r"t\.csv:3: field 't_start': empty"),
     ("0,send,1,1e30,,2,0,0\n1,recv,0,1e30,,2,0,0\n", r"t\.csv:2: field 'bytes': 1e\+30 is over the limit"),
 ])
 def test_trace_times_and_sizes_are_capped(tmp_path, body, needle):
