@@ -195,6 +195,8 @@ def _only(tr, ops):
 
 
 def test_is_trace_alltoallv_bytes_equal_the_a2a_matrix(shared):
+    from topoplan.traffic.matrix import read_matrix
+
     d = shared / "traces" / "IS.C.64"
     if not (d / "events.csv.gz").is_file():
         pytest.skip("IS.C.64 trace is absent")
@@ -210,11 +212,7 @@ def test_is_trace_alltoallv_bytes_equal_the_a2a_matrix(shared):
     a = _only(tr, ("alltoall",))
     direct = np.zeros((64, 64))
     np.add.at(direct, (a.rank, a.peer), a.bytes)
-    # its count column is 'calls', not a matrix's 'msgs' (read_matrix refuses it): read the bytes as they are
-    a2a = np.loadtxt(d / "a2a_matrix.csv", delimiter=",", skiprows=1, usecols=(0, 1, 2), ndmin=2)
-    ref = np.zeros((64, 64))
-    np.add.at(ref, (a2a[:, 0].astype(int), a2a[:, 1].astype(int)), a2a[:, 2])
-    ref -= direct
+    ref = read_matrix(d / "a2a_matrix.csv", 64).dense() - direct
     np.fill_diagonal(ref, 0)
     assert np.array_equal(mine, ref)
     assert mine.sum() == v.bytes[v.peer != v.rank].sum()
