@@ -27,5 +27,34 @@ def test_delay_from_csv_and_npy_in_allocation_order(tmp_path):
     with pytest.raises(TopoplanError, match="allocation has 3"):
         delay.delay_matrix(str(tmp_path / "d.npy"), topo, [0, 1, 2])
     f.write_text(",".join(names) + "\n0,1,x\n1,0,5\n2,5,0\n")
-    with pytest.raises(TopoplanError, match="non-numeric"):
+    with pytest.raises(TopoplanError, match=rf"d\.csv:2: field '{names[2]}': not a number: 'x'"):
         delay.delay_matrix(str(f), topo, [0, 1])
+
+
+@pytest.mark.parametrize("rows,needle", [
+    # an extra field on every row: read loosely, the first field became the index and the columns shifted
+    (["0,1,2,9", "1,0,5,9", "2,5,0,9"], r"d\.csv:2: 4 fields, the header has 3 \(a stray comma"),
+    (["0,1,2", "1,0", "2,5,0"], r"d\.csv:3: 2 fields, the header has 3 \(a row cut short"),
+    (["0,1,2", "1,0,", "2,5,0"], r"d\.csv:3: field '{h2}': empty"),
+    (["0,1,2", "1,0,nan", "2,5,0"], r"d\.csv:3: field '{h2}': not a number: 'nan'"),
+    (["0,1,2", "1,0,inf", "2,5,0"], r"d\.csv:3: field '{h2}': not a finite number"),
+    (["0,1,2", "1,0,5us", "2,5,0"], r"d\.csv:3: field '{h2}': not a number: '5us'"),
+    (["0,-1,2", "1,0,5", "2,5,0"], r"d\.csv:2: field '{h1}': a delay must be non-negative, got -1"),
+    (["0,1,2", "1,0,5"], r"d\.csv: 2 rows for 3 header hosts"),
+])
+def test_bad_delay_csv_is_an_error_naming_line_and_host(tmp_path, rows, needle):
+    topo = cluster(1, 3)
+    names = topo.host_names()
+    f = tmp_path / "d.csv"
+    f.write_text(",".join(names) + "\n" + "\n".join(rows) + "\n")
+    with pytest.raises(TopoplanError, match=needle.format(h1=names[1], h2=names[2])):
+        delay.load(f, topo, [0, 1, 2])
+
+
+def test_delay_csv_header_naming_a_host_twice_is_an_error(tmp_path):
+    topo = cluster(1, 3)
+    names = topo.host_names()
+    f = tmp_path / "d.csv"
+    f.write_text(f"{names[0]},{names[1]},{names[0]}\n0,1,0\n1,0,1\n0,1,0\n")
+    with pytest.raises(TopoplanError, match=rf"d\.csv:1: duplicate column '{names[0]}'"):
+        delay.load(f, topo, [0, 1])

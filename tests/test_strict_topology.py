@@ -290,6 +290,9 @@ def test_positive_quantities(doc, field, value):
     ({**TREE_DOC, "nodes_per_switch": []}, r"field 'nodes_per_switch': an empty list"),
     ({**TREE_DOC, "name": ["x"]}, r"field 'name': expected text"),
     ({**TORUS_DOC, "dims": [2048, 2048]}, r"field 'dims': gives 4,194,304 nodes, over the limit"),
+    # the key the user wrote, not an internal name ('ocs.per_switch')
+    ({**TREE_DOC, "kind": "hybrid", "ocs": {"nodes_per_switch": 3, "bw": "1Gbps"}},
+     r"field 'ocs\.nodes_per_switch': 3 OCS nodes per switch but a switch has 2 nodes"),
 ])
 def test_structure_errors_name_the_field(doc, needle):
     with pytest.raises(TopoplanError, match=needle):

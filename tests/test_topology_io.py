@@ -85,6 +85,16 @@ def test_unknown_preset():
         load_topology("nope")
 
 
+def test_directory_is_not_a_topology_file(tmp_path):
+    # it exists: 'no such topology file' misled
+    d = tmp_path / "cluster.yaml"
+    d.mkdir()
+    with pytest.raises(TopoplanError, match=r"cluster\.yaml: a directory, not a topology file"):
+        load_topology(str(d))
+    with pytest.raises(TopoplanError, match="no such topology file"):
+        load_topology(str(tmp_path / "missing.yaml"))
+
+
 SLURM_TWO_LEVEL = """\
 # two racks
 SwitchName=s0 Nodes=tux[0-3] LinkSpeed=10

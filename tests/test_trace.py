@@ -37,6 +37,9 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     ("0,send,1,-8,,2,0,0\n", "t.csv:2: field 'bytes'"),
     ("0,send,1,8,,2,0,0\n0,send,1,abc,,2,0,0\n", "t.csv:3: field 'bytes': not a number"),
     ("0,send,1,8,,2,0.5,0.1\n", "t_end"),
+    # an empty time was read as 0: the call moved first in its rank and the computation before it vanished
+    ("0,send,1,8,,2,,5.1\n1,recv,0,8,,2,0,5.1\n", "t.csv:2: field 't_start': empty"),
+    ("0,send,1,8,,2,0,0.1\n1,recv,0,8,,2,0,\n", "t.csv:3: field 't_end': empty"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:

@@ -76,3 +76,20 @@ def test_empty_matrix_is_explained(tmp_path):
     p.write_text("src,dst,bytes,msgs\n")
     with pytest.raises(TopoplanError, match="no rows.*MPI trace"):
         load_source(str(p))
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_empty_trace_names_the_file(tmp_path, gz):
+    import gzip
+
+    # a header alone: the error was about an empty placement ('sequential'), naming no file
+    text = b"rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
+    p = tmp_path / ("events.csv.gz" if gz else "events.csv")
+    p.write_bytes(gzip.compress(text) if gz else text)
+    with pytest.raises(TopoplanError, match=r"events\.csv(\.gz)?: the trace has no rows"):
+        load_source(str(p))
+
+
+def test_directory_without_a_trace_says_so(tmp_path):
+    with pytest.raises(TopoplanError, match="a directory without events.csv.gz, events.csv or traces.otf2"):
+        load_source(str(tmp_path))

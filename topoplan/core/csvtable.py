@@ -242,7 +242,37 @@ def _check_memory(path, kind: str, rows: int, fields: int, text_B: int) -> None:
                             "use a machine with more memory")
 
 
-def read_csv_table(path, required, kind: str, *, max_rows: int | None = None):
+def _near(name: str, candidates) -> str | None:
+    """The column of ``candidates`` that ``name`` is likely a misspelling of (another case, a letter off)."""
+    import difflib
+
+    for c in candidates:
+        if name.casefold() == c.casefold():
+            return c
+    close = difflib.get_close_matches(name.casefold(), list(candidates), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _check_columns(names, required, optional, others: bool, path: Path, head: int, kind: str) -> None:
+    """Every column is read, or (``others``) ignored only when it is not a known column misspelled."""
+    known = list(required) + [c for c in optional if c not in required]
+    absent = [c for c in known if c not in names]
+    for c in names:
+        if c in known:
+            continue
+        near = _near(c, absent)
+        hint = f"; did you mean '{near}'?" if near else ""
+        if not others:
+            cols = ",".join(required) + "".join(f"[,{c}]" for c in optional if c not in required)
+            what = f"column '{c}'" if c else "an unnamed column"
+            raise TopoplanError(f"{path}: line {head}: {what} is not a column of a {kind} ({cols}){hint} (its "
+                                "values would be ignored: rename or remove it)")
+        if near:
+            raise TopoplanError(f"{path}: line {head}: column '{c}' is not a column of a {kind}{hint} (its "
+                                "values would be ignored: rename it)")
+
+
+def read_csv_table(path, required, kind: str, *, optional=(), others: bool = True, max_rows: int | None = None):
     """Read a CSV (plain or gzip) into a pandas DataFrame, checking the header and every row's field count.
 
     Only an empty cell is missing: ``nan``, ``NA`` or ``null`` written in a
@@ -265,6 +295,12 @@ def read_csv_table(path, required, kind: str, *, max_rows: int | None = None):
         Columns that must be in the header.
     kind : str
         What the file is, for messages (``"MPI event trace"``).
+    optional : sequence of str, optional
+        Columns that may be in the header.
+    others : bool, optional
+        Whether the header may have other columns (ignored by the caller). A
+        column that is a known column misspelled (another case, a letter more
+        or less) is an error either way, since its values would be ignored.
     max_rows : int, optional
         Most rows read (default :data:`MAX_CSV_ROWS`, 100,000,000).
 
@@ -278,7 +314,9 @@ def read_csv_table(path, required, kind: str, *, max_rows: int | None = None):
     TopoplanError
         Naming the file (and line) for a missing, unreadable, empty, binary,
         non-UTF-8 or too large file, a row with another number of fields than
-        the header, a duplicate column, or a missing column.
+        the header, a duplicate column, a missing column, or a column that
+        would be ignored (any other column without ``others``; a misspelled
+        optional column always).
 
     Examples
     --------
@@ -293,6 +331,15 @@ def read_csv_table(path, required, kind: str, *, max_rows: int | None = None):
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: .../m.csv: line 1: missing column(s) msgs for a communication matrix
+    >>> read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs",),
+    ...                others=False).shape
+    (1, 3)
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("src,dst,bytes,msg\\n0,1,100,4\\n")
+    >>> read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs",))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../m.csv: line 1: column 'msg' is not a column of a communication matrix; did you mean 'msgs'? (its values would be ignored: rename it)
     >>> with open(path, "w") as fh:
     ...     _ = fh.write("src,dst,bytes\\n0,1,100\\n1,0\\n")
     >>> read_csv_table(path, ("src", "dst"), "communication matrix")  # doctest: +ELLIPSIS
@@ -328,6 +375,7 @@ def read_csv_table(path, required, kind: str, *, max_rows: int | None = None):
     missing = [c for c in required if c not in names]
     if missing:
         raise TopoplanError(f"{path}: line {head}: missing column(s) {', '.join(missing)} for a {kind}")
+    _check_columns(names, required, optional, others, path, head, kind)
     _check_memory(path, kind, len(index), len(names), len(data))
     bio = io.BytesIO(data)
     bio.seek(3 if data.startswith(_BOM) else 0)

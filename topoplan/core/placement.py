@@ -294,8 +294,9 @@ def read_placement(path, hosts=None) -> Placement:
     Raises
     ------
     TopoplanError
-        For a missing file, malformed JSON or CSV, ranks missing or repeated,
-        an unknown host (naming the line), or a host name without ``hosts``.
+        For a missing file, malformed JSON or CSV, a CSV column other than
+        ``rank``, ``node`` and ``slot``, ranks missing or repeated, an unknown
+        host (naming the line), or a host name without ``hosts``.
 
     Examples
     --------
@@ -326,7 +327,7 @@ def read_placement(path, hosts=None) -> Placement:
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
         return placement_from_doc(doc, str(path), hosts)
 
-    df = read_csv_table(path, ("rank", "node"), "placement")
+    df = read_csv_table(path, ("rank", "node"), "placement", optional=("slot",), others=False)
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
     node_col = _node_column(df, path, hosts)
     n = len(rank)

@@ -597,7 +597,8 @@ def balanced_ocs_nodes(nodes_per_switch, per_switch: int) -> tuple[int, ...]:
     out, base = [], 0
     for n in nodes_per_switch:
         if per_switch > n:
-            raise TopoplanError(f"field 'ocs.per_switch': {per_switch} OCS nodes per switch but a switch has {n} nodes")
+            raise TopoplanError(f"field 'ocs.nodes_per_switch': {per_switch} OCS nodes per switch but a switch has "
+                                f"{n} nodes")
         out.extend(range(base, base + per_switch))
         base += n
     return tuple(out)

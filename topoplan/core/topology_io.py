@@ -253,6 +253,9 @@ def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | Non
         p = PRESET_DIR / f"{text}.yaml"
         doc, lines = _yaml_lines(p.read_text(encoding="utf-8"), p)
         return doc, text, lines, None
+    if Path(text).is_dir():
+        raise TopoplanError(f"{text}: a directory, not a topology file (a YAML file, a preset, or Slurm's "
+                            "topology.conf / topology.yaml)")
     if "/" in text or text.endswith((".yaml", ".yml", ".json", ".conf")):
         raise TopoplanError(f"{text}: no such topology file")
     raise TopoplanError(f"unknown topology preset {text!r} (presets: {', '.join(preset_names())}; or give a file)")

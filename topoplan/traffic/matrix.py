@@ -178,7 +178,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     Parameters
     ----------
     path : str or path
-        The CSV file; ``msgs`` is optional (one message per row without it).
+        The CSV file; ``msgs`` is optional (one message per row without it); ``calls``, as a matrix made from
+        MPI calls names it (one message per call), is read as ``msgs``.
     n_ranks : int, optional
         Ranks of the communicator; default one more than the largest rank seen.
 
@@ -191,7 +192,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     ------
     TopoplanError
         Naming the line of a malformed row (see
-        :func:`topoplan.core.csvtable.read_csv_table`), a negative value, bytes
+        :func:`topoplan.core.csvtable.read_csv_table`), a column other than
+        these (its values would be ignored), a negative value, bytes
         with ``msgs`` 0, or a rank outside the communicator (``n_ranks`` when given).
 
     See Also
@@ -214,7 +216,13 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     topoplan.core.errors.TopoplanError: .../matrix.csv:3: field 'dst': rank 2 is outside the communicator of 2 ranks
     """
     path = Path(path)
-    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", max_rows=limits.MAX_TRACE_ROWS)
+    df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs", "calls"),
+                        others=False, max_rows=limits.MAX_TRACE_ROWS)
+    if "calls" in df.columns:   # the name a matrix made from MPI calls gives the count (one message per call)
+        if "msgs" in df.columns:
+            raise TopoplanError(f"{path}: line 1: columns 'msgs' and 'calls' both count the messages of a row: "
+                                f"keep one")
+        df = df.rename(columns={"calls": "msgs"})
     src = to_numbers(df, "src", path, integer=True, empty=None)
     dst = to_numbers(df, "dst", path, integer=True, empty=None)
     by = to_numbers(df, "bytes", path, integer=False, empty=None)

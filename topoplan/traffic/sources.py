@@ -95,7 +95,8 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
     Raises
     ------
     TopoplanError
-        For a missing file, an unknown spec, or a malformed file (naming the line).
+        For a missing file, a directory that holds no trace, an unknown spec, a
+        malformed file (naming the line), or a matrix or trace without rows.
 
     Notes
     -----
@@ -123,6 +124,8 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
         else:
             read = read_trace
         tr = read(path, n_ranks)
+        if len(tr) == 0:
+            raise TopoplanError(f"{path}: the trace has no rows, so no ranks to plan for")
         if tr.unknown_ops:
             # trace.md: calls we do not model are skipped, and the user is told (they may hide messages)
             ops = ", ".join(f"{o} ({c})" for o, c in sorted(tr.unknown_ops.items())[:5])
@@ -143,6 +146,9 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
             t = from_recording(rec)
         t.name = spec
         return tr, t
+    if path.is_dir():
+        raise TopoplanError(f"{spec}: a directory without events.csv.gz, events.csv or traces.otf2 (a trace "
+                            "directory), not a traffic file")
     if "/" in spec or spec.endswith((".csv", ".gz")):
         raise TopoplanError(f"{spec}: no such traffic file")
     raise TopoplanError(f"unknown traffic {spec!r}: not a file and not a generator spec "

@@ -353,7 +353,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     TopoplanError
         One line naming the file and line on bad input: a row with another
         field count than the header (:func:`topoplan.core.csvtable.read_csv_table`), a missing
-        column, a malformed number, a negative size or time, a time over
+        column, a malformed number, an empty time, a negative size or time, a time over
         :data:`MAX_TIME_S` or a trace over :data:`MAX_SPAN_S` long, a call
         ending before it starts, a rank outside MPI_COMM_WORLD, a ``wait``
         whose ``req`` is not 1, 0 or -1, or calls that contradict each other
@@ -381,13 +381,14 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     (2, 2, {'send': 1, 'recv': 1})
     """
     path = Path(path)
-    df = read_csv_table(path, REQUIRED, "MPI event trace", max_rows=limits.MAX_TRACE_ROWS)
+    df = read_csv_table(path, REQUIRED, "MPI event trace", optional=OPTIONAL_INT, max_rows=limits.MAX_TRACE_ROWS)
     n = len(df)
     line = lambda i: row_line(df, i)  # noqa: E731
     ints = {c: to_numbers(df, c, path, integer=True) for c in ("rank", "peer", "root", "comm_size")}
     by = to_numbers(df, "bytes", path, integer=False, empty=0)
-    ts = to_numbers(df, "t_start", path, integer=False, empty=0)
-    te = to_numbers(df, "t_end", path, integer=False, empty=0)
+    # a call's times order its rank's calls and give the computation between them: an empty one is not 0
+    ts = to_numbers(df, "t_start", path, integer=False, empty=None)
+    te = to_numbers(df, "t_end", path, integer=False, empty=None)
     extra = {c: (to_numbers(df, c, path, integer=True) if c in df.columns else np.full(n, -1, dtype=np.int64))
              for c in OPTIONAL_INT}
     import pandas as pd

@@ -119,7 +119,9 @@ def load(path, topo, nodes) -> np.ndarray:
     Raises
     ------
     TopoplanError
-        For a missing file, a host of the allocation missing from the header, or a malformed matrix.
+        For a missing file, a host of the allocation missing from the header, or a malformed matrix:
+        a row with another field count than the header, a host twice in the header, an empty, text,
+        infinite or negative delay (naming the line and the host's column), or not one row per host.
 
     Examples
     --------
@@ -132,6 +134,12 @@ def load(path, topo, nodes) -> np.ndarray:
     ...     _ = fh.write("n00000,n00002\\n0,5\\n7,0\\n")
     >>> load(path, topo, [2, 0]).tolist()
     [[0.0, 7.0], [5.0, 0.0]]
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("n00000,n00002\\n0,5,1\\n7,0,1\\n")
+    >>> load(path, topo, [2, 0])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../delay.csv:2: 3 fields, the header has 2 (a stray comma, or a column missing from the header?)
     """
     path = Path(path)
     n = len(nodes)
@@ -145,25 +153,29 @@ def load(path, topo, nodes) -> np.ndarray:
         if m.shape != (n, n):
             raise TopoplanError(f"{path}: matrix is {m.shape}, the allocation has {n} nodes")
         return _check(np.asarray(m, dtype=np.float64), path)
-    import pandas as pd
+    from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 
-    try:
-        df = pd.read_csv(path)
-    except Exception as exc:  # noqa: BLE001
-        raise TopoplanError(f"{path}: unreadable CSV ({str(exc).strip().splitlines()[0]})") from None
-    names = [str(c).strip() for c in df.columns]
+    # the strict reader: a row with an extra field would otherwise shift every column
+    df = read_csv_table(path, (), "delay matrix")
+    names = list(df.columns)
     hosts = topo.host_names()
     want = [hosts[i] for i in nodes]
     index = {h: i for i, h in enumerate(names)}
     missing = [h for h in want if h not in index]
     if missing:
         raise TopoplanError(f"{path}: header lacks host {missing[0]!r} of the allocation")
-    if df.shape[0] != len(names):
-        raise TopoplanError(f"{path}: {df.shape[0]} rows for {len(names)} header hosts")
-    try:
-        full = df.to_numpy(dtype=np.float64)
-    except ValueError:
-        raise TopoplanError(f"{path}: non-numeric delay value") from None
+    if len(df) != len(names):
+        raise TopoplanError(f"{path}: {len(df)} rows for {len(names)} header hosts (one row per host, in the "
+                            "order of the header)")
+    cols = []
+    for h in names:
+        col = to_numbers(df, h, path, integer=False, empty=None)
+        bad = np.flatnonzero(col < 0)
+        if bad.size:
+            raise TopoplanError(f"{path}:{row_line(df, bad[0])}: field {h!r}: a delay must be non-negative, "
+                                f"got {col[bad[0]]:g}")
+        cols.append(col)
+    full = np.column_stack(cols)
     sel = [index[h] for h in want]
     return _check(full[np.ix_(sel, sel)], path)
 
