@@ -146,8 +146,9 @@ def test_deadlock_in_a_later_piece_names_rank_and_call():
     topo = load_topology("paper003", ["kind=tree", "ocs=null"])
     rec = _recording(build, n=4)
     with pytest.raises(TopoplanError, match=r"deadlock or unmatched receive: 1 rank\(s\) blocked: rank 2 in call 1 "
-                                            r"\(recv peer 3\)"):
+                                            r"\(recv peer 3\)") as e:
         replay(rec, build_network(topo), sequential(4, topo), piece_rows=2)
+    assert str(e.value).startswith(f"{rec.source}: deadlock")       # the trace it is in
 
 
 def test_unmatched_send_across_pieces_is_an_error():

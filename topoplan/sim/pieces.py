@@ -68,7 +68,7 @@ def replay_whole(trace: Trace, net, placement, *, eager_threshold_B, compute_sca
     if unfinished.size:
         win = Window.of_piece(pg, trace)
         raise TopoplanError(blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
-                                             for r in unfinished[:4].tolist()], len(unfinished)))
+                                             for r in unfinished[:4].tolist()], len(unfinished), trace.source))
     compute = pg["compute_s"]
     if progress:
         progress(n, n)
@@ -330,7 +330,7 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
         raise TopoplanError(blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
-                                             for r in unfinished[:4].tolist()], len(unfinished)))
+                                             for r in unfinished[:4].tolist()], len(unfinished), source.source))
     check_matched(source.source, comp.sent, comp.received)
     if progress:
         progress(n, n)

@@ -175,7 +175,7 @@ class Replayer:
                 parts.append(f"rank {r} in call {i - self.lo[r]} ({op} peer {self.peer[i]})")
             else:
                 parts.append(f"rank {r} in a collective step")
-        return blocked_message(parts, len(ranks))
+        return blocked_message(parts, len(ranks), self.trace.source)
 
     # -- rank execution ----------------------------------------------------
     def _run_rank(self, r: int, t: float) -> None:

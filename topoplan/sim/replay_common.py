@@ -260,7 +260,9 @@ def check_matched(source, sent, received) -> None:
                             f"but posts {int(received[d])} receives")
 
 
-def blocked_message(parts: list, n_blocked: int) -> str:
-    """The deadlock error: the first blocked ranks (``parts``, each 'rank r in call c (...)') and the count."""
+def blocked_message(parts: list, n_blocked: int, source: str = "") -> str:
+    """The deadlock error: the trace's ``source`` (its file, or the generator spec), the first blocked ranks
+    (``parts``, each 'rank r in call c (...)') and the count."""
     more = f" and {n_blocked - 4} more" if n_blocked > 4 else ""
-    return f"deadlock or unmatched receive: {n_blocked} rank(s) blocked: " + "; ".join(parts) + more
+    where = f"{source}: " if source else ""
+    return f"{where}deadlock or unmatched receive: {n_blocked} rank(s) blocked: " + "; ".join(parts) + more
