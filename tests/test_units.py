@@ -110,3 +110,11 @@ def test_cli_numbers_are_ascii_everywhere(tmp_path, monkeypatch, run_cli, args, 
     code, out, err = run_cli(*args)
     assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("parse, text, kind", [(parse_time, "1e999", "time"), (parse_size, "1e999MB", "size"),
+                                               (parse_bandwidth, "1e999Gbps", "bandwidth")])
+def test_an_infinite_value_is_said_to_be_infinite(parse, text, kind):
+    # it was said to be negative ("time must be non-negative, got '1e999'")
+    with pytest.raises(TopoplanError, match=f"{kind} must be finite, got '{text}'"):
+        parse(text)

@@ -69,6 +69,7 @@ MAX_VALUE = {"size": 2.0 ** 60, "bandwidth": 1e18, "time": 1e9}
 def _check(value: float, kind: str, text, field, allow_zero=True):
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         need = "positive" if not allow_zero else "non-negative"
+        need = "finite" if value == math.inf else need
         raise TopoplanError(f"{_label(field)}{kind} must be {need}, got {text!r}")
     if value > MAX_VALUE[kind]:
         raise TopoplanError(f"{_label(field)}{kind} {text!r} is implausibly large (limit {MAX_VALUE[kind]:.3g})")
