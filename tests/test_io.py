@@ -207,3 +207,10 @@ def test_json_reader_refuses_nan_and_infinity_naming_the_line(tmp_path, text, li
     path.write_text(text)
     with pytest.raises(TopoplanError, match=f"in.json:{line}: malformed plan: {name} is not a JSON number"):
         read_json(path, "plan")
+
+
+def test_read_json_reads_past_a_byte_order_mark(tmp_path):
+    # an editor on Windows writes one; it was refused with Python's 'decode using utf-8-sig'
+    path = tmp_path / "plan.json"
+    path.write_bytes(b'\xef\xbb\xbf{"rank_to_node": [0, 1]}')
+    assert read_json(path, "plan") == {"rank_to_node": [0, 1]}

@@ -691,7 +691,7 @@ def read_json(path, what: str = "JSON file"):
         raise TopoplanError(f"{path}: no such file")
     raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")   # a byte order mark in front is read past, as in CSV files
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
                 return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
