@@ -16,11 +16,18 @@ paper's heuristic and no circuits; its accuracy is the ilp objective over its si
     python benchmarks/bench_steps.py --quick --systems 003 --traffic cg,mg   # a subset of the cells
     python benchmarks/bench_steps.py --sizes "8 OCS" --seeds 1,2 --out benchmarks/results/steps_grid_seeds.jsonl
     python benchmarks/bench_steps.py --mechanism --systems 001-16x16 --traffic lu   # why a cell runs off its steps
+    python benchmarks/bench_steps.py --decompose --systems 001-16x16,003 --traffic lu,is   # within or between steps
 
 ``--mechanism`` replays one cell without circuits in the reference replayer (Python: minutes) with MPI's eager
 sends and with every send waiting, and prints the simulator's evidence docs/circuits.md cites: the critical
 chain followed back from the last rank (transmission against waiting, by message size), the flows each chain
 message shared its sender's node link and its switches' uplinks with, and how many uplinks are full over time.
+
+``--decompose`` splits a cell's miss without circuits in two: every step type is simulated alone (its messages
+all at once, the default model) and the results are summed by count. The step time against that sum is what the
+step time misses *within* a step (sharing that keeps a step from its bottleneck, latencies the chain does not
+charge); that sum against the whole trace's simulated time is what it misses *between* steps (steps that
+overlap, ranks that drift apart).
 
 Cells are appended to ``benchmarks/results/steps_grid.jsonl`` as they finish (a rerun skips them;
 ``--fresh`` starts over); ``--table`` prints the summary (Markdown) the README shows. NPB traces run two
@@ -245,6 +252,30 @@ def mechanism(system: str, kind: str) -> int:
     return 0
 
 
+def decompose(system: str, kind: str) -> dict:
+    """The step time, the step types simulated alone (summed by count) and the whole trace simulated, without
+    circuits (see the module docstring)."""
+    from topoplan.core.placement import sequential
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.sim.replay import bulk_trace
+    from topoplan.sim.run import simulate
+    from topoplan.sim.steps import steps_of_spec
+    from topoplan.traffic.sources import load_source
+
+    preset, _, ranks, _ = SYSTEMS[system]
+    spec = traffic_spec(kind, ranks, 0)
+    topo = load_topology(preset)
+    trace, tr = load_source(spec)
+    pl = sequential(tr.n_ranks, topo)
+    st = steps_of_spec(spec)
+    step_time = solve(CircuitProblem.build(topo, tr, pl, steps=st), "none").objective
+    alone = sum(c * simulate(topo, bulk_trace(ty), pl)["makespan_s"] for ty, c in zip(st.types, st.count))
+    whole = simulate(topo, trace, pl)["makespan_s"]
+    return {"system": system, "traffic": kind, "step_types": st.n_types, "steps": st.n_steps,
+            "step_time_s": step_time, "steps_alone_s": float(alone), "simulated_s": whole}
+
+
 def summary(rows) -> str:
     """The Markdown table of the README: per system and traffic, cells that hold and the accuracy."""
     import numpy as np
@@ -283,6 +314,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", help="comma-separated circuit sizes (labels such as '8 OCS'; default: all, the first "
                                     "with --quick)")
     ap.add_argument("--seeds", help="comma-separated planner seeds (default 0-4; 0 with --quick)")
+    ap.add_argument("--decompose", action="store_true",
+                    help="split each NPB cell's miss without circuits into within and between steps")
     ap.add_argument("--mechanism", action="store_true",
                     help="the simulator's evidence for one cell without circuits (--systems, --traffic: one each)")
     a = ap.parse_args(argv)
@@ -301,6 +334,17 @@ def main(argv=None) -> int:
         if bad:
             print(f"error: {name}: unknown {', '.join(bad)}; choose from {', '.join(known)}", file=sys.stderr)
             return 2
+    if a.decompose:
+        print("| system | traffic | step types (steps) | step time | steps alone | whole trace | within steps | "
+              "between steps |\n|---|---|---:|---:|---:|---:|---:|---:|")
+        for system in systems or SYSTEMS:
+            for kind in [k for k in traffic or NPB if k in NPB]:
+                d = decompose(system, kind)
+                print(f"| {system} | {kind} | {d['step_types']} ({d['steps']}) | {d['step_time_s'] * 1e3:.2f} ms | "
+                      f"{d['steps_alone_s'] * 1e3:.2f} ms | {d['simulated_s'] * 1e3:.2f} ms | "
+                      f"{d['steps_alone_s'] / d['step_time_s']:.2f} | {d['simulated_s'] / d['steps_alone_s']:.2f} |",
+                      flush=True)
+        return 0
     if a.mechanism:
         if not (systems and traffic and len(systems) == 1 and len(traffic) == 1):
             print("error: --mechanism: give one system (--systems) and one traffic (--traffic)", file=sys.stderr)
