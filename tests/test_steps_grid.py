@@ -87,3 +87,15 @@ def test_mechanism_wants_one_cell(capsys):
 
     assert main(["--mechanism", "--systems", "003,000", "--traffic", "lu"]) == 2
     assert capsys.readouterr().err.startswith("error: --mechanism: give one system")
+
+
+def test_decompose_splits_the_miss_into_within_and_between_steps(monkeypatch):
+    # CG class S: one step type per exchange, no overlap to speak of; the two factors multiply to the miss
+    import bench_steps
+
+    monkeypatch.setattr(bench_steps, "traffic_spec", lambda k, ranks, seed: f"npb:kernel={k},class=S,np=64,iters=2")
+    d = bench_steps.decompose("003", "cg")
+    assert d["steps"] >= d["step_types"] > 1
+    within, between = d["steps_alone_s"] / d["step_time_s"], d["simulated_s"] / d["steps_alone_s"]
+    assert 0.95 <= within <= 1.1 and 0.8 <= between <= 1.1, d   # each step alone is at least its bottleneck
+    assert within * between == pytest.approx(d["simulated_s"] / d["step_time_s"])
