@@ -130,28 +130,3 @@ def test_simulated_ties_keep_the_methods_own_plan(faster, picked):
     assert res.to_dict()["circuits"] != greedy or picked == "greedy"
     assert res.metrics["picked"] == picked
     assert ("simulates faster" in (res.message or "")) == (picked != "ilp")
-
-
-@pytest.mark.parametrize("room, simulated", [(1, ["own"]), (2, ["own", "b"]), (3, ["own", "b", "c"]),
-                                             (None, ["own", "b", "c", "a"])])
-def test_a_bounded_number_of_simulations_checks_the_starts_with_the_best_objectives(room, simulated):
-    # the method's plan is simulated first, then the starts' in the order of their objectives; a plan that
-    # equals one simulated already costs nothing ("d" is "b"'s plan)
-    from topoplan.problems.result import PlanResult, Registry, solve_with
-
-    R = Registry("toy")
-    objective = {"own": 5.0, "a": 9.0, "b": 6.0, "c": 7.0, "d": 6.0}
-    sim_s = {"own": 4.0, "a": 1.0, "b": 3.0, "c": 2.0}
-    for name in objective:
-        R.register(name)(lambda problem, *, time_limit=None, seed=0, _n=name: PlanResult(
-            method="", objective=objective[_n], plan={"v": "b" if _n == "d" else _n}))
-    ran = []
-    res = solve_with(R, None, "own", score="simulated", simulate=lambda d: ran.append(d["v"]) or
-                     sim_s[d["v"]], starts={"own": ("a", "b", "c", "d")}, max_simulated=room)
-    assert ran == simulated
-    best = min(simulated, key=sim_s.get)
-    assert res.metrics["simulated_s"] == sim_s[best] and res.plan["v"] == best
-    order = ["b", "d", "c", "a"]                            # the starts by objective
-    left = [n for n in order if ("b" if n == "d" else n) not in simulated]
-    assert [n for n in order if n not in res.metrics["simulated_candidates_s"]] == left
-    assert ("not simulated: " + ", ".join(left)) in res.message if left else "not simulated" not in res.message

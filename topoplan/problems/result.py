@@ -398,8 +398,7 @@ SIM_TIE_REL = 1e-9
 def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
-               starts: Mapping[str, tuple] | None = None, max_simulated: int | None = None,
-               **options) -> PlanResult:
+               starts: Mapping[str, tuple] | None = None, **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
 
     ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
@@ -434,10 +433,6 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         ``plan_dict -> seconds``, needed for ``score="simulated"``.
     starts : mapping of str to tuple of str, optional
         The heuristics each method starts from.
-    max_simulated : int, optional
-        With ``score="simulated"``: simulate at most this many distinct plans (at least 1), the method's own
-        first, then the starts' in the order of their objectives (the best first); the others are named in
-        the message as not simulated. Default: every candidate.
     **options
         The method's own options.
 
@@ -492,22 +487,13 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
         return res
     t0 = time.perf_counter() - starts_s
-    # the method's plan first, then the starts' by objective (the best first): what a bounded number of
-    # simulations checks
-    ranked = sorted(others, key=lambda k: (others[k].objective is None, others[k].objective or 0.0, k))
-    candidates = {method: res, **{k: others[k] for k in ranked}}
-    times, seen, unsimulated = {}, {}, []
+    candidates = {method: res, **others}
+    times, seen = {}, {}
     for name, r in candidates.items():   # heuristics often agree: a plan is simulated once
         key = repr(sorted((k, v) for k, v in r.plan.items() if not k.startswith("_")))
         if key not in seen:
-            if max_simulated is not None and len(seen) >= max(int(max_simulated), 1):
-                unsimulated.append(name)
-                continue
             seen[key] = float(simulate(r.to_dict()))
         times[name] = seen[key]
-    if unsimulated:
-        res.message = (f"{res.message}; " if res.message else "") + \
-            f"not simulated: {', '.join(unsimulated)} (room for {len(seen)} simulations)"
     best = min(times, key=lambda k: (times[k], k != method))
     if times[best] >= times[method] * (1 - SIM_TIE_REL):   # within the engines' agreement: a tie
         best = method

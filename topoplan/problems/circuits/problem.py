@@ -614,7 +614,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
-    note, sims_s, max_simulated = "", 0.0, None
+    note, sims_s = "", 0.0
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
         # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
@@ -623,17 +623,12 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
             # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
             # in half of it, and the method gets what they leave
             # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time)
-            n_all = 1 + len(STARTS[method])
-            one_s = deadline.scaled(simulation_cost_s(trace))
-            fit = int(0.5 * limit // one_s) if one_s > 0 else n_all
-            if fit < 2:   # not even the method's plan beside one start
+            sims_s = deadline.scaled((1 + len(STARTS[method])) * simulation_cost_s(trace))
+            if sims_s > 0.5 * limit:
                 score = "bound"
-                note = (f"not checked by simulation: simulating the {n_all} candidates takes about "
-                        f"{n_all * one_s:.0f} s, more than half of the time limit")
+                note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
+                        f"about {sims_s:.0f} s, more than half of the time limit")
             else:
-                if fit < n_all:   # the method's plan and the starts with the best step times
-                    max_simulated = fit
-                sims_s = min(fit, n_all) * one_s
                 time_limit = limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
@@ -641,7 +636,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     # inside a command, the candidates' simulations are kept out of what the method gets from the deadline
     with deadline.reserved(sims_s if score == "simulated" else 0.0):
         res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
-                         score=score, simulate=simulate, starts=STARTS, max_simulated=max_simulated, **options)
+                         score=score, simulate=simulate, starts=STARTS, **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     if note:
