@@ -40,11 +40,21 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     # an empty time was read as 0: the call moved first in its rank and the computation before it vanished
     ("0,send,1,8,,2,,5.1\n1,recv,0,8,,2,0,5.1\n", "t.csv:2: field 't_start': empty"),
     ("0,send,1,8,,2,0,0.1\n1,recv,0,8,,2,0,\n", "t.csv:3: field 't_end': empty"),
+    # an empty size on a call that moves data was read as a message of 0 bytes
+    ("0,send,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a send, which moves data"),
+    ("0,send,1,8,,2,0,0.1\n1,recv,0, ,,2,0,0.1\n", "t.csv:3: field 'bytes': empty on a recv"),
+    ("0,allreduce,,,,2,0,0.1\n1,allreduce,,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a allreduce"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:
         read_trace(write(tmp_path, body), n_ranks=2)
     assert needle in str(e.value)
+
+
+def test_an_empty_size_is_0_on_calls_that_move_no_data(tmp_path):
+    t = read_trace(write(tmp_path, "0,isend,1,8,,2,0,0\n0,wait,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n"
+                                   "0,barrier,,,,2,0.2,0.3\n1,barrier,,,,2,0.2,0.3\n0,probe,1,,,2,0.3,0.3\n"))
+    assert t.bytes.tolist() == [8.0, 0.0, 0.0, 0.0, 8.0, 0.0]
 
 
 def test_missing_column(tmp_path):

@@ -18,7 +18,7 @@ from topoplan.core import memory
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import read_bytes
 
-__all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "read_csv_table", "row_line", "to_numbers"]
+__all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "read_csv_table", "row_line", "to_numbers", "empty_cells"]
 
 
 # A CSV file is read whole into memory before parsing: refuse, before allocating, one that cannot be
@@ -396,6 +396,24 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     df.columns = names
     df.index = index
     return df
+
+
+def empty_cells(df, col: str) -> np.ndarray:
+    """Which cells of column ``col`` of a string DataFrame (:func:`read_csv_table`) are empty or blank.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> empty_cells(pd.DataFrame({"bytes": ["8", "", " ", None]}), "bytes").tolist()
+    [False, True, True, True]
+    """
+    import pandas as pd
+
+    raw = df[col]
+    blank = raw.isna().to_numpy()
+    if not pd.api.types.is_numeric_dtype(raw) or pd.api.types.is_bool_dtype(raw):
+        blank = blank | (raw.astype(str).str.strip() == "").to_numpy()
+    return blank
 
 
 def to_numbers(df, col: str, path, *, integer: bool, empty=-1):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
+from topoplan.core.csvtable import empty_cells, read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write
 from topoplan.core.units import MAX_VALUE, ascii_int
@@ -385,7 +385,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     n = len(df)
     line = lambda i: row_line(df, i)  # noqa: E731
     ints = {c: to_numbers(df, c, path, integer=True) for c in ("rank", "peer", "root", "comm_size")}
-    by = to_numbers(df, "bytes", path, integer=False, empty=0)
+    by = to_numbers(df, "bytes", path, integer=False, empty=0)   # empty: 0 where no data is sent (below)
     # a call's times order its rank's calls and give the computation between them: an empty one is not 0
     ts = to_numbers(df, "t_start", path, integer=False, empty=None)
     te = to_numbers(df, "t_end", path, integer=False, empty=None)
@@ -400,6 +400,15 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     for x, c in zip(names, np.bincount(codes, minlength=len(names)).tolist()):
         if x not in OP_CODE and c:
             unknown[x] = unknown.get(x, 0) + c
+    # an empty size is 0 on a call that moves no data of its own (a wait, a barrier, a call not modelled);
+    # on one that sends or receives it would make a message of nothing
+    empty = empty_cells(df, "bytes")
+    if empty.any():
+        carries = empty & np.isin(op, [OP_CODE[o] for o in OPS if o not in ("wait", "waitall", "barrier")])
+        bad = np.flatnonzero(carries)
+        if bad.size:
+            i = int(bad[0])
+            raise TopoplanError(f"{path}:{line(i)}: field 'bytes': empty on a {OPS[op[i]]}, which moves data")
     for col, arr in (("bytes", by), ("t_start", ts), ("t_end", te)):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
