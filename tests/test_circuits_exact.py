@@ -286,3 +286,22 @@ def test_of_incumbents_of_steps_that_tie_the_one_with_fewer_link_bytes_is_kept(m
                    array_from_tables(res.plan["forwarding"], p.n_nodes, p.n_switches))
     assert res.objective == pytest.approx(direct.objective_s, rel=REL)
     assert got.loads_B.sum() == pytest.approx(direct.loads_B.sum(), rel=REL)
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_an_lp_bound_stopped_by_ctrl_c_is_the_floor(monkeypatch, stopped):
+    """An LP relaxation that Ctrl-C stopped (no time limit) gives the fixed-link floor, which the interrupted
+    ``ilp`` returns with its best plan; one that failed by itself is still an error."""
+    from topoplan.formulations.backends.base import Result
+    from topoplan.problems.circuits import exact
+    from topoplan.problems.circuits.bound import floor_s
+
+    p = random_problem(0)
+    monkeypatch.setattr(exact, "backend_solve", lambda *a, **k: Result("error", None, None, None, 0.0, "highs",
+                                                                        "Interrupted by user"))
+    monkeypatch.setattr(exact, "stop_requested", lambda: stopped)
+    if stopped:
+        assert lp_bound(p) == floor_s(p)
+    else:
+        with pytest.raises(TopoplanError, match="LP relaxation failed"):
+            lp_bound(p)

@@ -380,6 +380,25 @@ def test_launcher_formats_take_the_placement_of_a_plan_or_schedule(files, tmp_pa
     assert "only the ocs format" in capsys.readouterr().err and not (tmp_path / "rf3").exists()
 
 
+@pytest.mark.parametrize("fmt", ["ocs", "routes", "ompi4", "slurm"])
+def test_a_plan_archive_exports_as_its_json_plan_does(files, tmp_path, capsys, fmt):
+    """``circuits -o plan.zip`` (the compact plan for large tables) exports to every format as the JSON plan."""
+    archive = tmp_path / "plan.zip"
+    assert _cli("circuits", "-t", "paper003", *SETS_ARGS, "-T", "neighbor2d:rows=16,cols=16,bytes=4MB",
+                "-m", "greedy", "--no-simulate", "-o", archive) == 0
+    out = {}
+    for name, plan in (("json", files["plan"]), ("zip", archive)):
+        out[name] = tmp_path / f"{name}.{fmt}"
+        assert _cli("export", fmt, "-p", plan, "-o", out[name]) == 0, capsys.readouterr().err
+    if fmt == "routes":
+        got = {p.name: p.read_text().splitlines()[1:] for p in out["zip"].iterdir()}   # (line 0 names the plan)
+        assert got == {p.name: p.read_text().splitlines()[1:] for p in out["json"].iterdir()} and got
+    elif fmt == "ocs":
+        assert json.loads(out["zip"].read_text())["entries"] == json.loads(out["json"].read_text())["entries"]
+    else:
+        assert out["zip"].read_text() == out["json"].read_text()
+
+
 # -- the document's JSON Schema, and schedules whose numbers are not times (issue 36) ------------------
 
 def _schema_errors(doc):

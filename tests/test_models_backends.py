@@ -306,3 +306,54 @@ def test_cbc_stopped_at_the_limit_with_a_solution_is_a_timeout(tmp_path, monkeyp
                           "time.sleep(30)\n")
     r = solve(prob, "cbc", time_limit=1.0)
     assert r.status == "timeout" and r.has_solution, r
+
+
+def market_split(m=5, n=40, seed=1):
+    """A market split instance (Cornuejols and Dawande): tiny, and far beyond any MILP solver's reach in
+    seconds; min the total deviation of ``m`` equal splits of ``n`` binary items."""
+    rng = random.Random(seed)
+    prob = pulp.LpProblem("split", pulp.LpMinimize)
+    def var(name, up, cat):
+        return (prob.add_variable(name, 0, up, cat=cat) if hasattr(prob, "add_variable")
+                else pulp.LpVariable(name, 0, up, cat=cat))
+
+    x = [var(f"x{i}", 1, "Binary") for i in range(n)]
+    up = [var(f"u{j}", None, "Continuous") for j in range(m)]
+    down = [var(f"d{j}", None, "Continuous") for j in range(m)]
+    prob += pulp.lpSum(up) + pulp.lpSum(down)
+    for j in range(m):
+        a = [rng.randint(0, 99) for _ in range(n)]
+        prob += pulp.lpSum(ai * xi for ai, xi in zip(a, x)) + up[j] - down[j] == sum(a) // 2, f"split{j}"
+    return prob
+
+
+_CTRL_C = """
+import sys, threading
+sys.path[:0] = sys.argv[1:3]
+from test_models_backends import market_split
+from topoplan.core import interrupt
+from topoplan.formulations.backends import solve
+timer = threading.Timer(1.0, interrupt.request_stop)
+timer.daemon = True
+timer.start()
+r = solve(market_split(), sys.argv[3], time_limit=60, seed=0, threads=1)
+print(r.status, r.has_solution)
+"""
+
+
+@pytest.mark.parametrize("solver", [s for s in ("highs",) if available(s)])
+def test_ctrl_c_stops_an_in_process_solver_before_its_limit(solver):
+    """The first Ctrl-C stops the search, which returns its incumbent (HiGHS ignored it: highspy's
+    cancelSolve is seen only with its user interrupt enabled), rather than running on to the time limit.
+    In a fresh interpreter: here another back-end's native library may be loaded, which moves HiGHS to a
+    child process."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    tests, root = Path(__file__).parent, Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, "-c", _CTRL_C, str(tests), str(root), solver], capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr
+    status, has = out.stdout.split()
+    assert status not in ("timeout", "optimal") and has == "True", out.stdout

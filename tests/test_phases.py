@@ -157,6 +157,24 @@ def test_phases_schedule_scored_by_simulation(tmp_path, run_cli):
     assert code == 2 and "--score" in err and "simulated" in err
 
 
+@pytest.mark.parametrize("size", ["1MB", "4GB"])
+def test_phases_schedule_times_are_printed_in_their_unit(tmp_path, run_cli, size):
+    """The schedule's phase sum, bound and simulated time print as every time does (12.74 s, not 1.274e+04 ms)."""
+    from topoplan.core.units import format_time
+
+    out = tmp_path / "sched.json"
+    code, text, err = run_cli("phases", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T",
+                              f"neighbor2d:rows=16,cols=16,bytes={size},iters=2", "--schedule", "static",
+                              "--circuit-method", "greedy", "--simulate", "-o", out)
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    sched, sim = res["schedule_result"], res["simulated"]
+    assert f"phase sum {format_time(sched['objective'])} " in text
+    assert f"lower bound {format_time(sched['bound'])} " in text
+    assert f"simulated {format_time(sim['makespan_s'])} ({format_time(sim['setup_idle_s'])} of set-up" in text
+    assert "e+" not in text and (size == "1MB") == (" ms" in text.split("simulated ")[1].split(" (")[0])
+
+
 def test_a_phases_document_is_bound_to_its_trace(tmp_path, run_cli):
     """A phases file made for another trace with the same rank count (and cuts that happen to fit) is refused by
     the trace's fingerprint; the same calls with other times are the same trace."""

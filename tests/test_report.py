@@ -294,3 +294,26 @@ def test_phases_table_has_no_empty_column(data, ideal):
     assert all(cells for row in rows for cells in re.findall(r"<td>([^<]*)</td>", row))   # no empty cell
     assert all(len(re.findall(r"<td>", row)) == len(heads) for row in rows)
     assert "kind 1" in _legend_labels(figure_timeseries(parse_result(doc, "phased.json"))[0])
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_time_series_draws_one_shape_per_series_when_intervals_follow_each_other(data, gap):
+    """A long timeline drew one bar per interval and per series (a 12 s replay at 10 ms: 10,000 bars, most of
+    a minute): intervals that follow each other are one filled step shape per series, drawn where the bars
+    were; a timeline with gaps keeps its bars."""
+    from matplotlib.patches import Rectangle, StepPatch
+
+    doc = _doc(data)
+    if gap:   # the last interval moved away from the others
+        doc["timeline"]["t_s"][-1] += 5 * doc["timeline"]["dt_s"]
+    d = parse_result(doc, "gapped.json" if gap else FIXTURE)
+    fig, _ = figure_timeseries(d)
+    for ax in fig.axes:
+        steps = [p for p in ax.patches if isinstance(p, StepPatch)]
+        bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+        if gap:
+            assert not steps and len(bars) == 2 * len(d.t_s)
+        else:
+            assert len(steps) == 2 and not bars
+            edges = steps[0].get_data().edges
+            assert edges[0] == pytest.approx(d.t_s[0] / 1e-3) and edges[-1] == pytest.approx((d.t_s[-1] + d.dt_s) / 1e-3)

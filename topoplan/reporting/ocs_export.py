@@ -81,6 +81,7 @@ from pathlib import Path
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write, dumps, read_json
 from topoplan.core.topology import check_host_names
+from topoplan.plans.planfile import read_document as read_plan_document
 from topoplan.plans.schedule import entry_end, static_schedule
 from topoplan.plans.validate import validate
 from topoplan.traffic.phases import is_first_call
@@ -198,7 +199,8 @@ def read_document(path) -> dict:
     ----------
     path : str or path
         A JSON file (``.json``, or gzip-compressed ``.gz``): a circuit plan (``circuits``), a
-        schedule (``schedule``) or a ``topoplan phases --schedule -o`` document (``schedule_result``).
+        schedule (``schedule``) or a ``topoplan phases --schedule -o`` document (``schedule_result``);
+        or a plan archive (``topoplan circuits -o plan.zip``, see :mod:`topoplan.plans.planfile`).
 
     Returns
     -------
@@ -228,10 +230,10 @@ def read_document(path) -> dict:
     [[0, 16]]
     """
     path = Path(path)
-    if path.suffix not in (".json", ".gz"):
-        raise TopoplanError(f"{path}: the ocs format exports a circuit plan or schedule JSON "
-                            "(topoplan circuits -o, topoplan phases --schedule -o), not a placement CSV")
-    doc = read_json(path, "circuit plan or schedule")
+    if path.suffix not in (".json", ".gz", ".zip"):
+        raise TopoplanError(f"{path}: the ocs format exports a circuit plan (JSON or .zip plan archive) or "
+                            "schedule JSON (topoplan circuits -o, topoplan phases --schedule -o), not a placement CSV")
+    doc = read_plan_document(path, "circuit plan or schedule")   # a plan archive too (circuits -o plan.zip)
     _kind(doc, str(path))
     return doc
 

@@ -573,10 +573,8 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     for ax, c in zip(axes, classes):
         if c in series:
             mx, av = series[c]
-            ax.bar(t, mx, width=dt, align="edge", color=MAX_COLOR, linewidth=0,
-                   antialiased=False, snap=False)
-            ax.bar(t, av, width=dt, align="edge", color=MEAN_COLOR, linewidth=0,
-                   antialiased=False, snap=False)
+            _strip(ax, t, dt, mx, MAX_COLOR)
+            _strip(ax, t, dt, av, MEAN_COLOR)
         ax.set_facecolor(UNUSED_COLOR)
         ax.set_ylim(0, 1.05)
         ax.set_yticks([0, 1], ["0%", "100%"])
@@ -593,6 +591,18 @@ def figure_timeseries(data: ReportData, at_index: int | None = None):
     box = (axes[0].get_position().x0, axes[0].get_position().x1, axes[-1].get_position().y0,
            axes[0].get_position().y1)
     return fig, {"box": box, "t0": lo, "t1": hi}
+
+
+def _strip(ax, t, dt, values, color) -> None:
+    """One class's series as bars of width ``dt`` from each ``t``: one filled step outline when the intervals
+    follow each other (one artist, not one per interval: a 12 s run at 10 ms had 10,000 bars to draw), else
+    bars."""
+    t = np.asarray(t, dtype=float)
+    if len(t) > 1 and np.allclose(np.diff(t), dt, rtol=1e-6, atol=0.0):
+        ax.stairs(values, np.append(t, t[-1] + dt), baseline=0.0, fill=True, color=color, linewidth=0,
+                  antialiased=False)
+    else:
+        ax.bar(t, values, width=dt, align="edge", color=color, linewidth=0, antialiased=False, snap=False)
 
 
 def _timeseries_legend(fig, phases: bool, cursor: bool, top: float) -> None:

@@ -208,13 +208,14 @@ def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None
 
 
 def plan_doc(spec) -> dict | None:
-    """The JSON document of a plan or placement file argument, or None (a named placement, a CSV)."""
-    from topoplan.core.io import read_json
+    """The JSON document of a plan or placement file argument (a plan archive's too), or None (a named
+    placement, a CSV)."""
+    from topoplan.plans.planfile import read_document
 
     path = Path(str(spec))
-    if path.suffix not in (".json", ".gz") or not path.is_file():
+    if path.suffix not in (".json", ".gz", ".zip") or not path.is_file():
         return None
-    doc = read_json(path, "plan")
+    doc = read_document(path, "plan")
     return doc if isinstance(doc, dict) else None
 
 

@@ -110,7 +110,7 @@ def _placement(placement: Path, hosts):
     from topoplan.core.errors import TopoplanError
     from topoplan.core.placement import placement_from_doc, read_placement
 
-    doc = plan_doc(placement) if placement.suffix in (".json", ".gz") else None
+    doc = plan_doc(placement)
     if isinstance(doc, dict) and "rank_to_node" not in doc:
         sched = doc.get("schedule_result")
         if isinstance(sched, dict) and sched.get("rank_to_node") is not None:   # the placement it was scheduled for
@@ -118,6 +118,10 @@ def _placement(placement: Path, hosts):
         if "circuits" in doc or "schedule" in doc or "schedule_result" in doc:
             raise TopoplanError(f"{placement}: field 'rank_to_node': missing: the circuit plan records no placement "
                                 "to launch (export its circuits with FORMAT ocs)")
+    if isinstance(doc, dict) and placement.suffix == ".zip":   # a plan archive (circuits -o plan.zip)
+        if "rank_to_node" not in doc:
+            raise TopoplanError(f"{placement}: field 'rank_to_node': missing")
+        return placement_from_doc(doc, str(placement), hosts)
     return read_placement(placement, hosts)   # host names in the placement too
 
 
@@ -192,13 +196,10 @@ def _recorded_topology(placement: Path, doc=None):
     """The topology a ``topoplan place`` JSON (or ``doc``, read from it) was planned on (so its cores are checked),
     or None."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.io import read_json
     from topoplan.core.topology_io import load_topology
 
     if doc is None:
-        if placement.suffix != ".json" or not placement.is_file():
-            return None
-        doc = read_json(placement, "placement")
+        doc = plan_doc(placement)
     spec = doc.get("topology_spec") if isinstance(doc, dict) else None
     if not isinstance(spec, str):
         return None

@@ -66,7 +66,7 @@ def phases_cmd(
 ) -> None:
     """Split a trace into communication phases (partners change over time); --schedule plans circuits per phase."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.units import format_bytes, parse_time
+    from topoplan.core.units import format_bytes, format_time, parse_time
     from topoplan.traffic.phases import detect_phases
     from topoplan.traffic.sources import load_inputs
 
@@ -137,13 +137,13 @@ def phases_cmd(
     if sched is not None:
         m = sched.metrics
         con.print(f"{schedule} ({sched.status}): {m['entries']} entries, {m['reconfigurations']} reconfigurations, "
-                  f"phase sum {sched.objective * 1e3:.4g} ms ({m['score']}), zero-set-up lower bound "
-                  f"{sched.bound * 1e3:.4g} ms (gap {100 * (sched.gap or 0):.1f}%)")
+                  f"phase sum {format_time(sched.objective)} ({m['score']}), zero-set-up lower bound "
+                  f"{format_time(sched.bound)} (gap {100 * (sched.gap or 0):.1f}%)")
         if "picked" in m:
-            times = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in m["simulated_candidates_s"].items())
+            times = ", ".join(f"{k} {format_time(v)}" for k, v in m["simulated_candidates_s"].items())
             con.print(f"replayed whole: {times}; kept {m['picked']}")
         if sim is not None:
-            con.print(f"simulated {sim['makespan_s'] * 1e3:.4g} ms ({sim['setup_idle_s'] * 1e3:.3g} ms of set-up "
+            con.print(f"simulated {format_time(sim['makespan_s'])} ({format_time(sim['setup_idle_s'])} of set-up "
                       f"idle time; {sim['approximation']})")
         elif "message" in res:
             con.print(f"schedule {res['message']}")

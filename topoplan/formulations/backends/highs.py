@@ -135,6 +135,8 @@ def _run(h) -> None:
     if not hasattr(h, "startSolve"):   # an old highspy: no solver thread
         h.run()
         return
+    if hasattr(h, "HandleUserInterrupt"):   # without it, highspy's cancelSolve() is never seen by the solver
+        h.HandleUserInterrupt = True
     thread = h.startSolve()
 
     def abort():

@@ -503,7 +503,8 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time
 
     Returns
     -------
-    float (seconds). With a ``time_limit`` the LP does not meet: the fixed-link floor (still a bound).
+    float (seconds). With a ``time_limit`` the LP does not meet, or when Ctrl-C stops it: the fixed-link floor
+    (still a bound).
 
     Examples
     --------
@@ -527,7 +528,7 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time
         return floor   # building used the time: the floor is the bound we have
     r = backend_solve(m.prob, solver, time_limit=left)
     if r.status != "optimal":
-        if time_limit is not None:
+        if time_limit is not None or stop_requested():   # stopped at its limit or by Ctrl-C: the floor holds
             return floor
         raise TopoplanError(f"LP relaxation failed: {r.status} ({r.message})")
     return float(max(floor, lat + m.T.value() * m.info["T_scale"]))
