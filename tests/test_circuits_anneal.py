@@ -52,3 +52,33 @@ def test_anneal_with_the_simulator_as_energy_never_simulates_slower_than_its_sta
     assert a.metrics["annealed_simulated_s"] == pytest.approx(run(a.to_dict()))
     assert a.metrics["annealed_simulated_s"] <= run(start.to_dict()) * (1 + 1e-9)
     assert a.options["energy"] == "simulated"
+
+
+def test_anneal_cools_over_its_moves_when_they_are_counted(monkeypatch):
+    # with max_steps the plan does not depend on how fast the clock runs, a time limit given or not
+    import itertools
+
+    from topoplan.problems.circuits import anneal as mod
+
+    p = random_problem(8, switches=3, per_switch=4, ocs_per_switch=3, n_msgs=30)
+    ref = solve(p, "anneal", seed=2, max_steps=300, init="none")
+    for tick in (1e-6, 1e-2):
+        clock = itertools.count(0.0, tick)
+        monkeypatch.setattr(mod.time, "perf_counter", lambda: next(clock))
+        got = solve(p, "anneal", seed=2, max_steps=300, init="none", time_limit=1e5)
+        assert got.plan["circuits"] == ref.plan["circuits"] and got.objective == ref.objective
+        assert got.options["moves"] == 300 and got.options["accepted"] == ref.options["accepted"]
+
+
+def test_circuits_cli_max_steps(run_cli, tmp_path):
+    args = ["circuits", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=4MB,iters=1", "--set",
+            "ocs.nodes_per_switch=2", "-m", "anneal", "--max-steps", "50", "--seed", "4", "--no-simulate", "--json"]
+    code, out, err = run_cli(*args)
+    code2, out2, _ = run_cli(*args)
+    assert code == code2 == 0, err
+    import json
+
+    a, b = json.loads(out), json.loads(out2)
+    assert a["circuits"] == b["circuits"] and a["options"]["moves"] == 50
+    code, _, err = run_cli(*args[:-6], "-m", "greedy", "--max-steps", "50")
+    assert code == 2 and "--max-steps: applies to anneal, not greedy" in err

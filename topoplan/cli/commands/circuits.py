@@ -25,6 +25,8 @@ ObjectiveOpt = typer.Option("lexicographic", "--objective", help="ilp: lexicogra
 ScoreOpt = typer.Option("auto", "--score", help="auto: simulated for ilp and anneal on a trace, else bound | "
                         "bound: the method's plan for its objective (step time or bound) | "
                         "simulated: that plan or a heuristic's it starts from, whichever simulates faster.")
+MaxStepsOpt = typer.Option(None, "--max-steps", help="anneal: moves to try. Work bounded by a count, not the clock: "
+                          "the same plan on any machine and load (a --time-limit given still stops the run).")
 StepsOpt = typer.Option(True, "--steps/--no-steps",
                         help="On a trace, plan for the application's steps (the sum of each step's busiest link); "
                              "--no-steps: the whole traffic as one bulk phase (a matrix always is).")
@@ -82,7 +84,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                  seed: int = SeedOpt, max_circuits: Optional[int] = MaxCircuitsOpt,
                  hop_limit: Optional[int] = HopLimitOpt, threshold: Optional[str] = ThresholdOpt,
                  solver: str = SolverOpt, formulation: str = FormulationOpt, objective: str = ObjectiveOpt,
-                 score: str = ScoreOpt, steps: bool = StepsOpt, simulate: bool = SimulateOpt,
+                 score: str = ScoreOpt, max_steps: Optional[int] = MaxStepsOpt, steps: bool = StepsOpt,
+                 simulate: bool = SimulateOpt,
                  model: Optional[str] = ModelOpt,
                  relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
                  paper_contention: Optional[str] = ContentionOpt,
@@ -106,6 +109,12 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     if score not in ("auto", "bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
     opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
+    if max_steps is not None:
+        if method != "anneal":
+            raise TopoplanError(f"--max-steps: applies to anneal, not {method}")
+        if max_steps < 1:
+            raise TopoplanError(f"--max-steps: must be a positive count, got {max_steps}")
+        opts["max_steps"] = max_steps
     with working(f"circuits -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
         topo, trace, _, prob, note = _problem(topology, sets, traffic, placement, threshold, hop_limit,
                                               max_circuits, steps)

@@ -12,8 +12,9 @@ Moves: re-point one end of a circuit to another free OCS node (same or
 other switch), swap the ends of two circuits, add a circuit between two
 free OCS nodes (within ``max_circuits``), remove a circuit. The start is
 the best of the papers' heuristics (``init=`` to choose); the temperature
-falls geometrically from ``t0`` to ``t1`` (relative energy) over the time
-budget (``time_limit``, default 10 s) or ``max_steps`` moves. Seeded.
+falls geometrically from ``t0`` to ``t1`` (relative energy) over ``max_steps``
+moves when they are given (then the plan does not depend on the machine's
+load), else over the time budget (``time_limit``, default 10 s). Seeded.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             break
         if stop_requested():   # Ctrl-C: keep the best configuration found so far
             break
-        frac = elapsed / budget if budget else moves / max(max_steps, 1)
+        # the cooling follows the moves when they are counted, so that the plan does not depend on the load
+        frac = moves / max_steps if max_steps is not None else elapsed / budget
         temp = t0 * (t1 / t0) ** min(1.0, frac)
         cand = state.propose(rng)
         moves += 1
