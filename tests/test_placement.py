@@ -75,3 +75,20 @@ def test_placement_csv_takes_host_names_of_any_topology(tmp_path):
 def test_too_many_ranks_without_a_slurm_file_has_no_hint():
     with pytest.raises(TopoplanError, match=r"= 256 slots$"):
         sequential(257, load_topology("paper003"))
+
+
+def test_a_plan_archive_is_a_placement_as_its_json_plan_is(run_cli, tmp_path):
+    # simulate/circuits/place -p plan.zip: the plan's rank_to_node (it was read as a CSV: 'binary data')
+    import json
+
+    from topoplan.core.placement import read_placement
+
+    args = ["circuits", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=4MB,iters=1", "-p", "round-robin",
+            "-m", "greedy", "--no-simulate"]
+    assert run_cli(*args, "-o", tmp_path / "plan.zip")[0] == 0
+    assert run_cli(*args, "-o", tmp_path / "plan.json")[0] == 0
+    got = read_placement(tmp_path / "plan.zip")
+    assert got.to_dict()["rank_to_node"] == json.loads((tmp_path / "plan.json").read_text())["rank_to_node"]
+    code, out, err = run_cli("simulate", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=4MB,iters=1",
+                             "-p", tmp_path / "plan.zip")
+    assert code == 0, err

@@ -13,13 +13,14 @@ import os
 import stat
 import sys
 import tempfile
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
-           "read_text", "read_json"]
+           "read_text", "read_json", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -783,3 +784,89 @@ def _fault_line(text: str):
     except (ValueError, RecursionError, StopIteration):
         return None
     return None
+
+
+# A plan archive (topoplan.plans.planfile writes it): a zip of the document and the forwarding tables as an array.
+# Read here, below the plans, so that whatever reads a plan file -- a placement's rank_to_node too -- takes it.
+ARCHIVE_FORMAT = "topoplan-circuit-plan"   # a plan archive's "archive.format"
+ARCHIVE_VERSION = 1                        # the archive version this topoplan writes and reads
+ARCHIVE_DOC, ARCHIVE_TABLES = "plan.json", "next_hop.npy"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+def is_plan_archive(path, what: str = "plan") -> bool:
+    """Whether ``path`` is a file that starts as a zip does (a plan archive, by its content).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.zip")
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(b"{}")
+    >>> is_plan_archive(path)
+    False
+    """
+    return Path(path).is_file() and read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) == _ZIP_MAGIC
+
+
+def read_plan_archive(path, what: str = "plan"):
+    """A plan archive's document (without its ``archive`` key) and its forwarding tables as a
+    ``next_hop[node, switch]`` array (-1: no entry), not validated.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    (dict, numpy.ndarray)
+
+    Raises
+    ------
+    TopoplanError
+        One line naming the file: a damaged archive, one of another format or version, or a member over the
+        input limit once decompressed.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "plan.zip")
+    >>> with open(path, "wb") as fh:
+    ...     _ = fh.write(b"PK\\x03\\x04 not a zip at all")
+    >>> read_plan_archive(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.zip: damaged plan archive (File is not a zip file)
+    """
+    import io
+
+    import numpy as np   # here: this module is loaded by every command, --version included, which needs no NumPy
+
+    raw = read_bytes(path, what)
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            big = [i.filename for i in z.infolist() if i.file_size > MAX_INPUT_BYTES]
+            if big:   # refused before it is inflated
+                raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
+                                    f"{MAX_INPUT_BYTES:,} bytes once decompressed")
+            doc = json.loads(z.read(ARCHIVE_DOC).decode("utf-8"))
+            meta = doc.get("archive") if isinstance(doc, dict) else None
+            if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
+                raise TopoplanError(f"{path}: not a {ARCHIVE_FORMAT} archive ({ARCHIVE_DOC} has no 'archive' "
+                                    f"of that format)")
+            if meta.get("version") != ARCHIVE_VERSION:
+                raise TopoplanError(f"{path}: plan archive version {meta.get('version')!r} is not supported "
+                                    f"(this topoplan reads version {ARCHIVE_VERSION})")
+            nh = np.load(io.BytesIO(z.read(ARCHIVE_TABLES)), allow_pickle=False)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, ValueError, EOFError, OSError,
+            UnicodeDecodeError) as exc:   # (json's errors are ValueErrors; a bad CRC is a BadZipFile)
+        raise TopoplanError(f"{path}: damaged plan archive ({str(exc).strip() or type(exc).__name__})") from None
+    if nh.ndim != 2 or nh.dtype.kind != "i":
+        raise TopoplanError(f"{path}: damaged plan archive ({ARCHIVE_TABLES}: expected a 2-D integer array, got "
+                            f"{nh.ndim}-D {nh.dtype})")
+    doc.pop("archive")
+    return doc, nh

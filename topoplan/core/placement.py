@@ -18,7 +18,7 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_json
+from topoplan.core.io import is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
 from topoplan.core.units import ascii_int, is_ascii_int
 
@@ -282,8 +282,8 @@ def read_placement(path, hosts=None) -> Placement:
     Parameters
     ----------
     path : str or path
-        A ``.json`` file (as written by ``topoplan place -o``) or a CSV whose
-        ranks are ``0..n-1`` once each, in any order.
+        A ``.json`` file (as written by ``topoplan place -o``, or a circuit plan's ``rank_to_node``), a plan
+        archive (``circuits -o plan.zip``) or a CSV whose ranks are ``0..n-1`` once each, in any order.
     hosts : Topology or sequence of str, optional
         Resolves host names: the topology, or the host name of every node id.
 
@@ -319,8 +319,8 @@ def read_placement(path, hosts=None) -> Placement:
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
-    if path.suffix == ".json":
-        doc = read_json(path, "placement")
+    if path.suffix == ".json" or is_plan_archive(path, "placement"):   # a placement or plan document
+        doc = read_plan_archive(path, "plan")[0] if path.suffix != ".json" else read_json(path, "placement")
         if not isinstance(doc, dict):
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:

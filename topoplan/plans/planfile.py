@@ -32,16 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import MAX_INPUT_BYTES, atomic_write, dumps, read_bytes, read_json, write_json
+from topoplan.core.io import (ARCHIVE_DOC, ARCHIVE_FORMAT, ARCHIVE_TABLES, ARCHIVE_VERSION, atomic_write, dumps,
+                              is_plan_archive, read_json, read_plan_archive, write_json)
 from topoplan.plans.circuits import (ARRAY_MIN_ENTRIES, ForwardingTables, _validate, array_from_tables,
                                      validate_plan_dict)
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
-
-ARCHIVE_FORMAT = "topoplan-circuit-plan"   # a plan archive's "archive.format"
-ARCHIVE_VERSION = 1                        # the archive version this topoplan writes and reads
-_ARCHIVE_DOC, _ARCHIVE_TABLES = "plan.json", "next_hop.npy"
-_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def plan_document(result, **extra) -> dict:
@@ -135,7 +131,7 @@ def _write_archive(path, doc: dict, topo) -> None:
     nh = fwd.next_hop if isinstance(fwd, ForwardingTables) else array_from_tables(fwd, n, s)
     dtype = next(d for d in (np.int16, np.int32, np.int64) if max(nh.shape[0], 1) <= np.iinfo(d).max)
     head = {k: v for k, v in doc.items() if k != "forwarding"}
-    head["archive"] = {"format": ARCHIVE_FORMAT, "version": ARCHIVE_VERSION, "forwarding": _ARCHIVE_TABLES}
+    head["archive"] = {"format": ARCHIVE_FORMAT, "version": ARCHIVE_VERSION, "forwarding": ARCHIVE_TABLES}
     try:
         text = dumps(head)
     except TopoplanError as exc:
@@ -144,8 +140,8 @@ def _write_archive(path, doc: dict, topo) -> None:
     np.save(table, nh.astype(dtype), allow_pickle=False)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        z.writestr(_ARCHIVE_DOC, text + "\n")
-        z.writestr(_ARCHIVE_TABLES, table.getvalue())
+        z.writestr(ARCHIVE_DOC, text + "\n")
+        z.writestr(ARCHIVE_TABLES, table.getvalue())
     atomic_write(path, out.getvalue())
 
 
@@ -181,31 +177,9 @@ def read_document(path, what: str = "plan") -> dict:
     ...
     topoplan.core.errors.TopoplanError: .../plan.zip: damaged plan archive (File is not a zip file)
     """
-    if not Path(path).is_file() or read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) != _ZIP_MAGIC:
+    if not is_plan_archive(path, what):
         return read_json(path, what)
-    raw = read_bytes(path, what)
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as z:
-            big = [i.filename for i in z.infolist() if i.file_size > MAX_INPUT_BYTES]
-            if big:   # refused before it is inflated
-                raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
-                                    f"{MAX_INPUT_BYTES:,} bytes once decompressed")
-            doc = json.loads(z.read(_ARCHIVE_DOC).decode("utf-8"))
-            meta = doc.get("archive") if isinstance(doc, dict) else None
-            if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
-                raise TopoplanError(f"{path}: not a {ARCHIVE_FORMAT} archive ({_ARCHIVE_DOC} has no 'archive' "
-                                    f"of that format)")
-            if meta.get("version") != ARCHIVE_VERSION:
-                raise TopoplanError(f"{path}: plan archive version {meta.get('version')!r} is not supported "
-                                    f"(this topoplan reads version {ARCHIVE_VERSION})")
-            nh = np.load(io.BytesIO(z.read(_ARCHIVE_TABLES)), allow_pickle=False)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, ValueError, EOFError, OSError,
-            UnicodeDecodeError) as exc:   # (json's errors are ValueErrors; a bad CRC is a BadZipFile)
-        raise TopoplanError(f"{path}: damaged plan archive ({str(exc).strip() or type(exc).__name__})") from None
-    if nh.ndim != 2 or nh.dtype.kind != "i":
-        raise TopoplanError(f"{path}: damaged plan archive ({_ARCHIVE_TABLES}: expected a 2-D integer array, got "
-                            f"{nh.ndim}-D {nh.dtype})")
-    doc.pop("archive")
+    doc, nh = read_plan_archive(path, what)
     doc["forwarding"] = ForwardingTables(nh)
     return doc
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
@@ -153,8 +154,6 @@ def load(path, topo, nodes) -> np.ndarray:
         if m.shape != (n, n):
             raise TopoplanError(f"{path}: matrix is {m.shape}, the allocation has {n} nodes")
         return _check(np.asarray(m, dtype=np.float64), path)
-    from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
-
     # the strict reader: a row with an extra field would otherwise shift every column
     df = read_csv_table(path, (), "delay matrix")
     names = list(df.columns)
