@@ -92,3 +92,18 @@ def test_a_plan_archive_is_a_placement_as_its_json_plan_is(run_cli, tmp_path):
     code, out, err = run_cli("simulate", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=4MB,iters=1",
                              "-p", tmp_path / "plan.zip")
     assert code == 0, err
+
+
+def test_gzipped_placements_by_their_names(run_cli, tmp_path):
+    # a gzipped CSV placement was read as gzipped JSON by export ('malformed plan'); a .json.gz as a CSV
+    import gzip
+
+    from topoplan.core.placement import read_placement
+
+    (tmp_path / "p.csv.gz").write_bytes(gzip.compress(b"rank,node\n0,3\n1,2\n"))
+    (tmp_path / "p.json.gz").write_bytes(gzip.compress(b'{"rank_to_node": [3, 2]}'))
+    for name in ("p.csv.gz", "p.json.gz"):
+        assert read_placement(tmp_path / name).to_dict()["rank_to_node"] == [3, 2]
+        code, _, err = run_cli("export", "slurm", "-p", tmp_path / name, "-t", "paper003", "-o", tmp_path / "h")
+        assert code == 0, err
+        assert (tmp_path / "h").read_text().split() == ["node0003", "node0002"]

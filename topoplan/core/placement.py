@@ -282,8 +282,9 @@ def read_placement(path, hosts=None) -> Placement:
     Parameters
     ----------
     path : str or path
-        A ``.json`` file (as written by ``topoplan place -o``, or a circuit plan's ``rank_to_node``), a plan
-        archive (``circuits -o plan.zip``) or a CSV whose ranks are ``0..n-1`` once each, in any order.
+        A ``.json`` or ``.json.gz`` file (as written by ``topoplan place -o``, or a circuit plan's
+        ``rank_to_node``), a plan archive (``circuits -o plan.zip``) or a CSV (plain or gzipped) whose ranks are
+        ``0..n-1`` once each, in any order.
     hosts : Topology or sequence of str, optional
         Resolves host names: the topology, or the host name of every node id.
 
@@ -319,8 +320,9 @@ def read_placement(path, hosts=None) -> Placement:
     path = Path(path)
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
-    if path.suffix == ".json" or is_plan_archive(path, "placement"):   # a placement or plan document
-        doc = read_plan_archive(path, "plan")[0] if path.suffix != ".json" else read_json(path, "placement")
+    archive = is_plan_archive(path, "placement")
+    if archive or path.name.lower().endswith((".json", ".json.gz")):   # a placement or plan document
+        doc = read_plan_archive(path, "plan")[0] if archive else read_json(path, "placement")
         if not isinstance(doc, dict):
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:

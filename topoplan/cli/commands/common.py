@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from topoplan.core.io import dumps, write_json
+from topoplan.core.io import dumps, is_plan_archive, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -213,8 +213,8 @@ def plan_doc(spec) -> dict | None:
     from topoplan.plans.planfile import read_document
 
     path = Path(str(spec))
-    if path.suffix not in (".json", ".gz", ".zip") or not path.is_file():
-        return None
+    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)):
+        return None   # (a placement CSV, plain or gzipped, is read by the placement's reader)
     doc = read_document(path, "plan")
     return doc if isinstance(doc, dict) else None
 
