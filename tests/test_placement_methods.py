@@ -149,6 +149,18 @@ def test_anneal_from_metis_keeps_the_optimum_and_is_seeded(grid):
     assert a.objective <= solve(grid, "metis").objective
 
 
+def test_anneal_counted_runs_choose_their_starts_without_the_clock(grid, monkeypatch):
+    # under load the starts that fit a time budget change (METIS's first split predicted too slow at a small
+    # share of a CPU): a run counted by max_steps alone does not ask, so it keeps the same start and plan
+    from topoplan.core import deadline
+
+    ref = solve(grid, "anneal", seed=1, max_steps=300)
+    monkeypatch.setattr(deadline, "scaled", lambda cpu_s: 1e6 * cpu_s)     # a machine a million times busier
+    got = solve(grid, "anneal", seed=1, max_steps=300)
+    assert got.plan == ref.plan and got.options["init"] == ref.options["init"]
+    assert solve(grid, "anneal", seed=1, max_steps=300, time_limit=5).options["init"] == "greedy"   # timed: asks
+
+
 def test_anneal_counted_runs_ignore_the_clock_unless_limited(grid, monkeypatch):
     """max_steps without a time limit: the same plan when every clock reading is a second later; with a
     time limit as well, the limit still stops the run."""
