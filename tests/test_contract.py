@@ -157,6 +157,38 @@ def test_builders_share_one_shape_and_refuse_unknown_options(name):
         mod.build(*args, bogus=1)
 
 
+@pytest.mark.parametrize("name, placement_, options, needle", [
+    ("circuits", None, {"hop_limit": "abc"}, "field 'hop_limit': expected an integer, got 'abc'"),
+    ("circuits", None, {"max_circuits": "x"}, "field 'max_circuits': expected an integer, got 'x'"),
+    ("circuits", None, {"max_step_types": 1.5}, "field 'max_step_types': expected an integer, got 1.5"),
+    ("circuits", None, {"threshold_B": "4MB"}, "field 'threshold_B': expected a number, got '4MB'"),
+    ("circuits", "sequential", {}, "field 'placement': expected a list of integers"),
+    ("circuits", 5, {}, "field 'placement': expected a list of integers"),
+    ("bcast", [0, 1, 2], {"root": "x"}, "field 'root': expected an integer, got 'x'"),
+    ("bcast", [0, 1, 2], {"bytes_B": "1MB"}, "field 'bytes_B': expected a number, got '1MB'"),
+    ("bcast", "abc", {}, "field 'placement': expected a list of integers"),
+    ("bcast", [0, 99999], {}, "field 'placement': item 1: node 99999 is not a node of the topology"),
+])
+def test_builders_refuse_option_values_of_the_wrong_type(name, placement_, options, needle):
+    """Once a TypeError, ValueError or IndexError from deep inside the builder (a sweep's cells showed them)."""
+    c = case(name)
+    traffic = None if name == "bcast" else c.problem.traffic
+    with pytest.raises(TopoplanError, match=needle.replace("(", r"\(")):
+        c.module.build(c.problem.topology, traffic, placement_, **options)
+
+
+@pytest.mark.parametrize("name, options, needle", [
+    ("circuits", {"time_limit": "5"}, "field 'time_limit': must be a positive number of seconds"),
+    ("circuits", {"max_steps": "abc"}, "field 'max_steps': expected an integer, got 'abc'"),
+    ("circuits", {"max_steps": -3}, "field 'max_steps': must be at least 0, got -3"),
+    ("placement", {"max_steps": "abc"}, "field 'max_steps': expected an integer, got 'abc'"),
+])
+def test_solve_refuses_option_values_of_the_wrong_type(name, options, needle):
+    c = case(name)
+    with pytest.raises(TopoplanError, match=needle):
+        c.module.solve(c.problem, "anneal", **options)
+
+
 def test_registering_a_method_with_a_catch_all_or_without_the_solve_options_fails():
     reg = Registry("toy")
     with pytest.raises(TypeError, match="no \\*\\*kwargs"):

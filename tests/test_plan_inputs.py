@@ -140,3 +140,18 @@ def test_placement_fingerprint_in_a_circuit_plan():
     res = topoplan.solve(topoplan.CircuitProblem.build(t, tr, rr), method="greedy")
     assert res.inputs["placement"] == fingerprint(placement=rr)["placement"]
     assert not np.array_equal(rr.rank_to_node, np.arange(256) // 4)
+
+
+@pytest.mark.parametrize("trace_, plan, needle", [
+    ("ring", "plan.json", r"field 'plan': expected a plan document \(a dict, such as result.to_dict\(\)\) or None, got str"),
+    ("ring", [[0, 16]], r"field 'plan': expected a plan document .* got list"),
+    (None, None, r"field 'trace': expected a trace \(the first item of load_source\), got NoneType"),
+    ("ring:np=8,bytes=1MB", None, r"field 'trace': expected a trace .* got str"),
+])
+def test_simulate_plan_refuses_a_plan_or_trace_of_the_wrong_type(trace_, plan, needle):
+    """Once an AttributeError ('str' object has no attribute 'get' / 'n_ranks') from inside the simulator."""
+    from topoplan.sim.run import simulate_plan
+
+    trace = load_source("ring:np=8,bytes=1MB")[0] if trace_ == "ring" else trace_
+    with pytest.raises(TopoplanError, match=needle):
+        simulate_plan(load_topology("paper003"), trace, plan)

@@ -118,6 +118,20 @@ def test_grid_and_keys(data, tmp_path):
       "sim_model": {"relay": "cut-through"}}, "sim_model.*field 'relay'"),
     ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p",
       "parameters": {"sim.relays": ["pipelined"]}}, "unknown simulator model option 'relays'"),
+    # wrong types and repeated grid values: once a TypeError traceback, a 'no' read as true, or one cell run twice
+    ({"instances": [{"name": ["a"], "topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p"},
+     "instances[0].name': expected a string"),
+    ({"instances": [{"topology": "t", "traffic": "x", "options": 5}], "methods": ["m"], "problem": "p"},
+     "instances[0].options': expected a mapping"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": [{"name": "m", "label": ["x"]}], "problem": "p"},
+     "methods[0].label': expected a string"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": ["p"]}, "field 'problem': expected"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "output": 5},
+     "field 'output': expected a file name, got 5"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p", "simulate": "no"},
+     "field 'simulate': expected true or false, got 'no'"),
+    ({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p",
+      "parameters": {"seed": [0, 1, 0]}}, "parameters.seed': value 0 given twice"),
 ])
 def test_bad_configs_name_the_field(doc, field):
     with pytest.raises(TopoplanError, match=field.replace("[", r"\[").replace("]", r"\]")):

@@ -93,3 +93,13 @@ def test_empty_trace_names_the_file(tmp_path, gz):
 def test_directory_without_a_trace_says_so(tmp_path):
     with pytest.raises(TopoplanError, match="a directory without events.csv.gz, events.csv or traces.otf2"):
         load_source(str(tmp_path))
+
+
+@pytest.mark.parametrize("spec", [5, None, ["ring:np=4"], "", "  "])
+@pytest.mark.parametrize("reader", ["load_source", "load_traffic"])
+def test_a_spec_that_is_not_text_is_refused_naming_the_field(reader, spec):
+    """Once a TypeError from pathlib (or, for '', a message about the working directory)."""
+    import topoplan.traffic.sources as sources
+
+    with pytest.raises(TopoplanError, match=r"field 'spec': expected a generator spec or a traffic file name"):
+        getattr(sources, reader)(spec)

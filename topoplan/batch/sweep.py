@@ -221,6 +221,12 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
     unknown = sorted(set(doc) - known)
     if unknown:
         raise TopoplanError(f"{where}: field '{unknown[0]}': unknown key (known: {', '.join(sorted(known))})")
+    for key, kind in (("name", "a string"), ("output", "a file name"), ("problem", "a problem name"),
+                      ("description", "a string")):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise TopoplanError(f"{where}: field '{key}': expected {kind}, got {doc[key]!r}")
+    if not isinstance(doc.get("simulate", True), bool):
+        raise TopoplanError(f"{where}: field 'simulate': expected true or false, got {doc['simulate']!r}")
     name = str(doc.get("name") or Path(where).stem)
     insts = doc.get("instances")
     if not isinstance(insts, list) or not insts:
@@ -232,6 +238,10 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
             raise TopoplanError(f"{f}': expected a mapping")
         inst = dict(inst)
         inst.setdefault("name", f"instance{i}")
+        if not _is_name(inst["name"]):
+            raise TopoplanError(f"{f}.name': expected a string, got {inst['name']!r}")
+        if inst.get("options") is not None and not isinstance(inst["options"], dict):
+            raise TopoplanError(f"{f}.options': expected a mapping of problem builder options")
         sets = inst.get("set", [])
         if isinstance(sets, str):
             sets = [sets]
@@ -267,6 +277,10 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
             raise TopoplanError(f"{f}.options': expected a mapping")
         m.setdefault("label", m["name"])
         m.setdefault("problem", doc.get("problem"))
+        if not _is_name(m["label"]):
+            raise TopoplanError(f"{f}.label': expected a string, got {m['label']!r}")
+        if m["problem"] is not None and not isinstance(m["problem"], str):
+            raise TopoplanError(f"{f}.problem': expected a problem name, got {m['problem']!r}")
         if m["problem"] is None and doc.get("cell") is None:
             raise TopoplanError(f"{f}.problem': no problem for method {m['name']!r} (set 'problem' at the top)")
         methods.append(m)
@@ -282,6 +296,10 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
         vals = v if isinstance(v, list) else [v]
         if not vals:
             raise TopoplanError(f"{where}: field 'parameters.{k}': empty list")
+        seen = [json.dumps(x, sort_keys=True, default=str) for x in vals]   # as cell_key sees them
+        if len(set(seen)) != len(seen):   # the same cell twice: two rows with one key in the table
+            raise TopoplanError(f"{where}: field 'parameters.{k}': value {vals[seen.index(_first_dup(seen))]!r} "
+                                f"given twice")
         grid[str(k)] = vals
     sim_model = doc.get("sim_model") or {}
     if not isinstance(sim_model, dict):
@@ -417,6 +435,11 @@ def check_config(cfg: SweepConfig) -> None:
         pl = inst.get("placement", "sequential")
         if isinstance(pl, str) and pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
             raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
+
+
+def _is_name(x) -> bool:
+    """A name of an instance or label of a method: a string, or a number YAML read from an unquoted one."""
+    return isinstance(x, (str, int)) and not isinstance(x, bool)
 
 
 def _first_dup(items):

@@ -148,7 +148,7 @@ def int_array(values, where: str) -> np.ndarray:
     Parameters
     ----------
     values : list
-        The JSON value.
+        The JSON value (or a 1-D tuple or array, as code gives node ids).
     where : str
         Prefix of error messages (file and field).
 
@@ -170,10 +170,12 @@ def int_array(values, where: str) -> np.ndarray:
     ...
     topoplan.core.errors.TopoplanError: plan.json: field 'rank_to_node': item 1: expected an integer, got 2.5
     """
+    if isinstance(values, (tuple, np.ndarray)) and np.ndim(values) == 1:   # node ids given in code
+        values = values.tolist() if isinstance(values, np.ndarray) else list(values)
     if not isinstance(values, list):
         raise TopoplanError(f"{where}: expected a list of integers")
     for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
                 continue  # 3.0 written by a tool that only has floats
             raise TopoplanError(f"{where}: item {i}: expected an integer, got {v!r}")

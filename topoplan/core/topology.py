@@ -19,7 +19,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError, where
 
 __all__ = ["OCSConfig", "TreeTopology", "TorusTopology", "GraphTopology", "Topology", "balanced_ocs_nodes",
-           "MAX_NODES", "MAX_CORES_PER_NODE", "MAX_PORTS_PER_NODE", "MAX_HOST_NAME", "check_count",
+           "MAX_NODES", "MAX_CORES_PER_NODE", "MAX_PORTS_PER_NODE", "MAX_HOST_NAME", "check_count", "check_number",
            "check_host_names"]
 
 # Per-node arrays (and the simulator's per-link ones) are dense: a typo such as switches=1000000000 must be
@@ -662,6 +662,50 @@ def check_count(value, field: str, *, minimum: int = 1, maximum: int | None = No
     if maximum is not None and n > maximum:
         raise TopoplanError(f"field '{field}': {shown} is over the limit of {maximum:,}")
     return n
+
+
+def check_number(value, field: str, *, minimum: float = 0.0) -> float:
+    """A finite number (bytes, seconds) given in code as a ``float``, or a one-line error naming ``field``.
+
+    The companion of :func:`check_count` for options that need not be integers: ``True``, text,
+    ``inf``/``nan`` and values below ``minimum`` are errors, never coerced.
+
+    Parameters
+    ----------
+    value : object
+    field : str
+        The option's name.
+    minimum : float, optional
+        Smallest allowed value (default 0).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TopoplanError
+        ``field '<field>': ...`` naming what is wrong.
+
+    Examples
+    --------
+    >>> check_number(1250, "threshold_B")
+    1250.0
+    >>> check_number("4MB", "threshold_B")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'threshold_B': expected a number, got '4MB'
+    >>> check_number(-1.0, "bytes_B")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'bytes_B': must be at least 0, got -1.0
+    """
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not number or not math.isfinite(value):
+        raise TopoplanError(f"field '{field}': expected a number, got {value!r}")
+    if value < minimum:
+        raise TopoplanError(f"field '{field}': must be at least {minimum:g}, got {value!r}")
+    return float(value)
 
 
 # Host names go verbatim into launcher files: ``rank N=host slot=S`` lines (Open MPI), one host per line

@@ -522,10 +522,12 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
     fn = methods[method]
     if not _takes_any(fn):    # a Registry refuses **kwargs methods; a plain dict may still hold one
         check_options(options, declared_options(fn), f"{problem_name} method {method!r}")
-    if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT_S:
+    if time_limit is not None and (isinstance(time_limit, (bool, np.bool_))
+                                   or not isinstance(time_limit, (int, float, np.integer, np.floating))
+                                   or not 0 < time_limit <= MAX_TIME_LIMIT_S):
         # inf would let an annealer run forever: a limit is a finite budget
         raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
-                            f"(7 days), got {time_limit}")
+                            f"(7 days), got {time_limit!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     # inside a command with a time limit: never past the process's deadline (the limit given is recorded)

@@ -318,6 +318,12 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     ...
     topoplan.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
     """
+    if plan is not None and not isinstance(plan, dict):
+        raise TopoplanError(f"field 'plan': expected a plan document (a dict, such as result.to_dict()) or None, "
+                            f"got {type(plan).__name__}")
+    if not hasattr(trace, "n_ranks") or not hasattr(trace, "source"):
+        raise TopoplanError(f"field 'trace': expected a trace (the first item of load_source), got "
+                            f"{type(trace).__name__}; a traffic matrix has no trace to replay")
     plan = plan or {}
     if not validated and any(plan.get(k) is not None for k in ("circuits", "forwarding", "rank_to_node")):
         # one home for plan checks: ports, neighbours, loops, cores, and the inputs it was made for

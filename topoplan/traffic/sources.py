@@ -109,6 +109,7 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
     >>> trace.n_ranks, t.n_ranks, t.total_bytes()
     (16, 16, 192000000.0)
     """
+    _check_spec(spec)
     path = Path(spec)
     if path.is_dir():
         path = next((path / f for f in ("events.csv.gz", "events.csv", "traces.otf2") if (path / f).is_file()), path)
@@ -153,6 +154,11 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
         raise TopoplanError(f"{spec}: no such traffic file")
     raise TopoplanError(f"unknown traffic {spec!r}: not a file and not a generator spec "
                         f"(e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5)")
+
+
+def _check_spec(spec) -> None:
+    if not isinstance(spec, (str, Path)) or not str(spec).strip():
+        raise TopoplanError(f"field 'spec': expected a generator spec or a traffic file name, got {spec!r}")
 
 
 def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
@@ -201,6 +207,7 @@ def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
     >>> all((getattr(t, c) == getattr(u, c)).all() for c in ("src", "dst", "msg_bytes", "count")), t.name == u.name
     (True, True)
     """
+    _check_spec(spec)
     if not Path(spec).exists() and generators.is_spec(spec):
         rec = generators.record_spec(spec)
         if rec is not None:

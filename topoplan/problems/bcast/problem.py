@@ -42,7 +42,8 @@ from topoplan.problems.bcast.timing import CostModel, TimeModel, link_latency_s,
 from topoplan.problems.bcast.registry import METHODS, STARTS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
-from topoplan.core.placement import Placement, from_nodes
+from topoplan.core.placement import Placement, from_nodes, int_array
+from topoplan.core.topology import check_count, check_number
 from topoplan.problems.result import PlanResult, solve_with, strict_options
 from topoplan.traffic.trace import Trace
 from topoplan.core.interrupt import stop_requested
@@ -119,15 +120,19 @@ class BcastProblem:
                                 "bytes_B, tree); give the allocation as placement and leave traffic None")
         if placement is None:
             raise TopoplanError("field 'placement': the allocation is required (node ids in allocation order)")
-        nodes = placement.rank_to_node if isinstance(placement, Placement) else placement
+        nodes = placement.rank_to_node if isinstance(placement, Placement) else int_array(placement,
+                                                                                             "field 'placement'")
         nodes = np.asarray(nodes, dtype=np.int64).reshape(-1)
         n = len(nodes)
         if n < 1:
             raise TopoplanError("field 'placement': empty allocation")
-        if not 0 <= root < n:
+        bad = np.flatnonzero((nodes < 0) | (nodes >= topology.n_nodes))
+        if bad.size:
+            raise TopoplanError(f"field 'placement': item {bad[0]}: node {nodes[bad[0]]} is not a node of the "
+                                f"topology (0-{topology.n_nodes - 1})")
+        if not 0 <= check_count(root, "root", minimum=0) < n:
             raise TopoplanError(f"field 'root': {root} must be a rank between 0 and {n - 1}")
-        if bytes_B < 0:
-            raise TopoplanError(f"field 'bytes_B': {bytes_B} must be non-negative")
+        bytes_B = check_number(bytes_B, "bytes_B")
         sched = trees.build(tree, n, float(bytes_B), k=k, short_B=short_B, long_B=long_B)
         if isinstance(delay, np.ndarray):
             if delay.shape != (n, n):

@@ -32,6 +32,7 @@ from topoplan.problems.circuits.problem import plan_dict, plan_simulator, result
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import stop_requested
+from topoplan.core.topology import check_count
 from topoplan.core.progress import report
 
 __all__ = ["DEFAULT_TIME_S", "STARTABLE", "anneal"]
@@ -86,6 +87,8 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
     if energy not in ("bound", "simulated"):
         raise TopoplanError(f"field 'energy': 'bound' or 'simulated', got {energy!r}")
     sim_score = _sim_scorer(problem, trace, sim_model) if energy == "simulated" else None
+    if max_steps is not None:
+        max_steps = check_count(max_steps, "max_steps", minimum=0)
     rng = np.random.default_rng(seed)
     budget = DEFAULT_TIME_S if time_limit is None and max_steps is None else time_limit
     t_start = time.perf_counter()

@@ -47,9 +47,9 @@ from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
-from topoplan.core.placement import Placement, from_nodes, sequential
+from topoplan.core.placement import Placement, from_nodes, int_array, sequential
 from topoplan.problems.result import PlanResult, solve_with, strict_options
-from topoplan.core.topology import TreeTopology
+from topoplan.core.topology import TreeTopology, check_count, check_number
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
@@ -212,23 +212,23 @@ class CircuitProblem(CircuitArrays):
         if steps is not None and steps.n_ranks != traffic.n_ranks:
             raise TopoplanError(f"field 'steps': found in a trace of {steps.n_ranks} ranks, the traffic has "
                                 f"{traffic.n_ranks}")
-        if max_step_types is not None and max_step_types < 1:
-            raise TopoplanError(f"field 'max_step_types': must be at least 1, got {max_step_types}")
+        if max_step_types is not None:
+            max_step_types = check_count(max_step_types, "max_step_types")
         if not isinstance(topo, TreeTopology) or topo.ocs is None:
             raise TopoplanError(f"topology {getattr(topo, 'name', '') or getattr(topo, 'kind', '?')}: circuit "
                                 f"planning needs a hybrid topology (kind: hybrid with an 'ocs' section)")
-        if hop_limit is not None and hop_limit < 1:
-            raise TopoplanError(f"field 'hop_limit': must be at least 1, got {hop_limit}")
-        if max_circuits is not None and max_circuits < 0:
-            raise TopoplanError(f"field 'max_circuits': must be non-negative, got {max_circuits}")
+        if hop_limit is not None:
+            hop_limit = check_count(hop_limit, "hop_limit")
+        if max_circuits is not None:
+            max_circuits = check_count(max_circuits, "max_circuits", minimum=0)
         if placement is None:
             placement = sequential(traffic.n_ranks, topo)
         elif not isinstance(placement, Placement):
-            placement = from_nodes(placement, topo)
+            placement = from_nodes(int_array(placement, "field 'placement'"), topo)
         if placement.n_ranks < traffic.n_ranks:
             raise TopoplanError(f"placement: places {placement.n_ranks} ranks but the traffic has {traffic.n_ranks}")
         placement.validate(topo)
-        thr = default_threshold(topo) if threshold_B is None else float(threshold_B)
+        thr = default_threshold(topo) if threshold_B is None else check_number(threshold_B, "threshold_B")
         if not thr >= 0:
             raise TopoplanError(f"field 'threshold_B': must be non-negative, got {threshold_B}")
         n, sw = topo.n_nodes, topo.node_switch()

@@ -35,6 +35,7 @@ from topoplan.problems.placement import basic, greedy, metis  # noqa: F401  (reg
 from topoplan.problems.placement.problem import PlacementProblem, initial_placement, result_from
 from topoplan.problems.placement.registry import METHODS
 from topoplan.core.interrupt import stop_requested
+from topoplan.core.topology import check_count
 from topoplan.core.progress import report
 
 __all__ = ["DEFAULT_TIME_S", "NOT_STARTS", "anneal"]
@@ -431,6 +432,8 @@ def anneal(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, bat
     True
     """
     t_call = time.perf_counter()   # the budget counts from the call: the start is part of it
+    if max_steps is not None:
+        max_steps = check_count(max_steps, "max_steps", minimum=0)
     rng = np.random.default_rng(seed)
     budget = DEFAULT_TIME_S if time_limit is None else float(time_limit)
     if batch is None:
