@@ -60,6 +60,8 @@ def test_power_winner_flips_with_cheap_switches():
 
 @pytest.mark.parametrize("kw, field", [
     (dict(upper_switches=7), "upper_switches"),
+    (dict(upper_switches=0), "field 'upper_switches': must be at least 1"),
+    (dict(ocs_switches=-1), "field 'ocs_switches': must be non-negative"),
     (dict(ocs_fraction=1.5), "ocs_fraction"),
     (dict(nodes=0), "nodes"),
     (dict(eps_nic_power_W=-1.0), "eps_nic_power_W"),

@@ -4,6 +4,7 @@ The dumps come from the real ibnetdiscover/ibroute/ibtracert run against
 ibsim; the tests need none of those tools.
 """
 
+import re
 import shutil
 from pathlib import Path
 
@@ -200,6 +201,24 @@ def test_ibroute_all_lids_brief_and_concatenated():
     tabs, rep = parse_ibroute(text)
     assert [t.out_port for t in tabs] == [{1: 0, 2: 1, 4: 2}, {1: 7}]
     assert rep.unknown_lines == 0
+
+
+@pytest.mark.parametrize("form, old, new, match", [
+    ("ibnetdiscover.txt", '# lid 16 lmc 0 "leaf4"', '# lid 99999 lmc 0 "leaf4"', "field 'lid': 99999"),
+    ("ibnetdiscover.txt", '# lid 16 lmc 0 "leaf4"', '# lid 49152 lmc 0 "leaf4"', "field 'lid': 49152"),
+    ("ibnetdiscover.txt", '# lid 16 lmc 0 "leaf4"', '# lid 16 lmc 8 "leaf4"', "field 'lmc': 8"),
+    ("ibnetdiscover.txt", 'base port 0 lid 3 lmc 0', 'base port 0 lid 70000 lmc 0', "field 'lid': 70000"),
+    ("ibnetdiscover-p.txt", "CA    16  1 0x0000000000100013", "CA 65536  1 0x0000000000100013", "field 'lid': 65536"),
+])
+def test_lid_out_of_the_unicast_range_is_an_error_naming_the_line(tmp_path, form, old, new, match):
+    src = (IB / "fattree" / form).read_text()
+    assert old in src
+    lines = src.replace(old, new, 1).splitlines()
+    at = next(i for i, l in enumerate(lines) if new in l) + 1
+    p = tmp_path / form
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(p))}:{at}: {match}"):
+        load_fabric(p)
 
 
 @pytest.mark.parametrize("mutate,match", [

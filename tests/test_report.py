@@ -81,6 +81,10 @@ def test_simulator_key_variants(data):
     (lambda d: d["topology"].update(kind="hypercube"), "kind"),
     (lambda d: d["timeline"].update(dt_s="abc"), "timeline.dt_s"),
     (lambda d: d["timeline"].update(dt_s=-1), "timeline.dt_s"),
+    (lambda d: d["timeline"]["links"][2]["util"].__setitem__(1, 2.0), "timeline.links[2].util"),
+    (lambda d: d["timeline"]["links"][2]["util"].__setitem__(1, 1e300), "timeline.links[2].util"),
+    (lambda d: d.update(makespan_s="abc"), "makespan_s"),
+    (lambda d: d.update(makespan_s=-1.0), "makespan_s"),
 ])
 def test_bad_results_name_the_field(data, mutate, field):
     doc = _doc(data)

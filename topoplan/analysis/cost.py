@@ -103,9 +103,12 @@ class CostParams:
         for f in ("nodes", "lower_switches"):
             if getattr(self, f) < 1:
                 raise TopoplanError(f"field '{f}': must be at least 1, got {getattr(self, f)}")
-        if self.upper_switches < 1 or self.ocs_switches < 0:
-            raise TopoplanError("field 'upper_switches': must be at least 1 (the EPS tree has a top); "
-                                "'ocs_switches' must be non-negative")
+        if self.upper_switches < 1:
+            raise TopoplanError(f"field 'upper_switches': must be at least 1 (the EPS tree has a top), got "
+                                f"{self.upper_switches}")
+        if self.ocs_switches < 0:
+            raise TopoplanError(f"field 'ocs_switches': must be non-negative (0: enough ocs_switch_ports "
+                                f"switches), got {self.ocs_switches}")
 
         if self.nodes > MAX_NODES:
             raise TopoplanError(f"field 'nodes': {self.nodes:,} is over the limit of {MAX_NODES:,}")

@@ -585,7 +585,7 @@ def _parse_plain(lines, path, text):
             if kind == "switch":
                 info = _RE_SWINFO.search(m.group(6) or "")
                 if info:
-                    cur.lid, cur.lmc = int(info.group(1)), int(info.group(2))
+                    cur.lid, cur.lmc = _lid(info.group(1), info.group(2), path, lineno)
                 cur.port_guid = pending_portguid or key
             pending_portguid = None
             nodes[key] = cur
@@ -602,7 +602,7 @@ def _parse_plain(lines, path, text):
             else:
                 port, pguid, rkind, rguid, rport = (int(m.group(1)), _guid(m.group(2), path, lineno), m.group(3),
                                                     m.group(4), int(m.group(5)))
-                token, lid, lmc = m.group(11), int(m.group(7)), int(m.group(8))
+                token, (lid, lmc) = m.group(11), _lid(m.group(7), m.group(8), path, lineno)
             width, speed = _split_rate(token)
             if (width is None or speed is None) and _last_line_cut(text, lineno, len(lines)):
                 raise TopoplanError(f"{path}:{lineno}: last line cut off at {token!r} (truncated dump)")
@@ -618,6 +618,22 @@ def _parse_plain(lines, path, text):
     return nodes, report
 
 
+MAX_UNICAST_LID = 0xBFFF   # LIDs above are multicast (0xC000-0xFFFE) or the permissive LID
+MAX_LMC = 7
+
+
+def _lid(lid: str, lmc: str, path, lineno: int) -> tuple[int, int]:
+    """A port's LID and LMC as integers; out of InfiniBand's unicast range is a corrupt dump (0: unassigned)."""
+    v, c = int(lid), int(lmc)
+    if v > MAX_UNICAST_LID:
+        raise TopoplanError(f"{path}:{lineno}: field 'lid': {v} ({v:#x}) is not a unicast LID (at most "
+                            f"{MAX_UNICAST_LID:#x}; truncated or corrupt dump)")
+    if c > MAX_LMC:
+        raise TopoplanError(f"{path}:{lineno}: field 'lmc': {c} is over the maximum of {MAX_LMC} "
+                            f"(truncated or corrupt dump)")
+    return v, c
+
+
 def _parse_ports_form(lines, path, text):
     report = ParseReport(str(path))
     nodes: dict[str, IBNode] = {}
@@ -631,7 +647,8 @@ def _parse_ports_form(lines, path, text):
         m = _RE_PORTS_LINE.match(line)
         if not m:
             raise TopoplanError(f"{path}:{lineno}: malformed port line {line[:80]!r} (truncated or corrupt dump)")
-        kind, lid, port, key = _KIND[m.group(1)], int(m.group(2)), int(m.group(3)), _guid(m.group(4), path, lineno)
+        kind, port, key = _KIND[m.group(1)], int(m.group(3)), _guid(m.group(4), path, lineno)
+        lid, _ = _lid(m.group(2), "0", path, lineno)
         width = m.group(5) if m.group(5) in WIDTH_LANES else None
         speed = m.group(6) if m.group(6).upper() in LANE_DATA_GBPS else None
         desc = m.group(11) if m.group(7) else m.group(13)

@@ -60,6 +60,7 @@ __all__ = ["BASE_CLASSES", "SKIP_CLASSES", "ReportData", "load_result", "parse_r
 
 BASE_CLASSES = ("node-up", "node-down", "uplink-up", "uplink-down", "ocs", "switch", "inject", "eject")
 SKIP_CLASSES = ("intra",)   # memory copies inside a node, not network links
+UTIL_ROUNDING = 1e-3         # utilization the engine's rounding may put over 1; more is a misread file
 CMAP = "YlOrRd"
 IDLE = "#d0d0d0"
 # the time series' colours (004 Fig. 1 and 3: utilization on black) and the selected time, in every view
@@ -296,6 +297,9 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
             raise TopoplanError(f"{f}.util': {len(u)} values for {len(t)} time points")
         if u.min(initial=0) < 0:
             raise TopoplanError(f"{f}.util': utilization must be non-negative")
+        if u.max(initial=0) > 1 + UTIL_ROUNDING:
+            raise TopoplanError(f"{f}.util': utilization is a share of the link's bandwidth, at most 1, got "
+                                f"{u.max():g}")
         names.append(str(l["name"])); classes.append(str(l["class"]))
         src.append(str(l.get("src", ""))); dst.append(str(l.get("dst", "")))
         rows.append(np.minimum(u, 1.0))   # rounding in the engine may overshoot 1 by a hair
@@ -328,6 +332,9 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
                                 f"switch of 'switch_bytes'")
         # the topology's names when it is known (one display name per switch across every output)
         snames = _switch_names(topo, sb.shape[0]) if topo is not None or not snames else [str(s) for s in snames]
+    mk = doc.get("makespan_s")
+    if mk is not None and (isinstance(mk, bool) or not isinstance(mk, (int, float)) or not 0 <= mk < float("inf")):
+        raise TopoplanError(f"{where}: field 'makespan_s': expected a non-negative number of seconds, got {mk!r}")
     data = ReportData(source=where, t_s=t, dt_s=dt, names=names, classes=classes, src=src, dst=dst, util=util,
                       topo=topo, circuits=circuits, switch_bytes=sb, switch_names=snames,
                       phases=_phases(doc.get("phases"), where),
