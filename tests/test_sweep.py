@@ -430,3 +430,18 @@ def test_a_steps_option_that_is_not_a_boolean_is_refused():
                         "parameters": {"problem.steps": "yes"}, "simulate": False}, "s.yaml")
     with pytest.raises(TopoplanError, match="field 'steps': expected true or false, got 'yes'"):
         run_cell(expand_cells(cfg)[0])
+
+
+def test_worker_processes_leave_ctrl_c_to_the_sweep():
+    # Ctrl-C reaches the whole foreground group: a worker that took it printed a KeyboardInterrupt traceback
+    import signal
+
+    from topoplan.batch.sweep import make_client
+
+    client, cluster = make_client(workers=1, processes=True)
+    try:
+        assert client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN) == {
+            w: True for w in client.scheduler_info()["workers"]}
+    finally:
+        client.close()
+        cluster.close()

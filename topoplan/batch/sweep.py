@@ -1164,8 +1164,10 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
         except (OSError, ValueError, TypeError) as exc:
             raise TopoplanError(f"field 'scheduler': {scheduler}: cannot connect ({exc}); expected an address such as "
                                 "tcp://host:8786") from None
+    # worker processes ignore SIGINT (topoplan.batch._worker_signals): Ctrl-C is this process's to handle
+    extra = {"preload": ["topoplan.batch._worker_signals"]} if processes else {}
     cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=processes,
-                           dashboard_address=":0", silence_logs=40)   # any free port: sweeps may run side by side
+                           dashboard_address=":0", silence_logs=40, **extra)   # any free port: sweeps run side by side
     return Client(cluster), cluster
 
 
