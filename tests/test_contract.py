@@ -276,3 +276,20 @@ def test_score_simulated_is_no_slower_than_the_starts(name, method):
         other = c.module.solve(c.problem, start, seed=SEED)
         assert t <= c.simulate(other.to_dict()) * (1 + 1e-9), start
     assert res.options["score"] == "simulated"
+
+
+@pytest.mark.parametrize("problem", ["circuits", "placement", "bcast"])
+@pytest.mark.parametrize("topology, traffic, field", [("paper003", None, "topology"),
+                                                      (None, "ring:np=8,bytes=1MB", "traffic"),
+                                                      (None, 5, "traffic")])
+def test_builders_refuse_inputs_of_the_wrong_kind(problem, topology, traffic, field):
+    # a spec string where the loaded object belongs stopped with an AttributeError from inside
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.bcast import BcastProblem
+    from topoplan.problems.circuits import CircuitProblem
+    from topoplan.problems.placement import PlacementProblem
+
+    build = {"circuits": CircuitProblem, "placement": PlacementProblem, "bcast": BcastProblem}[problem].build
+    topo = topology if topology is not None else load_topology("paper003")
+    with pytest.raises(TopoplanError, match=f"field '{field}': expected a"):
+        build(topo, traffic)

@@ -166,3 +166,13 @@ def test_yaml_topology_is_topoplan_or_slurm_by_its_shape(tmp_path):
         with pytest.raises(TopoplanError, match=r"t.yaml: a topology file must be a YAML mapping .* or, for "
                                                 r"Slurm's topology.yaml, a list of topologies"):
             load_topology(p)
+
+
+@pytest.mark.parametrize("overrides, needle", [
+    ("ocs.nodes_per_switch=2", r"field 'set': expected a list of dotted.key=value strings, got the string"),
+    ([5], r"field 'set': 5: expected a dotted.key=value string, got int"),
+])
+def test_overrides_of_the_wrong_type_are_refused(overrides, needle):
+    # one string was read a character at a time ("'o': expected dotted.key=value"); a number was a TypeError
+    with pytest.raises(TopoplanError, match=needle):
+        load_topology("paper003", overrides)

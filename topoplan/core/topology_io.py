@@ -181,7 +181,7 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     >>> load_topology(os.path.join(tmp.name, "topology.conf"), ["cores_per_node=48"]).cores_per_node
     48
     """
-    overrides, slurm_opts = _slurm_options(overrides)
+    overrides, slurm_opts = _slurm_options(_override_list(overrides))
     doc, origin, lines, slurm = _document(spec, slurm_opts.get("slurm_topology"),
                                           _linkspeed_unit(slurm_opts.get("slurm_linkspeed_unit")))
     if slurm is None and slurm_opts:
@@ -554,7 +554,10 @@ def apply_overrides(doc: dict, overrides) -> dict:
     topoplan.core.errors.TopoplanError: field 'set': 'oops': expected dotted.key=value
     """
     doc = copy.deepcopy(doc)
-    for item in overrides or ():
+    for item in _override_list(overrides):
+        if not isinstance(item, str):
+            raise TopoplanError(f"field 'set': {item!r}: expected a dotted.key=value string, got "
+                                f"{type(item).__name__}")
         if "=" not in item:
             raise TopoplanError(f"field 'set': {item!r}: expected dotted.key=value")
         key, value = item.split("=", 1)
@@ -2019,6 +2022,14 @@ def _conf_lines(text: str):
 # -- Slurm inputs in load_topology: the options, slurm.conf beside the topology, the hint -----------------
 
 SLURM_OPTIONS = ("slurm_conf", "slurm_topology", _UNIT_OPTION)
+
+
+def _override_list(overrides) -> list:
+    """``--set`` overrides as a list, refusing one string (it would be read a character at a time)."""
+    if isinstance(overrides, str):
+        raise TopoplanError(f"field 'set': expected a list of dotted.key=value strings, got the string {overrides!r} "
+                            f"(write [{overrides!r}])")
+    return list(overrides or ())
 
 
 def _slurm_options(overrides) -> tuple[list, dict]:

@@ -26,6 +26,7 @@ import importlib.util
 import inspect
 import time
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -34,9 +35,11 @@ import numpy as np
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import graceful_stop, stop_requested
+from topoplan.traffic.matrix import Traffic
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
-           "check_options", "strict_options", "module_missing", "Registry", "PlanResult", "gap_of", "solve_with"]
+           "check_options", "strict_options", "check_inputs", "module_missing", "Registry", "PlanResult", "gap_of",
+           "solve_with"]
 
 # The options the solve layer passes to every method: part of every method's signature.
 SOLVE_OPTIONS = ("time_limit", "seed")
@@ -157,6 +160,44 @@ def strict_options(what: str) -> Callable:
         return wrapper
 
     return deco
+
+
+def check_inputs(topology, traffic, *, traffic_optional: bool = False) -> None:
+    """Refuse a builder's ``topology`` or ``traffic`` of the wrong kind, naming the field and how to make one
+    (a spec string or a file name where a loaded object belongs stopped with an AttributeError from inside).
+
+    Parameters
+    ----------
+    topology : object
+        Must be a topology (:func:`topoplan.core.topology_io.load_topology`).
+    traffic : object
+        Must be a :class:`topoplan.traffic.matrix.Traffic` (None too with ``traffic_optional``).
+    traffic_optional : bool, optional
+
+    Raises
+    ------
+    TopoplanError
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> check_inputs(load_topology("paper003"), "ring:np=8")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'traffic': expected a Traffic (load_traffic(spec), or the second item of load_source(spec)), got str 'ring:np=8'
+    >>> check_inputs("paper003", None, traffic_optional=True)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'topology': expected a topology (load_topology(spec)), got str 'paper003'
+    """
+    def got(x) -> str:
+        return f"{type(x).__name__}" + (f" {x!r}" if isinstance(x, str) else "")
+
+    if not (dataclasses.is_dataclass(topology) and not isinstance(topology, type) and hasattr(topology, "n_nodes")):
+        raise TopoplanError(f"field 'topology': expected a topology (load_topology(spec)), got {got(topology)}")
+    if not (isinstance(traffic, Traffic) or (traffic is None and traffic_optional)):
+        raise TopoplanError(f"field 'traffic': expected a Traffic (load_traffic(spec), or the second item of "
+                            f"load_source(spec)), got {got(traffic)}")
 
 
 def module_missing(module: str, hint: str = "") -> Callable[[], str | None]:

@@ -44,7 +44,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes, int_array
 from topoplan.core.topology import check_count, check_number
-from topoplan.problems.result import PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
 from topoplan.traffic.trace import Trace
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
@@ -115,6 +115,7 @@ class BcastProblem:
 
         Errors name the field (``placement``, ``root``, ``bytes_B``, ...); the CLI names its flags.
         """
+        check_inputs(topology, traffic, traffic_optional=True)
         if traffic is not None:
             raise TopoplanError("field 'traffic': a Bcast problem's traffic is the Bcast itself (options root, "
                                 "bytes_B, tree); give the allocation as placement and leave traffic None")

@@ -48,7 +48,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, int_array, sequential
-from topoplan.problems.result import PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology, check_count, check_number
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
@@ -204,6 +204,7 @@ class CircuitProblem(CircuitArrays):
         ...
         topoplan.core.errors.TopoplanError: unknown option 'hop_limt' for CircuitProblem.build; known: threshold_B, hop_limit, max_circuits, steps, max_step_types
         """
+        check_inputs(topology, traffic, traffic_optional=True)   # (None: said below)
         topo = topology
         if traffic is None and steps is not None:
             traffic = steps.total()

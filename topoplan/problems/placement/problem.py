@@ -46,7 +46,7 @@ from topoplan.analysis.linkload import link_graph
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
-from topoplan.problems.result import PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 from topoplan.core.topology_io import cores_hint
 from topoplan.sim.simmodel import SimModel
@@ -163,6 +163,7 @@ class PlacementProblem:
         ...
         topoplan.core.errors.TopoplanError: field 'objective': unknown objective 'bytes' (choose from hops, congestion, inter-switch)
         """
+        check_inputs(topology, traffic, traffic_optional=True)   # (None: said below)
         topo = topology
         if traffic is None:
             raise TopoplanError("field 'traffic': a placement problem needs the traffic of the ranks to place")
