@@ -115,7 +115,7 @@ class BcastProblem:
 
         Errors name the field (``placement``, ``root``, ``bytes_B``, ...); the CLI names its flags.
         """
-        check_inputs(topology, traffic, traffic_optional=True)
+        check_inputs(topology, None, traffic_optional=True)   # (its traffic is the Bcast itself: said below)
         if traffic is not None:
             raise TopoplanError("field 'traffic': a Bcast problem's traffic is the Bcast itself (options root, "
                                 "bytes_B, tree); give the allocation as placement and leave traffic None")
