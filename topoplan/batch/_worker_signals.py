@@ -3,15 +3,6 @@
 Ctrl-C at a terminal reaches every process of the foreground group. The sweep's own process stops the sweep,
 writes the finished cells and closes the cluster; a worker that took the signal too printed a
 KeyboardInterrupt traceback as it died.
-
-Examples
---------
->>> import signal
->>> old = signal.getsignal(signal.SIGINT)
->>> dask_setup(None)
->>> signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-True
->>> _ = signal.signal(signal.SIGINT, old)
 """
 
 import signal
