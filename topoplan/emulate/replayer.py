@@ -21,7 +21,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.traffic.collectives import MPICHThresholds, schedule
 from topoplan.traffic.recorder import build_library
-from topoplan.traffic.trace import OP_CODE, OPS, WORLD
+from topoplan.traffic.trace import COLUMNS, OP_CODE, OPS, WORLD
 
 __all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "COLLECTIVE_TAG", "build", "as_point_to_point",
            "write_replay"]
@@ -107,8 +107,7 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
     th = thresholds or MPICHThresholds()
     scheduled = {OP_CODE[o] for o in _SCHEDULED}
     isend, irecv, waitall = OP_CODE["isend"], OP_CODE["irecv"], OP_CODE["waitall"]
-    names = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
-    cols: dict = {k: [] for k in names}
+    cols: dict = {k: [] for k in COLUMNS}
     members_of: dict = {}
     steps_of: dict = {}
 
@@ -120,13 +119,13 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
         return got
 
     def add(*row):
-        for k, v in zip(names, row):
+        for k, v in zip(COLUMNS, row):
             cols[k].append(v)
 
     for i in range(len(trace)):
         r, op = int(trace.rank[i]), int(trace.op[i])
         if op not in scheduled or (op == OP_CODE["alltoall"] and int(trace.peer[i]) >= 0):
-            add(*(getattr(trace, k)[i] for k in names))
+            add(*(getattr(trace, k)[i] for k in COLUMNS))
             continue
         c = int(trace.comm[i]) if int(trace.comm[i]) in trace.communicators else WORLD
         t0, t1, size = float(trace.t_start[i]), float(trace.t_end[i]), int(trace.comm_size[i])
@@ -156,7 +155,7 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
         if len(cols["rank"]) == first:   # nothing to send (a communicator of one): the call keeps its time
             add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
         cols["t_end"][-1] = t1
-    arrays = {k: np.asarray(cols[k], dtype=getattr(trace, k).dtype) for k in names}
+    arrays = {k: np.asarray(cols[k], dtype=getattr(trace, k).dtype) for k in COLUMNS}
     return dataclasses.replace(trace, **arrays, source=f"{trace.source} (collectives as the simulator's messages)")
 
 

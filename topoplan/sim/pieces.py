@@ -25,9 +25,6 @@ from topoplan.traffic.trace import COLLECTIVE_OPS, OPS, Trace, op_codes, per_des
 
 __all__ = ["replay_whole", "replay_pieces", "Window", "TracePieces"]
 
-# the columns of a trace, one entry per row, which a piece takes its rows of
-_COLUMNS = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
-
 
 def replay_whole(trace: Trace, net, placement, *, eager_threshold_B, compute_scale, thresholds,
                  progress, timeline_dt_s=None, marks=None) -> ReplayResult:
@@ -265,12 +262,7 @@ class TracePieces:
             bounds = [np.zeros_like(per), *(self._cuts[:, j] for j in pick), per]
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if (hi > lo).any() or len(bounds) == 2:
-                yield self._piece(ranges(self._first + lo, hi - lo))
-
-    def _piece(self, idx) -> Trace:
-        t = self.trace
-        return Trace(t.n_ranks, *(getattr(t, c)[idx] for c in _COLUMNS), communicators=t.communicators,
-                     source=t.source)
+                yield self.trace.take(ranges(self._first + lo, hi - lo))
 
 
 def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, thresholds, progress,

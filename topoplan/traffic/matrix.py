@@ -22,7 +22,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write
 from topoplan.traffic import limits
 from topoplan.traffic.collectives import expand_trace_collectives
-from topoplan.traffic.trace import check_limits, op_codes
+from topoplan.traffic.trace import COLUMNS, check_limits, op_codes
 
 __all__ = ["Traffic", "from_arrays", "read_matrix", "from_trace", "from_recording"]
 
@@ -307,9 +307,8 @@ def _rank_slices(trace, max_rows: int):
     cuts = [0]
     while cuts[-1] < n:   # the first rank boundary at least max_rows after the last cut (or the end)
         cuts.append(int(bounds[min(np.searchsorted(bounds, cuts[-1] + max_rows), len(bounds) - 1)]))
-    cols = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
     for a, b in zip(cuts[:-1], cuts[1:]):
-        yield dataclasses.replace(trace, **{c: getattr(trace, c)[a:b] for c in cols})
+        yield dataclasses.replace(trace, **{c: getattr(trace, c)[a:b] for c in COLUMNS})
 
 
 def _messages(trace):

@@ -474,16 +474,6 @@ def _consistent(clock: Clock, cut: np.ndarray, rank_of: np.ndarray, nv: np.ndarr
 
 # -- traffic of a set of rows ------------------------------------------------------
 
-def _rows_trace(trace: Trace, rows: np.ndarray, source: str | None = None) -> Trace:
-    """The rows (sorted indices) of ``trace`` as a trace of their own (same ranks and communicators)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    return Trace(n_ranks=trace.n_ranks, rank=trace.rank[rows], op=trace.op[rows], peer=trace.peer[rows],
-                 bytes=trace.bytes[rows], root=trace.root[rows], comm_size=trace.comm_size[rows],
-                 t_start=trace.t_start[rows], t_end=trace.t_end[rows], comm=trace.comm[rows], tag=trace.tag[rows],
-                 req=trace.req[rows], communicators=trace.communicators, unknown_ops={},
-                 source=source if source is not None else trace.source)
-
-
 def _profile(keys: np.ndarray, by: np.ndarray) -> dict:
     if not len(keys):
         return {}
@@ -657,7 +647,7 @@ class Phases:
         if i == 0 and j == len(self.phases):
             return self.trace
         rows = self.rows(i, j)
-        sub = _rows_trace(self.trace, rows, source=f"{self.trace.source or 'trace'}[phases {i}..{j - 1}]")
+        sub = self.trace.take(rows, source=f"{self.trace.source or 'trace'}[phases {i}..{j - 1}]")
         if rebase and len(rows):
             tr = self.trace
             first = np.ones(len(rows), dtype=bool)
@@ -894,7 +884,7 @@ def _row_messages(trace: Trace, node, width: int):
     coll = np.flatnonzero(np.isin(trace.op, list(_COLL)))
     if coll.size:
         # a collective row's messages: expand calls grouped by identical (op, comm, rank, root, bytes) shape
-        sub = _rows_trace(trace, coll)
+        sub = trace.take(coll)
         key = np.stack([sub.op.astype(np.float64), sub.comm, sub.rank, sub.root, sub.bytes], axis=1)
         per_dest = np.isin(sub.op, list(_A2A)) & (sub.peer >= 0)
         if per_dest.any():          # alltoall(v) per destination: each row sends its bytes to its peer
@@ -909,7 +899,7 @@ def _row_messages(trace: Trace, node, width: int):
             inv = inv.ravel()
             for g in range(len(u)):
                 i0 = coll[idx[first[g]]]
-                cs, cd, cb = expand_trace_collectives(_rows_trace(trace, np.array([i0])))
+                cs, cd, cb = expand_trace_collectives(trace.take(np.array([i0])))
                 members = coll[idx[inv == g]]
                 if not len(cs):
                     continue
@@ -965,7 +955,7 @@ def _build(trace, clock, cuts, node, width, threshold, opts, msg_row, msg_key, m
             kind = i
         profs.append(prof)
         kinds.append(kind)
-        sub = _rows_trace(trace, rows)
+        sub = trace.take(rows)
         tr = from_trace(sub)
         tr.name = f"{trace.source or 'trace'} phase {i}"
         phases.append(Phase(index=i, kind=kind,

@@ -23,7 +23,7 @@ from topoplan.traffic import limits
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
            "OPTIONAL_INT", "MAX_RANKS", "MAX_MESSAGES", "MAX_TIME_S", "MAX_SPAN_S", "op_codes",
            "Trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls",
-           "per_destination_calls"]
+           "per_destination_calls", "COLUMNS"]
 
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
        "allreduce", "alltoall", "alltoallv", "allgather", "allgatherv", "gather", "scatter",
@@ -35,6 +35,8 @@ RECV_OPS = ("recv", "irecv")
 COLLECTIVE_OPS = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather",
                   "allgatherv", "gather", "scatter", "reduce_scatter", "barrier")
 WORLD = -1  # comm id of MPI_COMM_WORLD when the trace has no comm column
+# a trace's per-row columns (the arrays of a Trace, in its fields' order)
+COLUMNS = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req")
 
 REQUIRED = ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end")
 OPTIONAL_INT = ("comm", "tag", "req")
@@ -201,8 +203,23 @@ class Trace:
     def _sort(self, order=None) -> None:
         if order is None:
             order = call_order(self.rank, self.t_start)
-        for name in ("rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag", "req"):
+        for name in COLUMNS:
             setattr(self, name, getattr(self, name)[order])
+
+    def take(self, rows, source: str | None = None) -> "Trace":
+        """Rows of this trace (indices, in the order given) as a trace of their own: the same ranks and
+        communicators, no skipped calls, and this trace's ``source`` unless another is given.
+
+        Examples
+        --------
+        >>> t = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, 0.0), (1, "recv", 0, 8, -1, 2, 0.0, 0.0)], 2)
+        >>> u = t.take([1], source="part")
+        >>> len(u), u.n_ranks, u.op_counts(), u.source
+        (1, 2, {'recv': 1}, 'part')
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        return Trace(self.n_ranks, *(getattr(self, c)[rows] for c in COLUMNS), communicators=self.communicators,
+                     source=self.source if source is None else source)
 
     def validate(self, n_ranks: int | None = None) -> None:
         """Check ranks, peers and sizes; raise :class:`TopoplanError` naming the first bad row."""
