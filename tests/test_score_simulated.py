@@ -130,3 +130,48 @@ def test_simulated_ties_keep_the_methods_own_plan(faster, picked):
     assert res.to_dict()["circuits"] != greedy or picked == "greedy"
     assert res.metrics["picked"] == picked
     assert ("simulates faster" in (res.message or "")) == (picked != "ilp")
+
+
+@pytest.mark.skipif(not __import__("topoplan.core.forked", fromlist=["x"]).available(), reason="needs fork, 2 CPUs")
+def test_starts_simulated_beside_the_method_give_the_same_choice():
+    """``beside``: the starts' plans are simulated in a forked child while the method runs; with the time to
+    wait for them, the candidates, their times and the plan kept are those of simulating them after it."""
+    from topoplan.problems.circuits.problem import METHODS, STARTS, plan_simulator, validate_plan
+    from topoplan.problems.result import solve_with
+
+    prob, trace = _circuit_problem("003")
+    run = plan_simulator(prob, trace)
+    starts = {"three-step": STARTS["ilp"]}   # (a method that ends by itself: the same plan in both runs)
+    got = [solve_with(METHODS, prob, "three-step", seed=0, validate=validate_plan, score="simulated",
+                      simulate=run, starts=starts, beside=beside) for beside in (False, True)]
+    assert set(got[1].metrics["simulated_candidates_s"]) == {"three-step", *STARTS["ilp"]}
+    assert got[0].metrics["simulated_candidates_s"] == got[1].metrics["simulated_candidates_s"]
+    assert got[0].metrics["picked"] == got[1].metrics["picked"]
+    assert got[0].to_dict()["circuits"] == got[1].to_dict()["circuits"]
+
+
+@pytest.mark.skipif(not __import__("topoplan.core.forked", fromlist=["x"]).available(), reason="needs fork, 2 CPUs")
+def test_a_start_whose_simulation_is_late_is_not_compared():
+    """A start's plan whose simulation beside the method is not back within the method's time limit is left out
+    of the comparison, and the result says which."""
+    import time
+
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import METHODS, validate_plan
+    from topoplan.problems.result import solve_with
+
+    prob, _ = _circuit_problem("003")
+    greedy = solve(prob, "greedy", seed=0).to_dict()["circuits"]
+
+    def simulate(plan):
+        if plan["circuits"] == greedy:
+            time.sleep(300)   # in the child, killed when the parent stops waiting
+            return 0.0
+        return 1.0
+
+    t0 = time.perf_counter()
+    res = solve_with(METHODS, prob, "ilp", time_limit=2, seed=0, validate=validate_plan, score="simulated",
+                     simulate=simulate, starts={"ilp": ("none", "greedy")}, beside=True)
+    assert time.perf_counter() - t0 < 120
+    assert set(res.metrics["simulated_candidates_s"]) == {"ilp", "none"}
+    assert "not compared with greedy: its simulation did not end within the time limit" in res.message

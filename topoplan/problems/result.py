@@ -32,9 +32,10 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from topoplan.core import deadline
+from topoplan.core import deadline, forked
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import graceful_stop, stop_requested
+from topoplan.core.progress import reporting_to
 from topoplan.traffic.matrix import Traffic
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
@@ -439,7 +440,7 @@ SIM_TIE_REL = 1e-9
 def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
-               starts: Mapping[str, tuple] | None = None, **options) -> PlanResult:
+               starts: Mapping[str, tuple] | None = None, beside: bool = False, **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
 
     ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
@@ -451,7 +452,11 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     the plans of the heuristics it starts from (``starts[method]``, run here with the same seed) are each
     simulated with ``simulate(plan_dict) -> seconds``, and the fastest is returned (ties, within
     :data:`SIM_TIE_REL`, keep the method's own plan), so no method returns a plan that simulates slower than
-    its starting heuristics.
+    its starting heuristics. With ``beside`` (and a second CPU, :func:`topoplan.core.forked.available`) the
+    starting heuristics' plans are simulated in a forked child while the method runs, and waited for at most
+    until the method's ``time_limit`` (or the command's deadline) has passed since it started; a plan whose
+    simulation is not back by then is not compared, and the result says so. Only the method's own plan is
+    then simulated after it, when it is none of theirs.
     The result then carries ``metrics["simulated_s"]``, ``metrics["simulated_candidates_s"]`` and
     ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
     method's objective, which the picked plan also has) and is no longer called optimal.
@@ -474,6 +479,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         ``plan_dict -> seconds``, needed for ``score="simulated"``.
     starts : mapping of str to tuple of str, optional
         The heuristics each method starts from.
+    beside : bool, optional
+        Simulate the starting heuristics' plans beside the method (``score="simulated"``).
     **options
         The method's own options.
 
@@ -520,18 +527,47 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
             others[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
                                       seed=seed, validate=validate)
     starts_s = time.perf_counter() - t0
-    res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
-                     validate=validate, **options)
+    # a plan is simulated once (heuristics often agree); with ``beside``, the starts' plans in a child meanwhile
+    keys = {name: _plan_key(r) for name, r in others.items()}
+    distinct = list(dict.fromkeys(keys.values()))
+    child = None
+    if beside and score == "simulated" and distinct and forked.available():
+        plans = {k: next(others[n] for n in others if keys[n] == k).to_dict() for k in distinct}
+        child = forked.Forked(functools.partial(_simulate_quietly, simulate), [plans[k] for k in distinct])
+    t_method = time.perf_counter()
+    try:
+        res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
+                         validate=validate, **options)
+        t_done = time.perf_counter()
+        if child is not None and res.status != "interrupted":
+            wait = None
+            if time_limit is not None:
+                wait = float(time_limit) - (time.perf_counter() - t_method)
+            left = deadline.remaining()
+            if left is not None:
+                wait = left if wait is None else min(wait, left)
+            got = child.collect(timeout_s=None if wait is None else max(wait, 0.0))
+    finally:
+        if child is not None:
+            child.close()
     if skipped:
         res.message = (f"{res.message}; " if res.message else "") + \
             f"not compared with {', '.join(skipped)}: the time limit was reached"
     if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
         return res
-    t0 = time.perf_counter() - starts_s
+    t0 = t_done - starts_s   # the result's wall time: the method's, the starts' and what the check adds
     candidates = {method: res, **others}
-    times, seen = {}, {}
-    for name, r in candidates.items():   # heuristics often agree: a plan is simulated once
-        key = repr(sorted((k, v) for k, v in r.plan.items() if not k.startswith("_")))
+    seen = {} if child is None else {distinct[i]: v for i, v in got.items()}
+    late = [] if child is None else [n for n in others if keys[n] not in seen]
+    for name in late:
+        del candidates[name]
+    if late:
+        res.message = (f"{res.message}; " if res.message else "") + \
+            f"not compared with {', '.join(late)}: " + \
+            ("its simulation" if len(late) == 1 else "their simulations") + " did not end within the time limit"
+    times = {}
+    for name, r in candidates.items():
+        key = _plan_key(r) if name == method else keys[name]
         if key not in seen:
             seen[key] = float(simulate(r.to_dict()))
         times[name] = seen[key]
@@ -553,6 +589,17 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     res.options["score"] = "simulated"
     res.wall_s += time.perf_counter() - t0
     return res
+
+
+def _plan_key(res: PlanResult) -> str:
+    """What makes two results the same plan (their plan's fields; underscored ones are notes)."""
+    return repr(sorted((k, v) for k, v in res.plan.items() if not k.startswith("_")))
+
+
+def _simulate_quietly(simulate: Callable[[dict], float], plan: dict) -> float:
+    """``simulate(plan)`` with no progress shown (in a forked child: the terminal's line is the parent's)."""
+    with reporting_to(lambda _fields: None):
+        return float(simulate(plan))
 
 
 def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,

@@ -1,0 +1,164 @@
+"""Work on another core while this process goes on: a forked child computes ``fn(item)`` for a list of items,
+and the numbers come back as they are ready.
+
+A method with a time limit and a check to run after it (the simulation of its starting heuristics' plans,
+which it does not need to run) can have the check done beside it on a second core, so neither waits for
+the other. The child is a copy of this process made by ``fork`` (the data is shared, nothing is pickled);
+it ignores Ctrl-C, reports nothing on the terminal, and is killed when the parent stops waiting for it:
+the parent's Ctrl-C and time limits stay the parent's.
+
+Only where ``fork`` exists and this process may run on at least two CPUs (:func:`available`); elsewhere the
+caller does the work itself.
+
+Examples
+--------
+>>> with Forked(lambda x: x * x, [1.0, 2.0, 3.0]) as child:
+...     got = child.collect(timeout_s=30.0)
+>>> got
+{0: 1.0, 1: 4.0, 2: 9.0}
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import signal
+import struct
+import time
+from typing import Callable, Sequence
+
+__all__ = ["available", "Forked"]
+
+_RECORD = struct.Struct("<qd")   # (item index, value); index -1: the child ended early (an exception)
+
+
+def available() -> bool:
+    """Whether a child can run beside this process: ``fork`` exists and at least two CPUs are ours.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> isinstance(available(), bool)
+    True
+    """
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+class Forked:
+    """``fn(item)`` (a float) for every item, in a forked child, in order; :meth:`collect` gathers them.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(item) -> float``, run in the child. An exception there ends the child: the items not done are
+        missing from :meth:`collect`'s answer.
+    items : sequence
+
+    Examples
+    --------
+    >>> with Forked(lambda s: time.sleep(s) or s, [0.0, 60.0]) as child:
+    ...     got = child.collect(timeout_s=0.5)   # the second item is still running: only the first is back
+    >>> got
+    {0: 0.0}
+    """
+
+    def __init__(self, fn: Callable[[object], float], items: Sequence):
+        self.n = len(items)
+        self.values: dict[int, float] = {}
+        self.ended = self.n == 0
+        self.pid = 0
+        self.fd = -1
+        if self.ended:
+            return
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:   # the child: never returns into the caller's code
+            os.close(r)
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)   # the terminal's Ctrl-C is the parent's to handle
+                for i, item in enumerate(items):
+                    os.write(w, _RECORD.pack(i, float(fn(item))))
+            except BaseException:   # noqa: BLE001 -- whatever fails, the parent only sees the items missing
+                code = 1
+                try:
+                    os.write(w, _RECORD.pack(-1, math.nan))
+                except OSError:
+                    pass
+            finally:
+                os._exit(code)   # no atexit handlers, no flushing of the parent's buffers
+        os.close(w)
+        self.pid, self.fd = pid, r
+        self._buf = b""
+
+    def collect(self, timeout_s: float | None = None) -> dict[int, float]:
+        """The values back so far, waiting up to ``timeout_s`` seconds (None: until the child ends; 0: not at all)
+        for the rest.
+
+        Parameters
+        ----------
+        timeout_s : float, optional
+
+        Returns
+        -------
+        dict of int to float
+            Item index -> value, for the items done.
+        """
+        end = None if timeout_s is None else time.monotonic() + max(float(timeout_s), 0.0)
+        while not self.ended:   # (what is back already is read even when the time is up)
+            wait = None if end is None else max(end - time.monotonic(), 0.0)
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                break
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                self.ended = True
+                break
+            self._buf += chunk
+            while len(self._buf) >= _RECORD.size:
+                i, v = _RECORD.unpack_from(self._buf)
+                self._buf = self._buf[_RECORD.size:]
+                if i < 0:
+                    self.ended = True
+                else:
+                    self.values[i] = v
+            if len(self.values) == self.n:
+                self.ended = True
+        return dict(self.values)
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and release it."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = 0
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self.ended = True
+
+    def __enter__(self) -> "Forked":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):   # a child is never left behind, even by a caller that forgot close()
+        if getattr(self, "pid", 0):
+            self.close()
