@@ -152,8 +152,8 @@ def test_starts_simulated_beside_the_method_give_the_same_choice():
 
 @pytest.mark.skipif(not __import__("topoplan.core.forked", fromlist=["x"]).available(), reason="needs fork, 2 CPUs")
 def test_a_start_whose_simulation_is_late_is_not_compared():
-    """A start's plan whose simulation beside the method is not back within the method's time limit is left out
-    of the comparison, and the result says which."""
+    """``late="drop"``: a start's plan whose simulation beside the method is not back within the method's time
+    limit is left out of the comparison, and the result says which."""
     import time
 
     from topoplan.problems.circuits import solve
@@ -171,7 +171,33 @@ def test_a_start_whose_simulation_is_late_is_not_compared():
 
     t0 = time.perf_counter()
     res = solve_with(METHODS, prob, "ilp", time_limit=2, seed=0, validate=validate_plan, score="simulated",
-                     simulate=simulate, starts={"ilp": ("none", "greedy")}, beside=True)
+                     simulate=simulate, starts={"ilp": ("none", "greedy")}, beside=True, late="drop")
     assert time.perf_counter() - t0 < 120
     assert set(res.metrics["simulated_candidates_s"]) == {"ilp", "none"}
     assert "not compared with greedy: its simulation did not end within the time limit" in res.message
+
+
+def test_a_late_start_is_simulated_after_the_method_unless_dropped():
+    """``late="simulate"`` (the default): a start's plan not back from the child when the method ends is
+    simulated after it, so every start is compared; ``late="drop"`` leaves it out (see above)."""
+    import os
+
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import METHODS, validate_plan
+    from topoplan.problems.result import solve_with
+
+    prob, _ = _circuit_problem("003")
+    greedy = solve(prob, "greedy", seed=0).to_dict()["circuits"]
+    parent = os.getpid()
+
+    def simulate(plan):
+        if plan["circuits"] == greedy and os.getpid() != parent:
+            import time
+            time.sleep(300)   # late in the child only
+        return 0.5 if plan["circuits"] == greedy else 1.0
+
+    res = solve_with(METHODS, prob, "three-step", seed=0, validate=validate_plan, score="simulated",
+                     simulate=simulate, starts={"three-step": ("none", "greedy")}, beside=True)
+    assert res.metrics["simulated_candidates_s"]["greedy"] == 0.5 and res.metrics["picked"] == "greedy"
+    with pytest.raises(TopoplanError, match="field 'late'"):
+        solve_with(METHODS, prob, "three-step", score="simulated", simulate=simulate, beside=True, late="wait")

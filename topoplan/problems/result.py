@@ -440,7 +440,8 @@ SIM_TIE_REL = 1e-9
 def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
-               starts: Mapping[str, tuple] | None = None, beside: bool = False, **options) -> PlanResult:
+               starts: Mapping[str, tuple] | None = None, beside: bool = False, late: str = "simulate",
+               **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
 
     ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
@@ -453,10 +454,10 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     simulated with ``simulate(plan_dict) -> seconds``, and the fastest is returned (ties, within
     :data:`SIM_TIE_REL`, keep the method's own plan), so no method returns a plan that simulates slower than
     its starting heuristics. With ``beside`` (and a second CPU, :func:`topoplan.core.forked.available`) the
-    starting heuristics' plans are simulated in a forked child while the method runs, and waited for at most
-    until the method's ``time_limit`` (or the command's deadline) has passed since it started; a plan whose
-    simulation is not back by then is not compared, and the result says so. Only the method's own plan is
-    then simulated after it, when it is none of theirs.
+    starting heuristics' plans are simulated in a forked child while the method runs. With ``late="simulate"``
+    a plan whose simulation is not back when the method ends is simulated after it, as without ``beside``;
+    with ``late="drop"`` it is waited for at most until the method's ``time_limit`` (or the command's
+    deadline) has passed since the method started, then left out of the comparison, and the result says so.
     The result then carries ``metrics["simulated_s"]``, ``metrics["simulated_candidates_s"]`` and
     ``metrics["picked"]``; a plan picked from a start keeps the method's proven ``bound`` (it bounds the
     method's objective, which the picked plan also has) and is no longer called optimal.
@@ -481,6 +482,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         The heuristics each method starts from.
     beside : bool, optional
         Simulate the starting heuristics' plans beside the method (``score="simulated"``).
+    late : {"simulate", "drop"}, optional
+        With ``beside``: what becomes of a start whose simulation is not back when the method ends.
     **options
         The method's own options.
 
@@ -512,6 +515,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         problem_name = getattr(methods, "problem", "")
     if score not in SCORES:
         raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
+    if late not in ("simulate", "drop"):
+        raise TopoplanError(f"field 'late': choose simulate or drop, got {late!r}")
     if score == "simulated" and simulate is None:
         raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
     # the starting heuristics run first: inside a command with a time limit the method then gets what they left
@@ -540,8 +545,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
                          validate=validate, **options)
         t_done = time.perf_counter()
         if child is not None and res.status != "interrupted":
-            wait = None
-            if time_limit is not None:
+            wait = 0.0 if late == "simulate" else None   # (simulate: the rest are simulated here, below)
+            if wait is None and time_limit is not None:
                 wait = float(time_limit) - (time.perf_counter() - t_method)
             left = deadline.remaining()
             if left is not None:
@@ -558,13 +563,13 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     t0 = t_done - starts_s   # the result's wall time: the method's, the starts' and what the check adds
     candidates = {method: res, **others}
     seen = {} if child is None else {distinct[i]: v for i, v in got.items()}
-    late = [] if child is None else [n for n in others if keys[n] not in seen]
-    for name in late:
+    dropped = [] if child is None or late == "simulate" else [n for n in others if keys[n] not in seen]
+    for name in dropped:
         del candidates[name]
-    if late:
+    if dropped:
         res.message = (f"{res.message}; " if res.message else "") + \
-            f"not compared with {', '.join(late)}: " + \
-            ("its simulation" if len(late) == 1 else "their simulations") + " did not end within the time limit"
+            f"not compared with {', '.join(dropped)}: " + \
+            ("its simulation" if len(dropped) == 1 else "their simulations") + " did not end within the time limit"
     times = {}
     for name, r in candidates.items():
         key = _plan_key(r) if name == method else keys[name]

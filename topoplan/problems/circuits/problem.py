@@ -615,7 +615,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
-    note, sims_s, beside = "", 0.0, False
+    note, sims_s, beside, late = "", 0.0, False, "simulate"
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
         # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
@@ -624,16 +624,21 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
             # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
             # in half of it, and the method gets what they leave
             # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time).
-            # With a second CPU the starts' plans are simulated beside the method (solve_with's ``beside``), and
-            # only the method's own plan after it.
+            # With a second CPU the starts' plans are simulated beside the method (solve_with's ``beside``):
+            # when all the candidates fit as before, the method gets what they leave and the starts not back
+            # when it ends are simulated after it; when they do not, the method gets what its own plan's
+            # simulation leaves, and a start not back by the end of the limit is not compared.
             beside = forked.available()
-            n_after = 1 if beside else 1 + len(STARTS[method])
-            sims_s = deadline.scaled(n_after * simulation_cost_s(trace))
+            one_s = deadline.scaled(simulation_cost_s(trace))
+            all_s = deadline.scaled((1 + len(STARTS[method])) * simulation_cost_s(trace))
+            if all_s <= 0.5 * limit or not beside:
+                sims_s, late = all_s, "simulate"
+            else:
+                sims_s, late = one_s, "drop"
             if sims_s > 0.5 * limit:
-                what = "the plan" if beside else f"the {n_after} candidates"
                 score, beside = "bound", False
-                note = (f"not checked by simulation: simulating {what} takes about {sims_s:.0f} s, more than half "
-                        "of the time limit")
+                note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
+                        f"about {all_s:.0f} s, more than half of the time limit")
             else:
                 time_limit = limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
@@ -642,7 +647,8 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     # inside a command, the candidates' simulations are kept out of what the method gets from the deadline
     with deadline.reserved(sims_s if score == "simulated" else 0.0):
         res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
-                         score=score, simulate=simulate, starts=STARTS, beside=beside, **options)
+                         score=score, simulate=simulate, starts=STARTS, beside=beside, late=late,
+                         **options)
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     if note:
