@@ -206,3 +206,14 @@ def test_export_without_open_mpi_prints_the_form_for_each(tmp_path, run_cli, mon
     code, _, err = run_cli("export", "ompi5", "-p", tmp_path / "plan.json", "-t", "paper003", "--slots", "threads",
                            "-o", tmp_path / "rf2")
     assert code == 2 and "--slots: expected one of cores, hwthreads" in err and not (tmp_path / "rf2").exists()
+
+
+def test_cli_export_names_the_line_of_a_node_out_of_range(tmp_path, run_cli):
+    """A placement CSV naming a node the topology lacks: the file, line and field, status 2, nothing written."""
+    pl = tmp_path / "p.csv"
+    pl.write_text("rank,node\n0,0\n1,99\n2,1\n")
+    out = tmp_path / "rf"
+    code, _, err = run_cli("export", "ompi4", "-p", pl, "-t", "paper003", "-o", out)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {pl}:3: field 'node': rank 1 is on node 99, but the topology has 64 nodes"]
+    assert not out.exists()
