@@ -107,3 +107,16 @@ def test_allocation_generator_and_errors(tmp_path):
         parse_spec("n00001,x9", topo)
     with pytest.raises(TopoplanError, match="appears twice"):
         parse_spec("n[00001-00002],n00001", topo)
+
+
+def test_allocation_file_names_the_line_of_a_repeated_or_missing_node(tmp_path):
+    """A node listed twice, or one past the topology, is reported at its line (and where it was first)."""
+    topo = cluster(4, 4)
+    path = tmp_path / "nodes.txt"
+    path.write_text("# job\nn00001\nn00002\n\nN00001\n")
+    with pytest.raises(TopoplanError, match=r"nodes\.txt:5: node 1 \(n00001\) appears twice \(first at "
+                                            r".*nodes\.txt:2; one leader per node\)"):
+        parse_spec(str(path), topo)
+    path.write_text("1\n16\n")
+    with pytest.raises(TopoplanError, match=r"nodes\.txt:2: node 16 outside the topology's 16 nodes"):
+        parse_spec(str(path), topo)

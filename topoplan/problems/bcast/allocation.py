@@ -74,7 +74,7 @@ def read_allocation(path, topo) -> np.ndarray:
         tok = line.split("#", 1)[0].strip()
         if tok:
             tokens.append((tok, f"{path}:{ln}"))
-    return check(_resolve(tokens, topo), topo, str(path))
+    return check(_resolve(tokens, topo), topo, str(path), at=lambda i: tokens[i][1])
 
 
 def _resolve(tokens, topo) -> np.ndarray:
@@ -86,7 +86,7 @@ def _looks_like_hostlist(spec: str) -> bool:
     return not Path(spec).exists() and ("," in spec or "[" in spec)
 
 
-def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
+def check(nodes: np.ndarray, topo, where: str, at=None) -> np.ndarray:
     """Check an allocation: not empty, existing nodes, each node once (one leader per node).
 
     Parameters
@@ -95,6 +95,8 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     topo : Topology
     where : str
         How errors name the allocation.
+    at : callable, optional
+        ``at(i)`` names where node ``i`` was written (``"nodes.txt:3"``); errors about one node use it.
 
     Returns
     -------
@@ -104,6 +106,8 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     Raises
     ------
     TopoplanError
+        Naming the node at fault and, with ``at``, where it was written (and where a repeated node was
+        first).
 
     Examples
     --------
@@ -112,15 +116,31 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     >>> check(np.array([0, 0]), cluster(2, 2), "job")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: job: a node appears twice (one leader per node)
+    topoplan.core.errors.TopoplanError: job: node 0 (n00000) appears twice (one leader per node)
+    >>> check(np.array([1, 2, 1]), cluster(2, 2), "job", at=lambda i: f"nodes.txt:{i + 1}")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: nodes.txt:3: node 1 (n00001) appears twice (first at nodes.txt:1; one leader per node)
     """
     if len(nodes) == 0:
         raise TopoplanError(f"{where}: empty allocation")
-    bad = nodes[(nodes < 0) | (nodes >= topo.n_nodes)]
+
+    def loc(i):
+        return at(int(i)) if at is not None else where
+
+    bad = np.flatnonzero((nodes < 0) | (nodes >= topo.n_nodes))
     if len(bad):
-        raise TopoplanError(f"{where}: node {int(bad[0])} outside the topology's {topo.n_nodes} nodes")
-    if len(np.unique(nodes)) != len(nodes):
-        raise TopoplanError(f"{where}: a node appears twice (one leader per node)")
+        i = bad[0]
+        raise TopoplanError(f"{loc(i)}: node {int(nodes[i])} outside the topology's {topo.n_nodes} nodes")
+    _, first = np.unique(nodes, return_index=True)
+    if len(first) != len(nodes):
+        seen = np.zeros(len(nodes), dtype=bool)
+        seen[first] = True
+        j = int(np.flatnonzero(~seen)[0])
+        i = int(np.flatnonzero(nodes == nodes[j])[0])
+        node = int(nodes[j])
+        again = f" (first at {loc(i)}; one leader per node)" if at is not None else " (one leader per node)"
+        raise TopoplanError(f"{loc(j)}: node {node} ({topo.host_names()[node]}) appears twice{again}")
     return nodes
 
 
