@@ -352,6 +352,8 @@ def read_placement(path, hosts=None) -> Placement:
         return placement_from_doc(doc, str(path), hosts)
 
     df = read_csv_table(path, ("rank", "node"), "placement", optional=("slot",), others=False)
+    if len(df) == 0:
+        raise TopoplanError(f"{path}: no ranks placed (a header line and no rows)")
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
     node_col = _node_column(df, path, hosts)
     n = len(rank)
