@@ -217,3 +217,19 @@ def test_cli_export_names_the_line_of_a_node_out_of_range(tmp_path, run_cli):
     assert code == 2 and err.strip().splitlines() == [
         f"error: {pl}:3: field 'node': rank 1 is on node 99, but the topology has 64 nodes"]
     assert not out.exists()
+
+
+def test_cli_export_with_hosts_only_names_the_line(tmp_path, run_cli):
+    """Without a topology (a hostfile gives the names), a bad rank is still reported at its file line and field."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("a\nb\n")
+    pl, out = tmp_path / "p.csv", tmp_path / "rf"
+    for text, want in (("rank,node\n0,0\n1,1\n2,2\n", "p.csv:4: field 'node': rank 2 is on node 2 but only 2 "
+                                                       "host names are known"),
+                       ("rank,node,slot\n0,0,0\n1,0,-1\n", "p.csv:3: field 'slot': rank 1 is on slot -1"),
+                       ("rank,node,slot\n0,1,0\n1,0,0\n2,1,0\n", "p.csv:4: field 'slot': ranks 0 and 2 share node 1 "
+                                                                 "slot 0")):
+        pl.write_text(text)
+        code, _, err = run_cli("export", "ompi4", "-p", pl, "--hosts", hosts, "-o", out)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and f"error: {tmp_path}/{want}" in err, err
+        assert not out.exists()

@@ -145,17 +145,31 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
 
 
 def _check(placement, topo, hosts):
+    """Validate ``placement`` (against ``topo`` when given) and its host names; errors name the rank's
+    file, line and field when the placement was read from a file (``placement.origin``)."""
+    node, slot = placement.rank_to_node, placement.rank_to_slot
+
+    def at(r, column):
+        return placement.origin(int(r), column) if placement.origin is not None else "placement"
+
     if topo is not None:
         placement.validate(topo, where="placement")
     else:
-        if (placement.rank_to_node < 0).any() or (placement.rank_to_slot < 0).any():
-            raise TopoplanError("placement: negative node or slot")
-        key = placement.rank_to_node * (int(placement.rank_to_slot.max()) + 1) + placement.rank_to_slot
-        if len(np.unique(key)) != len(key):
-            raise TopoplanError("placement: two ranks share a node and slot")
-    used = int(placement.rank_to_node.max()) + 1
-    if len(hosts) < used:
-        raise TopoplanError(f"placement uses node {used - 1} but only {len(hosts)} host names are known")
+        for column, values in (("node", node), ("slot", slot)):
+            bad = np.flatnonzero(values < 0)
+            if bad.size:
+                r = bad[0]
+                raise TopoplanError(f"{at(r, column)}: rank {r} is on {column} {values[r]} (ids start at 0)")
+        key = node * (int(slot.max()) + 1) + slot
+        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+        if (counts > 1).any():
+            r0 = int(first[counts > 1][0])
+            r1 = int(np.flatnonzero(key == key[r0])[1])
+            raise TopoplanError(f"{at(r1, 'slot')}: ranks {r0} and {r1} share node {node[r0]} slot {slot[r0]}")
+    r = int(np.argmax(node))
+    if len(hosts) <= node[r]:
+        raise TopoplanError(f"{at(r, 'node')}: rank {r} is on node {node[r]} but only {len(hosts)} host names "
+                            "are known")
 
 
 def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
