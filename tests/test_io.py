@@ -214,3 +214,16 @@ def test_read_json_reads_past_a_byte_order_mark(tmp_path):
     path = tmp_path / "plan.json"
     path.write_bytes(b'\xef\xbb\xbf{"rank_to_node": [0, 1]}')
     assert read_json(path, "plan") == {"rank_to_node": [0, 1]}
+
+
+@pytest.mark.parametrize("args", [("validate", "{p}", "-t", "paper003"),
+                                  ("export", "slurm", "-p", "{p}", "-t", "paper003", "-o", "{out}")])
+def test_an_empty_plan_or_a_directory_says_so(tmp_path, run_cli, args):
+    """An empty JSON file said 'malformed plan: Expecting value' and a directory 'no such file'."""
+    empty, out = tmp_path / "p.json", tmp_path / "out"
+    empty.write_text("\n")
+    for p, want in ((empty, f"error: {empty}: empty file, expected a plan"),
+                    (tmp_path, f"error: {tmp_path}: is a directory, not a ")):
+        code, _, err = run_cli(*[a.format(p=p, out=out) for a in args])
+        assert code == 2 and err.startswith(want) and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()

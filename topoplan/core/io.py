@@ -658,7 +658,7 @@ def read_json(path, what: str = "JSON file"):
     Raises
     ------
     TopoplanError
-        For a missing or unreadable file, malformed JSON (naming the line),
+        For a missing, empty or unreadable file or a directory, malformed JSON (naming the line),
         a key given twice in one object (naming the key and line: JSON
         parsers disagree on which one wins), ``NaN`` or ``Infinity`` (which
         JSON does not have, naming the line), or nesting too deep to parse.
@@ -686,13 +686,27 @@ def read_json(path, what: str = "JSON file"):
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: .../plan.json:2: malformed schedule: NaN is not a JSON number
+    >>> read_json(tmp.name, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: ...: is a directory, not a plan file
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("\\n")
+    >>> read_json(path, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.json: empty file, expected a plan
     """
     path = Path(path)
+    if path.is_dir():
+        raise TopoplanError(f"{path}: is a directory, not a {what} file")
     if not path.is_file():
         raise TopoplanError(f"{path}: no such file")
     raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
         text = raw.decode("utf-8-sig")   # a byte order mark in front is read past, as in CSV files
+        if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
+            raise TopoplanError(f"{path}: empty file, expected a {what}")
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
                 return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)

@@ -340,6 +340,8 @@ def read_placement(path, hosts=None) -> Placement:
     topoplan.core.errors.TopoplanError: .../placement.csv:2: field 'node': unknown host 'cn02' (hosts: cn01, cn03; or a node id 0-1)
     """
     path = Path(path)
+    if path.is_dir():
+        raise TopoplanError(f"{path}: is a directory, not a placement file")
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
     archive = is_plan_archive(path, "placement")
