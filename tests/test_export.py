@@ -233,3 +233,17 @@ def test_cli_export_with_hosts_only_names_the_line(tmp_path, run_cli):
         code, _, err = run_cli("export", "ompi4", "-p", pl, "--hosts", hosts, "-o", out)
         assert code == 2 and len(err.strip().splitlines()) == 1 and f"error: {tmp_path}/{want}" in err, err
         assert not out.exists()
+
+
+def test_json_export_is_a_placement_file_too(tmp_path, run_cli):
+    """The json export read back as a placement (-p, validate) gives the same placement and rankfile."""
+    topo = _topo()
+    p = Placement(np.array([1, 0, 1]), np.array([0, 1, 1]))
+    export("json", p, tmp_path / "p.json", topo=topo)
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["rank_to_node"] == [1, 0, 1] and doc["rank_to_slot"] == [0, 1, 1] and len(doc["ranks"]) == 3
+    from topoplan.core.placement import read_placement
+
+    assert read_placement(tmp_path / "p.json").to_dict() == p.to_dict()
+    code, out, err = run_cli("validate", tmp_path / "p.json", "-t", "paper003")
+    assert code == 0 and "valid (placement: 3 ranks)" in out, err

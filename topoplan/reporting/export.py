@@ -17,7 +17,8 @@ Formats (``FORMATS``):
   ``-bind-to core`` to keep ranks on distinct cores).
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
-- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
+- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``, with ``rank_to_node`` and
+  ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``).
 - ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
   (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
@@ -41,14 +42,13 @@ character) or one name for two nodes: see
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, read_text
+from topoplan.core.io import atomic_write, dumps, read_text
 from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import is_ascii_int
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
@@ -224,9 +224,9 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
         return "".join(f"rank {r}={hosts[k]} slot={s}\n" for r, (k, s) in enumerate(zip(node, slot)))
     if fmt in ("mpich", "slurm"):
         return "".join(f"{hosts[k]}\n" for k in node)
-    doc = {"n_ranks": len(node),
+    doc = {"n_ranks": len(node), "rank_to_node": node, "rank_to_slot": slot,   # a placement -p and validate read
            "ranks": [{"rank": r, "node": k, "host": hosts[k], "slot": s} for r, (k, s) in enumerate(zip(node, slot))]}
-    return json.dumps(doc, indent=1) + "\n"
+    return dumps(doc) + "\n"
 
 
 def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, slots: str = "cores") -> str:
