@@ -596,7 +596,8 @@ def _too_many_lines(path, what: str, lines: int, max_rows: int):
 
 
 def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
-    """Text of ``path`` (UTF-8), with one-line errors naming the file for every way reading can fail.
+    """Text of ``path`` (UTF-8, after a byte order mark if it has one), with one-line errors naming the file for
+    every way reading can fail.
 
     Parameters
     ----------
@@ -634,7 +635,9 @@ def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
     if b"\0" in raw[:4096]:
         raise TopoplanError(f"{path}: binary data, not a text {what}")
     try:
-        return raw.decode("utf-8", errors="replace" if lenient else "strict")
+        # utf-8-sig: a byte order mark (Windows editors write one) is read past, as in CSV and JSON files; kept,
+        # it became part of the first host name or node of a hostfile or an allocation
+        return raw.decode("utf-8-sig", errors="replace" if lenient else "strict")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise TopoplanError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
