@@ -247,3 +247,15 @@ def test_json_export_is_a_placement_file_too(tmp_path, run_cli):
     assert read_placement(tmp_path / "p.json").to_dict() == p.to_dict()
     code, out, err = run_cli("validate", tmp_path / "p.json", "-t", "paper003")
     assert code == 0 and "valid (placement: 3 ranks)" in out, err
+
+
+def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):
+    """`place -o placement` writes JSON; export and simulate read it as such, not as a malformed CSV."""
+    pl = tmp_path / "placement"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "round-robin", "-o", pl)
+    assert code == 0, err
+    out = tmp_path / "hosts"
+    code, _, err = run_cli("export", "slurm", "-p", pl, "-o", out)   # the topology it records names the hosts
+    assert code == 0 and out.read_text().split() == [f"node{k:04d}" for k in range(8)], err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", pl)
+    assert code == 0, err

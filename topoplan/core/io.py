@@ -20,7 +20,8 @@ from pathlib import Path
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
-           "read_text", "read_json", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
+           "read_text", "read_json", "is_json_document", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive",
+           "read_plan_archive"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -825,6 +826,43 @@ def is_plan_archive(path, what: str = "plan") -> bool:
     False
     """
     return Path(path).is_file() and read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) == _ZIP_MAGIC
+
+
+def is_json_document(path, what: str = "file") -> bool:
+    """Whether ``path`` holds a JSON object or list, by its content (plain or gzip), whatever its name.
+
+    A plan or placement written to a name without ``.json`` (``place -o placement``) is still JSON; a CSV's
+    header never starts with ``{`` or ``[``.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    bool
+        False for a missing file or a directory too.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "placement")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('\\n {"rank_to_node": [0]}')
+    >>> is_json_document(path)
+    True
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n0,0\\n")
+    >>> is_json_document(path)
+    False
+    """
+    if not Path(path).is_file():
+        return False
+    head = read_bytes(path, what, limit=4096, head=True)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] in (b"{", b"[")
 
 
 def read_plan_archive(path, what: str = "plan"):

@@ -19,7 +19,7 @@ import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import is_plan_archive, read_json, read_plan_archive
+from topoplan.core.io import is_json_document, is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
 from topoplan.core.units import ascii_int, is_ascii_int
 
@@ -345,7 +345,8 @@ def read_placement(path, hosts=None) -> Placement:
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
     archive = is_plan_archive(path, "placement")
-    if archive or path.name.lower().endswith((".json", ".json.gz")):   # a placement or plan document
+    if archive or path.name.lower().endswith((".json", ".json.gz")) or is_json_document(path, "placement"):
+        # a placement or plan document (by its name, or its content: `place -o placement` writes JSON too)
         doc = read_plan_archive(path, "plan")[0] if archive else read_json(path, "placement")
         if not isinstance(doc, dict):
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from topoplan.core.io import dumps, is_plan_archive, write_json
+from topoplan.core.io import dumps, is_json_document, is_plan_archive, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -219,7 +219,8 @@ def plan_doc(spec) -> dict | None:
     from topoplan.plans.planfile import read_document
 
     path = Path(str(spec))
-    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)):
+    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)
+                                  or is_json_document(path, "plan")):
         return None   # (a placement CSV, plain or gzipped, is read by the placement's reader)
     doc = read_document(path, "plan")
     return doc if isinstance(doc, dict) else None
