@@ -259,3 +259,15 @@ def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli)
     assert code == 0 and out.read_text().split() == [f"node{k:04d}" for k in range(8)], err
     code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", pl)
     assert code == 0, err
+
+
+def test_export_refuses_set_without_a_topology(tmp_path, run_cli):
+    """--set without --topology was ignored: a placement of 4 ranks a node exported 'for' cores_per_node=1."""
+    plan, out = tmp_path / "p.json", tmp_path / "hosts"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential", "-o", plan)
+    assert code == 0, err
+    for fmt in ("slurm", "ocs"):
+        code, _, err = run_cli("export", fmt, "-p", plan, "--set", "cores_per_node=1", "-o", out)
+        assert code == 2 and err.startswith("error: --set cores_per_node=1: overrides the topology given with "
+                                            "--topology, and none was given"), err
+        assert not out.exists()

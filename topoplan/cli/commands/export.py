@@ -52,6 +52,9 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
+    if sets and topology is None:   # the recorded topology is rebuilt with its own overrides: these would be lost
+        raise TopoplanError(f"--set {sets[0]}: overrides the topology given with --topology, and none was given "
+                            "(the plan's recorded topology is used with the overrides it was planned with)")
     if fmt == "routes":
         _export_routes(placement, hosts, topology, sets, any_inputs, rules, addresses, entry, output)
         return
