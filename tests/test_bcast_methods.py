@@ -120,3 +120,13 @@ def test_allocation_file_names_the_line_of_a_repeated_or_missing_node(tmp_path):
     path.write_text("1\n16\n")
     with pytest.raises(TopoplanError, match=r"nodes\.txt:2: node 16 outside the topology's 16 nodes"):
         parse_spec(str(path), topo)
+
+
+def test_allocation_host_list_separated_by_spaces_and_gen_keys_once():
+    """Slurm separates a host list's items by spaces too ('n00003 n00001' was taken for a missing file), and a
+    gen: key given twice was the last one, unseen."""
+    topo = cluster(4, 4)
+    assert parse_spec("n00003 n00001", topo).tolist() == [3, 1]
+    assert parse_spec("n[00004-00005]\tn00001", topo).tolist() == [4, 5, 1]
+    with pytest.raises(TopoplanError, match=r"gen:nodes=4,nodes=8: nodes given twice"):
+        parse_spec("gen:nodes=4,nodes=8", topo)

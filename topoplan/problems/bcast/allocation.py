@@ -83,7 +83,9 @@ def _resolve(tokens, topo) -> np.ndarray:
 
 
 def _looks_like_hostlist(spec: str) -> bool:
-    return not Path(spec).exists() and ("," in spec or "[" in spec)
+    # Slurm separates hosts by commas, spaces or tabs ('cn01 cn05'); a path with a space keeps its '/'
+    return not Path(spec).exists() and ("," in spec or "[" in spec or (spec.strip() != "" and "/" not in spec
+                                                                          and any(c in spec for c in " \t")))
 
 
 def check(nodes: np.ndarray, topo, where: str, at=None) -> np.ndarray:
@@ -228,6 +230,8 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
     >>> topo = cluster(4, 4)
     >>> parse_spec("n[00000-00001],n00008", topo).tolist()
     [0, 1, 8]
+    >>> parse_spec("n00003 n00001", topo).tolist()
+    [3, 1]
     >>> parse_spec("gen:nodes=4,racks=2,seed=3", topo).tolist()
     [11, 15, 13, 9]
     >>> parse_spec("all", cluster(2, 2)).tolist()
@@ -243,6 +247,8 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
             k, v = part.split("=", 1)
             if k not in ("nodes", "racks", "seed"):
                 raise TopoplanError(f"field 'allocation': {spec}: unknown key {k!r} (nodes, racks, seed)")
+            if k in kw:   # the last one would win unseen
+                raise TopoplanError(f"field 'allocation': {spec}: {k} given twice")
 
             kw[k] = ascii_int(v, f"field 'allocation': {spec}: {k}")   # not int(): int('٣') == 3
         if "nodes" not in kw:
