@@ -130,3 +130,11 @@ def test_allocation_host_list_separated_by_spaces_and_gen_keys_once():
     assert parse_spec("n[00004-00005]\tn00001", topo).tolist() == [4, 5, 1]
     with pytest.raises(TopoplanError, match=r"gen:nodes=4,nodes=8: nodes given twice"):
         parse_spec("gen:nodes=4,nodes=8", topo)
+
+
+def test_a_json_file_as_allocation_says_what_it_is(tmp_path):
+    """A plan given as -a was read a line at a time: 'p.json:1: unknown host '{''."""
+    path = tmp_path / "p.json"
+    path.write_text('{"order": [0, 1]}\n')
+    with pytest.raises(TopoplanError, match=r"p\.json: a JSON document \(a plan\?\), not an allocation"):
+        parse_spec(str(path), cluster(2, 2))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_text
+from topoplan.core.io import is_json_document, read_text
 from topoplan.core.placement import node_ids
 from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import expand_hostlist
@@ -68,6 +68,9 @@ def read_allocation(path, topo) -> np.ndarray:
     if not path.is_file():
         raise TopoplanError(f"field 'allocation': {path}: no such file (or a host list such as node[01-04], "
                             "or gen:nodes=N,racks=R,seed=S)")
+    if is_json_document(path, "allocation"):   # a plan: every line would be an unknown host ('{')
+        raise TopoplanError(f"{path}: a JSON document (a plan?), not an allocation: host names or node ids, one "
+                            "per line")
     tokens = []
 
     for ln, line in enumerate(read_text(path, "allocation").splitlines(), 1):
