@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     app.command("validate")(validate_cmd)
 
 
-def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o), or a placement CSV (rank,node[,slot])."),
+def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o, export ocs), or a placement CSV (rank,node[,slot])."),
                  topology: str = typer.Option(..., "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
                  sets: Optional[List[str]] = SetOpt,
                  traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Also check that the plan was "
@@ -31,6 +31,7 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
     from topoplan.core.topology_io import load_topology
     from topoplan.plans.planfile import read_document
     from topoplan.plans.validate import validate
+    from topoplan.reporting.ocs_export import OCS_FORMAT, schedule_from_ocs
 
     topo = load_topology(topology, sets or [])
     tr = None
@@ -47,6 +48,8 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
             summary = {"ranks": pl.n_ranks, "checked": [f"placement: {pl.n_ranks} ranks"]}
         else:
             check_plan_inputs(doc, str(plan), any_inputs=any_inputs, topology=topo, traffic=tr)
+            if isinstance(doc, dict) and doc.get("format") == OCS_FORMAT:   # `export ocs`: its circuits and rules
+                doc = schedule_from_ocs(doc, where=str(plan))   # too, not its placement alone
             summary = validate(doc, topo, where=str(plan), check_inputs=False)
     except TopoplanError as exc:
         if json_mode:
