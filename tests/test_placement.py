@@ -135,3 +135,13 @@ def test_bad_node_or_slot_names_the_file_line_and_field(tmp_path):
     j.write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [0]}))
     with pytest.raises(TopoplanError, match=r"p\.json: field 'rank_to_slot': 1 slots for 2 ranks"):
         read_placement(j)
+
+
+def test_a_placement_read_from_a_file_pickles(tmp_path):
+    """Its origin (where each rank was read, for errors) stays behind: another process gets the placement."""
+    import pickle
+
+    c = tmp_path / "p.csv"
+    c.write_text("rank,node\n0,3\n1,99\n")
+    p = pickle.loads(pickle.dumps(read_placement(c)))
+    assert p.to_dict() == {"rank_to_node": [3, 99], "rank_to_slot": [0, 0]} and p.origin is None

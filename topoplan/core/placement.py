@@ -11,7 +11,7 @@ allocations).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable
 
@@ -67,7 +67,7 @@ class Placement:
 
     rank_to_node: np.ndarray
     rank_to_slot: np.ndarray
-    origin: Callable[[int, str], str] | None = field(default=None, repr=False, compare=False)
+    origin: Callable[[int, str], str] | None = dataclass_field(default=None, repr=False, compare=False)
 
     @property
     def n_ranks(self) -> int:
@@ -108,6 +108,9 @@ class Placement:
 
     def to_dict(self) -> dict:
         return {"rank_to_node": self.rank_to_node.tolist(), "rank_to_slot": self.rank_to_slot.tolist()}
+
+    def __getstate__(self):   # origin is a closure over the file read: another process gets the placement alone
+        return {**self.__dict__, "origin": None}
 
 
 def sequential(n_ranks: int, topo) -> Placement:
