@@ -14,7 +14,8 @@ def register(app: typer.Typer) -> None:
     app.command("validate")(validate_cmd)
 
 
-def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o, export ocs), or a placement CSV (rank,node[,slot])."),
+def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o, export "
+                                             "ocs/json), or a placement CSV (rank,node[,slot])."),
                  topology: str = typer.Option(..., "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
                  sets: Optional[List[str]] = SetOpt,
                  traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Also check that the plan was "
