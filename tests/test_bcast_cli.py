@@ -132,3 +132,12 @@ def test_a_bad_size_option_is_named_by_its_flag(run_cli, args, flag):
     """A size option the command cannot read names the flag, not the library's field ('bytes', 'threshold')."""
     code, _, err = run_cli(*args)
     assert code == 2 and err.startswith(f"error: {flag}: ") and "field '" not in err, err
+
+
+def test_export_of_a_bcast_plan_points_to_its_rankfile(run_cli, tmp_path):
+    """A Bcast plan given to export said only \"field 'rank_to_node': missing\"."""
+    plan, out = tmp_path / "b.json", tmp_path / "rf"
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--no-simulate", "-o", plan)
+    assert code == 0, err
+    code, _, err = run_cli("export", "ompi4", "-p", plan, "-o", out)
+    assert code == 2 and "a Bcast order, not a placement (`topoplan bcast --rankfile FILE`" in err and not out.exists()

@@ -118,6 +118,9 @@ def _placement(placement: Path, hosts):
         sched = doc.get("schedule_result")
         if isinstance(sched, dict) and sched.get("rank_to_node") is not None:   # the placement it was scheduled for
             return placement_from_doc(sched, f"{placement}: schedule_result", hosts)
+        if "order" in doc:   # `bcast -o`: its leaders' order, not a rank per core
+            raise TopoplanError(f"{placement}: field 'rank_to_node': missing: a Bcast order, not a placement "
+                                "(`topoplan bcast --rankfile FILE` writes its Open MPI rankfile)")
         if "circuits" in doc or "schedule" in doc or "schedule_result" in doc:
             raise TopoplanError(f"{placement}: field 'rank_to_node': missing: the circuit plan records no placement "
                                 "to launch (export its circuits with FORMAT ocs)")
