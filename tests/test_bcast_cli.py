@@ -119,3 +119,25 @@ def test_library_errors_name_fields_and_the_cli_names_flags(run_cli):
     assert code == 2 and "--tree: 'star': choose one of" in err
     code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "metis", "--init", "greedy")
     assert code == 2 and "--init: method metis has no start (methods that take one: anneal, ilp, joint)" in err
+
+
+@pytest.mark.parametrize("args,flag", [(("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--bytes", "-5"), "--bytes"),
+                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--short-msg", "abc"),
+                                        "--short-msg"),
+                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--long-msg", "3XB"),
+                                        "--long-msg"),
+                                       (("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--threshold",
+                                         "foo"), "--threshold")])
+def test_a_bad_size_option_is_named_by_its_flag(run_cli, args, flag):
+    """A size option the command cannot read names the flag, not the library's field ('bytes', 'threshold')."""
+    code, _, err = run_cli(*args)
+    assert code == 2 and err.startswith(f"error: {flag}: ") and "field '" not in err, err
+
+
+def test_export_of_a_bcast_plan_points_to_its_rankfile(run_cli, tmp_path):
+    """A Bcast plan given to export said only \"field 'rank_to_node': missing\"."""
+    plan, out = tmp_path / "b.json", tmp_path / "rf"
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--no-simulate", "-o", plan)
+    assert code == 0, err
+    code, _, err = run_cli("export", "ompi4", "-p", plan, "-o", out)
+    assert code == 2 and "a Bcast order, not a placement (`topoplan bcast --rankfile FILE`" in err and not out.exists()

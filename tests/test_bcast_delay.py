@@ -58,3 +58,19 @@ def test_delay_csv_header_naming_a_host_twice_is_an_error(tmp_path):
     f.write_text(f"{names[0]},{names[1]},{names[0]}\n0,1,0\n1,0,1\n0,1,0\n")
     with pytest.raises(TopoplanError, match=rf"d\.csv:1: duplicate column '{names[0]}'"):
         delay.load(f, topo, [0, 1])
+
+
+@pytest.mark.parametrize("save,needle", [
+    (lambda p: np.savez(p, d=np.zeros((2, 2))), r"d\.npy: an \.npz archive of arrays, not one NumPy array"),
+    (lambda p: np.save(p, np.array([["0", "1"], ["1", "0"]])), r"d\.npy: a matrix of <U1 values; delays are real"),
+    (lambda p: np.save(p, np.ones((2, 2)) * 1j), r"d\.npy: a matrix of complex128 values"),
+    (lambda p: np.save(p, np.zeros((2, 2), dtype=bool)), r"d\.npy: a matrix of bool values"),
+])
+def test_delay_npy_of_another_kind_is_an_error(tmp_path, save, needle):
+    """An .npz saved as .npy or a matrix of text, complex or boolean values: an error, not a traceback or a
+    matrix with its imaginary part dropped."""
+    path = tmp_path / "d.npy"
+    with open(path, "wb") as fh:
+        save(fh)
+    with pytest.raises(TopoplanError, match=needle):
+        delay.delay_matrix(str(path), cluster(1, 3), [0, 1])

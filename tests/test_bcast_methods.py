@@ -107,3 +107,34 @@ def test_allocation_generator_and_errors(tmp_path):
         parse_spec("n00001,x9", topo)
     with pytest.raises(TopoplanError, match="appears twice"):
         parse_spec("n[00001-00002],n00001", topo)
+
+
+def test_allocation_file_names_the_line_of_a_repeated_or_missing_node(tmp_path):
+    """A node listed twice, or one past the topology, is reported at its line (and where it was first)."""
+    topo = cluster(4, 4)
+    path = tmp_path / "nodes.txt"
+    path.write_text("# job\nn00001\nn00002\n\nN00001\n")
+    with pytest.raises(TopoplanError, match=r"nodes\.txt:5: node 1 \(n00001\) appears twice \(first at "
+                                            r".*nodes\.txt:2; one leader per node\)"):
+        parse_spec(str(path), topo)
+    path.write_text("1\n16\n")
+    with pytest.raises(TopoplanError, match=r"nodes\.txt:2: node 16 outside the topology's 16 nodes"):
+        parse_spec(str(path), topo)
+
+
+def test_allocation_host_list_separated_by_spaces_and_gen_keys_once():
+    """Slurm separates a host list's items by spaces too ('n00003 n00001' was taken for a missing file), and a
+    gen: key given twice was the last one, unseen."""
+    topo = cluster(4, 4)
+    assert parse_spec("n00003 n00001", topo).tolist() == [3, 1]
+    assert parse_spec("n[00004-00005]\tn00001", topo).tolist() == [4, 5, 1]
+    with pytest.raises(TopoplanError, match=r"gen:nodes=4,nodes=8: nodes given twice"):
+        parse_spec("gen:nodes=4,nodes=8", topo)
+
+
+def test_a_json_file_as_allocation_says_what_it_is(tmp_path):
+    """A plan given as -a was read a line at a time: 'p.json:1: unknown host '{''."""
+    path = tmp_path / "p.json"
+    path.write_text('{"order": [0, 1]}\n')
+    with pytest.raises(TopoplanError, match=r"p\.json: a JSON document \(a plan\?\), not an allocation"):
+        parse_spec(str(path), cluster(2, 2))

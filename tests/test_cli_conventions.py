@@ -168,3 +168,17 @@ def test_a_small_simulation_does_not_import_pydantic(tmp_path, shared):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-2:] == ["0", "False"]
     assert (tmp_path / "r.json").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args", [("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--time-limit", "0"),
+                                  ("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--time-limit", "800000"),
+                                  ("circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--time-limit", "0s")])
+def test_a_time_limit_out_of_range_names_the_flag(args, run_cli):
+    """0 or more than 7 days: the flag's error, before any work (it named the solver's field 'time_limit')."""
+    code, _, err = run_cli(*args)
+    assert code == 2 and err.startswith("error: --time-limit: must be more than 0 and at most 604800 s"), err
+
+
+def test_a_bad_relay_chunk_names_the_flag(run_cli):
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--relay-chunk", "xx")
+    assert code == 2 and err.startswith("error: --relay-chunk: cannot read size 'xx'"), err

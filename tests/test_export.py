@@ -206,3 +206,68 @@ def test_export_without_open_mpi_prints_the_form_for_each(tmp_path, run_cli, mon
     code, _, err = run_cli("export", "ompi5", "-p", tmp_path / "plan.json", "-t", "paper003", "--slots", "threads",
                            "-o", tmp_path / "rf2")
     assert code == 2 and "--slots: expected one of cores, hwthreads" in err and not (tmp_path / "rf2").exists()
+
+
+def test_cli_export_names_the_line_of_a_node_out_of_range(tmp_path, run_cli):
+    """A placement CSV naming a node the topology lacks: the file, line and field, status 2, nothing written."""
+    pl = tmp_path / "p.csv"
+    pl.write_text("rank,node\n0,0\n1,99\n2,1\n")
+    out = tmp_path / "rf"
+    code, _, err = run_cli("export", "ompi4", "-p", pl, "-t", "paper003", "-o", out)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: {pl}:3: field 'node': rank 1 is on node 99, but the topology has 64 nodes"]
+    assert not out.exists()
+
+
+def test_cli_export_with_hosts_only_names_the_line(tmp_path, run_cli):
+    """Without a topology (a hostfile gives the names), a bad rank is still reported at its file line and field."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("a\nb\n")
+    pl, out = tmp_path / "p.csv", tmp_path / "rf"
+    for text, want in (("rank,node\n0,0\n1,1\n2,2\n", "p.csv:4: field 'node': rank 2 is on node 2 but only 2 "
+                                                       "host names are known"),
+                       ("rank,node,slot\n0,0,0\n1,0,-1\n", "p.csv:3: field 'slot': rank 1 is on slot -1"),
+                       ("rank,node,slot\n0,1,0\n1,0,0\n2,1,0\n", "p.csv:4: field 'slot': ranks 0 and 2 share node 1 "
+                                                                 "slot 0")):
+        pl.write_text(text)
+        code, _, err = run_cli("export", "ompi4", "-p", pl, "--hosts", hosts, "-o", out)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and f"error: {tmp_path}/{want}" in err, err
+        assert not out.exists()
+
+
+def test_json_export_is_a_placement_file_too(tmp_path, run_cli):
+    """The json export read back as a placement (-p, validate) gives the same placement and rankfile."""
+    topo = _topo()
+    p = Placement(np.array([1, 0, 1]), np.array([0, 1, 1]))
+    export("json", p, tmp_path / "p.json", topo=topo)
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["rank_to_node"] == [1, 0, 1] and doc["rank_to_slot"] == [0, 1, 1] and len(doc["ranks"]) == 3
+    from topoplan.core.placement import read_placement
+
+    assert read_placement(tmp_path / "p.json").to_dict() == p.to_dict()
+    code, out, err = run_cli("validate", tmp_path / "p.json", "-t", "paper003")
+    assert code == 0 and "valid (placement: 3 ranks)" in out, err
+
+
+def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):
+    """`place -o placement` writes JSON; export and simulate read it as such, not as a malformed CSV."""
+    pl = tmp_path / "placement"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "round-robin", "-o", pl)
+    assert code == 0, err
+    out = tmp_path / "hosts"
+    code, _, err = run_cli("export", "slurm", "-p", pl, "-o", out)   # the topology it records names the hosts
+    assert code == 0 and out.read_text().split() == [f"node{k:04d}" for k in range(8)], err
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", pl)
+    assert code == 0, err
+
+
+def test_export_refuses_set_without_a_topology(tmp_path, run_cli):
+    """--set without --topology was ignored: a placement of 4 ranks a node exported 'for' cores_per_node=1."""
+    plan, out = tmp_path / "p.json", tmp_path / "hosts"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential", "-o", plan)
+    assert code == 0, err
+    for fmt in ("slurm", "ocs"):
+        code, _, err = run_cli("export", fmt, "-p", plan, "--set", "cores_per_node=1", "-o", out)
+        assert code == 2 and err.startswith("error: --set cores_per_node=1: overrides the topology given with "
+                                            "--topology, and none was given"), err
+        assert not out.exists()

@@ -511,3 +511,19 @@ def test_schedules_whose_numbers_are_not_times_are_refused(tmp_path, change, mes
     with pytest.raises(TopoplanError, match=message):
         export_ocs(doc, out, topo=topo, where="s.json")
     assert not out.exists()
+
+
+def test_validate_checks_an_ocs_documents_circuits_not_its_placement_alone(files, tmp_path, capsys):
+    """`validate ocs.json` said 'valid (placement: N ranks)' whatever its cross-connects held."""
+    out = tmp_path / "static.ocs.json"
+    assert _cli("export", "ocs", "-p", files["plan"], "-o", out) == 0
+    capsys.readouterr()
+    assert _cli("validate", out, "-t", "paper003", *SETS_ARGS) == 0
+    assert "circuit schedule: 1 entries" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    doc["entries"][0]["cross_connects"].append(doc["entries"][0]["cross_connects"][0])
+    bad = tmp_path / "bad.ocs.json"
+    bad.write_text(json.dumps(doc))
+    assert _cli("validate", bad, "-t", "paper003", *SETS_ARGS) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: entry 0: field 'circuits[") and "listed twice" in err, err

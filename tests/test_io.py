@@ -214,3 +214,29 @@ def test_read_json_reads_past_a_byte_order_mark(tmp_path):
     path = tmp_path / "plan.json"
     path.write_bytes(b'\xef\xbb\xbf{"rank_to_node": [0, 1]}')
     assert read_json(path, "plan") == {"rank_to_node": [0, 1]}
+
+
+@pytest.mark.parametrize("args", [("validate", "{p}", "-t", "paper003"),
+                                  ("export", "slurm", "-p", "{p}", "-t", "paper003", "-o", "{out}")])
+def test_an_empty_plan_or_a_directory_says_so(tmp_path, run_cli, args):
+    """An empty JSON file said 'malformed plan: Expecting value' and a directory 'no such file'."""
+    empty, out = tmp_path / "p.json", tmp_path / "out"
+    empty.write_text("\n")
+    for p, want in ((empty, f"error: {empty}: empty file, expected a plan"),
+                    (tmp_path, f"error: {tmp_path}: is a directory, not a ")):
+        code, _, err = run_cli(*[a.format(p=p, out=out) for a in args])
+        assert code == 2 and err.startswith(want) and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+
+
+def test_text_inputs_read_past_a_byte_order_mark(tmp_path, run_cli):
+    """A hostfile or a Bcast allocation saved with a BOM (Windows editors): its first host was '\\ufeffa'."""
+    hosts, pl, out = tmp_path / "hosts", tmp_path / "p.csv", tmp_path / "hostfile"
+    hosts.write_bytes(b"\xef\xbb\xbfa\r\nb\r\n")
+    pl.write_text("rank,node\n0,0\n1,1\n")
+    code, _, err = run_cli("export", "slurm", "-p", pl, "--hosts", hosts, "-o", out)
+    assert code == 0 and out.read_text() == "a\nb\n", err
+    alloc = tmp_path / "alloc.txt"
+    alloc.write_bytes(b"\xef\xbb\xbfnode0001\nnode0002\n")
+    code, out_, err = run_cli("bcast", "-t", "paper000", "-a", alloc, "--json", "--no-simulate")
+    assert code == 0 and json.loads(out_)["allocation_nodes"] == [1, 2], err

@@ -107,3 +107,41 @@ def test_gzipped_placements_by_their_names(run_cli, tmp_path):
         code, _, err = run_cli("export", "slurm", "-p", tmp_path / name, "-t", "paper003", "-o", tmp_path / "h")
         assert code == 0, err
         assert (tmp_path / "h").read_text().split() == ["node0003", "node0002"]
+
+
+def test_bad_node_or_slot_names_the_file_line_and_field(tmp_path):
+    """A placement file's rank on a node or slot the topology lacks is reported at its line (CSV) or item (JSON)."""
+    t = load_topology("paper003")                            # 64 nodes x 4 cores
+    c = tmp_path / "p.csv"
+    c.write_text("rank,node\n0,0\n\n2,1\n1,99\n")
+    with pytest.raises(TopoplanError, match=r"p\.csv:5: field 'node': rank 1 is on node 99, but the topology has 64"):
+        load_placement(str(c), 3, t)
+    c.write_text("rank,node,slot\n0,0,0\n1,1,7\n")
+    with pytest.raises(TopoplanError, match=r"p\.csv:3: field 'slot': rank 1 is on slot 7 of node 1"):
+        load_placement(str(c), 2, t)
+    c.write_text("rank,node,slot\n0,1,0\n1,1,0\n")
+    with pytest.raises(TopoplanError, match=r"p\.csv:3: field 'slot': ranks 0 and 1 share node 1 slot 0"):
+        load_placement(str(c), 2, t)
+    c.write_text("rank,node\n" + "".join(f"{r},5\n" for r in range(5)))   # a fifth rank on a node of 4 cores
+    with pytest.raises(TopoplanError, match=r"p\.csv:6: field 'node': rank 4 is on slot 4 of node 5"):
+        load_placement(str(c), 5, t)
+    j = tmp_path / "p.json"
+    j.write_text(json.dumps({"rank_to_node": [0, -1]}))
+    with pytest.raises(TopoplanError, match=r"p\.json: field 'rank_to_node': item 1: rank 1 is on node -1"):
+        load_placement(str(j), 2, t)
+    j.write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [0, 4]}))
+    with pytest.raises(TopoplanError, match=r"p\.json: field 'rank_to_slot': item 1: rank 1 is on slot 4"):
+        load_placement(str(j), 2, t)
+    j.write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [0]}))
+    with pytest.raises(TopoplanError, match=r"p\.json: field 'rank_to_slot': 1 slots for 2 ranks"):
+        read_placement(j)
+
+
+def test_a_placement_read_from_a_file_pickles(tmp_path):
+    """Its origin (where each rank was read, for errors) stays behind: another process gets the placement."""
+    import pickle
+
+    c = tmp_path / "p.csv"
+    c.write_text("rank,node\n0,3\n1,99\n")
+    p = pickle.loads(pickle.dumps(read_placement(c)))
+    assert p.to_dict() == {"rank_to_node": [3, 99], "rank_to_slot": [0, 0]} and p.origin is None

@@ -155,3 +155,19 @@ def test_simulate_plan_refuses_a_plan_or_trace_of_the_wrong_type(trace_, plan, n
     trace = load_source("ring:np=8,bytes=1MB")[0] if trace_ == "ring" else trace_
     with pytest.raises(TopoplanError, match=needle):
         simulate_plan(load_topology("paper003"), trace, plan)
+
+
+def test_validate_takes_a_placement_csv(tmp_path, run_cli):
+    """A placement CSV (what -p takes) is validated like a placement JSON, not parsed as JSON."""
+    pl = tmp_path / "p.csv"
+    pl.write_text("rank,node\n0,0\n1,node0001\n2,1\n")
+    code, out, err = run_cli("validate", pl, "-t", "paper003")
+    assert code == 0 and out.strip() == f"{pl}: valid (placement: 3 ranks)", err
+    code, _, err = run_cli("validate", pl, "-t", "paper003", "-T", "ring:np=4,bytes=1MB")
+    assert code == 2 and err.strip() == f"error: {pl}: places 3 ranks but the traffic has 4"
+    pl.write_text("rank,node\n0,0\n1,64\n")
+    code, out, err = run_cli("validate", pl, "-t", "paper003", "--json")
+    assert code == 2 and json.loads(out)["error"] == f"{pl}:3: field 'node': rank 1 is on node 64, but the topology has 64 nodes"
+    pl.write_text("rank,node\n")
+    code, _, err = run_cli("validate", pl, "-t", "paper003")
+    assert code == 2 and err.strip() == f"error: {pl}: no ranks placed (a header line and no rows)"

@@ -103,3 +103,13 @@ def test_a_spec_that_is_not_text_is_refused_naming_the_field(reader, spec):
 
     with pytest.raises(TopoplanError, match=r"field 'spec': expected a generator spec or a traffic file name"):
         getattr(sources, reader)(spec)
+
+
+def test_a_json_file_as_traffic_says_what_it_is(tmp_path):
+    """A plan or placement given as -T was read as a CSV: 'malformed CSV: ',' expected after '"''."""
+    from topoplan.traffic.sources import load_source
+
+    path = tmp_path / "placement"
+    path.write_text('{"rank_to_node": [0, 1]}\n')
+    with pytest.raises(TopoplanError, match=r"placement: a JSON document \(a plan or placement\?\), not traffic"):
+        load_source(str(path))

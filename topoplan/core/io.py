@@ -20,7 +20,8 @@ from pathlib import Path
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
-           "read_text", "read_json", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
+           "read_text", "read_json", "is_json_document", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive",
+           "read_plan_archive"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -596,7 +597,8 @@ def _too_many_lines(path, what: str, lines: int, max_rows: int):
 
 
 def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
-    """Text of ``path`` (UTF-8), with one-line errors naming the file for every way reading can fail.
+    """Text of ``path`` (UTF-8, after a byte order mark if it has one), with one-line errors naming the file for
+    every way reading can fail.
 
     Parameters
     ----------
@@ -634,7 +636,9 @@ def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
     if b"\0" in raw[:4096]:
         raise TopoplanError(f"{path}: binary data, not a text {what}")
     try:
-        return raw.decode("utf-8", errors="replace" if lenient else "strict")
+        # utf-8-sig: a byte order mark (Windows editors write one) is read past, as in CSV and JSON files; kept,
+        # it became part of the first host name or node of a hostfile or an allocation
+        return raw.decode("utf-8-sig", errors="replace" if lenient else "strict")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise TopoplanError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
@@ -658,7 +662,7 @@ def read_json(path, what: str = "JSON file"):
     Raises
     ------
     TopoplanError
-        For a missing or unreadable file, malformed JSON (naming the line),
+        For a missing, empty or unreadable file or a directory, malformed JSON (naming the line),
         a key given twice in one object (naming the key and line: JSON
         parsers disagree on which one wins), ``NaN`` or ``Infinity`` (which
         JSON does not have, naming the line), or nesting too deep to parse.
@@ -686,13 +690,27 @@ def read_json(path, what: str = "JSON file"):
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: .../plan.json:2: malformed schedule: NaN is not a JSON number
+    >>> read_json(tmp.name, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: ...: is a directory, not a plan file
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("\\n")
+    >>> read_json(path, "plan")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: .../plan.json: empty file, expected a plan
     """
     path = Path(path)
+    if path.is_dir():
+        raise TopoplanError(f"{path}: is a directory, not a {what} file")
     if not path.is_file():
         raise TopoplanError(f"{path}: no such file")
     raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
         text = raw.decode("utf-8-sig")   # a byte order mark in front is read past, as in CSV files
+        if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
+            raise TopoplanError(f"{path}: empty file, expected a {what}")
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
                 return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
@@ -808,6 +826,43 @@ def is_plan_archive(path, what: str = "plan") -> bool:
     False
     """
     return Path(path).is_file() and read_bytes(path, what, limit=len(_ZIP_MAGIC), head=True) == _ZIP_MAGIC
+
+
+def is_json_document(path, what: str = "file") -> bool:
+    """Whether ``path`` holds a JSON object or list, by its content (plain or gzip), whatever its name.
+
+    A plan or placement written to a name without ``.json`` (``place -o placement``) is still JSON; a CSV's
+    header never starts with ``{`` or ``[``.
+
+    Parameters
+    ----------
+    path : str or path
+    what : str, optional
+        Names the kind of file in messages.
+
+    Returns
+    -------
+    bool
+        False for a missing file or a directory too.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "placement")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('\\n {"rank_to_node": [0]}')
+    >>> is_json_document(path)
+    True
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("rank,node\\n0,0\\n")
+    >>> is_json_document(path)
+    False
+    """
+    if not Path(path).is_file():
+        return False
+    head = read_bytes(path, what, limit=4096, head=True)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] in (b"{", b"[")
 
 
 def read_plan_archive(path, what: str = "plan"):

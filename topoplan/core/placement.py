@@ -11,14 +11,15 @@ allocations).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import is_plan_archive, read_json, read_plan_archive
+from topoplan.core.io import is_json_document, is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
 from topoplan.core.units import ascii_int, is_ascii_int
 
@@ -36,6 +37,10 @@ class Placement:
         Node of every rank.
     rank_to_slot : numpy.ndarray of int64
         Core of every rank on its node (``0..cores-1``).
+    origin : callable, optional
+        Where a rank was read, for error messages: ``origin(rank, column)`` (``column`` ``"node"`` or
+        ``"slot"``) gives ``"p.csv:7: field 'node'"``. Set by :func:`read_placement` and
+        :func:`placement_from_doc`, so that :meth:`validate` names the file, line and field of a bad rank.
 
     See Also
     --------
@@ -54,40 +59,58 @@ class Placement:
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: placement: ranks 0 and 1 share node 0 slot 0
+    >>> placement_from_doc({"rank_to_node": [0, 64]}, "p.json").validate(topo)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.json: field 'rank_to_node': item 1: rank 1 is on node 64, but the topology has 64 nodes
     """
 
     rank_to_node: np.ndarray
     rank_to_slot: np.ndarray
+    origin: Callable[[int, str], str] | None = dataclass_field(default=None, repr=False, compare=False)
 
     @property
     def n_ranks(self) -> int:
         return len(self.rank_to_node)
 
     def validate(self, topo, where: str = "placement") -> None:
-        """Every rank placed once on an existing node and a free slot within the node's cores."""
+        """Every rank placed once on an existing node and a free slot within the node's cores.
+
+        Errors name ``where``, or, for a placement read from a file, the file, line (or item) and
+        field of the rank at fault (``origin``)."""
         n = topo.n_nodes
         cores = topo.node_cores()
         node, slot = self.rank_to_node, self.rank_to_slot
+
+        def at(r, column):
+            return self.origin(int(r), column) if self.origin is not None else where
+
         if len(node) != len(slot):
             raise TopoplanError(f"{where}: rank_to_node and rank_to_slot differ in length")
         if len(node) == 0:
             raise TopoplanError(f"{where}: field 'rank_to_node': no ranks placed (empty list)")
         bad = np.flatnonzero((node < 0) | (node >= n))
         if bad.size:
-            raise TopoplanError(f"{where}: rank {bad[0]} is on node {node[bad[0]]}, but the topology has {n} nodes")
+            r = bad[0]
+            raise TopoplanError(f"{at(r, 'node')}: rank {r} is on node {node[r]}, but the topology has {n} nodes")
         bad = np.flatnonzero((slot < 0) | (slot >= cores[node]))
         if bad.size:
             r = bad[0]
-            raise TopoplanError(f"{where}: rank {r} is on slot {slot[r]} of node {node[r]}, which has {cores[node[r]]} cores")
+            raise TopoplanError(f"{at(r, 'slot')}: rank {r} is on slot {slot[r]} of node {node[r]}, which has "
+                                f"{cores[node[r]]} cores")
         key = node * (cores.max() + 1) + slot
         uniq, counts = np.unique(key, return_counts=True)
         if (counts > 1).any():
             k = uniq[counts > 1][0]
             ranks = np.flatnonzero(key == k)[:2].tolist()
-            raise TopoplanError(f"{where}: ranks {ranks[0]} and {ranks[1]} share node {node[ranks[0]]} slot {slot[ranks[0]]}")
+            raise TopoplanError(f"{at(ranks[1], 'slot')}: ranks {ranks[0]} and {ranks[1]} share node "
+                                f"{node[ranks[0]]} slot {slot[ranks[0]]}")
 
     def to_dict(self) -> dict:
         return {"rank_to_node": self.rank_to_node.tolist(), "rank_to_slot": self.rank_to_slot.tolist()}
+
+    def __getstate__(self):   # origin is a closure over the file read: another process gets the placement alone
+        return {**self.__dict__, "origin": None}
 
 
 def sequential(n_ranks: int, topo) -> Placement:
@@ -320,10 +343,13 @@ def read_placement(path, hosts=None) -> Placement:
     topoplan.core.errors.TopoplanError: .../placement.csv:2: field 'node': unknown host 'cn02' (hosts: cn01, cn03; or a node id 0-1)
     """
     path = Path(path)
+    if path.is_dir():
+        raise TopoplanError(f"{path}: is a directory, not a placement file")
     if not path.is_file():
         raise TopoplanError(f"{path}: no such placement file (or use 'sequential' / 'round-robin')")
     archive = is_plan_archive(path, "placement")
-    if archive or path.name.lower().endswith((".json", ".json.gz")):   # a placement or plan document
+    if archive or path.name.lower().endswith((".json", ".json.gz")) or is_json_document(path, "placement"):
+        # a placement or plan document (by its name, or its content: `place -o placement` writes JSON too)
         doc = read_plan_archive(path, "plan")[0] if archive else read_json(path, "placement")
         if not isinstance(doc, dict):
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
@@ -332,6 +358,8 @@ def read_placement(path, hosts=None) -> Placement:
         return placement_from_doc(doc, str(path), hosts)
 
     df = read_csv_table(path, ("rank", "node"), "placement", optional=("slot",), others=False)
+    if len(df) == 0:
+        raise TopoplanError(f"{path}: no ranks placed (a header line and no rows)")
     rank = to_numbers(df, "rank", path, integer=True, empty=None)
     node_col = _node_column(df, path, hosts)
     n = len(rank)
@@ -351,7 +379,14 @@ def read_placement(path, hosts=None) -> Placement:
     if "slot" in df.columns:
         slot = np.empty(n, dtype=np.int64)
         slot[rank] = to_numbers(df, "slot", path, integer=True, empty=None)
-    return _assemble(node, slot, str(path))
+
+    def origin(r, column):   # slots given by the file are its 'slot' column; others follow from 'node'
+        line = row_line(df, int(np.flatnonzero(rank == r)[0]))
+        return f"{path}:{line}: field '{column if slot is not None else 'node'}'"
+
+    pl = _assemble(node, slot, str(path))
+    pl.origin = origin
+    return pl
 
 
 def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
@@ -390,7 +425,13 @@ def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
         values = node_ids(values, hosts, lambda i: f"{field}: item {i}").tolist()
     node = int_array(values, f"{where}: field 'rank_to_node'")
     slot = doc.get("rank_to_slot")
-    return _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)
+    pl = _assemble(node, None if slot is None else int_array(slot, f"{where}: field 'rank_to_slot'"), where)
+
+    def origin(r, column):   # slots given by the document are its 'rank_to_slot'; others follow from the nodes
+        return f"{where}: field '{'rank_to_slot' if column == 'slot' and slot is not None else 'rank_to_node'}': item {r}"
+
+    pl.origin = origin
+    return pl
 
 
 def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placement:
@@ -399,7 +440,8 @@ def _assemble(node: np.ndarray, slot: np.ndarray | None, where: str) -> Placemen
     if slot is None:
         return from_nodes(node, None)
     if len(slot) != len(node):
-        raise TopoplanError(f"{where}: rank_to_slot and rank_to_node differ in length")
+        raise TopoplanError(f"{where}: field 'rank_to_slot': {len(slot)} slots for {len(node)} ranks in "
+                            "'rank_to_node' (one slot a rank)")
     return Placement(node, slot)
 
 

@@ -17,7 +17,8 @@ Formats (``FORMATS``):
   ``-bind-to core`` to keep ranks on distinct cores).
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
-- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``.
+- ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``, with ``rank_to_node`` and
+  ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``).
 - ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
   (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
@@ -41,14 +42,13 @@ character) or one name for two nodes: see
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, read_text
+from topoplan.core.io import atomic_write, dumps, read_text
 from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import is_ascii_int
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
@@ -145,17 +145,31 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
 
 
 def _check(placement, topo, hosts):
+    """Validate ``placement`` (against ``topo`` when given) and its host names; errors name the rank's
+    file, line and field when the placement was read from a file (``placement.origin``)."""
+    node, slot = placement.rank_to_node, placement.rank_to_slot
+
+    def at(r, column):
+        return placement.origin(int(r), column) if placement.origin is not None else "placement"
+
     if topo is not None:
         placement.validate(topo, where="placement")
     else:
-        if (placement.rank_to_node < 0).any() or (placement.rank_to_slot < 0).any():
-            raise TopoplanError("placement: negative node or slot")
-        key = placement.rank_to_node * (int(placement.rank_to_slot.max()) + 1) + placement.rank_to_slot
-        if len(np.unique(key)) != len(key):
-            raise TopoplanError("placement: two ranks share a node and slot")
-    used = int(placement.rank_to_node.max()) + 1
-    if len(hosts) < used:
-        raise TopoplanError(f"placement uses node {used - 1} but only {len(hosts)} host names are known")
+        for column, values in (("node", node), ("slot", slot)):
+            bad = np.flatnonzero(values < 0)
+            if bad.size:
+                r = bad[0]
+                raise TopoplanError(f"{at(r, column)}: rank {r} is on {column} {values[r]} (ids start at 0)")
+        key = node * (int(slot.max()) + 1) + slot
+        uniq, first, counts = np.unique(key, return_index=True, return_counts=True)
+        if (counts > 1).any():
+            r0 = int(first[counts > 1][0])
+            r1 = int(np.flatnonzero(key == key[r0])[1])
+            raise TopoplanError(f"{at(r1, 'slot')}: ranks {r0} and {r1} share node {node[r0]} slot {slot[r0]}")
+    r = int(np.argmax(node))
+    if len(hosts) <= node[r]:
+        raise TopoplanError(f"{at(r, 'node')}: rank {r} is on node {node[r]} but only {len(hosts)} host names "
+                            "are known")
 
 
 def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
@@ -210,9 +224,9 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
         return "".join(f"rank {r}={hosts[k]} slot={s}\n" for r, (k, s) in enumerate(zip(node, slot)))
     if fmt in ("mpich", "slurm"):
         return "".join(f"{hosts[k]}\n" for k in node)
-    doc = {"n_ranks": len(node),
+    doc = {"n_ranks": len(node), "rank_to_node": node, "rank_to_slot": slot,   # a placement -p and validate read
            "ranks": [{"rank": r, "node": k, "host": hosts[k], "slot": s} for r, (k, s) in enumerate(zip(node, slot))]}
-    return json.dumps(doc, indent=1) + "\n"
+    return dumps(doc) + "\n"
 
 
 def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, slots: str = "cores") -> str:

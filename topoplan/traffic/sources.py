@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_bytes
+from topoplan.core.io import is_json_document, read_bytes
 from topoplan.core.placement import load_placement
 from topoplan.core.topology_io import cores_hint, load_topology
 from topoplan.traffic import generators, limits
@@ -116,6 +116,9 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
     if path.is_file():
         if path.suffix == ".otf2":   # an OTF2 archive's anchor file (Score-P)
             read = read_otf2
+        elif is_json_document(path, "traffic file"):   # else read as a CSV: "malformed CSV: ',' expected after '\"'"
+            raise TopoplanError(f"{path}: a JSON document (a plan or placement?), not traffic: a matrix or trace "
+                                "CSV, a trace directory, an OTF2 archive or a generator spec")
         elif is_matrix_file(path):
             tr = read_matrix(path, n_ranks)
             if tr.n_ranks == 0:

@@ -53,9 +53,9 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
     try:
-        prob = BcastProblem.build(topo, placement=nodes, root=root, bytes_B=parse_size(nbytes, "bytes"), tree=tree,
-                                  k=k, delay=delay, short_B=parse_size(short_msg, "short-msg"),
-                                  long_B=parse_size(long_msg, "long-msg"))
+        prob = BcastProblem.build(topo, placement=nodes, root=root, bytes_B=parse_size(nbytes, "bytes_B"), tree=tree,
+                                  k=k, delay=delay, short_B=parse_size(short_msg, "short_B"),
+                                  long_B=parse_size(long_msg, "long_B"))
     except TopoplanError as e:  # the library names its fields; name the flags
         raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
     with solving(method, time_limit):   # progress on a terminal

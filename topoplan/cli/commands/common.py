@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from topoplan.core.io import dumps, is_plan_archive, write_json
+from topoplan.core.io import dumps, is_json_document, is_plan_archive, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,10 +31,16 @@ def parse_time_limit(text: str) -> float:
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import parse_time
 
+    from topoplan.problems.result import MAX_TIME_LIMIT_S
+
     try:
-        return parse_time(text, "time_limit")
+        limit = parse_time(text, "time_limit")
     except TopoplanError as exc:   # name the flag, not the field
         raise TopoplanError(flag_names(str(exc), {"time_limit": "--time-limit"})) from None
+    if not 0 < limit <= MAX_TIME_LIMIT_S:   # the solvers' range, named by the flag before any work
+        raise TopoplanError(f"--time-limit: must be more than 0 and at most {MAX_TIME_LIMIT_S:g} s (7 days), "
+                            f"got {text!r}")
+    return limit
 
 
 TimeLimitOpt = typer.Option(None, "--time-limit", parser=parse_time_limit, metavar="DURATION",
@@ -146,8 +152,8 @@ def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_ch
     from topoplan.core.units import parse_size
     from topoplan.sim.simmodel import SimModel
 
-    chunk = parse_size(relay_chunk, "relay-chunk") if relay_chunk is not None else None
     try:
+        chunk = parse_size(relay_chunk, "relay_chunk_B") if relay_chunk is not None else None
         return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
     except TopoplanError as e:  # name the flag, not the library field
         raise TopoplanError(flag_names(str(e), {"model": "--model", "relay": "--relay", "relay_chunk_B": "--relay-chunk",
@@ -213,7 +219,8 @@ def plan_doc(spec) -> dict | None:
     from topoplan.plans.planfile import read_document
 
     path = Path(str(spec))
-    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)):
+    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)
+                                  or is_json_document(path, "plan")):
         return None   # (a placement CSV, plain or gzipped, is read by the placement's reader)
     doc = read_document(path, "plan")
     return doc if isinstance(doc, dict) else None

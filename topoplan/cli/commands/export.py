@@ -52,6 +52,9 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
+    if sets and topology is None:   # the recorded topology is rebuilt with its own overrides: these would be lost
+        raise TopoplanError(f"--set {sets[0]}: overrides the topology given with --topology, and none was given "
+                            "(the plan's recorded topology is used with the overrides it was planned with)")
     if fmt == "routes":
         _export_routes(placement, hosts, topology, sets, any_inputs, rules, addresses, entry, output)
         return
@@ -115,6 +118,9 @@ def _placement(placement: Path, hosts):
         sched = doc.get("schedule_result")
         if isinstance(sched, dict) and sched.get("rank_to_node") is not None:   # the placement it was scheduled for
             return placement_from_doc(sched, f"{placement}: schedule_result", hosts)
+        if "order" in doc:   # `bcast -o`: its leaders' order, not a rank per core
+            raise TopoplanError(f"{placement}: field 'rank_to_node': missing: a Bcast order, not a placement "
+                                "(`topoplan bcast --rankfile FILE` writes its Open MPI rankfile)")
         if "circuits" in doc or "schedule" in doc or "schedule_result" in doc:
             raise TopoplanError(f"{placement}: field 'rank_to_node': missing: the circuit plan records no placement "
                                 "to launch (export its circuits with FORMAT ocs)")

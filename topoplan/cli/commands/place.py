@@ -62,7 +62,6 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     with working(f"place -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
         topo = load_topology(topology, sets or [])
         trace, tr = load_source(traffic)
-        thr = parse_size(threshold, "threshold") if threshold is not None else None
         opts = {} if init is None else {"init": init if "," not in init else tuple(init.split(","))}
         for flag, value, takes in (("--max-steps", max_steps, {"anneal": "max_steps", "joint": "anneal_steps"}),
                                    ("--max-evals", max_evals, {"joint": "max_evals"})):
@@ -80,6 +79,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
         if method == "joint" and trace is not None:   # joint's circuits follow the application's steps
             steps, steps_note = steps_within_limit(traffic, trace)
         try:   # the library names its fields; name the flags
+            thr = parse_size(threshold, "threshold_B") if threshold is not None else None
             prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
             # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
             sim_s = 0.0

@@ -14,7 +14,8 @@ def register(app: typer.Typer) -> None:
     app.command("validate")(validate_cmd)
 
 
-def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o)."),
+def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circuits/place/bcast -o, export "
+                                             "ocs/json), or a placement CSV (rank,node[,slot])."),
                  topology: str = typer.Option(..., "--topology", "-t", help="Preset, YAML file or Slurm topology.conf."),
                  sets: Optional[List[str]] = SetOpt,
                  traffic: Optional[str] = typer.Option(None, "--traffic", "-T", help="Also check that the plan was "
@@ -27,9 +28,11 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
     {"valid": false, "error": ...} and still exits 2.
     """
     from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import load_placement, read_placement
     from topoplan.core.topology_io import load_topology
     from topoplan.plans.planfile import read_document
     from topoplan.plans.validate import validate
+    from topoplan.reporting.ocs_export import OCS_FORMAT, schedule_from_ocs
 
     topo = load_topology(topology, sets or [])
     tr = None
@@ -37,10 +40,18 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
         from topoplan.traffic.sources import load_source
 
         _, tr = load_source(traffic)
-    doc = read_document(plan, "plan")   # JSON or a circuit plan archive
+    csv = plan.name.lower().endswith((".csv", ".csv.gz"))   # a placement CSV (rank,node[,slot]), as -p takes
+    doc = None if csv else read_document(plan, "plan")   # JSON or a circuit plan archive
     try:
-        check_plan_inputs(doc, str(plan), any_inputs=any_inputs, topology=topo, traffic=tr)
-        summary = validate(doc, topo, where=str(plan), check_inputs=False)
+        if csv:   # records no inputs: with --traffic, its ranks must be the traffic's
+            pl = load_placement(str(plan), tr.n_ranks, topo) if tr is not None else read_placement(plan, topo)
+            pl.validate(topo, where=str(plan))
+            summary = {"ranks": pl.n_ranks, "checked": [f"placement: {pl.n_ranks} ranks"]}
+        else:
+            check_plan_inputs(doc, str(plan), any_inputs=any_inputs, topology=topo, traffic=tr)
+            if isinstance(doc, dict) and doc.get("format") == OCS_FORMAT:   # `export ocs`: its circuits and rules
+                doc = schedule_from_ocs(doc, where=str(plan))   # too, not its placement alone
+            summary = validate(doc, topo, where=str(plan), check_inputs=False)
     except TopoplanError as exc:
         if json_mode:
             emit({"plan": str(plan), "valid": False, "error": str(exc)}, True, None)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import read_text
+from topoplan.core.io import is_json_document, read_text
 from topoplan.core.placement import node_ids
 from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import expand_hostlist
@@ -68,13 +68,16 @@ def read_allocation(path, topo) -> np.ndarray:
     if not path.is_file():
         raise TopoplanError(f"field 'allocation': {path}: no such file (or a host list such as node[01-04], "
                             "or gen:nodes=N,racks=R,seed=S)")
+    if is_json_document(path, "allocation"):   # a plan: every line would be an unknown host ('{')
+        raise TopoplanError(f"{path}: a JSON document (a plan?), not an allocation: host names or node ids, one "
+                            "per line")
     tokens = []
 
     for ln, line in enumerate(read_text(path, "allocation").splitlines(), 1):
         tok = line.split("#", 1)[0].strip()
         if tok:
             tokens.append((tok, f"{path}:{ln}"))
-    return check(_resolve(tokens, topo), topo, str(path))
+    return check(_resolve(tokens, topo), topo, str(path), at=lambda i: tokens[i][1])
 
 
 def _resolve(tokens, topo) -> np.ndarray:
@@ -83,10 +86,12 @@ def _resolve(tokens, topo) -> np.ndarray:
 
 
 def _looks_like_hostlist(spec: str) -> bool:
-    return not Path(spec).exists() and ("," in spec or "[" in spec)
+    # Slurm separates hosts by commas, spaces or tabs ('cn01 cn05'); a path with a space keeps its '/'
+    return not Path(spec).exists() and ("," in spec or "[" in spec or (spec.strip() != "" and "/" not in spec
+                                                                          and any(c in spec for c in " \t")))
 
 
-def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
+def check(nodes: np.ndarray, topo, where: str, at=None) -> np.ndarray:
     """Check an allocation: not empty, existing nodes, each node once (one leader per node).
 
     Parameters
@@ -95,6 +100,8 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     topo : Topology
     where : str
         How errors name the allocation.
+    at : callable, optional
+        ``at(i)`` names where node ``i`` was written (``"nodes.txt:3"``); errors about one node use it.
 
     Returns
     -------
@@ -104,6 +111,8 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     Raises
     ------
     TopoplanError
+        Naming the node at fault and, with ``at``, where it was written (and where a repeated node was
+        first).
 
     Examples
     --------
@@ -112,15 +121,31 @@ def check(nodes: np.ndarray, topo, where: str) -> np.ndarray:
     >>> check(np.array([0, 0]), cluster(2, 2), "job")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: job: a node appears twice (one leader per node)
+    topoplan.core.errors.TopoplanError: job: node 0 (n00000) appears twice (one leader per node)
+    >>> check(np.array([1, 2, 1]), cluster(2, 2), "job", at=lambda i: f"nodes.txt:{i + 1}")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: nodes.txt:3: node 1 (n00001) appears twice (first at nodes.txt:1; one leader per node)
     """
     if len(nodes) == 0:
         raise TopoplanError(f"{where}: empty allocation")
-    bad = nodes[(nodes < 0) | (nodes >= topo.n_nodes)]
+
+    def loc(i):
+        return at(int(i)) if at is not None else where
+
+    bad = np.flatnonzero((nodes < 0) | (nodes >= topo.n_nodes))
     if len(bad):
-        raise TopoplanError(f"{where}: node {int(bad[0])} outside the topology's {topo.n_nodes} nodes")
-    if len(np.unique(nodes)) != len(nodes):
-        raise TopoplanError(f"{where}: a node appears twice (one leader per node)")
+        i = bad[0]
+        raise TopoplanError(f"{loc(i)}: node {int(nodes[i])} outside the topology's {topo.n_nodes} nodes")
+    _, first = np.unique(nodes, return_index=True)
+    if len(first) != len(nodes):
+        seen = np.zeros(len(nodes), dtype=bool)
+        seen[first] = True
+        j = int(np.flatnonzero(~seen)[0])
+        i = int(np.flatnonzero(nodes == nodes[j])[0])
+        node = int(nodes[j])
+        again = f" (first at {loc(i)}; one leader per node)" if at is not None else " (one leader per node)"
+        raise TopoplanError(f"{loc(j)}: node {node} ({topo.host_names()[node]}) appears twice{again}")
     return nodes
 
 
@@ -208,6 +233,8 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
     >>> topo = cluster(4, 4)
     >>> parse_spec("n[00000-00001],n00008", topo).tolist()
     [0, 1, 8]
+    >>> parse_spec("n00003 n00001", topo).tolist()
+    [3, 1]
     >>> parse_spec("gen:nodes=4,racks=2,seed=3", topo).tolist()
     [11, 15, 13, 9]
     >>> parse_spec("all", cluster(2, 2)).tolist()
@@ -223,6 +250,8 @@ def parse_spec(spec: str, topo, seed: int = 0) -> np.ndarray:
             k, v = part.split("=", 1)
             if k not in ("nodes", "racks", "seed"):
                 raise TopoplanError(f"field 'allocation': {spec}: unknown key {k!r} (nodes, racks, seed)")
+            if k in kw:   # the last one would win unseen
+                raise TopoplanError(f"field 'allocation': {spec}: {k} given twice")
 
             kw[k] = ascii_int(v, f"field 'allocation': {spec}: {k}")   # not int(): int('٣') == 3
         if "nodes" not in kw:

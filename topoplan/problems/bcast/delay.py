@@ -122,7 +122,8 @@ def load(path, topo, nodes) -> np.ndarray:
     TopoplanError
         For a missing file, a host of the allocation missing from the header, or a malformed matrix:
         a row with another field count than the header, a host twice in the header, an empty, text,
-        infinite or negative delay (naming the line and the host's column), or not one row per host.
+        infinite or negative delay (naming the line and the host's column), or not one row per host; an
+        ``.npy`` that is an ``.npz`` archive or holds text, booleans or complex numbers.
 
     Examples
     --------
@@ -148,9 +149,14 @@ def load(path, topo, nodes) -> np.ndarray:
         raise TopoplanError(f"field 'delay': {str(path)!r} is not 'hops', 'speed' or an existing file")
     if path.suffix == ".npy":
         try:
-            m = np.load(path)
+            m = np.load(path, allow_pickle=False)
         except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
             raise TopoplanError(f"{path}: not a NumPy array ({exc})") from None
+        if not isinstance(m, np.ndarray):   # an .npz archive saved under an .npy name
+            m.close()
+            raise TopoplanError(f"{path}: an .npz archive of arrays, not one NumPy array (np.save, not np.savez)")
+        if m.dtype.kind not in "iuf":   # text, booleans, complex numbers: no delay (complex would lose a part)
+            raise TopoplanError(f"{path}: a matrix of {m.dtype} values; delays are real numbers")
         if m.shape != (n, n):
             raise TopoplanError(f"{path}: matrix is {m.shape}, the allocation has {n} nodes")
         return _check(np.asarray(m, dtype=np.float64), path)
