@@ -55,7 +55,8 @@ class SwitchAnalysis:
     """Per edge-switch pair: distinct communicating node pairs and bytes (large/small).
 
     ``node_pairs`` counts *unordered* node pairs (a and b exchanging in either direction count once) that
-    exchange any message (``pairs="any"``) or at least one message of ``threshold_B`` bytes or more
+    exchange any message (``pairs="any"``, zero-byte synchronisation messages such as a barrier's included) or at
+    least one message of ``threshold_B`` bytes or more
     (``pairs="large"``, 000 Table 2's "node pairs that have inter-switch communication": the ones circuits
     can serve; zero-byte synchronisation messages of a real trace do not make a pair).
 

@@ -92,11 +92,14 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
 def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
                 placement: str = PlacementOpt,
                 threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B. When given, node pairs count only pairs exchanging large messages."),
-                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold) or large (default with it)."),
+                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold): every message makes a pair, zero-byte ones such as a barrier's included; large (default with it): only pairs exchanging a large message."),
                 json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small.
 
-    Node pairs are unordered (a pair exchanging in both directions counts once)."""
+    Node pairs are unordered (a pair exchanging in both directions counts once). --pairs any (the default
+    without --threshold) counts every pair that exchanges a message, a zero-byte one (a barrier's) too; --pairs
+    large (the default with --threshold) only pairs exchanging a large message (000's Table 2: the pairs
+    circuits can serve)."""
     from topoplan.analysis.switches import analyze
     from topoplan.traffic.sources import load_inputs
 
