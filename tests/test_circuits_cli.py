@@ -87,7 +87,8 @@ def test_circuits_bad_input(run_cli, matrix):
 
 def test_ilp_options_and_time_limit_are_checked_whatever_the_methods(run_cli, matrix, tmp_path):
     """A misspelt --solver, or a --time-limit of 0, passed unnoticed when no method took it (compare with
-    --methods greedy, circuits -m greedy): each is now a one-line error, and nothing is written."""
+    --methods greedy, circuits -m greedy), and a method named twice ran twice: each is now a one-line error,
+    and nothing is written."""
     out = tmp_path / "c.json"
     base = ("-t", "paper003", "-T", matrix, "-p", "round-robin", "-o", out)
     for args, message in [(("compare", "circuits", "--methods", "none,greedy", "--solver", "bogus"),
@@ -100,7 +101,9 @@ def test_ilp_options_and_time_limit_are_checked_whatever_the_methods(run_cli, ma
                           (("circuits", "-m", "greedy", "--solver", "highs"),
                            "error: --solver: applies to ilp, not greedy\n"),
                           (("circuits", "-m", "sp", "--objective", "weighted"),
-                           "error: --objective: applies to ilp, not sp\n")]:
+                           "error: --objective: applies to ilp, not sp\n"),
+                          (("compare", "circuits", "--methods", "greedy,sp,greedy"),
+                           "error: --methods 'greedy,sp,greedy': greedy named twice\n")]:
         code, stdout, err = run_cli(*args, *base)
         assert (code, stdout, err) == (2, "", message) and not out.exists()
 

@@ -222,6 +222,9 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     if not method_list:
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
+    twice = sorted({m for m in method_list if method_list.count(m) > 1})
+    if twice:   # one row per method: a second run would only repeat the first (and ilp's or anneal's time)
+        raise TopoplanError(f"--methods {methods!r}: {twice[0]} named twice")
     ilp_opts = _ilp_options(method_list, solver=solver, formulation=formulation)
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with working("compare circuits"):   # progress on a terminal
