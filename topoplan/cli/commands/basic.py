@@ -56,7 +56,7 @@ def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm to
         typer.echo(text, nl=False)
 
 
-def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV or trace CSV."),
+def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV, trace CSV, trace directory or OTF2 archive."),
                 traffic_opt: Optional[str] = typer.Option(None, "--traffic", "-T",
                                                           help="The source, as the other commands take it."),
                 output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
