@@ -92,6 +92,18 @@ def test_traffic_command_writes_matrix(run_cli, tmp_path):
     assert code == 0 and json.loads(out)["total_bytes"] == 24000
 
 
+@pytest.mark.parametrize("spec", ["alltoall:np=2,bytes=0", "neighbor2d:rows=1,cols=1,bytes=1MB"])
+def test_traffic_command_refuses_a_matrix_without_rows(run_cli, tmp_path, spec):
+    """A traffic without messages was written as a header alone, a matrix that every command (traffic itself
+    too) refuses to read ('the matrix has no rows'); the trace can still be written."""
+    out_csv = tmp_path / "m.csv"
+    code, out, err = run_cli("traffic", spec, "-o", out_csv)
+    assert (code, out) == (2, "") and not out_csv.exists()
+    assert err == (f"error: {spec}: no rank sends a message, so the matrix would have no rows (and no ranks); "
+                   "--trace writes its event trace\n")
+    assert run_cli("traffic", spec, "--trace", "-o", tmp_path / "t.csv")[0] == 0
+
+
 def test_node_pairs_count_large_message_pairs_when_asked():
     """000 Table 2 counts node pairs with inter-switch communication circuits can serve: a pair that only
     exchanges small (e.g. zero-byte synchronisation) messages is not one of them."""

@@ -71,13 +71,16 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
                             + ("" if source is None else f" (got {source!r} and {traffic_opt!r})"))
     source = source if source is not None else traffic_opt
     tr, traffic = load_source(source)
+    s, d, b, m = traffic.matrix()
     if trace:
         if tr is None:
             raise TopoplanError(f"{source}: a communication matrix has no event trace to write")
         tr.write_csv(output)
+    elif not len(s):   # a matrix is its rows: without one it has no ranks, and no command reads it back
+        raise TopoplanError(f"{source}: no rank sends a message, so the matrix would have no rows (and no ranks); "
+                            "--trace writes its event trace")
     else:
         traffic.write_matrix(output)
-    s, d, b, m = traffic.matrix()
     summary = {"source": source, "output": str(output), "ranks": traffic.n_ranks, "pairs": int((s != d).sum()),
                "bytes": traffic.total_bytes(), "messages": int(m[s != d].sum()),
                "self_bytes": float(b[s == d].sum())}
