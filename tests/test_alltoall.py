@@ -78,6 +78,21 @@ def test_bad_inputs():
     assert isinstance(res.exception, TopoplanError)
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--window", "0"], "--window: applies only with --compare or --simulate (the bound alone has no schedule)"),
+    (["--method", "greedy"], "--method: applies only with --compare or --simulate (the bound alone has no schedule)"),
+    (["--compare", "--sim-mode", "rounds"], "--sim-mode: applies only with --simulate (the bound alone has no schedule)"),
+    (["--compare", "--window", "1000"], "--window: 1,000 messages in flight, but each node sends only 63"),
+])
+def test_schedule_options_without_a_schedule_or_past_its_messages_are_errors(run_cli, tmp_path, args, message):
+    """--window, --method and --sim-mode were ignored without a schedule that uses them (a --window of 0 passed),
+    and a window past the N-1 messages of a node printed '1 rounds of 1000'."""
+    out = tmp_path / "b.json"
+    code, stdout, err = run_cli("bound", "alltoall", "-t", "mesh10x10x10", "--set", "dims=[4,4,4]", "--bytes", "1MB",
+                                *args, "-o", out)
+    assert (code, stdout, err) == (2, "", f"error: {message}\n") and not out.exists()
+
+
 @pytest.mark.parametrize("dims, wrap", [((4, 4, 4), False), ((6, 6, 6), True), ((6, 4, 3, 2), [True, False, True, False]),
                                         ((5, 1, 3), True)])
 def test_schedules_are_complete_alltoalls(dims, wrap):

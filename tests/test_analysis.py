@@ -65,6 +65,21 @@ def test_cli_bad_input_exit_2(run_cli, tmp_path):
     assert code == 2 and err.count("\n") == 1
 
 
+def test_analyze_refuses_switch_matrices_past_the_memory_available(run_cli, tmp_path, monkeypatch):
+    """On a mesh or torus every router is a switch: the K computer's 82,944 x 82,944 matrices were a
+    MemoryError traceback; now a one-line error before anything is allocated, and no output written."""
+    from topoplan.core import memory
+
+    monkeypatch.setattr(memory, "memory_left", lambda: 2**20)   # 1 MiB: 1,000 routers need 46 MiB
+    out_json = tmp_path / "a.json"
+    code, out, err = run_cli("analyze", "-t", "mesh10x10x10", "-T", "ring:np=8,bytes=1", "-o", out_json)
+    assert code == 2 and out == "" and not out_json.exists()
+    assert err.startswith("error: mesh10x10x10: the analysis's 1,000 x 1,000 matrices") and err.count("\n") == 1
+    monkeypatch.setattr(memory, "memory_left", lambda: None)   # unknown: not checked
+    t = load_topology("mesh10x10x10")
+    assert analyze(t, from_arrays(8, [0], [1], [5.0]), sequential(8, t)).to_dict()["inter_switch_bytes"] == 5.0
+
+
 def test_traffic_command_writes_matrix(run_cli, tmp_path):
     out_csv = tmp_path / "n.csv"
     code, out, err = run_cli("traffic", "neighbor2d:rows=2,cols=2,bytes=1KB,iters=3", "-o", out_csv, "--json")
@@ -75,6 +90,18 @@ def test_traffic_command_writes_matrix(run_cli, tmp_path):
     assert d["bytes"] == 8 * 3000
     code, out, err = run_cli("analyze", "-t", "paper003", "-T", out_csv, "--json")
     assert code == 0 and json.loads(out)["total_bytes"] == 24000
+
+
+@pytest.mark.parametrize("spec", ["alltoall:np=2,bytes=0", "neighbor2d:rows=1,cols=1,bytes=1MB"])
+def test_traffic_command_refuses_a_matrix_without_rows(run_cli, tmp_path, spec):
+    """A traffic without messages was written as a header alone, a matrix that every command (traffic itself
+    too) refuses to read ('the matrix has no rows'); the trace can still be written."""
+    out_csv = tmp_path / "m.csv"
+    code, out, err = run_cli("traffic", spec, "-o", out_csv)
+    assert (code, out) == (2, "") and not out_csv.exists()
+    assert err == (f"error: {spec}: no rank sends a message, so the matrix would have no rows (and no ranks); "
+                   "--trace writes its event trace\n")
+    assert run_cli("traffic", spec, "--trace", "-o", tmp_path / "t.csv")[0] == 0
 
 
 def test_node_pairs_count_large_message_pairs_when_asked():

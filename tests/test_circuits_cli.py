@@ -85,6 +85,29 @@ def test_circuits_bad_input(run_cli, matrix):
     assert code == 2 and "unknown circuits method" in err
 
 
+def test_ilp_options_and_time_limit_are_checked_whatever_the_methods(run_cli, matrix, tmp_path):
+    """A misspelt --solver, or a --time-limit of 0, passed unnoticed when no method took it (compare with
+    --methods greedy, circuits -m greedy), and a method named twice ran twice: each is now a one-line error,
+    and nothing is written."""
+    out = tmp_path / "c.json"
+    base = ("-t", "paper003", "-T", matrix, "-p", "round-robin", "-o", out)
+    for args, message in [(("compare", "circuits", "--methods", "none,greedy", "--solver", "bogus"),
+                           "error: --solver: applies to ilp, not none, greedy\n"),
+                          (("compare", "circuits", "--methods", "greedy", "--formulation", "node"),
+                           "error: --formulation: applies to ilp, not greedy\n"),
+                          (("compare", "circuits", "--methods", "greedy", "--time-limit", "0"),
+                           "error: field 'time_limit': must be a positive number of seconds up to 604800 (7 days), "
+                           "got 0.0\n"),
+                          (("circuits", "-m", "greedy", "--solver", "highs"),
+                           "error: --solver: applies to ilp, not greedy\n"),
+                          (("circuits", "-m", "sp", "--objective", "weighted"),
+                           "error: --objective: applies to ilp, not sp\n"),
+                          (("compare", "circuits", "--methods", "greedy,sp,greedy"),
+                           "error: --methods 'greedy,sp,greedy': greedy named twice\n")]:
+        code, stdout, err = run_cli(*args, *base)
+        assert (code, stdout, err) == (2, "", message) and not out.exists()
+
+
 def test_simulate_rejects_a_file_that_is_not_a_valid_circuit_plan(run_cli, matrix, tmp_path):
     placement = tmp_path / "placement.json"
     placement.write_text(json.dumps({"rank_to_node": list(range(64))}))

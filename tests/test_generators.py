@@ -127,3 +127,11 @@ def test_npb_spec_forwards_and_describe():
     assert fn is neighbor2d and params["bytes"].kind == "size" and params["compute"].arg == "compute_s"
     assert {p.kind for g in GENERATORS.values() for p in g.params.values()} <= {"int", "size", "float", "str",
                                                                                "bool"}
+
+
+@pytest.mark.parametrize("spec, field", [("halo-transpose:rows=4,cols=4,bytes=1MB,iters=0", "iters"),
+                                         ("halo-transpose:rows=0,cols=0,bytes=1MB", "rows")])
+def test_halo_transpose_errors_name_its_own_spec(spec, field):
+    """A bad halo-transpose spec was reported as a bad 'neighbor2d' spec, a generator the user never named."""
+    with pytest.raises(TopoplanError, match=rf"^traffic spec 'halo-transpose': parameter '{field}' must be at least 1"):
+        parse_spec(spec)

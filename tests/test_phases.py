@@ -175,6 +175,23 @@ def test_phases_schedule_times_are_printed_in_their_unit(tmp_path, run_cli, size
     assert "e+" not in text and (size == "1MB") == (" ms" in text.split("simulated ")[1].split(" (")[0])
 
 
+def test_phases_simulation_takes_and_names_the_network_model(tmp_path, run_cli):
+    """`phases --simulate` had no --model/--relay (every other simulation has them) and did not name the model
+    it simulated with; it takes the options, records the model and names it."""
+    out = tmp_path / "sched.json"
+    args = ["phases", "-t", "paper003", "--set", "ocs.nodes_per_switch=4", "-T",
+            "neighbor2d:rows=16,cols=16,bytes=1MB,iters=2", "--schedule", "static", "--circuit-method", "greedy",
+            "--simulate"]
+    code, text, err = run_cli(*args, "--relay", "store-and-forward", "-o", out)
+    assert code == 0, err
+    assert json.loads(out.read_text())["simulated"]["sim_model"]["relay"] == "store-and-forward"
+    assert text.rstrip().splitlines()[-2].endswith("; maxmin, store-and-forward relays)")
+    code, text, err = run_cli(*args, "--model", "paper")
+    assert code == 0 and "; paper, pipelined relays (64 KiB chunks), link contention)" in text, err
+    code, text, err = run_cli(*args, "--model", "bogus")
+    assert (code, text, err) == (2, "", "error: --model: choose one of maxmin, paper, got 'bogus'\n")
+
+
 def test_a_phases_document_is_bound_to_its_trace(tmp_path, run_cli):
     """A phases file made for another trace with the same rank count (and cuts that happen to fit) is refused by
     the trace's fingerprint; the same calls with other times are the same trace."""

@@ -7,6 +7,8 @@ piece boundary (messages and flows in flight, streamed collectives mid-way, comp
 classes first used in a later piece) and compare every result with the whole trace's to the bit.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -199,8 +201,22 @@ def test_simulate_cli_replays_a_large_generated_trace_in_pieces(run_cli, monkeyp
     monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 300)
     code2, out, err = run_cli(*args)
     assert code == code2 == 0, err
-    assert "pieces of the generated trace" in out and "pieces" not in whole
+    assert "(replayed in " in out and "pieces" not in whole
     assert whole.splitlines()[1].split(", wall")[0] == out.splitlines()[1].split(", wall")[0]
+
+
+def test_simulate_cli_does_not_call_a_recorded_trace_generated(run_cli, monkeypatch, tmp_path):
+    """A trace read from a file is replayed in pieces too: the line said '(N pieces of the generated trace)'
+    for the recorded NPB traces."""
+    from topoplan.traffic import limits
+
+    csv = tmp_path / "cg.csv"
+    assert run_cli("traffic", "npb:kernel=cg,class=S,np=16,iters=3", "--trace", "-o", csv)[0] == 0
+    monkeypatch.setattr(limits, "REPLAY_PIECE_ROWS", 300)
+    code, out, err = run_cli("simulate", "-t", "paper001-16x16", "--set", "kind=tree", "--set", "ocs=null",
+                             "-T", csv)
+    assert code == 0, err
+    assert re.search(r"wall \S+ s \(replayed in \d+ pieces\)$", out.splitlines()[1]) and "generated" not in out
 
 
 def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypatch):

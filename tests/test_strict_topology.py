@@ -415,3 +415,18 @@ def test_read_json_keeps_equal_keys_in_different_objects(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"a": 1, "b": {"a": 2}, "c": [{"a": 3}, {"a": 4}]}))
     assert read_json(p)["c"][1]["a"] == 4
+
+
+@pytest.mark.parametrize("text, field", [
+    ("kind: tree\nswitches: 2\nnodes_per_switch: 3\neps: 5\n", "4: field 'eps'"),
+    ("kind: hybrid\nswitches: 2\nnodes_per_switch: 3\neps: {down_bw: 1Gbps, up_bw: 2Gbps}\nocs: [4, 1Gbps]\n",
+     "5: field 'ocs'"),
+])
+def test_a_section_that_is_not_a_mapping_is_named_not_called_missing(tmp_path, text, field):
+    """'eps: 5' was reported as missing fields 'eps.down_bw' and 'eps.up_bw' (and 'ocs: [...]' as missing OCS
+    fields), sending the user to add fields that the file seems to have."""
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    with pytest.raises(TopoplanError) as err:
+        load_topology(str(path))
+    assert str(err.value) == f"{path}:{field}: expected a mapping"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from topoplan.core import memory
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["DEFAULT_THRESHOLD_B", "PAIR_COUNTS", "default_threshold", "SwitchAnalysis", "analyze"]
@@ -54,7 +55,8 @@ class SwitchAnalysis:
     """Per edge-switch pair: distinct communicating node pairs and bytes (large/small).
 
     ``node_pairs`` counts *unordered* node pairs (a and b exchanging in either direction count once) that
-    exchange any message (``pairs="any"``) or at least one message of ``threshold_B`` bytes or more
+    exchange any message (``pairs="any"``, zero-byte synchronisation messages such as a barrier's included) or at
+    least one message of ``threshold_B`` bytes or more
     (``pairs="large"``, 000 Table 2's "node pairs that have inter-switch communication": the ones circuits
     can serve; zero-byte synchronisation messages of a real trace do not make a pair).
 
@@ -126,6 +128,21 @@ class SwitchAnalysis:
         }
 
 
+# S x S float64 matrices held at once: bytes, large and small, the scratch of making them, and the pair counts
+_MATRICES = 6
+
+
+def _check_matrix_memory(topo, s: int) -> None:
+    """Refuse, before allocating, an analysis whose S x S switch matrices the memory available cannot hold."""
+    need = _MATRICES * 8 * s * s
+    have = memory.memory_left()
+    if have is not None and need > have:
+        raise TopoplanError(f"{topo.name or 'topology'}: the analysis's {s:,} x {s:,} matrices of switch pairs need "
+                            f"about {need / 2**30:,.1f} GiB, more than the {have / 2**30:.1f} GiB of memory "
+                            "available (on a mesh or torus every router is a switch); analyze a topology with "
+                            "fewer switches")
+
+
 def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs: str = "any") -> SwitchAnalysis:
     """Count node pairs and bytes between edge switches.
 
@@ -148,7 +165,8 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
     Raises
     ------
     TopoplanError
-        For an unknown ``pairs``.
+        For an unknown ``pairs``, or when the S x S matrices would not fit in the memory available (on a
+        mesh or torus every router is a switch: the K computer's 82,944 would need terabytes).
 
     References
     ----------
@@ -169,6 +187,7 @@ def analyze(topo, traffic, placement, threshold_B: float | None = None, *, pairs
     node_of = placement.rank_to_node
     sw_of = topo.node_switch()
     s = int(sw_of.max()) + 1
+    _check_matrix_memory(topo, s)
     a, b = node_of[traffic.src], node_of[traffic.dst]
     inter_node = a != b
     sa, sb = sw_of[a], sw_of[b]

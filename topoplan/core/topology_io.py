@@ -761,14 +761,14 @@ def _check_tree_fields(doc: dict, kind: str) -> None:
     ...
     topoplan.core.errors.TopoplanError: missing fields 'ocs.nodes_per_switch' (or 'ocs.nodes') and 'ocs.bw' (an OCS names its nodes and circuit bandwidth, e.g. ocs: {nodes_per_switch: 4, bw: 100Gbps})
     """
+    eps = _section(doc, "eps")   # a section that is not a mapping is malformed, not missing
+    o = _section(doc, "ocs") if kind == "hybrid" or doc.get("ocs") else {}
     nps = doc.get("nodes_per_switch")
     missing = ["nodes_per_switch"] if nps is None else []
     if not isinstance(nps, list) and doc.get("switches") is None:
         missing.append("switches")
-    eps = doc.get("eps") if isinstance(doc.get("eps"), dict) else {}
     missing += [f"eps.{k}" for k in ("down_bw", "up_bw") if eps.get(k) is None]
     if kind == "hybrid" or doc.get("ocs"):
-        o = doc.get("ocs") if isinstance(doc.get("ocs"), dict) else {}
         if o.get("nodes") is None and o.get("nodes_per_switch") is None:
             missing.append("ocs.nodes_per_switch")
         if o.get("bw") is None:

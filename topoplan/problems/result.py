@@ -39,7 +39,7 @@ from topoplan.core.progress import reporting_to
 from topoplan.traffic.matrix import Traffic
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
-           "check_options", "strict_options", "check_inputs", "module_missing", "Registry", "PlanResult", "gap_of",
+           "check_options", "check_time_limit", "strict_options", "check_inputs", "module_missing", "Registry", "PlanResult", "gap_of",
            "solve_with"]
 
 # The options the solve layer passes to every method: part of every method's signature.
@@ -431,6 +431,35 @@ def gap_of(objective: float, bound: float | None) -> float | None:
 MAX_TIME_LIMIT_S = 7 * 86400.0
 
 
+def check_time_limit(time_limit) -> None:
+    """Refuse a time limit that is not a positive, finite number of seconds up to :data:`MAX_TIME_LIMIT_S`.
+
+    Parameters
+    ----------
+    time_limit : float or None
+        Seconds; None (no limit) passes.
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field ``time_limit``: zero, negative, infinite, NaN, over 7 days, or not a number.
+
+    Examples
+    --------
+    >>> check_time_limit(10.0); check_time_limit(None)
+    >>> check_time_limit(0.0)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'time_limit': must be a positive number of seconds up to 604800 (7 days), got 0.0
+    """
+    if time_limit is not None and (isinstance(time_limit, (bool, np.bool_))
+                                   or not isinstance(time_limit, (int, float, np.integer, np.floating))
+                                   or not 0 < time_limit <= MAX_TIME_LIMIT_S):
+        # inf would let an annealer run forever: a limit is a finite budget
+        raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
+                            f"(7 days), got {time_limit!r}")
+
+
 SCORES = ("bound", "simulated")
 # Simulated times closer than this (relative) are ties: the compiled and the reference engines agree to it
 # (topoplan.sim.replay), so a candidate must beat the method's plan by more to replace it.
@@ -615,12 +644,7 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
     fn = methods[method]
     if not _takes_any(fn):    # a Registry refuses **kwargs methods; a plain dict may still hold one
         check_options(options, declared_options(fn), f"{problem_name} method {method!r}")
-    if time_limit is not None and (isinstance(time_limit, (bool, np.bool_))
-                                   or not isinstance(time_limit, (int, float, np.integer, np.floating))
-                                   or not 0 < time_limit <= MAX_TIME_LIMIT_S):
-        # inf would let an annealer run forever: a limit is a finite budget
-        raise TopoplanError(f"field 'time_limit': must be a positive number of seconds up to {MAX_TIME_LIMIT_S:g} "
-                            f"(7 days), got {time_limit!r}")
+    check_time_limit(time_limit)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise TopoplanError(f"field 'seed': must be a non-negative integer, got {seed!r}")
     # inside a command with a time limit: never past the process's deadline (the limit given is recorded)

@@ -299,14 +299,20 @@ def transpose(rows: int, cols: int, bytes: float, iters: int = 1, compute_s: flo
 
 
 def halo_transpose(rows: int, cols: int, bytes: float, iters: int = 5):
-    """Issue 21's two-phase workload: ``neighbor2d`` then :func:`transpose`, ``iters`` times each
-    (:func:`halo_then_transpose`).
+    """The two-phase workload of the schedules' experiments: ``neighbor2d`` then :func:`transpose`, ``iters``
+    times each (:func:`halo_then_transpose`).
 
     Examples
     --------
     >>> halo_transpose(4, 4, 1e6, iters=2).op_counts()
     {'isend': 120, 'irecv': 120, 'waitall': 64}
+    >>> halo_transpose(4, 4, 1e6, iters=0)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: traffic spec 'halo-transpose': parameter 'iters' must be at least 1, got 0
     """
+    # errors name the spec, not the generator of its first phase
+    rows, cols, iters = (_positive(k, v, "halo-transpose") for k, v in (("rows", rows), ("cols", cols), ("iters", iters)))
     return halo_then_transpose(rows, cols, bytes, iters)
 
 

@@ -56,7 +56,7 @@ def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm to
         typer.echo(text, nl=False)
 
 
-def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV or trace CSV."),
+def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV, trace CSV, trace directory or OTF2 archive."),
                 traffic_opt: Optional[str] = typer.Option(None, "--traffic", "-T",
                                                           help="The source, as the other commands take it."),
                 output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
@@ -71,13 +71,16 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
                             + ("" if source is None else f" (got {source!r} and {traffic_opt!r})"))
     source = source if source is not None else traffic_opt
     tr, traffic = load_source(source)
+    s, d, b, m = traffic.matrix()
     if trace:
         if tr is None:
             raise TopoplanError(f"{source}: a communication matrix has no event trace to write")
         tr.write_csv(output)
+    elif not len(s):   # a matrix is its rows: without one it has no ranks, and no command reads it back
+        raise TopoplanError(f"{source}: no rank sends a message, so the matrix would have no rows (and no ranks); "
+                            "--trace writes its event trace")
     else:
         traffic.write_matrix(output)
-    s, d, b, m = traffic.matrix()
     summary = {"source": source, "output": str(output), "ranks": traffic.n_ranks, "pairs": int((s != d).sum()),
                "bytes": traffic.total_bytes(), "messages": int(m[s != d].sum()),
                "self_bytes": float(b[s == d].sum())}
@@ -92,11 +95,14 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
 def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Optional[List[str]] = SetOpt,
                 placement: str = PlacementOpt,
                 threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B. When given, node pairs count only pairs exchanging large messages."),
-                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold) or large (default with it)."),
+                pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold): every message makes a pair, zero-byte ones such as a barrier's included; large (default with it): only pairs exchanging a large message."),
                 json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small.
 
-    Node pairs are unordered (a pair exchanging in both directions counts once)."""
+    Node pairs are unordered (a pair exchanging in both directions counts once). --pairs any (the default
+    without --threshold) counts every pair that exchanges a message, a zero-byte one (a barrier's) too; --pairs
+    large (the default with --threshold) only pairs exchanging a large message (000's Table 2: the pairs
+    circuits can serve)."""
     from topoplan.analysis.switches import analyze
     from topoplan.traffic.sources import load_inputs
 

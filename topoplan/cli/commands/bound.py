@@ -50,6 +50,14 @@ def alltoall_cmd(
         bad = [a for a in algos if a not in ALGORITHMS]
         if bad:
             raise TopoplanError(f"--simulate: unknown schedule {bad[0]!r} (a2a, a2at)")
+    # the schedules' options do nothing without a schedule (a wrong --window passed unnoticed)
+    unused = [flag for flag, given, used in (("--window", window is not None, compare or algos),
+                                             ("--method", method != "auto", compare or algos),
+                                             ("--sim-mode", sim_mode != "replay", algos)) if given and not used]
+    if unused:
+        raise TopoplanError(f"{unused[0]}: applies only with "
+                            f"{'--simulate' if unused[0] == '--sim-mode' else '--compare or --simulate'} (the bound "
+                            "alone has no schedule)")
     if compare or algos:
         res["schedules"] = _schedules(topo, m, window, method, compare, algos, sim_mode)
     emit(res, json_mode, output)
@@ -85,6 +93,8 @@ def _schedules(topo, m, window, method, compare, algos, sim_mode="replay") -> di
     if n * (n - 1) > MAX_SCHEDULE_MESSAGES:
         raise TopoplanError(f"--compare/--simulate: an all-to-all of {n:,} nodes is {n * (n - 1):,} messages, over "
                             f"the limit of {MAX_SCHEDULE_MESSAGES:,} held in memory; the bound alone needs neither")
+    if window is not None and window > n - 1:
+        raise TopoplanError(f"--window: {window:,} messages in flight, but each node sends only {n - 1:,}")
     lb = alltoall_lower_bound(topo, m)
     w = window if window is not None else sum(1 for k in topo.dims if k > 1)
     out = {}

@@ -55,6 +55,25 @@ def _group(app: typer.Typer, name: str, help_text: str) -> typer.Typer:
     return sub
 
 
+# the ilp's options: their flags and defaults
+ILP_FLAGS = {"solver": ("--solver", "auto"), "formulation": ("--formulation", "auto"),
+             "objective": ("--objective", "lexicographic")}
+
+
+def _ilp_options(methods: List[str], **given) -> dict:
+    """The ilp's options to pass when ``methods`` include ilp; a value other than its default given for a run
+    without ilp would do nothing (a misspelt solver passed unnoticed), so it is an error."""
+    from topoplan.core.errors import TopoplanError
+
+    if "ilp" in methods:
+        return given
+    for name, value in given.items():
+        flag, default = ILP_FLAGS[name]
+        if value != default:
+            raise TopoplanError(f"{flag}: applies to ilp, not {', '.join(methods)}")
+    return {}
+
+
 # CircuitProblem.build's fields and the flags that set them
 BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_circuits": "--max-circuits"}
 
@@ -108,7 +127,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
-    opts = {"solver": solver, "formulation": formulation, "objective": objective} if method == "ilp" else {}
+    opts = _ilp_options([method], solver=solver, formulation=formulation, objective=objective)
     if max_steps is not None:
         if method != "anneal":
             raise TopoplanError(f"--max-steps: applies to anneal, not {method}")
@@ -203,6 +222,10 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     if not method_list:
         raise TopoplanError(f"--methods {methods!r}: no method named (e.g. none,sp,greedy,ilp)")
+    twice = sorted({m for m in method_list if method_list.count(m) > 1})
+    if twice:   # one row per method: a second run would only repeat the first (and ilp's or anneal's time)
+        raise TopoplanError(f"--methods {methods!r}: {twice[0]} named twice")
+    ilp_opts = _ilp_options(method_list, solver=solver, formulation=formulation)
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with working("compare circuits"):   # progress on a terminal
         topo, trace, tr, prob, _ = _problem(topology, sets, traffic, placement, threshold, hop_limit,
@@ -213,7 +236,7 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
 
             sim = plan_simulator(prob, trace, smodel)
         rows = compare(prob, method_list, time_limit=time_limit, seed=seed,
-                       simulate=sim, solver=solver, formulation=formulation)
+                       simulate=sim, **ilp_opts)
     doc = {"topology": topo.name or topology, "traffic": traffic, "placement": placement, "problem": prob.describe(),
            "objective": objective_label(prob), "sim_model": smodel.to_dict() if simulate else None, "rows": rows}
     emit(doc, json_mode, output)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 TopologyOpt = typer.Option(..., "--topology", "-t", help="Preset name (see `topoplan presets`), YAML file, or Slurm "
                            "topology.conf / topology.yaml (cores from the slurm.conf beside it).")
 SetOpt = typer.Option(None, "--set", help="Override a topology field: dotted.key=value (repeatable), e.g. ocs.nodes_per_switch=4.")
-TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV or trace CSV.")
+TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. neighbor2d:rows=16,cols=16,bytes=4MB,iters=5), matrix CSV, trace CSV, "
+                          "trace directory (topoplan trace) or OTF2 archive.")
 PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
 OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")

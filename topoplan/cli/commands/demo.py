@@ -32,10 +32,12 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
 
     from topoplan.analysis.switches import analyze
     from topoplan.core.topology import TreeTopology
+    from topoplan.problems.result import check_time_limit
     from topoplan.sim.run import simulate, simulate_plan
     from topoplan.traffic.sources import load_inputs
 
     con = console()
+    check_time_limit(time_limit)   # before the first lines of the result are printed
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     other = replace(smodel, relay="store-and-forward" if smodel.relay == "pipelined" else "pipelined")
     topo, trace, tr, pl = load_inputs(topology, [], traffic, "sequential")

@@ -7,9 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, JsonOpt,
-                                          OutOpt, PlacementOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt,
-                                          console, emit, flag_names, working)
+from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, ContentionOpt,
+                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
+                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          sim_model, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -58,6 +59,8 @@ def phases_cmd(
                               "problem's bound) or simulated (each phase simulated alone; exact, solstice and bvn "
                               "then also keep the best single configuration when it replays faster)."),
     simulate: bool = typer.Option(False, "--simulate", help="Simulate the schedule (phase by phase)."),
+    model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
+    paper_contention: Optional[str] = ContentionOpt,
     steps: bool = typer.Option(False, "--steps", help="Price each phase's circuit candidates by the step time of "
                                "its steps (the sum of each step's busiest link) instead of its bulk bound."),
     time_limit: Optional[float] = TimeLimitOpt,
@@ -72,6 +75,7 @@ def phases_cmd(
 
     from topoplan.core.progress import report
 
+    smodel = sim_model(model, relay, relay_chunk, paper_contention)   # of --simulate and --score simulated
     with working("phases"):   # progress on a terminal
         topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
         if trace is None:
@@ -90,7 +94,8 @@ def phases_cmd(
 
             from topoplan.sim.steps import StepClockLimit
 
-            build = dict(setup_s=parse_time(setup, "setup_s") if setup else None, blackout=blackout, score=score)
+            build = dict(setup_s=parse_time(setup, "setup_s") if setup else None, blackout=blackout, score=score,
+                         sim_model=smodel)
             limit = steps_time_limit() if steps else None
             try:
                 try:
@@ -116,7 +121,7 @@ def phases_cmd(
                 from topoplan.sim.schedule import simulate_schedule
 
                 report(stage="simulating the schedule")
-                sim = simulate_schedule(topo, trace, ph, sched)
+                sim = simulate_schedule(topo, trace, ph, sched, model=smodel)
                 res["simulated"] = {k: v for k, v in sim.items() if k != "segments"}
             elif simulate:
                 res["message"] = past_limit("simulated", sim_s, write_s)
@@ -144,7 +149,7 @@ def phases_cmd(
             con.print(f"replayed whole: {times}; kept {m['picked']}")
         if sim is not None:
             con.print(f"simulated {format_time(sim['makespan_s'])} ({format_time(sim['setup_idle_s'])} of set-up "
-                      f"idle time; {sim['approximation']})")
+                      f"idle time; {sim['approximation']}; {smodel.label()})")
         elif "message" in res:
             con.print(f"schedule {res['message']}")
         if steps_note:

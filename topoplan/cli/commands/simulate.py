@@ -111,7 +111,7 @@ def simulate_cmd(
     con.print(f"model: {smodel.label()}")
     con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s"
-              + (f" ({res['n_pieces']} pieces of the generated trace)" if res.get("n_pieces") else ""))
+              + (f" (replayed in {res['n_pieces']} pieces)" if res.get("n_pieces") else ""))
     con.print("bytes by link class: " + ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(res["bytes_by_link_class"].items())))
     con.print(f"top switch receives {format_bytes(res['top_switch_bytes'])}; busiest node link {format_bytes(res['max_node_link_bytes'])}")
     if res.get("phases"):

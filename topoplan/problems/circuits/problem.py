@@ -48,7 +48,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, int_array, sequential
-from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, check_time_limit, PlanResult, solve_with, strict_options
 from topoplan.core.topology import TreeTopology, check_count, check_number
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
@@ -771,6 +771,7 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
     [('none', 0, 'S0->top', 0.256), ('three-step', 4, 'node0000=>node0016', 0.064)]
     """
     methods = list(methods or METHODS)
+    check_time_limit(time_limit)   # before any method runs, whether or not one of them takes it
     rows, results = [], {}
     for k, m in enumerate(methods):
         report(stage=f"{m} ({k + 1} of {len(methods)})")
