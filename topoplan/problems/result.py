@@ -39,8 +39,8 @@ from topoplan.core.progress import reporting_to
 from topoplan.traffic.matrix import Traffic
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
-           "check_options", "check_time_limit", "strict_options", "check_inputs", "module_missing", "Registry", "PlanResult", "gap_of",
-           "solve_with"]
+           "check_options", "check_time_limit", "strict_options", "check_inputs", "module_missing", "Registry",
+           "PlanResult", "gap_of", "solve_with"]
 
 # The options the solve layer passes to every method: part of every method's signature.
 SOLVE_OPTIONS = ("time_limit", "seed")
