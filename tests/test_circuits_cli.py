@@ -96,8 +96,7 @@ def test_ilp_options_and_time_limit_are_checked_whatever_the_methods(run_cli, ma
                           (("compare", "circuits", "--methods", "greedy", "--formulation", "node"),
                            "error: --formulation: applies to ilp, not greedy\n"),
                           (("compare", "circuits", "--methods", "greedy", "--time-limit", "0"),
-                           "error: field 'time_limit': must be a positive number of seconds up to 604800 (7 days), "
-                           "got 0.0\n"),
+                           "error: --time-limit: must be more than 0 and at most 604800 s (7 days), got '0'\n"),
                           (("circuits", "-m", "greedy", "--solver", "highs"),
                            "error: --solver: applies to ilp, not greedy\n"),
                           (("circuits", "-m", "sp", "--objective", "weighted"),

@@ -32,5 +32,5 @@ def test_demo_bad_traffic_is_one_line(run_cli):
 def test_demo_refuses_a_zero_time_limit_before_printing_anything(run_cli):
     """--time-limit 0 was refused only when the exact model ran, after the demo's first lines were printed."""
     code, out, err = run_cli("demo", "--time-limit", "0")
-    assert (code, out) == (2, "") and err == ("error: field 'time_limit': must be a positive number of seconds up "
-                                              "to 604800 (7 days), got 0.0\n")
+    assert (code, out) == (2, "") and err == ("error: --time-limit: must be more than 0 and at most 604800 s (7 days), "
+                                              "got '0'\n")

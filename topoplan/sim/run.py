@@ -316,7 +316,7 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
     >>> simulate_plan(t, trace, {"rank_to_node": [0] * 8})
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: plan: rank 4 is on slot 4 of node 0, which has 4 cores
+    topoplan.core.errors.TopoplanError: plan: field 'rank_to_node': item 4: rank 4 is on slot 4 of node 0, which has 4 cores
     """
     if plan is not None and not isinstance(plan, dict):
         raise TopoplanError(f"field 'plan': expected a plan document (a dict, such as result.to_dict()) or None, "
