@@ -201,3 +201,27 @@ def test_a_late_start_is_simulated_after_the_method_unless_dropped():
     assert res.metrics["simulated_candidates_s"]["greedy"] == 0.5 and res.metrics["picked"] == "greedy"
     with pytest.raises(TopoplanError, match="field 'late'"):
         solve_with(METHODS, prob, "three-step", score="simulated", simulate=simulate, beside=True, late="wait")
+
+
+@pytest.mark.parametrize("faster, picked", [(0.001, "three-step"), (0.02, "greedy")])
+def test_a_start_must_gain_keep_rel_to_replace_the_methods_plan(faster, picked):
+    """``keep_rel`` (``--score auto`` passes AUTO_KEEP_REL): a start faster by less keeps the method's plan and
+    says so; one faster by more replaces it."""
+    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits.problem import AUTO_KEEP_REL, METHODS, validate_plan
+    from topoplan.problems.result import solve_with
+
+    assert 0.001 < AUTO_KEEP_REL < 0.02
+    prob, _ = _circuit_problem("003")
+    greedy = solve(prob, "greedy", seed=0).to_dict()["circuits"]
+
+    def simulate(plan):
+        return 1.0 - faster if plan["circuits"] == greedy else 1.0
+
+    res = solve_with(METHODS, prob, "three-step", seed=0, validate=validate_plan, score="simulated",
+                     simulate=simulate, starts={"three-step": ("greedy",)}, keep_rel=AUTO_KEEP_REL)
+    assert res.metrics["picked"] == picked
+    assert ("kept its plan: greedy's simulates 0.1% faster, within the 0.5%" in (res.message or "")) == \
+        (picked == "three-step")
+    with pytest.raises(TopoplanError, match="field 'keep_rel'"):
+        solve_with(METHODS, prob, "three-step", score="simulated", simulate=simulate, keep_rel=1.5)

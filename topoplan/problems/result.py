@@ -470,7 +470,7 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
                starts: Mapping[str, tuple] | None = None, beside: bool = False, late: str = "simulate",
-               **options) -> PlanResult:
+               keep_rel: float = SIM_TIE_REL, **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
 
     ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
@@ -513,6 +513,10 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         Simulate the starting heuristics' plans beside the method (``score="simulated"``).
     late : {"simulate", "drop"}, optional
         With ``beside``: what becomes of a start whose simulation is not back when the method ends.
+    keep_rel : float, optional
+        A start's plan replaces the method's only when it simulates faster by more than this fraction
+        (default :data:`SIM_TIE_REL`, the engines' agreement); within it the method's plan is kept, and the
+        result says so when a start was faster.
     **options
         The method's own options.
 
@@ -546,6 +550,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         raise TopoplanError(f"field 'score': choose one of {', '.join(SCORES)}, got {score!r}")
     if late not in ("simulate", "drop"):
         raise TopoplanError(f"field 'late': choose simulate or drop, got {late!r}")
+    if not 0 <= keep_rel < 1:
+        raise TopoplanError(f"field 'keep_rel': must be in [0, 1), got {keep_rel!r}")
     if score == "simulated" and simulate is None:
         raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
     # the starting heuristics run first: inside a command with a time limit the method then gets what they left
@@ -606,7 +612,11 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
             seen[key] = float(simulate(r.to_dict()))
         times[name] = seen[key]
     best = min(times, key=lambda k: (times[k], k != method))
-    if times[best] >= times[method] * (1 - SIM_TIE_REL):   # within the engines' agreement: a tie
+    if times[best] >= times[method] * (1 - max(keep_rel, SIM_TIE_REL)):   # a tie, or closer than asked
+        if times[best] < times[method] * (1 - SIM_TIE_REL):
+            res.message = (f"{res.message}; " if res.message else "") + \
+                (f"kept its plan: {best}'s simulates {100 * (1 - times[best] / times[method]):.2g}% faster, "
+                 f"within the {100 * keep_rel:.2g}% a start must gain to replace it")
         best = method
     if best != method:
         picked = candidates[best]
