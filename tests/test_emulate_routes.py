@@ -93,6 +93,24 @@ def test_cli_writes_one_checked_file_per_host(topo, plan, tmp_path, run_cli):
                    "-o", out)[0] == 0
 
 
+def test_a_directory_with_other_hosts_route_files_is_refused(topo, plan, tmp_path, run_cli):
+    """Route files of hosts the plan does not have (an earlier export, other host names) would be applied by a
+    loop over the directory: refused, nothing written; other files in it are left alone."""
+    out = tmp_path / "routes"
+    out.mkdir()
+    (out / "cn0001.routes").write_text("route replace 198.18.0.2/32 via 198.18.0.3 dev eth0\n")
+    (out / "README").write_text("mine\n")
+    code, stdout, err = run_cli("export", "routes", "-p", plan, "-t", "paper003",
+                                *sum((["--set", s] for s in TOPO_SETS), []), "-o", out)
+    assert code == 2 and stdout == ""
+    assert err.startswith(f"error: {out}: holds route files of hosts this plan does not have (cn0001.routes)")
+    assert sorted(os.listdir(out)) == ["README", "cn0001.routes"]
+    (out / "cn0001.routes").unlink()
+    assert run_cli("export", "routes", "-p", plan, "-t", "paper003", *sum((["--set", s] for s in TOPO_SETS), []),
+                   "-o", out)[0] == 0
+    assert len(os.listdir(out)) == 65
+
+
 def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     path = tmp_path / "addresses"
     path.write_text("".join(f"{h} 10.1.{i // 16}.{i % 16 + 1}\n" for i, h in enumerate(topo.host_names())))

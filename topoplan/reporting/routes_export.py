@@ -233,7 +233,7 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         The circuit plan.
     topo : TreeTopology
     directory : str or path
-        Created if missing.
+        Created if missing; refused when it holds ``.routes`` files of other hosts (from an earlier export).
     hosts : list of str, optional
     addresses : list of str, optional
         Default :func:`default_address` of every node.
@@ -263,6 +263,14 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
     addrs = [default_address(i) for i in range(topo.n_nodes)] if addresses is None else list(addresses)
     texts = render_routes(tables, addrs, names, title=where)
     out = Path(directory)
+    # a host's routes applied from a file of an earlier export would route by another plan: a directory that
+    # holds route files of hosts this plan does not have is refused before anything is written
+    stale = sorted(p.name for p in out.glob("*.routes") if p.stem not in texts) if out.is_dir() else []
+    if stale:
+        more = f" and {len(stale) - 3} more" if len(stale) > 3 else ""
+        raise TopoplanError(f"{out}: holds route files of hosts this plan does not have ({', '.join(stale[:3])}"
+                            f"{more}), which a loop over the directory would apply too; write into an empty "
+                            "directory or remove them")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
