@@ -390,6 +390,17 @@ class PlanResult:
     message: str = ""
     inputs: dict[str, str] = field(default_factory=dict)
 
+    def add_note(self, text: str) -> None:
+        """Append ``text`` to :attr:`message` (``; ``-separated).
+
+        Examples
+        --------
+        >>> r = PlanResult(method="greedy", objective=1.0, plan={})
+        >>> r.add_note("a"); r.add_note("b"); r.message
+        'a; b'
+        """
+        self.message = f"{self.message}; {text}" if self.message else text
+
     def to_dict(self) -> dict:
         d = {"problem": self.problem, "method": self.method, "seed": self.seed, "objective": self.objective,
              "metrics": self.metrics, "bound": self.bound, "gap": self.gap, "status": self.status,
@@ -569,11 +580,14 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     starts_s = time.perf_counter() - t0
     # a plan is simulated once (heuristics often agree); with ``beside``, the starts' plans in a child meanwhile
     keys = {name: _plan_key(r) for name, r in others.items()}
-    distinct = list(dict.fromkeys(keys.values()))
-    child = None
+    holder = {}   # each distinct plan -> the first start that has it
+    for name, key in keys.items():
+        holder.setdefault(key, name)
+    distinct = list(holder)
+    child, got = None, {}
     if beside and score == "simulated" and distinct and forked.available():
-        plans = {k: next(others[n] for n in others if keys[n] == k).to_dict() for k in distinct}
-        child = forked.Forked(functools.partial(_simulate_quietly, simulate), [plans[k] for k in distinct])
+        child = forked.Forked(functools.partial(_simulate_quietly, simulate),
+                              [others[holder[k]].to_dict() for k in distinct])
     t_method = time.perf_counter()
     try:
         res = _solve_one(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
@@ -591,8 +605,7 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         if child is not None:
             child.close()
     if skipped:
-        res.message = (f"{res.message}; " if res.message else "") + \
-            f"not compared with {', '.join(skipped)}: the time limit was reached"
+        res.add_note(f"not compared with {', '.join(skipped)}: the time limit was reached")
     if score == "bound" or res.status == "interrupted":   # interrupted: the user wants the plan now
         return res
     t0 = t_done - starts_s   # the result's wall time: the method's, the starts' and what the check adds
@@ -602,9 +615,9 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     for name in dropped:
         del candidates[name]
     if dropped:
-        res.message = (f"{res.message}; " if res.message else "") + \
-            f"not compared with {', '.join(dropped)}: " + \
-            ("its simulation" if len(dropped) == 1 else "their simulations") + " did not end within the time limit"
+        res.add_note(f"not compared with {', '.join(dropped)}: "
+                     + ("its simulation" if len(dropped) == 1 else "their simulations")
+                     + " did not end within the time limit")
     times = {}
     for name, r in candidates.items():
         key = _plan_key(r) if name == method else keys[name]
@@ -614,9 +627,8 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     best = min(times, key=lambda k: (times[k], k != method))
     if times[best] >= times[method] * (1 - max(keep_rel, SIM_TIE_REL)):   # a tie, or closer than asked
         if times[best] < times[method] * (1 - SIM_TIE_REL):
-            res.message = (f"{res.message}; " if res.message else "") + \
-                (f"kept its plan: {best}'s simulates {100 * (1 - times[best] / times[method]):.2g}% faster, "
-                 f"within the {100 * keep_rel:.2g}% a start must gain to replace it")
+            res.add_note(f"kept its plan: {best}'s simulates {100 * (1 - times[best] / times[method]):.2g}% faster, "
+                         f"within the {100 * keep_rel:.2g}% a start must gain to replace it")
         best = method
     if best != method:
         picked = candidates[best]
@@ -625,8 +637,7 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         res.gap = gap_of(res.objective, res.bound)
         if res.status == "optimal":
             res.status = "feasible"
-        res.message = (f"{res.message}; " if res.message else "") + \
-            f"kept {best}'s plan: it simulates faster ({times[best]:.6g} s vs {times[method]:.6g} s)"
+        res.add_note(f"kept {best}'s plan: it simulates faster ({times[best]:.6g} s vs {times[method]:.6g} s)")
     res.metrics["simulated_s"] = times[best]
     res.metrics["simulated_candidates_s"] = times
     res.metrics["picked"] = best
@@ -664,12 +675,11 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
         res = fn(problem, time_limit=limit, seed=seed, **options)
         if stop_requested():
             res.status = "interrupted"
-            res.message = (f"{res.message}; " if res.message else "") + "stopped by Ctrl-C: the best plan found so far"
+            res.add_note("stopped by Ctrl-C: the best plan found so far")
     res.wall_s = time.perf_counter() - t0
     if time_limit is not None and limit is not None and limit < 0.5 * time_limit:   # most of it went elsewhere
-        note = (f"the method had {limit:.2f} s of the {time_limit:.4g} s time limit: the command's other stages "
-                "(starting, loading, building, simulating, writing) take the rest")
-        res.message = f"{res.message}; {note}" if res.message else note
+        res.add_note(f"the method had {limit:.2f} s of the {time_limit:.4g} s time limit: the command's other stages "
+                     "(starting, loading, building, simulating, writing) take the rest")
     res.method = method
     res.seed = seed
     res.problem = problem_name

@@ -654,7 +654,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     if score == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     if note:
-        res.message = f"{res.message}; {note}" if res.message else note
+        res.add_note(note)
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
     res.options.setdefault("threshold_B", problem.threshold_B)
