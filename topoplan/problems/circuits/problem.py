@@ -630,8 +630,9 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
             # when it ends are simulated after it; when they do not, the method gets what its own plan's
             # simulation leaves, and a start not back by the end of the limit is not compared.
             beside = forked.available()
-            one_s = deadline.scaled(simulation_cost_s(trace))
-            all_s = deadline.scaled((1 + len(STARTS[method])) * simulation_cost_s(trace))
+            cost_s = simulation_cost_s(trace)   # (a pass over the trace's calls)
+            one_s = deadline.scaled(cost_s)
+            all_s = deadline.scaled((1 + len(STARTS[method])) * cost_s)
             if all_s <= 0.5 * limit or not beside:
                 sims_s, late = all_s, "simulate"
             else:
