@@ -391,7 +391,7 @@ class PlanResult:
     inputs: dict[str, str] = field(default_factory=dict)
 
     def add_note(self, text: str) -> None:
-        """Append ``text`` to :attr:`message` (``; ``-separated).
+        """Append ``text`` to :attr:`message`, after a semicolon when it has one already.
 
         Examples
         --------
