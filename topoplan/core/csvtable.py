@@ -307,7 +307,8 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     Returns
     -------
     pandas.DataFrame
-        Column names stripped of spaces; the index is the file line of each row.
+        Column names stripped of spaces; the index is the file line of each row,
+        and ``attrs["header_line"]`` the line of the header.
 
     Raises
     ------
@@ -395,6 +396,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
                             f"{len(index):,} of {len(names)} expected")
     df.columns = names
     df.index = index
+    df.attrs["header_line"] = head
     return df
 
 
