@@ -51,6 +51,17 @@ def test_bad_delay_csv_is_an_error_naming_line_and_host(tmp_path, rows, needle):
         delay.load(f, topo, [0, 1, 2])
 
 
+@pytest.mark.parametrize("blank", ["", "\n"])
+def test_delay_csv_header_lacking_a_host_names_the_header_line(tmp_path, blank):
+    topo = cluster(1, 3)
+    names = topo.host_names()
+    f = tmp_path / "d.csv"
+    f.write_text(f"{blank}{names[0]},{names[1]}\n0,1\n1,0\n")
+    with pytest.raises(TopoplanError, match=rf"d\.csv:{1 + len(blank)}: header lacks host '{names[2]}' of the "
+                                            "allocation$"):
+        delay.load(f, topo, [0, 1, 2])
+
+
 @pytest.mark.parametrize("spell", [str.upper, str.capitalize, lambda h: h])
 def test_delay_csv_host_names_ignore_case(tmp_path, spell):
     """Host names are case-insensitive (DNS, Slurm): a header written in another case names the same hosts."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
-from topoplan.core.errors import TopoplanError
+from topoplan.core.errors import TopoplanError, where
 
 __all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
 
@@ -173,12 +173,13 @@ def load(path, topo, nodes) -> np.ndarray:
     for i, h in enumerate(names):
         first = index.setdefault(h.lower(), i)
         if first != i:
-            raise TopoplanError(f"{path}:{df.attrs['header_line']}: field {h!r}: the same host as column "
+            raise TopoplanError(f"{where(path, df.attrs['header_line'], h)}: the same host as column "
                                 f"{names[first]!r} (host names ignore case)")
     want = [hosts[i] for i in nodes]
     missing = [h for h in want if h.lower() not in index]
     if missing:
-        raise TopoplanError(f"{path}: header lacks host {missing[0]!r} of the allocation")
+        raise TopoplanError(f"{where(path, df.attrs['header_line'])}: header lacks host {missing[0]!r} of the "
+                            "allocation")
     if len(df) != len(names):
         raise TopoplanError(f"{path}: {len(df)} rows for {len(names)} header hosts (one row per host, in the "
                             "order of the header)")
