@@ -22,9 +22,9 @@ from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["MAX_INPUT_BYTES", "STDOUT", "is_stdout", "stdout_reserved", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
-           "read_text", "read_json", "is_json_document", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive",
-           "read_plan_archive"]
+__all__ = ["MAX_INPUT_BYTES", "STDOUT", "is_stdout", "stdout_reserved", "check_writable", "atomic_write",
+           "output_group", "write_json", "dumps", "read_bytes", "read_text", "read_json", "is_json_document",
+           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
