@@ -73,8 +73,19 @@ def _module_sections_as_rubrics(app, what, name, obj, options, lines):
     lines[:] = out
 
 
+# A page links to a section of the README as GitHub shows it (../README.md#a-short-tour); on the site the README
+# is the index page (index.md includes it), whose headings have the same anchors.
+_README_LINK = re.compile(r"\]\(\.\./README\.md(#[^)\s]*)?\)")
+
+
+def _readme_links_to_index(app, docname, source):
+    if "/" not in docname:   # a page beside index.md
+        source[0] = _README_LINK.sub(lambda m: f"](index.md{m.group(1) or ''})", source[0])
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _module_sections_as_rubrics)
+    app.connect("source-read", _readme_links_to_index)
     # numpydoc also parses every docstring a second time, to read a signature written on its first line (the
     # way C extensions document theirs). Every documented object here is Python, whose signature autodoc reads
     # itself, so that listener only costs time: about a quarter of the API reference's build (measured).

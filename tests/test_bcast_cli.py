@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,22 @@ def test_cli_bad_input_is_one_line_error(run_cli, tmp_path):
     (tmp_path / "d.csv").write_text("a,b\n0,1\n1,0\n")
     code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=2", "--delay", tmp_path / "d.csv")
     assert code == 2 and "header lacks host" in err
+
+
+@pytest.mark.parametrize("header, code_want, needle", [
+    ("NODE0000,Node0001,node0002", 0, None),
+    ("node0000,node0001,NODE0000", 2, r"d\.csv:1: field 'NODE0000': the same host as column 'node0000'"),
+])
+def test_cli_delay_csv_host_names_ignore_case(run_cli, tmp_path, header, code_want, needle):
+    (tmp_path / "alloc.txt").write_text("node0000\nnode0001\nnode0002\n")
+    (tmp_path / "d.csv").write_text(header + "\n0,1,9\n1,0,9\n9,9,0\n")
+    code, out, err = run_cli("bcast", "-t", "paper000", "-a", tmp_path / "alloc.txt", "--delay", tmp_path / "d.csv",
+                             "-m", "dft", "--json")
+    assert code == code_want, err
+    if needle is None:
+        assert json.loads(out)["problem"] == "bcast"
+    else:
+        assert out == "" and err.startswith("error: ") and len(err.splitlines()) == 1 and re.search(needle, err)
 
 
 MPI_SCRIPT = r"""

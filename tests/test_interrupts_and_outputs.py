@@ -128,6 +128,66 @@ def test_a_socket_is_refused(tmp_path):
         s.close()
 
 
+# -- standard output -------------------------------------------------------------------------
+
+IB_FATTREE = os.path.join(os.path.dirname(__file__), "data", "ib", "fattree")
+REPORT_RESULT = os.path.join(os.path.dirname(__file__), "data", "report_result.json")
+
+
+@pytest.mark.parametrize("args, first_line", [
+    (["show", "paper003"], "kind: hybrid"),
+    (["traffic", "ring:np=4,bytes=1MB"], "src,dst,bytes,msgs"),
+    (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft"], "{"),
+    (["circuits", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-m", "three-step", "--no-simulate"], "{"),
+    (["topo", "delay", "-i", os.path.join(IB_FATTREE, "ibnetdiscover.txt"), "--lft", os.path.join(IB_FATTREE, "lft"),
+      "--hosts", "hosts"], "node001,node002,node003,node004"),
+    (["report", REPORT_RESULT], "<!DOCTYPE html>"),
+])
+def test_output_dash_is_standard_output(tmp_path, monkeypatch, run_cli, args, first_line):
+    """``-o -`` prints the document on standard output (and nothing else: the command's messages go to
+    standard error); no file named '-' is written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hosts").write_text("node[001-004]\n")
+    code, out, err = run_cli(*args, "-o", "-")
+    assert code == 0, err
+    assert out.splitlines()[0] == first_line
+    if first_line == "{":
+        json.loads(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hosts"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["report", REPORT_RESULT, "-o", "r.html", "--png", "-"],
+     "--png -: a PNG image (binary) cannot go to standard output; give a file name"),
+    (["trace", "-o", "-", "--", "true"], "--output -: a trace directory cannot go to standard output"),
+    (["sweep", "s.yaml", "-o", "-"], "--output -: a sweep table (read back to resume the sweep) cannot go"),
+    (["export", "routes", "-p", "plan.json", "-o", "-"],
+     "--output -: a directory of routes files cannot go to standard output"),
+    (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--json", "-o", "-"],
+     "--json: prints to standard output, where --output - writes too; give one of them"),
+    (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--rankfile", "-", "-o", "-"],
+     "-: given as both --rankfile and --output"),
+])
+def test_output_dash_is_refused_where_it_cannot_be_standard_output(tmp_path, monkeypatch, run_cli, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text("name: s\noutput: t.csv\nproblem: circuits\nmethods: [none]\n"
+                                     "instances: [{topology: paper003, traffic: 'ring:np=8,bytes=1MB'}]\n")
+    (tmp_path / "plan.json").write_text("{}")
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json", "s.yaml"]
+
+
+def test_binary_data_to_standard_output_is_refused(capsys):
+    with pytest.raises(TopoplanError, match=r"^- \(standard output\): binary data, not text; give a file name$"):
+        atomic_write("-", b"\x89PNG")
+    with output_group():
+        atomic_write("-", "a document\n")
+        assert capsys.readouterr().out == ""     # written with the group, when it succeeded
+    assert capsys.readouterr().out == "a document\n"
+
+
 # -- all or nothing --------------------------------------------------------------------------
 
 def test_output_group_is_all_or_nothing(tmp_path):

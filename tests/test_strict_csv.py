@@ -117,23 +117,62 @@ def test_duplicate_columns(tmp_path, kind, text, needle):
 @pytest.mark.parametrize("kind,text,needle", [
     # a matrix and a placement have no other columns: a count under another name would be read as 1 message
     ("matrix", "src,dst,bytes,count\n0,1,70,7\n",
-     r"t\.csv: line 1: column 'count' is not a column of a communication matrix \(src,dst,bytes\[,msgs"),
-    ("matrix", "src,dst,bytes,msgs,calls\n0,1,70,7,7\n", r"t\.csv: line 1: columns 'msgs' and 'calls' both count"),
+     r"t\.csv:1: column 'count' is not a column of a communication matrix \(src,dst,bytes\[,msgs"),
+    ("matrix", "src,dst,bytes,msgs,calls\n0,1,70,7,7\n", r"t\.csv:1: columns 'msgs' and 'calls' both count"),
+    ("matrix", "\nsrc,dst,bytes,msgs,calls\n0,1,70,7,7\n", r"t\.csv:2: columns 'msgs' and 'calls' both count"),
     ("matrix", "src,dst,bytes,msg\n0,1,70,7\n", r"column 'msg' is not a column .*; did you mean 'msgs'\?"),
     ("matrix", "src,dst,bytes,Msgs\n0,1,70,7\n", r"column 'Msgs' .*; did you mean 'msgs'\?"),
-    ("matrix", MHEAD.strip() + ",extra\n0,1,70,7,x\n", r"t\.csv: line 1: column 'extra' is not a column"),
-    ("matrix", "\n" + MHEAD.strip() + ",\n0,1,70,7,\n", r"t\.csv: line 2: an unnamed column is not a column"),
-    ("placement", "rank,node,slots\n0,1,1\n", r"t\.csv: line 1: column 'slots' .* placement \(rank,node\[,slot\]\); "
+    ("matrix", MHEAD.strip() + ",extra\n0,1,70,7,x\n", r"t\.csv:1: column 'extra' is not a column"),
+    ("matrix", "\n" + MHEAD.strip() + ",\n0,1,70,7,\n", r"t\.csv:2: an unnamed column is not a column"),
+    ("placement", "rank,node,slots\n0,1,1\n", r"t\.csv:1: column 'slots' .* placement \(rank,node\[,slot\]\); "
      r"did you mean 'slot'\?"),
     ("placement", "rank,node,host\n0,1,cn01\n", r"column 'host' is not a column of a placement"),
     # a trace may carry other columns, but not a misspelled optional one (its tags or communicators ignored)
-    ("trace", HEAD.strip() + ",tags\n0,send,1,8,,2,0,0,3\n", r"t\.csv: line 1: column 'tags' .*did you mean 'tag'\?"),
+    ("trace", HEAD.strip() + ",tags\n0,send,1,8,,2,0,0,3\n", r"t\.csv:1: column 'tags' .*did you mean 'tag'\?"),
     ("trace", HEAD.strip() + ",Comm\n0,send,1,8,,2,0,0,3\n", r"column 'Comm' .*did you mean 'comm'\?"),
     ("trace", HEAD.strip() + ",reqs\n0,send,1,8,,2,0,0,1\n", r"column 'reqs' .*did you mean 'req'\?"),
 ])
 def test_columns_that_would_be_ignored(tmp_path, kind, text, needle):
     with pytest.raises(TopoplanError, match=needle):
         reader(kind)(write(tmp_path, "t.csv", text))
+
+
+@pytest.mark.parametrize("kind,text,needle", [
+    ("matrix", "src,dst,bytez\n0,1,70\n", r"^\S*t\.csv:1: missing column\(s\) bytes for a communication matrix$"),
+    ("matrix", "\n\nsrc,dst\n0,1\n", r"^\S*t\.csv:3: missing column\(s\) bytes for a communication matrix$"),
+    ("placement", "rank\n0\n", r"^\S*t\.csv:1: missing column\(s\) node for a placement$"),
+    ("trace", "\nrank,op\n0,send\n", r"^\S*t\.csv:2: missing column\(s\) peer, bytes"),
+])
+def test_header_errors_name_file_and_line_as_row_errors_do(tmp_path, kind, text, needle):
+    """The header's errors read as every other CSV error: ``FILE:LINE: ...`` (topoplan.core.errors.where)."""
+    with pytest.raises(TopoplanError, match=needle):
+        reader(kind)(write(tmp_path, "t.csv", text))
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("key,score\na,1\nb,2,3\n", r"t\.csv:3: 3 fields, the header has 2 \(a stray comma, or a column missing from "
+     r"the header\?\); move the previous sweep table away to start over$"),
+    ('key,score\na,"1\n', r"t\.csv:2: malformed CSV: .*; move the previous sweep table away to start over$"),
+])
+def test_a_malformed_sweep_table_is_one_line_naming_its_line(tmp_path, text, needle):
+    from topoplan.batch.sweep import read_table
+
+    path = write(tmp_path, "t.csv", text)
+    with pytest.raises(TopoplanError, match=needle) as e:
+        read_table(path)
+    assert "\n" not in str(e.value)
+
+
+def test_a_sweep_table_reads_back_as_written(tmp_path):
+    import pandas as pd
+
+    from topoplan.batch.sweep import read_table, write_table
+
+    df = pd.DataFrame({"key": ["a", "b"], "score": [1.5, None], "error": ["", "x, with a comma\nand a line"]})
+    write_table(df, tmp_path / "t.csv")
+    got = read_table(tmp_path / "t.csv")
+    assert list(got.index) == [0, 1] and got["key"].tolist() == ["a", "b"]
+    assert got["score"].iloc[0] == 1.5 and got["error"].iloc[1] == "x, with a comma\nand a line"
 
 
 def test_trace_keeps_other_columns_and_known_optional_ones(tmp_path):

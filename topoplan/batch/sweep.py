@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from topoplan.core.csvtable import read_csv_table
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import extra_message, missing_extra, require
 from topoplan.core.fingerprint import fingerprint_trace
@@ -978,13 +979,18 @@ def read_table(path: Path):
     fmt = table_format(path)
     if not path.is_file():
         return None
-    try:
-        if fmt == "parquet":
+    if fmt == "parquet":
+        try:
             df = pd.read_parquet(path)
-        else:
-            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except Exception as exc:
-        raise TopoplanError(f"{path}: cannot read the previous sweep table ({exc}); move it away to start over") from None
+        except Exception as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TopoplanError(f"{path}: cannot read the previous sweep table ({msg}); move it away to start "
+                                "over") from None
+    else:   # the strict reader, as for every CSV input: an error names the line
+        try:
+            df = read_csv_table(path, (), "sweep table").reset_index(drop=True)
+        except TopoplanError as exc:
+            raise TopoplanError(f"{exc}; move the previous sweep table away to start over") from None
     if "key" not in df.columns:
         # an unrelated table: a sweep would overwrite it with its own rows
         raise TopoplanError(f"{path}: exists and is not a sweep table (no 'key' column); choose another output "

@@ -40,6 +40,12 @@ def guard_outputs(fn):
     Inputs are the other path-like arguments that name existing files; a command that would
     overwrite its own input (``topo convert -i D -o D``) stops before doing any work.
 
+    An output named ``-`` is standard output (:func:`topoplan.core.io.is_stdout`): the command then
+    prints everything else on standard error. It is refused, naming the option, with ``--json`` (which
+    prints there too), for the formats in the command's ``output_dir_formats`` (a directory of files)
+    and for the parameters in its ``not_stdout`` (``{parameter: what it is}``: a binary file, a
+    directory, a table read back).
+
     Parameters
     ----------
     fn : callable
@@ -61,10 +67,19 @@ def guard_outputs(fn):
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: ...yaml: output would overwrite the input ...yaml; choose another name
+    >>> convert("topology.yaml", "-")
+    'topology.yaml -> -'
+    >>> def draw(input: str, png: str):
+    ...     return f"{input} -> {png}"
+    >>> draw.not_stdout = {"png": "a PNG image (binary)"}
+    >>> guard_outputs(draw)("result.json", "-")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: --png -: a PNG image (binary) cannot go to standard output; give a file name
     """
     import inspect
 
-    from topoplan.core.io import check_writable
+    from topoplan.core.io import check_writable, is_stdout, stdout_reserved
 
     sig = inspect.signature(fn)
 
@@ -72,17 +87,35 @@ def guard_outputs(fn):
     def wrapper(*args, **kwargs):
         bound = sig.bind_partial(*args, **kwargs).arguments
         outs = [(k, v) for k, v in bound.items() if k in OUTPUT_PARAMS and v is not None]
+        refused = dict(getattr(fn, "not_stdout", {}))
         if getattr(fn, "output_dir_formats", None) and bound.get("fmt") in fn.output_dir_formats:
+            refused.update((k, f"a directory of {bound['fmt']} files") for k, _ in outs)
             outs = []   # a directory of files (export routes): checked and written by the command itself
+        for name, what in refused.items():
+            if is_stdout(bound.get(name)):
+                raise TopoplanError(f"{_option(sig, name)} -: {what} cannot go to standard output; give a file name")
+        to_stdout = [name for name, path in outs if is_stdout(path)]
+        if to_stdout and bound.get("json_mode"):
+            raise TopoplanError(f"--json: prints to standard output, where {_option(sig, to_stdout[0])} - writes "
+                                "too; give one of them")
         ins = [v for k, v in bound.items() if k not in OUTPUT_PARAMS and isinstance(v, (str, Path))]
         for i, (name, path) in enumerate(outs):
             check_writable(path, inputs=ins)
             for other, prev in outs[:i]:
                 if Path(prev).resolve() == Path(path).resolve():
                     raise TopoplanError(f"{path}: given as both --{other} and --{name}; choose two names")
+        if to_stdout:
+            with stdout_reserved():   # the document alone on standard output; the command's messages on stderr
+                return fn(*args, **kwargs)
         return fn(*args, **kwargs)
 
     return wrapper
+
+
+def _option(sig, name: str) -> str:
+    """The long option of a command's parameter (``out_dir`` -> ``--output``), from its Typer declaration."""
+    decls = getattr(sig.parameters[name].default, "param_decls", None) or ()
+    return next((d for d in decls if d.startswith("--")), f"--{name.replace('_', '-')}")
 
 
 def _guard_all(app: typer.Typer, prefix: str = "") -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core import memory
-from topoplan.core.errors import TopoplanError
+from topoplan.core.errors import TopoplanError, where
 from topoplan.core.io import read_bytes
 
 __all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "read_csv_table", "row_line", "to_numbers", "empty_cells"]
@@ -265,10 +265,10 @@ def _check_columns(names, required, optional, others: bool, path: Path, head: in
         if not others:
             cols = ",".join(required) + "".join(f"[,{c}]" for c in optional if c not in required)
             what = f"column '{c}'" if c else "an unnamed column"
-            raise TopoplanError(f"{path}: line {head}: {what} is not a column of a {kind} ({cols}){hint} (its "
+            raise TopoplanError(f"{where(path, head)}: {what} is not a column of a {kind} ({cols}){hint} (its "
                                 "values would be ignored: rename or remove it)")
         if near:
-            raise TopoplanError(f"{path}: line {head}: column '{c}' is not a column of a {kind}{hint} (its "
+            raise TopoplanError(f"{where(path, head)}: column '{c}' is not a column of a {kind}{hint} (its "
                                 "values would be ignored: rename it)")
 
 
@@ -307,7 +307,8 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     Returns
     -------
     pandas.DataFrame
-        Column names stripped of spaces; the index is the file line of each row.
+        Column names stripped of spaces; the index is the file line of each row,
+        and ``attrs["header_line"]`` the line of the header.
 
     Raises
     ------
@@ -330,7 +331,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     >>> read_csv_table(path, ("msgs",), "communication matrix")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: .../m.csv: line 1: missing column(s) msgs for a communication matrix
+    topoplan.core.errors.TopoplanError: .../m.csv:1: missing column(s) msgs for a communication matrix
     >>> read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs",),
     ...                others=False).shape
     (1, 3)
@@ -339,7 +340,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     >>> read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs",))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: .../m.csv: line 1: column 'msg' is not a column of a communication matrix; did you mean 'msgs'? (its values would be ignored: rename it)
+    topoplan.core.errors.TopoplanError: .../m.csv:1: column 'msg' is not a column of a communication matrix; did you mean 'msgs'? (its values would be ignored: rename it)
     >>> with open(path, "w") as fh:
     ...     _ = fh.write("src,dst,bytes\\n0,1,100\\n1,0\\n")
     >>> read_csv_table(path, ("src", "dst"), "communication matrix")  # doctest: +ELLIPSIS
@@ -374,7 +375,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
             index = pd.RangeIndex(first, end)
     missing = [c for c in required if c not in names]
     if missing:
-        raise TopoplanError(f"{path}: line {head}: missing column(s) {', '.join(missing)} for a {kind}")
+        raise TopoplanError(f"{where(path, head)}: missing column(s) {', '.join(missing)} for a {kind}")
     _check_columns(names, required, optional, others, path, head, kind)
     _check_memory(path, kind, len(index), len(names), len(data))
     bio = io.BytesIO(data)
@@ -395,6 +396,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
                             f"{len(index):,} of {len(names)} expected")
     df.columns = names
     df.index = index
+    df.attrs["header_line"] = head
     return df
 
 

@@ -1,5 +1,8 @@
 """Atomic file output (write to a temporary file beside the target, then rename), and bounded input.
 
+An output named ``-`` (:data:`STDOUT`) is standard output: a text document is written there whole, and a binary
+one is refused.
+
 Every input file that may be gzip-compressed is read by :func:`read_bytes`, which decompresses it as a
 stream and stops at a bound: a few megabytes of gzip can expand to gigabytes ("gzip bomb").
 """
@@ -14,14 +17,14 @@ import stat
 import sys
 import tempfile
 import zipfile
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", "write_json", "dumps", "read_bytes",
-           "read_text", "read_json", "is_json_document", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive",
-           "read_plan_archive"]
+__all__ = ["MAX_INPUT_BYTES", "STDOUT", "is_stdout", "stdout_reserved", "check_writable", "atomic_write",
+           "output_group", "write_json", "dumps", "read_bytes", "read_text", "read_json", "is_json_document",
+           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -30,6 +33,72 @@ __all__ = ["MAX_INPUT_BYTES", "check_writable", "atomic_write", "output_group", 
 MAX_INPUT_BYTES = 2 ** 28
 _GZIP_MAGIC = b"\x1f\x8b"
 _READ_CHUNK = 1 << 24
+
+#: The output name that means standard output (``-o -``), as for most Unix tools.
+STDOUT = "-"
+
+
+def is_stdout(path) -> bool:
+    """Whether an output name is :data:`STDOUT` (``-``): standard output, not a file.
+
+    Parameters
+    ----------
+    path : str or path or None
+        The output name.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> is_stdout("-"), is_stdout(Path("-")), is_stdout("plan.json"), is_stdout(None)
+    (True, True, False, False)
+    """
+    return path is not None and os.fspath(path) == STDOUT
+
+
+_stdout: contextvars.ContextVar = contextvars.ContextVar("topoplan_stdout", default=None)
+
+
+@contextmanager
+def stdout_reserved():
+    """Keep standard output for the ``-`` outputs written in the block.
+
+    Whatever else the block prints to standard output (a command's summary, ``wrote -``) goes
+    to standard error instead, so a pipe receives the document alone.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err), stdout_reserved():
+    ...     print("wrote -")
+    ...     atomic_write("-", "the document\\n")
+    the document
+    >>> err.getvalue()
+    'wrote -\\n'
+    """
+    token = _stdout.set(sys.stdout)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _stdout.reset(token)
+
+
+def _write_stdout(text: str) -> None:
+    out = _stdout.get() or sys.stdout
+    try:
+        out.write(text)
+        out.flush()
+    except OSError as exc:   # a closed pipe
+        raise TopoplanError(f"{STDOUT} (standard output): cannot write: {exc.strerror or exc}") from None
 
 
 def check_writable(path, *, inputs=()) -> Path:
@@ -65,6 +134,8 @@ def check_writable(path, *, inputs=()) -> Path:
     ...
     topoplan.core.errors.TopoplanError: ...: output would overwrite the input ...; choose another name
     """
+    if is_stdout(path):   # standard output: nothing to check, and never one of the inputs
+        return Path(STDOUT)
     path = Path(path)
     if path.is_dir():
         raise TopoplanError(f"{path}: is a directory, not an output file")
@@ -111,11 +182,13 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
 
     A name ending in ``.gz`` is gzip-compressed. The directory must exist. Any OS error
     (permissions, a directory in the way, a full disk) is a :class:`TopoplanError` naming the path.
+    The name ``-`` (:data:`STDOUT`) writes text to standard output (within :func:`output_group`, when
+    the group succeeds); bytes are refused there.
 
     Parameters
     ----------
     path : str or path
-        The file; an existing one keeps its permissions.
+        The file (``-``: standard output); an existing one keeps its permissions.
     data : str or bytes or list of str
         The content (str is written as UTF-8); a list of str pieces is written a piece at a time.
     binary : bool, optional
@@ -124,7 +197,8 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     Raises
     ------
     TopoplanError
-        Naming the path, when it cannot be written (nothing is left behind).
+        Naming the path, when it cannot be written (nothing is left behind), or for bytes to
+        standard output.
 
     Examples
     --------
@@ -134,7 +208,23 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     >>> atomic_write(path, "hello\\n")
     >>> gzip.decompress(open(path, "rb").read())
     b'hello\\n'
+    >>> atomic_write("-", ["hello", "\\n"])
+    hello
+    >>> atomic_write("-", b"\\x89PNG")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: - (standard output): binary data, not text; give a file name
     """
+    if is_stdout(path):
+        if binary or isinstance(data, bytes):
+            raise TopoplanError(f"{STDOUT} (standard output): binary data, not text; give a file name")
+        text = "".join(data) if isinstance(data, list) else data
+        group = _group.get()
+        if group is not None:   # written with the group's other outputs, when all of them succeeded
+            group.append((None, STDOUT, text))
+        else:
+            _write_stdout(text)
+        return
     path = Path(path)
     check_writable(path)
     if isinstance(data, list) and (path.suffix == ".gz" or _special(path) is not None):
@@ -177,7 +267,10 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
 _group: contextvars.ContextVar = contextvars.ContextVar("topoplan_output_group", default=None)
 
 
-def _write_special(path: Path, raw: bytes) -> None:
+def _write_special(path, raw) -> None:
+    if is_stdout(path):
+        _write_stdout(raw)
+        return
     try:
         fd = os.open(path, os.O_WRONLY)   # no O_CREAT / O_TRUNC: the device or FIFO stays what it is
         with os.fdopen(fd, "wb") as fh:
@@ -192,8 +285,8 @@ def output_group():
 
     Files are written to temporary files beside their targets as the block runs; they are renamed
     into place only when the whole block succeeded, and discarded when it raised (an error, Ctrl-C),
-    so a command with two outputs never leaves one of them behind. FIFOs and character devices
-    are written at the end, after the regular files.
+    so a command with two outputs never leaves one of them behind. FIFOs, character devices and
+    standard output are written at the end, after the regular files.
 
     Yields
     ------

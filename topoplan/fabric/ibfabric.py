@@ -102,7 +102,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, read_text
+from topoplan.core.io import atomic_write, is_stdout, read_text
 from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import expand_hostlist
 
@@ -1572,7 +1572,7 @@ def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> N
     Parameters
     ----------
     path : str or path
-        Ends in ``.csv``, ``.csv.gz`` or ``.npy``.
+        Ends in ``.csv``, ``.csv.gz`` or ``.npy``; ``-`` writes the CSV to standard output.
     hosts : sequence of str
     matrix : numpy.ndarray
     kind : str, optional
@@ -1603,8 +1603,8 @@ def write_delay_matrix(path, hosts, matrix: np.ndarray, kind: str = "hops") -> N
         np.save(buf, np.asarray(matrix, dtype=np.float64))
         atomic_write(p, buf.getvalue(), binary=True)
         return
-    if not name.endswith((".csv", ".csv.gz")):
-        raise TopoplanError(f"{p}: output must end in .csv, .csv.gz or .npy")
+    if not (is_stdout(path) or name.endswith((".csv", ".csv.gz"))):
+        raise TopoplanError(f"{p}: output must end in .csv, .csv.gz or .npy (or be -, standard output)")
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(hosts)

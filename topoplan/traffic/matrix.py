@@ -18,7 +18,7 @@ import numpy as np
 
 from topoplan.core.arrays import unique_inverse
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
-from topoplan.core.errors import TopoplanError
+from topoplan.core.errors import TopoplanError, where
 from topoplan.core.io import atomic_write
 from topoplan.traffic import limits
 from topoplan.traffic.collectives import expand_trace_collectives
@@ -220,8 +220,8 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
                         others=False, max_rows=limits.MAX_TRACE_ROWS)
     if "calls" in df.columns:   # the name a matrix made from MPI calls gives the count (one message per call)
         if "msgs" in df.columns:
-            raise TopoplanError(f"{path}: line 1: columns 'msgs' and 'calls' both count the messages of a row: "
-                                f"keep one")
+            raise TopoplanError(f"{where(path, df.attrs['header_line'])}: columns 'msgs' and 'calls' both count the "
+                                "messages of a row: keep one")
         df = df.rename(columns={"calls": "msgs"})
     src = to_numbers(df, "src", path, integer=True, empty=None)
     dst = to_numbers(df, "dst", path, integer=True, empty=None)

@@ -23,9 +23,10 @@ TrafficOpt = typer.Option(..., "--traffic", "-T", help="Generator spec (e.g. nei
                           "trace directory (topoplan trace) or OTF2 archive.")
 PlacementOpt = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin, or a placement file (JSON/CSV).")
 JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
-OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically).")
-PlanOutOpt = typer.Option(None, "--output", "-o", help="Write the plan to this file (atomically); a name ending in "
-                          ".zip writes the compact plan archive, for large forwarding tables.")
+OutOpt = typer.Option(None, "--output", "-o", help="Write the JSON result to this file (atomically); - for standard "
+                      "output.")
+PlanOutOpt = typer.Option(None, "--output", "-o", help="Write the plan to this file (atomically), - for standard "
+                          "output; a name ending in .zip writes the compact plan archive, for large forwarding tables.")
 SeedOpt = typer.Option(0, "--seed", min=0, help="Random seed (recorded in the result).")
 def parse_time_limit(text: str) -> float:
     """``--time-limit``: a duration with a unit (``90s``, ``2min``, ``500ms``) or a bare number of seconds."""

@@ -42,3 +42,6 @@ def report_cmd(
     con.print(f"wrote {res['html']} ({res['html_bytes'] / 1e3:,.0f} kB): {res['links']} busy links, "
               f"{res['intervals']} intervals, {res['frames']} times in the topological view"
               + (f"; {res['png']}" if "png" in res else ""))
+
+
+report_cmd.not_stdout = {"png": "a PNG image (binary)"}

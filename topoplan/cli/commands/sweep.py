@@ -74,3 +74,6 @@ def sweep_cmd(
         # not do what it was asked: exit status 1, and one line saying how many cells failed and why
         typer.echo(f"error: {out.failure_line(cfg.name)}; the next run retries them", err=True)
         raise typer.Exit(1)
+
+
+sweep_cmd.not_stdout = {"output": "a sweep table (read back to resume the sweep)"}

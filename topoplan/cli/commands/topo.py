@@ -77,7 +77,7 @@ def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
               kind: str = typer.Option("hops", "--kind", help="hops: switches on the route; speed: 1/(slowest "
                                                               "link rate on the route) in s/B."),
               output: Path = typer.Option(..., "--output", "-o",
-                                          help="CSV (header row of host names) or .npy.")) -> None:
+                                          help="CSV (header row of host names) or .npy; - for the CSV on standard output.")) -> None:
     """Write the delay matrix of the Bcast reordering along the fabric's real routes."""
     from topoplan.fabric.ibfabric import check_hosts, delay_matrix, read_hosts, write_delay_matrix
 

@@ -68,3 +68,6 @@ def trace_cmd(
     con.print(f"{out_dir}: {len(trace)} MPI calls of {trace.n_ranks} ranks over {format_time(span)}"
               + (f" ({ops})" if ops else "") + f", {len(trace.communicators)} communicators")
     con.print(f"replay: topoplan simulate -t paper003 -T {shlex.quote(str(out_dir))}")
+
+
+trace_cmd.not_stdout = {"out_dir": "a trace directory"}

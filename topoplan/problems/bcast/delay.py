@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
-from topoplan.core.errors import TopoplanError
+from topoplan.core.errors import TopoplanError, where
 
 __all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
 
@@ -121,7 +121,8 @@ def load(path, topo, nodes) -> np.ndarray:
     ------
     TopoplanError
         For a missing file, a host of the allocation missing from the header, or a malformed matrix:
-        a row with another field count than the header, a host twice in the header, an empty, text,
+        a row with another field count than the header, a host twice in the header (host names ignore
+        case, as in DNS and Slurm: ``N00001`` is ``n00001``), an empty, text,
         infinite or negative delay (naming the line and the host's column), or not one row per host; an
         ``.npy`` that is an ``.npz`` archive or holds text, booleans or complex numbers.
 
@@ -134,6 +135,10 @@ def load(path, topo, nodes) -> np.ndarray:
     >>> path = os.path.join(tmp.name, "delay.csv")
     >>> with open(path, "w") as fh:
     ...     _ = fh.write("n00000,n00002\\n0,5\\n7,0\\n")
+    >>> load(path, topo, [2, 0]).tolist()
+    [[0.0, 7.0], [5.0, 0.0]]
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("N00000,N00002\\n0,5\\n7,0\\n")
     >>> load(path, topo, [2, 0]).tolist()
     [[0.0, 7.0], [5.0, 0.0]]
     >>> with open(path, "w") as fh:
@@ -164,11 +169,17 @@ def load(path, topo, nodes) -> np.ndarray:
     df = read_csv_table(path, (), "delay matrix")
     names = list(df.columns)
     hosts = topo.host_names()
+    index = {}   # host names ignore case (DNS, Slurm), as the topology's do
+    for i, h in enumerate(names):
+        first = index.setdefault(h.lower(), i)
+        if first != i:
+            raise TopoplanError(f"{where(path, df.attrs['header_line'], h)}: the same host as column "
+                                f"{names[first]!r} (host names ignore case)")
     want = [hosts[i] for i in nodes]
-    index = {h: i for i, h in enumerate(names)}
-    missing = [h for h in want if h not in index]
+    missing = [h for h in want if h.lower() not in index]
     if missing:
-        raise TopoplanError(f"{path}: header lacks host {missing[0]!r} of the allocation")
+        raise TopoplanError(f"{where(path, df.attrs['header_line'])}: header lacks host {missing[0]!r} of the "
+                            "allocation")
     if len(df) != len(names):
         raise TopoplanError(f"{path}: {len(df)} rows for {len(names)} header hosts (one row per host, in the "
                             "order of the header)")
@@ -181,7 +192,7 @@ def load(path, topo, nodes) -> np.ndarray:
                                 f"got {col[bad[0]]:g}")
         cols.append(col)
     full = np.column_stack(cols)
-    sel = [index[h] for h in want]
+    sel = [index[h.lower()] for h in want]
     return _check(full[np.ix_(sel, sel)], path)
 
 
