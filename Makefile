@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 # Everything else: every extra and the test tools (the `test` extra names them), and the other kernels.
 $(FULL): $(STAMP)
 	$(PY) -m pip install --quiet -e ".[test]"
-	$(PY) -m compileall -q -j 2 $(VENV)/lib >/dev/null   # what make demo's install left to first imports
+	$(PY) -m compileall -q -j 2 $(VENV)/lib topoplan >/dev/null   # what make demo's install left to first imports
 	$(PY) -m topoplan.warmup engine flows replay groups matching
 	touch $(FULL)
 

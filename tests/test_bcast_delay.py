@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from topoplan.problems.bcast import delay
+from topoplan.problems.bcast import BcastProblem, delay, solve
 from topoplan.problems.bcast.allocation import DDR_Bps, SDR_Bps, cluster
 from topoplan.core.errors import TopoplanError
 
@@ -12,6 +12,17 @@ def test_hops_and_speed_matrices():
     assert h.tolist() == [[0, 1, 3], [1, 0, 3], [3, 3, 0]]
     s = delay.speed(topo, [0, 2, 3])
     assert s[0, 1] == pytest.approx(1 / SDR_Bps) and s[1, 2] == pytest.approx(1 / DDR_Bps) and s[0, 0] == 0
+
+
+@pytest.mark.parametrize("nodes,kind", [([0, 1, 2, 3], "speed"), ([2, 3], "hops"), ([0, 1], "hops")])
+def test_auto_delay_is_speed_where_link_rates_differ(nodes, kind):
+    topo = cluster(2, 2, bw_Bps="mixed")          # rack 0 SDR, rack 1 DDR
+    assert delay.resolve("auto", topo, nodes) == kind
+    assert (delay.delay_matrix("auto", topo, nodes) == delay.delay_matrix(kind, topo, nodes)).all()
+    default = BcastProblem.build(topo, placement=nodes, bytes_B=1e6)      # the default delay is auto
+    chosen = BcastProblem.build(topo, placement=nodes, bytes_B=1e6, delay=kind)
+    assert default.delay_kind == kind and (default.delay == chosen.delay).all()
+    assert solve(default, "bft").plan["order"] == solve(chosen, "bft").plan["order"]
 
 
 def test_delay_from_csv_and_npy_in_allocation_order(tmp_path):

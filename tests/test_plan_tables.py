@@ -23,7 +23,7 @@ from test_sim_aot import current_or_skip
 from topoplan.core.aot import arg_spec
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import dumps, read_json, write_json
-from topoplan.plans import planfile
+from topoplan.plans import circuits as plan_circuits, planfile
 from topoplan.plans.circuits import ForwardingTables, array_from_tables, tables_from_array, validate_plan_dict
 from topoplan.plans.validate import validate
 from topoplan.problems.circuits import _sharing, _sharing_jit, forwarding, problem as problem_mod, solve
@@ -43,7 +43,7 @@ def _random_table(rng, n=9, s=4):
 def arrays_from_the_first_entry(monkeypatch):
     """Plans hold their tables as arrays at every size (as from 65,536 nodes x switches)."""
     monkeypatch.setattr(problem_mod, "ARRAY_MIN_ENTRIES", 0)
-    monkeypatch.setattr(planfile, "ARRAY_MIN_ENTRIES", 0)
+    monkeypatch.setattr(plan_circuits, "ARRAY_MIN_ENTRIES", 0)
 
 
 def _case(seed):
@@ -159,6 +159,23 @@ def test_plans_of_every_size_are_the_same_file(method, tmp_path, monkeypatch):
         res.wall_s = 0.0
         planfile.write_plan(tmp_path / name, res, t, validated=True)
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+
+
+def test_a_large_plan_read_from_json_is_validated_once(tmp_path, arrays_from_the_first_entry, monkeypatch):
+    t, p = _case(4)
+    res = solve(p, "greedy")
+    assert res.plan["forwarding"]
+    planfile.write_plan(tmp_path / "plan.json", res, t)
+    doc = planfile.read_plan(tmp_path / "plan.json", t)     # checked entry-wise as read, then held
+
+    def again(*args):
+        raise AssertionError("the tables read were checked a second time")
+
+    monkeypatch.setattr(plan_circuits, "_array_valid", again)
+    monkeypatch.setattr(plan_circuits, "_check_tables", again)
+    validate_plan_dict(doc, t)                               # the simulator's and exports' validation
+    with pytest.raises(AssertionError, match="second time"):  # other circuits: checked again
+        validate_plan_dict({**doc, "circuits": doc["circuits"][1:]}, t)
 
 
 def test_a_large_plan_is_read_back_as_its_array(tmp_path, arrays_from_the_first_entry):

@@ -77,9 +77,11 @@ def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: 
     _validate(doc, topo, where, max_circuits)
 
 
-def _validate(doc: dict, topo, where: str, max_circuits: int | None):
-    """:func:`validate_plan_dict`; returns the forwarding entries as arrays ``(node, switch, next hop)`` when
-    the array checks passed them, else None (no entries, or tables checked entry by entry)."""
+def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_tables: bool = False) -> None:
+    """:func:`validate_plan_dict`. With ``as_tables``, plain tables of :data:`ARRAY_MIN_ENTRIES` nodes x switches
+    or more that the array checks passed are replaced in ``doc`` by :class:`ForwardingTables` marked as checked
+    against this topology, so the later validations of the same plan (the simulator's, an export's) do not check
+    them again."""
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
@@ -124,17 +126,19 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None):
         raise TopoplanError(f"{where}: field 'forwarding': expected {{node: {{switch: next_hop}}}}")
     if isinstance(fwd, ForwardingTables):
         # held tables do not change: checked once against the same switches, circuits and hop limit
-        stamp = (n, s, sw.tobytes(), tuple(sorted(seen)), repr(doc.get("hop_limit")))
+        stamp = _tables_stamp(n, s, sw, seen, doc)
         if stamp not in fwd._checked:
             if not _array_valid(fwd.next_hop, doc.get("hop_limit"), n, s, sw, partners):
                 _check_tables(fwd, doc, where, n, s, sw, partners)
             fwd._checked.add(stamp)
-        entries = None
     else:
         entries = _table_entries(fwd, n, s)
         if entries is None or not _entries_valid(*entries, doc.get("hop_limit"), n, s, sw, partners):
             _check_tables(fwd, doc, where, n, s, sw, partners)  # finds the first error, in the order of the rules
-            entries = None
+        elif as_tables and n * s >= ARRAY_MIN_ENTRIES:
+            tables = ForwardingTables.from_entries(*entries, n, s)
+            tables._checked.add(_tables_stamp(n, s, sw, seen, doc))
+            doc["forwarding"] = tables
     r2n = doc.get("rank_to_node")
     if r2n is not None:
         if not isinstance(r2n, list) or not all(_is_int(x) for x in r2n):
@@ -142,7 +146,11 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None):
         bad = [x for x in r2n if not 0 <= int(x) < n]
         if bad:
             raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
-    return entries
+
+
+def _tables_stamp(n: int, s: int, sw, circuits: set, doc: dict) -> tuple:
+    """What held tables are validated against: the switches, the circuits and the hop limit."""
+    return n, s, sw.tobytes(), tuple(sorted(circuits)), repr(doc.get("hop_limit"))
 
 
 def _is_int(x) -> bool:

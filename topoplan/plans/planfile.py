@@ -34,7 +34,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import (ARCHIVE_DOC, ARCHIVE_FORMAT, ARCHIVE_TABLES, ARCHIVE_VERSION, atomic_write, dumps,
                               is_plan_archive, read_json, read_plan_archive, write_json)
-from topoplan.plans.circuits import (ARRAY_MIN_ENTRIES, ForwardingTables, _validate, array_from_tables,
+from topoplan.plans.circuits import (ForwardingTables, _validate, array_from_tables,
                                      validate_plan_dict)
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
@@ -226,7 +226,5 @@ def read_plan(path, topo=None) -> dict:
     if not isinstance(doc, dict) or "circuits" not in doc:
         raise TopoplanError(f"{path}: not a circuit plan (no 'circuits' key)")
     if topo is not None:
-        entries = _validate(doc, topo, str(path), None)
-        if entries is not None and topo.n_nodes * topo.n_switches >= ARRAY_MIN_ENTRIES:   # (a JSON file's)
-            doc["forwarding"] = ForwardingTables.from_entries(*entries, topo.n_nodes, topo.n_switches)
+        _validate(doc, topo, str(path), None, as_tables=True)
     return doc

@@ -31,7 +31,8 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
                                            help="auto/scatter-allgather: from this size ring allgather, below it "
                                                 "recursive doubling on power-of-two jobs."),
               method: str = typer.Option("bft", "--method", "-m", help="default | dft | bft | greedy | anneal | ilp."),
-              delay: str = typer.Option("hops", "--delay", help="hops | speed | CSV/.npy delay matrix file."),
+              delay: str = typer.Option("auto", "--delay", help="auto (speed where the nodes' link rates differ, else "
+                                                 "hops) | hops | speed | CSV/.npy delay matrix file."),
               time_limit: Optional[float] = TimeLimitOpt, seed: int = SeedOpt,
               no_simulate: bool = typer.Option(False, "--no-simulate", help="Skip the flow-simulator score."),
               score: str = typer.Option("bound", "--score", help="bound: the method's order for the time model; "

@@ -2,6 +2,8 @@
 
 ``hops``: switch hops between node leaders (from ``topo.hop_matrix()``);
 ``speed``: 1 / (the slower HCA rate of the pair), for mixed SDR/DDR clusters;
+``auto``: ``speed`` when the allocation's nodes have links of different rates (there the rate decides which
+sends are slow), else ``hops``;
 or a matrix from a file: CSV with a header row of host names, or ``.npy``.
 """
 
@@ -14,9 +16,9 @@ import numpy as np
 from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError, where
 
-__all__ = ["KINDS", "hops", "speed", "node_bw", "load", "delay_matrix"]
+__all__ = ["KINDS", "hops", "speed", "node_bw", "load", "resolve", "delay_matrix"]
 
-KINDS = ("hops", "speed")
+KINDS = ("auto", "hops", "speed")
 
 
 def hops(topo, nodes) -> np.ndarray:
@@ -151,7 +153,7 @@ def load(path, topo, nodes) -> np.ndarray:
     path = Path(path)
     n = len(nodes)
     if not path.is_file():
-        raise TopoplanError(f"field 'delay': {str(path)!r} is not 'hops', 'speed' or an existing file")
+        raise TopoplanError(f"field 'delay': {str(path)!r} is not 'auto', 'hops', 'speed' or an existing file")
     if path.suffix == ".npy":
         try:
             m = np.load(path, allow_pickle=False)
@@ -202,8 +204,36 @@ def _check(m, path):
     return m
 
 
+def resolve(spec, topo, nodes) -> str:
+    """The delay kind ``auto`` stands for on ``nodes``: ``speed`` when their link rates differ, else ``hops``;
+    any other ``spec`` as it is.
+
+    Parameters
+    ----------
+    spec : str
+        One of :data:`KINDS` or a file.
+    topo : Topology
+    nodes : array_like of int
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast.allocation import cluster
+    >>> mixed = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
+    >>> resolve("auto", mixed, [0, 2]), resolve("auto", mixed, [2, 3]), resolve("hops", mixed, [0, 2])
+    ('speed', 'hops', 'hops')
+    """
+    if spec != "auto":
+        return spec
+    bw = node_bw(topo, nodes)
+    return "speed" if len(bw) and bw.min() != bw.max() else "hops"
+
+
 def delay_matrix(spec, topo, nodes) -> np.ndarray:
-    """Resolve ``--delay``: ``hops``, ``speed`` or a file.
+    """Resolve ``--delay``: ``auto``, ``hops``, ``speed`` or a file.
 
     Parameters
     ----------
@@ -227,11 +257,14 @@ def delay_matrix(spec, topo, nodes) -> np.ndarray:
     >>> topo = cluster(2, 2, bw_Bps="mixed")        # rack 0 SDR, rack 1 DDR
     >>> delay_matrix("hops", topo, [0, 2]).tolist()
     [[0.0, 3.0], [3.0, 0.0]]
+    >>> delay_matrix("auto", topo, [0, 2]).tolist()     # an SDR and a DDR node: their rates decide
+    [[0.0, 1e-09], [1e-09, 0.0]]
     >>> delay_matrix("latency", topo, [0, 2])
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: field 'delay': 'latency' is not 'hops', 'speed' or an existing file
+    topoplan.core.errors.TopoplanError: field 'delay': 'latency' is not 'auto', 'hops', 'speed' or an existing file
     """
+    spec = resolve(spec, topo, nodes)
     if spec == "hops":
         return hops(topo, nodes)
     if spec == "speed":

@@ -94,7 +94,7 @@ class BcastProblem:
     @classmethod
     @strict_options("BcastProblem.build")
     def build(cls, topology, traffic=None, placement=None, *, root: int = 0, bytes_B: float = 1.0,
-              tree: str = "knomial", k: int = 4, delay: str | np.ndarray = "hops",
+              tree: str = "knomial", k: int = 4, delay: str | np.ndarray = "auto",
               per_hop_delay_s: float | None = None, short_B: float = trees.SHORT_MSG_B,
               long_B: float = trees.LONG_MSG_B) -> "BcastProblem":
         """Build a problem (the shape of every builder: ``build(topology, traffic, placement=None, **options)``).
@@ -109,7 +109,8 @@ class BcastProblem:
         bytes_B : message size.
         tree : ``knomial``, ``binomial``, ``scatter-allgather``, ``scatter-ring``, ``scatter-rd`` or ``auto``.
         k : k-nomial factor.
-        delay : what dft/bft/greedy call close: ``hops``, ``speed``, a file path or an n x n matrix.
+        delay : what dft/bft/greedy call close: ``auto`` (``speed`` when the allocation's link rates differ,
+            else ``hops``), ``hops``, ``speed``, a file path or an n x n matrix.
         per_hop_delay_s : per-switch-hop latency of the time model (default: the topology's).
         short_B, long_B : the MPICH size thresholds of ``auto`` / ``scatter-allgather``.
 
@@ -140,7 +141,8 @@ class BcastProblem:
                 raise TopoplanError(f"field 'delay': the matrix is {delay.shape}, the allocation has {n} nodes")
             dm, kind = delay.astype(np.float64), "matrix"
         else:
-            dm, kind = delay_mod.delay_matrix(delay, topology, nodes), str(delay)
+            kind = delay_mod.resolve(str(delay), topology, nodes)
+            dm = delay_mod.delay_matrix(kind, topology, nodes)
         hops = delay_mod.hops(topology, nodes)
         hop_s = per_hop_s(topology) if per_hop_delay_s is None else float(per_hop_delay_s)
         costs = CostModel.build(hops, delay_mod.node_bw(topology, nodes), hop_s, link_latency_s(topology))
