@@ -79,6 +79,21 @@ def test_pieces_replay_timeline_equals_whole_trace():
     np.testing.assert_array_equal(whole.timeline["t_s"], got.timeline["t_s"])
 
 
+@pytest.mark.parametrize("rows", [None, 200])   # the whole trace, and pieces
+def test_timeline_over_its_limit_is_the_timelines_error(monkeypatch, rows):
+    """A run stopped because its timeline reached the sample limit says so (use a coarser --timeline), also in
+    pieces, where the stop left pieces unread: not that the pieces miss rows of the recording."""
+    import topoplan.sim.maxmin as maxmin
+
+    monkeypatch.setattr(maxmin, "MAX_TIMELINE_CELLS", 1)    # 2 intervals at most
+    topo = load_topology("paper001-16x16", ["kind=tree", "ocs=null"])
+    rec = record_spec("npb:kernel=cg,class=S,np=16,iters=3")
+    source = rec.build() if rows is None else rec
+    with pytest.raises(TopoplanError, match=r"^timeline: the run reaches 0\.0015 s, 3 intervals of 0\.0005 s .*"
+                                            r"use a coarser --timeline$"):
+        replay(source, build_network(topo), sequential(16, topo), piece_rows=rows, timeline_dt_s=5e-4)
+
+
 def _recording(build, n=8, name="test"):
     b = TraceBuilder(n)
     build(b)

@@ -381,7 +381,7 @@ def timeline_from_samples(samples: np.ndarray, n_bounds: int, dt_s: float, end_s
     """
     if n_bounds < 0:
         k = timeline_max_intervals(len(bw_Bps))
-        raise timeline_too_long(k * dt_s, k, dt_s, len(bw_Bps))
+        raise timeline_too_long((k + 1) * dt_s, k + 1, dt_s, len(bw_Bps))   # it passed more than k bounds
     k = max(int(np.ceil(end_s / dt_s - 1e-9)), 1)
     last = samples.shape[1] - 1
     j = np.arange(k)

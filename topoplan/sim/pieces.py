@@ -316,9 +316,10 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
         if progress:
             progress(int(source.rows - left.sum()), int(source.rows))
     finish, pc, blocked, n_msgs, n_events, n_flows, link_bytes, _, samples, n_bounds, end_s, _, _, _ = out
+    # (first: a run stopped for its timeline's length has pieces left, and the timeline's error says why)
+    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     if left.any() or next(pieces, None) is not None:
         raise TopoplanError(f"{source.source}: its pieces do not hold the rows the recording counts per rank")
-    timeline = timeline_from_samples(samples, n_bounds, dt, float(end_s), net.bw_Bps) if dt else None
     unfinished = np.flatnonzero(np.isnan(finish))
     if unfinished.size:
         raise TopoplanError(blocked_message([win.blocked_at(r, int(pc[r]), bool(blocked[r]))
