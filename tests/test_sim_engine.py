@@ -298,6 +298,8 @@ def test_scenario_file_gzip_and_plain(tmp_path):
      "routes[0].links[1]: link 'L' is listed twice in the route"),
     ({"routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}]},
                  {"src": "A", "dst": "B", "links": []}]}, "routes[1]: a second route from 'A' to 'B' (routes[0]"),
+    # a host named twice: its routes and flows went to the second silently
+    ({"hosts": ["A", "B", "A"]}, "hosts[2]: host 'A' is listed twice (hosts[0] is the first)"),
 ])
 def test_bad_scenarios_name_file_and_field(tmp_path, change, message):
     path = tmp_path / "bad.json"

@@ -8,7 +8,8 @@ Every named link becomes two directed links, ``name/up`` (id ``2i``) and
 from ``src`` to ``dst`` also serves ``dst`` to ``src``, reversed, with each
 direction flipped, unless that way is listed too. A route crosses each link
 once (a link listed twice in it is refused, in either direction: its flow
-would count twice on it), and each ordered host pair has one route.
+would count twice on it), and each ordered host pair has one route. Host
+and link names are unique.
 
 Bad input raises :class:`topoplan.core.errors.TopoplanError` with a one-line
 message naming the file and the field or flow at fault.
@@ -218,9 +219,13 @@ def tree_routes(src, dst, leaves: int, hosts_per_leaf: int) -> tuple[np.ndarray,
 
 def _explicit_network(doc: dict, w: _Where):
     hosts = w.list_(doc, "hosts")
+    first: dict[str, int] = {}
     for i, h in enumerate(hosts):
         if not isinstance(h, str):
             raise w.fail(f"hosts[{i}]", f"expected a host name, got {h!r}")
+        if h in first:   # its routes and flows would all go to one of the two
+            raise w.fail(f"hosts[{i}]", f"host {h!r} is listed twice (hosts[{first[h]}] is the first)")
+        first[h] = i
     links = w.list_(doc, "links")
     index, bw, lat, shared, names = {}, [], [], [], []
     for i, raw in enumerate(links):
