@@ -83,6 +83,8 @@ def test_simulator_key_variants(data):
     (lambda d: d["timeline"].update(dt_s=-1), "timeline.dt_s"),
     (lambda d: d.update(makespan_s="abc"), "makespan_s"),
     (lambda d: d.update(makespan_s=-1.0), "makespan_s"),
+    (lambda d: d["timeline"]["links"].append(dict(d["timeline"]["links"][5])),
+     "timeline.links[42].name': link 'S0->node0002' is listed twice (timeline.links[5] is the first)"),
 ])
 def test_bad_results_name_the_field(data, mutate, field):
     # (a utilization over 1 is drawn as a full link: the simulator's sampled timelines reach 1.008 in places)

@@ -282,6 +282,7 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
     if not isinstance(links, list):
         raise TopoplanError(f"{where}: field 'timeline.links': expected a list")
     names, classes, src, dst, rows = [], [], [], [], []
+    first: dict[str, int] = {}
     for i, l in enumerate(links):
         f = f"{where}: field 'timeline.links[{i}]"
         if not isinstance(l, dict):
@@ -289,6 +290,10 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
         for key in ("name", "class", "util"):
             if key not in l:
                 raise TopoplanError(f"{f}.{key}': missing")
+        if str(l["name"]) in first:   # a link's series twice: counted twice, or one hiding the other in the views
+            raise TopoplanError(f"{f}.name': link {str(l['name'])!r} is listed twice (timeline.links"
+                                f"[{first[str(l['name'])]}] is the first)")
+        first[str(l["name"])] = i
         if str(l["class"]) in SKIP_CLASSES:
             continue
         u = _num_list(l["util"], f"{f}.util'")
