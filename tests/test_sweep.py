@@ -226,6 +226,14 @@ def test_unrelated_output_table_is_not_overwritten(tmp_path):
     assert out.read_text() == "a,b\n1,2\n"
 
 
+def test_previous_table_with_a_cell_twice_is_refused(tmp_path):
+    """A cell's row twice in the table a sweep resumes from: one would silently stand for the cell."""
+    out = tmp_path / "t.csv"
+    out.write_text("key,score,error\na1,1.5,\nb2,2.0,\na1,9.0,\n")
+    with pytest.raises(TopoplanError, match=r"t\.csv:4: field 'key': cell a1 is listed twice \(first at line 2\)"):
+        read_table(out)
+
+
 def test_cli_dry_run_and_run(data, tmp_path):
     from topoplan.cli.commands.sweep import register
 

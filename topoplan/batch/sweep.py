@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from topoplan.core.csvtable import read_csv_table
+from topoplan.core.csvtable import read_csv_table, row_line
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import extra_message, missing_extra, require
 from topoplan.core.fingerprint import fingerprint_trace
@@ -988,14 +988,23 @@ def read_table(path: Path):
                                 "over") from None
     else:   # the strict reader, as for every CSV input: an error names the line
         try:
-            df = read_csv_table(path, (), "sweep table").reset_index(drop=True)
+            df = read_csv_table(path, (), "sweep table")
         except TopoplanError as exc:
             raise TopoplanError(f"{exc}; move the previous sweep table away to start over") from None
     if "key" not in df.columns:
         # an unrelated table: a sweep would overwrite it with its own rows
         raise TopoplanError(f"{path}: exists and is not a sweep table (no 'key' column); choose another output "
                             "or move it away")
-    return df
+    keys = df["key"].astype(str)
+    again = keys.duplicated(keep="first").to_numpy()
+    if again.any():   # a sweep writes a cell once: one of the two rows would silently stand for the cell
+        i = int(again.argmax())
+        j = int((keys == keys.iloc[i]).to_numpy().argmax())
+        at = (f"{path}:{row_line(df, i)}", f"line {row_line(df, j)}") if fmt != "parquet" else \
+            (f"{path}: row {i + 1}", f"row {j + 1}")
+        raise TopoplanError(f"{at[0]}: field 'key': cell {keys.iloc[i]} is listed twice (first at {at[1]}); "
+                            "move the previous sweep table away to start over")
+    return df.reset_index(drop=True)
 
 
 def have_parquet() -> bool:
