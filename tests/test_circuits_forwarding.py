@@ -101,3 +101,17 @@ def test_polish_moves_overflow_to_the_uplinks():
     assert after.congestion_s < before.congestion_s
     assert after.congestion_s == pytest.approx(6e6 / 1.25e9)   # the sources' own links: optimal
     validate_plan_dict({"circuits": [list(c) for c in circ], "forwarding": tables_from_array(nh2)}, t)
+
+
+@pytest.mark.parametrize("threshold, ok", [(None, True), (0, True), (1250.0, True), (-5, False), (float("nan"), False),
+                                           (float("inf"), False), ("1KB", False), (True, False)])
+def test_plan_threshold_must_be_a_size(threshold, ok):
+    """A plan's threshold_B (from which size messages take the circuits) is a size: validate and export agree."""
+    t = hybrid()  # 0,1,2 | 3,4,5; OCS 0,1 | 3,4
+    doc = {"circuits": [[0, 3]], "forwarding": {}, "threshold_B": threshold}
+    if ok:
+        validate_plan_dict(doc, t)
+    else:
+        with pytest.raises(TopoplanError, match=r"^circuit plan: field 'threshold_B': expected a non-negative size "
+                                                r"in bytes, got "):
+            validate_plan_dict(doc, t)

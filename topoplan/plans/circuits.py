@@ -15,6 +15,7 @@ into launcher files) holds
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from itertools import chain
 
@@ -37,7 +38,8 @@ def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: 
     entry at a node already under its destination switch, a node or switch key
     not written as a plain decimal id (``"07"``) or given twice, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
-    ``max_circuits`` (argument or ``options.max_circuits``).
+    ``max_circuits`` (argument or ``options.max_circuits``); and a ``threshold_B`` that is not a
+    non-negative size in bytes.
 
     Parameters
     ----------
@@ -146,6 +148,10 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
         bad = [x for x in r2n if not 0 <= int(x) < n]
         if bad:
             raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
+    thr = doc.get("threshold_B")
+    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float, np.integer, np.floating))
+                            or not 0 <= thr < math.inf):   # the size from which messages take the circuits
+        raise TopoplanError(f"{where}: field 'threshold_B': expected a non-negative size in bytes, got {thr!r}")
 
 
 def _tables_stamp(n: int, s: int, sw, circuits: set, doc: dict) -> tuple:
