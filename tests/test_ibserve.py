@@ -104,6 +104,14 @@ def test_200_clients_x_100_queries():
     assert watch.cpu_s < 30, watch.cpu_s   # work, not wall time (the machine may be loaded)
 
 
+def test_the_guide_says_what_an_oversized_line_does():
+    """docs/infiniband.md said the connection stays up after an oversized request; the server closes it (below)."""
+    guide = " ".join((REPO / "docs" / "infiniband.md").read_text().split())
+    assert (f"a line longer than {MAX_LINE_B:,} bytes gets an `error ...` line and the connection is then closed "
+            "cleanly") in guide
+    assert "oversized requests get an `error ...` line and the connection stays up" not in guide.lower()
+
+
 def test_malformed_and_oversized_requests():
     d = IB / "tree2"
 
