@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -43,6 +44,16 @@ def test_gz_suffix_compresses_and_json_round_trips(tmp_path):
 def test_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(TopoplanError, match="does not exist"):
         atomic_write(tmp_path / "nope" / "x.txt", "x")
+
+
+@pytest.mark.parametrize("below", ["x.json", "sub/x.json"])
+def test_a_file_where_the_directory_should_be_is_named(tmp_path, below):
+    """`-o results.csv/x.json` said "directory results.csv does not exist": it exists, as a file."""
+    (tmp_path / "results.csv").write_text("a\n1\n")
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(tmp_path / 'results.csv'))}/{below}: "
+                                            rf"{re.escape(str(tmp_path / 'results.csv'))} is a file, not a directory$"):
+        atomic_write(tmp_path / "results.csv" / below, "x")
+    assert (tmp_path / "results.csv").read_text() == "a\n1\n"
 
 
 def test_write_errors_are_one_line_naming_the_path(tmp_path):

@@ -119,14 +119,20 @@ def check_writable(path, *, inputs=()) -> Path:
     Raises
     ------
     TopoplanError
-        Naming the path: a directory, a missing parent directory, no write
-        permission, or the same file as an input.
+        Naming the path: a directory, a missing parent directory (or a file in
+        its place), no write permission, or the same file as an input.
 
     Examples
     --------
     >>> check_writable("/nonexistent-dir/x.json")  # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     TopoplanError: /nonexistent-dir/x.json: directory /nonexistent-dir does not exist
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile(suffix=".csv") as f:
+    ...     check_writable(f.name + "/x.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: ...csv/x.json: ...csv is a file, not a directory
     >>> import tempfile
     >>> with tempfile.NamedTemporaryFile() as f:
     ...     check_writable(f.name, inputs=[f.name])  # doctest: +ELLIPSIS
@@ -148,6 +154,10 @@ def check_writable(path, *, inputs=()) -> Path:
         return path
     parent = path.parent
     if not parent.is_dir():
+        # the nearest existing ancestor is what is in the way: a file where a directory should be, or none
+        there = next((p for p in parent.parents if p.exists()), None) if not parent.exists() else parent
+        if there is not None and not there.is_dir():
+            raise TopoplanError(f"{path}: {there} is a file, not a directory")
         raise TopoplanError(f"{path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise TopoplanError(f"{path}: cannot write here (permission denied)")
