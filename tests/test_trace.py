@@ -135,6 +135,11 @@ def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
      r"t\.csv:2: field 'root': the root 3 is not a member of communicator 6"),
     ("0,allreduce,,8,,3,0,0,6\n1,allreduce,,8,,3,0,0,6\n", '6,2,"0;1"\n',
      r"t\.csv:2: field 'comm_size': 3, but communicator 6 has 2 ranks"),
+    # a member twice: the communicator's ranks would shift (an unused communicator's too: the file is garbled)
+    ("0,allreduce,,8,,3,0,0,6\n1,allreduce,,8,,3,0,0,6\n", '6,3,"0;1;1"\n',
+     r"communicators\.csv:2: field 'world_ranks': rank 1 is listed twice in comm 6$"),
+    ("0,barrier,,0,,2,0,0,0\n1,barrier,,0,,2,0,0,0\n", '6,2,"0;1"\n7,3,"1;0;0"\n',
+     r"communicators\.csv:3: field 'world_ranks': rank 0 is listed twice in comm 7$"),
 ])
 def test_communicators_are_what_the_list_says(tmp_path, body, communicators, needle):
     with pytest.raises(TopoplanError, match=needle):

@@ -774,6 +774,10 @@ def _read_communicators(path: Path) -> dict[int, np.ndarray]:
                            dtype=np.int64)
         if len(members) != size:
             raise TopoplanError(f"{path}:{row_line(df, i)}: field 'size': {size} but {len(members)} ranks listed")
+        uniq, first, counts = np.unique(members, return_index=True, return_counts=True)
+        if (counts > 1).any():   # an MPI group holds a process once: its ranks in the communicator would shift
+            twice = int(uniq[counts > 1][np.argmin(first[counts > 1])])
+            raise TopoplanError(f"{where}: rank {twice} is listed twice in comm {int(cid)}")
         if int(cid) in out:
             raise TopoplanError(f"{path}:{row_line(df, i)}: field 'comm': comm {int(cid)} is listed twice")
         out[int(cid)] = members
