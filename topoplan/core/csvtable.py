@@ -294,7 +294,7 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     required : sequence of str
         Columns that must be in the header.
     kind : str
-        What the file is, for messages (``"MPI event trace"``).
+        What the file is, for messages (``"trace of MPI events"``).
     optional : sequence of str, optional
         Columns that may be in the header.
     others : bool, optional

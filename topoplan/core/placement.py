@@ -365,8 +365,10 @@ def read_placement(path, hosts=None) -> Placement:
     n = len(rank)
     bad = np.flatnonzero((rank < 0) | (rank >= n))
     if bad.size:
+        missing = np.setdiff1d(np.arange(n), rank)   # a rank past the rows' count: some rank has no row
+        lacks = f"; rank {missing[0]} has no row" if rank[bad[0]] >= n and missing.size else ""
         raise TopoplanError(f"{path}:{row_line(df, bad[0])}: field 'rank': rank {rank[bad[0]]} in a file of {n} "
-                            f"rows (ranks must be 0..{n - 1} once each)")
+                            f"rows{lacks} (ranks must be 0..{n - 1} once each)")
     order = np.argsort(rank, kind="stable")
     dup = np.flatnonzero(rank[order][1:] == rank[order][:-1])
     if dup.size:  # then some rank is missing too

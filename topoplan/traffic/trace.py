@@ -398,7 +398,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     (2, 2, {'send': 1, 'recv': 1})
     """
     path = Path(path)
-    df = read_csv_table(path, REQUIRED, "MPI event trace", optional=OPTIONAL_INT, max_rows=limits.MAX_TRACE_ROWS)
+    df = read_csv_table(path, REQUIRED, "trace of MPI events", optional=OPTIONAL_INT, max_rows=limits.MAX_TRACE_ROWS)
     n = len(df)
     line = lambda i: row_line(df, i)  # noqa: E731
     ints = {c: to_numbers(df, c, path, integer=True) for c in ("rank", "peer", "root", "comm_size")}

@@ -39,7 +39,7 @@ def report_cmd(
         emit(res, True, None)
         return
     con = console()
-    con.print(f"wrote {res['html']} ({res['html_bytes'] / 1e3:,.0f} kB): {res['links']} busy links, "
+    con.print(f"wrote {res['html']} ({res['html_bytes'] / 1e3:,.0f} KB): {res['links']} busy links, "
               f"{res['intervals']} intervals, {res['frames']} times in the topological view"
               + (f"; {res['png']}" if "png" in res else ""))
 

@@ -89,7 +89,7 @@ def delay_cmd(ibnetdiscover: Path = IbnetOpt, lft: Optional[Path] = LftOpt,
     except TopoplanError as exc:  # the library names the field, the CLI its flag
         raise TopoplanError(str(exc).replace("field 'kind': ", "--kind ")) from None
     write_delay_matrix(output, names, m, kind)
-    typer.echo(f"wrote {output}: {kind} delays between {len(names)} hosts (routes: {fab.routing})", err=True)
+    typer.echo(f"wrote {output}: {kind} delays between {len(names)} host{'s' if len(names) != 1 else ''} (routes: {fab.routing})", err=True)
 
 
 def convert_cmd(ibnetdiscover: Path = IbnetOpt,
