@@ -2,7 +2,9 @@ import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import load_topology, topology_from_dict
+from topoplan.sim.maxmin import simulate_flows
 from topoplan.sim.network import build_network
 
 
@@ -91,6 +93,26 @@ def test_graph_shortest_path(tmp_path):
     net = build_network(t)
     ptr, links = net.eps_routes(np.array([0]), np.array([4]))
     assert [net.link_name[l] for l in links] == ["a0->l0", "l0->top", "top->top2", "top2->l2", "l2->a4"]
+
+
+@pytest.mark.parametrize("trunk_bw", [(1e9, 1e9), (1e9, 1e9, 1e9), (5e8, 2e9)])
+def test_parallel_links_carry_routes_by_destination(trunk_bw):
+    # two switches joined by a trunk of k links; hosts 0-1 under s0, 2-7 under s1
+    k = len(trunk_bw)
+    t = GraphTopology(switches=("s0", "s1"), hosts=tuple(f"h{i}" for i in range(8)), host_switch=(0, 0) + (1,) * 6,
+                      host_bw_Bps=(4e9,) * 8, links=tuple((0, 1, bw) for bw in trunk_bw), latency_s=0.0)
+    net = build_network(t)
+    names = [f"s0->s1{'' if j == 0 else f'#{j + 1}'}" for j in range(k)]
+    assert all(n in net.link_name for n in names) and net.route_parts(1e6) is None
+    src, dst = np.zeros(6, dtype=np.int64), np.arange(2, 8)
+    ptr, links = net.eps_routes(src, dst)
+    trunk = [net.link_name[l] for l in links[ptr[:-1] + 1]]      # each route's middle link
+    assert trunk == [names[d % k] for d in dst.tolist()]
+    # k flows to destinations d, d + 1, ... take the k links at once: the trunk's rate, not one link's
+    ptr, links = net.eps_routes(np.ones(k, dtype=np.int64), np.arange(2, 2 + k))
+    res = simulate_flows(net.linkset(), ptr, links, np.zeros(k), np.full(k, 1e9))
+    want = [1e9 / trunk_bw[d % k] for d in range(2, 2 + k)]
+    assert res.finish_s.tolist() == pytest.approx(want, rel=1e-9)
 
 
 def test_a_plans_tables_read_as_the_entry_by_entry_conversion_reads_them():

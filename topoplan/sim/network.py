@@ -15,7 +15,9 @@ is a list of link ids. Link numbering (:meth:`Network.link_ids`):
   then its ``-`` link (those that exist), then inject and eject links
   when the topology gives an injection bandwidth;
 - graph: intra-node, node up, node down, then the switch links (both
-  directions of every link; of parallel links the first carries routes).
+  directions of every link, in the topology's order); routes are shortest
+  switch paths, and parallel links between two switches (a trunk) carry the
+  routes to node ``d`` on their ``d mod k``-th link.
 
 These are the *fixed* links (:attr:`Network.n_fixed_links`). A circuit plan's
 circuits follow, two directed links per circuit in the plan's order: circuit
@@ -554,7 +556,13 @@ class Network:
             if (nx < 0).any():
                 k = act[np.flatnonzero(nx < 0)[0]]
                 raise TopoplanError(f"no route from host {src[k]} to host {dst[k]}: switches not connected")
-            pair.append(act); pos.append(step_no[act].copy()); link.append(swl[cur[act], nx])
+            hop = swl[cur[act], nx]
+            if "trunks" in i:   # a trunk's link by destination
+                index, table, width = i["trunks"]
+                r = index[cur[act], nx]
+                on = np.flatnonzero(r >= 0)
+                hop[on] = table[r[on], dst[act[on]] % width[r[on]]]
+            pair.append(act); pos.append(step_no[act].copy()); link.append(hop)
             step_no[act] += 1
             cur[act] = nx
             act = act[cur[act] != b[act]]
@@ -575,7 +583,8 @@ class Network:
         pair ``a * n_switches + b`` the middle links, taken from
         :meth:`eps_routes` of one node under each switch. None on a torus, when
         messages of this size may take the circuits (relays do not factor),
-        or with more than ``max_pairs`` switch pairs.
+        on a switch graph with parallel links (a trunk's link depends on the
+        destination node), or with more than ``max_pairs`` switch pairs.
 
         Examples
         --------
@@ -588,8 +597,8 @@ class Network:
         ['node0000->S0', 'S0->top', 'top->S1', 'S1->node0016']
         """
         i = self._idx
-        if isinstance(self.topo, TorusTopology) or "node_switch" not in i or "up" not in i:
-            return None
+        if isinstance(self.topo, TorusTopology) or "node_switch" not in i or "up" not in i or "trunks" in i:
+            return None   # (on a trunk the middle of a route depends on the destination node)
         if self.circuits is not None and nbytes >= self.threshold_B:
             return None
         sw = np.asarray(i["node_switch"], dtype=np.int64)
@@ -981,12 +990,27 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
                                  [f"{y}->{x}" for x, y in zip(names, at)], list(zip(at, names)))
         s = topo.n_switches
         sw_link = np.full((s, s), -1, dtype=np.int64)
+        par: dict = {}   # (u, v) -> the links from switch u to switch v, in the order the topology lists them
         for a, c2, bw in topo.links:
             for u, v in ((a, c2), (c2, a)):
-                if sw_link[u, v] < 0:  # parallel links: the first carries the route
-                    sw_link[u, v] = b.add(bw, topo.latency_s, "switch", f"{sw[u]}->{sw[v]}", (sw[u], sw[v]),
-                                          switch_in=1)
+                k = len(par.setdefault((u, v), []))
+                lid = b.add(bw, topo.latency_s, "switch", f"{sw[u]}->{sw[v]}" + (f"#{k + 1}" if k else ""),
+                            (sw[u], sw[v]), switch_in=1)
+                par[(u, v)].append(lid)
+                if k == 0:
+                    sw_link[u, v] = lid
         idx["sw_link"] = sw_link
+        # Parallel links (a trunk) share a switch pair's routes by destination, as an InfiniBand subnet
+        # manager's forwarding tables spread destinations over a trunk's ports: the route to node d takes the
+        # (d mod k)-th of the k links.
+        trunks = [(uv, ids) for uv, ids in par.items() if len(ids) > 1]
+        if trunks:
+            index = np.full((s, s), -1, dtype=np.int64)
+            table = np.full((len(trunks), max(len(ids) for _, ids in trunks)), -1, dtype=np.int64)
+            for r, ((u, v), ids) in enumerate(trunks):
+                index[u, v] = r
+                table[r, :len(ids)] = ids
+            idx["trunks"] = (index, table, np.array([len(ids) for _, ids in trunks], dtype=np.int64))
         a = np.array([l[0] for l in topo.links] + [l[1] for l in topo.links], dtype=np.int64)
         c2 = np.array([l[1] for l in topo.links] + [l[0] for l in topo.links], dtype=np.int64)
         adj = coo_matrix((np.ones(len(a)), (a, c2)), shape=(s, s)).tocsr()
