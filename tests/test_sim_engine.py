@@ -298,6 +298,9 @@ def test_scenario_file_gzip_and_plain(tmp_path):
      "routes[0].links[1]: link 'L' is listed twice in the route"),
     ({"routes": [{"src": "A", "dst": "B", "links": [{"name": "L", "dir": "up"}]},
                  {"src": "A", "dst": "B", "links": []}]}, "routes[1]: a second route from 'A' to 'B' (routes[0]"),
+    # a route between two hosts with no link: its flows ended at once, as over an infinitely fast link
+    ({"routes": [{"src": "A", "dst": "B", "links": []}]}, "routes[0].links: empty: the route from 'A' to 'B' "
+                                                          "crosses no link"),
     # a host named twice: its routes and flows went to the second silently
     ({"hosts": ["A", "B", "A"]}, "hosts[2]: host 'A' is listed twice (hosts[0] is the first)"),
 ])

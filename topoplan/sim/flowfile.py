@@ -275,6 +275,9 @@ def _explicit_network(doc: dict, w: _Where):
             if d not in _DIRS:
                 raise w.fail(hop_place, f"field 'dir': must be 'up' or 'down', got {d!r}")
             hops.append(2 * index[name] + _DIRS[d])
+        if not hops and ends[0] != ends[1]:   # its flows would end at once, as over a link of infinite bandwidth
+            raise w.fail(f"{place}.links", f"empty: the route from {hosts[ends[0]]!r} to {hosts[ends[1]]!r} "
+                                           "crosses no link")
         given[tuple(ends)] = np.array(hops, dtype=np.int64)
         given_at[tuple(ends)] = i
     routes = dict(given)
