@@ -168,3 +168,34 @@ def test_a_simulation_that_runs_past_the_deadline_is_stopped_and_the_plan_still_
     code, stdout, err = run_cli(*command, "--json", "-o", out)      # no limit: nothing stops
     assert code == 0, err
     assert "stopped" not in (json.loads(out.read_text()).get("message") or "")
+
+
+@pytest.mark.parametrize("cost_s, checked", [(1000.0, False), (2.0, True)])
+def test_explicit_score_simulated_fits_its_candidates_simulations_in_the_commands_limit(monkeypatch, cost_s,
+                                                                                        checked):
+    """--score simulated inside a command: the candidates' simulations share the command's limit as under
+    --score auto (they once ran after the method, which had the whole limit, and the command overran it);
+    when they cannot fit in half of it the plan is not checked by simulation and the result says so."""
+    from topoplan.problems.circuits import problem as circuit_problem
+    from topoplan.traffic.sources import load_inputs
+
+    topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], "ring:np=64,bytes=4MB", "sequential")
+    prob = circuits.CircuitProblem.build(topo, tr, pl)
+    monkeypatch.setattr(circuit_problem, "simulation_cost_s", lambda trace: cost_s)
+    given = []
+    real = circuit_problem.solve_with
+
+    def spy(*args, **kw):
+        given.append(kw["time_limit"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(circuit_problem, "solve_with", spy)
+    with deadline.bounded(60.0):
+        res = circuits.solve(prob, "anneal", time_limit=60.0, score="simulated", trace=trace, max_steps=20)
+    assert ("simulated_s" in res.metrics) == checked
+    assert ("not checked by simulation" in res.message) != checked
+    assert given[0] < (48.0 if checked else 60.1)   # six candidates of 2 s each kept out of the method's
+    # a library call without a command's deadline: the time limit stays the method's own
+    given.clear()
+    res = circuits.solve(prob, "anneal", time_limit=60.0, score="simulated", trace=trace, max_steps=20)
+    assert given == [60.0] and "simulated_s" in res.metrics

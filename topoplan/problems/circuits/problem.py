@@ -565,7 +565,9 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
         :func:`topoplan.problems.result.solve_with`). On an application's steps the step time is an
         estimate, which dynamic effects of the network can make wrong about which plan is faster (an
         all-to-all in throttled batches through relays runs up to 2.4 times its step time): ``auto`` has
-        the simulator decide there.
+        the simulator decide there. Inside a command with a deadline (:mod:`topoplan.core.deadline`)
+        the candidates' simulations share its limit under both; without one, ``time_limit`` with
+        ``simulated`` is the method's own.
     trace : the MPI trace to simulate with ``score='simulated'`` (default: the traffic as one bulk phase).
     sim_model : :class:`topoplan.sim.simmodel.SimModel` (or its dict) for ``score='simulated'``; default maxmin with
         pipelined relays.
@@ -617,33 +619,38 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
     note, sims_s, beside, late, keep_rel = "", 0.0, False, "simulate", SIM_TIE_REL
+    # the candidates' simulations share the limit: with score auto always, and with score simulated inside a
+    # command (its deadline is the whole command's, topoplan.core.deadline); a library call's time_limit with
+    # score simulated stays the method's own
+    shared = score == "auto" or (score == "simulated" and deadline.remaining() is not None)
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
-        # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
-        limit = deadline.budget(time_limit)
-        if score == "simulated" and limit is not None:
-            # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
-            # in half of it, and the method gets what they leave
-            # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time).
-            # With a second CPU the starts' plans are simulated beside the method (solve_with's ``beside``):
-            # when all the candidates fit as before, the method gets what they leave and the starts not back
-            # when it ends are simulated after it; when they do not, the method gets what its own plan's
-            # simulation leaves, and a start not back by the end of the limit is not compared.
-            beside = forked.available()
-            cost_s = simulation_cost_s(trace)   # (a pass over the trace's calls)
-            one_s = deadline.scaled(cost_s)
-            all_s = deadline.scaled((1 + len(STARTS[method])) * cost_s)
-            if all_s <= 0.5 * limit or not beside:
-                sims_s, late = all_s, "simulate"
-            else:
-                sims_s, late = one_s, "drop"
-            if sims_s > 0.5 * limit:
-                score, beside = "bound", False
-                note = (f"not checked by simulation: simulating the {1 + len(STARTS[method])} candidates takes "
-                        f"about {all_s:.0f} s, more than half of the time limit")
-            else:
-                time_limit = limit - sims_s
         keep_rel = AUTO_KEEP_REL
+    # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
+    limit = deadline.budget(time_limit) if shared else None
+    if score == "simulated" and limit is not None:
+        # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
+        # in half of it, and the method gets what they leave
+        # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time).
+        # With a second CPU the starts' plans are simulated beside the method (solve_with's ``beside``):
+        # when all the candidates fit as before, the method gets what they leave and the starts not back
+        # when it ends are simulated after it; when they do not, the method gets what its own plan's
+        # simulation leaves, and a start not back by the end of the limit is not compared.
+        n_cands = 1 + len(STARTS.get(method, ()))
+        beside = n_cands > 1 and forked.available()
+        cost_s = simulation_cost_s(trace if trace is not None else bulk_trace(problem.traffic, 1))
+        one_s = deadline.scaled(cost_s)
+        all_s = deadline.scaled(n_cands * cost_s)
+        if all_s <= 0.5 * limit or not beside:
+            sims_s, late = all_s, "simulate"
+        else:
+            sims_s, late = one_s, "drop"
+        if sims_s > 0.5 * limit:
+            score, beside = "bound", False
+            note = (f"not checked by simulation: simulating the {n_cands} candidates takes "
+                    f"about {all_s:.0f} s, more than half of the time limit")
+        else:
+            time_limit = limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
