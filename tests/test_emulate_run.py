@@ -225,6 +225,22 @@ def test_cleanup_command(run_cli):
     assert code == 0 and ("nothing to remove" in out or "removed" in out)
 
 
+@pytest.mark.parametrize("removed", [[], ["topoplan-em4242-h0", "topoplan-em4242-h1"]])
+def test_cleanup_honours_json_and_output(removed, run_cli, monkeypatch, tmp_path):
+    """--cleanup with --json printed its sentence instead of JSON, and -o wrote nothing: both now carry
+    ``removed``, the namespaces removed."""
+    pytest.importorskip("pyroute2")
+    import topoplan.emulate.cluster as cl
+
+    monkeypatch.setattr(cl, "cleanup", lambda: list(removed))
+    code, out, err = run_cli("emulate", "--cleanup", "--json")
+    assert code == 0 and json.loads(out) == {"removed": removed}, (out, err)
+    path = tmp_path / "cleanup.json"
+    code, out, err = run_cli("emulate", "--cleanup", "-o", str(path))
+    assert code == 0 and json.loads(path.read_text()) == {"removed": removed}
+    assert ("nothing to remove" if not removed else "removed 2 namespaces") in out
+
+
 @needs_all
 def test_the_bcast_library_runs_mpi_bcast_over_the_plan_order(env):
     """Unmodified MPI_Bcast calls on MPI_COMM_WORLD run on a communicator in the keys' order (the recorder,

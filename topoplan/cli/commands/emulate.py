@@ -74,8 +74,10 @@ def emulate_cmd(
         if given:
             raise TopoplanError(f"--cleanup only removes leftovers; {given[0]} does not apply")
         removed = remove_leftovers()
-        console().print(f"removed {len(removed)} namespaces of dead emulator runs" if removed
-                        else "nothing to remove")
+        emit({"removed": removed}, json_mode, output)
+        if not json_mode:
+            console().print(f"removed {len(removed)} namespaces of dead emulator runs" if removed
+                            else "nothing to remove")
         return
     if topology is None or traffic is None:
         raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
