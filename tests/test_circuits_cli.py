@@ -174,3 +174,16 @@ def test_write_plan_validates_unless_told_the_plan_was(tmp_path):
     b = write_plan(tmp_path / "b.json", good, topo, validated=True)
     assert a == b and (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert read_plan(tmp_path / "b.json", topo) == a
+
+
+def test_an_unknown_method_is_refused_before_the_inputs_are_read(run_cli, matrix, monkeypatch):
+    """-m with a misspelt method was refused only after the traffic was loaded (seconds on a large trace)."""
+    import topoplan.traffic.sources as sources
+
+    def unread(*args, **kw):
+        raise AssertionError("the inputs were read")
+
+    monkeypatch.setattr(sources, "load_inputs", unread)
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-m", "three_step")
+    assert code == 2 and out == "" and err.startswith("error: unknown circuits method 'three_step'"), err
+    assert len(err.strip().splitlines()) == 1

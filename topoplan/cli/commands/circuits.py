@@ -117,7 +117,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     plan is also simulated with the chosen network model (--model/--relay) and both are reported with
     their ratio. ilp and anneal on a trace (--score auto) also simulate the heuristics they start from
     and return the fastest plan; --score bound returns the method's own plan."""
-    from topoplan.problems.circuits import solve
+    from topoplan.problems.circuits import METHODS, solve
     from topoplan.plans.planfile import plan_document, write_plan
     from topoplan.core import deadline
     from topoplan.problems.circuits.problem import plan_simulator, simulation_cost_s
@@ -127,6 +127,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
+    METHODS[method]   # an unknown method is an error before the inputs are read (a trace can take a while)
     opts = _ilp_options([method], solver=solver, formulation=formulation, objective=objective)
     if max_steps is not None:
         if method != "anneal":
