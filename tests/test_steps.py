@@ -414,6 +414,24 @@ def test_the_clocks_stop_at_their_time_limit_and_a_long_one_changes_nothing(find
     assert a.fingerprint() == b.fingerprint()
 
 
+def test_a_clock_whose_set_up_alone_cannot_fit_its_time_limit_is_not_begun(monkeypatch):
+    """The replayer's set-up (a pass over every row) was not stopped at the time limit: a 30 M-row trace with
+    no time left spent 13 s before the clock's first check. A clock that cannot start within its limit now
+    stops at once; one that can runs as before."""
+    import topoplan.sim.steps as steps
+
+    t = parse_spec("npb:kernel=cg,class=S,np=16,iters=2")
+    built = []
+    real = steps._unit_replayer
+    monkeypatch.setattr(steps, "_unit_replayer", lambda *a, **kw: built.append(1) or real(*a, **kw))
+    monkeypatch.setattr(steps, "CLOCK_SETUP_S_PER_ROW", 3600.0 / len(t))   # an hour to set up
+    with pytest.raises(steps.StepClockLimit, match="did not finish within its time limit of 60 s"):
+        step_levels(t, time_limit=60.0)
+    assert built == []
+    monkeypatch.setattr(steps, "CLOCK_SETUP_S_PER_ROW", 1.0 / len(t))
+    assert len(step_levels(t, time_limit=60.0)[0]) and built == [1]
+
+
 def test_a_step_clock_limit_is_a_topoplan_error():
     """Callers that report TopoplanError (the CLI's one-line errors) report it too."""
     from topoplan.sim.steps import StepClockLimit, source_steps
