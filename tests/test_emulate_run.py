@@ -225,6 +225,31 @@ def test_cleanup_command(run_cli):
     assert code == 0 and ("nothing to remove" in out or "removed" in out)
 
 
+@pytest.mark.parametrize("args, match", [
+    (["--scale", "0"], "--scale: must be positive, got 0"),
+    (["--scale", "nan"], "--scale: must be positive"),
+    (["--compute-scale", "-1"], "--compute-scale: must be a finite non-negative factor"),
+    (["--eager", "-1"], "--eager: size must be non-negative"),
+    (["--threshold", "abc"], "--threshold: cannot read size 'abc'"),
+])
+def test_bad_options_are_refused_before_the_inputs_and_named_as_flags(args, match, run_cli, monkeypatch):
+    """A bad --scale was refused only after the predictions ran and the programs were compiled, when the
+    cluster was about to be built, and it and --compute-scale, --eager, --threshold were named as library
+    fields ('field 'scale''); they are now refused first, naming the flag."""
+    pytest.importorskip("pyroute2")
+    import topoplan.cli.commands.simulate as simulate_cmd
+    import topoplan.emulate.run as run
+
+    def unread(*a, **kw):
+        raise AssertionError("reached past the options")
+
+    monkeypatch.setattr(simulate_cmd, "replay_inputs", unread)
+    monkeypatch.setattr(run, "emulate", unread)
+    code, out, err = run_cli("emulate", "-t", "paper003", "-T", "ring:np=4,bytes=1KB", *args)
+    assert code == 2 and out == "" and err.startswith("error: ") and match in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("removed", [[], ["topoplan-em4242-h0", "topoplan-em4242-h1"]])
 def test_cleanup_honours_json_and_output(removed, run_cli, monkeypatch, tmp_path):
     """--cleanup with --json printed its sentence instead of JSON, and -o wrote nothing: both now carry

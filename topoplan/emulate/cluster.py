@@ -226,6 +226,40 @@ def _ns(run_id: int, role: str) -> str:
     return f"{PREFIX}{int(run_id)}-{role}"
 
 
+def check_scale(scale) -> float:
+    """The emulation's scale as a float: positive and below 1e9 (bandwidths are divided by it).
+
+    Parameters
+    ----------
+    scale : float or str
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field ``scale``.
+
+    Examples
+    --------
+    >>> check_scale("400")
+    400.0
+    >>> check_scale(0)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'scale': must be positive, got 0
+    """
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TopoplanError(f"field 'scale': expected a number, got {scale!r}") from None
+    if not (scale > 0 and scale < 1e9):
+        raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
+    return scale
+
+
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                  queue_packets: int | None = None, queues: str = "fifo",
                  congestion: str = DEFAULT_CONGESTION) -> ClusterSpec:
@@ -274,12 +308,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     """
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"the emulator builds two-level trees (tree, fat-tree, hybrid), not {topo.kind}")
-    try:
-        scale = float(scale)
-    except (TypeError, ValueError):
-        raise TopoplanError(f"field 'scale': expected a number, got {scale!r}") from None
-    if not (scale > 0 and scale < 1e9):
-        raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
+    scale = check_scale(scale)
     if queues not in QUEUES:
         raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
     available = _available_congestion()

@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                          SetOpt, check_plan_inputs, console, emit, sim_model)
+                                          SetOpt, check_plan_inputs, console, emit, flag_names, sim_model)
 
 
 def register(app: typer.Typer) -> None:
@@ -93,8 +93,21 @@ def emulate_cmd(
     from topoplan.cli.commands.simulate import replay_inputs
     from topoplan.core.topology import TreeTopology
     from topoplan.core.units import format_time, parse_size
+    from topoplan.emulate.cluster import check_scale
     from topoplan.emulate.run import DEFAULT_SCALE, emulate
     from topoplan.sim.replay import check_options
+
+    # the options, before the inputs are read and the predictions run (a bad --scale was found only when the
+    # cluster was about to be built), named as flags
+    try:
+        scale = check_scale(DEFAULT_SCALE if scale is None else scale)
+        thr = parse_size(threshold, "threshold") if threshold else None
+        eager_B = parse_size(eager, "eager")
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"scale": "--scale", "threshold": "--threshold", "eager": "--eager",
+                                                "eager_threshold": "--eager",
+                                                "compute_scale": "--compute-scale"})) from None
 
     given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
                                                     pieces=False)
@@ -121,9 +134,6 @@ def emulate_cmd(
         from topoplan.emulate.plan import bcast_keys, read_bcast_plan
 
         keys = bcast_keys(read_bcast_plan(bcast, topo), pl, trace.n_ranks, where=f"--bcast {bcast}")
-    thr = parse_size(threshold, "threshold") if threshold else None
-    eager_B = parse_size(eager, "eager")
-    check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
     prog = list(command or [])
     if prog:
         import os
@@ -137,7 +147,7 @@ def emulate_cmd(
             prog[0] = os.path.abspath(prog[0])
     err = console(True)
     note = (lambda msg: err.print(f"[dim]{msg}[/dim]")) if err.is_terminal and not json_mode else None
-    res = emulate(topo, trace, pl, plan=plan, scale=DEFAULT_SCALE if scale is None else scale, model=smodel,
+    res = emulate(topo, trace, pl, plan=plan, scale=scale, model=smodel,
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
                   queues=queues, collectives=collectives, note=note)
