@@ -69,8 +69,17 @@ def emulate_cmd(
 
     require_pyroute2()
     if cleanup:
-        given = [o for o, v in (("--topology", topology), ("--traffic", traffic), ("--circuits", circuits),
-                                ("--bcast", bcast), ("PROGRAM", command)) if v]
+        # every option of a run (not --json, -o): given with --cleanup it would do nothing
+        given = [o for o, v, default in (
+            ("--topology", topology, None), ("--traffic", traffic, None), ("--circuits", circuits, None),
+            ("--bcast", bcast, None), ("PROGRAM", command or None, None), ("--set", sets or None, None),
+            ("--placement", placement, "sequential"), ("--network", network, None), ("--threshold", threshold, None),
+            ("--eager", eager, "64KiB"), ("--compute-scale", compute_scale, 1.0), ("--iters", iters, 1),
+            ("--scale", scale, None), ("--queues", queues, "fifo"), ("--collectives", collectives, "model"),
+            ("--no-calibrate", calibrate, True), ("--repeats", repeats, 3), ("--timeout", timeout, 600.0),
+            ("--mpicc", mpicc, None), ("--model", model, None), ("--relay", relay, None),
+            ("--relay-chunk", relay_chunk, None), ("--paper-contention", paper_contention, None),
+            ("--any-inputs", any_inputs, False)) if v != default]
         if given:
             raise TopoplanError(f"--cleanup only removes leftovers; {given[0]} does not apply")
         removed = remove_leftovers()
