@@ -43,7 +43,7 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     # an empty size on a call that moves data was read as a message of 0 bytes
     ("0,send,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a send, which moves data"),
     ("0,send,1,8,,2,0,0.1\n1,recv,0, ,,2,0,0.1\n", "t.csv:3: field 'bytes': empty on a recv"),
-    ("0,allreduce,,,,2,0,0.1\n1,allreduce,,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a allreduce"),
+    ("0,allreduce,,,,2,0,0.1\n1,allreduce,,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on an allreduce"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:
@@ -105,6 +105,11 @@ def _comm_trace(tmp_path, body, communicators=None):
     ("0,barrier,,0,,2,0,0\n1,barrier,,0,,2,0,0\n0,barrier,,0,,2,1,1\n",
      r"t\.csv:4: its 2nd collective call on MPI_COMM_WORLD \(a barrier\) is not made by rank 1, a member"),
     ("0,bcast,,8,,2,0,0\n1,bcast,,8,,2,0,0\n", r"t\.csv:2: field 'root': a bcast needs its root"),
+    # an op with a vowel takes "an" (it said "a allreduce")
+    ("0,allreduce,,8,,2,0,0\n1,allreduce,,8,,2,0,0\n0,allreduce,,8,,2,1,1\n",
+     r"t\.csv:4: its 2nd collective call on MPI_COMM_WORLD \(an allreduce\) is not made by rank 1, a member"),
+    ("0,bcast,,8,0,2,0,0\n1,allreduce,,8,,2,0,0\n", r"t\.csv:3: field 'op': its 1st collective call on "
+                                                    r"MPI_COMM_WORLD is an allreduce, but rank 0's is a bcast"),
     ("0,allreduce,,8,,3,0,0\n1,allreduce,,8,,3,0,0\n2,allreduce,,8,,2,0,0\n",
      r"t\.csv:4: field 'comm_size': 2, but MPI_COMM_WORLD has 3 ranks"),
 ])

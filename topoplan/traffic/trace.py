@@ -425,7 +425,7 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         bad = np.flatnonzero(carries)
         if bad.size:
             i = int(bad[0])
-            raise TopoplanError(f"{path}:{line(i)}: field 'bytes': empty on a {OPS[op[i]]}, which moves data")
+            raise TopoplanError(f"{path}:{line(i)}: field 'bytes': empty on {_a(OPS[op[i]])}, which moves data")
     for col, arr in (("bytes", by), ("t_start", ts), ("t_end", te)):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
@@ -514,6 +514,11 @@ _ROOTED = ("bcast", "reduce", "gather", "scatter")
 
 def _ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def _a(name: str) -> str:
+    """A call's name with its article, as messages say it: ``a bcast``, ``an allreduce``."""
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def call_namer(trace: Trace):
@@ -641,7 +646,7 @@ def check_calls(trace: Trace, where=None) -> None:
     bad = np.flatnonzero(rooted & (trace.root < 0))
     if bad.size:
         i = int(bad[0])
-        raise TopoplanError(f"{where(i)}: field 'root': a {trace.op_names()[i]} needs its root (a world rank)")
+        raise TopoplanError(f"{where(i)}: field 'root': {_a(trace.op_names()[i])} needs its root (a world rank)")
     # -- collectives: the k-th call on a communicator is the same call at every member
 
     a2a_rows, starts = per_destination_calls(trace)
@@ -679,8 +684,8 @@ def check_calls(trace: Trace, where=None) -> None:
         what = f"{_ordinal(int(k[e]) + 1)} collective call on {name(trace.comm[i])}"
         names = trace.op_names()
         if col == "op":
-            raise TopoplanError(f"{where(i)}: field 'op': its {what} is a {names[i]}, but rank {int(rank[j])}'s is a "
-                                f"{names[j]}: the ranks of a communicator make the same collective calls in the "
+            raise TopoplanError(f"{where(i)}: field 'op': its {what} is {_a(names[i])}, but rank {int(rank[j])}'s is "
+                                f"{_a(names[j])}: the ranks of a communicator make the same collective calls in the "
                                 "same order")
         if col == "root":
             raise TopoplanError(f"{where(i)}: field 'root': {int(trace.root[i])}, but rank {int(rank[j])} gives the "
@@ -697,7 +702,7 @@ def check_calls(trace: Trace, where=None) -> None:
         missing = int(np.setdiff1d(members, r[call_start[s]:call_start[s] + count[s]])[0])
         i = int(rows[call_start[s]])
         raise TopoplanError(f"{where(i)}: its {_ordinal(int(k[call_start[s]]) + 1)} collective call on "
-                            f"{name(trace.comm[i])} (a {trace.op_names()[i]}) is not made by rank {missing}, a member: "
+                            f"{name(trace.comm[i])} ({_a(trace.op_names()[i])}) is not made by rank {missing}, a member: "
                             "the trace is cut short, or misses ranks")
 
 
