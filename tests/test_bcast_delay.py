@@ -6,6 +6,13 @@ from topoplan.problems.bcast.allocation import DDR_Bps, SDR_Bps, cluster
 from topoplan.core.errors import TopoplanError
 
 
+@pytest.fixture
+def three_hosts(tmp_path):
+    """A one-rack cluster of three hosts, their names and the path of a delay CSV to write."""
+    topo = cluster(1, 3)
+    return topo, topo.host_names(), tmp_path / "d.csv"
+
+
 def test_hops_and_speed_matrices():
     topo = cluster(2, 2, bw_Bps="mixed")          # rack 0 SDR, rack 1 DDR
     h = delay.hops(topo, [0, 1, 2])
@@ -63,10 +70,8 @@ def test_bad_delay_csv_is_an_error_naming_line_and_host(tmp_path, rows, needle):
 
 
 @pytest.mark.parametrize("blank", ["", "\n"])
-def test_delay_csv_header_lacking_a_host_names_the_header_line(tmp_path, blank):
-    topo = cluster(1, 3)
-    names = topo.host_names()
-    f = tmp_path / "d.csv"
+def test_delay_csv_header_lacking_a_host_names_the_header_line(three_hosts, blank):
+    topo, names, f = three_hosts
     f.write_text(f"{blank}{names[0]},{names[1]}\n0,1\n1,0\n")
     with pytest.raises(TopoplanError, match=rf"d\.csv:{1 + len(blank)}: header lacks host '{names[2]}' of the "
                                             "allocation$"):
@@ -74,22 +79,18 @@ def test_delay_csv_header_lacking_a_host_names_the_header_line(tmp_path, blank):
 
 
 @pytest.mark.parametrize("spell", [str.upper, str.capitalize, lambda h: h])
-def test_delay_csv_host_names_ignore_case(tmp_path, spell):
+def test_delay_csv_host_names_ignore_case(three_hosts, spell):
     """Host names are case-insensitive (DNS, Slurm): a header written in another case names the same hosts."""
-    topo = cluster(1, 3)
-    names = topo.host_names()
-    f = tmp_path / "d.csv"
+    topo, names, f = three_hosts
     f.write_text(",".join(spell(h) for h in names) + "\n0,1,2\n1,0,5\n2,5,0\n")
     assert delay.load(f, topo, [2, 0]).tolist() == [[0, 2], [2, 0]]
 
 
 @pytest.mark.parametrize("second", [str.upper, str.capitalize])
-def test_delay_csv_header_naming_a_host_twice_in_two_cases_is_an_error(tmp_path, second):
-    topo = cluster(1, 3)
-    names = topo.host_names()
-    f = tmp_path / "d.csv"
+def test_delay_csv_header_naming_a_host_twice_in_two_cases_is_an_error(three_hosts, second):
+    topo, names, f = three_hosts
     f.write_text(f"\n{names[0]},{names[1]},{second(names[0])}\n0,1,0\n1,0,1\n0,1,0\n")
-    with pytest.raises(TopoplanError, match=rf"^{tmp_path}/d\.csv:2: field '{second(names[0])}': the same host as "
+    with pytest.raises(TopoplanError, match=rf"^{f.parent}/d\.csv:2: field '{second(names[0])}': the same host as "
                                             rf"column '{names[0]}' \(host names ignore case\)$"):
         delay.load(f, topo, [0, 1])
 

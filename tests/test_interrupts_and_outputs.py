@@ -166,7 +166,7 @@ def test_output_dash_is_standard_output(tmp_path, monkeypatch, run_cli, args, fi
     (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--json", "-o", "-"],
      "--json: prints to standard output, where --output - writes too; give one of them"),
     (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--rankfile", "-", "-o", "-"],
-     "-: given as both --rankfile and --output"),
+     "- (standard output): given as both --rankfile and --output"),
 ])
 def test_output_dash_is_refused_where_it_cannot_be_standard_output(tmp_path, monkeypatch, run_cli, args, message):
     monkeypatch.chdir(tmp_path)

@@ -103,7 +103,8 @@ def guard_outputs(fn):
             check_writable(path, inputs=ins)
             for other, prev in outs[:i]:
                 if Path(prev).resolve() == Path(path).resolve():
-                    raise TopoplanError(f"{path}: given as both --{other} and --{name}; choose two names")
+                    what = "- (standard output)" if is_stdout(path) else path
+                    raise TopoplanError(f"{what}: given as both --{other} and --{name}; choose two names")
         if to_stdout:
             with stdout_reserved():   # the document alone on standard output; the command's messages on stderr
                 return fn(*args, **kwargs)
