@@ -230,8 +230,9 @@ def test_cleanup_command(run_cli):
 
 
 @pytest.mark.parametrize("args, match", [
-    (["--scale", "0"], "--scale: must be positive, got 0"),
+    (["--scale", "0"], "--scale: must be positive and below 1e9, got 0"),
     (["--scale", "nan"], "--scale: must be positive"),
+    (["--scale", "1e12"], "--scale: must be positive and below 1e9, got 1e+12"),
     (["--compute-scale", "-1"], "--compute-scale: must be a finite non-negative factor"),
     (["--eager", "-1"], "--eager: size must be non-negative"),
     (["--threshold", "abc"], "--threshold: cannot read size 'abc'"),

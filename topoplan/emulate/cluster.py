@@ -249,14 +249,14 @@ def check_scale(scale) -> float:
     >>> check_scale(0)
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: field 'scale': must be positive, got 0
+    topoplan.core.errors.TopoplanError: field 'scale': must be positive and below 1e9, got 0
     """
     try:
         scale = float(scale)
     except (TypeError, ValueError):
         raise TopoplanError(f"field 'scale': expected a number, got {scale!r}") from None
     if not (scale > 0 and scale < 1e9):
-        raise TopoplanError(f"field 'scale': must be positive, got {scale:g}")
+        raise TopoplanError(f"field 'scale': must be positive and below 1e9, got {scale:g}")
     return scale
 
 
