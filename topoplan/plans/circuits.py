@@ -148,10 +148,17 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
         bad = [x for x in r2n if not 0 <= int(x) < n]
         if bad:
             raise TopoplanError(f"{where}: field 'rank_to_node': node {bad[0]} does not exist ({n} nodes)")
-    thr = doc.get("threshold_B")
-    if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float, np.integer, np.floating))
-                            or not 0 <= thr < math.inf):   # the size from which messages take the circuits
-        raise TopoplanError(f"{where}: field 'threshold_B': expected a non-negative size in bytes, got {thr!r}")
+    if doc.get("threshold_B") is not None:   # the size from which messages take the circuits
+        _number(doc["threshold_B"], where, "threshold_B", "a non-negative size in bytes")
+
+
+def _number(value, w: str, field: str, what: str = "a non-negative time in seconds"):
+    """``value`` if it is a finite number of at least 0, else a one-line error (plan and schedule fields)."""
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+          and math.isfinite(value) and value >= 0)
+    if not ok:
+        raise TopoplanError(f"{w}: field '{field}': expected {what}, got {value!r}")
+    return value
 
 
 def _tables_stamp(n: int, s: int, sw, circuits: set, doc: dict) -> tuple:

@@ -17,22 +17,13 @@ import math
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.plans.circuits import validate_plan_dict
+from topoplan.plans.circuits import _number, validate_plan_dict
 
 __all__ = ["BLACKOUTS", "static_schedule", "validate_schedule", "entry_end", "slot_fractions"]
 
 # What the network does while an OCS sets up new circuits (topoplan.problems.circuits.schedule): ``eps``, the
 # phase runs on the packet switches (or waits, by the entry's ``setup.during``); ``stall``, everything stops.
 BLACKOUTS = ("eps", "stall")
-
-
-def _number(value, w: str, field: str, what: str = "a non-negative time in seconds"):
-    """``value`` if it is a finite number of at least 0, else a one-line error."""
-    ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-          and math.isfinite(value) and value >= 0)
-    if not ok:
-        raise TopoplanError(f"{w}: field '{field}': expected {what}, got {value!r}")
-    return value
 
 
 def _is_index(x) -> bool:
