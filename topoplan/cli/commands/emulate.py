@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import List, Optional
 
@@ -19,6 +20,24 @@ from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, 
 def register(app: typer.Typer) -> None:
     # everything after the program's name is the program's (as with topoplan trace)
     app.command("emulate", context_settings={"allow_interspersed_args": False})(emulate_cmd)
+
+
+def _run_options_given(values: dict) -> list:
+    """The options of a run (every parameter of :func:`emulate_cmd` but ``--cleanup``, ``--json`` and ``-o``)
+    that ``values`` gives other than their declared defaults, named as given: ``--cleanup`` takes none of them."""
+    def bare(x):   # an absent list option or argument is None or empty
+        return None if isinstance(x, (list, tuple)) and not x else x
+
+    given = []
+    for name, param in inspect.signature(emulate_cmd).parameters.items():
+        if name in ("cleanup", "json_mode", "output") or bare(values[name]) == bare(param.default.default):
+            continue
+        decl = next((d for d in getattr(param.default, "param_decls", None) or () if d.startswith("--")), None)
+        if decl is None:
+            given.append("PROGRAM")
+        else:   # a --flag/--no-flag switch is named by the side given
+            given.append(decl.split("/")[0 if values[name] else -1])
+    return given
 
 
 def emulate_cmd(
@@ -69,17 +88,7 @@ def emulate_cmd(
 
     require_pyroute2()
     if cleanup:
-        # every option of a run (not --json, -o): given with --cleanup it would do nothing
-        given = [o for o, v, default in (
-            ("--topology", topology, None), ("--traffic", traffic, None), ("--circuits", circuits, None),
-            ("--bcast", bcast, None), ("PROGRAM", command or None, None), ("--set", sets or None, None),
-            ("--placement", placement, "sequential"), ("--network", network, None), ("--threshold", threshold, None),
-            ("--eager", eager, "64KiB"), ("--compute-scale", compute_scale, 1.0), ("--iters", iters, 1),
-            ("--scale", scale, None), ("--queues", queues, "fifo"), ("--collectives", collectives, "model"),
-            ("--no-calibrate", calibrate, True), ("--repeats", repeats, 3), ("--timeout", timeout, 600.0),
-            ("--mpicc", mpicc, None), ("--model", model, None), ("--relay", relay, None),
-            ("--relay-chunk", relay_chunk, None), ("--paper-contention", paper_contention, None),
-            ("--any-inputs", any_inputs, False)) if v != default]
+        given = _run_options_given(locals())
         if given:
             raise TopoplanError(f"--cleanup only removes leftovers; {given[0]} does not apply")
         removed = remove_leftovers()
