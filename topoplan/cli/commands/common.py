@@ -123,7 +123,7 @@ def simulated_within_limit(res, stage: str, simulate_fn, sim_s: float, write_s: 
                 return simulate_fn()
         except deadline.DeadlineReached:
             note = stopped_at_limit("simulated", sim_s)
-    res.message = "; ".join(filter(None, [res.message, note]))
+    res.add_note(note)
     return None
 
 

@@ -842,9 +842,9 @@ def _keep_fastest_replay(prob: PhasedProblem, cands: list, res: PlanResult) -> P
                    simulated_candidates_s=times_s, picked=best)
     alt.metrics = metrics
     alt.status = "timeout" if res.status == "timeout" else "feasible"
-    alt.message = (f"{res.message}; " if res.message else "") + (
-        f"kept the {best} schedule: replayed whole it simulates faster ({times_s[best]:.6g} s vs "
-        f"{times_s['programme']:.6g} s for the programme's)")
+    alt.message = res.message
+    alt.add_note(f"kept the {best} schedule: replayed whole it simulates faster ({times_s[best]:.6g} s vs "
+                 f"{times_s['programme']:.6g} s for the programme's)")
     return alt
 
 
