@@ -124,6 +124,21 @@ def test_simulate_rejects_a_file_that_is_not_a_valid_circuit_plan(run_cli, matri
     assert json.loads(out)["bytes_by_link_class"]["ocs"] > 0
 
 
+@pytest.mark.parametrize("given, on_circuits", [((), False), (("--threshold", "1KiB"), True)])
+def test_simulate_takes_the_plans_threshold_unless_given(run_cli, matrix, tmp_path, given, on_circuits):
+    plan = tmp_path / "plan.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-m", "sp", "-o", plan)
+    assert code == 0, err
+    # the same circuits for messages of 16 MB and more: the matrix's 8 MB messages stay on the EPS, as planned
+    doc = json.loads(plan.read_text())
+    assert doc["circuits"] and doc["threshold_B"] < 8e6
+    plan.write_text(json.dumps({**doc, "threshold_B": 16e6}))
+    code, out, err = run_cli("simulate", "-t", "paper003", "-T", matrix, "-p", "round-robin", "--circuits", plan,
+                             *given, "--json")
+    assert code == 0, err
+    assert (json.loads(out)["bytes_by_link_class"].get("ocs", 0) > 0) == on_circuits
+
+
 def _count_validations(monkeypatch):
     """Replace validate_plan_dict everywhere it is imported by a spy that counts its calls."""
     import topoplan.plans.circuits as plans_circuits

@@ -58,7 +58,7 @@ def emulate_cmd(
                                          "on MPI_COMM_WORLD runs over its node order (the Bcast PMPI library; one "
                                          "rank per plan node)."),
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold of the predictions "
-                                            "(default: OCS bandwidth-delay product)."),
+                                            "(default: the plan's threshold_B, else the OCS bandwidth-delay product)."),
     eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size of the predictions."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: "
                                         "communication only)."),
@@ -146,7 +146,7 @@ def emulate_cmd(
             if not np.array_equal(np.asarray(plan["rank_to_node"][:trace.n_ranks]), pl.rank_to_node[:trace.n_ranks]):
                 raise TopoplanError(f"--circuits {circuits}: the plan was made for another placement than --placement "
                                     f"{placement}; pass -p {circuits} to use the plan's")
-        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit") if k in plan}
+        plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "threshold_B") if k in plan}
     keys = None
     if bcast is not None:
         from topoplan.emulate.plan import bcast_keys, read_bcast_plan

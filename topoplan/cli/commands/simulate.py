@@ -24,7 +24,7 @@ def simulate_cmd(
     placement: str = typer.Option("sequential", "--placement", "-p", help="sequential, round-robin or a placement file."),
     network: Optional[str] = typer.Option(None, "--network", help="eps | fat-tree | hybrid | torus (default: the topology's own kind)."),
     circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); hybrid only."),
-    threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: OCS bandwidth-delay product)."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: the plan's threshold_B, else the OCS bandwidth-delay product)."),
     eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
@@ -83,7 +83,7 @@ def simulate_cmd(
         made_for = None
         if plan is not None:
             made_for = plan.get("placement", "its rank_to_node")
-            plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "rank_to_node") if k in plan}
+            plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "threshold_B", "rank_to_node") if k in plan}
         kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
                       compute_scale=compute_scale, timeline_dt_s=dt, model=smodel)
         if phases is not None:
