@@ -17,13 +17,14 @@ paper's heuristic and no circuits; its accuracy is the ilp objective over its si
     python benchmarks/bench_steps.py --sizes "8 OCS" --seeds 1,2 --out benchmarks/results/steps_grid_seeds.jsonl
     python benchmarks/bench_steps.py --mechanism --systems 001-16x16 --traffic lu   # why a cell runs off its steps
     python benchmarks/bench_steps.py --decompose --systems 001-16x16,003 --traffic lu,is   # within or between steps
+    python benchmarks/bench_steps.py --decompose --systems 003 --sizes "32 OCS" --plan greedy   # ... with circuits
 
 ``--mechanism`` replays one cell without circuits in the reference replayer (Python: minutes) with MPI's eager
 sends and with every send waiting, and prints the simulator's evidence docs/circuits.md cites: the critical
 chain followed back from the last rank (transmission against waiting, by message size), the flows each chain
 message shared its sender's node link and its switches' uplinks with, and how many uplinks are full over time.
 
-``--decompose`` splits a cell's miss without circuits in two: every step type is simulated alone (its messages
+``--decompose`` splits a cell's miss without circuits (or with the plan of ``--plan METHOD``) in two: every step type is simulated alone (its messages
 all at once, the default model) and the results are summed by count. The step time against that sum is what the
 step time misses *within* a step (sharing that keeps a step from its bottleneck, latencies the chain does not
 charge); that sum against the whole trace's simulated time is what it misses *between* steps (steps that
@@ -252,28 +253,36 @@ def mechanism(system: str, kind: str) -> int:
     return 0
 
 
-def decompose(system: str, kind: str) -> dict:
+def decompose(system: str, kind: str, size: str | None = None, method: str = "none") -> dict:
     """The step time, the step types simulated alone (summed by count) and the whole trace simulated, without
-    circuits (see the module docstring)."""
+    circuits, or with the plan ``method`` makes (planner seed 0) at circuit size ``size`` (a label of the
+    system's; see the module docstring)."""
     from topoplan.core.placement import sequential
     from topoplan.core.topology_io import load_topology
     from topoplan.problems.circuits import CircuitProblem, solve
+    from topoplan.problems.circuits.problem import plan_simulator
     from topoplan.sim.replay import bulk_trace
-    from topoplan.sim.run import simulate
     from topoplan.sim.steps import steps_of_spec
     from topoplan.traffic.sources import load_source
 
-    preset, _, ranks, _ = SYSTEMS[system]
+    preset, sizes, ranks, _ = SYSTEMS[system]
+    label = size or next(iter(sizes))
+    sets = [] if isinstance(sizes[label], tuple) else list(sizes[label])
+    max_circuits = sizes[label][1] if isinstance(sizes[label], tuple) else None
     spec = traffic_spec(kind, ranks, 0)
-    topo = load_topology(preset)
+    topo = load_topology(preset, sets)
     trace, tr = load_source(spec)
     pl = sequential(tr.n_ranks, topo)
     st = steps_of_spec(spec)
-    step_time = solve(CircuitProblem.build(topo, tr, pl, steps=st), "none").objective
-    alone = sum(c * simulate(topo, bulk_trace(ty), pl)["makespan_s"] for ty, c in zip(st.types, st.count))
-    whole = simulate(topo, trace, pl)["makespan_s"]
-    return {"system": system, "traffic": kind, "step_types": st.n_types, "steps": st.n_steps,
-            "step_time_s": step_time, "steps_alone_s": float(alone), "simulated_s": whole}
+    res = solve(CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits, steps=st), method, seed=0,
+                **({"time_limit": 10.0} if method in ("ilp", "anneal") else {}))
+    plan = res.to_dict()
+    alone = sum(c * plan_simulator(CircuitProblem.build(topo, ty, pl, max_circuits=max_circuits), bulk_trace(ty))(plan)
+                for ty, c in zip(st.types, st.count))
+    whole = plan_simulator(CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits), trace)(plan)
+    return {"system": system, "size": label, "method": method, "circuits": len(plan.get("circuits") or ()),
+            "traffic": kind, "step_types": st.n_types, "steps": st.n_steps,
+            "step_time_s": res.objective, "steps_alone_s": float(alone), "simulated_s": whole}
 
 
 def summary(rows) -> str:
@@ -315,7 +324,9 @@ def main(argv=None) -> int:
                                     "with --quick)")
     ap.add_argument("--seeds", help="comma-separated planner seeds (default 0-4; 0 with --quick)")
     ap.add_argument("--decompose", action="store_true",
-                    help="split each NPB cell's miss without circuits into within and between steps")
+                    help="split each NPB cell's miss without circuits (or with --plan's) into within and between steps")
+    ap.add_argument("--plan", default="none", help="with --decompose: the circuit method whose plan is simulated "
+                                                   "(default none; its sizes from --sizes, else the system's first)")
     ap.add_argument("--mechanism", action="store_true",
                     help="the simulator's evidence for one cell without circuits (--systems, --traffic: one each)")
     a = ap.parse_args(argv)
@@ -335,15 +346,16 @@ def main(argv=None) -> int:
             print(f"error: {name}: unknown {', '.join(bad)}; choose from {', '.join(known)}", file=sys.stderr)
             return 2
     if a.decompose:
-        print("| system | traffic | step types (steps) | step time | steps alone | whole trace | within steps | "
-              "between steps |\n|---|---|---:|---:|---:|---:|---:|---:|")
+        print("| system | circuits | plan | traffic | step types (steps) | step time | steps alone | whole trace | "
+              "within steps | between steps |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|")
         for system in systems or SYSTEMS:
-            for kind in [k for k in traffic or NPB if k in NPB]:
-                d = decompose(system, kind)
-                print(f"| {system} | {kind} | {d['step_types']} ({d['steps']}) | {d['step_time_s'] * 1e3:.2f} ms | "
-                      f"{d['steps_alone_s'] * 1e3:.2f} ms | {d['simulated_s'] * 1e3:.2f} ms | "
-                      f"{d['steps_alone_s'] / d['step_time_s']:.2f} | {d['simulated_s'] / d['steps_alone_s']:.2f} |",
-                      flush=True)
+            for label in [x for x in sizes_only or [None] if x is None or x in SYSTEMS[system][1]]:
+                for kind in [k for k in traffic or NPB if k in NPB]:
+                    d = decompose(system, kind, label, a.plan)
+                    print(f"| {system} | {d['size']} | {a.plan} ({d['circuits']}) | {kind} | {d['step_types']} "
+                          f"({d['steps']}) | {d['step_time_s'] * 1e3:.2f} ms | {d['steps_alone_s'] * 1e3:.2f} ms | "
+                          f"{d['simulated_s'] * 1e3:.2f} ms | {d['steps_alone_s'] / d['step_time_s']:.2f} | "
+                          f"{d['simulated_s'] / d['steps_alone_s']:.2f} |", flush=True)
         return 0
     if a.mechanism:
         if not (systems and traffic and len(systems) == 1 and len(traffic) == 1):
