@@ -158,3 +158,12 @@ def test_export_of_a_bcast_plan_points_to_its_rankfile(run_cli, tmp_path):
     assert code == 0, err
     code, _, err = run_cli("export", "ompi4", "-p", plan, "-o", out)
     assert code == 2 and "a Bcast order, not a placement (`topoplan bcast --rankfile FILE`" in err and not out.exists()
+
+
+def test_score_simulated_is_refused_with_no_simulate(run_cli, tmp_path):
+    """``--no-simulate --score simulated`` simulated the orders anyway and reported a simulated time."""
+    out = tmp_path / "b.json"
+    code, stdout, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--no-simulate", "--score",
+                                "simulated", "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err == "error: --score simulated simulates the orders: it cannot be used with --no-simulate\n"

@@ -102,7 +102,9 @@ def test_ilp_options_and_time_limit_are_checked_whatever_the_methods(run_cli, ma
                           (("circuits", "-m", "sp", "--objective", "weighted"),
                            "error: --objective: applies to ilp, not sp\n"),
                           (("compare", "circuits", "--methods", "greedy,sp,greedy"),
-                           "error: --methods 'greedy,sp,greedy': greedy named twice\n")]:
+                           "error: --methods 'greedy,sp,greedy': greedy named twice\n"),
+                          (("circuits", "-m", "sp", "--score", "simulated", "--no-simulate"),
+                           "error: --score simulated simulates the plans: it cannot be used with --no-simulate\n")]:
         code, stdout, err = run_cli(*args, *base)
         assert (code, stdout, err) == (2, "", message) and not out.exists()
 

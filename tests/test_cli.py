@@ -33,6 +33,15 @@ def test_traffic_takes_its_source_as_the_argument_or_as_dash_t(tmp_path):
     assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text() != ""
 
 
+@pytest.mark.parametrize("name", ["m.zip", "m.JSON", "m.json.gz", "m.npz", "m.parquet"])
+def test_traffic_refuses_an_output_named_for_another_format(tmp_path, name):
+    """``traffic -o x.zip`` wrote CSV text under a name that says zip archive."""
+    r = _run("traffic", "ring:np=4,bytes=1MB", "-o", str(tmp_path / name))
+    assert (r.returncode, r.stdout) == (2, "") and not (tmp_path / name).exists()
+    assert r.stderr.startswith("error: --output ") and "traffic writes CSV, not ." in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
 def test_help_works():
     r = _run("--help")
     assert r.returncode == 0 and "simulate" in r.stdout

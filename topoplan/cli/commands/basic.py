@@ -56,6 +56,10 @@ def show(topology: str = typer.Argument(..., help="Preset, YAML file or Slurm to
         typer.echo(text, nl=False)
 
 
+# Output names whose suffix says another format than the CSV `traffic` writes (a .zip that is CSV text).
+OTHER_FORMATS = (".zip", ".json", ".json.gz", ".npz", ".npy", ".yaml", ".yml", ".parquet", ".otf2", ".tar", ".tar.gz")
+
+
 def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV, trace CSV, trace directory or OTF2 archive."),
                 traffic_opt: Optional[str] = typer.Option(None, "--traffic", "-T",
                                                           help="The source, as the other commands take it."),
@@ -70,6 +74,9 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
         raise TopoplanError("give the traffic source once: as the argument or as -T/--traffic"
                             + ("" if source is None else f" (got {source!r} and {traffic_opt!r})"))
     source = source if source is not None else traffic_opt
+    other = next((x for x in OTHER_FORMATS if str(output).lower().endswith(x)), None)
+    if other is not None:   # the file would be CSV under a name that says otherwise
+        raise TopoplanError(f"--output {output}: traffic writes CSV, not {other}; name it .csv (.csv.gz to compress)")
     tr, traffic = load_source(source)
     s, d, b, m = traffic.matrix()
     if trace:

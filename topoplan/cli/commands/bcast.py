@@ -51,6 +51,8 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
+    if no_simulate and score == "simulated":
+        raise TopoplanError("--score simulated simulates the orders: it cannot be used with --no-simulate")
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
     try:

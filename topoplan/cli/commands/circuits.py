@@ -127,6 +127,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
+    if not simulate and score == "simulated":
+        raise TopoplanError("--score simulated simulates the plans: it cannot be used with --no-simulate")
     METHODS[method]   # an unknown method is an error before the inputs are read (a trace can take a while)
     opts = _ilp_options([method], solver=solver, formulation=formulation, objective=objective)
     if max_steps is not None:
