@@ -139,9 +139,9 @@ def test_library_errors_name_fields_and_the_cli_names_flags(run_cli):
 
 
 @pytest.mark.parametrize("args,flag", [(("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--bytes", "-5"), "--bytes"),
-                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--short-msg", "abc"),
+                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--tree", "auto", "--short-msg", "abc"),
                                         "--short-msg"),
-                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--long-msg", "3XB"),
+                                       (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--tree", "auto", "--long-msg", "3XB"),
                                         "--long-msg"),
                                        (("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--threshold",
                                          "foo"), "--threshold")])
@@ -167,3 +167,21 @@ def test_score_simulated_is_refused_with_no_simulate(run_cli, tmp_path):
                                 "simulated", "-o", out)
     assert (code, stdout) == (2, "") and not out.exists()
     assert err == "error: --score simulated simulates the orders: it cannot be used with --no-simulate\n"
+
+
+@pytest.mark.parametrize("tree, option, applies", [("binomial", ("--k", "8"), "knomial and auto"),
+                                                   ("knomial", ("--short-msg", "4KiB"), "auto"),
+                                                   ("scatter-ring", ("--long-msg", "1MiB"), "auto and scatter-allgather")])
+def test_a_tree_option_for_another_tree_is_refused(run_cli, tmp_path, tree, option, applies):
+    """``--tree binomial --k 8`` ran the binomial tree and ignored --k without a word."""
+    out = tmp_path / "b.json"
+    code, stdout, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=8", "--tree", tree, *option, "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err == f"error: {option[0]}: applies to the {applies} trees, not --tree {tree}\n"
+
+
+@pytest.mark.parametrize("tree, option", [("auto", ("--k", "8")), ("auto", ("--short-msg", "4KiB")),
+                                          ("scatter-allgather", ("--long-msg", "1MiB")), ("knomial", ("--k", "2"))])
+def test_a_tree_option_for_its_tree_is_taken(run_cli, tree, option):
+    code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=8", "--tree", tree, *option, "--no-simulate")
+    assert code == 0, err

@@ -24,12 +24,15 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
               nbytes: str = typer.Option("1MB", "--bytes", help="Message size, e.g. 4MB."),
               tree: str = typer.Option("knomial", "--tree",
                                        help="knomial | binomial | scatter-allgather | scatter-ring | scatter-rd | auto."),
-              k: int = typer.Option(4, "--k", help="k-nomial factor (MVAPICH2 default 4)."),
-              short_msg: str = typer.Option("12288", "--short-msg",
-                                            help="auto: below this size use the k-nomial tree (MPICH default 12288)."),
-              long_msg: str = typer.Option("524288", "--long-msg",
-                                           help="auto/scatter-allgather: from this size ring allgather, below it "
-                                                "recursive doubling on power-of-two jobs."),
+              k: Optional[int] = typer.Option(None, "--k", help="k-nomial factor, for the knomial and auto trees "
+                                                                 "(default 4, MVAPICH2's)."),
+              short_msg: Optional[str] = typer.Option(None, "--short-msg",
+                                                      help="auto: below this size use the k-nomial tree (default "
+                                                           "12288, MPICH's)."),
+              long_msg: Optional[str] = typer.Option(None, "--long-msg",
+                                                     help="auto and scatter-allgather: from this size ring allgather, "
+                                                          "below it recursive doubling on power-of-two jobs (default "
+                                                          "524288, MPICH's)."),
               method: str = typer.Option("bft", "--method", "-m", help="default | dft | bft | greedy | anneal | ilp."),
               delay: str = typer.Option("auto", "--delay", help="auto (speed where the nodes' link rates differ, else "
                                                  "hops) | hops | speed | CSV/.npy delay matrix file."),
@@ -45,6 +48,7 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     """Reorder Bcast node leaders so the critical sends use the shortest/fastest links."""
     from topoplan.problems.bcast import BcastProblem, solve
     from topoplan.problems.bcast.allocation import parse_spec
+    from topoplan.problems.bcast.trees import TREES
     from topoplan.core.errors import TopoplanError
     from topoplan.core.topology_io import load_topology
 
@@ -53,6 +57,14 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     if no_simulate and score == "simulated":
         raise TopoplanError("--score simulated simulates the orders: it cannot be used with --no-simulate")
+    if tree in TREES:   # (an unknown tree is the library's error)
+        for flag, given in (("--k", k), ("--short-msg", short_msg), ("--long-msg", long_msg)):
+            if given is not None and tree not in TREE_OPTIONS[flag]:
+                raise TopoplanError(f"{flag}: applies to the {' and '.join(TREE_OPTIONS[flag])} trees, "
+                                    f"not --tree {tree}")
+    k = 4 if k is None else k
+    short_msg = "12288" if short_msg is None else short_msg
+    long_msg = "524288" if long_msg is None else long_msg
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
     try:
@@ -87,6 +99,9 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
 
 
 # BcastProblem.build's fields and the flags that set them
+# The trees each tree option shapes (topoplan.problems.bcast.trees.build): given for another, it is refused.
+TREE_OPTIONS = {"--k": ("knomial", "auto"), "--short-msg": ("auto",), "--long-msg": ("auto", "scatter-allgather")}
+
 BUILD_FLAGS = {"placement": "--allocation", "root": "--root", "bytes_B": "--bytes", "tree": "--tree", "k": "--k",
                "delay": "--delay", "short_B": "--short-msg", "long_B": "--long-msg"}
 
