@@ -391,7 +391,8 @@ def test_placement_rank_count_must_match_the_traffic(tmp_path, ranks, needle):
 
 
 @pytest.mark.parametrize("text,needle", [
-    ("rank,node\n0,1\n0,2\n", r"p\.csv:3: field 'rank': rank 0 again \(first on line 2"),
+    ("rank,node\n0,1\n0,2\n", r"p\.csv:3: field 'rank': rank 0 again \(first on line 2; a file of 2 rows places "
+                              r"ranks 0\.\.1 once each, and rank 1 has no row\)"),
     ("rank,node\n0,1\n5,2\n", r"p\.csv:3: field 'rank': rank 5 in a file of 2 rows; rank 1 has no row"),
     ("rank,node\n0,1\n1,2\n3,1\n", r"p\.csv:4: field 'rank': rank 3 in a file of 3 rows; rank 2 has no row \("),
     ("rank,node\n0,1\n-1,2\n", r"p\.csv:3: field 'rank': rank -1"),

@@ -373,8 +373,10 @@ def read_placement(path, hosts=None) -> Placement:
     dup = np.flatnonzero(rank[order][1:] == rank[order][:-1])
     if dup.size:  # then some rank is missing too
         i, j = int(order[dup[0]]), int(order[dup[0] + 1])
+        missing = np.setdiff1d(np.arange(n), rank)
         raise TopoplanError(f"{path}:{row_line(df, j)}: field 'rank': rank {rank[j]} again (first on line "
-                            f"{row_line(df, i)}; ranks must be 0..{n - 1} once each)")
+                            f"{row_line(df, i)}; a file of {n} rows places ranks 0..{n - 1} once each, and rank "
+                            f"{missing[0]} has no row)")
     node = np.empty(n, dtype=np.int64)
     node[rank] = node_col
     slot = None
