@@ -249,6 +249,25 @@ def test_json_export_is_a_placement_file_too(tmp_path, run_cli):
     assert code == 0 and "valid (placement: 3 ranks)" in out, err
 
 
+@pytest.mark.parametrize("check, want", [
+    (["export", "ompi4", "-p", "{out}", "-t", "paper000", "-o", "{rf}"], "made for another topology"),
+    (["validate", "{out}", "-t", "paper003", "-T", "ring:np=8,bytes=2MB"], "made for another traffic"),
+])
+def test_json_export_keeps_the_plans_seed_and_inputs(tmp_path, run_cli, check, want):
+    """A placement exported as JSON is still refused for inputs it was not made for."""
+    pl, out, rf = tmp_path / "pl.json", tmp_path / "out.json", tmp_path / "rf"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "random", "--seed", "3",
+                           "-o", pl)
+    assert code == 0, err
+    code, _, err = run_cli("export", "json", "-p", pl, "-o", out)
+    assert code == 0, err
+    doc, plan = json.loads(out.read_text()), json.loads(pl.read_text())
+    assert doc["seed"] == 3 and doc["inputs"] == plan["inputs"] and doc["topology_spec"] == "paper003"
+    code, _, err = run_cli(*(a.format(out=out, rf=rf) for a in check))
+    assert code == 2 and want in err and err.count("\n") == 1, err
+    assert not rf.exists()
+
+
 def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):
     """`place -o placement` writes JSON; export and simulate read it as such, not as a malformed CSV."""
     pl = tmp_path / "placement"

@@ -84,13 +84,31 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         from topoplan.traffic.recorder import openmpi_version
 
         version = openmpi_version()
-    cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None)
+    cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None,
+                 record=_record(placement, topology, sets) if fmt == "json" else None)
     con = console()
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")
     if cmd:
         con.print(f"run: {cmd}")
     if fmt in ("ompi4", "ompi5", "mpich"):
         con.print(_launch_note(fmt, output, pl.n_ranks, version, slots))
+
+
+RECORDED = ("method", "seed", "inputs", "topology", "topology_spec", "topology_sets", "traffic")
+
+
+def _record(placement: Path, topology, sets) -> dict:
+    """What the plan a ``json`` export comes from records (its seed, input fingerprints and topology), so the
+    exported placement is checked against its inputs when read back; ``--topology`` (with ``--set``) names the
+    topology it was exported for."""
+    doc = plan_doc(placement)
+    if isinstance(doc, dict) and "rank_to_node" not in doc and isinstance(doc.get("schedule_result"), dict):
+        doc = doc["schedule_result"]   # the placement a schedule was made for
+    out = {k: doc[k] for k in RECORDED if k in doc} if isinstance(doc, dict) else {}
+    if topology is not None:
+        out.pop("topology", None)   # the name of the recorded topology, which may not be this one
+        out.update(topology_spec=topology, topology_sets=list(sets or []))
+    return out
 
 
 def _launch_note(fmt: str, output: Path, n_ranks: int, version, slots: str) -> str:
