@@ -125,6 +125,10 @@ def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     ("node0000 300.0.0.1\n", "is not an IPv4 address"),
     ("nosuch 10.0.0.1\n", "'nosuch' is not a host"),
     ("node0000\n", "expected 'host address'"),
+    ("node0000 0.0.0.1\n", r"addresses:1: field 'address': 0.0.0.1 is a 'this network' \(0.0.0.0/8\) address"),
+    ("node0000 10.0.0.1\nnode0001 127.0.0.2\n", "addresses:2: field 'address': 127.0.0.2 is a loopback address"),
+    ("node0000 224.0.0.5\n", "224.0.0.5 is a multicast address"),
+    ("node0000 255.255.255.255\n", "255.255.255.255 is a reserved address"),
 ])
 def test_bad_addresses_files(topo, tmp_path, text, match):
     path = tmp_path / "addresses"
