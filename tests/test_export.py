@@ -181,6 +181,15 @@ def test_the_printed_command_runs_with_the_installed_mpirun(tmp_path, run_cli, f
     assert _run_reported(cmd[:-1], tmp_path, 2) == {0: [1], 1: [0]}
 
 
+@pytest.mark.parametrize("fmt", ["slurm", "json", "ocs", "routes"])
+def test_slots_hwthreads_is_refused_where_no_command_uses_it(tmp_path, run_cli, fmt):
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))
+    code, _, err = run_cli("export", fmt, "-p", tmp_path / "plan.json", "-t", "paper003", "--slots", "hwthreads",
+                           "-o", tmp_path / "out")
+    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    assert f"--slots: applies to the ompi4, ompi5, mpich formats only, not {fmt}" in err
+
+
 @pytest.mark.parametrize("fmt, openmpi, slots, want", [
     ("ompi4", None, "cores", "mpirun --rankfile rf -np 2 PROGRAM"),
     ("ompi5", None, "cores", "mpirun --map-by rankfile:file=rf -np 2 PROGRAM"),

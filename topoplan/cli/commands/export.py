@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
 
 
 ROUTE_OPTIONS = ("--addresses", "--entry")
+SLOT_FORMATS = ("ompi4", "ompi5", "mpich")   # the formats whose printed command says what a slot counts
 
 
 def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | ompi5 | mpich | slurm | json | ocs | "
@@ -31,9 +32,9 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                sets: Optional[List[str]] = SetOpt, any_inputs: bool = AnyInputsOpt,
                rules: str = typer.Option("host", "--rules", help="ocs: forwarding rules per destination host "
                                          "(host) or per destination switch (switch: smaller on large systems)."),
-               slots: str = typer.Option("cores", "--slots", help="What a slot (a node's core index) counts: cores, "
-                                         "or hwthreads when cores_per_node counts hardware threads (the printed "
-                                         "command then tells the launcher)."),
+               slots: str = typer.Option("cores", "--slots", help="ompi4, ompi5, mpich: what a slot (a node's core "
+                                         "index) counts: cores, or hwthreads when cores_per_node counts hardware "
+                                         "threads (the printed command then tells the launcher)."),
                addresses: Optional[Path] = typer.Option(None, "--addresses", help="routes: 'host address' per line "
                                                         "(default: the emulator's, 198.18.0.0 + 1 + node)."),
                entry: Optional[int] = typer.Option(None, "--entry", min=0, help="routes: the entry of a schedule "
@@ -52,6 +53,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
+    if slots != "cores" and fmt not in SLOT_FORMATS:   # no command of this format binds ranks to slots
+        raise TopoplanError(f"--slots: applies to the {', '.join(SLOT_FORMATS)} formats only, not {fmt}")
     if sets and topology is None:   # the recorded topology is rebuilt with its own overrides: these would be lost
         raise TopoplanError(f"--set {sets[0]}: overrides the topology given with --topology, and none was given "
                             "(the plan's recorded topology is used with the overrides it was planned with)")
