@@ -73,6 +73,19 @@ def test_from_records_and_roundtrip(tmp_path):
     assert np.array_equal(u.op, t.op) and np.array_equal(u.peer, t.peer) and np.array_equal(u.bytes, t.bytes)
 
 
+@pytest.mark.parametrize("name", ["out.csv", "out.csv.gz"])
+def test_written_trace_keeps_what_each_wait_completes(tmp_path, name):
+    """A wait's ``req`` (1: a send, 0: a receive) chooses the request it completes; the written trace lost it."""
+    src = tmp_path / "t.csv"
+    src.write_text("rank,op,peer,bytes,root,comm_size,t_start,t_end,req\n"
+                   "0,isend,1,8,,2,0,0,\n0,irecv,1,16,,2,0,0,\n0,wait,1,16,,2,0,0.1,0\n0,wait,1,8,,2,0.1,0.2,1\n"
+                   "1,irecv,0,8,,2,0,0,\n1,isend,0,16,,2,0,0,\n1,waitall,,,,2,0,0.2,\n")
+    t = read_trace(src)
+    t.write_csv(tmp_path / name)
+    u = read_trace(tmp_path / name)
+    assert u.req.tolist() == t.req.tolist() and t.req[2:4].tolist() == [0, 1]
+
+
 def test_real_npb_traces_load(shared):
     for k in ("CG", "FT", "IS", "LU", "MG"):
         t = read_trace(shared / "traces" / f"{k}.C.64" / "events.csv.gz")

@@ -237,14 +237,18 @@ class Trace:
 
     # -- output ----------------------------------------------------------
     def write_csv(self, path) -> None:
-        """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
+        """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically; ``req`` too
+        when a ``wait`` row has one (which request it completes: the replay matches waits by it)."""
         names = self.op_names()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag"])
+        req = bool((self.req != -1).any())
+        w.writerow(["rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag"]
+                   + (["req"] if req else []))
         for i in range(len(self)):
             w.writerow([self.rank[i], names[i], self.peer[i], _num(self.bytes[i]), self.root[i], self.comm_size[i],
-                        repr(float(self.t_start[i])), repr(float(self.t_end[i])), self.comm[i], self.tag[i]])
+                        repr(float(self.t_start[i])), repr(float(self.t_end[i])), self.comm[i], self.tag[i]]
+                       + ([self.req[i]] if req else []))
         atomic_write(path, buf.getvalue())
 
 
