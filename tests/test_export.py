@@ -277,6 +277,15 @@ def test_json_export_keeps_the_plans_seed_and_inputs(tmp_path, run_cli, check, w
     assert not rf.exists()
 
 
+@pytest.mark.parametrize("seed, shown", [("1e400", "inf"), ("-1", "-1"), ('"3"', "'3'"), ("1.5", "1.5")])
+def test_json_export_of_a_plan_whose_seed_is_not_a_seed(tmp_path, run_cli, seed, shown):
+    pl, out = tmp_path / "pl.json", tmp_path / "out.json"
+    pl.write_text('{"rank_to_node": [0, 1], "seed": %s}' % seed)
+    code, _, err = run_cli("export", "json", "-p", pl, "-t", "paper003", "-o", out)
+    assert code == 2 and err == f"error: {pl}: field 'seed': expected a non-negative integer, got {shown}\n"
+    assert not out.exists()
+
+
 def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):
     """`place -o placement` writes JSON; export and simulate read it as such, not as a malformed CSV."""
     pl = tmp_path / "placement"
