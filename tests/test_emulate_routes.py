@@ -111,6 +111,16 @@ def test_a_directory_with_other_hosts_route_files_is_refused(topo, plan, tmp_pat
     assert len(os.listdir(out)) == 65
 
 
+@pytest.mark.parametrize("where", ["no-dir/routes", "no-dir/deeper/routes"])
+def test_routes_directory_in_a_missing_directory_is_refused(run_cli, plan, tmp_path, where):
+    """Every other output refuses a missing directory; the routes created the whole chain of directories."""
+    out = tmp_path / where
+    code, _, err = run_cli("export", "routes", "-p", plan, "-t", "paper003",
+                           *sum((["--set", s] for s in TOPO_SETS), []), "-o", out)
+    assert code == 2 and err == f"error: {out}: directory {out.parent} does not exist\n"
+    assert not (tmp_path / "no-dir").exists()
+
+
 def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     path = tmp_path / "addresses"
     path.write_text("".join(f"{h} 10.1.{i // 16}.{i % 16 + 1}\n" for i, h in enumerate(topo.host_names())))

@@ -251,7 +251,8 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         The circuit plan.
     topo : TreeTopology
     directory : str or path
-        Created if missing; refused when it holds ``.routes`` files of other hosts (from an earlier export).
+        Created if missing (in an existing directory); refused when it holds ``.routes`` files of other hosts
+        (from an earlier export).
     hosts : list of str, optional
     addresses : list of str, optional
         Default :func:`default_address` of every node.
@@ -289,8 +290,10 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         raise TopoplanError(f"{out}: holds route files of hosts this plan does not have ({', '.join(stale[:3])}"
                             f"{more}), which a loop over the directory would apply too; write into an empty "
                             "directory or remove them")
+    if not out.is_dir() and not out.parent.is_dir():   # as for every output: the directory it goes in must exist
+        raise TopoplanError(f"{out}: directory {out.parent} does not exist")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
     except OSError as exc:
         raise TopoplanError(f"{out}: cannot create the directory: {exc.strerror}") from None
     paths = {}
