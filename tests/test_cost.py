@@ -73,7 +73,8 @@ def test_bad_parameters_name_the_field(kw, field):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(eps_switch_power_W=1e308, lower_switches=100), "field 'eps_switch_power_W': 1e.308 makes the power of the eps only"),
+    (dict(eps_switch_power_W=1e308, lower_switches=100),
+     "field 'eps_switch_power_W': 1e.308 makes the power of the eps only"),
     (dict(eps_nic_power_W=1e306), "field 'eps_nic_power_W': 1e.306 makes the power of the eps only"),
     (dict(eps_switch_price=1e308, eps_nic_price=1e308, ocs_nic_price=1.0, ocs_switch_price=1.0),
      "field 'eps_switch_price': 1e.308 makes the price of the eps only"),

@@ -22,7 +22,8 @@ from topoplan.traffic import limits
 
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
            "OPTIONAL_INT", "MAX_RANKS", "MAX_MESSAGES", "MAX_TIME_S", "MAX_SPAN_S", "op_codes",
-           "Trace", "write_trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls",
+           "Trace", "write_trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer",
+           "check_calls",
            "per_destination_calls", "COLUMNS"]
 
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
