@@ -204,3 +204,15 @@ def test_an_unknown_method_is_refused_before_the_inputs_are_read(run_cli, matrix
     code, out, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-m", "three_step")
     assert code == 2 and out == "" and err.startswith("error: unknown circuits method 'three_step'"), err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra", [[], ["--any-inputs"], ["--json"]])
+def test_validate_with_traffic_refuses_a_plan_placing_other_ranks(run_cli, matrix, tmp_path, extra):
+    out = tmp_path / "plan.json"
+    assert run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-o", out)[0] == 0
+    doc = json.loads(out.read_text())
+    doc["rank_to_node"] = doc["rank_to_node"][:10]   # the recorded fingerprints still match the traffic
+    out.write_text(json.dumps(doc))
+    code, stdout, err = run_cli("validate", out, "-t", "paper003", "-T", matrix, *extra)
+    assert code == 2 and err.count("\n") == 1
+    assert "plan.json: places 10 ranks but the traffic has 57" in err   # ranks 0-56

@@ -72,6 +72,18 @@ def test_bad_parameters_name_the_field(kw, field):
         network_costs(CostParams(**kw))
 
 
+@pytest.mark.parametrize("kw, message", [
+    (dict(eps_switch_power_W=1e308, lower_switches=100),
+     "field 'eps_switch_power_W': 1e.308 makes the power of the eps only"),
+    (dict(eps_nic_power_W=1e306), "field 'eps_nic_power_W': 1e.306 makes the power of the eps only"),
+    (dict(eps_switch_price=1e308, eps_nic_price=1e308, ocs_nic_price=1.0, ocs_switch_price=1.0),
+     "field 'eps_switch_price': 1e.308 makes the price of the eps only"),
+])
+def test_totals_that_overflow_are_refused(kw, message):
+    with pytest.raises(TopoplanError, match=message):
+        network_costs(CostParams(**kw))
+
+
 def test_params_from_topology():
     p = params_from_topology(load_topology("paper003", ["ocs.nodes_per_switch=4"]))
     assert (p.nodes, p.lower_switches, p.upper_switches, p.ocs_nodes) == (64, 4, 1, 16)

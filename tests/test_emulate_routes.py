@@ -111,6 +111,16 @@ def test_a_directory_with_other_hosts_route_files_is_refused(topo, plan, tmp_pat
     assert len(os.listdir(out)) == 65
 
 
+@pytest.mark.parametrize("where", ["no-dir/routes", "no-dir/deeper/routes"])
+def test_routes_directory_in_a_missing_directory_is_refused(run_cli, plan, tmp_path, where):
+    """Every other output refuses a missing directory; the routes created the whole chain of directories."""
+    out = tmp_path / where
+    code, _, err = run_cli("export", "routes", "-p", plan, "-t", "paper003",
+                           *sum((["--set", s] for s in TOPO_SETS), []), "-o", out)
+    assert code == 2 and err == f"error: {out}: directory {out.parent} does not exist\n"
+    assert not (tmp_path / "no-dir").exists()
+
+
 def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     path = tmp_path / "addresses"
     path.write_text("".join(f"{h} 10.1.{i // 16}.{i % 16 + 1}\n" for i, h in enumerate(topo.host_names())))
@@ -125,6 +135,10 @@ def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     ("node0000 300.0.0.1\n", "is not an IPv4 address"),
     ("nosuch 10.0.0.1\n", "'nosuch' is not a host"),
     ("node0000\n", "expected 'host address'"),
+    ("node0000 0.0.0.1\n", r"addresses:1: field 'address': 0.0.0.1 is a 'this network' \(0.0.0.0/8\) address"),
+    ("node0000 10.0.0.1\nnode0001 127.0.0.2\n", "addresses:2: field 'address': 127.0.0.2 is a loopback address"),
+    ("node0000 224.0.0.5\n", "224.0.0.5 is a multicast address"),
+    ("node0000 255.255.255.255\n", "255.255.255.255 is a reserved address"),
 ])
 def test_bad_addresses_files(topo, tmp_path, text, match):
     path = tmp_path / "addresses"

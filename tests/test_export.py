@@ -181,6 +181,15 @@ def test_the_printed_command_runs_with_the_installed_mpirun(tmp_path, run_cli, f
     assert _run_reported(cmd[:-1], tmp_path, 2) == {0: [1], 1: [0]}
 
 
+@pytest.mark.parametrize("fmt", ["slurm", "json", "ocs", "routes"])
+def test_slots_hwthreads_is_refused_where_no_command_uses_it(tmp_path, run_cli, fmt):
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))
+    code, _, err = run_cli("export", fmt, "-p", tmp_path / "plan.json", "-t", "paper003", "--slots", "hwthreads",
+                           "-o", tmp_path / "out")
+    assert code == 2 and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    assert f"--slots: applies to the ompi4, ompi5, mpich formats only, not {fmt}" in err
+
+
 @pytest.mark.parametrize("fmt, openmpi, slots, want", [
     ("ompi4", None, "cores", "mpirun --rankfile rf -np 2 PROGRAM"),
     ("ompi5", None, "cores", "mpirun --map-by rankfile:file=rf -np 2 PROGRAM"),
@@ -247,6 +256,34 @@ def test_json_export_is_a_placement_file_too(tmp_path, run_cli):
     assert read_placement(tmp_path / "p.json").to_dict() == p.to_dict()
     code, out, err = run_cli("validate", tmp_path / "p.json", "-t", "paper003")
     assert code == 0 and "valid (placement: 3 ranks)" in out, err
+
+
+@pytest.mark.parametrize("check, want", [
+    (["export", "ompi4", "-p", "{out}", "-t", "paper000", "-o", "{rf}"], "made for another topology"),
+    (["validate", "{out}", "-t", "paper003", "-T", "ring:np=8,bytes=2MB"], "made for another traffic"),
+])
+def test_json_export_keeps_the_plans_seed_and_inputs(tmp_path, run_cli, check, want):
+    """A placement exported as JSON is still refused for inputs it was not made for."""
+    pl, out, rf = tmp_path / "pl.json", tmp_path / "out.json", tmp_path / "rf"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "random", "--seed", "3",
+                           "-o", pl)
+    assert code == 0, err
+    code, _, err = run_cli("export", "json", "-p", pl, "-o", out)
+    assert code == 0, err
+    doc, plan = json.loads(out.read_text()), json.loads(pl.read_text())
+    assert doc["seed"] == 3 and doc["inputs"] == plan["inputs"] and doc["topology_spec"] == "paper003"
+    code, _, err = run_cli(*(a.format(out=out, rf=rf) for a in check))
+    assert code == 2 and want in err and err.count("\n") == 1, err
+    assert not rf.exists()
+
+
+@pytest.mark.parametrize("seed, shown", [("1e400", "inf"), ("-1", "-1"), ('"3"', "'3'"), ("1.5", "1.5")])
+def test_json_export_of_a_plan_whose_seed_is_not_a_seed(tmp_path, run_cli, seed, shown):
+    pl, out = tmp_path / "pl.json", tmp_path / "out.json"
+    pl.write_text('{"rank_to_node": [0, 1], "seed": %s}' % seed)
+    code, _, err = run_cli("export", "json", "-p", pl, "-t", "paper003", "-o", out)
+    assert code == 2 and err == f"error: {pl}: field 'seed': expected a non-negative integer, got {shown}\n"
+    assert not out.exists()
 
 
 def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):

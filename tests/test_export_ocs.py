@@ -476,6 +476,29 @@ def test_broken_documents_are_refused_by_the_schema(path, value, message):
         assert _schema_errors(bad)
 
 
+@pytest.mark.parametrize("path, value, message", [
+    (("entries", 0, "cross_connects", 0, "a", "port"), 999,
+     r"field 'entries\[0\].cross_connects\[0\].a.port': OCS port 999 is not optical port 0 of node 0 \(OCS port 0\)"),
+    (("entries", 0, "cross_connects", 0, "b", "host"), "node0001",
+     r"field 'entries\[0\].cross_connects\[0\].b.host': 'node0001' is not the host of node 16 \(node0016\)"),
+    (("entries", 1, "connect", 0, "a", "node_port"), 5, r"field 'entries\[1\].connect\[0\].a.port': OCS port 1 is "
+                                                         r"not optical port 5 of node 0 \(2 per node\)"),
+    (("entries", 2, "surviving", "cross_connects", 0, "a", "node"), 1,
+     r"field 'entries\[2\].surviving.cross_connects\[0\].a.node': node 1 is not an OCS node of the document"),
+    (("entries", 3, "slots", 1, "connect", 0, "b", "port"), 0, r"field 'entries\[3\].slots\[1\].connect\[0\].b.port'"),
+    (("ocs_nodes", 1, "ports"), [7, 8], r"field 'ocs_nodes\[1\].ports': \[7, 8\] for node 16, but the port numbering "
+                                         r"gives \[2, 3\]"),
+])
+def test_cross_connect_ends_must_be_their_nodes_ports_and_hosts(path, value, message):
+    """A controller connects the ports a document names: an end whose OCS port or host is not its node's was
+    read back (validate, replay) as the plan's circuit, by its node alone."""
+    topo = load_topology("paper003", HAND_SETS)
+    bad = json.loads(json.dumps(ocs_document(_hand_schedule(), topo)))   # as read from its file
+    _break(bad, path, value)
+    with pytest.raises(TopoplanError, match=message):
+        schedule_from_ocs(bad, where="ocs.json")
+
+
 @pytest.mark.parametrize("change, message", [
     ({"setup_s": -0.01}, "field 'setup_s': expected a non-negative time in seconds, got -0.01"),
     ({"setup_s": float("nan")}, "field 'setup_s': expected a non-negative time in seconds, got nan"),

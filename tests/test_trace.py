@@ -1,10 +1,11 @@
 import gzip
+import os
 
 import numpy as np
 import pytest
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.trace import OP_CODE, Trace, read_trace
+from topoplan.traffic.trace import OP_CODE, Trace, read_trace, write_trace
 
 HEADER = "rank,op,peer,bytes,root,comm_size,t_start,t_end\n"
 
@@ -71,6 +72,49 @@ def test_from_records_and_roundtrip(tmp_path):
     t.write_csv(p)
     u = read_trace(p)
     assert np.array_equal(u.op, t.op) and np.array_equal(u.peer, t.peer) and np.array_equal(u.bytes, t.bytes)
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.csv.gz"])
+def test_written_trace_keeps_what_each_wait_completes(tmp_path, name):
+    """A wait's ``req`` (1: a send, 0: a receive) chooses the request it completes; the written trace lost it."""
+    src = tmp_path / "t.csv"
+    src.write_text("rank,op,peer,bytes,root,comm_size,t_start,t_end,req\n"
+                   "0,isend,1,8,,2,0,0,\n0,irecv,1,16,,2,0,0,\n0,wait,1,16,,2,0,0.1,0\n0,wait,1,8,,2,0.1,0.2,1\n"
+                   "1,irecv,0,8,,2,0,0,\n1,isend,0,16,,2,0,0,\n1,waitall,,,,2,0,0.2,\n")
+    t = read_trace(src)
+    t.write_csv(tmp_path / name)
+    u = read_trace(tmp_path / name)
+    assert u.req.tolist() == t.req.tolist() and t.req[2:4].tolist() == [0, 1]
+
+
+def _split_trace():
+    t = Trace.from_records([(0, "bcast", -1, 8, 0, 2, 0.0, 1.0), (1, "bcast", -1, 8, 0, 2, 0.0, 1.0),
+                            (2, "bcast", -1, 8, 2, 2, 0.0, 1.0), (3, "bcast", -1, 8, 2, 2, 0.0, 1.0)], 4,
+                           communicators={1: [0, 1], 2: [2, 3]})
+    t.comm[:] = [1, 1, 2, 2]
+    return t
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.csv.gz"])
+def test_a_written_trace_with_sub_communicators_reads_back(tmp_path, name):
+    """The trace was written without the communicators.csv its rows need, and could not be read back."""
+    assert write_trace(_split_trace(), tmp_path / name) == tmp_path / "communicators.csv"
+    u = read_trace(tmp_path / name)
+    assert u.members(1).tolist() == [0, 1] and u.members(2).tolist() == [2, 3]
+    assert write_trace(_split_trace(), tmp_path / f"again-{name}") == tmp_path / "communicators.csv"   # the same
+
+
+@pytest.mark.parametrize("where, message", [
+    ("-", "-: the trace has communicators other than MPI_COMM_WORLD"),
+    ("other/t.csv", r"other/communicators.csv: lists other communicators \(another trace's\?\)"),
+])
+def test_a_trace_whose_communicators_cannot_be_written_is_refused(tmp_path, where, message):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "communicators.csv").write_text('comm,size,world_ranks\n5,1,"0"\n')
+    path = where if where == "-" else tmp_path / where
+    with pytest.raises(TopoplanError, match=message):
+        write_trace(_split_trace(), path)
+    assert sorted(os.listdir(tmp_path / "other")) == ["communicators.csv"]
 
 
 def test_real_npb_traces_load(shared):

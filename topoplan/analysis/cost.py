@@ -21,6 +21,7 @@ per added NIC, four 190-port OCS switches of 80 W.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 
 from topoplan.core.errors import TopoplanError
@@ -29,6 +30,7 @@ from topoplan.core.topology import MAX_NODES, TreeTopology
 __all__ = ["PRICE_FIELDS", "CostParams", "params_from_topology", "network_costs"]
 
 PRICE_FIELDS = ("eps_switch_price", "eps_nic_price", "ocs_nic_price", "ocs_switch_price")
+POWER_FIELDS = ("eps_switch_power_W", "eps_nic_power_W", "ocs_nic_power_W", "ocs_switch_power_W")
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ class CostParams:
             raise TopoplanError(f"field 'ocs_fraction': must be in [0, 1], got {self.ocs_fraction}")
         if self.ocs_switch_ports < 1:
             raise TopoplanError("field 'ocs_switch_ports': must be at least 1")
-        for f in ("eps_switch_power_W", "eps_nic_power_W", "ocs_nic_power_W", "ocs_switch_power_W") + PRICE_FIELDS:
+        for f in POWER_FIELDS + PRICE_FIELDS:
             v = getattr(self, f)
             if v is not None and not 0 <= v < float("inf"):
                 raise TopoplanError(f"field '{f}': must be a finite non-negative number, got {v}")
@@ -202,7 +204,8 @@ def network_costs(p: CostParams) -> dict:
     Raises
     ------
     TopoplanError
-        For invalid parameters (:meth:`CostParams.validate`).
+        For invalid parameters (:meth:`CostParams.validate`), or finite ones so large that a total
+        overflows.
 
     References
     ----------
@@ -220,6 +223,12 @@ def network_costs(p: CostParams) -> dict:
     watts = _evaluate(p, p.eps_switch_power_W, p.eps_nic_power_W, p.ocs_nic_power_W, p.ocs_switch_power_W)
     prices = (_evaluate(p, p.eps_switch_price, p.eps_nic_price, p.ocs_nic_price, p.ocs_switch_price)
               if p.has_prices() else None)
+    for what, fields, totals in (("power", POWER_FIELDS, watts), ("price", PRICE_FIELDS, prices)):
+        bad = [k for k, v in (totals or {}).items() if not math.isfinite(v)]
+        if bad:   # finite inputs whose sums overflow: a printed 'inf' would be no answer
+            big = max(fields, key=lambda f: getattr(p, f))
+            raise TopoplanError(f"field '{big}': {getattr(p, big):g} makes the {what} of the "
+                                f"{bad[0].replace('_', ' ')} network overflow (over {sys.float_info.max:.3g})")
     out: dict = {}
     for key in ("eps_only", "fat_tree", "hybrid", "fat_tree_extra", "hybrid_extra"):
         out[key] = {"power_W": float(watts[key])}

@@ -18,7 +18,8 @@ Formats (``FORMATS``):
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``, with ``rank_to_node`` and
-  ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``).
+  ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``), which keeps the seed, input
+  fingerprints and topology of the plan it came from (``topoplan export``).
 - ``ocs``: not a launcher file but a circuit plan or schedule for an OCS controller
   (cross-connects by OCS port, their changes, per-host forwarding rules); given the plan
   document instead of a placement, it is written by :mod:`topoplan.reporting.ocs_export`.
@@ -172,7 +173,7 @@ def _check(placement, topo, hosts):
                             "are known")
 
 
-def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
+def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None = None) -> str:
     """The file content of format ``fmt`` (see the module docstring); validates first.
 
     Parameters
@@ -185,6 +186,9 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
         Host name of every node id.
     topo : Topology, optional
         When given, the placement is validated against it (else only for distinct slots); ``ocs`` needs it.
+    record : dict, optional
+        ``json``: what the plan the placement came from records (``seed``, ``inputs``, ``topology_spec``,
+        ...), kept in the document so that it is checked against its inputs when read back.
 
     Returns
     -------
@@ -225,6 +229,7 @@ def render(fmt: str, placement, hosts: list[str], topo=None) -> str:
     if fmt in ("mpich", "slurm"):
         return "".join(f"{hosts[k]}\n" for k in node)
     doc = {"n_ranks": len(node), "rank_to_node": node, "rank_to_slot": slot,   # a placement -p and validate read
+           **{k: v for k, v in (record or {}).items() if k not in ("n_ranks", "rank_to_node", "rank_to_slot", "ranks")},
            "ranks": [{"rank": r, "node": k, "host": hosts[k], "slot": s} for r, (k, s) in enumerate(zip(node, slot))]}
     return dumps(doc) + "\n"
 
@@ -281,7 +286,7 @@ def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, 
 
 
 def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=None, slots: str = "cores",
-           openmpi: int | None = None) -> str:
+           openmpi: int | None = None, record: dict | None = None) -> str:
     """Write the launcher file atomically and return the command that uses it.
 
     Parameters
@@ -299,6 +304,8 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
         Validates the placement; needed when ``hosts`` is not given.
     slots, openmpi : optional
         As for :func:`launch_command`.
+    record : dict, optional
+        As for :func:`render` (``json`` only).
 
     Returns
     -------
@@ -340,5 +347,5 @@ def export(fmt: str, placement, path, *, hosts: list[str] | None = None, topo=No
             raise TopoplanError("export needs host names: give a topology or a hostfile")
         hosts = topo.host_names()
     command = launch_command(fmt, path, placement.n_ranks, openmpi=openmpi, slots=slots)   # checks the options first
-    atomic_write(path, render(fmt, placement, hosts, topo))
+    atomic_write(path, render(fmt, placement, hosts, topo, record))
     return command

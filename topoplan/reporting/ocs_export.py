@@ -626,7 +626,8 @@ def schedule_from_ocs(doc: dict, *, where: str = "OCS document") -> dict:
     Raises
     ------
     TopoplanError
-        For another format or version, an unknown host, or rules that differ within one switch.
+        For another format or version, an unknown host, rules that differ within one switch, or a
+        cross-connect end whose host or OCS port is not its node's.
 
     Examples
     --------
@@ -657,7 +658,35 @@ def _schedule_from_ocs(doc: dict, where: str) -> dict:
             raise TopoplanError(f"{where}: field '{field}': unknown host {h!r}")
         return node_of[h]
 
-    def circuits(xcs):
+    ppn = int(doc["ports_per_node"])
+    ports_of: dict = {}   # OCS node -> its OCS ports, numbered as PORT_NUMBERING says
+    for i, o in enumerate(doc["ocs_nodes"]):
+        n, want = int(o["node"]), [i * ppn + p for p in range(ppn)]
+        if not 0 <= n < len(hosts) or o["host"] != hosts[n]:
+            raise TopoplanError(f"{where}: field 'ocs_nodes[{i}].host': {o['host']!r} is not the host of node {n}"
+                                + (f" ({hosts[n]})" if 0 <= n < len(hosts) else f" ({len(hosts)} hosts)"))
+        if list(o["ports"]) != want:
+            raise TopoplanError(f"{where}: field 'ocs_nodes[{i}].ports': {o['ports']} for node {n}, but the port "
+                                f"numbering gives {want}")
+        ports_of[n] = want
+
+    def ends(xcs, field):   # a controller connects the ports: each must be its node's, as the plan's nodes say
+        for j, x in enumerate(xcs):
+            for side in ("a", "b"):
+                end, at = x[side], f"{field}[{j}].{side}"
+                n, k = int(end["node"]), int(end["node_port"])
+                if n not in ports_of:
+                    raise TopoplanError(f"{where}: field '{at}.node': node {n} is not an OCS node of the document")
+                if end["host"] != hosts[n]:
+                    raise TopoplanError(f"{where}: field '{at}.host': {end['host']!r} is not the host of node {n} "
+                                        f"({hosts[n]})")
+                if not 0 <= k < ppn or int(end["port"]) != ports_of[n][k]:
+                    raise TopoplanError(f"{where}: field '{at}.port': OCS port {end['port']} is not optical port "
+                                        f"{k} of node {n}" + (f" (OCS port {ports_of[n][k]})" if 0 <= k < ppn else
+                                                              f" ({ppn} per node)"))
+
+    def circuits(xcs, field="cross_connects"):
+        ends(xcs, field)
         return [[int(x["a"]["node"]), int(x["b"]["node"])] for x in xcs]
 
     def tables(rules, field):
@@ -684,8 +713,10 @@ def _schedule_from_ocs(doc: dict, where: str) -> dict:
     for i, e in enumerate(doc["entries"]):
         f = f"entries[{i}]"
         x = {"from_phase": e["from_phase"], "to_phase": e["to_phase"],
-             "circuits": circuits(e["cross_connects"]),
+             "circuits": circuits(e["cross_connects"], f"{f}.cross_connects"),
              "forwarding": tables(e["forwarding"], f"{f}.forwarding"), "setup": None}
+        for key in ("connect", "disconnect", "keep"):
+            ends(e[key], f"{f}.{key}")
         if e.get("from_s") is not None:
             x["from_s"] = e["from_s"]
         if e.get("hop_limit") is not None:
@@ -694,14 +725,17 @@ def _schedule_from_ocs(doc: dict, where: str) -> dict:
             x["setup"] = {"changed_circuits": len(e["connect"]) + len(e["disconnect"]),
                           "removed": len(e["disconnect"]), "added": len(e["connect"]), "during": e["setup_during"]}
             if e["setup_during"] == "surviving":
-                x["setup"]["surviving_circuits"] = circuits(e["surviving"]["cross_connects"])
+                x["setup"]["surviving_circuits"] = circuits(e["surviving"]["cross_connects"],
+                                                            f"{f}.surviving.cross_connects")
                 x["setup"]["surviving_forwarding"] = tables(e["surviving"]["forwarding"], f"{f}.surviving")
         if e.get("slots"):
             x["slots"] = []
             for j, sl in enumerate(e["slots"]):
-                y = {"circuits": circuits(sl["cross_connects"]),
+                y = {"circuits": circuits(sl["cross_connects"], f"{f}.slots[{j}].cross_connects"),
                      "forwarding": tables(sl["forwarding"], f"{f}.slots[{j}].forwarding"),
                      "duration_s": sl["duration_s"], "bytes_B": sl.get("bytes_B") or []}
+                for key in ("connect", "disconnect", "keep"):
+                    ends(sl.get(key) or [], f"{f}.slots[{j}].{key}")
                 if sl.get("hop_limit") is not None:
                     y["hop_limit"] = sl["hop_limit"]
                 x["slots"].append(y)

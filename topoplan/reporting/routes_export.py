@@ -71,8 +71,9 @@ def read_addresses(path, hosts: list) -> list:
     Raises
     ------
     TopoplanError
-        Naming the file and line: a malformed line, an unknown host, an address that is not IPv4 or is
-        given twice, a host listed twice or without an address.
+        Naming the file and line: a malformed line, an unknown host, an address that is not IPv4, is
+        given twice or cannot be a host's (0.0.0.0/8, loopback, multicast, reserved), a host listed twice
+        or without an address.
 
     Examples
     --------
@@ -105,6 +106,10 @@ def read_addresses(path, hosts: list) -> list:
             ip = ipaddress.IPv4Address(addr)
         except ValueError:
             raise TopoplanError(f"{path}:{lineno}: field 'address': {addr!r} is not an IPv4 address") from None
+        kind = _not_unicast(ip)
+        if kind:   # the kernel refuses such a next hop ('invalid gateway'): no host can be reached by it
+            raise TopoplanError(f"{path}:{lineno}: field 'address': {ip} is {kind} address, not one a host can "
+                                "have on its network")
         if out[index[host]] is not None:
             raise TopoplanError(f"{path}:{lineno}: field 'host': {host} is listed twice")
         if str(ip) in owner:
@@ -115,6 +120,19 @@ def read_addresses(path, hosts: list) -> list:
     if missing:
         raise TopoplanError(f"{path}: host {missing[0]} has no address")
     return out
+
+
+def _not_unicast(ip) -> str:
+    """What kind of address ``ip`` is when it cannot be a host's own unicast address, else ''."""
+    if ip in ipaddress.IPv4Network("0.0.0.0/8"):
+        return "a 'this network' (0.0.0.0/8)"
+    if ip.is_loopback:
+        return "a loopback"
+    if ip.is_multicast:
+        return "a multicast"
+    if ip.is_reserved:   # 240.0.0.0/4, the limited broadcast 255.255.255.255 included
+        return "a reserved"
+    return ""
 
 
 def route_tables(doc, topo, *, hosts=None, where: str = "plan", check_inputs: bool = True, entry=None) -> dict:
@@ -233,7 +251,8 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         The circuit plan.
     topo : TreeTopology
     directory : str or path
-        Created if missing; refused when it holds ``.routes`` files of other hosts (from an earlier export).
+        Created if missing (in an existing directory); refused when it holds ``.routes`` files of other hosts
+        (from an earlier export).
     hosts : list of str, optional
     addresses : list of str, optional
         Default :func:`default_address` of every node.
@@ -271,8 +290,10 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         raise TopoplanError(f"{out}: holds route files of hosts this plan does not have ({', '.join(stale[:3])}"
                             f"{more}), which a loop over the directory would apply too; write into an empty "
                             "directory or remove them")
+    if not out.is_dir() and not out.parent.is_dir():   # as for every output: the directory it goes in must exist
+        raise TopoplanError(f"{out}: directory {out.parent} does not exist")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
     except OSError as exc:
         raise TopoplanError(f"{out}: cannot create the directory: {exc.strerror}") from None
     paths = {}

@@ -16,13 +16,14 @@ import numpy as np
 
 from topoplan.core.csvtable import empty_cells, read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write
+from topoplan.core.io import atomic_write, output_group
 from topoplan.core.units import MAX_VALUE, ascii_int
 from topoplan.traffic import limits
 
 __all__ = ["OPS", "OP_CODE", "UNKNOWN_OP", "SEND_OPS", "RECV_OPS", "COLLECTIVE_OPS", "WORLD", "REQUIRED",
            "OPTIONAL_INT", "MAX_RANKS", "MAX_MESSAGES", "MAX_TIME_S", "MAX_SPAN_S", "op_codes",
-           "Trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer", "check_calls",
+           "Trace", "write_trace", "check_limits", "check_times", "read_trace", "call_order", "call_namer",
+           "check_calls",
            "per_destination_calls", "COLUMNS"]
 
 OPS = ("send", "isend", "recv", "irecv", "sendrecv", "wait", "waitall", "bcast", "reduce",
@@ -237,15 +238,88 @@ class Trace:
 
     # -- output ----------------------------------------------------------
     def write_csv(self, path) -> None:
-        """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically."""
+        """Write the trace in the shared CSV format (gzip if the name ends in .gz), atomically; ``req`` too
+        when a ``wait`` row has one (which request it completes: the replay matches waits by it)."""
         names = self.op_names()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag"])
+        req = bool((self.req != -1).any())
+        w.writerow(["rank", "op", "peer", "bytes", "root", "comm_size", "t_start", "t_end", "comm", "tag"]
+                   + (["req"] if req else []))
         for i in range(len(self)):
             w.writerow([self.rank[i], names[i], self.peer[i], _num(self.bytes[i]), self.root[i], self.comm_size[i],
-                        repr(float(self.t_start[i])), repr(float(self.t_end[i])), self.comm[i], self.tag[i]])
+                        repr(float(self.t_start[i])), repr(float(self.t_end[i])), self.comm[i], self.tag[i]]
+                       + ([self.req[i]] if req else []))
         atomic_write(path, buf.getvalue())
+
+
+def write_trace(trace: Trace, path) -> Path | None:
+    """Write ``trace`` as :meth:`Trace.write_csv` does, with ``communicators.csv`` beside it when a communicator
+    other than MPI_COMM_WORLD is needed to read it back (both or neither are written).
+
+    Parameters
+    ----------
+    trace : Trace
+    path : str or path
+        The trace file; ``-`` (standard output) only for a trace on MPI_COMM_WORLD alone.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The ``communicators.csv`` written, if any.
+
+    Raises
+    ------
+    TopoplanError
+        When the communicators cannot be written beside the trace: standard output, or a
+        ``communicators.csv`` there that lists other communicators (another trace's); nothing is written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> t = Trace.from_records([(0, "bcast", -1, 8, 0, 2, 0.0, 1.0), (1, "bcast", -1, 8, 0, 2, 0.0, 1.0)], 3,
+    ...                        communicators={1: [0, 1]})
+    >>> t.comm[:] = 1
+    >>> write_trace(t, os.path.join(tmp.name, "t.csv")).name
+    'communicators.csv'
+    >>> read_trace(os.path.join(tmp.name, "t.csv")).members(1).tolist()
+    [0, 1]
+    """
+    world = np.arange(trace.n_ranks)
+    if all(len(m) == trace.n_ranks and np.array_equal(m, world) for m in trace.communicators.values()):
+        trace.write_csv(path)
+        return None
+    if str(path) == "-":
+        raise TopoplanError("-: the trace has communicators other than MPI_COMM_WORLD, listed in a "
+                            "communicators.csv beside the trace file; give a file name")
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["comm", "size", "world_ranks"])
+    for cid in sorted(trace.communicators):
+        m = trace.communicators[cid]
+        w.writerow([cid, len(m), ";".join(str(int(r)) for r in m)])
+    comms = Path(path).parent / "communicators.csv"
+    if comms.exists():   # the trace's own (written beside its source): kept as it is; another trace's: refused
+        if not _same_communicators(comms, trace.communicators):
+            raise TopoplanError(f"{comms}: lists other communicators (another trace's?), and {Path(path).name} "
+                                "needs its own beside it; write the trace into another directory")
+        trace.write_csv(path)
+        return comms
+    with output_group():
+        trace.write_csv(path)
+        atomic_write(comms, buf.getvalue())
+    return comms
+
+
+def _same_communicators(path: Path, communicators: dict) -> bool:
+    """Whether the ``communicators.csv`` at ``path`` lists exactly ``communicators``."""
+    try:
+        got = _read_communicators(path) if path.is_file() else None
+    except TopoplanError:
+        return False
+    return got is not None and set(got) == set(communicators) and \
+        all(np.array_equal(got[c], communicators[c]) for c in got)
 
 
 def _num(x: float):

@@ -63,7 +63,9 @@ OTHER_FORMATS = (".zip", ".json", ".json.gz", ".npz", ".npy", ".yaml", ".yml", "
 def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spec, matrix CSV, trace CSV, trace directory or OTF2 archive."),
                 traffic_opt: Optional[str] = typer.Option(None, "--traffic", "-T",
                                                           help="The source, as the other commands take it."),
-                output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress)."),
+                output: Path = typer.Option(..., "--output", "-o", help="Output CSV (.gz to compress); with --trace, a "
+                                            "communicators.csv beside it when the trace has communicators other "
+                                            "than MPI_COMM_WORLD."),
                 trace: bool = typer.Option(False, "--trace", help="Write the MPI event trace instead of the matrix."),
                 json_mode: bool = JsonOpt) -> None:
     """Write any traffic source as a communication matrix (or, with --trace, as an event trace)."""
@@ -82,7 +84,11 @@ def traffic_cmd(source: Optional[str] = typer.Argument(None, help="Generator spe
     if trace:
         if tr is None:
             raise TopoplanError(f"{source}: a communication matrix has no event trace to write")
-        tr.write_csv(output)
+        from topoplan.traffic.trace import write_trace
+
+        comms = write_trace(tr, output)   # with communicators.csv beside it when the trace needs one
+        if comms is not None and not json_mode:
+            console().print(f"wrote {comms} (the trace's communicators)")
     elif not len(s):   # a matrix is its rows: without one it has no ranks, and no command reads it back
         raise TopoplanError(f"{source}: no rank sends a message, so the matrix would have no rows (and no ranks); "
                             "--trace writes its event trace")

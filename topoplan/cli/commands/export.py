@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
 
 
 ROUTE_OPTIONS = ("--addresses", "--entry")
+SLOT_FORMATS = ("ompi4", "ompi5", "mpich")   # the formats whose printed command says what a slot counts
 
 
 def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | ompi5 | mpich | slurm | json | ocs | "
@@ -31,9 +32,9 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
                sets: Optional[List[str]] = SetOpt, any_inputs: bool = AnyInputsOpt,
                rules: str = typer.Option("host", "--rules", help="ocs: forwarding rules per destination host "
                                          "(host) or per destination switch (switch: smaller on large systems)."),
-               slots: str = typer.Option("cores", "--slots", help="What a slot (a node's core index) counts: cores, "
-                                         "or hwthreads when cores_per_node counts hardware threads (the printed "
-                                         "command then tells the launcher)."),
+               slots: str = typer.Option("cores", "--slots", help="ompi4, ompi5, mpich: what a slot (a node's core "
+                                         "index) counts: cores, or hwthreads when cores_per_node counts hardware "
+                                         "threads (the printed command then tells the launcher)."),
                addresses: Optional[Path] = typer.Option(None, "--addresses", help="routes: 'host address' per line "
                                                         "(default: the emulator's, 198.18.0.0 + 1 + node)."),
                entry: Optional[int] = typer.Option(None, "--entry", min=0, help="routes: the entry of a schedule "
@@ -52,6 +53,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"--slots: expected one of {', '.join(SLOTS)}, got {slots!r}")
+    if slots != "cores" and fmt not in SLOT_FORMATS:   # no command of this format binds ranks to slots
+        raise TopoplanError(f"--slots: applies to the {', '.join(SLOT_FORMATS)} formats only, not {fmt}")
     if sets and topology is None:   # the recorded topology is rebuilt with its own overrides: these would be lost
         raise TopoplanError(f"--set {sets[0]}: overrides the topology given with --topology, and none was given "
                             "(the plan's recorded topology is used with the overrides it was planned with)")
@@ -84,13 +87,36 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         from topoplan.traffic.recorder import openmpi_version
 
         version = openmpi_version()
-    cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None)
+    cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None,
+                 record=_record(placement, topology, sets) if fmt == "json" else None)
     con = console()
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")
     if cmd:
         con.print(f"run: {cmd}")
     if fmt in ("ompi4", "ompi5", "mpich"):
         con.print(_launch_note(fmt, output, pl.n_ranks, version, slots))
+
+
+RECORDED = ("method", "seed", "inputs", "topology", "topology_spec", "topology_sets", "traffic")
+
+
+def _record(placement: Path, topology, sets) -> dict:
+    """What the plan a ``json`` export comes from records (its seed, input fingerprints and topology), so the
+    exported placement is checked against its inputs when read back; ``--topology`` (with ``--set``) names the
+    topology it was exported for."""
+    doc = plan_doc(placement)
+    if isinstance(doc, dict) and "rank_to_node" not in doc and isinstance(doc.get("schedule_result"), dict):
+        doc = doc["schedule_result"]   # the placement a schedule was made for
+    out = {k: doc[k] for k in RECORDED if k in doc} if isinstance(doc, dict) else {}
+    seed = out.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        from topoplan.core.errors import TopoplanError
+
+        raise TopoplanError(f"{placement}: field 'seed': expected a non-negative integer, got {seed!r}")
+    if topology is not None:
+        out.pop("topology", None)   # the name of the recorded topology, which may not be this one
+        out.update(topology_spec=topology, topology_sets=list(sets or []))
+    return out
 
 
 def _launch_note(fmt: str, output: Path, n_ranks: int, version, slots: str) -> str:

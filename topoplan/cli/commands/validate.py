@@ -52,6 +52,8 @@ def validate_cmd(plan: Path = typer.Argument(..., help="Plan JSON (topoplan circ
             if isinstance(doc, dict) and doc.get("format") == OCS_FORMAT:   # `export ocs`: its circuits and rules
                 doc = schedule_from_ocs(doc, where=str(plan))   # too, not its placement alone
             summary = validate(doc, topo, where=str(plan), check_inputs=False)
+            if tr is not None and summary.get("ranks", tr.n_ranks) != tr.n_ranks:   # --any-inputs or not: unusable
+                raise TopoplanError(f"{plan}: places {summary['ranks']} ranks but the traffic has {tr.n_ranks}")
     except TopoplanError as exc:
         if json_mode:
             emit({"plan": str(plan), "valid": False, "error": str(exc)}, True, None)
