@@ -217,3 +217,38 @@ def test_explicit_score_simulated_fits_its_candidates_simulations_in_the_command
     given.clear()
     res = solve(prob, "anneal", time_limit=60.0, score="simulated", max_steps=20, **extra)
     assert given == [60.0] and "simulated_s" in res.metrics
+
+
+@pytest.mark.parametrize("spec, stops", [("ring:np=8,bytes=1MB,iters=4000", True),     # 12,000 blocks
+                                         ("npb:kernel=cg,class=S,np=64", True),        # 12,627 blocks
+                                         ("npb:kernel=cg,class=S,np=16,iters=1", False)])  # 1,107 blocks
+def test_generating_a_trace_stops_at_the_commands_deadline(spent, spec, stops):
+    """A generator spec's trace is generated within the command's limit: past its deadline the generation
+    stops with an error naming the spec (it once ran on, 10 s of LU at 256 ranks past a 10 s limit), after at
+    most one check's worth of blocks (builder.CHECK_EVERY; a smaller trace, milliseconds, is generated whole,
+    as a method still gets its least budget); without a deadline it is generated whole."""
+    from topoplan.traffic import builder
+    from topoplan.traffic.sources import load_source
+
+    with deadline.bounded(30.0):
+        if stops:
+            with pytest.raises(deadline.DeadlineReached,
+                               match=rf"^traffic spec '{spec}': generating the trace stopped at the time limit"):
+                load_source(spec)
+        else:
+            assert len(load_source(spec)[0]) > 0
+    assert builder.CHECK_EVERY == 8192   # (the sizes above are either side of it)
+    trace, traffic = load_source(spec)
+    assert len(trace) > 0 and traffic.n_ranks == trace.n_ranks
+
+
+@pytest.mark.parametrize("command", ["circuits", "place"])
+def test_a_command_past_its_deadline_while_generating_its_trace_is_an_error(spent, monkeypatch, run_cli, tmp_path,
+                                                                          command):
+    monkeypatch.setattr(deadline, "mark_start", lambda process=False: None)   # keep the start an hour ago
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli(command, "-t", "paper003", "-T", "ring:np=8,bytes=1MB,iters=4000",
+                                "--time-limit", "30", "-o", out)
+    assert code == 2 and not out.exists() and stdout == ""
+    assert err.startswith("error: traffic spec 'ring:np=8,bytes=1MB,iters=4000': generating the trace "
+                          "stopped at the time limit") and err.count("\n") == 1

@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 
 import numpy
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
 from topoplan.traffic import limits
@@ -476,6 +477,15 @@ def _convert(gen: str, key: str, kind: str, text: str):
     return v
 
 
+def _spec_error(exc: TopoplanError, name: str) -> TopoplanError:
+    """A generator's error naming its spec; a stop at a command's time limit passes as it is (the stage that
+    stops at the deadline, :func:`topoplan.core.deadline.stopping`, catches it)."""
+    if isinstance(exc, deadline.DeadlineReached):
+        return exc
+    msg = str(exc)
+    return TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}")
+
+
 def is_spec(text: str) -> bool:
     """True for ``name`` or ``name:...`` where ``name`` is a registered generator.
 
@@ -570,8 +580,7 @@ def parse_spec(spec: str) -> Trace:
     try:
         trace = GENERATORS[name].fn(**kwargs)
     except TopoplanError as exc:
-        msg = str(exc)
-        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+        raise _spec_error(exc, name) from None
     trace.source = str(spec).strip()
     return trace
 
@@ -620,8 +629,7 @@ class Recording(NamedTuple):
         return self.builder.rows
 
     def _wrap(self, exc: TopoplanError) -> TopoplanError:
-        msg = str(exc)
-        return TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {self.name!r}: {msg}")
+        return _spec_error(exc, self.name)
 
     def build(self) -> Trace:
         """The whole trace, as :func:`parse_spec` returns it (refused first if memory cannot hold it)."""
@@ -688,8 +696,7 @@ def record_spec(spec: str) -> Recording | None:
     try:
         b, _, comms = fn(**kwargs)
     except TopoplanError as exc:
-        msg = str(exc)
-        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+        raise _spec_error(exc, name) from None
     return Recording(name, str(spec).strip(), b, comms)
 
 
