@@ -42,7 +42,7 @@ from topoplan.traffic.matrix import Traffic
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
            "check_options", "check_time_limit", "strict_options", "check_inputs", "module_missing", "Registry",
            "PlanResult", "gap_of", "solve_with", "simulation_cost_s", "replay_cost_s", "REPLAY_S_PER_CALL",
-           "REPLAY_FIXED_S"]
+           "REPLAY_FIXED_S", "MEETS_BOUND_REL_TOL", "meets_bound"]
 
 # The options the solve layer passes to every method: part of every method's signature.
 SOLVE_OPTIONS = ("time_limit", "seed")
@@ -353,7 +353,8 @@ class PlanResult:
     ``rank_to_node`` and ``rank_to_slot``; ``order``), written at the top
     level of the JSON. ``objective`` is the number the method minimized;
     ``bound`` a proven lower bound (None when the method proves none);
-    ``gap`` = (objective - bound) / objective.
+    ``gap`` = (objective - bound) / objective. A plan whose objective meets its bound (:func:`meets_bound`) is
+    ``optimal``: :func:`solve_with` says so whatever status the method gave.
 
     Parameters
     ----------
@@ -439,6 +440,37 @@ def gap_of(objective: float, bound: float | None) -> float | None:
     if objective <= 0:
         return 0.0
     return max(0.0, (objective - bound) / abs(objective))
+
+
+#: Relative tolerance of "the objective meets the lower bound": the solvers' own (a bound and an objective
+#: computed by different routes agree to about this).
+MEETS_BOUND_REL_TOL = 1e-6
+
+
+def meets_bound(objective: float | None, bound: float | None) -> bool:
+    """Whether ``objective`` equals the proven lower ``bound`` within :data:`MEETS_BOUND_REL_TOL`: the plan is
+    then optimal.
+
+    Parameters
+    ----------
+    objective : float or None
+    bound : float or None
+
+    Returns
+    -------
+    bool
+        False without a bound.
+
+    Examples
+    --------
+    >>> meets_bound(0.0748862432, 0.0748862432), meets_bound(2.0, 2.0 - 1e-9), meets_bound(0.0, 0.0)
+    (True, True, True)
+    >>> meets_bound(2.0, 1.5), meets_bound(2.0, None)
+    (False, False)
+    """
+    if objective is None or bound is None:
+        return False
+    return objective - bound <= MEETS_BOUND_REL_TOL * max(abs(objective), abs(bound))
 
 
 MAX_TIME_LIMIT_S = 7 * 86400.0
@@ -799,6 +831,8 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
         res.inputs = fingerprint()
     if res.gap is None and res.bound is not None:
         res.gap = gap_of(res.objective, res.bound)
+    if res.status in ("feasible", "timeout") and meets_bound(res.objective, res.bound):
+        res.status = "optimal"   # a plan that meets a proven lower bound is optimal, whoever proved the bound
     res.options = {"time_limit": time_limit, **{k: v for k, v in options.items() if _plain(v)}, **res.options}
     if res.status not in STATUSES:
         raise AssertionError(f"method {method} returned status {res.status!r}")
