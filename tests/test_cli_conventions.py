@@ -182,3 +182,26 @@ def test_a_time_limit_out_of_range_names_the_flag(args, run_cli):
 def test_a_bad_relay_chunk_names_the_flag(run_cli):
     code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--relay-chunk", "xx")
     assert code == 2 and err.startswith("error: --relay-chunk: cannot read size 'xx'"), err
+
+
+@pytest.mark.parametrize("args", [
+    ("simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB"),
+    ("circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sp"),
+    ("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential", "--simulate"),
+    ("bcast", "-t", "paper000", "-a", "gen:nodes=4"),
+])
+@pytest.mark.parametrize("chunk, refused", [("1MiB", True), ("64KiB", True), (None, False)])
+def test_a_relay_chunk_with_store_and_forward_relays_is_refused(args, chunk, refused, run_cli, tmp_path):
+    """--relay-chunk sizes the chunks of pipelined relays; store-and-forward relays forward whole messages,
+    so the two together are an error naming both (the chunk was ignored without a word); --relay-chunk
+    not given is no conflict."""
+    out = tmp_path / "r.json"
+    extra = () if chunk is None else ("--relay-chunk", chunk)
+    code, stdout, err = run_cli(*args, "--relay", "store-and-forward", *extra, "-o", out)
+    if refused:
+        assert code == 2 and stdout == "" and not out.exists()
+        assert err == ("error: --relay-chunk: applies to pipelined relays only; --relay store-and-forward "
+                       "forwards whole messages\n")
+    else:
+        assert code == 0, err
+        assert out.exists()

@@ -295,3 +295,29 @@ def test_builders_refuse_inputs_of_the_wrong_kind(problem, topology, traffic, fi
     expect = "a Bcast problem's traffic is" if (problem, field) == ("bcast", "traffic") else "expected a"
     with pytest.raises(TopoplanError, match=f"field '{field}': {expect}"):
         build(topo, traffic)
+
+
+@pytest.mark.parametrize("status, objective, bound, expected", [
+    ("feasible", 2.0, 2.0, "optimal"),             # the bound proves the plan optimal
+    ("timeout", 2.0, 2.0 * (1 - 1e-9), "optimal"),  # within the solvers' tolerance
+    ("feasible", 0.0, 0.0, "optimal"),
+    ("feasible", 2.0, 1.5, "feasible"),             # a gap left
+    ("timeout", 2.0, 1.9, "timeout"),
+    ("feasible", 2.0, None, "feasible"),            # no bound, no proof
+    ("heuristic", 2.0, 2.0, "heuristic"),           # a heuristic's floor does not change what it is
+    ("interrupted", 2.0, 2.0, "interrupted"),
+])
+def test_a_result_whose_bound_meets_its_objective_is_optimal(status, objective, bound, expected):
+    """For every problem (solve_with fills the status): a proven lower bound equal to the objective makes the
+    plan optimal, whatever the method called it (ilp said 'feasible' with gap 0.0%)."""
+    from topoplan.problems.result import solve_with
+
+    toy = Registry("toy")
+
+    @toy.register("m")
+    def m(problem, *, time_limit=None, seed=0):
+        from topoplan.problems.result import PlanResult
+        return PlanResult(method="", objective=objective, plan={"x": 1}, status=status, bound=bound)
+
+    res = solve_with(toy, None, "m")
+    assert res.status == expected

@@ -170,32 +170,85 @@ def test_a_simulation_that_runs_past_the_deadline_is_stopped_and_the_plan_still_
     assert "stopped" not in (json.loads(out.read_text()).get("message") or "")
 
 
-@pytest.mark.parametrize("cost_s, checked", [(1000.0, False), (2.0, True)])
-def test_explicit_score_simulated_fits_its_candidates_simulations_in_the_commands_limit(monkeypatch, cost_s,
-                                                                                        checked):
-    """--score simulated inside a command: the candidates' simulations share the command's limit as under
-    --score auto (they once ran after the method, which had the whole limit, and the command overran it);
-    when they cannot fit in half of it the plan is not checked by simulation and the result says so."""
-    from topoplan.problems.circuits import problem as circuit_problem
+def _score_case(name):
+    """(problem, its solve, its registry, the method's options) of a small problem for --score simulated."""
+    from topoplan.problems import bcast
+    from topoplan.problems.bcast.allocation import cluster
     from topoplan.traffic.sources import load_inputs
 
-    topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], "ring:np=64,bytes=4MB", "sequential")
-    prob = circuits.CircuitProblem.build(topo, tr, pl)
-    monkeypatch.setattr(circuit_problem, "simulation_cost_s", lambda trace: cost_s)
+    if name == "circuits":
+        topo, trace, tr, pl = load_inputs("paper003", ["ocs.nodes_per_switch=2"], "ring:np=64,bytes=4MB",
+                                          "sequential")
+        return circuits.CircuitProblem.build(topo, tr, pl), circuits.solve, circuits.METHODS, {"trace": trace}
+    if name == "placement":
+        return _placement_problem(), placement.solve, placement.METHODS, {}
+    prob = bcast.BcastProblem.build(cluster(4, 4), placement=list(range(0, 16, 2)), root=0, bytes_B=1024,
+                                    tree="binomial")
+    return prob, bcast.solve, bcast.METHODS, {}
+
+
+@pytest.mark.parametrize("problem", ["circuits", "placement", "bcast"])
+@pytest.mark.parametrize("fixed_s, checked", [(1000.0, False), (1.0, True)])
+def test_explicit_score_simulated_fits_its_candidates_simulations_in_the_commands_limit(monkeypatch, problem,
+                                                                                        fixed_s, checked):
+    """--score simulated inside a command (circuits, place, bcast): the candidates' simulations share the
+    command's limit as under --score auto (they once ran after the method, which had the whole limit, and the
+    command overran it); when they cannot fit in half of it the plan is not checked by simulation and the
+    result says so."""
+    from topoplan.problems import result
+
+    prob, solve, methods, extra = _score_case(problem)
+    monkeypatch.setattr(result, "REPLAY_FIXED_S", fixed_s)   # every simulation predicted at fixed_s or more
     given = []
-    real = circuit_problem.solve_with
+    real = methods["anneal"]
 
-    def spy(*args, **kw):
+    def spy(problem, **kw):
         given.append(kw["time_limit"])
-        return real(*args, **kw)
+        return real(problem, **kw)
 
-    monkeypatch.setattr(circuit_problem, "solve_with", spy)
+    monkeypatch.setitem(methods._methods, "anneal", spy)
     with deadline.bounded(60.0):
-        res = circuits.solve(prob, "anneal", time_limit=60.0, score="simulated", trace=trace, max_steps=20)
+        res = solve(prob, "anneal", time_limit=60.0, score="simulated", max_steps=20, **extra)
     assert ("simulated_s" in res.metrics) == checked
     assert ("not checked by simulation" in res.message) != checked
-    assert given[0] < (48.0 if checked else 60.1)   # six candidates of 2 s each kept out of the method's
+    # checked: at least two candidates of 1 s each kept out of the method's limit (it had ~60 s before)
+    assert given[0] <= (58.0 if checked else 60.0)
     # a library call without a command's deadline: the time limit stays the method's own
     given.clear()
-    res = circuits.solve(prob, "anneal", time_limit=60.0, score="simulated", trace=trace, max_steps=20)
+    res = solve(prob, "anneal", time_limit=60.0, score="simulated", max_steps=20, **extra)
     assert given == [60.0] and "simulated_s" in res.metrics
+
+
+@pytest.mark.parametrize("spec, stops", [("ring:np=8,bytes=1MB,iters=4000", True),     # 12,000 blocks
+                                         ("npb:kernel=cg,class=S,np=64", True),        # 12,627 blocks
+                                         ("npb:kernel=cg,class=S,np=16,iters=1", False)])  # 1,107 blocks
+def test_generating_a_trace_stops_at_the_commands_deadline(spent, spec, stops):
+    """A generator spec's trace is generated within the command's limit: past its deadline the generation
+    stops with an error naming the spec (it once ran on, 10 s of LU at 256 ranks past a 10 s limit), after at
+    most one check's worth of blocks (builder.CHECK_EVERY; a smaller trace, milliseconds, is generated whole,
+    as a method still gets its least budget); without a deadline it is generated whole."""
+    from topoplan.traffic import builder
+    from topoplan.traffic.sources import load_source
+
+    with deadline.bounded(30.0):
+        if stops:
+            with pytest.raises(deadline.DeadlineReached,
+                               match=rf"^traffic spec '{spec}': generating the trace stopped at the time limit"):
+                load_source(spec)
+        else:
+            assert len(load_source(spec)[0]) > 0
+    assert builder.CHECK_EVERY == 8192   # (the sizes above are either side of it)
+    trace, traffic = load_source(spec)
+    assert len(trace) > 0 and traffic.n_ranks == trace.n_ranks
+
+
+@pytest.mark.parametrize("command", ["circuits", "place"])
+def test_a_command_past_its_deadline_while_generating_its_trace_is_an_error(spent, monkeypatch, run_cli, tmp_path,
+                                                                          command):
+    monkeypatch.setattr(deadline, "mark_start", lambda process=False: None)   # keep the start an hour ago
+    out = tmp_path / "plan.json"
+    code, stdout, err = run_cli(command, "-t", "paper003", "-T", "ring:np=8,bytes=1MB,iters=4000",
+                                "--time-limit", "30", "-o", out)
+    assert code == 2 and not out.exists() and stdout == ""
+    assert err.startswith("error: traffic spec 'ring:np=8,bytes=1MB,iters=4000': generating the trace "
+                          "stopped at the time limit") and err.count("\n") == 1

@@ -135,3 +135,49 @@ def test_halo_transpose_errors_name_its_own_spec(spec, field):
     """A bad halo-transpose spec was reported as a bad 'neighbor2d' spec, a generator the user never named."""
     with pytest.raises(TopoplanError, match=rf"^traffic spec 'halo-transpose': parameter '{field}' must be at least 1"):
         parse_spec(spec)
+
+
+# A valid spec of each generator, to set one parameter wrong in.
+VALID_SPECS = {"neighbor2d": "rows=2,cols=2,bytes=1KB", "alltoall": "np=4,bytes=1KB", "ring": "np=4,bytes=1KB",
+               "random": "np=4,bytes=1KB", "transpose": "rows=2,cols=2,bytes=1KB",
+               "halo-transpose": "rows=2,cols=2,bytes=1KB", "npb": "kernel=cg,class=S,np=4"}
+# The least value each generator takes for its counts (its own checks; 0 for the other numbers).
+LEAST = [("neighbor2d", "rows", 1), ("neighbor2d", "cols", 1), ("neighbor2d", "iters", 1), ("alltoall", "np", 1),
+         ("alltoall", "iters", 1), ("ring", "np", 2), ("ring", "iters", 1), ("random", "np", 2),
+         ("random", "iters", 1), ("transpose", "rows", 1), ("transpose", "cols", 1), ("transpose", "iters", 1),
+         ("halo-transpose", "rows", 1), ("halo-transpose", "cols", 1), ("halo-transpose", "iters", 1),
+         ("npb", "np", 1), ("npb", "iters", 1)]
+
+
+def _spec_with(name, key, value):
+    """The valid spec of ``name`` with ``key`` set to ``value``."""
+    given = dict(kv.split("=") for kv in VALID_SPECS[name].split(","))
+    given[key] = value
+    return f"{name}:" + ",".join(f"{k}={v}" for k, v in given.items())
+
+
+def test_every_generator_has_a_valid_spec_here():
+    assert set(VALID_SPECS) == set(GENERATORS)
+
+
+@pytest.mark.parametrize("name, key, least", LEAST)
+@pytest.mark.parametrize("below", [1, 9])
+def test_a_number_below_a_generators_least_names_that_least(name, key, least, below):
+    """ring:np=-8 and npb iters=-1 said 'must be non-negative' (a generic check ran first) where the generator
+    takes at least 2 and 1: the message names the generator's own least value, for a negative number too."""
+    value = least - below
+    with pytest.raises(TopoplanError, match=rf"^traffic spec '{name}': parameter '{key}' must be at least "
+                                            rf"{least:g}, got {value}$"):
+        parse_spec(_spec_with(name, key, value))
+
+
+@pytest.mark.parametrize("name, key, least", LEAST)
+def test_a_generators_least_is_its_own(name, key, least):
+    """The least a spec may give is the least the generator itself takes: a spec at it passes the spec's check,
+    and the generator called directly refuses one below it."""
+    from topoplan.traffic.generators import _parse
+
+    _, kwargs = _parse(_spec_with(name, key, f"{least:g}"))
+    fn, params, _ = GENERATORS[name]
+    with pytest.raises(TopoplanError, match=f"at least {least:g}|positive integer"):
+        fn(**{**kwargs, params[key].arg: least - 1})

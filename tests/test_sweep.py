@@ -453,3 +453,30 @@ def test_worker_processes_leave_ctrl_c_to_the_sweep():
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("given", ["config", "option"])
+def test_a_sweep_table_to_standard_output_is_refused_never_a_file_named_dash(data, tmp_path, run_cli, given, dry_run):
+    """'-' is standard output for every output; a sweep table is read back to resume the sweep, so it cannot
+    go there. The config's own ``output: "-"`` is refused as ``-o -`` is (it was written to a file named '-'
+    beside the config), naming the file and the field; nothing is written."""
+    cfg = tmp_path / "s.yaml"
+    text = (data / "sweep_cheap.yaml").read_text().replace("test_sweep", ME)
+    cfg.write_text(text.replace("output: cheap.csv", 'output: "-"') if given == "config" else text)
+    args = ["sweep", cfg, "--threads", "--workers", "1"] + (["-o", "-"] if given == "option" else [])
+    code, stdout, err = run_cli(*args, *(["--dry-run"] if dry_run else []))
+    assert code == 2 and stdout == "" and err.count("\n") == 1
+    what = "a sweep table (read back to resume the sweep) cannot go to standard output; give a file name"
+    assert err == (f"error: {cfg}: field 'output': '-': {what}\n" if given == "config" else
+                   f"error: --output -: {what}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_a_sweep_table_to_standard_output_is_refused_by_the_library(data, tmp_path):
+    with pytest.raises(TopoplanError, match=r"^s\.yaml: field 'output': '-': a sweep table .* cannot go to "
+                                            r"standard output"):
+        parse_config({"instances": [{"topology": "t", "traffic": "x"}], "methods": ["m"], "problem": "p",
+                      "output": "-"}, "s.yaml", base=tmp_path)
+    with pytest.raises(TopoplanError, match=r"^output -: a sweep table .* cannot go to standard output"):
+        load_config(data / "sweep_cheap.yaml", output="-")

@@ -3,7 +3,7 @@
 A sweep is a YAML file::
 
     name: circuits-vs-ocs-size
-    output: results/circuits.csv        # relative to this file; .parquet writes Parquet (needs pyarrow)
+    output: results/circuits.csv        # relative to this file; .parquet writes Parquet (needs pyarrow); not "-"
     problem: circuits                   # default problem of the methods
     instances:
       - name: neighbor
@@ -61,7 +61,7 @@ from topoplan.core.csvtable import read_csv_table, row_line
 from topoplan.core.errors import TopoplanError
 from topoplan.core.extras import extra_message, missing_extra, require
 from topoplan.core.fingerprint import fingerprint_trace
-from topoplan.core.io import atomic_write, read_text
+from topoplan.core.io import atomic_write, is_stdout, read_text
 from topoplan.core.topology_io import load_topology, strict_yaml
 from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
 from topoplan.sim.replay import bulk_trace
@@ -176,8 +176,15 @@ def load_config(path, output=None) -> SweepConfig:
     # an absolute base: the cells run on Dask workers, whose working directory may be any other
     cfg = parse_config(doc, str(path), base=path.absolute().parent)
     if output is not None:
+        if is_stdout(output):
+            raise TopoplanError(f"output -: {TABLE_NOT_STDOUT}")
         cfg.output = Path(output)
     return cfg
+
+
+#: Why a sweep's table cannot go to standard output (``output: "-"``; ``-o -`` is refused the same way).
+TABLE_NOT_STDOUT = ("a sweep table (read back to resume the sweep) cannot go to standard output; give a file "
+                    "name")
 
 
 def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepConfig:
@@ -318,6 +325,8 @@ def parse_config(doc, where: str = "sweep", base: Path | None = None) -> SweepCo
         if h is not None and (not isinstance(h, str) or ":" not in h):
             raise TopoplanError(f"{where}: field '{hook}': expected 'module:function'")
     out = doc.get("output") or f"{Path(where).stem}.csv"
+    if is_stdout(out):   # '-' is standard output everywhere else; never a file named '-' beside the config
+        raise TopoplanError(f"{where}: field 'output': '-': {TABLE_NOT_STDOUT}")
     out = Path(out)
     if not out.is_absolute() and base is not None:
         out = base / out

@@ -37,7 +37,7 @@ _START: list = []       # (monotonic time, CPU seconds) when the command started
 _DEADLINE: list = []    # monotonic time of the deadline while one is set
 _SPAN: list = []        # (monotonic time, CPU seconds) the deadline counts from, while one is set
 _RESERVED: list = []    # seconds the stages after the running one have claimed (reserved)
-_STOPPING: list = []    # while a stage runs inside stopping(): check() stops it at the deadline
+_STOPPING: list = []    # while a stage runs inside stopping(): its margin; check() stops it at the deadline
 
 # The CPU share (cpu_share) is read only once this much of the command has passed; before, a command's share is noise.
 SHARE_MIN_WALL_S = 0.5
@@ -178,11 +178,16 @@ class DeadlineReached(TopoplanError):
 
 
 @contextmanager
-def stopping():
+def stopping(margin_s: float = 0.0):
     """Stop the stage run in the block at the deadline, less what :func:`reserved` keeps for the stages after
-    it: :func:`check`, which the stage calls as it goes (the simulator at every piece of a replay), then
-    raises :class:`DeadlineReached`. For a stage whose cost cannot be predicted closely; without a deadline
-    nothing stops.
+    it and ``margin_s`` more: :func:`check`, which the stage calls as it goes (the simulator at every piece of
+    a replay), then raises :class:`DeadlineReached`. For a stage whose cost cannot be predicted closely;
+    without a deadline nothing stops.
+
+    Parameters
+    ----------
+    margin_s : float, optional
+        Seconds kept for what follows a stop (ending the process after an error); not for the stages inside.
 
     Yields
     ------
@@ -198,9 +203,14 @@ def stopping():
     stopped at the time limit
     >>> with bounded(10.0), stopping():
     ...     check()                      # time is left
+    >>> with bounded(10.0), stopping(margin_s=20.0):
+    ...     check()
+    Traceback (most recent call last):
+    ...
+    topoplan.core.deadline.DeadlineReached: stopped at the time limit
     >>> check()                          # outside stopping(): never stops
     """
-    _STOPPING.append(True)
+    _STOPPING.append(max(float(margin_s), 0.0))
     try:
         yield
     finally:
@@ -219,7 +229,7 @@ def check() -> None:
     --------
     >>> check()
     """
-    if _STOPPING and _DEADLINE and _DEADLINE[0] - time.monotonic() - sum(_RESERVED) <= 0:
+    if _STOPPING and _DEADLINE and _DEADLINE[0] - time.monotonic() - sum(_RESERVED) - _STOPPING[-1] <= 0:
         raise DeadlineReached("stopped at the time limit")
 
 

@@ -36,11 +36,13 @@ from topoplan.core import deadline, forked
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import graceful_stop, stop_requested
 from topoplan.core.progress import reporting_to
+from topoplan.traffic.collectives import peer_step_messages
 from topoplan.traffic.matrix import Traffic
 
 __all__ = ["SOLVE_OPTIONS", "STATUSES", "SCORES", "MAX_TIME_LIMIT_S", "UnknownMethodError", "declared_options",
            "check_options", "check_time_limit", "strict_options", "check_inputs", "module_missing", "Registry",
-           "PlanResult", "gap_of", "solve_with"]
+           "PlanResult", "gap_of", "solve_with", "simulation_cost_s", "replay_cost_s", "REPLAY_S_PER_CALL",
+           "REPLAY_FIXED_S", "MEETS_BOUND_REL_TOL", "meets_bound"]
 
 # The options the solve layer passes to every method: part of every method's signature.
 SOLVE_OPTIONS = ("time_limit", "seed")
@@ -351,7 +353,8 @@ class PlanResult:
     ``rank_to_node`` and ``rank_to_slot``; ``order``), written at the top
     level of the JSON. ``objective`` is the number the method minimized;
     ``bound`` a proven lower bound (None when the method proves none);
-    ``gap`` = (objective - bound) / objective.
+    ``gap`` = (objective - bound) / objective. A plan whose objective meets its bound (:func:`meets_bound`) is
+    ``optimal``: :func:`solve_with` says so whatever status the method gave.
 
     Parameters
     ----------
@@ -439,6 +442,37 @@ def gap_of(objective: float, bound: float | None) -> float | None:
     return max(0.0, (objective - bound) / abs(objective))
 
 
+#: Relative tolerance of "the objective meets the lower bound": the solvers' own (a bound and an objective
+#: computed by different routes agree to about this).
+MEETS_BOUND_REL_TOL = 1e-6
+
+
+def meets_bound(objective: float | None, bound: float | None) -> bool:
+    """Whether ``objective`` equals the proven lower ``bound`` within :data:`MEETS_BOUND_REL_TOL`: the plan is
+    then optimal.
+
+    Parameters
+    ----------
+    objective : float or None
+    bound : float or None
+
+    Returns
+    -------
+    bool
+        False without a bound.
+
+    Examples
+    --------
+    >>> meets_bound(0.0748862432, 0.0748862432), meets_bound(2.0, 2.0 - 1e-9), meets_bound(0.0, 0.0)
+    (True, True, True)
+    >>> meets_bound(2.0, 1.5), meets_bound(2.0, None)
+    (False, False)
+    """
+    if objective is None or bound is None:
+        return False
+    return objective - bound <= MEETS_BOUND_REL_TOL * max(abs(objective), abs(bound))
+
+
 MAX_TIME_LIMIT_S = 7 * 86400.0
 
 
@@ -477,11 +511,67 @@ SCORES = ("bound", "simulated")
 SIM_TIE_REL = 1e-9
 
 
+# Replay cost per trace call on this 2-core machine (the compiled replay runs 1-1.7 M calls/s on NPB traces,
+# README simulator benchmarks), kept conservative, plus a fixed cost per simulation (network, compile). A
+# collective call that steps through its peers counts as its messages: NPB FT class B at 256 ranks is 3,072
+# calls and 265,000 messages, replayed in 0.82 s (predicted 0.31 s by its calls, 0.83 s with its messages).
+# Thousands of flows in flight at once cost more per message than this (IS at 256 ranks: 23 us a message
+# against CG, MG, FT and LU's 3-4 us); the commands stop a replay that reports its progress at the deadline.
+REPLAY_S_PER_CALL = 2e-6
+REPLAY_FIXED_S = 0.3
+
+
+def simulation_cost_s(trace) -> float:
+    """Predicted seconds of one replay of ``trace``: :data:`REPLAY_S_PER_CALL` a call, the messages of the
+    collective calls that step through their peers counted one by one
+    (:func:`topoplan.traffic.collectives.peer_step_messages`), plus a fixed cost.
+
+    Parameters
+    ----------
+    trace : Trace
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> round(simulation_cost_s(parse_spec("ring:np=4,bytes=1MB")), 3)
+    0.3
+    >>> round(simulation_cost_s(parse_spec("alltoall:np=64,bytes=1MB")), 3)   # 64 calls, 4,032 messages
+    0.308
+    """
+    return replay_cost_s(len(trace) + peer_step_messages(trace))
+
+
+def replay_cost_s(calls: int) -> float:
+    """Predicted seconds of one replay of ``calls`` trace calls (messages of collectives that step through
+    their peers counted one by one): :data:`REPLAY_FIXED_S` plus :data:`REPLAY_S_PER_CALL` a call.
+
+    Parameters
+    ----------
+    calls : int
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(replay_cost_s(0), 3), round(replay_cost_s(500_000), 3)
+    (0.3, 1.3)
+    """
+    return REPLAY_FIXED_S + REPLAY_S_PER_CALL * max(int(calls), 0)
+
+
+
 def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str | None = None,
                time_limit: float | None = None, seed: int | None = 0, validate: Callable | None = None,
                score: str = "bound", simulate: Callable[[dict], float] | None = None,
                starts: Mapping[str, tuple] | None = None, beside: bool = False, late: str = "simulate",
-               keep_rel: float = SIM_TIE_REL, **options) -> PlanResult:
+               keep_rel: float = SIM_TIE_REL, sim_cost: Callable[[], float] | None = None,
+               share_limit: bool | None = None, **options) -> PlanResult:
     """Run ``methods[method]`` on ``problem`` and fill the common result fields.
 
     ``methods`` is a :class:`Registry` (or any mapping of name -> method); ``problem_name``
@@ -528,6 +618,18 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         A start's plan replaces the method's only when it simulates faster by more than this fraction
         (default :data:`SIM_TIE_REL`, the engines' agreement); within it the method's plan is kept, and the
         result says so when a start was faster.
+    sim_cost : callable, optional
+        ``() -> CPU seconds`` of one simulation (e.g. :func:`simulation_cost_s` of the trace), called only when
+        the candidates' simulations share the time limit (``share_limit``). Then they must fit in half of it
+        (at the share of a CPU the command is getting, :func:`topoplan.core.deadline.scaled`), the method gets
+        what they leave, and ``beside`` and ``late`` are chosen here (with a second CPU the starts' plans are
+        simulated beside the method; when not all of them fit, a start not back in time is dropped); when
+        even that does not fit, the plan is returned unchecked by simulation (``score="bound"``) and the
+        result says so.
+    share_limit : bool, optional
+        Whether the simulations share ``time_limit`` (with ``sim_cost``): default only inside a command with
+        a deadline (:mod:`topoplan.core.deadline`, whose limit is the whole command's); a library call's
+        ``time_limit`` is then the method's own.
     **options
         The method's own options.
 
@@ -565,6 +667,47 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         raise TopoplanError(f"field 'keep_rel': must be in [0, 1), got {keep_rel!r}")
     if score == "simulated" and simulate is None:
         raise TopoplanError("field 'score': 'simulated' needs a simulator (simulate=plan -> seconds)")
+    check_time_limit(time_limit)   # (before it is shared out)
+    note, sims_s = "", 0.0
+    if share_limit is None:
+        share_limit = deadline.active()
+    limit = deadline.budget(time_limit) if score == "simulated" and sim_cost is not None and share_limit else None
+    if limit is not None:
+        # the candidates' simulations share the limit: predicted (at the share of a CPU the command is getting:
+        # under load a replay takes several times its CPU time), they must fit in half of it, and the method
+        # gets what they leave. With a second CPU the starts' plans are simulated beside the method: when all
+        # the candidates fit, the starts not back when the method ends are simulated after it; when they do
+        # not, the method gets what its own plan's simulation leaves, and a start not back by the end of the
+        # limit is not compared.
+        n_cands = 1 + len([n for n in dict.fromkeys((starts or {}).get(method, ())) if n != method and n in methods])
+        beside = n_cands > 1 and forked.available()
+        cost_s = float(sim_cost())
+        one_s, all_s = deadline.scaled(cost_s), deadline.scaled(n_cands * cost_s)
+        if all_s <= 0.5 * limit or not beside:
+            sims_s, late = all_s, "simulate"
+        else:
+            sims_s, late = one_s, "drop"
+        if sims_s > 0.5 * limit:
+            score, beside, sims_s = "bound", False, 0.0
+            note = (f"not checked by simulation: simulating the {n_cands} candidates takes "
+                    f"about {all_s:.0f} s, more than half of the time limit")
+        else:
+            time_limit = limit - sims_s
+    # inside a command, the candidates' simulations are kept out of what the method gets from the deadline
+    with deadline.reserved(sims_s):
+        res = _solve_scored(methods, problem, method, problem_name=problem_name, time_limit=time_limit, seed=seed,
+                            validate=validate, score=score, simulate=simulate, starts=starts, beside=beside,
+                            late=late, keep_rel=keep_rel, **options)
+    if note:
+        res.add_note(note)
+    return res
+
+
+def _solve_scored(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,
+                  time_limit: float | None, seed: int | None, validate: Callable | None, score: str,
+                  simulate: Callable[[dict], float] | None, starts: Mapping[str, tuple] | None, beside: bool,
+                  late: str, keep_rel: float, **options) -> PlanResult:
+    """:func:`solve_with` once its arguments are checked and the limit is shared out."""
     # the starting heuristics run first: inside a command with a time limit the method then gets what they left
     # (topoplan.core.deadline); one that would start past the deadline is not run
     t0 = time.perf_counter()
@@ -688,6 +831,8 @@ def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem
         res.inputs = fingerprint()
     if res.gap is None and res.bound is not None:
         res.gap = gap_of(res.objective, res.bound)
+    if res.status in ("feasible", "timeout") and meets_bound(res.objective, res.bound):
+        res.status = "optimal"   # a plan that meets a proven lower bound is optimal, whoever proved the bound
     res.options = {"time_limit": time_limit, **{k: v for k, v in options.items() if _plain(v)}, **res.options}
     if res.status not in STATUSES:
         raise AssertionError(f"method {method} returned status {res.status!r}")

@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 
 import numpy
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
 from topoplan.traffic import limits
@@ -348,7 +349,8 @@ def halo_then_transpose(rows: int, cols: int, bytes: float, iters: int = 5, tran
 
 # ------------------------------------------------------------ spec strings --
 class Param(NamedTuple):
-    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword.
+    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword;
+    ``minimum`` the least value of a number the generator takes.
 
     Parameters
     ----------
@@ -360,18 +362,24 @@ class Param(NamedTuple):
         One line for :func:`describe_generators`.
     arg : str
         The generator function's keyword (``compute`` -> ``compute_s``).
+    minimum : int or float, optional
+        For ``int`` and ``float``: a spec's value below it is refused before the generator runs, naming it
+        (default 0).
 
     Examples
     --------
     >>> p = GENERATORS["neighbor2d"].params["compute"]
-    >>> p.kind, p.default, p.arg
-    ('float', 0.0, 'compute_s')
+    >>> p.kind, p.default, p.arg, p.minimum
+    ('float', 0.0, 'compute_s', 0)
+    >>> GENERATORS["ring"].params["np"].minimum
+    2
     """
 
     kind: str
     default: object
     help: str
     arg: str
+    minimum: float = 0
 
 
 REQUIRED = object()
@@ -401,51 +409,55 @@ class Generator(NamedTuple):
     help: str
 
 
-def _p(kind, default, help, arg=None):
-    return kind, default, help, arg
+def _p(kind, default, help, arg=None, minimum=0):
+    return kind, default, help, arg, minimum
 
 
 def _gen(fn, help, **params):
-    return Generator(fn, {k: Param(kind, default, h, arg or k) for k, (kind, default, h, arg) in params.items()},
-                     help)
+    return Generator(fn, {k: Param(kind, default, h, arg or k, least)
+                          for k, (kind, default, h, arg, least) in params.items()}, help)
 
 
 GENERATORS = {
     "neighbor2d": _gen(neighbor2d, "2-D neighbour exchange: row-major grid, up to 4 neighbours, no wrap",
-                       rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns"),
-                       bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations"),
+                       rows=_p("int", REQUIRED, "grid rows", minimum=1),
+                       cols=_p("int", REQUIRED, "grid columns", minimum=1),
+                       bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations", minimum=1),
                        compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
     "alltoall": _gen(alltoall, "MPI_Alltoall calls (MPICH algorithms)",
-                     np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "bytes per destination"),
-                     iters=_p("int", 1, "calls"),
+                     np=_p("int", REQUIRED, "ranks", minimum=1), bytes=_p("size", REQUIRED, "bytes per destination"),
+                     iters=_p("int", 1, "calls", minimum=1),
                      compute=_p("float", 0.0, "seconds of computation before each call", "compute_s")),
     "ring": _gen(ring, "each rank sends to (r+1) mod np",
-                 np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "message size"),
-                 iters=_p("int", 1, "iterations"),
+                 np=_p("int", REQUIRED, "ranks", minimum=2), bytes=_p("size", REQUIRED, "message size"),
+                 iters=_p("int", 1, "iterations", minimum=1),
                  compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
     "random": _gen(random, "seeded random pairs",
-                   np=_p("int", REQUIRED, "ranks"), bytes=_p("size", REQUIRED, "message size"),
+                   np=_p("int", REQUIRED, "ranks", minimum=2), bytes=_p("size", REQUIRED, "message size"),
                    msgs=_p("int", 0, "messages per iteration (0: np)"), seed=_p("int", 0, "random seed"),
-                   iters=_p("int", 1, "iterations"),
+                   iters=_p("int", 1, "iterations", minimum=1),
                    compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
     "transpose": _gen(transpose, "transpose on a square grid: rank (i, j) exchanges with (j, i)",
-                      rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
-                      bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations"),
+                      rows=_p("int", REQUIRED, "grid rows", minimum=1),
+                      cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
+                      bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations", minimum=1),
                       compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
     "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (the phased-circuits workload)",
-                           rows=_p("int", REQUIRED, "grid rows"), cols=_p("int", REQUIRED, "grid columns (= rows)"),
-                           bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 5, "iterations of each")),
+                           rows=_p("int", REQUIRED, "grid rows", minimum=1),
+                       cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
+                           bytes=_p("size", REQUIRED, "message size"),
+                           iters=_p("int", 5, "iterations of each", minimum=1)),
     "npb": _gen(npb, "NPB 3.4 MPI skeletons (topoplan/traffic/npb.py)",
-                kernel=_p("str", REQUIRED, "cg, mg, is, lu or ft"), np=_p("int", REQUIRED, "ranks"),
+                kernel=_p("str", REQUIRED, "cg, mg, is, lu or ft"), np=_p("int", REQUIRED, "ranks", minimum=1),
                 **{"class": _p("str", "C", "problem class S, W, A-F", "klass")},
-                iters=_p("int", None, "timed iterations (default: the class's)"),
+                iters=_p("int", None, "timed iterations (default: the class's)", minimum=1),
                 compute=_p("float", 0.0, "seconds of computation before each MPI call", "compute_s")),
 }
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def _convert(gen: str, key: str, kind: str, text: str):
+def _convert(gen: str, key: str, kind: str, text: str, minimum: float = 0):
     err = TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: bad value {text!r} (expected {kind})")
     t = text.strip()
     try:
@@ -471,9 +483,21 @@ def _convert(gen: str, key: str, kind: str, text: str):
             v = t
     except (ValueError, TopoplanError):
         raise err from None
-    if kind in ("int", "float") and v < 0:
-        raise TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: must be non-negative, got {text!r}")
+    if kind in ("int", "float") and v < minimum:
+        if minimum == 0:
+            raise TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: must be non-negative, got {text!r}")
+        # the generator's own least value, as its own check words it (_positive)
+        raise TopoplanError(f"traffic spec {gen!r}: parameter {key!r} must be at least {minimum:g}, got {t}")
     return v
+
+
+def _spec_error(exc: TopoplanError, name: str) -> TopoplanError:
+    """A generator's error naming its spec; a stop at a command's time limit passes as it is (the stage that
+    stops at the deadline, :func:`topoplan.core.deadline.stopping`, catches it)."""
+    if isinstance(exc, deadline.DeadlineReached):
+        return exc
+    msg = str(exc)
+    return TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}")
 
 
 def is_spec(text: str) -> bool:
@@ -519,7 +543,7 @@ def _parse(spec: str) -> tuple[str, dict]:
             raise TopoplanError(f"traffic spec {name!r}: unknown parameter {key!r} (known: {', '.join(gen.params)})")
         if key in given:
             raise TopoplanError(f"traffic spec {name!r}: parameter {key!r} given twice")
-        given[key] = _convert(name, key, gen.params[key].kind, value)
+        given[key] = _convert(name, key, gen.params[key].kind, value, gen.params[key].minimum)
     kwargs = {}
     for key, par in gen.params.items():
         if key in given:
@@ -570,8 +594,7 @@ def parse_spec(spec: str) -> Trace:
     try:
         trace = GENERATORS[name].fn(**kwargs)
     except TopoplanError as exc:
-        msg = str(exc)
-        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+        raise _spec_error(exc, name) from None
     trace.source = str(spec).strip()
     return trace
 
@@ -620,8 +643,7 @@ class Recording(NamedTuple):
         return self.builder.rows
 
     def _wrap(self, exc: TopoplanError) -> TopoplanError:
-        msg = str(exc)
-        return TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {self.name!r}: {msg}")
+        return _spec_error(exc, self.name)
 
     def build(self) -> Trace:
         """The whole trace, as :func:`parse_spec` returns it (refused first if memory cannot hold it)."""
@@ -688,8 +710,7 @@ def record_spec(spec: str) -> Recording | None:
     try:
         b, _, comms = fn(**kwargs)
     except TopoplanError as exc:
-        msg = str(exc)
-        raise TopoplanError(msg if msg.startswith("traffic spec") else f"traffic spec {name!r}: {msg}") from None
+        raise _spec_error(exc, name) from None
     return Recording(name, str(spec).strip(), b, comms)
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import is_json_document, read_bytes
 from topoplan.core.placement import load_placement
@@ -138,16 +140,17 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
         return tr, (from_trace(tr) if with_traffic else None)
     if generators.is_spec(spec):
         rec = generators.record_spec(spec)
-        if not with_traffic:
-            if rec is not None and pieces and rec.rows > limits.REPLAY_PIECE_ROWS:
-                return rec, None
-            return (generators.parse_spec(spec) if rec is None else rec.build()), None
-        if rec is None:
-            tr = generators.parse_spec(spec)
-            t = from_trace(tr)
-        else:   # the traffic from the recording's blocks: the same groups as from_trace(tr), without its cost
-            tr = rec.build()
-            t = from_recording(rec)
+        if not with_traffic and rec is not None and pieces and rec.rows > limits.REPLAY_PIECE_ROWS:
+            return rec, None
+        with _generating(spec):
+            if not with_traffic:
+                return (generators.parse_spec(spec) if rec is None else rec.build()), None
+            if rec is None:
+                tr = generators.parse_spec(spec)
+                t = from_trace(tr)
+            else:   # the traffic from the recording's blocks: the same groups as from_trace(tr), without its cost
+                tr = rec.build()
+                t = from_recording(rec)
         t.name = spec
         return tr, t
     if path.is_dir():
@@ -162,6 +165,19 @@ def load_source(spec: str, n_ranks: int | None = None, *, with_traffic: bool = T
 def _check_spec(spec) -> None:
     if not isinstance(spec, (str, Path)) or not str(spec).strip():
         raise TopoplanError(f"field 'spec': expected a generator spec or a traffic file name, got {spec!r}")
+
+
+@contextmanager
+def _generating(spec: str):
+    """Generate a spec's trace within the block: inside a command with a time limit it stops at the deadline
+    (:func:`topoplan.core.deadline.stopping`), an error naming the spec (there is no trace to plan for), early
+    enough to print it and end the process (:func:`topoplan.core.deadline.write_cost_s` of no rows) by then."""
+    try:
+        with deadline.stopping(margin_s=deadline.write_cost_s(0)):
+            yield
+    except deadline.DeadlineReached:
+        raise deadline.DeadlineReached(f"traffic spec {spec!r}: generating the trace stopped at the time limit "
+                                       f"(a longer --time-limit, or no limit, generates it)") from None
 
 
 def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:

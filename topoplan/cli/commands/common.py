@@ -142,24 +142,33 @@ ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: m
                         "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
                         "or store-and-forward (whole message, as in the papers).")
-RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB).")
+RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB); not "
+                             "with --relay store-and-forward.")
 ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only: queue messages per link "
                              "(default) or per receiving device.")
 
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
               paper_contention: Optional[str] = None):
-    """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags."""
+    """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags.
+
+    A --relay-chunk given with --relay store-and-forward (whole messages, no chunks) is refused rather than
+    ignored."""
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import parse_size
     from topoplan.sim.simmodel import SimModel
 
     try:
         chunk = parse_size(relay_chunk, "relay_chunk_B") if relay_chunk is not None else None
-        return SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk, paper_contention=paper_contention)
+        smodel = SimModel.from_options(model=model, relay=relay, relay_chunk_B=chunk,
+                                       paper_contention=paper_contention)
     except TopoplanError as e:  # name the flag, not the library field
         raise TopoplanError(flag_names(str(e), {"model": "--model", "relay": "--relay", "relay_chunk_B": "--relay-chunk",
                                                 "paper_contention": "--paper-contention"})) from None
+    if relay_chunk is not None and smodel.relay == "store-and-forward":
+        raise TopoplanError("--relay-chunk: applies to pipelined relays only; --relay store-and-forward forwards "
+                            "whole messages")
+    return smodel
 
 
 def flag_names(msg: str, flags: dict[str, str]) -> str:

@@ -44,7 +44,7 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes, int_array
 from topoplan.core.topology import check_count, check_number
-from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, PlanResult, replay_cost_s, solve_with, strict_options
 from topoplan.traffic.trace import Trace
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
@@ -502,7 +502,9 @@ def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | Non
     Bcast has more than ``max_sim_messages`` point-to-point messages or
     ``simulate`` is False). With ``score='simulated'`` the method's order and
     the orders of the heuristics it starts from (:data:`STARTS`) are replayed
-    under ``sim_model`` (whatever their size) and the fastest is returned.
+    under ``sim_model`` (whatever their size) and the fastest is returned; inside a command with a deadline
+    (:mod:`topoplan.core.deadline`) these replays share its limit with the method
+    (:func:`topoplan.problems.result.solve_with`'s ``sim_cost``).
     ``options`` are the method's own (``METHODS.options(method)``, e.g. ``init`` and
     ``max_steps`` for ``anneal``); an option the method does not declare is refused,
     naming the known ones.
@@ -529,8 +531,10 @@ def solve(problem: BcastProblem, method: str = "bft", *, time_limit: float | Non
     if score == "simulated":
         def sim_fn(plan):
             return simulated_time(problem, plan["order"], max_messages=np.inf, sim_model=sim_model)
+    # one replay: about three calls a message (its isend and irecv, and the waitalls of the steps)
     res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
-                     score=score, simulate=sim_fn, starts=STARTS, **options)
+                     score=score, simulate=sim_fn, starts=STARTS,
+                     sim_cost=lambda: replay_cost_s(3 * n_messages(problem)), **options)
     default_t = problem.model.time(problem.default_assign())
     res.metrics["default_time_s"] = default_t
     res.metrics["speedup_vs_default"] = default_t / res.objective if res.objective > 0 else 1.0

@@ -43,19 +43,17 @@ from topoplan.problems.circuits.steps import step_loads
 from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, tables_from_array, validate_plan_dict
 from topoplan.problems.circuits.forwarding import LOAD_SHARING
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
-from topoplan.core import deadline, forked
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, int_array, sequential
-from topoplan.problems.result import (SIM_TIE_REL, check_inputs, check_time_limit, PlanResult, solve_with,
-                                      strict_options)
+from topoplan.problems.result import (REPLAY_FIXED_S, REPLAY_S_PER_CALL, SIM_TIE_REL, check_inputs,
+                                      check_time_limit, PlanResult, simulation_cost_s, solve_with, strict_options)
 from topoplan.core.topology import TreeTopology, check_count, check_number
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
-from topoplan.traffic.collectives import peer_step_messages
 
 __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
            "result_from_plan", "plan_dict", "plan_simulator", "simulation_cost_s", "normalize_circuits", "AUTO_KEEP_REL"]
@@ -618,51 +616,23 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     ...
     topoplan.core.errors.TopoplanError: unknown option 'max_step' for circuits method 'anneal'; known: init, max_steps, t0, t1, energy, trace, sim_model
     """
-    note, sims_s, beside, late, keep_rel = "", 0.0, False, "simulate", SIM_TIE_REL
-    # the candidates' simulations share the limit: with score auto always, and with score simulated inside a
-    # command (its deadline is the whole command's, topoplan.core.deadline); a library call's time_limit with
-    # score simulated stays the method's own
-    shared = score == "auto" or (score == "simulated" and deadline.remaining() is not None)
+    keep_rel = SIM_TIE_REL
+    # the candidates' simulations share the limit (solve_with's sim_cost): with score auto always, and with score
+    # simulated inside a command (its deadline is the whole command's, topoplan.core.deadline); a library call's
+    # time_limit with score simulated stays the method's own
+    shared = True if score == "auto" else None
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
         keep_rel = AUTO_KEEP_REL
-    # inside a command, what its deadline leaves (topoplan.core.deadline); the limit itself outside one
-    limit = deadline.budget(time_limit) if shared else None
-    if score == "simulated" and limit is not None:
-        # the simulations of the candidates share the limit: predicted by the trace's calls, they must fit
-        # in half of it, and the method gets what they leave
-        # (at the share of a CPU the command is getting: under load a replay takes several times its CPU time).
-        # With a second CPU the starts' plans are simulated beside the method (solve_with's ``beside``):
-        # when all the candidates fit as before, the method gets what they leave and the starts not back
-        # when it ends are simulated after it; when they do not, the method gets what its own plan's
-        # simulation leaves, and a start not back by the end of the limit is not compared.
-        n_cands = 1 + len(STARTS.get(method, ()))
-        beside = n_cands > 1 and forked.available()
-        cost_s = simulation_cost_s(trace if trace is not None else bulk_trace(problem.traffic, 1))
-        one_s = deadline.scaled(cost_s)
-        all_s = deadline.scaled(n_cands * cost_s)
-        if all_s <= 0.5 * limit or not beside:
-            sims_s, late = all_s, "simulate"
-        else:
-            sims_s, late = one_s, "drop"
-        if sims_s > 0.5 * limit:
-            score, beside = "bound", False
-            note = (f"not checked by simulation: simulating the {n_cands} candidates takes "
-                    f"about {all_s:.0f} s, more than half of the time limit")
-        else:
-            time_limit = limit - sims_s
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
-    # inside a command, the candidates' simulations are kept out of what the method gets from the deadline
-    with deadline.reserved(sims_s if score == "simulated" else 0.0):
-        res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
-                         score=score, simulate=simulate, starts=STARTS, beside=beside, late=late,
-                         keep_rel=keep_rel, **options)
-    if score == "simulated":
+    res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
+                     score=score, simulate=simulate, starts=STARTS, keep_rel=keep_rel, share_limit=shared,
+                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else bulk_trace(problem.traffic, 1)),
+                     **options)
+    if res.options.get("score") == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
-    if note:
-        res.add_note(note)
     res.options.setdefault("hop_limit", problem.hop_limit)
     res.options.setdefault("max_circuits", problem.max_circuits)
     res.options.setdefault("threshold_B", problem.threshold_B)
@@ -675,40 +645,6 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
 #: method's plan keeps its own objective and bound: on NPB CG class B at 256 ranks on 001's systems the
 #: heuristics' plans simulated 0.04% faster than the ilp's with a step time 11% above their simulated time.
 AUTO_KEEP_REL = 0.005
-
-# Replay cost per trace call on this 2-core machine (the compiled replay runs 1-1.7 M calls/s on NPB traces,
-# README simulator benchmarks), kept conservative, plus a fixed cost per simulation (network, compile). A
-# collective call that steps through its peers counts as its messages: NPB FT class B at 256 ranks is 3,072
-# calls and 265,000 messages, replayed in 0.82 s (predicted 0.31 s by its calls, 0.83 s with its messages).
-# Thousands of flows in flight at once cost more per message than this (IS at 256 ranks: 23 us a message
-# against CG, MG, FT and LU's 3-4 us); the commands stop a replay that reports its progress at the deadline.
-REPLAY_S_PER_CALL = 2e-6
-REPLAY_FIXED_S = 0.3
-
-
-def simulation_cost_s(trace) -> float:
-    """Predicted seconds of one replay of ``trace``: :data:`REPLAY_S_PER_CALL` a call, the messages of the
-    collective calls that step through their peers counted one by one
-    (:func:`topoplan.traffic.collectives.peer_step_messages`), plus a fixed cost.
-
-    Parameters
-    ----------
-    trace : Trace
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from topoplan.traffic.generators import parse_spec
-    >>> round(simulation_cost_s(parse_spec("ring:np=4,bytes=1MB")), 3)
-    0.3
-    >>> round(simulation_cost_s(parse_spec("alltoall:np=64,bytes=1MB")), 3)   # 64 calls, 4,032 messages
-    0.308
-    """
-    return REPLAY_FIXED_S + REPLAY_S_PER_CALL * (len(trace) + peer_step_messages(trace))
-
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`topoplan.sim.run.simulate_plan`).

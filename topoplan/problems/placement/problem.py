@@ -46,7 +46,7 @@ from topoplan.analysis.linkload import link_graph
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.placement import Placement, from_nodes
 from topoplan.problems.placement.registry import METHODS, STARTS
-from topoplan.problems.result import check_inputs, PlanResult, solve_with, strict_options
+from topoplan.problems.result import check_inputs, PlanResult, simulation_cost_s, solve_with, strict_options
 from topoplan.core.topology import GraphTopology, TorusTopology, TreeTopology
 from topoplan.core.topology_io import cores_hint
 from topoplan.sim.simmodel import SimModel
@@ -756,6 +756,9 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
     score : ``bound`` (default): the method's placement for the problem's objective; ``simulated``: that
         placement or the placement of a heuristic it starts from (:func:`default_starts`), whichever simulates
         faster (``joint`` also picks its final plan among its start and improvements by simulated time).
+        Inside a command with a deadline (:mod:`topoplan.core.deadline`) the candidates' simulations share
+        its limit (:func:`topoplan.problems.result.solve_with`'s ``sim_cost``); without one, ``time_limit``
+        is the method's own.
     trace : the MPI trace to simulate (default: the traffic as one bulk phase).
     sim_model : :class:`topoplan.sim.simmodel.SimModel` or its dict (default maxmin, pipelined relays).
     options : the method's own options (``METHODS.options(method)``, e.g. ``init='metis'`` and
@@ -807,8 +810,9 @@ def solve(problem: PlacementProblem, method: str = "metis", *, time_limit: float
             options.update(final_pick="simulated", trace=trace, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_result,
                      score=score, simulate=simulate, starts={m: default_starts(problem, m) for m in STARTS},
+                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else bulk_trace(problem.traffic)),
                      **options)
-    if score == "simulated":
+    if res.options.get("score") == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
     return res
 
