@@ -102,45 +102,63 @@ class Window:
     ENTRIES = (10, 11, 12, 13)         # per entry: e_peer, e_bytes, e_send, e_cls
 
     def __init__(self, prog, call, call_op, call_peer):
-        self.prog, self.call, self.call_op, self.call_peer = prog, call, call_op, call_peer
+        self.prog = prog
+        # (for error messages only: held in the narrowest integers that hold them)
+        self.call, self.call_op, self.call_peer = _narrow(call), _narrow(call_op), _narrow(call_peer)
 
     @classmethod
     def of_piece(cls, pg: dict, trace: Trace) -> "Window":
         ptr, bounds = pg["ptr"], pg["bounds"]
-        row = np.searchsorted(ptr, np.arange(int(ptr[-1])), side="right") - 1     # the call of every micro-op
+        row = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))      # the call of every micro-op
         rank = trace.rank[row]
         call = row - bounds[rank] + pg["calls_before"][rank]
+        del rank
         return cls(pg["prog"], call, trace.op[row], trace.peer[row])
 
     def extend(self, nxt: "Window", R) -> "Window":
         """This window's micro-ops not yet run, then ``nxt``'s, per rank; moves the program counters in ``R``
-        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept)."""
-        a, b = self.prog, nxt.prog
+        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept).
+
+        The window is rebuilt in place, an array at a time (each old one let go as its new one is made), so
+        memory holds the old window and the new one only an array's worth at a time; ``nxt`` is consumed.
+        Returns this window."""
+        prog, b = list(self.prog), nxt.prog
+        self.prog = None
         pc = R[program.R_PC]
-        keep = np.minimum(pc - (R[program.R_STEP] > 0), a[1])
-        a_len, b_len = a[1] - keep, b[1] - b[0]
-        n_a = len(a[2])
+        keep = np.minimum(pc - (R[program.R_STEP] > 0), prog[1])
+        a_len, b_len = prog[1] - keep, b[1] - b[0]
+        n_a = len(prog[2])
         new_len = a_len + b_len
         lo = np.zeros(len(pc), dtype=np.int64)
         np.cumsum(new_len[:-1], out=lo[1:])
         idx = ranges(np.stack([keep, b[0] + n_a], axis=1).ravel(), np.stack([a_len, b_len], axis=1).ravel())
-        prog = list(a)
-        prog[0], prog[1] = lo, lo + new_len
-        for k in self.OPS:
-            prog[k] = np.concatenate([a[k], b[k]])[idx]
-        e_cnt = np.concatenate([np.diff(a[9]), np.diff(b[9])])[idx]
-        e_from = np.concatenate([a[9][:-1], b[9][:-1] + len(a[10])])[idx]
+        del a_len, b_len
+        e_ptr_a = prog[9]
+        e_cnt = np.concatenate([np.diff(e_ptr_a), np.diff(b[9])])[idx]
+        e_from = np.concatenate([e_ptr_a[:-1], b[9][:-1] + len(prog[10])])[idx]
+        del e_ptr_a
+        prog[9] = None
         e_idx = ranges(e_from, e_cnt)
+        del e_from
         for k in self.ENTRIES:
-            prog[k] = np.concatenate([a[k], b[k]])[e_idx]
+            prog[k] = _joined(prog[k], b[k], e_idx)
+        del e_idx
         prog[9] = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(e_cnt, out=prog[9][1:])
+        del e_cnt
+        for k in self.OPS:
+            prog[k] = _joined(prog[k], b[k], idx)
         gd = R[program.R_GAPDONE]
         R[program.R_GAPDONE] = np.where(gd >= keep, gd - keep + lo, -1)
         R[program.R_PC] = lo + (pc - keep)
-        return Window(tuple(prog), np.concatenate([self.call, nxt.call])[idx],
-                       np.concatenate([self.call_op, nxt.call_op])[idx],
-                       np.concatenate([self.call_peer, nxt.call_peer])[idx])
+        prog[0], prog[1] = lo, lo + new_len
+        self.prog = tuple(prog)
+        del prog
+        self.call = _narrow(_joined(self.call, nxt.call, idx))
+        self.call_op = _narrow(_joined(self.call_op, nxt.call_op, idx))
+        self.call_peer = _narrow(_joined(self.call_peer, nxt.call_peer, idx))
+        nxt.prog = nxt.call = nxt.call_op = nxt.call_peer = None
+        return self
 
     def blocked_at(self, r: int, pc: int, blocked: bool) -> str:
         """Where rank ``r`` (at micro-op ``pc``) stopped, as the deadlock message names it."""
@@ -150,6 +168,32 @@ class Window:
             op = OPS[self.call_op[i]] if self.call_op[i] >= 0 else "unknown"
             return f"rank {r} in call {int(self.call[i])} ({op} peer {int(self.call_peer[i])})"
         return f"rank {r} in call -1 (unknown peer -1)"
+
+
+def _joined(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``concatenate([a, b])[idx]``: the micro-ops (or entries) ``idx`` of ``a`` then ``b``."""
+    return np.concatenate([a, b])[idx]
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """Integers ``a`` in the narrowest of int8, int16, int32 and int64 that holds every value.
+
+    Examples
+    --------
+    >>> _narrow(np.array([-1, 17], dtype=np.int64)).dtype.name
+    'int8'
+    >>> _narrow(np.array([0, 2**31], dtype=np.int64)).dtype.name     # beyond int32: kept wide
+    'int64'
+    >>> _narrow(np.zeros(0, dtype=np.int64)).dtype.name
+    'int8'
+    """
+    a = np.asarray(a)
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return a if a.dtype == t else a.astype(t)
+    return a if a.dtype == np.int64 else a.astype(np.int64)
 
 
 class TracePieces:
