@@ -18,7 +18,38 @@ from topoplan.traffic import limits
 from topoplan.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
 from topoplan.traffic.trace import OP_CODE, OPS, Trace
 
-__all__ = ["Compiler", "compile_program"]
+__all__ = ["Compiler", "compile_program", "row_weights"]
+
+# collectives whose MPICH schedules take about log2(p) steps (a send and a receive each)
+_LOG_STEP_OPS = tuple(OP_CODE[name] for name in ("bcast", "reduce", "allreduce", "barrier"))
+
+
+def row_weights(op: np.ndarray, comm_size: np.ndarray) -> np.ndarray:
+    """About what each trace row adds to a compiled program, in point-to-point calls (one micro-op each): a
+    bcast, reduce, allreduce or barrier over ``p`` ranks ``2 ceil(log2 p)`` (its steps of a micro-op and two
+    entries each), any other row 1. A replay in pieces cuts the trace by this weight, so a piece of
+    collectives compiles to about the size of a piece of point-to-point calls.
+
+    Parameters
+    ----------
+    op : array of int
+        Op codes of the rows (:data:`topoplan.traffic.trace.OP_CODE`).
+    comm_size : array of int
+        Their communicators' sizes.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Examples
+    --------
+    >>> row_weights(np.array([OP_CODE["isend"], OP_CODE["allreduce"], OP_CODE["barrier"]]),
+    ...             np.array([256, 256, 5])).tolist()
+    [1.0, 16.0, 6.0]
+    """
+    op, size = np.asarray(op), np.asarray(comm_size)
+    steps = np.ceil(np.log2(np.maximum(size, 2).astype(np.float64)))
+    return np.where(np.isin(op, _LOG_STEP_OPS), np.maximum(2.0 * steps, 1.0), 1.0)
 
 
 class Compiler:

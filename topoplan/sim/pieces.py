@@ -17,7 +17,7 @@ from topoplan.core import memory
 from topoplan.core.errors import TopoplanError
 from topoplan.sim import program
 from topoplan.sim._engine import run_core
-from topoplan.sim.compiler import Compiler, compile_program
+from topoplan.sim.compiler import Compiler, compile_program, row_weights
 from topoplan.sim.engines import REL_TOL
 from topoplan.sim.maxmin import timeline_from_samples, timeline_max_intervals
 from topoplan.sim.replay_common import ReplayResult, blocked_message, check_marks, check_matched, marks_by_rank
@@ -293,17 +293,40 @@ class TracePieces:
         """Rows of the trace per rank."""
         return self._per_rank.copy()
 
-    def pieces(self, max_rows: int | None = None):
+    def pieces(self, max_rows: int | None = None, weight=None):
         """The trace in pieces of about ``max_rows`` rows (one piece without a limit); every piece is a
-        :class:`~topoplan.traffic.trace.Trace` over all the ranks."""
+        :class:`~topoplan.traffic.trace.Trace` over all the ranks. With ``weight`` (as for
+        :meth:`topoplan.traffic.builder.TraceBuilder.pieces`: op codes and communicator sizes to each row's
+        count) the pieces hold about ``max_rows`` of those counts.
+
+        Examples
+        --------
+        >>> from topoplan.traffic.generators import parse_spec
+        >>> tp = TracePieces(parse_spec("npb:kernel=mg,class=S,np=4"))   # cut where its collectives let it be
+        >>> [len(p) for p in tp.pieces(max_rows=1434)]
+        [1436, 4288, 12]
+        >>> [len(p) for p in tp.pieces(max_rows=1434, weight=row_weights)]   # its allreduces count 4 rows each
+        [1368, 316, 4040, 12]
+        """
         per = self._per_rank
-        k = 1 if not max_rows else max(1, -(-self.rows // max(int(max_rows), 1)))
+        t = self.trace
+        if weight is None or self._cuts is None:   # (no collectives: every row counts one)
+            load = cum = None
+            total_load = self.rows
+        else:
+            cum = np.concatenate([[0.0], np.cumsum(weight(t.op, t.comm_size))])   # the rows' load so far
+            total_load = float(cum[-1])
+        k = 1 if not max_rows else max(1, -(-int(np.ceil(total_load)) // max(int(max_rows), 1)))
         if self._cuts is None:   # no collectives: nearly equal runs of every rank's rows
             bounds = [per * j // k for j in range(k + 1)]
         else:
-            total = self._cuts.sum(axis=0)
-            want = np.searchsorted(total, self.rows * np.arange(1, k) / k)
-            pick = np.unique(want[want < len(total)])
+            if cum is None:
+                load = self._cuts.sum(axis=0)
+            else:     # the load before every cut: each rank's rows before it
+                first = self._first[:, None]
+                load = (cum[first + self._cuts] - cum[first]).sum(axis=0)
+            want = np.searchsorted(load, total_load * np.arange(1, k) / k)
+            pick = np.unique(want[want < len(load)])
             bounds = [np.zeros_like(per), *(self._cuts[:, j] for j in pick), per]
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if (hi > lo).any() or len(bounds) == 2:
@@ -335,7 +358,7 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     n = source.n_ranks
     left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
     comp = Compiler(net, placement, n, compute_scale=compute_scale, thresholds=thresholds, pieces=True)
-    pieces = iter(source.pieces(max_rows))
+    pieces = iter(source.pieces(max_rows, weight=row_weights))   # pieces of about one compiled size
 
     def load() -> Window:
         tr = next(pieces, None)
