@@ -142,22 +142,23 @@ class Window:
         e_idx = ranges(e_from, e_cnt)
         del e_from
         for k in self.ENTRIES:
-            prog[k] = _joined(prog[k], b[k], e_idx)
+            prog[k] = _joined(prog, k, b[k], e_idx)
         del e_idx
         prog[9] = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(e_cnt, out=prog[9][1:])
         del e_cnt
         for k in self.OPS:
-            prog[k] = _joined(prog[k], b[k], idx)
+            prog[k] = _joined(prog, k, b[k], idx)
         gd = R[program.R_GAPDONE]
         R[program.R_GAPDONE] = np.where(gd >= keep, gd - keep + lo, -1)
         R[program.R_PC] = lo + (pc - keep)
         prog[0], prog[1] = lo, lo + new_len
         self.prog = tuple(prog)
         del prog
-        self.call = _narrow(_joined(self.call, nxt.call, idx))
-        self.call_op = _narrow(_joined(self.call_op, nxt.call_op, idx))
-        self.call_peer = _narrow(_joined(self.call_peer, nxt.call_peer, idx))
+        calls = [self.call, self.call_op, self.call_peer]
+        self.call = self.call_op = self.call_peer = None
+        self.call, self.call_op, self.call_peer = (_narrow(_joined(calls, k, x, idx)) for k, x in
+                                                   enumerate((nxt.call, nxt.call_op, nxt.call_peer)))
         nxt.prog = nxt.call = nxt.call_op = nxt.call_peer = None
         return self
 
@@ -171,9 +172,17 @@ class Window:
         return f"rank {r} in call -1 (unknown peer -1)"
 
 
-def _joined(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``concatenate([a, b])[idx]``: the micro-ops (or entries) ``idx`` of ``a`` then ``b``."""
-    return np.concatenate([a, b])[idx]
+def _joined(held: list, k: int, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``concatenate([a, b])[idx]`` for ``a = held[k]``, which is let go (``held[k]`` becomes None) once
+    copied, before the gather: the micro-ops (or entries) ``idx`` of ``a`` then ``b``."""
+    a = held[k]
+    held[k] = None
+    n_a = len(a)
+    both = np.empty(n_a + len(b), dtype=np.result_type(a, b))
+    both[:n_a] = a
+    del a
+    both[n_a:] = b
+    return both[idx]
 
 
 def _narrow(a: np.ndarray) -> np.ndarray:
