@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from topoplan.core import memory
 from topoplan.core.errors import TopoplanError
 from topoplan.sim import program
 from topoplan.sim._engine import run_core
@@ -363,7 +362,6 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     ...     eager_threshold_B=65536.0, compute_scale=1.0, thresholds=None, progress=None).makespan_s
     (True, True)
     """
-    memory.map_large_blocks()   # the pieces' arrays, made and freed in turn, go back to the system when freed
     n = source.n_ranks
     left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
     comp = Compiler(net, placement, n, compute_scale=compute_scale, thresholds=thresholds, pieces=True)
