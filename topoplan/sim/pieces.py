@@ -347,6 +347,7 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     (:meth:`~topoplan.traffic.generators.Recording.pieces`), or a trace's (:class:`TracePieces`). The compiled
     loop runs a window of micro-ops and stops when a rank needs the next piece, which is compiled and added
     while the run waits (nothing of the run's time passes), so the results are those of the whole trace.
+    ``max_rows`` counts the rows by :func:`~topoplan.sim.compiler.row_weights` (what they compile to).
 
     Examples
     --------
