@@ -252,6 +252,75 @@ def test_a_whole_replay_memory_cannot_hold_is_refused_before_compiling(monkeypat
     _same(replay(trace, net, pl), got)
 
 
+def test_deadlock_past_a_hundred_calls_names_the_call_across_narrow_pieces():
+    # the window keeps its calls in the narrowest integers: a first piece's int8 joined to a later int16
+    def build(b):
+        m = b.mark()
+        b.add(np.arange(4), "barrier")
+        b.repeat(m, 300)
+        b.add([2], "recv", peer=3, nbytes=8)       # never sent
+    topo = load_topology("paper003", ["kind=tree", "ocs=null"])
+    rec = _recording(build, n=4)
+    with pytest.raises(TopoplanError, match=r"rank 2 in call 300 \(recv peer 3\)"):
+        replay(rec, build_network(topo), sequential(4, topo), piece_rows=100)
+
+
+def test_window_integers_are_narrowed_only_where_every_value_fits():
+    from topoplan.sim.pieces import _narrow
+
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        fits = np.array([info.min, -1, 0, info.max], dtype=np.int64)
+        assert _narrow(fits).dtype == dt and _narrow(fits).tolist() == fits.tolist()
+        for over in ([info.min - 1, 0], [0, info.max + 1]):
+            got = _narrow(np.array(over, dtype=np.int64))
+            assert got.dtype.itemsize > np.dtype(dt).itemsize and got.tolist() == over
+    big = np.array([-(2 ** 40), 2 ** 62], dtype=np.int64)
+    assert _narrow(big).dtype == np.int64 and _narrow(big).tolist() == big.tolist()
+
+
+# --------------------------------------------------------------------------- pieces of about one compiled size
+
+def _in_trace_order(parts):
+    """The pieces' rows put back in the trace's order (by rank, each rank's pieces one after the other)."""
+    rank = np.concatenate([p.rank for p in parts])
+    order = np.argsort(rank, kind="stable")
+    return {c: np.concatenate([getattr(p, c) for p in parts])[order]
+            for c in ("rank", "op", "peer", "bytes", "comm", "tag", "t_start")}
+
+
+@pytest.mark.parametrize("spec", ["npb:kernel=mg,class=S,np=16,iters=2", "npb:kernel=lu,class=S,np=16,iters=2",
+                                  "npb:kernel=is,class=S,np=32", "ring:np=5,bytes=1KB,iters=3"])
+@pytest.mark.parametrize("rows", [1, 97, 1000, None])
+def test_pieces_cut_by_weight_hold_every_row_once_in_order(spec, rows):
+    from topoplan.sim.compiler import row_weights
+    from topoplan.sim.pieces import TracePieces
+
+    rec = record_spec(spec)
+    whole = rec.build()
+    for parts in (list(rec.pieces(max_rows=rows, weight=row_weights)),
+                  list(TracePieces(whole).pieces(max_rows=rows, weight=row_weights))):
+        assert sum(len(p) for p in parts) == len(whole)
+        got = _in_trace_order(parts)
+        for col, values in got.items():
+            np.testing.assert_array_equal(values, getattr(whole, col), err_msg=col)
+
+
+def test_pieces_of_collectives_hold_fewer_rows_by_weight():
+    from topoplan.sim.compiler import row_weights
+    from topoplan.sim.pieces import TracePieces
+    from topoplan.traffic.trace import OP_CODE
+
+    rec = record_spec("npb:kernel=mg,class=S,np=16,iters=2")
+    for source in (rec, TracePieces(rec.build())):
+        plain = list(source.pieces(max_rows=300))
+        weighed = list(source.pieces(max_rows=300, weight=row_weights))
+        assert len(weighed) > len(plain)
+    w = row_weights(np.array([OP_CODE["send"], OP_CODE["allreduce"], OP_CODE["bcast"], OP_CODE["alltoall"]]),
+                    np.array([1, 1, 1024, 1024]))
+    assert w.tolist() == [1.0, 2.0, 20.0, 1.0]    # at least one step; 10 of 1,024 ranks; all-to-all: a row
+
+
 # --------------------------------------------------------------------------- a trace read whole, cut in pieces
 
 def _trace_both(trace, net, pl, rows, **kw):

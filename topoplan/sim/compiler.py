@@ -18,7 +18,38 @@ from topoplan.traffic import limits
 from topoplan.traffic.collectives import PEER_STEP_OPS, check_peer_step_messages, peer_messages
 from topoplan.traffic.trace import OP_CODE, OPS, Trace
 
-__all__ = ["Compiler", "compile_program"]
+__all__ = ["Compiler", "compile_program", "row_weights"]
+
+# collectives whose MPICH schedules take about log2(p) steps (a send and a receive each)
+_LOG_STEP_OPS = tuple(OP_CODE[name] for name in ("bcast", "reduce", "allreduce", "barrier"))
+
+
+def row_weights(op: np.ndarray, comm_size: np.ndarray) -> np.ndarray:
+    """About what each trace row adds to a compiled program, in point-to-point calls (one micro-op each): a
+    bcast, reduce, allreduce or barrier over ``p`` ranks ``2 ceil(log2 p)`` (its steps of a micro-op and two
+    entries each), any other row 1. A replay in pieces cuts the trace by this weight, so a piece of
+    collectives compiles to about the size of a piece of point-to-point calls.
+
+    Parameters
+    ----------
+    op : array of int
+        Op codes of the rows (:data:`topoplan.traffic.trace.OP_CODE`).
+    comm_size : array of int
+        Their communicators' sizes.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Examples
+    --------
+    >>> row_weights(np.array([OP_CODE["isend"], OP_CODE["allreduce"], OP_CODE["barrier"]]),
+    ...             np.array([256, 256, 5])).tolist()
+    [1.0, 16.0, 6.0]
+    """
+    op, size = np.asarray(op), np.asarray(comm_size)
+    steps = np.ceil(np.log2(np.maximum(size, 2).astype(np.float64)))
+    return np.where(np.isin(op, _LOG_STEP_OPS), np.maximum(2.0 * steps, 1.0), 1.0)
 
 
 class Compiler:
@@ -165,7 +196,13 @@ class Compiler:
         reqkind = np.full(n_ops, -1, dtype=np.int64)
         reqkind[at] = trace.req[single]
         mgap = np.zeros(n_ops)
-        mgap[ptr[:-1][count > 0]] = gap[count > 0]
+        called = count > 0
+        mgap[ptr[:-1][called]] = gap[called]
+        # each rank's computation: its calls' gaps, added in call order (as the reference adds them), after
+        # those of the earlier pieces (kept when the piece compiles)
+        compute_s = np.bincount(np.concatenate([np.arange(n), trace.rank[called]]),
+                                weights=np.concatenate([self.compute_s, gap[called]]), minlength=n)
+        del count, single, at, gap, called   # (what the piece holds at its peak, below, is its program)
         # collective steps: entries (peer, bytes, is_send), receives first
         e_count = np.zeros(n_ops, dtype=np.int64)
         e_peer, e_bytes, e_send = [], [], []
@@ -184,6 +221,7 @@ class Compiler:
         e_send = np.concatenate(e_send) if e_send else np.zeros(0, dtype=np.int64)
         e_ptr = np.zeros(n_ops + 1, dtype=np.int64)
         np.cumsum(e_count, out=e_ptr[1:])
+        del e_count
         # send sites and their route classes
         rank_end = ptr[bounds[1:]]   # micro-op i belongs to rank searchsorted(rank_end, i, "right")
         p2p_send = np.isin(kind, [program.K_SEND, program.K_ISEND, program.K_SENDRECV])
@@ -194,26 +232,30 @@ class Compiler:
             raise TopoplanError(f"{trace.source}: rank {int(trace.rank[i])} call "
                                 f"{i - int(bounds[trace.rank[i]]) + int(self.calls_before[trace.rank[i]])} "
                                 f"({OPS[op[i]]}): field 'peer': {int(trace.peer[i])} is not a rank of 0..{n - 1}")
-        e_owner = np.repeat(np.arange(n_ops), e_count)
-        s_src = node[np.searchsorted(rank_end, np.concatenate([np.flatnonzero(p2p_send), e_owner[e_send == 1]]),
-                                     side="right")]
-        s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_send == 1]]])
-        s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_send == 1]])
+        n_recvs = int(p2p_recv.sum())
+        del p2p_recv, bad
+        e_sends = e_send == 1
+        e_owner = np.searchsorted(e_ptr, np.flatnonzero(e_sends), side="right") - 1   # the step of each send entry
+        s_src = node[np.searchsorted(rank_end, np.concatenate([np.flatnonzero(p2p_send), e_owner]), side="right")]
+        del e_owner
+        s_dst = np.concatenate([node[peer[p2p_send]], node[e_peer[e_sends]]])
+        s_bytes = np.concatenate([nbytes[p2p_send], e_bytes[e_sends]])
         inv = self._classes(s_src, s_dst, s_bytes)
+        del s_src, s_dst, s_bytes
+        n_sends = int(p2p_send.sum())
         cls = np.full(n_ops, -1, dtype=np.int64)
-        cls[p2p_send] = inv[: int(p2p_send.sum())]
+        cls[p2p_send] = inv[:n_sends]
+        del p2p_send
         e_cls = np.full(len(e_peer), -1, dtype=np.int64)
-        e_cls[e_send == 1] = inv[int(p2p_send.sum()):]
-        n_msgs = int(p2p_send.sum() + (e_send == 1).sum())
-        n_reqs = int(p2p_send.sum() + p2p_recv.sum() + len(e_send))
+        e_cls[e_sends] = inv[n_sends:]
+        del inv
+        n_msgs = int(n_sends + e_sends.sum())
+        n_reqs = int(n_sends + n_recvs + len(e_send))
+        del e_sends
         if gen_rows:
             n_msgs += int(sum(g[1] - 1 for g in gen_rows))
             n_reqs += int(sum(2 * (g[1] - 1) for g in gen_rows))
             self.gen_rows.extend(gen_rows)
-        # each rank's computation: its calls' gaps, added in call order (as the reference adds them), after
-        # those of the earlier pieces
-        compute_s = np.bincount(np.concatenate([np.arange(n), trace.rank[count > 0]]),
-                                weights=np.concatenate([self.compute_s, gap[count > 0]]), minlength=n)
         self.compute_s = compute_s
         if self.pieces:   # what check_sends_matched checks, over every piece
             sent, received = sends_and_receives(trace)

@@ -16,7 +16,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.sim import program
 from topoplan.sim._engine import run_core
-from topoplan.sim.compiler import Compiler, compile_program
+from topoplan.sim.compiler import Compiler, compile_program, row_weights
 from topoplan.sim.engines import REL_TOL
 from topoplan.sim.maxmin import timeline_from_samples, timeline_max_intervals
 from topoplan.sim.replay_common import ReplayResult, blocked_message, check_marks, check_matched, marks_by_rank
@@ -102,45 +102,64 @@ class Window:
     ENTRIES = (10, 11, 12, 13)         # per entry: e_peer, e_bytes, e_send, e_cls
 
     def __init__(self, prog, call, call_op, call_peer):
-        self.prog, self.call, self.call_op, self.call_peer = prog, call, call_op, call_peer
+        self.prog = prog
+        # (for error messages only: held in the narrowest integers that hold them)
+        self.call, self.call_op, self.call_peer = _narrow(call), _narrow(call_op), _narrow(call_peer)
 
     @classmethod
     def of_piece(cls, pg: dict, trace: Trace) -> "Window":
         ptr, bounds = pg["ptr"], pg["bounds"]
-        row = np.searchsorted(ptr, np.arange(int(ptr[-1])), side="right") - 1     # the call of every micro-op
+        row = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))      # the call of every micro-op
         rank = trace.rank[row]
         call = row - bounds[rank] + pg["calls_before"][rank]
+        del rank
         return cls(pg["prog"], call, trace.op[row], trace.peer[row])
 
     def extend(self, nxt: "Window", R) -> "Window":
         """This window's micro-ops not yet run, then ``nxt``'s, per rank; moves the program counters in ``R``
-        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept)."""
-        a, b = self.prog, nxt.prog
+        (a streamed collective in progress keeps its ``GEN``; a computation gap already slept stays slept).
+
+        The window is rebuilt in place, an array at a time (each old one let go as its new one is made), so
+        memory holds the old window and the new one only an array's worth at a time; ``nxt`` is consumed.
+        Returns this window."""
+        prog, b = list(self.prog), nxt.prog
+        self.prog = None
         pc = R[program.R_PC]
-        keep = np.minimum(pc - (R[program.R_STEP] > 0), a[1])
-        a_len, b_len = a[1] - keep, b[1] - b[0]
-        n_a = len(a[2])
+        keep = np.minimum(pc - (R[program.R_STEP] > 0), prog[1])
+        a_len, b_len = prog[1] - keep, b[1] - b[0]
+        n_a = len(prog[2])
         new_len = a_len + b_len
         lo = np.zeros(len(pc), dtype=np.int64)
         np.cumsum(new_len[:-1], out=lo[1:])
         idx = ranges(np.stack([keep, b[0] + n_a], axis=1).ravel(), np.stack([a_len, b_len], axis=1).ravel())
-        prog = list(a)
-        prog[0], prog[1] = lo, lo + new_len
-        for k in self.OPS:
-            prog[k] = np.concatenate([a[k], b[k]])[idx]
-        e_cnt = np.concatenate([np.diff(a[9]), np.diff(b[9])])[idx]
-        e_from = np.concatenate([a[9][:-1], b[9][:-1] + len(a[10])])[idx]
+        del a_len, b_len
+        e_ptr_a = prog[9]
+        e_cnt = np.concatenate([np.diff(e_ptr_a), np.diff(b[9])])[idx]
+        e_from = np.concatenate([e_ptr_a[:-1], b[9][:-1] + len(prog[10])])[idx]
+        del e_ptr_a
+        prog[9] = None
         e_idx = ranges(e_from, e_cnt)
+        del e_from
         for k in self.ENTRIES:
-            prog[k] = np.concatenate([a[k], b[k]])[e_idx]
+            prog[k] = _joined(prog, k, b[k], e_idx)
+        del e_idx
         prog[9] = np.zeros(len(idx) + 1, dtype=np.int64)
         np.cumsum(e_cnt, out=prog[9][1:])
+        del e_cnt
+        for k in self.OPS:
+            prog[k] = _joined(prog, k, b[k], idx)
         gd = R[program.R_GAPDONE]
         R[program.R_GAPDONE] = np.where(gd >= keep, gd - keep + lo, -1)
         R[program.R_PC] = lo + (pc - keep)
-        return Window(tuple(prog), np.concatenate([self.call, nxt.call])[idx],
-                       np.concatenate([self.call_op, nxt.call_op])[idx],
-                       np.concatenate([self.call_peer, nxt.call_peer])[idx])
+        prog[0], prog[1] = lo, lo + new_len
+        self.prog = tuple(prog)
+        del prog
+        calls = [self.call, self.call_op, self.call_peer]
+        self.call = self.call_op = self.call_peer = None
+        self.call, self.call_op, self.call_peer = (_narrow(_joined(calls, k, x, idx)) for k, x in
+                                                   enumerate((nxt.call, nxt.call_op, nxt.call_peer)))
+        nxt.prog = nxt.call = nxt.call_op = nxt.call_peer = None
+        return self
 
     def blocked_at(self, r: int, pc: int, blocked: bool) -> str:
         """Where rank ``r`` (at micro-op ``pc``) stopped, as the deadlock message names it."""
@@ -150,6 +169,40 @@ class Window:
             op = OPS[self.call_op[i]] if self.call_op[i] >= 0 else "unknown"
             return f"rank {r} in call {int(self.call[i])} ({op} peer {int(self.call_peer[i])})"
         return f"rank {r} in call -1 (unknown peer -1)"
+
+
+def _joined(held: list, k: int, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``concatenate([a, b])[idx]`` for ``a = held[k]``, which is let go (``held[k]`` becomes None) once
+    copied, before the gather: the micro-ops (or entries) ``idx`` of ``a`` then ``b``."""
+    a = held[k]
+    held[k] = None
+    n_a = len(a)
+    both = np.empty(n_a + len(b), dtype=np.result_type(a, b))
+    both[:n_a] = a
+    del a
+    both[n_a:] = b
+    return both[idx]
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """Integers ``a`` in the narrowest of int8, int16, int32 and int64 that holds every value.
+
+    Examples
+    --------
+    >>> _narrow(np.array([-1, 17], dtype=np.int64)).dtype.name
+    'int8'
+    >>> _narrow(np.array([0, 2**31], dtype=np.int64)).dtype.name     # beyond int32: kept wide
+    'int64'
+    >>> _narrow(np.zeros(0, dtype=np.int64)).dtype.name
+    'int8'
+    """
+    a = np.asarray(a)
+    lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return a if a.dtype == t else a.astype(t)
+    return a if a.dtype == np.int64 else a.astype(np.int64)
 
 
 class TracePieces:
@@ -248,17 +301,40 @@ class TracePieces:
         """Rows of the trace per rank."""
         return self._per_rank.copy()
 
-    def pieces(self, max_rows: int | None = None):
+    def pieces(self, max_rows: int | None = None, weight=None):
         """The trace in pieces of about ``max_rows`` rows (one piece without a limit); every piece is a
-        :class:`~topoplan.traffic.trace.Trace` over all the ranks."""
+        :class:`~topoplan.traffic.trace.Trace` over all the ranks. With ``weight`` (as for
+        :meth:`topoplan.traffic.builder.TraceBuilder.pieces`: op codes and communicator sizes to each row's
+        count) the pieces hold about ``max_rows`` of those counts.
+
+        Examples
+        --------
+        >>> from topoplan.traffic.generators import parse_spec
+        >>> tp = TracePieces(parse_spec("npb:kernel=mg,class=S,np=4"))   # cut where its collectives let it be
+        >>> [len(p) for p in tp.pieces(max_rows=1434)]
+        [1436, 4288, 12]
+        >>> [len(p) for p in tp.pieces(max_rows=1434, weight=row_weights)]   # its allreduces count 4 rows each
+        [1368, 316, 4040, 12]
+        """
         per = self._per_rank
-        k = 1 if not max_rows else max(1, -(-self.rows // max(int(max_rows), 1)))
+        t = self.trace
+        if weight is None or self._cuts is None:   # (no collectives: every row counts one)
+            load = cum = None
+            total_load = self.rows
+        else:
+            cum = np.concatenate([[0.0], np.cumsum(weight(t.op, t.comm_size))])   # the rows' load so far
+            total_load = float(cum[-1])
+        k = 1 if not max_rows else max(1, -(-int(np.ceil(total_load)) // max(int(max_rows), 1)))
         if self._cuts is None:   # no collectives: nearly equal runs of every rank's rows
             bounds = [per * j // k for j in range(k + 1)]
         else:
-            total = self._cuts.sum(axis=0)
-            want = np.searchsorted(total, self.rows * np.arange(1, k) / k)
-            pick = np.unique(want[want < len(total)])
+            if cum is None:
+                load = self._cuts.sum(axis=0)
+            else:     # the load before every cut: each rank's rows before it
+                first = self._first[:, None]
+                load = (cum[first + self._cuts] - cum[first]).sum(axis=0)
+            want = np.searchsorted(load, total_load * np.arange(1, k) / k)
+            pick = np.unique(want[want < len(load)])
             bounds = [np.zeros_like(per), *(self._cuts[:, j] for j in pick), per]
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if (hi > lo).any() or len(bounds) == 2:
@@ -271,6 +347,7 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     (:meth:`~topoplan.traffic.generators.Recording.pieces`), or a trace's (:class:`TracePieces`). The compiled
     loop runs a window of micro-ops and stops when a rank needs the next piece, which is compiled and added
     while the run waits (nothing of the run's time passes), so the results are those of the whole trace.
+    ``max_rows`` counts the rows by :func:`~topoplan.sim.compiler.row_weights` (what they compile to).
 
     Examples
     --------
@@ -289,7 +366,7 @@ def replay_pieces(source, net, placement, *, eager_threshold_B, compute_scale, t
     n = source.n_ranks
     left = np.asarray(source.rows_per_rank(), dtype=np.int64).copy()
     comp = Compiler(net, placement, n, compute_scale=compute_scale, thresholds=thresholds, pieces=True)
-    pieces = iter(source.pieces(max_rows))
+    pieces = iter(source.pieces(max_rows, weight=row_weights))   # pieces of about one compiled size
 
     def load() -> Window:
         tr = next(pieces, None)

@@ -105,7 +105,9 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
         the result, in the same order). Phases on a timeline are their first calls' marks.
     piece_rows : int, optional
         Rows per piece of a Recording, or of a trace with more rows (default
-        :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS`; a trace with ``marks`` runs whole).
+        :data:`~topoplan.traffic.limits.REPLAY_PIECE_ROWS`; a trace with ``marks`` runs whole). A piece's
+        rows are counted by what they compile to (:func:`topoplan.sim.compiler.row_weights`: a row of an
+        allreduce over 256 ranks counts 16), so pieces of collectives hold fewer rows.
 
     Returns
     -------

@@ -289,7 +289,7 @@ class TraceBuilder:
         limits.check_generated_memory(self.rows, self.n)
         return self._trace(self._fill(list(_walk(self._items)), self.rows), source, communicators)
 
-    def pieces(self, source: str, communicators=None, max_rows: int | None = None):
+    def pieces(self, source: str, communicators=None, max_rows: int | None = None, weight=None):
         """The trace of :meth:`build` in pieces of about ``max_rows`` rows, without ever holding all of it.
 
         Each piece is a validated :class:`Trace` over all ``n_ranks`` ranks
@@ -306,20 +306,44 @@ class TraceBuilder:
             As for :meth:`build`.
         max_rows : int, optional
             Rows per piece; default :data:`~topoplan.traffic.limits.PIECE_ROWS`.
+        weight : callable, optional
+            Counts a row as ``weight(op, comm_size)`` rows instead of one (given and returning arrays, one
+            entry per row: op codes and communicator sizes), so that pieces of costly rows hold fewer of them.
 
         Yields
         ------
         Trace
             At least one (empty when nothing was recorded).
+
+        Examples
+        --------
+        >>> b = TraceBuilder(2)
+        >>> m = b.mark(); b.add([0], "send", peer=1, nbytes=8); b.add([1], "recv", peer=0, nbytes=8)
+        >>> b.add([0, 1], "barrier"); b.repeat(m, 4)
+        >>> [len(p) for p in b.pieces("demo", max_rows=8)]
+        [8, 8]
+        >>> heavy = lambda op, size: numpy.where(op == OP_CODE["barrier"], 3.0, 1.0)
+        >>> [len(p) for p in b.pieces("demo", max_rows=8, weight=heavy)]   # a barrier's row counts 3
+        [4, 4, 4, 4]
         """
         max_rows = limits.PIECE_ROWS if max_rows is None else max(int(max_rows), 1)
-        buf, rows, done = [], 0, False
+        weights: dict = {}     # per recorded block (a repeated block is walked again): its rows' weight
+        buf, rows, load, done = [], 0, 0.0, False
         for block in _walk(self._items):
             buf.append(block)
-            rows += block[0].rows
-            if rows >= max_rows:
+            leaf = block[0]
+            rows += leaf.rows
+            if weight is None:
+                load += leaf.rows
+            else:
+                w = weights.get(id(leaf))
+                if w is None:
+                    size = numpy.broadcast_to(numpy.asarray(leaf.size, dtype=numpy.int64), (leaf.rows,))
+                    w = weights[id(leaf)] = float(numpy.sum(weight(numpy.full(leaf.rows, leaf.op), size)))
+                load += w
+            if load >= max_rows:
                 yield self._trace(self._fill(buf, rows), source, communicators)
-                buf, rows, done = [], 0, True
+                buf, rows, load, done = [], 0, 0.0, True
         if buf or not done:
             yield self._trace(self._fill(buf, rows), source, communicators)
 

@@ -652,10 +652,11 @@ class Recording(NamedTuple):
         except TopoplanError as exc:
             raise self._wrap(exc) from None
 
-    def pieces(self, max_rows: int | None = None):
-        """The trace in pieces of about ``max_rows`` rows (:meth:`TraceBuilder.pieces`)."""
+    def pieces(self, max_rows: int | None = None, weight=None):
+        """The trace in pieces of about ``max_rows`` rows, each row counted as ``weight`` tells
+        (:meth:`TraceBuilder.pieces`)."""
         try:
-            yield from self.builder.pieces(self.source, self.communicators, max_rows)
+            yield from self.builder.pieces(self.source, self.communicators, max_rows, weight)
         except TopoplanError as exc:
             raise self._wrap(exc) from None
 
