@@ -60,17 +60,21 @@ sysdeps:
 	  fi; \
 	fi
 
-# SimGrid 3.32 (Debian python3-simgrid, for the system interpreter /usr/bin/python3): the peer that
-# benchmarks/bench_sim.py measures in the same run. Installed when we are root and it is missing; the
-# benchmark says so in one line and runs without it otherwise.
+# SimGrid 3.32 (Debian python3-simgrid, for the system interpreter /usr/bin/python3; libsimgrid-dev for
+# smpirun and its trace replay program): the peers that benchmarks/bench_sim.py and bench_replay.py measure
+# in the same run. Installed when we are root and they are missing; the benchmarks say so in one line and run
+# without them otherwise.
 benchdeps:
-	@if /usr/bin/python3 -c "import simgrid" 2>/dev/null; then :; \
+	@need=""; \
+	/usr/bin/python3 -c "import simgrid" 2>/dev/null || need=" python3-simgrid"; \
+	[ -x /usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain ] && command -v smpirun >/dev/null || need="$$need libsimgrid-dev"; \
+	if [ -z "$$need" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-simgrid >/dev/null) \
-	    || echo "warning: could not install python3-simgrid (the benchmark runs without SimGrid)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need >/dev/null) \
+	    || echo "warning: could not install$$need (the benchmarks run without SimGrid or SMPI)"; \
 	else \
-	  echo "warning: python3-simgrid is missing and cannot be installed here (not root or no apt-get);" \
-	       "the benchmark runs without SimGrid"; \
+	  echo "warning:$$need missing and cannot be installed here (not root or no apt-get);" \
+	       "the benchmarks run without SimGrid or SMPI"; \
 	fi
 
 # (the event loop's build is refreshed when one exists and its sources changed; make demo alone builds none)
