@@ -205,3 +205,20 @@ def test_a_relay_chunk_with_store_and_forward_relays_is_refused(args, chunk, ref
     else:
         assert code == 0, err
         assert out.exists()
+
+
+@pytest.mark.parametrize("args, when", [
+    (("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential"), "with --simulate or --score simulated"),
+    (("bcast", "-t", "paper000", "-a", "gen:nodes=4", "--no-simulate"), "without --no-simulate"),
+    (("compare", "circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--methods", "none,sp"), "with --simulate"),
+    (("phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB"), "with --simulate or --score simulated"),
+])
+@pytest.mark.parametrize("option", [("--model", "paper"), ("--relay", "store-and-forward"), ("--relay-chunk", "1MiB"),
+                                    ("--paper-contention", "device")])
+def test_a_network_model_option_of_a_run_that_simulates_nothing_is_refused(args, when, option, run_cli, tmp_path):
+    """`place --model paper` without --simulate (and the like) was ignored without a word."""
+    out = tmp_path / "r.json"
+    code, stdout, err = run_cli(*args, *option, "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err == (f"error: {option[0]}: the network model of a simulation, and this run simulates nothing "
+                   f"(it does {when})\n")

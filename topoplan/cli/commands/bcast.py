@@ -52,11 +52,12 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
     from topoplan.core.errors import TopoplanError
     from topoplan.core.topology_io import load_topology
 
-    smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     if no_simulate and score == "simulated":
         raise TopoplanError("--score simulated simulates the orders: it cannot be used with --no-simulate")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention,
+                       unused="without --no-simulate" if no_simulate else None)
     if tree in TREES:   # (an unknown tree is the library's error)
         for flag, given in (("--k", k), ("--short-msg", short_msg), ("--long-msg", long_msg)):
             if given is not None and tree not in TREE_OPTIONS[flag]:

@@ -229,7 +229,7 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     if twice:   # one row per method: a second run would only repeat the first (and ilp's or anneal's time)
         raise TopoplanError(f"--methods {methods!r}: {twice[0]} named twice")
     ilp_opts = _ilp_options(method_list, solver=solver, formulation=formulation)
-    smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    smodel = sim_model(model, relay, relay_chunk, paper_contention, unused=None if simulate else "with --simulate")
     with working("compare circuits"):   # progress on a terminal
         topo, trace, tr, prob, _ = _problem(topology, sets, traffic, placement, threshold, hop_limit,
                                             max_circuits, steps)   # no deadline here: the steps are found

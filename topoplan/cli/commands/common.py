@@ -149,14 +149,22 @@ ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only:
 
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
-              paper_contention: Optional[str] = None):
+              paper_contention: Optional[str] = None, *, unused: str | None = None):
     """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags.
 
     A --relay-chunk given with --relay store-and-forward (whole messages, no chunks) is refused rather than
-    ignored."""
+    ignored; so is any of the flags when the command simulates nothing: ``unused`` then says when it would
+    (e.g. ``"with --simulate or --score simulated"``)."""
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import parse_size
     from topoplan.sim.simmodel import SimModel
+
+    if unused is not None:
+        given = [f for f, v in (("--model", model), ("--relay", relay), ("--relay-chunk", relay_chunk),
+                                ("--paper-contention", paper_contention)) if v is not None]
+        if given:
+            raise TopoplanError(f"{given[0]}: the network model of a simulation, and this run simulates nothing "
+                                f"(it does {unused})")
 
     try:
         chunk = parse_size(relay_chunk, "relay_chunk_B") if relay_chunk is not None else None

@@ -75,7 +75,8 @@ def phases_cmd(
 
     from topoplan.core.progress import report
 
-    smodel = sim_model(model, relay, relay_chunk, paper_contention)   # of --simulate and --score simulated
+    smodel = sim_model(model, relay, relay_chunk, paper_contention,   # of --simulate and --score simulated
+                       unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working("phases"):   # progress on a terminal
         topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
         if trace is None:

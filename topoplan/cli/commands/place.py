@@ -56,9 +56,10 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
 
     from topoplan.core.errors import TopoplanError
 
-    smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
+    smodel = sim_model(model, relay, relay_chunk, paper_contention,
+                       unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working(f"place -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
         topo = load_topology(topology, sets or [])
         trace, tr = load_source(traffic)
