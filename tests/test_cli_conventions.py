@@ -222,3 +222,22 @@ def test_a_network_model_option_of_a_run_that_simulates_nothing_is_refused(args,
     assert (code, stdout) == (2, "") and not out.exists()
     assert err == (f"error: {option[0]}: the network model of a simulation, and this run simulates nothing "
                    f"(it does {when})\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--threshold", "xx"), "--threshold: cannot read size 'xx'"),
+    (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--timeline", "-1s"),
+     "--timeline: time must be non-negative, got '-1s'"),
+    (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--eager", "xx"), "--eager: cannot read size 'xx'"),
+    (("circuits", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--threshold", "xx"), "--threshold: cannot read size 'xx'"),
+    (("analyze", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--threshold", "-1"),
+     "--threshold: size must be non-negative, got '-1'"),
+    (("bound", "alltoall", "-t", "kcomputer", "--bytes", "-5"), "--bytes: size must be non-negative, got '-5'"),
+    (("phases", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--window", "xx"), "--window: cannot read time 'xx'"),
+    (("cost", "--ocs-fraction", "2"), "--ocs-fraction: must be in [0, 1], got 2.0"),
+    (("cost", "--eps-switch-power", "-1"), "--eps-switch-power: must be a finite non-negative number, got -1.0"),
+])
+def test_a_bad_option_value_is_named_by_its_flag(args, message, run_cli):
+    """These options were named by the library's fields ("field 'threshold'", "field 'ocs_fraction'")."""
+    code, stdout, err = run_cli(*args)
+    assert (code, stdout, err) == (2, "", f"error: {message}\n")

@@ -46,7 +46,10 @@ def _split(text, kind: str, field: str | None):
 
 
 def _label(field):
-    return f"field '{field}': " if field else ""
+    """How an error names what it read: ``field 'x': `` for a field, ``--x: `` for a command-line flag."""
+    if not field:
+        return ""
+    return f"{field}: " if str(field).startswith("--") else f"field '{field}': "
 
 
 def _prefix(unit: str, base_units: tuple[str, ...]):

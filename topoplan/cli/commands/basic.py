@@ -120,7 +120,7 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
     from topoplan.traffic.sources import load_inputs
 
     topo, _, tr, pl = load_inputs(topology, sets, traffic, placement)
-    thr = parse_size(threshold, "threshold") if threshold is not None else None
+    thr = parse_size(threshold, "--threshold") if threshold is not None else None
     res = analyze(topo, tr, pl, thr, pairs=pairs or ("large" if threshold is not None else "any"))
     d = {"topology": topo.name, "traffic": traffic, "placement": placement, **res.to_dict()}
     emit(d, json_mode, output)

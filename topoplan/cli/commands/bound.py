@@ -36,7 +36,7 @@ def alltoall_cmd(
     from topoplan.core.topology_io import load_topology
 
     topo = load_topology(topology, sets or [])
-    m = parse_size(nbytes, "bytes")
+    m = parse_size(nbytes, "--bytes")
     res = {"topology": topo.name, **bound_details(topo, m)}
     algos = []
     if sim_mode not in ("replay", "rounds"):

@@ -86,7 +86,7 @@ def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circu
     from topoplan.traffic.sources import load_inputs
 
     topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
-    thr = parse_size(threshold, "threshold") if threshold is not None else None
+    thr = parse_size(threshold, "--threshold") if threshold is not None else None
     st = note = None
     if steps and trace is not None:
         st, note = steps_within_limit(traffic, trace)

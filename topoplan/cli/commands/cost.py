@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import JsonOpt, OutOpt, SetOpt, console, emit
+from topoplan.cli.commands.common import JsonOpt, OutOpt, SetOpt, console, emit, flag_names
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +36,7 @@ def cost_cmd(
 ) -> None:
     """Equations (1)-(5) of 003: what a fat tree and a half-OCS hybrid add to an EPS-only tree (power, price)."""
     from topoplan.analysis.cost import CostParams, network_costs, params_from_topology
+    from topoplan.core.errors import TopoplanError
 
     given = {"nodes": nodes, "lower_switches": lower, "upper_switches": upper, "ocs_fraction": ocs_fraction}
     rest = dict(ocs_switches=ocs_switches, ocs_switch_ports=ocs_switch_ports,
@@ -47,10 +48,14 @@ def cost_cmd(
     if topology is not None:
         from topoplan.core.topology_io import load_topology
 
-        p = params_from_topology(load_topology(topology, sets or []), **overrides, **rest)
-    else:
-        p = CostParams(**overrides, **rest)
-    res = network_costs(p)
+        topo = load_topology(topology, sets or [])
+    try:   # the library names its fields; name the flags
+        p = params_from_topology(topo, **overrides, **rest) if topology is not None else CostParams(**overrides,
+                                                                                                    **rest)
+        res = network_costs(p)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {k: v for k, v in COST_FLAGS.items()
+                                                if topology is None or k not in TOPOLOGY_FIELDS or k in overrides})) from None
     emit(res, json_mode, output)
     if json_mode:
         return
@@ -64,3 +69,14 @@ def cost_cmd(
         con.print(f"{label}: {r['formula']}{price}")
     con.print(f"lower power: {res['cheaper_in_power'].replace('_', ' ')}"
               + (f"; lower cost: {res['cheaper_in_cost'].replace('_', ' ')}" if res["cheaper_in_cost"] else ""))
+
+
+# The cost model's fields and the flags that set them (a field a --topology gave is named as a field).
+COST_FLAGS = {"nodes": "--nodes", "lower_switches": "--lower-switches", "upper_switches": "--upper-switches",
+              "ocs_fraction": "--ocs-fraction", "ocs_switches": "--ocs-switches",
+              "ocs_switch_ports": "--ocs-switch-ports", "eps_switch_power_W": "--eps-switch-power",
+              "eps_nic_power_W": "--eps-nic-power", "ocs_nic_power_W": "--ocs-nic-power",
+              "ocs_switch_power_W": "--ocs-switch-power", "eps_switch_price": "--eps-switch-price",
+              "eps_nic_price": "--eps-nic-price", "ocs_nic_price": "--ocs-nic-price",
+              "ocs_switch_price": "--ocs-switch-price"}
+TOPOLOGY_FIELDS = ("nodes", "lower_switches", "upper_switches", "ocs_fraction")

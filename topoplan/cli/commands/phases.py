@@ -81,7 +81,7 @@ def phases_cmd(
         topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
         if trace is None:
             raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
-        win = parse_time(window, "window_s") if window is not None else None
+        win = parse_time(window, "--window") if window is not None else None
         report(stage="detecting phases")
         try:
             ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
@@ -95,7 +95,7 @@ def phases_cmd(
 
             from topoplan.sim.steps import StepClockLimit
 
-            build = dict(setup_s=parse_time(setup, "setup_s") if setup else None, blackout=blackout, score=score,
+            build = dict(setup_s=parse_time(setup, "--setup") if setup else None, blackout=blackout, score=score,
                          sim_model=smodel)
             limit = steps_time_limit() if steps else None
             try:

@@ -30,7 +30,7 @@ def report_cmd(
 
     if frames < 1:
         raise TopoplanError(f"--frames: must be at least 1, got {frames}")
-    at_s = parse_time(at, "at") if at else None
+    at_s = parse_time(at, "--at") if at else None
     from topoplan.core.io import output_group
 
     with working("report"), output_group():   # progress on a terminal; the page and the PNG: both or neither

@@ -74,11 +74,11 @@ def simulate_cmd(
 
             plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
             check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
-        thr = parse_size(threshold, "threshold") if threshold else None
-        dt = parse_time(timeline, "timeline") if timeline else None
+        thr = parse_size(threshold, "--threshold") if threshold else None
+        dt = parse_time(timeline, "--timeline") if timeline else None
         from topoplan.sim.replay import check_options
 
-        eager_B = parse_size(eager, "eager")
+        eager_B = parse_size(eager, "--eager")
         check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
         made_for = None
         if plan is not None:
