@@ -225,7 +225,8 @@ def test_a_network_model_option_of_a_run_that_simulates_nothing_is_refused(args,
 
 
 @pytest.mark.parametrize("args, message", [
-    (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--threshold", "xx"), "--threshold: cannot read size 'xx'"),
+    (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--threshold", "1MB"),
+     "--threshold: the size from which messages take a plan's circuits; give --circuits"),
     (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--timeline", "-1s"),
      "--timeline: time must be non-negative, got '-1s'"),
     (("simulate", "-t", "paper003", "-T", "ring:np=4,bytes=1MB", "--eager", "xx"), "--eager: cannot read size 'xx'"),

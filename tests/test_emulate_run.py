@@ -235,7 +235,8 @@ def test_cleanup_command(run_cli):
     (["--scale", "1e12"], "--scale: must be positive and below 1e9, got 1e+12"),
     (["--compute-scale", "-1"], "--compute-scale: must be a finite non-negative factor"),
     (["--eager", "-1"], "--eager: size must be non-negative"),
-    (["--threshold", "abc"], "--threshold: cannot read size 'abc'"),
+    (["--threshold", "abc", "--circuits", "x.json"], "--threshold: cannot read size 'abc'"),
+    (["--threshold", "1MB"], "--threshold: the size from which messages take a plan's circuits; give --circuits"),
 ])
 def test_bad_options_are_refused_before_the_inputs_and_named_as_flags(args, match, run_cli, monkeypatch):
     """A bad --scale was refused only after the predictions ran and the programs were compiled, when the

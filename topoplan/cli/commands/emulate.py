@@ -117,6 +117,8 @@ def emulate_cmd(
 
     # the options, before the inputs are read and the predictions run (a bad --scale was found only when the
     # cluster was about to be built), named as flags
+    if threshold is not None and circuits is None:   # (it would be ignored: no message takes a circuit)
+        raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
     try:
         scale = check_scale(DEFAULT_SCALE if scale is None else scale)
         thr = parse_size(threshold, "threshold") if threshold else None

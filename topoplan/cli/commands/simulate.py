@@ -59,6 +59,8 @@ def simulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
+    if threshold is not None and circuits is None:   # (it would be ignored: no message takes a circuit)
+        raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with serial_blas():   # (as above)
         from topoplan.sim.run import simulate_plan
