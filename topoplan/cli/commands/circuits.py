@@ -120,7 +120,8 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     from topoplan.problems.circuits import METHODS, solve
     from topoplan.plans.planfile import plan_document, write_plan
     from topoplan.core import deadline
-    from topoplan.problems.circuits.problem import plan_simulator, simulation_cost_s
+    from topoplan.problems.circuits.problem import plan_simulator
+    from topoplan.problems.result import simulation_cost_s
     from topoplan.core.errors import TopoplanError
     from topoplan.sim.replay import bulk_trace
 

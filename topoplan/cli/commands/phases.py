@@ -19,7 +19,7 @@ FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--thresho
 def schedule_simulation_cost_s(trace, n_phases: int) -> float:
     """Predicted CPU seconds of simulating a schedule over ``n_phases`` phases of ``trace``
     (:func:`topoplan.sim.schedule.simulate_schedule`): one replay of the trace's calls, and a network set up
-    for every segment, at most one a phase (:func:`topoplan.problems.circuits.problem.simulation_cost_s`).
+    for every segment, at most one a phase (:func:`topoplan.problems.result.simulation_cost_s`).
 
     Examples
     --------
@@ -28,7 +28,7 @@ def schedule_simulation_cost_s(trace, n_phases: int) -> float:
     >>> schedule_simulation_cost_s(parse_spec("ring:np=8,bytes=1MB"), 11) > one
     True
     """
-    from topoplan.problems.circuits.problem import REPLAY_FIXED_S, simulation_cost_s
+    from topoplan.problems.result import REPLAY_FIXED_S, simulation_cost_s
 
     return simulation_cost_s(trace) + REPLAY_FIXED_S * max(int(n_phases) - 1, 0)
 

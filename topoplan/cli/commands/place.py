@@ -50,6 +50,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
     """Place ranks on nodes and cores; report inter-switch bytes, hop-weighted bytes and the congestion bound."""
     from topoplan.core import deadline
     from topoplan.problems.placement import METHODS, PlacementProblem, simulated_time, solve
+    from topoplan.problems.result import simulation_cost_s
     from topoplan.sim.replay import bulk_trace
     from topoplan.core.topology_io import load_topology
     from topoplan.traffic.sources import load_source
@@ -84,9 +85,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
             prob = PlacementProblem.build(topo, tr, objective=objective, threshold_B=thr, steps=steps)
             # the simulation of the plan (predicted from the calls it replays) and writing it share the time limit
             sim_s = 0.0
-            if simulate:   # imported here: the prediction's module brings the circuits' (0.5 s), which placing does not need
-                from topoplan.problems.circuits.problem import simulation_cost_s
-
+            if simulate:
                 sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic)))
             write_s = deadline.write_cost_s(prob.n_ranks)   # a placement's table: a row a rank
             with solving(method, time_limit), deadline.reserved(sim_s + write_s):

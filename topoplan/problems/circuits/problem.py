@@ -47,8 +47,8 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import fingerprint
 from topoplan.core.progress import report
 from topoplan.core.placement import Placement, from_nodes, int_array, sequential
-from topoplan.problems.result import (REPLAY_FIXED_S, REPLAY_S_PER_CALL, SIM_TIE_REL, check_inputs,
-                                      check_time_limit, PlanResult, simulation_cost_s, solve_with, strict_options)
+from topoplan.problems.result import (SIM_TIE_REL, check_inputs, check_time_limit, PlanResult, simulation_cost_s,
+                                      solve_with, strict_options)
 from topoplan.core.topology import TreeTopology, check_count, check_number
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.network import build_network
