@@ -74,21 +74,22 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
         from topoplan.core.topology_io import load_topology
 
         topo = load_topology(topology, sets or [])
+    doc = plan_doc(placement)   # read once (None for a CSV placement)
     if topo is None:
-        topo = _recorded_topology(placement)
+        topo = _recorded_topology(placement, doc)
     if topo is not None:   # a placement planned on another machine (or an edited topology file) is refused
-        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+        check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
     if topo is None and hosts is None:
         raise TopoplanError("export needs --hosts or --topology (for host names)")
     names = read_hostfile(hosts, topo.n_nodes if topo is not None else None) if hosts is not None else None
-    pl = _placement(placement, topo if topo is not None else names)
+    pl = _placement(placement, topo if topo is not None else names, doc)
     version = None
     if fmt in ("ompi4", "ompi5"):   # the rankfile option differs between Open MPI 4 and 5: print the installed one's
         from topoplan.traffic.recorder import openmpi_version
 
         version = openmpi_version()
     cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None,
-                 record=_record(placement, topology, sets) if fmt == "json" else None)
+                 record=_record(placement, doc, topology, sets) if fmt == "json" else None)
     con = console()
     con.print(f"wrote {output} ({pl.n_ranks} ranks)")
     if cmd:
@@ -100,11 +101,10 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
 RECORDED = ("method", "seed", "inputs", "topology", "topology_spec", "topology_sets", "traffic")
 
 
-def _record(placement: Path, topology, sets) -> dict:
+def _record(placement: Path, doc, topology, sets) -> dict:
     """What the plan a ``json`` export comes from records (its seed, input fingerprints and topology), so the
-    exported placement is checked against its inputs when read back; ``--topology`` (with ``--set``) names the
-    topology it was exported for."""
-    doc = plan_doc(placement)
+    exported placement is checked against its inputs when read back; ``doc`` is its document (:func:`plan_doc`);
+    ``--topology`` (with ``--set``) names the topology it was exported for."""
     if isinstance(doc, dict) and "rank_to_node" not in doc and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # the placement a schedule was made for
     out = {k: doc[k] for k in RECORDED if k in doc} if isinstance(doc, dict) else {}
@@ -134,12 +134,12 @@ def _launch_note(fmt: str, output: Path, n_ranks: int, version, slots: str) -> s
             f"{launch_command(fmt, output, n_ranks, openmpi=other, slots=slots)}; {what}")
 
 
-def _placement(placement: Path, hosts):
-    """The placement of a placement file, a plan with ``rank_to_node``, or a ``phases --schedule`` document."""
+def _placement(placement: Path, hosts, doc):
+    """The placement of a placement file, a plan with ``rank_to_node``, or a ``phases --schedule`` document;
+    ``doc`` is the file's document (:func:`plan_doc`)."""
     from topoplan.core.errors import TopoplanError
     from topoplan.core.placement import placement_from_doc, read_placement
 
-    doc = plan_doc(placement)
     if isinstance(doc, dict) and "rank_to_node" not in doc:
         sched = doc.get("schedule_result")
         if isinstance(sched, dict) and sched.get("rank_to_node") is not None:   # the placement it was scheduled for
