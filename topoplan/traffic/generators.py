@@ -444,7 +444,7 @@ GENERATORS = {
                       compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
     "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (the phased-circuits workload)",
                            rows=_p("int", REQUIRED, "grid rows", minimum=1),
-                       cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
+                           cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
                            bytes=_p("size", REQUIRED, "message size"),
                            iters=_p("int", 5, "iterations of each", minimum=1)),
     "npb": _gen(npb, "NPB 3.4 MPI skeletons (topoplan/traffic/npb.py)",

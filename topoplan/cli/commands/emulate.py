@@ -121,12 +121,11 @@ def emulate_cmd(
         raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
     try:
         scale = check_scale(DEFAULT_SCALE if scale is None else scale)
-        thr = parse_size(threshold, "threshold") if threshold else None
-        eager_B = parse_size(eager, "eager")
+        thr = parse_size(threshold, "--threshold") if threshold else None
+        eager_B = parse_size(eager, "--eager")
         check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
-    except TopoplanError as e:
-        raise TopoplanError(flag_names(str(e), {"scale": "--scale", "threshold": "--threshold", "eager": "--eager",
-                                                "eager_threshold": "--eager",
+    except TopoplanError as e:   # (the sizes name their flags as simulate's do; the library's checks name fields)
+        raise TopoplanError(flag_names(str(e), {"scale": "--scale", "eager_threshold": "--eager",
                                                 "compute_scale": "--compute-scale"})) from None
 
     given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
