@@ -276,6 +276,11 @@ def _first_calls(doc: dict, n_phases, where: str) -> list | None:
 
 # -- ports ---------------------------------------------------------------------------
 
+def _ocs_ports(index: int, ports_per_node: int) -> list:
+    """The OCS ports of the ``index``-th node of the topology's ``ocs.nodes``, by node port (:data:`PORT_NUMBERING`)."""
+    return [int(index) * int(ports_per_node) + p for p in range(int(ports_per_node))]
+
+
 class _Ports:
     """The OCS ports in use, configuration after configuration (see the module docstring)."""
 
@@ -287,7 +292,7 @@ class _Ports:
         self.busy: dict = {}       # node -> set of node ports in use
 
     def end(self, node: int, node_port: int) -> dict:
-        return {"host": self.hosts[node], "node": node, "port": self.index[node] * self.ppn + node_port,
+        return {"host": self.hosts[node], "node": node, "port": _ocs_ports(self.index[node], self.ppn)[node_port],
                 "node_port": node_port}
 
     def xc(self, a: int, b: int, ports: dict) -> dict:
@@ -506,7 +511,7 @@ def ocs_document(doc: dict, topo, *, hosts: list | None = None, rules: str = "ho
                    "rules": rules, "forwarding_rules": RULES_TEXT[rules], "switch_names": list(labels),
                    "hosts": hosts, "host_switch": sw,
                    "ocs_nodes": [{"node": int(v), "host": hosts[int(v)], "switch": labels[sw[int(v)]],
-                                  "ports": [ports.index[int(v)] * ports.ppn + p for p in range(ports.ppn)]}
+                                  "ports": _ocs_ports(ports.index[int(v)], ports.ppn)}
                                  for v in topo.ocs.nodes]})
     if sched.get("rank_to_node") is not None:
         result["rank_to_node"] = sched["rank_to_node"]
@@ -661,7 +666,7 @@ def _schedule_from_ocs(doc: dict, where: str) -> dict:
     ppn = int(doc["ports_per_node"])
     ports_of: dict = {}   # OCS node -> its OCS ports, numbered as PORT_NUMBERING says
     for i, o in enumerate(doc["ocs_nodes"]):
-        n, want = int(o["node"]), [i * ppn + p for p in range(ppn)]
+        n, want = int(o["node"]), _ocs_ports(i, ppn)
         if not 0 <= n < len(hosts) or o["host"] != hosts[n]:
             raise TopoplanError(f"{where}: field 'ocs_nodes[{i}].host': {o['host']!r} is not the host of node {n}"
                                 + (f" ({hosts[n]})" if 0 <= n < len(hosts) else f" ({len(hosts)} hosts)"))
