@@ -16,7 +16,7 @@ import numpy as np
 
 from topoplan.core.csvtable import empty_cells, read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, output_group
+from topoplan.core.io import atomic_write, is_stdout, output_group
 from topoplan.core.units import MAX_VALUE, ascii_int
 from topoplan.traffic import limits
 
@@ -290,7 +290,7 @@ def write_trace(trace: Trace, path) -> Path | None:
     if all(len(m) == trace.n_ranks and np.array_equal(m, world) for m in trace.communicators.values()):
         trace.write_csv(path)
         return None
-    if str(path) == "-":
+    if is_stdout(path):
         raise TopoplanError("-: the trace has communicators other than MPI_COMM_WORLD, listed in a "
                             "communicators.csv beside the trace file; give a file name")
     buf = io.StringIO()
@@ -315,11 +315,10 @@ def write_trace(trace: Trace, path) -> Path | None:
 def _same_communicators(path: Path, communicators: dict) -> bool:
     """Whether the ``communicators.csv`` at ``path`` lists exactly ``communicators``."""
     try:
-        got = _read_communicators(path) if path.is_file() else None
+        got = _read_communicators(path)   # (nothing when it is not a file)
     except TopoplanError:
         return False
-    return got is not None and set(got) == set(communicators) and \
-        all(np.array_equal(got[c], communicators[c]) for c in got)
+    return set(got) == set(communicators) and all(np.array_equal(got[c], communicators[c]) for c in got)
 
 
 def _num(x: float):
