@@ -679,7 +679,7 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
         # the candidates fit, the starts not back when the method ends are simulated after it; when they do
         # not, the method gets what its own plan's simulation leaves, and a start not back by the end of the
         # limit is not compared.
-        n_cands = 1 + len([n for n in dict.fromkeys((starts or {}).get(method, ())) if n != method and n in methods])
+        n_cands = 1 + len(_starts_run(methods, starts, method))
         beside = n_cands > 1 and forked.available()
         cost_s = float(sim_cost())
         one_s, all_s = deadline.scaled(cost_s), deadline.scaled(n_cands * cost_s)
@@ -703,6 +703,11 @@ def solve_with(methods: Mapping[str, Callable], problem, method: str, *, problem
     return res
 
 
+def _starts_run(methods: Mapping[str, Callable], starts: Mapping[str, tuple] | None, method: str) -> list:
+    """The heuristics ``method`` starts from that are run beside it (each once; not itself, not unknown ones)."""
+    return [n for n in dict.fromkeys((starts or {}).get(method, ())) if n != method and n in methods]
+
+
 def _solve_scored(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,
                   time_limit: float | None, seed: int | None, validate: Callable | None, score: str,
                   simulate: Callable[[dict], float] | None, starts: Mapping[str, tuple] | None, beside: bool,
@@ -713,13 +718,12 @@ def _solve_scored(methods: Mapping[str, Callable], problem, method: str, *, prob
     t0 = time.perf_counter()
     others: dict[str, PlanResult] = {}
     skipped = []
-    for name in (starts or {}).get(method, ()) if score == "simulated" else ():
-        if name != method and name in methods:
-            if not deadline.fits(0.0):
-                skipped.append(name)
-                continue
-            others[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
-                                      seed=seed, validate=validate)
+    for name in _starts_run(methods, starts, method) if score == "simulated" else ():
+        if not deadline.fits(0.0):
+            skipped.append(name)
+            continue
+        others[name] = _solve_one(methods, problem, name, problem_name=problem_name, time_limit=None,
+                                  seed=seed, validate=validate)
     starts_s = time.perf_counter() - t0
     # a plan is simulated once (heuristics often agree); with ``beside``, the starts' plans in a child meanwhile
     keys = {name: _plan_key(r) for name, r in others.items()}
