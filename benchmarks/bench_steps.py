@@ -89,6 +89,11 @@ def cells(quick: bool, systems=None, traffic=None, sizes_only=None, seeds=None):
                     yield system, preset, label, sizes[label], ranks, paper, kind, seed
 
 
+def size_options(size) -> tuple:
+    """``(--set overrides, max_circuits)`` of a circuit size of :data:`SYSTEMS`."""
+    return ([], size[1]) if isinstance(size, tuple) else (list(size), None)
+
+
 def run_cell(system, preset, label, size, ranks, paper, kind, seed, time_limit, bulk, steps_cache):
     from topoplan.core.placement import sequential
     from topoplan.core.topology_io import load_topology
@@ -97,8 +102,7 @@ def run_cell(system, preset, label, size, ranks, paper, kind, seed, time_limit, 
     from topoplan.sim.steps import steps_of_spec
     from topoplan.traffic.sources import load_source
 
-    sets = [] if isinstance(size, tuple) else list(size)
-    max_circuits = size[1] if isinstance(size, tuple) else None
+    sets, max_circuits = size_options(size)
     spec = traffic_spec(kind, ranks, seed)
     topo = load_topology(preset, sets)
     trace, tr = load_source(spec)
@@ -267,8 +271,7 @@ def decompose(system: str, kind: str, size: str | None = None, method: str = "no
 
     preset, sizes, ranks, _ = SYSTEMS[system]
     label = size or next(iter(sizes))
-    sets = [] if isinstance(sizes[label], tuple) else list(sizes[label])
-    max_circuits = sizes[label][1] if isinstance(sizes[label], tuple) else None
+    sets, max_circuits = size_options(sizes[label])
     spec = traffic_spec(kind, ranks, 0)
     topo = load_topology(preset, sets)
     trace, tr = load_source(spec)
