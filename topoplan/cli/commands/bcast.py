@@ -63,15 +63,16 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
             if given is not None and tree not in TREE_OPTIONS[flag]:
                 raise TopoplanError(f"{flag}: applies to the {' and '.join(TREE_OPTIONS[flag])} trees, "
                                     f"not --tree {tree}")
-    k = 4 if k is None else k
-    short_msg = "12288" if short_msg is None else short_msg
-    long_msg = "524288" if long_msg is None else long_msg
     topo = load_topology(topology, sets or ())
     nodes = parse_spec(allocation, topo, seed)
-    try:
-        prob = BcastProblem.build(topo, placement=nodes, root=root, bytes_B=parse_size(nbytes, "bytes_B"), tree=tree,
-                                  k=k, delay=delay, short_B=parse_size(short_msg, "short_B"),
-                                  long_B=parse_size(long_msg, "long_B"))
+    try:   # the tree options not given keep the library's defaults (MVAPICH2's k, MPICH's sizes)
+        bytes_B = parse_size(nbytes, "bytes_B")
+        shape = {} if k is None else {"k": k}
+        for key, text in (("short_B", short_msg), ("long_B", long_msg)):
+            if text is not None:
+                shape[key] = parse_size(text, key)
+        prob = BcastProblem.build(topo, placement=nodes, root=root, bytes_B=bytes_B, tree=tree, delay=delay,
+                                  **shape)
     except TopoplanError as e:  # the library names its fields; name the flags
         raise TopoplanError(flag_names(str(e), BUILD_FLAGS)) from None
     with solving(method, time_limit):   # progress on a terminal
