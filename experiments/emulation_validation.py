@@ -16,6 +16,10 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     the bulk cells again with acknowledgements served before data in every queue (``--queues
     ack-priority``): the check of the mechanism behind the bulk part's errors (two-way TCP traffic in
     FIFO queues);
+``bulk-fair``
+    the bulk cells again on switches that serve each sending node's packets in turn (``--queues fair``),
+    as a fabric that arbitrates fairly between its inputs does, instead of one FIFO per port: the check of
+    whether the bulk part's errors come from how flows share FIFO queues;
 ``tcp``
     the mechanism check of the bulk part without MPI: the neighbour exchange (one iteration) on the same
     emulated networks as plain TCP flows, one connection per message, all started at once
@@ -70,6 +74,7 @@ FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale"
           "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
           "calibration_ring", "load_avg", "collectives"]
 HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
+PART_QUEUES = {"bulk-ack": "ack-priority", "bulk-fair": "fair"}   # the parts that change how ports queue
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
 
 
@@ -150,6 +155,13 @@ def _cells(parts, scale: float, quick: bool):
                     continue
                 for net in NETWORKS:
                     yield "bulk", case, spec, ocs, net, scale
+    if "bulk-fair" in parts:
+        for ocs in ((2,) if quick else (1, 2)):
+            for case, spec in BULK.items():
+                if quick and case != "neighbor":
+                    continue
+                for net in NETWORKS:
+                    yield "bulk-fair", case, spec, ocs, net, scale
     if "bulk-ack" in parts:
         for case, spec in BULK.items():
             for net in NETWORKS:
@@ -218,7 +230,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
                               queue_packets=queue, bcast_keys=keys, collectives=collectives,
-                              queues="ack-priority" if part == "bulk-ack" else "fifo")
+                              queues=PART_QUEUES.get(part, "fifo"))
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
             calibrated.discard((s, ocs, part))
@@ -361,6 +373,8 @@ def markdown(rows) -> str:
     for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
                         ("bulk", "Bulk cases"),
                         ("bulk-ack", "Bulk cases with acknowledgements first in every queue (the mechanism check)"),
+                        ("bulk-fair", "Bulk cases on switches that serve each sending node in turn (the mechanism "
+                                      "check)"),
                         ("tcp", "Neighbour exchange (one iteration) as plain TCP flows, no MPI (the mechanism check)"),
                         ("heavy", "Neighbour exchange as one bulk phase, EPS only: balanced, and with one switch pair "
                                   "heavier (the mechanism check)"),
@@ -398,7 +412,7 @@ def markdown(rows) -> str:
                     lines.append(f"- {case}: ratio median {statistics.median(got):.3f}, least {got[0]:.3f}, "
                                  f"largest {got[-1]:.3f} over {len(got)} runs")
             lines.append("")
-        if part in ("bulk", "bulk-ack", "tcp"):
+        if part in ("bulk", "bulk-ack", "bulk-fair", "tcp"):
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
                                ("paper model", "ratio_paper")):
                 errs = [abs(r[key] - 1) for r in sel]
@@ -473,8 +487,8 @@ def plot(rows, path) -> bool:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, tcp, heavy, "
-                    "npb, bcast")
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, bulk-fair, "
+                    "tcp, heavy, npb, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")

@@ -184,6 +184,53 @@ def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion):
     assert _ours(os.getpid()) == []
 
 
+def _class_packets(ns: str, ifname: str) -> dict:
+    """Packets sent by each HTB leaf class (``"1:11"``...) of one interface."""
+    from pyroute2 import IPRoute, netns
+
+    netns.pushns(ns)
+    try:
+        with IPRoute() as ipr:
+            idx = ipr.link_lookup(ifname=ifname)[0]
+            out = {}
+            for c in ipr.get_classes(index=idx):
+                h = c["handle"]
+                out[f"{h >> 16:x}:{h & 0xFFFF:x}"] = int(c.get_attr("TCA_STATS")["packets"])
+            return out
+    finally:
+        netns.popns()
+
+
+def _send_udp(ns: str, dst: str, size_B: int, count: int = 5) -> None:
+    code = (f"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"for _ in range({count}): s.sendto(b'x' * {size_B}, ({dst!r}, 9))")
+    subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code], check=True, timeout=30)
+
+
+@needs_root
+def test_fair_queues_give_every_sending_node_its_own_class():
+    spec = cl.cluster_spec(TREE, scale=100, queues="fair")
+    with cl.Cluster(spec):
+        _send_udp(spec.host_ns[0], cl.data_address(2), 1000, count=5)
+        _send_udp(spec.host_ns[1], cl.data_address(3), 1000, count=7)
+        up = _class_packets(spec.bridge_ns[0], "up")
+        # class 1:10 takes what no node sent (ARP); node i's packets are in class 1:(0x11 + i)
+        assert up["1:11"] >= 5 and up["1:12"] >= 7 and up["1:13"] == up["1:14"] == 0
+        assert sorted(up) == ["1:1", "1:10", "1:11", "1:12", "1:13", "1:14"]
+    assert _ours(os.getpid()) == []
+
+
+@needs_root
+def test_ack_priority_serves_small_packets_in_their_own_class():
+    spec = cl.cluster_spec(TREE, scale=100, queues="ack-priority")
+    with cl.Cluster(spec):
+        _send_udp(spec.host_ns[0], cl.data_address(2), 100, count=6)
+        _send_udp(spec.host_ns[0], cl.data_address(2), 1200, count=4)
+        up = _class_packets(spec.bridge_ns[0], "up")
+        assert up["1:20"] >= 6 and 4 <= up["1:10"] < 6    # small ones first; the large ones (and ARP: small)
+    assert _ours(os.getpid()) == []
+
+
 def _route_file(tmp_path, line: str) -> Path:
     path = tmp_path / "node0000.routes"
     path.write_text(f"route replace {line}\n")

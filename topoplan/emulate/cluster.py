@@ -12,7 +12,10 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
   of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
   acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
-  would. Links have the topology's MTU; their latency is the
+  would. With ``queues="fair"`` every sending node (by the packet's source address, so a relayed packet
+  counts as its origin's) has its own FIFO of that length at every shaped end, and the FIFOs are served in
+  turn, a packet each, idle ones skipped: a fabric that arbitrates fairly between its inputs, as
+  InfiniBand's switches do, rather than one FIFO shared by all. Links have the topology's MTU; their latency is the
   stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
   tree carry what all nodes under the switch can send, so they never contend;
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
@@ -70,7 +73,8 @@ MAX_HOSTS = 512
 # host's own transmit queue: Linux's default of 1000 packets (TCP Small Queues keeps a local flow's share short).
 SWITCH_BUFFER_S = 16e6 / (720e9 / 8)
 HOST_QUEUE_PACKETS = 1000
-QUEUES = ("fifo", "ack-priority")
+ETH_P_IP = 0x0800   # a tc filter's protocol: IPv4
+QUEUES = ("fifo", "ack-priority", "fair")
 # TCP's congestion control on the emulated network: Linux's default, CUBIC. A network namespace may not make it
 # its default when the host does not allow it (this host allows reno and bbr), but a route's metric may name it:
 # every route of a node to the emulated network carries it.
@@ -150,7 +154,7 @@ class ClusterSpec:
     scale : float
     queue_packets : int or None
         Every FIFO this many packets long; ``None``: switch ports and hosts as :meth:`queue_of` says.
-    queues : {"fifo", "ack-priority"}
+    queues : {"fifo", "ack-priority", "fair"}
     congestion : str
         TCP's congestion control, as the metric of every route of the nodes.
 
@@ -203,6 +207,17 @@ class ClusterSpec:
         if getattr(link, f"{end}_bridge"):
             return max(round(link.rate_Bps * self.scale * SWITCH_BUFFER_S / (self.mtu + 14)), 2)
         return HOST_QUEUE_PACKETS
+
+    def senders(self) -> list:
+        """The EPS address of every node: with ``queues="fair"`` each has its own queue at every shaped end.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology import TreeTopology
+        >>> cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=10, run_id=3).senders()
+        ['198.18.0.1', '198.18.0.2']
+        """
+        return [data_address(i) for i in range(len(self.hosts))]
 
     def ns_of(self, host: str) -> str:
         """The namespace of a host name (or ``"head"``)."""
@@ -279,7 +294,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     queue_packets : int, optional
         FIFO length of every link direction, in packets; default: switch ports and hosts as
         :meth:`ClusterSpec.queue_of` says.
-    queues : {"fifo", "ack-priority"}, optional
+    queues : {"fifo", "ack-priority", "fair"}, optional
         How a link direction queues (see the module docstring).
     congestion : str, optional
         TCP's congestion control on the emulated network (:data:`DEFAULT_CONGESTION`), one the kernel has.
@@ -854,18 +869,39 @@ class Cluster:
                 h.link("set", index=idx, master=h.link_lookup(ifname="br0")[0])
             h.link("set", index=idx, mtu=mtu, state="up")
             if link.rate_Bps is not None:
-                _shape(h, idx, link.rate_Bps, mtu, s.queue_of(link, end), ack_priority=s.queues == "ack-priority")
+                _shape(h, idx, link.rate_Bps, mtu, s.queue_of(link, end), ack_priority=s.queues == "ack-priority",
+                       senders=s.senders() if s.queues == "fair" else ())
 
 
-def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False) -> None:
+def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False,
+           senders=()) -> None:
     """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, small packets
-    (under 256 bytes: acknowledgements) in a class of their own that is served first."""
-    import socket
+    (under 256 bytes: acknowledgements) in a class of their own that is served first; with ``senders``
+    (EPS addresses), one FIFO of ``queue_packets`` per sending node, served in turn (deficit round robin,
+    a packet each), and one for everything else.
 
+    The filters' keys are pyroute2's: ``value/mask+offset``, the mask's leading zero bytes skipped, so
+    ``0x0/0xff+2`` is the header's byte 2; their protocol is in host order (pyroute2 swaps it).
+    """
     rate = max(int(rate_Bps), 1)
     burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
     common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
     h.tc("add", "htb", index=idx, handle="1:", default=0x10)
+    if senders:
+        # Every class is guaranteed an equal part of the rate and may borrow up to all of it: HTB lends what
+        # idle classes leave by deficit round robin, a quantum of one full packet per class and turn.
+        share = max(rate // (len(senders) + 1), 1)
+        fair = dict(common, quantum=mtu + 14, prio=0)
+        h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
+        for k, addr in enumerate(["", *senders]):
+            minor = 0x10 + k
+            h.tc("add-class", "htb", handle=f"1:{minor:x}", parent="1:1", rate=share, ceil=rate, **fair)
+            h.tc("add", "pfifo", index=idx, handle=f"{minor:x}:", parent=f"1:{minor:x}", limit=int(queue_packets))
+            if addr:   # the IPv4 source address: bytes 12-15 of the header
+                h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1,
+                     protocol=ETH_P_IP, target=f"1:{minor:x}",
+                     keys=[f"0x{int(ipaddress.IPv4Address(addr)):08x}/0xffffffff+12"])
+        return
     if not ack_priority:
         h.tc("add-class", "htb", handle="1:10", parent="1:", rate=rate, ceil=rate, **common)
         h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
@@ -875,6 +911,6 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
     h.tc("add-class", "htb", handle="1:20", parent="1:1", rate=max(rate // 20, 1), ceil=rate, prio=0, **common)
     h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
     h.tc("add", "pfifo", index=idx, handle="20:", parent="1:20", limit=int(queue_packets))
-    # IPv4 total length below 256 bytes: the high byte of the length (bits 8-15 of the header's first word) is 0
-    h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=socket.htons(0x0800),
-         target="1:20", keys=["0x0/0xff00+0"])
+    # IPv4 total length below 256 bytes: the length's high byte, the header's byte 2, is 0
+    h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=ETH_P_IP,
+         target="1:20", keys=["0x0/0xff+2"])

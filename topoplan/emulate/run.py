@@ -219,7 +219,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     queue_packets : int, optional
         FIFO length of every link direction, in packets (default: switch ports hold their share of a switch's
         buffer, hosts Linux's transmit queue; :meth:`topoplan.emulate.cluster.ClusterSpec.queue_of`).
-    queues : {"fifo", "ack-priority"}, optional
+    queues : {"fifo", "ack-priority", "fair"}, optional
         How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
     congestion : str, optional
         TCP's congestion control on the emulated network (default

@@ -65,8 +65,9 @@ def emulate_cmd(
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix."),
     scale: Optional[float] = typer.Option(None, "--scale", help="Divide bandwidths (multiply times) by this; default "
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
-    queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port) or ack-priority (TCP's "
-                               "acknowledgements never wait behind data)."),
+    queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port), ack-priority (TCP's "
+                               "acknowledgements never wait behind data) or fair (each sending node its own queue, "
+                               "served in turn, as a fabric that arbitrates fairly between its inputs)."),
     collectives: str = typer.Option("model", "--collectives", help="model (the replay sends each collective as the "
                                     "messages the prediction runs) or library (MPI's own collectives)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
