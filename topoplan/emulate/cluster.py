@@ -10,8 +10,8 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
 - a circuit is a veth pair straight from one OCS node to the other;
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
   link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
-  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 256 bytes (TCP's
-  acknowledgements) go first, in a class of their own, as control traffic that never waits behind data
+  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 64 bytes (TCP's
+  acknowledgements that carry no data) go first, in a class of their own, as control traffic that never waits behind data
   would. With ``queues="fair"`` every sending node (by the packet's source address, so a relayed packet
   counts as its origin's) has its own FIFO of that length at every shaped end, and the FIFOs are served in
   turn, a packet each, idle ones skipped: a fabric that arbitrates fairly between its inputs, as
@@ -875,8 +875,8 @@ class Cluster:
 
 def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False,
            senders=()) -> None:
-    """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, small packets
-    (under 256 bytes: acknowledgements) in a class of their own that is served first; with ``senders``
+    """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, packets under 64
+    bytes (TCP's acknowledgements without data) in a class of their own that is served first; with ``senders``
     (EPS addresses), one FIFO of ``queue_packets`` per sending node, served in turn (deficit round robin,
     a packet each), and one for everything else.
 
@@ -911,6 +911,8 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
     h.tc("add-class", "htb", handle="1:20", parent="1:1", rate=max(rate // 20, 1), ceil=rate, prio=0, **common)
     h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
     h.tc("add", "pfifo", index=idx, handle="20:", parent="1:20", limit=int(queue_packets))
-    # IPv4 total length below 256 bytes: the length's high byte, the header's byte 2, is 0
+    # IPv4 total length below 64 bytes (the header's bytes 2-3): a TCP segment without data. A small data
+    # segment stays in its flow's queue, so no segment overtakes another of its flow (TCP would read the
+    # reordering as a loss).
     h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=ETH_P_IP,
-         target="1:20", keys=["0x0/0xff+2"])
+         target="1:20", keys=["0x0/0xffc0+2"])
