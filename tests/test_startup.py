@@ -153,3 +153,72 @@ def test_placing_a_small_job_refines_without_numba(tmp_path):
                     "neighbor2d:rows=8,cols=8,bytes=1MB", "-m", "metis", "--json", "-o", str(out))
     assert not packages(mods) & {"numba", "llvmlite"}, sorted(packages(mods) & {"numba", "llvmlite"})
     assert json.loads(out.read_text())["method"] == "metis"
+
+
+def _scenario(tmp_path, n=4):
+    path = tmp_path / "flows.json"
+    path.write_text(json.dumps({
+        "tree": {"leaves": 2, "hosts_per_leaf": 2, "down_bw": 1e9, "up_bw": 2e9, "down_lat": 1e-6, "up_lat": 1e-6},
+        "flows": [{"id": i, "src": f"h{i % 4}", "dst": f"h{(i + 1) % 4}", "bytes": 1e6 * (i + 1), "start_s": 0}
+                  for i in range(n)]}))
+    return path
+
+
+def _run(*args, stdout=subprocess.PIPE):
+    return subprocess.run([sys.executable, "-m", "topoplan", *args], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def _without_wall(text):
+    doc = json.loads(text)
+    doc.pop("wall_s")
+    return doc
+
+
+def test_simulate_flows_json_runs_before_typer_and_prints_what_typer_prints(tmp_path):
+    """``simulate --flows FILE --json`` (either order) imports neither Typer nor its click; the document is the
+    one the command prints through Typer (``--flows=FILE``, a form the early path leaves to Typer)."""
+    path = _scenario(tmp_path)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "topoplan", "simulate", "--json", "--flows",
+                           str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mods = packages({line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                     if line.startswith("import time:")})
+    assert not mods & {"typer", "click", "rich"}, sorted(mods & {"typer", "click", "rich"})
+    typer_says = _run("simulate", f"--flows={path}", "--json")
+    assert typer_says.returncode == 0 and proc.stdout.endswith("}\n")
+    assert _without_wall(proc.stdout) == _without_wall(typer_says.stdout)
+    assert proc.stdout.count("\n") == typer_says.stdout.count("\n")   # the same layout
+
+
+@pytest.mark.parametrize("content", [None, "", "{", "[]", '{"tree": {}, "flows": []}', "dir", "-"])
+def test_simulate_flows_json_fails_as_through_typer(tmp_path, content):
+    """Every error of the early path is the command's: the same message on stderr and exit status."""
+    path = tmp_path / "flows.json"
+    if content == "dir":
+        path.mkdir()
+    elif content == "-":
+        path = "-"
+    elif content is not None:
+        path.write_text(content)
+    early, typer_path = _run("simulate", "--flows", str(path), "--json"), _run("simulate", f"--flows={path}", "--json")
+    assert (early.returncode, early.stdout, early.stderr) == (typer_path.returncode, typer_path.stdout,
+                                                             typer_path.stderr)
+    assert early.returncode != 0 and early.stderr.startswith("error: ")
+
+
+def test_simulate_flows_json_into_a_closed_pipe_ends_as_through_typer(tmp_path):
+    """A reader that stops reading (``| head``): status 1 and nothing on stderr, as Typer's main makes it."""
+    import os
+
+    path = _scenario(tmp_path, n=4000)    # more than a pipe holds
+    outcomes = []
+    for args in (("simulate", "--flows", str(path), "--json"), ("simulate", f"--flows={path}", "--json")):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            proc = _run(*args, stdout=w)
+        finally:
+            os.close(w)
+        outcomes.append((proc.returncode, proc.stderr))
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] != 0, outcomes
