@@ -209,3 +209,26 @@ def test_placing_from_a_matrix_imports_neither_pandas_nor_rich(tmp_path):
     assert not mods & {"pandas", "pyarrow", "rich"}, sorted(mods & {"pandas", "pyarrow", "rich"})
     assert json.loads(proc.stdout)["rank_to_node"] == json.loads(out.read_text())["rank_to_node"]
     assert np.asarray(json.loads(out.read_text())["rank_to_node"]).size == 16
+
+
+@pytest.mark.parametrize("rows", [
+    ["0,1.5e-06,2", "1.5e-06,0,5", "2,5,0"],
+    ["0, 1, 2", "", "1, 0, 5", "2, 5, 0"],
+    ["0,1,2", "1,0,-5", "2,5,0"],        # a negative delay: the reader's own message
+    ["0,1,2", "1,0,0.5", "2,5,0"],
+    ["0,1,2", "1,0,x", "2,5,0"],         # pandas' path
+    ["0,1", "1,0", "2,5"],               # fewer columns than rows
+])
+def test_a_delay_matrix_reads_the_same_both_ways(tmp_path, monkeypatch, rows):
+    from topoplan.core.topology_io import load_topology
+    from topoplan.problems.bcast.delay import load
+
+    topo = load_topology("paper003")
+    hosts = topo.host_names()
+    width = len(rows[0].split(","))
+    path = write(tmp_path, ",".join(hosts[:width]) + "\n" + "\n".join(rows) + "\n", name="d.csv")
+    fast, slow = outcome(load, path, topo, [0, 1, 2]), by_pandas(monkeypatch, outcome, load, path, topo, [0, 1, 2])
+    if isinstance(slow, str):
+        assert fast == slow
+    else:
+        assert fast.tobytes() == slow.tobytes()
