@@ -6,11 +6,10 @@ checking every row's field count; :func:`to_numbers` turns a column into finite 
 :func:`row_line` gives the file line of a row, so every error names the file, the line and the field.
 
 A caller that reads every column as numbers (``read_csv_table(..., numbers=True)``: communication and delay
-matrices)
-gets a small file of plain numbers as a :class:`NumberTable` instead, parsed without importing pandas (pandas
-and the pyarrow it loads were half a second of a ``place`` run on a 64-rank matrix): the same values, and any
-file it does not take for certain (a cell that is not a plain number, an empty cell, a large file) goes to
-pandas, so every message stays pandas' path's.
+matrices) gets a small file of plain numbers as a :class:`NumberTable` instead, parsed without importing
+pandas (pandas and the pyarrow it loads were half a second of a ``place`` run on a 64-rank matrix): the same
+values, and any file it does not take for certain (a cell that is not a plain number, an empty cell, a large
+file) goes to pandas, so every message stays pandas' path's.
 """
 
 from __future__ import annotations
