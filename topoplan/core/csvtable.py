@@ -247,7 +247,7 @@ class NumberTable:
 # The cells a NumberTable takes: an integer (at most 18 digits: int64, as pandas reads it), or a decimal of
 # at most 15 digits times a power of ten up to 10^22 each way. Such a decimal is an integer below 2^53 times
 # or over an exact power of ten, one correctly rounded operation: the value Python's float() gives, and
-# pandas' parser's too (tests/test_strict_csv.py compares the two). Anything else goes to pandas.
+# pandas' parser's too (tests/test_number_table.py compares the two). Anything else goes to pandas.
 _INT_CELL = re.compile(r" *-?0*([0-9]{1,18})")
 _DEC_CELL = re.compile(r" *-?([0-9]+)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]{1,4}))?")
 
