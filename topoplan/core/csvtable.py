@@ -206,7 +206,7 @@ class NumberTable:
 
     Parameters
     ----------
-    values : dict of str to numpy.ndarray
+    arrays : dict of str to numpy.ndarray
         The columns, in the header's order.
     index : numpy.ndarray
         The file line of each row.
@@ -222,25 +222,25 @@ class NumberTable:
     [0, 1]
     """
 
-    def __init__(self, values: dict, index: np.ndarray, header_line: int):
-        self.values = dict(values)
+    def __init__(self, arrays: dict, index: np.ndarray, header_line: int):
+        self.arrays = dict(arrays)
         self.index = np.asarray(index, dtype=np.int64)
         self.attrs = {"header_line": header_line}
 
     @property
     def columns(self) -> list[str]:
         """The column names, in the header's order."""
-        return list(self.values)
+        return list(self.arrays)
 
     def __len__(self) -> int:
         return len(self.index)
 
     def __getitem__(self, col: str) -> np.ndarray:
-        return self.values[col]
+        return self.arrays[col]
 
     def rename(self, columns: dict) -> "NumberTable":
         """The same table with columns renamed (``{old: new}``), as ``DataFrame.rename(columns=...)``."""
-        return NumberTable({columns.get(c, c): v for c, v in self.values.items()}, self.index,
+        return NumberTable({columns.get(c, c): v for c, v in self.arrays.items()}, self.index,
                            self.attrs["header_line"])
 
 
