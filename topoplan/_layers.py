@@ -45,9 +45,6 @@ LAZY = {
     ("topoplan.cli.main", "topoplan.core.io"):
         "start-up: `topoplan --version` answers before the application is built; the output check that needs "
         "the I/O module (JSON, gzip, temporary files: 12-30 ms of a 60 ms process) runs only in a command",
-    ("topoplan.cli.startup", "topoplan.sim.flowfile"):
-        "start-up: `topoplan --version` and `--help` import the command line's start-up module; the simulator "
-        "and NumPy (0.12-0.3 s of CPU) load when a flow scenario runs, OpenBLAS started on one thread",
     ("topoplan.warmup", "topoplan.*"):
         "start-up: the warm-up runs its groups in separate processes, each importing only what its groups "
         "compile (Numba, solvers, the simulator)",

@@ -1,7 +1,6 @@
 """The ``topoplan`` command line (Typer). Each command group lives in :mod:`topoplan.cli.commands`.
 
-Start-up: ``topoplan --version`` and ``topoplan simulate --flows FILE --json`` (:mod:`topoplan.cli.startup`)
-answer before Typer is imported, and a command line that names no command
+Start-up: ``topoplan --version`` answers before Typer is imported, and a command line that names no command
 (``--help``, a typo) lists every command from its help text alone, converting a command into its click form
 (its options) only when it runs or shows its own help; the library a command runs is imported when it runs.
 """
@@ -13,7 +12,6 @@ import sys
 from pathlib import Path
 
 from topoplan.cli.examples import epilog
-from topoplan.cli.startup import flow_scenario_file, run_flow_scenario
 from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
 from topoplan.core.units import is_ascii_int, is_ascii_number
@@ -352,49 +350,6 @@ def _flags(message: str) -> str:
     return message
 
 
-def _print_flow_scenario(path: str) -> int:
-    """``simulate --flows PATH --json`` without Typer: the same run and text as the command (its ``emit``), and
-    what Typer's ``main`` makes of an end of input (abort) and of a reader that closed the pipe (status 1,
-    nothing more said)."""
-    from topoplan.core.io import dumps
-
-    try:
-        text = dumps(run_flow_scenario(path))
-        sys.stdout.write(text + "\n")   # as click.echo: one write, then a flush (the text is ASCII)
-        sys.stdout.flush()
-    except EOFError:
-        print(file=sys.stderr)
-        print("error: aborted", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        import errno
-
-        if exc.errno != errno.EPIPE:
-            raise
-        sys.stdout, sys.stderr = _Pacified(sys.stdout), _Pacified(sys.stderr)
-        return 1
-    return 0
-
-
-class _Pacified:
-    """A stream whose flush ignores a closed pipe (click's ``PacifyFlushWrapper``): no second error at exit."""
-
-    def __init__(self, wrapped):
-        self.wrapped = wrapped
-
-    def flush(self) -> None:
-        import errno
-
-        try:
-            self.wrapped.flush()
-        except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
-
-    def __getattr__(self, attr):
-        return getattr(self.wrapped, attr)
-
-
 def main(argv=None) -> int:
     """Run the CLI; bad input becomes one line on stderr and exit status 2.
 
@@ -428,14 +383,10 @@ def main(argv=None) -> int:
         deadline.clear_start()
         return 0
     named = args[0] if args and args[0] in COMMANDS else None
-    scenario = flow_scenario_file(args)   # `simulate --flows FILE --json`: run without building the application
-    command = root_command(build_app(named)) if scenario is None else None
+    command = root_command(build_app(named))
     interrupt.reset()
     try:
-        if scenario is not None:
-            rc = _print_flow_scenario(scenario)
-        else:
-            rc = command.main(args=args, prog_name="topoplan", standalone_mode=False)
+        rc = command.main(args=args, prog_name="topoplan", standalone_mode=False)
         if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc != 0:
