@@ -63,6 +63,38 @@ def test_nothing_without_a_terminal(capsys):
     assert out.out == "" and out.err == ""
 
 
+@pytest.mark.parametrize("tty_compatible", [None, "0", "1"])
+@pytest.mark.parametrize("force_color", [None, "", "1"])
+@pytest.mark.parametrize("stream", ["pipe", "pty"])
+def test_rich_is_asked_whenever_it_could_see_a_terminal(monkeypatch, tty_compatible, force_color, stream):
+    """The check that spares importing rich in pipes says no only where rich's own answer is no."""
+    import pty
+
+    from rich.console import Console
+
+    from topoplan.cli.commands.common import _may_be_terminal
+
+    for name, value in (("TTY_COMPATIBLE", tty_compatible), ("FORCE_COLOR", force_color)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    if stream == "pty":
+        master, slave = pty.openpty()
+        f = os.fdopen(slave, "w")
+    else:
+        r, w = os.pipe()
+        f = os.fdopen(w, "w")
+    try:
+        if Console(file=f).is_terminal:
+            assert _may_be_terminal(f)
+        if stream == "pipe" and tty_compatible != "1" and not force_color:
+            assert not _may_be_terminal(f)
+    finally:
+        f.close()
+        os.close(master if stream == "pty" else r)
+
+
 def _on_a_terminal(args, columns=80, timeout=300):
     """Run the CLI with stdout and stderr on a pseudo-terminal of ``columns``; returns (exit code, text)."""
     import fcntl

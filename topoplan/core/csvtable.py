@@ -4,12 +4,19 @@
 file too large for its limits or for the memory left (:func:`topoplan.core.memory.memory_left`), and
 checking every row's field count; :func:`to_numbers` turns a column into finite numbers and
 :func:`row_line` gives the file line of a row, so every error names the file, the line and the field.
+
+A caller that reads every column as numbers (``read_csv_table(..., numbers=True)``: communication and delay
+matrices) gets a small file of plain numbers as a :class:`NumberTable` instead, parsed without importing
+pandas (pandas and the pyarrow it loads were half a second of a ``place`` run on a 64-rank matrix): the same
+values, and any file it does not take for certain (a cell that is not a plain number, an empty cell, a large
+file) goes to pandas, so every message stays pandas' path's.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +25,8 @@ from topoplan.core import memory
 from topoplan.core.errors import TopoplanError, where
 from topoplan.core.io import read_bytes
 
-__all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "read_csv_table", "row_line", "to_numbers", "empty_cells"]
+__all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "SMALL_CSV_BYTES", "NumberTable", "read_csv_table", "row_line",
+           "to_numbers", "empty_cells"]
 
 
 # A CSV file is read whole into memory before parsing: refuse, before allocating, one that cannot be
@@ -29,6 +37,9 @@ __all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "read_csv_table", "row_line", "to_nu
 # is 23 million trace rows, 50 times the largest NPB class C trace of 64 ranks (LU, 20 MB).
 MAX_CSV_BYTES = 2 ** 30
 MAX_CSV_ROWS = 100_000_000
+# A file of plain numbers up to this size is parsed in Python without pandas (NumberTable): about 50,000 rows
+# of a matrix, 0.1 s, where importing pandas alone takes 0.5 s.
+SMALL_CSV_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"      # UTF-8 byte order mark, written first by spreadsheet exports
 _CHUNK = 1 << 20            # the field count runs over the text in slices that stay in the CPU cache
 
@@ -185,6 +196,94 @@ def _scan_csv(data: bytes, path: Path, kind: str):
     return names, head, np.asarray(lines, dtype=np.int64)
 
 
+class NumberTable:
+    """A small CSV table of plain numbers, read without pandas (:func:`read_csv_table` with ``numbers=True``).
+
+    It answers what a reader of numbers asks of a table: :attr:`columns`, ``len()``, ``attrs["header_line"]``,
+    :meth:`rename`, and, through :func:`to_numbers`, :func:`row_line` and :func:`empty_cells`, the values and
+    lines of a column. Each column holds what pandas' parser makes of it: int64 when every cell is an integer,
+    else float64.
+
+    Parameters
+    ----------
+    arrays : dict of str to numpy.ndarray
+        The columns, in the header's order.
+    index : numpy.ndarray
+        The file line of each row.
+    header_line : int
+        The line of the header.
+
+    Examples
+    --------
+    >>> t = NumberTable({"src": np.array([0, 1]), "bytes": np.array([8.0, 1e3])}, np.array([2, 4]), 1)
+    >>> t.columns, len(t), t.attrs["header_line"], row_line(t, 1)
+    (['src', 'bytes'], 2, 1, 4)
+    >>> to_numbers(t.rename(columns={"src": "rank"}), "rank", "t.csv", integer=True).tolist()
+    [0, 1]
+    """
+
+    def __init__(self, arrays: dict, index: np.ndarray, header_line: int):
+        self.arrays = dict(arrays)
+        self.index = np.asarray(index, dtype=np.int64)
+        self.attrs = {"header_line": header_line}
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names, in the header's order."""
+        return list(self.arrays)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, col: str) -> np.ndarray:
+        return self.arrays[col]
+
+    def rename(self, columns: dict) -> "NumberTable":
+        """The same table with columns renamed (``{old: new}``), as ``DataFrame.rename(columns=...)``."""
+        return NumberTable({columns.get(c, c): v for c, v in self.arrays.items()}, self.index,
+                           self.attrs["header_line"])
+
+
+# The cells a NumberTable takes: an integer (at most 18 digits: int64, as pandas reads it), or a decimal of
+# at most 15 digits times a power of ten up to 10^22 each way. Such a decimal is an integer below 2^53 times
+# or over an exact power of ten, one correctly rounded operation: the value Python's float() gives, and
+# pandas' parser's too (tests/test_number_table.py compares the two). Anything else goes to pandas.
+_INT_CELL = re.compile(r" *-?0*([0-9]{1,18})")
+_DEC_CELL = re.compile(r" *-?([0-9]+)(?:\.([0-9]*))?(?:[eE]([-+]?[0-9]{1,4}))?")
+
+
+def _number_table(data: bytes, names: list, lines: np.ndarray, head: int) -> NumberTable | None:
+    """The rows ``lines`` of a CSV without quotes or lone carriage returns as a :class:`NumberTable`, or None
+    when a cell is not a number :data:`_INT_CELL` or :data:`_DEC_CELL` takes (pandas then reads the file)."""
+    if not len(lines):
+        return None
+    text = data[3:] if data.startswith(_BOM) else data
+    rows = text.decode("utf-8").split("\n")
+    cells = [[] for _ in names]
+    m = len(names)
+    for line in lines.tolist():
+        fields = rows[line - 1].removesuffix("\r").split(",")
+        if len(fields) != m:
+            return None
+        for col, cell in zip(cells, fields):
+            col.append(cell)
+    values = {}
+    for name, col in zip(names, cells):
+        if all(_INT_CELL.fullmatch(c) for c in col):
+            values[name] = np.array([int(c) for c in col], dtype=np.int64)
+            continue
+        for c in col:
+            dec = _DEC_CELL.fullmatch(c)
+            if dec is None:
+                return None
+            whole, frac, exp = dec.group(1), dec.group(2) or "", dec.group(3)
+            shift = (int(exp) if exp else 0) - len(frac)
+            if len(whole) + len(frac) > 15 or not -22 <= shift <= 22:
+                return None
+        values[name] = np.array([float(c) for c in col], dtype=np.float64)
+    return NumberTable(values, lines, head)
+
+
 def row_line(df, i) -> int:
     """The file line of row ``i`` of a table read by :func:`read_csv_table`.
 
@@ -194,7 +293,7 @@ def row_line(df, i) -> int:
 
     Parameters
     ----------
-    df : pandas.DataFrame
+    df : pandas.DataFrame or NumberTable
         The table.
     i : int
         Position of the row (0 for the first).
@@ -217,6 +316,8 @@ def row_line(df, i) -> int:
     >>> row_line(pd.DataFrame({"a": [1, 2]}), 1)
     3
     """
+    if isinstance(df, NumberTable):
+        return int(df.index[int(i)])
     import pandas as pd
 
     idx = df.index
@@ -272,7 +373,8 @@ def _check_columns(names, required, optional, others: bool, path: Path, head: in
                                 "values would be ignored: rename it)")
 
 
-def read_csv_table(path, required, kind: str, *, optional=(), others: bool = True, max_rows: int | None = None):
+def read_csv_table(path, required, kind: str, *, optional=(), others: bool = True, max_rows: int | None = None,
+                   numbers: bool = False):
     """Read a CSV (plain or gzip) into a pandas DataFrame, checking the header and every row's field count.
 
     Only an empty cell is missing: ``nan``, ``NA`` or ``null`` written in a
@@ -303,10 +405,16 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
         or less) is an error either way, since its values would be ignored.
     max_rows : int, optional
         Most rows read (default :data:`MAX_CSV_ROWS`, 100,000,000).
+    numbers : bool, optional
+        The caller reads every column with :func:`to_numbers` (and asks the
+        table only its ``columns``, ``len()``, ``attrs``, ``rename`` and
+        :func:`row_line`): a file of at most :data:`SMALL_CSV_BYTES` bytes whose
+        cells are all plain numbers comes back as a :class:`NumberTable`,
+        read without importing pandas, with the values pandas would give.
 
     Returns
     -------
-    pandas.DataFrame
+    pandas.DataFrame or NumberTable
         Column names stripped of spaces; the index is the file line of each row,
         and ``attrs["header_line"]`` the line of the header.
 
@@ -347,9 +455,12 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: .../m.csv:3: 2 fields, the header has 3 (a row cut short?)
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("src,dst,bytes\\n0,1,100\\n1,0,2.5e3\\n")
+    >>> t = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", numbers=True)
+    >>> type(t).__name__, t["src"].tolist(), t["bytes"].tolist()
+    ('NumberTable', [0, 1], [100.0, 2500.0])
     """
-    import pandas as pd
-
     max_rows = MAX_CSV_ROWS if max_rows is None else int(max_rows)
     path = Path(path)
     if not path.is_file():
@@ -358,26 +469,35 @@ def read_csv_table(path, required, kind: str, *, optional=(), others: bool = Tru
     data = read_bytes(path, kind, limit=MAX_CSV_BYTES, max_rows=max_rows)
     _check_text(data, path, kind)
     lone_cr = b"\r" in data and data.count(b"\r") != data.count(b"\r\n")
-    if b'"' in data or lone_cr:
+    plain = not (b'"' in data or lone_cr)
+    if not plain:
         got = _scan_csv(data, path, kind)
         if got is None:
             raise TopoplanError(f"{path}: empty file, expected a {kind} with a header line")
         names, head, lines = got
-        index = pd.Index(lines)
+        n_rows = len(lines)
     else:
         got = _scan_fast(data, path)
         if got is None:
             raise TopoplanError(f"{path}: empty file, expected a {kind} with a header line")
         names, head, first, end, skipped = got
-        if skipped:
-            index = pd.Index(np.setdiff1d(np.arange(first, end), np.concatenate(skipped), assume_unique=True))
-        else:
-            index = pd.RangeIndex(first, end)
+        n_rows = end - first - sum(len(s) for s in skipped)
     missing = [c for c in required if c not in names]
     if missing:
         raise TopoplanError(f"{where(path, head)}: missing column(s) {', '.join(missing)} for a {kind}")
     _check_columns(names, required, optional, others, path, head, kind)
-    _check_memory(path, kind, len(index), len(names), len(data))
+    _check_memory(path, kind, n_rows, len(names), len(data))
+    if plain:
+        lines = np.setdiff1d(np.arange(first, end), np.concatenate(skipped), assume_unique=True) if skipped \
+            else None
+        if numbers and len(data) <= SMALL_CSV_BYTES:
+            table = _number_table(data, names, np.arange(first, end) if lines is None else lines, head)
+            if table is not None:
+                return table
+    # pandas, and the pyarrow it loads: half a second of start-up, imported only here (start-up)
+    import pandas as pd
+
+    index = pd.RangeIndex(first, end) if lines is None else pd.Index(lines)
     bio = io.BytesIO(data)
     bio.seek(3 if data.startswith(_BOM) else 0)
     try:
@@ -409,6 +529,8 @@ def empty_cells(df, col: str) -> np.ndarray:
     >>> empty_cells(pd.DataFrame({"bytes": ["8", "", " ", None]}), "bytes").tolist()
     [False, True, True, True]
     """
+    if isinstance(df, NumberTable):
+        return np.zeros(len(df), dtype=bool)   # a NumberTable has no empty cell (pandas reads such a file)
     import pandas as pd
 
     raw = df[col]
@@ -428,7 +550,7 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
 
     Parameters
     ----------
-    df : pandas.DataFrame
+    df : pandas.DataFrame or NumberTable
         As read by :func:`read_csv_table` (its index gives the line of each row, :func:`row_line`).
     col : str
         The column.
@@ -466,28 +588,34 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
     ...
     topoplan.core.errors.TopoplanError: t.csv:3: field 'rank': not a number: '٣'
     """
-    import pandas as pd
-
-    raw = df[col]
-    fill = 0 if empty is None else empty
-    blank = raw.isna().to_numpy()   # only empty cells are NA (read_csv_table); a literal 'nan' is text
-    if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
-        # fast path: the C parser already read numbers (ASCII digits only)
-        num = raw.fillna(fill)
+    if isinstance(df, NumberTable):   # numbers already, no cell empty: what pandas' numeric columns give
+        raw = df[col]
+        arr = raw.astype(np.float64)
+        exact = raw if raw.dtype.kind == "i" else None
     else:
-        # text, or a column pandas read as True/False: every cell must be a number
-        s = raw.astype(str).str.strip() if not pd.api.types.is_bool_dtype(raw) else raw.map(repr).astype(str)
-        blank = blank | (s == "").to_numpy()
-        s = s.mask(blank, str(fill))
-        num = pd.to_numeric(s, errors="coerce")
-    if empty is None and blank.any():
-        i = int(np.flatnonzero(blank)[0])
-        raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': empty")
-    bad = np.flatnonzero(num.isna().to_numpy())
-    if bad.size:
-        i = int(bad[0])
-        raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': not a number: {_cell(df, col, i)!r}")
-    arr = num.to_numpy(dtype=np.float64)
+        import pandas as pd
+
+        raw = df[col]
+        fill = 0 if empty is None else empty
+        blank = raw.isna().to_numpy()   # only empty cells are NA (read_csv_table); a literal 'nan' is text
+        if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
+            # fast path: the C parser already read numbers (ASCII digits only)
+            num = raw.fillna(fill)
+        else:
+            # text, or a column pandas read as True/False: every cell must be a number
+            s = raw.astype(str).str.strip() if not pd.api.types.is_bool_dtype(raw) else raw.map(repr).astype(str)
+            blank = blank | (s == "").to_numpy()
+            s = s.mask(blank, str(fill))
+            num = pd.to_numeric(s, errors="coerce")
+        if empty is None and blank.any():
+            i = int(np.flatnonzero(blank)[0])
+            raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': empty")
+        bad = np.flatnonzero(num.isna().to_numpy())
+        if bad.size:
+            i = int(bad[0])
+            raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': not a number: {_cell(df, col, i)!r}")
+        arr = num.to_numpy(dtype=np.float64)
+        exact = raw if pd.api.types.is_integer_dtype(raw) else None
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         i = int(bad[0])
@@ -501,12 +629,13 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
         if frac.size:
             i = int(frac[0])
             raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': not an integer: {_cell(df, col, i)!r}")
-        if pd.api.types.is_integer_dtype(raw):
-            return raw.to_numpy(dtype=np.int64)   # exact (float64 rounds above 2^53)
+        if exact is not None:
+            # exact (float64 rounds above 2^53)
+            return exact.astype(np.int64) if isinstance(exact, np.ndarray) else exact.to_numpy(dtype=np.int64)
         return arr.astype(np.int64)
     return arr
 
 
 def _cell(df, col: str, i: int):
-    v = df[col].iloc[i]
+    v = df[col][i] if isinstance(df, NumberTable) else df[col].iloc[i]
     return v if isinstance(v, str) else str(v.item() if isinstance(v, np.generic) else v)

@@ -217,7 +217,7 @@ def read_matrix(path, n_ranks: int | None = None) -> Traffic:
     """
     path = Path(path)
     df = read_csv_table(path, ("src", "dst", "bytes"), "communication matrix", optional=("msgs", "calls"),
-                        others=False, max_rows=limits.MAX_TRACE_ROWS)
+                        others=False, max_rows=limits.MAX_TRACE_ROWS, numbers=True)
     if "calls" in df.columns:   # the name a matrix made from MPI calls gives the count (one message per call)
         if "msgs" in df.columns:
             raise TopoplanError(f"{where(path, df.attrs['header_line'])}: columns 'msgs' and 'calls' both count the "

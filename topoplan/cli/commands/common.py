@@ -344,6 +344,22 @@ def serial_blas():
             os.environ["OPENBLAS_NUM_THREADS"] = before
 
 
+def _may_be_terminal(stream) -> bool:
+    """Whether rich could take ``stream`` for a terminal: only then is rich imported to ask it.
+
+    rich's ``Console.is_terminal`` (not forced) is true only with ``TTY_COMPATIBLE=1``, a non-empty
+    ``FORCE_COLOR`` or a stream that is a TTY; importing rich to learn that a pipe is not one took a tenth of
+    a small ``--json`` run."""
+    import os
+
+    if os.environ.get("TTY_COMPATIBLE", "") == "1" or os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 @contextmanager
 def working(label: str, time_limit: Optional[float] = None, hint: str = ""):
     """Show one line of progress on stderr while the block runs, when stderr is a terminal: a spinner, the
@@ -362,6 +378,9 @@ def working(label: str, time_limit: Optional[float] = None, hint: str = ""):
             line.labels.pop()
             line.fields.clear()
             line.fields.update(saved)
+        return
+    if not _may_be_terminal(sys.stderr):   # rich's own answer would be no: not imported (start-up)
+        yield
         return
     from rich.console import Console
 

@@ -168,7 +168,7 @@ def load(path, topo, nodes) -> np.ndarray:
             raise TopoplanError(f"{path}: matrix is {m.shape}, the allocation has {n} nodes")
         return _check(np.asarray(m, dtype=np.float64), path)
     # the strict reader: a row with an extra field would otherwise shift every column
-    df = read_csv_table(path, (), "delay matrix")
+    df = read_csv_table(path, (), "delay matrix", numbers=True)
     names = list(df.columns)
     hosts = topo.host_names()
     index = {}   # host names ignore case (DNS, Slurm), as the topology's do
