@@ -75,6 +75,12 @@ def phases_cmd(
 
     from topoplan.core.progress import report
 
+    # the schedule's options do nothing without --schedule (a --simulate or --setup passed unnoticed)
+    unused = [flag for flag, given in (("--circuit-method", circuit_method != "ilp"), ("--setup", setup is not None),
+                                       ("--blackout", blackout != "eps"), ("--score", score != "bound"),
+                                       ("--simulate", simulate), ("--steps", steps)) if given]
+    if schedule is None and unused:
+        raise TopoplanError(f"{unused[0]}: applies only with --schedule (detecting phases schedules no circuits)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention,   # of --simulate and --score simulated
                        unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working("phases"):   # progress on a terminal
