@@ -174,7 +174,7 @@ def _audit_cases(tmp):
         (["traffic", "npb:kernel=cg,class=S,np=4,iters=999999999", "-o", tmp / "r.csv"], "100,000,000 rows"),
         (["show", "paper003", "--set", "switches=1000000000"], "over the limit"),
         (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--iters", "0"], "--iters"),
-        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--compute-scale", "nan"], "compute_scale"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--compute-scale", "nan"], "--compute-scale"),
         (["bound", "alltoall", "-t", "kcomputer", "--bytes", "32KiB", "--compare"], "over the limit"),
         (["place", "-t", "paper003", "-q"], "No such option: -q"),
         # round 2

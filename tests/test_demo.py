@@ -1,5 +1,9 @@
 """``topoplan demo``: the README's first command, on the default system and on a torus."""
 
+import json
+
+from topoplan.core.units import format_time
+
 
 def test_demo_on_hybrid_tree(run_cli):
     code, out, err = run_cli("demo", "-T", "ring:np=64,bytes=4MB,iters=2", "--time-limit", "5")
@@ -34,3 +38,16 @@ def test_demo_refuses_a_zero_time_limit_before_printing_anything(run_cli):
     code, out, err = run_cli("demo", "--time-limit", "0")
     assert (code, out) == (2, "") and err == ("error: --time-limit: must be more than 0 and at most 604800 s (7 days), "
                                               "got '0'\n")
+
+
+def test_demo_on_a_matrix_replays_it_as_one_bulk_phase(run_cli, tmp_path):
+    """A communication matrix (no trace to replay) stopped the demo with a traceback."""
+    m = tmp_path / "m.csv"
+    m.write_text("src,dst,bytes,msgs\n" + "".join(f"{r},{(r + 4) % 16},4000000,1\n" for r in range(16)))
+    code, out, err = run_cli("demo", "-T", m, "--time-limit", "5")
+    assert code == 0, err
+    assert "EPS only" in out and "ilp circuits" in out
+    code, sim, err = run_cli("simulate", "-t", "paper003", "-T", m, "--network", "eps", "--json")   # the same phase
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.lstrip("│ ").startswith("EPS only"))
+    assert f" {format_time(json.loads(sim)['makespan_s'])} " in row

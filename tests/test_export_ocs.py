@@ -134,11 +134,14 @@ def test_library_dispatch_through_the_launcher_export(files, tmp_path):
 # -- schedules ---------------------------------------------------------------------------
 
 def test_schedule_entries_differ_by_exact_set_differences(files, tmp_path):
-    out = tmp_path / "sched.ocs.json"
-    # a phases document records no topology spec: the topology is given
-    assert _cli("export", "ocs", "-p", files["sched"], "-o", out) == 2
-    assert not out.exists()
-    assert _cli("export", "ocs", "-p", files["sched"], "-t", "paper003", *SETS_ARGS, "-o", out) == 0
+    out, given = tmp_path / "sched.ocs.json", tmp_path / "given.ocs.json"
+    # a phases document records its topology spec and --set overrides, as a circuit plan does (it recorded
+    # neither, and export asked for --topology)
+    src = json.loads(files["sched"].read_text())
+    assert (src["topology_spec"], src["topology_sets"]) == ("paper003", SETS)
+    assert _cli("export", "ocs", "-p", files["sched"], "-o", out) == 0
+    assert _cli("export", "ocs", "-p", files["sched"], "-t", "paper003", *SETS_ARGS, "-o", given) == 0
+    assert json.loads(out.read_text()) == json.loads(given.read_text())
     src = json.loads(files["sched"].read_text())
     sched = src["schedule_result"]["schedule"]
     doc = json.loads(out.read_text())

@@ -445,6 +445,17 @@ def test_main_cli_error_exit_code(run_cli):
     assert code == 2 and err.startswith("error: unknown host 'nobody'")
 
 
+@pytest.mark.parametrize("lft, message", [
+    ("ibnetdiscover.txt", "not a directory; the LFTs are a directory of ibroute outputs, one per switch"),
+    ("missing", "no such LFT directory"),
+])
+def test_an_lft_that_is_no_directory_says_which(run_cli, lft, message):
+    """A file given to --lft was 'no such LFT directory', and the user looked for a missing one."""
+    dump = IB / "tree2" / "ibnetdiscover.txt"
+    code, out, err = run_cli("topo", "query", "-i", dump, "--lft", IB / "tree2" / lft, "node001:node002")
+    assert (code, out, err) == (2, "", f"error: {IB / 'tree2' / lft}: {message}\n")
+
+
 @pytest.mark.parametrize("name", FABRICS)
 @pytest.mark.parametrize("lft", [True, False])
 def test_delay_matrix_equals_route_by_route(name, lft):

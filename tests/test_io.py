@@ -83,6 +83,10 @@ def test_read_text_names_the_file_and_line(tmp_path):
     assert read_text(tmp_path / "latin1", "dump", lenient=True).splitlines()[1] == "n\ufffdud2"
     with pytest.raises(TopoplanError, match="no such hostfile"):
         read_text(tmp_path / "missing", "hostfile")
+    # a directory exists: it was "no such hostfile", and the user looked for a missing file
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(TopoplanError, match=r"adir: is a directory, not a file \(expected: hostfile\)$"):
+        read_text(tmp_path / "adir", "hostfile")
 
 
 @pytest.mark.parametrize("obj", [

@@ -129,6 +129,16 @@ def test_phases_command(tmp_path, run_cli):
     assert code == 2 and "--threshold" in err
 
 
+@pytest.mark.parametrize("option", [["--simulate"], ["--steps"], ["--setup", "1ms"], ["--score", "simulated"],
+                                    ["--circuit-method", "greedy"], ["--blackout", "stall"]])
+def test_schedule_options_without_a_schedule_are_refused(tmp_path, run_cli, option):
+    """They were ignored: `phases --simulate` detected the phases and simulated nothing, without a word."""
+    out = tmp_path / "ph.json"
+    code, stdout, err = run_cli("phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", *option, "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err == f"error: {option[0]}: applies only with --schedule (detecting phases schedules no circuits)\n"
+
+
 def test_a_phases_schedule_document_validates(tmp_path, run_cli):
     """`phases --schedule -o` writes the phases with the schedule inside; `validate` checks that schedule
     (every entry and slot as a circuit plan) and the inputs it was made for."""

@@ -134,6 +134,17 @@ def test_small_flow_run_does_not_import_numba(tmp_path):
     assert numba_loaded is False
 
 
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_scenario_without_flows_has_the_builds_argument_types(n):
+    """No flows made the routes' latencies int64 (bincount of nothing): the build refused them, and an empty
+    ``simulate --flows`` scenario waited seconds for Numba's JIT (minutes when it compiled)."""
+    links, ptr, rl, start, size = _random_flows(0, n=max(n, 1))
+    if n == 0:
+        ptr, rl, start, size = routes_to_csr([]) + (np.zeros(0), np.zeros(0))
+    empty = _engine.flow_args(links, ptr, rl, start, size, REL_TOL)
+    assert arg_spec(empty) == arg_spec(_engine.flow_args(*_random_flows(1), REL_TOL))
+
+
 @pytest.mark.parametrize("module, what", [(_engine, "engine"), (_sharing, "traffic pass")])
 def test_a_failed_build_says_so_and_leaves_the_build_as_it_was(module, what, monkeypatch):
     """No compiler (or a read-only tree): make install goes on, the JIT serves; nothing is half-replaced

@@ -98,6 +98,15 @@ def test_bom_is_ignored_everywhere(tmp_path, gz):
     assert read_placement(pl).rank_to_node.tolist() == [4]
 
 
+@pytest.mark.parametrize("text,matrix", [
+    ("src,dst,bytes,msgs\r0,1,100,1\r", True),            # lone carriage returns end lines, as the readers take them
+    ("rank,op\r,x\n", False),                               # a carriage return inside the first \n line
+    ("\x8b\x01\rsrc\x00,\x07\n", False),                      # binary data named .csv
+])
+def test_a_carriage_return_in_the_header_is_a_line_end_not_a_crash(tmp_path, text, matrix):
+    assert is_matrix_file(write(tmp_path, "x.csv", text)) is matrix
+
+
 # -- 3. duplicate column names ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind,text,needle", [

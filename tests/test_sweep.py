@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import re
 import shutil
 
 import numpy as np
@@ -182,10 +183,18 @@ def test_default_cell_plans_and_scores(data, tmp_path, client):
     assert set(df["hooked"]) == {"sequential", "spread"} and set(df["status"]) == {"heuristic"}
 
 
-def test_missing_problem_module_stops_before_any_cell(tmp_path, client):
+@pytest.mark.parametrize("methods, field", [(["m"], "problem"),
+                                            (["m", {"name": "m2", "problem": "circuits"}], "problem"),
+                                            (["greedy", {"name": "m", "problem": "no_such_module_xyz"}],
+                                             "methods[1].problem")])
+def test_missing_problem_module_stops_before_any_cell(tmp_path, client, methods, field):
+    """The message names the file and the field, as for every other field (it named neither)."""
+    problem = "no_such_module_xyz" if field == "problem" else "circuits"
     cfg = parse_config({"instances": [{"topology": "paper003", "traffic": "nowhere.csv"}],
-                        "methods": ["m"], "problem": "no_such_module_xyz", "output": str(tmp_path / "e.csv")}, "e.yaml")
-    with pytest.raises(TopoplanError, match="cannot import no_such_module_xyz"):
+                        "methods": methods, "problem": problem, "output": str(tmp_path / "e.csv")}, "e.yaml")
+    with pytest.raises(TopoplanError, match=re.escape(f"e.yaml: field '{field}': problem 'no_such_module_xyz': not "
+                                                      "one of circuits, placement, bcast, and cannot import module "
+                                                      "no_such_module_xyz (")):
         run_sweep(cfg, client=client, progress=False)
     assert not (tmp_path / "e.csv").exists()
 

@@ -391,7 +391,11 @@ def check_config(cfg: SweepConfig) -> None:
         extra = sorted(set(m) - set(METHOD_KEYS))
         if extra:
             raise TopoplanError(f"{f}.{extra[0]}': unknown key (known: {', '.join(METHOD_KEYS)})")
-        mod, builders[m["problem"]] = problem_module(m["problem"])
+        try:
+            mod, builders[m["problem"]] = problem_module(m["problem"])
+        except TopoplanError as exc:   # named by the file and the field it came from, as every other field is
+            field_ = "problem" if m["problem"] == cfg.problem else f"methods[{i}].problem"
+            raise TopoplanError(f"{where}: field '{field_}': {exc}") from None
         known = getattr(mod, "METHODS", None)
         if known is not None and m["name"] not in known:
             raise TopoplanError(f"{f}.name': unknown {m['problem']} method {m['name']!r} "
@@ -609,7 +613,8 @@ def problem_module(name: str):
     try:
         mod = importlib.import_module(path)
     except ImportError as exc:
-        raise TopoplanError(f"problem {name!r}: cannot import {path} ({exc}); is it built yet?") from None
+        known = f"not one of {', '.join(PROBLEMS)}, and " if name not in PROBLEMS else ""
+        raise TopoplanError(f"problem {name!r}: {known}cannot import module {path} ({exc})") from None
     for attr in ("build", "solve"):
         if not callable(getattr(mod, attr, None)):
             raise TopoplanError(f"problem {name!r}: {path} has no {attr}() (a problem module has "

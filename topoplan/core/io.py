@@ -728,6 +728,8 @@ def read_text(path, what: str = "file", *, lenient: bool = False) -> str:
     TopoplanError: /no/such/hostfile: no such hostfile
     """
     path = Path(path)
+    if path.is_dir():   # (it exists: "no such" sent the user looking for a missing file)
+        raise TopoplanError(f"{path}: is a directory, not a file (expected: {what})")
     if not path.is_file():
         raise TopoplanError(f"{path}: no such {what}")
     try:

@@ -940,6 +940,8 @@ def read_lft_dir(directory) -> tuple[list[LFT], list[ParseReport]]:
     (4, [1, 3, 4, 6])
     """
     d = Path(directory)
+    if d.exists() and not d.is_dir():   # (it exists: "no such" sent the user looking for a missing file)
+        raise TopoplanError(f"{d}: not a directory; the LFTs are a directory of ibroute outputs, one per switch")
     if not d.is_dir():
         raise TopoplanError(f"{d}: no such LFT directory")
     tables: list[LFT] = []

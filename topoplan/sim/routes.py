@@ -152,7 +152,9 @@ def route_stats(links: LinkSet, ptr, rl):
     """
     k = len(ptr) - 1
     fidx = np.repeat(np.arange(k), np.diff(ptr))
-    lat = np.bincount(fidx, weights=links.latency_s[rl], minlength=k)
+    # float even with no routes (bincount of nothing is int64: the simulator's build then refused the arguments
+    # and an empty scenario waited for Numba's JIT)
+    lat = np.bincount(fidx, weights=links.latency_s[rl], minlength=k).astype(np.float64, copy=False)
     cap = np.full(k, np.inf)
     np.minimum.at(cap, fidx, np.where(links.shared, np.inf, links.bw_Bps)[rl])
     slowest = np.full(k, np.inf)

@@ -9,6 +9,7 @@ placement together, checking that the ranks fit (the command line, sweeps and ex
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,10 +58,11 @@ def is_matrix_file(path: Path) -> bool:
     # the first MiB (decompressed as a stream, like every gzip input): the header is in it
     head = read_bytes(path, "traffic file", limit=1 << 20, head=True)
     # utf-8-sig: a byte order mark (spreadsheet exports) is not part of the first column's name
-    lines = head.decode("utf-8-sig", errors="replace").split("\n", 1000)[:1000]
+    # a lone carriage return ends a line too, as for read_csv_table (inside csv.reader's one line it raised)
+    lines = re.split(r"\r\n?|\n", head.decode("utf-8-sig", errors="replace"), maxsplit=1000)[:1000]
     # the header is the first line that is not blank, as for read_csv_table
     header = next((line for line in lines if line.strip()), "")
-    cols = {c.strip().lower() for c in next(csv.reader([header.strip("\r\n")], skipinitialspace=True), [])}
+    cols = {c.strip().lower() for c in next(csv.reader([header], skipinitialspace=True), [])}
     return {"src", "dst"} <= cols and "op" not in cols
 
 

@@ -33,6 +33,7 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     from topoplan.analysis.switches import analyze
     from topoplan.core.topology import TreeTopology
     from topoplan.problems.result import check_time_limit
+    from topoplan.sim.replay import bulk_trace
     from topoplan.sim.run import simulate, simulate_plan
     from topoplan.traffic.sources import load_inputs
 
@@ -41,6 +42,8 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     other = replace(smodel, relay="store-and-forward" if smodel.relay == "pipelined" else "pipelined")
     topo, trace, tr, pl = load_inputs(topology, [], traffic, "sequential")
+    if trace is None:   # a matrix (no time order): replayed as one bulk phase, as `topoplan simulate` does
+        trace = bulk_trace(tr, 1)
     a = analyze(topo, tr, pl)
     con.print(f"[bold]topoplan demo[/]: {traffic} on {topology} "
               f"({topo.n_nodes} nodes x {topo.cores_per_node} cores, {topo.n_switches} switches, "

@@ -10,7 +10,7 @@ import typer
 from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
                                           SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
-                                          sim_model, working)
+                                          sim_model, topology_record, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -75,6 +75,12 @@ def phases_cmd(
 
     from topoplan.core.progress import report
 
+    # the schedule's options do nothing without --schedule (a --simulate or --setup passed unnoticed)
+    unused = [flag for flag, given in (("--circuit-method", circuit_method != "ilp"), ("--setup", setup is not None),
+                                       ("--blackout", blackout != "eps"), ("--score", score != "bound"),
+                                       ("--simulate", simulate), ("--steps", steps)) if given]
+    if schedule is None and unused:
+        raise TopoplanError(f"{unused[0]}: applies only with --schedule (detecting phases schedules no circuits)")
     smodel = sim_model(model, relay, relay_chunk, paper_contention,   # of --simulate and --score simulated
                        unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working("phases"):   # progress on a terminal
@@ -88,7 +94,8 @@ def phases_cmd(
                                min_windows=min_windows)
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
-        res = {"topology": topo.name or topology, "traffic": traffic, **ph.to_dict()}
+        # the topology's spec and --set overrides, as every plan records them (export rebuilds it without -t)
+        res = {**topology_record(topo, topology, sets), "traffic": traffic, **ph.to_dict()}
         sched = sim = steps_note = None
         if schedule is not None:
             from topoplan.problems.circuits.schedule import PhasedProblem, schedule as run_schedule

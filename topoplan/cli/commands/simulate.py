@@ -8,8 +8,8 @@ from typing import List, Optional
 import typer
 
 from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                     SetOpt, check_plan_inputs, console, emit, plan_doc, serial_blas, sim_model,
-                                     working)
+                                     SetOpt, check_plan_inputs, console, emit, flag_names, plan_doc, serial_blas,
+                                     sim_model, working)
 from topoplan.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -63,7 +63,17 @@ def simulate_cmd(
         raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with serial_blas():   # (as above)
+        from topoplan.sim.replay import check_options
         from topoplan.sim.run import simulate_plan
+
+    thr = parse_size(threshold, "--threshold") if threshold else None
+    dt = parse_time(timeline, "--timeline") if timeline else None
+    eager_B = parse_size(eager, "--eager")
+    try:   # before reading the inputs; the library's checks name fields, the CLI its flags
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"compute_scale": "--compute-scale", "eager_threshold": "--eager",
+                                                "timeline_dt": "--timeline"})) from None
 
     with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
         given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
@@ -76,12 +86,6 @@ def simulate_cmd(
 
             plan = read_plan(circuits, topo)  # validated: a placement or a broken plan is a one-line error
             check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
-        thr = parse_size(threshold, "--threshold") if threshold else None
-        dt = parse_time(timeline, "--timeline") if timeline else None
-        from topoplan.sim.replay import check_options
-
-        eager_B = parse_size(eager, "--eager")
-        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
         made_for = None
         if plan is not None:
             made_for = plan.get("placement", "its rank_to_node")
