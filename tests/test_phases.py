@@ -119,6 +119,28 @@ def test_concat_keeps_communicators_apart():
     assert len(t) == len(a) + len(b)
 
 
+def test_the_clock_stops_at_a_commands_deadline():
+    from topoplan.core import deadline
+
+    t = neighbor2d(8, 8, 1000, iters=20)    # 5,000 calls and more: the clock checks the deadline as it goes
+    with deadline.bounded(1e-9), deadline.stopping():
+        with pytest.raises(deadline.DeadlineReached, match="stopped at the time limit"):
+            logical_clock(t)
+    assert len(logical_clock(t).start_s) == len(t)    # outside a stopping stage it runs to the end
+
+
+def test_phases_command_stops_detecting_at_its_time_limit(tmp_path, monkeypatch, run_cli):
+    from topoplan.core import deadline
+
+    monkeypatch.setattr(deadline, "check", lambda: (_ for _ in ()).throw(deadline.DeadlineReached("stopped")))
+    out = tmp_path / "ph.json"
+    code, stdout, err = run_cli("phases", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=1MB,iters=20",
+                                "--time-limit", "30", "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err.startswith("error: neighbor2d:rows=8,cols=8,bytes=1MB,iters=20: detecting phases stopped at the "
+                          "time limit") and err.count("\n") == 1
+
+
 def test_phases_command(tmp_path, run_cli):
     out = tmp_path / "ph.json"
     code, _, err = run_cli("phases", "-t", "paper003", "-T", "neighbor2d:rows=8,cols=8,bytes=1MB,iters=2", "-o", out)

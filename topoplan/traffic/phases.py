@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import check_inputs, fingerprint
 from topoplan.core.placement import from_nodes, Placement, sequential
@@ -248,8 +249,13 @@ def logical_clock(trace: Trace, *, bandwidth_Bps: float = 1.25e9, latency_s: flo
         f = (p - 1) if f == "p-1" else f
         return lat * max(1.0, math.ceil(math.log2(p))) + f * by / bw
 
+    ticks = [0]
+
     def run(r):
         while True:
+            ticks[0] += 1
+            if not ticks[0] & 4095:   # a command's time limit (deadline.stopping) ends the clock as it goes
+                deadline.check()
             b = blocked[r]
             if b is not None:
                 if b[0] == "reqs":

@@ -68,6 +68,7 @@ def phases_cmd(
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
 ) -> None:
     """Split a trace into communication phases (partners change over time); --schedule plans circuits per phase."""
+    from topoplan.core import deadline
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import format_bytes, format_time, parse_time
     from topoplan.traffic.phases import detect_phases
@@ -89,9 +90,13 @@ def phases_cmd(
             raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
         win = parse_time(window, "--window") if window is not None else None
         report(stage="detecting phases")
-        try:
-            ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
-                               min_windows=min_windows)
+        try:   # stops at the time limit, early enough to say so and end by then
+            with deadline.stopping(margin_s=deadline.write_cost_s(0)):
+                ph = detect_phases(trace, topo, pl, window_s=win, windows=windows, threshold=threshold,
+                                   min_windows=min_windows)
+        except deadline.DeadlineReached:
+            raise deadline.DeadlineReached(f"{traffic}: detecting phases stopped at the time limit (a longer "
+                                           "--time-limit, or no limit, detects them)") from None
         except TopoplanError as exc:
             raise TopoplanError(flag_names(str(exc), FLAGS)) from None
         # the topology's spec and --set overrides, as every plan records them (export rebuilds it without -t)
@@ -113,8 +118,6 @@ def phases_cmd(
                     prob = PhasedProblem.build(topo, ph, pl, **build)
             except TopoplanError as exc:
                 raise TopoplanError(flag_names(str(exc), FLAGS)) from None
-            from topoplan.core import deadline
-
             # the stages after the schedule share the time limit: the simulation of the schedule (the trace's
             # calls once, a network per segment: at most one a phase) and writing the document (a row a phase)
             sim_s = deadline.scaled(schedule_simulation_cost_s(trace, len(ph))) if simulate else 0.0
