@@ -303,6 +303,11 @@ def test_scenario_file_gzip_and_plain(tmp_path):
                                                           "crosses no link"),
     # a host named twice: its routes and flows went to the second silently
     ({"hosts": ["A", "B", "A"]}, "hosts[2]: host 'A' is listed twice (hosts[0] is the first)"),
+    # another network model's scenario, or a SimGrid option, was run as max-min without a word
+    ({"model": "LV08"}, "field 'model': this simulator computes CM02-maxmin or maxmin (max-min fair sharing), "
+                        "not 'LV08'"),
+    ({"latency_factor": 13.01}, "field 'latency_factor': unknown key (known: flows, tree, hosts, links, routes, "
+                                "model)"),
 ])
 def test_bad_scenarios_name_file_and_field(tmp_path, change, message):
     path = tmp_path / "bad.json"

@@ -31,9 +31,13 @@ from topoplan.core.topology import MAX_NODES
 from topoplan.sim.maxmin import simulate_flows
 from topoplan.sim.routes import LinkSet, routes_to_csr
 
-__all__ = ["FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
+__all__ = ["SCENARIO_KEYS", "SCENARIO_MODELS", "FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
 
 _SHARING = {"shared": True, "splitduplex": True, "fatpipe": False}
+# A scenario's keys, and the network models it may name (what this simulator computes: max-min fair sharing,
+# SimGrid's CM02 model with its factors neutral): another model's scenario would be run as this one.
+SCENARIO_KEYS = ("flows", "tree", "hosts", "links", "routes", "model")
+SCENARIO_MODELS = ("CM02-maxmin", "maxmin")
 _DIRS = {"up": 0, "down": 1}
 
 
@@ -379,6 +383,12 @@ def load_scenario(source) -> Scenario:
         path = Path(source)
         doc, w = read_json(path, "flow scenario"), _Where(str(path))   # bounded, strict JSON
     w.obj(doc, "")
+    unknown = sorted(set(doc) - set(SCENARIO_KEYS), key=str)
+    if unknown:   # (a SimGrid option such as a latency factor would otherwise be dropped without a word)
+        raise w.fail("", f"field {unknown[0]!r}: unknown key (known: {', '.join(SCENARIO_KEYS)})")
+    if "model" in doc and doc["model"] not in SCENARIO_MODELS:
+        raise w.fail("", f"field 'model': this simulator computes {' or '.join(SCENARIO_MODELS)} (max-min fair "
+                         f"sharing), not {doc['model']!r}")
     if "tree" in doc:
         tree = w.obj(doc["tree"], "tree")
         leaves, per_leaf = w.count(tree, "leaves", "tree"), w.count(tree, "hosts_per_leaf", "tree")
