@@ -159,10 +159,11 @@ def test_output_dash_is_standard_output(tmp_path, monkeypatch, run_cli, args, fi
 @pytest.mark.parametrize("args, message", [
     (["report", REPORT_RESULT, "-o", "r.html", "--png", "-"],
      "--png -: a PNG image (binary) cannot go to standard output; give a file name"),
-    (["trace", "-o", "-", "--", "true"], "--output -: a trace directory cannot go to standard output"),
+    (["trace", "-o", "-", "--", "true"], "--output -: a trace directory cannot go to standard output; give a "
+                                         "directory name"),
     (["sweep", "s.yaml", "-o", "-"], "--output -: a sweep table (read back to resume the sweep) cannot go"),
     (["export", "routes", "-p", "plan.json", "-o", "-"],
-     "--output -: a directory of routes files cannot go to standard output"),
+     "--output -: a directory of routes files cannot go to standard output; give a directory name"),
     (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--json", "-o", "-"],
      "--json: prints to standard output, where --output - writes too; give one of them"),
     (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "dft", "--rankfile", "-", "-o", "-"],

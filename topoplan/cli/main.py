@@ -93,7 +93,9 @@ def guard_outputs(fn):
             outs = []   # a directory of files (export routes): checked and written by the command itself
         for name, what in refused.items():
             if is_stdout(bound.get(name)):
-                raise TopoplanError(f"{_option(sig, name)} -: {what} cannot go to standard output; give a file name")
+                name_of = "a directory" if "directory" in what else "a file"   # (trace, export routes: directories)
+                raise TopoplanError(f"{_option(sig, name)} -: {what} cannot go to standard output; give {name_of} "
+                                    "name")
         to_stdout = [name for name, path in outs if is_stdout(path)]
         if to_stdout and bound.get("json_mode"):
             raise TopoplanError(f"--json: prints to standard output, where {_option(sig, to_stdout[0])} - writes "
