@@ -148,20 +148,15 @@ def _cells(parts, scale: float, quick: bool):
         for s in ((200, 800) if quick else (100, 200, 400, 800)):
             for net in ("eps", "greedy"):
                 yield "scale", "neighbor", BULK["neighbor"], 2, net, float(s)
-    if "bulk" in parts:
+    for part in ("bulk", "bulk-fair"):   # the same cells; the second on fair queues
+        if part not in parts:
+            continue
         for ocs in ((2,) if quick else (1, 2)):
             for case, spec in BULK.items():
                 if quick and case != "neighbor":
                     continue
                 for net in NETWORKS:
-                    yield "bulk", case, spec, ocs, net, scale
-    if "bulk-fair" in parts:
-        for ocs in ((2,) if quick else (1, 2)):
-            for case, spec in BULK.items():
-                if quick and case != "neighbor":
-                    continue
-                for net in NETWORKS:
-                    yield "bulk-fair", case, spec, ocs, net, scale
+                    yield part, case, spec, ocs, net, scale
     if "bulk-ack" in parts:
         for case, spec in BULK.items():
             for net in NETWORKS:
