@@ -202,7 +202,7 @@ def test_an_unknown_method_is_refused_before_the_inputs_are_read(run_cli, matrix
 
     monkeypatch.setattr(sources, "load_inputs", unread)
     code, out, err = run_cli("circuits", "-t", "paper003", "-T", matrix, "-m", "three_step")
-    assert code == 2 and out == "" and err.startswith("error: unknown circuits method 'three_step'"), err
+    assert code == 2 and out == "" and err.startswith("error: --method: unknown circuits method 'three_step'"), err
     assert len(err.strip().splitlines()) == 1
 
 

@@ -246,3 +246,19 @@ def test_a_bad_option_value_is_named_by_its_flag(args, message, run_cli):
     """These options were named by the library's fields ("field 'threshold'", "field 'ocs_fraction'")."""
     code, stdout, err = run_cli(*args)
     assert (code, stdout, err) == (2, "", f"error: {message}\n")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["circuits", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "foo"], "--method: unknown circuits method"),
+    (["place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "foo"], "--method: unknown placement method"),
+    (["bcast", "-t", "paper003", "-a", "gen:nodes=16", "-m", "foo"], "--method: unknown bcast method"),
+    (["phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--schedule", "foo"],
+     "--schedule: unknown schedule method"),
+    (["phases", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--schedule", "exact", "--circuit-method", "foo"],
+     "--circuit-method: unknown circuits method"),
+])
+def test_an_unknown_method_is_named_by_its_flag(tmp_path, run_cli, args, message):
+    out = tmp_path / "out.json"
+    code, stdout, err = run_cli(*args, "-o", out)
+    assert (code, stdout) == (2, "") and not out.exists()
+    assert err.startswith(f"error: {message} 'foo' (methods: ") and err.count("\n") == 1

@@ -9,7 +9,7 @@ import typer
 
 from topoplan.cli.commands.common import (time_bounded, solving, ContentionOpt, JsonOpt, ModelOpt, OutOpt,
                                           RelayChunkOpt, RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
-                                          console, emit, flag_names, sim_model, topology_record)
+                                          console, emit, flag_names, known_method, sim_model, topology_record)
 from topoplan.core.units import format_time, parse_size
 
 
@@ -46,12 +46,13 @@ def bcast_cmd(topology: str = TopologyOpt, sets: Optional[List[str]] = SetOpt,
               rankfile: Optional[Path] = typer.Option(None, "--rankfile", help="Also write an Open MPI rankfile."),
               json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Reorder Bcast node leaders so the critical sends use the shortest/fastest links."""
-    from topoplan.problems.bcast import BcastProblem, solve
+    from topoplan.problems.bcast import METHODS, BcastProblem, solve
     from topoplan.problems.bcast.allocation import parse_spec
     from topoplan.problems.bcast.trees import TREES
     from topoplan.core.errors import TopoplanError
     from topoplan.core.topology_io import load_topology
 
+    known_method(METHODS, method, "--method")
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     if no_simulate and score == "simulated":

@@ -9,7 +9,7 @@ import typer
 
 from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
-                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method,
                                           parse_time_limit, sim_model, steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
@@ -130,7 +130,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         raise TopoplanError(f"--score {score!r}: choose auto, bound or simulated")
     if not simulate and score == "simulated":
         raise TopoplanError("--score simulated simulates the plans: it cannot be used with --no-simulate")
-    METHODS[method]   # an unknown method is an error before the inputs are read (a trace can take a while)
+    known_method(METHODS, method, "--method")
     opts = _ilp_options([method], solver=solver, formulation=formulation, objective=objective)
     if max_steps is not None:
         if method != "anneal":

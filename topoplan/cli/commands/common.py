@@ -148,6 +148,18 @@ ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only:
                              "(default) or per receiving device.")
 
 
+def known_method(methods, name: str, flag: str) -> None:
+    """Refuse a method ``methods`` (a problem's registry) does not have, naming the flag that gave it, before any
+    input is read (a trace can take a while)."""
+    from topoplan.core.errors import TopoplanError
+    from topoplan.problems.result import UnknownMethodError
+
+    try:
+        methods[name]
+    except UnknownMethodError as exc:
+        raise TopoplanError(f"{flag}: {exc}") from None
+
+
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,
               paper_contention: Optional[str] = None, *, unused: str | None = None):
     """The :class:`topoplan.sim.simmodel.SimModel` of the --model/--relay/--relay-chunk/--paper-contention flags.

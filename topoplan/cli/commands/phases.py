@@ -9,7 +9,7 @@ import typer
 
 from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method,
                                           sim_model, topology_record, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
@@ -82,6 +82,12 @@ def phases_cmd(
                                        ("--simulate", simulate), ("--steps", steps)) if given]
     if schedule is None and unused:
         raise TopoplanError(f"{unused[0]}: applies only with --schedule (detecting phases schedules no circuits)")
+    if schedule is not None:
+        from topoplan.problems.circuits import METHODS
+        from topoplan.problems.circuits.schedule import SCHEDULERS
+
+        known_method(SCHEDULERS, schedule, "--schedule")
+        known_method(METHODS, circuit_method, "--circuit-method")
     smodel = sim_model(model, relay, relay_chunk, paper_contention,   # of --simulate and --score simulated
                        unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working("phases"):   # progress on a terminal

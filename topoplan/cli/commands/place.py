@@ -9,7 +9,7 @@ import typer
 
 from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
-                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, sim_model,
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method, sim_model,
                                           steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
@@ -57,6 +57,7 @@ def place_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Opti
 
     from topoplan.core.errors import TopoplanError
 
+    known_method(METHODS, method, "--method")
     if score not in ("bound", "simulated"):
         raise TopoplanError(f"--score {score!r}: choose bound or simulated")
     smodel = sim_model(model, relay, relay_chunk, paper_contention,
