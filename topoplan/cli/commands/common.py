@@ -150,7 +150,17 @@ ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only:
 
 def known_method(methods, name: str, flag: str) -> None:
     """Refuse a method ``methods`` (a problem's registry) does not have, naming the flag that gave it, before any
-    input is read (a trace can take a while)."""
+    input is read (a trace can take a while).
+
+    Examples
+    --------
+    >>> from topoplan.problems.bcast import METHODS
+    >>> known_method(METHODS, "bft", "--method")
+    >>> known_method(METHODS, "bfs", "--method")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: --method: unknown bcast method 'bfs' (methods: default, dft, bft, greedy, anneal, ilp)
+    """
     from topoplan.core.errors import TopoplanError
     from topoplan.problems.result import UnknownMethodError
 
