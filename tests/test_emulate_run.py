@@ -75,6 +75,7 @@ def env(tmp_path_factory):
 
 
 @needs_all
+@pytest.mark.alone
 def test_hybrid_measured_as_predicted_and_faster_than_eps(env):
     from topoplan.emulate.run import emulate
     from topoplan.problems.circuits.problem import CircuitProblem, solve
