@@ -10,14 +10,15 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
 - a circuit is a veth pair straight from one OCS node to the other;
 - every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
   link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
-  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With ``queues="ack-priority"`` packets under 64 bytes (TCP's
-  acknowledgements that carry no data) go first, in a class of their own, as control traffic that never waits behind data
-  would. With ``queues="fair"`` every sending node (by the packet's source address, so a relayed packet
-  counts as its origin's) has its own FIFO of that length at every shaped end, and the FIFOs are served in
-  turn, a packet each, idle ones skipped: a fabric that arbitrates fairly between its inputs, as
-  InfiniBand's switches do, rather than one FIFO shared by all. Links have the topology's MTU; their latency is the
-  stack's own (the kernel may lack netem, and the emulator does not need it). The uplinks of a fat
-  tree carry what all nodes under the switch can send, so they never contend;
+  of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With
+  ``queues="ack-priority"`` packets under 64 bytes (TCP's acknowledgements that carry no data) go first, in
+  a class of their own, as control traffic that never waits behind data would. With ``queues="fair"``
+  every sending node (by the packet's source address, so a relayed packet counts as its origin's) has its
+  own FIFO of that length at every shaped end, and the FIFOs are served in turn, a packet each, idle ones
+  skipped: a fabric that arbitrates fairly between its inputs, as InfiniBand's switches do, rather than
+  one FIFO shared by all. Links have the topology's MTU; their latency is the stack's own (the kernel may
+  lack netem, and the emulator does not need it). The uplinks of a fat tree carry what all nodes under the
+  switch can send, so they never contend;
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
   namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
 
@@ -887,32 +888,29 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
     burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
     common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
     h.tc("add", "htb", index=idx, handle="1:", default=0x10)
-    if senders:
-        # Every class is guaranteed an equal part of the rate and may borrow up to all of it: HTB lends what
-        # idle classes leave by deficit round robin, a quantum of one full packet per class and turn.
-        share = max(rate // (len(senders) + 1), 1)
-        fair = dict(common, quantum=mtu + 14, prio=0)
-        h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
-        for k, addr in enumerate(["", *senders]):
-            minor = 0x10 + k
-            h.tc("add-class", "htb", handle=f"1:{minor:x}", parent="1:1", rate=share, ceil=rate, **fair)
-            h.tc("add", "pfifo", index=idx, handle=f"{minor:x}:", parent=f"1:{minor:x}", limit=int(queue_packets))
-            if addr:   # the IPv4 source address: bytes 12-15 of the header
-                h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1,
-                     protocol=ETH_P_IP, target=f"1:{minor:x}",
-                     keys=[f"0x{int(ipaddress.IPv4Address(addr)):08x}/0xffffffff+12"])
-        return
-    if not ack_priority:
+    if not (senders or ack_priority):
         h.tc("add-class", "htb", handle="1:10", parent="1:", rate=rate, ceil=rate, **common)
         h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
         return
+    # Leaf classes under one class at the link's rate: (minor, guaranteed rate, options, u32 key or None for
+    # what no filter takes). Each may borrow up to the whole rate; HTB lends by priority, then by deficit
+    # round robin.
+    if senders:   # a class per sending node (its IPv4 source address: bytes 12-15 of the header), equal shares
+        share = max(rate // (len(senders) + 1), 1)
+        turn = dict(prio=0, quantum=mtu + 14)   # a full packet per class and turn
+        leaves = [(0x10, share, turn, None)] + [
+            (0x11 + k, share, turn, f"0x{int(ipaddress.IPv4Address(a)):08x}/0xffffffff+12")
+            for k, a in enumerate(senders)]
+    else:   # IPv4 total length below 64 bytes (the header's bytes 2-3): a TCP segment without data, served first.
+        # A small data segment stays in its flow's queue, so no segment overtakes another of its flow (TCP
+        # would read the reordering as a loss).
+        leaves = [(0x10, rate - rate // 20, dict(prio=1), None),
+                  (0x20, max(rate // 20, 1), dict(prio=0), "0x0/0xffc0+2")]
     h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
-    h.tc("add-class", "htb", handle="1:10", parent="1:1", rate=rate - rate // 20, ceil=rate, prio=1, **common)
-    h.tc("add-class", "htb", handle="1:20", parent="1:1", rate=max(rate // 20, 1), ceil=rate, prio=0, **common)
-    h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
-    h.tc("add", "pfifo", index=idx, handle="20:", parent="1:20", limit=int(queue_packets))
-    # IPv4 total length below 64 bytes (the header's bytes 2-3): a TCP segment without data. A small data
-    # segment stays in its flow's queue, so no segment overtakes another of its flow (TCP would read the
-    # reordering as a loss).
-    h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=ETH_P_IP,
-         target="1:20", keys=["0x0/0xffc0+2"])
+    for minor, guaranteed, options, key in leaves:
+        h.tc("add-class", "htb", handle=f"1:{minor:x}", parent="1:1", rate=guaranteed, ceil=rate, **common,
+             **options)
+        h.tc("add", "pfifo", index=idx, handle=f"{minor:x}:", parent=f"1:{minor:x}", limit=int(queue_packets))
+        if key is not None:
+            h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=ETH_P_IP,
+                 target=f"1:{minor:x}", keys=[key])
