@@ -109,25 +109,19 @@ def emulate_cmd(
     if collectives not in COLLECTIVES:
         raise TopoplanError(f"--collectives: choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
-    from topoplan.cli.commands.simulate import replay_inputs
+    from topoplan.cli.commands.simulate import replay_inputs, replay_options
     from topoplan.core.topology import TreeTopology
-    from topoplan.core.units import format_time, parse_size
+    from topoplan.core.units import format_time
     from topoplan.emulate.cluster import check_scale
     from topoplan.emulate.run import DEFAULT_SCALE, emulate
-    from topoplan.sim.replay import check_options
 
     # the options, before the inputs are read and the predictions run (a bad --scale was found only when the
     # cluster was about to be built), named as flags
-    if threshold is not None and circuits is None:   # (it would be ignored: no message takes a circuit)
-        raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
+    thr, eager_B, _ = replay_options(threshold, eager, compute_scale, circuits=circuits)
     try:
         scale = check_scale(DEFAULT_SCALE if scale is None else scale)
-        thr = parse_size(threshold, "--threshold") if threshold else None
-        eager_B = parse_size(eager, "--eager")
-        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B)
-    except TopoplanError as e:   # (the sizes name their flags as simulate's do; the library's checks name fields)
-        raise TopoplanError(flag_names(str(e), {"scale": "--scale", "eager_threshold": "--eager",
-                                                "compute_scale": "--compute-scale"})) from None
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"scale": "--scale"})) from None
 
     given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
                                                     pieces=False)

@@ -59,21 +59,11 @@ def simulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("simulate needs --topology and --traffic (or --flows FILE)")
-    if threshold is not None and circuits is None:   # (it would be ignored: no message takes a circuit)
-        raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     with serial_blas():   # (as above)
-        from topoplan.sim.replay import check_options
         from topoplan.sim.run import simulate_plan
 
-    thr = parse_size(threshold, "--threshold") if threshold else None
-    dt = parse_time(timeline, "--timeline") if timeline else None
-    eager_B = parse_size(eager, "--eager")
-    try:   # before reading the inputs; the library's checks name fields, the CLI its flags
-        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
-    except TopoplanError as e:
-        raise TopoplanError(flag_names(str(e), {"compute_scale": "--compute-scale", "eager_threshold": "--eager",
-                                                "timeline_dt": "--timeline"})) from None
+        thr, eager_B, dt = replay_options(threshold, eager, compute_scale, timeline, circuits=circuits)
 
     with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
         given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
@@ -130,6 +120,36 @@ def simulate_cmd(
                       f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
         if len(res["phases"]) > len(shown):
             con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
+
+
+def replay_options(threshold, eager, compute_scale: float, timeline=None, *, circuits=None) -> tuple:
+    """The replay's flags of ``simulate`` and ``emulate`` read and checked before any input is read:
+    ``(threshold_B or None, eager_B, timeline_dt_s or None)``; errors name the flags, not the library's fields.
+    A ``--threshold`` without ``--circuits`` is refused: no message would take a circuit.
+
+    Examples
+    --------
+    >>> replay_options("1MB", "64KiB", 1.0, circuits="plan.json")
+    (1000000.0, 65536.0, None)
+    >>> replay_options(None, "64KiB", -1.0)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: --compute-scale: must be a finite non-negative factor, got -1.0
+    """
+    from topoplan.core.errors import TopoplanError
+    from topoplan.sim.replay import check_options
+
+    if threshold is not None and circuits is None:
+        raise TopoplanError("--threshold: the size from which messages take a plan's circuits; give --circuits")
+    thr = parse_size(threshold, "--threshold") if threshold else None
+    dt = parse_time(timeline, "--timeline") if timeline else None
+    eager_B = parse_size(eager, "--eager")
+    try:   # the library's checks name fields, the command line its flags
+        check_options(compute_scale=compute_scale, eager_threshold_B=eager_B, timeline_dt_s=dt)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"compute_scale": "--compute-scale", "eager_threshold": "--eager",
+                                                "timeline_dt": "--timeline"})) from None
+    return thr, eager_B, dt
 
 
 def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placement: str, any_inputs: bool, *,
