@@ -482,8 +482,8 @@ def plot(rows, path) -> bool:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, bulk-fair, "
-                    "tcp, heavy, npb, bcast")
+    ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, "
+                    "bulk-fair, tcp, heavy, npb, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")

@@ -31,7 +31,8 @@ from topoplan.core.topology import MAX_NODES
 from topoplan.sim.maxmin import simulate_flows
 from topoplan.sim.routes import LinkSet, routes_to_csr
 
-__all__ = ["SCENARIO_KEYS", "SCENARIO_MODELS", "FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario", "run_scenario"]
+__all__ = ["SCENARIO_KEYS", "SCENARIO_MODELS", "FlowTable", "Scenario", "tree_links", "tree_routes", "load_scenario",
+           "run_scenario"]
 
 _SHARING = {"shared": True, "splitduplex": True, "fatpipe": False}
 # A scenario's keys, and the network models it may name (what this simulator computes: max-min fair sharing,

@@ -9,8 +9,9 @@ import typer
 
 from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
-                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method,
-                                          parse_time_limit, sim_model, steps_within_limit, topology_record)
+                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console,
+                                          emit, flag_names, known_method, parse_time_limit, sim_model,
+                                          steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",

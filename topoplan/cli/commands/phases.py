@@ -9,8 +9,8 @@ import typer
 
 from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method,
-                                          sim_model, topology_record, working)
+                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          known_method, sim_model, topology_record, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}

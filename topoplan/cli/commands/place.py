@@ -9,8 +9,8 @@ import typer
 
 from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
                                           JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt, SeedOpt, SetOpt,
-                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names, known_method, sim_model,
-                                          steps_within_limit, topology_record)
+                                          TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
+                                          known_method, sim_model, steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 
