@@ -238,6 +238,8 @@ def test_cleanup_command(run_cli):
     (["--eager", "-1"], "--eager: size must be non-negative"),
     (["--threshold", "abc", "--circuits", "x.json"], "--threshold: cannot read size 'abc'"),
     (["--threshold", "1MB"], "--threshold: the size from which messages take a plan's circuits; give --circuits"),
+    (["--timeline", "10us"], "--timeline: at scale 400 at least 50 us (the links are sampled at most every 20 ms"),
+    (["--timeline", "1ms", "--", "/bin/true"], "--timeline: measured for a replay only"),
 ])
 def test_bad_options_are_refused_before_the_inputs_and_named_as_flags(args, match, run_cli, monkeypatch):
     """A bad --scale was refused only after the predictions ran and the programs were compiled, when the
@@ -376,3 +378,39 @@ def test_the_replay_runs_the_predicted_tree(env):
             moved[label] = _Run(c, spec, bins, work, 120, transport).replay(t, spec.hosts)["link_bytes"]
     per_n = {k: (v - moved["nothing"]) / n for k, v in moved.items() if k != "nothing"}
     assert 8.0 < per_n["model"] < 8.0 * 1.12 and 10.0 < per_n["library"] < 10.0 * 1.12, per_n
+
+
+@needs_all
+def test_timeline_measures_the_links_beside_the_prediction(env, tmp_path, run_cli):
+    """--timeline: every shaped link direction's utilization sampled during the replay, named as the simulator
+    names its links, beside the default model's timeline; TCP's loss recovery counted in the replay's window;
+    ``topoplan report`` draws the measured timeline."""
+    from topoplan.core.topology_io import topology_from_dict
+    from topoplan.reporting.report import load_result
+    from topoplan.sim.network import build_network
+
+    out = tmp_path / "em.json"
+    code, stdout, err = run_cli("emulate", "-t", "paper003", "--set", "switches=2", "--set", "nodes_per_switch=2",
+                                "--set", "cores_per_node=1", "--set", "kind=tree", "--set", "ocs=null",
+                                "-T", "ring:np=4,bytes=1MB", "--no-calibrate", "--repeats", "1", "--timeline", "1ms",
+                                "-o", out)
+    assert code == 0, err
+    assert "TCP during the replay:" in stdout and "link directions measured" in stdout
+    res = json.loads(out.read_text())
+    tcp = res["measured"]["tcp"]
+    assert res["measured"]["tcp_window"] == "replay" and set(tcp) >= {"retransmitted_segments", "timeouts"}
+    assert all(v >= 0 for v in tcp.values())
+    names = set(build_network(topology_from_dict(res["topology_doc"])).link_name)
+    measured, predicted = res["timeline"], res["predicted_timeline"]
+    assert measured["dt_s"] == predicted["dt_s"] == pytest.approx(1e-3)
+    assert {l["name"] for l in measured["links"]} <= names and {l["name"] for l in predicted["links"]} <= names
+    # the ring sends 1 MB per rank over every node link: each node's up link busy for about the predicted time
+    ups = [l for l in measured["links"] if l["class"] == "node-up"]
+    assert len(ups) == 4
+    busy = [sum(l["util"]) * measured["dt_s"] for l in ups]
+    for b in busy:
+        assert 0.5 * res["predicted_s"] < b < 1.5 * res["measured_s"] + measured["dt_s"], (busy, res["predicted_s"])
+    assert max(max(l["util"]) for l in measured["links"]) < 1.3   # a sample's jitter, not more than the rate
+    data = load_result(out)
+    assert data.util.shape[0] == len(measured["links"]) and data.topo is not None
+    assert _ours(os.getpid()) == []

@@ -113,7 +113,9 @@ class LinkSpec:
     ``rate_Bps`` is the scaled bandwidth of each direction (bytes per second, ``None`` for an unshaped
     link), ``delay_s`` the scaled one-way latency the topology gives (recorded; links add none, see the
     module docstring); ``a_bridge``/``b_bridge`` say whether an end joins its namespace's bridge (else it is
-    a node's interface). ``cls`` is the link's kind: ``node``, ``uplink``, ``ocs`` or ``mgmt``.
+    a node's interface). ``cls`` is the link's kind: ``node``, ``uplink``, ``ocs`` or ``mgmt``. ``ends`` names what
+    each end is on the simulator's network (a host name, a switch label or the top switch), so that a
+    direction is the simulator's link of the same name (:meth:`ClusterSpec.directions`).
 
     Examples
     --------
@@ -132,6 +134,7 @@ class LinkSpec:
     name: str
     a_bridge: bool = False
     b_bridge: bool = False
+    ends: tuple = ()
 
 
 @dataclass
@@ -219,6 +222,36 @@ class ClusterSpec:
         ['198.18.0.1', '198.18.0.2']
         """
         return [data_address(i) for i in range(len(self.hosts))]
+
+    def directions(self) -> list:
+        """Every shaped link direction, named as the simulator names its links: ``(namespace, interface,
+        name, class, src, dst, rate_Bps)``, the direction being what that interface's queue sends.
+
+        A node link's ``a`` end (the host) sends up (``node-up``, ``node0004->S1``), its switch's end down
+        (``node-down``); an uplink's switch end ``uplink-up`` (``S1->top``), the top's ``uplink-down``; a
+        circuit carries ``u=>v`` from ``u`` and ``v=>u`` from ``v`` (class ``ocs``).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology import TreeTopology
+        >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(1, 1)), scale=400, run_id=3)
+        >>> [d[2:6] for d in s.directions()][:2]
+        [('node0000->S0', 'node-up', 'node0000', 'S0'), ('S0->node0000', 'node-down', 'S0', 'node0000')]
+        >>> [d[2] for d in s.directions()][4:]
+        ['S0->top', 'top->S0', 'S1->top', 'top->S1']
+        """
+        out = []
+        for link in self.links:
+            if link.rate_Bps is None or len(link.ends) != 2:
+                continue
+            x, y = link.ends
+            for ns, ifname, src, dst, up in ((link.a_ns, link.a_if, x, y, True), (link.b_ns, link.b_if, y, x, False)):
+                if link.cls == "ocs":
+                    name, cls = f"{src}=>{dst}", "ocs"
+                else:
+                    name, cls = f"{src}->{dst}", f"{link.cls}-{'up' if up else 'down'}"
+                out.append((ns, ifname, name, cls, src, dst, float(link.rate_Bps)))
+        return out
 
     def ns_of(self, host: str) -> str:
         """The namespace of a host name (or ``"head"``)."""
@@ -346,14 +379,14 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     for i, (h, k) in enumerate(zip(hosts, node_sw.tolist())):
         links.append(LinkSpec(host_ns[i], "eth0", sw_ns[k], f"h{i}", float(node_bw[i]) / scale,
                               (topo.down_latency_s + topo.switch_delay_s) * scale, "node", f"{h}-{labels[k]}",
-                              b_bridge=True))
+                              b_bridge=True, ends=(h, labels[k])))
     for k in range(topo.n_switches):
         bw = float(topo.up_bw_Bps)
         if topo.kind == "fat-tree":   # full bisection: an uplink carries all its nodes can send
             bw = max(bw, float(node_bw[node_sw == k].sum()))
         links.append(LinkSpec(sw_ns[k], "up", top_ns, f"s{k}", bw / scale,
                               (topo.up_latency_s + topo.switch_delay_s) * scale, "uplink", f"{labels[k]}-{top}",
-                              a_bridge=True, b_bridge=True))
+                              a_bridge=True, b_bridge=True, ends=(labels[k], top)))
     circ = []
     if circuits:
         if topo.ocs is None:
@@ -365,7 +398,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                     raise TopoplanError(f"circuit {u}-{v}: node {node} has no optical port {port}")
             circ.append((int(u), int(v), int(pu), int(pv)))
             links.append(LinkSpec(host_ns[u], f"ocs{pu}", host_ns[v], f"ocs{pv}", topo.ocs.bw_Bps / scale,
-                                  topo.ocs.latency_s * scale, "ocs", f"{hosts[u]}={hosts[v]}"))
+                                  topo.ocs.latency_s * scale, "ocs", f"{hosts[u]}={hosts[v]}",
+                                  ends=(hosts[u], hosts[v])))
     for i in range(topo.n_nodes):
         links.append(LinkSpec(host_ns[i], "mgmt0", mgmt_ns, f"h{i}", None, 0.0, "mgmt", f"{hosts[i]}-mgmt",
                               b_bridge=True))

@@ -5,7 +5,9 @@ recorded) replayed by the C replayer, or the user's own program. Every rank runs
 recorder; a rank's communication time is the time it spent inside MPI calls (the union of its
 calls' intervals), divided by the scale. The simulator predicts the same trace on the same
 topology, placement and circuit plan under the default model, with store-and-forward relays, and
-under the papers' model; the result holds them side by side with their ratios.
+under the papers' model; the result holds them side by side with their ratios. While a run lasts a
+:class:`~topoplan.emulate.monitor.Monitor` counts TCP's loss recovery on the nodes and, with a timeline,
+the bytes every link direction sends: the measured utilization beside the default model's.
 """
 
 from __future__ import annotations
@@ -18,16 +20,18 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.topology_io import topology_to_dict
 from topoplan.emulate import cluster as cl
 from topoplan.emulate.calibrate import CALIBRATION_BYTES, calibration_nodes, calibration_traces, summarize
 from topoplan.emulate.launch import COLLECTIVES, mpirun_command, run_mpi, transport_for, write_agent
+from topoplan.emulate.monitor import MIN_PERIOD_S, Monitor, read_window, timeline_doc, utilization, window_counts
 from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
 from topoplan.emulate.replayer import as_point_to_point, build, write_replay
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.trace import read_trace
 
-__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "comm_times", "predictions", "emulate"]
+__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "comm_times", "check_timeline", "predictions", "emulate"]
 
 # Bandwidths are divided by this (latencies multiplied): a 10 Gb/s link becomes 25 Mb/s. Chosen by
 # measurement (docs/emulation.md): at 400 the 16-node runs of the validation leave most of the 2 cores idle.
@@ -78,15 +82,43 @@ def comm_times(trace) -> tuple:
     return out, span
 
 
+def check_timeline(timeline_dt_s, scale, *, program: bool = False) -> None:
+    """Refuse a timeline interval the emulator cannot measure: not positive, finer than the links' sampling
+    (:data:`~topoplan.emulate.monitor.MIN_PERIOD_S` of real time) at ``scale``, or for a user's ``program``
+    (only the replayer marks its window on the network's clock). None passes.
+
+    Examples
+    --------
+    >>> check_timeline(1e-3, 400.0)
+    >>> check_timeline(1e-6, 400.0)
+    Traceback (most recent call last):
+      ...
+    topoplan.core.errors.TopoplanError: field 'timeline_dt': at scale 400 at least 50 us (the links are sampled at most every 20 ms of real time), got 1 us
+    """
+    if timeline_dt_s is None:
+        return
+    if program:
+        raise TopoplanError("field 'timeline_dt': measured for a replay only (the replayer marks its window on the "
+                            "network's clock), not for a program")
+    if not 0 < timeline_dt_s < float("inf"):
+        raise TopoplanError(f"field 'timeline_dt': must be a positive time, got {timeline_dt_s}")
+    s = cl.check_scale(scale)
+    if timeline_dt_s * s < MIN_PERIOD_S:
+        raise TopoplanError(f"field 'timeline_dt': at scale {s:g} at least {MIN_PERIOD_S / s * 1e6:g} us (the links "
+                            f"are sampled at most every {MIN_PERIOD_S * 1e3:g} ms of real time), got "
+                            f"{timeline_dt_s * 1e6:g} us")
+
+
 def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=None, eager_threshold_B=65536.0,
-                compute_scale=1.0) -> dict:
+                compute_scale=1.0, timeline_dt_s=None) -> dict:
     """The simulator's predictions of the run: the given (default) model, store-and-forward relays, the paper model.
 
     Returns
     -------
     dict
         ``{label: {"sim_model", "max_comm_time_s", "makespan_s", "comm_time_s"}}`` with labels
-        ``default`` (``model``), ``store-and-forward`` and ``paper``.
+        ``default`` (``model``), ``store-and-forward`` and ``paper``; with ``timeline_dt_s`` the default's also
+        has its ``timeline`` (the simulator's, at that interval).
 
     Examples
     --------
@@ -104,10 +136,14 @@ def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=No
               "paper": SimModel(engine="paper", relay="store-and-forward")}
     out = {}
     for label, m in models.items():
+        dt = timeline_dt_s if label == "default" else None
         res = simulate_plan(topo, trace, plan, placement=placement, model=m, threshold_B=threshold_B,
-                            eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, check_inputs=False)
+                            eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, check_inputs=False,
+                            timeline_dt_s=dt)
         out[label] = {"sim_model": res["sim_model"], "max_comm_time_s": res["max_comm_time_s"],
                       "makespan_s": res["makespan_s"], "comm_time_s": res["comm_time_s"]}
+        if dt is not None:
+            out[label]["timeline"] = res["timeline"]
     return out
 
 
@@ -117,12 +153,15 @@ class _Run:
     def __init__(self, cluster, spec, bins, work: Path, timeout_s, transport):
         self.cluster, self.spec, self.bins, self.work = cluster, spec, bins, work
         self.timeout_s, self.transport = timeout_s, transport
+        self.timeline_dt_s = None   # real seconds: sample the links and measure their utilization (replays)
 
         self.agent = write_agent(spec, work)
         self.preload, self.env = [], {}   # more libraries (the Bcast library) and their variables
 
-    def mpi(self, command, hosts_of_ranks, *, record: bool = True) -> dict:
-        """Run ``command`` with rank i on host ``hosts_of_ranks[i]``; the recorder's trace if ``record``."""
+    def mpi(self, command, hosts_of_ranks, *, record: bool = True, window=None) -> dict:
+        """Run ``command`` with rank i on host ``hosts_of_ranks[i]``; the recorder's trace if ``record``; TCP's
+        loss recovery (``tcp``) during the replay whose window the file ``window`` holds (else during the whole
+        ``mpirun``: ``tcp_window``), and with :attr:`timeline_dt_s` the links' measured utilization in it."""
         d = Path(tempfile.mkdtemp(prefix="run", dir=self.work))
         machinefile = d / "hosts"
         machinefile.write_text("".join(f"{h}\n" for h in hosts_of_ranks))
@@ -132,8 +171,17 @@ class _Run:
         cmd = mpirun_command(command, agent=self.agent, machinefile=machinefile, np=len(hosts_of_ranks),
                              preload=preload, env=env, transport=self.transport)
         q0 = self.cluster.queue_stats()
-        res = run_mpi(cmd, timeout_s=self.timeout_s)
+        links = self.timeline_dt_s if window is not None else None
+        with Monitor(self.spec, period_s=None if links is None else max(links, MIN_PERIOD_S), window=window) as mon:
+            res = run_mpi(cmd, timeout_s=self.timeout_s)
         q1 = self.cluster.queue_stats()
+        span = read_window(window) if window is not None else None
+        res["tcp_window"] = "replay" if span else "mpirun"
+        tt = mon.tcp_t_s
+        res["tcp"] = window_counts(tt, mon.tcp, *(span or (tt[0], tt[-1])))
+        if links is not None and span:
+            t, util = utilization(mon.t_s, mon.link_bytes, [d[6] for d in mon.directions], *span, links)
+            res["timeline"] = timeline_doc(mon.directions, t, util, links, scale=self.spec.scale)
         res["packets"] = q1["sent"] - q0["sent"]
         res["drops"] = q1["dropped"] - q0["dropped"]
         res["link_bytes"] = q1["bytes"] - q0["bytes"]
@@ -148,7 +196,7 @@ class _Run:
     def replay(self, trace, hosts_of_ranks, *, compute_scale=1.0) -> dict:
         d = Path(tempfile.mkdtemp(prefix="input", dir=self.work))
         write_replay(trace, d, compute_scale=compute_scale, time_scale=self.spec.scale)
-        res = self.mpi([self.bins["replay"], d], hosts_of_ranks)
+        res = self.mpi([self.bins["replay"], d], hosts_of_ranks, window=d / "window.txt")
         cpu = 0.0
         for r in range(trace.n_ranks):
             try:
@@ -170,6 +218,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
                          "span_s": span / scale, "wall_s": res["wall_s"], "cpu_idle": res["cpu_idle"],
                          "ranks_cpu_cores": res.get("ranks_cpu_cores"),
                          "packets": res["packets"], "drops": res["drops"],
+                         "tcp": res["tcp"], "tcp_window": res["tcp_window"], "timeline": res.get("timeline"),
                          "disturbed": res["cpu_idle"] < DISTURBED_IDLE})
         if not attempts[-1]["disturbed"]:
             break
@@ -184,7 +233,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
-            collectives: str = "model", note=None) -> dict:
+            collectives: str = "model", timeline_dt_s: float | None = None, note=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -233,6 +282,11 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         (:func:`topoplan.emulate.replayer.as_point_to_point`; with ``bcast_keys`` the reordered Bcasts, without
         the library); ``library``: the replayer calls MPI's collectives and Open MPI chooses their algorithms, as
         for an unchanged program (a user's ``command`` always runs so).
+    timeline_dt_s : float, optional
+        Measure every link direction's utilization in intervals of this much emulated time (replays only: the
+        replayer marks its window), sampled from the queues' counters every ``timeline_dt_s * scale`` real
+        seconds (at least :data:`~topoplan.emulate.monitor.MIN_PERIOD_S`), beside the default model's timeline
+        at the same interval.
     note : callable, optional
         Called with progress messages.
 
@@ -242,8 +296,12 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         ``measured_s`` (the largest communication time of a rank, scaled back), ``predicted_s`` (the default
         model's), ``predictions`` (every model's, with ``ratio`` = measured / predicted), ``measured``
         (per-rank times, span, the machine's CPU idle, the cores the ranks used (replays), packets and
-        drops of the queues, attempts), ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's
-        congestion control, set-up time), ``transport``, ``collectives`` (``model`` or ``library``).
+        drops of the queues, TCP's loss recovery on the nodes during the replay (``tcp``: segments sent again,
+        retransmission timeouts, connection requests sent again, fast retransmits, loss probes), attempts),
+        ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's congestion control, set-up time),
+        ``transport``, ``collectives`` (``model`` or ``library``); with ``timeline_dt_s``, ``timeline`` (measured)
+        and ``predicted_timeline`` in the schema of the simulator's (``topoplan report`` draws either),
+        ``topology_doc`` and ``circuit_pairs``.
 
     Raises
     ------
@@ -265,6 +323,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     say = note or (lambda msg: None)
     if collectives not in COLLECTIVES:
         raise TopoplanError(f"field 'collectives': choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
+    check_timeline(timeline_dt_s, scale, program=bool(command))
     cl.require_pyroute2()
     cl.check_privileges()
     n = trace.n_ranks
@@ -276,7 +335,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
         predicted_trace = reordered_bcasts(trace, list(bcast_keys))
     preds = predictions(topo, predicted_trace, placement, plan, model=model, threshold_B=threshold_B,
-                        eager_threshold_B=eager_threshold_B, compute_scale=compute_scale)
+                        eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, timeline_dt_s=timeline_dt_s)
     bins = build(mpicc)
     if transport is None:
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
@@ -316,6 +375,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                                      cpu_idle=m["cpu_idle"], attempts=m["attempts"]))
                 out["calibration"] = rows
             say(f"running {'the program' if command else 'the replay'}: {n} ranks")
+            if timeline_dt_s is not None:
+                run.timeline_dt_s = timeline_dt_s * spec.scale
             if bcast_keys is not None and not as_messages:   # after the calibration, which is not reordered
                 run.preload = [bins["bcast"]]
                 run.env = {"TOPOPLAN_BCAST_KEYS": ",".join(str(int(k)) for k in bcast_keys)}
@@ -335,4 +396,10 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         out["bcast_keys"] = [int(k) for k in bcast_keys]
     out.update({"measured_s": measured, "predicted_s": preds["default"]["max_comm_time_s"],
                 "ratio": preds["default"]["ratio"], "predictions": preds})
+    timeline = out["measured"].pop("timeline", None)
+    if timeline_dt_s is not None:
+        out["timeline"] = timeline
+        out["predicted_timeline"] = preds["default"].pop("timeline")
+        out["topology_doc"] = topology_to_dict(topo)
+        out["circuit_pairs"] = [[int(c[0]), int(c[1])] for c in circuits]
     return out

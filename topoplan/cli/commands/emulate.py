@@ -75,6 +75,9 @@ def emulate_cmd(
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
                                 "is repeated, the fastest kept."),
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds one mpirun may take."),
+    timeline: Optional[str] = typer.Option(None, "--timeline", help="Measure every link's utilization every DT of "
+                                           "emulated time (e.g. 1ms), beside the default model's timeline "
+                                           "(topoplan report draws either); a replay only."),
     mpicc: Optional[str] = typer.Option(None, "--mpicc", help="MPI C compiler wrapper (default $MPICC, else mpicc)."),
     cleanup: bool = typer.Option(False, "--cleanup", help="Only remove the namespaces (and processes) left by "
                                  "emulator runs that are no longer alive."),
@@ -113,15 +116,16 @@ def emulate_cmd(
     from topoplan.core.topology import TreeTopology
     from topoplan.core.units import format_time
     from topoplan.emulate.cluster import check_scale
-    from topoplan.emulate.run import DEFAULT_SCALE, emulate
+    from topoplan.emulate.run import DEFAULT_SCALE, check_timeline, emulate
 
     # the options, before the inputs are read and the predictions run (a bad --scale was found only when the
     # cluster was about to be built), named as flags
-    thr, eager_B, _ = replay_options(threshold, eager, compute_scale, circuits=circuits)
+    thr, eager_B, timeline_dt = replay_options(threshold, eager, compute_scale, timeline, circuits=circuits)
     try:
         scale = check_scale(DEFAULT_SCALE if scale is None else scale)
+        check_timeline(timeline_dt, scale, program=bool(command))
     except TopoplanError as e:
-        raise TopoplanError(flag_names(str(e), {"scale": "--scale"})) from None
+        raise TopoplanError(flag_names(str(e), {"scale": "--scale", "timeline_dt": "--timeline"})) from None
 
     given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
                                                     pieces=False)
@@ -164,7 +168,7 @@ def emulate_cmd(
     res = emulate(topo, trace, pl, plan=plan, scale=scale, model=smodel,
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
-                  queues=queues, collectives=collectives, note=note)
+                  queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
@@ -195,3 +199,12 @@ def emulate_cmd(
     ranks = f", the ranks used {m['ranks_cpu_cores']:.2f} cores" if m.get("ranks_cpu_cores") is not None else ""
     con.print(f"run: machine {m['cpu_idle']:.0%} idle{ranks}; {m['packets']:,} packets, {m['drops']:,} dropped by "
               f"full queues; {m['attempts']} run(s), {m['disturbed_attempts']} disturbed")
+    tcp = m.get("tcp") or {}
+    if tcp:
+        during = "during the replay" if m.get("tcp_window") == "replay" else "during the run"
+        con.print(f"TCP {during}: {tcp['retransmitted_segments']:,} segments sent again, {tcp['timeouts']:,} "
+                  f"retransmission timeouts, {tcp['syn_retransmits']:,} connection requests sent again")
+    if res.get("timeline") is not None:
+        con.print(f"timeline: {len(res['timeline']['links'])} link directions measured, "
+                  f"{len(res['predicted_timeline']['links'])} predicted, every {format_time(res['timeline']['dt_s'])}"
+                  + (f"; draw them with topoplan report {output} (measured)" if output not in (None, Path("-")) else ""))

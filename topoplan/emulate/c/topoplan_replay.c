@@ -26,7 +26,11 @@
  * records the replayed calls only. Before it, every pair of ranks exchanges a small message in both
  * directions: Open MPI opens its TCP connections on a pair's first message, and that set-up (0.3-0.5 ms
  * of a 1.6 ms ring step, measured) is not the network's time. Every rank writes the CPU time it used (user + system seconds) to
- * DIR/cpu-R.txt at the end. Exit status 2 and one line on stderr for a bad input.
+ * DIR/cpu-R.txt at the end; rank 0 writes the replay's window to DIR/window.txt, the wall-clock time
+ * (CLOCK_REALTIME, seconds) after the barrier that starts it (written then) and after the barrier that ends it
+ * (added then), so that what the network did meanwhile (the emulator's samples of its counters, which it
+ * takes as it sees each time appear) is set on the replay's time axis. Exit status 2 and one line on stderr
+ * for a bad input.
  */
 
 #include <mpi.h>
@@ -169,6 +173,29 @@ static void nap(int64_t ns)
         ;
 }
 
+/* Seconds on the wall clock (CLOCK_REALTIME): the emulator's samples are taken on the same clock. */
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* DIR/window.txt: "START\n" when the replay starts, "START END\n" when it has ended (end < 0: not yet). */
+static void write_window(const char *dir, double start, double end)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/window.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    if (end < 0)
+        fprintf(f, "%.6f\n", start);
+    else
+        fprintf(f, "%.6f %.6f\n", start, end);
+    fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -203,6 +230,9 @@ int main(int argc, char **argv)
         free(wbuf);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    double window_start = wall_s();
+    if (me == 0)
+        write_window(argv[1], window_start, -1.0);
     MPI_Pcontrol(1);
     for (long i = 0; i < n; i++) {
         call_t *c = &calls[i];
@@ -311,6 +341,8 @@ int main(int argc, char **argv)
     }
     MPI_Pcontrol(0);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (me == 0)
+        write_window(argv[1], window_start, wall_s());
     {   /* the CPU this rank used (user + system), for the run's CPU budget: DIR/cpu-R.txt */
         struct rusage ru;
         char path[4096];
