@@ -322,3 +322,22 @@ def test_time_series_draws_one_shape_per_series_when_intervals_follow_each_other
             assert len(steps) == 2 and not bars
             edges = steps[0].get_data().edges
             assert edges[0] == pytest.approx(d.t_s[0] / 1e-3) and edges[-1] == pytest.approx((d.t_s[-1] + d.dt_s) / 1e-3)
+
+
+def test_predicted_draws_an_emulations_predicted_timeline(tmp_path, data):
+    """An emulation's result holds the measured timeline and the default model's (``predicted_timeline``);
+    ``--predicted`` draws the second, and a result without it is refused naming the field."""
+    doc = _doc(data)
+    half = {**doc["timeline"], "links": doc["timeline"]["links"][: len(doc["timeline"]["links"]) // 2]}
+    path = tmp_path / "em.json"
+    path.write_text(json.dumps({**doc, "predicted_timeline": half}))
+    measured = _cli(path, "-o", tmp_path / "m.html", "--json")
+    predicted = _cli(path, "-o", tmp_path / "p.html", "--json", "--predicted")
+    assert measured.exit_code == 0 and predicted.exit_code == 0, predicted.output
+    assert json.loads(predicted.output)["links"] < json.loads(measured.output)["links"]
+    bad = _cli(data / FIXTURE, "-o", tmp_path / "x.html", "--predicted")
+    assert isinstance(bad.exception, TopoplanError)
+    assert "field 'predicted_timeline': missing; run `topoplan emulate --timeline DT -o FILE`" in str(bad.exception)
+    assert not (tmp_path / "x.html").exists()
+    with pytest.raises(TopoplanError, match=r"field 'predicted_timeline.t_s': times must increase"):
+        parse_result({**doc, "predicted_timeline": {**half, "t_s": [0.0, 0.0]}}, key="predicted_timeline")

@@ -201,13 +201,15 @@ def _dim_rank(name: str) -> int:
 
 # -- input -------------------------------------------------------------------------
 
-def load_result(path) -> ReportData:
+def load_result(path, *, key: str = "timeline") -> ReportData:
     """Read and check a simulation result JSON (see the module docstring for the schema).
 
     Parameters
     ----------
     path : str or path
         Plain or gzip JSON.
+    key : str, optional
+        The field that holds the timeline (:func:`parse_result`).
 
     Returns
     -------
@@ -224,7 +226,7 @@ def load_result(path) -> ReportData:
     >>> data.n_times, len(data.names)
     (24, 42)
     """
-    return parse_result(read_json(path, "simulation result"), str(path))
+    return parse_result(read_json(path, "simulation result"), str(path), key=key)
 
 
 def _num_list(v, where: str) -> np.ndarray:
@@ -237,7 +239,7 @@ def _num_list(v, where: str) -> np.ndarray:
     return arr
 
 
-def parse_result(doc: dict, where: str = "result") -> ReportData:
+def parse_result(doc: dict, where: str = "result", *, key: str = "timeline") -> ReportData:
     """Check the schema and build :class:`ReportData`; errors name the file and field.
 
     Parameters
@@ -246,6 +248,9 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
         A result document (see the module docstring).
     where : str, optional
         How errors name it.
+    key : str, optional
+        The field that holds the timeline: ``timeline``, or an emulation's ``predicted_timeline`` (the default
+        model's, beside the measured ``timeline``).
 
     Returns
     -------
@@ -264,34 +269,35 @@ def parse_result(doc: dict, where: str = "result") -> ReportData:
     """
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
-    tl = doc.get("timeline")
+    tl = doc.get(key)
     if not isinstance(tl, dict):
-        raise TopoplanError(f"{where}: field 'timeline': missing; run `topoplan simulate --timeline DT --json -o FILE`")
-    t = _num_list(tl.get("t_s"), f"{where}: field 'timeline.t_s'")
+        run = "simulate --timeline DT --json -o FILE" if key == "timeline" else "emulate --timeline DT -o FILE"
+        raise TopoplanError(f"{where}: field '{key}': missing; run `topoplan {run}`")
+    t = _num_list(tl.get("t_s"), f"{where}: field '{key}.t_s'")
     if t.size == 0:
-        raise TopoplanError(f"{where}: field 'timeline.t_s': no time points")
+        raise TopoplanError(f"{where}: field '{key}.t_s': no time points")
     if np.any(np.diff(t) <= 0):
-        raise TopoplanError(f"{where}: field 'timeline.t_s': times must increase")
+        raise TopoplanError(f"{where}: field '{key}.t_s': times must increase")
     dt = tl.get("dt_s")
     if dt is None:
         dt = float(np.median(np.diff(t))) if t.size > 1 else 1.0
     elif isinstance(dt, bool) or not isinstance(dt, (int, float)) or not 0 < dt < float("inf"):
-        raise TopoplanError(f"{where}: field 'timeline.dt_s': expected a positive number of seconds, got {dt!r}")
+        raise TopoplanError(f"{where}: field '{key}.dt_s': expected a positive number of seconds, got {dt!r}")
     dt = float(dt)
     links = tl.get("links")
     if not isinstance(links, list):
-        raise TopoplanError(f"{where}: field 'timeline.links': expected a list")
+        raise TopoplanError(f"{where}: field '{key}.links': expected a list")
     names, classes, src, dst, rows = [], [], [], [], []
     first: dict[str, int] = {}
     for i, l in enumerate(links):
-        f = f"{where}: field 'timeline.links[{i}]"
+        f = f"{where}: field '{key}.links[{i}]"
         if not isinstance(l, dict):
             raise TopoplanError(f"{f}': expected an object")
-        for key in ("name", "class", "util"):
-            if key not in l:
-                raise TopoplanError(f"{f}.{key}': missing")
+        for part in ("name", "class", "util"):
+            if part not in l:
+                raise TopoplanError(f"{f}.{part}': missing")
         if str(l["name"]) in first:   # a link's series twice: counted twice, or one hiding the other in the views
-            raise TopoplanError(f"{f}.name': link {str(l['name'])!r} is listed twice (timeline.links"
+            raise TopoplanError(f"{f}.name': link {str(l['name'])!r} is listed twice ({key}.links"
                                 f"[{first[str(l['name'])]}] is the first)")
         first[str(l["name"])] = i
         if str(l["class"]) in SKIP_CLASSES:
@@ -1297,7 +1303,7 @@ def render_png(data: ReportData, *, at_s: float | None = None) -> bytes:
 
 
 def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float | None = None,
-                 title: str | None = None) -> dict:
+                 title: str | None = None, key: str = "timeline") -> dict:
     """Read a simulation result and write the HTML report (and a PNG); returns a summary dict.
 
     Parameters
@@ -1310,6 +1316,8 @@ def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float 
     frames : int, optional
     at_s : float, optional
     title : str, optional
+    key : str, optional
+        The field that holds the timeline (:func:`parse_result`).
 
     Returns
     -------
@@ -1331,7 +1339,7 @@ def write_report(result_path, output, *, png=None, frames: int = 8, at_s: float 
     >>> summary["frames"], summary["intervals"], os.path.getsize(out) == summary["html_bytes"]
     (3, 24, True)
     """
-    data = load_result(result_path)
+    data = load_result(result_path, key=key)
     page = render_html(data, frames=frames, at_s=at_s, title=title)
     out = {"result": str(result_path), "links": len(data.names), "intervals": data.n_times,
            "selected_t_s": float(data.t_s[time_index(data, at_s)]),

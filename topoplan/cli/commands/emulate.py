@@ -77,7 +77,8 @@ def emulate_cmd(
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds one mpirun may take."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Measure every link's utilization every DT of "
                                            "emulated time (e.g. 1ms), beside the default model's timeline "
-                                           "(topoplan report draws either); a replay only."),
+                                           "(topoplan report draws either, --predicted the model's); a replay "
+                                           "only."),
     mpicc: Optional[str] = typer.Option(None, "--mpicc", help="MPI C compiler wrapper (default $MPICC, else mpicc)."),
     cleanup: bool = typer.Option(False, "--cleanup", help="Only remove the namespaces (and processes) left by "
                                  "emulator runs that are no longer alive."),
@@ -207,4 +208,5 @@ def emulate_cmd(
     if res.get("timeline") is not None:
         con.print(f"timeline: {len(res['timeline']['links'])} link directions measured, "
                   f"{len(res['predicted_timeline']['links'])} predicted, every {format_time(res['timeline']['dt_s'])}"
-                  + (f"; draw them with topoplan report {output} (measured)" if output not in (None, Path("-")) else ""))
+                  + (f"; draw them with topoplan report {output} [--predicted]" if output not in (None, Path("-"))
+                     else ""))
