@@ -71,8 +71,8 @@ BCAST_SIZES = (65536, 1 << 20)
 BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
-          "ranks_cpu_cores", "packets", "drops", "attempts", "disturbed_attempts", "calibration_one_way", "calibration_both_ways",
-          "calibration_ring", "load_avg", "collectives"]
+          "ranks_cpu_cores", "packets", "drops", "tcp_retransmits", "tcp_timeouts", "attempts", "disturbed_attempts",
+          "calibration_one_way", "calibration_both_ways", "calibration_ring", "load_avg", "collectives"]
 HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
 PART_QUEUES = {"bulk-ack": "ack-priority", "bulk-fair": "fair"}   # the parts that change how ports queue
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
@@ -94,7 +94,8 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "predicted_paper_s": p["paper"]["max_comm_time_s"], "ratio": p["default"]["ratio"],
             "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"], "span_s": m["span_s"],
             "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
-            "drops": m["drops"], "attempts": m["attempts"],
+            "drops": m["drops"], "tcp_retransmits": (m.get("tcp") or {}).get("retransmitted_segments"),
+            "tcp_timeouts": (m.get("tcp") or {}).get("timeouts"), "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
             "load_avg": os.getloadavg()[0], "collectives": res.get("collectives")}
@@ -234,7 +235,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
             f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
             f"machine idle {row['cpu_idle']:.0%}, ranks {row['ranks_cpu_cores'] or 0:.2f} cores, "
-            f"{row['drops']:g} of {row['packets']:g} packets dropped")
+            f"{row['drops']:g} of {row['packets']:g} packets dropped, {row['tcp_timeouts'] or 0:g} TCP timeouts")
         rows.append(row)
         if save is not None:
             save(rows)   # every cell as it is measured: a long run that stops keeps what it measured
