@@ -72,16 +72,43 @@ BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "tcp_retransmits", "tcp_timeouts", "attempts", "disturbed_attempts",
-          "calibration_one_way", "calibration_both_ways", "calibration_ring", "load_avg", "collectives"]
+          "calibration_one_way", "calibration_both_ways", "calibration_ring", "load_avg", "collectives",
+          "bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"]
 HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
 PART_QUEUES = {"bulk-ack": "ack-priority", "bulk-fair": "fair"}   # the parts that change how ports queue
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
+TIMELINE_DT_S = 5e-4   # every cell's links measured in intervals of this (emulated) time: 0.2 s real at scale 400
 
 
 def _topology(sets):
     from topoplan.core.topology_io import load_topology
 
     return load_topology("paper003", sets)
+
+
+def bottleneck(res) -> tuple:
+    """The link direction the prediction keeps busiest (``predicted_timeline``), its busy time predicted and its
+    busy time measured (``timeline``): ``(name, predicted_s, measured_s)``, or Nones without timelines. Busy time is
+    the sum of utilization x interval: the time the link's bytes take at its rate. A fat tree's uplinks are left out:
+    the simulator does not share them, and the emulator gives them what their nodes can send, so their rates differ.
+
+    Examples
+    --------
+    >>> tl = lambda u: {"dt_s": 0.001, "links": [{"name": "S1->top", "util": u}, {"name": "S0->top", "util": [0.5]}]}
+    >>> bottleneck({"predicted_timeline": tl([1.0, 1.0]), "timeline": tl([0.5, 1.0, 0.6])})
+    ('S1->top', 0.002, 0.0021)
+    """
+    pred, meas = res.get("predicted_timeline"), res.get("timeline")
+    if not pred or not meas or not pred["links"]:
+        return None, None, None
+    fat = (res.get("topology_doc") or {}).get("kind") == "fat-tree"
+    busy = {l["name"]: sum(l["util"]) * pred["dt_s"] for l in pred["links"]
+            if not (fat and str(l.get("class", "")).startswith("uplink"))}
+    if not busy:
+        return None, None, None
+    name = max(busy, key=busy.get)
+    got = next((sum(l["util"]) * meas["dt_s"] for l in meas["links"] if l["name"] == name), 0.0)
+    return name, round(busy[name], 9), round(got, 9)
 
 
 def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
@@ -98,7 +125,8 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "tcp_timeouts": (m.get("tcp") or {}).get("timeouts"), "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
-            "load_avg": os.getloadavg()[0], "collectives": res.get("collectives")}
+            "load_avg": os.getloadavg()[0], "collectives": res.get("collectives"),
+            **dict(zip(("bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"), bottleneck(res)))}
 
 
 def _plan(topo, trace, placement, method: str) -> dict:
@@ -226,7 +254,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
                               queue_packets=queue, bcast_keys=keys, collectives=collectives,
-                              queues=PART_QUEUES.get(part, "fifo"))
+                              queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
             calibrated.discard((s, ocs, part))
@@ -312,7 +340,7 @@ def read_csv(path) -> list:
         for r in csv.DictReader(fh):
             for k in FIELDS:
                 v = r.get(k, "")
-                if k in ("part", "case", "traffic", "network", "circuits", "collectives"):
+                if k in ("part", "case", "traffic", "network", "circuits", "collectives", "bottleneck"):
                     continue
                 r[k] = float(v) if v not in ("", "None") else None
             rows.append(r)
@@ -355,6 +383,23 @@ def order_check(rows, part: str = "bulk") -> list:
                     "measured": [r["network"] for r in sorted(cell, key=lambda r: r["measured_s"])],
                     "predicted": [r["network"] for r in sorted(cell, key=lambda r: r["predicted_s"])]})
     return out
+
+
+def busy_lines(sel) -> list:
+    """Per network, how the predicted busiest link fared: its measured busy time over the predicted (its bytes at
+    its rate, so 1 plus what was sent again), and its busy share of the measured run (1: never idle)."""
+    out = []
+    for label, nets in (("EPS only", ("eps",)), ("fat tree", ("fat-tree",)), ("hybrid", ("greedy", "ilp"))):
+        got = [r for r in sel if r["network"] in nets and r.get("bottleneck_busy_predicted_s")]
+        if not got:
+            continue
+        carried = sorted(r["bottleneck_busy_measured_s"] / r["bottleneck_busy_predicted_s"] for r in got)
+        use = sorted(r["bottleneck_busy_measured_s"] / r["measured_s"] for r in got)
+        out.append(f"- {label}: the predicted busiest link was busy {statistics.median(carried):.2f} "
+                   f"({carried[0]:.2f}-{carried[-1]:.2f}) times its predicted busy time, and "
+                   f"{statistics.median(use):.0%} ({use[0]:.0%}-{use[-1]:.0%}) of the measured run "
+                   f"({len(got)} cells)")
+    return out + ([""] if out else [])
 
 
 def markdown(rows) -> str:
@@ -417,6 +462,7 @@ def markdown(rows) -> str:
                              f"{max(errs):.1%} over {len(errs)} cells; {slower} measured slower than predicted "
                              f"(median ratio {statistics.median(r[key] for r in sel):.3f})")
             lines.append("")
+            lines += busy_lines(sel)
             lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
             for o in order_check(rows, part):
                 lines.append(f"| {o['case']} | {o['ocs_nodes']:g} | {' < '.join(o['measured'])} | "
