@@ -141,6 +141,9 @@ def test_cli_runs_the_users_program(env, tmp_path, run_cli):
     assert code == 0, err
     res = json.loads(stdout)
     assert res["program"] == [str(exe)] and res["measured_s"] > 0 and "calibration" not in res
+    # a program marks no window: TCP's counters cover the whole mpirun, and no timeline is measured
+    assert res["measured"]["tcp_window"] == "mpirun" and res["measured"]["tcp"]["timeouts"] >= 0
+    assert "timeline" not in res
 
 
 _CHILD = """
