@@ -821,8 +821,8 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
             for a in range(gm[1]):   # (the fill moves flows between groups: the work list changes)
                 g = agl[0, a]
                 st = gI[g, G_EST]
-                for j in range(st, st + gI[g, G_ELEN]):
-                    m = EP[j, 0]
+                for j in range(np.uint64(st), np.uint64(st + gI[g, G_ELEN])):   # (unsigned: see the freeze)
+                    m = np.uint64(EP[j, 0])
                     cnt[m] = length[m]
                     rem[m] = lcap[m]
         # A group alone on its links (every flow crossing them is one of its members) whose own link is the
@@ -844,15 +844,17 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
             st = gI[g, G_EST]
             en = st + gI[g, G_ELEN]
             alone = True
-            for j in range(st, en):
+            for j in range(np.uint64(st), np.uint64(en)):
                 m = EP[j, 0]
-                if EP[j, 1] != cnt[m] or (capv[m] < lev if m >= n_real else lcap[m] < EP[j, 1] * lev):
+                um = np.uint64(m)
+                if EP[j, 1] != cnt[um] or (capv[um] < lev if m >= n_real else lcap[um] < EP[j, 1] * lev):
                     alone = False
                     break
             if alone:
-                for j in range(st, en):
-                    cnt[EP[j, 0]] = 0
-                    rem[EP[j, 0]] -= EP[j, 1] * lev
+                for j in range(np.uint64(st), np.uint64(en)):
+                    um = np.uint64(EP[j, 0])
+                    cnt[um] = 0
+                    rem[um] -= EP[j, 1] * lev
                 gI[g, G_FRZ] = 2
                 gF[g, F_LEV] = lev
                 left -= gI[g, G_N]
@@ -891,8 +893,9 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
                         _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw)
                         _enter(s, l, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw)
             st = gI[l, G_EST]
-            for j in range(st, st + gI[l, G_ELEN]):   # freeze group l: its flows leave every link they cross
-                m = EP[j, 0]
+            # (unsigned indices: no wrap-around of negative ones, ~6 instructions an entry in the hottest loop)
+            for j in range(np.uint64(st), np.uint64(st + gI[l, G_ELEN])):   # freeze group l: its flows leave
+                m = np.uint64(EP[j, 0])                                      # every link they cross
                 c = EP[j, 1]
                 cnt[m] -= c
                 rem[m] -= c * level
