@@ -30,20 +30,25 @@ __all__ = ["Incidence", "act_add", "act_remove", "csc_insert", "csc_remove", "cs
 
 @_leaf
 def _sift_down(fw, iw, hs, i):
-    key, val = fw[1, i], iw[1, i]
+    # (positions are indexed as unsigned integers: no wrap-around of negative indices is compiled in)
+    u = np.uint64(i)
+    key, val = fw[1, u], iw[1, u]
     while True:
         c = 2 * i + 1
         if c >= hs:
             break
-        if c + 1 < hs and fw[1, c + 1] < fw[1, c]:
+        uc = np.uint64(c)
+        if c + 1 < hs and fw[1, uc + np.uint64(1)] < fw[1, uc]:
             c += 1
-        if fw[1, c] >= key:
+            uc = np.uint64(c)
+        if fw[1, uc] >= key:
             break
-        fw[1, i] = fw[1, c]
-        iw[1, i] = iw[1, c]
+        fw[1, u] = fw[1, uc]
+        iw[1, u] = iw[1, uc]
         i = c
-    fw[1, i] = key
-    iw[1, i] = val
+        u = uc
+    fw[1, u] = key
+    iw[1, u] = val
 
 
 @_leaf
@@ -57,13 +62,14 @@ def _share_top(iw, fw, hs, capv, n_real):
     """
     while hs > 0:
         l = iw[1, 0]
-        if iw[0, l] == 0:
+        ul = np.uint64(l)   # (unsigned: see _sift_down)
+        if iw[0, ul] == 0:
             hs -= 1
-            fw[1, 0] = fw[1, hs]
-            iw[1, 0] = iw[1, hs]
+            fw[1, 0] = fw[1, np.uint64(hs)]
+            iw[1, 0] = iw[1, np.uint64(hs)]
             _sift_down(fw, iw, hs, 0)
             continue
-        cur = capv[l] if l >= n_real else fw[0, l] / iw[0, l]
+        cur = capv[ul] if l >= n_real else fw[0, ul] / iw[0, ul]
         if cur > fw[1, 0]:
             fw[1, 0] = cur
             _sift_down(fw, iw, hs, 0)
