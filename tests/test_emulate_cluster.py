@@ -89,6 +89,33 @@ def test_circuits_are_direct_links_between_ocs_ports():
         cl.cluster_spec(HYBRID, circuits=[(1, 2, 0, 0)], scale=50, run_id=3)
 
 
+@pytest.mark.parametrize("kind", ["tree", "fat-tree", "hybrid"])
+def test_directions_are_the_simulators_links(kind):
+    """Every shaped direction is named as the simulator names the link it emulates, at the link's scaled rate,
+    and every network link the simulator shares has its direction (a hybrid's circuits included)."""
+    import numpy as np
+
+    from topoplan.sim.network import build_network
+
+    topo = TreeTopology(kind=kind, nodes_per_switch=(2, 2), up_bw_Bps=1.25e9,
+                        ocs=OCSConfig(nodes=(0, 2), bw_Bps=2.5e9, latency_s=5e-7) if kind == "hybrid" else None)
+    circuits = [(0, 2, 0, 0)] if kind == "hybrid" else []
+    spec = cl.cluster_spec(topo, circuits=circuits, scale=50, run_id=3)
+    net = build_network(topo, {"circuits": [[0, 2]], "forwarding": {}} if circuits else None)
+    rate = {n: float(b) / 50 for n, b, sh, c in zip(net.link_name, net.bw_Bps, net.shared, net.link_class)
+            if sh and c != "intra"}   # (a node's own memory: no link of the emulated network)
+    dirs = {d[2]: d for d in spec.directions()}
+    assert set(rate) <= set(dirs)
+    for name, d in dirs.items():
+        if name in rate:
+            assert d[6] == pytest.approx(rate[name]), name
+        else:   # the simulator does not share a fat tree's uplinks; the emulator gives them what their nodes send
+            assert kind == "fat-tree" and d[3].startswith("uplink"), name
+    assert {d[3] for d in dirs.values()} >= {"node-up", "node-down", "uplink-up", "uplink-down"}
+    assert ("node0000=>node0002" in dirs and "node0002=>node0000" in dirs) == (kind == "hybrid")
+    assert len(np.unique([d[:2] for d in dirs.values()], axis=0)) == len(dirs)   # one queue, one direction
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"scale": 0}, "must be positive"),
     ({"scale": "x"}, "expected a number"),
