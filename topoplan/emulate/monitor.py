@@ -188,7 +188,11 @@ class Monitor:
     @staticmethod
     def _read(ns: str, files) -> str:
         """The text of ``files`` (under ``/proc/thread-self/net``) as namespace ``ns`` sees them: this thread
-        enters it (``/proc/net`` would be the process's namespace, the main thread's)."""
+        enters it (``/proc/net`` would be the process's namespace, the main thread's).
+
+        pyroute2 keeps one stack of saved namespaces for the whole process, and saves the process's (the main
+        thread's) namespace: both are the host's while a monitor runs, since the main thread only waits for
+        ``mpirun`` then and enters no namespace (the cluster is built before and its queues read after)."""
         from pyroute2 import netns
 
         netns.pushns(ns)
