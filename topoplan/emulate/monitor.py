@@ -114,6 +114,7 @@ class Monitor:
         self.spec = spec
         self.period_s = period_s
         self.directions = spec.directions() if period_s is not None else []
+        self._link_ns = sorted({d[0] for d in self.directions})   # the namespaces whose net/dev a sample reads
         self.window = None if window is None else Path(window)
         self._t, self._bytes, self._tt, self._tcp = [], [], [], []
         self._stop = threading.Event()
@@ -152,7 +153,6 @@ class Monitor:
 
     def _run(self) -> None:
         try:
-            period = self.period_s if self.period_s is not None else TCP_PERIOD_S
             due_links = due_tcp = time.monotonic()
             seen = 0
             while True:
@@ -165,7 +165,7 @@ class Monitor:
                     t0 = time.time()   # each sample stamped with the middle of its reading
                     self._bytes.append(self._read_links())
                     self._t.append((t0 + time.time()) / 2)
-                    due_links = now + period
+                    due_links = now + self.period_s
                 if now >= due_tcp or marked or last:
                     t0 = time.time()
                     self._tcp.append(self._read_tcp())
@@ -213,7 +213,7 @@ class Monitor:
     def _read_links(self) -> list:
         """Bytes sent so far by every direction: its interface's transmit counter."""
         sent = {}
-        for ns in sorted({d[0] for d in self.directions}):
+        for ns in self._link_ns:
             for name, tx in _tx_bytes(self._read(ns, ("dev",))).items():
                 sent[(ns, name)] = tx
         return [sent.get((d[0], d[1]), 0) for d in self.directions]

@@ -172,7 +172,7 @@ class _Run:
                              preload=preload, env=env, transport=self.transport)
         q0 = self.cluster.queue_stats()
         links = self.timeline_dt_s if window is not None else None
-        with Monitor(self.spec, period_s=None if links is None else max(links, MIN_PERIOD_S), window=window) as mon:
+        with Monitor(self.spec, period_s=links, window=window) as mon:   # (check_timeline: links >= MIN_PERIOD_S)
             res = run_mpi(cmd, timeout_s=self.timeout_s)
         q1 = self.cluster.queue_stats()
         span = read_window(window) if window is not None else None
