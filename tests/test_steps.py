@@ -493,3 +493,69 @@ def test_a_spec_whose_iterations_cost_more_than_it_is_clocked_whole(monkeypatch)
     monkeypatch.setattr(steps_mod, "step_levels", lambda t, **k: rows.append(len(t)) or real(t, **k))
     steps_of_spec(spec, min_rows=1)
     assert rows == [len(parse_spec(spec))] * 2
+
+
+# -- computation on the critical path ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, compute_s", [
+    ("ring:np=4,bytes=1MB,iters=20", 0.0),                                 # a generated trace does not compute
+    ("neighbor2d:rows=4,cols=4,bytes=1MB,iters=20,compute=0.01", 0.19),   # 19 gaps between 20 iterations
+    ("alltoall:np=8,bytes=64KB,iters=30,compute=0.002", 0.058),
+])
+def test_a_spec_clocked_by_its_iterations_keeps_its_computation(spec, compute_s):
+    from topoplan.sim.steps import critical_compute_s
+
+    whole = trace_steps(parse_spec(spec))
+    by_iters = steps_of_spec(spec, min_rows=1)
+    assert whole.compute_s == pytest.approx(compute_s, rel=1e-9, abs=1e-12)
+    assert by_iters.compute_s == pytest.approx(whole.compute_s, rel=1e-9, abs=1e-12)
+    assert critical_compute_s(parse_spec(spec)) == pytest.approx(compute_s, rel=1e-9, abs=1e-12)
+    bare = trace_steps(parse_spec(spec.split(",compute=")[0]))
+    assert (whole.fingerprint() == bare.fingerprint()) == (compute_s == 0.0)   # plans bind to the computation too
+
+
+def test_the_critical_path_follows_the_messages_not_the_sum_of_every_ranks_computation():
+    from topoplan.sim.steps import critical_compute_s
+
+    # rank 0 computes 1 s, sends to rank 1 (waiting since 0), computes 0.4 s; rank 1 receives it and computes
+    # 0.5 s; a barrier: 1.5 s on the critical path, of 1.9 s of computation in all
+    rows = [(0, "send", 1, 1e6, -1, 2, 1.0, 1.1), (0, "barrier", -1, 0, -1, 2, 1.5, 1.6),
+            (1, "recv", 0, 1e6, -1, 2, 0.0, 1.1), (1, "barrier", -1, 0, -1, 2, 1.6, 1.6)]
+    assert critical_compute_s(Trace.from_records(rows, 2)) == pytest.approx(1.5, rel=1e-12)
+    # with no computation, nothing to replay
+    zero = [(r, op, p, b, -1, 2, 0.0, 0.0) for r, op, p, b, *_ in rows]
+    assert critical_compute_s(Trace.from_records(zero, 2)) == 0.0
+
+
+def test_the_step_time_adds_the_computation_no_plan_changes():
+    spec = "neighbor2d:rows=4,cols=4,bytes=4MB,iters=5"
+    topo = hybrid(switches=4, per_switch=4, ocs_per_switch=2)
+    bare = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec)))
+    busy = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec + ",compute=0.05")))
+    assert busy.step_loads.compute_s == pytest.approx(0.2, rel=1e-9) and bare.step_loads.compute_s == 0.0
+    for method in ("none", "greedy"):
+        a, b = solve(bare, method), solve(busy, method)
+        assert a.plan["circuits"] == b.plan["circuits"]
+        assert b.objective == pytest.approx(a.objective + 0.2, rel=1e-9)
+        assert b.metrics["step_compute_s"] == pytest.approx(0.2, rel=1e-9)
+    assert floor_s(busy) == pytest.approx(floor_s(bare) + 0.2, rel=1e-9)
+    ilp = solve(busy, "ilp", time_limit=20)
+    assert ilp.bound <= ilp.objective + 1e-9 and ilp.bound >= 0.2
+
+
+def test_on_a_recorded_trace_the_step_time_is_the_simulated_run_computation_included(run_cli, shared):
+    """FT class C recorded with Open MPI: 66.6 s of computation on the critical path beside 0.72 s of steps;
+    the step time leaving it out was 1/93 of the simulated time."""
+    path = shared / "traces" / "FT.C.64" / "events.csv.gz"
+    code, text, err = run_cli("circuits", "-t", "paper003", "-T", str(path), "-m", "greedy", "--json")
+    assert code == 0, err
+    import json
+
+    doc = json.loads(text)
+    m = doc["metrics"]
+    assert 66 < m["step_compute_s"] < 67.2
+    assert 0.98 < m["simulated_s"] / doc["objective"] < 1.02
+    code, text, err = run_cli("compare", "circuits", "-t", "paper003", "-T", str(path), "--methods", "none",
+                              "--simulate", "--no-steps")
+    assert code == 0, err
+    assert "leaves out the trace's computation" in text

@@ -58,15 +58,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import sequential
+from topoplan.core.topology import TreeTopology
+from topoplan.sim.network import build_network
 from topoplan.sim.routes import LinkSet
 from topoplan.sim.replay import Replayer, replay
+from topoplan.sim.replay_common import gaps
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.generators import is_spec, parse_spec, record_spec
 from topoplan.traffic.matrix import Traffic, from_arrays
 from topoplan.traffic.trace import OP_CODE, Trace
 
-__all__ = ["Steps", "StepClockLimit", "step_levels", "trace_steps", "steps_of_spec", "source_steps", "STEP_CLOCK_ROWS",
-           "EAGER_THRESHOLD_B"]
+__all__ = ["Steps", "StepClockLimit", "step_levels", "trace_steps", "steps_of_spec", "source_steps",
+           "critical_compute_s", "has_computation", "STEP_CLOCK_ROWS", "EAGER_THRESHOLD_B"]
 
 # The clock runs the reference replay in Python: about 10-20 us a message on this 2-core machine (collectives
 # count as their messages). A generator spec is clocked by its iterations; a trace file whole, up to this
@@ -77,6 +81,13 @@ STEP_CLOCK_ROWS = 2_000_000
 # row, measured on NPB LU class A at 256 ranks, 30.6 M rows, 13.4 s), kept below what it measures: a clock
 # that cannot even start within its time limit is not started (StepClockLimit at once).
 CLOCK_SETUP_S_PER_ROW = 2.5e-7
+
+# A trace whose every computation gap is below this computes nothing (a generated trace's timestamps only order
+# its calls, a few nanoseconds apart at most): its step time has no computation term.
+COMPUTE_TICK_S = 1e-6
+# The links of the network the computation on the critical path is found on (B/s): every message crosses them in
+# no time next to any computation (a terabyte in 1e-18 s).
+INSTANT_BW_BPS = 1e30
 
 # Blocking sends below this size return at once in the clock: the replay's eager threshold.
 EAGER_THRESHOLD_B = float(inspect.signature(replay).parameters["eager_threshold_B"].default)
@@ -125,6 +136,9 @@ class Steps:
     latency_types, latency_count : list of Traffic, numpy.ndarray, optional
         The levels of the *latency clock*'s longest chain (see the module docstring) as types with counts, as
         the steps: what the step time's latency term is charged over. None: the step clock's levels are.
+    compute_s : float, optional
+        The computation on the trace's critical path (:func:`critical_compute_s`): the step time's
+        computation term. 0 for a trace without computation.
 
     Examples
     --------
@@ -141,6 +155,7 @@ class Steps:
     source: str = ""
     latency_types: list | None = None
     latency_count: np.ndarray | None = None
+    compute_s: float = 0.0
 
     @property
     def n_types(self) -> int:
@@ -177,6 +192,8 @@ class Steps:
             for t, c in zip(self.latency_types, self.latency_count.tolist()):
                 for a in (t.src, t.dst, t.msg_bytes, t.count, np.float64(c)):
                     h.update(np.ascontiguousarray(a).tobytes())
+        if self.compute_s:
+            h.update(b"compute" + np.float64(self.compute_s).tobytes())
         return h.hexdigest()
 
 
@@ -313,6 +330,68 @@ def _unit_replayer(trace: Trace, eager_threshold_B: float, *, latency: bool = Fa
             return out[::-1]
 
     return UnitReplayer()
+
+
+def has_computation(trace: Trace) -> bool:
+    """Whether any rank of ``trace`` computes between its calls for more than :data:`COMPUTE_TICK_S` (a
+    generated trace's timestamps only order its calls, unless its generator is asked to compute).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> has_computation(parse_spec("ring:np=4,bytes=1MB,iters=3"))
+    False
+    >>> has_computation(parse_spec("neighbor2d:rows=2,cols=2,bytes=1MB,iters=2,compute=0.01"))
+    True
+    """
+    bounds = np.searchsorted(trace.rank, np.arange(trace.n_ranks + 1))   # a trace's rows are in rank order
+    return bool((gaps(trace, bounds, 1.0) > COMPUTE_TICK_S).any())
+
+
+def critical_compute_s(trace: Trace, *, time_limit: float | None = None, _stop=None) -> float:
+    """The computation on the critical path of ``trace``: its time on a network that delivers every message the
+    moment it is sent (the trace's computation gaps as recorded, MPI matching and the replay's eager protocol).
+
+    It is what no network plan can take away, and what the step time adds to its communication terms when the
+    trace computes (:attr:`Steps.compute_s`). 0 at once for a trace without computation (a generated one).
+
+    Parameters
+    ----------
+    trace : Trace
+    time_limit : float, optional
+        Seconds the clock may take (default: no limit); past it :class:`StepClockLimit`.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.trace import Trace
+    >>> rows = [(0, "send", 1, 1e6, -1, 2, 1.0, 1.1), (1, "recv", 0, 1e6, -1, 2, 0.0, 1.1),  # rank 0 computes 1 s
+    ...         (1, "send", 0, 8, -1, 2, 1.6, 1.6), (0, "recv", 1, 8, -1, 2, 1.1, 1.6)]      # rank 1 then 0.5 s
+    >>> critical_compute_s(Trace.from_records(rows, 2))
+    1.5
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> critical_compute_s(parse_spec("ring:np=4,bytes=1MB,iters=3"))
+    0.0
+    """
+    if not has_computation(trace):
+        return 0.0
+    stop_at = _stop if _stop is not None else _stop_at(time_limit)
+    if stop_at is not None:
+        _past(stop_at - CLOCK_SETUP_S_PER_ROW * len(trace), time_limit)
+    # the simulator's own replay (compiled: a tenth of the reference replayer's time) on one switch whose links
+    # carry any message in no time: what is left is the computation and the waits it causes
+    n = trace.n_ranks
+    instant = TreeTopology(kind="fat-tree", nodes_per_switch=(n,), down_bw_Bps=INSTANT_BW_BPS, down_latency_s=0.0,
+                           up_bw_Bps=INSTANT_BW_BPS, up_latency_s=0.0, switch_delay_s=0.0,
+                           intra_node_bw_Bps=INSTANT_BW_BPS, intra_node_latency_s=0.0)
+    res = replay(trace, build_network(instant), sequential(n, instant), compute_scale=1.0)
+    if stop_at is not None:
+        _past(stop_at, time_limit)
+    return float(res.makespan_s)
 
 
 class _UnitNetwork:
@@ -462,8 +541,15 @@ def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
     >>> st.n_types, st.count.tolist(), [t.total_bytes() for t in st.types]
     (1, [4.0], [8000000.0])
     """
-    st, chain = _steps_and_chain(trace, _stop_at(time_limit), time_limit)
-    return _with_chain(st, chain)
+    stop_at = _stop_at(time_limit)
+    st, chain = _steps_and_chain(trace, stop_at, time_limit)
+    return _with_compute(_with_chain(st, chain), trace, stop_at, time_limit)
+
+
+def _with_compute(st: Steps, trace: Trace, stop_at, time_limit) -> Steps:
+    """``st`` with the computation on ``trace``'s critical path (:func:`critical_compute_s`)."""
+    c = critical_compute_s(trace, time_limit=time_limit, _stop=stop_at)
+    return dataclasses.replace(st, compute_s=c) if c else st
 
 
 def _steps_and_chain(trace: Trace, stop_at=None, time_limit=None, chain: bool = False):
@@ -553,7 +639,9 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     its steps are the first run's plus ``N - 1`` times what the second adds, ``N`` being the spec's
     iterations (found from the rows). Otherwise -- iterations that overlap in the clock, or rows that do not
     grow by whole iterations -- the whole trace is clocked; a latency chain that does not grow by as many
-    levels in every iteration (its path through the ranks changes) is clocked on the whole trace alone.
+    levels in every iteration (its path through the ranks changes) is clocked on the whole trace alone; so is
+    the computation on the critical path (:attr:`Steps.compute_s`) when it does not grow by as much in every
+    iteration.
 
     Parameters
     ----------
@@ -580,8 +668,9 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     stop_at = _stop_at(time_limit)
 
     def whole() -> Steps:
-        st, chain = _steps_and_chain(trace if trace is not None else parse_spec(spec), stop_at, time_limit)
-        return _with_chain(st, chain)
+        tr = trace if trace is not None else parse_spec(spec)
+        st, chain = _steps_and_chain(tr, stop_at, time_limit)
+        return _with_compute(_with_chain(st, chain), tr, stop_at, time_limit)
 
     rec = record_spec(spec)
     if rec is None or rec.rows <= min_rows:
@@ -599,17 +688,27 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
     # then has to be clocked on the whole trace (below): at most half its rows
     if 2 * (3 * r1 + 3 * per) >= rec.rows:
         return whole()
-    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(parse_spec(s), stop_at, time_limit, chain=True)
-                                         for s in specs)
+    runs = [parse_spec(s) for s in specs]
+    (one, c1), (two, c2), (three, c3) = (_steps_and_chain(t, stop_at, time_limit, chain=True) for t in runs)
     # the steps grow by whole iterations only when an iteration's steps do not mix with the next one's in the
     # clock (a code that synchronizes every iteration); three iterations must be the first plus twice the rest
     if _key(_combine(one.n_ranks, [(one, -1.0), (two, 2.0)], "")) != _key(three):
         return whole()
     st = _combine(one.n_ranks, [(one, 1.0), (two, float(n - 1)), (one, -float(n - 1))], str(spec).strip())
+    if st is None:
+        return whole()
+    # the computation on the critical path grows by the same amount every iteration (else the whole trace's)
+    k1, k2, k3 = (critical_compute_s(t, time_limit=time_limit, _stop=stop_at) for t in runs)
+    if abs((k3 - k2) - (k2 - k1)) <= 1e-9 * max(k3, 1e-300):
+        compute_s = k1 + (n - 1) * (k2 - k1)
+    else:
+        compute_s = critical_compute_s(trace if trace is not None else parse_spec(spec), time_limit=time_limit,
+                                       _stop=stop_at)
+    st = dataclasses.replace(st, compute_s=float(compute_s)) if compute_s else st
     # the latency chain grows by the same number of levels every iteration: the first iteration's part of the
     # second run's chain, then its second iteration's part N - 1 times
-    if st is None or any(c is None for c in (c1, c2, c3)):
-        return st if st is not None and all(c is None for c in (c1, c2, c3)) else whole()
+    if any(c is None for c in (c1, c2, c3)):
+        return st if all(c is None for c in (c1, c2, c3)) else whole()
     h1, h2, h3 = (int(c[3].max(initial=-1)) + 1 for c in (c1, c2, c3))
     if h3 - h2 != h2 - h1:   # the chain takes another path through the ranks as iterations add: clocked whole
         whole_trace = trace if trace is not None else parse_spec(spec)

@@ -125,6 +125,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     from topoplan.problems.result import simulation_cost_s
     from topoplan.core.errors import TopoplanError
     from topoplan.sim.replay import bulk_trace
+    from topoplan.sim.steps import has_computation
 
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     if score not in ("auto", "bound", "simulated"):
@@ -179,10 +180,15 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
               f"wall {res.wall_s:.2f} s")
     if prob.step_loads is not None:
         d = prob.describe()
+        what = (f"it includes {format_time(d['step_compute_s'])} of computation on the critical path, and is an "
+                "estimate" if d.get("step_compute_s") else
+                "the step time is an estimate; a lower bound when steps are separated by barriers")
         con.print(f"steps: {d['steps']:,} steps of {d['step_types']:,} kinds, planned as {d['step_groups']} groups "
-                  f"(the step time is an estimate; a lower bound when steps are separated by barriers)")
+                  f"({what})")
     if "simulated_s" in m:
         ratio = f" = {m['simulated_over_objective']:.2f} x the {kind}" if "simulated_over_objective" in m else ""
+        if ratio and prob.step_loads is None and trace is not None and has_computation(trace):
+            ratio += ", which leaves out the trace's computation"
         con.print(f"simulated {format_time(m['simulated_s'])}{ratio} ({smodel.label()}; "
                   f"{'the traffic as one bulk phase' if trace is None else 'the trace'})")
     if res.message:
@@ -223,6 +229,7 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     and its ratio to the objective."""
     from topoplan.problems.circuits.problem import compare
     from topoplan.core.errors import TopoplanError
+    from topoplan.sim.steps import has_computation
 
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     if not method_list:
@@ -269,3 +276,6 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     con = console()
     con.print(tab)
     con.print("gap: to the exact optimum when ilp proved it, else to the best lower bound")
+    if simulate and prob.step_loads is None and trace is not None and has_computation(trace):
+        con.print("sim / obj.: the communication-time bound leaves out the trace's computation; the simulation "
+                  "replays it")

@@ -129,7 +129,8 @@ class Evaluation:
         }
         if self.step_s is not None:
             sl = p.step_loads
-            out.update(step_time_s=self.step_s, step_latency_s=sl.latency_s, step_relay_s=self.step_relay_s,
+            out.update(step_time_s=self.step_s, step_latency_s=sl.latency_s, step_compute_s=sl.compute_s,
+                       step_relay_s=self.step_relay_s,
                        step_bottlenecks_s=float(self.step_times_s.sum()), steps=sl.n_steps,
                        step_types=sl.n_types, step_groups=sl.n_groups,
                        step_bottleneck_max_s=float(self.step_times_s.max(initial=0.0)))
@@ -204,7 +205,7 @@ def evaluate(problem, circuits, next_hop: np.ndarray) -> Evaluation:
         if pair_links is not None and circuits:
             out_bw = min(p.ocs_bw_Bps, float(p.node_bw_Bps[p.is_ocs].min(initial=np.inf)))
             relay_s = sl.relay_latency_s(relay_hops / out_bw, RELAY_CHUNK_B)
-        step_s = float(step_times.sum()) + sl.latency_s + relay_s
+        step_s = float(step_times.sum()) + sl.fixed_s + relay_s
     return Evaluation(problem=p, circuits=circuits, loads_B=loads, bw_Bps=bw,
                       congestion_s=float(t.max(initial=0.0)),
                       uplink_bytes=float(loads[ids["uplink_up"]].sum()),
@@ -390,7 +391,7 @@ def floor_s(problem) -> float:
                       p.base_uplink_up_B, p.base_uplink_down_B)
     sl = p.step_loads
     sw_dst, sw_src = p.node_switch[p.large_dst], p.node_switch[p.large_src]
-    total = sl.latency_s
+    total = sl.fixed_s
     for k in range(sl.n_groups):
         own_out = np.zeros((p.n_nodes, p.n_switches))
         own_in = np.zeros((p.n_nodes, p.n_switches))

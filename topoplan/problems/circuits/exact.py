@@ -540,8 +540,9 @@ def _incumbent_T(problem) -> float:
 
 
 def _latency(problem) -> float:
-    """The step time's fixed latency term (0 without steps): the models leave it out, bounds add it back."""
-    return 0.0 if problem.step_loads is None else float(problem.step_loads.latency_s)
+    """The step time's fixed terms (latency, and computation on the critical path; 0 without steps): the models
+    leave them out, bounds add them back."""
+    return 0.0 if problem.step_loads is None else problem.step_loads.fixed_s
 
 
 def _scale(objective_s: float, lat: float) -> float:

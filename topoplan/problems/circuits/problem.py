@@ -386,6 +386,8 @@ class CircuitProblem(CircuitArrays):
         if self.step_loads is not None:
             sl = self.step_loads
             out.update(steps=sl.n_steps, step_types=sl.n_types, step_groups=sl.n_groups)
+            if sl.compute_s:
+                out.update(step_compute_s=sl.compute_s)
         return out
 
     @property

@@ -18,7 +18,10 @@ clock of :mod:`topoplan.sim.steps`, eager sends going at once as in the simulato
 the slowest EPS route latency of its messages; fixed), and what relays add
 to each step's slowest relayed message -- one chunk's serialization at every relay it crosses (pipelined
 relays forward a chunk at a time, so a message smaller than a chunk is stored and forwarded whole),
-which depends on the plan.
+which depends on the plan. A trace that computes between its calls (a recorded one) adds its computation on
+the critical path (:func:`topoplan.sim.steps.critical_compute_s`, fixed), so that the step time estimates
+the run the simulator replays, computation included, and not its communication alone (FT class C recorded
+at 64 ranks on 003's system: 66.6 s of computation on the critical path beside a step time of 0.72 s).
 
 How close the step time comes to the simulated time is measured by ``benchmarks/bench_steps.py`` (the
 papers' systems, NPB class B; docs/circuits.md): within 10% for CG, MG and FT and for most plans that
@@ -93,6 +96,9 @@ class StepLoads:
         Distinct step types before merging.
     source : str
         What the steps were found in.
+    compute_s : float, optional
+        The computation on the trace's critical path (:attr:`topoplan.sim.steps.Steps.compute_s`): no plan
+        changes it; 0 for a trace without computation.
 
     Examples
     --------
@@ -118,10 +124,16 @@ class StepLoads:
     n_steps: int
     n_types: int
     source: str = ""
+    compute_s: float = 0.0
 
     @property
     def n_groups(self) -> int:
         return int(self.large_B.shape[0])
+
+    @property
+    def fixed_s(self) -> float:
+        """The step time's terms no plan changes: the latency term and the computation on the critical path."""
+        return float(self.latency_s) + float(self.compute_s)
 
     def merged(self, groups) -> "StepLoads":
         """Groups of groups summed: ``groups[i]`` is the new group of old group ``i``."""
@@ -135,7 +147,8 @@ class StepLoads:
 
         return StepLoads(add(self.base_up_B), add(self.base_down_B), add(self.base_intra_B),
                          add(self.base_uplink_up_B), add(self.base_uplink_down_B), add(self.large_B),
-                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source)
+                         self.latency_s, self.type_sizes_B, self.type_count, self.n_steps, self.n_types, self.source,
+                         self.compute_s)
 
     def relay_latency_s(self, extra_s_per_B: np.ndarray, chunk_B: float) -> float:
         """The latency relays add to the steps: per step type, its slowest large message's relay hops times
@@ -248,7 +261,7 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     else:
         latency_s = _levels_latency_s(p, steps.types, cnt)
     sl = StepLoads(up, down, intra, uu, ud, large_B, latency_s, sizes, cnt,
-                   int(steps.n_steps), K, steps.source)
+                   int(steps.n_steps), K, steps.source, float(getattr(steps, "compute_s", 0.0)))
     return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
 
 
