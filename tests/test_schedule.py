@@ -338,3 +338,15 @@ def test_the_phases_steps_are_clocked_within_their_time_limit(topo, two):
     a = PhasedProblem.build(topo, ph, steps=True)
     b = PhasedProblem.build(topo, ph, steps=True, steps_time_limit=600.0)
     assert [p.steps.fingerprint() for p in a.class_problems] == [p.steps.fingerprint() for p in b.class_problems]
+
+
+def test_a_phase_class_is_priced_without_the_computation_its_phases_do(topo):
+    """The class's first phase stands for phases that compute for other times: the step time the schedule
+    prices candidates by leaves the computation out, as the phases' bulk bounds do."""
+    trace = neighbor2d(16, 16, 4e6, iters=4, compute_s=0.05)
+    ph = detect_phases(trace, topo)
+    prob = PhasedProblem.build(topo, ph, steps=True)
+    assert all(p.steps.compute_s == 0.0 and p.step_loads.compute_s == 0.0 for p in prob.class_problems)
+    from topoplan.sim.steps import trace_steps
+
+    assert trace_steps(trace).compute_s == pytest.approx(0.15, rel=1e-9)

@@ -559,3 +559,16 @@ def test_on_a_recorded_trace_the_step_time_is_the_simulated_run_computation_incl
                               "--simulate", "--no-steps")
     assert code == 0, err
     assert "leaves out the trace's computation" in text
+
+
+def test_anneal_searches_a_computing_trace_as_the_same_trace_without_computation():
+    """The computation every configuration shares stays out of the energies the temperature is relative to."""
+    spec = "neighbor2d:rows=4,cols=4,bytes=4MB,iters=5"
+    topo = hybrid(switches=4, per_switch=4, ocs_per_switch=2)
+    bare = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec)))
+    busy = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec + ",compute=5")))
+    a = solve(bare, "anneal", seed=3, max_steps=400, init="none")
+    b = solve(busy, "anneal", seed=3, max_steps=400, init="none")
+    assert a.options["accepted"] == b.options["accepted"]
+    assert sorted(map(tuple, a.plan["circuits"])) == sorted(map(tuple, b.plan["circuits"]))
+    assert b.objective == pytest.approx(a.objective + 20.0, rel=1e-12)

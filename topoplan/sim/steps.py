@@ -511,7 +511,7 @@ def _one_exchange(trace: Trace):
     return src, dst, trace.bytes[isend].astype(np.float64), np.zeros(len(src))
 
 
-def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
+def trace_steps(trace: Trace, *, time_limit: float | None = None, computation: bool = True) -> Steps:
     """The step types of ``trace`` and their counts (see the module docstring).
 
     Self-messages (a rank to itself) are left out; a level whose messages equal another's is the same
@@ -522,6 +522,9 @@ def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
     trace : Trace
     time_limit : float, optional
         Seconds the clocks may take together (default: no limit).
+    computation : bool, optional
+        Find the computation on the trace's critical path (:attr:`Steps.compute_s`, default); False leaves it
+        at 0 (the steps of a part of a trace that stands for other parts, as a phase class's first phase).
 
     Returns
     -------
@@ -543,7 +546,8 @@ def trace_steps(trace: Trace, *, time_limit: float | None = None) -> Steps:
     """
     stop_at = _stop_at(time_limit)
     st, chain = _steps_and_chain(trace, stop_at, time_limit)
-    return _with_compute(_with_chain(st, chain), trace, stop_at, time_limit)
+    st = _with_chain(st, chain)
+    return _with_compute(st, trace, stop_at, time_limit) if computation else st
 
 
 def _with_compute(st: Steps, trace: Trace, stop_at, time_limit) -> Steps:

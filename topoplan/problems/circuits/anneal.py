@@ -109,12 +109,16 @@ def anneal(problem, *, time_limit=None, seed=0, init: str | None = None, max_ste
             best_ev, cur, start_name = ev, circ, name
 
     large = max(float(problem.large_bytes.sum()), 1.0)
-    T0 = max(best_ev.objective_s, 1e-30)
+    # energies relative to the start's objective without the trace's computation on the critical path: every
+    # configuration has it, and at many times the communication it would flatten the energies the temperature
+    # is relative to (the search would accept any move)
+    fixed = 0.0 if problem.step_loads is None else float(problem.step_loads.compute_s)
+    T0 = max(best_ev.objective_s - fixed, 1e-30)
 
     def energy_of(circ):
         nh = distance_vector(problem, circ)
         ev = evaluate(problem, circ, nh)
-        e = ev.objective_s / T0 + 1e-3 * ev.uplink_bytes / large
+        e = (ev.objective_s - fixed) / T0 + 1e-3 * ev.uplink_bytes / large
         if sim_score is not None:
             e = sim_score(circ, nh) / max(sim_score.ref, 1e-30)
         return e, ev, nh

@@ -266,7 +266,8 @@ class PhasedProblem:
             Options of :func:`~topoplan.traffic.phases.detect_phases`.
         steps : bool, optional
             Price each phase class's candidates by the step time of its phase (the steps of the class's
-            first phase, :func:`topoplan.sim.steps.trace_steps`) instead of its one-bulk-phase bound.
+            first phase, :func:`topoplan.sim.steps.trace_steps`, without the computation every candidate
+            shares) instead of its one-bulk-phase bound.
         steps_time_limit : float, optional
             Seconds the step clocks of all phase classes may take together (default: no limit).
 
@@ -327,7 +328,9 @@ class PhasedProblem:
             if k not in keys:
                 keys[k] = len(class_problems)
                 left = None if stop_at is None else stop_at - time.monotonic()
-                st = trace_steps(phases.subtrace(p.index), time_limit=left) if steps else None
+                # without the computation: the class's first phase stands for phases that compute for other
+                # times, and a term every candidate shares would only dilute the schedule's relative gap
+                st = trace_steps(phases.subtrace(p.index), time_limit=left, computation=False) if steps else None
                 class_problems.append(CircuitProblem.build(topology, p.traffic, placement, steps=st, **opts))
                 class_phase.append(p.index)
             phase_class.append(keys[k])
