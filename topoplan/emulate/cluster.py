@@ -453,7 +453,7 @@ def check_privileges() -> None:
     >>> check_privileges()                  # doctest: +SKIP
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: the emulator creates network namespaces: run it as root (or in a container with CAP_NET_ADMIN and CAP_SYS_ADMIN)
+    topoplan.core.errors.TopoplanError: the emulator creates network namespaces: run it as root (or in a container ...)
     """
     if os.geteuid() != 0:
         raise TopoplanError("the emulator creates network namespaces: run it as root (or in a container "

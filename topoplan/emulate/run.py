@@ -93,7 +93,7 @@ def check_timeline(timeline_dt_s, scale, *, program: bool = False) -> None:
     >>> check_timeline(1e-6, 400.0)
     Traceback (most recent call last):
       ...
-    topoplan.core.errors.TopoplanError: field 'timeline_dt': at scale 400 at least 50 us (the links are sampled at most every 20 ms of real time), got 1 us
+    topoplan.core.errors.TopoplanError: field 'timeline_dt': at scale 400 at least 50 us (the links are sampled ...), got 1 us
     """
     if timeline_dt_s is None:
         return
