@@ -21,7 +21,7 @@ def _state(n_links, n_slots, width):
     gI, gF, agl, gm, EP, HT, em = C.new_state(n_links)
     return dict(rows=np.full((n_slots, width), -1, np.int64), lens=np.zeros(n_slots, np.int64),
                 sgrp=np.full(n_slots, -1, np.int64), tag=np.zeros(n_slots), hp=np.full((n_slots, 3), -1, np.int64),
-                gI=gI, gF=gF, agl=agl, gm=gm, EP=EP, HT=HT, em=em, fw=np.zeros((3, n_links)))
+                gI=gI, gF=gF, agl=agl, gm=gm, EP=EP, HT=HT, em=em, fw=np.zeros((4, n_links)))
 
 
 def _join(st, s, g, remaining, now):

@@ -348,7 +348,7 @@ class Incidence:
 
 G_ROOT, G_N, G_EST, G_APOS, G_FRZ, G_ECAP, G_ELEN = range(7)
 F_V, F_VT, F_LEV, F_FIN = range(4)
-EM_BITS, EM_LT, EM_LIVE, EM_PEND, EM_FILL, EM_PASS = range(6)
+EM_BITS, EM_LT, EM_LIVE, EM_PEND, EM_FILL, EM_PASS, EM_THR = range(7)
 OVERFULL = 1e-11   # relative excess over a link's capacity that makes it a candidate (rounding is ~1e-13)
 P_CHILD, P_SIB, P_PREV = range(3)
 _GOLD = np.uint64(11400714819323198485)   # 2^64 / golden ratio: Fibonacci hashing
@@ -580,7 +580,7 @@ def new_state(n_groups):
     agl = np.zeros((4, max(n_groups, 1)), np.int64)
     agl[2:] = -1
     gm = np.zeros(2, np.int64)
-    em = np.zeros(6, np.int64)
+    em = np.zeros(7, np.int64)
     em[EM_LT] = n_groups
     EP = np.zeros((1024, 2), np.int64)
     HT = np.full((1024, 2), -1, np.int64)
@@ -688,9 +688,9 @@ def join(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, H
     if agl[2, g] >= 0:   # (a flow joins a link of its route, so this is done above)
         _unsettle(g, agl, gm, gI, gF, EP)
     _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP, HT, em, fw)
-    if fw.shape[0] > 2:   # (link bytes kept: a new flow's links go on from what they carried at ``now``)
+    if fw.shape[0] > 3:   # (link bytes kept: a new flow's links go on from what they carried at ``now``)
         for q in range(lens[s]):
-            fw[2, rows[s, q]] -= remaining
+            fw[3, rows[s, q]] -= remaining
 
 
 @_leaf
@@ -719,9 +719,9 @@ def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP,
         _vsync(g, now, gF)
     tag[s] = remaining + gF[g, F_V]
     sgrp[s] = g
-    if fw.shape[0] > 2:   # link bytes kept (link_bytes_at)
+    if fw.shape[0] > 3:   # link bytes kept (link_bytes_at)
         for q in range(lens[s]):
-            fw[2, rows[s, q]] += tag[s]
+            fw[3, rows[s, q]] += tag[s]
     hp[s, P_CHILD] = -1
     hp[s, P_SIB] = -1
     hp[s, P_PREV] = -1
@@ -735,9 +735,9 @@ def _enter(s, g, remaining, now, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, EP,
 def _exit(s, rows, lens, sgrp, tag, hp, gI, agl, gm, EP, HT, em, fw):
     """:func:`leave` from a group on the work list."""
     g = sgrp[s]
-    if fw.shape[0] > 2:
+    if fw.shape[0] > 3:
         for q in range(lens[s]):
-            fw[2, rows[s, q]] -= tag[s]
+            fw[3, rows[s, q]] -= tag[s]
     gI[g, G_ROOT] = _ph_remove(gI[g, G_ROOT], s, tag, hp)
     gI[g, G_N] -= 1
     _nz_route(g, s, -1, rows, lens, EP, HT, em, gI)
@@ -785,7 +785,8 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
     calls again; the moves made so far are kept (each leaves a valid state).
 
     ``seg``/``pool``/``meta``: the link -> slot lists (:mod:`topoplan.sim._loop`),
-    over real and virtual links; ``iw`` (4 x Lt), ``fw`` rows 0-1 (Lt): scratch; ``fw`` row 2, when
+    over real and virtual links; ``iw`` (4 x Lt), ``fw`` rows 0-1 (Lt): scratch; ``fw`` row 2: each link's
+    ``-OVERFULL * lcap``, written by a state's first fill (``lcap`` is the run's); ``fw`` row 3, when
     there, the per-link sums :func:`link_bytes_at` reads, which the moves keep.
     Leaves the work list's groups' rates, clocks (at ``now``) and projected
     first ends set; a settled group keeps its own (its clock where the fill
@@ -793,11 +794,15 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
     """
     start, length, live = seg[0], seg[1], seg[3]
     cnt, hv, mark, cl = iw[0], iw[1], iw[2], iw[3]
-    rem, hk = fw[0], fw[1]
+    rem, hk, thr = fw[0], fw[1], fw[2]
     inf = np.inf
     n_live = meta[1]
     n_lt = em[EM_LT]
     n_wl = gm[1]
+    if em[EM_THR] == 0:   # the freeze's test for links over capacity, once (the same product it would take)
+        for l in range(n_lt):
+            thr[l] = -OVERFULL * lcap[l]
+        em[EM_THR] = 1
     # where each pass starts the links' counts: every link in one contiguous pass, the live links, or (when
     # groups are settled) only the work list's links, whichever is least work. The settled groups' links
     # are never read: no flow of the work list crosses them.
@@ -909,7 +914,7 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
                 # are also max-min over all links (the leximin-best point of a larger set lies in the
                 # smaller one). A link that does (capacity only falls during a pass, so it is seen here)
                 # becomes a candidate and the fill runs again. Caps have infinite capacity here.
-                if rem[m] < -OVERFULL * lcap[m] and mark[m] != stamp:
+                if rem[m] < thr[m] and mark[m] != stamp:
                     mark[m] = stamp
                     cl[nc] = m
                     nc += 1
@@ -970,14 +975,14 @@ def ending(horizon, out, rows, lens, sgrp, tag, hp, gI, gF, agl, gm, gbuf, EP, H
 def link_bytes_at(t, k, tl, n_links, fw, gI, gF, agl, gm, EP):
     """Write into ``tl[:, k]`` the bytes each real link has carried by time ``t`` (not before the last fill).
 
-    A flow in group g has sent ``size - (tag - V_g(t))``; ``fw[2, l]`` keeps, for the flows that crossed
+    A flow in group g has sent ``size - (tag - V_g(t))``; ``fw[3, l]`` keeps, for the flows that crossed
     link l, the sum of their ``tag - size`` while they transfer and of ``-size`` once done (:func:`join`,
-    :func:`_enter`, :func:`_exit` keep it), so the link's bytes are ``sum_g N(g, l) V_g(t) - fw[2, l]``:
+    :func:`_enter`, :func:`_exit` keep it), so the link's bytes are ``sum_g N(g, l) V_g(t) - fw[3, l]``:
     one pass over the groups' N entries, not over the flows. The utilization timeline takes these
-    samples at every interval boundary; without one ``fw`` has two rows and nothing keeps row 2.
+    samples at every interval boundary; without one ``fw`` has three rows and nothing keeps row 3.
     """
     for l in range(n_links):
-        tl[l, k] = -fw[2, l]
+        tl[l, k] = -fw[3, l]
     for a in range(gm[0]):
         g = agl[0, a]
         v = _v_at(g, t, gF)

@@ -976,8 +976,8 @@ def _fresh_state(prog, route, lcap, init_seg, init_start, init_size, stream, tl_
     pool = np.zeros(1024, np.int64)
     meta = np.zeros(2, np.int64)
     iw = np.zeros((4, n_lt), np.int64)
-    fw = np.zeros((3 if tl_dt > 0 else 2, n_lt))   # rows 0-1 a fill's scratch; row 2, kept for a timeline only,
-                                                   # per link for link_bytes_at
+    fw = np.zeros((4 if tl_dt > 0 else 3, n_lt))   # rows 0-2 fill_groups' (scratch, thresholds); row 3, kept for
+                                                   # a timeline only, per link for link_bytes_at
     gI, gF, agl, gm, EP, HT, em = new_state(n_lt)
     gbuf = np.empty(max(n_lt, 1), np.int64)
     fbuf = np.empty(64, np.int64)
