@@ -851,14 +851,20 @@ def fill_groups(now, n_real, lcap, capv, rows, lens, sgrp, tag, hp, seg, pool, m
                 nc += 1
             if g >= n_real:
                 continue
-            lev = rem[g] / cnt[g]
             st = gI[g, G_EST]
             en = st + gI[g, G_ELEN]
             alone = True
-            for j in range(np.uint64(st), np.uint64(en)):
+            for j in range(np.uint64(st), np.uint64(en)):   # its members are all its links' flows...
+                if EP[j, 1] != cnt[np.uint64(EP[j, 0])]:
+                    alone = False
+                    break
+            if not alone:   # (most groups share a link: their level, a division, is not taken)
+                continue
+            lev = rem[g] / cnt[g]
+            for j in range(np.uint64(st), np.uint64(en)):   # ...and its own link is the lowest share on them
                 m = EP[j, 0]
                 um = np.uint64(m)
-                if EP[j, 1] != cnt[um] or (capv[um] < lev if m >= n_real else lcap[um] < EP[j, 1] * lev):
+                if capv[um] < lev if m >= n_real else lcap[um] < EP[j, 1] * lev:
                     alone = False
                     break
             if alone:
