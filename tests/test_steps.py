@@ -572,3 +572,23 @@ def test_anneal_searches_a_computing_trace_as_the_same_trace_without_computation
     assert a.options["accepted"] == b.options["accepted"]
     assert sorted(map(tuple, a.plan["circuits"])) == sorted(map(tuple, b.plan["circuits"]))
     assert b.objective == pytest.approx(a.objective + 20.0, rel=1e-12)
+
+
+def test_score_auto_asks_a_start_to_gain_its_share_of_the_communication_not_of_the_computation(monkeypatch):
+    import topoplan.problems.circuits.problem as problem_mod
+    from topoplan.problems.circuits.problem import AUTO_KEEP_REL, auto_keep_rel
+
+    spec = "neighbor2d:rows=4,cols=4,bytes=4MB,iters=5"
+    topo = hybrid(switches=4, per_switch=4, ocs_per_switch=2)
+    seen = []
+    real = problem_mod.solve_with
+    monkeypatch.setattr(problem_mod, "solve_with", lambda *a, **k: seen.append(k["keep_rel"]) or real(*a, **k))
+    for extra in ("", ",compute=0.05"):
+        trace = parse_spec(spec + extra)
+        prob = CircuitProblem.build(topo, None, steps=trace_steps(trace))
+        solve(prob, "anneal", time_limit=5, max_steps=50, trace=trace)
+    bare, busy = seen
+    assert bare == AUTO_KEEP_REL
+    comm = solve(CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec))), "none").objective
+    assert busy == pytest.approx(AUTO_KEEP_REL * comm / (comm + 0.2), rel=1e-9) and busy < AUTO_KEEP_REL / 2
+    assert busy == pytest.approx(auto_keep_rel(prob), rel=1e-12)

@@ -56,7 +56,8 @@ from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 
 __all__ = ["CircuitProblem", "METHODS", "HEURISTICS", "STARTS", "solve", "compare", "validate_plan",
-           "result_from_plan", "plan_dict", "plan_simulator", "simulation_cost_s", "normalize_circuits", "AUTO_KEEP_REL"]
+           "result_from_plan", "plan_dict", "plan_simulator", "simulation_cost_s", "normalize_circuits", "AUTO_KEEP_REL",
+           "auto_keep_rel"]
 
 
 @dataclass
@@ -625,7 +626,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
     shared = True if score == "auto" else None
     if score == "auto":
         score = "simulated" if (trace is not None and problem.steps is not None and method in STARTS) else "bound"
-        keep_rel = AUTO_KEEP_REL
+        keep_rel = auto_keep_rel(problem)
     simulate = plan_simulator(problem, trace, sim_model) if score == "simulated" else None
     if method == "anneal":  # its energy='simulated' simulates the same trace under the same model
         options.update(trace=trace, sim_model=sim_model)
@@ -647,6 +648,35 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
 #: method's plan keeps its own objective and bound: on NPB CG class B at 256 ranks on 001's systems the
 #: heuristics' plans simulated 0.04% faster than the ilp's with a step time 11% above their simulated time.
 AUTO_KEEP_REL = 0.005
+
+
+def auto_keep_rel(problem: CircuitProblem) -> float:
+    """What a start must gain in the simulator to replace the method's plan under ``--score auto``:
+    :data:`AUTO_KEEP_REL` of the communication. On a trace that computes (:attr:`StepLoads.compute_s
+    <topoplan.problems.circuits.steps.StepLoads.compute_s>`) the simulated times also hold the recorded
+    computation, which the simulator replays exactly, so the share is scaled by the communication's part of the
+    step time without circuits (FT class C recorded at 64 ranks: 66.6 s of computation in 67.2 s, so 0.5% of
+    the run would be more than half of its communication).
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.sim.steps import trace_steps
+    >>> from topoplan.traffic.generators import parse_spec
+    >>> topo = load_topology("paper003", ["ocs.nodes_per_switch=4"])
+    >>> spec = "neighbor2d:rows=8,cols=8,bytes=4MB,iters=4"
+    >>> auto_keep_rel(CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec))))
+    0.005
+    >>> busy = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec + ",compute=1")))
+    >>> round(auto_keep_rel(busy) / AUTO_KEEP_REL, 3)      # 3 s of computation in a step time of 3.115 s
+    0.037
+    """
+    sl = problem.step_loads
+    if sl is None or not sl.compute_s:
+        return AUTO_KEEP_REL
+    nh = np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64)
+    total = evaluate(problem, [], nh).objective_s
+    return AUTO_KEEP_REL * max(total - sl.compute_s, 0.0) / max(total, 1e-300)
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     """``plan dict -> simulated makespan (s)`` on the problem's network (see :func:`topoplan.sim.run.simulate_plan`).
