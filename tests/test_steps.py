@@ -592,3 +592,17 @@ def test_score_auto_asks_a_start_to_gain_its_share_of_the_communication_not_of_t
     comm = solve(CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec))), "none").objective
     assert busy == pytest.approx(AUTO_KEEP_REL * comm / (comm + 0.2), rel=1e-9) and busy < AUTO_KEEP_REL / 2
     assert busy == pytest.approx(auto_keep_rel(prob), rel=1e-12)
+
+
+def test_before_the_event_loop_is_compiled_the_computation_is_found_by_the_reference_replayer(monkeypatch):
+    """Compiling the loop would take minutes inside the clocks' limit; the reference gives the same time."""
+    import topoplan.sim.steps as steps_mod
+    from topoplan.sim.steps import critical_compute_s
+
+    trace = parse_spec("alltoall:np=8,bytes=64KB,iters=6,compute=0.002")
+    compiled = critical_compute_s(trace)
+    methods = []
+    real = steps_mod.replay
+    monkeypatch.setattr(steps_mod, "compiled_ready", lambda: False)
+    monkeypatch.setattr(steps_mod, "replay", lambda *a, **k: methods.append(k["method"]) or real(*a, **k))
+    assert critical_compute_s(trace) == pytest.approx(compiled, rel=1e-9) and methods == ["python"]

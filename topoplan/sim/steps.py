@@ -60,6 +60,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import sequential
 from topoplan.core.topology import TreeTopology
+from topoplan.sim.maxmin import compiled_ready
 from topoplan.sim.network import build_network
 from topoplan.sim.routes import LinkSet
 from topoplan.sim.replay import Replayer, replay
@@ -382,13 +383,16 @@ def critical_compute_s(trace: Trace, *, time_limit: float | None = None, _stop=N
     stop_at = _stop if _stop is not None else _stop_at(time_limit)
     if stop_at is not None:
         _past(stop_at - CLOCK_SETUP_S_PER_ROW * len(trace), time_limit)
-    # the simulator's own replay (compiled: a tenth of the reference replayer's time) on one switch whose links
-    # carry any message in no time: what is left is the computation and the waits it causes
+    # the simulator's own replay on one switch whose links carry any message in no time: what is left is the
+    # computation and the waits it causes. Compiled it takes a tenth of the reference replayer's time; before
+    # the event loop is compiled (an install without its ahead-of-time build) the reference runs, which takes
+    # seconds where compiling would take minutes inside the clocks' time limit
     n = trace.n_ranks
     instant = TreeTopology(kind="fat-tree", nodes_per_switch=(n,), down_bw_Bps=INSTANT_BW_BPS, down_latency_s=0.0,
                            up_bw_Bps=INSTANT_BW_BPS, up_latency_s=0.0, switch_delay_s=0.0,
                            intra_node_bw_Bps=INSTANT_BW_BPS, intra_node_latency_s=0.0)
-    res = replay(trace, build_network(instant), sequential(n, instant), compute_scale=1.0)
+    res = replay(trace, build_network(instant), sequential(n, instant), compute_scale=1.0,
+                 method="auto" if compiled_ready() else "python")
     if stop_at is not None:
         _past(stop_at, time_limit)
     return float(res.makespan_s)
