@@ -365,7 +365,8 @@ def critical_compute_s(trace: Trace, *, time_limit: float | None = None, _stop=N
     Returns
     -------
     float
-        Seconds.
+        The trace's time on that network in seconds, from its first call (every rank's first computation
+        counts from there, as in the simulator).
 
     Examples
     --------
