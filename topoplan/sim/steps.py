@@ -385,9 +385,9 @@ def critical_compute_s(trace: Trace, *, time_limit: float | None = None, _stop=N
     if stop_at is not None:
         _past(stop_at - CLOCK_SETUP_S_PER_ROW * len(trace), time_limit)
     # the simulator's own replay on one switch whose links carry any message in no time: what is left is the
-    # computation and the waits it causes. Compiled it takes a tenth of the reference replayer's time; before
-    # the event loop is compiled (an install without its ahead-of-time build) the reference runs, which takes
-    # seconds where compiling would take minutes inside the clocks' time limit
+    # computation and the waits it causes. Compiled it takes a quarter to a ninth of the reference replayer's
+    # time (the recorded NPB traces); before the event loop is compiled (an install without its ahead-of-time
+    # build) the reference runs, which takes seconds where compiling would take minutes inside the clocks' limit
     n = trace.n_ranks
     instant = TreeTopology(kind="fat-tree", nodes_per_switch=(n,), down_bw_Bps=INSTANT_BW_BPS, down_latency_s=0.0,
                            up_bw_Bps=INSTANT_BW_BPS, up_latency_s=0.0, switch_delay_s=0.0,
@@ -643,8 +643,9 @@ def steps_of_spec(spec: str, *, min_rows: int = 1000, trace: Trace | None = None
 
     A trace of at most ``min_rows`` rows is clocked whole, and so is one that has fewer than twice the rows of
     its first three iterations together (clocking those, and the latency chain whole, would cost more). A
-    larger one whose generator takes ``iters`` is clocked at one, two and three iterations; when the third iteration adds the same steps as the second
-    (the iterations do not mix in the clock: the code synchronizes every iteration, as NPB's kernels do),
+    larger one whose generator takes ``iters`` is clocked at one, two and three iterations; when the third
+    iteration adds the same steps as the second (the iterations do not mix in the clock: the code
+    synchronizes every iteration, as NPB's kernels do),
     its steps are the first run's plus ``N - 1`` times what the second adds, ``N`` being the spec's
     iterations (found from the rows). Otherwise -- iterations that overlap in the clock, or rows that do not
     grow by whole iterations -- the whole trace is clocked; a latency chain that does not grow by as many
