@@ -28,7 +28,8 @@ import numpy as np
 
 from topoplan.sim.simmodel import DEFAULT_RELAY_CHUNK_B
 
-__all__ = ["Evaluation", "evaluate", "better", "floor_s", "step_link_times", "plan_pair_links", "RELAY_CHUNK_B"]
+__all__ = ["Evaluation", "evaluate", "evaluate_no_circuits", "better", "floor_s", "step_link_times", "plan_pair_links",
+           "RELAY_CHUNK_B"]
 
 # The chunk a pipelined relay forwards at a time (the default network model's, topoplan.sim.simmodel): a
 # relayed message pays one chunk's serialization at every relay (the step time's relay latency term).
@@ -307,6 +308,22 @@ def step_link_times(problem, pair_links, bw_Bps) -> np.ndarray:
         loads += np.asarray((pair_links.T @ sl.large_B.T).T)
     inv = np.where(np.isfinite(bw_Bps), 1.0 / bw_Bps, 0.0)
     return loads * inv
+
+
+def evaluate_no_circuits(problem) -> Evaluation:
+    """:func:`evaluate` of the plan without circuits: every large message on the EPS.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.problems.circuits.problem import CircuitProblem, solve
+    >>> from topoplan.traffic.matrix import from_arrays
+    >>> p = CircuitProblem.build(load_topology("paper003"), from_arrays(256, [0], [64], [4e6]))   # to node 16
+    >>> ev = evaluate_no_circuits(p)
+    >>> ev.uplink_bytes, ev.objective_s == solve(p, "none").objective
+    (4000000.0, True)
+    """
+    return evaluate(problem, [], np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64))
 
 
 def better(a: Evaluation, b: Evaluation | None, rel_tol: float = 1e-9) -> bool:

@@ -51,7 +51,7 @@ from topoplan.formulations.backends import available, check, MILP_BACKENDS, solv
 from topoplan.formulations.circuits_common import CircuitArrays, CircuitData, Model, two_phase
 from topoplan.plans.circuits import array_from_tables
 from topoplan.problems.circuits import heuristics
-from topoplan.problems.circuits.bound import better, evaluate, floor_s
+from topoplan.problems.circuits.bound import better, evaluate, evaluate_no_circuits, floor_s
 from topoplan.problems.circuits.forwarding import congestion_tables, distance_vector, LOAD_SHARING, polish_tables
 from topoplan.problems.circuits.heuristics import matching_cost_s
 from topoplan.problems.circuits.problem import CircuitProblem, result_from_plan
@@ -535,8 +535,7 @@ def lp_bound(problem, *, solver: str = "highs", T_max: float | None = None, time
 
 
 def _incumbent_T(problem) -> float:
-    nh = np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64)
-    return evaluate(problem, [], nh).objective_s
+    return evaluate_no_circuits(problem).objective_s
 
 
 def _latency(problem) -> float:

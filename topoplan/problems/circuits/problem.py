@@ -37,7 +37,7 @@ import numpy as np
 
 from topoplan.analysis.switches import default_threshold
 from topoplan.formulations.circuits_common import CircuitArrays
-from topoplan.problems.circuits.bound import evaluate
+from topoplan.problems.circuits.bound import evaluate, evaluate_no_circuits
 from topoplan.problems.circuits.loads import node_loads
 from topoplan.problems.circuits.steps import step_loads
 from topoplan.plans.circuits import ARRAY_MIN_ENTRIES, ForwardingTables, tables_from_array, validate_plan_dict
@@ -674,8 +674,7 @@ def auto_keep_rel(problem: CircuitProblem) -> float:
     sl = problem.step_loads
     if sl is None or not sl.compute_s:
         return AUTO_KEEP_REL
-    nh = np.full((problem.n_nodes, problem.n_switches), -1, dtype=np.int64)
-    total = evaluate(problem, [], nh).objective_s
+    total = evaluate_no_circuits(problem).objective_s
     return AUTO_KEEP_REL * max(total - sl.compute_s, 0.0) / max(total, 1e-300)
 
 def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):

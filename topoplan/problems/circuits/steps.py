@@ -261,7 +261,7 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     else:
         latency_s = _levels_latency_s(p, steps.types, cnt)
     sl = StepLoads(up, down, intra, uu, ud, large_B, latency_s, sizes, cnt,
-                   int(steps.n_steps), K, steps.source, float(getattr(steps, "compute_s", 0.0)))
+                   int(steps.n_steps), K, steps.source, float(steps.compute_s))
     return sl.merged(merge_groups(p, sl, default_max_types(p) if max_types is None else max_types))
 
 
