@@ -18,11 +18,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pulp
 
 from topoplan.formulations.backends import Result
 from topoplan.formulations.backends import solve as backend_solve
+
+if TYPE_CHECKING:
+    import pulp
 
 __all__ = ["CircuitArrays", "CircuitData", "Model", "two_phase", "new_var", "WEIGHT_UPLINK"]
 
@@ -117,6 +121,10 @@ def new_var(prob, name, lowBound=None, upBound=None, cat="Continuous"):
     """A variable of ``prob`` (PuLP >= 3 attaches variables to their model; older PuLP has no add_variable)."""
     if hasattr(prob, "add_variable"):
         return prob.add_variable(name, lowBound, upBound, cat=cat)
+    # PuLP is imported where a model is built, not with this module: every circuit command reads CircuitArrays
+    # from here, and importing PuLP (and its HiGHS bindings) takes about 50 ms that only the exact method needs
+    import pulp
+
     return pulp.LpVariable(name, lowBound, upBound, cat=cat)
 
 

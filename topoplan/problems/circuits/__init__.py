@@ -19,8 +19,9 @@ See :mod:`topoplan.problems.circuits.problem` (problem, ``solve``, validation),
 from topoplan.problems.circuits.problem import CircuitProblem, solve, validate_plan, validate_plan_dict
 from topoplan.problems.circuits.registry import HEURISTICS, METHODS, STARTS
 
-# The methods register themselves in METHODS when imported (order: the registry's listing order).
-from topoplan.problems.circuits import heuristics, exact, anneal  # noqa: E402,F401,I001
+# The methods register themselves in METHODS when their module is imported, which METHODS does when a method is
+# first asked for (the registry names each method's module): a greedy plan does not import the exact model's
+# solvers.
 
 #: The problem's builder, the same shape for every problem: ``build(topology, traffic, placement=None, **options)``.
 build = CircuitProblem.build

@@ -50,7 +50,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.circuits.loads import byte_sums
@@ -252,6 +251,10 @@ def step_loads(problem, steps, *, max_types: int | None = None) -> StepLoads:
     biggest = np.zeros(len(cell))
     if len(cell):
         np.maximum.at(biggest, np.searchsorted(cell, kl * P + cols), size[large])
+    # SciPy's sparse matrices are imported here, not with the module: importing them takes 0.2-0.3 s (SciPy's
+    # array API layer loads NumPy's f2py, testing and ma), and only a trace's steps need them
+    from scipy.sparse import csr_matrix
+
     sizes = csr_matrix((biggest, (cell // max(P, 1), cell % max(P, 1))), shape=(K, P))
     # the latency term: per level of the latency clock's longest chain (eager sends go at once, as in the
     # simulator: a pipeline of eager messages pays its latency once, not at every step), its slowest message's
