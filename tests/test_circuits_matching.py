@@ -2,6 +2,9 @@
 the weight of NetworkX's exact matching on every graph, a dual certificate, the priced solve of dense graphs
 equal to the plain one, bad input refused."""
 
+import subprocess
+import sys
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -9,7 +12,7 @@ import pytest
 from test_circuits_cases import hybrid, problem, random_problem
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.circuits import CircuitProblem, blossom, heuristics, solve
-from topoplan.problems.circuits.blossom import (DENSE_DEGREE, _solve, _solve_priced, check_optimum, integer_weights,
+from topoplan.problems.circuits.blossom import (DENSE_DEGREE, _solve_priced, check_optimum, integer_weights,
                                                 matching_weight, max_weight_matching)
 from topoplan.traffic.matrix import from_arrays
 
@@ -57,7 +60,7 @@ def test_dense_graphs_are_priced_to_the_same_optimum(seed):
     assert len(u) > DENSE_DEGREE * n                     # the priced solve runs
     wi = integer_weights(w)[0]
     priced = _solve_priced(n, u, v, wi)
-    plain = _solve(n, u, v, wi)[0]
+    plain = blossom._compiled()["_solve"](n, u, v, wi)[0]
     assert priced[4] >= 1
     assert matching_weight(priced[0], u, v, w) == matching_weight(plain, u, v, w)
     assert matching_weight(priced[0], u, v, w) == pytest.approx(nx_weight(u, v, w), rel=1e-12)
@@ -69,8 +72,8 @@ def test_dense_graphs_are_priced_to_the_same_optimum(seed):
 def test_interpreted_and_compiled_solves_are_the_same_computation(n, density, kind):
     u, v, w = random_graph(n + len(kind), n, density, kind)
     wi = integer_weights(w)[0]
-    compiled = blossom._priced(n, u, v, wi)
-    interpreted = blossom._interpreter()["_priced"](n, u, v, wi)
+    compiled = blossom._compiled()["_priced"](n, u, v, wi)
+    interpreted = blossom._priced(n, u, v, wi)
     for got, want in zip(interpreted, compiled):       # mate, duals, blossom duals, blossom forest, rounds
         np.testing.assert_array_equal(got, want)
 
@@ -80,7 +83,19 @@ def test_small_graphs_run_interpreted_until_the_compiled_functions_are_at_hand(m
     assert blossom.interpreted(blossom.INTERPRETED_MAX_N)
     assert not blossom.interpreted(blossom.INTERPRETED_MAX_N + 1)
     monkeypatch.setattr(blossom, "_compiled_s", lambda n: 0.0)                 # loaded in this process
+    blossom._compiled()
     assert not blossom.interpreted(8)
+
+
+def test_a_small_matching_does_not_import_numba():
+    # Numba takes 0.4-0.5 s to import: the matchings of a paper-sized problem (ilp's and anneal's starts, the
+    # demo) run interpreted and never need it
+    code = ("import sys; from topoplan.problems.circuits import blossom; "
+            "mate = blossom.max_weight_matching(4, [0, 1, 2, 0], [1, 2, 3, 3], [5, 8, 5, 1]); "
+            "print(mate.tolist(), 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[1, 0, 3, 2] False"
 
 
 def test_odd_cycles():

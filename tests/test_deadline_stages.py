@@ -371,10 +371,10 @@ def test_a_matching_whose_kernels_must_compile_is_predicted_with_the_compilation
     assert heuristics.matching_cost_s(n) >= ready - blossom.LOAD_S + blossom.COMPILE_S
     # a small graph runs interpreted instead: predicted without the compilation
     assert heuristics.matching_cost_s(64) < blossom.COMPILE_S / 10
-    before = list(blossom._solve.signatures)
+    before = list(blossom._compiled()["_solve"].signatures)
     prob = _circuit_problem()   # 16 OCS nodes within a limit shorter than the compilation: exact, interpreted
     assert "greedily" not in (circuits.solve(prob, "matching", time_limit=30).message or "")
-    assert list(blossom._solve.signatures) == before                      # nothing compiled
+    assert list(blossom._compiled()["_solve"].signatures) == before          # nothing compiled
 
 
 @pytest.mark.parametrize("ready, time_limit, greedy_only", [

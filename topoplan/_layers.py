@@ -51,9 +51,6 @@ LAZY = {
     ("topoplan.sim._engine", "topoplan.sim._loop"):
         "optional dependency and start-up: the loop is Numba code (importing Numba and loading its cache costs "
         "a process about 0.6 s); the ahead-of-time build serves without it when current",
-    ("topoplan.problems.circuits.heuristics", "topoplan.problems.circuits.blossom"):
-        "start-up: the compiled matching needs Numba (tenths of a second to import); no other circuit heuristic "
-        "does, and every circuit method's module imports heuristics",
     ("topoplan.problems.circuits._sharing", "topoplan.problems.circuits._sharing_jit"):
         "start-up: the tables' compiled traffic pass is Numba code (0.5 s to import and 1 s to load the kernel, "
         "measured at 16,384 nodes); the ahead-of-time build serves without it when current",

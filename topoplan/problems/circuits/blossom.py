@@ -26,7 +26,9 @@ is optimal on it: the same certificate as a solve of the whole graph, at the cos
 Until Numba has compiled it on a machine (a first compilation takes about a minute), small graphs run the
 same functions by the Python interpreter instead (:func:`solve_cost_s` picks the cheaper way: interpreted,
 up to ``INTERPRETED_MAX_N`` vertices, while its predicted time is below loading or compiling the kernels):
-the same algorithm step for step, so the same matching, with no minute's wait for a 32-node graph.
+the same algorithm step for step, so the same matching, with no minute's wait for a 32-node graph. The
+functions are written once, as Python; Numba compiles them the first time a solve runs compiled
+(:func:`_compiled`), so a process whose matchings all run interpreted never imports Numba (0.4-0.5 s).
 
 The circuits' ``matching`` method (:func:`topoplan.problems.circuits.heuristics.matching`) uses it on
 graphs of the OCS nodes.
@@ -43,9 +45,9 @@ from __future__ import annotations
 
 import types
 
+import sys
+
 import numpy as np
-from numba import njit
-from numba.typed import List
 
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
@@ -70,6 +72,8 @@ _FREE, _S, _T = 0, 1, 2
 # pricing) 0.09 s at 32 vertices, 0.4 s at 64, 1.1 s at 128, 5 s at 256 (load 3), about n^2.2.
 COMPILED_S_AT_256 = 0.5
 COMPILED_EXPONENT = 2.3
+#: Importing Numba, in a process that has not: 0.8-0.9 s measured on a quiet machine.
+NUMBA_IMPORT_S = 1.0
 LOAD_S = 1.0
 COMPILE_S = 60.0
 INTERPRETED_S_AT_128 = 1.2
@@ -176,17 +180,19 @@ def compile_kernels() -> None:
     Examples
     --------
     >>> compile_kernels()
-    >>> len(_solve.signatures) > 0 or not hasattr(_solve, "signatures")      # compiled (or Numba is disabled)
+    >>> solve = _compiled()["_solve"]
+    >>> len(solve.signatures) > 0 or not hasattr(solve, "signatures")      # compiled (or Numba is disabled)
     True
     """
     u, v = np.triu_indices(60, 1)          # a complete graph: dense enough for the priced solve too
-    _priced(60, u.astype(np.int64), v.astype(np.int64), (u * v) % 7 + 1)
+    _compiled()["_priced"](60, u.astype(np.int64), v.astype(np.int64), (u * v) % 7 + 1)
 
 
 def interpreted(n: int) -> bool:
     """Whether a solve on ``n`` vertices runs interpreted: up to :data:`INTERPRETED_MAX_N` vertices, when
-    that is predicted faster than loading (in a process that has not loaded them) or compiling (on a machine
-    whose Numba cache lacks them) the compiled functions. Either way gives the same matching.
+    that is predicted faster than loading (in a process that has not loaded them, importing Numba first when
+    it has not) or compiling (on a machine whose Numba cache lacks them) the compiled functions. Either way
+    gives the same matching.
 
     Examples
     --------
@@ -195,6 +201,8 @@ def interpreted(n: int) -> bool:
     """
     if n > INTERPRETED_MAX_N:
         return False
+    if not _COMPILED and _interpreted_s(n) < NUMBA_IMPORT_S + LOAD_S + _algorithm_s(n):
+        return True     # faster than the cheapest compiled start: no need to import Numba to read its cache
     return _interpreted_s(n) < _compiled_s(n)
 
 
@@ -208,21 +216,25 @@ def solve_cost_s(n: int) -> float:
     >>> solve_cost_s(16) < 0.05, solve_cost_s(512) > solve_cost_s(256)
     (True, True)
     """
-    return min(_interpreted_s(n), _compiled_s(n)) if n <= INTERPRETED_MAX_N else _compiled_s(n)
+    return _interpreted_s(n) if interpreted(n) else _compiled_s(n)
 
 
 def _interpreted_s(n: int) -> float:
     return INTERPRETED_S_AT_128 * (n / 128) ** INTERPRETED_EXPONENT
 
 
+def _algorithm_s(n: int) -> float:
+    return COMPILED_S_AT_256 * (n / 256) ** COMPILED_EXPONENT
+
+
 def _compiled_s(n: int) -> float:
-    if not deadline.kernel_ready(_solve):       # neither in this process nor in Numba's cache
-        first_s = COMPILE_S
-    elif not deadline.kernel_loaded(_solve):        # cached, not loaded yet
-        first_s = LOAD_S
-    else:
-        first_s = 0.0
-    return first_s + COMPILED_S_AT_256 * (n / 256) ** COMPILED_EXPONENT
+    first_s = 0.0 if "numba" in sys.modules else NUMBA_IMPORT_S
+    solve = _compiled()["_solve"]
+    if not deadline.kernel_ready(solve):       # neither in this process nor in Numba's cache
+        first_s += COMPILE_S
+    elif not deadline.kernel_loaded(solve):        # cached, not loaded yet
+        first_s += LOAD_S
+    return first_s + _algorithm_s(n)
 
 
 def matching_weight(mate, u, v, w) -> float:
@@ -285,8 +297,8 @@ def _solve_priced(n: int, u, v, wi):
     docstring), compiled or interpreted (:func:`interpreted`). Returns ``(mate, dual, zb, parent, rounds)``:
     the duals prove ``mate`` optimal on the whole graph."""
     if interpreted(n):
-        return _interpreter()["_priced"](n, u, v, wi)
-    return _priced(n, u, v, wi)
+        return _priced(n, u, v, wi)
+    return _compiled()["_priced"](n, u, v, wi)
 
 
 def _priced(n: int, u, v, wi):
@@ -306,23 +318,37 @@ def _priced(n: int, u, v, wi):
         keep |= _most_violated(n, u, v, slack, bad, CANDIDATES << rounds)
 
 
-_NAMESPACE: dict = {}
+# The algorithm's functions (``@_kernel`` below) are plain Python in this module, where the interpreter runs
+# them (with a Python list for Numba's typed list). _compiled() builds, once a process, a copy of the module's
+# namespace in which each of them, and _priced that drives them, is compiled by Numba (cached on disk) and calls
+# the others' compiled versions.
+_KERNELS: list[str] = []
+_COMPILED: dict = {}
+List = list
 
 
-def _interpreter() -> dict:
-    """This module's functions for the interpreter: a copy of its namespace in which every compiled function
-    is its Python original (``py_func``) calling the others' originals, and Numba's typed list a list. Built
-    once a process."""
-    if not _NAMESPACE:
+def _kernel(fn):
+    """Mark ``fn`` as one of the functions :func:`_compiled` compiles; the module keeps the Python function."""
+    _KERNELS.append(fn.__name__)
+    return fn
+
+
+def _compiled() -> dict:
+    """This module's namespace with every kernel compiled by Numba (``njit(cache=True)``: loaded from Numba's
+    cache, or compiled at its first call) and Numba's typed list. Importing Numba takes 0.4-0.5 s, so it is
+    imported here, when a solve runs compiled (or its cost must read Numba's cache), not with the module."""
+    if not _COMPILED:
+        from numba import njit
+        from numba.typed import List as TypedList
+
         ns = dict(globals())
-        for name, obj in globals().items():
-            py = getattr(obj, "py_func", None)
-            if isinstance(py, types.FunctionType) and py.__module__ == __name__:
-                ns[name] = types.FunctionType(py.__code__, ns, name, py.__defaults__, py.__closure__)
+        ns["List"] = TypedList
+        for name in _KERNELS:
+            py = globals()[name]
+            ns[name] = njit(cache=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__, py.__closure__))
         ns["_priced"] = types.FunctionType(_priced.__code__, ns, "_priced")
-        ns["List"] = list
-        _NAMESPACE.update(ns)
-    return _NAMESPACE
+        _COMPILED.update(ns)
+    return _COMPILED
 
 
 # -- the compiled algorithm -----------------------------------------------------------------------------
@@ -343,7 +369,7 @@ def _interpreter() -> dict:
 # blossom's children when it is expanded.
 
 
-@njit(cache=True)
+@_kernel
 def _heaviest(n, eu, ev, ew, k):
     """Mask of the edges among the ``k`` heaviest of either end (ties in the order of the edges)."""
     m = len(eu)
@@ -383,7 +409,7 @@ def _heaviest(n, eu, ev, ew, k):
     return keep
 
 
-@njit(cache=True)
+@_kernel
 def _slacks(n, eu, ev, ew, dual, zb, parent):
     """The doubled slack of every edge under the duals of a solve (``dual``, and ``zb`` of the blossoms in
     ``parent``'s forest): ``dual[u] + dual[v] - 2 w + 2 sum(zb of the blossoms holding both ends)``."""
@@ -420,7 +446,7 @@ def _slacks(n, eu, ev, ew, dual, zb, parent):
     return out
 
 
-@njit(cache=True)
+@_kernel
 def _most_violated(n, eu, ev, slack, bad, k):
     """Mask of the violated edges (``bad``) that are among the ``k`` most violated of either end."""
     idx = np.flatnonzero(bad)
@@ -435,7 +461,7 @@ def _most_violated(n, eu, ev, slack, bad, k):
     return add
 
 
-@njit(cache=True)
+@_kernel
 def _leaves(b, n, childs, stack, out):
     """Write the vertices of blossom (or vertex) ``b`` into ``out``; returns how many."""
     if b < n:
@@ -459,7 +485,7 @@ def _leaves(b, n, childs, stack, out):
     return cnt
 
 
-@njit(cache=True)
+@_kernel
 def _push(queue, qn, x):
     if qn >= len(queue):
         bigger = np.empty(2 * len(queue), dtype=np.int64)
@@ -469,7 +495,7 @@ def _push(queue, qn, x):
     return queue, qn + 1
 
 
-@njit(cache=True)
+@_kernel
 def _solve(n, eu, ev, ew):
     m = len(eu)
     nb = 2 * n
@@ -664,7 +690,7 @@ def _solve(n, eu, ev, ew):
     return mate, dual, zb, parent
 
 
-@njit(cache=True)
+@_kernel
 def _set_label(x, lab, end, label, lend, lin, best, inb):
     """Give vertex ``x`` and its top-level blossom the label ``lab``, reached from vertex ``end`` (-1: a tree
     root) through ``x``; returns that blossom."""
@@ -680,7 +706,7 @@ def _set_label(x, lab, end, label, lend, lin, best, inb):
     return bx
 
 
-@njit(cache=True)
+@_kernel
 def _label_inner(y, x, n, label, lend, lin, best, inb, base, mate, childs, stack, buf, queue, qn):
     """Label the top-level blossom of ``y`` inner (reached from outer vertex ``x``) and the blossom matched
     to its base outer (its vertices go on the queue)."""
@@ -693,7 +719,7 @@ def _label_inner(y, x, n, label, lend, lin, best, inb, base, mate, childs, stack
     return queue, qn
 
 
-@njit(cache=True)
+@_kernel
 def _common_base(x, y, inb, lend, base, mark, marked):
     """Trace the trees of outer vertices ``x`` and ``y`` up, alternately: the base of their first common
     blossom (a new blossom closes there), or -1 when they reach different roots (an augmenting path)."""
@@ -719,7 +745,7 @@ def _common_base(x, y, inb, lend, base, mark, marked):
     return found
 
 
-@njit(cache=True)
+@_kernel
 def _add_blossom(nbl, b0, x, y, n, eu, ev, ew, aptr, aedge, dual, label, lend, lin, inb, parent, base, zb, best,
                  childs, ca, cb, blist, has_list, stack, buf, bestto, touched, queue, qn):
     """Shrink the odd cycle closed by the tight edge ``x``-``y`` (both outer, same tree, first common blossom
@@ -812,7 +838,7 @@ def _add_blossom(nbl, b0, x, y, n, eu, ev, ew, aptr, aedge, dual, label, lend, l
     return queue, qn
 
 
-@njit(cache=True)
+@_kernel
 def _consider(k, nbl, eu, ev, ew, dual, inb, label, bestto, touched, nt):
     """Edge ``k`` leaving blossom ``nbl`` to an outer blossom: keep it if it is the least-slack one to it."""
     a = inb[eu[k]]
@@ -836,7 +862,7 @@ def _consider(k, nbl, eu, ev, ew, dual, inb, label, bestto, touched, nt):
     return nt
 
 
-@njit(cache=True)
+@_kernel
 def _expand(b, endstage, n, label, lend, lin, inb, parent, base, zb, best, childs, ca, cb, blist, has_list,
             unused, nfree, stack, buf, buf2, mate, queue, qn):
     """Dissolve blossom ``b`` into its children (at the end of a stage also the children of dual zero,
@@ -906,7 +932,7 @@ def _expand(b, endstage, n, label, lend, lin, inb, parent, base, zb, best, child
     return queue, qn
 
 
-@njit(cache=True)
+@_kernel
 def _recycle(b, n, label, lend, lin, base, best, childs, ca, cb, blist, has_list, unused, nfree):
     empty = np.zeros(0, dtype=np.int64)
     label[b] = _FREE
@@ -923,7 +949,7 @@ def _recycle(b, n, label, lend, lin, base, best, childs, ca, cb, blist, has_list
     nfree[0] += 1
 
 
-@njit(cache=True)
+@_kernel
 def _rotate_base(b, v, n, mate, parent, base, childs, ca, cb, tasks_b, tasks_v):
     """Make vertex ``v`` the base of blossom ``b``: re-pair the children along the even side of the cycle
     (and, inside them, recursively)."""
@@ -979,7 +1005,7 @@ def _rotate_base(b, v, n, mate, parent, base, childs, ca, cb, tasks_b, tasks_v):
         base[bl] = x
 
 
-@njit(cache=True)
+@_kernel
 def _augment(x, y, n, mate, inb, lend, lin, parent, base, childs, ca, cb, tasks_b, tasks_v):
     """Flip the augmenting path through the tight edge ``x``-``y`` between two trees: from each end up to
     its root, every outer blossom is re-based at the vertex where the path enters it and matched along the

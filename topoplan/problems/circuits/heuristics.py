@@ -30,28 +30,24 @@ from __future__ import annotations
 import copy
 import functools
 import heapq
-import sys
 import time
 
 import numpy as np
 
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
+from topoplan.problems.circuits import blossom
 from topoplan.problems.circuits.forwarding import distance_vector
 from topoplan.problems.circuits.problem import result_from_plan
 from topoplan.problems.circuits.registry import METHODS
 
 __all__ = ["eps_only", "switch_partitioning", "three_step", "greedy", "matching", "matching_cost_s"]
 
-# The first import of the matching's module imports Numba: 0.8-0.9 s measured on a quiet machine.
-MATCHING_IMPORT_S = 1.0
-
-
 def matching_cost_s(n_ocs: int) -> float:
     """Predicted CPU seconds of the ``matching`` heuristic on ``n_ocs`` OCS nodes: one matching
     (:func:`topoplan.problems.circuits.blossom.solve_cost_s`: interpreted on small graphs until its compiled
-    functions are at hand, compiled otherwise, with their loading or first compilation) and, when this process
-    has not imported it yet, the import of its module (:data:`MATCHING_IMPORT_S`).
+    functions are at hand, compiled otherwise, with Numba's import, their loading or their first compilation
+    when this process or this machine lacks them).
 
     Parameters
     ----------
@@ -64,14 +60,11 @@ def matching_cost_s(n_ocs: int) -> float:
 
     Examples
     --------
-    >>> from topoplan.problems.circuits import blossom   # imported: the prediction is the matching's alone
+    >>> from topoplan.problems.circuits import blossom
     >>> matching_cost_s(256) == blossom.solve_cost_s(256)
     True
     """
-    import_s = 0.0 if "topoplan.problems.circuits.blossom" in sys.modules else MATCHING_IMPORT_S
-    from topoplan.problems.circuits import blossom   # (its import is the cost counted above)
-
-    return import_s + blossom.solve_cost_s(n_ocs)
+    return blossom.solve_cost_s(n_ocs)
 
 
 class _Circuits:
@@ -640,11 +633,7 @@ def matching(problem, *, time_limit=None, seed=0, tables: str = "full"):
             mate = _greedy_mate(len(f), local[a], local[b], wgt)
             greedy_rounds += 1
         else:
-            # imported here: the compiled matching needs Numba (tenths of a second to import), no other circuit
-            # method does
-            from topoplan.problems.circuits.blossom import max_weight_matching
-
-            mate = max_weight_matching(len(f), local[a], local[b], wgt)
+            mate = blossom.max_weight_matching(len(f), local[a], local[b], wgt)
         hit = mate[local[a]] == local[b]
         if not hit.any():
             break
