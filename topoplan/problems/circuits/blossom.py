@@ -46,6 +46,7 @@ from __future__ import annotations
 import types
 
 import sys
+import threading
 
 import numpy as np
 
@@ -324,6 +325,7 @@ def _priced(n: int, u, v, wi):
 # the others' compiled versions.
 _KERNELS: list[str] = []
 _COMPILED: dict = {}
+_COMPILING = threading.Lock()   # one namespace a process, whichever thread solves first
 List = list
 
 
@@ -337,17 +339,19 @@ def _compiled() -> dict:
     """This module's namespace with every kernel compiled by Numba (``njit(cache=True)``: loaded from Numba's
     cache, or compiled at its first call) and Numba's typed list. Importing Numba takes 0.4-0.5 s, so it is
     imported here, when a solve runs compiled (or its cost must read Numba's cache), not with the module."""
-    if not _COMPILED:
-        from numba import njit
-        from numba.typed import List as TypedList
+    with _COMPILING:
+        if not _COMPILED:
+            from numba import njit
+            from numba.typed import List as TypedList
 
-        ns = dict(globals())
-        ns["List"] = TypedList
-        for name in _KERNELS:
-            py = globals()[name]
-            ns[name] = njit(cache=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__, py.__closure__))
-        ns["_priced"] = types.FunctionType(_priced.__code__, ns, "_priced")
-        _COMPILED.update(ns)
+            ns = dict(globals())
+            ns["List"] = TypedList
+            for name in _KERNELS:
+                py = globals()[name]
+                ns[name] = njit(cache=True)(types.FunctionType(py.__code__, ns, name, py.__defaults__,
+                                                               py.__closure__))
+            ns["_priced"] = types.FunctionType(_priced.__code__, ns, "_priced")
+            _COMPILED.update(ns)
     return _COMPILED
 
 
