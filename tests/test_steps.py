@@ -9,6 +9,7 @@ from test_circuits_cases import hybrid
 from topoplan.core.errors import TopoplanError
 from topoplan.problems.circuits import CircuitProblem, solve
 from topoplan.problems.circuits.bound import evaluate, floor_s
+from topoplan.problems.circuits.problem import compare
 from topoplan.problems.circuits.steps import merge_groups
 from topoplan.sim.steps import step_levels, steps_of_spec, trace_steps
 from topoplan.traffic.generators import parse_spec
@@ -555,10 +556,35 @@ def test_on_a_recorded_trace_the_step_time_is_the_simulated_run_computation_incl
     m = doc["metrics"]
     assert 66 < m["step_compute_s"] < 67.2
     assert 0.98 < m["simulated_s"] / doc["objective"] < 1.02
+    # what the run adds to its computation against what the step time adds: the part a plan changes
+    c = m["step_compute_s"]
+    assert m["communication_simulated_over_objective"] == pytest.approx(
+        (m["simulated_s"] - c) / (doc["objective"] - c), rel=1e-12)
+    assert 0.5 < m["communication_simulated_over_objective"] < 1.0
+    code, text, err = run_cli("circuits", "-t", "paper003", "-T", str(path), "-m", "greedy")
+    assert code == 0, err
+    assert "of computation on the critical path, the run adds" in text and "the part a plan changes" in text
     code, text, err = run_cli("compare", "circuits", "-t", "paper003", "-T", str(path), "--methods", "none",
                               "--simulate", "--no-steps")
     assert code == 0, err
     assert "leaves out the trace's computation" in text
+    code, text, err = run_cli("compare", "circuits", "-t", "paper003", "-T", str(path), "--methods", "none,greedy",
+                              "--simulate")
+    assert code == 0, err
+    assert "what the run adds over what the step time adds (the part a plan changes): none " in text
+
+
+def test_the_communication_ratio_leaves_out_the_computation_no_plan_changes():
+    spec = "neighbor2d:rows=4,cols=4,bytes=4MB,iters=5"
+    topo = hybrid(switches=4, per_switch=4, ocs_per_switch=2)
+    bare = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec)))
+    busy = CircuitProblem.build(topo, None, steps=trace_steps(parse_spec(spec + ",compute=0.05")))
+    assert busy.communication_ratio(0.26, 0.3) == pytest.approx(0.06 / 0.1, rel=1e-9)
+    assert bare.communication_ratio(0.26, 0.3) is None                      # no computation: the plain ratio says it
+    assert busy.communication_ratio(0.2, 0.3) is None and busy.communication_ratio(0.26, 0.15) is None
+    rows = compare(busy, ["none", "greedy"], simulate=lambda plan: 0.25)
+    assert [r["communication_simulated_over_objective"] for r in rows] == pytest.approx(
+        [0.05 / (r["objective"] - 0.2) for r in rows], rel=1e-9)
 
 
 def test_anneal_searches_a_computing_trace_as_the_same_trace_without_computation():

@@ -162,6 +162,9 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         res.options["sim_model"] = smodel.to_dict()
         if res.objective:
             res.metrics["simulated_over_objective"] = res.metrics["simulated_s"] / res.objective
+            comm = prob.communication_ratio(res.metrics["simulated_s"], res.objective)
+            if comm is not None:
+                res.metrics["communication_simulated_over_objective"] = comm
     extra = {**topology_record(topo, topology, sets), "traffic": traffic, "placement": placement}
     # solve validated the plan against this topology (only metrics and options changed since): written as it is
     doc = write_plan(output, res, topo, validated=True, **extra) if output is not None else plan_document(res, **extra)
@@ -191,6 +194,11 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
             ratio += ", which leaves out the trace's computation"
         con.print(f"simulated {format_time(m['simulated_s'])}{ratio} ({smodel.label()}; "
                   f"{'the traffic as one bulk phase' if trace is None else 'the trace'})")
+        if "communication_simulated_over_objective" in m:
+            c = prob.step_loads.compute_s
+            con.print(f"beyond its {format_time(c)} of computation on the critical path, the run adds "
+                      f"{format_time(m['simulated_s'] - c)} and the step time {format_time(res.objective - c)} "
+                      f"({m['communication_simulated_over_objective']:.2f} x): the part a plan changes")
     if res.message:
         con.print(res.message)
     sw = prob.node_switch
@@ -279,3 +287,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     if simulate and prob.step_loads is None and trace is not None and has_computation(trace):
         con.print("sim / obj.: the communication-time bound leaves out the trace's computation; the simulation "
                   "replays it")
+    comm = [r for r in rows if r.get("communication_simulated_over_objective") is not None]
+    if comm:
+        con.print(f"beyond the {format_time(prob.step_loads.compute_s)} of computation on the critical path, what "
+                  "the run adds over what the step time adds (the part a plan changes): "
+                  + ", ".join(f"{r['method']} {r['communication_simulated_over_objective']:.2f}" for r in comm))

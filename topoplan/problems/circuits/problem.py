@@ -396,6 +396,29 @@ class CircuitProblem(CircuitArrays):
         """What the methods' objective is: ``step time`` (with steps) or ``bulk bound``."""
         return "bulk bound" if self.step_loads is None else "step time"
 
+    def communication_ratio(self, simulated_s: float, objective: float) -> float | None:
+        """On a trace that computes, what the simulated run adds to its computation over what the step time
+        adds: ``(simulated_s - compute) / (objective - compute)``, where ``compute`` is the computation on the
+        critical path (:attr:`~topoplan.problems.circuits.steps.StepLoads.compute_s`). The step time sums its
+        communication; a run hides what overlaps other ranks' computation, so this is what a plan's change of
+        the step time is worth in the run. None without steps, without computation or when either part is not
+        positive.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.traffic.generators import parse_spec
+        >>> from topoplan.sim.steps import trace_steps
+        >>> p = CircuitProblem.build(load_topology("paper003"), None, steps=trace_steps(parse_spec("ring:np=8,bytes=1MB")))
+        >>> p.communication_ratio(0.002, 0.001) is None          # a generated trace: no computation
+        True
+        """
+        sl = self.step_loads
+        c = sl.compute_s if sl is not None else 0.0
+        if not c or simulated_s - c <= 0 or objective - c <= 0:
+            return None
+        return (simulated_s - c) / (objective - c)
+
 
 # -- plan construction and validation -----------------------------------
 
@@ -774,6 +797,9 @@ def compare(problem: CircuitProblem, methods=None, *, time_limit: float | None =
         elif simulate is not None:
             row["simulated_s"] = simulate(res.to_dict())
             row["simulated_over_objective"] = row["simulated_s"] / res.objective if res.objective else None
+            comm = problem.communication_ratio(row["simulated_s"], res.objective)
+            if comm is not None:
+                row["communication_simulated_over_objective"] = comm
         rows.append(row)
     bounds = [r.bound for r in results.values() if r.bound is not None]
     best_bound = max(bounds) if bounds else None
