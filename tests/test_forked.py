@@ -69,3 +69,15 @@ def test_values_already_back_are_read_without_waiting():
                 break
             time.sleep(0.1)
         assert got == {0: 1.0, 1: 2.0}
+
+
+def test_any_picklable_value_comes_back_whole():
+    import numpy as np
+
+    big = np.arange(300_000, dtype=np.float64)    # 2.4 MB: many times a pipe's buffer
+    with Forked(lambda k: (k, big * k, {"k": k}), [1, 2]) as child:
+        got = child.collect(timeout_s=60.0)
+    assert sorted(got) == [0, 1]
+    for i, k in enumerate([1, 2]):
+        assert got[i][0] == k and got[i][2] == {"k": k}
+        np.testing.assert_array_equal(got[i][1], big * k)

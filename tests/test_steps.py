@@ -496,6 +496,31 @@ def test_a_spec_whose_iterations_cost_more_than_it_is_clocked_whole(monkeypatch)
     assert rows == [len(parse_spec(spec))] * 2
 
 
+@pytest.mark.parametrize("spec", ["npb:kernel=cg,class=S,np=8,iters=2", "npb:kernel=lu,class=S,np=8,iters=2",
+                                  "neighbor2d:rows=4,cols=4,bytes=1MB,iters=3"])
+def test_the_two_clocks_in_two_processes_find_the_same_steps(monkeypatch, spec):
+    """The latency clock runs in a forked child beside the step clock; a child that brings nothing back (an
+    error, the time limit) leaves the clock to run here. Every way gives the same steps."""
+    import topoplan.sim.steps as steps_mod
+    from topoplan.core import forked
+
+    trace = parse_spec(spec)
+    monkeypatch.setattr(forked, "available", lambda: False)
+    alone = trace_steps(trace)
+    monkeypatch.setattr(forked, "available", lambda: True)
+    monkeypatch.setattr(steps_mod, "CLOCKS_APART_ROWS", 0)
+    apart = trace_steps(trace)
+
+    class Lost(forked.Forked):
+        def collect(self, timeout_s=None):
+            return {}
+
+    monkeypatch.setattr(forked, "Forked", Lost)
+    again = trace_steps(trace)
+    assert alone.fingerprint() == apart.fingerprint() == again.fingerprint()
+    assert alone.latency_types is not None and len(alone.latency_types) == len(apart.latency_types)
+
+
 # -- computation on the critical path ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, compute_s", [

@@ -1,11 +1,11 @@
 """Work on another core while this process goes on: a forked child computes ``fn(item)`` for a list of items,
-and the numbers come back as they are ready.
+and the values come back as they are ready.
 
 A method with a time limit and a check to run after it (the simulation of its starting heuristics' plans,
 which it does not need to run) can have the check done beside it on a second core, so neither waits for
 the other. The child is a copy of this process made by ``fork`` (the data is shared, nothing is pickled);
 it ignores Ctrl-C, reports nothing on the terminal, and is killed when the parent stops waiting for it:
-the parent's Ctrl-C and time limits stay the parent's.
+the parent's Ctrl-C and time limits stay the parent's. The values come back pickled (numbers, arrays, tuples).
 
 Only where ``fork`` exists and this process may run on at least two CPUs (:func:`available`); elsewhere the
 caller does the work itself.
@@ -20,8 +20,8 @@ Examples
 
 from __future__ import annotations
 
-import math
 import os
+import pickle
 import select
 import signal
 import struct
@@ -30,7 +30,14 @@ from typing import Callable, Sequence
 
 __all__ = ["available", "Forked"]
 
-_RECORD = struct.Struct("<qd")   # (item index, value); index -1: the child ended early (an exception)
+# (item index, length of the pickled value that follows); index -1: the child ended early (an exception)
+_RECORD = struct.Struct("<qq")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def available() -> bool:
@@ -55,13 +62,13 @@ def available() -> bool:
 
 
 class Forked:
-    """``fn(item)`` (a float) for every item, in a forked child, in order; :meth:`collect` gathers them.
+    """``fn(item)`` for every item, in a forked child, in order; :meth:`collect` gathers them.
 
     Parameters
     ----------
     fn : callable
-        ``fn(item) -> float``, run in the child. An exception there ends the child: the items not done are
-        missing from :meth:`collect`'s answer.
+        ``fn(item)``, run in the child; its value must pickle. An exception there ends the child: the items
+        not done are missing from :meth:`collect`'s answer.
     items : sequence
 
     Examples
@@ -74,7 +81,7 @@ class Forked:
 
     def __init__(self, fn: Callable[[object], float], items: Sequence):
         self.n = len(items)
-        self.values: dict[int, float] = {}
+        self.values: dict[int, object] = {}
         self.ended = self.n == 0
         self.pid = 0
         self.fd = -1
@@ -88,20 +95,21 @@ class Forked:
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)   # the terminal's Ctrl-C is the parent's to handle
                 for i, item in enumerate(items):
-                    os.write(w, _RECORD.pack(i, float(fn(item))))
+                    data = pickle.dumps(fn(item), protocol=pickle.HIGHEST_PROTOCOL)
+                    _write_all(w, _RECORD.pack(i, len(data)) + data)
             except BaseException:   # noqa: BLE001 -- whatever fails, the parent only sees the items missing
                 code = 1
                 try:
-                    os.write(w, _RECORD.pack(-1, math.nan))
+                    _write_all(w, _RECORD.pack(-1, 0))
                 except OSError:
                     pass
             finally:
                 os._exit(code)   # no atexit handlers, no flushing of the parent's buffers
         os.close(w)
         self.pid, self.fd = pid, r
-        self._buf = b""
+        self._buf = bytearray()
 
-    def collect(self, timeout_s: float | None = None) -> dict[int, float]:
+    def collect(self, timeout_s: float | None = None) -> dict[int, object]:
         """The values back so far, waiting up to ``timeout_s`` seconds (None: until the child ends; 0: not at all)
         for the rest.
 
@@ -111,7 +119,7 @@ class Forked:
 
         Returns
         -------
-        dict of int to float
+        dict
             Item index -> value, for the items done.
         """
         end = None if timeout_s is None else time.monotonic() + max(float(timeout_s), 0.0)
@@ -120,18 +128,20 @@ class Forked:
             ready, _, _ = select.select([self.fd], [], [], wait)
             if not ready:
                 break
-            chunk = os.read(self.fd, 4096)
+            chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 self.ended = True
                 break
             self._buf += chunk
             while len(self._buf) >= _RECORD.size:
-                i, v = _RECORD.unpack_from(self._buf)
-                self._buf = self._buf[_RECORD.size:]
+                i, size = _RECORD.unpack_from(self._buf)
                 if i < 0:
                     self.ended = True
-                else:
-                    self.values[i] = v
+                    break
+                if len(self._buf) < _RECORD.size + size:
+                    break   # the rest of this value is still on its way
+                self.values[i] = pickle.loads(self._buf[_RECORD.size:_RECORD.size + size])
+                del self._buf[:_RECORD.size + size]
             if len(self.values) == self.n:
                 self.ended = True
         return dict(self.values)
