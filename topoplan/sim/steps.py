@@ -590,11 +590,18 @@ def _steps_and_chain(trace: Trace, stop_at=None, time_limit=None, chain: bool = 
 def _both_clocks(trace: Trace, clock: dict, stop_at):
     """The step clock's levels and the latency clock's chain (:func:`step_levels`), the latency clock in a forked
     child meanwhile when the trace has :data:`CLOCKS_APART_ROWS` rows or more and two CPUs are ours. The child
-    shows no progress and ignores Ctrl-C; if it does not bring its chain back (an exception, its time limit),
-    the latency clock runs here as it would have, with the same result or the same error."""
-    if len(trace) < CLOCKS_APART_ROWS or not forked.available():
+    shows no progress and ignores Ctrl-C; if it does not bring its chain back (an exception, its time limit), or
+    no process can be forked, the latency clock runs here as it would have, with the same result or the same
+    error."""
+    child = None
+    if len(trace) >= CLOCKS_APART_ROWS and forked.available():
+        try:
+            child = forked.Forked(functools.partial(_quiet_latency_clock, trace, clock), [None])
+        except OSError:   # no process to be had (fork's EAGAIN, ENOMEM): one clock after the other
+            child = None
+    if child is None:
         return (*step_levels(trace, **clock), step_levels(trace, latency=True, **clock))
-    with forked.Forked(functools.partial(_quiet_latency_clock, trace, clock), [None]) as child:
+    with child:
         levels = step_levels(trace, **clock)
         got = child.collect(timeout_s=None if stop_at is None else max(stop_at - time.monotonic(), 0.0))
     chain = got[0] if 0 in got else step_levels(trace, latency=True, **clock)
