@@ -29,10 +29,11 @@ fraction of a second afterwards; done here, no planning call pays for it inside 
 
 ``python -m topoplan.warmup [GROUP ...] [--jobs N]`` runs the groups named (default all) in up to ``N``
 processes (default 2): ``engine``, ``flows`` and ``replay`` in one, in that order (each reuses what the
-previous compiled), ``placement``, ``groups`` and ``matching`` in the other; one line per group with its seconds. ``make demo`` runs
-``placement``, what a first placement call needs (the demo itself compiles nothing: its simulations are small
-and run on the NumPy engine until the event loop is compiled, see :func:`topoplan.sim.maxmin.compiled_ready`,
-and its matchings are small and run interpreted, see :func:`topoplan.problems.circuits.blossom.interpreted`);
+previous compiled), ``placement``, ``groups`` and ``matching`` in the other; one line per group with its seconds.
+``make demo`` runs none (the demo and the README's tour compile nothing: their simulations are small and run on
+the NumPy engine until the event loop is compiled, see :func:`topoplan.sim.maxmin.compiled_ready`, their
+matchings are small and run interpreted, see :func:`topoplan.problems.circuits.blossom.interpreted`, and
+small placements are refined by the interpreter, see :func:`topoplan.problems.placement.refine.runs_interpreted`);
 ``make install`` runs them all.
 """
 
