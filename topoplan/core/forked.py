@@ -79,7 +79,7 @@ class Forked:
     {0: 0.0}
     """
 
-    def __init__(self, fn: Callable[[object], float], items: Sequence):
+    def __init__(self, fn: Callable[[object], object], items: Sequence):
         self.n = len(items)
         self.values: dict[int, object] = {}
         self.ended = self.n == 0

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -43,10 +43,9 @@ Examples
 
 from __future__ import annotations
 
-import types
-
 import sys
 import threading
+import types
 
 import numpy as np
 
@@ -202,8 +201,10 @@ def interpreted(n: int) -> bool:
     """
     if n > INTERPRETED_MAX_N:
         return False
-    if not _COMPILED and _interpreted_s(n) < NUMBA_IMPORT_S + LOAD_S + _algorithm_s(n):
-        return True     # faster than the cheapest compiled start: no need to import Numba to read its cache
+    if not _COMPILED:   # nothing compiled is loaded: a compiled solve costs at least importing Numba and loading
+        floor_s = (0.0 if "numba" in sys.modules else NUMBA_IMPORT_S) + LOAD_S + _algorithm_s(n)
+        if _interpreted_s(n) < floor_s:
+            return True     # so no need to import Numba to read its cache
     return _interpreted_s(n) < _compiled_s(n)
 
 
