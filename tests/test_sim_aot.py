@@ -193,3 +193,29 @@ def test_every_cached_kernel_of_the_loop_is_stamped_with_all_the_sources(monkeyp
     _jit._sources_stamp.cache_clear()
     assert compiled[0]._cache._impl.locator.get_source_stamp() != stamp
     _jit._sources_stamp.cache_clear()
+
+
+def _twice(x):
+    return 2.0 * x
+
+
+def test_a_build_leaves_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
+    """pycc's check of the C compiler leaves directories with temp.c and temp.cxx in the system's temporary
+    directory (numba/pycc/platform.py removes the file object, not its path): a build makes them in its own
+    directory, which it removes."""
+    import tempfile
+
+    from numba.pycc import platform
+
+    from topoplan.core.aot import build_extension
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    platform.external_compiler_works.cache_clear()    # the check runs once a process: here, in this build
+    out = tmp_path / "ext"
+    out.mkdir()
+    name = build_extension("_leak_aot", {"twice": (_twice, (np.float64(1.0),))}, out, out / "x.json", {})
+    assert name.startswith("_leak_aot") and (out / name).is_file()
+    assert sorted(p.name for p in scratch.iterdir()) == []
+    assert tempfile.tempdir == str(scratch)

@@ -153,12 +153,19 @@ def build_extension(name: str, exports: dict, directory: Path, stamp_path: Path,
     # dispatchers, which cache them for the JIT too)
     with tempfile.TemporaryDirectory(dir=directory, prefix=".aot-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cc = CC(name)
-        cc.output_dir = tmp
-        cc.verbose = False
-        for export, (func, args) in exports.items():
-            cc.export(export, tuple(numba.typeof(a) for a in args))(func)
-        cc.compile()
+        # pycc's check of the C compiler leaves two directories (temp.c, temp.cxx and their objects) in the system's
+        # temporary directory at every build (numba/pycc/platform.py removes the file object, not its path): they
+        # are made in this build's directory instead, which is removed (the build runs alone in its process)
+        saved, tempfile.tempdir = tempfile.tempdir, tmp
+        try:
+            cc = CC(name)
+            cc.output_dir = tmp
+            cc.verbose = False
+            for export, (func, args) in exports.items():
+                cc.export(export, tuple(numba.typeof(a) for a in args))(func)
+            cc.compile()
+        finally:
+            tempfile.tempdir = saved
         built = [p for p in Path(tmp).iterdir() if p.name.startswith(name) and p.suffix in (".so", ".pyd")]
         if len(built) != 1:
             raise RuntimeError(f"pycc wrote {[p.name for p in Path(tmp).iterdir()]}")

@@ -245,10 +245,12 @@ def read_window(path) -> tuple[float, float] | None:
     Examples
     --------
     >>> import tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "window.txt")
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> p = os.path.join(tmp.name, "window.txt")
     >>> _ = open(p, "w").write("100.5 102.25\\n")
     >>> read_window(p), read_window(p + ".missing")
     ((100.5, 102.25), None)
+    >>> tmp.cleanup()
     """
     try:
         a, b = Path(path).read_text().split()[:2]
