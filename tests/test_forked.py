@@ -81,3 +81,20 @@ def test_any_picklable_value_comes_back_whole():
     for i, k in enumerate([1, 2]):
         assert got[i][0] == k and got[i][2] == {"k": k}
         np.testing.assert_array_equal(got[i][1], big * k)
+
+
+def test_the_child_shows_no_progress(tmp_path):
+    """The terminal's progress line is the parent's: what the child's work reports goes nowhere (a sink that
+    writes to a file, as the command line's writes to the terminal, would get the child's reports too)."""
+    from topoplan.core.progress import report, reporting_to
+
+    log = os.open(tmp_path / "progress", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        with reporting_to(lambda f: os.write(log, f"{f.get('stage')}\n".encode()), min_interval_s=0):
+            with Forked(lambda k: report(stage=f"child {k}") or float(k), [1, 2]) as child:
+                got = child.collect(timeout_s=60.0)
+            report(stage="parent")
+    finally:
+        os.close(log)
+    assert got == {0: 1.0, 1: 2.0}
+    assert (tmp_path / "progress").read_text().splitlines() == ["parent"]

@@ -28,6 +28,8 @@ import struct
 import time
 from typing import Callable, Sequence
 
+from topoplan.core.progress import reporting_to
+
 __all__ = ["available", "Forked"]
 
 # (item index, length of the pickled value that follows); index -1: the child ended early (an exception)
@@ -94,9 +96,10 @@ class Forked:
             code = 0
             try:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)   # the terminal's Ctrl-C is the parent's to handle
-                for i, item in enumerate(items):
-                    data = pickle.dumps(fn(item), protocol=pickle.HIGHEST_PROTOCOL)
-                    _write_all(w, _RECORD.pack(i, len(data)) + data)
+                with reporting_to(lambda _fields: None):       # and so is the terminal's progress line
+                    for i, item in enumerate(items):
+                        data = pickle.dumps(fn(item), protocol=pickle.HIGHEST_PROTOCOL)
+                        _write_all(w, _RECORD.pack(i, len(data)) + data)
             except BaseException:   # noqa: BLE001 -- whatever fails, the parent only sees the items missing
                 code = 1
                 try:

@@ -35,7 +35,6 @@ import numpy as np
 from topoplan.core import deadline, forked
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import graceful_stop, stop_requested
-from topoplan.core.progress import reporting_to
 from topoplan.traffic.collectives import peer_step_messages
 from topoplan.traffic.matrix import Traffic
 
@@ -733,7 +732,7 @@ def _solve_scored(methods: Mapping[str, Callable], problem, method: str, *, prob
     distinct = list(holder)
     child, got = None, {}
     if beside and score == "simulated" and distinct and forked.available():
-        child = forked.Forked(functools.partial(_simulate_quietly, simulate),
+        child = forked.Forked(simulate,
                               [others[holder[k]].to_dict() for k in distinct])
     t_method = time.perf_counter()
     try:
@@ -796,12 +795,6 @@ def _solve_scored(methods: Mapping[str, Callable], problem, method: str, *, prob
 def _plan_key(res: PlanResult) -> str:
     """What makes two results the same plan (their plan's fields; underscored ones are notes)."""
     return repr(sorted((k, v) for k, v in res.plan.items() if not k.startswith("_")))
-
-
-def _simulate_quietly(simulate: Callable[[dict], float], plan: dict) -> float:
-    """``simulate(plan)`` with no progress shown (in a forked child: the terminal's line is the parent's)."""
-    with reporting_to(lambda _fields: None):
-        return float(simulate(plan))
 
 
 def _solve_one(methods: Mapping[str, Callable], problem, method: str, *, problem_name: str,

@@ -62,7 +62,6 @@ import numpy as np
 from topoplan.core import forked
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import sequential
-from topoplan.core.progress import reporting_to
 from topoplan.core.topology import TreeTopology
 from topoplan.sim.maxmin import compiled_ready
 from topoplan.sim.network import build_network
@@ -593,25 +592,19 @@ def _both_clocks(trace: Trace, clock: dict, stop_at):
     shows no progress and ignores Ctrl-C; if it does not bring its chain back (an exception, its time limit), or
     no process can be forked, the latency clock runs here as it would have, with the same result or the same
     error."""
+    latency_clock = functools.partial(step_levels, trace, latency=True, **clock)
     child = None
     if len(trace) >= CLOCKS_APART_ROWS and forked.available():
         try:
-            child = forked.Forked(functools.partial(_quiet_latency_clock, trace, clock), [None])
+            child = forked.Forked(lambda _: latency_clock(), [None])
         except OSError:   # no process to be had (fork's EAGAIN, ENOMEM): one clock after the other
             child = None
     if child is None:
-        return (*step_levels(trace, **clock), step_levels(trace, latency=True, **clock))
+        return (*step_levels(trace, **clock), latency_clock())
     with child:
         levels = step_levels(trace, **clock)
         got = child.collect(timeout_s=None if stop_at is None else max(stop_at - time.monotonic(), 0.0))
-    chain = got[0] if 0 in got else step_levels(trace, latency=True, **clock)
-    return (*levels, chain)
-
-
-def _quiet_latency_clock(trace: Trace, clock: dict, _item=None):
-    """The latency clock with no progress shown (in a forked child: the terminal's line is the parent's)."""
-    with reporting_to(lambda _fields: None):
-        return step_levels(trace, latency=True, **clock)
+    return (*levels, got[0] if 0 in got else latency_clock())
 
 
 def _with_chain(st: Steps, chain, first: int | None = None, times: float = 1.0) -> Steps:
