@@ -3,7 +3,11 @@ process on the same network, in one run.
 
 Rows ``<kernel>-C-<np>``: NPB class C (``npb:kernel=K,class=C,np=N``; CG and LU with 5 iterations, ``iters=5``,
 as ``bench_sim.py``'s replays; MG, FT and IS with their class's own, NPB's warm-up included) at 128 and 256
-ranks on one switch of N nodes (10 Gbit/s node links, 1 us each; ``smpi_peer.topology_doc``):
+ranks on one switch of N nodes (10 Gbit/s node links, 1 us each; ``smpi_peer.topology_doc``). Rows
+``<kernel>-C-<np>-t4`` (FT and IS): the same with 4 isend/irecv pairs in flight in their alltoalls on both sides
+(topoplan ``--mpich alltoall_throttle=4``; SMPI's alltoallv and its ``mvapich2_scatter_dest`` alltoall), so that
+both simulate the same exchange: with MPICH's default of 32, SMPI runs other algorithms for FT at 256 ranks (its
+ring for 32 KiB a pair) and IS (4 in flight).
 
 * topoplan: ``topoplan simulate -t topology.yaml -T SPEC --json``, the whole process (start-up, generating the
   trace from its skeleton, building the network, the replay, printing);
@@ -44,6 +48,12 @@ KERNELS = ("cg", "mg", "ft", "lu", "is")
 ITERS = {"cg": 5, "lu": 5}
 ROWS = {f"{k}-C-{n}": f"npb:kernel={k},class=C,np={n}" + (f",iters={ITERS[k]}" if k in ITERS else "")
         for n in (128, 256) for k in KERNELS}
+# The same alltoall algorithm on both sides: MPICH's batched isend/irecv with 4 pairs in flight, which SMPI's
+# alltoallv and mvapich2_scatter_dest alltoall run (smpi_peer.SMPI_SCATTER_DEST_THROTTLE) and topoplan with
+# --mpich alltoall_throttle=4 (MPIR_CVAR_ALLTOALL_THROTTLE=4). With MPICH's default of 32 the two simulate
+# different exchanges for FT at 256 ranks (SMPI's ring) and IS (its alltoallv).
+MPICH = {f"{k}-C-{n}-t4": ("alltoall_throttle=4",) for n in (128, 256) for k in ("ft", "is")}
+ROWS.update({name: ROWS[name[:-3]] for name in MPICH})
 QUICK = ("cg-C-128", "ft-C-128", "is-C-128")
 
 
@@ -59,10 +69,12 @@ def _best(records: list[dict]) -> dict:
             "makespan_s": records[0]["makespan_s"]}
 
 
-def run_topoplan(topology: Path, spec: str, out: Path, timeout_s: float) -> dict:
+def run_topoplan(topology: Path, spec: str, out: Path, timeout_s: float, mpich=()) -> dict:
     from bench_sim import topoplan_command
 
     cmd = topoplan_command() + ["simulate", "-t", str(topology), "-T", spec, "--json"]
+    for m in mpich:
+        cmd += ["--mpich", m]
     with open(out, "w") as f:
         r = run_process(cmd, f, timeout_s)
     if "timeout_s" in r:
@@ -75,11 +87,16 @@ def run_topoplan(topology: Path, spec: str, out: Path, timeout_s: float) -> dict
 
 
 def row(name: str, args, tmp: Path) -> dict:
-    spec = ROWS[name]
-    prep = prepare(spec, tmp / name)
+    from topoplan.traffic.collectives import MPICHThresholds
+
+    spec, mpich = ROWS[name], MPICH.get(name, ())
+    prep = prepare(spec, tmp / name, thresholds=MPICHThresholds.from_options(mpich))
     out = {"row": name, "spec": spec, "rows": prep["rows"], "actions": prep["actions"], "ti_MB": prep["ti_MB"],
            "convert_s": prep["generate_s"] + prep["convert_s"], "smpi_algorithms": prep["algorithms"]}
-    ours = [run_topoplan(prep["topology"], spec, tmp / f"{name}.json", args.timeout) for _ in range(args.repeat)]
+    if mpich:
+        out["mpich"] = list(mpich)
+    ours = [run_topoplan(prep["topology"], spec, tmp / f"{name}.json", args.timeout, mpich)
+            for _ in range(args.repeat)]
     flows = ours[0].get("flows")
     out["topoplan"] = _best(ours)
     if flows is not None:
@@ -99,14 +116,14 @@ def row(name: str, args, tmp: Path) -> dict:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'row':<11}{'topoplan: wall, CPU, peak':>34}{'SMPI: wall, CPU, peak':>34}{'x wall':>8}{'x CPU':>7}"
+    print(f"{'row':<13}{'topoplan: wall, CPU, peak':>34}{'SMPI: wall, CPU, peak':>34}{'x wall':>8}{'x CPU':>7}"
           f"{'x peak':>8}{'topoplan s':>12}{'SMPI s':>10}{'diff':>9}{'conv s':>8}  load")
     for r in rows:
         if "error" in r:
-            print(f"{r['row']:<11} error: {r['error']}")
+            print(f"{r['row']:<13} error: {r['error']}")
             continue
         a, b = r["topoplan"], r["smpi"]
-        line = f"{r['row']:<11}{describe(a):>34}{describe(b):>34}"
+        line = f"{r['row']:<13}{describe(a):>34}{describe(b):>34}"
         if "x_wall" in r:
             load = a["load"] + b["load"]
             line += (f"{r['x_wall']:>7.2f}x{r['x_cpu']:>6.2f}x{r['x_peak']:>7.2f}x{a['makespan_s']:>12.6f}"

@@ -289,21 +289,28 @@ def smpi_command(platform, index, n_ranks: int, algorithms=()) -> list[str]:
 
 # topoplan's MPICH algorithm -> SMPI's of that name (SMPI 3.32's MPICH selector aborts the replay in bcast,
 # reduce and allreduce: it builds an SMP communicator, which a replay does not have)
+# SMPI's mvapich2_scatter_dest alltoall (MPICH's medium algorithm) and its alltoallv post this many isend/irecv
+# pairs at a time (MV2_ALLTOALL_THROTTLE_FACTOR in SimGrid's sources); MPICH's default is 32
+SMPI_SCATTER_DEST_THROTTLE = 4
+
 _SMPI_ALGORITHM = {("bcast", "binomial"): "binomial_tree", ("bcast", "scatter-rd"): "scatter_rdb_allgather",
                    ("bcast", "scatter-ring"): "scatter_LR_allgather", ("reduce", "binomial"): "binomial",
                    ("reduce", "rabenseifner"): "scatter_gather", ("allreduce", "rd"): "rdb",
                    ("allreduce", "rabenseifner"): "rab_rdb"}
 
 
-def smpi_algorithms(trace) -> tuple[list[str], dict]:
+def smpi_algorithms(trace, thresholds=None) -> tuple[list[str], dict]:
     """SMPI's ``--cfg=smpi/<op>:<algorithm>`` for bcast, reduce and allreduce: the algorithm MPICH (and so
-    topoplan) runs for the trace's calls, one per op (SMPI sets one per run); where the calls of an op take two
-    algorithms, the one that moves the most bytes. A Bruck alltoall runs as SMPI's basic linear one (SMPI's
-    Bruck aborts an eager replay). Returns the flags and ``{op: {algorithm: bytes}}``."""
+    topoplan, with ``thresholds``, default MPICH's) runs for the trace's calls, one per op (SMPI sets one per
+    run); where the calls of an op take two algorithms, the one that moves the most bytes. A Bruck alltoall runs
+    as SMPI's basic linear one (SMPI's Bruck aborts an eager replay). With an alltoall throttle of
+    :data:`SMPI_SCATTER_DEST_THROTTLE`, medium alltoalls run SMPI's ``mvapich2_scatter_dest``, MPICH's batched
+    isend/irecv with that many in flight (SMPI's selector picks its ring at exactly the medium size). Returns the
+    flags and ``{op: {algorithm: bytes}}``."""
     from topoplan.traffic.collectives import MPICHThresholds, alltoall_algorithm, bcast_algorithm
     from topoplan.traffic.trace import OP_CODE
 
-    th = MPICHThresholds()
+    th = thresholds or MPICHThresholds()
     used: dict = {}
     for name in ("bcast", "reduce", "allreduce"):
         rows = np.flatnonzero(trace.op == OP_CODE[name])
@@ -321,12 +328,19 @@ def smpi_algorithms(trace) -> tuple[list[str], dict]:
     flags = [f"--cfg=smpi/{op}:{_SMPI_ALGORITHM[(op, max(by, key=by.get))]}" for op, by in used.items()]
     # SMPI's Bruck alltoall aborts the replay with eager sends (NPB IS: class S at 8 ranks, class C at 256): an
     # alltoall MPICH runs by Bruck (at most 256 bytes a pair) runs SMPI's basic linear exchange instead
-    small = trace.op == OP_CODE["alltoall"]
-    small[small] = [alltoall_algorithm(int(p), n_B, th) == "bruck"
-                    for p, n_B in zip(trace.comm_size[small].tolist(), trace.bytes[small].tolist())]
+    calls = trace.op == OP_CODE["alltoall"]
+    algs = np.array([alltoall_algorithm(int(p), n_B, th)
+                     for p, n_B in zip(trace.comm_size[calls].tolist(), trace.bytes[calls].tolist())], dtype=object)
+    small = calls.copy()
+    small[calls] = algs == "bruck"
+    medium = calls.copy()
+    medium[calls] = algs == "spread"
     if small.any():
         flags.append("--cfg=smpi/alltoall:basic_linear")
         used["alltoall"] = {"bruck": float(trace.bytes[small].sum())}
+    elif medium.any() and th.alltoall_throttle == SMPI_SCATTER_DEST_THROTTLE:
+        flags.append("--cfg=smpi/alltoall:mvapich2_scatter_dest")
+        used["alltoall"] = {"spread": float(trace.bytes[medium].sum())}
     return flags, used
 
 
@@ -348,9 +362,10 @@ def run_smpi(platform, index, n_ranks: int, algorithms=(), *, timeout_s: float |
     return proc
 
 
-def prepare(spec: str, out_dir, *, bw: str = "10Gbps", latency: str = "1us") -> dict:
+def prepare(spec: str, out_dir, *, bw: str = "10Gbps", latency: str = "1us", thresholds=None) -> dict:
     """Generate or read the trace ``spec``, write the SMPI files and the topoplan topology of the same network
-    in ``out_dir``; the conversion's seconds and the paths."""
+    in ``out_dir``; the conversion's seconds and the paths. ``thresholds``: the MPICH parameters topoplan runs
+    with (:func:`smpi_algorithms`)."""
     import yaml
 
     from topoplan.core.topology_io import load_topology
@@ -366,7 +381,7 @@ def prepare(spec: str, out_dir, *, bw: str = "10Gbps", latency: str = "1us") -> 
     topo_path.write_text(yaml.safe_dump(topology_doc(n, bw, latency), sort_keys=False))
     topo = load_topology(str(topo_path))
     files = write_ti_traces(trace, out_dir / "ti")
-    algorithms, used = smpi_algorithms(trace)
+    algorithms, used = smpi_algorithms(trace, thresholds)
     platform = write_platform(out_dir / "platform.xml", n, bw_Bps=topo.down_bw_Bps, latency_s=topo.down_latency_s,
                               loopback_bw_Bps=topo.intra_node_bw_Bps, loopback_latency_s=topo.intra_node_latency_s,
                               serialization_B=topo.mtu_B)

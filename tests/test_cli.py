@@ -193,6 +193,16 @@ def _audit_cases(tmp):
         (["serve", "-i", dump, "--port", "0", "--poll", "nan"], "--poll"),
         # round 3
         (["simulate", "-t", "paper003", "-T", tmp / "unmatched.csv"], "unmatched send: rank 1"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--mpich", "throttle=4", "-o", tmp / "s.json"],
+         "--mpich: unknown field 'throttle'"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--mpich", "alltoall_throttle=1.5"],
+         "field 'alltoall_throttle': expected a whole non-negative number"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--mpich", "elem_size_B=0"], "at least 1"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--mpich", "alltoall_medium_B=lots"],
+         "field 'alltoall_medium_B'"),
+        (["simulate", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "--mpich", "alltoall_throttle"],
+         "expected FIELD=VALUE"),
+        (["simulate", "--flows", tmp / "flows.json", "--mpich", "alltoall_throttle=4"], "--mpich does not apply"),
         (["analyze", "-t", "paper003", "-T", tmp / "cs0.csv"], "field 'comm_size'"),
         (["analyze", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-p", tmp / "plhuge.csv"], "out of range"),
         (["cost", "-l", "0"], "--upper-switches: must be at least 1"),
@@ -312,3 +322,26 @@ def test_simulate_refuses_circuits_planned_for_another_placement(tmp_path, run_c
     for p in ("round-robin", plan):  # the same placement, named or taken from the plan
         code, _, err = run_cli("simulate", "-t", "paper003", "-T", "ring:np=64,bytes=1MB", "-p", p, "--circuits", plan)
         assert code == 0, err
+
+
+def test_simulate_runs_the_mpi_library_as_configured(run_cli):
+    """--mpich sets MPICH's collective parameters: fewer isend/irecv in flight is another replay, recorded in the
+    result and printed; the defaults given explicitly are the default replay, which records nothing."""
+    base = ["simulate", "-t", "paper003", "--network", "eps", "-T", "alltoall:np=16,bytes=16KiB", "--json"]
+    runs = {}
+    for opts in ((), ("--mpich", "alltoall_throttle=32"), ("--mpich", "alltoall_throttle=2"),
+                 ("--mpich", "alltoall_medium_B=8KiB", "--mpich", "alltoall_throttle=2")):
+        code, out, err = run_cli(*base, *opts)
+        assert code == 0, err
+        runs[opts] = json.loads(out)
+    default = runs[()]
+    assert "mpich" not in default and "mpich" not in runs[("--mpich", "alltoall_throttle=32")]
+    assert runs[("--mpich", "alltoall_throttle=32")]["makespan_s"] == default["makespan_s"]
+    two = runs[("--mpich", "alltoall_throttle=2")]
+    assert two["mpich"] == {"alltoall_throttle": 2} and two["makespan_s"] > default["makespan_s"]
+    # 16 KiB a pair above an 8 KiB medium size: the pairwise exchange, which the throttle does not touch
+    pairwise = runs[("--mpich", "alltoall_medium_B=8KiB", "--mpich", "alltoall_throttle=2")]
+    assert pairwise["mpich"] == {"alltoall_medium_B": 8192, "alltoall_throttle": 2}
+    assert pairwise["makespan_s"] not in (default["makespan_s"], two["makespan_s"])
+    code, out, _ = run_cli(*base[:-1], "--mpich", "alltoall_throttle=2")
+    assert code == 0 and "MPI collectives: MPICH's but alltoall_throttle=2" in out

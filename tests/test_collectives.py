@@ -136,6 +136,31 @@ def test_thresholds_are_options():
     assert len(schedule("alltoall", 64, 0, -1, 1000, thresholds=MPICHThresholds(alltoall_throttle=0))) == 1
 
 
+@pytest.mark.parametrize("options, expected", [
+    (["alltoall_throttle=0"], {"alltoall_throttle": 0}),
+    ({"alltoall_throttle": 4, "bcast_short_B": "1KiB"}, {"bcast_short_B": 1024, "alltoall_throttle": 4}),
+    (["alltoall_medium_B=32768", "reduce_short_B = 4kB"], {"reduce_short_B": 4000}),   # a default is no change
+    ([], {}),
+])
+def test_thresholds_from_options(options, expected):
+    th = MPICHThresholds.from_options(options)
+    assert th.changed() == expected
+    assert MPICHThresholds.from_options(th.changed()) == th
+
+
+@pytest.mark.parametrize("options, match", [
+    (["alltoall_throttle=4", "alltoall_throttle=8"], "given twice"),
+    (["alltoall_min_procs=0"], "at least 1"),
+    ({"alltoall_throttle": True}, "whole non-negative number"),
+    ({"alltoall_throttle": float("inf")}, "whole non-negative number"),
+    (["bcast_long_B=1.5"], "whole non-negative number"),
+    (["=4"], "expected FIELD=VALUE"),
+])
+def test_thresholds_from_bad_options(options, match):
+    with pytest.raises(TopoplanError, match=match):
+        MPICHThresholds.from_options(options, where="--mpich")
+
+
 def test_bad_arguments():
     with pytest.raises(TopoplanError, match="unknown op 'scan'"):
         schedule("scan", 4, 0, 0, 8)

@@ -98,7 +98,47 @@ def test_algorithms_follow_mpich_for_the_trace():
     assert used["allreduce"] == {"rd": 64.0}
 
 
+def _alltoalls(n_B: int, p: int = 16) -> Trace:
+    return Trace.from_records([(r, "alltoall", -1, n_B, -1, p, 0.0, 0.0) for r in range(p)], p)
+
+
+@pytest.mark.parametrize("n_B, throttle, expected", [
+    (32768, 32, None),                                      # MPICH's default throttle: SMPI's own selector
+    (32768, 4, {"spread": 16 * 32768.0}),                    # 4 in flight: SMPI's mvapich2_scatter_dest
+    (1 << 20, 4, None),                                     # long: the pairwise exchange either way
+    (64, 4, {"bruck": 16 * 64.0}),                           # short: Bruck runs as SMPI's basic linear one
+])
+def test_alltoall_algorithm_follows_the_throttle(n_B, throttle, expected):
+    from topoplan.traffic.collectives import MPICHThresholds
+
+    flags, used = smpi_peer.smpi_algorithms(_alltoalls(n_B), MPICHThresholds(alltoall_throttle=throttle))
+    assert used.get("alltoall") == expected
+    named = {"spread": "--cfg=smpi/alltoall:mvapich2_scatter_dest", "bruck": "--cfg=smpi/alltoall:basic_linear"}
+    assert [f for f in flags if "alltoall" in f] == ([named[next(iter(expected))]] if expected else [])
+
+
 needs_smpi = pytest.mark.skipif(not smpi_available()[0], reason=smpi_available()[1])
+
+
+@needs_smpi
+def test_smpi_and_topoplan_run_the_same_throttled_alltoall(tmp_path):
+    """32 KiB a pair: MPICH's batched isend/irecv, which SMPI's selector replaces by its ring; with 4 pairs in
+    flight on both sides the two simulate the same exchange."""
+    from topoplan.traffic.collectives import MPICHThresholds
+
+    th = MPICHThresholds(alltoall_throttle=4)
+    spec = "alltoall:np=16,bytes=32KiB,iters=2"
+    prep = prepare(spec, tmp_path, thresholds=th)
+    assert "--cfg=smpi/alltoall:mvapich2_scatter_dest" in prep["algorithms"]
+    res = run_smpi(prep["platform"], prep["index"], prep["n_ranks"], prep["algorithms"], timeout_s=120)
+    assert "makespan_s" in res, res
+    topo = load_topology(str(prep["topology"]))
+    trace, _ = load_source(spec, with_traffic=False)
+    ours = simulate(topo, trace, sequential(16, topo), thresholds=th)
+    assert ours["mpich"] == {"alltoall_throttle": 4}
+    assert res["makespan_s"] == pytest.approx(ours["makespan_s"], rel=1e-2, abs=1e-6)
+    default = simulate(topo, trace, sequential(16, topo))["makespan_s"]
+    assert default != pytest.approx(ours["makespan_s"], rel=1e-2)   # the throttle is what was compared
 
 
 @needs_smpi

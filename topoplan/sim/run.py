@@ -79,7 +79,8 @@ def _report_progress(done, total) -> None:
 
 
 def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_threshold_B=65536.0,
-             compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None) -> dict:
+             compute_scale=1.0, timeline_dt_s=None, progress=None, model=None, phases=None,
+             thresholds=None) -> dict:
     """Replay ``trace`` and return the result dictionary of ``topoplan simulate``.
 
     ``model`` is a :class:`topoplan.sim.simmodel.SimModel` (or its dict; default ``SimModel()``:
@@ -116,6 +117,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         Phases of ``trace`` (:func:`topoplan.traffic.phases.detect_phases` or ``split_at``) to place on the
         simulated time axis: the result gets ``phases`` (see :func:`phase_spans`), from the times ranks
         reach the phases' first calls (``replay(marks=...)``).
+    thresholds : topoplan.traffic.collectives.MPICHThresholds, optional
+        The MPI library's collective algorithm switch-over points and alltoall throttle (default: MPICH's);
+        the result records the fields that differ under ``mpich``.
 
     Returns
     -------
@@ -126,7 +130,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         (the most any node sends or receives on its EPS link), ``n_messages``,
         ``n_flows``, ``n_events``, ``wall_s``; ``ignored_ops`` when the trace has calls
         not modelled; ``n_pieces`` when it was replayed in pieces; with ``timeline_dt_s``, ``timeline``;
-        with ``phases``, ``phases``.
+        with ``phases``, ``phases``; with ``thresholds`` other than MPICH's defaults, ``mpich``.
 
     See Also
     --------
@@ -163,7 +167,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
                                 f"{len(phases.trace)} calls; this one has {trace.n_ranks} ranks, {len(trace)} calls)")
         marks = _phase_marks(phases)
     res = replay(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
-                 timeline_dt_s=timeline_dt_s, progress=progress, marks=marks)
+                 timeline_dt_s=timeline_dt_s, progress=progress, marks=marks, thresholds=thresholds)
     lb = np.asarray(res.link_bytes, dtype=np.float64)
     classes = net.link_class
     by_class = {str(c): float(lb[classes == c].sum()) for c in np.unique(classes)}
@@ -182,6 +186,8 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         "n_events": res.n_events,
         "wall_s": time.perf_counter() - t0,
     }
+    if thresholds is not None and thresholds.changed():
+        out["mpich"] = thresholds.changed()
     if res.unknown_ops:
         out["ignored_ops"] = res.unknown_ops
     if res.n_pieces > 1:
@@ -291,7 +297,8 @@ def simulate_plan(topo, trace, plan: dict | None = None, *, placement=None, thre
         planning method's result just returned by its ``solve``, which validates it): not checked again.
         The placement's fit and agreement are still checked.
     **replay_options
-        ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress`` of :func:`simulate`.
+        ``eager_threshold_B``, ``compute_scale``, ``timeline_dt_s``, ``progress``, ``thresholds`` of
+        :func:`simulate`.
 
     Returns
     -------

@@ -41,7 +41,7 @@ ring allgatherv messages, non-commutative and user-defined operations.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -94,6 +94,68 @@ class MPICHThresholds:
     alltoall_throttle: int = 32
     reduce_scatter_long_B: int = 524288
     elem_size_B: int = 8
+
+    @classmethod
+    def from_options(cls, options, *, where: str = "mpich") -> "MPICHThresholds":
+        """Build from ``FIELD=VALUE`` texts (the command line's ``--mpich``) or a mapping of fields.
+
+        A field ending in ``_B`` takes a size (``32KiB``, ``65536``), the others a whole number;
+        every value is non-negative, and ``elem_size_B`` and ``*_min_procs`` at least 1.
+        ``alltoall_throttle=0`` posts every isend/irecv of an alltoall(v) at once (MPICH's
+        ``MPIR_CVAR_ALLTOALL_THROTTLE=0``).
+
+        Examples
+        --------
+        >>> MPICHThresholds.from_options(["alltoall_throttle=4", "bcast_short_B=16KiB"]).changed()
+        {'bcast_short_B': 16384, 'alltoall_throttle': 4}
+        >>> MPICHThresholds.from_options(["throttle=4"])
+        Traceback (most recent call last):
+        ...
+        topoplan.core.errors.TopoplanError: mpich: unknown field 'throttle'; known: bcast_short_B, bcast_long_B, \
+bcast_min_procs, reduce_short_B, allreduce_short_B, allgather_short_B, allgather_long_B, alltoall_short_B, \
+alltoall_medium_B, alltoall_min_procs, alltoall_throttle, reduce_scatter_long_B, elem_size_B
+        """
+        from topoplan.core.units import parse_size
+
+        known = [f.name for f in fields(cls)]
+        items = options.items() if hasattr(options, "items") else [_field_value(o, where) for o in options]
+        values = {}
+        for name, value in items:
+            if name not in known:
+                raise TopoplanError(f"{where}: unknown field {name!r}; known: {', '.join(known)}")
+            if name in values:
+                raise TopoplanError(f"{where}: field {name!r} given twice")
+            here = f"{where}: field {name!r}"
+            if name.endswith("_B"):
+                x = parse_size(value, here)
+            elif isinstance(value, str):
+                try:
+                    x = float(value.strip())
+                except ValueError:
+                    raise TopoplanError(f"{here}: expected a whole number, got {value!r}") from None
+            else:
+                x = value
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
+                    or x != int(x) or x < 0:
+                raise TopoplanError(f"{here}: expected a whole non-negative number, got {value!r}")
+            if x < 1 and (name == "elem_size_B" or name.endswith("_min_procs")):
+                raise TopoplanError(f"{here}: must be at least 1, got {value!r}")
+            values[name] = int(x)
+        return cls(**values)
+
+    def changed(self) -> dict:
+        """The fields that differ from MPICH's defaults (what a result records), in field order."""
+        default = MPICHThresholds()
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != getattr(default, f.name)}
+
+
+def _field_value(text, where: str) -> tuple[str, str]:
+    """``"name=value"`` -> ``("name", "value")``."""
+    name, eq, value = str(text).partition("=")
+    if not eq or not name.strip() or not value.strip():
+        raise TopoplanError(f"{where}: expected FIELD=VALUE, got {text!r}")
+    return name.strip(), value.strip()
 
 
 @dataclass
