@@ -243,6 +243,7 @@ def test_cleanup_command(run_cli):
     (["--threshold", "1MB"], "--threshold: the size from which messages take a plan's circuits; give --circuits"),
     (["--timeline", "10us"], "--timeline: at scale 400 at least 50 us (the links are sampled at most every 20 ms"),
     (["--timeline", "1ms", "--", "/bin/true"], "--timeline: measured for a replay only"),
+    (["--mpich", "throttle=4"], "--mpich: unknown field 'throttle'"),
 ])
 def test_bad_options_are_refused_before_the_inputs_and_named_as_flags(args, match, run_cli, monkeypatch):
     """A bad --scale was refused only after the predictions ran and the programs were compiled, when the
@@ -344,6 +345,28 @@ def test_collectives_as_messages_are_the_prediction(spec):
     a, b = (simulate(topo, t, pl, compute_scale=0.0) for t in (trace, p2p))
     assert b["makespan_s"] == pytest.approx(a["makespan_s"], rel=1e-12)
     assert b["comm_time_s"] == pytest.approx(a["comm_time_s"], rel=1e-12)
+
+
+def test_collectives_as_messages_follow_the_mpi_library():
+    """With --mpich the replayed messages are those of the tuned library, and so are every model's predictions."""
+    from topoplan.core.topology_io import load_topology
+    from topoplan.emulate.replayer import as_point_to_point
+    from topoplan.emulate.run import predictions
+    from topoplan.sim.run import network_view, simulate
+    from topoplan.traffic.collectives import MPICHThresholds
+    from topoplan.traffic.sources import load_source
+
+    trace = load_source("alltoall:np=16,bytes=16KiB", with_traffic=False)[0]
+    th = MPICHThresholds(alltoall_throttle=2)
+    topo = network_view(load_topology("paper003"), "eps")
+    pl = sequential(16, topo)
+    tuned = simulate(topo, trace, pl, thresholds=th)["makespan_s"]
+    assert tuned != pytest.approx(simulate(topo, trace, pl)["makespan_s"], rel=1e-3)
+    assert simulate(topo, as_point_to_point(trace, th), pl)["makespan_s"] == pytest.approx(tuned, rel=1e-12)
+    preds = predictions(topo, trace, pl, thresholds=th)
+    assert preds["default"]["makespan_s"] == pytest.approx(tuned, rel=1e-12)
+    assert preds["paper"]["makespan_s"] == pytest.approx(
+        simulate(topo, trace, pl, thresholds=th, model={"model": "paper", "relay": "store-and-forward"})["makespan_s"])
 
 
 def test_collectives_as_messages_keep_the_other_rows_and_refuse_strangers():

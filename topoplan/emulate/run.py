@@ -110,8 +110,9 @@ def check_timeline(timeline_dt_s, scale, *, program: bool = False) -> None:
 
 
 def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=None, eager_threshold_B=65536.0,
-                compute_scale=1.0, timeline_dt_s=None) -> dict:
+                compute_scale=1.0, timeline_dt_s=None, thresholds=None) -> dict:
     """The simulator's predictions of the run: the given (default) model, store-and-forward relays, the paper model.
+    ``thresholds``: the MPI library's collectives (:func:`topoplan.sim.run.simulate`), for every model.
 
     Returns
     -------
@@ -139,7 +140,7 @@ def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=No
         dt = timeline_dt_s if label == "default" else None
         res = simulate_plan(topo, trace, plan, placement=placement, model=m, threshold_B=threshold_B,
                             eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, check_inputs=False,
-                            timeline_dt_s=dt)
+                            timeline_dt_s=dt, thresholds=thresholds)
         out[label] = {"sim_model": res["sim_model"], "max_comm_time_s": res["max_comm_time_s"],
                       "makespan_s": res["makespan_s"], "comm_time_s": res["comm_time_s"]}
         if dt is not None:
@@ -233,7 +234,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
-            collectives: str = "model", timeline_dt_s: float | None = None, note=None) -> dict:
+            collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -289,6 +290,10 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         at the same interval.
     note : callable, optional
         Called with progress messages.
+    thresholds : MPICHThresholds, optional
+        The MPI library's collective switch-over points and alltoall throttle (default MPICH's): the
+        predictions' collectives, and with ``collectives="model"`` the replayed messages; the result records
+        the fields that differ from MPICH's defaults under ``mpich``.
 
     Returns
     -------
@@ -299,9 +304,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         drops of the queues, TCP's loss recovery on the nodes during the replay (``tcp``: segments sent again,
         retransmission timeouts, connection requests sent again, fast retransmits, loss probes), attempts),
         ``calibration``, ``scale``, ``cluster`` (nodes, links, queues, TCP's congestion control, set-up time),
-        ``transport``, ``collectives`` (``model`` or ``library``); with ``timeline_dt_s``, ``timeline`` (measured)
-        and ``predicted_timeline`` in the schema of the simulator's (``topoplan report`` draws either),
-        ``topology_doc`` and ``circuit_pairs``.
+        ``transport``, ``collectives`` (``model`` or ``library``), ``mpich`` (see ``thresholds``); with
+        ``timeline_dt_s``, ``timeline`` (measured) and ``predicted_timeline`` in the schema of the simulator's
+        (``topoplan report`` draws either), ``topology_doc`` and ``circuit_pairs``.
 
     Raises
     ------
@@ -335,7 +340,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
         predicted_trace = reordered_bcasts(trace, list(bcast_keys))
     preds = predictions(topo, predicted_trace, placement, plan, model=model, threshold_B=threshold_B,
-                        eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, timeline_dt_s=timeline_dt_s)
+                        eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, timeline_dt_s=timeline_dt_s,
+                        thresholds=thresholds)
     bins = build(mpicc)
     if transport is None:
         transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
@@ -348,8 +354,10 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     # the replay: with collectives="model" the simulator's own messages for every collective (and the Bcasts of
     # bcast_keys already on the plan's order, so no library is needed); a user's program keeps its MPI's choice
     as_messages = collectives == "model" and not command
-    replayed = as_point_to_point(predicted_trace) if as_messages else trace
+    replayed = as_point_to_point(predicted_trace, thresholds) if as_messages else trace
     out: dict = {"scale": spec.scale, "collectives": collectives if not command else "library"}
+    if thresholds is not None and thresholds.changed():
+        out["mpich"] = thresholds.changed()
     try:
         say(f"building the cluster: {topo.n_nodes} nodes, {topo.n_switches} switches, {len(circuits)} circuits")
         with cl.Cluster(spec) as cluster:

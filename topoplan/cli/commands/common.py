@@ -146,6 +146,9 @@ RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipeline
                              "with --relay store-and-forward.")
 ContentionOpt = typer.Option(None, "--paper-contention", help="Paper model only: queue messages per link "
                              "(default) or per receiving device.")
+MpichOpt = typer.Option(None, "--mpich", metavar="FIELD=VALUE",
+                        help="Set one of the MPI library's collective switch-over points or the alltoall throttle "
+                             "(repeatable; default MPICH's, e.g. alltoall_throttle=4 as MPIR_CVAR_ALLTOALL_THROTTLE=4).")
 
 
 def known_method(methods, name: str, flag: str) -> None:
@@ -168,6 +171,22 @@ def known_method(methods, name: str, flag: str) -> None:
         methods[name]
     except UnknownMethodError as exc:
         raise TopoplanError(f"{flag}: {exc}") from None
+
+
+def mpich_thresholds(values):
+    """The :class:`topoplan.traffic.collectives.MPICHThresholds` of the ``--mpich FIELD=VALUE`` flags; None
+    without any (MPICH's defaults)."""
+    if not values:
+        return None
+    from topoplan.traffic.collectives import MPICHThresholds
+
+    return MPICHThresholds.from_options(values, where="--mpich")
+
+
+def mpich_note(res: dict) -> str:
+    """What the first line of a replay's text says of ``--mpich``: empty for MPICH's defaults."""
+    changed = res.get("mpich")
+    return f"; MPI collectives: MPICH's but {', '.join(f'{k}={v}' for k, v in changed.items())}" if changed else ""
 
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,

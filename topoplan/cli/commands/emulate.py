@@ -13,8 +13,9 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                          SetOpt, check_plan_inputs, console, emit, flag_names, sim_model)
+from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, MpichOpt, OutOpt,
+                                          RelayChunkOpt, RelayOpt, SetOpt, check_plan_inputs, console, emit,
+                                          flag_names, mpich_note, mpich_thresholds, sim_model)
 
 
 def register(app: typer.Typer) -> None:
@@ -83,8 +84,8 @@ def emulate_cmd(
     cleanup: bool = typer.Option(False, "--cleanup", help="Only remove the namespaces (and processes) left by "
                                  "emulator runs that are no longer alive."),
     model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
-    paper_contention: Optional[str] = ContentionOpt, any_inputs: bool = AnyInputsOpt,
-    json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
+    paper_contention: Optional[str] = ContentionOpt, mpich: Optional[List[str]] = MpichOpt,
+    any_inputs: bool = AnyInputsOpt, json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
 ) -> None:
     """Emulate the cluster (network namespaces, shaped links, circuits, relays), run real MPI on it, and
     compare the measured communication time with the simulator's predictions. Needs root and Open MPI."""
@@ -113,6 +114,7 @@ def emulate_cmd(
     if collectives not in COLLECTIVES:
         raise TopoplanError(f"--collectives: choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
+    thresholds = mpich_thresholds(mpich)
     from topoplan.cli.commands.simulate import replay_inputs, replay_options
     from topoplan.core.topology import TreeTopology
     from topoplan.core.units import format_time
@@ -169,7 +171,8 @@ def emulate_cmd(
     res = emulate(topo, trace, pl, plan=plan, scale=scale, model=smodel,
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
-                  queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note)
+                  queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note,
+                  thresholds=thresholds)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
@@ -182,7 +185,8 @@ def emulate_cmd(
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
               f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
     con.print("collectives: " + ("the predicted messages (MPICH's algorithms, as point-to-point)"
-                                 if res["collectives"] == "model" else "Open MPI's own algorithms"))
+                                 if res["collectives"] == "model" else "Open MPI's own algorithms")
+              + mpich_note(res).replace("; MPI collectives: ", "; predicted as "))
     if res.get("calibration"):
         con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
         con.print("| run | measured | ideal | ratio | goodput | machine idle |")

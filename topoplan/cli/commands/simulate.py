@@ -7,9 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, OutOpt, RelayChunkOpt, RelayOpt,
-                                     SetOpt, check_plan_inputs, console, emit, flag_names, plan_doc, serial_blas,
-                                     sim_model, working)
+from topoplan.cli.commands.common import (AnyInputsOpt, ContentionOpt, JsonOpt, ModelOpt, MpichOpt, OutOpt,
+                                          RelayChunkOpt, RelayOpt, SetOpt, check_plan_inputs, console, emit,
+                                          flag_names, mpich_note, mpich_thresholds, plan_doc, serial_blas, sim_model,
+                                          working)
 from topoplan.core.units import format_bytes, format_time, parse_size, parse_time
 
 
@@ -26,10 +27,7 @@ def simulate_cmd(
     circuits: Optional[Path] = typer.Option(None, "--circuits", help="Circuit plan JSON (topoplan circuits -o); hybrid only."),
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold for circuits (default: the plan's threshold_B, else the OCS bandwidth-delay product)."),
     eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size."),
-    mpich: Optional[List[str]] = typer.Option(None, "--mpich", metavar="FIELD=VALUE",
-                                              help="Set one of the MPI library's collective switch-over points or "
-                                                   "the alltoall throttle (repeatable; default MPICH's, e.g. "
-                                                   "alltoall_throttle=4 as MPIR_CVAR_ALLTOALL_THROTTLE=4)."),
+    mpich: Optional[List[str]] = MpichOpt,
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: communication only)."),
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix (no timing)."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Record link utilization every DT (e.g. 1ms)."),
@@ -69,11 +67,7 @@ def simulate_cmd(
         from topoplan.sim.run import simulate_plan
 
         thr, eager_B, dt = replay_options(threshold, eager, compute_scale, timeline, circuits=circuits)
-        thresholds = None
-        if mpich:
-            from topoplan.traffic.collectives import MPICHThresholds
-
-            thresholds = MPICHThresholds.from_options(mpich, where="--mpich")
+        thresholds = mpich_thresholds(mpich)
 
     with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
         given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
@@ -114,8 +108,7 @@ def simulate_cmd(
     if json_mode:
         return
     con = console()
-    con.print(f"model: {smodel.label()}" + (f"; MPI collectives: MPICH's but {_fields(res['mpich'])}"
-                                             if res.get("mpich") else ""))
+    con.print(f"model: {smodel.label()}{mpich_note(res)}")
     con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s"
               + (f" (replayed in {res['n_pieces']} pieces)" if res.get("n_pieces") else ""))
@@ -131,11 +124,6 @@ def simulate_cmd(
                       f"{format_time(p['end_s'])} | {format_bytes(p['bytes'])} |")
         if len(res["phases"]) > len(shown):
             con.print(f"... {len(res['phases']) - len(shown)} more phases (--json or -o for all)")
-
-
-def _fields(changed: dict) -> str:
-    """``{"alltoall_throttle": 4}`` -> ``"alltoall_throttle=4"``."""
-    return ", ".join(f"{k}={v}" for k, v in changed.items())
 
 
 def replay_options(threshold, eager, compute_scale: float, timeline=None, *, circuits=None) -> tuple:
