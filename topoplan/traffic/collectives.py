@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.units import parse_size
 from topoplan.traffic import limits
 from topoplan.traffic.trace import OPS, op_codes, per_destination_calls
 
@@ -115,8 +116,6 @@ class MPICHThresholds:
 bcast_min_procs, reduce_short_B, allreduce_short_B, allgather_short_B, allgather_long_B, alltoall_short_B, \
 alltoall_medium_B, alltoall_min_procs, alltoall_throttle, reduce_scatter_long_B, elem_size_B
         """
-        from topoplan.core.units import parse_size
-
         known = [f.name for f in fields(cls)]
         items = options.items() if hasattr(options, "items") else [_field_value(o, where) for o in options]
         values = {}
