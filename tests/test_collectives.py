@@ -148,6 +148,14 @@ def test_thresholds_from_options(options, expected):
     assert MPICHThresholds.from_options(th.changed()) == th
 
 
+def test_thresholds_are_coerced_from_what_a_result_records():
+    th = MPICHThresholds(alltoall_throttle=4)
+    assert MPICHThresholds.coerce(None) is None and MPICHThresholds.coerce(th) is th
+    assert MPICHThresholds.coerce(th.changed()) == th
+    with pytest.raises(TopoplanError, match="thresholds: expected MPICHThresholds or a mapping"):
+        MPICHThresholds.coerce(["alltoall_throttle=4"])
+
+
 @pytest.mark.parametrize("options, match", [
     (["alltoall_throttle=4", "alltoall_throttle=8"], "given twice"),
     (["alltoall_min_procs=0"], "at least 1"),

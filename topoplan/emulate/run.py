@@ -29,6 +29,7 @@ from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_f
 from topoplan.emulate.replayer import as_point_to_point, build, write_replay
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.traffic.trace import read_trace
 
 __all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "comm_times", "check_timeline", "predictions", "emulate"]
@@ -326,6 +327,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     (1.02, 400.0)
     """
     say = note or (lambda msg: None)
+    thresholds = MPICHThresholds.coerce(thresholds)
     if collectives not in COLLECTIVES:
         raise TopoplanError(f"field 'collectives': choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     check_timeline(timeline_dt_s, scale, program=bool(command))

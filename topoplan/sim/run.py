@@ -15,6 +15,7 @@ from topoplan.plans.validate import validate
 from topoplan.sim.network import build_network
 from topoplan.sim.replay import replay
 from topoplan.sim.simmodel import SimModel
+from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.core.progress import report
 
 __all__ = ["NETWORKS", "network_view", "simulate", "simulate_plan", "phase_spans"]
@@ -117,9 +118,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         Phases of ``trace`` (:func:`topoplan.traffic.phases.detect_phases` or ``split_at``) to place on the
         simulated time axis: the result gets ``phases`` (see :func:`phase_spans`), from the times ranks
         reach the phases' first calls (``replay(marks=...)``).
-    thresholds : topoplan.traffic.collectives.MPICHThresholds, optional
-        The MPI library's collective algorithm switch-over points and alltoall throttle (default: MPICH's);
-        the result records the fields that differ under ``mpich``.
+    thresholds : topoplan.traffic.collectives.MPICHThresholds or dict, optional
+        The MPI library's collective algorithm switch-over points and alltoall throttle (default: MPICH's; a
+        dict of its fields is taken too); the result records the fields that differ under ``mpich``.
 
     Returns
     -------
@@ -159,6 +160,7 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
     if progress is None:   # to whoever listens (the CLI's progress line): nobody by default
         progress = _report_progress
     model = SimModel.coerce(model)
+    thresholds = MPICHThresholds.coerce(thresholds)
     net = build_network(topo, circuits, threshold_B, model=model)
     marks = None
     if phases is not None:

@@ -142,6 +142,26 @@ alltoall_medium_B, alltoall_min_procs, alltoall_throttle, reduce_scatter_long_B,
             values[name] = int(x)
         return cls(**values)
 
+    @classmethod
+    def coerce(cls, value, *, where: str = "thresholds") -> "MPICHThresholds | None":
+        """``None`` (MPICH's defaults), an :class:`MPICHThresholds`, or a mapping of its fields
+        (:meth:`from_options`; what a result records under ``mpich``).
+
+        Examples
+        --------
+        >>> MPICHThresholds.coerce({"alltoall_throttle": 4}).alltoall_throttle
+        4
+        >>> MPICHThresholds.coerce(4)
+        Traceback (most recent call last):
+        ...
+        topoplan.core.errors.TopoplanError: thresholds: expected MPICHThresholds or a mapping of its fields, got int
+        """
+        if value is None or isinstance(value, cls):
+            return value
+        if hasattr(value, "items"):
+            return cls.from_options(value, where=where)
+        raise TopoplanError(f"{where}: expected MPICHThresholds or a mapping of its fields, got {type(value).__name__}")
+
     def changed(self) -> dict:
         """The fields that differ from MPICH's defaults (what a result records), in field order."""
         default = MPICHThresholds()

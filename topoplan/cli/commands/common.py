@@ -184,9 +184,8 @@ def mpich_thresholds(values):
 
 
 def mpich_note(res: dict) -> str:
-    """What the first line of a replay's text says of ``--mpich``: empty for MPICH's defaults."""
-    changed = res.get("mpich")
-    return f"; MPI collectives: MPICH's but {', '.join(f'{k}={v}' for k, v in changed.items())}" if changed else ""
+    """The fields a result records of ``--mpich`` as ``FIELD=VALUE, ...``: empty for MPICH's defaults."""
+    return ", ".join(f"{k}={v}" for k, v in (res.get("mpich") or {}).items())
 
 
 def sim_model(model: Optional[str] = None, relay: Optional[str] = None, relay_chunk: Optional[str] = None,

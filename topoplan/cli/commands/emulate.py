@@ -184,9 +184,10 @@ def emulate_cmd(
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
               f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
-    con.print("collectives: " + ("the predicted messages (MPICH's algorithms, as point-to-point)"
-                                 if res["collectives"] == "model" else "Open MPI's own algorithms")
-              + mpich_note(res).replace("; MPI collectives: ", "; predicted as "))
+    tuned = f" but {mpich_note(res)}" if res.get("mpich") else ""
+    con.print("collectives: " + (f"the predicted messages (MPICH's algorithms{tuned}, as point-to-point)"
+                                 if res["collectives"] == "model"
+                                 else f"Open MPI's own algorithms (predicted with MPICH's{tuned})"))
     if res.get("calibration"):
         con.print("calibration (scaled back; ideal = bytes / node link bandwidth):")
         con.print("| run | measured | ideal | ratio | goodput | machine idle |")

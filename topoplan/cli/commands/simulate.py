@@ -108,7 +108,8 @@ def simulate_cmd(
     if json_mode:
         return
     con = console()
-    con.print(f"model: {smodel.label()}{mpich_note(res)}")
+    tuned = mpich_note(res)
+    con.print(f"model: {smodel.label()}" + (f"; MPI collectives: MPICH's but {tuned}" if tuned else ""))
     con.print(f"makespan {format_time(res['makespan_s'])} (max communication time {format_time(res['max_comm_time_s'])}), "
               f"{res['n_messages']:,} messages, {res['n_flows']:,} flows, wall {res['wall_s']:.2f} s"
               + (f" (replayed in {res['n_pieces']} pieces)" if res.get("n_pieces") else ""))
