@@ -162,6 +162,9 @@ def test_thresholds_are_coerced_from_what_a_result_records():
     ({"alltoall_throttle": True}, "whole non-negative number"),
     ({"alltoall_throttle": float("inf")}, "whole non-negative number"),
     (["bcast_long_B=1.5"], "whole non-negative number"),
+    (["alltoall_throttle=4.0"], "whole non-negative number"),
+    (["alltoall_throttle=\u0664"], "whole non-negative number"),   # an Arabic-Indic 4, which float() reads
+    (["alltoall_throttle=-4"], "whole non-negative number"),
     (["=4"], "expected FIELD=VALUE"),
 ])
 def test_thresholds_from_bad_options(options, match):

@@ -358,8 +358,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     as_messages = collectives == "model" and not command
     replayed = as_point_to_point(predicted_trace, thresholds) if as_messages else trace
     out: dict = {"scale": spec.scale, "collectives": collectives if not command else "library"}
-    if thresholds is not None and thresholds.changed():
-        out["mpich"] = thresholds.changed()
+    changed = thresholds.changed() if thresholds is not None else {}
+    if changed:
+        out["mpich"] = changed
     try:
         say(f"building the cluster: {topo.n_nodes} nodes, {topo.n_switches} switches, {len(circuits)} circuits")
         with cl.Cluster(spec) as cluster:

@@ -188,8 +188,9 @@ def simulate(topo, trace, placement, *, circuits=None, threshold_B=None, eager_t
         "n_events": res.n_events,
         "wall_s": time.perf_counter() - t0,
     }
-    if thresholds is not None and thresholds.changed():
-        out["mpich"] = thresholds.changed()
+    changed = thresholds.changed() if thresholds is not None else {}
+    if changed:
+        out["mpich"] = changed
     if res.unknown_ops:
         out["ignored_ops"] = res.unknown_ops
     if res.n_pieces > 1:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.units import parse_size
+from topoplan.core.units import is_ascii_int, parse_size
 from topoplan.traffic import limits
 from topoplan.traffic.trace import OPS, op_codes, per_destination_calls
 
@@ -127,11 +127,8 @@ alltoall_medium_B, alltoall_min_procs, alltoall_throttle, reduce_scatter_long_B,
             here = f"{where}: field {name!r}"
             if name.endswith("_B"):
                 x = parse_size(value, here)
-            elif isinstance(value, str):
-                try:
-                    x = float(value.strip())
-                except ValueError:
-                    raise TopoplanError(f"{here}: expected a whole number, got {value!r}") from None
+            elif isinstance(value, str):   # ASCII digits only: float() reads '4.0', '1e1' and '٤' as numbers
+                x = int(value) if is_ascii_int(value) else None
             else:
                 x = value
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
