@@ -280,8 +280,10 @@ def decompose(system: str, kind: str, size: str | None = None, method: str = "no
     res = solve(CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits, steps=st), method, seed=0,
                 **({"time_limit": 10.0} if method in ("ilp", "anneal") else {}))
     plan = res.to_dict()
-    alone = sum(c * plan_simulator(CircuitProblem.build(topo, ty, pl, max_circuits=max_circuits), bulk_trace(ty))(plan)
-                for ty, c in zip(st.types, st.count))
+    alone = 0.0
+    for ty, c in zip(st.types, st.count):   # each step type's messages at once, small ones kept below the threshold
+        prob = CircuitProblem.build(topo, ty, pl, max_circuits=max_circuits)
+        alone += c * plan_simulator(prob, bulk_trace(ty, threshold_B=prob.threshold_B))(plan)
     whole = plan_simulator(CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits), trace)(plan)
     return {"system": system, "size": label, "method": method, "circuits": len(plan.get("circuits") or ()),
             "traffic": kind, "step_types": st.n_types, "steps": st.n_steps,

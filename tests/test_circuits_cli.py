@@ -141,6 +141,28 @@ def test_simulate_takes_the_plans_threshold_unless_given(run_cli, matrix, tmp_pa
     assert (json.loads(out)["bytes_by_link_class"].get("ocs", 0) > 0) == on_circuits
 
 
+@pytest.mark.parametrize("threshold, ocs_MB", [("8KiB", 100.0), ("900B", 800.0)])
+def test_a_matrix_keeps_small_messages_off_the_circuits_as_planned(run_cli, tmp_path, threshold, ocs_MB):
+    # 8 rank pairs from switch 0 to switch 1 with 100 MB each: pair 0 in 10 messages of 10 MB, the others in
+    # 100,000 of 1 kB. Merged into one message per pair, the 1 kB messages would take the circuits above an
+    # 8 KiB threshold; the planner counts them small (on the uplink), and so does the simulation.
+    path = tmp_path / "m.csv"
+    from_arrays(64, list(range(8)), list(range(16, 24)), [1e7] + [1e3] * 7, count=[10] + [100_000] * 7).write_matrix(path)
+    plan = tmp_path / "plan.json"
+    code, out, err = run_cli("circuits", "-t", "paper003", "-T", path, "-p", "round-robin", "-m", "ilp",
+                             "--threshold", threshold, "--time-limit", "10", "-o", plan, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["circuits"] and doc["metrics"]["simulated_s"] == pytest.approx(doc["objective"], rel=0.01)
+    code, out, err = run_cli("simulate", "-t", "paper003", "-T", path, "-p", "round-robin", "--circuits", plan,
+                             "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["bytes_by_link_class"]["ocs"] == pytest.approx(ocs_MB * 1e6)
+    assert res["bytes_by_link_class"]["uplink-up"] == pytest.approx(800e6 - ocs_MB * 1e6)
+    assert res["makespan_s"] == pytest.approx(doc["objective"], rel=0.01)
+
+
 def _count_validations(monkeypatch):
     """Replace validate_plan_dict everywhere it is imported by a spy that counts its calls."""
     import topoplan.plans.circuits as plans_circuits

@@ -834,8 +834,13 @@ def _local(spec: str, base) -> str:
     return spec
 
 
-def _replay_trace(trace, traffic):
-    return trace if trace is not None else bulk_trace(traffic, 1)
+def _replay_trace(trace, traffic, plan=None):
+    """The trace to replay: the instance's, else its matrix as one bulk phase (with a circuit plan, the small
+    messages kept below the plan's threshold, as the planner counts them)."""
+    if trace is not None:
+        return trace
+    thr = (plan or {}).get("threshold_B") if (plan or {}).get("circuits") is not None else None
+    return bulk_trace(traffic, 1, threshold_B=thr)
 
 
 def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, **_) -> dict:
@@ -872,7 +877,7 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     """
     plan = result.to_dict()
     given = None if plan.get("rank_to_node") is not None else placement
-    res = simulate_plan(topo, _replay_trace(trace, traffic), plan, placement=given, model=model)
+    res = simulate_plan(topo, _replay_trace(trace, traffic, plan), plan, placement=given, model=model)
     return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
 
 

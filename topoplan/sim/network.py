@@ -59,7 +59,7 @@ from topoplan.sim.routes import LinkSet, ranges
 from topoplan.sim.simmodel import SimModel
 
 __all__ = ["DIM_NAMES", "CircuitPlan", "CircuitLinks", "RelayHops", "RelayRoutes", "follow_forwarding", "Network",
-           "build_network"]
+           "build_network", "circuit_threshold_B"]
 
 DIM_NAMES = "xyzabcdefghijklmnopqrstuvw"
 @dataclass
@@ -897,6 +897,19 @@ class _Builder:
                 np.array(self.cls), cat(self.sw_in, np.float64))
 
 
+def circuit_threshold_B(topo, threshold_B: float | None = None) -> float:
+    """The size from which a message takes circuits: ``threshold_B`` when given, else the topology's OCS
+    bandwidth-delay product (infinite without an OCS).
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> round(circuit_threshold_B(load_topology("paper003")), 6), circuit_threshold_B(load_topology("paper003"), 8192)
+    (1250.0, 8192.0)
+    """
+    return float(threshold_B) if threshold_B is not None else (topo.ocs.bdp_B if getattr(topo, "ocs", None) else np.inf)
+
+
 def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B: float | None = None,
                   model: SimModel | dict | None = None) -> Network:
     """Compile a topology (and optional circuit plan) into a :class:`Network`.
@@ -1032,7 +1045,7 @@ def build_network(topo, circuits: CircuitPlan | dict | None = None, threshold_B:
                    [_circuit_name(names, u, v) for u, v in zip(cl.src.tolist(), cl.dst.tolist())],
                    [(names[u], names[v]) for u, v in zip(cl.src.tolist(), cl.dst.tolist())])
         idx["circuit_links"] = cl
-    thr = threshold_B if threshold_B is not None else (topo.ocs.bdp_B if getattr(topo, "ocs", None) else np.inf)
+    thr = circuit_threshold_B(topo, threshold_B)
     bw_Bps, lat_s, shared, cls, sw_in = b.arrays()
     idx["switch_in"] = sw_in
     return Network(topo=topo, bw_Bps=bw_Bps, latency_s=lat_s, shared=shared, link_class=cls, link_name=b.name,

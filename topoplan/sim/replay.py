@@ -169,7 +169,7 @@ def _small_trace(trace) -> Trace | None:
     return trace if int(np.count_nonzero(~coll)) + int(trace.comm_size[coll].sum()) <= SMALL_JOB else None
 
 
-def bulk_trace(traffic, iters: int = 1) -> Trace:
+def bulk_trace(traffic, iters: int = 1, *, threshold_B: float | None = None) -> Trace:
     """A communication matrix as one bulk-synchronous phase repeated ``iters`` times.
 
     In each phase every rank posts one receive and one send per communicating
@@ -178,10 +178,21 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     phase; replay a trace for message-exact behaviour (sizes decide eager vs
     rendezvous and EPS vs circuits).
 
+    With ``threshold_B`` (the circuits' large-message threshold) the merge keeps
+    each message on the side of the threshold it was on, as the planner and
+    :func:`topoplan.analysis.switches.analyze` count it: a pair's large
+    messages (at least ``threshold_B``) are merged into one message per phase,
+    and its small ones into the fewest equal pieces below ``threshold_B``, so
+    that they stay on the EPS. Without it a pair's merged small messages would
+    take its circuits once the merge reaches the threshold. Self-messages stay
+    out (they never leave the node).
+
     Parameters
     ----------
     traffic : Traffic
     iters : int, optional
+    threshold_B : float, optional
+        Keep small and large messages apart (see above); None merges them.
 
     Returns
     -------
@@ -199,25 +210,49 @@ def bulk_trace(traffic, iters: int = 1) -> Trace:
     >>> from topoplan.traffic.trace import OP_CODE
     >>> tr.op_counts(), tr.bytes[tr.op == OP_CODE["isend"]].tolist()
     ({'isend': 4, 'irecv': 4, 'waitall': 8}, [500000.0, 500000.0, 1000000.0, 1000000.0])
+
+    Ten messages of 3 kB from rank 0 to rank 1 and one of 1 MB, below and above a threshold of 8 kB: the
+    small ones' 30 kB go as 4 pieces of 7.5 kB, each below the threshold, the large one as it is:
+
+    >>> mixed = from_arrays(2, [0, 0], [1, 1], [3e3, 1e6], count=[10, 1])
+    >>> sends = lambda t: t.bytes[t.op == OP_CODE["isend"]].tolist()
+    >>> sends(bulk_trace(mixed, threshold_B=8e3)), sends(bulk_trace(mixed))
+    ([1000000.0, 7500.0, 7500.0, 7500.0, 7500.0], [1030000.0])
     """
     if int(iters) < 1:
         raise TopoplanError(f"field 'iters': the matrix must be replayed in at least 1 phase, got {iters}")
-    recs = []
-    s, d, b, _ = traffic.matrix()
     iters = int(iters)
-    keep = s != d
-    rows = float(iters) * (2 * int(keep.sum()) + traffic.n_ranks)
+    n = traffic.n_ranks
+    keep = traffic.src != traffic.dst
+    src, dst = traffic.src[keep], traffic.dst[keep]
+    if threshold_B is None:
+        small = np.zeros(len(src), bool)
+    else:
+        small = traffic.msg_bytes[keep] < float(threshold_B)
+    # one row per (pair, side of the threshold): its bytes per phase and how many pieces carry them
+    key = (src * n + dst) * 2 + small
+    uniq, inv = np.unique(key, return_inverse=True)
+    x = np.bincount(inv.ravel(), weights=traffic.bytes[keep], minlength=len(uniq)) / iters
+    side_small = (uniq % 2).astype(bool)
+    pieces = np.ones(len(uniq), np.int64)
+    if threshold_B is not None and float(threshold_B) > 0:
+        cut = side_small & (x >= float(threshold_B))
+        pieces[cut] = np.floor(x[cut] / float(threshold_B)).astype(np.int64) + 1
+    pair = uniq // 2
+    rows = float(iters) * (2 * float(pieces.sum()) + n)
     if rows > limits.MAX_TRACE_ROWS:
         raise TopoplanError(f"field 'iters': {iters} phases of this matrix would be {rows:.3g} trace rows, over the "
                             f"limit of {limits.MAX_TRACE_ROWS:,}")
+    recs = []
     by_rank = defaultdict(list)
-    for a, c, x in zip(s[keep].tolist(), d[keep].tolist(), (b[keep] / iters).tolist()):
-        by_rank[a].append(("isend", c, x))
-        by_rank[c].append(("irecv", a, x))
-    n = traffic.n_ranks
+    for p, b, k in zip(pair.tolist(), (x / pieces).tolist(), pieces.tolist()):
+        a, c = divmod(p, n)
+        for _ in range(k):
+            by_rank[a].append(("isend", c, b))
+            by_rank[c].append(("irecv", a, b))
     for _ in range(iters):
         for r in range(n):
-            for op, peer, x in by_rank.get(r, ()):
-                recs.append((r, op, peer, x, -1, n, 0.0, 0.0, -1, 0))
+            for op, peer, x_B in by_rank.get(r, ()):
+                recs.append((r, op, peer, x_B, -1, n, 0.0, 0.0, -1, 0))
             recs.append((r, "waitall", -1, 0, -1, n, 0.0, 0.0, -1, -1))
     return Trace.from_records(recs, n, source=f"bulk({traffic.name})")

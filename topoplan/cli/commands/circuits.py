@@ -145,7 +145,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                                               max_circuits, steps)
         # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
         # it replays) and writing it are kept out of what the method gets
-        sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1))) \
+        sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1, threshold_B=prob.threshold_B))) \
             if simulate else 0.0
         # a plan's largest table: its forwarding entries, at most one per node and switch
         write_s = deadline.write_cost_s(prob.n_nodes * prob.n_switches)

@@ -42,8 +42,10 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
     other = replace(smodel, relay="store-and-forward" if smodel.relay == "pipelined" else "pipelined")
     topo, trace, tr, pl = load_inputs(topology, [], traffic, "sequential")
+    hybrid_trace = trace
     if trace is None:   # a matrix (no time order): replayed as one bulk phase, as `topoplan simulate` does
         trace = bulk_trace(tr, 1)
+        hybrid_trace = None   # with circuits, the small messages are kept below the plan's threshold
     a = analyze(topo, tr, pl)
     con.print(f"[bold]topoplan demo[/]: {traffic} on {topology} "
               f"({topo.n_nodes} nodes x {topo.cores_per_node} cores, {topo.n_switches} switches, "
@@ -72,6 +74,8 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
             solve_circuits = None
         if solve_circuits is not None and getattr(topo, "ocs", None) is not None:
             prob = CircuitProblem.build(topo, tr, pl)
+            if hybrid_trace is None:
+                hybrid_trace = bulk_trace(tr, 1, threshold_B=prob.threshold_B)
             for method in ("greedy", "ilp"):
                 with solving(f"demo: {method} circuits", time_limit if method == "ilp" else None):
                     res = solve_circuits(prob, method=method, time_limit=time_limit, seed=0)
@@ -79,10 +83,10 @@ def demo(topology: str = typer.Option(DEFAULT_TOPOLOGY, "--topology", "-t"),
                 report(stage=f"simulating the {method} plan")
                 rows.append((f"hybrid, {method} circuits", f"{len(plan['circuits'])} circuits, bound "
                              f"{format_time(res.objective)} ({res.status})",
-                             simulate_plan(topo, trace, plan, model=smodel), res))
+                             simulate_plan(topo, hybrid_trace, plan, model=smodel), res))
             report(stage=f"simulating the ilp plan with {other.relay} relays")
             rows.append(("hybrid, ilp circuits", f"same plan, {other.relay} relays",
-                         simulate_plan(topo, trace, plan, model=other), res))
+                         simulate_plan(topo, hybrid_trace, plan, model=other), res))
     from rich.table import Table
 
     tab = Table(title="simulated communication time")

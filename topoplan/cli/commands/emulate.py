@@ -130,8 +130,8 @@ def emulate_cmd(
     except TopoplanError as e:
         raise TopoplanError(flag_names(str(e), {"scale": "--scale", "timeline_dt": "--timeline"})) from None
 
-    given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
-                                                    pieces=False)
+    given_topo, topo, trace, tr, pl, _ = replay_inputs(topology, sets, network, traffic, iters, placement,
+                                                       any_inputs, pieces=False)
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"topology {topo.name or topology}: the emulator builds two-level trees (tree, fat-tree, "
                             f"hybrid), not {topo.kind}")

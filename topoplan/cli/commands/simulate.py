@@ -70,8 +70,8 @@ def simulate_cmd(
         thresholds = mpich_thresholds(mpich)
 
     with working("simulate"):   # progress on a terminal, from reading the inputs to the replay's end
-        given_topo, topo, trace, tr, pl = replay_inputs(topology, sets, network, traffic, iters, placement, any_inputs,
-                                                        phases=phases)
+        given_topo, topo, trace, tr, pl, matrix = replay_inputs(topology, sets, network, traffic, iters, placement,
+                                                                any_inputs, phases=phases)
         plan = None
         if circuits is not None:
             if network not in (None, "hybrid"):
@@ -82,6 +82,13 @@ def simulate_cmd(
             check_plan_inputs(plan, f"--circuits {circuits}", any_inputs=any_inputs, topology=given_topo, traffic=tr)
         made_for = None
         if plan is not None:
+            if matrix is not None and plan.get("circuits"):   # a matrix's small messages stay below the threshold
+                # (as the planner counts them)
+                from topoplan.sim.network import circuit_threshold_B
+                from topoplan.sim.replay import bulk_trace
+
+                trace = bulk_trace(matrix, iters, threshold_B=circuit_threshold_B(
+                    topo, thr if thr is not None else plan.get("threshold_B")))
             made_for = plan.get("placement", "its rank_to_node")
             plan = {k: plan[k] for k in ("circuits", "forwarding", "hop_limit", "threshold_B", "rank_to_node") if k in plan}
         kwargs = dict(placement=pl, threshold_B=thr, eager_threshold_B=eager_B,
@@ -161,7 +168,9 @@ def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placem
                   phases=None, pieces: bool = True):
     """The inputs of a replay from the command line (``simulate``, ``emulate``): the topology as given and as
     seen by ``--network``, the trace (a matrix as ``iters`` bulk phases), its traffic (a function, see
-    :func:`_traffic_of`) and the validated placement; a placement made for other inputs is refused.
+    :func:`_traffic_of`), the validated placement, and the matrix (None for a trace or generator), from which a
+    replay with circuits makes its bulk phases again with their threshold; a placement made for other inputs is
+    refused.
 
     A large generated trace comes back as its recording (replayed a piece at a time) when ``pieces`` is true
     and no ``phases`` are asked for."""
@@ -176,6 +185,7 @@ def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placem
     topo = network_view(given_topo, network)
     # the replay needs the trace only; a large generated one is generated and replayed a piece at a time
     trace, tr = load_source(traffic, with_traffic=False, pieces=pieces and phases is None)
+    matrix = tr if trace is None else None
     if trace is None:
         if phases is not None:
             raise TopoplanError(f"--phases: {traffic} is a communication matrix, which has no time order; "
@@ -194,7 +204,7 @@ def replay_inputs(topology: str, sets, network, traffic: str, iters: int, placem
     # a placement or circuit plan made for other inputs is refused (its recorded fingerprints)
     check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=given_topo,
                       traffic=tr)
-    return given_topo, topo, trace, tr, load_placement(placement, trace.n_ranks, topo)
+    return given_topo, topo, trace, tr, load_placement(placement, trace.n_ranks, topo), matrix
 
 
 def _traffic_of(spec: str, trace, traffic):

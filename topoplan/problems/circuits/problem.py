@@ -655,7 +655,8 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
         options.update(trace=trace, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
                      score=score, simulate=simulate, starts=STARTS, keep_rel=keep_rel, share_limit=shared,
-                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else bulk_trace(problem.traffic, 1)),
+                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else
+                                                        bulk_trace(problem.traffic, 1, threshold_B=problem.threshold_B)),
                      **options)
     if res.options.get("score") == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
@@ -728,7 +729,7 @@ def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     >>> round(simulate(solve(prob, "none").to_dict()), 3), round(simulate(solve(prob, "three-step").to_dict()), 3)
     (0.256, 0.064)
     """
-    tr = trace if trace is not None else bulk_trace(problem.traffic, 1)
+    tr = trace if trace is not None else bulk_trace(problem.traffic, 1, threshold_B=problem.threshold_B)
 
     def run(plan: dict, validated: bool = False) -> float:
         return float(simulate_plan(problem.topology, tr, plan, placement=problem.placement,

@@ -847,7 +847,9 @@ def simulated_time(problem: PlacementProblem, plan: dict, trace=None, sim_model=
     >>> round(simulated_time(prob, seq.to_dict()), 4), round(simulated_time(prob, cp.to_dict()), 4)
     (0.0512, 0.0256)
     """
-    tr = trace if trace is not None else bulk_trace(problem.traffic)
+    with_circuits = plan.get("circuits") is not None
+    tr = trace if trace is not None else bulk_trace(problem.traffic,
+                                                    threshold_B=problem.threshold_B if with_circuits else None)
     return float(simulate_plan(problem.topology, tr, plan,
-                               threshold_B=problem.threshold_B if "circuits" in plan else None,
+                               threshold_B=problem.threshold_B if with_circuits else None,
                                model=sim_model)["makespan_s"])
