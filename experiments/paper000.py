@@ -815,7 +815,9 @@ def main(argv=None) -> int:
             ap.error(f"--pathways: {n} is not between 1 and 64 (128 nodes, one optical port each)")
     out_dir = Path(a.out_dir)
     cache = None if a.no_cache else Path(a.cache) if a.cache else out_dir / ".cache_paper000"
-    tl = min(a.time_limit, 3.0) if a.quick else a.time_limit
+    # --quick caps the ilp's time (the cells are its own); --quick --verify checks the stored cells it selects,
+    # which were made with --time-limit (a cell's time limit is part of its cache key)
+    tl = min(a.time_limit, 3.0) if a.quick and not a.verify else a.time_limit
     t0 = time.perf_counter()
     verify = verification_of(ap, a)
     rows = run(apps, ups, pws, ilp_pws, quick=a.quick, iters=a.iters, npb_iters=a.npb_iters, ilp_time_limit=tl,

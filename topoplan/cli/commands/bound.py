@@ -13,6 +13,16 @@ from topoplan.core.units import format_time, parse_size
 ALGORITHMS = ("a2a", "a2at")
 
 
+def _count(x: float) -> str:
+    """A message count as printed: whole counts with thousands separators, a fractional one (messages split
+    between a ring's two directions) with its fraction, not rounded.
+
+    >>> _count(4.5), _count(1234.0)
+    ('4.5', '1,234')
+    """
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}".rstrip("0")
+
+
 def register(app: typer.Typer) -> None:
     bound = typer.Typer(help="Lower bounds of communication times.", no_args_is_help=True)
     bound.command("alltoall")(alltoall_cmd)
@@ -68,7 +78,7 @@ def alltoall_cmd(
     con.print(f"{topo.name or topology}: {dims} = {res['n_nodes']:,} nodes, message {m:,.0f} B")
     b = res["dimensions"][res["bottleneck_index"]]
     con.print(f"bottleneck dimension {b['name']} (size {b['size']}, {'torus' if b['wrap'] else 'mesh'}, "
-              f"alpha {b['alpha']:g}): {b['messages_per_link']:,.0f} messages on its busiest link")
+              f"alpha {b['alpha']:g}): {_count(b['messages_per_link'])} messages on its busiest link")
     con.print(f"lower bound {format_time(res['lower_bound_s'])}")
     for name, s in res.get("schedules", {}).items():
         parts = []
