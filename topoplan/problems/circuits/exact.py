@@ -46,6 +46,7 @@ from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
 from topoplan.core.interrupt import stop_requested
 from topoplan.core.progress import report
+from topoplan.core.units import format_bytes
 from topoplan.formulations import circuits_node, circuits_switch
 from topoplan.formulations.backends import available, check, MILP_BACKENDS, solve as backend_solve
 from topoplan.formulations.circuits_common import CircuitArrays, CircuitData, Model, two_phase
@@ -59,7 +60,7 @@ from topoplan.problems.circuits.registry import METHODS
 from topoplan.problems.circuits.steps import MIN_STEP_TYPES, merge_groups
 from topoplan.problems.result import PlanResult
 
-__all__ = ["ilp", "solve_exact", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
+__all__ = ["ilp", "solve_exact", "uplink_note", "solve_node", "solve_switch", "solve_switch_rounding", "solve_lp", "lp_bound",
            "circuit_data", "model_steps", "node_size", "switch_size", "candidate_pairs", "build_node_model", "build_switch_model",
            "extract_node_plan", "decompose", "fallback_sources", "auto_solver", "matching_cost_s", "NODE_MAX_VARS",
            "SWITCH_MAX_VARS", "REL_TOL", "BUILD_VARS_PER_S", "NODE_BUILD_VARS_PER_S", "HANDOVER_PER_BUILD",
@@ -709,7 +710,36 @@ def solve_exact(problem, *, time_limit=None, seed=0, solver="auto", formulation=
     res.metrics["lower_bound_s"] = lb
     # the first objective is proven optimal when the plan meets the bound, whatever the uplink bytes
     res.metrics["bound_proven_optimal"] = bool(best.ev.objective_s <= bound_T * (1 + REL_TOL))
+    note = uplink_note(problem, objective, res.metrics["bound_proven_optimal"], best.ev.uplink_bytes,
+                       info.get("uplink_bound_bytes"))
+    if note:
+        res.add_note(note)
     return res
+
+
+def uplink_note(problem, objective: str, first_proven: bool, uplink_B: float, uplink_lb_B: float | None) -> str:
+    """What a plan's status leaves unsaid: ``optimal`` (which :func:`topoplan.problems.result.solve_with` gives a
+    plan that meets its bound) is the first objective's; under the lexicographic objective, a plan whose uplink
+    bytes are above their proven lower bound says so. Empty otherwise.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> bulk = SimpleNamespace(step_loads=None)
+    >>> uplink_note(bulk, "lexicographic", True, 8e6, 0.0)
+    'optimal in its communication-time bound; its uplink bytes (8,000 KB) are above their lower bound (0 B), which no plan may reach'
+    >>> uplink_note(bulk, "lexicographic", True, 0.0, 0.0), uplink_note(bulk, "weighted", True, 8e6, 0.0)
+    ('', '')
+    >>> uplink_note(bulk, "lexicographic", False, 8e6, 0.0), uplink_note(bulk, "lexicographic", True, 8e6, None)
+    ('', '')
+    """
+    if objective != "lexicographic" or not first_proven or uplink_lb_B is None:
+        return ""
+    if uplink_B <= uplink_lb_B * (1 + REL_TOL) + 1.0:
+        return ""
+    what = "step time" if problem.step_loads is not None else "communication-time bound"
+    return (f"optimal in its {what}; its uplink bytes ({format_bytes(uplink_B)}) are above their lower bound "
+            f"({format_bytes(uplink_lb_B)}), which no plan may reach")
 
 
 def solve_lp(run: _Run) -> tuple[float, bool, str]:
