@@ -32,13 +32,16 @@ from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.traffic.trace import read_trace
 
-__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "comm_times", "check_timeline", "predictions", "emulate"]
+__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "OMPI_TCP_EAGER_B", "comm_times", "check_timeline", "predictions",
+           "run_eager_B", "emulate"]
 
 # Bandwidths are divided by this (latencies multiplied): a 10 Gb/s link becomes 25 Mb/s. Chosen by
 # measurement (docs/emulation.md): at 400 the 16-node runs of the validation leave most of the 2 cores idle.
 DEFAULT_SCALE = 400.0
 # A run during which the machine was idle less than this was competing for the CPU: it is repeated.
 DISTURBED_IDLE = 0.15
+# Open MPI's TCP transport sends messages up to this size eagerly unless btl_tcp_eager_limit says otherwise.
+OMPI_TCP_EAGER_B = 65536.0
 
 
 def comm_times(trace) -> tuple:
@@ -231,8 +234,23 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
     return dict(best, attempts=len(attempts), disturbed_attempts=sum(a["disturbed"] for a in attempts))
 
 
+def run_eager_B(transport: dict) -> float:
+    """The largest message a run with Open MPI's TCP ``transport`` settings sends eagerly: its
+    ``btl_tcp_eager_limit`` (Open MPI's default, 64 KiB, when it sets none). The emulator's own transport
+    (:func:`topoplan.emulate.launch.transport_for`) raises it to the run's largest message, so that every message
+    is eager; the predictions take the same size.
+
+    Examples
+    --------
+    >>> from topoplan.emulate.launch import transport_for
+    >>> run_eager_B(transport_for(20e6)), run_eager_B({})
+    (20971520.0, 65536.0)
+    """
+    return float(transport.get("btl_tcp_eager_limit", OMPI_TCP_EAGER_B))
+
+
 def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, model=None, threshold_B=None,
-            eager_threshold_B: float = 65536.0, compute_scale: float = 1.0, command=None, calibrate: bool = True,
+            eager_threshold_B: float | None = None, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
             collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None) -> dict:
@@ -252,8 +270,11 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         Bandwidths divided by it, times multiplied by it (and measured times divided by it).
     model : SimModel or dict, optional
         The default prediction's model.
-    threshold_B, eager_threshold_B, compute_scale
+    threshold_B, compute_scale
         As :func:`topoplan.sim.run.simulate`.
+    eager_threshold_B : float, optional
+        The predictions' eager size; default the run's (:func:`run_eager_B` of ``transport``: the run sends every
+        message eagerly, and so do the predictions).
     command : list of str, optional
         Run this MPI program instead of replaying ``trace``.
     calibrate : bool, optional
@@ -341,12 +362,14 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         if len(bcast_keys) != n or sorted(int(k) for k in bcast_keys) != list(range(n)):
             raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
         predicted_trace = reordered_bcasts(trace, list(bcast_keys))
+    if transport is None:
+        transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
+    if eager_threshold_B is None:
+        eager_threshold_B = run_eager_B(transport)
     preds = predictions(topo, predicted_trace, placement, plan, model=model, threshold_B=threshold_B,
                         eager_threshold_B=eager_threshold_B, compute_scale=compute_scale, timeline_dt_s=timeline_dt_s,
                         thresholds=thresholds)
     bins = build(mpicc)
-    if transport is None:
-        transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
                            queue_packets=queue_packets,
@@ -357,7 +380,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     # bcast_keys already on the plan's order, so no library is needed); a user's program keeps its MPI's choice
     as_messages = collectives == "model" and not command
     replayed = as_point_to_point(predicted_trace, thresholds) if as_messages else trace
-    out: dict = {"scale": spec.scale, "collectives": collectives if not command else "library"}
+    out: dict = {"scale": spec.scale, "collectives": collectives if not command else "library",
+                 "eager_threshold_B": eager_threshold_B}
     changed = thresholds.changed() if thresholds is not None else {}
     if changed:
         out["mpich"] = changed

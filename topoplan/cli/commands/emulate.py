@@ -60,7 +60,7 @@ def emulate_cmd(
                                          "rank per plan node)."),
     threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold of the predictions "
                                             "(default: the plan's threshold_B, else the OCS bandwidth-delay product)."),
-    eager: str = typer.Option("64KiB", "--eager", help="Eager/rendezvous switch-over size of the predictions."),
+    eager: Optional[str] = typer.Option(None, "--eager", help="Eager/rendezvous switch-over size of the predictions (default: the run's; its transport sends every message eagerly)."),
     compute_scale: float = typer.Option(1.0, "--compute-scale", help="Scale the trace's computation gaps (0: "
                                         "communication only)."),
     iters: int = typer.Option(1, "--iters", min=1, help="Phases to replay when the traffic is a matrix."),
@@ -123,7 +123,9 @@ def emulate_cmd(
 
     # the options, before the inputs are read and the predictions run (a bad --scale was found only when the
     # cluster was about to be built), named as flags
-    thr, eager_B, timeline_dt = replay_options(threshold, eager, compute_scale, timeline, circuits=circuits)
+    thr, eager_B, timeline_dt = replay_options(threshold, eager or "64KiB", compute_scale, timeline, circuits=circuits)
+    if eager is None:
+        eager_B = None   # the run's own (topoplan.emulate.run.run_eager_B)
     try:
         scale = check_scale(DEFAULT_SCALE if scale is None else scale)
         check_timeline(timeline_dt, scale, program=bool(command))
