@@ -45,6 +45,9 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     ("0,send,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a send, which moves data"),
     ("0,send,1,8,,2,0,0.1\n1,recv,0, ,,2,0,0.1\n", "t.csv:3: field 'bytes': empty on a recv"),
     ("0,allreduce,,,,2,0,0.1\n1,allreduce,,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on an allreduce"),
+    # an empty op was read as an op named 'nan', skipped with a warning: its call and bytes vanished
+    ("0,send,1,8,,2,0,0.1\n1,,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
+    ("0,send,1,8,,2,0,0.1\n1, ,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:

@@ -484,6 +484,11 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     import pandas as pd
 
     codes, names = pd.factorize(df["op"], use_na_sentinel=False)   # a few distinct names: map those only
+    # an empty cell is NA (a blank one too): not a call of an op named 'nan' to skip with a warning
+    blank = [k for k, x in enumerate(names) if pd.isna(x) or not str(x).strip()]
+    if blank:
+        i = int(np.flatnonzero(np.isin(codes, blank))[0])
+        raise TopoplanError(f"{path}:{line(i)}: field 'op': empty")
     names = [str(x).strip().lower() for x in names]
     op = np.array([OP_CODE.get(x, UNKNOWN_OP) for x in names] + [UNKNOWN_OP], dtype=np.int16)[codes]
     unknown: dict[str, int] = {}
