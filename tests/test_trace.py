@@ -48,6 +48,10 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     # an empty op was read as an op named 'nan', skipped with a warning: its call and bytes vanished
     ("0,send,1,8,,2,0,0.1\n1,,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
     ("0,send,1,8,,2,0,0.1\n1, ,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
+    # a send without a destination was dropped from the traffic (only simulate refused it)
+    ("0,send,-1,8,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'peer': -1 on a send, which needs its destination"),
+    ("1,recv,0,8,,2,0,0.1\n0,isend,,8,,2,0,0.1\n", "t.csv:3: field 'peer': empty on an isend, which needs its"),
+    ("0,sendrecv,-1,8,,2,0,0.1\n1,recv,-1,8,,2,0,0.1\n", "t.csv:2: field 'peer': -1 on a sendrecv"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:
@@ -59,6 +63,28 @@ def test_an_empty_size_is_0_on_calls_that_move_no_data(tmp_path):
     t = read_trace(write(tmp_path, "0,isend,1,8,,2,0,0\n0,wait,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n"
                                    "0,barrier,,,,2,0.2,0.3\n1,barrier,,,,2,0.2,0.3\n0,probe,1,,,2,0.3,0.3\n"))
     assert t.bytes.tolist() == [8.0, 0.0, 0.0, 0.0, 8.0, 0.0]
+
+
+@pytest.mark.parametrize("source", ["-1", ""])
+def test_a_receive_may_take_any_source(tmp_path, source):
+    t = read_trace(write(tmp_path, f"0,send,1,8,,2,0,0.1\n1,recv,{source},8,,2,0,0.1\n0,isend,1,8,,2,0.2,0.2\n"
+                                   f"1,irecv,{source},8,,2,0.2,0.2\n0,wait,1,8,,2,0.2,0.3\n1,wait,,8,,2,0.2,0.3\n"))
+    assert t.peer.tolist() == [1, 1, 1, -1, -1, -1]
+
+
+@pytest.mark.parametrize("command, out", [(["traffic"], "out.csv"), (["analyze", "-t", "paper003", "-T"], "out.json"),
+                                          (["place", "-t", "paper003", "-T"], "out.json"),
+                                          (["circuits", "-t", "paper003", "-T"], "out.json"),
+                                          (["simulate", "-t", "paper003", "-T"], "out.json")])
+def test_every_command_refuses_a_send_without_destination(tmp_path, run_cli, command, out):
+    """``traffic``, ``analyze``, ``place`` and ``circuits`` dropped the 5 MB send and went on with 10 bytes."""
+    p = write(tmp_path, "0,send,-1,5000000,-1,2,0.0,0.1\n1,recv,0,5000000,-1,2,0.0,0.1\n"
+                        "0,send,1,10,-1,2,0.2,0.3\n1,recv,0,10,-1,2,0.2,0.3\n")
+    code, _, err = run_cli(*command, p, "-o", tmp_path / out)
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: {p}:2: field 'peer': -1 on a send, which needs its destination (a "
+                                        "world rank; -1 is a receive's any source)"]
+    assert sorted(os.listdir(tmp_path)) == ["t.csv"]
 
 
 def test_missing_column(tmp_path):

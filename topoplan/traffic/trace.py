@@ -443,7 +443,8 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     TopoplanError
         One line naming the file and line on bad input: a row with another
         field count than the header (:func:`topoplan.core.csvtable.read_csv_table`), a missing
-        column, a malformed number, an empty time, a negative size or time, a time over
+        column, a malformed number, an empty time or op, a send without its destination (``peer``
+        empty or -1), a negative size or time, a time over
         :data:`MAX_TIME_S` or a trace over :data:`MAX_SPAN_S` long, a call
         ending before it starts, a rank outside MPI_COMM_WORLD, a ``wait``
         whose ``req`` is not 1, 0 or -1, or calls that contradict each other
@@ -504,6 +505,13 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         if bad.size:
             i = int(bad[0])
             raise TopoplanError(f"{path}:{line(i)}: field 'bytes': empty on {_a(OPS[op[i]])}, which moves data")
+    # a send's peer is its destination: empty or -1 (a receive's any source) would drop the message it sends
+    bad = np.flatnonzero(np.isin(op, op_codes(SEND_OPS)) & (ints["peer"] == -1))
+    if bad.size:
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{line(i)}: field 'peer': {'empty' if empty_cells(df, 'peer')[i] else -1} on "
+                            f"{_a(OPS[op[i]])}, which needs its destination (a world rank; -1 is a receive's any "
+                            "source)")
     for col, arr in (("bytes", by), ("t_start", ts), ("t_end", te)):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
