@@ -185,10 +185,25 @@ def _comm_trace(tmp_path, body, communicators=None):
                                                     r"MPI_COMM_WORLD is an allreduce, but rank 0's is a bcast"),
     ("0,allreduce,,8,,3,0,0\n1,allreduce,,8,,3,0,0\n2,allreduce,,8,,2,0,0\n",
      r"t\.csv:4: field 'comm_size': 2, but MPI_COMM_WORLD has 3 ranks"),
+    # one row too large: the world was taken from it (1000 ranks), and the first correct row was blamed
+    ("0,barrier,,0,,4,0,0\n1,barrier,,0,,1000,0,0\n2,barrier,,0,,4,0,0\n3,barrier,,0,,4,0,0\n",
+     r"t\.csv:3: field 'comm_size': 1000, but MPI_COMM_WORLD has 4 ranks$"),
+    ("0,send,1,8,,4,0,0\n1,recv,0,8,,4,0,0\n2,send,3,8,,1000,0,0\n3,recv,2,8,,4,0,0\n",
+     r"t\.csv:4: field 'comm_size': 1000, but MPI_COMM_WORLD has 4 ranks$"),
 ])
 def test_collective_calls_agree(tmp_path, body, needle):
     with pytest.raises(TopoplanError, match=needle):
         read_trace(write(tmp_path, body))
+
+
+@pytest.mark.parametrize("body, n_ranks", [
+    ("0,send,1,8,,4,0,0\n1,recv,0,8,,4,0,0\n", 4),                   # ranks 2 and 3 make no call
+    ("0,send,1,8,,2,0,0\n1,recv,0,8,,2,0,0\n0,wait,1,8,,2,0,0\n", 2),
+    ("0,probe,1,0,,6,0,0\n0,send,1,8,,2,0,0\n1,recv,0,8,,2,0,0\n", 2),   # a call not modelled gives no size
+    ("0,wait,1,8,,3,0,0\n", 3),                                        # no call on the world: the largest
+])
+def test_the_world_is_the_size_its_calls_give(tmp_path, body, n_ranks):
+    assert read_trace(write(tmp_path, body)).n_ranks == n_ranks
 
 
 def test_gather_and_alltoallv_sizes_may_differ(tmp_path):

@@ -429,8 +429,8 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     path : str or path
         The trace file.
     n_ranks : int, optional
-        Size of MPI_COMM_WORLD; default: the largest rank with events, ``comm_size``
-        or communicator size seen.
+        Size of MPI_COMM_WORLD; default: the ``comm_size`` most calls on it give, or
+        more when a rank with events or a listed communicator needs more.
 
     Returns
     -------
@@ -536,12 +536,13 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         world = [len(m) for m in comms.values()]
         # MPI_COMM_WORLD is at least every rank with events and every communicator; a peer beyond all of
         # them (a send to rank 7 in a trace whose communicators have 2 ranks) is a corrupt row, not a rank
-        known = int(max([ints["rank"].max(initial=-1) + 1, ints["comm_size"].max(initial=0)] + world))
+        known = int(max([ints["rank"].max(initial=-1) + 1, _world_size(op, ints["comm_size"], extra["comm"], comms)]
+                        + world))
         bad = np.flatnonzero(ints["peer"] >= known)
         if bad.size:
             i = int(bad[0])
             raise TopoplanError(f"{path}:{line(i)}: field 'peer': rank {ints['peer'][i]} is outside MPI_COMM_WORLD "
-                                f"({known} ranks: the largest rank with events and the largest comm_size)")
+                                f"({known} ranks: the ranks with events and the comm_size of the calls on it)")
         n_ranks = known
     for col in ("rank", "peer", "root"):
         lo = 0 if col == "rank" else -1
@@ -562,6 +563,49 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     t._sort(order)
     check_calls(t, where=lambda i: f"{path}:{line(order[i])}")
     return t
+
+
+def _world_size(op, comm_size, comm, communicators) -> int:
+    """The size of MPI_COMM_WORLD that a trace's calls on it give (their ``comm_size``): what most say.
+
+    The format has no column for it: every collective and point-to-point call on MPI_COMM_WORLD (``comm``
+    absent, or not listed in ``communicators.csv``) gives it as its ``comm_size``, so they all say the same.
+    When one row says otherwise (1000 among rows of 4 ranks), that row is the one at fault, and
+    :func:`check_calls` names it against the size the others give; taking the largest made the world 1000
+    ranks and blamed the first correct row instead. A tie goes to the larger size. With no such call, the
+    largest ``comm_size`` of any row.
+
+    Parameters
+    ----------
+    op : numpy.ndarray of int16
+        Every row's op code.
+    comm_size, comm : numpy.ndarray of int64
+        Every row's ``comm_size`` and ``comm`` (:data:`WORLD` when the trace has no comm column).
+    communicators : dict
+        The listed communicators (``communicators.csv``), by id.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> op = op_codes(("send", "recv", "barrier", "barrier"))
+    >>> _world_size(op, np.array([4, 4, 1000, 4]), np.full(4, WORLD), {})
+    4
+    >>> _world_size(op_codes(("wait",)), np.array([8]), np.array([WORLD]), {})
+    8
+    """
+    on_world = np.isin(op, op_codes(COLLECTIVE_OPS + SEND_OPS + RECV_OPS))
+    if communicators:
+        on_world &= ~np.isin(comm, np.fromiter(communicators, dtype=np.int64))
+    said = comm_size[on_world]
+    if not said.size:
+        return int(comm_size.max(initial=0))
+    if said.min() == said.max():
+        return int(said[0])
+    sizes, counts = np.unique(said, return_counts=True)
+    return int(sizes[counts == counts.max()].max())
 
 
 def _mask(n: int, idx) -> np.ndarray:
