@@ -213,6 +213,43 @@ def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
     assert t.op_counts() == {"alltoallv": 2, "allgatherv": 2, "gather": 2}
 
 
+def _a2a(size, rows=None, op="alltoall", nbytes=1000):
+    """An all-to-all of ``size`` ranks written one row per destination; ``rows`` edits them:
+    {(rank, dst): new dst, or None to leave the row out}."""
+    rows = rows or {}
+    out = [(r, rows.get((r, d), d)) for r in range(size) for d in range(size)]
+    return "".join(f"{r},{op},{d},{nbytes},,{size},0,1\n" for r, d in out if d is not None)
+
+
+@pytest.mark.parametrize("body, needle", [
+    # 0 -> 1 twice, 0 -> 2 never: read as a uniform alltoall, which sent 0 -> 2 a message no row has
+    (_a2a(4, {(0, 2): 1}), r"t\.csv:4: field 'peer': rank 1 is named twice in one alltoall \(first at \S*t\.csv:3\)"),
+    (_a2a(4, {(2, 0): None}), r"t\.csv:10: field 'peer': the alltoall written one row per destination from here has "
+                              r"no row for rank 0, a member of MPI_COMM_WORLD \(4 ranks\)"),
+    (_a2a(4, {(3, 3): 0}), r"t\.csv:17: field 'peer': rank 0 is named twice in one alltoall \(first at \S*t\.csv:14\)"),
+    (_a2a(3, {(1, 0): 2}, op="alltoallv"), r"t\.csv:7: field 'peer': rank 2 is named twice in one alltoallv"),
+])
+def test_an_alltoall_per_destination_names_each_member_once(tmp_path, body, needle):
+    with pytest.raises(TopoplanError, match=needle):
+        read_trace(write(tmp_path, body))
+
+
+def test_an_alltoall_per_destination_may_leave_out_what_sends_nothing(tmp_path):
+    """The caller's own block is a local copy (no row needed); an alltoallv sends 0 bytes to a member left out."""
+    t = read_trace(write(tmp_path, _a2a(4, {(r, r): None for r in range(4)})))
+    assert len(t) == 12
+    t = read_trace(write(tmp_path, _a2a(3, {(0, 1): None, (2, 1): None}, op="alltoallv")))
+    assert t.peer.tolist() == [0, 2, 0, 1, 2, 0, 2]
+
+
+def test_traffic_refuses_an_alltoall_with_a_member_twice(tmp_path, run_cli):
+    """``traffic`` wrote 12 KB in 12 messages, among them 0 -> 2, which no row has."""
+    p = write(tmp_path, _a2a(4, {(0, 2): 1}))
+    code, _, err = run_cli("traffic", p, "-o", tmp_path / "out.csv")
+    assert code == 2 and err.startswith(f"error: {p}:4: field 'peer': rank 1 is named twice in one alltoall")
+    assert len(err.strip().splitlines()) == 1 and sorted(os.listdir(tmp_path)) == ["t.csv"]
+
+
 @pytest.mark.parametrize("body, communicators, needle", [
     # comm 5 is not listed: read as MPI_COMM_WORLD it would spread its bytes over 4 ranks instead of 2
     ("0,allreduce,,8,,2,0,0,5\n1,allreduce,,8,,2,0,0,5\n2,barrier,,0,,4,0,0,0\n3,barrier,,0,,4,0,0,0\n",
@@ -224,6 +261,9 @@ def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
      '6,2,"2;3"\n', r"t\.csv:2: field 'rank': the calling rank 0 is not a member of communicator 6 \(2 ranks\)"),
     ("0,send,3,8,,2,0,0,6\n3,recv,0,8,,2,0,0,6\n", '6,2,"0;1"\n',
      r"t\.csv:2: field 'peer': the partner 3 is not a member of communicator 6"),
+    ("0,alltoallv,0,8,,2,0,0,6\n0,alltoallv,3,8,,2,0,0,6\n1,alltoallv,1,8,,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n"
+     "3,barrier,,0,,4,0,0,-1\n", '6,2,"0;1"\n', r"t\.csv:3: field 'peer': the destination 3 is not a member of "
+                                                r"communicator 6"),
     ("0,bcast,,8,3,2,0,0,6\n1,bcast,,8,3,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n3,barrier,,0,,4,0,0,-1\n", '6,2,"0;1"\n',
      r"t\.csv:2: field 'root': the root 3 is not a member of communicator 6"),
     ("0,allreduce,,8,,3,0,0,6\n1,allreduce,,8,,3,0,0,6\n", '6,2,"0;1"\n',
