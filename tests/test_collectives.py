@@ -222,6 +222,15 @@ def test_expand_groups_per_destination_rows():
     assert len(s) == len(ref[0]) == 24 and b.sum() == ref[2].sum()
 
 
+def test_expand_takes_a_repeated_destination_as_sent_not_as_a_uniform_alltoall():
+    """0 -> 1 written twice, 0 -> 2 never: counted as 3 destinations, the call was a uniform alltoall (Bruck)
+    that sent 0 -> 2 a message no row has (read_trace refuses such a call; a trace built in memory is not read)."""
+    rows = [(r, "alltoall", 1 if (r, d) == (0, 2) else d, 1000, -1, 4, 0.0, 1.0) for r in range(4) for d in range(4)]
+    s, d, b = expand_trace_collectives(_trace(rows, 4))
+    assert sorted(zip(d[s == 0].tolist(), b[s == 0].tolist())) == [(1, 2000.0), (3, 1000.0)]
+    assert b.sum() == 12 * 1000
+
+
 def _only(tr, ops):
     keep = np.isin(tr.op, op_codes(ops))
     sub = copy.copy(tr)

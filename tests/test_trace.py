@@ -45,6 +45,13 @@ def test_unknown_ops_are_kept_and_counted(tmp_path):
     ("0,send,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on a send, which moves data"),
     ("0,send,1,8,,2,0,0.1\n1,recv,0, ,,2,0,0.1\n", "t.csv:3: field 'bytes': empty on a recv"),
     ("0,allreduce,,,,2,0,0.1\n1,allreduce,,8,,2,0,0.1\n", "t.csv:2: field 'bytes': empty on an allreduce"),
+    # an empty op was read as an op named 'nan', skipped with a warning: its call and bytes vanished
+    ("0,send,1,8,,2,0,0.1\n1,,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
+    ("0,send,1,8,,2,0,0.1\n1, ,0,8,,2,0,0.1\n", "t.csv:3: field 'op': empty"),
+    # a send without a destination was dropped from the traffic (only simulate refused it)
+    ("0,send,-1,8,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n", "t.csv:2: field 'peer': -1 on a send, which needs its destination"),
+    ("1,recv,0,8,,2,0,0.1\n0,isend,,8,,2,0,0.1\n", "t.csv:3: field 'peer': empty on an isend, which needs its"),
+    ("0,sendrecv,-1,8,,2,0,0.1\n1,recv,-1,8,,2,0,0.1\n", "t.csv:2: field 'peer': -1 on a sendrecv"),
 ])
 def test_bad_rows_name_the_line(tmp_path, body, needle):
     with pytest.raises(TopoplanError) as e:
@@ -56,6 +63,28 @@ def test_an_empty_size_is_0_on_calls_that_move_no_data(tmp_path):
     t = read_trace(write(tmp_path, "0,isend,1,8,,2,0,0\n0,wait,1,,,2,0,0.1\n1,recv,0,8,,2,0,0.1\n"
                                    "0,barrier,,,,2,0.2,0.3\n1,barrier,,,,2,0.2,0.3\n0,probe,1,,,2,0.3,0.3\n"))
     assert t.bytes.tolist() == [8.0, 0.0, 0.0, 0.0, 8.0, 0.0]
+
+
+@pytest.mark.parametrize("source", ["-1", ""])
+def test_a_receive_may_take_any_source(tmp_path, source):
+    t = read_trace(write(tmp_path, f"0,send,1,8,,2,0,0.1\n1,recv,{source},8,,2,0,0.1\n0,isend,1,8,,2,0.2,0.2\n"
+                                   f"1,irecv,{source},8,,2,0.2,0.2\n0,wait,1,8,,2,0.2,0.3\n1,wait,,8,,2,0.2,0.3\n"))
+    assert t.peer.tolist() == [1, 1, 1, -1, -1, -1]
+
+
+@pytest.mark.parametrize("command, out", [(["traffic"], "out.csv"), (["analyze", "-t", "paper003", "-T"], "out.json"),
+                                          (["place", "-t", "paper003", "-T"], "out.json"),
+                                          (["circuits", "-t", "paper003", "-T"], "out.json"),
+                                          (["simulate", "-t", "paper003", "-T"], "out.json")])
+def test_every_command_refuses_a_send_without_destination(tmp_path, run_cli, command, out):
+    """``traffic``, ``analyze``, ``place`` and ``circuits`` dropped the 5 MB send and went on with 10 bytes."""
+    p = write(tmp_path, "0,send,-1,5000000,-1,2,0.0,0.1\n1,recv,0,5000000,-1,2,0.0,0.1\n"
+                        "0,send,1,10,-1,2,0.2,0.3\n1,recv,0,10,-1,2,0.2,0.3\n")
+    code, _, err = run_cli(*command, p, "-o", tmp_path / out)
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: {p}:2: field 'peer': -1 on a send, which needs its destination (a "
+                                        "world rank; -1 is a receive's any source)"]
+    assert sorted(os.listdir(tmp_path)) == ["t.csv"]
 
 
 def test_missing_column(tmp_path):
@@ -156,10 +185,25 @@ def _comm_trace(tmp_path, body, communicators=None):
                                                     r"MPI_COMM_WORLD is an allreduce, but rank 0's is a bcast"),
     ("0,allreduce,,8,,3,0,0\n1,allreduce,,8,,3,0,0\n2,allreduce,,8,,2,0,0\n",
      r"t\.csv:4: field 'comm_size': 2, but MPI_COMM_WORLD has 3 ranks"),
+    # one row too large: the world was taken from it (1000 ranks), and the first correct row was blamed
+    ("0,barrier,,0,,4,0,0\n1,barrier,,0,,1000,0,0\n2,barrier,,0,,4,0,0\n3,barrier,,0,,4,0,0\n",
+     r"t\.csv:3: field 'comm_size': 1000, but MPI_COMM_WORLD has 4 ranks$"),
+    ("0,send,1,8,,4,0,0\n1,recv,0,8,,4,0,0\n2,send,3,8,,1000,0,0\n3,recv,2,8,,4,0,0\n",
+     r"t\.csv:4: field 'comm_size': 1000, but MPI_COMM_WORLD has 4 ranks$"),
 ])
 def test_collective_calls_agree(tmp_path, body, needle):
     with pytest.raises(TopoplanError, match=needle):
         read_trace(write(tmp_path, body))
+
+
+@pytest.mark.parametrize("body, n_ranks", [
+    ("0,send,1,8,,4,0,0\n1,recv,0,8,,4,0,0\n", 4),                   # ranks 2 and 3 make no call
+    ("0,send,1,8,,2,0,0\n1,recv,0,8,,2,0,0\n0,wait,1,8,,2,0,0\n", 2),
+    ("0,probe,1,0,,6,0,0\n0,send,1,8,,2,0,0\n1,recv,0,8,,2,0,0\n", 2),   # a call not modelled gives no size
+    ("0,wait,1,8,,3,0,0\n", 3),                                        # no call on the world: the largest
+])
+def test_the_world_is_the_size_its_calls_give(tmp_path, body, n_ranks):
+    assert read_trace(write(tmp_path, body)).n_ranks == n_ranks
 
 
 def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
@@ -167,6 +211,43 @@ def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
     t = read_trace(write(tmp_path, "0,gather,,8,0,2,0,0\n1,gather,,16,0,2,0,0\n0,alltoallv,1,5,,2,1,1\n"
                                    "1,alltoallv,0,7,,2,1,1\n0,allgatherv,,3,,2,2,2\n1,allgatherv,,4,,2,2,2\n"))
     assert t.op_counts() == {"alltoallv": 2, "allgatherv": 2, "gather": 2}
+
+
+def _a2a(size, rows=None, op="alltoall", nbytes=1000):
+    """An all-to-all of ``size`` ranks written one row per destination; ``rows`` edits them:
+    {(rank, dst): new dst, or None to leave the row out}."""
+    rows = rows or {}
+    out = [(r, rows.get((r, d), d)) for r in range(size) for d in range(size)]
+    return "".join(f"{r},{op},{d},{nbytes},,{size},0,1\n" for r, d in out if d is not None)
+
+
+@pytest.mark.parametrize("body, needle", [
+    # 0 -> 1 twice, 0 -> 2 never: read as a uniform alltoall, which sent 0 -> 2 a message no row has
+    (_a2a(4, {(0, 2): 1}), r"t\.csv:4: field 'peer': rank 1 is named twice in one alltoall \(first at \S*t\.csv:3\)"),
+    (_a2a(4, {(2, 0): None}), r"t\.csv:10: field 'peer': the alltoall written one row per destination from here has "
+                              r"no row for rank 0, a member of MPI_COMM_WORLD \(4 ranks\)"),
+    (_a2a(4, {(3, 3): 0}), r"t\.csv:17: field 'peer': rank 0 is named twice in one alltoall \(first at \S*t\.csv:14\)"),
+    (_a2a(3, {(1, 0): 2}, op="alltoallv"), r"t\.csv:7: field 'peer': rank 2 is named twice in one alltoallv"),
+])
+def test_an_alltoall_per_destination_names_each_member_once(tmp_path, body, needle):
+    with pytest.raises(TopoplanError, match=needle):
+        read_trace(write(tmp_path, body))
+
+
+def test_an_alltoall_per_destination_may_leave_out_what_sends_nothing(tmp_path):
+    """The caller's own block is a local copy (no row needed); an alltoallv sends 0 bytes to a member left out."""
+    t = read_trace(write(tmp_path, _a2a(4, {(r, r): None for r in range(4)})))
+    assert len(t) == 12
+    t = read_trace(write(tmp_path, _a2a(3, {(0, 1): None, (2, 1): None}, op="alltoallv")))
+    assert t.peer.tolist() == [0, 2, 0, 1, 2, 0, 2]
+
+
+def test_traffic_refuses_an_alltoall_with_a_member_twice(tmp_path, run_cli):
+    """``traffic`` wrote 12 KB in 12 messages, among them 0 -> 2, which no row has."""
+    p = write(tmp_path, _a2a(4, {(0, 2): 1}))
+    code, _, err = run_cli("traffic", p, "-o", tmp_path / "out.csv")
+    assert code == 2 and err.startswith(f"error: {p}:4: field 'peer': rank 1 is named twice in one alltoall")
+    assert len(err.strip().splitlines()) == 1 and sorted(os.listdir(tmp_path)) == ["t.csv"]
 
 
 @pytest.mark.parametrize("body, communicators, needle", [
@@ -180,6 +261,9 @@ def test_gather_and_alltoallv_sizes_may_differ(tmp_path):
      '6,2,"2;3"\n', r"t\.csv:2: field 'rank': the calling rank 0 is not a member of communicator 6 \(2 ranks\)"),
     ("0,send,3,8,,2,0,0,6\n3,recv,0,8,,2,0,0,6\n", '6,2,"0;1"\n',
      r"t\.csv:2: field 'peer': the partner 3 is not a member of communicator 6"),
+    ("0,alltoallv,0,8,,2,0,0,6\n0,alltoallv,3,8,,2,0,0,6\n1,alltoallv,1,8,,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n"
+     "3,barrier,,0,,4,0,0,-1\n", '6,2,"0;1"\n', r"t\.csv:3: field 'peer': the destination 3 is not a member of "
+                                                r"communicator 6"),
     ("0,bcast,,8,3,2,0,0,6\n1,bcast,,8,3,2,0,0,6\n2,barrier,,0,,4,0,0,-1\n3,barrier,,0,,4,0,0,-1\n", '6,2,"0;1"\n',
      r"t\.csv:2: field 'root': the root 3 is not a member of communicator 6"),
     ("0,allreduce,,8,,3,0,0,6\n1,allreduce,,8,,3,0,0,6\n", '6,2,"0;1"\n',

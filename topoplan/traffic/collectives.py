@@ -1073,8 +1073,12 @@ def expand_trace_collectives(trace, thresholds: MPICHThresholds = MPICHThreshold
         big = np.finfo(np.float64).max
         lo = np.minimum.reduceat(np.where(off, nb, big), starts)
         hi = np.maximum.reduceat(np.where(off, nb, -1.0), starts)
-        dests = np.bincount(gid[off], minlength=len(starts))
-        uniform = (o[starts] == op_codes(("alltoall",))[0]) & (lo == hi) & (dests == size - 1)
+        # the other members a call names, each once (read_trace refuses a repeated or missing one; a trace
+        # built otherwise is taken as it is: a repeated destination's rows add up, sent directly)
+        width = int(peer.max()) + 1
+        dests = np.bincount(np.unique(gid[off] * width + peer[off]) // width, minlength=len(starts))
+        once = dests == np.bincount(gid[off], minlength=len(starts))
+        uniform = (o[starts] == op_codes(("alltoall",))[0]) & (lo == hi) & (dests == size - 1) & once
         for g in np.flatnonzero(uniform).tolist():
             comm = int(c[starts[g]])
             members, pos = local(comm)

@@ -429,8 +429,8 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     path : str or path
         The trace file.
     n_ranks : int, optional
-        Size of MPI_COMM_WORLD; default: the largest rank with events, ``comm_size``
-        or communicator size seen.
+        Size of MPI_COMM_WORLD; default: the ``comm_size`` most calls on it give, or
+        more when a rank with events or a listed communicator needs more.
 
     Returns
     -------
@@ -443,12 +443,15 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     TopoplanError
         One line naming the file and line on bad input: a row with another
         field count than the header (:func:`topoplan.core.csvtable.read_csv_table`), a missing
-        column, a malformed number, an empty time, a negative size or time, a time over
+        column, a malformed number, an empty time or op, a send without its destination (``peer``
+        empty or -1), a negative size or time, a time over
         :data:`MAX_TIME_S` or a trace over :data:`MAX_SPAN_S` long, a call
         ending before it starts, a rank outside MPI_COMM_WORLD, a ``wait``
         whose ``req`` is not 1, 0 or -1, or calls that contradict each other
         (:func:`check_calls`: a communicator ``communicators.csv`` does not
-        list, the ranks of a collective call disagreeing on its size or root).
+        list, the ranks of a collective call disagreeing on its size or root,
+        an all-to-all written per destination naming one twice or, for an
+        ``alltoall``, leaving a member out).
 
     References
     ----------
@@ -484,6 +487,11 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     import pandas as pd
 
     codes, names = pd.factorize(df["op"], use_na_sentinel=False)   # a few distinct names: map those only
+    # an empty cell is NA (a blank one too): not a call of an op named 'nan' to skip with a warning
+    blank = [k for k, x in enumerate(names) if pd.isna(x) or not str(x).strip()]
+    if blank:
+        i = int(np.flatnonzero(np.isin(codes, blank))[0])
+        raise TopoplanError(f"{path}:{line(i)}: field 'op': empty")
     names = [str(x).strip().lower() for x in names]
     op = np.array([OP_CODE.get(x, UNKNOWN_OP) for x in names] + [UNKNOWN_OP], dtype=np.int16)[codes]
     unknown: dict[str, int] = {}
@@ -499,6 +507,13 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         if bad.size:
             i = int(bad[0])
             raise TopoplanError(f"{path}:{line(i)}: field 'bytes': empty on {_a(OPS[op[i]])}, which moves data")
+    # a send's peer is its destination: empty or -1 (a receive's any source) would drop the message it sends
+    bad = np.flatnonzero(np.isin(op, op_codes(SEND_OPS)) & (ints["peer"] == -1))
+    if bad.size:
+        i = int(bad[0])
+        raise TopoplanError(f"{path}:{line(i)}: field 'peer': {'empty' if empty_cells(df, 'peer')[i] else -1} on "
+                            f"{_a(OPS[op[i]])}, which needs its destination (a world rank; -1 is a receive's any "
+                            "source)")
     for col, arr in (("bytes", by), ("t_start", ts), ("t_end", te)):
         bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
         if bad.size:
@@ -523,12 +538,13 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
         world = [len(m) for m in comms.values()]
         # MPI_COMM_WORLD is at least every rank with events and every communicator; a peer beyond all of
         # them (a send to rank 7 in a trace whose communicators have 2 ranks) is a corrupt row, not a rank
-        known = int(max([ints["rank"].max(initial=-1) + 1, ints["comm_size"].max(initial=0)] + world))
+        known = int(max([ints["rank"].max(initial=-1) + 1, _world_size(op, ints["comm_size"], extra["comm"], comms)]
+                        + world))
         bad = np.flatnonzero(ints["peer"] >= known)
         if bad.size:
             i = int(bad[0])
             raise TopoplanError(f"{path}:{line(i)}: field 'peer': rank {ints['peer'][i]} is outside MPI_COMM_WORLD "
-                                f"({known} ranks: the largest rank with events and the largest comm_size)")
+                                f"({known} ranks: the ranks with events and the comm_size of the calls on it)")
         n_ranks = known
     for col in ("rank", "peer", "root"):
         lo = 0 if col == "rank" else -1
@@ -549,6 +565,49 @@ def read_trace(path, n_ranks: int | None = None) -> Trace:
     t._sort(order)
     check_calls(t, where=lambda i: f"{path}:{line(order[i])}")
     return t
+
+
+def _world_size(op, comm_size, comm, communicators) -> int:
+    """The size of MPI_COMM_WORLD that a trace's calls on it give (their ``comm_size``): what most say.
+
+    The format has no column for it: every collective and point-to-point call on MPI_COMM_WORLD (``comm``
+    absent, or not listed in ``communicators.csv``) gives it as its ``comm_size``, so they all say the same.
+    When one row says otherwise (1000 among rows of 4 ranks), that row is the one at fault, and
+    :func:`check_calls` names it against the size the others give; taking the largest made the world 1000
+    ranks and blamed the first correct row instead. A tie goes to the larger size. With no such call, the
+    largest ``comm_size`` of any row.
+
+    Parameters
+    ----------
+    op : numpy.ndarray of int16
+        Every row's op code.
+    comm_size, comm : numpy.ndarray of int64
+        Every row's ``comm_size`` and ``comm`` (:data:`WORLD` when the trace has no comm column).
+    communicators : dict
+        The listed communicators (``communicators.csv``), by id.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> op = op_codes(("send", "recv", "barrier", "barrier"))
+    >>> _world_size(op, np.array([4, 4, 1000, 4]), np.full(4, WORLD), {})
+    4
+    >>> _world_size(op_codes(("wait",)), np.array([8]), np.array([WORLD]), {})
+    8
+    """
+    on_world = np.isin(op, op_codes(COLLECTIVE_OPS + SEND_OPS + RECV_OPS))
+    if communicators:
+        on_world &= ~np.isin(comm, np.fromiter(communicators, dtype=np.int64))
+    said = comm_size[on_world]
+    if not said.size:
+        return int(comm_size.max(initial=0))
+    if said.min() == said.max():
+        return int(said[0])
+    sizes, counts = np.unique(said, return_counts=True)
+    return int(sizes[counts == counts.max()].max())
 
 
 def _mask(n: int, idx) -> np.ndarray:
@@ -634,7 +693,9 @@ def check_calls(trace: Trace, where=None) -> None:
     of a communicator make the same collective calls on it in the same order, as MPI requires: the
     k-th call of every member has the same op and root, and, for ops every rank passes one size to
     (``bcast``, ``reduce``, ``allreduce``, ``allgather``, ``alltoall`` written as one row,
-    ``barrier``), the same bytes. ``wait`` rows' ``req`` is checked by the readers (1, 0 or -1).
+    ``barrier``), the same bytes. An ``alltoall`` or ``alltoallv`` written one row per destination names
+    each destination once, and an ``alltoall`` every member but perhaps the caller
+    (:func:`_check_destinations`). ``wait`` rows' ``req`` is checked by the readers (1, 0 or -1).
 
     Parameters
     ----------
@@ -691,7 +752,10 @@ def check_calls(trace: Trace, where=None) -> None:
                                 f"its comm_size {cs} is not MPI_COMM_WORLD's {nr} ranks: list its members in "
                                 "communicators.csv (comm,size,world_ranks) beside the trace")
         raise TopoplanError(f"{where(i)}: field 'comm_size': {cs}, but {name(c)} has {int(size_of[inv[i]])} ranks")
-    # -- members: the caller, a point-to-point partner and a root belong to the communicator
+    a2a_rows, starts = per_destination_calls(trace)
+    per_dest = np.zeros(n, dtype=bool)
+    per_dest[a2a_rows] = True
+    # -- members: the caller, a point-to-point partner or destination and a root belong to the communicator
     sub = np.flatnonzero(np.asarray(listed)[inv])
     rooted = np.isin(trace.op, op_codes(_ROOTED))
     if sub.size:
@@ -705,7 +769,7 @@ def check_calls(trace: Trace, where=None) -> None:
             return keys[pos] == k
 
         bad = []
-        for col, sel in (("rank", (coll | p2p)[sub]), ("peer", p2p[sub] & (trace.peer[sub] >= 0)),
+        for col, sel in (("rank", (coll | p2p)[sub]), ("peer", (p2p | per_dest)[sub] & (trace.peer[sub] >= 0)),
                          ("root", rooted[sub] & (trace.root[sub] >= 0))):
             idx = sub[sel]
             out = idx[~member(idx, getattr(trace, col))]
@@ -713,16 +777,18 @@ def check_calls(trace: Trace, where=None) -> None:
                 bad.append((int(out[0]), col))
         if bad:   # the first row at fault
             i, col = min(bad)
-            what = {"rank": "the calling rank", "peer": "the partner", "root": "the root"}[col]
+            what = {"rank": "the calling rank", "peer": "the destination" if per_dest[i] else "the partner",
+                    "root": "the root"}[col]
             raise TopoplanError(f"{where(i)}: field '{col}': {what} {int(getattr(trace, col)[i])} is not a member "
                                 f"of {name(trace.comm[i])} ({int(size_of[inv[i]])} ranks)")
     bad = np.flatnonzero(rooted & (trace.root < 0))
     if bad.size:
         i = int(bad[0])
         raise TopoplanError(f"{where(i)}: field 'root': {_a(trace.op_names()[i])} needs its root (a world rank)")
+    # -- all-to-alls written per destination: a call names each destination once, an alltoall every member
+    if a2a_rows.size:
+        _check_destinations(trace, a2a_rows, starts, size_of[inv[a2a_rows[starts]]], where)
     # -- collectives: the k-th call on a communicator is the same call at every member
-
-    a2a_rows, starts = per_destination_calls(trace)
     keep = coll.copy()
     keep[a2a_rows] = False
     keep[a2a_rows[starts]] = True   # one entry per per-destination call
@@ -744,8 +810,6 @@ def check_calls(trace: Trace, where=None) -> None:
     count = np.diff(np.append(call_start, len(rows)))
     ref = rows[np.repeat(call_start, count)]    # every entry's first member (the lowest rank) of its call
     op, by = trace.op, trace.bytes
-    per_dest = np.zeros(n, dtype=bool)
-    per_dest[a2a_rows] = True
     same_bytes = np.isin(op[rows], op_codes(_SAME_BYTES)) & ~per_dest[rows] & ~per_dest[ref]
     checks = (("op", op[rows] != op[ref]),
               ("root", np.isin(op[rows], op_codes(_ROOTED)) & (trace.root[rows] != trace.root[ref])),
@@ -777,6 +841,67 @@ def check_calls(trace: Trace, where=None) -> None:
         raise TopoplanError(f"{where(i)}: its {_ordinal(int(k[call_start[s]]) + 1)} collective call on "
                             f"{name(trace.comm[i])} ({_a(trace.op_names()[i])}) is not made by rank {missing}, a member: "
                             "the trace is cut short, or misses ranks")
+
+
+def _check_destinations(trace: Trace, rows, starts, size, where) -> None:
+    """The ``alltoall``/``alltoallv`` calls written one row per destination name each destination once, and an
+    ``alltoall`` call every member of its communicator (the caller's own block, a local copy, may be left out).
+
+    MPI_Alltoall sends to every member; MPI_Alltoallv sends ``sendcounts[i]`` to each, and the format's one
+    row per destination does not say a row of 0 bytes must be written, so an ``alltoallv`` may leave
+    destinations out (0 bytes). A destination named twice is two rows for one block: the call's rows were
+    read as the uniform alltoall of the size they give, inventing the message of the member left out.
+
+    Parameters
+    ----------
+    trace : Trace
+        Sorted, its destinations members of their communicators (:func:`check_calls` checks both first).
+    rows, starts : numpy.ndarray of int64
+        As :func:`per_destination_calls` gives them.
+    size : numpy.ndarray of int64
+        Each call's communicator size.
+    where : callable
+        ``where(i)`` names row ``i`` in messages.
+
+    Raises
+    ------
+    TopoplanError
+        ``<where>: field 'peer': ...`` at the first row repeating a destination, or at the first row of an
+        ``alltoall`` call that leaves a member out.
+
+    Examples
+    --------
+    >>> t = Trace.from_records([(0, "alltoall", d, 8, -1, 3, 0.0, 1.0) for d in (0, 1, 1)], 3, source="t.csv")
+    >>> _check_destinations(t, *per_destination_calls(t), np.array([3]), call_namer(t))
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: t.csv: rank 0's 3rd call: field 'peer': rank 1 is named twice in one alltoall (first at t.csv: rank 0's 2nd call): a call written one row per destination has one row for each (its rows follow each other and share t_start)
+    """
+    count = np.diff(np.append(starts, len(rows)))
+    call = np.repeat(np.arange(len(starts)), count)
+    peer, rank = trace.peer[rows], trace.rank[rows]
+    key = call * (int(peer.max()) + 1) + peer
+    o = np.argsort(key, kind="stable")      # by call, then destination, then row
+    ks = key[o]
+    again = np.flatnonzero(ks[1:] == ks[:-1]) + 1
+    if again.size:
+        p = int(again[np.argmin(o[again])])   # rows are ascending: the first row at fault
+        i, j = int(rows[o[p]]), int(rows[o[np.searchsorted(ks, ks[p])]])
+        raise TopoplanError(f"{where(i)}: field 'peer': rank {int(trace.peer[i])} is named twice in one "
+                            f"{OPS[trace.op[i]]} (first at {where(j)}): a call written one row per destination has "
+                            "one row for each (its rows follow each other and share t_start)")
+    others = count - np.bincount(call[peer == rank], minlength=len(starts))
+    short = np.flatnonzero((trace.op[rows[starts]] == OP_CODE["alltoall"]) & (others < size - 1))
+    if short.size:
+        s = int(short[0])
+        i = int(rows[starts[s]])
+        c = int(trace.comm[i])
+        named = np.append(trace.peer[rows[starts[s]:starts[s] + count[s]]], trace.rank[i])
+        missing = int(np.setdiff1d(trace.members(c), named)[0])
+        comm = "MPI_COMM_WORLD" if c == WORLD else f"communicator {c}"
+        raise TopoplanError(f"{where(i)}: field 'peer': the alltoall written one row per destination from here has "
+                            f"no row for rank {missing}, a member of {comm} ({int(size[s])} ranks): an alltoall sends "
+                            "to every member (its rows follow each other and share t_start)")
 
 
 def _check_truncation(path, df, order, rank, op, peer, nbytes, comm, tag) -> None:
