@@ -294,3 +294,35 @@ def test_circuits_on_a_saved_topology_follow_set_ocs_nodes_per_switch(tmp_path, 
         counts.append(len(json.loads(out)["circuits"]))
     assert counts == [2, 2, 2]
 
+
+# -- --set kind=tree on a topology with an OCS ----------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["preset", "file", "overlay"])
+def test_set_kind_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, where):
+    """`--set kind=tree` on a hybrid stayed a hybrid without a word (a tree with an ocs section is one)."""
+    spec, at = "paper003", ""
+    if where == "file":
+        spec, at = _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
+    elif where == "overlay":
+        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
+        spec = tmp_path / "o.yaml"
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(spec))}: field 'kind': --set kind=tree, but the "
+                                            rf"topology has an OCS{at}, which makes a tree a hybrid; drop the OCS "
+                                            r"with --set ocs=null \(or keep it with --set kind=hybrid\)$"):
+        load_topology(spec, ["kind=tree"])
+    code, out, err = run_cli("show", spec, "--set", "kind=tree", "-o", tmp_path / "out.yaml")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--set ocs=null" in err
+    assert not (tmp_path / "out.yaml").exists()
+    t = load_topology(spec, ["kind=tree", "ocs=null"])
+    assert t.kind == "tree" and t.ocs is None
+    assert load_topology(spec, ["kind=hybrid"]).kind == "hybrid"
+
+
+def test_a_tree_given_an_ocs_without_set_kind_is_a_hybrid(tmp_path):
+    """What the upgrade is for: an OCS added to a tree (a Slurm tree's overlay, --set ocs.*) makes a hybrid."""
+    p = tmp_path / "t.yaml"
+    p.write_text(HYBRID_FILE.replace("kind: hybrid", "kind: tree").replace("ocs:\n  bw: 20Gbps\n", ""))
+    t = load_topology(p, ["ocs.nodes_per_switch=1", "ocs.bw=20Gbps"])
+    assert t.kind == "hybrid" and t.ocs.nodes == (0, 4)
+    with pytest.raises(TopoplanError, match=r"field 'kind': --set kind=tree, but the topology has an OCS"):
+        load_topology(p, ["kind=tree", "ocs.nodes_per_switch=1", "ocs.bw=20Gbps"])

@@ -13,7 +13,7 @@ YAML keys (quantities take units, see :mod:`topoplan.core.units`)::
           switch_delay: 420ns, mtu: 4096B}
     node: {intra_bw: 68Gbps, intra_latency: 100ns}
     ocs: {nodes_per_switch: 8 | nodes: [..], ports_per_node: 1, bw: 20Gbps,
-          latency: 500ns, setup: 10ms, node_link_bw: 20Gbps}
+          latency: 500ns, setup: 10ms, node_link_bw: 20Gbps}   # a tree with an ocs is a hybrid
     # torus/mesh: dims: [10, 10, 10], wrap: [false, ...] (or true), bw: 4.76GB/s (or list), latency
     # graph: switches: [names], hosts: [{name, switch, bw}], links: [{a, b, bw}]
 
@@ -119,7 +119,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
         document (copied, not changed).
     overrides : sequence of str, optional
         ``dotted.key=value`` strings applied to the document first
-        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`.
+        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`;
+        ``kind=tree`` on a topology with an OCS needs ``ocs=null`` too.
         Four more apply to Slurm files: ``slurm_conf=PATH`` reads that
         ``slurm.conf`` (``slurm_conf=none``: none), ``slurm_topology=NAME``
         reads that topology of a ``topology.yaml``, ``slurm_linkspeed_unit=UNIT``
@@ -140,8 +141,9 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     TopoplanError
         For an unknown preset, a missing file, malformed YAML, or a field that
         is missing, unknown to the kind or out of range; the message starts
-        with the preset name or path. Also for ``ocs.nodes`` and
-        ``ocs.nodes_per_switch`` that name different nodes. For a Slurm file: the errors of its
+        with the preset name or path. Also for ``kind=tree`` set over an OCS,
+        and ``ocs.nodes`` and ``ocs.nodes_per_switch`` that name different
+        nodes. For a Slurm file: the errors of its
         reader, a ``slurm.conf`` that lacks a node or has one the topology
         lacks, or gives nodes different core counts.
 
@@ -165,6 +167,12 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     >>> t = load_topology("paper003", ["ocs.nodes_per_switch=2"])
     >>> len(t.ocs.nodes)
     8
+    >>> load_topology("paper003", ["kind=tree"])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: paper003: field 'kind': --set kind=tree, but the topology has an OCS, which makes a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set kind=hybrid)
+    >>> load_topology("paper003", ["kind=tree", "ocs=null"]).kind
+    'tree'
     >>> load_topology("paper004")
     Traceback (most recent call last):
     ...
@@ -196,6 +204,7 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
         # --set cores_per_node=N (or an overlay's cores_per_node): slurm.conf is not read
         hint = _apply_slurm_conf(doc, slurm, slurm_opts.get("slurm_conf"))
     doc = apply_overrides(doc, overrides)
+    _check_kind_override(doc, overrides, origin, lines)
     try:
         topo = topology_from_dict(doc, name=name or doc.get("name") or origin)
     except TopoplanError as exc:
@@ -203,6 +212,21 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     if hint:
         topo._slurm_cores_hint = hint   # not a field: not compared, hashed or written; read by cores_hint()
     return topo
+
+
+def _check_kind_override(doc: dict, overrides, origin: str, lines: dict | None) -> None:
+    """Refuse ``--set kind=tree`` on a topology that keeps an OCS.
+
+    A document of kind ``tree`` with an ``ocs`` section is a hybrid (a Slurm tree with an overlay's OCS), so
+    ``--set kind=tree`` alone on a hybrid would change nothing; the OCS is dropped with ``--set ocs=null``.
+    """
+    if doc.get("kind") != "tree" or not doc.get("ocs") or "kind" not in {_override_key(i) for i in overrides}:
+        return
+    where = ""
+    if lines and "ocs" in lines and Path(origin).is_file():   # a preset's lines are not the user's
+        where = f" (the ocs section, line {lines['ocs']})"
+    raise TopoplanError(f"{origin}: field 'kind': --set kind=tree, but the topology has an OCS{where}, which makes "
+                        "a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set kind=hybrid)")
 
 
 def _line_of(message: str, lines: dict | None, overrides) -> str:
