@@ -125,8 +125,59 @@ def test_npb_spec_forwards_and_describe():
     assert "neighbor2d:rows=<int>,cols=<int>,bytes=<size>[,iters=1,compute=0.0]" in text
     fn, params, _ = GENERATORS["neighbor2d"]
     assert fn is neighbor2d and params["bytes"].kind == "size" and params["compute"].arg == "compute_s"
-    assert {p.kind for g in GENERATORS.values() for p in g.params.values()} <= {"int", "size", "float", "str",
-                                                                               "bool"}
+    assert {p.kind for g in GENERATORS.values() for p in g.params.values()} <= {"int", "size", "time", "float",
+                                                                               "str", "bool"}
+    assert params["compute"].kind == "time"
+
+
+TIMED = sorted(name for name, g in GENERATORS.items() if "compute" in g.params)
+SPEC = {"neighbor2d": "neighbor2d:rows=2,cols=3,bytes=1KB,iters=2", "alltoall": "alltoall:np=4,bytes=1KB,iters=2",
+        "ring": "ring:np=4,bytes=1KB,iters=2", "random": "random:np=4,bytes=1KB,iters=2",
+        "transpose": "transpose:rows=2,cols=2,bytes=1KB,iters=2", "npb": "npb:kernel=cg,class=S,np=4,iters=1"}
+
+
+def test_every_time_or_size_parameter_takes_units():
+    """A parameter that is a time or a size is read with units (docs/inputs.md: units everywhere)."""
+    for name, g in GENERATORS.items():
+        for key, p in g.params.items():
+            if p.arg.endswith("_s"):
+                assert p.kind == "time", (name, key)
+            if "bytes" in key or p.arg.endswith("_B"):
+                assert p.kind == "size", (name, key)
+    assert set(TIMED) <= set(SPEC)
+
+
+@pytest.mark.parametrize("name", TIMED)
+@pytest.mark.parametrize("with_unit, seconds", [("1ms", "0.001"), ("250us", "0.00025"), ("2 s", "2"),
+                                                ("0ns", "0")])
+def test_compute_takes_time_units(name, with_unit, seconds):
+    """compute= took only a bare number of seconds ('1ms': bad value (expected float)); a unit now gives the
+    same trace as the number of seconds."""
+    a, b = parse_spec(f"{SPEC[name]},compute={with_unit}"), parse_spec(f"{SPEC[name]},compute={seconds}")
+    assert np.array_equal(a.t_start, b.t_start) and np.array_equal(a.t_end, b.t_end)
+    assert a.source == f"{SPEC[name]},compute={with_unit}"
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("-1ms", r"parameter 'compute': must be non-negative, got '-1ms'"),
+    ("3d", r"parameter 'compute': bad value '3d' \(expected time\)"),
+    ("1e999", r"parameter 'compute': bad value '1e999' \(expected time\)"),
+    ("1_0ms", r"parameter 'compute': bad value '1_0ms' \(expected time\)"),
+    ("", r"parameter 'compute': bad value '' \(expected time\)"),
+])
+def test_compute_bad_times_name_the_parameter(value, needle):
+    with pytest.raises(TopoplanError, match=r"^traffic spec 'ring': " + needle):
+        parse_spec(f"ring:np=4,bytes=1KB,compute={value}")
+
+
+def test_compute_with_a_unit_on_the_command_line(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("traffic", "-T", "ring:np=4,bytes=1MB,compute=1ms", "--trace", "-o", "r.csv")
+    assert code == 0, err
+    code, _, err = run_cli("traffic", "-T", "ring:np=4,bytes=1MB,compute=1 week", "--trace", "-o", "s.csv")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "traffic spec 'ring': parameter 'compute': bad value '1 week' (expected time)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]
 
 
 @pytest.mark.parametrize("spec, field", [("halo-transpose:rows=4,cols=4,bytes=1MB,iters=0", "iters"),

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -176,3 +178,151 @@ def test_overrides_of_the_wrong_type_are_refused(overrides, needle):
     # one string was read a character at a time ("'o': expected dotted.key=value"); a number was a TypeError
     with pytest.raises(TopoplanError, match=needle):
         load_topology("paper003", overrides)
+
+
+# -- choosing the OCS nodes: ocs.nodes_per_switch or ocs.nodes ------------------------------------------------
+
+OCS_PRESETS = ["paper000", "paper001-8x32", "paper001-16x16", "paper003"]
+
+
+def _saved(tmp_path, preset, *, listed=False):
+    """``show PRESET -o FILE``'s file; ``listed``: with the OCS nodes as the list ``ocs.nodes``, as it was
+    written before (and as a topology whose OCS nodes are not balanced still is)."""
+    import yaml
+
+    from topoplan.core.topology_io import topology_to_dict
+    t = load_topology(preset)
+    p = tmp_path / f"{preset}.yaml"
+    if listed:
+        doc = topology_to_dict(t)
+        doc["ocs"] = {"nodes": list(t.ocs.nodes), **{k: v for k, v in doc["ocs"].items() if k != "nodes_per_switch"}}
+        p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    else:
+        p.write_text(dump_topology(t))
+    return p
+
+
+@pytest.mark.parametrize("preset", OCS_PRESETS)
+@pytest.mark.parametrize("sets", [[], ["ocs.nodes_per_switch=1"], ["ocs.nodes=[0, 3]"], ["nodes_per_switch=40"],
+                                  ["switches=2", "ocs.nodes_per_switch=2"]])
+def test_a_saved_topology_loads_back_and_takes_overrides_as_its_preset(tmp_path, preset, sets):
+    """`show -o` wrote the OCS nodes as a list, over which --set ocs.nodes_per_switch did nothing (32 OCS nodes
+    where the preset gave 4); the file now chooses them as the preset does, and a --set of one way of choosing
+    replaces the other."""
+    want = load_topology(preset, sets)
+    assert load_topology(_saved(tmp_path, preset), sets) == want
+    if not any(s.startswith(("nodes_per_switch", "switches")) for s in sets):   # a list names nodes, not a rule
+        assert load_topology(_saved(tmp_path, preset, listed=True), sets) == want
+
+
+def test_the_ocs_of_a_saved_topology_is_written_as_chosen(tmp_path):
+    p = _saved(tmp_path, "paper003")
+    assert "  nodes_per_switch: 8\n" in p.read_text() and "  nodes:" not in p.read_text()
+    p.write_text(dump_topology(load_topology("paper003", ["ocs.nodes=[0, 1, 17]"])))   # not balanced: a list
+    assert load_topology(p).ocs.nodes == (0, 1, 17) and "  nodes:\n  - 0\n  - 1\n  - 17\n" in p.read_text()
+
+
+HYBRID_FILE = """\
+kind: hybrid
+switches: 2
+nodes_per_switch: 4
+eps: {down_bw: 10Gbps, up_bw: 20Gbps}
+ocs:
+  bw: 20Gbps
+"""
+
+
+@pytest.mark.parametrize("given, nodes", [
+    ("  nodes_per_switch: 2\n  nodes: [0, 1, 4, 5]\n", (0, 1, 4, 5)),
+    ("  nodes: [4, 0, 5, 1]\n  nodes_per_switch: 2\n", (4, 0, 5, 1)),     # the same nodes: the list's order
+    ("  nodes_per_switch: 0\n  nodes: []\n", ()),
+])
+def test_a_file_may_give_both_ways_of_choosing_if_they_agree(tmp_path, given, nodes):
+    p = tmp_path / "h.yaml"
+    p.write_text(HYBRID_FILE + given)
+    assert load_topology(p).ocs.nodes == nodes
+
+
+@pytest.mark.parametrize("given, line", [
+    ("  nodes_per_switch: 1\n  nodes: [0, 1, 4, 5]\n", 7),
+    ("  nodes: [0, 1, 4, 5]\n  nodes_per_switch: 1\n", 8),
+    ("  nodes: [0, 1, 4]\n  nodes_per_switch: 2\n", 8),
+])
+def test_a_file_giving_both_ways_of_choosing_that_disagree_is_an_error(tmp_path, run_cli, given, line):
+    """`nodes` won over `nodes_per_switch` without a word."""
+    p = tmp_path / "h.yaml"
+    p.write_text(HYBRID_FILE + given)
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(p))}:{line}: field 'ocs.nodes_per_switch': \d chooses "
+                                            r"OCS nodes \[.*\], but ocs.nodes lists \[.*\]; give one of the two$"):
+        load_topology(p)
+    code, out, err = run_cli("show", p, "-o", tmp_path / "out.yaml")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {p}:{line}: field 'ocs.nodes_per_switch': ")
+    assert not (tmp_path / "out.yaml").exists()
+    # a --set of one replaces the file's other
+    assert load_topology(p, ["ocs.nodes_per_switch=1"]).ocs.nodes == (0, 4)
+    assert load_topology(p, ["ocs.nodes=[1, 5]"]).ocs.nodes == (1, 5)
+
+
+def test_set_of_both_ways_of_choosing_must_agree():
+    assert load_topology("paper003", ["ocs.nodes=[0, 16, 32, 48]", "ocs.nodes_per_switch=1"]).ocs.nodes == (0, 16, 32, 48)
+    with pytest.raises(TopoplanError, match=r"^paper003: field 'ocs.nodes_per_switch': 1 chooses OCS nodes "
+                                            r"\[0, 16, 32, 48\], but ocs.nodes lists \[0, 17\]"):
+        load_topology("paper003", ["ocs.nodes=[0, 17]", "ocs.nodes_per_switch=1"])
+
+
+def test_an_overlay_chooses_the_ocs_nodes_over_its_base(tmp_path):
+    _saved(tmp_path, "paper003", listed=True)
+    for text, nodes in (("base: paper003.yaml\nocs: {nodes_per_switch: 1}\n", (0, 16, 32, 48)),
+                        ("base: paper003\nocs: {nodes: [0, 16]}\n", (0, 16))):
+        (tmp_path / "o.yaml").write_text(text)
+        assert load_topology(tmp_path / "o.yaml").ocs.nodes == nodes
+    (tmp_path / "o.yaml").write_text("base: paper003\nocs: {nodes: [0, 16], nodes_per_switch: 2}\n")
+    with pytest.raises(TopoplanError, match=r"o.yaml:2: field 'ocs.nodes_per_switch': 2 chooses OCS nodes"):
+        load_topology(tmp_path / "o.yaml")
+
+
+def test_circuits_on_a_saved_topology_follow_set_ocs_nodes_per_switch(tmp_path, run_cli):
+    """The reported case: 12 circuits over the file's 32 OCS nodes where the preset gives 2 over 4."""
+    import json
+    args = ["--set", "ocs.nodes_per_switch=1", "-T", "neighbor2d:rows=8,cols=8,bytes=4MB", "-p", "round-robin",
+            "-m", "greedy", "--no-simulate", "--json"]
+    counts = []
+    for topo in ("paper003", _saved(tmp_path, "paper003"), _saved(tmp_path, "paper003", listed=True)):
+        code, out, err = run_cli("circuits", "-t", topo, *args)
+        assert code == 0, err
+        counts.append(len(json.loads(out)["circuits"]))
+    assert counts == [2, 2, 2]
+
+
+# -- --set kind=tree on a topology with an OCS ----------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["preset", "file", "overlay"])
+def test_set_kind_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, where):
+    """`--set kind=tree` on a hybrid stayed a hybrid without a word (a tree with an ocs section is one)."""
+    spec, at = "paper003", ""
+    if where == "file":
+        spec, at = _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
+    elif where == "overlay":
+        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
+        spec = tmp_path / "o.yaml"
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(spec))}: field 'kind': --set kind=tree, but the "
+                                            rf"topology has an OCS{at}, which makes a tree a hybrid; drop the OCS "
+                                            r"with --set ocs=null \(or keep it with --set kind=hybrid\)$"):
+        load_topology(spec, ["kind=tree"])
+    code, out, err = run_cli("show", spec, "--set", "kind=tree", "-o", tmp_path / "out.yaml")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--set ocs=null" in err
+    assert not (tmp_path / "out.yaml").exists()
+    t = load_topology(spec, ["kind=tree", "ocs=null"])
+    assert t.kind == "tree" and t.ocs is None
+    assert load_topology(spec, ["kind=hybrid"]).kind == "hybrid"
+
+
+def test_a_tree_given_an_ocs_without_set_kind_is_a_hybrid(tmp_path):
+    """What the upgrade is for: an OCS added to a tree (a Slurm tree's overlay, --set ocs.*) makes a hybrid."""
+    p = tmp_path / "t.yaml"
+    p.write_text(HYBRID_FILE.replace("kind: hybrid", "kind: tree").replace("ocs:\n  bw: 20Gbps\n", ""))
+    t = load_topology(p, ["ocs.nodes_per_switch=1", "ocs.bw=20Gbps"])
+    assert t.kind == "hybrid" and t.ocs.nodes == (0, 4)
+    with pytest.raises(TopoplanError, match=r"field 'kind': --set kind=tree, but the topology has an OCS"):
+        load_topology(p, ["kind=tree", "ocs.nodes_per_switch=1", "ocs.bw=20Gbps"])

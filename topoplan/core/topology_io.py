@@ -13,9 +13,12 @@ YAML keys (quantities take units, see :mod:`topoplan.core.units`)::
           switch_delay: 420ns, mtu: 4096B}
     node: {intra_bw: 68Gbps, intra_latency: 100ns}
     ocs: {nodes_per_switch: 8 | nodes: [..], ports_per_node: 1, bw: 20Gbps,
-          latency: 500ns, setup: 10ms, node_link_bw: 20Gbps}
+          latency: 500ns, setup: 10ms, node_link_bw: 20Gbps}   # a tree with an ocs is a hybrid
     # torus/mesh: dims: [10, 10, 10], wrap: [false, ...] (or true), bw: 4.76GB/s (or list), latency
     # graph: switches: [names], hosts: [{name, switch, bw}], links: [{a, b, bw}]
+
+The OCS nodes are ``ocs.nodes_per_switch`` balanced per switch or the list ``ocs.nodes``: a document may
+give both if they name the same nodes, and one set over a document (``--set``, an overlay) replaces the other.
 
 Documents are read strictly: a key given twice, more than 100 aliases (or
 aliases adding more than 100,000 values), nesting deeper than
@@ -116,7 +119,8 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
         document (copied, not changed).
     overrides : sequence of str, optional
         ``dotted.key=value`` strings applied to the document first
-        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`.
+        (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`;
+        ``kind=tree`` on a topology with an OCS needs ``ocs=null`` too.
         Four more apply to Slurm files: ``slurm_conf=PATH`` reads that
         ``slurm.conf`` (``slurm_conf=none``: none), ``slurm_topology=NAME``
         reads that topology of a ``topology.yaml``, ``slurm_linkspeed_unit=UNIT``
@@ -137,7 +141,9 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     TopoplanError
         For an unknown preset, a missing file, malformed YAML, or a field that
         is missing, unknown to the kind or out of range; the message starts
-        with the preset name or path. For a Slurm file: the errors of its
+        with the preset name or path. Also for ``kind=tree`` set over an OCS,
+        and ``ocs.nodes`` and ``ocs.nodes_per_switch`` that name different
+        nodes. For a Slurm file: the errors of its
         reader, a ``slurm.conf`` that lacks a node or has one the topology
         lacks, or gives nodes different core counts.
 
@@ -161,6 +167,12 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     >>> t = load_topology("paper003", ["ocs.nodes_per_switch=2"])
     >>> len(t.ocs.nodes)
     8
+    >>> load_topology("paper003", ["kind=tree"])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: paper003: field 'kind': --set kind=tree, but the topology has an OCS, which makes a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set kind=hybrid)
+    >>> load_topology("paper003", ["kind=tree", "ocs=null"]).kind
+    'tree'
     >>> load_topology("paper004")
     Traceback (most recent call last):
     ...
@@ -192,6 +204,7 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
         # --set cores_per_node=N (or an overlay's cores_per_node): slurm.conf is not read
         hint = _apply_slurm_conf(doc, slurm, slurm_opts.get("slurm_conf"))
     doc = apply_overrides(doc, overrides)
+    _check_kind_override(doc, overrides, origin, lines)
     try:
         topo = topology_from_dict(doc, name=name or doc.get("name") or origin)
     except TopoplanError as exc:
@@ -201,6 +214,21 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     return topo
 
 
+def _check_kind_override(doc: dict, overrides, origin: str, lines: dict | None) -> None:
+    """Refuse ``--set kind=tree`` on a topology that keeps an OCS.
+
+    A document of kind ``tree`` with an ``ocs`` section is a hybrid (a Slurm tree with an overlay's OCS), so
+    ``--set kind=tree`` alone on a hybrid would change nothing; the OCS is dropped with ``--set ocs=null``.
+    """
+    if doc.get("kind") != "tree" or not doc.get("ocs") or "kind" not in {_override_key(i) for i in overrides}:
+        return
+    where = ""
+    if lines and "ocs" in lines and Path(origin).is_file():   # a preset's lines are not the user's
+        where = f" (the ocs section, line {lines['ocs']})"
+    raise TopoplanError(f"{origin}: field 'kind': --set kind=tree, but the topology has an OCS{where}, which makes "
+                        "a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set kind=hybrid)")
+
+
 def _line_of(message: str, lines: dict | None, overrides) -> str:
     """``:N`` for the line of the field a message names (``field 'eps.up_bw': ...``), when the file has it."""
     m = re.match(r"field '([^']+)'", message)
@@ -208,7 +236,7 @@ def _line_of(message: str, lines: dict | None, overrides) -> str:
         return ""
     field = m.group(1)
     for item in overrides or ():   # a value from --set has no line in the file
-        key = ".".join(p for p in item.split("=", 1)[0].strip().split(".") if p)
+        key = _override_key(item)
         if field == key or field.startswith((key + ".", key + "[")):
             return ""
     while field:
@@ -263,7 +291,8 @@ def _document(spec, slurm_topology: str | None = None, linkspeed_unit: str | Non
 
 def _overlay(doc: dict, lines: dict, path: Path, slurm_topology: str | None, linkspeed_unit: str | None = None):
     """An overlay file: ``base`` names the topology it adds to (a file, relative to the overlay, or a preset) and
-    the other keys are merged over the base's (a mapping key by key, anything else replaced). The result is
+    the other keys are merged over the base's (a mapping key by key, anything else replaced; the overlay's
+    ``ocs.nodes`` or ``ocs.nodes_per_switch`` replaces the base's other one, as ``--set`` does). The result is
     named after the overlay, and a Slurm base keeps reading its slurm.conf unless the overlay sets
     ``cores_per_node``."""
     base = doc.pop("base")
@@ -284,6 +313,12 @@ def _overlay(doc: dict, lines: dict, path: Path, slurm_topology: str | None, lin
     base_doc, _, _, slurm = _document(target if target.is_file() else base, slurm_topology, linkspeed_unit,
                                       overlay=False)
     base_doc.pop("name", None)   # the overlay's name, or its file's
+    over_ocs, base_ocs = doc.get("ocs"), base_doc.get("ocs")
+    if isinstance(over_ocs, dict) and isinstance(base_ocs, dict):   # the overlay's way of choosing OCS nodes wins
+        given = {f"ocs.{k}" for k in _OCS_CHOICE if over_ocs.get(k) is not None}
+        for key in _OCS_CHOICE:
+            if over_ocs.get(key) is not None:
+                _replace_ocs_choice(base_ocs, key, given)
     if slurm is not None and doc.get("cores_per_node") is not None:
         slurm = {**slurm, "cores_given": True}
     return _merged(base_doc, doc), str(path), lines, slurm
@@ -525,6 +560,10 @@ def apply_overrides(doc: dict, overrides) -> dict:
 
     Missing intermediate sections are created. Keys are not checked here:
     :func:`topology_from_dict` rejects the ones the topology kind does not read.
+    ``ocs.nodes_per_switch`` and ``ocs.nodes`` are two ways of choosing the
+    OCS nodes: setting one replaces the other in ``doc`` (a saved topology
+    lists its OCS nodes; ``ocs.nodes_per_switch=2`` on it chooses them
+    anew), unless the overrides set both.
 
     Parameters
     ----------
@@ -548,13 +587,17 @@ def apply_overrides(doc: dict, overrides) -> dict:
     >>> apply_overrides({"kind": "tree", "eps": {"up_bw": "20Gbps"}},
     ...                 ["eps.up_bw=1.6Gbps", "ocs.nodes_per_switch=4"])
     {'kind': 'tree', 'eps': {'up_bw': '1.6Gbps'}, 'ocs': {'nodes_per_switch': 4}}
+    >>> apply_overrides({"ocs": {"nodes": [0, 1, 4, 5], "bw": "20Gbps"}}, ["ocs.nodes_per_switch=1"])
+    {'ocs': {'bw': '20Gbps', 'nodes_per_switch': 1}}
     >>> apply_overrides({}, ["oops"])
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: field 'set': 'oops': expected dotted.key=value
     """
     doc = copy.deepcopy(doc)
-    for item in _override_list(overrides):
+    items = _override_list(overrides)
+    keys = {_override_key(item) for item in items if isinstance(item, str)}
+    for item in items:
         if not isinstance(item, str):
             raise TopoplanError(f"field 'set': {item!r}: expected a dotted.key=value string, got "
                                 f"{type(item).__name__}")
@@ -575,8 +618,28 @@ def apply_overrides(doc: dict, overrides) -> dict:
             if not isinstance(node.get(p), dict):
                 node[p] = {}
             node = node[p]
+        if val is not None and parts[:-1] == ["ocs"] and parts[-1] in _OCS_CHOICE:
+            _replace_ocs_choice(node, parts[-1], given=keys)
         node[parts[-1]] = val
     return doc
+
+
+# The two ways of choosing the OCS nodes: a file may give both if they agree (see _tree); one given over a
+# document (by --set or an overlay) replaces the other.
+_OCS_CHOICE = ("nodes", "nodes_per_switch")
+
+
+def _replace_ocs_choice(ocs: dict, key: str, given=()) -> None:
+    """Drop from the ``ocs`` section the other way of choosing the OCS nodes than ``key``, unless it is among
+    the keys ``given`` with it (``ocs.nodes``, ...)."""
+    other = _OCS_CHOICE[1 - _OCS_CHOICE.index(key)]
+    if f"ocs.{other}" not in given:
+        ocs.pop(other, None)
+
+
+def _override_key(item: str) -> str:
+    """The dotted key of a ``--set`` item, as :func:`apply_overrides` reads it (``" ocs..bw =1"`` -> ``ocs.bw``)."""
+    return ".".join(p for p in item.split("=", 1)[0].strip().split(".") if p)
 
 
 def _get(d: dict, key: str, parse, default=None, *, prefix=""):
@@ -618,6 +681,18 @@ def _list(doc, key, *, required=False):
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _node_list(nodes) -> str:
+    """Node ids for a message: the first few and how many.
+
+    >>> _node_list((0, 16, 32, 48)), _node_list(range(32))
+    ('[0, 16, 32, 48]', '[0, 1, 2, 3, 4, 5, ...] (32 nodes)')
+    """
+    nodes = list(nodes)
+    if len(nodes) <= 6:
+        return str(nodes)
+    return f"[{', '.join(map(str, nodes[:6]))}, ...] ({len(nodes)} nodes)"
 
 
 def _label(value, field) -> str:
@@ -803,13 +878,20 @@ def _tree(doc, kind, name):
     ocs = None
     if kind == "hybrid" or doc.get("ocs"):
         o = _section(doc, "ocs")
+        nodes = None
         if "nodes" in o and o["nodes"] is not None:
             if not isinstance(o["nodes"], list):
                 raise TopoplanError("field 'ocs.nodes': expected a list of node ids")
             nodes = tuple(_int(v, f"ocs.nodes[{i}]", minimum=0) for i, v in enumerate(o["nodes"]))
-        else:
+        if o.get("nodes_per_switch") is not None or nodes is None:
             per = _get(o, "nodes_per_switch", lambda v, f: _int(v, f, minimum=0), prefix="ocs.")
-            nodes = balanced_ocs_nodes(counts, per)
+            balanced = balanced_ocs_nodes(counts, per)
+            if nodes is None:
+                nodes = balanced
+            elif sorted(nodes) != list(balanced):
+                raise TopoplanError(f"field 'ocs.nodes_per_switch': {per} chooses OCS nodes "
+                                    f"{_node_list(balanced)}, but ocs.nodes lists {_node_list(nodes)}; give one "
+                                    "of the two")
         link = o.get("node_link_bw")
         ocs = OCSConfig(nodes=nodes,
                         bw_Bps=_get(o, "bw", parse_bandwidth, prefix="ocs."),
@@ -944,11 +1026,26 @@ def _t(x: float) -> str:
     return f"{x * 1e9:.10g}ns"
 
 
+def _balanced_per_switch(nodes_per_switch, nodes) -> int | None:
+    """The ``ocs.nodes_per_switch`` that gives exactly ``nodes`` (in order), or None.
+
+    >>> _balanced_per_switch((4, 4), (0, 1, 4, 5)), _balanced_per_switch((4, 4), (0, 4, 5))
+    (2, None)
+    """
+    per, rest = divmod(len(nodes), len(nodes_per_switch))
+    if rest or per > min(nodes_per_switch) or tuple(nodes) != balanced_ocs_nodes(nodes_per_switch, per):
+        return None
+    return per
+
+
 def topology_to_dict(topo: Topology) -> dict:
     """The YAML document of a topology (inverse of :func:`topology_from_dict`).
 
     Quantities are written with units (``Gbps``, ``ns``, ``B``) so the
-    document reads like a hand-written one.
+    document reads like a hand-written one. OCS nodes balanced per switch
+    are written as ``ocs.nodes_per_switch``, as the presets give them (so
+    ``--set nodes_per_switch=32`` on a saved topology chooses them as on
+    its preset), other OCS nodes as the list ``ocs.nodes``.
 
     Parameters
     ----------
@@ -968,10 +1065,12 @@ def topology_to_dict(topo: Topology) -> dict:
     --------
     >>> t = load_topology("paper003")
     >>> d = topology_to_dict(t)
-    >>> d["kind"], d["switches"], d["eps"]["up_bw"]
-    ('hybrid', 4, '20Gbps')
+    >>> d["kind"], d["switches"], d["eps"]["up_bw"], d["ocs"]["nodes_per_switch"]
+    ('hybrid', 4, '20Gbps', 8)
     >>> topology_from_dict(d, name=d["name"]) == t
     True
+    >>> topology_to_dict(load_topology("paper003", ["ocs.nodes=[0, 1, 16]"]))["ocs"]["nodes"]
+    [0, 1, 16]
     """
     node = {"intra_bw": _bw(topo.intra_node_bw_Bps), "intra_latency": _t(topo.intra_node_latency_s)}
     if isinstance(topo, TreeTopology):
@@ -985,7 +1084,9 @@ def topology_to_dict(topo: Topology) -> dict:
              "node": node}
         if topo.ocs is not None:
             o = topo.ocs
-            d["ocs"] = {"nodes": list(o.nodes), "ports_per_node": o.ports_per_node, "bw": _bw(o.bw_Bps),
+            per = _balanced_per_switch(topo.nodes_per_switch, o.nodes)
+            d["ocs"] = {**({"nodes": list(o.nodes)} if per is None else {"nodes_per_switch": per}),
+                        "ports_per_node": o.ports_per_node, "bw": _bw(o.bw_Bps),
                         "latency": _t(o.latency_s), "setup": _t(o.setup_s), "mtu": f"{o.mtu_B:.10g}B"}
             if o.node_link_bw_Bps is not None:
                 d["ocs"]["node_link_bw"] = _bw(o.node_link_bw_Bps)

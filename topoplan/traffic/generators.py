@@ -20,7 +20,7 @@ import numpy
 
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
-from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size
+from topoplan.core.units import is_ascii_int, is_ascii_number, parse_size, parse_time
 from topoplan.traffic import limits
 from topoplan.traffic.builder import TraceBuilder
 from topoplan.traffic.npb import npb_recording, npb_trace
@@ -349,13 +349,14 @@ def halo_then_transpose(rows: int, cols: int, bytes: float, iters: int = 5, tran
 
 # ------------------------------------------------------------ spec strings --
 class Param(NamedTuple):
-    """One generator parameter: ``kind`` among int, size, float, str, bool; ``arg`` the function's keyword;
+    """One generator parameter: ``kind`` among int, size, time, float, str, bool; ``arg`` the function's keyword;
     ``minimum`` the least value of a number the generator takes.
 
     Parameters
     ----------
     kind : str
-        How the spec's text is read: ``int``, ``size`` (units allowed), ``float``, ``str`` or ``bool``.
+        How the spec's text is read: ``int``, ``size`` (units allowed, bare: bytes), ``time`` (units allowed,
+        bare: seconds), ``float``, ``str`` or ``bool``.
     default : object
         The value when the spec leaves it out; :data:`REQUIRED` if it must be given.
     help : str
@@ -363,14 +364,14 @@ class Param(NamedTuple):
     arg : str
         The generator function's keyword (``compute`` -> ``compute_s``).
     minimum : int or float, optional
-        For ``int`` and ``float``: a spec's value below it is refused before the generator runs, naming it
-        (default 0).
+        For ``int``, ``time`` and ``float``: a spec's value below it is refused before the generator runs,
+        naming it (default 0).
 
     Examples
     --------
     >>> p = GENERATORS["neighbor2d"].params["compute"]
     >>> p.kind, p.default, p.arg, p.minimum
-    ('float', 0.0, 'compute_s', 0)
+    ('time', 0.0, 'compute_s', 0)
     >>> GENERATORS["ring"].params["np"].minimum
     2
     """
@@ -423,25 +424,25 @@ GENERATORS = {
                        rows=_p("int", REQUIRED, "grid rows", minimum=1),
                        cols=_p("int", REQUIRED, "grid columns", minimum=1),
                        bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations", minimum=1),
-                       compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+                       compute=_p("time", 0.0, "time computing before each iteration", "compute_s")),
     "alltoall": _gen(alltoall, "MPI_Alltoall calls (MPICH algorithms)",
                      np=_p("int", REQUIRED, "ranks", minimum=1), bytes=_p("size", REQUIRED, "bytes per destination"),
                      iters=_p("int", 1, "calls", minimum=1),
-                     compute=_p("float", 0.0, "seconds of computation before each call", "compute_s")),
+                     compute=_p("time", 0.0, "time computing before each call", "compute_s")),
     "ring": _gen(ring, "each rank sends to (r+1) mod np",
                  np=_p("int", REQUIRED, "ranks", minimum=2), bytes=_p("size", REQUIRED, "message size"),
                  iters=_p("int", 1, "iterations", minimum=1),
-                 compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+                 compute=_p("time", 0.0, "time computing before each iteration", "compute_s")),
     "random": _gen(random, "seeded random pairs",
                    np=_p("int", REQUIRED, "ranks", minimum=2), bytes=_p("size", REQUIRED, "message size"),
                    msgs=_p("int", 0, "messages per iteration (0: np)"), seed=_p("int", 0, "random seed"),
                    iters=_p("int", 1, "iterations", minimum=1),
-                   compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+                   compute=_p("time", 0.0, "time computing before each iteration", "compute_s")),
     "transpose": _gen(transpose, "transpose on a square grid: rank (i, j) exchanges with (j, i)",
                       rows=_p("int", REQUIRED, "grid rows", minimum=1),
                       cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
                       bytes=_p("size", REQUIRED, "message size"), iters=_p("int", 1, "iterations", minimum=1),
-                      compute=_p("float", 0.0, "seconds of computation before each iteration", "compute_s")),
+                      compute=_p("time", 0.0, "time computing before each iteration", "compute_s")),
     "halo-transpose": _gen(halo_transpose, "two phases: neighbor2d, then transpose (the phased-circuits workload)",
                            rows=_p("int", REQUIRED, "grid rows", minimum=1),
                            cols=_p("int", REQUIRED, "grid columns (= rows)", minimum=1),
@@ -451,7 +452,7 @@ GENERATORS = {
                 kernel=_p("str", REQUIRED, "cg, mg, is, lu or ft"), np=_p("int", REQUIRED, "ranks", minimum=1),
                 **{"class": _p("str", "C", "problem class S, W, A-F", "klass")},
                 iters=_p("int", None, "timed iterations (default: the class's)", minimum=1),
-                compute=_p("float", 0.0, "seconds of computation before each MPI call", "compute_s")),
+                compute=_p("time", 0.0, "time computing before each MPI call", "compute_s")),
 }
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -473,6 +474,10 @@ def _convert(gen: str, key: str, kind: str, text: str, minimum: float = 0):
                 raise ValueError
         elif kind == "size":
             v = parse_size(t)
+        elif kind == "time":
+            # a minus sign is read here, so a negative time is refused as a negative number is (non-negative)
+            v = parse_time(t[1:] if t.startswith("-") else t)
+            v = 0.0 - v if t.startswith("-") else v
         elif kind == "bool":
             if t.lower() not in _TRUE + _FALSE:
                 raise ValueError
@@ -483,7 +488,7 @@ def _convert(gen: str, key: str, kind: str, text: str, minimum: float = 0):
             v = t
     except (ValueError, TopoplanError):
         raise err from None
-    if kind in ("int", "float") and v < minimum:
+    if kind in ("int", "float", "time") and v < minimum:
         if minimum == 0:
             raise TopoplanError(f"traffic spec {gen!r}: parameter {key!r}: must be non-negative, got {text!r}")
         # the generator's own least value, as its own check words it (_positive)
