@@ -171,3 +171,55 @@ def test_validate_takes_a_placement_csv(tmp_path, run_cli):
     pl.write_text("rank,node\n")
     code, _, err = run_cli("validate", pl, "-t", "paper003")
     assert code == 2 and err.strip() == f"error: {pl}: no ranks placed (a header line and no rows)"
+
+
+SMALL = "neighbor2d:rows=4,cols=4,bytes=4MB"
+SMALL_OTHER = "neighbor2d:rows=4,cols=4,bytes=2MB"   # as many ranks: only the fingerprint tells them apart
+# every command taking a placement file with -p (and -t, -T), with the options that keep its run short
+P_COMMANDS = {"analyze": ["analyze"], "circuits": ["circuits", "-m", "greedy", "--no-simulate"],
+              "compare circuits": ["compare", "circuits", "--methods", "greedy"], "phases": ["phases"],
+              "simulate": ["simulate"]}
+
+
+@pytest.fixture
+def small_placement(tmp_path, run_cli):
+    path = tmp_path / "p.json"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", SMALL, "-m", "greedy", "-o", path)
+    assert code == 0, err
+    return path
+
+
+@pytest.mark.parametrize("command", list(P_COMMANDS))
+@pytest.mark.parametrize("traffic, sets, other", [(SMALL_OTHER, [], "traffic"),
+                                                  (SMALL, ["--set", "ocs.bw=40Gbps"], "topology")])
+def test_every_command_refuses_a_placement_made_for_other_inputs(small_placement, run_cli, command, traffic, sets,
+                                                                  other):
+    """As simulate always did: circuits, compare, phases and analyze once used such a placement silently, and the
+    plan made with it recorded the new inputs' fingerprints."""
+    args = [*P_COMMANDS[command], "-t", "paper003", *sets, "-T", traffic, "-p", small_placement]
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "", err
+    assert err.startswith(f"error: --placement {small_placement}: made for another {other} (fingerprint ")
+    assert err.endswith("; pass --any-inputs to use it anyway\n") and err.count("\n") == 1
+    code, _, err = run_cli(*args, "--any-inputs")
+    assert code == 0 and err == "", err
+    code, _, err = run_cli(*P_COMMANDS[command], "-t", "paper003", "-T", SMALL, "-p", small_placement)
+    assert code == 0 and err == "", err
+
+
+def test_a_circuit_plan_is_not_made_from_a_placement_for_other_traffic(small_placement, run_cli, tmp_path):
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL_OTHER, "-p", small_placement, "-m", "greedy",
+                           "-o", plan)
+    assert code == 2 and "made for another traffic" in err and not plan.exists()
+
+
+def test_any_inputs_has_one_help_text():
+    """The option the commands taking a plan or placement file share (cli/commands/common.py)."""
+    from topoplan.cli.commands import basic, circuits, emulate, export, phases, simulate, validate
+    from topoplan.cli.commands.common import AnyInputsOpt
+    import inspect
+
+    for fn in (basic.analyze_cmd, circuits.circuits_cmd, circuits.compare_circuits_cmd, phases.phases_cmd,
+               simulate.simulate_cmd, emulate.emulate_cmd, export.export_cmd, validate.validate_cmd):
+        assert inspect.signature(fn).parameters["any_inputs"].default is AnyInputsOpt, fn.__name__

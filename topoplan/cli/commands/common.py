@@ -272,6 +272,18 @@ def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None
         raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
 
 
+def load_checked_inputs(topology: str, sets, traffic: str, placement: str, any_inputs: bool):
+    """:func:`topoplan.traffic.sources.load_inputs` of a command taking ``-p``: a placement file made for other
+    inputs (its recorded fingerprints) is refused before it is read, as ``simulate`` does."""
+    from topoplan.traffic.sources import load_inputs
+
+    def check(topo, traffic_):
+        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo,
+                          traffic=traffic_)
+
+    return load_inputs(topology, sets, traffic, placement, check=check)
+
+
 def plan_doc(spec) -> dict | None:
     """The JSON document of a plan or placement file argument (a plan archive's too), or None (a named
     placement, a CSV)."""
