@@ -223,3 +223,88 @@ def test_any_inputs_has_one_help_text():
     for fn in (basic.analyze_cmd, circuits.circuits_cmd, circuits.compare_circuits_cmd, phases.phases_cmd,
                simulate.simulate_cmd, emulate.emulate_cmd, export.export_cmd, validate.validate_cmd):
         assert inspect.signature(fn).parameters["any_inputs"].default is AnyInputsOpt, fn.__name__
+
+
+@pytest.fixture
+def edited_plan(tmp_path, run_cli):
+    """A circuit plan whose rank_to_node was edited after planning (ranks 0 and 15 swapped), its inputs kept."""
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL, "-p", "round-robin", "-m", "greedy",
+                           "--no-simulate", "-o", plan)
+    assert code == 0, err
+    doc = json.loads(plan.read_text())
+    r2n = doc["rank_to_node"]
+    assert r2n[0] != r2n[15]
+    r2n[0], r2n[15] = r2n[15], r2n[0]
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    return plan, edited
+
+
+def _edited_cases(plan, out):
+    return {"validate": ["validate", plan, "-t", "paper003", "-T", SMALL],
+            "export ocs": ["export", "ocs", "-p", plan, "-o", out],
+            "export ompi4": ["export", "ompi4", "-p", plan, "-o", out],
+            "export json": ["export", "json", "-p", plan, "-t", "paper003", "-o", out],
+            "simulate -p": ["simulate", "-t", "paper003", "-T", SMALL, "-p", plan, "--circuits", plan],
+            "simulate --circuits": ["simulate", "-t", "paper003", "-T", SMALL, "-p", "round-robin", "--circuits", plan],
+            "circuits -p": ["circuits", "-t", "paper003", "-T", SMALL, "-p", plan, "-m", "greedy", "--no-simulate"]}
+
+
+@pytest.mark.parametrize("case", list(_edited_cases("plan", "out")))
+def test_a_plan_whose_rank_to_node_was_edited_is_refused(edited_plan, run_cli, tmp_path, case):
+    """The plan records the fingerprint of the placement it was made for: its own rank_to_node is compared with
+    it (it once passed validate, export and simulate, which then simulated another placement)."""
+    plan, edited = edited_plan
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(*_edited_cases(edited, out)[case])
+    flag = "" if case == "validate" else "--circuits " if case == "simulate --circuits" else "--placement "
+    assert code == 2 and not out.exists(), err
+    assert err.startswith(f"error: {flag}{edited}: field 'rank_to_node': changed after planning (its placement "
+                          "has fingerprint "), err
+    assert err.endswith("; pass --any-inputs to use it anyway\n") and err.count("\n") == 1
+    code, _, err = run_cli(*_edited_cases(plan, out)[case])   # the plan as written
+    assert code == 0 and err == "", err
+    if case != "simulate --circuits":   # (there -p round-robin is not the edited plan's placement)
+        out.unlink() if out.is_file() else None
+        code, _, err = run_cli(*_edited_cases(edited, out)[case], "--any-inputs")
+        assert code == 0, err
+
+
+def test_the_plan_library_refuses_an_edited_rank_to_node(edited_plan):
+    from topoplan.plans.validate import validate
+
+    plan, edited = edited_plan
+    t = load_topology("paper003")
+    validate(json.loads(plan.read_text()), t)
+    with pytest.raises(TopoplanError, match=r"^e.json: field 'rank_to_node': changed after planning \("):
+        validate(json.loads(edited.read_text()), t, where="e.json")
+    assert validate(json.loads(edited.read_text()), t, check_inputs=False)["ranks"] == 16
+
+
+def test_a_placement_with_its_own_slots_makes_a_plan_that_is_not_refused(tmp_path, run_cli):
+    """A circuit plan carries rank_to_node alone (circuits do not depend on slots): it records the placement with
+    the slots its readers give, so a placement file with other slots does not make it look edited."""
+    import topoplan
+    from topoplan.core.placement import Placement, from_nodes
+    from topoplan.sim.run import simulate_plan
+
+    slots = tmp_path / "slots.csv"
+    slots.write_text("rank,node,slot\n" + "".join(f"{r},{r % 8},{3 - r // 8}\n" for r in range(16)))
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL, "-p", slots, "-m", "greedy", "-o", plan)
+    assert code == 0, err
+    for args in (["validate", plan, "-t", "paper003", "-T", SMALL],
+                 ["simulate", "-t", "paper003", "-T", SMALL, "-p", plan, "--circuits", plan],
+                 ["simulate", "-t", "paper003", "-T", SMALL, "-p", slots, "--circuits", plan]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == "", (args, err)
+    # the library, given the placement with its slots, takes the plan too
+    t = load_topology("paper003")
+    trace, tr = load_source(SMALL)
+    node = np.arange(16) % 8
+    given = Placement(node, 3 - np.arange(16) // 8)
+    assert fingerprint(placement=given) != fingerprint(placement=from_nodes(node, t))
+    res = topoplan.solve(topoplan.CircuitProblem.build(t, tr, given), method="greedy")
+    assert res.inputs["placement"] == fingerprint(placement=from_nodes(node, t))["placement"]
+    assert simulate_plan(t, trace, res.to_dict(), placement=given)["makespan_s"] > 0

@@ -254,19 +254,21 @@ AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it w
 def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
                       placement=None) -> None:
     """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
-    (``traffic`` may be a function returning it, called only when the plan records its inputs)."""
+    (``traffic`` may be a function returning it, called only when the plan records its inputs), or whose own
+    ``rank_to_node`` was changed after planning."""
     if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
     if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
         return
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.fingerprint import check_inputs, fingerprint
+    from topoplan.core.fingerprint import check_inputs, check_plan_placement, fingerprint
 
     if callable(traffic):   # computed only when a plan's inputs are checked
         traffic = traffic()
 
     try:
         check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)
+        check_plan_placement(doc, flag, topology)   # its own rank_to_node, edited after planning
     except TopoplanError as exc:
         msg = str(exc).replace("field 'inputs': ", "")
         raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
