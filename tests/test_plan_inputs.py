@@ -308,3 +308,29 @@ def test_a_placement_with_its_own_slots_makes_a_plan_that_is_not_refused(tmp_pat
     res = topoplan.solve(topoplan.CircuitProblem.build(t, tr, given), method="greedy")
     assert res.inputs["placement"] == fingerprint(placement=from_nodes(node, t))["placement"]
     assert simulate_plan(t, trace, res.to_dict(), placement=given)["makespan_s"] > 0
+
+
+@pytest.mark.parametrize("inputs", ["removed", None, {}])
+def test_a_plan_without_inputs_is_used_with_one_warning(edited_plan, run_cli, tmp_path, inputs):
+    """Plans of older versions record no inputs: used, but the user is told they were not checked (once a
+    command, though simulate reads the plan twice); a command refusing its input prints its error alone."""
+    plan, _ = edited_plan
+    doc = json.loads(plan.read_text())
+    if inputs == "removed":
+        del doc["inputs"]
+    else:
+        doc["inputs"] = inputs
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    warning = f"warning: {old} records no inputs: not checked against the topology and traffic\n"
+    out = tmp_path / "out.json"
+    for args in (["validate", old, "-t", "paper003", "-T", SMALL_OTHER],
+                 ["export", "ocs", "-p", old, "-o", out],
+                 ["simulate", "-t", "paper003", "-T", SMALL_OTHER, "-p", old, "--circuits", old],
+                 ["circuits", "-t", "paper003", "-T", SMALL_OTHER, "-p", old, "-m", "greedy", "--no-simulate"]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == warning, (args, err)
+        code, _, err = run_cli(*args, "--any-inputs")   # nothing is checked, as asked
+        assert code == 0 and err == "", (args, err)
+    code, _, err = run_cli("validate", old, "-t", "paper003", "-T", "ring:np=8,bytes=1MB")
+    assert code == 2 and err == f"error: {old}: places 16 ranks but the traffic has 8\n"
