@@ -334,3 +334,26 @@ def test_a_plan_without_inputs_is_used_with_one_warning(edited_plan, run_cli, tm
         assert code == 0 and err == "", (args, err)
     code, _, err = run_cli("validate", old, "-t", "paper003", "-T", "ring:np=8,bytes=1MB")
     assert code == 2 and err == f"error: {old}: places 16 ranks but the traffic has 8\n"
+
+
+def test_simulate_takes_the_placement_of_a_schedule(tmp_path, run_cli):
+    """A `phases --schedule` document records its placement under schedule_result: validate and export read it
+    there, and simulate -p (load_placement) once said "field 'rank_to_node': missing"."""
+    from topoplan.core.placement import read_placement
+
+    mg = "npb:kernel=mg,class=S,np=16"
+    ph = tmp_path / "ph.json"
+    code, _, err = run_cli("phases", "-t", "paper003", "-T", mg, "-p", "round-robin", "--schedule", "static",
+                           "--circuit-method", "greedy", "-o", ph)
+    assert code == 0, err
+    doc = json.loads(ph.read_text())
+    assert "rank_to_node" not in doc
+    assert read_placement(ph).rank_to_node.tolist() == doc["schedule_result"]["rank_to_node"] == \
+        [r % 64 for r in range(16)]
+    for args in (["simulate", "-t", "paper003", "-T", mg, "-p", ph],
+                 ["validate", ph, "-t", "paper003"],
+                 ["export", "ompi4", "-p", ph, "-o", tmp_path / "rankfile"]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == "", (args, err)
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "npb:kernel=cg,class=S,np=16", "-p", ph)
+    assert code == 2 and err.startswith(f"error: --placement {ph}: made for another traffic"), err
