@@ -234,6 +234,7 @@ def test_validate_with_traffic_refuses_a_plan_placing_other_ranks(run_cli, matri
     assert run_cli("circuits", "-t", "paper003", "-T", matrix, "-p", "round-robin", "-o", out)[0] == 0
     doc = json.loads(out.read_text())
     doc["rank_to_node"] = doc["rank_to_node"][:10]   # the recorded fingerprints still match the traffic
+    del doc["inputs"]["placement"]   # (which would refuse the edit itself: tests/test_plan_inputs.py)
     out.write_text(json.dumps(doc))
     code, stdout, err = run_cli("validate", out, "-t", "paper003", "-T", matrix, *extra)
     assert code == 2 and err.count("\n") == 1

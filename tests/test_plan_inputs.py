@@ -171,3 +171,189 @@ def test_validate_takes_a_placement_csv(tmp_path, run_cli):
     pl.write_text("rank,node\n")
     code, _, err = run_cli("validate", pl, "-t", "paper003")
     assert code == 2 and err.strip() == f"error: {pl}: no ranks placed (a header line and no rows)"
+
+
+SMALL = "neighbor2d:rows=4,cols=4,bytes=4MB"
+SMALL_OTHER = "neighbor2d:rows=4,cols=4,bytes=2MB"   # as many ranks: only the fingerprint tells them apart
+# every command taking a placement file with -p (and -t, -T), with the options that keep its run short
+P_COMMANDS = {"analyze": ["analyze"], "circuits": ["circuits", "-m", "greedy", "--no-simulate"],
+              "compare circuits": ["compare", "circuits", "--methods", "greedy"], "phases": ["phases"],
+              "simulate": ["simulate"]}
+
+
+@pytest.fixture
+def small_placement(tmp_path, run_cli):
+    path = tmp_path / "p.json"
+    code, _, err = run_cli("place", "-t", "paper003", "-T", SMALL, "-m", "greedy", "-o", path)
+    assert code == 0, err
+    return path
+
+
+@pytest.mark.parametrize("command", list(P_COMMANDS))
+@pytest.mark.parametrize("traffic, sets, other", [(SMALL_OTHER, [], "traffic"),
+                                                  (SMALL, ["--set", "ocs.bw=40Gbps"], "topology")])
+def test_every_command_refuses_a_placement_made_for_other_inputs(small_placement, run_cli, command, traffic, sets,
+                                                                  other):
+    """As simulate always did: circuits, compare, phases and analyze once used such a placement silently, and the
+    plan made with it recorded the new inputs' fingerprints."""
+    args = [*P_COMMANDS[command], "-t", "paper003", *sets, "-T", traffic, "-p", small_placement]
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == "", err
+    assert err.startswith(f"error: --placement {small_placement}: made for another {other} (fingerprint ")
+    assert err.endswith("; pass --any-inputs to use it anyway\n") and err.count("\n") == 1
+    code, _, err = run_cli(*args, "--any-inputs")
+    assert code == 0 and err == "", err
+    code, _, err = run_cli(*P_COMMANDS[command], "-t", "paper003", "-T", SMALL, "-p", small_placement)
+    assert code == 0 and err == "", err
+
+
+def test_a_circuit_plan_is_not_made_from_a_placement_for_other_traffic(small_placement, run_cli, tmp_path):
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL_OTHER, "-p", small_placement, "-m", "greedy",
+                           "-o", plan)
+    assert code == 2 and "made for another traffic" in err and not plan.exists()
+
+
+def test_any_inputs_has_one_help_text():
+    """The option the commands taking a plan or placement file share (cli/commands/common.py)."""
+    from topoplan.cli.commands import basic, circuits, emulate, export, phases, simulate, validate
+    from topoplan.cli.commands.common import AnyInputsOpt
+    import inspect
+
+    for fn in (basic.analyze_cmd, circuits.circuits_cmd, circuits.compare_circuits_cmd, phases.phases_cmd,
+               simulate.simulate_cmd, emulate.emulate_cmd, export.export_cmd, validate.validate_cmd):
+        assert inspect.signature(fn).parameters["any_inputs"].default is AnyInputsOpt, fn.__name__
+
+
+@pytest.fixture
+def edited_plan(tmp_path, run_cli):
+    """A circuit plan whose rank_to_node was edited after planning (ranks 0 and 15 swapped), its inputs kept."""
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL, "-p", "round-robin", "-m", "greedy",
+                           "--no-simulate", "-o", plan)
+    assert code == 0, err
+    doc = json.loads(plan.read_text())
+    r2n = doc["rank_to_node"]
+    assert r2n[0] != r2n[15]
+    r2n[0], r2n[15] = r2n[15], r2n[0]
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    return plan, edited
+
+
+def _edited_cases(plan, out):
+    return {"validate": ["validate", plan, "-t", "paper003", "-T", SMALL],
+            "export ocs": ["export", "ocs", "-p", plan, "-o", out],
+            "export ompi4": ["export", "ompi4", "-p", plan, "-o", out],
+            "export json": ["export", "json", "-p", plan, "-t", "paper003", "-o", out],
+            "simulate -p": ["simulate", "-t", "paper003", "-T", SMALL, "-p", plan, "--circuits", plan],
+            "simulate --circuits": ["simulate", "-t", "paper003", "-T", SMALL, "-p", "round-robin", "--circuits", plan],
+            "circuits -p": ["circuits", "-t", "paper003", "-T", SMALL, "-p", plan, "-m", "greedy", "--no-simulate"]}
+
+
+@pytest.mark.parametrize("case", list(_edited_cases("plan", "out")))
+def test_a_plan_whose_rank_to_node_was_edited_is_refused(edited_plan, run_cli, tmp_path, case):
+    """The plan records the fingerprint of the placement it was made for: its own rank_to_node is compared with
+    it (it once passed validate, export and simulate, which then simulated another placement)."""
+    plan, edited = edited_plan
+    out = tmp_path / "out"
+    code, stdout, err = run_cli(*_edited_cases(edited, out)[case])
+    flag = "" if case == "validate" else "--circuits " if case == "simulate --circuits" else "--placement "
+    assert code == 2 and not out.exists(), err
+    assert err.startswith(f"error: {flag}{edited}: field 'rank_to_node': changed after planning (its placement "
+                          "has fingerprint "), err
+    assert err.endswith("; pass --any-inputs to use it anyway\n") and err.count("\n") == 1
+    code, _, err = run_cli(*_edited_cases(plan, out)[case])   # the plan as written
+    assert code == 0 and err == "", err
+    if case != "simulate --circuits":   # (there -p round-robin is not the edited plan's placement)
+        out.unlink() if out.is_file() else None
+        code, _, err = run_cli(*_edited_cases(edited, out)[case], "--any-inputs")
+        assert code == 0, err
+
+
+def test_the_plan_library_refuses_an_edited_rank_to_node(edited_plan):
+    from topoplan.plans.validate import validate
+
+    plan, edited = edited_plan
+    t = load_topology("paper003")
+    validate(json.loads(plan.read_text()), t)
+    with pytest.raises(TopoplanError, match=r"^e.json: field 'rank_to_node': changed after planning \("):
+        validate(json.loads(edited.read_text()), t, where="e.json")
+    assert validate(json.loads(edited.read_text()), t, check_inputs=False)["ranks"] == 16
+
+
+def test_a_placement_with_its_own_slots_makes_a_plan_that_is_not_refused(tmp_path, run_cli):
+    """A circuit plan carries rank_to_node alone (circuits do not depend on slots): it records the placement with
+    the slots its readers give, so a placement file with other slots does not make it look edited."""
+    import topoplan
+    from topoplan.core.placement import Placement, from_nodes
+    from topoplan.sim.run import simulate_plan
+
+    slots = tmp_path / "slots.csv"
+    slots.write_text("rank,node,slot\n" + "".join(f"{r},{r % 8},{3 - r // 8}\n" for r in range(16)))
+    plan = tmp_path / "c.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", SMALL, "-p", slots, "-m", "greedy", "-o", plan)
+    assert code == 0, err
+    for args in (["validate", plan, "-t", "paper003", "-T", SMALL],
+                 ["simulate", "-t", "paper003", "-T", SMALL, "-p", plan, "--circuits", plan],
+                 ["simulate", "-t", "paper003", "-T", SMALL, "-p", slots, "--circuits", plan]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == "", (args, err)
+    # the library, given the placement with its slots, takes the plan too
+    t = load_topology("paper003")
+    trace, tr = load_source(SMALL)
+    node = np.arange(16) % 8
+    given = Placement(node, 3 - np.arange(16) // 8)
+    assert fingerprint(placement=given) != fingerprint(placement=from_nodes(node, t))
+    res = topoplan.solve(topoplan.CircuitProblem.build(t, tr, given), method="greedy")
+    assert res.inputs["placement"] == fingerprint(placement=from_nodes(node, t))["placement"]
+    assert simulate_plan(t, trace, res.to_dict(), placement=given)["makespan_s"] > 0
+
+
+@pytest.mark.parametrize("inputs", ["removed", None, {}])
+def test_a_plan_without_inputs_is_used_with_one_warning(edited_plan, run_cli, tmp_path, inputs):
+    """Plans of older versions record no inputs: used, but the user is told they were not checked (once a
+    command, though simulate reads the plan twice); a command refusing its input prints its error alone."""
+    plan, _ = edited_plan
+    doc = json.loads(plan.read_text())
+    if inputs == "removed":
+        del doc["inputs"]
+    else:
+        doc["inputs"] = inputs
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    warning = f"warning: {old} records no inputs: not checked against the topology and traffic\n"
+    out = tmp_path / "out.json"
+    for args in (["validate", old, "-t", "paper003", "-T", SMALL_OTHER],
+                 ["export", "ocs", "-p", old, "-o", out],
+                 ["simulate", "-t", "paper003", "-T", SMALL_OTHER, "-p", old, "--circuits", old],
+                 ["circuits", "-t", "paper003", "-T", SMALL_OTHER, "-p", old, "-m", "greedy", "--no-simulate"]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == warning, (args, err)
+        code, _, err = run_cli(*args, "--any-inputs")   # nothing is checked, as asked
+        assert code == 0 and err == "", (args, err)
+    code, _, err = run_cli("validate", old, "-t", "paper003", "-T", "ring:np=8,bytes=1MB")
+    assert code == 2 and err == f"error: {old}: places 16 ranks but the traffic has 8\n"
+
+
+def test_simulate_takes_the_placement_of_a_schedule(tmp_path, run_cli):
+    """A `phases --schedule` document records its placement under schedule_result: validate and export read it
+    there, and simulate -p (load_placement) once said "field 'rank_to_node': missing"."""
+    from topoplan.core.placement import read_placement
+
+    mg = "npb:kernel=mg,class=S,np=16"
+    ph = tmp_path / "ph.json"
+    code, _, err = run_cli("phases", "-t", "paper003", "-T", mg, "-p", "round-robin", "--schedule", "static",
+                           "--circuit-method", "greedy", "-o", ph)
+    assert code == 0, err
+    doc = json.loads(ph.read_text())
+    assert "rank_to_node" not in doc
+    assert read_placement(ph).rank_to_node.tolist() == doc["schedule_result"]["rank_to_node"] == \
+        [r % 64 for r in range(16)]
+    for args in (["simulate", "-t", "paper003", "-T", mg, "-p", ph],
+                 ["validate", ph, "-t", "paper003"],
+                 ["export", "ompi4", "-p", ph, "-o", tmp_path / "rankfile"]):
+        code, _, err = run_cli(*args)
+        assert code == 0 and err == "", (args, err)
+    code, _, err = run_cli("simulate", "-t", "paper003", "-T", "npb:kernel=cg,class=S,np=16", "-p", ph)
+    assert code == 2 and err.startswith(f"error: --placement {ph}: made for another traffic"), err

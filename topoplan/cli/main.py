@@ -387,8 +387,10 @@ def main(argv=None) -> int:
     named = args[0] if args and args[0] in COMMANDS else None
     command = root_command(build_app(named))
     interrupt.reset()
+    ended = False   # the command ran to its end: its warnings are printed (after an error, its line alone)
     try:
         rc = command.main(args=args, prog_name="topoplan", standalone_mode=False)
+        ended = not isinstance(rc, int) or rc == 0
         if isinstance(rc, int) and rc == 130:   # Typer turns KeyboardInterrupt into Exit(130) and returns it
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc != 0:
@@ -433,6 +435,9 @@ def main(argv=None) -> int:
         raise
     finally:
         deadline.clear_start()   # the next command in this process (tests, a notebook) counts from its own start
+        common = sys.modules.get("topoplan.cli.commands.common")   # imported by the commands, not here (start-up)
+        if common is not None:
+            common.end_warnings(ended)
     return 0
 
 

@@ -13,7 +13,10 @@ What is hashed:
 - traffic: the communication matrix (ordered rank pairs, bytes rounded to whole bytes, message
   counts) and the number of ranks, so a trace and the matrix written from it (``topoplan traffic
   -o m.csv``) have the same fingerprint;
-- placement: ``rank_to_node`` and ``rank_to_slot``;
+- placement: ``rank_to_node`` and ``rank_to_slot``; a circuit plan carries ``rank_to_node`` alone (its
+  circuits do not depend on the slots), so it records the placement with the slots its readers give
+  (consecutive on each node, in rank order), and :func:`check_plan_placement` compares that record with the
+  plan's own ``rank_to_node``;
 - trace (what a phases document is cut on): every call's rank, op, peer, bytes, root, communicator
   size and id, tag and request kind, in call order, and the number of ranks -- not its times, so a
   trace recorded again from the same run order keeps its phases.
@@ -27,9 +30,10 @@ import hashlib
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import placement_from_doc
 
 __all__ = ["DIGEST_CHARS", "fingerprint_topology", "fingerprint_traffic", "fingerprint_placement",
-           "fingerprint_trace", "fingerprint", "check_inputs"]
+           "fingerprint_trace", "fingerprint", "check_inputs", "check_plan_placement"]
 
 DIGEST_CHARS = 16   # 64 bits of SHA-256: collisions are not a concern for telling inputs apart
 
@@ -230,3 +234,51 @@ def check_inputs(recorded, current: dict[str, str], where: str = "plan") -> None
         if key in recorded and key in current and recorded[key] != current[key]:
             raise TopoplanError(f"{where}: field 'inputs': made for another {key} (fingerprint {recorded[key]}, "
                                 f"the one given has {current[key]})")
+
+
+def check_plan_placement(plan, where: str = "plan", hosts=None) -> None:
+    """Refuse a plan whose own placement (``rank_to_node`` [+ ``rank_to_slot``]) is not the one its ``inputs``
+    record: it was edited after planning.
+
+    Only a plan carrying both is compared (circuit plans and schedules: their placement fingerprint is of
+    ``rank_to_node`` with the slots :func:`topoplan.core.placement.placement_from_doc` gives it).
+
+    Parameters
+    ----------
+    plan : dict
+        The plan document.
+    where : str, optional
+        Names the plan in messages.
+    hosts : Topology or sequence of str, optional
+        Resolves host names in ``rank_to_node``; without it, a plan naming hosts is not compared.
+
+    Raises
+    ------
+    TopoplanError
+        ``where: field 'rank_to_node': changed after planning (...)``, or a ``rank_to_node`` that is not a
+        placement.
+
+    Examples
+    --------
+    >>> from topoplan.core.placement import Placement
+    >>> plan = {"rank_to_node": [0, 0, 1],
+    ...         "inputs": fingerprint(placement=Placement(np.array([0, 0, 1]), np.array([0, 1, 0])))}
+    >>> check_plan_placement(plan)
+    >>> plan["rank_to_node"] = [0, 1, 0]
+    >>> check_plan_placement(plan, "c.json")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: c.json: field 'rank_to_node': changed after planning (...)
+    """
+    if not isinstance(plan, dict) or plan.get("rank_to_node") is None:
+        return
+    recorded = plan.get("inputs")
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("placement"), str):
+        return
+    nodes = plan["rank_to_node"]
+    if hosts is None and isinstance(nodes, list) and any(isinstance(v, str) for v in nodes):
+        return   # host names: compared where the topology is known
+    own = fingerprint_placement(placement_from_doc(plan, where, hosts))
+    if own != recorded["placement"]:
+        raise TopoplanError(f"{where}: field 'rank_to_node': changed after planning (its placement has fingerprint "
+                            f"{own}, the plan's inputs record {recorded['placement']})")

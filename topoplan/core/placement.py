@@ -307,9 +307,10 @@ def read_placement(path, hosts=None) -> Placement:
     Parameters
     ----------
     path : str or path
-        A ``.json`` or ``.json.gz`` file (as written by ``topoplan place -o``, or a circuit plan's
-        ``rank_to_node``), a plan archive (``circuits -o plan.zip``) or a CSV (plain or gzipped) whose ranks are
-        ``0..n-1`` once each, in any order.
+        A ``.json`` or ``.json.gz`` file (as written by ``topoplan place -o``, a circuit plan's
+        ``rank_to_node``, or a ``topoplan phases --schedule -o`` document's, under ``schedule_result``), a plan
+        archive (``circuits -o plan.zip``) or a CSV (plain or gzipped) whose ranks are ``0..n-1`` once each, in
+        any order.
     hosts : Topology or sequence of str, optional
         Resolves host names: the topology, or the host name of every node id.
 
@@ -354,6 +355,10 @@ def read_placement(path, hosts=None) -> Placement:
         if not isinstance(doc, dict):
             raise TopoplanError(f"{path}: expected a JSON object with 'rank_to_node'")
         if "rank_to_node" not in doc:
+            sched = doc.get("schedule_result")
+            if isinstance(sched, dict) and sched.get("rank_to_node") is not None:
+                # `topoplan phases --schedule -o`: the placement the schedule was made for (validate and export read it)
+                return placement_from_doc(sched, f"{path}: schedule_result", hosts)
             raise TopoplanError(f"{path}: field 'rank_to_node': missing")
         return placement_from_doc(doc, str(path), hosts)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.fingerprint import check_inputs as compare, fingerprint
-from topoplan.core.placement import placement_from_doc
+from topoplan.core.fingerprint import check_inputs as compare, check_plan_placement, fingerprint
+from topoplan.core.placement import from_nodes, placement_from_doc
 from topoplan.plans.circuits import ForwardingTables, validate_plan_dict
 from topoplan.plans.schedule import validate_schedule
 
@@ -37,8 +37,9 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         The placement a circuit plan is used with; compared likewise.
     check_inputs : bool, optional
         Refuse a plan whose recorded ``inputs`` fingerprints (:mod:`topoplan.core.fingerprint`) differ
-        from those of ``topology`` (after overrides), ``traffic`` and ``placement``. False uses the
-        plan anyway (the CLI's ``--any-inputs``); a plan without ``inputs`` is not compared.
+        from those of ``topology`` (after overrides), ``traffic`` and ``placement``, or whose own
+        ``rank_to_node`` is not the placement they record (edited after planning). False uses the plan
+        anyway (the CLI's ``--any-inputs``); a plan without ``inputs`` is not compared.
 
     Returns
     -------
@@ -85,7 +86,11 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
         where = f"{where}: schedule_result"
     if check_inputs and doc.get("inputs") is not None:
+        if placement is not None and doc.get("rank_to_node") is not None and doc.get("rank_to_slot") is None:
+            # a plan carrying rank_to_node alone records it with the slots its readers give: compare the nodes
+            placement = from_nodes(placement.rank_to_node, topo)
         compare(doc["inputs"], fingerprint(topology=topo, traffic=traffic, placement=placement), where)
+        check_plan_placement(doc, where, topo)   # its own rank_to_node, edited after planning
     checked, out = [], {}
     if "circuits" in doc or "forwarding" in doc:
         validate_plan_dict(doc, topo, where=where)

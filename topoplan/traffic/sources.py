@@ -236,7 +236,8 @@ def load_traffic(spec: str, n_ranks: int | None = None) -> Traffic:
     return load_source(spec, n_ranks)[1]
 
 
-def load_inputs(topology: str, sets=None, traffic: str | None = None, placement: str | None = None):
+def load_inputs(topology: str, sets=None, traffic: str | None = None, placement: str | None = None, *,
+                check=None):
     """A run's topology, (trace, traffic) and validated placement, from their specs.
 
     Parameters
@@ -250,6 +251,9 @@ def load_inputs(topology: str, sets=None, traffic: str | None = None, placement:
     placement : str, optional
         ``sequential``, ``round-robin`` or a placement file (:func:`topoplan.core.placement.load_placement`);
         used only with a traffic.
+    check : callable, optional
+        Called as ``check(topology, traffic)`` before the placement is read, to refuse (raise) one made for
+        other inputs: the command line's check of a placement file's recorded fingerprints.
 
     Returns
     -------
@@ -279,5 +283,8 @@ def load_inputs(topology: str, sets=None, traffic: str | None = None, placement:
         if tr.n_ranks > capacity:
             raise TopoplanError(f"{traffic}: {tr.n_ranks} ranks do not fit topology {topo.name or topology} "
                                 f"({topo.n_nodes} nodes, {capacity} cores){cores_hint(topo)}")
-    pl = load_placement(placement, tr.n_ranks, topo) if tr is not None else None
-    return topo, trace, tr, pl
+    if tr is None:
+        return topo, trace, tr, None
+    if check is not None:
+        check(topo, tr)
+    return topo, trace, tr, load_placement(placement, tr.n_ranks, topo)

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt, TrafficOpt, console,
-                                     emit)
+from topoplan.cli.commands.common import (AnyInputsOpt, JsonOpt, OutOpt, PlacementOpt, SetOpt, TopologyOpt,
+                                          TrafficOpt, console, emit, load_checked_inputs)
 from topoplan.core.units import format_bytes, parse_size
 
 
@@ -109,7 +109,7 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
                 placement: str = PlacementOpt,
                 threshold: Optional[str] = typer.Option(None, "--threshold", help="Large-message threshold (e.g. 8192, 8KiB); default: the OCS bandwidth-delay product, else 8192 B. When given, node pairs count only pairs exchanging large messages."),
                 pairs: Optional[str] = typer.Option(None, "--pairs", help="Which node pairs to count: any (default without --threshold): every message makes a pair, zero-byte ones such as a barrier's included; large (default with it): only pairs exchanging a large message."),
-                json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+                any_inputs: bool = AnyInputsOpt, json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
     """Inter-switch traffic per pair of EPS switches: node pairs and bytes, large vs small.
 
     Node pairs are unordered (a pair exchanging in both directions counts once). --pairs any (the default
@@ -117,9 +117,8 @@ def analyze_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: Op
     large (the default with --threshold) only pairs exchanging a large message (000's Table 2: the pairs
     circuits can serve)."""
     from topoplan.analysis.switches import analyze
-    from topoplan.traffic.sources import load_inputs
 
-    topo, _, tr, pl = load_inputs(topology, sets, traffic, placement)
+    topo, _, tr, pl = load_checked_inputs(topology, sets, traffic, placement, any_inputs)
     thr = parse_size(threshold, "--threshold") if threshold is not None else None
     res = analyze(topo, tr, pl, thr, pairs=pairs or ("large" if threshold is not None else "any"))
     d = {"topology": topo.name, "traffic": traffic, "placement": placement, **res.to_dict()}

@@ -7,11 +7,11 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, ContentionOpt,
-                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt, RelayChunkOpt,
-                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console,
-                                          emit, flag_names, known_method, parse_time_limit, sim_model,
-                                          steps_within_limit, topology_record)
+from topoplan.cli.commands.common import (simulated_within_limit, solving, time_bounded, working, AnyInputsOpt,
+                                          ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, PlanOutOpt,
+                                          RelayChunkOpt, RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt,
+                                          TrafficOpt, console, emit, flag_names, known_method, load_checked_inputs,
+                                          parse_time_limit, sim_model, steps_within_limit, topology_record)
 from topoplan.core.units import format_bytes, format_time, parse_size
 
 MethodOpt = typer.Option("three-step", "--method", "-m",
@@ -85,14 +85,14 @@ def _ilp_options(methods: List[str], **given) -> dict:
 BUILD_FLAGS = {"threshold_B": "--threshold", "hop_limit": "--hop-limit", "max_circuits": "--max-circuits"}
 
 
-def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps=True):
+def _problem(topology, sets, traffic, placement, threshold, hop_limit, max_circuits, steps=True, any_inputs=False):
     """``(topology, trace, traffic, problem, note)``: the note says why the problem has no steps although the
-    traffic is a trace (None otherwise)."""
+    traffic is a trace (None otherwise). A placement file made for other inputs is refused (``any_inputs``:
+    used anyway)."""
     from topoplan.problems.circuits import CircuitProblem
     from topoplan.core.errors import TopoplanError
-    from topoplan.traffic.sources import load_inputs
 
-    topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
+    topo, trace, tr, pl = load_checked_inputs(topology, sets, traffic, placement, any_inputs)
     thr = parse_size(threshold, "--threshold") if threshold is not None else None
     st = note = None
     if steps and trace is not None:
@@ -114,7 +114,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                  simulate: bool = SimulateOpt,
                  model: Optional[str] = ModelOpt,
                  relay: Optional[str] = RelayOpt, relay_chunk: Optional[str] = RelayChunkOpt,
-                 paper_contention: Optional[str] = ContentionOpt,
+                 paper_contention: Optional[str] = ContentionOpt, any_inputs: bool = AnyInputsOpt,
                  json_mode: bool = JsonOpt, output: Optional[Path] = PlanOutOpt) -> None:
     """Assign optical circuits and build forwarding tables for a hybrid EPS/OCS network.
 
@@ -148,7 +148,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
         opts["max_steps"] = max_steps
     with working(f"circuits -m {method}"):   # progress on a terminal, from reading the inputs to the simulation
         topo, trace, _, prob, note = _problem(topology, sets, traffic, placement, threshold, hop_limit,
-                                              max_circuits, steps)
+                                              max_circuits, steps, any_inputs)
         # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
         # it replays) and writing it are kept out of what the method gets
         sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1, threshold_B=prob.threshold_B))) \
@@ -237,7 +237,8 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
                                                        help="Also replay the traffic on each plan (the simulator)."),
                          model: Optional[str] = ModelOpt, relay: Optional[str] = RelayOpt,
                          relay_chunk: Optional[str] = RelayChunkOpt, paper_contention: Optional[str] = ContentionOpt,
-                         steps: bool = StepsOpt, json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt) -> None:
+                         steps: bool = StepsOpt, any_inputs: bool = AnyInputsOpt, json_mode: bool = JsonOpt,
+                         output: Optional[Path] = OutOpt) -> None:
     """Every circuit method on one problem: its objective (the step time on a trace, the communication-time
     bound on a matrix), gap to the exact model, uplink bytes, solve time; with --simulate the simulated time
     and its ratio to the objective."""
@@ -255,7 +256,7 @@ def compare_circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt,
     smodel = sim_model(model, relay, relay_chunk, paper_contention, unused=None if simulate else "with --simulate")
     with working("compare circuits"):   # progress on a terminal
         topo, trace, tr, prob, _ = _problem(topology, sets, traffic, placement, threshold, hop_limit,
-                                            max_circuits, steps)   # no deadline here: the steps are found
+                                            max_circuits, steps, any_inputs)   # no deadline here: the steps are found
         sim = None
         if simulate:
             from topoplan.problems.circuits.problem import plan_simulator

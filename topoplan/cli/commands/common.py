@@ -254,22 +254,58 @@ AnyInputsOpt = typer.Option(False, "--any-inputs", help="Use a plan even if it w
 def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None, traffic=None,
                       placement=None) -> None:
     """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
-    (``traffic`` may be a function returning it, called only when the plan records its inputs)."""
+    (``traffic`` may be a function returning it, called only when the plan records its inputs), or whose own
+    ``rank_to_node`` was changed after planning. A plan that records no inputs (written before they were
+    recorded) is used unchecked, with a warning on stderr (once a file in a command)."""
     if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
-    if any_inputs or not isinstance(doc, dict) or doc.get("inputs") is None:
+    if any_inputs or not isinstance(doc, dict):
+        return
+    if not doc.get("inputs"):   # missing, null or {}
+        name = flag.split(" ", 1)[1] if flag.startswith("-") and " " in flag else flag
+        warn_once(f"{name} records no inputs: not checked against the topology and traffic")
         return
     from topoplan.core.errors import TopoplanError
-    from topoplan.core.fingerprint import check_inputs, fingerprint
+    from topoplan.core.fingerprint import check_inputs, check_plan_placement, fingerprint
 
     if callable(traffic):   # computed only when a plan's inputs are checked
         traffic = traffic()
 
     try:
         check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)
+        check_plan_placement(doc, flag, topology)   # its own rank_to_node, edited after planning
     except TopoplanError as exc:
         msg = str(exc).replace("field 'inputs': ", "")
         raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
+
+
+def load_checked_inputs(topology: str, sets, traffic: str, placement: str, any_inputs: bool):
+    """:func:`topoplan.traffic.sources.load_inputs` of a command taking ``-p``: a placement file made for other
+    inputs (its recorded fingerprints) is refused before it is read, as ``simulate`` does."""
+    from topoplan.traffic.sources import load_inputs
+
+    def check(topo, traffic_):
+        check_plan_inputs(plan_doc(placement), f"--placement {placement}", any_inputs=any_inputs, topology=topo,
+                          traffic=traffic_)
+
+    return load_inputs(topology, sets, traffic, placement, check=check)
+
+
+# the warnings of the running command, each once, in order: printed when it ends (topoplan.cli.main.main)
+pending_warnings: dict = {}
+
+
+def warn_once(text: str) -> None:
+    """``warning: TEXT`` on stderr, once in a command, when it ends: a command refusing its input prints its one
+    ``error:`` line alone."""
+    pending_warnings.setdefault(text, None)
+
+
+def end_warnings(show: bool) -> None:
+    """Print the command's warnings (``show``: it ended without an error) and forget them."""
+    for text in pending_warnings if show else ():
+        typer.echo(f"warning: {text}", err=True)
+    pending_warnings.clear()
 
 
 def plan_doc(spec) -> dict | None:

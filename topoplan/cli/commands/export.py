@@ -77,8 +77,9 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
     doc = plan_doc(placement)   # read once (None for a CSV placement)
     if topo is None:
         topo = _recorded_topology(placement, doc)
-    if topo is not None:   # a placement planned on another machine (or an edited topology file) is refused
-        check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
+    # a placement planned on another machine (or an edited topology file) is refused; without a topology, a plan
+    # whose rank_to_node was changed after planning still is
+    check_plan_inputs(doc, f"--placement {placement}", any_inputs=any_inputs, topology=topo)
     if topo is None and hosts is None:
         raise TopoplanError("export needs --hosts or --topology (for host names)")
     names = read_hostfile(hosts, topo.n_nodes if topo is not None else None) if hosts is not None else None

@@ -7,10 +7,11 @@ from typing import List, Optional
 
 import typer
 
-from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, ContentionOpt,
-                                          JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt, RelayOpt, SeedOpt,
-                                          SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console, emit, flag_names,
-                                          known_method, sim_model, topology_record, working)
+from topoplan.cli.commands.common import (past_limit, steps_past_limit, steps_time_limit, time_bounded, AnyInputsOpt,
+                                          ContentionOpt, JsonOpt, ModelOpt, OutOpt, PlacementOpt, RelayChunkOpt,
+                                          RelayOpt, SeedOpt, SetOpt, TimeLimitOpt, TopologyOpt, TrafficOpt, console,
+                                          emit, flag_names, known_method, load_checked_inputs, sim_model,
+                                          topology_record, working)
 
 FLAGS = {"window_s": "--window", "windows": "--windows", "threshold": "--threshold", "setup_s": "--setup",
          "blackout": "--blackout", "min_windows": "--min-windows", "score": "--score"}
@@ -64,7 +65,7 @@ def phases_cmd(
     steps: bool = typer.Option(False, "--steps", help="Price each phase's circuit candidates by the step time of "
                                "its steps (the sum of each step's busiest link) instead of its bulk bound."),
     time_limit: Optional[float] = TimeLimitOpt,
-    seed: int = SeedOpt,
+    seed: int = SeedOpt, any_inputs: bool = AnyInputsOpt,
     json_mode: bool = JsonOpt, output: Optional[Path] = OutOpt,
 ) -> None:
     """Split a trace into communication phases (partners change over time); --schedule plans circuits per phase."""
@@ -72,7 +73,6 @@ def phases_cmd(
     from topoplan.core.errors import TopoplanError
     from topoplan.core.units import format_bytes, format_time, parse_time
     from topoplan.traffic.phases import detect_phases
-    from topoplan.traffic.sources import load_inputs
 
     from topoplan.core.progress import report
 
@@ -91,7 +91,7 @@ def phases_cmd(
     smodel = sim_model(model, relay, relay_chunk, paper_contention,   # of --simulate and --score simulated
                        unused=None if simulate or score == "simulated" else "with --simulate or --score simulated")
     with working("phases"):   # progress on a terminal
-        topo, trace, tr, pl = load_inputs(topology, sets, traffic, placement)
+        topo, trace, tr, pl = load_checked_inputs(topology, sets, traffic, placement, any_inputs)
         if trace is None:
             raise TopoplanError(f"{traffic}: phases need an MPI trace or a generator spec (a matrix has no time order)")
         win = parse_time(window, "--window") if window is not None else None

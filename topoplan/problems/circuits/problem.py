@@ -144,8 +144,15 @@ class CircuitProblem(CircuitArrays):
 
     def fingerprint(self) -> dict[str, str]:
         """Fingerprints of the topology, rank traffic and placement this problem was built from
-        (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`)."""
+        (recorded in every plan as ``inputs``; :mod:`topoplan.core.fingerprint`).
+
+        The placement is the plan's ``rank_to_node`` with the slots its readers give (consecutive on each
+        node): circuits do not depend on the slots, a plan carries no ``rank_to_slot``, and its own
+        ``rank_to_node`` is compared with this record when it is read
+        (:func:`topoplan.core.fingerprint.check_plan_placement`)."""
         pl = self.placement if hasattr(self.placement, "rank_to_node") else None
+        if pl is not None:
+            pl = from_nodes(pl.rank_to_node, self.topology)
         return fingerprint(topology=self.topology, traffic=self.traffic, placement=pl)
 
     # -- construction ---------------------------------------------------
