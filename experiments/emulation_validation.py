@@ -68,6 +68,12 @@ NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16",
        "lu": "npb:kernel=lu,class=S,np=16", "is": "npb:kernel=is,class=W,np=16"}
 NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
 BCAST_SIZES = (65536, 1 << 20)
+# The ring alltoall of benchmarks/alltoall_eager.py (SMPI's ring: NPB FT's 32 KiB a pair), written out as its
+# rounds, the ranks entering it together or after a 16-byte binomial reduce to rank 0 (which lets its leaves go
+# first and its root last): the flow model predicts the reduce makes it several times slower with eager sends
+EAGER_RANKS = (16, 32)
+EAGER_CASES = {"ring, ranks together": False, "ring after a reduce": True}
+EAGER_SETS = ["kind=tree", "ocs=null", "switches=1"]   # one switch of as many nodes as ranks: node links only
 BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
           "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
@@ -155,6 +161,23 @@ def _bcast_keys(topo, placement, nbytes: int) -> list:
     return bcast_keys(best.to_dict(), placement, topo.n_nodes)
 
 
+def _ring_trace(n: int, skewed: bool, nbytes: int = 32768, calls: int = 2):
+    """``calls`` ring alltoalls of ``nbytes`` a pair on ``n`` ranks as rounds of irecv, isend and waitall (rank
+    r sends to r + i and receives from r - i in round i), each after a 16-byte reduce to rank 0 when
+    ``skewed``."""
+    from topoplan.traffic.trace import Trace
+
+    recs = []
+    for r in range(n):
+        for _ in range(calls):
+            if skewed:
+                recs.append((r, "reduce", -1, 16, 0, n, 0.0, 0.0))
+            for i in range(1, n):
+                recs += [(r, "irecv", (r - i) % n, nbytes, -1, n, 0.0, 0.0),
+                         (r, "isend", (r + i) % n, nbytes, -1, n, 0.0, 0.0), (r, "waitall", -1, 0, -1, n, 0.0, 0.0)]
+    return Trace.from_records(recs, n, source=f"ring alltoall, {n} ranks")
+
+
 def _heavy_trace(extra):
     """The neighbour exchange of the bulk part (one iteration) as one bulk phase, plus 1 MB messages ``extra``."""
     import numpy as np
@@ -203,6 +226,10 @@ def _cells(parts, scale: float, quick: bool):
             if quick and case not in ("mg", "is"):
                 continue
             yield "npb", case, spec, 2, "eps", scale
+    if "eager" in parts:
+        for n in EAGER_RANKS[:1] if quick else EAGER_RANKS:
+            for case, skewed in EAGER_CASES.items():
+                yield "eager", f"{case}, {n} ranks", (n, skewed), 0, "eps", scale
     if "bcast" in parts:
         for size in BCAST_SIZES[:1] if quick else BCAST_SIZES:
             for net in ("default", "reordered"):
@@ -227,6 +254,12 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             if net == "reordered":
                 keys = _bcast_keys(topo, pl, spec)
             spec = f"10 x MPI_Bcast of {spec} B from rank 0"
+        elif part == "eager":
+            n, skewed = spec
+            topo = _topology(BASE + EAGER_SETS + [f"nodes_per_switch={n}"])
+            trace = _ring_trace(n, skewed)
+            spec = f"2 ring alltoalls of 32 KiB a pair, {n} ranks" + (", each after a 16-byte reduce" if skewed else "")
+            pl = sequential(trace.n_ranks, topo)
         elif part == "heavy":
             topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
             trace = _heavy_trace(HEAVY[case])
@@ -420,6 +453,8 @@ def markdown(rows) -> str:
                         ("heavy", "Neighbour exchange as one bulk phase, EPS only: balanced, and with one switch pair "
                                   "heavier (the mechanism check)"),
                         ("npb", "NPB skeletons (EPS only, communication only)"),
+                        ("eager", "Ring alltoall of 32 KiB a pair, the ranks entering together or after a 16-byte "
+                                  "reduce (one switch, every message eager)"),
                         ("bcast", "Bcast, default order and reordered (two link speeds)")):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
@@ -530,7 +565,7 @@ def plot(rows, path) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, "
-                    "bulk-fair, tcp, heavy, npb, bcast")
+                    "bulk-fair, tcp, heavy, npb, eager, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")

@@ -73,3 +73,23 @@ def test_the_heavy_part_makes_one_switch_pair_the_bottleneck():
     assert t["neighbor-heavy"]["makespan_s"] == pytest.approx(12e6 * 8 / 5e9, rel=0.01)
     cells = [c[1] for c in _cells({"heavy"}, 400.0, quick=False)]
     assert cells == list(HEAVY) * 3   # alternated
+
+
+def test_the_eager_part_rings_together_and_after_a_reduce():
+    from topoplan.core.placement import sequential
+    from topoplan.sim.run import network_view, simulate
+
+    from experiments.emulation_validation import BASE, EAGER_CASES, EAGER_SETS, _cells, _ring_trace, _topology
+
+    cells = list(_cells({"eager"}, 400.0, quick=False))
+    assert [(c[1], c[2]) for c in cells] == [(f"{case}, {n} ranks", (n, skewed)) for n in (16, 32)
+                                             for case, skewed in EAGER_CASES.items()]
+    assert all(c[4] == "eps" for c in cells) and len(list(_cells({"eager"}, 400.0, quick=True))) == 2
+    topo = network_view(_topology(BASE + EAGER_SETS + ["nodes_per_switch=16"]), "eps")
+    t = {skewed: {m: simulate(topo, _ring_trace(16, skewed), sequential(16, topo), compute_scale=0.0,
+                              eager_threshold_B=1e9, model={"model": m})["makespan_s"] for m in ("maxmin", "paper")}
+         for skewed in (False, True)}
+    # the flow model: ranks entering apart make the eager ring slower (later rounds' messages share the links of
+    # the ranks behind); the papers' model serves a link's messages one at a time, first come first served
+    assert t[True]["maxmin"] > 1.4 * t[False]["maxmin"]   # (1.60x)
+    assert t[True]["paper"] == pytest.approx(t[False]["paper"], rel=0.05)
