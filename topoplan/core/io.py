@@ -987,8 +987,10 @@ def read_plan_archive(path, what: str = "plan"):
     Raises
     ------
     TopoplanError
-        One line naming the file: a damaged archive, one of another format or version, or a member over the
-        input limit once decompressed.
+        One line naming the file: a damaged archive, one of another format or version, a member over the
+        input limit once decompressed, or a next hop below -1 in the tables (naming the array and the entry).
+        The tables' shape, and their next hops' nodes, are checked against a topology by the plan's
+        validation (:func:`topoplan.plans.circuits.validate_plan_dict`).
 
     Examples
     --------
@@ -1028,5 +1030,10 @@ def read_plan_archive(path, what: str = "plan"):
     if nh.ndim != 2 or nh.dtype.kind != "i":
         raise TopoplanError(f"{path}: damaged plan archive ({ARCHIVE_TABLES}: expected a 2-D integer array, got "
                             f"{nh.ndim}-D {nh.dtype})")
+    low = np.flatnonzero(nh.ravel() < -1)   # -1 is no entry; any other negative number is no node
+    if low.size:
+        u, t = divmod(int(low[0]), nh.shape[1])
+        raise TopoplanError(f"{path}: {ARCHIVE_TABLES}: field 'forwarding.{u}.{t}': next hop {int(nh[u, t])} is "
+                            "neither a node id nor -1 (no entry)")
     doc.pop("archive")
     return doc, nh

@@ -38,8 +38,9 @@ def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: 
     entry at a node already under its destination switch, a node or switch key
     not written as a plain decimal id (``"07"``) or given twice, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
-    ``max_circuits`` (argument or ``options.max_circuits``); and a ``threshold_B`` that is not a
-    non-negative size in bytes.
+    ``max_circuits`` (argument or ``options.max_circuits``); tables held as a next-hop array
+    (:class:`ForwardingTables`, a plan archive's) of another shape than the topology's nodes x switches; and a
+    ``threshold_B`` that is not a non-negative size in bytes.
 
     Parameters
     ----------
@@ -130,8 +131,13 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
         # held tables do not change: checked once against the same switches, circuits and hop limit
         stamp = _tables_stamp(n, s, sw, seen, doc)
         if stamp not in fwd._checked:
+            at = f"{where}: {fwd.source}" if fwd.source else where   # the array a plan archive holds them in
+            if fwd.next_hop.shape != (n, s):   # a row per node and a column per switch, as the JSON form's keys
+                r, c = fwd.next_hop.shape
+                raise TopoplanError(f"{at}: field 'forwarding': tables of {r} nodes x {c} switches, but the "
+                                    f"topology has {n} nodes x {s} switches")
             if not _array_valid(fwd.next_hop, doc.get("hop_limit"), n, s, sw, partners):
-                _check_tables(fwd, doc, where, n, s, sw, partners)
+                _check_tables(fwd, doc, at, n, s, sw, partners)
             fwd._checked.add(stamp)
     else:
         entries = _table_entries(fwd, n, s)
@@ -396,6 +402,8 @@ class ForwardingTables(Mapping):
     ----------
     next_hop : numpy.ndarray
         (n_nodes x n_switches), -1 (any negative) = no entry. Copied.
+    source : str, optional
+        Where the tables were read (a plan archive's ``next_hop.npy``): errors of their validation name it.
 
     See Also
     --------
@@ -412,7 +420,7 @@ class ForwardingTables(Mapping):
     (True, ForwardingTables({'0': {'1': 1}, '2': {'0': 0}}))
     """
 
-    def __init__(self, next_hop):
+    def __init__(self, next_hop, source: str | None = None):
         nh = np.array(next_hop, dtype=np.int32 if np.size(next_hop) and np.max(next_hop) < 2 ** 31 else np.int64)
         if nh.ndim != 2:
             raise ValueError(f"next_hop: expected a (nodes x switches) array, got shape {nh.shape}")
@@ -422,6 +430,7 @@ class ForwardingTables(Mapping):
         self._rows = np.flatnonzero((nh >= 0).any(axis=1))
         self._index = None
         self._checked: set = set()   # what the tables were validated against (validate_plan_dict)
+        self.source = source
 
     @classmethod
     def from_entries(cls, u, t, h, n_nodes: int, n_switches: int) -> "ForwardingTables":
@@ -480,7 +489,7 @@ class ForwardingTables(Mapping):
         return self   # read-only
 
     def __reduce__(self):
-        return (ForwardingTables, (self.next_hop,))
+        return (ForwardingTables, (self.next_hop, self.source))
 
     def json_layout(self, level: int, indent: int) -> list[str]:
         """The JSON text of the tables, in pieces, as :func:`topoplan.core.io.dumps` lays out the equal dict at
