@@ -24,7 +24,7 @@ from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_INPUT_BYTES", "STDOUT", "is_stdout", "stdout_reserved", "check_writable", "atomic_write",
            "output_group", "write_json", "dumps", "read_bytes", "read_text", "read_json", "is_json_document",
-           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
+           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive", "find_long_number"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -814,25 +814,74 @@ def read_json(path, what: str = "JSON file"):
     raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
         text = raw.decode("utf-8-sig")   # a byte order mark in front is read past, as in CSV files
-        if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
-            raise TopoplanError(f"{path}: empty file, expected a {what}")
+    except UnicodeDecodeError as exc:
+        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+    if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
+        raise TopoplanError(f"{path}: empty file, expected a {what}")
+    return _loads(text, path, what)
+
+
+def _loads(text: str, where, what: str):
+    """The JSON document of ``text`` (from the file ``where``), read as :func:`read_json` reads it: a repeated
+    key, ``NaN``/``Infinity`` or an integer too long to convert are one-line errors naming ``where`` and the
+    line."""
+    try:
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
                 return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
         except _DuplicateKey as dup:
             line = _fault_line(text)
-            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
+            raise TopoplanError(f"{where}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
                                 f"{dup.key!r}") from None
         except _NonFinite as bad:
             line = _fault_line(text)
-            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: {bad.name} is not "
+            raise TopoplanError(f"{where}{'' if line is None else f':{line}'}: malformed {what}: {bad.name} is not "
                                 "a JSON number") from None
     except json.JSONDecodeError as exc:
-        raise TopoplanError(f"{path}:{exc.lineno}: malformed {what}: {exc.msg}") from None
+        raise TopoplanError(f"{where}:{exc.lineno}: malformed {what}: {exc.msg}") from None
     except RecursionError:
-        raise TopoplanError(f"{path}: malformed {what}: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+        raise TopoplanError(f"{where}: malformed {what}: nested too deeply") from None
+    except ValueError:   # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise _long_number(where, what, text) from None
+
+
+def _long_number(path, what: str, text: str) -> TopoplanError:
+    """The one-line error for a JSON document holding an integer too long to convert (``int()`` refuses more than
+    ``sys.get_int_max_str_digits()`` digits, 4,300 by default: a ValueError, not a JSONDecodeError), naming its
+    line."""
+    found = find_long_number(text, integer=True)
+    if found is None:
+        return TopoplanError(f"{path}: malformed {what}: a number too long to read")
+    line, digits = found
+    return TopoplanError(f"{path}:{line}: malformed {what}: a number of {digits:,} digits (at most "
+                         f"{sys.get_int_max_str_digits():,} are read)")
+
+
+def find_long_number(text: str, *, integer: bool = False):
+    """``(line, digits)`` of the first run of more digits in ``text`` than ``int()`` converts
+    (``sys.get_int_max_str_digits()``, 4,300 by default; ``int()`` raises ValueError past it), or None.
+
+    A reader that converts numbers out of text with ``int()`` (regular expressions of ``\\d+``) checks the text
+    with this first, so such a number is a one-line error naming the line rather than a traceback. With
+    ``integer``, only integers count (JSON: not the digits of a fraction or an exponent, which ``float()``
+    reads).
+
+    Examples
+    --------
+    >>> find_long_number("a 12\\nb " + "9" * 4301), find_long_number("0." + "5" * 4400, integer=True)
+    ((2, 4301), None)
+    """
+    import re
+
+    limit = sys.get_int_max_str_digits()
+    if not limit or len(text) <= limit:
+        return None
+    # (\d: Unicode digits too, as int() and the readers' patterns take them)
+    pattern = r"(?<![\d.])\d{%d,}(?![\d.eE])" if integer else r"\d{%d,}"
+    found = re.search(pattern % (limit + 1), text)
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1, len(found.group())
 
 
 class _DuplicateKey(Exception):
@@ -1015,7 +1064,7 @@ def read_plan_archive(path, what: str = "plan"):
             if big:   # refused before it is inflated
                 raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
                                     f"{MAX_INPUT_BYTES:,} bytes once decompressed")
-            doc = json.loads(z.read(ARCHIVE_DOC).decode("utf-8"))
+            doc = _loads(z.read(ARCHIVE_DOC).decode("utf-8"), f"{path}: {ARCHIVE_DOC}", what)
             meta = doc.get("archive") if isinstance(doc, dict) else None
             if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
                 raise TopoplanError(f"{path}: not a {ARCHIVE_FORMAT} archive ({ARCHIVE_DOC} has no 'archive' "

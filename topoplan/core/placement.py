@@ -11,6 +11,7 @@ allocations).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable
@@ -21,7 +22,7 @@ from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import is_json_document, is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
-from topoplan.core.units import ascii_int, is_ascii_int
+from topoplan.core.units import ascii_int, is_ascii_int, shown
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
            "placement_from_doc", "node_ids"]
@@ -483,6 +484,9 @@ def _node_column(df, path, hosts) -> np.ndarray:
     return ids
 
 
+_ASCII_DIGITS = re.compile(r"-?[0-9]+")
+
+
 def _host_list(hosts) -> list:
     return hosts.host_names() if hasattr(hosts, "host_names") else list(hosts)
 
@@ -551,12 +555,16 @@ def node_ids(values, hosts, where) -> np.ndarray:
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            if not -2 ** 63 <= v < 2 ** 63:   # (int64)
+                raise TopoplanError(f"{loc(i)}: {shown(str(v), quote=False)} is out of range")
             out[i] = v
             continue
         if not isinstance(v, str):
             raise TopoplanError(f"{loc(i)}: expected a host name or node id, got {v!r}")
         tok = v.strip()
         node = index.get(tok.lower())
+        if node is None and _ASCII_DIGITS.fullmatch(tok) and not is_ascii_int(tok):
+            ascii_int(tok, loc(i))   # more digits than int() reads: out of range
         if is_ascii_int(tok) and (node is None or node == int(tok) or 0 <= int(tok) < len(names)):
             n = ascii_int(tok, loc(i))
             if node is not None and node != n:
@@ -566,7 +574,7 @@ def node_ids(values, hosts, where) -> np.ndarray:
         elif node is not None:
             out[i] = node
         else:
-            raise TopoplanError(f"{loc(i)}: unknown host {tok!r} ({_hosts_shown(names)})")
+            raise TopoplanError(f"{loc(i)}: unknown host {shown(tok)} ({_hosts_shown(names)})")
     return out
 
 

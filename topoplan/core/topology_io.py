@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
-from topoplan.core.units import parse_bandwidth, parse_size, parse_time
+from topoplan.core.units import parse_bandwidth, parse_size, parse_time, shown
 from topoplan.core.topology import _host_name_problem
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
@@ -459,6 +460,19 @@ _StrictLoader.add_implicit_resolver(_INT, _STRICT_INT, list("-+0123456789"))
 _StrictLoader.add_implicit_resolver(_FLOAT, _STRICT_FLOAT, list("-+0123456789."))
 
 
+def _construct_int(loader: _StrictLoader, node):
+    """An integer, refused (naming its line) when it has more digits than ``int()`` converts (4,300: a ValueError
+    out of PyYAML otherwise)."""
+    digits = len(str(node.value).lstrip("-+").replace("_", ""))
+    limit = sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise _Refused(None, None, f"a number of {digits:,} digits (at most {limit:,} are read)", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_StrictLoader.add_constructor(_INT, _construct_int)
+
+
 class _StrictDumper(yaml.SafeDumper):
     """Quotes any text that YAML 1.1 or the strict loader would read as something else (``1e3``, ``010``)."""
 
@@ -610,7 +624,7 @@ def apply_overrides(doc: dict, overrides) -> dict:
         try:
             val = _load_yaml(value) if value.strip() else None
         except _Refused as exc:
-            raise TopoplanError(f"field 'set': {item!r}: {exc.problem}") from None
+            raise TopoplanError(f"field 'set': {shown(item)}: {exc.problem}") from None
         except yaml.YAMLError:
             val = value
         node = doc

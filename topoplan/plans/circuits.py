@@ -23,7 +23,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.topology import TreeTopology
-from topoplan.core.units import is_ascii_int
+from topoplan.core.units import is_ascii_int, shown
 
 __all__ = ["validate_plan_dict", "ForwardingTables", "tables_from_array", "array_from_tables"]
 
@@ -200,7 +200,7 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
     table: dict[int, dict[int, int]] = {}
     for key_n, row in fwd.items():
         if not _is_int(key_n) or not 0 <= int(key_n) < n:
-            raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
+            raise TopoplanError(f"{where}: field 'forwarding': unknown node {shown(key_n)} ({n} nodes)")
         _check_key(key_n, table, f"{where}: field 'forwarding'", "node")
         u = int(key_n)
         if not isinstance(row, dict):
@@ -208,11 +208,11 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
         table[u] = {}
         for key_s, h in row.items():
             if not _is_int(key_s) or not 0 <= int(key_s) < s:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
+                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {shown(key_s)} ({s} switches)")
             _check_key(key_s, table[u], f"{where}: field 'forwarding.{u}'", "switch")
             t = int(key_s)
             if not _is_int(h) or not 0 <= int(h) < n:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {shown(h)}")
             h = int(h)
             if sw[u] == t:
                 raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': node {u} is already under switch {t}")

@@ -51,7 +51,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write, dumps, read_text
 from topoplan.core.topology import check_host_names, MAX_NODES
-from topoplan.core.units import is_ascii_int
+from topoplan.core.units import shown
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
 from topoplan.reporting.routes_export import export_routes
 
@@ -118,8 +118,11 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     if all(len(f) == 2 for _, f in lines):
         names: dict[int, tuple[str, int]] = {}
         for i, (node, host) in lines:
-            if not is_ascii_int(node):   # int() also takes '٣', '+3' and '1_0'
-                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}")
+            if not _INT.fullmatch(node):   # int() also takes '٣', '+3' and '1_0'
+                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {shown(node)}")
+            if len(node.lstrip("-").lstrip("0")) > len(str(MAX_NODES)):   # before int(): it fails past 4,300 digits
+                why = "negative" if node.startswith("-") else f"over the limit of {MAX_NODES:,} nodes"
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {shown(node, quote=False)} is {why}")
             k = int(node)
             if k < 0 or k in names:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
@@ -143,6 +146,9 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     if n_nodes is not None and len(hosts) < n_nodes:
         raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
     return hosts
+
+
+_INT = re.compile(r"-?[0-9]+")   # a node id in ASCII digits (int() also takes '٣', '+3' and '1_0')
 
 
 def _check(placement, topo, hosts):
