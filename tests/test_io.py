@@ -336,3 +336,93 @@ def test_a_number_too_long_to_convert_is_one_error_line_in_every_reader(tmp_path
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
         assert re.search(rf"^error: (\S*/)?{want}$", err.strip()), (args, err)
         assert not (tmp_path / "out").exists()
+
+
+# -- an interrupt anywhere leaves no temporary file -------------------------------------------------------------
+
+def _interrupt_at(k: int, codes) -> tuple:
+    """A trace function raising KeyboardInterrupt before the k-th bytecode instruction run in a frame of ``codes``
+    (k = 0: never), and the count of those run: a Ctrl-C landing at any point of them, deterministically (Python
+    takes a signal only at some instructions; every one is a superset). Raising in a trace function unsets it."""
+    count = [0]
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            count[0] += 1
+            if count[0] == k:
+                raise KeyboardInterrupt
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code in codes:
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    return tracer, count
+
+
+def _run_interrupted(k, codes, fn):
+    """``fn()`` with an interrupt before the k-th instruction of ``codes``; whether it was interrupted, and the
+    instructions counted."""
+    tracer, count = _interrupt_at(k, codes)
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        sys.settrace(old)
+    return interrupted, count[0]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+@pytest.mark.parametrize("data", ["plan\n", ["pl", "an\n"], b"\x89PNG"])
+def test_atomic_write_interrupted_anywhere_leaves_no_temporary_file(tmp_path, existing, data):
+    """An interrupt between mkstemp making the file and the assignment of its name leaked the file
+    (``.node0600.routes.XXXX`` beside an interrupted routes export)."""
+    from topoplan.core import io as core_io
+
+    codes = {core_io.atomic_write.__code__}
+    want = data if isinstance(data, bytes) else "".join(data).encode()
+    _, total = _run_interrupted(0, codes, lambda: atomic_write(tmp_path / "dry", data))
+    assert total > 50
+    for k in range(1, total + 1):
+        d = tmp_path / str(k)
+        d.mkdir()
+        target = d / "out.txt"
+        if existing:
+            target.write_bytes(b"old\n")
+        interrupted, _ = _run_interrupted(k, codes, lambda: atomic_write(target, data))
+        assert interrupted, k
+        assert [p.name for p in d.iterdir()] == (["out.txt"] if existing or target.exists() else []), k
+        if target.exists():   # the old file, or the new one whole (renamed just before the interrupt)
+            assert target.read_bytes() in (b"old\n", want), k
+
+
+def test_an_output_group_interrupted_anywhere_leaves_all_or_nothing(tmp_path):
+    from topoplan.core import io as core_io
+
+    codes = {core_io.atomic_write.__code__, core_io.output_group.__wrapped__.__code__}
+    names = ["a.txt", "b.txt", "c.txt"]
+
+    def write(d):
+        with core_io.output_group():
+            for name in names:
+                atomic_write(d / name, name)
+
+    (tmp_path / "dry").mkdir()
+    _, total = _run_interrupted(0, codes, lambda: write(tmp_path / "dry"))
+    assert total > 150
+    for k in range(1, total + 1):
+        d = tmp_path / str(k)
+        d.mkdir()
+        (d / "b.txt").write_text("old")   # one of them there before
+        _run_interrupted(k, codes, lambda: write(d))
+        assert core_io._group.get() is None, k   # later writes are not taken for the interrupted group's
+        files = sorted(p.name for p in d.iterdir())
+        assert files in (["b.txt"], names), (k, files)   # no temporary file; no new file without the others
+        if files == names:
+            assert [(d / n).read_text() for n in names] == names, k

@@ -10,12 +10,12 @@ stream and stops at a bound: a few megabytes of gzip can expand to gigabytes ("g
 from __future__ import annotations
 
 import contextvars
+import errno
 import gzip
 import json
 import os
 import stat
 import sys
-import tempfile
 import zipfile
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
@@ -251,12 +251,19 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         return
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        # mkstemp makes the file 0600; give it the permissions a plain open() would (umask applied),
-        # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+        for _ in range(_TEMP_TRIES):
+            tmp = _temp_name(path)   # held before the file exists (see _temp_name)
+            try:
+                fd = os.open(tmp, _TEMP_FLAGS, 0o600)
+                break
+            except FileExistsError:   # another writer's: not ours to discard
+                tmp = None
+        else:
+            raise FileExistsError(errno.EEXIST, f"no free temporary name after {_TEMP_TRIES} tries")
         with os.fdopen(fd, "wb") as fh:
+            # the file is made 0600; give it the permissions a plain open() would (umask applied),
+            # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
+            os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
             if isinstance(raw, list):
                 for piece in raw:
                     fh.write(piece.encode("utf-8"))
@@ -272,6 +279,19 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     except BaseException:
         _discard(tmp)
         raise
+
+
+# A temporary file's name is chosen, and held by atomic_write's ``tmp``, before the file is made: with
+# tempfile.mkstemp the name came back only once the file existed, so an interrupt (Ctrl-C) between the two left a
+# hidden file that no handler knew of. Until the file is made there is nothing to discard; once it is, ``tmp``
+# names it, wherever the interrupt lands.
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TEMP_TRIES = 100
+
+
+def _temp_name(path: Path) -> str:
+    """A hidden name beside ``path`` for its temporary file (48 random bits: ``.<name>.<12 hex digits>``)."""
+    return os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}")
 
 
 _group: contextvars.ContextVar = contextvars.ContextVar("topoplan_output_group", default=None)
@@ -295,7 +315,8 @@ def output_group():
 
     Files are written to temporary files beside their targets as the block runs; they are renamed
     into place only when the whole block succeeded, and discarded when it raised (an error, Ctrl-C),
-    so a command with two outputs never leaves one of them behind. FIFOs, character devices and
+    so a command with two outputs never leaves one of them behind; an interrupt or an error while they
+    are renamed removes the new files already in place too. FIFOs, character devices and
     standard output are written at the end, after the regular files.
 
     Yields
@@ -317,24 +338,30 @@ def output_group():
     []
     """
     staged: list = []
-    token = _group.set(staged)
-    ok = False
+    placed: list = []   # the files the group put in place where there was none
+    outer = _group.get()
+    committing = False
     try:
-        yield
-        ok = True
-    finally:
-        _group.reset(token)
-        if not ok:
-            for tmp, _, _ in staged:
-                _discard(tmp)
-    try:
+        try:
+            _group.set(staged)   # (inside the try: an interrupt right after it still puts the outer group back)
+            yield
+        finally:
+            _group.set(outer)
+        committing = True
         for tmp, path, _ in staged:
             if tmp is not None:
+                if not os.path.lexists(path):
+                    placed.append(path)   # (before the rename: an interrupt right after it finds it here)
                 os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:   # an error or an interrupt, wherever it lands: nothing of the group is left
+        _group.set(outer)   # (again: an interrupt in the finally above may have come before it)
         for tmp, _, _ in staged:
             _discard(tmp)
-        raise TopoplanError(f"cannot write the outputs: {exc.strerror or exc}") from None
+        for path in placed:
+            _discard(path)
+        if committing and isinstance(exc, OSError):
+            raise TopoplanError(f"cannot write the outputs: {exc.strerror or exc}") from None
+        raise
     for tmp, path, raw in staged:
         if tmp is None:
             _write_special(path, raw)
