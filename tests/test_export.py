@@ -286,6 +286,50 @@ def test_json_export_of_a_plan_whose_seed_is_not_a_seed(tmp_path, run_cli, seed,
     assert not out.exists()
 
 
+@pytest.fixture(scope="module")
+def circuit_plan(tmp_path_factory):
+    """A circuit plan of two ranks on paper003 (its text)."""
+    from topoplan.cli.main import main
+
+    path = tmp_path_factory.mktemp("seed") / "c.json"
+    assert main(["circuits", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "round-robin", "-m", "greedy",
+                 "--no-simulate", "-o", str(path)]) == 0
+    return path.read_text()
+
+
+SEED_READERS = [   # every command that reads a plan's seed: (the plan is a placement or a circuit plan, arguments)
+    ("placement", ["validate", "{p}", "-t", "paper003"]),
+    ("placement", ["simulate", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "{p}"]),
+    *(("placement", ["export", fmt, "-p", "{p}", "-t", "paper003", "-o", "{out}"])
+      for fmt in ("ompi4", "ompi5", "mpich", "slurm", "json")),
+    ("circuits", ["validate", "{p}", "-t", "paper003"]),
+    ("circuits", ["simulate", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "round-robin", "--circuits",
+                  "{p}"]),
+    ("circuits", ["export", "ocs", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),
+    ("circuits", ["export", "routes", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),
+    ("circuits", ["export", "slurm", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),   # (its rank_to_node)
+]
+
+
+@pytest.mark.parametrize("seed, shown", [('"abc"', "'abc'"), ("-1", "-1"), ("1.5", "1.5"), ("true", "True")])
+@pytest.mark.parametrize("kind, args", SEED_READERS)
+def test_every_reader_refuses_a_seed_that_is_not_a_seed(tmp_path, run_cli, circuit_plan, kind, args, seed, shown):
+    """validate, simulate and the launcher exports took ``"seed": "abc"`` or -1, which export json, ocs and routes
+    refused: one check (topoplan.core.placement.check_seed) for every reader."""
+    p, out = tmp_path / "p.json", tmp_path / "out"
+    if kind == "placement":
+        p.write_text('{"rank_to_node": [0, 1], "seed": %s}' % seed)
+    else:
+        assert '"seed": 0,' in circuit_plan
+        p.write_text(circuit_plan.replace('"seed": 0,', f'"seed": {seed},', 1))
+    code, _, err = run_cli(*(a.format(p=p, out=out) for a in args))
+    assert code == 2 and err == f"error: {p}: field 'seed': expected a non-negative integer, got {shown}\n", err
+    assert not out.exists()
+    p.write_text(p.read_text().replace(f'"seed": {seed}', '"seed": 7', 1))   # a seed: used
+    code, _, err = run_cli(*(a.format(p=p, out=out) for a in args))
+    assert code == 0, err
+
+
 def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):
     """`place -o placement` writes JSON; export and simulate read it as such, not as a malformed CSV."""
     pl = tmp_path / "placement"

@@ -25,7 +25,7 @@ from topoplan.core.topology_io import cores_hint
 from topoplan.core.units import ascii_int, is_ascii_int, shown
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
-           "placement_from_doc", "node_ids"]
+           "placement_from_doc", "check_seed", "node_ids"]
 
 
 @dataclass
@@ -399,6 +399,39 @@ def read_placement(path, hosts=None) -> Placement:
     return pl
 
 
+def check_seed(doc, where: str = "plan") -> None:
+    """Refuse a plan whose recorded ``seed`` is not a non-negative integer (null or absent: none recorded).
+
+    The one check of the field, for every reader of plans: ``validate``, ``simulate``, and every ``export``
+    (``json`` keeps the seed in what it writes, the ``ocs`` document's schema has the same rule). Here, beside
+    :func:`placement_from_doc`, which runs it: every reader of a plan's placement takes it.
+
+    Parameters
+    ----------
+    doc : object
+        The plan document (anything else but a dict holds no seed).
+    where : str, optional
+        Names the plan in messages.
+
+    Raises
+    ------
+    TopoplanError
+        ``where: field 'seed': expected a non-negative integer, got ...``.
+
+    Examples
+    --------
+    >>> check_seed({"seed": 7}), check_seed({"seed": None}), check_seed({})
+    (None, None, None)
+    >>> check_seed({"seed": "abc"}, "p.json")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.json: field 'seed': expected a non-negative integer, got 'abc'
+    """
+    seed = doc.get("seed") if isinstance(doc, dict) else None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise TopoplanError(f"{where}: field 'seed': expected a non-negative integer, got {shown(seed)}")
+
+
 def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
     """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers).
 
@@ -429,6 +462,7 @@ def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
     >>> placement_from_doc({"rank_to_node": ["b", "a", 1]}, "p.json", ["a", "b"]).to_dict()
     {'rank_to_node': [1, 0, 1], 'rank_to_slot': [0, 0, 1]}
     """
+    check_seed(doc, where)   # what every reader of a plan checks of it (placements are plans too)
     values = doc["rank_to_node"]
     if hosts is not None and isinstance(values, list) and any(isinstance(v, str) for v in values):
         field = f"{where}: field 'rank_to_node'"

@@ -379,15 +379,21 @@ def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
 
 def shown(text, quote: bool = True, most: int = 40) -> str:
     """``text`` as an error message shows it: ``repr`` (or as it is, ``quote=False``), a long one (a number of
-    thousands of digits) cut to its start and its length, so the message stays a line to read.
+    thousands of digits) cut to its start and its length, so the message stays a line to read. Anything else
+    but a str is shown by its ``repr``, cut likewise.
 
     Examples
     --------
-    >>> shown("abc"), shown("7" * 4301, quote=False)
-    ("'abc'", '77777777777777777777... (4,301 characters)')
+    >>> shown("abc"), shown(-1), shown("7" * 4301, quote=False)
+    ("'abc'", '-1', '77777777777777777777... (4,301 characters)')
     """
-    if not isinstance(text, str) or len(text) <= most:
-        return repr(text) if quote else str(text)
+    if not isinstance(text, str):
+        try:
+            text, quote = repr(text), False
+        except ValueError:   # an int of more digits than str() converts
+            return "an integer too long to show"
+    if len(text) <= most:
+        return repr(text) if quote else text
     return f"{text[:most // 2]!r}... ({len(text):,} characters)" if quote else \
         f"{text[:most // 2]}... ({len(text):,} characters)"
 

@@ -22,6 +22,7 @@ from itertools import chain
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import check_seed
 from topoplan.core.topology import TreeTopology
 from topoplan.core.units import is_ascii_int, shown
 
@@ -39,8 +40,9 @@ def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: 
     not written as a plain decimal id (``"07"``) or given twice, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
     ``max_circuits`` (argument or ``options.max_circuits``); tables held as a next-hop array
-    (:class:`ForwardingTables`, a plan archive's) of another shape than the topology's nodes x switches; and a
-    ``threshold_B`` that is not a non-negative size in bytes.
+    (:class:`ForwardingTables`, a plan archive's) of another shape than the topology's nodes x switches; a
+    ``threshold_B`` that is not a non-negative size in bytes, and a ``seed`` that is not a non-negative integer
+    (:func:`topoplan.core.placement.check_seed`).
 
     Parameters
     ----------
@@ -87,6 +89,7 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
     them again."""
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
+    check_seed(doc, where)
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
         raise TopoplanError(f"{where}: a circuit plan needs a hybrid topology (with an 'ocs' section)")
     n, sw = topo.n_nodes, topo.node_switch()

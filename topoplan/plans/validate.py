@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import check_inputs as compare, check_plan_placement, fingerprint
-from topoplan.core.placement import from_nodes, placement_from_doc
+from topoplan.core.placement import check_seed, from_nodes, placement_from_doc
 from topoplan.plans.circuits import ForwardingTables, validate_plan_dict
 from topoplan.plans.schedule import validate_schedule
 
@@ -82,9 +82,11 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     doc, topo = plan, topology
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
+    check_seed(doc, where)
     if isinstance(doc.get("schedule_result"), dict) and "schedule" not in doc:
         doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
         where = f"{where}: schedule_result"
+        check_seed(doc, where)
     if check_inputs and doc.get("inputs") is not None:
         if placement is not None and doc.get("rank_to_node") is not None and doc.get("rank_to_slot") is None:
             # a plan carrying rank_to_node alone records it with the slots its readers give: compare the nodes

@@ -109,11 +109,9 @@ def _record(placement: Path, doc, topology, sets) -> dict:
     if isinstance(doc, dict) and "rank_to_node" not in doc and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # the placement a schedule was made for
     out = {k: doc[k] for k in RECORDED if k in doc} if isinstance(doc, dict) else {}
-    seed = out.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import check_seed
 
-        raise TopoplanError(f"{placement}: field 'seed': expected a non-negative integer, got {seed!r}")
+    check_seed(out, str(placement))   # (checked when the placement was read, too: the one check of every reader)
     if topology is not None:
         out.pop("topology", None)   # the name of the recorded topology, which may not be this one
         out.update(topology_spec=topology, topology_sets=list(sets or []))
