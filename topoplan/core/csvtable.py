@@ -24,7 +24,7 @@ import numpy as np
 from topoplan.core import memory
 from topoplan.core.errors import TopoplanError, where
 from topoplan.core.io import read_bytes
-from topoplan.core.units import is_ascii_number, shown
+from topoplan.core.units import shown
 
 __all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "SMALL_CSV_BYTES", "NumberTable", "read_csv_table", "row_line",
            "to_numbers", "empty_cells"]
@@ -614,7 +614,7 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
         bad = np.flatnonzero(num.isna().to_numpy())
         if bad.size:
             i = int(bad[0])
-            if is_ascii_number(str(raw.iloc[i])):   # a number pandas does not convert: thousands of digits
+            if re.fullmatch(r"[-+]?[0-9]+", str(raw.iloc[i]).strip()):   # an integer too long for pandas to convert
                 raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': {_cell(df, col, i)} is out of range")
             raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': not a number: {_cell(df, col, i)!r}")
         arr = num.to_numpy(dtype=np.float64)
