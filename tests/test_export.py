@@ -205,6 +205,53 @@ def test_launch_command_per_open_mpi_version(fmt, openmpi, slots, want):
     assert launch_command(fmt, "rf", 2, openmpi=openmpi, slots=slots) == want
 
 
+WEIRD = ["sp ace/r", "it's", "$(touch pwned)", "a;b", "-rf", "[x]"]
+
+
+@pytest.mark.parametrize("name", WEIRD)
+@pytest.mark.parametrize("fmt, openmpi", [("ompi4", 4), ("ompi5", 5), ("mpich", None), ("slurm", None),
+                                          ("routes", None)])
+def test_the_launcher_line_quotes_the_path_for_the_shell(fmt, openmpi, name):
+    """``-o 'sp ace/$(id)'`` printed ``SLURM_HOSTFILE=sp ace/$(id) srun ...``: the shell split the path and ran
+    ``id``."""
+    import shlex
+
+    from topoplan.reporting.export import launch_command
+
+    words = shlex.split(launch_command(fmt, name, 2, openmpi=openmpi))
+    path = f"./{name}" if name.startswith("-") else name
+    want = {"ompi4": ["mpirun", "--rankfile", path], "ompi5": ["mpirun", "--map-by", f"rankfile:file={path}"],
+            "mpich": ["mpiexec", "-f", path], "slurm": [f"SLURM_HOSTFILE={path}", "srun"],
+            "routes": ["ip", "-batch", f"{path}/HOST.routes"]}[fmt]
+    assert words[:len(want)] == want
+
+
+@pytest.mark.parametrize("fmt", ["ompi4", "ompi5", "mpich", "slurm"])
+def test_the_printed_line_runs_as_printed(tmp_path, run_cli, fmt, monkeypatch):
+    """The line names the file as the shell reads it (a directory with a space and a $(...) in its name), never
+    ``-`` (standard output, which no launcher reads), and is not taken for markup."""
+    import shlex
+
+    monkeypatch.setenv("MPIRUN", "no-such-mpirun")   # (the format's own Open MPI command)
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [0, 1]}))
+    d = tmp_path / "sp ace $(id) [x]"
+    d.mkdir()
+    for out in (d / "hosts", "-"):
+        code, stdout, err = run_cli("export", fmt, "-p", tmp_path / "plan.json", "-t", "paper003", "-o", out)
+        assert code == 0, err
+        text = err if out == "-" else stdout   # (with -o -, the document alone goes to standard output)
+        run = next(line for line in text.splitlines() if line.startswith("run: "))[len("run: "):]
+        if out == "-":
+            assert run.endswith(" PROGRAM (FILE: what was written to standard output, saved to a file)"), run
+            run = run[:run.index(" (FILE")]
+        words = shlex.split(run)
+        assert words[-1] == "PROGRAM" and "-" not in words
+        want = "FILE" if out == "-" else str(out)
+        assert want in words or f"SLURM_HOSTFILE={want}" in words or f"rankfile:file={want}" in words, words
+        if out != "-":
+            assert f"wrote {out} (2 ranks)" in stdout
+
+
 def test_export_without_open_mpi_prints_the_form_for_each(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("MPIRUN", "no-such-mpirun")
     (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))

@@ -43,19 +43,21 @@ character) or one name for two nodes: see
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, dumps, read_text
+from topoplan.core.io import atomic_write, dumps, is_stdout, read_text
 from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import shown
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
 from topoplan.reporting.routes_export import export_routes
 
-__all__ = ["FORMATS", "SLOTS", "read_hostfile", "render", "launch_command", "export"]
+__all__ = ["FORMATS", "SLOTS", "STDOUT_FILE", "read_hostfile", "render", "launch_command", "export"]
 
 FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs", "routes")
 SLOTS = ("cores", "hwthreads")   # what a slot number counts on a host
@@ -240,15 +242,24 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     return dumps(doc) + "\n"
 
 
+#: What the launcher line names the file by when it went to standard output (``-o -``): a launcher reads a file.
+STDOUT_FILE = "FILE"
+
+
 def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, slots: str = "cores") -> str:
-    """The launcher line that uses the exported file.
+    """The launcher line that uses the exported file, as a shell runs it.
+
+    The path is quoted for the shell (``shlex.quote``: a space, ``$(...)`` or a quote in it is the file's name,
+    not shell syntax), and one starting with ``-`` is written ``./-...`` (not an option). A file written to
+    standard output (``-``) is no file a launcher can read: the line names it :data:`STDOUT_FILE`, the file
+    the user saves it to.
 
     Parameters
     ----------
     fmt : str
         One of :data:`FORMATS`.
     path : str or path
-        The exported file.
+        The exported file (``-``: standard output).
     n_ranks : int
     openmpi : int, optional
         The major version of the Open MPI that runs the rankfile (``ompi4``/``ompi5``): 5 and
@@ -275,12 +286,18 @@ def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, 
     'mpirun --map-by rankfile:file=ranks.txt:hwtcpus -np 3 PROGRAM'
     >>> launch_command("slurm", "hosts.txt", 3)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 3 PROGRAM'
+    >>> print(launch_command("slurm", "sp ace/$(id)", 3))
+    SLURM_HOSTFILE='sp ace/$(id)' srun --distribution=arbitrary -n 3 PROGRAM
+    >>> launch_command("ompi5", "my ranks", 3, slots="hwthreads"), launch_command("ompi4", "-", 3)
+    ("mpirun --map-by rankfile:file='my ranks':hwtcpus -np 3 PROGRAM", 'mpirun --rankfile FILE -np 3 PROGRAM')
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"field 'slots': expected one of {', '.join(SLOTS)}, got {slots!r}")
     hw = slots == "hwthreads"
+    path = STDOUT_FILE if is_stdout(path) else os.fspath(path)
+    path = shlex.quote(f"./{path}" if path.startswith("-") else path)
     if fmt in ("ompi4", "ompi5"):
         major = openmpi if openmpi is not None else int(fmt[-1])
         if major >= 5:   # PRRTE: the rankfile is a mapping policy; hwtcpus makes its slots hardware threads
