@@ -25,8 +25,9 @@ def test_formats_follow_rank_order():
     hosts = ["a", "b"]
     assert render("ompi4", pl, hosts).splitlines() == ["rank 0=b slot=0", "rank 1=a slot=1", "rank 2=b slot=1"]
     assert render("ompi5", pl, hosts) == render("ompi4", pl, hosts)
-    assert render("mpich", pl, hosts).split() == ["b", "a", "b"]
-    assert render("slurm", pl, hosts).split() == ["b", "a", "b"]
+    in_order = Placement(np.array([1, 0, 1]), np.array([0, 0, 1]))   # a node's ranks on its slots in rank order
+    assert render("mpich", in_order, hosts).split() == ["b", "a", "b"]
+    assert render("slurm", in_order, hosts).split() == ["b", "a", "b"]
     doc = json.loads(render("json", pl, hosts))
     assert [(d["host"], d["slot"]) for d in doc["ranks"]] == [("b", 0), ("a", 1), ("b", 1)]
 
@@ -203,6 +204,29 @@ def test_launch_command_per_open_mpi_version(fmt, openmpi, slots, want):
     from topoplan.reporting.export import launch_command
 
     assert launch_command(fmt, "rf", 2, openmpi=openmpi, slots=slots) == want
+
+
+@pytest.mark.parametrize("fmt", ["mpich", "slurm"])
+@pytest.mark.parametrize("text, line, rank, slot, want", [
+    ("rank,node,slot\n0,0,1\n1,0,0\n2,1,0\n", 2, 0, 1, 0),      # two ranks of a node, slots swapped
+    ("rank,node,slot\n0,0,0\n1,0,2\n2,1,0\n", 3, 1, 2, 1),      # a slot skipped
+    ("rank,node,slot\n0,1,0\n1,0,3\n", 3, 1, 3, 0),              # one rank on a node's last core
+])
+def test_host_lists_refuse_slots_they_cannot_express(tmp_path, run_cli, fmt, text, line, rank, slot, want):
+    """export mpich and slurm dropped a rank_to_slot other than each node's slots in rank order (the launcher binds
+    a node's ranks so): refused, naming the rank's line and field and the export that expresses it."""
+    pl, out = tmp_path / "p.csv", tmp_path / "out"
+    pl.write_text(text)
+    code, stdout, err = run_cli("export", fmt, "-p", pl, "-t", "paper003", "-o", out)
+    launcher = {"mpich": "an MPICH (Hydra) machinefile", "slurm": "a SLURM_HOSTFILE"}[fmt]
+    assert code == 2 and stdout == "" and err == (
+        f"error: {pl}:{line}: field 'slot': rank {rank} is on slot {slot} of node {pl.read_text().split()[line - 1].split(',')[1]}, "
+        f"but {launcher} gives each rank's host only (the launcher puts a node's ranks on its slots in rank order: "
+        f"slot {want}); it cannot express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does\n"), err
+    assert not out.exists()
+    code, _, err = run_cli("export", "ompi4", "-p", pl, "-t", "paper003", "-o", out)   # the rankfile does
+    assert code == 0 and f"rank {rank}=node{int(pl.read_text().split()[line - 1].split(',')[1]):04d} slot={slot}" \
+        in out.read_text(), err
 
 
 WEIRD = ["sp ace/r", "it's", "$(touch pwned)", "a;b", "-rf", "[x]"]

@@ -17,6 +17,9 @@ Formats (``FORMATS``):
   ``-bind-to core`` to keep ranks on distinct cores).
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
+  Neither host list can say which slot a rank takes: the launcher puts a
+  node's ranks on its slots 0, 1, ... in rank order, so a placement with
+  other slots is refused (``ompi4``/``ompi5`` rankfiles express them).
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``, with ``rank_to_node`` and
   ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``), which keeps the seed, input
   fingerprints and topology of the plan it came from (``topoplan export``).
@@ -52,6 +55,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import atomic_write, dumps, is_stdout, read_text
+from topoplan.core.placement import from_nodes
 from topoplan.core.topology import check_host_names, MAX_NODES
 from topoplan.core.units import shown
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
@@ -181,6 +185,24 @@ def _check(placement, topo, hosts):
                             "are known")
 
 
+_HOST_LISTS = {"mpich": "an MPICH (Hydra) machinefile", "slurm": "a SLURM_HOSTFILE"}
+
+
+def _check_slots_in_rank_order(placement, fmt: str) -> None:
+    """Refuse slots a host list cannot express: a machinefile or ``SLURM_HOSTFILE`` names each rank's host only,
+    and the launcher puts a node's ranks on its slots 0, 1, ... in rank order (Hydra's ``-bind-to core``, srun's
+    binding of a node's tasks); other slots would be dropped without a word."""
+    want = from_nodes(placement.rank_to_node, None).rank_to_slot
+    bad = np.flatnonzero(placement.rank_to_slot != want)
+    if bad.size:
+        r = int(bad[0])
+        at = placement.origin(r, "slot") if placement.origin is not None else "placement"
+        raise TopoplanError(f"{at}: rank {r} is on slot {placement.rank_to_slot[r]} of node "
+                            f"{placement.rank_to_node[r]}, but {_HOST_LISTS[fmt]} gives each rank's host only (the "
+                            f"launcher puts a node's ranks on its slots in rank order: slot {want[r]}); it cannot "
+                            "express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does")
+
+
 def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None = None) -> str:
     """The file content of format ``fmt`` (see the module docstring); validates first.
 
@@ -205,8 +227,9 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     Raises
     ------
     TopoplanError
-        For an unknown format, an invalid placement, too few host names, or a
-        host name a launcher would misread or given to two nodes.
+        For an unknown format, an invalid placement, too few host names, a
+        host name a launcher would misread or given to two nodes, or (``mpich``,
+        ``slurm``: host lists) slots other than a node's 0, 1, ... in rank order.
 
     Examples
     --------
@@ -219,6 +242,10 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     a
     a
     b
+    >>> render("slurm", Placement(np.array([0, 0]), np.array([1, 0])), ["a"])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: placement: rank 0 is on slot 1 of node 0, but a SLURM_HOSTFILE gives each rank's host only (the launcher puts a node's ranks on its slots in rank order: slot 0); it cannot express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
@@ -230,6 +257,8 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
         raise TopoplanError("the routes export is a directory of files: use export(..., 'routes', ...) or "
                             "topoplan.reporting.routes_export")
     _check(placement, topo, hosts)
+    if fmt in ("mpich", "slurm"):
+        _check_slots_in_rank_order(placement, fmt)
     check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
     if fmt in ("ompi4", "ompi5"):
