@@ -289,6 +289,11 @@ def _long_inputs(tmp_path, cz):
     ib = (Path(__file__).parent / "data" / "ib" / "tree2" / "ibnetdiscover.txt").read_text().split("\n")
     ib[9] = ib[9].replace("Switch\t24", f"Switch\t{LONG}")
     (tmp_path / "ib.txt").write_text("\n".join(ib))
+    slurm = Path(__file__).parent / "data" / "slurm" / "cluster"
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "topology.conf").write_text((slurm / "topology.conf").read_text())
+    (tmp_path / "slurm" / "slurm.conf").write_text((slurm / "slurm.conf").read_text().replace("Sockets=2",
+                                                                                               f"Sockets={LONG}"))
     seed, out = tmp_path / "seed.json", tmp_path / "out"
     trace = ["-T", "ring:np=2,bytes=1MB"]
     long = r"a number of 4,401 digits \(at most 4,300 are read\)"
@@ -309,6 +314,8 @@ def _long_inputs(tmp_path, cz):
         (["bcast", "-t", "paper003", "-a", tmp_path / "alloc.txt", "--no-simulate"],
          rf"alloc\.txt:2: {big} is out of range"),
         (["topo", "info", "-i", tmp_path / "ib.txt"], rf"ib\.txt:10: {long}"),
+        (["show", tmp_path / "slurm" / "topology.conf", "--set", "slurm_linkspeed_unit=Gbps"],
+         rf"slurm\.conf:9: field 'Sockets': {big} is over the limit of 65,536"),
     ]
 
 

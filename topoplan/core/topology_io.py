@@ -1604,8 +1604,9 @@ def _slurm_blocks(entries: list, sizes, path, f: dict, default_speed) -> tuple[d
         base = None
         for where, v in sizes:
             text = str(v).strip()
-            if isinstance(v, bool) or not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
-                raise TopoplanError(f"{where}field '{f['sizes']}': expected positive integers, got {v!r}")
+            if isinstance(v, bool) or not re.fullmatch(r"[0-9]+", text) or len(text) > 18 or int(text) < 1:
+                # (Slurm's numbers are 64-bit; and int() fails past 4,300 digits)
+                raise TopoplanError(f"{where}field '{f['sizes']}': expected positive integers, got {shown(v)}")
             n = int(text)
             base = base or n
             if n % base or (n // base) & (n // base - 1) or n // base >= 1 << 16:
@@ -2023,7 +2024,10 @@ def _slurm_conf_file(path: Path, nodes: dict, state: dict, stack: list) -> None:
                 raise TopoplanError(f"{where}: field '{name}': given twice on one line")
             value = t.group(2).strip('"')
             if not re.fullmatch(r"[0-9]+", value):
-                raise TopoplanError(f"{where}: field '{name}': expected a positive integer, got {value!r}")
+                raise TopoplanError(f"{where}: field '{name}': expected a positive integer, got {shown(value)}")
+            if len(value.lstrip("0")) > 18:   # (before int(): it fails past 4,300 digits)
+                raise TopoplanError(f"{where}: field '{name}': {shown(value, quote=False)} is over the limit of "
+                                    f"{MAX_CORES_PER_NODE:,}")
             try:
                 counts[key] = check_count(int(value), name, maximum=MAX_CORES_PER_NODE)
             except TopoplanError as exc:
