@@ -41,6 +41,29 @@ def test_cli_writes_plan_and_rankfile(run_cli, tmp_path):
     assert code == 2 and "not a permutation of 'allocation_nodes'" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("root, shown", [(99, "99"), (6, "6"), (-1, "-1"), ("2", "'2'"), (2.0, "2.0"), (True, "True"),
+                                         (None, "None")])
+@pytest.mark.parametrize("allocation", [True, False])
+def test_validate_refuses_a_root_that_is_not_a_rank_of_the_order(run_cli, tmp_path, root, shown, allocation):
+    """The root's check ran only for an int in range (and only with allocation_nodes): 99, -1 or "2" for an
+    order of 6 were valid."""
+    out = tmp_path / "plan.json"
+    code, _, err = run_cli("bcast", "-t", "paper003", "-a", "gen:nodes=6,racks=2,seed=1", "--root", "2", "-m", "bft",
+                           "--no-simulate", "-o", out)
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert len(doc["order"]) == 6 and doc["root"] == 2
+    if not allocation:
+        del doc["allocation_nodes"]
+    assert run_cli("validate", out, "-t", "paper003")[0] == 0
+    doc["root"] = root
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    code, out_, err = run_cli("validate", bad, "-t", "paper003")
+    assert code == 2 and out_ == "" and err == (f"error: {bad}: field 'root': expected a rank of the order (0 to 5), "
+                                                f"got {shown}\n"), err
+
+
 def test_cli_bad_input_is_one_line_error(run_cli, tmp_path):
     code, _, err = run_cli("bcast", "-t", "paper000", "-a", "gen:nodes=16", "--root", "99")
     assert code == 2 and "--root" in err

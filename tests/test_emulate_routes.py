@@ -121,6 +121,40 @@ def test_routes_directory_in_a_missing_directory_is_refused(run_cli, plan, tmp_p
     assert not (tmp_path / "no-dir").exists()
 
 
+@pytest.mark.parametrize("existing", [None, "empty", "README"])
+@pytest.mark.parametrize("fault", [KeyboardInterrupt, TopoplanError])
+def test_an_interrupted_or_failed_routes_export_leaves_nothing_behind(plan, tmp_path, run_cli, monkeypatch,
+                                                                      existing, fault):
+    """Ctrl-C during the export (exit 130) left the directory it had made, sometimes with a temporary file in
+    it; a directory that was there before stays, as it was."""
+    from topoplan.core import io as core_io
+    from topoplan.reporting import routes_export
+
+    out = tmp_path / "rint"
+    if existing is not None:
+        out.mkdir()
+        if existing == "README":
+            (out / "README").write_text("mine\n")
+    calls = []
+
+    def writer(path, data, **kw):   # the interrupt (or a full disk) lands while the 40th host's file is written
+        calls.append(path)
+        if len(calls) == 40:
+            raise fault() if fault is KeyboardInterrupt else fault(f"{path}: cannot write: No space left on device")
+        core_io.atomic_write(path, data, **kw)
+
+    monkeypatch.setattr(routes_export, "atomic_write", writer)
+    code, stdout, err = run_cli("export", "routes", "-p", plan, "-t", "paper003",
+                                *sum((["--set", s] for s in TOPO_SETS), []), "-o", out)
+    assert len(calls) == 40 and stdout == ""
+    assert code == (130 if fault is KeyboardInterrupt else 2), err
+    if existing is None:
+        assert not out.exists()
+    else:
+        assert sorted(os.listdir(out)) == ([] if existing == "empty" else ["README"])
+    assert sorted(os.listdir(tmp_path)) == (["rint"] if existing else [])
+
+
 def test_addresses_file_gives_a_real_clusters_addresses(topo, plan, tmp_path):
     path = tmp_path / "addresses"
     path.write_text("".join(f"{h} 10.1.{i // 16}.{i % 16 + 1}\n" for i, h in enumerate(topo.host_names())))

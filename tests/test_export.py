@@ -25,8 +25,9 @@ def test_formats_follow_rank_order():
     hosts = ["a", "b"]
     assert render("ompi4", pl, hosts).splitlines() == ["rank 0=b slot=0", "rank 1=a slot=1", "rank 2=b slot=1"]
     assert render("ompi5", pl, hosts) == render("ompi4", pl, hosts)
-    assert render("mpich", pl, hosts).split() == ["b", "a", "b"]
-    assert render("slurm", pl, hosts).split() == ["b", "a", "b"]
+    in_order = Placement(np.array([1, 0, 1]), np.array([0, 0, 1]))   # a node's ranks on its slots in rank order
+    assert render("mpich", in_order, hosts).split() == ["b", "a", "b"]
+    assert render("slurm", in_order, hosts).split() == ["b", "a", "b"]
     doc = json.loads(render("json", pl, hosts))
     assert [(d["host"], d["slot"]) for d in doc["ranks"]] == [("b", 0), ("a", 1), ("b", 1)]
 
@@ -205,6 +206,76 @@ def test_launch_command_per_open_mpi_version(fmt, openmpi, slots, want):
     assert launch_command(fmt, "rf", 2, openmpi=openmpi, slots=slots) == want
 
 
+@pytest.mark.parametrize("fmt", ["mpich", "slurm"])
+@pytest.mark.parametrize("text, line, rank, slot, want", [
+    ("rank,node,slot\n0,0,1\n1,0,0\n2,1,0\n", 2, 0, 1, 0),      # two ranks of a node, slots swapped
+    ("rank,node,slot\n0,0,0\n1,0,2\n2,1,0\n", 3, 1, 2, 1),      # a slot skipped
+    ("rank,node,slot\n0,1,0\n1,0,3\n", 3, 1, 3, 0),              # one rank on a node's last core
+])
+def test_host_lists_refuse_slots_they_cannot_express(tmp_path, run_cli, fmt, text, line, rank, slot, want):
+    """export mpich and slurm dropped a rank_to_slot other than each node's slots in rank order (the launcher binds
+    a node's ranks so): refused, naming the rank's line and field and the export that expresses it."""
+    pl, out = tmp_path / "p.csv", tmp_path / "out"
+    pl.write_text(text)
+    code, stdout, err = run_cli("export", fmt, "-p", pl, "-t", "paper003", "-o", out)
+    launcher = {"mpich": "an MPICH (Hydra) machinefile", "slurm": "a SLURM_HOSTFILE"}[fmt]
+    assert code == 2 and stdout == "" and err == (
+        f"error: {pl}:{line}: field 'slot': rank {rank} is on slot {slot} of node {pl.read_text().split()[line - 1].split(',')[1]}, "
+        f"but {launcher} gives each rank's host only (the launcher puts a node's ranks on its slots in rank order: "
+        f"slot {want}); it cannot express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does\n"), err
+    assert not out.exists()
+    code, _, err = run_cli("export", "ompi4", "-p", pl, "-t", "paper003", "-o", out)   # the rankfile does
+    assert code == 0 and f"rank {rank}=node{int(pl.read_text().split()[line - 1].split(',')[1]):04d} slot={slot}" \
+        in out.read_text(), err
+
+
+WEIRD = ["sp ace/r", "it's", "$(touch pwned)", "a;b", "-rf", "[x]"]
+
+
+@pytest.mark.parametrize("name", WEIRD)
+@pytest.mark.parametrize("fmt, openmpi", [("ompi4", 4), ("ompi5", 5), ("mpich", None), ("slurm", None),
+                                          ("routes", None)])
+def test_the_launcher_line_quotes_the_path_for_the_shell(fmt, openmpi, name):
+    """``-o 'sp ace/$(id)'`` printed ``SLURM_HOSTFILE=sp ace/$(id) srun ...``: the shell split the path and ran
+    ``id``."""
+    import shlex
+
+    from topoplan.reporting.export import launch_command
+
+    words = shlex.split(launch_command(fmt, name, 2, openmpi=openmpi))
+    path = f"./{name}" if name.startswith("-") else name
+    want = {"ompi4": ["mpirun", "--rankfile", path], "ompi5": ["mpirun", "--map-by", f"rankfile:file={path}"],
+            "mpich": ["mpiexec", "-f", path], "slurm": [f"SLURM_HOSTFILE={path}", "srun"],
+            "routes": ["ip", "-batch", f"{path}/HOST.routes"]}[fmt]
+    assert words[:len(want)] == want
+
+
+@pytest.mark.parametrize("fmt", ["ompi4", "ompi5", "mpich", "slurm"])
+def test_the_printed_line_runs_as_printed(tmp_path, run_cli, fmt, monkeypatch):
+    """The line names the file as the shell reads it (a directory with a space and a $(...) in its name), never
+    ``-`` (standard output, which no launcher reads), and is not taken for markup."""
+    import shlex
+
+    monkeypatch.setenv("MPIRUN", "no-such-mpirun")   # (the format's own Open MPI command)
+    (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [0, 1]}))
+    d = tmp_path / "sp ace $(id) [x]"
+    d.mkdir()
+    for out in (d / "hosts", "-"):
+        code, stdout, err = run_cli("export", fmt, "-p", tmp_path / "plan.json", "-t", "paper003", "-o", out)
+        assert code == 0, err
+        text = err if out == "-" else stdout   # (with -o -, the document alone goes to standard output)
+        run = next(line for line in text.splitlines() if line.startswith("run: "))[len("run: "):]
+        if out == "-":
+            assert run.endswith(" PROGRAM (FILE: what was written to standard output, saved to a file)"), run
+            run = run[:run.index(" (FILE")]
+        words = shlex.split(run)
+        assert words[-1] == "PROGRAM" and "-" not in words
+        want = "FILE" if out == "-" else str(out)
+        assert want in words or f"SLURM_HOSTFILE={want}" in words or f"rankfile:file={want}" in words, words
+        if out != "-":
+            assert f"wrote {out} (2 ranks)" in stdout
+
+
 def test_export_without_open_mpi_prints_the_form_for_each(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("MPIRUN", "no-such-mpirun")
     (tmp_path / "plan.json").write_text(json.dumps({"rank_to_node": [0, 0], "rank_to_slot": [1, 0]}))
@@ -284,6 +355,50 @@ def test_json_export_of_a_plan_whose_seed_is_not_a_seed(tmp_path, run_cli, seed,
     code, _, err = run_cli("export", "json", "-p", pl, "-t", "paper003", "-o", out)
     assert code == 2 and err == f"error: {pl}: field 'seed': expected a non-negative integer, got {shown}\n"
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def circuit_plan(tmp_path_factory):
+    """A circuit plan of two ranks on paper003 (its text)."""
+    from topoplan.cli.main import main
+
+    path = tmp_path_factory.mktemp("seed") / "c.json"
+    assert main(["circuits", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "round-robin", "-m", "greedy",
+                 "--no-simulate", "-o", str(path)]) == 0
+    return path.read_text()
+
+
+SEED_READERS = [   # every command that reads a plan's seed: (the plan is a placement or a circuit plan, arguments)
+    ("placement", ["validate", "{p}", "-t", "paper003"]),
+    ("placement", ["simulate", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "{p}"]),
+    *(("placement", ["export", fmt, "-p", "{p}", "-t", "paper003", "-o", "{out}"])
+      for fmt in ("ompi4", "ompi5", "mpich", "slurm", "json")),
+    ("circuits", ["validate", "{p}", "-t", "paper003"]),
+    ("circuits", ["simulate", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-p", "round-robin", "--circuits",
+                  "{p}"]),
+    ("circuits", ["export", "ocs", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),
+    ("circuits", ["export", "routes", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),
+    ("circuits", ["export", "slurm", "-p", "{p}", "-t", "paper003", "-o", "{out}"]),   # (its rank_to_node)
+]
+
+
+@pytest.mark.parametrize("seed, shown", [('"abc"', "'abc'"), ("-1", "-1"), ("1.5", "1.5"), ("true", "True")])
+@pytest.mark.parametrize("kind, args", SEED_READERS)
+def test_every_reader_refuses_a_seed_that_is_not_a_seed(tmp_path, run_cli, circuit_plan, kind, args, seed, shown):
+    """validate, simulate and the launcher exports took ``"seed": "abc"`` or -1, which export json, ocs and routes
+    refused: one check (topoplan.core.placement.check_seed) for every reader."""
+    p, out = tmp_path / "p.json", tmp_path / "out"
+    if kind == "placement":
+        p.write_text('{"rank_to_node": [0, 1], "seed": %s}' % seed)
+    else:
+        assert '"seed": 0,' in circuit_plan
+        p.write_text(circuit_plan.replace('"seed": 0,', f'"seed": {seed},', 1))
+    code, _, err = run_cli(*(a.format(p=p, out=out) for a in args))
+    assert code == 2 and err == f"error: {p}: field 'seed': expected a non-negative integer, got {shown}\n", err
+    assert not out.exists()
+    p.write_text(p.read_text().replace(f'"seed": {seed}', '"seed": 7', 1))   # a seed: used
+    code, _, err = run_cli(*(a.format(p=p, out=out) for a in args))
+    assert code == 0, err
 
 
 def test_a_placement_json_without_a_json_name_is_read_as_json(tmp_path, run_cli):

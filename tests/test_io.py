@@ -7,6 +7,8 @@ import re
 import stat
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -255,3 +257,179 @@ def test_text_inputs_read_past_a_byte_order_mark(tmp_path, run_cli):
     alloc.write_bytes(b"\xef\xbb\xbfnode0001\nnode0002\n")
     code, out_, err = run_cli("bcast", "-t", "paper000", "-a", alloc, "--json", "--no-simulate")
     assert code == 0 and json.loads(out_)["allocation_nodes"] == [1, 2], err
+
+
+LONG = "1" + "0" * 4400   # more digits than int() converts (sys.get_int_max_str_digits: 4,300)
+
+
+@pytest.mark.parametrize("text, line", [
+    ('{"seed": %s}' % LONG, 1),
+    ('{"order": [1, 0],\n "root": 0,\n "seed": -%s}' % LONG, 3),
+    ('{"x": 0.%s,\n "y": [%s]}' % (LONG, LONG), 2),     # (the digits of a fraction are read: float)
+])
+def test_json_reader_refuses_an_integer_too_long_to_convert_naming_the_line(tmp_path, text, line):
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(path))}:{line}: malformed plan: a number of 4,401 "
+                                            r"digits \(at most 4,300 are read\)$"):
+        read_json(path, "plan")
+
+
+def _long_inputs(tmp_path, cz):
+    """Commands each reading a user file (or option) holding a number of 4,401 digits, and what the error names."""
+    plan = json.loads(cz.read_text())
+    text = json.dumps(plan, indent=1).replace('"seed": 0', f'"seed": {LONG}', 1)
+    (tmp_path / "seed.json").write_text(text)
+    (tmp_path / "p.csv").write_text(f"rank,node\n0,0\n1,{LONG}\n")
+    (tmp_path / "ps.csv").write_text(f"rank,node,slot\n0,0,0\n1,1,{LONG}\n")
+    (tmp_path / "hosts").write_text(f"0 a\n{LONG} b\n")
+    (tmp_path / "m.csv").write_text(f"src,dst,bytes,msgs\n0,{LONG},100,1\n")
+    (tmp_path / "t.yaml").write_text(f"kind: tree\nnodes_per_switch: [{LONG}, 2]\n")
+    (tmp_path / "alloc.txt").write_text(f"0\n{LONG}\n")
+    ib = (Path(__file__).parent / "data" / "ib" / "tree2" / "ibnetdiscover.txt").read_text().split("\n")
+    ib[9] = ib[9].replace("Switch\t24", f"Switch\t{LONG}")
+    (tmp_path / "ib.txt").write_text("\n".join(ib))
+    slurm = Path(__file__).parent / "data" / "slurm" / "cluster"
+    (tmp_path / "slurm").mkdir()
+    (tmp_path / "slurm" / "topology.conf").write_text((slurm / "topology.conf").read_text())
+    (tmp_path / "slurm" / "slurm.conf").write_text((slurm / "slurm.conf").read_text().replace("Sockets=2",
+                                                                                               f"Sockets={LONG}"))
+    seed, out = tmp_path / "seed.json", tmp_path / "out"
+    trace = ["-T", "ring:np=2,bytes=1MB"]
+    long = r"a number of 4,401 digits \(at most 4,300 are read\)"
+    big = r"10000000000000000000\.\.\. \(4,401 characters\)"
+    return [
+        (["validate", seed, "-t", "paper003"], rf"{seed}:\d+: malformed plan: {long}"),
+        (["export", "json", "-p", seed, "-o", out], rf"{seed}:\d+: malformed plan: {long}"),
+        (["export", "ompi4", "-p", seed, "-o", out], rf"{seed}:\d+: malformed plan: {long}"),
+        (["simulate", "-t", "paper003", *trace, "--circuits", seed], rf"{seed}:\d+: malformed circuit plan: {long}"),
+        (["validate", tmp_path / "p.csv", "-t", "paper003"], rf"p\.csv:3: field 'node': {big} is out of range"),
+        (["validate", tmp_path / "ps.csv", "-t", "paper003"], rf"ps\.csv:3: field 'slot': {big} is out of range"),
+        (["export", "slurm", "-p", tmp_path / "p.csv", "-o", out, "--hosts", tmp_path / "hosts"],
+         rf"hosts:2: field 'node_id': {big} is over the limit of 1,048,576 nodes"),
+        (["simulate", "-t", "paper003", "-T", tmp_path / "m.csv"], rf"m\.csv:2: field 'dst': {big} is out of range"),
+        (["validate", tmp_path / "p.csv", "-t", tmp_path / "t.yaml"], rf"t\.yaml:2: {long}"),
+        (["validate", tmp_path / "p.csv", "-t", "paper003", "--set", f"ocs.nodes_per_switch={LONG}"],
+         rf"--set 'ocs.nodes_per_switch'\.\.\. \(4,422 characters\): {long}"),
+        (["bcast", "-t", "paper003", "-a", tmp_path / "alloc.txt", "--no-simulate"],
+         rf"alloc\.txt:2: {big} is out of range"),
+        (["topo", "info", "-i", tmp_path / "ib.txt"], rf"ib\.txt:10: {long}"),
+        (["show", tmp_path / "slurm" / "topology.conf", "--set", "slurm_linkspeed_unit=Gbps"],
+         rf"slurm\.conf:9: field 'Sockets': {big} is over the limit of 65,536"),
+    ]
+
+
+def test_a_number_too_long_to_convert_is_one_error_line_in_every_reader(tmp_path, run_cli):
+    """A number of more than 4,300 digits was a traceback (ValueError out of int()) in these readers."""
+    cz = tmp_path / "cz.json"
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-m", "greedy",
+                           "--no-simulate", "-o", cz)
+    assert code == 0, err
+    cases = _long_inputs(tmp_path, cz)
+    archive = tmp_path / "cz.zip"   # a plan archive: its plan.json
+    code, _, err = run_cli("circuits", "-t", "paper003", "-T", "ring:np=2,bytes=1MB", "-m", "greedy",
+                           "--no-simulate", "-o", archive)
+    assert code == 0, err
+    with zipfile.ZipFile(archive) as z:
+        head, tables = z.read("plan.json").decode(), z.read("next_hop.npy")
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("plan.json", head.replace('"seed": 0', f'"seed": {LONG}', 1))
+        z.writestr("next_hop.npy", tables)
+    line = head[:head.index('"seed"')].count("\n") + 1
+    cases.append((["validate", archive, "-t", "paper003"],
+                  rf"cz\.zip: plan\.json:{line}: malformed plan: a number of 4,401 digits \(at most 4,300 are read\)"))
+    for args, want in cases:
+        code, out, err = run_cli(*args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
+        assert re.search(rf"^error: (\S*/)?{want}$", err.strip()), (args, err)
+        assert not (tmp_path / "out").exists()
+
+
+# -- an interrupt anywhere leaves no temporary file -------------------------------------------------------------
+
+def _interrupt_at(k: int, codes) -> tuple:
+    """A trace function raising KeyboardInterrupt before the k-th bytecode instruction run in a frame of ``codes``
+    (k = 0: never), and the count of those run: a Ctrl-C landing at any point of them, deterministically (Python
+    takes a signal only at some instructions; every one is a superset). Raising in a trace function unsets it."""
+    count = [0]
+
+    def local(frame, event, arg):
+        if event == "opcode":
+            count[0] += 1
+            if count[0] == k:
+                raise KeyboardInterrupt
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code in codes:
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    return tracer, count
+
+
+def _run_interrupted(k, codes, fn):
+    """``fn()`` with an interrupt before the k-th instruction of ``codes``; whether it was interrupted, and the
+    instructions counted."""
+    tracer, count = _interrupt_at(k, codes)
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+        interrupted = False
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        sys.settrace(old)
+    return interrupted, count[0]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+@pytest.mark.parametrize("data", ["plan\n", ["pl", "an\n"], b"\x89PNG"])
+def test_atomic_write_interrupted_anywhere_leaves_no_temporary_file(tmp_path, existing, data):
+    """An interrupt between mkstemp making the file and the assignment of its name leaked the file
+    (``.node0600.routes.XXXX`` beside an interrupted routes export)."""
+    from topoplan.core import io as core_io
+
+    codes = {core_io.atomic_write.__code__}
+    want = data if isinstance(data, bytes) else "".join(data).encode()
+    _, total = _run_interrupted(0, codes, lambda: atomic_write(tmp_path / "dry", data))
+    assert total > 50
+    for k in range(1, total + 1):
+        d = tmp_path / str(k)
+        d.mkdir()
+        target = d / "out.txt"
+        if existing:
+            target.write_bytes(b"old\n")
+        interrupted, _ = _run_interrupted(k, codes, lambda: atomic_write(target, data))
+        assert interrupted, k
+        assert [p.name for p in d.iterdir()] == (["out.txt"] if existing or target.exists() else []), k
+        if target.exists():   # the old file, or the new one whole (renamed just before the interrupt)
+            assert target.read_bytes() in (b"old\n", want), k
+
+
+def test_an_output_group_interrupted_anywhere_leaves_all_or_nothing(tmp_path):
+    from topoplan.core import io as core_io
+
+    codes = {core_io.atomic_write.__code__, core_io.output_group.__wrapped__.__code__}
+    names = ["a.txt", "b.txt", "c.txt"]
+
+    def write(d):
+        with core_io.output_group():
+            for name in names:
+                atomic_write(d / name, name)
+
+    (tmp_path / "dry").mkdir()
+    _, total = _run_interrupted(0, codes, lambda: write(tmp_path / "dry"))
+    assert total > 150
+    for k in range(1, total + 1):
+        d = tmp_path / str(k)
+        d.mkdir()
+        (d / "b.txt").write_text("old")   # one of them there before
+        _run_interrupted(k, codes, lambda: write(d))
+        assert core_io._group.get() is None, k   # later writes are not taken for the interrupted group's
+        files = sorted(p.name for p in d.iterdir())
+        assert files in (["b.txt"], names), (k, files)   # no temporary file; no new file without the others
+        if files == names:
+            assert [(d / n).read_text() for n in names] == names, k

@@ -147,6 +147,19 @@ def test_held_tables_are_checked_again_for_another_hop_limit():
         validate_plan_dict({"circuits": [[0, 2]], "forwarding": doc["forwarding"]}, t)
 
 
+@pytest.mark.parametrize("shape", [(4, 3), (6, 2), (7, 3), (6, 4)])
+def test_held_tables_of_another_shape_than_the_topology_are_refused(shape):
+    t = hybrid(switches=3, per_switch=2, ocs_per_switch=2, ports=2)   # 0,1 | 2,3 | 4,5: 6 nodes x 3 switches
+    nh = np.full(shape, -1)
+    nh[0, 1] = 2                                             # a valid entry: node 0 => 2 (switch 1)
+    for source, prefix in ((None, "p.json: "), ("next_hop.npy", "p.json: next_hop.npy: ")):
+        with pytest.raises(TopoplanError, match=re.escape(
+                f"{prefix}field 'forwarding': tables of {shape[0]} nodes x {shape[1]} switches, but the topology "
+                "has 6 nodes x 3 switches")):
+            validate_plan_dict({"circuits": [[0, 2]], "forwarding": ForwardingTables(nh, source=source)}, t,
+                               where="p.json")
+
+
 @pytest.mark.parametrize("method", ["three-step", "greedy", "sp"])
 def test_plans_of_every_size_are_the_same_file(method, tmp_path, monkeypatch):
     t, p = _case(11)
@@ -371,7 +384,16 @@ def _rewrite(archive, dest, *, head=None, table=None):
     ("format", r"not a topoplan-circuit-plan archive"),
     ("no tables", r"damaged plan archive \(.*next_hop\.npy.*\)"),
     ("float tables", r"damaged plan archive \(next_hop\.npy: expected a 2-D integer array, got 2-D float64\)"),
-    ("loop", r"field 'forwarding': routing loop towards switch"),
+    ("loop", r"next_hop\.npy: field 'forwarding': routing loop towards switch"),
+    # the tables are the topology's nodes x switches, as the JSON form's keys are its node and switch ids
+    ("rows cut", r"next_hop\.npy: field 'forwarding': tables of 10 nodes x 4 switches, but the topology has 64 "
+                 r"nodes x 4 switches"),
+    ("columns cut", r"next_hop\.npy: field 'forwarding': tables of 64 nodes x 2 switches, but the topology has 64 "
+                    r"nodes x 4 switches"),
+    ("row added", r"next_hop\.npy: field 'forwarding': tables of 65 nodes x 4 switches"),
+    # an entry is -1 (none) or a node id
+    ("negative", r"next_hop\.npy: field 'forwarding\.0\.1': next hop -5 is neither a node id nor -1 \(no entry\)"),
+    ("past the nodes", r"next_hop\.npy: field 'forwarding\.0\.1': unknown next hop node 64"),
 ])
 def test_a_bad_plan_archive_is_one_error_line(plans, run_cli, fault, message):
     _, archive, inputs = plans
@@ -389,14 +411,28 @@ def test_a_bad_plan_archive_is_one_error_line(plans, run_cli, fault, message):
             out.writestr("plan.json", z.read("plan.json"))
     elif fault == "float tables":
         _rewrite(archive, bad, table=nh.astype(float))
+    elif fault == "rows cut":
+        _rewrite(archive, bad, table=nh[:10])
+    elif fault == "columns cut":
+        _rewrite(archive, bad, table=nh[:, :2])
+    elif fault == "row added":
+        _rewrite(archive, bad, table=np.pad(nh, ((0, 1), (0, 0)), constant_values=-1))
+    elif fault in ("negative", "past the nodes"):
+        nh = nh.copy()
+        assert nh[0, 1] >= 0   # (an entry of node 0 towards switch 1 to spoil)
+        nh[0, 1] = -5 if fault == "negative" else 64
+        _rewrite(archive, bad, table=nh)
     else:   # two nodes under one switch relaying to each other towards another switch
         nh = nh.copy()
         nh[2, 1], nh[3, 1] = 3, 2
         _rewrite(archive, bad, table=nh)
-    for command in (["validate", bad, "-t", "paper003"], ["simulate", *inputs, "--circuits", bad]):
-        code, out, err = run_cli(*command)
+    out = archive.with_name("ocs.json")
+    for command in (["validate", bad, "-t", "paper003"], ["simulate", *inputs, "--circuits", bad],
+                    ["export", "ocs", "-p", bad, "-t", "paper003", "-o", out]):
+        code, _, err = run_cli(*command)
         assert code == 2 and err.count("\n") == 1 and err.startswith(f"error: {bad}: "), err
         assert re.search(message, err), err
+    assert not out.exists()
 
 
 def test_an_archive_member_too_large_is_refused_before_it_is_inflated(plans, monkeypatch):

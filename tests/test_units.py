@@ -118,3 +118,14 @@ def test_an_infinite_value_is_said_to_be_infinite(parse, text, kind):
     # it was said to be negative ("time must be non-negative, got '1e999'")
     with pytest.raises(TopoplanError, match=f"{kind} must be finite, got '{text}'"):
         parse(text)
+
+
+@pytest.mark.parametrize("text", ["1" * 5000, "-" + "9" * 4301, "0" * 4000 + "1" * 400])
+def test_ascii_int_of_more_digits_than_int_reads_is_out_of_range(text):
+    """int() refuses more than 4,300 digits with a ValueError (a traceback out of every reader that used it)."""
+    from topoplan.core.units import ascii_int, is_ascii_int
+
+    assert not is_ascii_int(text)   # int(text) fails: never true for such a text
+    with pytest.raises(TopoplanError, match=r"^p\.csv:2: field 'node': [-0-9]{20}\.\.\. \([0-9,]+ characters\) is "
+                                            r"out of range$"):
+        ascii_int(text, "p.csv:2: field 'node'")

@@ -14,7 +14,7 @@ from pathlib import Path
 from topoplan.cli.examples import epilog
 from topoplan.core import deadline, interrupt
 from topoplan.core.errors import TopoplanError
-from topoplan.core.units import is_ascii_int, is_ascii_number
+from topoplan.core.units import is_ascii_int, is_ascii_number, shown
 
 __all__ = ["COMMAND_MODULES", "COMMANDS", "OUTPUT_PARAMS", "guard_outputs", "build_app", "root_command", "ascii_numbers",
            "main"]
@@ -326,7 +326,10 @@ def ascii_numbers(command) -> None:
 
         def convert(value, param, ctx, _convert=kind.convert, _check=check, _kind=kind):
             if isinstance(value, str) and not _check(value):
-                _kind.fail(f"{value!r} is not a number in ASCII digits (0-9)", param, ctx)
+                digits = value.strip(" \t").removeprefix("-")
+                too_long = _check is is_ascii_int and digits.isascii() and digits.isdigit()   # more than int() reads
+                what = "too long a number" if too_long else "not a number in ASCII digits (0-9)"
+                _kind.fail(f"{shown(value)} is {what}", param, ctx)
             return _convert(value, param, ctx)
 
         kind.convert = convert

@@ -24,6 +24,7 @@ import numpy as np
 from topoplan.core import memory
 from topoplan.core.errors import TopoplanError, where
 from topoplan.core.io import read_bytes
+from topoplan.core.units import shown
 
 __all__ = ["MAX_CSV_BYTES", "MAX_CSV_ROWS", "SMALL_CSV_BYTES", "NumberTable", "read_csv_table", "row_line",
            "to_numbers", "empty_cells"]
@@ -613,6 +614,8 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
         bad = np.flatnonzero(num.isna().to_numpy())
         if bad.size:
             i = int(bad[0])
+            if re.fullmatch(r"[-+]?[0-9]+", str(raw.iloc[i]).strip()):   # an integer too long for pandas to convert
+                raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': {_cell(df, col, i)} is out of range")
             raise TopoplanError(f"{path}:{row_line(df, i)}: field '{col}': not a number: {_cell(df, col, i)!r}")
         arr = num.to_numpy(dtype=np.float64)
         exact = raw if pd.api.types.is_integer_dtype(raw) else None
@@ -637,5 +640,6 @@ def to_numbers(df, col: str, path, *, integer: bool, empty=-1):
 
 
 def _cell(df, col: str, i: int):
+    """A cell's text for an error message (a long one, such as a number of thousands of digits, cut short)."""
     v = df[col][i] if isinstance(df, NumberTable) else df[col].iloc[i]
-    return v if isinstance(v, str) else str(v.item() if isinstance(v, np.generic) else v)
+    return shown(v if isinstance(v, str) else str(v.item() if isinstance(v, np.generic) else v), quote=False)

@@ -10,12 +10,12 @@ stream and stops at a bound: a few megabytes of gzip can expand to gigabytes ("g
 from __future__ import annotations
 
 import contextvars
+import errno
 import gzip
 import json
 import os
 import stat
 import sys
-import tempfile
 import zipfile
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
@@ -24,7 +24,7 @@ from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_INPUT_BYTES", "STDOUT", "is_stdout", "stdout_reserved", "check_writable", "atomic_write",
            "output_group", "write_json", "dumps", "read_bytes", "read_text", "read_json", "is_json_document",
-           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive"]
+           "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "is_plan_archive", "read_plan_archive", "find_long_number"]
 
 # The most a JSON input (a plan, a placement, a flow scenario, a phases or schedule document) may hold, once
 # decompressed: 256 MiB, ten times the largest plans written (a 1,024-node circuit plan with its forwarding
@@ -251,12 +251,19 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
         return
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        # mkstemp makes the file 0600; give it the permissions a plain open() would (umask applied),
-        # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-        os.chmod(tmp, mode)
+        for _ in range(_TEMP_TRIES):
+            tmp = _temp_name(path)   # held before the file exists (see _temp_name)
+            try:
+                fd = os.open(tmp, _TEMP_FLAGS, 0o600)
+                break
+            except FileExistsError:   # another writer's: not ours to discard
+                tmp = None
+        else:
+            raise FileExistsError(errno.EEXIST, f"no free temporary name after {_TEMP_TRIES} tries")
         with os.fdopen(fd, "wb") as fh:
+            # the file is made 0600; give it the permissions a plain open() would (umask applied),
+            # or the existing file's, so a rewritten hostfile stays readable by whoever could read it
+            os.fchmod(fh.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
             if isinstance(raw, list):
                 for piece in raw:
                     fh.write(piece.encode("utf-8"))
@@ -272,6 +279,19 @@ def atomic_write(path, data, *, binary: bool = False) -> None:
     except BaseException:
         _discard(tmp)
         raise
+
+
+# A temporary file's name is chosen, and held by atomic_write's ``tmp``, before the file is made: with
+# tempfile.mkstemp the name came back only once the file existed, so an interrupt (Ctrl-C) between the two left a
+# hidden file that no handler knew of. Until the file is made there is nothing to discard; once it is, ``tmp``
+# names it, wherever the interrupt lands.
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_TEMP_TRIES = 100
+
+
+def _temp_name(path: Path) -> str:
+    """A hidden name beside ``path`` for its temporary file (48 random bits: ``.<name>.<12 hex digits>``)."""
+    return os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}")
 
 
 _group: contextvars.ContextVar = contextvars.ContextVar("topoplan_output_group", default=None)
@@ -295,7 +315,8 @@ def output_group():
 
     Files are written to temporary files beside their targets as the block runs; they are renamed
     into place only when the whole block succeeded, and discarded when it raised (an error, Ctrl-C),
-    so a command with two outputs never leaves one of them behind. FIFOs, character devices and
+    so a command with two outputs never leaves one of them behind; an interrupt or an error while they
+    are renamed removes the new files already in place too. FIFOs, character devices and
     standard output are written at the end, after the regular files.
 
     Yields
@@ -317,24 +338,30 @@ def output_group():
     []
     """
     staged: list = []
-    token = _group.set(staged)
-    ok = False
+    placed: list = []   # the files the group put in place where there was none
+    outer = _group.get()
+    committing = False
     try:
-        yield
-        ok = True
-    finally:
-        _group.reset(token)
-        if not ok:
-            for tmp, _, _ in staged:
-                _discard(tmp)
-    try:
+        try:
+            _group.set(staged)   # (inside the try: an interrupt right after it still puts the outer group back)
+            yield
+        finally:
+            _group.set(outer)
+        committing = True
         for tmp, path, _ in staged:
             if tmp is not None:
+                if not os.path.lexists(path):
+                    placed.append(path)   # (before the rename: an interrupt right after it finds it here)
                 os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:   # an error or an interrupt, wherever it lands: nothing of the group is left
+        _group.set(outer)   # (again: an interrupt in the finally above may have come before it)
         for tmp, _, _ in staged:
             _discard(tmp)
-        raise TopoplanError(f"cannot write the outputs: {exc.strerror or exc}") from None
+        for path in placed:
+            _discard(path)
+        if committing and isinstance(exc, OSError):
+            raise TopoplanError(f"cannot write the outputs: {exc.strerror or exc}") from None
+        raise
     for tmp, path, raw in staged:
         if tmp is None:
             _write_special(path, raw)
@@ -814,25 +841,74 @@ def read_json(path, what: str = "JSON file"):
     raw = read_bytes(path, what)   # bounded: a gzip bomb is refused while it is decompressed
     try:
         text = raw.decode("utf-8-sig")   # a byte order mark in front is read past, as in CSV files
-        if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
-            raise TopoplanError(f"{path}: empty file, expected a {what}")
+    except UnicodeDecodeError as exc:
+        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+    if not text.strip():   # json's own message, 'Expecting value', does not say the file is empty
+        raise TopoplanError(f"{path}: empty file, expected a {what}")
+    return _loads(text, path, what)
+
+
+def _loads(text: str, where, what: str):
+    """The JSON document of ``text`` (from the file ``where``), read as :func:`read_json` reads it: a repeated
+    key, ``NaN``/``Infinity`` or an integer too long to convert are one-line errors naming ``where`` and the
+    line."""
+    try:
         try:
             with _no_gc():   # millions of small lists (a large plan's tables): collections would triple the time
                 return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
         except _DuplicateKey as dup:
             line = _fault_line(text)
-            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
+            raise TopoplanError(f"{where}{'' if line is None else f':{line}'}: malformed {what}: duplicate key "
                                 f"{dup.key!r}") from None
         except _NonFinite as bad:
             line = _fault_line(text)
-            raise TopoplanError(f"{path}{'' if line is None else f':{line}'}: malformed {what}: {bad.name} is not "
+            raise TopoplanError(f"{where}{'' if line is None else f':{line}'}: malformed {what}: {bad.name} is not "
                                 "a JSON number") from None
     except json.JSONDecodeError as exc:
-        raise TopoplanError(f"{path}:{exc.lineno}: malformed {what}: {exc.msg}") from None
+        raise TopoplanError(f"{where}:{exc.lineno}: malformed {what}: {exc.msg}") from None
     except RecursionError:
-        raise TopoplanError(f"{path}: malformed {what}: nested too deeply") from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise TopoplanError(f"{path}: cannot read {what}: {exc}") from None
+        raise TopoplanError(f"{where}: malformed {what}: nested too deeply") from None
+    except ValueError:   # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise _long_number(where, what, text) from None
+
+
+def _long_number(path, what: str, text: str) -> TopoplanError:
+    """The one-line error for a JSON document holding an integer too long to convert (``int()`` refuses more than
+    ``sys.get_int_max_str_digits()`` digits, 4,300 by default: a ValueError, not a JSONDecodeError), naming its
+    line."""
+    found = find_long_number(text, integer=True)
+    if found is None:
+        return TopoplanError(f"{path}: malformed {what}: a number too long to read")
+    line, digits = found
+    return TopoplanError(f"{path}:{line}: malformed {what}: a number of {digits:,} digits (at most "
+                         f"{sys.get_int_max_str_digits():,} are read)")
+
+
+def find_long_number(text: str, *, integer: bool = False):
+    """``(line, digits)`` of the first run of more digits in ``text`` than ``int()`` converts
+    (``sys.get_int_max_str_digits()``, 4,300 by default; ``int()`` raises ValueError past it), or None.
+
+    A reader that converts numbers out of text with ``int()`` (regular expressions of ``\\d+``) checks the text
+    with this first, so such a number is a one-line error naming the line rather than a traceback. With
+    ``integer``, only integers count (JSON: not the digits of a fraction or an exponent, which ``float()``
+    reads).
+
+    Examples
+    --------
+    >>> find_long_number("a 12\\nb " + "9" * 4301), find_long_number("0." + "5" * 4400, integer=True)
+    ((2, 4301), None)
+    """
+    import re
+
+    limit = sys.get_int_max_str_digits()
+    if not limit or len(text) <= limit:
+        return None
+    # (\d: Unicode digits too, as int() and the readers' patterns take them)
+    pattern = r"(?<![\d.])\d{%d,}(?![\d.eE])" if integer else r"\d{%d,}"
+    found = re.search(pattern % (limit + 1), text)
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1, len(found.group())
 
 
 class _DuplicateKey(Exception):
@@ -987,8 +1063,10 @@ def read_plan_archive(path, what: str = "plan"):
     Raises
     ------
     TopoplanError
-        One line naming the file: a damaged archive, one of another format or version, or a member over the
-        input limit once decompressed.
+        One line naming the file: a damaged archive, one of another format or version, a member over the
+        input limit once decompressed, or a next hop below -1 in the tables (naming the array and the entry).
+        The tables' shape, and their next hops' nodes, are checked against a topology by the plan's
+        validation (:func:`topoplan.plans.circuits.validate_plan_dict`).
 
     Examples
     --------
@@ -1013,7 +1091,7 @@ def read_plan_archive(path, what: str = "plan"):
             if big:   # refused before it is inflated
                 raise TopoplanError(f"{path}: plan archive member {big[0]} is over the input limit of "
                                     f"{MAX_INPUT_BYTES:,} bytes once decompressed")
-            doc = json.loads(z.read(ARCHIVE_DOC).decode("utf-8"))
+            doc = _loads(z.read(ARCHIVE_DOC).decode("utf-8"), f"{path}: {ARCHIVE_DOC}", what)
             meta = doc.get("archive") if isinstance(doc, dict) else None
             if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
                 raise TopoplanError(f"{path}: not a {ARCHIVE_FORMAT} archive ({ARCHIVE_DOC} has no 'archive' "
@@ -1028,5 +1106,10 @@ def read_plan_archive(path, what: str = "plan"):
     if nh.ndim != 2 or nh.dtype.kind != "i":
         raise TopoplanError(f"{path}: damaged plan archive ({ARCHIVE_TABLES}: expected a 2-D integer array, got "
                             f"{nh.ndim}-D {nh.dtype})")
+    low = np.flatnonzero(nh.ravel() < -1)   # -1 is no entry; any other negative number is no node
+    if low.size:
+        u, t = divmod(int(low[0]), nh.shape[1])
+        raise TopoplanError(f"{path}: {ARCHIVE_TABLES}: field 'forwarding.{u}.{t}': next hop {int(nh[u, t])} is "
+                            "neither a node id nor -1 (no entry)")
     doc.pop("archive")
     return doc, nh

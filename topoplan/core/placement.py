@@ -11,6 +11,7 @@ allocations).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable
@@ -21,10 +22,10 @@ from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import is_json_document, is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
-from topoplan.core.units import ascii_int, is_ascii_int
+from topoplan.core.units import ascii_int, is_ascii_int, shown
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
-           "placement_from_doc", "node_ids"]
+           "placement_from_doc", "check_seed", "node_ids"]
 
 
 @dataclass
@@ -398,6 +399,39 @@ def read_placement(path, hosts=None) -> Placement:
     return pl
 
 
+def check_seed(doc, where: str = "plan") -> None:
+    """Refuse a plan whose recorded ``seed`` is not a non-negative integer (null or absent: none recorded).
+
+    The one check of the field, for every reader of plans: ``validate``, ``simulate``, and every ``export``
+    (``json`` keeps the seed in what it writes, the ``ocs`` document's schema has the same rule). Here, beside
+    :func:`placement_from_doc`, which runs it: every reader of a plan's placement takes it.
+
+    Parameters
+    ----------
+    doc : object
+        The plan document (anything else but a dict holds no seed).
+    where : str, optional
+        Names the plan in messages.
+
+    Raises
+    ------
+    TopoplanError
+        ``where: field 'seed': expected a non-negative integer, got ...``.
+
+    Examples
+    --------
+    >>> check_seed({"seed": 7}), check_seed({"seed": None}), check_seed({})
+    (None, None, None)
+    >>> check_seed({"seed": "abc"}, "p.json")
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.json: field 'seed': expected a non-negative integer, got 'abc'
+    """
+    seed = doc.get("seed") if isinstance(doc, dict) else None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise TopoplanError(f"{where}: field 'seed': expected a non-negative integer, got {shown(seed)}")
+
+
 def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
     """The placement in a plan document (``rank_to_node`` [+ ``rank_to_slot``], lists of integers).
 
@@ -428,6 +462,7 @@ def placement_from_doc(doc: dict, where: str, hosts=None) -> Placement:
     >>> placement_from_doc({"rank_to_node": ["b", "a", 1]}, "p.json", ["a", "b"]).to_dict()
     {'rank_to_node': [1, 0, 1], 'rank_to_slot': [0, 0, 1]}
     """
+    check_seed(doc, where)   # what every reader of a plan checks of it (placements are plans too)
     values = doc["rank_to_node"]
     if hosts is not None and isinstance(values, list) and any(isinstance(v, str) for v in values):
         field = f"{where}: field 'rank_to_node'"
@@ -481,6 +516,9 @@ def _node_column(df, path, hosts) -> np.ndarray:
     if hosts is not None and _numeric_host_names(hosts):   # '12' might name another node than id 12
         node_ids([str(v) for v in ids.tolist()], hosts, loc)
     return ids
+
+
+_ASCII_DIGITS = re.compile(r"-?[0-9]+")
 
 
 def _host_list(hosts) -> list:
@@ -551,12 +589,16 @@ def node_ids(values, hosts, where) -> np.ndarray:
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            if not -2 ** 63 <= v < 2 ** 63:   # (int64)
+                raise TopoplanError(f"{loc(i)}: {shown(str(v), quote=False)} is out of range")
             out[i] = v
             continue
         if not isinstance(v, str):
             raise TopoplanError(f"{loc(i)}: expected a host name or node id, got {v!r}")
         tok = v.strip()
         node = index.get(tok.lower())
+        if node is None and _ASCII_DIGITS.fullmatch(tok) and not is_ascii_int(tok):
+            ascii_int(tok, loc(i))   # more digits than int() reads: out of range
         if is_ascii_int(tok) and (node is None or node == int(tok) or 0 <= int(tok) < len(names)):
             n = ascii_int(tok, loc(i))
             if node is not None and node != n:
@@ -566,7 +608,7 @@ def node_ids(values, hosts, where) -> np.ndarray:
         elif node is not None:
             out[i] = node
         else:
-            raise TopoplanError(f"{loc(i)}: unknown host {tok!r} ({_hosts_shown(names)})")
+            raise TopoplanError(f"{loc(i)}: unknown host {shown(tok)} ({_hosts_shown(names)})")
     return out
 
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ from topoplan.core.io import read_text
 from topoplan.core.topology import (MAX_CORES_PER_NODE, MAX_NODES, MAX_PORTS_PER_NODE, GraphTopology, OCSConfig,
                                    Topology, TorusTopology, TreeTopology, balanced_ocs_nodes, check_count,
                                    check_host_names)
-from topoplan.core.units import parse_bandwidth, parse_size, parse_time
+from topoplan.core.units import parse_bandwidth, parse_size, parse_time, shown
 from topoplan.core.topology import _host_name_problem
 
 __all__ = ["PRESET_DIR", "MAX_NODES", "MAX_TOPOLOGY_BYTES", "KNOWN_KEYS", "preset_names", "load_topology",
@@ -459,6 +460,19 @@ _StrictLoader.add_implicit_resolver(_INT, _STRICT_INT, list("-+0123456789"))
 _StrictLoader.add_implicit_resolver(_FLOAT, _STRICT_FLOAT, list("-+0123456789."))
 
 
+def _construct_int(loader: _StrictLoader, node):
+    """An integer, refused (naming its line) when it has more digits than ``int()`` converts (4,300: a ValueError
+    out of PyYAML otherwise)."""
+    digits = len(str(node.value).lstrip("-+").replace("_", ""))
+    limit = sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise _Refused(None, None, f"a number of {digits:,} digits (at most {limit:,} are read)", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_StrictLoader.add_constructor(_INT, _construct_int)
+
+
 class _StrictDumper(yaml.SafeDumper):
     """Quotes any text that YAML 1.1 or the strict loader would read as something else (``1e3``, ``010``)."""
 
@@ -610,7 +624,7 @@ def apply_overrides(doc: dict, overrides) -> dict:
         try:
             val = _load_yaml(value) if value.strip() else None
         except _Refused as exc:
-            raise TopoplanError(f"field 'set': {item!r}: {exc.problem}") from None
+            raise TopoplanError(f"field 'set': {shown(item)}: {exc.problem}") from None
         except yaml.YAMLError:
             val = value
         node = doc
@@ -1590,8 +1604,9 @@ def _slurm_blocks(entries: list, sizes, path, f: dict, default_speed) -> tuple[d
         base = None
         for where, v in sizes:
             text = str(v).strip()
-            if isinstance(v, bool) or not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
-                raise TopoplanError(f"{where}field '{f['sizes']}': expected positive integers, got {v!r}")
+            if isinstance(v, bool) or not re.fullmatch(r"[0-9]+", text) or len(text) > 18 or int(text) < 1:
+                # (Slurm's numbers are 64-bit; and int() fails past 4,300 digits)
+                raise TopoplanError(f"{where}field '{f['sizes']}': expected positive integers, got {shown(v)}")
             n = int(text)
             base = base or n
             if n % base or (n // base) & (n // base - 1) or n // base >= 1 << 16:
@@ -2009,7 +2024,10 @@ def _slurm_conf_file(path: Path, nodes: dict, state: dict, stack: list) -> None:
                 raise TopoplanError(f"{where}: field '{name}': given twice on one line")
             value = t.group(2).strip('"')
             if not re.fullmatch(r"[0-9]+", value):
-                raise TopoplanError(f"{where}: field '{name}': expected a positive integer, got {value!r}")
+                raise TopoplanError(f"{where}: field '{name}': expected a positive integer, got {shown(value)}")
+            if len(value.lstrip("0")) > 18:   # (before int(): it fails past 4,300 digits)
+                raise TopoplanError(f"{where}: field '{name}': {shown(value, quote=False)} is over the limit of "
+                                    f"{MAX_CORES_PER_NODE:,}")
             try:
                 counts[key] = check_count(int(value), name, maximum=MAX_CORES_PER_NODE)
             except TopoplanError as exc:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time",
-           "is_ascii_int", "ascii_int", "is_ascii_number"]
+           "is_ascii_int", "ascii_int", "is_ascii_number", "shown"]
 
 # ASCII digits only ([0-9], not \d: in a str pattern \d also matches '٣' or '３', which float() then reads as 3)
 _NUM = r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
@@ -299,7 +300,9 @@ def is_ascii_int(text) -> bool:
     -------
     bool
         False for other digits (``'²'``, ``'٣'``, ``'３'``), signs doubled or
-        mixed (``'--3'``, ``'+-3'``), a ``'+'``, decimals and exponents.
+        mixed (``'--3'``, ``'+-3'``), a ``'+'``, decimals and exponents; and for more digits than
+        ``int()`` converts (``sys.get_int_max_str_digits()``, 4,300: it raises ValueError), so that
+        ``int(text)`` never fails once this is true.
 
     See Also
     --------
@@ -311,10 +314,16 @@ def is_ascii_int(text) -> bool:
     (True, True, True)
     >>> "²".isdigit(), is_ascii_int("²"), is_ascii_int("٣"), is_ascii_int("--3"), is_ascii_int("+-3")
     (True, False, False, False, False)
-    >>> is_ascii_int("3.0"), is_ascii_int(""), is_ascii_int(3)
-    (False, False, False)
+    >>> is_ascii_int("3.0"), is_ascii_int(""), is_ascii_int(3), is_ascii_int("1" * 5000)
+    (False, False, False, False)
     """
-    return isinstance(text, str) and _ASCII_INT.fullmatch(text) is not None
+    return isinstance(text, str) and _ASCII_INT.fullmatch(text) is not None and _convertible(text)
+
+
+def _convertible(text: str) -> bool:
+    """Whether ``int()`` converts the ASCII integer ``text``: at most ``sys.get_int_max_str_digits()`` digits."""
+    limit = sys.get_int_max_str_digits()
+    return not limit or len(text) <= limit or len(text.strip(" \t").lstrip("-")) <= limit
 
 
 def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
@@ -352,13 +361,41 @@ def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
     Traceback (most recent call last):
     ...
     topoplan.core.errors.TopoplanError: hosts.txt:4: 111111111111111111111111111111 is out of range
+    >>> ascii_int("1" * 5000, "p.csv:2: field 'node'")      # longer than int() converts
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.csv:2: field 'node': 11111111111111111111... (5,000 characters) is out of range
     """
-    if not is_ascii_int(text):
-        raise TopoplanError(f"{where}: not an integer: {text!r} (ASCII digits 0-9 with an optional leading '-')")
-    value = int(text)
-    if abs(value) >= limit:
-        raise TopoplanError(f"{where}: {text.strip()} is out of range")
+    if not isinstance(text, str) or _ASCII_INT.fullmatch(text) is None:
+        raise TopoplanError(f"{where}: not an integer: {shown(text)} (ASCII digits 0-9 with an optional leading "
+                            "'-')")
+    text = text.strip(" \t")
+    # int() refuses more than sys.get_int_max_str_digits() digits (4,300) with a ValueError: a number longer
+    # than the limit's own is out of range before it is converted
+    if len(text.lstrip("-").lstrip("0")) > len(str(limit)) or abs(value := int(text)) >= limit:
+        raise TopoplanError(f"{where}: {shown(text, quote=False)} is out of range")
     return value
+
+
+def shown(text, quote: bool = True, most: int = 40) -> str:
+    """``text`` as an error message shows it: ``repr`` (or as it is, ``quote=False``), a long one (a number of
+    thousands of digits) cut to its start and its length, so the message stays a line to read. Anything else
+    but a str is shown by its ``repr``, cut likewise.
+
+    Examples
+    --------
+    >>> shown("abc"), shown(-1), shown("7" * 4301, quote=False)
+    ("'abc'", '-1', '77777777777777777777... (4,301 characters)')
+    """
+    if not isinstance(text, str):
+        try:
+            text, quote = repr(text), False
+        except ValueError:   # an int of more digits than str() converts
+            return "an integer too long to show"
+    if len(text) <= most:
+        return repr(text) if quote else text
+    return f"{text[:most // 2]!r}... ({len(text):,} characters)" if quote else \
+        f"{text[:most // 2]}... ({len(text):,} characters)"
 
 
 _ASCII_NUMBER = re.compile(r"[ \t]*" + _NUM + r"[ \t]*")

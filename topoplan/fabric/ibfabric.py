@@ -96,13 +96,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, is_stdout, read_text
+from topoplan.core.io import atomic_write, find_long_number, is_stdout, read_text
 from topoplan.core.topology import GraphTopology
 from topoplan.core.topology_io import expand_hostlist
 
@@ -803,8 +804,12 @@ def read_ibnetdiscover(path) -> IBFabric:
 
 def _read_text(path, what: str) -> str:
     # real dumps may carry non-UTF-8 node descriptions: keep them readable rather than fail
-
-    return read_text(path, what, lenient=True)
+    text = read_text(path, what, lenient=True)
+    long = find_long_number(text)   # the parsers int() their fields: past 4,300 digits a ValueError
+    if long is not None:
+        raise TopoplanError(f"{path}:{long[0]}: a number of {long[1]:,} digits (at most "
+                            f"{sys.get_int_max_str_digits():,} are read)")
+    return text
 
 
 # -- ibroute --------------------------------------------------------------------

@@ -22,8 +22,9 @@ from itertools import chain
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.core.placement import check_seed
 from topoplan.core.topology import TreeTopology
-from topoplan.core.units import is_ascii_int
+from topoplan.core.units import is_ascii_int, shown
 
 __all__ = ["validate_plan_dict", "ForwardingTables", "tables_from_array", "array_from_tables"]
 
@@ -38,8 +39,10 @@ def validate_plan_dict(doc, topo, where: str = "circuit plan", *, max_circuits: 
     entry at a node already under its destination switch, a node or switch key
     not written as a plain decimal id (``"07"``) or given twice, a routing loop, a
     route crossing more circuits than ``hop_limit``, and more circuits than
-    ``max_circuits`` (argument or ``options.max_circuits``); and a ``threshold_B`` that is not a
-    non-negative size in bytes.
+    ``max_circuits`` (argument or ``options.max_circuits``); tables held as a next-hop array
+    (:class:`ForwardingTables`, a plan archive's) of another shape than the topology's nodes x switches; a
+    ``threshold_B`` that is not a non-negative size in bytes, and a ``seed`` that is not a non-negative integer
+    (:func:`topoplan.core.placement.check_seed`).
 
     Parameters
     ----------
@@ -86,6 +89,7 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
     them again."""
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object with 'circuits' and 'forwarding'")
+    check_seed(doc, where)
     if not isinstance(topo, TreeTopology) or topo.ocs is None:
         raise TopoplanError(f"{where}: a circuit plan needs a hybrid topology (with an 'ocs' section)")
     n, sw = topo.n_nodes, topo.node_switch()
@@ -130,8 +134,13 @@ def _validate(doc: dict, topo, where: str, max_circuits: int | None, *, as_table
         # held tables do not change: checked once against the same switches, circuits and hop limit
         stamp = _tables_stamp(n, s, sw, seen, doc)
         if stamp not in fwd._checked:
+            at = f"{where}: {fwd.source}" if fwd.source else where   # the array a plan archive holds them in
+            if fwd.next_hop.shape != (n, s):   # a row per node and a column per switch, as the JSON form's keys
+                r, c = fwd.next_hop.shape
+                raise TopoplanError(f"{at}: field 'forwarding': tables of {r} nodes x {c} switches, but the "
+                                    f"topology has {n} nodes x {s} switches")
             if not _array_valid(fwd.next_hop, doc.get("hop_limit"), n, s, sw, partners):
-                _check_tables(fwd, doc, where, n, s, sw, partners)
+                _check_tables(fwd, doc, at, n, s, sw, partners)
             fwd._checked.add(stamp)
     else:
         entries = _table_entries(fwd, n, s)
@@ -194,7 +203,7 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
     table: dict[int, dict[int, int]] = {}
     for key_n, row in fwd.items():
         if not _is_int(key_n) or not 0 <= int(key_n) < n:
-            raise TopoplanError(f"{where}: field 'forwarding': unknown node {key_n!r} ({n} nodes)")
+            raise TopoplanError(f"{where}: field 'forwarding': unknown node {shown(key_n)} ({n} nodes)")
         _check_key(key_n, table, f"{where}: field 'forwarding'", "node")
         u = int(key_n)
         if not isinstance(row, dict):
@@ -202,11 +211,11 @@ def _check_tables(fwd: dict, doc: dict, where: str, n: int, s: int, sw, partners
         table[u] = {}
         for key_s, h in row.items():
             if not _is_int(key_s) or not 0 <= int(key_s) < s:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {key_s!r} ({s} switches)")
+                raise TopoplanError(f"{where}: field 'forwarding.{u}': unknown switch {shown(key_s)} ({s} switches)")
             _check_key(key_s, table[u], f"{where}: field 'forwarding.{u}'", "switch")
             t = int(key_s)
             if not _is_int(h) or not 0 <= int(h) < n:
-                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {h!r}")
+                raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': unknown next hop node {shown(h)}")
             h = int(h)
             if sw[u] == t:
                 raise TopoplanError(f"{where}: field 'forwarding.{u}.{t}': node {u} is already under switch {t}")
@@ -396,6 +405,8 @@ class ForwardingTables(Mapping):
     ----------
     next_hop : numpy.ndarray
         (n_nodes x n_switches), -1 (any negative) = no entry. Copied.
+    source : str, optional
+        Where the tables were read (a plan archive's ``next_hop.npy``): errors of their validation name it.
 
     See Also
     --------
@@ -412,7 +423,7 @@ class ForwardingTables(Mapping):
     (True, ForwardingTables({'0': {'1': 1}, '2': {'0': 0}}))
     """
 
-    def __init__(self, next_hop):
+    def __init__(self, next_hop, source: str | None = None):
         nh = np.array(next_hop, dtype=np.int32 if np.size(next_hop) and np.max(next_hop) < 2 ** 31 else np.int64)
         if nh.ndim != 2:
             raise ValueError(f"next_hop: expected a (nodes x switches) array, got shape {nh.shape}")
@@ -422,6 +433,7 @@ class ForwardingTables(Mapping):
         self._rows = np.flatnonzero((nh >= 0).any(axis=1))
         self._index = None
         self._checked: set = set()   # what the tables were validated against (validate_plan_dict)
+        self.source = source
 
     @classmethod
     def from_entries(cls, u, t, h, n_nodes: int, n_switches: int) -> "ForwardingTables":
@@ -480,7 +492,7 @@ class ForwardingTables(Mapping):
         return self   # read-only
 
     def __reduce__(self):
-        return (ForwardingTables, (self.next_hop,))
+        return (ForwardingTables, (self.next_hop, self.source))
 
     def json_layout(self, level: int, indent: int) -> list[str]:
         """The JSON text of the tables, in pieces, as :func:`topoplan.core.io.dumps` lays out the equal dict at

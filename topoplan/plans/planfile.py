@@ -180,7 +180,7 @@ def read_document(path, what: str = "plan") -> dict:
     if not is_plan_archive(path, what):
         return read_json(path, what)
     doc, nh = read_plan_archive(path, what)
-    doc["forwarding"] = ForwardingTables(nh)
+    doc["forwarding"] = ForwardingTables(nh, source=ARCHIVE_TABLES)   # validated against a topology when used
     return doc
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.fingerprint import check_inputs as compare, check_plan_placement, fingerprint
-from topoplan.core.placement import from_nodes, placement_from_doc
+from topoplan.core.placement import check_seed, from_nodes, placement_from_doc
+from topoplan.core.units import shown
 from topoplan.plans.circuits import ForwardingTables, validate_plan_dict
 from topoplan.plans.schedule import validate_schedule
 
@@ -82,9 +83,11 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
     doc, topo = plan, topology
     if not isinstance(doc, dict):
         raise TopoplanError(f"{where}: expected a JSON object")
+    check_seed(doc, where)
     if isinstance(doc.get("schedule_result"), dict) and "schedule" not in doc:
         doc = doc["schedule_result"]   # `topoplan phases --schedule -o`: the phases with the schedule inside
         where = f"{where}: schedule_result"
+        check_seed(doc, where)
     if check_inputs and doc.get("inputs") is not None:
         if placement is not None and doc.get("rank_to_node") is not None and doc.get("rank_to_slot") is None:
             # a plan carrying rank_to_node alone records it with the slots its readers give: compare the nodes
@@ -113,6 +116,10 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
         bad = [x for x in order if not 0 <= x < topo.n_nodes]
         if bad:
             raise TopoplanError(f"{where}: field 'order': node {bad[0]} does not exist ({topo.n_nodes} nodes)")
+        root = doc.get("root")
+        if "root" in doc and (isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < len(order)):
+            raise TopoplanError(f"{where}: field 'root': expected a rank of the order (0 to {len(order) - 1}), got "
+                                f"{shown(root)}")
         # 'allocation' is the user's spec string (e.g. gen:nodes=16,...); the node ids are 'allocation_nodes'
         alloc = doc.get("allocation_nodes")
         if alloc is not None:
@@ -122,9 +129,8 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
                 missing = sorted(set(alloc) ^ set(order)) or [len(order) - len(alloc)]
                 raise TopoplanError(f"{where}: field 'order': not a permutation of 'allocation_nodes' "
                                     f"(node {missing[0]} is in one but not the other)")
-            root = doc.get("root")
             # the root keeps its rank: the reordered communicator's Bcast(root=r) must send from the same node
-            if isinstance(root, int) and 0 <= root < len(order) and order[root] != alloc[root]:
+            if root is not None and order[root] != alloc[root]:
                 raise TopoplanError(f"{where}: field 'order': the root (rank {root}) moved from node "
                                     f"{alloc[root]} to node {order[root]}")
         checked.append(f"Bcast order of {len(order)}")

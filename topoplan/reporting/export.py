@@ -17,6 +17,9 @@ Formats (``FORMATS``):
   ``-bind-to core`` to keep ranks on distinct cores).
 - ``slurm``: ``SLURM_HOSTFILE`` content (one host per rank in rank order)
   for ``SLURM_HOSTFILE=FILE srun --distribution=arbitrary -n N prog``.
+  Neither host list can say which slot a rank takes: the launcher puts a
+  node's ranks on its slots 0, 1, ... in rank order, so a placement with
+  other slots is refused (``ompi4``/``ompi5`` rankfiles express them).
 - ``json``: ``{"ranks": [{"rank", "node", "host", "slot"}, ...]}``, with ``rank_to_node`` and
   ``rank_to_slot``: a placement file too (``-p``, ``topoplan validate``), which keeps the seed, input
   fingerprints and topology of the plan it came from (``topoplan export``).
@@ -43,19 +46,22 @@ character) or one name for two nodes: see
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.core.io import atomic_write, dumps, read_text
+from topoplan.core.io import atomic_write, dumps, is_stdout, read_text
+from topoplan.core.placement import from_nodes
 from topoplan.core.topology import check_host_names, MAX_NODES
-from topoplan.core.units import is_ascii_int
+from topoplan.core.units import shown
 from topoplan.reporting.ocs_export import export_ocs, render_ocs
 from topoplan.reporting.routes_export import export_routes
 
-__all__ = ["FORMATS", "SLOTS", "read_hostfile", "render", "launch_command", "export"]
+__all__ = ["FORMATS", "SLOTS", "STDOUT_FILE", "read_hostfile", "render", "launch_command", "export"]
 
 FORMATS = ("ompi4", "ompi5", "mpich", "slurm", "json", "ocs", "routes")
 SLOTS = ("cores", "hwthreads")   # what a slot number counts on a host
@@ -118,8 +124,11 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     if all(len(f) == 2 for _, f in lines):
         names: dict[int, tuple[str, int]] = {}
         for i, (node, host) in lines:
-            if not is_ascii_int(node):   # int() also takes '٣', '+3' and '1_0'
-                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {node!r}")
+            if not _INT.fullmatch(node):   # int() also takes '٣', '+3' and '1_0'
+                raise TopoplanError(f"{path}:{i}: field 'node_id': expected an integer, got {shown(node)}")
+            if len(node.lstrip("-").lstrip("0")) > len(str(MAX_NODES)):   # before int(): it fails past 4,300 digits
+                why = "negative" if node.startswith("-") else f"over the limit of {MAX_NODES:,} nodes"
+                raise TopoplanError(f"{path}:{i}: field 'node_id': {shown(node, quote=False)} is {why}")
             k = int(node)
             if k < 0 or k in names:
                 raise TopoplanError(f"{path}:{i}: field 'node_id': {k} is negative or listed twice")
@@ -143,6 +152,9 @@ def read_hostfile(path, n_nodes: int | None = None) -> list[str]:
     if n_nodes is not None and len(hosts) < n_nodes:
         raise TopoplanError(f"{path}: names {len(hosts)} hosts but the topology has {n_nodes} nodes")
     return hosts
+
+
+_INT = re.compile(r"-?[0-9]+")   # a node id in ASCII digits (int() also takes '٣', '+3' and '1_0')
 
 
 def _check(placement, topo, hosts):
@@ -173,6 +185,24 @@ def _check(placement, topo, hosts):
                             "are known")
 
 
+_HOST_LISTS = {"mpich": "an MPICH (Hydra) machinefile", "slurm": "a SLURM_HOSTFILE"}
+
+
+def _check_slots_in_rank_order(placement, fmt: str) -> None:
+    """Refuse slots a host list cannot express: a machinefile or ``SLURM_HOSTFILE`` names each rank's host only,
+    and the launcher puts a node's ranks on its slots 0, 1, ... in rank order (Hydra's ``-bind-to core``, srun's
+    binding of a node's tasks); other slots would be dropped without a word."""
+    want = from_nodes(placement.rank_to_node, None).rank_to_slot
+    bad = np.flatnonzero(placement.rank_to_slot != want)
+    if bad.size:
+        r = int(bad[0])
+        at = placement.origin(r, "slot") if placement.origin is not None else "placement"
+        raise TopoplanError(f"{at}: rank {r} is on slot {placement.rank_to_slot[r]} of node "
+                            f"{placement.rank_to_node[r]}, but {_HOST_LISTS[fmt]} gives each rank's host only (the "
+                            f"launcher puts a node's ranks on its slots in rank order: slot {want[r]}); it cannot "
+                            "express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does")
+
+
 def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None = None) -> str:
     """The file content of format ``fmt`` (see the module docstring); validates first.
 
@@ -197,8 +227,9 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     Raises
     ------
     TopoplanError
-        For an unknown format, an invalid placement, too few host names, or a
-        host name a launcher would misread or given to two nodes.
+        For an unknown format, an invalid placement, too few host names, a
+        host name a launcher would misread or given to two nodes, or (``mpich``,
+        ``slurm``: host lists) slots other than a node's 0, 1, ... in rank order.
 
     Examples
     --------
@@ -211,6 +242,10 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     a
     a
     b
+    >>> render("slurm", Placement(np.array([0, 0]), np.array([1, 0])), ["a"])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: placement: rank 0 is on slot 1 of node 0, but a SLURM_HOSTFILE gives each rank's host only (the launcher puts a node's ranks on its slots in rank order: slot 0); it cannot express these slots: export ompi4 or ompi5 (an Open MPI rankfile) does
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
@@ -222,6 +257,8 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
         raise TopoplanError("the routes export is a directory of files: use export(..., 'routes', ...) or "
                             "topoplan.reporting.routes_export")
     _check(placement, topo, hosts)
+    if fmt in ("mpich", "slurm"):
+        _check_slots_in_rank_order(placement, fmt)
     check_host_names(hosts, "hosts")   # the names are written verbatim: the last guard against a rewritten line
     node, slot = placement.rank_to_node.tolist(), placement.rank_to_slot.tolist()
     if fmt in ("ompi4", "ompi5"):
@@ -234,15 +271,24 @@ def render(fmt: str, placement, hosts: list[str], topo=None, record: dict | None
     return dumps(doc) + "\n"
 
 
+#: What the launcher line names the file by when it went to standard output (``-o -``): a launcher reads a file.
+STDOUT_FILE = "FILE"
+
+
 def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, slots: str = "cores") -> str:
-    """The launcher line that uses the exported file.
+    """The launcher line that uses the exported file, as a shell runs it.
+
+    The path is quoted for the shell (``shlex.quote``: a space, ``$(...)`` or a quote in it is the file's name,
+    not shell syntax), and one starting with ``-`` is written ``./-...`` (not an option). A file written to
+    standard output (``-``) is no file a launcher can read: the line names it :data:`STDOUT_FILE`, the file
+    the user saves it to.
 
     Parameters
     ----------
     fmt : str
         One of :data:`FORMATS`.
     path : str or path
-        The exported file.
+        The exported file (``-``: standard output).
     n_ranks : int
     openmpi : int, optional
         The major version of the Open MPI that runs the rankfile (``ompi4``/``ompi5``): 5 and
@@ -269,12 +315,18 @@ def launch_command(fmt: str, path, n_ranks: int, *, openmpi: int | None = None, 
     'mpirun --map-by rankfile:file=ranks.txt:hwtcpus -np 3 PROGRAM'
     >>> launch_command("slurm", "hosts.txt", 3)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 3 PROGRAM'
+    >>> print(launch_command("slurm", "sp ace/$(id)", 3))
+    SLURM_HOSTFILE='sp ace/$(id)' srun --distribution=arbitrary -n 3 PROGRAM
+    >>> launch_command("ompi5", "my ranks", 3, slots="hwthreads"), launch_command("ompi4", "-", 3)
+    ("mpirun --map-by rankfile:file='my ranks':hwtcpus -np 3 PROGRAM", 'mpirun --rankfile FILE -np 3 PROGRAM')
     """
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     if slots not in SLOTS:
         raise TopoplanError(f"field 'slots': expected one of {', '.join(SLOTS)}, got {slots!r}")
     hw = slots == "hwthreads"
+    path = STDOUT_FILE if is_stdout(path) else os.fspath(path)
+    path = shlex.quote(f"./{path}" if path.startswith("-") else path)
     if fmt in ("ompi4", "ompi5"):
         major = openmpi if openmpi is not None else int(fmt[-1])
         if major >= 5:   # PRRTE: the rankfile is a mapping policy; hwtcpus makes its slots hardware threads

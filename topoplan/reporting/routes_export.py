@@ -251,8 +251,8 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
         The circuit plan.
     topo : TreeTopology
     directory : str or path
-        Created if missing (in an existing directory); refused when it holds ``.routes`` files of other hosts
-        (from an earlier export).
+        Created if missing (in an existing directory), and removed again if the export fails or is interrupted;
+        refused when it holds ``.routes`` files of other hosts (from an earlier export).
     hosts : list of str, optional
     addresses : list of str, optional
         Default :func:`default_address` of every node.
@@ -292,16 +292,30 @@ def export_routes(doc, topo, directory, *, hosts=None, addresses=None, where: st
                             "directory or remove them")
     if not out.is_dir() and not out.parent.is_dir():   # as for every output: the directory it goes in must exist
         raise TopoplanError(f"{out}: directory {out.parent} does not exist")
-    try:
-        out.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise TopoplanError(f"{out}: cannot create the directory: {exc.strerror}") from None
+    made = not out.is_dir()   # a directory this export makes is removed again when it fails or is interrupted
     paths = {}
-    with output_group():
-        for host, text in texts.items():
-            paths[host] = out / f"{host}.routes"
-            atomic_write(paths[host], text)
+    try:
+        try:
+            out.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise TopoplanError(f"{out}: cannot create the directory: {exc.strerror}") from None
+        with output_group():
+            for host, text in texts.items():
+                paths[host] = out / f"{host}.routes"
+                atomic_write(paths[host], text)
+    except BaseException:
+        if made:
+            _remove_empty(out)
+        raise
     return paths
+
+
+def _remove_empty(directory: Path) -> None:
+    """Remove ``directory`` if it is empty (the group of files written in it left nothing behind)."""
+    try:
+        directory.rmdir()
+    except OSError:   # not there (the interrupt came before it was made), or something else is in it
+        pass
 
 
 def read_route_file(path, *, addresses: list, devices) -> list:

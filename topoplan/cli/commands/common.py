@@ -257,12 +257,17 @@ def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None
     (``traffic`` may be a function returning it, called only when the plan records its inputs), or whose own
     ``rank_to_node`` was changed after planning. A plan that records no inputs (written before they were
     recorded) is used unchecked, with a warning on stderr (once a file in a command)."""
+    name = flag.split(" ", 1)[1] if flag.startswith("-") and " " in flag else flag
+    if isinstance(doc, dict):
+        from topoplan.core.placement import check_seed
+
+        check_seed(doc, name)   # not an input: refused with or without --any-inputs, before the inputs' checks
     if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
+        check_seed(doc, f"{name}: schedule_result")
     if any_inputs or not isinstance(doc, dict):
         return
     if not doc.get("inputs"):   # missing, null or {}
-        name = flag.split(" ", 1)[1] if flag.startswith("-") and " " in flag else flag
         warn_once(f"{name} records no inputs: not checked against the topology and traffic")
         return
     from topoplan.core.errors import TopoplanError

@@ -47,7 +47,8 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
     The OCS document is checked against the JSON Schema it is published with (its path is printed) before it
     is written."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.reporting.export import FORMATS, SLOTS, export, read_hostfile
+    from topoplan.core.io import is_stdout
+    from topoplan.reporting.export import FORMATS, SLOTS, STDOUT_FILE, export, read_hostfile
 
     if fmt not in FORMATS:
         raise TopoplanError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
@@ -92,11 +93,14 @@ def export_cmd(fmt: str = typer.Argument(..., metavar="FORMAT", help="ompi4 | om
     cmd = export(fmt, pl, output, hosts=names, topo=topo, slots=slots, openmpi=version[0] if version else None,
                  record=_record(placement, doc, topology, sets) if fmt == "json" else None)
     con = console()
-    con.print(f"wrote {output} ({pl.n_ranks} ranks)")
+    # as written, never read as markup (a path may hold [...]), and not wrapped: the command runs as printed
+    con.print(f"wrote {output} ({pl.n_ranks} ranks)", markup=False, soft_wrap=True)
     if cmd:
-        con.print(f"run: {cmd}")
+        saved = (f" ({STDOUT_FILE}: what was written to standard output, saved to a file)"
+                 if is_stdout(output) else "")
+        con.print(f"run: {cmd}{saved}", markup=False, soft_wrap=True)
     if fmt in ("ompi4", "ompi5", "mpich"):
-        con.print(_launch_note(fmt, output, pl.n_ranks, version, slots))
+        con.print(_launch_note(fmt, output, pl.n_ranks, version, slots), markup=False, soft_wrap=True)
 
 
 RECORDED = ("method", "seed", "inputs", "topology", "topology_spec", "topology_sets", "traffic")
@@ -109,11 +113,9 @@ def _record(placement: Path, doc, topology, sets) -> dict:
     if isinstance(doc, dict) and "rank_to_node" not in doc and isinstance(doc.get("schedule_result"), dict):
         doc = doc["schedule_result"]   # the placement a schedule was made for
     out = {k: doc[k] for k in RECORDED if k in doc} if isinstance(doc, dict) else {}
-    seed = out.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        from topoplan.core.errors import TopoplanError
+    from topoplan.core.placement import check_seed
 
-        raise TopoplanError(f"{placement}: field 'seed': expected a non-negative integer, got {seed!r}")
+    check_seed(out, str(placement))   # (checked when the placement was read, too: the one check of every reader)
     if topology is not None:
         out.pop("topology", None)   # the name of the recorded topology, which may not be this one
         out.update(topology_spec=topology, topology_sets=list(sets or []))
@@ -177,14 +179,14 @@ def _export_ocs(placement: Path, hosts, topology, sets, any_inputs: bool, rules:
     xcs = max((len(e["cross_connects"]) for e in entries), default=0)
     console().print(f"wrote {output} ({out['kind']}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
                     f"up to {xcs} cross-connects, {changes} reconfigurations; valid against its JSON Schema "
-                    f"{OCS_SCHEMA})")
+                    f"{OCS_SCHEMA})", markup=False, soft_wrap=True)
 
 
 def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rules: str, addresses, entry,
                    output: Path) -> None:
     """``export routes``: a circuit plan, validated, as one iproute2 batch file per host in directory ``output``."""
     from topoplan.core.errors import TopoplanError
-    from topoplan.reporting.export import read_hostfile
+    from topoplan.reporting.export import launch_command, read_hostfile
     from topoplan.reporting.ocs_export import read_document
     from topoplan.reporting.routes_export import export_routes, read_addresses
 
@@ -199,9 +201,10 @@ def _export_routes(placement: Path, hosts, topology, sets, any_inputs: bool, rul
     files = export_routes(doc, topo, output, hosts=names, addresses=addrs, where=str(placement),
                           check_inputs=not any_inputs, entry=entry)
     n_routes = sum(1 for p in files.values() for ln in p.read_text().splitlines() if ln.startswith("route "))
-    console().print(f"wrote {output}/ ({len(files)} hosts, {n_routes} routes)")
-    console().print(f"apply on each host: ip -batch {output}/HOST.routes (relays need net.ipv4.ip_forward=1 and "
-                    "rp_filter=0)")
+    con = console()
+    con.print(f"wrote {output}/ ({len(files)} hosts, {n_routes} routes)", markup=False, soft_wrap=True)
+    con.print(f"apply on each host: {launch_command('routes', output, len(files)).removesuffix(' (on each host)')} "
+              "(relays need net.ipv4.ip_forward=1 and rp_filter=0)", markup=False, soft_wrap=True)
 
 
 export_cmd.output_dir_formats = ("routes",)
