@@ -265,7 +265,6 @@ def decompose(system: str, kind: str, size: str | None = None, method: str = "no
     from topoplan.core.topology_io import load_topology
     from topoplan.problems.circuits import CircuitProblem, solve
     from topoplan.problems.circuits.problem import plan_simulator
-    from topoplan.sim.replay import bulk_trace
     from topoplan.sim.steps import steps_of_spec
     from topoplan.traffic.sources import load_source
 
@@ -283,7 +282,7 @@ def decompose(system: str, kind: str, size: str | None = None, method: str = "no
     alone = 0.0
     for ty, c in zip(st.types, st.count):   # each step type's messages at once, small ones kept below the threshold
         prob = CircuitProblem.build(topo, ty, pl, max_circuits=max_circuits)
-        alone += c * plan_simulator(prob, bulk_trace(ty, threshold_B=prob.threshold_B))(plan)
+        alone += c * plan_simulator(prob)(plan)   # (the problem's bulk trace)
     whole = plan_simulator(CircuitProblem.build(topo, tr, pl, max_circuits=max_circuits), trace)(plan)
     return {"system": system, "size": label, "method": method, "circuits": len(plan.get("circuits") or ()),
             "traffic": kind, "step_types": st.n_types, "steps": st.n_steps,

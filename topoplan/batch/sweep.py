@@ -64,6 +64,7 @@ from topoplan.core.fingerprint import fingerprint_trace
 from topoplan.core.io import atomic_write, is_stdout, read_text
 from topoplan.core.topology_io import load_topology, strict_yaml
 from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
+from topoplan.sim.network import circuit_threshold_B
 from topoplan.sim.replay import bulk_trace
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
@@ -834,12 +835,13 @@ def _local(spec: str, base) -> str:
     return spec
 
 
-def _replay_trace(trace, traffic, plan=None):
-    """The trace to replay: the instance's, else its matrix as one bulk phase (with a circuit plan, the small
-    messages kept below the plan's threshold, as the planner counts them)."""
+def _replay_trace(trace, traffic, topo, plan):
+    """The trace to replay: the instance's, else its matrix as one bulk phase (with circuits, the small messages
+    kept below the threshold the replay uses, the plan's or the OCS bandwidth-delay product, as the planner
+    counts them)."""
     if trace is not None:
         return trace
-    thr = (plan or {}).get("threshold_B") if (plan or {}).get("circuits") is not None else None
+    thr = circuit_threshold_B(topo, plan.get("threshold_B")) if plan.get("circuits") else None
     return bulk_trace(traffic, 1, threshold_B=thr)
 
 
@@ -877,7 +879,7 @@ def simulate_plan_cell(*, result, topo, trace, traffic, placement, model=None, *
     """
     plan = result.to_dict()
     given = None if plan.get("rank_to_node") is not None else placement
-    res = simulate_plan(topo, _replay_trace(trace, traffic, plan), plan, placement=given, model=model)
+    res = simulate_plan(topo, _replay_trace(trace, traffic, topo, plan), plan, placement=given, model=model)
     return {"makespan_s": res["makespan_s"], "sim_wall_s": res["wall_s"]}
 
 

@@ -37,7 +37,7 @@ SimulateOpt = typer.Option(True, "--simulate/--no-simulate",
 
 def objective_label(problem) -> str:
     """How a circuit problem's objective is named in output: ``step time`` or ``communication-time bound``."""
-    return "step time" if problem.step_loads is not None else "communication-time bound"
+    return problem.objective_name
 
 
 def bound_label(problem) -> str:
@@ -130,7 +130,6 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
     from topoplan.problems.circuits.problem import plan_simulator
     from topoplan.problems.result import simulation_cost_s
     from topoplan.core.errors import TopoplanError
-    from topoplan.sim.replay import bulk_trace
     from topoplan.sim.steps import has_computation
 
     smodel = sim_model(model, relay, relay_chunk, paper_contention)
@@ -151,7 +150,7 @@ def circuits_cmd(topology: str = TopologyOpt, traffic: str = TrafficOpt, sets: O
                                               max_circuits, steps, any_inputs)
         # the stages after the method share the time limit: the simulation of the plan (predicted from the calls
         # it replays) and writing it are kept out of what the method gets
-        sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else bulk_trace(prob.traffic, 1, threshold_B=prob.threshold_B))) \
+        sim_s = deadline.scaled(simulation_cost_s(trace if trace is not None else prob.bulk_trace())) \
             if simulate else 0.0
         # a plan's largest table: its forwarding entries, at most one per node and switch
         write_s = deadline.write_cost_s(prob.n_nodes * prob.n_switches)

@@ -725,7 +725,7 @@ def uplink_note(problem, objective: str, first_proven: bool, uplink_B: float, up
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> bulk = SimpleNamespace(step_loads=None)
+    >>> bulk = SimpleNamespace(objective_name="communication-time bound")
     >>> uplink_note(bulk, "lexicographic", True, 8e6, 0.0)
     'optimal in its communication-time bound; its uplink bytes (8,000 KB) are above their lower bound (0 B), which no plan may reach'
     >>> uplink_note(bulk, "lexicographic", True, 0.0, 0.0), uplink_note(bulk, "weighted", True, 8e6, 0.0)
@@ -737,8 +737,7 @@ def uplink_note(problem, objective: str, first_proven: bool, uplink_B: float, up
         return ""
     if uplink_B <= uplink_lb_B * (1 + REL_TOL) + 1.0:
         return ""
-    what = "step time" if problem.step_loads is not None else "communication-time bound"
-    return (f"optimal in its {what}; its uplink bytes ({format_bytes(uplink_B)}) are above their lower bound "
+    return (f"optimal in its {problem.objective_name}; its uplink bytes ({format_bytes(uplink_B)}) are above their lower bound "
             f"({format_bytes(uplink_lb_B)}), which no plan may reach")
 
 

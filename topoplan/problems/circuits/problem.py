@@ -333,6 +333,19 @@ class CircuitProblem(CircuitArrays):
             self._cache["counts"] = m + m.T
         return self._cache["counts"]
 
+    @property
+    def objective_name(self) -> str:
+        """What the problem's objective is called: ``step time`` (an application's steps) or
+        ``communication-time bound`` (its bytes as one bulk phase)."""
+        return "step time" if self.step_loads is not None else "communication-time bound"
+
+    def bulk_trace(self):
+        """The traffic as one bulk phase for the simulator (built once), its small messages kept below the
+        problem's threshold (:func:`topoplan.sim.replay.bulk_trace`), as the plans route them."""
+        if "bulk" not in self._cache:
+            self._cache["bulk"] = bulk_trace(self.traffic, 1, threshold_B=self.threshold_B)
+        return self._cache["bulk"]
+
     # -- links ----------------------------------------------------------
     def network(self):
         """The simulator's network of the topology (no circuits; built once): it numbers the links and
@@ -662,8 +675,7 @@ def solve(problem: CircuitProblem, method: str = "three-step", *, time_limit: fl
         options.update(trace=trace, sim_model=sim_model)
     res = solve_with(METHODS, problem, method, time_limit=time_limit, seed=seed, validate=validate_plan,
                      score=score, simulate=simulate, starts=STARTS, keep_rel=keep_rel, share_limit=shared,
-                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else
-                                                        bulk_trace(problem.traffic, 1, threshold_B=problem.threshold_B)),
+                     sim_cost=lambda: simulation_cost_s(trace if trace is not None else problem.bulk_trace()),
                      **options)
     if res.options.get("score") == "simulated":
         res.options["sim_model"] = SimModel.coerce(sim_model).to_dict()
@@ -736,7 +748,7 @@ def plan_simulator(problem: CircuitProblem, trace=None, sim_model=None):
     >>> round(simulate(solve(prob, "none").to_dict()), 3), round(simulate(solve(prob, "three-step").to_dict()), 3)
     (0.256, 0.064)
     """
-    tr = trace if trace is not None else bulk_trace(problem.traffic, 1, threshold_B=problem.threshold_B)
+    tr = trace if trace is not None else problem.bulk_trace()
 
     def run(plan: dict, validated: bool = False) -> float:
         return float(simulate_plan(problem.topology, tr, plan, placement=problem.placement,
