@@ -440,3 +440,21 @@ def test_timeline_measures_the_links_beside_the_prediction(env, tmp_path, run_cl
     data = load_result(out)
     assert data.util.shape[0] == len(measured["links"]) and data.topo is not None
     assert _ours(os.getpid()) == []
+
+
+@pytest.mark.parametrize("compute_scale, time_scale", [(1.0, 400.0), (2.0, 100.0), (0.0, 400.0)])
+def test_replay_input_sleeps_the_computation_before_each_ranks_first_call(tmp_path, compute_scale, time_scale):
+    """The simulator counts a rank's computation before its first call from the trace's start; the replayer's
+    input carries the same gap (scaled), so ranks that start apart in the trace start apart in the run."""
+    import numpy as np
+
+    from topoplan.emulate.replayer import write_replay
+    from topoplan.sim.replay_common import gaps
+
+    trace = Trace.from_records([(0, "send", 1, 8, -1, 3, 5e-6, 6e-6), (0, "send", 2, 8, -1, 3, 9e-6, 9e-6),
+                                (1, "recv", 0, 8, -1, 3, 1e-6, 6e-6), (2, "recv", 0, 8, -1, 3, 2e-6, 9e-6)], 3)
+    write_replay(trace, tmp_path, compute_scale=compute_scale, time_scale=time_scale)
+    expected = gaps(trace, np.searchsorted(trace.rank, np.arange(4)), compute_scale) * time_scale * 1e9
+    written = [int(line.split()[-1]) for r in range(3) for line in (tmp_path / f"rank-{r}.txt").read_text().splitlines()]
+    assert written == [round(g) for g in expected]
+    assert compute_scale == 0.0 or written[0] == round(4e-6 * compute_scale * time_scale * 1e9)   # rank 0: 4 us late

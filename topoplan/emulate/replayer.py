@@ -163,7 +163,8 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
     """Write ``trace`` as the replayer's input (``comms.txt`` and one ``rank-R.txt`` per rank).
 
     Calls are written in each rank's order. Computation gaps (a call's ``t_start`` minus the rank's
-    previous ``t_end``) are multiplied by ``compute_scale`` and ``time_scale`` (the emulation's scale:
+    previous ``t_end``; before its first call, minus the trace's first ``t_start``, as the simulator counts
+    them) are multiplied by ``compute_scale`` and ``time_scale`` (the emulation's scale:
     everything runs that much slower). ``alltoallv`` calls and ``alltoall`` calls written per
     destination become the isends and irecvs (and a waitall) that MPI libraries run for them, and
     ``allgatherv`` becomes a ring of point-to-point messages; ops the format does not model are skipped.
@@ -210,7 +211,7 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
     nbytes, root, comm, tag, req = trace.bytes, trace.root, trace.comm, trace.tag, trace.req
     t0, t1 = trace.t_start, trace.t_end
     m = len(trace)
-    prev_end = np.full(n, np.nan)
+    prev_end = np.full(n, float(t0.min()) if m else 0.0)   # a rank's first gap runs from the trace's start
     largest = int(nbytes.max()) if m else 0
     comms_used = set()
     scale = float(compute_scale) * float(time_scale)
@@ -222,7 +223,7 @@ def write_replay(trace, directory, *, compute_scale: float = 1.0, time_scale: fl
     agv_seen: dict = {}
     while i < m:
         r, op = int(rank[i]), int(ops[i])
-        gap = 0.0 if np.isnan(prev_end[r]) else max(float(t0[i] - prev_end[r]), 0.0)
+        gap = max(float(t0[i] - prev_end[r]), 0.0)
         gap_ns = int(round(gap * scale * 1e9))
         c = int(comm[i]) if int(comm[i]) in trace.communicators else -1
         if c >= 0:
