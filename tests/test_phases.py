@@ -221,7 +221,7 @@ def test_phases_simulation_takes_and_names_the_network_model(tmp_path, run_cli):
     code, text, err = run_cli(*args, "--model", "paper")
     assert code == 0 and "; paper, pipelined relays (64 KiB chunks), link contention)" in text, err
     code, text, err = run_cli(*args, "--model", "bogus")
-    assert (code, text, err) == (2, "", "error: --model: choose one of maxmin, paper, got 'bogus'\n")
+    assert (code, text, err) == (2, "", "error: --model: choose one of maxmin, paper, fifo, got 'bogus'\n")
 
 
 def test_a_phases_document_is_bound_to_its_trace(tmp_path, run_cli):

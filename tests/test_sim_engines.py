@@ -14,7 +14,7 @@ import pytest
 from topoplan.core.errors import TopoplanError
 from topoplan.core.placement import sequential
 from topoplan.core.topology_io import load_topology
-from topoplan.sim import maxmin, paper  # noqa: F401 (the engines register themselves)
+from topoplan.sim import fifo, maxmin, paper  # noqa: F401 (the engines register themselves)
 from topoplan.sim.engines import ENGINES, REL_TOL, Engine, engine_class
 from topoplan.sim.network import build_network
 from topoplan.sim.reference import Replayer
@@ -27,10 +27,10 @@ LINKS = LinkSet(bw_Bps=[1e9, 5e8, 2e9], latency_s=[1e-6, 2e-6, 0.5e-6], shared=[
 
 
 def test_every_model_a_simulation_can_name_has_an_engine():
-    assert NAMES == sorted(MODELS) == ["maxmin", "paper"]
+    assert NAMES == sorted(MODELS) == ["fifo", "maxmin", "paper"]
     for name in NAMES:
         assert ENGINES[name].name == name and engine_class(name) is ENGINES[name]
-    with pytest.raises(TopoplanError, match=r"no engine 'fluid'; registered: maxmin, paper"):
+    with pytest.raises(TopoplanError, match=r"no engine 'fluid'; registered: fifo, maxmin, paper"):
         engine_class("fluid")
 
 

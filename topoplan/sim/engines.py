@@ -31,10 +31,10 @@ The contract (``tests/test_sim_engines.py`` runs every registered engine through
 
 Examples
 --------
->>> from topoplan.sim import maxmin, paper   # the engines register themselves when imported
+>>> from topoplan.sim import fifo, maxmin, paper   # the engines register themselves when imported
 >>> from topoplan.sim.routes import LinkSet
 >>> sorted(ENGINES)
-['maxmin', 'paper']
+['fifo', 'maxmin', 'paper']
 >>> isinstance(ENGINES["paper"](LinkSet([1e9], [0.0], [True])), Engine)
 True
 """
@@ -184,13 +184,13 @@ def engine_class(name: str) -> type:
 
     Examples
     --------
-    >>> from topoplan.sim import maxmin, paper
+    >>> from topoplan.sim import fifo, maxmin, paper
     >>> engine_class("paper").__name__
     'PaperEngine'
     >>> engine_class("fluid")
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: field 'model': no engine 'fluid'; registered: maxmin, paper
+    topoplan.core.errors.TopoplanError: field 'model': no engine 'fluid'; registered: fifo, maxmin, paper
     """
     if name not in ENGINES:
         raise TopoplanError(f"field 'model': no engine {name!r}; registered: {', '.join(sorted(ENGINES))}")

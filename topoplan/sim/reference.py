@@ -24,7 +24,7 @@ from collections import defaultdict, deque
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.sim import maxmin, paper  # noqa: F401 (the engines register themselves)
+from topoplan.sim import fifo, maxmin, paper  # noqa: F401 (the engines register themselves)
 from topoplan.sim.engines import engine_class
 from topoplan.sim.replay_common import (COLL_CODES, NO_MARK, OP_IRECV, OP_ISEND, OP_RECV, OP_SEND, OP_SENDRECV, OP_WAIT,
                                         OP_WAITALL, Collectives, ReplayResult, blocked_message, check_marks, gaps,

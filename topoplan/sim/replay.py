@@ -25,6 +25,7 @@ from collections import defaultdict
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
+from topoplan.sim.fifo import MAX_MESSAGES as FIFO_MAX_MESSAGES
 from topoplan.sim.maxmin import SMALL_JOB, compiled_ready, numba_available
 from topoplan.sim.pieces import TracePieces, replay_pieces, replay_whole
 from topoplan.sim.reference import Replayer
@@ -153,8 +154,44 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
                             compute_scale=compute_scale, thresholds=thresholds, progress=progress,
                             timeline_dt_s=timeline_dt_s, marks=marks)
     check_peer_step_messages(trace)   # the reference keeps every rank's expanded schedule
+    if net.sim_model.engine == "fifo":
+        check_fifo_size(trace)
     return Replayer(trace, net, placement, eager_threshold_B=eager_threshold_B, compute_scale=compute_scale,
                     thresholds=thresholds, timeline_dt_s=timeline_dt_s, progress=progress, marks=marks).run()
+
+
+def messages_bound(trace: Trace) -> int:
+    """An upper bound on the messages a replay of ``trace`` sends: its point-to-point sends, and for every
+    collective call as many as its communicator has ranks (an all-to-all's).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import alltoall, ring
+    >>> messages_bound(ring(8, 1e6)), messages_bound(alltoall(8, 1e6))
+    (8, 64)
+    """
+    coll = np.isin(trace.op, op_codes(COLLECTIVE_OPS))
+    sends = np.isin(trace.op, op_codes(("send", "isend", "sendrecv")))
+    return int(np.count_nonzero(sends)) + int(trace.comm_size[coll].sum())
+
+
+def check_fifo_size(trace: Trace) -> None:
+    """Refuse a replay under the ``fifo`` model (:mod:`topoplan.sim.fifo`, Python only) of more than
+    :data:`topoplan.sim.fifo.MAX_MESSAGES` messages (:func:`messages_bound`), which would take many minutes.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import alltoall
+    >>> check_fifo_size(alltoall(64, 1e6))                  # 4,096 messages at most: fine
+    >>> check_fifo_size(alltoall(512, 1e3))
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: alltoall:np=512: up to 262,144 messages; the fifo model runs in Python (about 0.1-1 ms a message) and takes at most 100,000: use maxmin or paper
+    """
+    n = messages_bound(trace)
+    if n > FIFO_MAX_MESSAGES:
+        raise TopoplanError(f"{trace.source or 'trace'}: up to {n:,} messages; the fifo model runs in Python (about "
+                            f"0.1-1 ms a message) and takes at most {FIFO_MAX_MESSAGES:,}: use maxmin or paper")
 
 
 def _small_trace(trace) -> Trace | None:

@@ -13,6 +13,11 @@ is recorded (``to_dict``) in every result and plan that a simulation scored.
     forwards whole messages, and contention postpones a message until the
     earlier ones on the same link (or device) are done, first come, first
     served (:mod:`topoplan.sim.paper`). Use it to reproduce the papers' figures.
+    ``"fifo"``: first come, first served flows (:mod:`topoplan.sim.fifo`): a
+    node sends its messages one after another, and every link serves the
+    transfers that began earlier first (ties share by max-min); latencies as
+    ``"maxmin"``. What the emulated cluster measured where messages meet;
+    Python only, for small jobs.
 
 ``relay``
     How an OCS node forwards another node's large message.
@@ -71,7 +76,7 @@ from topoplan.core.errors import TopoplanError
 
 __all__ = ["MODELS", "RELAYS", "CONTENTIONS", "DEFAULT_RELAY_CHUNK_B", "SimModel"]
 
-MODELS = ("maxmin", "paper")
+MODELS = ("maxmin", "paper", "fifo")
 RELAYS = ("pipelined", "store-and-forward")
 CONTENTIONS = ("link", "device")
 DEFAULT_RELAY_CHUNK_B = 65536.0
@@ -86,8 +91,9 @@ class SimModel:
 
     Parameters
     ----------
-    engine : {"maxmin", "paper"}, optional
-        Max-min fair sharing, or the papers' store-and-forward simulator (the ``model`` of documents).
+    engine : {"maxmin", "paper", "fifo"}, optional
+        Max-min fair sharing, the papers' store-and-forward simulator, or first come, first served flows (the
+        ``model`` of documents).
     relay : {"pipelined", "store-and-forward"}, optional
         How an OCS node forwards another node's large message.
     relay_chunk_B : float, optional

@@ -138,8 +138,10 @@ def time_bounded(command):
             return command(*args, **kwargs)
 
     return wrapper
-ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows) or paper "
-                        "(the papers' per-link alpha + n/beta, store-and-forward, first come first served).")
+ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows), paper "
+                        "(the papers' per-link alpha + n/beta, store-and-forward, first come first served) or "
+                        "fifo (flows first come, first served: each node sends one message at a time; small "
+                        "jobs).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
                         "or store-and-forward (whole message, as in the papers).")
 RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB); not "
