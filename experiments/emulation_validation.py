@@ -69,17 +69,28 @@ NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16",
 NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
 BCAST_SIZES = (65536, 1 << 20)
 # The ring alltoall of benchmarks/alltoall_eager.py (SMPI's ring: NPB FT's 32 KiB a pair), written out as its
-# rounds, the ranks entering it together or after a 16-byte binomial reduce to rank 0 (which lets its leaves go
-# first and its root last): the flow model predicts the reduce makes it several times slower with eager sends
+# rounds, the ranks entering it together or apart in the order a binomial reduce to rank 0 releases them (its
+# leaves first, its root last), by computation before their first call: the flow model predicts the stagger makes
+# it several times slower with eager sends. The emulated links add no latency (no netem), so a reduce would
+# stagger the ranks in the prediction and not in the run; a computation gap staggers both alike. The fan-out
+# cells send 3 messages from one rank to 3 others at once: max-min shares the sender's link (every receiver
+# waits as long), a sender that sends one message after the other delivers them 1, 2 and 3 message times in.
 EAGER_RANKS = (16, 32)
-EAGER_CASES = {"ring, ranks together": False, "ring after a reduce": True}
-EAGER_SETS = ["kind=tree", "ocs=null", "switches=1"]   # one switch of as many nodes as ranks: node links only
+EAGER_STAGGER_S = 20e-6   # per level of the reduce's tree
+EAGER_CASES = {"ring, ranks together": 0.0, "ring, ranks entering in a reduce's order": EAGER_STAGGER_S}
+FANOUT_BYTES = (32768, 262144)
+EAGER_SETS = ["kind=tree", "ocs=null", "switches=1",   # one switch of as many nodes as ranks: node links only,
+              "eps.down_latency=0ns", "eps.up_latency=0ns"]   # and no link latency, as emulated
 BCAST_SETS = ["ocs.nodes_per_switch=2", "ocs.node_link_bw=20Gbps"]
 FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale", "measured_s", "predicted_s",
-          "predicted_sf_s", "predicted_paper_s", "ratio", "ratio_sf", "ratio_paper", "span_s", "cpu_idle",
+          "predicted_sf_s", "predicted_paper_s", "predicted_fifo_s", "ratio", "ratio_sf", "ratio_paper", "ratio_fifo",
+          "span_s", "cpu_idle",
           "ranks_cpu_cores", "packets", "drops", "tcp_retransmits", "tcp_timeouts", "attempts", "disturbed_attempts",
           "calibration_one_way", "calibration_both_ways", "calibration_ring", "load_avg", "collectives",
-          "bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"]
+          "bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s", "ranks_measured_s",
+          "ranks_predicted_s"]
+TEXT_FIELDS = ("part", "case", "traffic", "network", "circuits", "collectives", "bottleneck", "ranks_measured_s",
+               "ranks_predicted_s")
 HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
 PART_QUEUES = {"bulk-ack": "ack-priority", "bulk-fair": "fair"}   # the parts that change how ports queue
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
@@ -125,13 +136,18 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "circuits": circuits, "scale": res["scale"], "measured_s": res["measured_s"],
             "predicted_s": p["default"]["max_comm_time_s"], "predicted_sf_s": p["store-and-forward"]["max_comm_time_s"],
             "predicted_paper_s": p["paper"]["max_comm_time_s"], "ratio": p["default"]["ratio"],
-            "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"], "span_s": m["span_s"],
+            "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"],
+            "predicted_fifo_s": (p.get("fifo") or {}).get("max_comm_time_s"),
+            "ratio_fifo": (p.get("fifo") or {}).get("ratio"), "span_s": m["span_s"],
             "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
             "drops": m["drops"], "tcp_retransmits": (m.get("tcp") or {}).get("retransmitted_segments"),
             "tcp_timeouts": (m.get("tcp") or {}).get("timeouts"), "attempts": m["attempts"],
             "disturbed_attempts": m["disturbed_attempts"], "calibration_one_way": cal.get("one_way"),
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
             "load_avg": os.getloadavg()[0], "collectives": res.get("collectives"),
+            # every rank's communication time, "; "-separated (the fan-out cells' receivers are its ranks 1-3)
+            "ranks_measured_s": "; ".join(f"{x:.6g}" for x in m.get("comm_time_s", ())),
+            "ranks_predicted_s": "; ".join(f"{x:.6g}" for x in p["default"].get("comm_time_s", ())),
             **dict(zip(("bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"), bottleneck(res)))}
 
 
@@ -161,21 +177,42 @@ def _bcast_keys(topo, placement, nbytes: int) -> list:
     return bcast_keys(best.to_dict(), placement, topo.n_nodes)
 
 
-def _ring_trace(n: int, skewed: bool, nbytes: int = 32768, calls: int = 2):
+def _reduce_levels(r: int, n: int) -> int:
+    """The levels of a binomial reduce to rank 0 that rank ``r`` waits through before it is done (its root waits
+    through all of them).
+
+    Examples
+    --------
+    >>> [_reduce_levels(r, 8) for r in range(8)]
+    [3, 0, 1, 0, 2, 0, 1, 0]
+    """
+    return max(n - 1, 0).bit_length() if r == 0 else (r & -r).bit_length() - 1
+
+
+def _ring_trace(n: int, stagger_s: float, nbytes: int = 32768, calls: int = 2):
     """``calls`` ring alltoalls of ``nbytes`` a pair on ``n`` ranks as rounds of irecv, isend and waitall (rank
-    r sends to r + i and receives from r - i in round i), each after a 16-byte reduce to rank 0 when
-    ``skewed``."""
+    r sends to r + i and receives from r - i in round i), rank r computing ``stagger_s`` per level of a binomial
+    reduce to rank 0 (:func:`_reduce_levels`) before its first call."""
     from topoplan.traffic.trace import Trace
 
     recs = []
     for r in range(n):
+        t = stagger_s * _reduce_levels(r, n)
         for _ in range(calls):
-            if skewed:
-                recs.append((r, "reduce", -1, 16, 0, n, 0.0, 0.0))
             for i in range(1, n):
-                recs += [(r, "irecv", (r - i) % n, nbytes, -1, n, 0.0, 0.0),
-                         (r, "isend", (r + i) % n, nbytes, -1, n, 0.0, 0.0), (r, "waitall", -1, 0, -1, n, 0.0, 0.0)]
+                recs += [(r, "irecv", (r - i) % n, nbytes, -1, n, t, t), (r, "isend", (r + i) % n, nbytes, -1, n, t, t),
+                         (r, "waitall", -1, 0, -1, n, t, t)]
     return Trace.from_records(recs, n, source=f"ring alltoall, {n} ranks")
+
+
+def _fanout_trace(nbytes: int, receivers: int = 3):
+    """Rank 0 sends ``nbytes`` to each of ranks 1..``receivers`` at once (isends, then waitall); each receives."""
+    from topoplan.traffic.trace import Trace
+
+    n = receivers + 1
+    recs = [(0, "isend", d, nbytes, -1, n, 0.0, 0.0) for d in range(1, n)] + [(0, "waitall", -1, 0, -1, n, 0.0, 0.0)]
+    recs += [(d, "recv", 0, nbytes, -1, n, 0.0, 0.0) for d in range(1, n)]
+    return Trace.from_records(recs, n, source=f"fan-out of {receivers} x {nbytes} B")
 
 
 def _heavy_trace(extra):
@@ -228,56 +265,71 @@ def _cells(parts, scale: float, quick: bool):
             yield "npb", case, spec, 2, "eps", scale
     if "eager" in parts:
         for n in EAGER_RANKS[:1] if quick else EAGER_RANKS:
-            for case, skewed in EAGER_CASES.items():
-                yield "eager", f"{case}, {n} ranks", (n, skewed), 0, "eps", scale
+            for case, stagger in EAGER_CASES.items():
+                yield "eager", f"{case}, {n} ranks", (n, stagger), 0, "eps", scale
+        for nbytes in FANOUT_BYTES[-1:] if quick else FANOUT_BYTES:
+            yield "eager", f"fan-out, 3 x {nbytes // 1024} KiB", (1, nbytes), 0, "eps", scale
     if "bcast" in parts:
         for size in BCAST_SIZES[:1] if quick else BCAST_SIZES:
             for net in ("default", "reordered"):
                 yield "bcast", f"bcast {size // 1024} KiB", size, 2, net, scale
 
 
-def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None,
-        collectives: str = "model") -> list:
-    from topoplan.core.errors import TopoplanError
+def _inputs(part: str, case: str, spec, ocs: int, net: str):
+    """One cell's inputs: ``(topology, the network it runs on, trace, placement, circuit plan or None, Bcast keys or
+    None, the traffic as the table states it)``."""
     from topoplan.core.placement import sequential
-    from topoplan.emulate.run import emulate
     from topoplan.sim.run import network_view
     from topoplan.traffic.sources import load_source
 
+    keys = None
+    if part == "bcast":
+        topo = _topology(BASE + BCAST_SETS)
+        trace = _bcast_trace(16, spec)
+        pl = sequential(16, topo)
+        if net == "reordered":
+            keys = _bcast_keys(topo, pl, spec)
+        spec = f"10 x MPI_Bcast of {spec} B from rank 0"
+    elif part == "eager":
+        n, x = spec
+        if case.startswith("fan-out"):
+            trace = _fanout_trace(x)
+            spec = f"rank 0 sends {x} B to each of ranks 1-3 at once"
+        else:
+            trace = _ring_trace(n, x)
+            spec = (f"2 ring alltoalls of 32 KiB a pair, {n} ranks" +
+                    (f", entering {x * 1e6:g} us apart a level of a binomial reduce to rank 0" if x else ""))
+        topo = _topology(BASE + EAGER_SETS + [f"nodes_per_switch={max(trace.n_ranks, 4)}"])
+        pl = sequential(trace.n_ranks, topo)
+    elif part == "heavy":
+        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+        trace = _heavy_trace(HEAVY[case])
+        spec = f"{BULK['neighbor'].replace(',iters=2', '')} as one bulk phase" + \
+            (f", plus 1 MB {' '.join(f'{a}->{b}' for a, b in HEAVY[case])}" if HEAVY[case] else "")
+        pl = sequential(trace.n_ranks, topo)
+    else:
+        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
+        trace, _ = load_source(spec, with_traffic=False)
+        pl = sequential(trace.n_ranks, topo)
+    plan = None
+    if net in ("greedy", "ilp"):
+        plan = _plan(topo, trace, pl, net)
+        view = topo
+    elif part == "bcast":
+        view = topo   # the hybrid kept for its two link speeds; no circuits
+    else:
+        view = network_view(topo, net)
+    return topo, view, trace, pl, plan, keys, spec
+
+
+def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None,
+        collectives: str = "model") -> list:
+    from topoplan.core.errors import TopoplanError
+    from topoplan.emulate.run import emulate
+
     rows, calibrated = [], set()
     for part, case, spec, ocs, net, s in _cells(parts, scale, quick):
-        keys = None
-        if part == "bcast":
-            topo = _topology(BASE + BCAST_SETS)
-            trace = _bcast_trace(16, spec)
-            pl = sequential(16, topo)
-            if net == "reordered":
-                keys = _bcast_keys(topo, pl, spec)
-            spec = f"10 x MPI_Bcast of {spec} B from rank 0"
-        elif part == "eager":
-            n, skewed = spec
-            topo = _topology(BASE + EAGER_SETS + [f"nodes_per_switch={n}"])
-            trace = _ring_trace(n, skewed)
-            spec = f"2 ring alltoalls of 32 KiB a pair, {n} ranks" + (", each after a 16-byte reduce" if skewed else "")
-            pl = sequential(trace.n_ranks, topo)
-        elif part == "heavy":
-            topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
-            trace = _heavy_trace(HEAVY[case])
-            spec = f"{BULK['neighbor'].replace(',iters=2', '')} as one bulk phase" + \
-                (f", plus 1 MB {' '.join(f'{a}->{b}' for a, b in HEAVY[case])}" if HEAVY[case] else "")
-            pl = sequential(trace.n_ranks, topo)
-        else:
-            topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"])
-            trace, _ = load_source(spec, with_traffic=False)
-            pl = sequential(trace.n_ranks, topo)
-        plan = None
-        if net in ("greedy", "ilp"):
-            plan = _plan(topo, trace, pl, net)
-            view = topo
-        elif part == "bcast":
-            view = topo   # the hybrid kept for its two link speeds; no circuits
-        else:
-            view = network_view(topo, net)
+        topo, view, trace, pl, plan, keys, spec = _inputs(part, case, spec, ocs, net)
         first = (s, ocs, part) not in calibrated   # calibrate once per part, cluster and scale
         calibrated.add((s, ocs, part))
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
@@ -285,7 +337,10 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             if part == "tcp":
                 res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue)
             else:
-                res = emulate(view, trace, pl, plan=plan, scale=s, compute_scale=0.0, calibrate=first, repeats=repeats,
+                res = emulate(view, trace, pl, plan=plan, scale=s, calibrate=first, repeats=repeats,
+                              compute_scale=1.0 if part == "eager" else 0.0,   # its only computation: the stagger
+                              # a 32-rank run takes 70-130 s; about half of them stall (docs/emulation.md)
+                              timeout_s=300.0 if part == "eager" else 600.0,
                               queue_packets=queue, bcast_keys=keys, collectives=collectives,
                               queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
@@ -294,13 +349,64 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             continue
         row = _row(part, case, spec, ocs * 4, net, (plan or {}).get("circuits"), res)
         log(f"  measured {row['measured_s'] * 1e3:.3f} ms, predicted {row['predicted_s'] * 1e3:.3f} ms "
-            f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}), "
+            f"(x{row['ratio']:.3f}; store-and-forward x{row['ratio_sf']:.3f}, paper x{row['ratio_paper']:.3f}, "
+            f"fifo x{_fmt3(row['ratio_fifo'])}), "
             f"machine idle {row['cpu_idle']:.0%}, ranks {row['ranks_cpu_cores'] or 0:.2f} cores, "
             f"{row['drops']:g} of {row['packets']:g} packets dropped, {row['tcp_timeouts'] or 0:g} TCP timeouts")
         rows.append(row)
         if save is not None:
             save(rows)   # every cell as it is measured: a long run that stops keeps what it measured
     return rows
+
+
+REPREDICT_PARTS = ("bulk", "bulk-ack", "bulk-fair", "npb", "eager")
+
+
+def repredict(rows, log=print) -> list:
+    """``rows`` of an earlier run with every model's prediction made again by this simulator, the measured times
+    kept: the models added since the run was measured, set beside the same real runs. Rows of the parts in
+    :data:`REPREDICT_PARTS` whose cell still exists; a row whose circuits the planner no longer returns is left out
+    (its prediction would be of another plan), and so are the other parts' rows."""
+    import ast
+
+    from topoplan.emulate.calibrate import CALIBRATION_BYTES
+    from topoplan.emulate.launch import transport_for
+    from topoplan.emulate.run import predictions, run_eager_B
+
+    def pairs(circuits) -> list:
+        if circuits in (None, "", "None"):
+            return []
+        got = ast.literal_eval(circuits) if isinstance(circuits, str) else circuits
+        return sorted(sorted(int(v) for v in c) for c in got)
+
+    cells = {}
+    for part in REPREDICT_PARTS:
+        for c in _cells({part}, 0.0, quick=False):
+            cells[(c[0], c[1], c[3] * 4, c[4])] = c
+    out = []
+    for r in rows:
+        key = (r["part"], r["case"], int(r["ocs_nodes"]), r["network"])
+        if key not in cells:
+            continue
+        part, case, spec, ocs, net, _ = cells[key]
+        topo, view, trace, pl, plan, keys, _ = _inputs(part, case, spec, ocs, net)
+        if pairs((plan or {}).get("circuits")) != pairs(r.get("circuits")):
+            log(f"{part} {case} ocs={ocs * 4} {net}: the planner returns other circuits now; left out")
+            continue
+        eager = run_eager_B(transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES)))
+        p = predictions(view, trace, pl, plan, eager_threshold_B=eager, compute_scale=1.0 if part == "eager" else 0.0)
+        new = dict(r)
+        for label, pred, ratio in (("default", "predicted_s", "ratio"), ("store-and-forward", "predicted_sf_s", "ratio_sf"),
+                                   ("paper", "predicted_paper_s", "ratio_paper"), ("fifo", "predicted_fifo_s", "ratio_fifo")):
+            if label not in p:
+                continue
+            new[pred] = p[label]["max_comm_time_s"]
+            new[ratio] = r["measured_s"] / new[pred] if new[pred] > 0 else float("nan")
+        new["ranks_predicted_s"] = "; ".join(f"{x:.6g}" for x in p["default"]["comm_time_s"])
+        log(f"{part} {case} ocs={ocs * 4} {net}: measured {r['measured_s'] * 1e3:.3f} ms, max-min x{new['ratio']:.3f}, "
+            f"fifo x{_fmt3(new.get('ratio_fifo'))}")
+        out.append(new)
+    return out
 
 
 def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None) -> dict:
@@ -373,7 +479,7 @@ def read_csv(path) -> list:
         for r in csv.DictReader(fh):
             for k in FIELDS:
                 v = r.get(k, "")
-                if k in ("part", "case", "traffic", "network", "circuits", "collectives", "bottleneck"):
+                if k in TEXT_FIELDS:
                     continue
                 r[k] = float(v) if v not in ("", "None") else None
             rows.append(r)
@@ -435,12 +541,46 @@ def busy_lines(sel) -> list:
     return out + ([""] if out else [])
 
 
+MODEL_KEYS = (("max-min", "ratio"), ("paper", "ratio_paper"), ("fifo", "ratio_fifo"))
+
+
+def model_lines(sel) -> list:
+    """Per network (EPS only, fat tree, hybrid: greedy and ilp), each model's median absolute error.
+
+    Examples
+    --------
+    >>> rows = [{"network": "eps", "ratio": 1.3, "ratio_paper": 1.1, "ratio_fifo": 0.95},
+    ...         {"network": "greedy", "ratio": 1.2, "ratio_paper": 0.9, "ratio_fifo": None}]
+    >>> model_lines(rows)[:2]
+    ['| network | cells | max-min | paper | fifo |', '|---|---:|---:|---:|---:|']
+    >>> model_lines(rows)[2]
+    '| EPS only | 1 | 30.0% | 10.0% | 5.0% |'
+    """
+    out = ["| network | cells | " + " | ".join(m for m, _ in MODEL_KEYS) + " |", "|---|---:|" + "---:|" * len(MODEL_KEYS)]
+    for label, nets in (("EPS only", ("eps",)), ("fat tree", ("fat-tree",)), ("hybrid", ("greedy", "ilp"))):
+        got = [r for r in sel if r["network"] in nets]
+        if not got:
+            continue
+        cells = []
+        for _, key in MODEL_KEYS:
+            errs = [abs(r[key] - 1) for r in got if r.get(key) is not None]
+            cells.append(f"{statistics.median(errs):.1%}" if errs else "")
+        out.append(f"| {label} | {len(got)} | " + " | ".join(cells) + " |")
+    return out + ["", "(median absolute error of each model, per network)", ""]
+
+
+def _fmt3(x) -> str:
+    """A ratio with 3 decimals, or nothing for a row measured before its model existed."""
+    return "" if x is None else f"{x:.3f}"
+
+
 def markdown(rows) -> str:
     lines = ["# Emulation validation: measured (real Open MPI on the emulated cluster) against predicted", ""]
     scales = sorted({r["scale"] for r in rows if r["part"] != "scale"})
     lines.append("Times are communication times (the largest of the ranks'), scaled back to the real network; "
                  f"scale {', '.join(f'{s:g}' for s in scales)} (bandwidths divided by it). ratio = measured / "
-                 "predicted; sf = max-min with store-and-forward relays, paper = the papers' model. CPU: the "
+                 "predicted; sf = max-min with store-and-forward relays, paper = the papers' model, fifo = first come, "
+                 "first served flows. CPU: the "
                  "machine's idle time during the run (other engineers share its 2 cores) and the cores the ranks "
                  "used.")
     lines.append("")
@@ -453,8 +593,9 @@ def markdown(rows) -> str:
                         ("heavy", "Neighbour exchange as one bulk phase, EPS only: balanced, and with one switch pair "
                                   "heavier (the mechanism check)"),
                         ("npb", "NPB skeletons (EPS only, communication only)"),
-                        ("eager", "Ring alltoall of 32 KiB a pair, the ranks entering together or after a 16-byte "
-                                  "reduce (one switch, every message eager)"),
+                        ("eager", "Eager messages that meet: a ring alltoall of 32 KiB a pair, the ranks entering "
+                                  "together or in a reduce's order, and one rank's three messages at once (one "
+                                  "switch, every message eager, no link latency)"),
                         ("bcast", "Bcast, default order and reordered (two link speeds)")):
         sel = [r for r in rows if r["part"] == part]
         if not sel:
@@ -465,12 +606,13 @@ def markdown(rows) -> str:
                 {"model": "the predicted messages (MPICH's algorithms)",
                  "library": "Open MPI's own choice"}.get(m, m) for m in modes)
         lines += [f"## {title}", "", "| case | OCS nodes | network | scale | measured | predicted | ratio | ratio sf | "
-                  "ratio paper | machine idle | load average | ranks' cores | runs |",
-                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "ratio paper | ratio fifo | machine idle | load average | ranks' cores | runs |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in sel:
             lines.append(f"| {r['case']} | {r['ocs_nodes']:g} | {r['network']} | {r['scale']:g} | "
                          f"{r['measured_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['ratio']:.3f} | "
-                         f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {r['cpu_idle']:.0%} | "
+                         f"{r['ratio_sf']:.3f} | {r['ratio_paper']:.3f} | {_fmt3(r.get('ratio_fifo'))} | "
+                         f"{r['cpu_idle']:.0%} | "
                          f"{'' if r.get('load_avg') is None else format(r['load_avg'], '.1f')} | "
                          f"{(r['ranks_cpu_cores'] or 0):.2f} | {r['attempts']:g} |")
         lines.append("")
@@ -481,6 +623,15 @@ def markdown(rows) -> str:
                     lines.append(f"- {size}: reordered / default measured {d['reordered']['measured_s'] / d['default']['measured_s']:.3f}, "
                                  f"predicted {d['reordered']['predicted_s'] / d['default']['predicted_s']:.3f}")
             lines.append("")
+        if part == "eager":
+            for r in sel:
+                if r["case"].startswith("fan-out") and r.get("ranks_measured_s"):
+                    got = [float(x) * 1e3 for x in r["ranks_measured_s"].split(";")[1:]]
+                    want = [float(x) * 1e3 for x in r["ranks_predicted_s"].split(";")[1:]]
+                    lines.append(f"- {r['case']}: the receivers' times measured "
+                                 f"{', '.join(f'{x:.3f}' for x in got)} ms, predicted "
+                                 f"{', '.join(f'{x:.3f}' for x in want)} ms")
+            lines.append("")
         if part == "heavy":
             for case in HEAVY:
                 got = sorted(r["ratio"] for r in sel if r["case"] == case)
@@ -490,13 +641,16 @@ def markdown(rows) -> str:
             lines.append("")
         if part in ("bulk", "bulk-ack", "bulk-fair", "tcp"):
             for label, key in (("default (pipelined relays)", "ratio"), ("store-and-forward relays", "ratio_sf"),
-                               ("paper model", "ratio_paper")):
-                errs = [abs(r[key] - 1) for r in sel]
-                slower = sum(r[key] > 1 for r in sel)
+                               ("paper model", "ratio_paper"), ("first come, first served flows", "ratio_fifo")):
+                errs = [abs(r[key] - 1) for r in sel if r.get(key) is not None]
+                if not errs:   # rows measured before the model existed
+                    continue
+                slower = sum(r[key] > 1 for r in sel if r.get(key) is not None)
                 lines.append(f"- {label}: median absolute error {statistics.median(errs):.1%}, largest "
                              f"{max(errs):.1%} over {len(errs)} cells; {slower} measured slower than predicted "
-                             f"(median ratio {statistics.median(r[key] for r in sel):.3f})")
+                             f"(median ratio {statistics.median(r[key] for r in sel if r.get(key) is not None):.3f})")
             lines.append("")
+            lines += model_lines(sel)
             lines += busy_lines(sel)
             lines += ["| case | OCS nodes | measured order | predicted order | agrees |", "|---|---:|---|---|---|"]
             for o in order_check(rows, part):
@@ -577,11 +731,21 @@ def main(argv=None) -> int:
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
     ap.add_argument("-o", "--out", default=str(RESULTS), help="output directory")
     ap.add_argument("--tag", default="", help="write emulation_validation_TAG.* (a run kept beside the others)")
+    ap.add_argument("--repredict", metavar="TAG", default=None,
+                    help="measure nothing: the rows of emulation_validation_TAG.csv ('' for the untagged run) with "
+                         "every model's prediction made again, written under --tag")
     args = ap.parse_args(argv)
     out = Path(args.out)
     stem = f"emulation_validation_{args.tag}" if args.tag else "emulation_validation"
     csv_path, md_path, png_path = (out / f"{stem}.{ext}" for ext in ("csv", "md", "png"))
-    if args.replot:
+    if args.repredict is not None:
+        src = out / (f"emulation_validation_{args.repredict}.csv" if args.repredict else "emulation_validation.csv")
+        if src == csv_path:
+            print("error: --repredict writes under another --tag than the run it reads", file=sys.stderr)
+            return 2
+        write_csv(repredict(read_csv(src)), csv_path)
+        rows = read_csv(csv_path)
+    elif args.replot:
         rows = read_csv(csv_path)
     else:
         import shutil

@@ -127,7 +127,7 @@ def test_cli_json_with_calibration(env, tmp_path, run_cli):
     assert {"measured_s", "predicted_s", "ratio", "predictions", "scale", "calibration", "measured", "transport"} <= set(res)
     assert [c["run"] for c in res["calibration"]] == ["one_way", "both_ways"]   # two nodes per switch: no ring
     assert 0.7 < res["calibration"][0]["ratio"] < 1.5 and 0 <= res["measured"]["cpu_idle"] <= 1
-    assert set(res["predictions"]) == {"default", "store-and-forward", "paper"}
+    assert set(res["predictions"]) == {"default", "store-and-forward", "paper", "fifo"}
     assert res["measured_s"] > 0 and len(res["measured"]["comm_time_s"]) == 4
 
 

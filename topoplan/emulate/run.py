@@ -27,10 +27,12 @@ from topoplan.emulate.launch import COLLECTIVES, mpirun_command, run_mpi, transp
 from topoplan.emulate.monitor import MIN_PERIOD_S, Monitor, read_window, timeline_doc, utilization, window_counts
 from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
 from topoplan.emulate.replayer import as_point_to_point, build, write_replay
+from topoplan.sim.fifo import MAX_MESSAGES as FIFO_MAX_MESSAGES
+from topoplan.sim.replay import messages_bound
 from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.collectives import MPICHThresholds
-from topoplan.traffic.trace import read_trace
+from topoplan.traffic.trace import Trace, read_trace
 
 __all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "OMPI_TCP_EAGER_B", "comm_times", "check_timeline", "predictions",
            "run_eager_B", "emulate"]
@@ -115,14 +117,16 @@ def check_timeline(timeline_dt_s, scale, *, program: bool = False) -> None:
 
 def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=None, eager_threshold_B=65536.0,
                 compute_scale=1.0, timeline_dt_s=None, thresholds=None) -> dict:
-    """The simulator's predictions of the run: the given (default) model, store-and-forward relays, the paper model.
-    ``thresholds``: the MPI library's collectives (:func:`topoplan.sim.run.simulate`), for every model.
+    """The simulator's predictions of the run: the given (default) model, store-and-forward relays, the paper model
+    and first come, first served flows (:mod:`topoplan.sim.fifo`). ``thresholds``: the MPI library's collectives
+    (:func:`topoplan.sim.run.simulate`), for every model.
 
     Returns
     -------
     dict
         ``{label: {"sim_model", "max_comm_time_s", "makespan_s", "comm_time_s"}}`` with labels
-        ``default`` (``model``), ``store-and-forward`` and ``paper``; with ``timeline_dt_s`` the default's also
+        ``default`` (``model``), ``store-and-forward``, ``paper`` and ``fifo`` (not for a trace of more than
+        :data:`topoplan.sim.fifo.MAX_MESSAGES` messages); with ``timeline_dt_s`` the default's also
         has its ``timeline`` (the simulator's, at that interval).
 
     Examples
@@ -133,12 +137,15 @@ def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=No
     >>> t = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
     >>> p = predictions(t, ring(4, 1e6), sequential(4, t))
     >>> sorted(p), round(p["default"]["max_comm_time_s"] * 1e3, 3)
-    (['default', 'paper', 'store-and-forward'], 0.809)
+    (['default', 'fifo', 'paper', 'store-and-forward'], 0.809)
     """
     base = SimModel.coerce(model)
     models = {"default": base,
               "store-and-forward": SimModel(relay="store-and-forward", relay_chunk_B=base.relay_chunk_B),
-              "paper": SimModel(engine="paper", relay="store-and-forward")}
+              "paper": SimModel(engine="paper", relay="store-and-forward"),
+              "fifo": SimModel(engine="fifo", relay=base.relay, relay_chunk_B=base.relay_chunk_B)}
+    if isinstance(trace, Trace) and messages_bound(trace) > FIFO_MAX_MESSAGES:
+        del models["fifo"]   # Python only: a trace this large would take many minutes
     out = {}
     for label, m in models.items():
         dt = timeline_dt_s if label == "default" else None

@@ -202,7 +202,7 @@ def emulate_cmd(
     con.print(f"| measured | {format_time(res['measured_s'])} | |")
     for label, p in res["predictions"].items():
         name = {"default": f"predicted ({smodel.label()})", "store-and-forward": "store-and-forward relays",
-                "paper": "paper model"}[label]
+                "paper": "paper model", "fifo": "first come, first served flows"}[label]
         con.print(f"| {name} | {format_time(p['max_comm_time_s'])} | {p['ratio']:.3f} |")
     ranks = f", the ranks used {m['ranks_cpu_cores']:.2f} cores" if m.get("ranks_cpu_cores") is not None else ""
     con.print(f"run: machine {m['cpu_idle']:.0%} idle{ranks}; {m['packets']:,} packets, {m['drops']:,} dropped by "
