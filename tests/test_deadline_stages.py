@@ -409,6 +409,52 @@ def test_the_groups_model_whose_search_must_compile_first_is_refused_when_it_can
     assert "the groups model was not used: compiling its search takes about 25 s" in res.message
 
 
+@pytest.mark.parametrize("load_s, solved", [(1e3, False), (0.0, True)])
+def test_the_placement_ilp_does_not_load_cp_sat_when_its_handover_cannot_fit(monkeypatch, share, load_s, solved):
+    """place -m ilp --time-limit 3 at a load of 10 on 2 cores ran 3.7-3.8 s: the method had 0.05 s, but loading
+    OR-Tools and building the CP-SAT model, which cannot be stopped, took 1.3 s. They are now predicted first,
+    and CP-SAT is not started when they would not end within what the limit left it (the start is returned)."""
+    from topoplan.problems.placement import exact as pexact, solve
+
+    share(1.0)
+    monkeypatch.setattr(pexact, "native_loaded", lambda: set())   # OR-Tools not loaded here yet (nor HiGHS)
+    monkeypatch.setattr(pexact, "CPSAT_LOAD_S", load_s)
+    given = []
+
+    def backend(model, backend, *, time_limit, **kw):
+        given.append(time_limit)
+        raise AssertionError("stop here: the solver was started")
+    monkeypatch.setattr(pexact, "backend_solve", backend)
+    prob = PlacementProblem.build(load_topology("paper003"), load_traffic("random:np=256,msgs=2048,bytes=4MB,seed=1"),
+                                  objective="hops")
+    with deadline.bounded(3.0), deadline.reserved(0.5):   # a command's limit, less its write reserve
+        if solved:
+            with pytest.raises(AssertionError, match="the solver was started"):
+                solve(prob, "ilp", time_limit=3.0)
+        else:
+            res = solve(prob, "ilp", time_limit=3.0)
+    if solved:   # the solver's limit is what the command's limit leaves, less the reserves
+        assert len(given) == 1 and 0 < given[0] < 2.5
+        return
+    assert given == [] and res.status == "timeout" and res.options["model"] == "node+switch"
+    assert res.message.startswith("CP-SAT not run: loading it and building its model (16,384 assignment variables, ")
+    assert res.objective == solve(prob, res.options["init"]).objective   # the start's placement
+
+
+def test_a_loaded_command_ends_its_placement_ilp_without_cp_sat(monkeypatch, share, run_cli, tmp_path):
+    """The reported case, at a fixed tenth of a CPU: the write reserve takes the limit, and CP-SAT is not loaded."""
+    from topoplan.problems.placement import exact as pexact
+
+    share(0.1)
+    monkeypatch.setattr(pexact, "backend_solve", lambda *a, **k: pytest.fail("CP-SAT was started"))
+    code, out, err = run_cli("place", "-t", "paper003", "-T", "random:np=256,msgs=2048,bytes=4MB,seed=1", "-m", "ilp",
+                             "--time-limit", "3", "--json", "-o", tmp_path / "p.json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["status"] == "timeout" and "CP-SAT not run" in doc["message"]
+    assert json.loads((tmp_path / "p.json").read_text())["rank_to_node"] == doc["rank_to_node"]
+
+
 def test_circuit_anneal_gives_its_starts_what_is_left_of_its_limit(monkeypatch):
     """Its ``matching`` start, asked without a limit, compiled its kernels (105 s at a load of 7) inside a 20 s
     command: within the limit left, a matching whose compilation does not fit runs interpreted (16 OCS nodes)

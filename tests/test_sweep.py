@@ -489,3 +489,64 @@ def test_a_sweep_table_to_standard_output_is_refused_by_the_library(data, tmp_pa
                       "output": "-"}, "s.yaml", base=tmp_path)
     with pytest.raises(TopoplanError, match=r"^output -: a sweep table .* cannot go to standard output"):
         load_config(data / "sweep_cheap.yaml", output="-")
+
+
+# -- a sweep's placement file is checked against its inputs, as -p is ----------------------------------------
+
+def _placement_sweep(tmp_path, run_cli, instance: str, parameters: str = "") -> object:
+    """A sweep file whose instance names ``p.json``: a placement planned for paper003 and ring:np=8,bytes=1MB."""
+    code, _, err = run_cli("place", "-t", "paper003", "-T", "ring:np=8,bytes=1MB", "-m", "sequential",
+                           "-o", tmp_path / "p.json")
+    assert code == 0, err
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("name: pl\noutput: pl.csv\nproblem: circuits\nsimulate: false\nmethods: [none]\n"
+                   f"instances:\n  - {{name: i, placement: p.json, {instance}}}\n{parameters}")
+    return cfg
+
+
+@pytest.mark.parametrize("instance, parameters, needle", [
+    ("topology: paper003, traffic: 'ring:np=8,bytes=2MB'", "", "p.json: made for another traffic"),
+    ("topology: paper003, traffic: 'ring:np=8,bytes=1MB', set: [ocs.nodes_per_switch=2]", "",
+     "p.json: made for another topology"),
+    ("topology: paper003, traffic: 'ring:np=8,bytes=1MB'", "parameters: {set.ocs.nodes_per_switch: [8, 2]}\n",
+     "p.json (in the cells with set.ocs.nodes_per_switch=2): made for another topology"),
+])
+def test_a_placement_file_made_for_other_inputs_is_refused(tmp_path, run_cli, instance, parameters, needle):
+    """A sweep used a placement file made for another topology or traffic without a word, where every command
+    taking -p refuses one; now it is refused before any cell runs (exit 2, naming the sweep file and the field),
+    unless --any-inputs."""
+    cfg = _placement_sweep(tmp_path, run_cli, instance, parameters)
+    for extra in (["--dry-run"], []):
+        code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads", *extra)
+        assert code == 2 and out == "", err
+        [line] = err.strip().splitlines()
+        assert line.startswith(f"error: {cfg}: field 'instances[0].placement': {needle} (fingerprint "), line
+        assert line.endswith("; pass --any-inputs to use it anyway"), line
+    assert not (tmp_path / "pl.csv").exists()
+    code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads", "--any-inputs")
+    assert code == 0, err
+    table = read_table(tmp_path / "pl.csv")
+    assert len(table) == (2 if parameters else 1) and table["error"].isna().all()
+
+
+@pytest.mark.parametrize("parameters", ["", "parameters: {set.ocs.nodes_per_switch: [8]}\n"])
+def test_a_placement_file_made_for_the_inputs_is_taken(tmp_path, run_cli, parameters):
+    cfg = _placement_sweep(tmp_path, run_cli, "topology: paper003, traffic: 'ring:np=8,bytes=1MB'", parameters)
+    code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads")
+    assert code == 0 and "warning" not in err, err
+
+
+@pytest.mark.parametrize("edit, any_inputs, needle", [
+    ({"seed": -1}, True, r"p\.json: field 'seed': expected a non-negative integer, got -1$"),
+    ({"inputs": None}, False, r"^warning: .*s\.yaml: field 'instances\[0\]\.placement': p\.json records no inputs: "
+                              r"not checked against the topology and traffic$"),
+])
+def test_a_placement_file_s_seed_and_missing_inputs(tmp_path, run_cli, edit, any_inputs, needle):
+    """Its seed is checked with or without --any-inputs (no input mismatch); a file recording no inputs (written
+    before they were recorded) is used with a warning, as -p does."""
+    cfg = _placement_sweep(tmp_path, run_cli, "topology: paper003, traffic: 'ring:np=8,bytes=2MB'")
+    doc = json.loads((tmp_path / "p.json").read_text())
+    (tmp_path / "p.json").write_text(json.dumps({**doc, **edit}))
+    code, out, err = run_cli("sweep", cfg, "--workers", "1", "--threads", *(["--any-inputs"] if any_inputs else []))
+    assert code == (2 if "seed" in edit else 0), err
+    assert re.search(needle, err.strip(), re.M), err

@@ -318,6 +318,52 @@ def test_set_kind_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, where
     assert load_topology(spec, ["kind=hybrid"]).kind == "hybrid"
 
 
+@pytest.mark.parametrize("where", ["preset", "file", "overlay"])
+def test_set_kind_fat_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, where):
+    """`--set kind=fat-tree` on a hybrid kept the OCS without a word: a fat-tree reads an ocs section (circuits
+    beside unshared uplinks), so the "FT EPS" variant without `--set ocs=null` had an OCS and 20 Gbps OCS-node
+    links."""
+    spec, at = "paper003", ""
+    if where == "file":
+        spec, at = _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
+    elif where == "overlay":
+        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
+        spec = tmp_path / "o.yaml"
+    with pytest.raises(TopoplanError, match=rf"^{re.escape(str(spec))}: field 'kind': --set kind=fat-tree, but "
+                                            rf"the topology has an OCS{at}, which a fat-tree keeps; drop the OCS "
+                                            r"with --set ocs=null \(a fat-tree that keeps an OCS is written as "
+                                            r"kind: fat-tree in a topology file\)$"):
+        load_topology(spec, ["kind=fat-tree", "eps.up_bw=160Gbps"])
+    code, out, err = run_cli("show", spec, "--set", "kind=fat-tree", "-o", tmp_path / "out.yaml")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--set ocs=null" in err
+    assert not (tmp_path / "out.yaml").exists()
+    t = load_topology(spec, ["kind=fat-tree", "ocs=null"])
+    assert t.kind == "fat-tree" and t.ocs is None and set(t.node_link_bw().tolist()) == {1.25e9}
+
+
+@pytest.mark.parametrize("overrides", [["kind=hybrid"], ["kind=fat-tree", "ocs=null"], ["eps.up_bw=160Gbps"]])
+def test_set_kind_that_reads_the_ocs_or_drops_it_is_taken(overrides):
+    t = load_topology("paper003", overrides)
+    assert t.kind == ("fat-tree" if "kind=fat-tree" in overrides else "hybrid")
+    assert (t.ocs is None) == ("ocs=null" in overrides)
+
+
+def test_a_fat_tree_file_with_an_ocs_keeps_it(tmp_path):
+    """Written in a file, a fat-tree with an OCS is what it says: the check is on --set kind only."""
+    p = tmp_path / "ft.yaml"
+    p.write_text(HYBRID_FILE.replace("kind: hybrid", "kind: fat-tree").replace("bw: 20Gbps\n", "bw: 20Gbps\n"
+                                                                                "  nodes_per_switch: 1\n"))
+    t = load_topology(p)
+    assert t.kind == "fat-tree" and t.ocs.nodes == (0, 4)
+
+
+@pytest.mark.parametrize("kind", ["torus", "mesh", "graph"])
+def test_set_kind_of_another_family_on_a_hybrid_is_refused(kind):
+    """Kinds that read no ocs section (torus, mesh, graph) refuse a tree's document by its keys."""
+    with pytest.raises(TopoplanError, match=rf"^paper003(:\d+)?: field '[a-z_.]+': unknown key for kind {kind}"):
+        load_topology("paper003", [f"kind={kind}"])
+
+
 def test_a_tree_given_an_ocs_without_set_kind_is_a_hybrid(tmp_path):
     """What the upgrade is for: an OCS added to a tree (a Slurm tree's overlay, --set ocs.*) makes a hybrid."""
     p = tmp_path / "t.yaml"

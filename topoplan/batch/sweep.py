@@ -63,6 +63,8 @@ from topoplan.core.extras import extra_message, missing_extra, require
 from topoplan.core.fingerprint import fingerprint_trace
 from topoplan.core.io import atomic_write, is_stdout, read_text
 from topoplan.core.topology_io import load_topology, strict_yaml
+from topoplan.plans.planfile import plan_file_document
+from topoplan.plans.validate import check_recorded_inputs
 from topoplan.problems.result import MAX_TIME_LIMIT_S, declared_options
 from topoplan.sim.network import circuit_threshold_B
 from topoplan.sim.replay import bulk_trace
@@ -70,7 +72,7 @@ from topoplan.sim.run import simulate_plan
 from topoplan.sim.simmodel import SimModel
 from topoplan.sim.steps import source_steps
 from topoplan.traffic import generators
-from topoplan.traffic.sources import load_inputs
+from topoplan.traffic.sources import load_inputs, load_source
 
 __all__ = ["KEY_VERSION", "BASE_COLUMNS", "RESERVED_PARAMS", "PROBLEMS", "SIMULATORS", "INSTANCE_KEYS",
            "METHOD_KEYS", "SweepConfig", "load_config", "parse_config", "check_config", "cell_key",
@@ -340,16 +342,22 @@ INSTANCE_KEYS = ("name", "topology", "traffic", "set", "placement", "options")
 METHOD_KEYS = ("name", "label", "problem", "options")
 
 
-def check_config(cfg: SweepConfig) -> None:
+def check_config(cfg: SweepConfig, *, any_inputs: bool = False, warn: Callable[[str], None] | None = None) -> None:
     """Catch, before any cell runs, the mistakes that would fail every cell of a row or column:
     unknown keys, presets, topology overrides, traffic specs, problems and methods, and bad seeds or
-    time limits. Raises :class:`TopoplanError` naming the sweep file and field.
+    time limits; and a placement file made for other inputs than its instance's (the topology of every
+    ``set.`` combination, the traffic: its recorded fingerprints), as the commands refuse one given with
+    ``-p``. Raises :class:`TopoplanError` naming the sweep file and field.
 
     Only the default cell is checked this deeply; a custom ``cell:`` hook gets its fields as given.
 
     Parameters
     ----------
     cfg : SweepConfig
+    any_inputs : bool, optional
+        Use a placement file made for other inputs (``topoplan sweep --any-inputs``); its seed is still checked.
+    warn : callable, optional
+        Told (one line) of a placement file that records no inputs, used unchecked.
 
     Raises
     ------
@@ -450,6 +458,40 @@ def check_config(cfg: SweepConfig) -> None:
         pl = inst.get("placement", "sequential")
         if isinstance(pl, str) and pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
             raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
+        if isinstance(pl, str) and pl not in ("sequential", "round-robin"):
+            _check_placement_file(f"{f}.placement'", inst, topo_spec, traffic, set_params, cfg.base,
+                                  any_inputs=any_inputs, warn=warn)
+
+
+def _check_placement_file(field_: str, inst: dict, topo_spec: str, traffic: str, set_params: dict, base, *,
+                          any_inputs: bool, warn) -> None:
+    """Refuse an instance's placement file made for other inputs than the instance's (``field_`` names the sweep
+    file and field): its topology under every combination of the ``set.`` parameters, and its traffic (read
+    only when the file records its inputs)."""
+    spec = inst["placement"]
+    try:
+        doc = plan_file_document(_local(spec, base))
+    except TopoplanError as exc:
+        raise TopoplanError(f"{field_}: {exc}") from None
+    if doc is None:   # a placement CSV: read (and checked for ranks and cores) by the cells
+        return
+    loaded = []
+
+    def traffic_():
+        if not loaded:
+            loaded.append(load_source(traffic)[1])
+        return loaded[0]
+
+    for combo in itertools.product(*set_params.values()):
+        sets = [f"{k}={_yaml_value(v)}" for k, v in zip(set_params, combo)]
+        at = f" (in the cells with {', '.join('set.' + x for x in sets)})" if sets else ""
+        if not check_recorded_inputs(doc, f"{field_}: {spec}{at}", name=f"{field_}: {spec}", any_inputs=any_inputs,
+                                     topology=load_topology(topo_spec, inst["set"] + sets), traffic=traffic_):
+            if warn is not None:
+                warn(f"{field_}: {spec} records no inputs: not checked against the topology and traffic")
+            return
+        if any_inputs:   # (the seed is checked once)
+            return
 
 
 def _is_name(x) -> bool:
@@ -1209,7 +1251,8 @@ def make_client(scheduler: str | None = None, *, workers: int | None = None, thr
 
 def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | None = None,
               threads_per_worker: int = 1, processes: bool = True, progress: bool = True, console=None,
-              flush_s: float = 5.0, client=None, limit: int | None = None) -> SweepOutcome:
+              flush_s: float = 5.0, client=None, limit: int | None = None, any_inputs: bool = False,
+              warn: Callable[[str], None] | None = None) -> SweepOutcome:
     """Run the cells of ``cfg`` that are not in its output table yet, on Dask, and write the table.
 
     Parameters
@@ -1223,6 +1266,7 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
         so an interrupted sweep keeps its finished cells.
     client : an existing ``dask.distributed.Client`` to use instead.
     limit : run at most this many of the pending cells.
+    any_inputs, warn : as :func:`check_config` takes them (a placement file made for other inputs).
 
     Returns
     -------
@@ -1254,7 +1298,7 @@ def run_sweep(cfg: SweepConfig, *, scheduler: str | None = None, workers: int | 
 
     t0 = time.perf_counter()
     table_format(cfg.output)     # fail before any work when the output cannot be written
-    check_config(cfg)
+    check_config(cfg, any_inputs=any_inputs, warn=warn)
     with table_lock(cfg.output):   # a second sweep on the same table would lose the first one's rows
         return _run_locked(cfg, t0, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
                            processes=processes, progress=progress, console=console, flush_s=flush_s, client=client,

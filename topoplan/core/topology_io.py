@@ -121,7 +121,7 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     overrides : sequence of str, optional
         ``dotted.key=value`` strings applied to the document first
         (``ocs.nodes_per_switch=4``, ``eps.up_bw=1.6Gbps``), see :func:`apply_overrides`;
-        ``kind=tree`` on a topology with an OCS needs ``ocs=null`` too.
+        ``kind=tree`` or ``kind=fat-tree`` on a topology with an OCS needs ``ocs=null`` too.
         Four more apply to Slurm files: ``slurm_conf=PATH`` reads that
         ``slurm.conf`` (``slurm_conf=none``: none), ``slurm_topology=NAME``
         reads that topology of a ``topology.yaml``, ``slurm_linkspeed_unit=UNIT``
@@ -142,8 +142,9 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
     TopoplanError
         For an unknown preset, a missing file, malformed YAML, or a field that
         is missing, unknown to the kind or out of range; the message starts
-        with the preset name or path. Also for ``kind=tree`` set over an OCS,
-        and ``ocs.nodes`` and ``ocs.nodes_per_switch`` that name different
+        with the preset name or path. Also for ``kind=tree`` or
+        ``kind=fat-tree`` set over an OCS (without ``ocs=null``), and
+        ``ocs.nodes`` and ``ocs.nodes_per_switch`` that name different
         nodes. For a Slurm file: the errors of its
         reader, a ``slurm.conf`` that lacks a node or has one the topology
         lacks, or gives nodes different core counts.
@@ -216,18 +217,34 @@ def load_topology(spec, overrides=(), *, name: str | None = None) -> Topology:
 
 
 def _check_kind_override(doc: dict, overrides, origin: str, lines: dict | None) -> None:
-    """Refuse ``--set kind=tree`` on a topology that keeps an OCS.
+    """Refuse ``--set kind=tree`` or ``--set kind=fat-tree`` on a topology that keeps an OCS.
 
     A document of kind ``tree`` with an ``ocs`` section is a hybrid (a Slurm tree with an overlay's OCS), so
-    ``--set kind=tree`` alone on a hybrid would change nothing; the OCS is dropped with ``--set ocs=null``.
+    ``--set kind=tree`` alone on a hybrid would change nothing; a ``fat-tree`` reads an ``ocs`` section too
+    (circuits beside unshared uplinks), so ``--set kind=fat-tree`` alone would keep the OCS and its nodes'
+    links where a fat-tree EPS was meant. The OCS is dropped with ``--set ocs=null``. ``hybrid`` names its
+    OCS, and the other kinds (torus, mesh, graph) read no ``ocs`` section: a tree's document is refused by
+    its keys. A file that says ``kind: fat-tree`` beside an ``ocs`` section is taken as written.
+
+    >>> _check_kind_override({"kind": "fat-tree", "ocs": {"bw": 1}}, ["kind=fat-tree"], "t.yaml", None)
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: t.yaml: field 'kind': --set kind=fat-tree, but the topology has an OCS, which a fat-tree keeps; drop the OCS with --set ocs=null (a fat-tree that keeps an OCS is written as kind: fat-tree in a topology file)
+    >>> _check_kind_override({"kind": "fat-tree", "ocs": None}, ["kind=fat-tree", "ocs=null"], "t.yaml", None)
     """
-    if doc.get("kind") != "tree" or not doc.get("ocs") or "kind" not in {_override_key(i) for i in overrides}:
+    kind = doc.get("kind")
+    if kind not in ("tree", "fat-tree") or not doc.get("ocs") or "kind" not in {_override_key(i) for i in overrides}:
         return
     where = ""
     if lines and "ocs" in lines and Path(origin).is_file():   # a preset's lines are not the user's
         where = f" (the ocs section, line {lines['ocs']})"
-    raise TopoplanError(f"{origin}: field 'kind': --set kind=tree, but the topology has an OCS{where}, which makes "
-                        "a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set kind=hybrid)")
+    if kind == "tree":
+        raise TopoplanError(f"{origin}: field 'kind': --set kind=tree, but the topology has an OCS{where}, which "
+                            "makes a tree a hybrid; drop the OCS with --set ocs=null (or keep it with --set "
+                            "kind=hybrid)")
+    raise TopoplanError(f"{origin}: field 'kind': --set kind=fat-tree, but the topology has an OCS{where}, which a "
+                        "fat-tree keeps; drop the OCS with --set ocs=null (a fat-tree that keeps an OCS is written "
+                        "as kind: fat-tree in a topology file)")
 
 
 def _line_of(message: str, lines: dict | None, overrides) -> str:

@@ -33,11 +33,12 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import (ARCHIVE_DOC, ARCHIVE_FORMAT, ARCHIVE_TABLES, ARCHIVE_VERSION, atomic_write, dumps,
-                              is_plan_archive, read_json, read_plan_archive, write_json)
+                              is_json_document, is_plan_archive, read_json, read_plan_archive, write_json)
 from topoplan.plans.circuits import (ForwardingTables, _validate, array_from_tables,
                                      validate_plan_dict)
 
-__all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document"]
+__all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "plan_document", "write_plan", "read_plan", "read_document",
+           "plan_file_document"]
 
 
 def plan_document(result, **extra) -> dict:
@@ -182,6 +183,43 @@ def read_document(path, what: str = "plan") -> dict:
     doc, nh = read_plan_archive(path, what)
     doc["forwarding"] = ForwardingTables(nh, source=ARCHIVE_TABLES)   # validated against a topology when used
     return doc
+
+
+def plan_file_document(spec) -> dict | None:
+    """The document of a plan or placement given by name (``-p``, ``--circuits``, a sweep's ``placement``):
+    a JSON file (by its name or content) or a plan archive, else None (a named placement such as
+    ``sequential``, a placement CSV, a missing file: their readers say what is wrong).
+
+    Parameters
+    ----------
+    spec : str or path
+
+    Returns
+    -------
+    dict or None
+        None also for a JSON file that holds no object.
+
+    Raises
+    ------
+    TopoplanError
+        For a malformed JSON file or a damaged archive (:func:`read_document`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "placement")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"rank_to_node": [0, 1]}')
+    >>> plan_file_document(path), plan_file_document("sequential")
+    ({'rank_to_node': [0, 1]}, None)
+    """
+    path = Path(str(spec))
+    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)
+                                  or is_json_document(path, "plan")):
+        return None   # (a placement CSV, plain or gzipped, is read by the placement's reader)
+    doc = read_document(path, "plan")
+    return doc if isinstance(doc, dict) else None
 
 
 def read_plan(path, topo=None) -> dict:

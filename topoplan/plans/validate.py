@@ -9,7 +9,7 @@ from topoplan.core.units import shown
 from topoplan.plans.circuits import ForwardingTables, validate_plan_dict
 from topoplan.plans.schedule import validate_schedule
 
-__all__ = ["validate"]
+__all__ = ["validate", "check_recorded_inputs"]
 
 
 def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placement=None,
@@ -147,3 +147,72 @@ def validate(plan: dict, topology, *, where: str = "plan", traffic=None, placeme
                             "or 'schedule')")
     out["checked"] = checked
     return out
+
+
+def check_recorded_inputs(doc, where: str, *, name: str | None = None, any_inputs: bool = False, topology=None,
+                          traffic=None, placement=None) -> bool:
+    """Refuse a plan file made for other inputs than those given, or whose own ``rank_to_node`` was changed
+    after planning: the check every command (and a sweep) makes of a plan or placement file it is given.
+
+    The plan's seed is checked first, with or without ``any_inputs`` (a bad seed is no input mismatch).
+
+    Parameters
+    ----------
+    doc : dict or None
+        The plan document (a ``topoplan phases --schedule`` document: its ``schedule_result``); None or
+        another value is not checked.
+    where : str
+        Names the plan in messages (``--placement p.json``, ``sweep.yaml: field 'instances[0].placement':
+        p.json``).
+    name : str, optional
+        Names the plan in the seed's messages (default ``where``).
+    any_inputs : bool, optional
+        Skip the comparison of inputs (``--any-inputs``).
+    topology, traffic, placement : optional
+        The inputs given (None: not compared); ``traffic`` may be a function returning it, called only when
+        the plan records its inputs.
+
+    Returns
+    -------
+    bool
+        False when the plan records no inputs (written before they were recorded): used unchecked, the
+        caller says so; else True.
+
+    Raises
+    ------
+    TopoplanError
+        ``where: made for another <input> (...); pass --any-inputs to use it anyway``, a changed
+        ``rank_to_node``, or a bad seed.
+
+    Examples
+    --------
+    >>> from topoplan.core.topology_io import load_topology
+    >>> from topoplan.core.fingerprint import fingerprint
+    >>> t = load_topology("paper003")
+    >>> plan = {"rank_to_node": [0, 1], "inputs": fingerprint(topology=t)}
+    >>> check_recorded_inputs(plan, "p.json", topology=t), check_recorded_inputs({"rank_to_node": [0]}, "q.json")
+    (True, False)
+    >>> check_recorded_inputs(plan, "p.json", topology=load_topology("paper003", ["ocs.bw=1Gbps"]))
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: p.json: made for another topology (...); pass --any-inputs to use it anyway
+    """
+    name = where if name is None else name
+    if isinstance(doc, dict):
+        check_seed(doc, name)   # not an input: refused with or without --any-inputs, before the inputs' checks
+    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
+        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
+        check_seed(doc, f"{name}: schedule_result")
+    if any_inputs or not isinstance(doc, dict):
+        return True
+    if not doc.get("inputs"):   # missing, null or {}
+        return False
+    if callable(traffic):   # computed only when a plan's inputs are checked
+        traffic = traffic()
+    try:
+        compare(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), where)
+        check_plan_placement(doc, where, topology)   # its own rank_to_node, edited after planning
+    except TopoplanError as exc:
+        msg = str(exc).replace("field 'inputs': ", "")
+        raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
+    return True

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from topoplan.core.io import dumps, is_json_document, is_plan_archive, write_json
+from topoplan.core.io import dumps, write_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -257,33 +257,15 @@ def check_plan_inputs(doc, flag: str, *, any_inputs: bool = False, topology=None
                       placement=None) -> None:
     """Refuse a plan file (given by ``flag``, e.g. ``--circuits c.json``) made for other inputs than those given
     (``traffic`` may be a function returning it, called only when the plan records its inputs), or whose own
-    ``rank_to_node`` was changed after planning. A plan that records no inputs (written before they were
-    recorded) is used unchecked, with a warning on stderr (once a file in a command)."""
+    ``rank_to_node`` was changed after planning (:func:`topoplan.plans.validate.check_recorded_inputs`). A plan
+    that records no inputs (written before they were recorded) is used unchecked, with a warning on stderr (once
+    a file in a command)."""
+    from topoplan.plans.validate import check_recorded_inputs
+
     name = flag.split(" ", 1)[1] if flag.startswith("-") and " " in flag else flag
-    if isinstance(doc, dict):
-        from topoplan.core.placement import check_seed
-
-        check_seed(doc, name)   # not an input: refused with or without --any-inputs, before the inputs' checks
-    if isinstance(doc, dict) and isinstance(doc.get("schedule_result"), dict):
-        doc = doc["schedule_result"]   # a `phases --schedule` document: its schedule's inputs (its own: the trace's)
-        check_seed(doc, f"{name}: schedule_result")
-    if any_inputs or not isinstance(doc, dict):
-        return
-    if not doc.get("inputs"):   # missing, null or {}
+    if not check_recorded_inputs(doc, flag, name=name, any_inputs=any_inputs, topology=topology, traffic=traffic,
+                                 placement=placement):
         warn_once(f"{name} records no inputs: not checked against the topology and traffic")
-        return
-    from topoplan.core.errors import TopoplanError
-    from topoplan.core.fingerprint import check_inputs, check_plan_placement, fingerprint
-
-    if callable(traffic):   # computed only when a plan's inputs are checked
-        traffic = traffic()
-
-    try:
-        check_inputs(doc["inputs"], fingerprint(topology=topology, traffic=traffic, placement=placement), flag)
-        check_plan_placement(doc, flag, topology)   # its own rank_to_node, edited after planning
-    except TopoplanError as exc:
-        msg = str(exc).replace("field 'inputs': ", "")
-        raise TopoplanError(f"{msg}; pass --any-inputs to use it anyway") from None
 
 
 def load_checked_inputs(topology: str, sets, traffic: str, placement: str, any_inputs: bool):
@@ -317,15 +299,10 @@ def end_warnings(show: bool) -> None:
 
 def plan_doc(spec) -> dict | None:
     """The JSON document of a plan or placement file argument (a plan archive's too), or None (a named
-    placement, a CSV)."""
-    from topoplan.plans.planfile import read_document
+    placement, a CSV): :func:`topoplan.plans.planfile.plan_file_document`."""
+    from topoplan.plans.planfile import plan_file_document
 
-    path = Path(str(spec))
-    if not path.is_file() or not (path.name.lower().endswith((".json", ".json.gz")) or is_plan_archive(path)
-                                  or is_json_document(path, "plan")):
-        return None   # (a placement CSV, plain or gzipped, is read by the placement's reader)
-    doc = read_document(path, "plan")
-    return doc if isinstance(doc, dict) else None
+    return plan_file_document(spec)
 
 
 class _Line:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from topoplan.cli.commands.common import JsonOpt, console, emit
+from topoplan.cli.commands.common import AnyInputsOpt, JsonOpt, console, emit, warn_once
 
 
 def register(app: typer.Typer) -> None:
@@ -23,6 +23,7 @@ def sweep_cmd(
     processes: bool = typer.Option(True, "--processes/--threads", help="Local workers as processes (default) or threads."),
     limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Run at most this many pending cells."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List the cells and which are finished; run nothing."),
+    any_inputs: bool = AnyInputsOpt,
     json_mode: bool = JsonOpt,
 ) -> None:
     """Plan and simulate every cell of a grid on Dask; finished cells are kept and not recomputed.
@@ -35,7 +36,7 @@ def sweep_cmd(
     cfg = load_config(config, output)
     check_writable(cfg.output, inputs=[config])
     if dry_run:
-        check_config(cfg)  # run_sweep checks it itself
+        check_config(cfg, any_inputs=any_inputs, warn=warn_once)  # run_sweep checks it itself
         cells = expand_cells(cfg)
         prev = read_table(cfg.output)
         finished = set()
@@ -57,7 +58,8 @@ def sweep_cmd(
         return
     err = console(True)
     out = run_sweep(cfg, scheduler=scheduler, workers=workers, threads_per_worker=threads_per_worker,
-                    processes=processes, progress=err.is_terminal, console=err, limit=limit)   # no bar in logs
+                    processes=processes, progress=err.is_terminal, console=err, limit=limit,   # no bar in logs
+                    any_inputs=any_inputs, warn=warn_once)
     res = {"sweep": cfg.name, **out.to_dict()}
     if json_mode:
         emit(res, True, None)

@@ -43,7 +43,7 @@ from dataclasses import replace
 import numpy as np
 
 from topoplan.formulations import placement_cpsat as formulation
-from topoplan.formulations.backends import Deferred, call_isolated
+from topoplan.formulations.backends import Deferred, call_isolated, native_loaded
 from topoplan.formulations.backends import solve as backend_solve
 from topoplan.core import deadline
 from topoplan.core.errors import TopoplanError
@@ -54,8 +54,9 @@ from topoplan.problems.placement.registry import METHODS
 from topoplan.problems.result import module_missing
 from topoplan.core.topology import TreeTopology
 
-__all__ = ["ilp", "lower_bound", "symmetric_switches", "groups_ready", "priced_ready", "DEFAULT_TIME_S",
-           "GROUPS_COMPILE_S", "PRICED_COMPILE_S", "PRICED_SHARE"]
+__all__ = ["ilp", "lower_bound", "symmetric_switches", "groups_ready", "priced_ready", "cpsat_cost_s", "DEFAULT_TIME_S",
+           "GROUPS_COMPILE_S", "PRICED_COMPILE_S", "PRICED_SHARE", "CPSAT_LOAD_S", "CPSAT_SPAWN_S",
+           "CPSAT_BUILD_FIXED_S", "CPSAT_BUILD_S_PER_VAR", "CPSAT_BUILD_S_PER_ROW", "CPSAT_MIN_SOLVE_S"]
 
 DEFAULT_TIME_S = 20.0
 #: CPU seconds to compile the groups model's search (:mod:`topoplan.formulations.placement_groups`) when Numba's
@@ -69,6 +70,22 @@ PRICED_COMPILE_S = 25.0
 #: Share of the model's time the priced groups model takes at most (the pair relaxation and CP-SAT the rest).
 PRICED_SHARE = 0.75
 NOT_STARTS = ("anneal", "joint")    # starts are the fast constructive methods
+# What handing the CP-SAT model to the solver costs before it can be stopped, in CPU seconds of an idle core
+# (topoplan.core.deadline.scaled makes them wall seconds under load): loading OR-Tools' CP-SAT here, 0.18-0.20
+# CPU s (3 processes), or, when HiGHS is loaded here (the pair relaxation ran), a fresh interpreter loading it,
+# 0.43-0.47 CPU s; then building the model, measured on paper003 (64 nodes x 4 cores, node+switch models):
+# MapLib CG 64 (4,096 variables, 7,936 cut rows) 0.06 s, LULESH 64 (29,952 rows) 0.12 s, AMG 64 (128,064
+# rows) 0.44 s, neighbor2d and halo-transpose of 256 ranks (16,384 variables, 30,720 and 38,400 rows) 0.21 and
+# 0.24 s. Under a 3 s limit at a load of 10 on 2 cores, loading and building took 1.3 s of wall time on a
+# method given 0.05 s, and the command ran 3.7-3.8 s.
+CPSAT_LOAD_S = 0.25
+CPSAT_SPAWN_S = 0.6
+CPSAT_BUILD_FIXED_S = 0.03
+CPSAT_BUILD_S_PER_VAR = 6e-6
+CPSAT_BUILD_S_PER_ROW = 3.5e-6
+#: The least solving time CP-SAT is loaded for (CPU seconds, scaled likewise): at a load of 6 it found no
+#: placement of MapLib CG 64 within 0.5 s, one within 1 s.
+CPSAT_MIN_SOLVE_S = 0.25
 
 
 @METHODS.register("ilp", requires=module_missing("ortools", "pip install ortools"))
@@ -134,14 +151,17 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     same_switch, same_node = symmetric_switches(problem)
     hint = formulation.canonical(hint, group_of, problem.topology.n_switches, same_switch, node_level and same_node)
     n_cols = len(caps)
-    # imported here: the groups model's search imports Numba (0.3-0.8 CPU s of a command's start-up, measured),
-    # which most placements (several cores a node, large switches) never need
-    from topoplan.formulations import placement_groups, placement_pricing
-
     partition = not node_level and same_switch and exact
-    groups = partition and placement_groups.applies(n, int(caps[0]))
-    # (not where the combinatorial bound proves the start already)
-    priced = partition and not groups and placement_pricing.applies(n, int(caps[0])) and lb < best_cost * (1 - 1e-9)
+    groups = priced = False
+    if not node_level:   # the groups models and the pair relaxation are switch-level models
+        # imported here: the groups model's search imports Numba (0.3-0.8 CPU s of a command's start-up, measured),
+        # which most placements (several cores a node, large switches) never need
+        from topoplan.formulations import placement_groups, placement_pricing
+
+        groups = partition and placement_groups.applies(n, int(caps[0]))
+        # (not where the combinatorial bound proves the start already)
+        priced = (partition and not groups and placement_pricing.applies(n, int(caps[0]))
+                  and lb < best_cost * (1 - 1e-9))
     note = ""
     if groups and not groups_ready() and deadline.scaled(GROUPS_COMPILE_S) > limit - (time.perf_counter() - t0):
         groups = False   # refused before it starts compiling (which cannot be stopped): the CP-SAT model instead
@@ -191,9 +211,18 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
             lb = max(lb, pair * scale)
             data = replace(data, lb=max(data.lb, int(math.ceil(pair - 1e-9))))
             what += f"pair relaxation bound {pair * scale:.6g} in {time.perf_counter() - t1:.2f} s; "
+        # loading CP-SAT and building its model cannot be stopped: not started when, with a moment to search,
+        # they would not end within what the limit left it (predicted at the command's share of a CPU)
+        hand_s = deadline.scaled(cpsat_cost_s(n * n_cols, len(u) * n_cols))
         if lb >= hint_cost * (1 - 1e-9):
             col, bound = data.hint, lb
             what += "it meets the start"
+        elif hand_s + deadline.scaled(CPSAT_MIN_SOLVE_S) > solve_s:
+            # the start as it is (not decoded again), unless the priced groups model found a better partition
+            col, bound = (data.hint if hint_cost < best_cost else None), lb
+            what += (f"CP-SAT not run: loading it and building its model ({n * n_cols:,} assignment variables, "
+                     f"{len(u):,} edges) take about {hand_s:.2f} s before it can search, and the time limit left "
+                     f"{solve_s:.2f} s")
         else:
             out = backend_solve(Deferred(formulation.build, data), "cpsat", time_limit=solve_s, seed=seed or 0,
                                 threads=threads)
@@ -203,7 +232,9 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
                                    message=f"CP-SAT found no placement in {limit:g} s: {best_name} placement{note}")
             col = out.values
             what += f"CP-SAT {out.message.lower()} in {out.wall_s:.2f} s"
-    if node_level:
+    if col is None:
+        node = best_node
+    elif node_level:
         node = ocs_first(problem, col)
     else:  # ranks per switch from the model; nodes within a switch by METIS with exact capacities
         doms = [(np.flatnonzero(col == s), np.flatnonzero(sw == s)) for s in range(len(caps))]
@@ -215,6 +246,36 @@ def ilp(problem: PlacementProblem, *, time_limit=None, seed=0, init=None, thread
     status = "optimal" if cost <= bound * (1 + 1e-9) + 1e-9 else "timeout"
     msg = f"{what}; warm start {best_name} {best_cost:.6g}, combinatorial bound {comb_lb:.6g}{note}"
     return result_from(problem, node, status=status, bound=bound, options=opts, message=msg)
+
+
+def cpsat_cost_s(variables: int, cut_rows: int) -> float:
+    """Predicted CPU seconds (of an idle core) of handing the CP-SAT model to the solver, which cannot be
+    stopped: loading OR-Tools' CP-SAT (here, or in a fresh interpreter when HiGHS is loaded here) unless it is
+    loaded already, and building a model of ``variables`` assignment variables and ``cut_rows`` cut rows
+    (:data:`CPSAT_LOAD_S`, :data:`CPSAT_SPAWN_S`, :data:`CPSAT_BUILD_FIXED_S`, :data:`CPSAT_BUILD_S_PER_VAR`,
+    :data:`CPSAT_BUILD_S_PER_ROW`).
+
+    Parameters
+    ----------
+    variables : int
+        Ranks x columns (nodes or switches).
+    cut_rows : int
+        Edges x columns.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> base = cpsat_cost_s(0, 0)        # loading CP-SAT, unless this process has it (or must start another)
+    >>> round(cpsat_cost_s(4096, 128064) - base, 2)   # MapLib AMG 64 on paper003's nodes: 0.44 s measured
+    0.47
+    """
+    loaded = native_loaded()
+    load_s = 0.0 if "ortools" in loaded else CPSAT_SPAWN_S if "highs" in loaded else CPSAT_LOAD_S
+    return (load_s + CPSAT_BUILD_FIXED_S + CPSAT_BUILD_S_PER_VAR * max(int(variables), 0)
+            + CPSAT_BUILD_S_PER_ROW * max(int(cut_rows), 0))
 
 
 def groups_ready() -> bool:
