@@ -297,15 +297,20 @@ def test_circuits_on_a_saved_topology_follow_set_ocs_nodes_per_switch(tmp_path, 
 
 # -- --set kind=tree on a topology with an OCS ----------------------------------------------------------------
 
+def _hybrid_where(tmp_path, where: str):
+    """paper003 as a preset, a saved file or an overlay; and how an error names its ocs section's line."""
+    if where == "file":
+        return _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
+    if where == "overlay":
+        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
+        return tmp_path / "o.yaml", ""
+    return "paper003", ""
+
+
 @pytest.mark.parametrize("where", ["preset", "file", "overlay"])
 def test_set_kind_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, where):
     """`--set kind=tree` on a hybrid stayed a hybrid without a word (a tree with an ocs section is one)."""
-    spec, at = "paper003", ""
-    if where == "file":
-        spec, at = _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
-    elif where == "overlay":
-        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
-        spec = tmp_path / "o.yaml"
+    spec, at = _hybrid_where(tmp_path, where)
     with pytest.raises(TopoplanError, match=rf"^{re.escape(str(spec))}: field 'kind': --set kind=tree, but the "
                                             rf"topology has an OCS{at}, which makes a tree a hybrid; drop the OCS "
                                             r"with --set ocs=null \(or keep it with --set kind=hybrid\)$"):
@@ -323,12 +328,7 @@ def test_set_kind_fat_tree_on_a_hybrid_asks_to_drop_the_ocs(tmp_path, run_cli, w
     """`--set kind=fat-tree` on a hybrid kept the OCS without a word: a fat-tree reads an ocs section (circuits
     beside unshared uplinks), so the "FT EPS" variant without `--set ocs=null` had an OCS and 20 Gbps OCS-node
     links."""
-    spec, at = "paper003", ""
-    if where == "file":
-        spec, at = _saved(tmp_path, "paper003"), r" \(the ocs section, line 17\)"
-    elif where == "overlay":
-        (tmp_path / "o.yaml").write_text("base: paper003\neps: {up_bw: 40Gbps}\n")
-        spec = tmp_path / "o.yaml"
+    spec, at = _hybrid_where(tmp_path, where)
     with pytest.raises(TopoplanError, match=rf"^{re.escape(str(spec))}: field 'kind': --set kind=fat-tree, but "
                                             rf"the topology has an OCS{at}, which a fat-tree keeps; drop the OCS "
                                             r"with --set ocs=null \(a fat-tree that keeps an OCS is written as "

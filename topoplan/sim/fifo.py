@@ -137,15 +137,9 @@ class FifoEngine(FlowEngine):
             self._transfer(go)
         return ids
 
-    def _solve(self) -> None:
+    def _solve_rates(self) -> None:
         """Rates by age: the transfers that began first take what they can on every link, those that began
         together share what is left by max-min."""
-        self._dirty = False
-        if self._n_act == 0:
-            self._t_done = np.inf
-            if self._load is not None:
-                self._load[:] = 0.0
-            return
         self._sync()
         used = np.flatnonzero(self._len > 0)
         began = self._began.a[self._sid[used]]
@@ -172,7 +166,3 @@ class FifoEngine(FlowEngine):
         fin[moving] = self.now_s + self._rem[used][moving] / self._rate[used][moving]
         self._fin[used] = fin
         self._t_done = float(fin.min())
-        if self._load is not None:
-            mask = width < self._len[:, None]
-            self._load = np.bincount(self._rows[mask], weights=np.broadcast_to(self._rate[:, None], mask.shape)[mask],
-                                     minlength=len(self.links))

@@ -752,6 +752,14 @@ class FlowEngine(Engine):
             if self._load is not None:
                 self._load[:] = 0.0
             return
+        self._solve_rates()
+        if self._load is not None:   # each link's rate in use, for the timeline
+            mask = np.arange(self._rows.shape[1]) < self._len[:, None]
+            self._load = np.bincount(self._rows[mask], weights=np.broadcast_to(self._rate[:, None], mask.shape)[mask],
+                                     minlength=len(self.links))
+
+    def _solve_rates(self) -> None:
+        """The rates of the transfers under way (some are), their projected finishes and the next (``_t_done``)."""
         if self._inc is not None:
             self._t_done = self._inc.fill(self._rows, self._len, self._act, self._n_act, self._scap, self._lcap, self._rate,
                                           self._rem, self.now_s - self._t_rem, self.now_s, self._fin)
@@ -768,10 +776,6 @@ class FlowEngine(Engine):
             fin += self.now_s
             self._fin[used] = fin
             self._t_done = float(fin.min())
-        if self._load is not None:
-            mask = np.arange(self._rows.shape[1]) < self._len[:, None]
-            self._load = np.bincount(self._rows[mask], weights=np.broadcast_to(self._rate[:, None], mask.shape)[mask],
-                                     minlength=len(self.links))
 
     def _advance(self, t: float) -> None:
         """Move the clock; remaining bytes follow lazily (rates are constant until the next solve)."""
