@@ -339,8 +339,9 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, calibrate=first, repeats=repeats,
                               compute_scale=1.0 if part == "eager" else 0.0,   # its only computation: the stagger
-                              # a 32-rank run takes 70-130 s; about half of them stall (docs/emulation.md)
+                              # a 32-rank run takes 70-130 s; some stall, and are run again (docs/emulation.md)
                               timeout_s=300.0 if part == "eager" else 600.0,
+                              stall_s=30.0 if part == "eager" else None,
                               queue_packets=queue, bcast_keys=keys, collectives=collectives,
                               queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run

@@ -458,3 +458,42 @@ def test_replay_input_sleeps_the_computation_before_each_ranks_first_call(tmp_pa
     written = [int(line.split()[-1]) for r in range(3) for line in (tmp_path / f"rank-{r}.txt").read_text().splitlines()]
     assert written == [round(g) for g in expected]
     assert compute_scale == 0.0 or written[0] == round(4e-6 * compute_scale * time_scale * 1e9)   # rank 0: 4 us late
+
+
+def _fake_run(comm_s: float) -> dict:
+    trace = Trace.from_records([(0, "send", 1, 8, -1, 2, 0.0, comm_s), (1, "recv", 0, 8, -1, 2, 0.0, comm_s)], 2)
+    return {"trace": trace, "wall_s": 1.0, "cpu_idle": 0.9, "packets": 10, "drops": 0, "tcp": {},
+            "tcp_window": "replay"}
+
+
+@pytest.mark.parametrize("outcomes, attempts, stalled", [(["stall", 0.4], 2, 1), (["stall", "stall", 0.4], 3, 2),
+                                                         ([0.4], 1, 0), (["stall", "stall", "stall"], None, 3)])
+def test_a_stalled_run_is_run_again(outcomes, attempts, stalled):
+    """A replay that stalls is stopped and run again, as one of the repeats; when every repeat stalls the
+    stall is the error."""
+    from topoplan.emulate.launch import StalledRun
+    from topoplan.emulate.run import _measure
+
+    todo, notes = list(outcomes), []
+
+    def start():
+        got = todo.pop(0)
+        if got == "stall":
+            raise StalledRun("mpirun: no progress for 30 s (nothing sent on the emulated network); stopped")
+        return _fake_run(got)
+
+    if attempts is None:
+        with pytest.raises(StalledRun, match="no progress for 30 s"):
+            _measure(None, start, 400.0, len(outcomes), notes.append)
+        return
+    m = _measure(None, start, 400.0, 3, notes.append)
+    assert (m["attempts"], m["stalled_attempts"]) == (attempts, stalled)
+    assert m["max_comm_time_s"] == pytest.approx(0.4 / 400.0) and len(notes) == stalled and not todo
+
+
+def test_stall_s_is_refused_unless_positive():
+    from topoplan.emulate.run import emulate
+
+    topo = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
+    with pytest.raises(TopoplanError, match=r"field 'stall_s': a time above 0, got 0"):
+        emulate(topo, Trace.from_records([(0, "barrier", -1, 0, -1, 2, 0, 0)], 2), sequential(2, topo), stall_s=0)

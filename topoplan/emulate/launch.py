@@ -30,7 +30,7 @@ from pathlib import Path
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["TRANSPORT", "MPI_SETTINGS", "COLLECTIVES", "transport_for", "write_agent", "mpirun_command", "cpu_times",
-           "cpu_idle", "run_mpi"]
+           "cpu_idle", "run_mpi", "StalledRun", "WATCH_POLL_S"]
 
 # Open MPI's TCP transport, as the calibration measured it (docs/emulation.md, "Taming the MPI stack"; 4 nodes
 # under one switch, 2 MB per rank, scale 400). With Open MPI's defaults, two ranks sending to each other at once
@@ -215,7 +215,16 @@ def cpu_idle(before: tuple, after: tuple) -> float:
     return (after[0] - before[0]) / total if total > 0 else 1.0
 
 
-def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
+class StalledRun(TopoplanError):
+    """An MPI run that stopped making progress (:func:`run_mpi`'s ``watch``) and was stopped."""
+
+
+#: How often a watched run's progress is read, seconds.
+WATCH_POLL_S = 2.0
+
+
+def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True, watch=None,
+            stall_s: float | None = None) -> dict:
     """Run an ``mpirun`` command line (:func:`mpirun_command`); measure its wall time and the CPU idle.
 
     Parameters
@@ -225,6 +234,11 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
         Stop the run after this long (an error).
     quiet : bool, optional
         Capture the output (shown, its last lines, only when the run fails).
+    watch : callable, optional
+        With ``stall_s``: returns a value that changes while the run makes progress (packets sent on the
+        emulated network), or None while progress is not judged (before and after the replay's window).
+    stall_s : float, optional
+        Stop the run (:class:`StalledRun`) when ``watch`` has returned the same value for this long.
 
     Returns
     -------
@@ -234,10 +248,18 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
     Raises
     ------
     TopoplanError
-        When the run fails or times out. On Ctrl-C the run is stopped and KeyboardInterrupt goes on.
+        When the run fails or times out (:class:`StalledRun` when it stalls). On Ctrl-C the run is stopped and
+        KeyboardInterrupt goes on.
 
     Examples
     --------
+    A run whose progress never moves is stopped (any command whose fourth word is a program does here):
+
+    >>> run_mpi(["nice", "-n", "0", "sleep", "30"], watch=lambda: 0, stall_s=0.1)
+    Traceback (most recent call last):
+    ...
+    topoplan.emulate.launch.StalledRun: mpirun: no progress for 0.1 s (nothing sent on the emulated network); stopped
+
     With a cluster built and its agent written (needs root and Open MPI):
 
     >>> res = run_mpi(mpirun_command(["./app"], agent=agent, machinefile="hosts", np=4))   # doctest: +SKIP
@@ -253,7 +275,7 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
                             stderr=subprocess.STDOUT if quiet else None, text=True, start_new_session=True,
                             preexec_fn=_priority)
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        out = _wait(proc, t0, timeout_s, watch, stall_s)
     except subprocess.TimeoutExpired:
         _stop(proc)
         raise TopoplanError(f"mpirun: still running after {timeout_s:g} s; stopped") from None
@@ -266,6 +288,28 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True) -> dict:
         detail = f": {' | '.join(lines[-3:])}" if lines else ""
         raise TopoplanError(f"mpirun exited with status {proc.returncode}{detail}")
     return {"wall_s": wall, "cpu_idle": cpu_idle(c0, c1), "output": out or ""}
+
+
+def _wait(proc, t0: float, timeout_s, watch, stall_s) -> str:
+    """``proc``'s output once it ends; TimeoutExpired after ``timeout_s`` from ``t0``, StalledRun when ``watch``
+    has not moved for ``stall_s`` (the caller stops the process)."""
+    if watch is None or stall_s is None:
+        return proc.communicate(timeout=timeout_s)[0]
+    last, since = None, None
+    while True:
+        left = None if timeout_s is None else timeout_s - (time.perf_counter() - t0)
+        if left is not None and left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        try:   # retried: communicate() keeps what it has read
+            return proc.communicate(timeout=min(WATCH_POLL_S, stall_s) if left is None else
+                                    min(WATCH_POLL_S, stall_s, left))[0]
+        except subprocess.TimeoutExpired:
+            pass
+        now, value = time.perf_counter(), watch()
+        if value is None or value != last:
+            last, since = value, now
+        elif now - since >= stall_s:
+            raise StalledRun(f"mpirun: no progress for {stall_s:g} s (nothing sent on the emulated network); stopped")
 
 
 # The run's processes get a higher scheduling priority than the machine's other work (root may raise it):

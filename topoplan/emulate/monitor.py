@@ -29,7 +29,7 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["TCP_COUNTERS", "TCP_PERIOD_S", "POLL_S", "MIN_PERIOD_S", "Monitor", "read_window", "window_counts",
+__all__ = ["TCP_COUNTERS", "TCP_PERIOD_S", "POLL_S", "MIN_PERIOD_S", "Monitor", "read_window", "replay_running", "window_counts",
            "utilization", "timeline_doc"]
 
 #: The TCP counters a run reports: result key -> (section of /proc/net/snmp or netstat, counter).
@@ -258,6 +258,29 @@ def read_window(path) -> tuple[float, float] | None:
     except (OSError, ValueError):
         return None
     return (start, end) if end >= start else None
+
+
+def replay_running(path) -> bool:
+    """Whether the replayer's ``window.txt`` says the replay has started and not ended.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> p = os.path.join(tmp.name, "window.txt")
+    >>> replay_running(p)
+    False
+    >>> _ = open(p, "w").write("100.5 -1\\n"); replay_running(p)
+    True
+    >>> _ = open(p, "w").write("100.5 102.25\\n"); replay_running(p)
+    False
+    >>> tmp.cleanup()
+    """
+    try:
+        marks = Path(path).read_text().split()
+        return len(marks) == 1 or (len(marks) >= 2 and float(marks[1]) < float(marks[0]))
+    except (OSError, ValueError):
+        return False
 
 
 def window_counts(t_s, counts, start_s: float, end_s: float) -> dict:

@@ -23,8 +23,9 @@ from topoplan.core.errors import TopoplanError
 from topoplan.core.topology_io import topology_to_dict
 from topoplan.emulate import cluster as cl
 from topoplan.emulate.calibrate import CALIBRATION_BYTES, calibration_nodes, calibration_traces, summarize
-from topoplan.emulate.launch import COLLECTIVES, mpirun_command, run_mpi, transport_for, write_agent
-from topoplan.emulate.monitor import MIN_PERIOD_S, Monitor, read_window, timeline_doc, utilization, window_counts
+from topoplan.emulate.launch import COLLECTIVES, StalledRun, mpirun_command, run_mpi, transport_for, write_agent
+from topoplan.emulate.monitor import (MIN_PERIOD_S, Monitor, read_window, replay_running, timeline_doc, utilization,
+                                      window_counts)
 from topoplan.emulate.plan import plan_circuits, reordered_bcasts, write_route_files
 from topoplan.emulate.replayer import as_point_to_point, build, write_replay
 from topoplan.sim.fifo import MAX_MESSAGES as FIFO_MAX_MESSAGES
@@ -166,6 +167,7 @@ class _Run:
         self.cluster, self.spec, self.bins, self.work = cluster, spec, bins, work
         self.timeout_s, self.transport = timeout_s, transport
         self.timeline_dt_s = None   # real seconds: sample the links and measure their utilization (replays)
+        self.stall_s = None         # real seconds: stop a replay that sends nothing for this long (run_mpi)
 
         self.agent = write_agent(spec, work)
         self.preload, self.env = [], {}   # more libraries (the Bcast library) and their variables
@@ -185,7 +187,10 @@ class _Run:
         q0 = self.cluster.queue_stats()
         links = self.timeline_dt_s if window is not None else None
         with Monitor(self.spec, period_s=links, window=window) as mon:   # (check_timeline: links >= MIN_PERIOD_S)
-            res = run_mpi(cmd, timeout_s=self.timeout_s)
+            watch = None
+            if window is not None and self.stall_s is not None:   # packets sent, judged inside the replay's window
+                watch = lambda: self.cluster.queue_stats()["sent"] if replay_running(window) else None  # noqa: E731
+            res = run_mpi(cmd, timeout_s=self.timeout_s, watch=watch, stall_s=self.stall_s)
         q1 = self.cluster.queue_stats()
         span = read_window(window) if window is not None else None
         res["tcp_window"] = "replay" if span else "mpirun"
@@ -221,10 +226,21 @@ class _Run:
 
 def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
     """Run ``start()`` until an undisturbed run (machine idle at least DISTURBED_IDLE) or ``repeats`` runs; keep the
-    fastest undisturbed one (of all, when every run was disturbed)."""
-    attempts = []
+    fastest undisturbed one (of all, when every run was disturbed). A run that stalls (:class:`StalledRun`) is
+    run again, counted as an attempt; when every attempt stalls, the last stall is the error."""
+    attempts, stalled = [], 0
     for k in range(max(1, int(repeats))):
-        res = start()
+        try:
+            res = start()
+        except StalledRun as exc:
+            stalled += 1
+            if k + 1 >= repeats:
+                if attempts:
+                    break
+                raise
+            if note is not None:
+                note(f"{exc}: again")
+            continue
         comm, span = comm_times(res["trace"])
         attempts.append({"comm_time_s": (comm / scale).tolist(), "max_comm_time_s": float(comm.max(initial=0)) / scale,
                          "span_s": span / scale, "wall_s": res["wall_s"], "cpu_idle": res["cpu_idle"],
@@ -238,7 +254,8 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
             note(f"run disturbed (machine {res['cpu_idle']:.0%} idle): again")
     quiet = [a for a in attempts if not a["disturbed"]] or attempts
     best = min(quiet, key=lambda a: a["max_comm_time_s"])
-    return dict(best, attempts=len(attempts), disturbed_attempts=sum(a["disturbed"] for a in attempts))
+    return dict(best, attempts=len(attempts) + stalled, disturbed_attempts=sum(a["disturbed"] for a in attempts),
+                stalled_attempts=stalled)
 
 
 def run_eager_B(transport: dict) -> float:
@@ -260,7 +277,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             eager_threshold_B: float | None = None, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
-            collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None) -> dict:
+            collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None,
+            stall_s: float | None = None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -317,6 +335,11 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         replayer marks its window), sampled from the queues' counters every ``timeline_dt_s * scale`` real
         seconds (at least :data:`~topoplan.emulate.monitor.MIN_PERIOD_S`), beside the default model's timeline
         at the same interval.
+    stall_s : float, optional
+        Replays only: stop a run whose replay sends nothing on the emulated network for this many real seconds,
+        and run it again (it counts as one of the ``repeats``; the result's ``measured`` says how many stalled).
+        Launches of 32 ranks under one switch stall now and then (``docs/emulation.md``); a replay with
+        computation gaps longer than this, at the scale, must not set it.
     note : callable, optional
         Called with progress messages.
     thresholds : MPICHThresholds, optional
@@ -359,6 +382,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     if collectives not in COLLECTIVES:
         raise TopoplanError(f"field 'collectives': choose one of {', '.join(COLLECTIVES)}, got {collectives!r}")
     check_timeline(timeline_dt_s, scale, program=bool(command))
+    if stall_s is not None and not float(stall_s) > 0:
+        raise TopoplanError(f"field 'stall_s': a time above 0, got {stall_s!r}")
     cl.require_pyroute2()
     cl.check_privileges()
     n = trace.n_ranks
@@ -419,6 +444,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             say(f"running {'the program' if command else 'the replay'}: {n} ranks")
             if timeline_dt_s is not None:
                 run.timeline_dt_s = timeline_dt_s * spec.scale
+            run.stall_s = None if command else stall_s
             if bcast_keys is not None and not as_messages:   # after the calibration, which is not reordered
                 run.preload = [bins["bcast"]]
                 run.env = {"TOPOPLAN_BCAST_KEYS": ",".join(str(int(k)) for k in bcast_keys)}
