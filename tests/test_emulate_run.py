@@ -244,6 +244,7 @@ def test_cleanup_command(run_cli):
     (["--timeline", "10us"], "--timeline: at scale 400 at least 50 us (the links are sampled at most every 20 ms"),
     (["--timeline", "1ms", "--", "/bin/true"], "--timeline: measured for a replay only"),
     (["--mpich", "throttle=4"], "--mpich: unknown field 'throttle'"),
+    (["--stall", "30", "--", "/bin/true"], "--stall: replays only"),
 ])
 def test_bad_options_are_refused_before_the_inputs_and_named_as_flags(args, match, run_cli, monkeypatch):
     """A bad --scale was refused only after the predictions ran and the programs were compiled, when the

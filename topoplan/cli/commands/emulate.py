@@ -76,6 +76,9 @@ def emulate_cmd(
     repeats: int = typer.Option(3, "--repeats", min=1, help="Runs at most: a run during which the machine was busy "
                                 "is repeated, the fastest kept."),
     timeout: float = typer.Option(600.0, "--timeout", min=1.0, help="Seconds one mpirun may take."),
+    stall: Optional[float] = typer.Option(None, "--stall", min=1.0, help="Replays only: stop a run whose replay "
+                                          "sends nothing on the emulated network for this many seconds (real time) "
+                                          "and run it again, as one of --repeats."),
     timeline: Optional[str] = typer.Option(None, "--timeline", help="Measure every link's utilization every DT of "
                                            "emulated time (e.g. 1ms), beside the default model's timeline "
                                            "(topoplan report draws either, --predicted the model's); a replay "
@@ -131,6 +134,8 @@ def emulate_cmd(
         check_timeline(timeline_dt, scale, program=bool(command))
     except TopoplanError as e:
         raise TopoplanError(flag_names(str(e), {"scale": "--scale", "timeline_dt": "--timeline"})) from None
+    if stall is not None and command:
+        raise TopoplanError("--stall: replays only (a program marks no replay window to judge)")
 
     given_topo, topo, trace, tr, pl, _ = replay_inputs(topology, sets, network, traffic, iters, placement,
                                                        any_inputs, pieces=False)
@@ -174,7 +179,7 @@ def emulate_cmd(
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
                   queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note,
-                  thresholds=thresholds)
+                  thresholds=thresholds, stall_s=stall)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
