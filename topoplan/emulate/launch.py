@@ -216,7 +216,14 @@ def cpu_idle(before: tuple, after: tuple) -> float:
 
 
 class StalledRun(TopoplanError):
-    """An MPI run that stopped making progress (:func:`run_mpi`'s ``watch``) and was stopped."""
+    """An MPI run that stopped making progress (:func:`run_mpi`'s ``watch``) and was stopped; the emulation runs
+    it again (one of its repeats).
+
+    Examples
+    --------
+    >>> issubclass(StalledRun, TopoplanError)      # one error line, as every other failed run
+    True
+    """
 
 
 #: How often a watched run's progress is read, seconds.
