@@ -198,6 +198,7 @@ def test_sigint_during_the_mpi_run_leaves_nothing(env, tmp_path):
     assert proc.wait(timeout=300) != 0   # generous (cleaning up under load): only a hang takes longer
     assert _ours(proc.pid) == []
     assert ours() == []
+    assert list(tmp.iterdir()) == []     # not even Open MPI's session directories of the stopped run
 
 
 def test_missing_pyroute2_is_one_line(monkeypatch, run_cli):

@@ -231,7 +231,7 @@ WATCH_POLL_S = 2.0
 
 
 def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True, watch=None,
-            stall_s: float | None = None) -> dict:
+            stall_s: float | None = None, session_dir=None) -> dict:
     """Run an ``mpirun`` command line (:func:`mpirun_command`); measure its wall time and the CPU idle.
 
     Parameters
@@ -246,6 +246,9 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True, watch=No
         emulated network), or None while progress is not judged (before and after the replay's window).
     stall_s : float, optional
         Stop the run (:class:`StalledRun`) when ``watch`` has returned the same value for this long.
+    session_dir : str or path, optional
+        Where Open MPI keeps its session directories (``orte_tmpdir_base``; default ``$TMPDIR``, else /tmp): a
+        run that is stopped leaves its own there, so the emulator points it into its work directory.
 
     Returns
     -------
@@ -276,7 +279,7 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True, watch=No
     if shutil.which(cmd[3]) is None:
         raise TopoplanError(f"{cmd[3]} not found: install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_orte_tmpdir_base=os.environ.get("TMPDIR", "/tmp"))
+               OMPI_MCA_orte_tmpdir_base=str(session_dir) if session_dir else os.environ.get("TMPDIR", "/tmp"))
     c0, t0 = cpu_times(), time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE if quiet else None,
                             stderr=subprocess.STDOUT if quiet else None, text=True, start_new_session=True,

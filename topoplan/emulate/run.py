@@ -190,7 +190,8 @@ class _Run:
             watch = None
             if window is not None and self.stall_s is not None:   # packets sent, judged inside the replay's window
                 watch = lambda: self.cluster.queue_stats()["sent"] if replay_running(window) else None  # noqa: E731
-            res = run_mpi(cmd, timeout_s=self.timeout_s, watch=watch, stall_s=self.stall_s)
+            # Open MPI's session directories in the work directory, removed with it: a stopped run leaves its own
+            res = run_mpi(cmd, timeout_s=self.timeout_s, watch=watch, stall_s=self.stall_s, session_dir=self.work)
         q1 = self.cluster.queue_stats()
         span = read_window(window) if window is not None else None
         res["tcp_window"] = "replay" if span else "mpirun"
