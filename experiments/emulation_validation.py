@@ -128,17 +128,41 @@ def bottleneck(res) -> tuple:
     return name, round(busy[name], 9), round(got, 9)
 
 
+# each prediction of topoplan.emulate.run.predictions: its label, and the row's fields of its time and ratio
+PREDICTIONS = (("default", "predicted_s", "ratio"), ("store-and-forward", "predicted_sf_s", "ratio_sf"),
+               ("paper", "predicted_paper_s", "ratio_paper"), ("fifo", "predicted_fifo_s", "ratio_fifo"))
+
+
+def _joined(values) -> str:
+    return "; ".join(f"{x:.6g}" for x in values)
+
+
+def _predicted(p: dict, measured_s: float) -> dict:
+    """A row's fields of the predictions ``p`` (:func:`topoplan.emulate.run.predictions`) of a run that measured
+    ``measured_s``: each model's time and measured / predicted (None for a model not predicted), and every rank's
+    time by the default model.
+
+    Examples
+    --------
+    >>> f = _predicted({"default": {"max_comm_time_s": 2.0, "comm_time_s": [2.0, 1.5]}}, 3.0)
+    >>> f["ratio"], f["ranks_predicted_s"], f["ratio_fifo"]
+    (1.5, '2; 1.5', None)
+    """
+    out = {"ranks_predicted_s": _joined(p["default"].get("comm_time_s", ()))}
+    for label, pred, ratio in PREDICTIONS:
+        t = p[label]["max_comm_time_s"] if label in p else None
+        out[pred] = t
+        out[ratio] = None if t is None else measured_s / t if t > 0 else float("nan")
+    return out
+
+
 def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
     p = res["predictions"]
     cal = {c["run"]: c["ratio"] for c in res.get("calibration", [])}
     m = res["measured"]
     return {"part": part, "case": case, "traffic": traffic, "ocs_nodes": ocs, "network": network,
             "circuits": circuits, "scale": res["scale"], "measured_s": res["measured_s"],
-            "predicted_s": p["default"]["max_comm_time_s"], "predicted_sf_s": p["store-and-forward"]["max_comm_time_s"],
-            "predicted_paper_s": p["paper"]["max_comm_time_s"], "ratio": p["default"]["ratio"],
-            "ratio_sf": p["store-and-forward"]["ratio"], "ratio_paper": p["paper"]["ratio"],
-            "predicted_fifo_s": (p.get("fifo") or {}).get("max_comm_time_s"),
-            "ratio_fifo": (p.get("fifo") or {}).get("ratio"), "span_s": m["span_s"],
+            **_predicted(p, res["measured_s"]), "span_s": m["span_s"],
             "cpu_idle": m["cpu_idle"], "ranks_cpu_cores": m.get("ranks_cpu_cores"), "packets": m["packets"],
             "drops": m["drops"], "tcp_retransmits": (m.get("tcp") or {}).get("retransmitted_segments"),
             "tcp_timeouts": (m.get("tcp") or {}).get("timeouts"), "attempts": m["attempts"],
@@ -146,8 +170,7 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
             "load_avg": os.getloadavg()[0], "collectives": res.get("collectives"),
             # every rank's communication time, "; "-separated (the fan-out cells' receivers are its ranks 1-3)
-            "ranks_measured_s": "; ".join(f"{x:.6g}" for x in m.get("comm_time_s", ())),
-            "ranks_predicted_s": "; ".join(f"{x:.6g}" for x in p["default"].get("comm_time_s", ())),
+            "ranks_measured_s": _joined(m.get("comm_time_s", ())),
             **dict(zip(("bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"), bottleneck(res)))}
 
 
@@ -370,9 +393,7 @@ def repredict(rows, log=print) -> list:
     (its prediction would be of another plan), and so are the other parts' rows."""
     import ast
 
-    from topoplan.emulate.calibrate import CALIBRATION_BYTES
-    from topoplan.emulate.launch import transport_for
-    from topoplan.emulate.run import predictions, run_eager_B
+    from topoplan.emulate.run import predictions, run_eager_B, run_transport
 
     def pairs(circuits) -> list:
         if circuits in (None, "", "None"):
@@ -394,16 +415,9 @@ def repredict(rows, log=print) -> list:
         if pairs((plan or {}).get("circuits")) != pairs(r.get("circuits")):
             log(f"{part} {case} ocs={ocs * 4} {net}: the planner returns other circuits now; left out")
             continue
-        eager = run_eager_B(transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES)))
-        p = predictions(view, trace, pl, plan, eager_threshold_B=eager, compute_scale=1.0 if part == "eager" else 0.0)
-        new = dict(r)
-        for label, pred, ratio in (("default", "predicted_s", "ratio"), ("store-and-forward", "predicted_sf_s", "ratio_sf"),
-                                   ("paper", "predicted_paper_s", "ratio_paper"), ("fifo", "predicted_fifo_s", "ratio_fifo")):
-            if label not in p:
-                continue
-            new[pred] = p[label]["max_comm_time_s"]
-            new[ratio] = r["measured_s"] / new[pred] if new[pred] > 0 else float("nan")
-        new["ranks_predicted_s"] = "; ".join(f"{x:.6g}" for x in p["default"]["comm_time_s"])
+        p = predictions(view, trace, pl, plan, eager_threshold_B=run_eager_B(run_transport(trace)),
+                        compute_scale=1.0 if part == "eager" else 0.0)
+        new = dict(r, **_predicted(p, r["measured_s"]))
         log(f"{part} {case} ocs={ocs * 4} {net}: measured {r['measured_s'] * 1e3:.3f} ms, max-min x{new['ratio']:.3f}, "
             f"fifo x{_fmt3(new.get('ratio_fifo'))}")
         out.append(new)

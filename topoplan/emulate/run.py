@@ -36,7 +36,7 @@ from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.traffic.trace import Trace, read_trace
 
 __all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "OMPI_TCP_EAGER_B", "comm_times", "check_timeline", "predictions",
-           "run_eager_B", "emulate"]
+           "run_eager_B", "run_transport", "emulate"]
 
 # Bandwidths are divided by this (latencies multiplied): a 10 Gb/s link becomes 25 Mb/s. Chosen by
 # measurement (docs/emulation.md): at 400 the 16-node runs of the validation leave most of the 2 cores idle.
@@ -274,6 +274,19 @@ def run_eager_B(transport: dict) -> float:
     return float(transport.get("btl_tcp_eager_limit", OMPI_TCP_EAGER_B))
 
 
+def run_transport(trace) -> dict:
+    """The Open MPI transport an emulation of ``trace`` runs with (:func:`topoplan.emulate.launch.transport_for`
+    of its largest message, at least the calibration's): every message eager, in one fragment.
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import ring
+    >>> run_eager_B(run_transport(ring(4, 20e6))) >= 20e6
+    True
+    """
+    return transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
+
+
 def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, model=None, threshold_B=None,
             eager_threshold_B: float | None = None, compute_scale: float = 1.0, command=None, calibrate: bool = True,
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
@@ -396,7 +409,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
         predicted_trace = reordered_bcasts(trace, list(bcast_keys))
     if transport is None:
-        transport = transport_for(max(float(trace.bytes.max(initial=0.0)), CALIBRATION_BYTES))
+        transport = run_transport(trace)
     if eager_threshold_B is None:
         eager_threshold_B = run_eager_B(transport)
     preds = predictions(topo, predicted_trace, placement, plan, model=model, threshold_B=threshold_B,
