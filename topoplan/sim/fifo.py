@@ -79,6 +79,8 @@ class FifoEngine(FlowEngine):
         super().__init__(links, timeline_dt_s, solver="numpy", rel_tol=rel_tol)
         self._began = _Grow(np.float64)     # per flow id: when its transfer began (NaN: not yet)
         self._ready = _Grow(bool)           # per flow id: its latency is over
+        self._first = _Grow(np.int64)       # per flow id: the shared link its route starts on, whose turn it
+        #                                     takes (-1: none, or a zero-byte flow, which takes no turn)
         self._queue: dict[int, deque] = {}  # first link -> its flows in the order they were sent, not yet done
         self._sending: dict[int, int] = {}  # first link -> the flow whose transfer is under way on it
 
@@ -86,19 +88,16 @@ class FifoEngine(FlowEngine):
         ids = super().add_flows(route_ptr, route_links, start_s, bytes_)
         self._began.extend(np.full(len(ids), np.nan))
         self._ready.extend(np.zeros(len(ids), dtype=bool))
-        for i in ids.tolist():   # in the order they are sent (a zero-byte flow takes no turn)
-            link = self._first_link(i)
-            if link >= 0 and not self._instant.a[i]:
+        lo, hi = self._ptr.a[ids], self._ptr.a[ids + 1]
+        first = np.full(len(ids), -1, dtype=np.int64)
+        takes = (hi > lo) & ~self._instant.a[ids]
+        first[takes] = self._rl.a[lo[takes]]
+        first[takes & ~np.isfinite(self._lcap[first])] = -1   # a fat pipe queues nothing
+        self._first.extend(first)
+        for i, link in zip(ids.tolist(), first.tolist()):   # in the order they are sent
+            if link >= 0:
                 self._queue.setdefault(link, deque()).append(i)
         return ids
-
-    def _first_link(self, i: int) -> int:
-        """The link a flow's route starts on, when it is shared (a FIFO); -1 otherwise."""
-        lo, hi = int(self._ptr.a[i]), int(self._ptr.a[i + 1])
-        if hi == lo:
-            return -1
-        link = int(self._rl.a[lo])
-        return link if np.isfinite(self._lcap[link]) else -1
 
     def _transfer(self, ids) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -111,7 +110,7 @@ class FifoEngine(FlowEngine):
         go = []
         for i in np.atleast_1d(ids).tolist():
             self._ready.a[i] = True
-            link = self._first_link(i)
+            link = int(self._first.a[i])
             if link < 0:
                 go.append(i)
             elif link not in self._sending and self._queue[link][0] == i:
@@ -124,7 +123,7 @@ class FifoEngine(FlowEngine):
         ids = super()._end(slots)
         go = []
         for i in ids.tolist():
-            link = self._first_link(i)
+            link = int(self._first.a[i])
             if link < 0 or self._sending.get(link) != i:
                 continue
             q = self._queue[link]
