@@ -57,24 +57,15 @@ def test_an_empty_message_takes_no_turn():
     assert _finish(FifoEngine, [[0, 4], [0, 5]], [0.0, 0.0], [0.0, 1e6]) == [0.0, 1.0]
 
 
-def _ring(n: int, stagger_s: float, nbytes: int = 32768) -> Trace:
-    """A ring alltoall as rounds of irecv, isend and waitall; rank r enters ``stagger_s`` a level of a binomial
-    reduce to rank 0 late (its leaves first, its root last), as in the emulated cluster's eager part."""
-    recs = []
-    for r in range(n):
-        t = stagger_s * ((n - 1).bit_length() if r == 0 else (r & -r).bit_length() - 1)
-        for i in range(1, n):
-            recs += [(r, "irecv", (r - i) % n, nbytes, -1, n, t, t), (r, "isend", (r + i) % n, nbytes, -1, n, t, t),
-                     (r, "waitall", -1, 0, -1, n, t, t)]
-    return Trace.from_records(recs, n, source="ring")
-
-
 def test_eager_messages_after_a_stagger_do_not_slow_the_ring_as_max_min_does():
     """The emulated cluster's finding (docs/network-models.md): 16 ranks entering an eager ring apart took 1.24
     times as long as together; max-min, sharing the links of the ranks behind, predicts 3.3 times."""
+    from experiments.emulation_validation import _ring_trace   # the validation's own ring, one alltoall
+
     topo = TreeTopology(kind="tree", nodes_per_switch=(16,))
     pl = sequential(16, topo)
-    t = {(m, s): simulate(topo, _ring(16, s), pl, model={"model": m}, eager_threshold_B=1e9)["max_comm_time_s"]
+    t = {(m, s): simulate(topo, _ring_trace(16, s, calls=1), pl, model={"model": m},
+                          eager_threshold_B=1e9)["max_comm_time_s"]
          for m in ("maxmin", "fifo") for s in (0.0, 20e-6)}
     assert t[("fifo", 0.0)] == pytest.approx(t[("maxmin", 0.0)], rel=1e-9)   # together: no message meets another
     assert t[("maxmin", 20e-6)] > 2.5 * t[("maxmin", 0.0)]
