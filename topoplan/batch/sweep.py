@@ -456,9 +456,9 @@ def check_config(cfg: SweepConfig, *, any_inputs: bool = False, warn: Callable[[
             raise TopoplanError(f"{f}.traffic': {traffic!r} is neither a file nor a generator spec "
                                 f"(generators: {', '.join(generators.GENERATORS)})")
         pl = inst.get("placement", "sequential")
-        if isinstance(pl, str) and pl not in ("sequential", "round-robin") and not Path(_local(pl, cfg.base)).is_file():
-            raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
         if isinstance(pl, str) and pl not in ("sequential", "round-robin"):
+            if not Path(_local(pl, cfg.base)).is_file():
+                raise TopoplanError(f"{f}.placement': {pl!r} is not sequential, round-robin or a placement file")
             _check_placement_file(f"{f}.placement'", inst, topo_spec, traffic, set_params, cfg.base,
                                   any_inputs=any_inputs, warn=warn)
 

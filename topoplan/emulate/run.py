@@ -230,12 +230,13 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
     fastest undisturbed one (of all, when every run was disturbed). A run that stalls (:class:`StalledRun`) is
     run again, counted as an attempt; when every attempt stalls, the last stall is the error."""
     attempts, stalled = [], 0
-    for k in range(max(1, int(repeats))):
+    runs = max(1, int(repeats))
+    for k in range(runs):
         try:
             res = start()
         except StalledRun as exc:
             stalled += 1
-            if k + 1 >= repeats:
+            if k + 1 == runs:
                 if attempts:
                     break
                 raise
@@ -251,7 +252,7 @@ def _measure(run: _Run, start, scale: float, repeats: int, note) -> dict:
                          "disturbed": res["cpu_idle"] < DISTURBED_IDLE})
         if not attempts[-1]["disturbed"]:
             break
-        if note is not None and k + 1 < repeats:
+        if note is not None and k + 1 < runs:
             note(f"run disturbed (machine {res['cpu_idle']:.0%} idle): again")
     quiet = [a for a in attempts if not a["disturbed"]] or attempts
     best = min(quiet, key=lambda a: a["max_comm_time_s"])
