@@ -11,7 +11,6 @@ allocations).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable
@@ -22,7 +21,7 @@ from topoplan.core.csvtable import read_csv_table, row_line, to_numbers
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import is_json_document, is_plan_archive, read_json, read_plan_archive
 from topoplan.core.topology_io import cores_hint
-from topoplan.core.units import ascii_int, is_ascii_int, shown
+from topoplan.core.units import ascii_int, ascii_int_shaped, is_ascii_int, shown
 
 __all__ = ["Placement", "sequential", "int_array", "from_nodes", "load_placement", "read_placement",
            "placement_from_doc", "check_seed", "node_ids"]
@@ -518,9 +517,6 @@ def _node_column(df, path, hosts) -> np.ndarray:
     return ids
 
 
-_ASCII_DIGITS = re.compile(r"-?[0-9]+")
-
-
 def _host_list(hosts) -> list:
     return hosts.host_names() if hasattr(hosts, "host_names") else list(hosts)
 
@@ -597,7 +593,7 @@ def node_ids(values, hosts, where) -> np.ndarray:
             raise TopoplanError(f"{loc(i)}: expected a host name or node id, got {v!r}")
         tok = v.strip()
         node = index.get(tok.lower())
-        if node is None and _ASCII_DIGITS.fullmatch(tok) and not is_ascii_int(tok):
+        if node is None and ascii_int_shaped(tok) and not is_ascii_int(tok):
             ascii_int(tok, loc(i))   # more digits than int() reads: out of range
         if is_ascii_int(tok) and (node is None or node == int(tok) or 0 <= int(tok) < len(names)):
             n = ascii_int(tok, loc(i))

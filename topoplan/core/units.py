@@ -24,7 +24,7 @@ import sys
 from topoplan.core.errors import TopoplanError
 
 __all__ = ["MAX_VALUE", "parse_bandwidth", "parse_time", "parse_size", "format_bytes", "format_time",
-           "is_ascii_int", "ascii_int", "is_ascii_number", "shown"]
+           "ascii_int_shaped", "is_ascii_int", "ascii_int", "is_ascii_number", "shown"]
 
 # ASCII digits only ([0-9], not \d: in a str pattern \d also matches '٣' or '３', which float() then reads as 3)
 _NUM = r"([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
@@ -288,6 +288,18 @@ def format_time(t: float) -> str:
 _ASCII_INT = re.compile(r"[ \t]*-?[0-9]+[ \t]*")
 
 
+def ascii_int_shaped(text) -> bool:
+    """Whether ``text`` is written as an integer in ASCII digits with an optional leading ``-`` (spaces around
+    allowed), however many digits: :func:`is_ascii_int` without its bound on the digits ``int()`` converts.
+
+    Examples
+    --------
+    >>> ascii_int_shaped(" -12 "), ascii_int_shaped("1" * 5000), ascii_int_shaped("٣"), ascii_int_shaped(3)
+    (True, True, False, False)
+    """
+    return isinstance(text, str) and _ASCII_INT.fullmatch(text) is not None
+
+
 def is_ascii_int(text) -> bool:
     """Whether ``text`` is an integer in ASCII digits with an optional leading ``-`` (spaces around allowed).
 
@@ -317,7 +329,7 @@ def is_ascii_int(text) -> bool:
     >>> is_ascii_int("3.0"), is_ascii_int(""), is_ascii_int(3), is_ascii_int("1" * 5000)
     (False, False, False, False)
     """
-    return isinstance(text, str) and _ASCII_INT.fullmatch(text) is not None and _convertible(text)
+    return ascii_int_shaped(text) and _convertible(text)
 
 
 def _convertible(text: str) -> bool:
@@ -366,7 +378,7 @@ def ascii_int(text, where: str, limit: int = 2 ** 62) -> int:
     ...
     topoplan.core.errors.TopoplanError: p.csv:2: field 'node': 11111111111111111111... (5,000 characters) is out of range
     """
-    if not isinstance(text, str) or _ASCII_INT.fullmatch(text) is None:
+    if not ascii_int_shaped(text):
         raise TopoplanError(f"{where}: not an integer: {shown(text)} (ASCII digits 0-9 with an optional leading "
                             "'-')")
     text = text.strip(" \t")
