@@ -88,9 +88,9 @@ FIELDS = ["part", "case", "traffic", "ocs_nodes", "network", "circuits", "scale"
           "ranks_cpu_cores", "packets", "drops", "tcp_retransmits", "tcp_timeouts", "attempts", "disturbed_attempts",
           "calibration_one_way", "calibration_both_ways", "calibration_ring", "load_avg", "collectives",
           "bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s", "ranks_measured_s",
-          "ranks_predicted_s"]
+          "ranks_predicted_s", "queues"]
 TEXT_FIELDS = ("part", "case", "traffic", "network", "circuits", "collectives", "bottleneck", "ranks_measured_s",
-               "ranks_predicted_s")
+               "ranks_predicted_s", "queues")
 HEAVY = {"neighbor-balanced": [], "neighbor-heavy": [(4, 9), (5, 10), (6, 11), (7, 8)]}   # extra 1 MB messages
 PART_QUEUES = {"bulk-ack": "ack-priority", "bulk-fair": "fair"}   # the parts that change how ports queue
 TIE = 0.05   # predictions closer than this are a tie: the measured order of the two is not judged
@@ -156,6 +156,26 @@ def _predicted(p: dict, measured_s: float) -> dict:
     return out
 
 
+def queues_label(cluster) -> str:
+    """How a run's link directions queued, from its result's ``cluster`` (empty when it does not say).
+
+    Examples
+    --------
+    >>> queues_label({"queues": "fair", "lossless": True, "queue_packets": None})
+    'fair, lossless'
+    >>> queues_label({"queues": "fifo", "lossless": False, "queue_packets": 64}), queues_label(None)
+    ('fifo, 64 packets', '')
+    """
+    if not cluster:
+        return ""
+    out = [cluster.get("queues", "fifo")]
+    if cluster.get("lossless"):
+        out.append("lossless")
+    if cluster.get("queue_packets"):
+        out.append(f"{cluster['queue_packets']:g} packets")
+    return ", ".join(out)
+
+
 def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
     p = res["predictions"]
     cal = {c["run"]: c["ratio"] for c in res.get("calibration", [])}
@@ -170,7 +190,7 @@ def _row(part, case, traffic, ocs, network, circuits, res) -> dict:
             "calibration_both_ways": cal.get("both_ways"), "calibration_ring": cal.get("ring"),
             "load_avg": os.getloadavg()[0], "collectives": res.get("collectives"),
             # every rank's communication time, "; "-separated (the fan-out cells' receivers are its ranks 1-3)
-            "ranks_measured_s": _joined(m.get("comm_time_s", ())),
+            "ranks_measured_s": _joined(m.get("comm_time_s", ())), "queues": queues_label(res.get("cluster")),
             **dict(zip(("bottleneck", "bottleneck_busy_predicted_s", "bottleneck_busy_measured_s"), bottleneck(res)))}
 
 
@@ -346,7 +366,7 @@ def _inputs(part: str, case: str, spec, ocs: int, net: str):
 
 
 def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None,
-        collectives: str = "model") -> list:
+        collectives: str = "model", lossless: bool = False) -> list:
     from topoplan.core.errors import TopoplanError
     from topoplan.emulate.run import emulate
 
@@ -358,14 +378,15 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         log(f"{part} {case} ocs={ocs * 4} {net} scale {s:g} ...")
         try:
             if part == "tcp":
-                res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue)
+                res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue,
+                                lossless=lossless)
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, calibrate=first, repeats=repeats,
                               compute_scale=1.0 if part == "eager" else 0.0,   # its only computation: the stagger
                               # a 32-rank run takes 70-130 s; some stall, and are run again (docs/emulation.md)
                               timeout_s=300.0 if part == "eager" else 600.0,
                               stall_s=30.0 if part == "eager" else None,
-                              queue_packets=queue, bcast_keys=keys, collectives=collectives,
+                              queue_packets=queue, lossless=lossless, bcast_keys=keys, collectives=collectives,
                               queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
@@ -424,7 +445,8 @@ def repredict(rows, log=print) -> list:
     return out
 
 
-def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None) -> dict:
+def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None,
+              lossless: bool = False) -> dict:
     """The point-to-point messages of ``trace`` as plain TCP flows on the emulated cluster (no MPI), all started at
     once; the largest per-node time (every send written, every receive read) beside the predictions, in the shape
     of :func:`topoplan.emulate.run.emulate`'s result. The fastest of ``repeats`` runs is kept."""
@@ -447,7 +469,7 @@ def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, q
             sends.setdefault(r, []).append([cl.data_address(node[peer]), nbytes])
             n_in[peer] += 1
     spec = cl.cluster_spec(topo, circuits=plan_circuits(plan, topo) if plan else [], scale=scale,
-                           queue_packets=queue_packets)
+                           queue_packets=queue_packets, lossless=lossless)
     best = None
     with tempfile.TemporaryDirectory() as work, cl.Cluster(spec) as cluster:
         if plan:
@@ -598,6 +620,13 @@ def markdown(rows) -> str:
                  "first served flows. CPU: the "
                  "machine's idle time during the run (other engineers share its 2 cores) and the cores the ranks "
                  "used.")
+    queues = sorted({r.get("queues") or "" for r in rows if r["part"] != "scale"} - {""})
+    if queues:
+        lines.append("")
+        lossless = "" if not any("lossless" in q for q in queues) else (
+            " (lossless: no queue drops a packet, and TCP's minimum retransmission timeout is scaled with the "
+            "bandwidth, as `topoplan emulate --lossless` does)")
+        lines.append("Link queues: " + "; ".join(queues) + lossless + ".")
     lines.append("")
     for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
                         ("bulk", "Bulk cases"),
@@ -741,6 +770,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs at most per cell (a disturbed run is repeated)")
     ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
                     "(default: the emulator's)")
+    ap.add_argument("--lossless", action="store_true", help="no queue drops a packet (topoplan emulate --lossless)")
     ap.add_argument("--collectives", default="model", choices=("model", "library"),
                     help="model: collectives sent as the messages the predictions run; library: Open MPI's own")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
@@ -785,7 +815,7 @@ def main(argv=None) -> int:
             write_csv(kept + new, csv_path)
 
         rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save,
-                   collectives=args.collectives)
+                   collectives=args.collectives, lossless=args.lossless)
         save(rows)
         rows = read_csv(csv_path)
     from topoplan.core.io import atomic_write

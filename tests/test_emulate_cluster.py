@@ -65,6 +65,17 @@ def test_switch_ports_hold_their_share_of_a_switch_buffer(bw_Bps, packets):
     assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
 
 
+def test_lossless_queues_are_deeper_than_tcp_can_fill_and_the_timeout_scales():
+    for scale, rto_s in ((100, 20.0), (400, 80.0), (2000, cl.TCP_RTO_MAX_S)):
+        s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=scale, run_id=1, lossless=True)
+        assert {s.queue_of(l, e) for l in s.links if l.rate_Bps for e in "ab"} == {cl.LOSSLESS_QUEUE_PACKETS}
+        assert s.rto_min_s == rto_s and s.route_metrics()["RTAX_RTO_MIN"] == round(rto_s * 1e3)
+    fixed = cl.cluster_spec(TREE, scale=400, run_id=1, queue_packets=64, lossless=True)   # an explicit length wins
+    assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
+    lossy = cl.cluster_spec(TREE, scale=400, run_id=1)
+    assert lossy.rto_min_s is None and set(lossy.route_metrics()) == {"RTAX_CC_ALGO"}
+
+
 def test_an_unknown_congestion_control_is_refused():
     with pytest.raises(TopoplanError, match="field 'congestion': this kernel has .*not 'no-such'"):
         cl.cluster_spec(TREE, scale=10, run_id=1, congestion="no-such")
@@ -208,6 +219,28 @@ def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion):
         n = c.apply_routes({"node0000": _route_file(tmp_path, "198.18.0.3/32 via 198.18.0.3 dev ocs0 onlink")})
         routes, _ = _routes_and_queues(spec.host_ns[0])
         assert n == 1 and routes == {"198.18.0.0/16": congestion, "198.18.0.3/32": congestion}
+    assert _ours(os.getpid()) == []
+
+
+@needs_root
+def test_a_lossless_cluster_locks_the_scaled_timeout_on_every_route(tmp_path):
+    from pyroute2 import IPRoute, netns
+
+    spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=400, lossless=True)
+    with cl.Cluster(spec) as c:
+        c.apply_routes({"node0000": _route_file(tmp_path, "198.18.0.3/32 via 198.18.0.3 dev ocs0 onlink")})
+        _, fifos = _routes_and_queues(spec.bridge_ns[0])
+        assert set(fifos.values()) == {cl.LOSSLESS_QUEUE_PACKETS}
+        netns.pushns(spec.host_ns[0])
+        try:
+            with IPRoute() as ipr:
+                got = {str(r.get_attr("RTA_DST")): (r.get_attr("RTA_METRICS").get_attr("RTAX_RTO_MIN"),
+                                                     r.get_attr("RTA_METRICS").get_attr("RTAX_LOCK"))
+                       for r in ipr.get_routes(family=2, table=254)
+                       if str(r.get_attr("RTA_DST")).startswith("198.18.")}
+        finally:
+            netns.popns()
+        assert got == {"198.18.0.0": (80000, 1 << cl.RTAX_RTO_MIN), "198.18.0.3": (80000, 1 << cl.RTAX_RTO_MIN)}
     assert _ours(os.getpid()) == []
 
 

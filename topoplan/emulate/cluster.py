@@ -19,6 +19,12 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   one FIFO shared by all. Links have the topology's MTU; their latency is the stack's own (the kernel may
   lack netem, and the emulator does not need it). The uplinks of a fat tree carry what all nodes under the
   switch can send, so they never contend;
+- with ``lossless=True`` no queue drops a packet, as in a lossless fabric (InfiniBand's credits, Ethernet's
+  priority flow control): every FIFO is :data:`LOSSLESS_QUEUE_PACKETS` long, more than the nodes' TCP
+  connections can have in flight, and TCP's minimum retransmission timeout is scaled as the bandwidth is
+  (:data:`TCP_RTO_MIN_S` times ``scale``, at most :data:`TCP_RTO_MAX_S`), so that a queue's delay is not
+  taken for a loss. Without it a switch port drops what its buffer cannot hold, and each loss TCP recovers
+  by its timer costs a ``scale``-th of what it costs at the real bandwidth (the timer does not scale);
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
   namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
 
@@ -56,7 +62,8 @@ from topoplan.core.topology import TreeTopology
 from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
 __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S",
-           "HOST_QUEUE_PACKETS", "QUEUES", "DEFAULT_CONGESTION",
+           "HOST_QUEUE_PACKETS", "LOSSLESS_QUEUE_PACKETS", "TCP_RTO_MIN_S", "TCP_RTO_MAX_S", "QUEUES",
+           "DEFAULT_CONGESTION",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
            "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
 
@@ -74,7 +81,17 @@ MAX_HOSTS = 512
 # host's own transmit queue: Linux's default of 1000 packets (TCP Small Queues keeps a local flow's share short).
 SWITCH_BUFFER_S = 16e6 / (720e9 / 8)
 HOST_QUEUE_PACKETS = 1000
+# A lossless fabric's queues, emulated: deeper than TCP can fill. What TCP has in flight is bounded by its send
+# buffers (4 MB each at most by Linux's default tcp_wmem), and the veth links hand the queues segments of up to
+# 64 KB (offloaded whole), so 16 ranks' 240 connections fill at most a few hundred thousand; a FIFO holds only
+# what arrives, so its length costs nothing until it is used.
+LOSSLESS_QUEUE_PACKETS = 1_000_000
+# TCP's minimum retransmission timeout (Linux's TCP_RTO_MIN) and its largest one (TCP_RTO_MAX): a route's
+# rto_min metric may raise the minimum, not past the largest.
+TCP_RTO_MIN_S = 0.2
+TCP_RTO_MAX_S = 120.0
 ETH_P_IP = 0x0800   # a tc filter's protocol: IPv4
+RTAX_RTO_MIN = 13   # a route metric's number (linux/rtnetlink.h): its bit in RTAX_LOCK locks it
 QUEUES = ("fifo", "ack-priority", "fair")
 # TCP's congestion control on the emulated network: Linux's default, CUBIC. A network namespace may not make it
 # its default when the host does not allow it (this host allows reno and bbr), but a route's metric may name it:
@@ -161,6 +178,8 @@ class ClusterSpec:
     queues : {"fifo", "ack-priority", "fair"}
     congestion : str
         TCP's congestion control, as the metric of every route of the nodes.
+    lossless : bool
+        No queue drops a packet (see the module docstring).
 
     Examples
     --------
@@ -184,6 +203,7 @@ class ClusterSpec:
     circuits: list = field(default_factory=list)
     queues: str = "fifo"
     congestion: str = DEFAULT_CONGESTION
+    lossless: bool = False
 
     @property
     def namespaces(self) -> list:
@@ -195,8 +215,8 @@ class ClusterSpec:
 
         A switch port holds :data:`SWITCH_BUFFER_S` of the link's (unscaled) bandwidth, counted in packets of the
         MTU (the kernel's byte-counting FIFO is out of the netlink library's reach; an acknowledgement takes a
-        packet's place); a node's end is a host's transmit queue of :data:`HOST_QUEUE_PACKETS`;
-        ``queue_packets``, when set, overrides both.
+        packet's place); a node's end is a host's transmit queue of :data:`HOST_QUEUE_PACKETS`; every end of
+        a lossless cluster :data:`LOSSLESS_QUEUE_PACKETS`. ``queue_packets``, when set, overrides them.
 
         Examples
         --------
@@ -208,9 +228,52 @@ class ClusterSpec:
         """
         if self.queue_packets is not None:
             return int(self.queue_packets)
+        if self.lossless:
+            return LOSSLESS_QUEUE_PACKETS
         if getattr(link, f"{end}_bridge"):
             return max(round(link.rate_Bps * self.scale * SWITCH_BUFFER_S / (self.mtu + 14)), 2)
         return HOST_QUEUE_PACKETS
+
+    @property
+    def rto_min_s(self) -> float | None:
+        """TCP's minimum retransmission timeout on the emulated network: on a lossless cluster
+        :data:`TCP_RTO_MIN_S` scaled as the bandwidth is (at most :data:`TCP_RTO_MAX_S`); otherwise ``None``,
+        the kernel's own (which does not scale).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology import TreeTopology
+        >>> t = TreeTopology(kind="tree", nodes_per_switch=(2,))
+        >>> cluster_spec(t, scale=400, run_id=3, lossless=True).rto_min_s
+        80.0
+        >>> cluster_spec(t, scale=1000, run_id=3, lossless=True).rto_min_s   # at most TCP's largest
+        120.0
+        >>> cluster_spec(t, scale=400, run_id=3).rto_min_s is None
+        True
+        """
+        if not self.lossless:
+            return None
+        return min(TCP_RTO_MIN_S * self.scale, TCP_RTO_MAX_S)
+
+    def route_metrics(self) -> dict:
+        """The metrics of every route of a node to the emulated network (pyroute2's names): TCP's congestion
+        control, and on a lossless cluster the minimum retransmission timeout (milliseconds, locked, as
+        ``ip route ... rto_min`` sets it: the kernel reads it only when it is locked).
+
+        Examples
+        --------
+        >>> from topoplan.core.topology import TreeTopology
+        >>> t = TreeTopology(kind="tree", nodes_per_switch=(2,))
+        >>> cluster_spec(t, scale=400, run_id=3, congestion="reno").route_metrics()
+        {'RTAX_CC_ALGO': 'reno'}
+        >>> cluster_spec(t, scale=400, run_id=3, congestion="reno", lossless=True).route_metrics()
+        {'RTAX_CC_ALGO': 'reno', 'RTAX_LOCK': 8192, 'RTAX_RTO_MIN': 80000}
+        """
+        metrics = {"RTAX_CC_ALGO": self.congestion}
+        if self.rto_min_s is not None:
+            metrics["RTAX_LOCK"] = 1 << RTAX_RTO_MIN
+            metrics["RTAX_RTO_MIN"] = round(self.rto_min_s * 1e3)
+        return metrics
 
     def senders(self) -> list:
         """The EPS address of every node: with ``queues="fair"`` each has its own queue at every shaped end.
@@ -311,7 +374,7 @@ def check_scale(scale) -> float:
 
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                  queue_packets: int | None = None, queues: str = "fifo",
-                 congestion: str = DEFAULT_CONGESTION) -> ClusterSpec:
+                 congestion: str = DEFAULT_CONGESTION, lossless: bool = False) -> ClusterSpec:
     """What the emulated cluster of ``topo`` consists of (namespaces, links and their shaping).
 
     Parameters
@@ -332,6 +395,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         How a link direction queues (see the module docstring).
     congestion : str, optional
         TCP's congestion control on the emulated network (:data:`DEFAULT_CONGESTION`), one the kernel has.
+    lossless : bool, optional
+        No queue drops a packet, and TCP's minimum retransmission timeout scales (see the module docstring).
 
     Returns
     -------
@@ -411,7 +476,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     return ClusterSpec(run_id=run, hosts=hosts, host_ns=host_ns, bridge_ns=[*sw_ns, top_ns, mgmt_ns],
                        head_ns=head_ns, links=links, mtu=mtu, scale=scale,
                        queue_packets=None if queue_packets is None else int(queue_packets),
-                       circuits=circ, queues=queues, congestion=congestion)
+                       circuits=circ, queues=queues, congestion=congestion, lossless=bool(lossless))
 
 
 # -- privileges and the library ------------------------------------------------------------------
@@ -818,7 +883,7 @@ class Cluster:
                     if dev not in index:
                         index[dev] = h.link_lookup(ifname=dev)[0]
                     h.route("replace", dst=f"{dest}/32", gateway=via, oif=index[dev], flags=4 if onlink else 0,
-                            metrics={"RTAX_CC_ALGO": s.congestion})
+                            metrics=s.route_metrics())
                     n += 1
         finally:
             self._close_handles()
@@ -887,7 +952,7 @@ class Cluster:
             h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=mgmt_address(i), prefixlen=16)
             # the EPS route the kernel made for the address, again with the congestion control as its metric
             h.route("replace", dst=str(DATA_NET), oif=eth0, prefsrc=data_address(i), scope=253, proto=2,
-                    metrics={"RTAX_CC_ALGO": s.congestion})
+                    metrics=s.route_metrics())
         h = self.handle(s.head_ns)
         h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=HEAD_ADDRESS, prefixlen=16)
         self._close_handles()

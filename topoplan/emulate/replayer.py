@@ -21,7 +21,7 @@ import numpy as np
 from topoplan.core.errors import TopoplanError
 from topoplan.traffic.collectives import MPICHThresholds, schedule
 from topoplan.traffic.recorder import build_library
-from topoplan.traffic.trace import COLUMNS, OP_CODE, OPS, WORLD
+from topoplan.traffic.trace import COLUMNS, OP_CODE, OPS, WORLD, per_destination_calls
 
 __all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "COLLECTIVE_TAG", "build", "as_point_to_point",
            "write_replay"]
@@ -29,10 +29,10 @@ __all__ = ["C_DIR", "REPLAY_SOURCE", "IDLE_SOURCE", "BCAST_SOURCE", "COLLECTIVE_
 #: The tag of the point-to-point messages :func:`as_point_to_point` makes of collectives (MPI guarantees tags up to
 #: 32,767; programs rarely use the top of the range).
 COLLECTIVE_TAG = 32001
-# one row per call, run as the simulator's schedule (alltoallv, allgatherv and alltoall written per destination are
-# expanded by write_replay as MPI libraries run them, which is how the simulator runs them too)
-_SCHEDULED = ("bcast", "reduce", "allreduce", "alltoall", "allgather", "gather", "scatter", "reduce_scatter",
-              "barrier")
+# one row per call, run as the simulator's schedule (and alltoall(v) calls written one row per destination, whose
+# rows are one call; allgatherv is expanded by write_replay)
+_SCHEDULED = ("bcast", "reduce", "allreduce", "alltoall", "alltoallv", "allgather", "gather", "scatter",
+              "reduce_scatter", "barrier")
 
 C_DIR = Path(__file__).resolve().parent / "c"
 REPLAY_SOURCE = C_DIR / "topoplan_replay.c"
@@ -79,10 +79,12 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
     A call of rank ``r`` becomes, per step of its schedule (:func:`topoplan.traffic.collectives.schedule`:
     MPICH's algorithm for its size and communicator), an ``irecv`` per receive, an ``isend`` per send and a
     ``waitall``, on the call's communicator with the tag :data:`COLLECTIVE_TAG`: the messages, their sizes
-    and their order are the prediction's own. Bcast, Reduce, Allreduce, Alltoall (one row per call),
-    Allgather, Gather, Scatter, Reduce_scatter and Barrier are expanded; the other rows are kept as they
-    are (:func:`write_replay` sends ``alltoallv``, ``allgatherv`` and per-destination ``alltoall`` rows as
-    point-to-point messages already). A call keeps its start and end times, so computation gaps stay.
+    and their order are the prediction's own. Bcast, Reduce, Allreduce, Alltoall, Alltoallv, Allgather,
+    Gather, Scatter, Reduce_scatter and Barrier are expanded; an ``alltoall`` or ``alltoallv`` written one row
+    per destination is one call over its rows, whose sizes are the call's counts, as the simulator reads it
+    (MPICH's alltoallv: batches of ``alltoall_throttle`` receives from rank ``r + i`` and sends to rank
+    ``r - i``). The other rows are kept as they are (:func:`write_replay` sends ``allgatherv`` as a ring of
+    point-to-point messages). A call keeps its start and end times, so computation gaps stay.
 
     Parameters
     ----------
@@ -103,6 +105,14 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
     >>> p = as_point_to_point(t)
     >>> sorted((int(a), int(b)) for a, o, b in zip(p.rank, p.op_names(), p.peer) if o == "isend")
     [(0, 1), (0, 2), (2, 3)]
+
+    An alltoallv over 4 ranks written per destination: rank 1 sends to ranks 0, 3 and 2, in that order, as
+    MPICH does (and receives from 2, 3 and 0), every rank starting at another destination.
+
+    >>> t = Trace.from_records([(r, "alltoallv", d, 1000, -1, 4, 0.0, 1.0) for r in range(4) for d in range(4)], 4)
+    >>> p = as_point_to_point(t)
+    >>> [(o, int(q)) for a, o, q in zip(p.rank, p.op_names(), p.peer) if a == 1]
+    [('irecv', 2), ('irecv', 3), ('irecv', 0), ('isend', 0), ('isend', 3), ('isend', 2), ('waitall', -1)]
     """
     th = thresholds or MPICHThresholds()
     scheduled = {OP_CODE[o] for o in _SCHEDULED}
@@ -122,13 +132,22 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
         for k, v in zip(COLUMNS, row):
             cols[k].append(v)
 
-    for i in range(len(trace)):
+    # the per-destination alltoall(v) calls: their first row -> their last
+    rows, starts = per_destination_calls(trace)
+    bounds = np.append(starts, len(rows))
+    call_last = dict(zip(rows[bounds[:-1]].tolist(), rows[bounds[1:] - 1].tolist()))
+    # their receives' sizes are the senders' rows: each is posted for the largest, as MPI allows
+    largest = float(trace.bytes[rows].max()) if len(rows) else 0.0
+    i = 0
+    while i < len(trace):
         r, op = int(trace.rank[i]), int(trace.op[i])
-        if op not in scheduled or (op == OP_CODE["alltoall"] and int(trace.peer[i]) >= 0):
+        j = call_last.get(i, i)   # the call's last row
+        if op not in scheduled:
             add(*(getattr(trace, k)[i] for k in COLUMNS))
+            i += 1
             continue
         c = int(trace.comm[i]) if int(trace.comm[i]) in trace.communicators else WORLD
-        t0, t1, size = float(trace.t_start[i]), float(trace.t_end[i]), int(trace.comm_size[i])
+        t0, t1, size = float(trace.t_start[i]), float(trace.t_end[j]), int(trace.comm_size[i])
         world, local = members(c)
         if r not in local:
             raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} but is "
@@ -139,22 +158,33 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
             if root < 0:   # (trace validation refuses such roots first; a trace built by hand may not be validated)
                 raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} with "
                                     f"root {int(trace.root[i])}, which is not one of its members")
-        key = (op, len(world), local[r], root, float(trace.bytes[i]))
+        counts = None
+        if i in call_last:   # one call over rows i..j, as the simulator reads it (sim.replay_common's expand)
+            peers = [local.get(int(q), -1) for q in trace.peer[i:j + 1].tolist()]
+            if min(peers) < 0:
+                q = int(trace.peer[i + peers.index(-1)])
+                raise TopoplanError(f"{trace.source or 'trace'}: rank {r} sends to rank {q} in {OPS[op]} on "
+                                    f"communicator {c}, which is not one of its members")
+            counts = tuple(np.bincount(peers, weights=trace.bytes[i:j + 1], minlength=len(world)).tolist())
+            root = 0
+        key = (op, len(world), local[r], root, float(trace.bytes[i]), counts)
         steps = steps_of.get(key)
         if steps is None:
+            kw = {} if counts is None else {"counts": list(counts)}
             steps = steps_of[key] = schedule(OPS[op], len(world), local[r], root, float(trace.bytes[i]),
-                                             thresholds=th)
+                                             thresholds=th, **kw)
         first = len(cols["rank"])
         for step in steps:
             for q, b in step.recvs:
-                add(r, irecv, world[q], float(trace.bytes[i] if b is None else b), -1, size, t0, t0, c,
-                    COLLECTIVE_TAG, -1)
+                unknown = largest if counts is not None else float(trace.bytes[i])
+                add(r, irecv, world[q], unknown if b is None else float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
             for q, b in step.sends:
                 add(r, isend, world[q], float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
             add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
         if len(cols["rank"]) == first:   # nothing to send (a communicator of one): the call keeps its time
             add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
         cols["t_end"][-1] = t1
+        i = j + 1
     arrays = {k: np.asarray(cols[k], dtype=getattr(trace, k).dtype) for k in COLUMNS}
     return dataclasses.replace(trace, **arrays, source=f"{trace.source} (collectives as the simulator's messages)")
 

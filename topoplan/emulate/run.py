@@ -293,7 +293,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
             collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None,
-            stall_s: float | None = None) -> dict:
+            stall_s: float | None = None, lossless: bool = False) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -333,6 +333,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         buffer, hosts Linux's transmit queue; :meth:`topoplan.emulate.cluster.ClusterSpec.queue_of`).
     queues : {"fifo", "ack-priority", "fair"}, optional
         How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
+    lossless : bool, optional
+        No queue drops a packet, and TCP's minimum retransmission timeout scales with the bandwidth: a lossless
+        fabric (:func:`topoplan.emulate.cluster.cluster_spec`).
     congestion : str, optional
         TCP's congestion control on the emulated network (default
         :data:`topoplan.emulate.cluster.DEFAULT_CONGESTION`, CUBIC).
@@ -419,7 +422,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     bins = build(mpicc)
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
-                           queue_packets=queue_packets,
+                           queue_packets=queue_packets, lossless=lossless,
                            queues=queues, congestion=cl.DEFAULT_CONGESTION if congestion is None else congestion)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
@@ -442,7 +445,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
                               "mtu_B": spec.mtu, "queue_packets": spec.queue_packets,
                               "switch_buffer_s": cl.SWITCH_BUFFER_S, "host_queue_packets": cl.HOST_QUEUE_PACKETS,
-                              "queues": spec.queues, "congestion": spec.congestion,
+                              "queues": spec.queues, "lossless": spec.lossless, "rto_min_s": spec.rto_min_s,
+                              "congestion": spec.congestion,
                               "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)
             if calibrate:

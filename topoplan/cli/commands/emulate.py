@@ -69,6 +69,9 @@ def emulate_cmd(
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port), ack-priority (TCP's "
                                "acknowledgements never wait behind data) or fair (each sending node its own queue, "
                                "served in turn, as a fabric that arbitrates fairly between its inputs)."),
+    lossless: bool = typer.Option(False, "--lossless", help="No queue drops a packet, as in a lossless fabric "
+                                  "(InfiniBand, Ethernet with priority flow control): queues deeper than TCP can "
+                                  "fill, and TCP's minimum retransmission timeout scaled with the bandwidth."),
     collectives: str = typer.Option("model", "--collectives", help="model (the replay sends each collective as the "
                                     "messages the prediction runs) or library (MPI's own collectives)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
@@ -179,7 +182,7 @@ def emulate_cmd(
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
                   queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note,
-                  thresholds=thresholds, stall_s=stall)
+                  thresholds=thresholds, stall_s=stall, lossless=lossless)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
@@ -190,7 +193,8 @@ def emulate_cmd(
     m = res["measured"]
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
-              f"{res['cluster']['queues']} queues; built in {res['cluster']['setup_s']:.1f} s")
+              f"{res['cluster']['queues']} queues{', lossless' if res['cluster']['lossless'] else ''}; "
+              f"built in {res['cluster']['setup_s']:.1f} s")
     tuned = f" but {mpich_note(res)}" if res.get("mpich") else ""
     con.print("collectives: " + (f"the predicted messages (MPICH's algorithms{tuned}, as point-to-point)"
                                  if res["collectives"] == "model"
