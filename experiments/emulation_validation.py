@@ -161,16 +161,18 @@ def queues_label(cluster) -> str:
 
     Examples
     --------
-    >>> queues_label({"queues": "fair", "lossless": True, "queue_packets": None})
+    >>> queues_label({"queues": "fair", "shaper": "tbf", "lossless": True, "queue_packets": None})
     'fair, lossless'
-    >>> queues_label({"queues": "fifo", "lossless": False, "queue_packets": 64}), queues_label(None)
-    ('fifo, 64 packets', '')
+    >>> queues_label({"queues": "fifo", "shaper": "tbf", "lossless": False, "queue_packets": 64}), queues_label(None)
+    ('fifo (tbf), lossy, 64 packets', '')
     """
     if not cluster:
         return ""
     out = [cluster.get("queues", "fifo")]
-    if cluster.get("lossless"):
-        out.append("lossless")
+    if out[0] == "fifo" and cluster.get("shaper"):   # (fair and ack-priority queues are HTB classes)
+        out[0] += f" ({cluster['shaper']})"
+    if "lossless" in cluster:
+        out.append("lossless" if cluster["lossless"] else "lossy")
     if cluster.get("queue_packets"):
         out.append(f"{cluster['queue_packets']:g} packets")
     return ", ".join(out)
@@ -366,7 +368,7 @@ def _inputs(part: str, case: str, spec, ocs: int, net: str):
 
 
 def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, save=None,
-        collectives: str = "model", lossless: bool = False) -> list:
+        collectives: str = "model", lossless: bool | None = None, shaper: str | None = None) -> list:
     from topoplan.core.errors import TopoplanError
     from topoplan.emulate.run import emulate
 
@@ -379,14 +381,15 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
         try:
             if part == "tcp":
                 res = tcp_flows(view, trace, pl, plan, scale=s, repeats=repeats, queue_packets=queue,
-                                lossless=lossless)
+                                lossless=lossless, shaper=shaper)
             else:
                 res = emulate(view, trace, pl, plan=plan, scale=s, calibrate=first, repeats=repeats,
                               compute_scale=1.0 if part == "eager" else 0.0,   # its only computation: the stagger
                               # a 32-rank run takes 70-130 s; some stall, and are run again (docs/emulation.md)
                               timeout_s=300.0 if part == "eager" else 600.0,
                               stall_s=30.0 if part == "eager" else None,
-                              queue_packets=queue, lossless=lossless, bcast_keys=keys, collectives=collectives,
+                              queue_packets=queue, lossless=lossless, shaper=shaper, bcast_keys=keys,
+                              collectives=collectives,
                               queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run
             log(f"  FAILED: {exc}")
@@ -446,7 +449,7 @@ def repredict(rows, log=print) -> list:
 
 
 def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, queue_packets=None,
-              lossless: bool = False) -> dict:
+              lossless: bool | None = None, shaper: str | None = None) -> dict:
     """The point-to-point messages of ``trace`` as plain TCP flows on the emulated cluster (no MPI), all started at
     once; the largest per-node time (every send written, every receive read) beside the predictions, in the shape
     of :func:`topoplan.emulate.run.emulate`'s result. The fastest of ``repeats`` runs is kept."""
@@ -469,7 +472,9 @@ def tcp_flows(topo, trace, placement, plan, *, scale: float, repeats: int = 1, q
             sends.setdefault(r, []).append([cl.data_address(node[peer]), nbytes])
             n_in[peer] += 1
     spec = cl.cluster_spec(topo, circuits=plan_circuits(plan, topo) if plan else [], scale=scale,
-                           queue_packets=queue_packets, lossless=lossless)
+                           queue_packets=queue_packets,
+                           lossless=cl.DEFAULT_LOSSLESS if lossless is None else lossless,
+                           shaper=cl.DEFAULT_SHAPER if shaper is None else shaper)
     best = None
     with tempfile.TemporaryDirectory() as work, cl.Cluster(spec) as cluster:
         if plan:
@@ -625,7 +630,7 @@ def markdown(rows) -> str:
         lines.append("")
         lossless = "" if not any("lossless" in q for q in queues) else (
             " (lossless: no queue drops a packet, and TCP's minimum retransmission timeout is scaled with the "
-            "bandwidth, as `topoplan emulate --lossless` does)")
+            "bandwidth, as `topoplan emulate` does unless `--lossy`)")
         lines.append("Link queues: " + "; ".join(queues) + lossless + ".")
     lines.append("")
     for part, title in (("scale", "Scale sweep (neighbour exchange, 16 nodes, 8 OCS nodes)"),
@@ -770,7 +775,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs at most per cell (a disturbed run is repeated)")
     ap.add_argument("--queue", type=int, default=None, help="FIFO length of every link direction, packets "
                     "(default: the emulator's)")
-    ap.add_argument("--lossless", action="store_true", help="no queue drops a packet (topoplan emulate --lossless)")
+    ap.add_argument("--lossless", action=argparse.BooleanOptionalAction, default=None,
+                    help="--no-lossless: switch ports that drop what their buffer cannot hold (topoplan emulate "
+                         "--lossy); default: the emulator's (lossless)")
+    ap.add_argument("--shaper", choices=("tbf", "htb"), default=None, help="what paces the FIFO queues (topoplan "
+                    "emulate --shaper; default: the emulator's)")
     ap.add_argument("--collectives", default="model", choices=("model", "library"),
                     help="model: collectives sent as the messages the predictions run; library: Open MPI's own")
     ap.add_argument("--replot", action="store_true", help="only the table and figure from the existing CSV")
@@ -815,7 +824,7 @@ def main(argv=None) -> int:
             write_csv(kept + new, csv_path)
 
         rows = run(parts, args.scale or DEFAULT_SCALE, args.quick, args.repeats, queue=args.queue, save=save,
-                   collectives=args.collectives, lossless=args.lossless)
+                   collectives=args.collectives, lossless=args.lossless, shaper=args.shaper)
         save(rows)
         rows = read_csv(csv_path)
     from topoplan.core.io import atomic_write

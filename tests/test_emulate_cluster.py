@@ -57,11 +57,11 @@ def test_spec_of_a_tree():
 def test_switch_ports_hold_their_share_of_a_switch_buffer(bw_Bps, packets):
     topo = TreeTopology(kind="tree", nodes_per_switch=(2, 2), down_bw_Bps=bw_Bps, up_bw_Bps=bw_Bps)
     for scale in (100, 400):   # bytes do not change with the scale
-        s = cl.cluster_spec(topo, scale=scale, run_id=1)
+        s = cl.cluster_spec(topo, scale=scale, run_id=1, lossless=False)
         for link in (l for l in s.links if l.cls in ("node", "uplink")):
             assert s.queue_of(link, "b") == packets                  # every b end is a switch port
             assert s.queue_of(link, "a") == (cl.HOST_QUEUE_PACKETS if link.cls == "node" else packets)
-    fixed = cl.cluster_spec(topo, scale=400, run_id=1, queue_packets=64)
+    fixed = cl.cluster_spec(topo, scale=400, run_id=1, queue_packets=64, lossless=False)
     assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
 
 
@@ -72,8 +72,14 @@ def test_lossless_queues_are_deeper_than_tcp_can_fill_and_the_timeout_scales():
         assert s.rto_min_s == rto_s and s.route_metrics()["RTAX_RTO_MIN"] == round(rto_s * 1e3)
     fixed = cl.cluster_spec(TREE, scale=400, run_id=1, queue_packets=64, lossless=True)   # an explicit length wins
     assert {fixed.queue_of(l, e) for l in fixed.links if l.rate_Bps for e in "ab"} == {64}
-    lossy = cl.cluster_spec(TREE, scale=400, run_id=1)
+    assert cl.cluster_spec(TREE, scale=400, run_id=1).lossless   # the default
+    lossy = cl.cluster_spec(TREE, scale=400, run_id=1, lossless=False)
     assert lossy.rto_min_s is None and set(lossy.route_metrics()) == {"RTAX_CC_ALGO"}
+
+
+def test_an_unknown_shaper_is_refused():
+    with pytest.raises(TopoplanError, match="field 'shaper': choose one of tbf, htb, got 'red'"):
+        cl.cluster_spec(TREE, scale=10, run_id=1, shaper="red")
 
 
 def test_an_unknown_congestion_control_is_refused():
@@ -82,7 +88,7 @@ def test_an_unknown_congestion_control_is_refused():
 
 
 def test_circuit_ends_are_host_queues():
-    s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=50, run_id=3)
+    s = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=50, run_id=3, lossless=False)
     ocs = [l for l in s.links if l.cls == "ocs"]
     assert [s.queue_of(l, e) for l in ocs for e in "ab"] == [cl.HOST_QUEUE_PACKETS] * 2
 
@@ -197,18 +203,36 @@ def _routes_and_queues(ns: str) -> tuple:
                 cc = metrics.get_attr("RTAX_CC_ALGO") if metrics is not None else None
                 if str(r.get_attr("RTA_DST")).startswith("198.18."):   # the emulated network (not the launcher's)
                     routes[f"{r.get_attr('RTA_DST')}/{r['dst_len']}"] = cc
-            fifos = {names[q["index"]]: q.get_attr("TCA_OPTIONS")["limit"] for q in ipr.get_qdiscs()
-                     if q.get_attr("TCA_KIND") == "pfifo"}
+            fifos = {}   # every shaped end's FIFO length in packets (a tbf counts bytes: packets of the MTU)
+            for q in ipr.get_qdiscs():
+                if q.get_attr("TCA_KIND") == "pfifo":
+                    fifos[names[q["index"]]] = q.get_attr("TCA_OPTIONS")["limit"]
+                elif q.get_attr("TCA_KIND") == "tbf":
+                    limit = q.get_attr("TCA_OPTIONS").get_attr("TCA_TBF_PARMS")["limit"]
+                    fifos[names[q["index"]]] = limit // (HYBRID.mtu_B + 14)
             return routes, fifos
     finally:
         netns.popns()
 
 
+def _kinds(ns: str) -> set:
+    from pyroute2 import IPRoute, netns
+
+    netns.pushns(ns)
+    try:
+        with IPRoute() as ipr:
+            return {q.get_attr("TCA_KIND") for q in ipr.get_qdiscs() if q.get_attr("TCA_KIND") != "noqueue"}
+    finally:
+        netns.popns()
+
+
 @needs_root
-@pytest.mark.parametrize("congestion", ["cubic", "reno"])
-def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion):
-    spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=100, congestion=congestion)
+@pytest.mark.parametrize("congestion, shaper", [("cubic", "tbf"), ("reno", "htb")])
+def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion, shaper):
+    spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=100, congestion=congestion, shaper=shaper,
+                           lossless=False)
     with cl.Cluster(spec) as c:
+        assert _kinds(spec.bridge_ns[0]) == ({"tbf"} if shaper == "tbf" else {"htb", "pfifo"})
         routes, fifos = _routes_and_queues(spec.host_ns[1])
         assert routes == {"198.18.0.0/16": congestion}
         assert fifos == {"eth0": cl.HOST_QUEUE_PACKETS}
@@ -277,6 +301,39 @@ def test_fair_queues_give_every_sending_node_its_own_class():
         # class 1:10 takes what no node sent (ARP); node i's packets are in class 1:(0x11 + i)
         assert up["1:11"] >= 5 and up["1:12"] >= 7 and up["1:13"] == up["1:14"] == 0
         assert sorted(up) == ["1:1", "1:10", "1:11", "1:12", "1:13", "1:14"]
+    assert _ours(os.getpid()) == []
+
+
+def _qdisc_stats(ns: str, ifname: str) -> dict:
+    """The root qdisc of one interface: its kind, packets sent and packets waiting."""
+    from pyroute2 import IPRoute, netns
+
+    netns.pushns(ns)
+    try:
+        with IPRoute() as ipr:
+            idx = ipr.link_lookup(ifname=ifname)[0]
+            q = next(q for q in ipr.get_qdiscs(index=idx) if q["parent"] == 0xFFFFFFFF)
+            st = q.get_attr("TCA_STATS")
+            return {"kind": q.get_attr("TCA_KIND"), "packets": int(st["packets"]), "qlen": int(st["qlen"])}
+    finally:
+        netns.popns()
+
+
+@needs_root
+def test_the_tbf_shaper_lets_one_packet_pass_at_once_and_paces_the_rest():
+    """At 1,000 B/s (the link's 1.25 GB/s divided by the scale), five 4 KB datagrams sent at once: the bucket of
+    one packet lets the first go (after the ARP request) and holds the others, each 4 s of the line's time."""
+    import time
+
+    spec = cl.cluster_spec(TREE, scale=1.25e6, lossless=True)
+    with cl.Cluster(spec):
+        _send_udp(spec.host_ns[0], cl.data_address(1), 4000, count=5)
+        deadline = time.monotonic() + 3.0
+        st = _qdisc_stats(spec.host_ns[0], "eth0")
+        while st["packets"] < 2 and time.monotonic() < deadline:   # the datagrams wait for ARP's answer
+            time.sleep(0.05)
+            st = _qdisc_stats(spec.host_ns[0], "eth0")
+        assert st["kind"] == "tbf" and 2 <= st["packets"] <= 3 and st["qlen"] >= 3
     assert _ours(os.getpid()) == []
 
 

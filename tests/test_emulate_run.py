@@ -132,18 +132,22 @@ def test_cli_json_with_calibration(env, tmp_path, run_cli):
 
 
 @needs_all
-def test_cli_lossless_drops_nothing_and_scales_tcps_timeout(env, run_cli):
-    """An all-to-all of 4 MB a pair over 4 nodes (three senders into every node link): every switch port holds
-    what arrives, and TCP never takes a queue's delay for a loss."""
+@pytest.mark.parametrize("flag", [None, "--lossy"])
+def test_cli_lossless_by_default_drops_nothing_and_scales_tcps_timeout(env, run_cli, flag):
+    """An all-to-all of 4 MB a pair over 4 nodes (three senders into every node link): by default every switch
+    port holds what arrives, and TCP never takes a queue's delay for a loss; --lossy keeps the kernel's timer."""
     code, stdout, err = run_cli("emulate", "-t", "paper003", "--set", "switches=2", "--set", "nodes_per_switch=2",
                                 "--set", "cores_per_node=1", "--set", "kind=tree", "--set", "ocs=null",
-                                "-T", "alltoall:np=4,bytes=4MB", "--lossless", "--no-calibrate", "--repeats", "1",
-                                "--json")
+                                "-T", "alltoall:np=4,bytes=4MB", *([flag] if flag else []), "--no-calibrate",
+                                "--repeats", "1", "--json")
     assert code == 0, err
     res = json.loads(stdout)
-    assert res["cluster"]["lossless"] and res["cluster"]["rto_min_s"] == 80.0
-    assert res["measured"]["drops"] == 0 and res["measured"]["tcp"]["timeouts"] == 0
-    assert res["measured"]["packets"] > 1000 and res["measured_s"] > 0
+    assert res["cluster"]["shaper"] == "tbf" and res["measured"]["packets"] > 1000 and res["measured_s"] > 0
+    if flag is None:
+        assert res["cluster"]["lossless"] and res["cluster"]["rto_min_s"] == 80.0
+        assert res["measured"]["drops"] == 0 and res["measured"]["tcp"]["timeouts"] == 0
+    else:
+        assert not res["cluster"]["lossless"] and res["cluster"]["rto_min_s"] is None
 
 
 @needs_all
@@ -235,6 +239,7 @@ def test_missing_pyroute2_is_one_line(monkeypatch, run_cli):
     (["--cleanup", "-p", "round-robin"], "--cleanup only removes leftovers; --placement does not apply"),
     (["-t", "paper003"], "needs --topology and --traffic"),
     (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--queues", "red"], "--queues: choose one of fifo, ack-priority"),
+    (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--shaper", "red"], "--shaper: choose one of tbf, htb"),
     (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--", "./no-such-program"], "no such program"),
 ])
 def test_bad_input_is_one_line(args, match, run_cli):

@@ -8,8 +8,13 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   switch's ports lead to its nodes and one uplink to the top switch. The EPS is one layer-2 network, as
   the nodes of a rack are in a hybrid prototype, so a node reaches a relay under its own switch directly;
 - a circuit is a veth pair straight from one OCS node to the other;
-- every link is shaped at both ends (each end's egress carries one direction): an HTB class at the
-  link's bandwidth divided by ``scale``, then a FIFO (``queues="fifo"``, the default): a switch port's share
+- every link is shaped at both ends (each end's egress carries one direction) to the link's bandwidth
+  divided by ``scale``, by a token bucket of one packet (``shaper="tbf"``, the default: a packet leaves only
+  once the bucket holds its bytes, so every packet takes its time at the line rate, as on a wire, and a
+  segment the kernel offloads whole is cut into packets first) or by an HTB class (``shaper="htb"``, whose
+  bucket lets a packet go while any tokens are left and holds two packets' or 1 ms of them, so that the
+  first few kilobytes of a message that finds the link idle pass at once), then a FIFO
+  (``queues="fifo"``, the default): a switch port's share
   of a switch's buffer, or a host's transmit queue (:meth:`ClusterSpec.queue_of`). With
   ``queues="ack-priority"`` packets under 64 bytes (TCP's acknowledgements that carry no data) go first, in
   a class of their own, as control traffic that never waits behind data would. With ``queues="fair"``
@@ -19,7 +24,7 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   one FIFO shared by all. Links have the topology's MTU; their latency is the stack's own (the kernel may
   lack netem, and the emulator does not need it). The uplinks of a fat tree carry what all nodes under the
   switch can send, so they never contend;
-- with ``lossless=True`` no queue drops a packet, as in a lossless fabric (InfiniBand's credits, Ethernet's
+- lossless (``lossless=True``, the default): no queue drops a packet, as in a lossless fabric (InfiniBand's credits, Ethernet's
   priority flow control): every FIFO is :data:`LOSSLESS_QUEUE_PACKETS` long, more than the nodes' TCP
   connections can have in flight, and TCP's minimum retransmission timeout is scaled as the bandwidth is
   (:data:`TCP_RTO_MIN_S` times ``scale``, at most :data:`TCP_RTO_MAX_S`), so that a queue's delay is not
@@ -62,7 +67,8 @@ from topoplan.core.topology import TreeTopology
 from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, read_route_file
 
 __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S",
-           "HOST_QUEUE_PACKETS", "LOSSLESS_QUEUE_PACKETS", "TCP_RTO_MIN_S", "TCP_RTO_MAX_S", "QUEUES",
+           "HOST_QUEUE_PACKETS", "LOSSLESS_QUEUE_PACKETS", "TCP_RTO_MIN_S", "TCP_RTO_MAX_S", "QUEUES", "SHAPERS",
+           "DEFAULT_SHAPER", "DEFAULT_LOSSLESS",
            "DEFAULT_CONGESTION",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
            "check_privileges", "our_namespaces", "run_alive", "cleanup", "Cluster"]
@@ -93,6 +99,9 @@ TCP_RTO_MAX_S = 120.0
 ETH_P_IP = 0x0800   # a tc filter's protocol: IPv4
 RTAX_RTO_MIN = 13   # a route metric's number (linux/rtnetlink.h): its bit in RTAX_LOCK locks it
 QUEUES = ("fifo", "ack-priority", "fair")
+SHAPERS = ("tbf", "htb")
+DEFAULT_SHAPER = "tbf"
+DEFAULT_LOSSLESS = True
 # TCP's congestion control on the emulated network: Linux's default, CUBIC. A network namespace may not make it
 # its default when the host does not allow it (this host allows reno and bbr), but a route's metric may name it:
 # every route of a node to the emulated network carries it.
@@ -180,6 +189,9 @@ class ClusterSpec:
         TCP's congestion control, as the metric of every route of the nodes.
     lossless : bool
         No queue drops a packet (see the module docstring).
+    shaper : {"tbf", "htb"}
+        What paces a link direction's FIFO queue (see the module docstring); fair and ack-priority queues
+        are HTB classes.
 
     Examples
     --------
@@ -203,7 +215,8 @@ class ClusterSpec:
     circuits: list = field(default_factory=list)
     queues: str = "fifo"
     congestion: str = DEFAULT_CONGESTION
-    lossless: bool = False
+    lossless: bool = DEFAULT_LOSSLESS
+    shaper: str = DEFAULT_SHAPER
 
     @property
     def namespaces(self) -> list:
@@ -213,18 +226,21 @@ class ClusterSpec:
     def queue_of(self, link: "LinkSpec", end: str) -> int:
         """The FIFO length, in packets, of one end (``"a"`` or ``"b"``) of a shaped link.
 
-        A switch port holds :data:`SWITCH_BUFFER_S` of the link's (unscaled) bandwidth, counted in packets of the
-        MTU (the kernel's byte-counting FIFO is out of the netlink library's reach; an acknowledgement takes a
-        packet's place); a node's end is a host's transmit queue of :data:`HOST_QUEUE_PACKETS`; every end of
-        a lossless cluster :data:`LOSSLESS_QUEUE_PACKETS`. ``queue_packets``, when set, overrides them.
+        Every end of a lossless cluster holds :data:`LOSSLESS_QUEUE_PACKETS`. Otherwise a switch port holds
+        :data:`SWITCH_BUFFER_S` of the link's (unscaled) bandwidth, counted in packets of the MTU (the ``tbf``
+        shaper's FIFO counts those packets' bytes; HTB's pfifo counts packets, so an acknowledgement takes a
+        packet's place), and a node's end is a host's transmit queue of :data:`HOST_QUEUE_PACKETS`.
+        ``queue_packets``, when set, overrides them.
 
         Examples
         --------
         >>> from topoplan.core.topology import TreeTopology
-        >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=400, run_id=3)
+        >>> s = cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=400, run_id=3, lossless=False)
         >>> link = s.links[0]
         >>> s.queue_of(link, "a"), s.queue_of(link, "b")     # a host; a 10 Gb/s switch port: 222 KB
         (1000, 54)
+        >>> cluster_spec(TreeTopology(kind="tree", nodes_per_switch=(2,)), scale=400, run_id=3).queue_of(link, "b")
+        1000000
         """
         if self.queue_packets is not None:
             return int(self.queue_packets)
@@ -248,7 +264,7 @@ class ClusterSpec:
         80.0
         >>> cluster_spec(t, scale=1000, run_id=3, lossless=True).rto_min_s   # at most TCP's largest
         120.0
-        >>> cluster_spec(t, scale=400, run_id=3).rto_min_s is None
+        >>> cluster_spec(t, scale=400, run_id=3, lossless=False).rto_min_s is None
         True
         """
         if not self.lossless:
@@ -264,7 +280,7 @@ class ClusterSpec:
         --------
         >>> from topoplan.core.topology import TreeTopology
         >>> t = TreeTopology(kind="tree", nodes_per_switch=(2,))
-        >>> cluster_spec(t, scale=400, run_id=3, congestion="reno").route_metrics()
+        >>> cluster_spec(t, scale=400, run_id=3, congestion="reno", lossless=False).route_metrics()
         {'RTAX_CC_ALGO': 'reno'}
         >>> cluster_spec(t, scale=400, run_id=3, congestion="reno", lossless=True).route_metrics()
         {'RTAX_CC_ALGO': 'reno', 'RTAX_LOCK': 8192, 'RTAX_RTO_MIN': 80000}
@@ -374,7 +390,8 @@ def check_scale(scale) -> float:
 
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                  queue_packets: int | None = None, queues: str = "fifo",
-                 congestion: str = DEFAULT_CONGESTION, lossless: bool = False) -> ClusterSpec:
+                 congestion: str = DEFAULT_CONGESTION, lossless: bool = DEFAULT_LOSSLESS,
+                 shaper: str = DEFAULT_SHAPER) -> ClusterSpec:
     """What the emulated cluster of ``topo`` consists of (namespaces, links and their shaping).
 
     Parameters
@@ -397,6 +414,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
         TCP's congestion control on the emulated network (:data:`DEFAULT_CONGESTION`), one the kernel has.
     lossless : bool, optional
         No queue drops a packet, and TCP's minimum retransmission timeout scales (see the module docstring).
+    shaper : {"tbf", "htb"}, optional
+        What paces a FIFO queue (see the module docstring).
 
     Returns
     -------
@@ -425,6 +444,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     scale = check_scale(scale)
     if queues not in QUEUES:
         raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
+    if shaper not in SHAPERS:
+        raise TopoplanError(f"field 'shaper': choose one of {', '.join(SHAPERS)}, got {shaper!r}")
     available = _available_congestion()
     if available and congestion not in available:
         raise TopoplanError(f"field 'congestion': this kernel has {', '.join(available)}, not {congestion!r}")
@@ -476,7 +497,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     return ClusterSpec(run_id=run, hosts=hosts, host_ns=host_ns, bridge_ns=[*sw_ns, top_ns, mgmt_ns],
                        head_ns=head_ns, links=links, mtu=mtu, scale=scale,
                        queue_packets=None if queue_packets is None else int(queue_packets),
-                       circuits=circ, queues=queues, congestion=congestion, lossless=bool(lossless))
+                       circuits=circ, queues=queues, congestion=congestion, lossless=bool(lossless),
+                       shaper=shaper)
 
 
 # -- privileges and the library ------------------------------------------------------------------
@@ -908,7 +930,7 @@ class Cluster:
                 h = self.handle(ns)
                 index = {l["index"]: l.get_attr("IFLA_IFNAME") for l in h.get_links()}
                 for q in h.get_qdiscs():
-                    if index.get(q["index"]) in names and q.get_attr("TCA_KIND") == "pfifo":
+                    if index.get(q["index"]) in names and q.get_attr("TCA_KIND") in ("pfifo", "tbf"):
                         st = q.get_attr("TCA_STATS")
                         if st is not None:
                             sent += int(st["packets"])
@@ -970,12 +992,26 @@ class Cluster:
             h.link("set", index=idx, mtu=mtu, state="up")
             if link.rate_Bps is not None:
                 _shape(h, idx, link.rate_Bps, mtu, s.queue_of(link, end), ack_priority=s.queues == "ack-priority",
-                       senders=s.senders() if s.queues == "fair" else ())
+                       senders=s.senders() if s.queues == "fair" else (), shaper=s.shaper)
+
+
+def tbf_bucket_B(rate_Bps: float, mtu: int) -> int:
+    """The token bucket of the ``tbf`` shaper, in bytes: one packet of the MTU with its Ethernet header, and
+    what the bucket's time (whole microseconds, as the netlink library gives it to the kernel) may round
+    away at ``rate_Bps``, so that a full packet always fits.
+
+    Examples
+    --------
+    >>> tbf_bucket_B(3.125e6, 4096), tbf_bucket_B(125e6, 4096)   # 25 Mb/s and 1 Gb/s: a 4 KiB MTU's packet
+    (4180, 4424)
+    """
+    return int(mtu) + 14 + 64 + int(rate_Bps * 2e-6)
 
 
 def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_priority: bool = False,
-           senders=()) -> None:
-    """HTB at ``rate_Bps``, then a FIFO of ``queue_packets`` packets; with ``ack_priority``, packets under 64
+           senders=(), shaper: str = DEFAULT_SHAPER) -> None:
+    """A FIFO of ``queue_packets`` packets paced at ``rate_Bps``: by a token bucket of one packet
+    (``shaper="tbf"``; the FIFO then counts those packets' bytes) or by HTB; with ``ack_priority``, packets under 64
     bytes (TCP's acknowledgements without data) in a class of their own that is served first; with ``senders``
     (EPS addresses), one FIFO of ``queue_packets`` per sending node, served in turn (deficit round robin,
     a packet each), and one for everything else.
@@ -984,6 +1020,10 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
     ``0x0/0xff+2`` is the header's byte 2; their protocol is in host order (pyroute2 swaps it).
     """
     rate = max(int(rate_Bps), 1)
+    if shaper == "tbf" and not (senders or ack_priority):
+        h.tc("add", "tbf", index=idx, rate=rate, burst=tbf_bucket_B(rate, mtu),
+             limit=min(int(queue_packets) * (mtu + 14), 2 ** 32 - 1))
+        return
     burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
     common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
     h.tc("add", "htb", index=idx, handle="1:", default=0x10)

@@ -293,7 +293,7 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
             repeats: int = 3, timeout_s: float | None = 600.0, mpicc: str | None = None, transport=None,
             queue_packets: int | None = None, queues: str = "fifo", congestion: str | None = None, bcast_keys=None,
             collectives: str = "model", timeline_dt_s: float | None = None, note=None, thresholds=None,
-            stall_s: float | None = None, lossless: bool = False) -> dict:
+            stall_s: float | None = None, lossless: bool | None = None, shaper: str | None = None) -> dict:
     """Emulate the run of ``trace`` (or ``command``) on ``topo`` and set it beside the simulator's predictions.
 
     Parameters
@@ -335,7 +335,11 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
         How link directions queue (:func:`topoplan.emulate.cluster.cluster_spec`).
     lossless : bool, optional
         No queue drops a packet, and TCP's minimum retransmission timeout scales with the bandwidth: a lossless
-        fabric (:func:`topoplan.emulate.cluster.cluster_spec`).
+        fabric (default :data:`topoplan.emulate.cluster.DEFAULT_LOSSLESS`, True;
+        :func:`topoplan.emulate.cluster.cluster_spec`). False: switch ports hold a switch's buffer.
+    shaper : {"tbf", "htb"}, optional
+        What paces the links' FIFO queues (default :data:`topoplan.emulate.cluster.DEFAULT_SHAPER`;
+        :func:`topoplan.emulate.cluster.cluster_spec`).
     congestion : str, optional
         TCP's congestion control on the emulated network (default
         :data:`topoplan.emulate.cluster.DEFAULT_CONGESTION`, CUBIC).
@@ -422,7 +426,9 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
     bins = build(mpicc)
     circuits = plan_circuits(plan, topo) if plan is not None and plan.get("circuits") else []
     spec = cl.cluster_spec(topo, circuits=circuits, scale=scale,
-                           queue_packets=queue_packets, lossless=lossless,
+                           queue_packets=queue_packets,
+                           lossless=cl.DEFAULT_LOSSLESS if lossless is None else lossless,
+                           shaper=cl.DEFAULT_SHAPER if shaper is None else shaper,
                            queues=queues, congestion=cl.DEFAULT_CONGESTION if congestion is None else congestion)
     hosts = spec.hosts
     work = Path(tempfile.mkdtemp(prefix="topoplan-emulate-"))
@@ -445,7 +451,8 @@ def emulate(topo, trace, placement, *, plan=None, scale: float = DEFAULT_SCALE, 
                               "routes": n_routes, "links": sum(1 for l in spec.links if l.cls != "mgmt"),
                               "mtu_B": spec.mtu, "queue_packets": spec.queue_packets,
                               "switch_buffer_s": cl.SWITCH_BUFFER_S, "host_queue_packets": cl.HOST_QUEUE_PACKETS,
-                              "queues": spec.queues, "lossless": spec.lossless, "rto_min_s": spec.rto_min_s,
+                              "queues": spec.queues, "shaper": spec.shaper, "lossless": spec.lossless,
+                              "rto_min_s": spec.rto_min_s,
                               "congestion": spec.congestion,
                               "setup_s": cluster.setup_s}
             run = _Run(cluster, spec, bins, work, timeout_s, transport)

@@ -69,9 +69,13 @@ def emulate_cmd(
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port), ack-priority (TCP's "
                                "acknowledgements never wait behind data) or fair (each sending node its own queue, "
                                "served in turn, as a fabric that arbitrates fairly between its inputs)."),
-    lossless: bool = typer.Option(False, "--lossless", help="No queue drops a packet, as in a lossless fabric "
-                                  "(InfiniBand, Ethernet with priority flow control): queues deeper than TCP can "
-                                  "fill, and TCP's minimum retransmission timeout scaled with the bandwidth."),
+    shaper: str = typer.Option("tbf", "--shaper", help="tbf (every packet paced at the line rate, a bucket of "
+                               "one packet) or htb (a bucket of two packets or 1 ms, which lets the start of a "
+                               "message that finds the link idle through at once); fifo queues only."),
+    lossless: bool = typer.Option(True, "--lossless/--lossy", help="Lossless: no queue drops a packet, as in a "
+                                  "lossless fabric (InfiniBand, Ethernet with priority flow control): queues deeper "
+                                  "than TCP can fill, and TCP's minimum retransmission timeout scaled with the "
+                                  "bandwidth. Lossy: switch ports hold a switch's buffer and drop the rest."),
     collectives: str = typer.Option("model", "--collectives", help="model (the replay sends each collective as the "
                                     "messages the prediction runs) or library (MPI's own collectives)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="Measure one way, both ways and a ring "
@@ -111,10 +115,12 @@ def emulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
-    from topoplan.emulate.cluster import QUEUES
+    from topoplan.emulate.cluster import QUEUES, SHAPERS
 
     if queues not in QUEUES:
         raise TopoplanError(f"--queues: choose one of {', '.join(QUEUES)}, got {queues!r}")
+    if shaper not in SHAPERS:
+        raise TopoplanError(f"--shaper: choose one of {', '.join(SHAPERS)}, got {shaper!r}")
     from topoplan.emulate.launch import COLLECTIVES
 
     if collectives not in COLLECTIVES:
@@ -182,7 +188,7 @@ def emulate_cmd(
                   threshold_B=thr, eager_threshold_B=eager_B, compute_scale=compute_scale, command=prog or None,
                   calibrate=calibrate, repeats=repeats, timeout_s=timeout, mpicc=mpicc, bcast_keys=keys,
                   queues=queues, collectives=collectives, timeline_dt_s=timeline_dt, note=note,
-                  thresholds=thresholds, stall_s=stall, lossless=lossless)
+                  thresholds=thresholds, stall_s=stall, lossless=lossless, shaper=shaper)
     res = {"topology": topo.name, "network": network or topo.kind, "traffic": traffic, "placement": placement,
            "circuits": str(circuits) if circuits else None, "bcast": str(bcast) if bcast else None,
            "program": prog or None, **res}
@@ -193,7 +199,8 @@ def emulate_cmd(
     m = res["measured"]
     con.print(f"emulated {res['cluster']['nodes']} nodes, {res['cluster']['switches']} switches, "
               f"{res['cluster']['circuits']} circuits ({res['cluster']['routes']} routes) at scale {res['scale']:g}, "
-              f"{res['cluster']['queues']} queues{', lossless' if res['cluster']['lossless'] else ''}; "
+              f"{res['cluster']['queues']} queues ({res['cluster']['shaper']})"
+              f"{', lossless' if res['cluster']['lossless'] else ', lossy'}; "
               f"built in {res['cluster']['setup_s']:.1f} s")
     tuned = f" but {mpich_note(res)}" if res.get("mpich") else ""
     con.print("collectives: " + (f"the predicted messages (MPICH's algorithms{tuned}, as point-to-point)"
