@@ -162,14 +162,14 @@ def queues_label(cluster) -> str:
     Examples
     --------
     >>> queues_label({"queues": "fair", "shaper": "tbf", "lossless": True, "queue_packets": None})
-    'fair, lossless'
+    'fair (tbf), lossless'
     >>> queues_label({"queues": "fifo", "shaper": "tbf", "lossless": False, "queue_packets": 64}), queues_label(None)
     ('fifo (tbf), lossy, 64 packets', '')
     """
     if not cluster:
         return ""
     out = [cluster.get("queues", "fifo")]
-    if out[0] == "fifo" and cluster.get("shaper"):   # (fair and ack-priority queues are HTB classes)
+    if cluster.get("shaper"):
         out[0] += f" ({cluster['shaper']})"
     if "lossless" in cluster:
         out.append("lossless" if cluster["lossless"] else "lossy")

@@ -190,8 +190,8 @@ class ClusterSpec:
     lossless : bool
         No queue drops a packet (see the module docstring).
     shaper : {"tbf", "htb"}
-        What paces a link direction's FIFO queue (see the module docstring); fair and ack-priority queues
-        are HTB classes.
+        What paces a link direction (see the module docstring); with fair or ack-priority queues, HTB classes
+        choose the next packet, below the token bucket of ``tbf``.
 
     Examples
     --------
@@ -929,8 +929,11 @@ class Cluster:
             for ns, names in shaped.items():
                 h = self.handle(ns)
                 index = {l["index"]: l.get_attr("IFLA_IFNAME") for l in h.get_links()}
-                for q in h.get_qdiscs():
-                    if index.get(q["index"]) in names and q.get_attr("TCA_KIND") in ("pfifo", "tbf"):
+                qdiscs = [q for q in h.get_qdiscs() if index.get(q["index"]) in names]
+                leaves = {q["index"] for q in qdiscs if q.get_attr("TCA_KIND") == "pfifo"}
+                for q in qdiscs:   # an interface's FIFOs: its pfifo leaves, else its token bucket's own
+                    kind = q.get_attr("TCA_KIND")
+                    if kind == "pfifo" or (kind == "tbf" and q["index"] not in leaves):
                         st = q.get_attr("TCA_STATS")
                         if st is not None:
                             sent += int(st["packets"])
@@ -1020,13 +1023,18 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
     ``0x0/0xff+2`` is the header's byte 2; their protocol is in host order (pyroute2 swaps it).
     """
     rate = max(int(rate_Bps), 1)
-    if shaper == "tbf" and not (senders or ack_priority):
-        h.tc("add", "tbf", index=idx, rate=rate, burst=tbf_bucket_B(rate, mtu),
+    if shaper == "tbf":
+        h.tc("add", "tbf", index=idx, handle="1:", rate=rate, burst=tbf_bucket_B(rate, mtu),
              limit=min(int(queue_packets) * (mtu + 14), 2 ** 32 - 1))
-        return
+        if not (senders or ack_priority):
+            return
+        # the classes below the token bucket (its class 1:1), which paces what they let go
+        major, parent = "2", dict(parent="1:1")
+    else:
+        major, parent = "1", {}
     burst = max(2 * (mtu + 14), int(rate / 1000) + mtu)   # the larger of two packets and 1 ms of tokens
     common = dict(index=idx, burst=burst, cburst=burst, mtu=mtu + 14)
-    h.tc("add", "htb", index=idx, handle="1:", default=0x10)
+    h.tc("add", "htb", index=idx, handle=f"{major}:", default=0x10, **parent)
     if not (senders or ack_priority):
         h.tc("add-class", "htb", handle="1:10", parent="1:", rate=rate, ceil=rate, **common)
         h.tc("add", "pfifo", index=idx, handle="10:", parent="1:10", limit=int(queue_packets))
@@ -1045,11 +1053,11 @@ def _shape(h, idx: int, rate_Bps: float, mtu: int, queue_packets: int, *, ack_pr
         # would read the reordering as a loss).
         leaves = [(0x10, rate - rate // 20, dict(prio=1), None),
                   (0x20, max(rate // 20, 1), dict(prio=0), "0x0/0xffc0+2")]
-    h.tc("add-class", "htb", handle="1:1", parent="1:", rate=rate, ceil=rate, **common)
+    h.tc("add-class", "htb", handle=f"{major}:1", parent=f"{major}:", rate=rate, ceil=rate, **common)
     for minor, guaranteed, options, key in leaves:
-        h.tc("add-class", "htb", handle=f"1:{minor:x}", parent="1:1", rate=guaranteed, ceil=rate, **common,
-             **options)
-        h.tc("add", "pfifo", index=idx, handle=f"{minor:x}:", parent=f"1:{minor:x}", limit=int(queue_packets))
+        h.tc("add-class", "htb", handle=f"{major}:{minor:x}", parent=f"{major}:1", rate=guaranteed, ceil=rate,
+             **common, **options)
+        h.tc("add", "pfifo", index=idx, handle=f"{minor:x}:", parent=f"{major}:{minor:x}", limit=int(queue_packets))
         if key is not None:
-            h.tc("add-filter", "u32", index=idx, handle="0:0", parent="1:0", prio=1, protocol=ETH_P_IP,
-                 target=f"1:{minor:x}", keys=[key])
+            h.tc("add-filter", "u32", index=idx, handle="0:0", parent=f"{major}:0", prio=1, protocol=ETH_P_IP,
+                 target=f"{major}:{minor:x}", keys=[key])

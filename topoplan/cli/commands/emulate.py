@@ -71,7 +71,7 @@ def emulate_cmd(
                                "served in turn, as a fabric that arbitrates fairly between its inputs)."),
     shaper: str = typer.Option("tbf", "--shaper", help="tbf (every packet paced at the line rate, a bucket of "
                                "one packet) or htb (a bucket of two packets or 1 ms, which lets the start of a "
-                               "message that finds the link idle through at once); fifo queues only."),
+                               "message that finds the link idle through at once)."),
     lossless: bool = typer.Option(True, "--lossless/--lossy", help="Lossless: no queue drops a packet, as in a "
                                   "lossless fabric (InfiniBand, Ethernet with priority flow control): queues deeper "
                                   "than TCP can fill, and TCP's minimum retransmission timeout scaled with the "
