@@ -3,6 +3,7 @@ nothing behind on success, on an error, on SIGINT and after a killed run, withou
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -40,6 +41,7 @@ HYBRID = TreeTopology(kind="hybrid", nodes_per_switch=(2, 2), ocs=OCSConfig(node
 
 
 # -- the plan of the cluster ---------------------------------------------------------------------------
+
 
 def test_spec_of_a_tree():
     s = cl.cluster_spec(TREE, scale=100, run_id=42)
@@ -164,19 +166,28 @@ def test_too_many_nodes_and_other_kinds_are_refused():
 
 # -- on the machine ---------------------------------------------------------------------------------------
 
+
 def _ours(run_id: int) -> list:
     return cl.our_namespaces().get(run_id, [])
 
 
-def _links_in(ns: str) -> list:
+@contextlib.contextmanager
+def _netlink(ns: str):
+    """A netlink socket inside namespace ``ns`` (pyroute2 is imported here: the module's tests without root do
+    not need it)."""
     from pyroute2 import IPRoute, netns
 
     netns.pushns(ns)
     try:
         with IPRoute() as ipr:
-            return sorted(l.get_attr("IFLA_IFNAME") for l in ipr.get_links())
+            yield ipr
     finally:
         netns.popns()
+
+
+def _links_in(ns: str) -> list:
+    with _netlink(ns) as ipr:
+        return sorted(l.get_attr("IFLA_IFNAME") for l in ipr.get_links())
 
 
 @needs_root
@@ -191,39 +202,27 @@ def test_build_shapes_and_removes_everything():
 
 
 def _routes_and_queues(ns: str) -> tuple:
-    from pyroute2 import IPRoute, netns
-
-    netns.pushns(ns)
-    try:
-        with IPRoute() as ipr:
-            names = {l["index"]: l.get_attr("IFLA_IFNAME") for l in ipr.get_links()}
-            routes = {}
-            for r in ipr.get_routes(family=2, table=254):
-                metrics = r.get_attr("RTA_METRICS")
-                cc = metrics.get_attr("RTAX_CC_ALGO") if metrics is not None else None
-                if str(r.get_attr("RTA_DST")).startswith("198.18."):   # the emulated network (not the launcher's)
-                    routes[f"{r.get_attr('RTA_DST')}/{r['dst_len']}"] = cc
-            fifos = {}   # every shaped end's FIFO length in packets (a tbf counts bytes: packets of the MTU)
-            for q in ipr.get_qdiscs():
-                if q.get_attr("TCA_KIND") == "pfifo":
-                    fifos[names[q["index"]]] = q.get_attr("TCA_OPTIONS")["limit"]
-                elif q.get_attr("TCA_KIND") == "tbf":
-                    limit = q.get_attr("TCA_OPTIONS").get_attr("TCA_TBF_PARMS")["limit"]
-                    fifos[names[q["index"]]] = limit // (HYBRID.mtu_B + 14)
-            return routes, fifos
-    finally:
-        netns.popns()
+    with _netlink(ns) as ipr:
+        names = {l["index"]: l.get_attr("IFLA_IFNAME") for l in ipr.get_links()}
+        routes = {}
+        for r in ipr.get_routes(family=2, table=254):
+            metrics = r.get_attr("RTA_METRICS")
+            cc = metrics.get_attr("RTAX_CC_ALGO") if metrics is not None else None
+            if str(r.get_attr("RTA_DST")).startswith("198.18."):   # the emulated network (not the launcher's)
+                routes[f"{r.get_attr('RTA_DST')}/{r['dst_len']}"] = cc
+        fifos = {}   # every shaped end's FIFO length in packets (a tbf counts bytes: packets of the MTU)
+        for q in ipr.get_qdiscs():
+            if q.get_attr("TCA_KIND") == "pfifo":
+                fifos[names[q["index"]]] = q.get_attr("TCA_OPTIONS")["limit"]
+            elif q.get_attr("TCA_KIND") == "tbf":
+                limit = q.get_attr("TCA_OPTIONS").get_attr("TCA_TBF_PARMS")["limit"]
+                fifos[names[q["index"]]] = limit // (HYBRID.mtu_B + 14)
+        return routes, fifos
 
 
 def _kinds(ns: str) -> set:
-    from pyroute2 import IPRoute, netns
-
-    netns.pushns(ns)
-    try:
-        with IPRoute() as ipr:
-            return {q.get_attr("TCA_KIND") for q in ipr.get_qdiscs() if q.get_attr("TCA_KIND") != "noqueue"}
-    finally:
-        netns.popns()
+    with _netlink(ns) as ipr:
+        return {q.get_attr("TCA_KIND") for q in ipr.get_qdiscs() if q.get_attr("TCA_KIND") != "noqueue"}
 
 
 @needs_root
@@ -248,41 +247,28 @@ def test_built_queues_and_routes_follow_the_spec(tmp_path, congestion, shaper):
 
 @needs_root
 def test_a_lossless_cluster_locks_the_scaled_timeout_on_every_route(tmp_path):
-    from pyroute2 import IPRoute, netns
-
     spec = cl.cluster_spec(HYBRID, circuits=[(0, 2, 0, 0)], scale=400, lossless=True)
     with cl.Cluster(spec) as c:
         c.apply_routes({"node0000": _route_file(tmp_path, "198.18.0.3/32 via 198.18.0.3 dev ocs0 onlink")})
         _, fifos = _routes_and_queues(spec.bridge_ns[0])
         assert set(fifos.values()) == {cl.LOSSLESS_QUEUE_PACKETS}
-        netns.pushns(spec.host_ns[0])
-        try:
-            with IPRoute() as ipr:
-                got = {str(r.get_attr("RTA_DST")): (r.get_attr("RTA_METRICS").get_attr("RTAX_RTO_MIN"),
-                                                     r.get_attr("RTA_METRICS").get_attr("RTAX_LOCK"))
-                       for r in ipr.get_routes(family=2, table=254)
-                       if str(r.get_attr("RTA_DST")).startswith("198.18.")}
-        finally:
-            netns.popns()
+        with _netlink(spec.host_ns[0]) as ipr:
+            got = {str(r.get_attr("RTA_DST")): (r.get_attr("RTA_METRICS").get_attr("RTAX_RTO_MIN"),
+                                                 r.get_attr("RTA_METRICS").get_attr("RTAX_LOCK"))
+                   for r in ipr.get_routes(family=2, table=254) if str(r.get_attr("RTA_DST")).startswith("198.18.")}
         assert got == {"198.18.0.0": (80000, 1 << cl.RTAX_RTO_MIN), "198.18.0.3": (80000, 1 << cl.RTAX_RTO_MIN)}
     assert _ours(os.getpid()) == []
 
 
 def _class_packets(ns: str, ifname: str) -> dict:
     """Packets sent by each HTB leaf class (``"1:11"``...) of one interface."""
-    from pyroute2 import IPRoute, netns
-
-    netns.pushns(ns)
-    try:
-        with IPRoute() as ipr:
-            idx = ipr.link_lookup(ifname=ifname)[0]
-            out = {}
-            for c in ipr.get_classes(index=idx):
-                h = c["handle"]
-                out[f"{h >> 16:x}:{h & 0xFFFF:x}"] = int(c.get_attr("TCA_STATS")["packets"])
-            return out
-    finally:
-        netns.popns()
+    with _netlink(ns) as ipr:
+        idx = ipr.link_lookup(ifname=ifname)[0]
+        out = {}
+        for c in ipr.get_classes(index=idx):
+            h = c["handle"]
+            out[f"{h >> 16:x}:{h & 0xFFFF:x}"] = int(c.get_attr("TCA_STATS")["packets"])
+        return out
 
 
 def _send_udp(ns: str, dst: str, size_B: int, count: int = 5) -> None:
@@ -309,17 +295,11 @@ def test_fair_queues_give_every_sending_node_its_own_class(shaper):
 
 def _qdisc_stats(ns: str, ifname: str) -> dict:
     """The root qdisc of one interface: its kind, packets sent and packets waiting."""
-    from pyroute2 import IPRoute, netns
-
-    netns.pushns(ns)
-    try:
-        with IPRoute() as ipr:
-            idx = ipr.link_lookup(ifname=ifname)[0]
-            q = next(q for q in ipr.get_qdiscs(index=idx) if q["parent"] == 0xFFFFFFFF)
-            st = q.get_attr("TCA_STATS")
-            return {"kind": q.get_attr("TCA_KIND"), "packets": int(st["packets"]), "qlen": int(st["qlen"])}
-    finally:
-        netns.popns()
+    with _netlink(ns) as ipr:
+        idx = ipr.link_lookup(ifname=ifname)[0]
+        q = next(q for q in ipr.get_qdiscs(index=idx) if q["parent"] == 0xFFFFFFFF)
+        st = q.get_attr("TCA_STATS")
+        return {"kind": q.get_attr("TCA_KIND"), "packets": int(st["packets"]), "qlen": int(st["qlen"])}
 
 
 @needs_root
