@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from topoplan.core.errors import TopoplanError
-from topoplan.traffic.collectives import MPICHThresholds, schedule
+from topoplan.sim.replay_common import A2A_CODES, Collectives
+from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.traffic.recorder import build_library
 from topoplan.traffic.trace import COLUMNS, OP_CODE, OPS, WORLD, per_destination_calls
 
@@ -114,72 +115,46 @@ def as_point_to_point(trace, thresholds: MPICHThresholds | None = None) -> Trace
     >>> [(o, int(q)) for a, o, q in zip(p.rank, p.op_names(), p.peer) if a == 1]
     [('irecv', 2), ('irecv', 3), ('irecv', 0), ('isend', 0), ('isend', 3), ('isend', 2), ('waitall', -1)]
     """
-    th = thresholds or MPICHThresholds()
+    # the simulator's own expansion (sim.replay_common), so the replay runs the very steps it predicts
+    calls = Collectives(trace, thresholds or MPICHThresholds())
     scheduled = {OP_CODE[o] for o in _SCHEDULED}
     isend, irecv, waitall = OP_CODE["isend"], OP_CODE["irecv"], OP_CODE["waitall"]
     cols: dict = {k: [] for k in COLUMNS}
-    members_of: dict = {}
-    steps_of: dict = {}
-
-    def members(c: int):
-        got = members_of.get(c)
-        if got is None:
-            world = trace.members(c).tolist() if c != WORLD else list(range(trace.n_ranks))
-            got = members_of[c] = (world, {w: k for k, w in enumerate(world)})
-        return got
 
     def add(*row):
         for k, v in zip(COLUMNS, row):
             cols[k].append(v)
 
-    # the per-destination alltoall(v) calls: their first row -> their last
-    rows, starts = per_destination_calls(trace)
-    bounds = np.append(starts, len(rows))
-    call_last = dict(zip(rows[bounds[:-1]].tolist(), rows[bounds[1:] - 1].tolist()))
-    # their receives' sizes are the senders' rows: each is posted for the largest, as MPI allows
+    # an alltoall(v) written per destination receives what its senders' rows say: each receive is posted for
+    # the largest such row, as MPI allows
+    rows, _ = per_destination_calls(trace)
     largest = float(trace.bytes[rows].max()) if len(rows) else 0.0
     i = 0
     while i < len(trace):
         r, op = int(trace.rank[i]), int(trace.op[i])
-        j = call_last.get(i, i)   # the call's last row
         if op not in scheduled:
             add(*(getattr(trace, k)[i] for k in COLUMNS))
             i += 1
             continue
         c = int(trace.comm[i]) if int(trace.comm[i]) in trace.communicators else WORLD
-        t0, t1, size = float(trace.t_start[i]), float(trace.t_end[j]), int(trace.comm_size[i])
-        world, local = members(c)
-        if r not in local:
-            raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} but is "
-                                "not one of its members")
-        root = -1
+        _, pos = calls.member(r, i)   # (refuses a rank outside the call's communicator)
         if OPS[op] in ("bcast", "reduce", "gather", "scatter"):
-            root = local.get(int(trace.root[i]), -1)
-            if root < 0:   # (trace validation refuses such roots first; a trace built by hand may not be validated)
+            q = int(trace.root[i])
+            if not 0 <= q < len(pos) or pos[q] < 0:   # (trace validation refuses such roots first; a trace
+                # built by hand may not be validated, and the simulator would take the communicator's first rank)
                 raise TopoplanError(f"{trace.source or 'trace'}: rank {r} calls {OPS[op]} on communicator {c} with "
-                                    f"root {int(trace.root[i])}, which is not one of its members")
-        counts = None
-        if i in call_last:   # one call over rows i..j, as the simulator reads it (sim.replay_common's expand)
-            peers = [local.get(int(q), -1) for q in trace.peer[i:j + 1].tolist()]
-            if min(peers) < 0:
-                q = int(trace.peer[i + peers.index(-1)])
-                raise TopoplanError(f"{trace.source or 'trace'}: rank {r} sends to rank {q} in {OPS[op]} on "
-                                    f"communicator {c}, which is not one of its members")
-            counts = tuple(np.bincount(peers, weights=trace.bytes[i:j + 1], minlength=len(world)).tolist())
-            root = 0
-        key = (op, len(world), local[r], root, float(trace.bytes[i]), counts)
-        steps = steps_of.get(key)
-        if steps is None:
-            kw = {} if counts is None else {"counts": list(counts)}
-            steps = steps_of[key] = schedule(OPS[op], len(world), local[r], root, float(trace.bytes[i]),
-                                             thresholds=th, **kw)
+                                    f"root {q}, which is not one of its members")
+        per_destination = op in A2A_CODES and int(trace.peer[i]) >= 0
+        steps, members, j = calls.expand(r, i, len(trace))   # j: the call's last row
+        t0, t1, size = float(trace.t_start[i]), float(trace.t_end[j]), int(trace.comm_size[i])
+        unknown = largest if per_destination else float(trace.bytes[i])
         first = len(cols["rank"])
         for step in steps:
             for q, b in step.recvs:
-                unknown = largest if counts is not None else float(trace.bytes[i])
-                add(r, irecv, world[q], unknown if b is None else float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
+                add(r, irecv, int(members[q]), unknown if b is None else float(b), -1, size, t0, t0, c,
+                    COLLECTIVE_TAG, -1)
             for q, b in step.sends:
-                add(r, isend, world[q], float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
+                add(r, isend, int(members[q]), float(b), -1, size, t0, t0, c, COLLECTIVE_TAG, -1)
             add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
         if len(cols["rank"]) == first:   # nothing to send (a communicator of one): the call keeps its time
             add(r, waitall, -1, 0.0, -1, size, t0, t0, c, -1, -1)
