@@ -14,8 +14,8 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     measured against predicted;
 ``bulk-ack``
     the bulk cells again with acknowledgements served before data in every queue (``--queues
-    ack-priority``): the check of the mechanism behind the bulk part's errors (two-way TCP traffic in
-    FIFO queues);
+    ack-priority``, on lossy switches: on lossless ones they reorder TCP's segments): the check of the
+    mechanism behind the bulk part's errors (two-way TCP traffic in FIFO queues);
 ``bulk-fair``
     the bulk cells again on switches that serve each sending node's packets in turn (``--queues fair``),
     as a fabric that arbitrates fairly between its inputs does, instead of one FIFO per port: the check of
@@ -388,7 +388,8 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
                               # a 32-rank run takes 70-130 s; some stall, and are run again (docs/emulation.md)
                               timeout_s=300.0 if part == "eager" else 600.0,
                               stall_s=30.0 if part == "eager" else None,
-                              queue_packets=queue, lossless=lossless, shaper=shaper, bcast_keys=keys,
+                              queue_packets=queue, shaper=shaper, bcast_keys=keys,
+                              lossless=False if part == "bulk-ack" else lossless,   # (emulate refuses it lossless)
                               collectives=collectives,
                               queues=PART_QUEUES.get(part, "fifo"), timeline_dt_s=TIMELINE_DT_S)
         except TopoplanError as exc:   # a cell that fails is reported, and the others still run

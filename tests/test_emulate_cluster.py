@@ -84,6 +84,14 @@ def test_an_unknown_shaper_is_refused():
         cl.cluster_spec(TREE, scale=10, run_id=1, shaper="red")
 
 
+@pytest.mark.parametrize("shaper", cl.SHAPERS)
+def test_ack_priority_queues_are_refused_on_lossless_switches(shaper):
+    with pytest.raises(TopoplanError, match="field 'queues': ack-priority queues reorder TCP's segments on lossless"):
+        cl.cluster_spec(TREE, scale=10, run_id=1, queues="ack-priority", shaper=shaper)
+    assert cl.cluster_spec(TREE, scale=10, run_id=1, queues="ack-priority", shaper=shaper, lossless=False).queues \
+        == "ack-priority"
+
+
 def test_an_unknown_congestion_control_is_refused():
     with pytest.raises(TopoplanError, match="field 'congestion': this kernel has .*not 'no-such'"):
         cl.cluster_spec(TREE, scale=10, run_id=1, congestion="no-such")
@@ -322,7 +330,7 @@ def test_the_tbf_shaper_lets_one_packet_pass_at_once_and_paces_the_rest():
 
 @needs_root
 def test_ack_priority_serves_small_packets_in_their_own_class():
-    spec = cl.cluster_spec(TREE, scale=100, queues="ack-priority")
+    spec = cl.cluster_spec(TREE, scale=100, queues="ack-priority", lossless=False)
     with cl.Cluster(spec):
         _send_udp(spec.host_ns[0], cl.data_address(2), 10, count=6)     # 38 bytes on the wire: first
         _send_udp(spec.host_ns[0], cl.data_address(2), 100, count=40)   # data: with the others

@@ -240,6 +240,8 @@ def test_missing_pyroute2_is_one_line(monkeypatch, run_cli):
     (["-t", "paper003"], "needs --topology and --traffic"),
     (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--queues", "red"], "--queues: choose one of fifo, ack-priority"),
     (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--shaper", "red"], "--shaper: choose one of tbf, htb"),
+    (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--queues", "ack-priority"],
+     "--queues: ack-priority queues reorder TCP's segments on lossless switches"),
     (["-t", "paper003", "-T", "ring:np=4,bytes=1KB", "--", "./no-such-program"], "no such program"),
 ])
 def test_bad_input_is_one_line(args, match, run_cli):
