@@ -42,6 +42,7 @@ other engineers' work on the same cores is measured (machine idle) and a disturb
 
     python -m experiments.emulation_validation [--parts scale,bulk,npb] [--scale 400] [--quick]
     python -m experiments.emulation_validation --replot      # table and figure from the existing CSV
+    python -m experiments.emulation_validation --chunk-sweep tbf,tbf-lossy   # the default model, larger relay chunks
 """
 
 from __future__ import annotations
@@ -416,15 +417,7 @@ def repredict(rows, log=print) -> list:
     kept: the models added since the run was measured, set beside the same real runs. Rows of the parts in
     :data:`REPREDICT_PARTS` whose cell still exists; a row whose circuits the planner no longer returns is left out
     (its prediction would be of another plan), and so are the other parts' rows."""
-    import ast
-
     from topoplan.emulate.run import predictions, run_eager_B, run_transport
-
-    def pairs(circuits) -> list:
-        if circuits in (None, "", "None"):
-            return []
-        got = ast.literal_eval(circuits) if isinstance(circuits, str) else circuits
-        return sorted(sorted(int(v) for v in c) for c in got)
 
     cells = {}
     for part in REPREDICT_PARTS:
@@ -437,7 +430,7 @@ def repredict(rows, log=print) -> list:
             continue
         part, case, spec, ocs, net, _ = cells[key]
         topo, view, trace, pl, plan, keys, _ = _inputs(part, case, spec, ocs, net)
-        if pairs((plan or {}).get("circuits")) != pairs(r.get("circuits")):
+        if _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
             log(f"{part} {case} ocs={ocs * 4} {net}: the planner returns other circuits now; left out")
             continue
         p = predictions(view, trace, pl, plan, eager_threshold_B=run_eager_B(run_transport(trace)),
@@ -527,6 +520,101 @@ def read_csv(path) -> list:
                 r[k] = float(v) if v not in ("", "None") else None
             rows.append(r)
     return rows
+
+
+RELAY_CHUNKS_B = (65536, 262144, 524288, 1048576)
+"""The relay chunks :func:`chunk_sweep` tries: the default model's (64 KiB) and larger ones."""
+
+
+def chunk_sweep(rows, chunks_B=RELAY_CHUNKS_B, log=print) -> list:
+    """Measure nothing: the bulk rows of a run (``bulk`` and ``bulk-fair``) predicted again by the default model
+    with relays that forward each chunk of ``chunks_B`` bytes once it has arrived whole (``relay_chunk_B``),
+    the measured times kept. Per chunk size: the cells, the median and largest absolute error over all of them
+    and over the hybrid ones, and the cases whose measured order of networks agrees (:func:`order_check`). Rows
+    whose circuits the planner no longer returns are left out, as :func:`repredict` leaves them."""
+    from topoplan.emulate.run import predictions, run_eager_B, run_transport
+    from topoplan.sim.simmodel import SimModel
+
+    bulk = [r for r in rows if r["part"] in ("bulk", "bulk-fair")]
+    inputs, out = {}, []
+    for chunk in chunks_B:
+        got = []
+        for r in bulk:
+            key = (r["part"], r["case"], int(r["ocs_nodes"]), r["network"])
+            if key not in inputs:
+                inputs[key] = _inputs(r["part"], r["case"], BULK[r["case"]], int(r["ocs_nodes"]) // 4, r["network"])
+            topo, view, trace, pl, plan, _, _ = inputs[key]
+            if r["network"] in ("greedy", "ilp") and _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
+                continue
+            p = predictions(view, trace, pl, plan, model=SimModel(relay_chunk_B=chunk),
+                            eager_threshold_B=run_eager_B(run_transport(trace)), compute_scale=0.0)
+            got.append(dict(r, part="bulk", predicted_s=p["default"]["max_comm_time_s"]))
+        out.append(chunk_summary(chunk, got))
+        log(f"relay chunk {chunk} B: median error {_pct(out[-1]['median_error'])}, hybrid "
+            f"{_pct(out[-1]['hybrid_median_error'])}, order {out[-1]['orders_agree']} of {out[-1]['cases']}")
+    return out
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _pairs(circuits) -> list:
+    """A plan's or a row's circuits as sorted node pairs (a row holds them as text)."""
+    import ast
+
+    if circuits in (None, "", "None"):
+        return []
+    got = ast.literal_eval(circuits) if isinstance(circuits, str) else circuits
+    return sorted(sorted(int(v) for v in c) for c in got)
+
+
+def chunk_summary(chunk_B: float, rows) -> dict:
+    """One line of :func:`chunk_sweep`: ``rows`` (measured and predicted) summarized.
+
+    Examples
+    --------
+    >>> rows = [{"part": "bulk", "case": "c", "ocs_nodes": 8, "network": n, "measured_s": m, "predicted_s": p}
+    ...         for n, m, p in (("eps", 4.4, 4.0), ("fat-tree", 1.0, 1.0), ("greedy", 1.2, 0.9), ("ilp", 2.0, 2.0))]
+    >>> s = chunk_summary(65536, rows)
+    >>> s["cells"], round(s["median_error"], 3), round(s["hybrid_median_error"], 3), s["orders_agree"], s["cases"]
+    (4, 0.05, 0.167, 0, 1)
+    """
+    err = sorted(abs(r["measured_s"] / r["predicted_s"] - 1) for r in rows)
+    hyb = sorted(abs(r["measured_s"] / r["predicted_s"] - 1) for r in rows if r["network"] in ("greedy", "ilp"))
+    checks = order_check(rows)
+    return {"relay_chunk_B": chunk_B, "cells": len(err), "median_error": statistics.median(err) if err else None,
+            "largest_error": err[-1] if err else None,
+            "hybrid_median_error": statistics.median(hyb) if hyb else None,
+            "hybrid_largest_error": hyb[-1] if hyb else None,
+            "orders_agree": sum(c["agrees"] for c in checks), "cases": len(checks),
+            "broken": [f"{c['case']} on {c['ocs_nodes']:g} OCS nodes: {', '.join(c['broken'])}"
+                       for c in checks if not c["agrees"]]}
+
+
+def chunk_markdown(runs: dict) -> str:
+    """The table of :func:`chunk_sweep` over several runs: ``{tag: [summary, ...]}``.
+
+    Examples
+    --------
+    >>> s = {"relay_chunk_B": 65536, "cells": 24, "median_error": 0.069, "largest_error": 0.38,
+    ...      "hybrid_median_error": 0.069, "hybrid_largest_error": 0.38, "orders_agree": 5, "cases": 6, "broken": ["x"]}
+    >>> chunk_markdown({"tbf": [s]}).splitlines()[-1]
+    '| tbf | 64 KiB | 24 | 6.9% | 38.0% | 6.9% | 38.0% | 5 of 6 | x |'
+    """
+    lines = ["# The default model with larger relay chunks, against the same measurements", "",
+             "Each run's bulk cells predicted again by max-min with pipelined relays that forward a chunk once it "
+             "has arrived whole (`relay_chunk_B`; the default is 64 KiB); the measured times are the run's "
+             "(`python -m experiments.emulation_validation --chunk-sweep TAG,...`).", "",
+             "| run | relay chunk | cells | median error | largest | hybrid: median | hybrid: largest | order "
+             "agrees | where not |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for tag, summaries in runs.items():
+        for s in summaries:
+            lines.append(f"| {tag or '(untagged)'} | {s['relay_chunk_B'] / 1024:g} KiB | {s['cells']} | "
+                         f"{_pct(s['median_error'])} | {_pct(s['largest_error'])} | {_pct(s['hybrid_median_error'])} | "
+                         f"{_pct(s['hybrid_largest_error'])} | {s['orders_agree']} of {s['cases']} | "
+                         f"{'; '.join(s['broken'])} |")
+    return "\n".join(lines) + "\n"
 
 
 def write_csv(rows, path) -> None:
@@ -789,8 +877,27 @@ def main(argv=None) -> int:
     ap.add_argument("--repredict", metavar="TAG", default=None,
                     help="measure nothing: the rows of emulation_validation_TAG.csv ('' for the untagged run) with "
                          "every model's prediction made again, written under --tag")
+    ap.add_argument("--chunk-sweep", metavar="TAGS", default=None,
+                    help="measure nothing: the bulk rows of each run emulation_validation_TAG.csv (comma-separated "
+                         "tags) predicted by the default model with relay chunks of 64 KiB to 1 MiB; writes "
+                         "emulation_validation_chunks.md (or _TAG-chunks.md under --tag)")
     args = ap.parse_args(argv)
     out = Path(args.out)
+    if args.chunk_sweep is not None:
+        from topoplan.core.io import atomic_write
+
+        runs = {}
+        for tag in args.chunk_sweep.split(","):
+            src = out / (f"emulation_validation_{tag}.csv" if tag else "emulation_validation.csv")
+            if not src.is_file():
+                print(f"error: --chunk-sweep: no file {src}", file=sys.stderr)
+                return 2
+            print(f"== {tag or '(untagged)'}")
+            runs[tag] = chunk_sweep(read_csv(src))
+        dest = out / (f"emulation_validation_{args.tag}-chunks.md" if args.tag else "emulation_validation_chunks.md")
+        atomic_write(dest, chunk_markdown(runs))
+        print(f"wrote {dest}")
+        return 0
     stem = f"emulation_validation_{args.tag}" if args.tag else "emulation_validation"
     csv_path, md_path, png_path = (out / f"{stem}.{ext}" for ext in ("csv", "md", "png"))
     if args.repredict is not None:

@@ -100,3 +100,23 @@ def test_the_eager_part_staggers_the_ring_and_fans_out():
     fan = simulate(topo, _fanout_trace(262144), sequential(4, topo), eager_threshold_B=1e9)
     one = 262144 / topo.down_bw_Bps
     assert fan["comm_time_s"][1:] == pytest.approx([3 * one] * 3, rel=0.02)
+
+
+def test_the_chunk_sweep_predicts_relayed_cells_again_and_keeps_the_measurements():
+    _, _, _, _, plan, _, _ = ev._inputs("bulk", "halo-transpose", ev.BULK["halo-transpose"], 2, "greedy")
+    base = {"part": "bulk", "case": "halo-transpose", "ocs_nodes": 8, "measured_s": 10e-3}
+    rows = [dict(base, network="eps", circuits=None), dict(base, network="greedy", circuits=str(plan["circuits"])),
+            dict(base, network="ilp", circuits="[[0, 1]]")]   # circuits the planner does not return: left out
+    got = []
+    out = ev.chunk_sweep(rows, (65536, 1 << 20), log=got.append)
+    assert [s["cells"] for s in out] == [2, 2] and len(got) == 2 and out[0]["cases"] == 1
+    # EPS only relays nothing: the same prediction with any chunk
+    eps = ev.chunk_sweep(rows[:1], (65536, 1 << 20), log=got.append)
+    assert eps[0]["median_error"] == eps[1]["median_error"]
+    # the greedy plan's relays wait for whole chunks: larger ones take longer, nearer the 10 ms measured
+    assert out[1]["hybrid_median_error"] < out[0]["hybrid_median_error"]
+
+
+def test_the_chunk_sweep_names_a_missing_run(tmp_path, capsys):
+    assert ev.main(["--chunk-sweep", "nosuch", "-o", str(tmp_path)]) == 2
+    assert "--chunk-sweep: no file" in capsys.readouterr().err and not list(tmp_path.iterdir())
