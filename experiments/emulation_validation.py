@@ -527,31 +527,34 @@ RELAY_CHUNKS_B = (65536, 262144, 524288, 1048576)
 
 
 def chunk_sweep(rows, chunks_B=RELAY_CHUNKS_B, log=print) -> list:
-    """Measure nothing: the bulk rows of a run (``bulk`` and ``bulk-fair``) predicted again by the default model
-    with relays that forward each chunk of ``chunks_B`` bytes once it has arrived whole (``relay_chunk_B``),
-    the measured times kept. Per chunk size: the cells, the median and largest absolute error over all of them
-    and over the hybrid ones, and the cases whose measured order of networks agrees (:func:`order_check`). Rows
-    whose circuits the planner no longer returns are left out, as :func:`repredict` leaves them."""
+    """Measure nothing: the bulk rows of a run (``bulk`` and ``bulk-fair``, each part on its own) predicted again
+    by the default model with relays that forward each chunk of ``chunks_B`` bytes once it has arrived whole
+    (``relay_chunk_B``), the measured times kept. Per part and chunk size: the cells, the median and largest
+    absolute error over all of them and over the hybrid ones, and the cases whose measured order of networks
+    agrees (:func:`order_check`). Rows whose circuits the planner no longer returns are left out, as
+    :func:`repredict` leaves them."""
     from topoplan.emulate.run import predictions, run_eager_B, run_transport
     from topoplan.sim.simmodel import SimModel
 
-    bulk = [r for r in rows if r["part"] in ("bulk", "bulk-fair")]
     inputs, out = {}, []
-    for chunk in chunks_B:
-        got = []
-        for r in bulk:
-            key = (r["part"], r["case"], int(r["ocs_nodes"]), r["network"])
-            if key not in inputs:
-                inputs[key] = _inputs(r["part"], r["case"], BULK[r["case"]], int(r["ocs_nodes"]) // 4, r["network"])
-            topo, view, trace, pl, plan, _, _ = inputs[key]
-            if r["network"] in ("greedy", "ilp") and _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
-                continue
-            p = predictions(view, trace, pl, plan, model=SimModel(relay_chunk_B=chunk),
-                            eager_threshold_B=run_eager_B(run_transport(trace)), compute_scale=0.0)
-            got.append(dict(r, part="bulk", predicted_s=p["default"]["max_comm_time_s"]))
-        out.append(chunk_summary(chunk, got))
-        log(f"relay chunk {chunk} B: median error {_pct(out[-1]['median_error'])}, hybrid "
-            f"{_pct(out[-1]['hybrid_median_error'])}, order {out[-1]['orders_agree']} of {out[-1]['cases']}")
+    for part in ("bulk", "bulk-fair"):
+        bulk = [r for r in rows if r["part"] == part]
+        for chunk in chunks_B if bulk else ():
+            got = []
+            for r in bulk:
+                key = (part, r["case"], int(r["ocs_nodes"]), r["network"])
+                if key not in inputs:
+                    inputs[key] = _inputs(part, r["case"], BULK[r["case"]], int(r["ocs_nodes"]) // 4, r["network"])
+                topo, view, trace, pl, plan, _, _ = inputs[key]
+                if r["network"] in ("greedy", "ilp") and \
+                        _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
+                    continue
+                p = predictions(view, trace, pl, plan, model=SimModel(relay_chunk_B=chunk),
+                                eager_threshold_B=run_eager_B(run_transport(trace)), compute_scale=0.0)
+                got.append(dict(r, predicted_s=p["default"]["max_comm_time_s"]))
+            out.append(dict(chunk_summary(chunk, got, part), part=part))
+            log(f"{part}, relay chunk {chunk} B: median error {_pct(out[-1]['median_error'])}, hybrid "
+                f"{_pct(out[-1]['hybrid_median_error'])}, order {out[-1]['orders_agree']} of {out[-1]['cases']}")
     return out
 
 
@@ -569,8 +572,8 @@ def _pairs(circuits) -> list:
     return sorted(sorted(int(v) for v in c) for c in got)
 
 
-def chunk_summary(chunk_B: float, rows) -> dict:
-    """One line of :func:`chunk_sweep`: ``rows`` (measured and predicted) summarized.
+def chunk_summary(chunk_B: float, rows, part: str = "bulk") -> dict:
+    """One line of :func:`chunk_sweep`: ``rows`` of ``part`` (measured and predicted) summarized.
 
     Examples
     --------
@@ -582,7 +585,7 @@ def chunk_summary(chunk_B: float, rows) -> dict:
     """
     err = sorted(abs(r["measured_s"] / r["predicted_s"] - 1) for r in rows)
     hyb = sorted(abs(r["measured_s"] / r["predicted_s"] - 1) for r in rows if r["network"] in ("greedy", "ilp"))
-    checks = order_check(rows)
+    checks = order_check(rows, part)
     return {"relay_chunk_B": chunk_B, "cells": len(err), "median_error": statistics.median(err) if err else None,
             "largest_error": err[-1] if err else None,
             "hybrid_median_error": statistics.median(hyb) if hyb else None,
@@ -610,7 +613,8 @@ def chunk_markdown(runs: dict) -> str:
              "agrees | where not |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for tag, summaries in runs.items():
         for s in summaries:
-            lines.append(f"| {tag or '(untagged)'} | {s['relay_chunk_B'] / 1024:g} KiB | {s['cells']} | "
+            run = (tag or "(untagged)") + ("" if s.get("part", "bulk") == "bulk" else f" ({s['part']})")
+            lines.append(f"| {run} | {s['relay_chunk_B'] / 1024:g} KiB | {s['cells']} | "
                          f"{_pct(s['median_error'])} | {_pct(s['largest_error'])} | {_pct(s['hybrid_median_error'])} | "
                          f"{_pct(s['hybrid_largest_error'])} | {s['orders_agree']} of {s['cases']} | "
                          f"{'; '.join(s['broken'])} |")
