@@ -450,8 +450,8 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     if shaper not in SHAPERS:
         raise TopoplanError(f"field 'shaper': choose one of {', '.join(SHAPERS)}, got {shaper!r}")
     if queues == "ack-priority" and lossless:
-        # measured (halo-transpose, 16 nodes, scale 400): 170-433 segments sent again, 1-5 timeouts and a run 43
-        # times its prediction under either shaper, none dropped; fifo and fair queues send none again
+        # measured (halo-transpose, 16 nodes, scale 400): 231-505 segments sent again, 1-5 timeouts and a run 43
+        # times its prediction under either shaper, none dropped; fifo and fair queues sent 0-2 again
         raise TopoplanError("field 'queues': ack-priority queues reorder TCP's segments on lossless switches (TCP "
                             "then waits out its scaled retransmission timeout); use them with lossy switches")
     available = _available_congestion()
