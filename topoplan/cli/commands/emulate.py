@@ -67,8 +67,9 @@ def emulate_cmd(
     scale: Optional[float] = typer.Option(None, "--scale", help="Divide bandwidths (multiply times) by this; default "
                                           "400 (a 10 Gb/s link runs at 25 Mb/s)."),
     queues: str = typer.Option("fifo", "--queues", help="fifo (a plain switch port), ack-priority (TCP's "
-                               "acknowledgements never wait behind data; with --lossy only) or fair (each sending node its own queue, "
-                               "served in turn, as a fabric that arbitrates fairly between its inputs)."),
+                               "acknowledgements never wait behind data; with --lossy only) or fair (each sending "
+                               "node its own queue, served in turn, as a fabric that arbitrates fairly between its "
+                               "inputs)."),
     shaper: str = typer.Option("tbf", "--shaper", help="tbf (every packet paced at the line rate, a bucket of "
                                "one packet) or htb (a bucket of two packets or 1 ms, which lets the start of a "
                                "message that finds the link idle through at once)."),
