@@ -43,6 +43,7 @@ other engineers' work on the same cores is measured (machine idle) and a disturb
     python -m experiments.emulation_validation [--parts scale,bulk,npb] [--scale 400] [--quick]
     python -m experiments.emulation_validation --replot      # table and figure from the existing CSV
     python -m experiments.emulation_validation --chunk-sweep tbf,tbf-lossy   # the default model, larger relay chunks
+    python -m experiments.emulation_validation --combine tbf,tbf-r2,tbf-r3   # several runs judged together
 """
 
 from __future__ import annotations
@@ -558,6 +559,85 @@ def chunk_sweep(rows, chunks_B=RELAY_CHUNKS_B, log=print) -> list:
     return out
 
 
+def combine_runs(runs: dict, part: str = "bulk") -> dict:
+    """Several runs of the same cells judged together: ``runs`` maps a run's tag to its rows. Per cell (case, OCS
+    nodes, network), the runs that measured it and their median, least and largest measured / predicted; per
+    case, in how many runs the measured order agrees (:func:`order_check`) and whether the order of the cells'
+    median measured times does; and the median absolute error of the cells' median ratios.
+
+    Examples
+    --------
+    >>> def run(greedy_ms):
+    ...     return [{"part": "bulk", "case": "c", "ocs_nodes": 8, "network": n, "measured_s": m / 1e3,
+    ...              "predicted_s": p / 1e3} for n, m, p in (("eps", 4.0, 4.0), ("fat-tree", 1.0, 1.0),
+    ...                                                      ("greedy", greedy_ms, 0.9), ("ilp", 2.0, 2.0))]
+    >>> got = combine_runs({"a": run(1.1), "b": run(0.95), "c": run(0.97)})
+    >>> got["cases"][0]["agrees_runs"], got["cases"][0]["runs"], got["cases"][0]["median_agrees"]
+    (2, 3, True)
+    >>> [round(c["ratio_median"], 3) for c in got["cells"] if c["network"] == "greedy"]
+    [1.078]
+    """
+    cells, cases = {}, {}
+    for tag, rows in runs.items():
+        sel = [r for r in rows if r["part"] == part]
+        for r in sel:
+            c = cells.setdefault((r["case"], int(r["ocs_nodes"]), r["network"]),
+                                 {"case": r["case"], "ocs_nodes": int(r["ocs_nodes"]), "network": r["network"],
+                                  "measured_s": [], "ratio": [], "predicted_s": r["predicted_s"]})
+            c["measured_s"].append(r["measured_s"])
+            c["ratio"].append(r["measured_s"] / r["predicted_s"])
+        for o in order_check(sel, part):
+            k = cases.setdefault((o["case"], int(o["ocs_nodes"])), {"case": o["case"], "ocs_nodes": int(o["ocs_nodes"]),
+                                                                    "runs": 0, "agrees_runs": 0, "failed_in": []})
+            k["runs"] += 1
+            k["agrees_runs"] += bool(o["agrees"])
+            if not o["agrees"]:
+                k["failed_in"].append(tag)
+    out_cells = []
+    for c in cells.values():
+        out_cells.append({"case": c["case"], "ocs_nodes": c["ocs_nodes"], "network": c["network"],
+                          "runs": len(c["ratio"]), "measured_s": statistics.median(c["measured_s"]),
+                          "predicted_s": c["predicted_s"], "ratio_median": statistics.median(c["ratio"]),
+                          "ratio_min": min(c["ratio"]), "ratio_max": max(c["ratio"])})
+    medians = [{"part": part, "case": c["case"], "ocs_nodes": c["ocs_nodes"], "network": c["network"],
+                "measured_s": c["measured_s"], "predicted_s": c["predicted_s"]} for c in out_cells]
+    by_median = {(o["case"], int(o["ocs_nodes"])): o for o in order_check(medians, part)}
+    out_cases = [dict(k, median_agrees=bool(by_median[key]["agrees"]), median_order=by_median[key]["measured"],
+                      predicted_order=by_median[key]["predicted"]) for key, k in sorted(cases.items(), key=str)]
+    err = [abs(c["ratio_median"] - 1) for c in out_cells]
+    return {"runs": list(runs), "cells": out_cells, "cases": out_cases,
+            "median_error": statistics.median(err) if err else None}
+
+
+def combined_markdown(got: dict) -> str:
+    """The table of :func:`combine_runs`.
+
+    Examples
+    --------
+    >>> row = [{"part": "bulk", "case": "c", "ocs_nodes": 8, "network": "eps", "measured_s": 1.1, "predicted_s": 1.0}]
+    >>> "| c | 8 | eps | 2 | 1.100 | 1.100-1.100 |" in combined_markdown(combine_runs({"a": row, "b": row}))
+    True
+    """
+    lines = ["# Emulation validation: several runs of the bulk cells judged together", "",
+             f"Runs: {', '.join(t or '(untagged)' for t in got['runs'])} "
+             "(`python -m experiments.emulation_validation --combine TAGS`). Measured / predicted by the default "
+             "model; a cell's median over the runs that measured it.", "",
+             "| case | OCS nodes | network | runs | median | range |", "|---|---:|---|---:|---:|---|"]
+    for c in sorted(got["cells"], key=lambda c: (c["ocs_nodes"], c["case"], NETWORKS.index(c["network"])
+                                                  if c["network"] in NETWORKS else 9)):
+        lines.append(f"| {c['case']} | {c['ocs_nodes']} | {c['network']} | {c['runs']} | {c['ratio_median']:.3f} | "
+                     f"{c['ratio_min']:.3f}-{c['ratio_max']:.3f} |")
+    lines += ["", f"Median absolute error of the cells' medians: {_pct(got['median_error'])}.", "",
+              "| case | OCS nodes | order as predicted | order of the medians | measured (medians) | predicted | "
+              "failed in |", "|---|---:|---:|---|---|---|---|"]
+    for k in got["cases"]:
+        lines.append(f"| {k['case']} | {k['ocs_nodes']} | in {k['agrees_runs']} of {k['runs']} runs | "
+                     f"{'agrees' if k['median_agrees'] else 'does not agree'} | {' < '.join(k['median_order'])} | "
+                     f"{' < '.join(k['predicted_order'])} | {', '.join(k['failed_in'])} |")
+    return "\n".join(lines) + "\n\n" + f"Predictions within {TIE:.0%} of each other are ties whose measured order is " \
+        "not judged.\n"
+
+
 def _pct(x) -> str:
     return "-" if x is None else f"{x:.1%}"
 
@@ -885,8 +965,26 @@ def main(argv=None) -> int:
                     help="measure nothing: the bulk rows of each run emulation_validation_TAG.csv (comma-separated "
                          "tags) predicted by the default model with relay chunks of 64 KiB to 1 MiB; writes "
                          "emulation_validation_chunks.md (or _TAG-chunks.md under --tag)")
+    ap.add_argument("--combine", metavar="TAGS", default=None,
+                    help="measure nothing: the bulk rows of several runs (comma-separated tags) judged together, "
+                         "per cell the median and range, per case the runs whose order agrees; writes "
+                         "emulation_validation_combined.md (or _TAG-combined.md under --tag)")
     args = ap.parse_args(argv)
     out = Path(args.out)
+    if args.combine is not None:
+        from topoplan.core.io import atomic_write
+
+        runs = {}
+        for tag in args.combine.split(","):
+            src = out / (f"emulation_validation_{tag}.csv" if tag else "emulation_validation.csv")
+            if not src.is_file():
+                print(f"error: --combine: no file {src}", file=sys.stderr)
+                return 2
+            runs[tag] = read_csv(src)
+        dest = out / (f"emulation_validation_{args.tag}-combined.md" if args.tag else "emulation_validation_combined.md")
+        atomic_write(dest, combined_markdown(combine_runs(runs)))
+        print(f"wrote {dest}")
+        return 0
     if args.chunk_sweep is not None:
         from topoplan.core.io import atomic_write
 

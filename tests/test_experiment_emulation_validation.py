@@ -120,3 +120,21 @@ def test_the_chunk_sweep_predicts_relayed_cells_again_and_keeps_the_measurements
 def test_the_chunk_sweep_names_a_missing_run(tmp_path, capsys):
     assert ev.main(["--chunk-sweep", "nosuch", "-o", str(tmp_path)]) == 2
     assert "--chunk-sweep: no file" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_combined_runs_count_the_runs_whose_order_agrees(tmp_path):
+    slow = [dict(r) for r in _rows()]
+    for r in slow:
+        if r["network"] == "eps":
+            r["measured_s"] = 1.0   # EPS only measured as fast as the fat tree, predicted 3.5 times slower
+    for tag, rows in (("a", _rows()), ("b", _rows()), ("c", slow)):
+        ev.write_csv(rows, tmp_path / f"emulation_validation_{tag}.csv")
+    assert ev.main(["--combine", "a,b,c", "--tag", "three", "-o", str(tmp_path)]) == 0
+    md = (tmp_path / "emulation_validation_three-combined.md").read_text()
+    assert "| neighbor | 8 | in 2 of 3 runs | agrees |" in md and "| c |" in md   # the medians keep eps slowest
+    assert "| neighbor | 8 | eps | 3 | 1.143 | 0.286-1.143 |" in md
+
+
+def test_combining_names_a_missing_run(tmp_path, capsys):
+    assert ev.main(["--combine", "nosuch", "-o", str(tmp_path)]) == 2
+    assert "--combine: no file" in capsys.readouterr().err and not list(tmp_path.iterdir())
