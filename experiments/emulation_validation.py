@@ -971,33 +971,29 @@ def main(argv=None) -> int:
                          "emulation_validation_combined.md (or _TAG-combined.md under --tag)")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    if args.combine is not None:
+    for flag, value, suffix in (("--combine", args.combine, "combined"), ("--chunk-sweep", args.chunk_sweep, "chunks")):
+        if value is None:
+            continue
         from topoplan.core.io import atomic_write
 
         runs = {}
-        for tag in args.combine.split(","):
+        for tag in value.split(","):   # every run is read before anything is written
             src = out / (f"emulation_validation_{tag}.csv" if tag else "emulation_validation.csv")
             if not src.is_file():
-                print(f"error: --combine: no file {src}", file=sys.stderr)
+                print(f"error: {flag}: no file {src}", file=sys.stderr)
                 return 2
             runs[tag] = read_csv(src)
-        dest = out / (f"emulation_validation_{args.tag}-combined.md" if args.tag else "emulation_validation_combined.md")
-        atomic_write(dest, combined_markdown(combine_runs(runs)))
-        print(f"wrote {dest}")
-        return 0
-    if args.chunk_sweep is not None:
-        from topoplan.core.io import atomic_write
-
-        runs = {}
-        for tag in args.chunk_sweep.split(","):
-            src = out / (f"emulation_validation_{tag}.csv" if tag else "emulation_validation.csv")
-            if not src.is_file():
-                print(f"error: --chunk-sweep: no file {src}", file=sys.stderr)
-                return 2
-            print(f"== {tag or '(untagged)'}")
-            runs[tag] = chunk_sweep(read_csv(src))
-        dest = out / (f"emulation_validation_{args.tag}-chunks.md" if args.tag else "emulation_validation_chunks.md")
-        atomic_write(dest, chunk_markdown(runs))
+        if flag == "--combine":
+            text = combined_markdown(combine_runs(runs))
+        else:
+            sweeps = {}
+            for tag, rows in runs.items():
+                print(f"== {tag or '(untagged)'}")
+                sweeps[tag] = chunk_sweep(rows)
+            text = chunk_markdown(sweeps)
+        name = f"emulation_validation_{args.tag}-{suffix}.md" if args.tag else f"emulation_validation_{suffix}.md"
+        dest = out / name
+        atomic_write(dest, text)
         print(f"wrote {dest}")
         return 0
     stem = f"emulation_validation_{args.tag}" if args.tag else "emulation_validation"
