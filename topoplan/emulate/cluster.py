@@ -26,12 +26,12 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   one FIFO shared by all. Links have the topology's MTU; their latency is the stack's own (the kernel may
   lack netem, and the emulator does not need it). The uplinks of a fat tree carry what all nodes under the
   switch can send, so they never contend;
-- lossless (``lossless=True``, the default): no queue drops a packet, as in a lossless fabric (InfiniBand's credits, Ethernet's
-  priority flow control): every FIFO is :data:`LOSSLESS_QUEUE_PACKETS` long, more than the nodes' TCP
-  connections can have in flight, and TCP's minimum retransmission timeout is scaled as the bandwidth is
-  (:data:`TCP_RTO_MIN_S` times ``scale``, at most :data:`TCP_RTO_MAX_S`), so that a queue's delay is not
-  taken for a loss. Without it a switch port drops what its buffer cannot hold, and each loss TCP recovers
-  by its timer costs a ``scale``-th of what it costs at the real bandwidth (the timer does not scale);
+- lossless (``lossless=True``, the default): no queue drops a packet, as in a lossless fabric (InfiniBand's
+  credits, Ethernet's priority flow control): every FIFO is :data:`LOSSLESS_QUEUE_PACKETS` long, more than the
+  nodes' TCP connections can have in flight, and TCP's minimum retransmission timeout is scaled as the bandwidth
+  is (:data:`TCP_RTO_MIN_S` times ``scale``, at most :data:`TCP_RTO_MAX_S`), so that a queue's delay is not taken
+  for a loss. Without it a switch port drops what its buffer cannot hold, and each loss TCP recovers by its timer
+  costs a ``scale``-th of what it costs at the real bandwidth (the timer does not scale);
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
   namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
 
@@ -70,6 +70,7 @@ from topoplan.reporting.routes_export import default_address, DEFAULT_NETWORK, r
 
 __all__ = ["PREFIX", "LOCK_DIR", "DATA_NET", "MGMT_NET", "HEAD_ADDRESS", "MAX_HOSTS", "SWITCH_BUFFER_S",
            "HOST_QUEUE_PACKETS", "LOSSLESS_QUEUE_PACKETS", "TCP_RTO_MIN_S", "TCP_RTO_MAX_S", "QUEUES", "SHAPERS",
+           "check_queueing",
            "DEFAULT_SHAPER", "DEFAULT_LOSSLESS",
            "DEFAULT_CONGESTION",
            "LinkSpec", "ClusterSpec", "data_address", "mgmt_address", "cluster_spec", "require_pyroute2",
@@ -390,6 +391,35 @@ def check_scale(scale) -> float:
     return scale
 
 
+def check_queueing(queues: str, shaper: str, lossless: bool) -> None:
+    """Refuse link queues, a shaper or their combination with lossless switches that the emulator does not build
+    (:func:`cluster_spec`'s ``queues``, ``shaper`` and ``lossless``).
+
+    Raises
+    ------
+    TopoplanError
+        Naming the field ``queues`` or ``shaper``.
+
+    Examples
+    --------
+    >>> check_queueing("fair", "tbf", True)
+    >>> check_queueing("ack-priority", "tbf", True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'queues': ack-priority queues reorder TCP's segments on lossless...
+    """
+    if queues not in QUEUES:
+        raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
+    if shaper not in SHAPERS:
+        raise TopoplanError(f"field 'shaper': choose one of {', '.join(SHAPERS)}, got {shaper!r}")
+    if queues == "ack-priority" and lossless:
+        # measured (halo-transpose, 16 nodes, scale 400): 231-505 segments sent again, 1-5 timeouts and a run 43
+        # times its prediction under either shaper, none dropped; fifo and fair queues sent 0-2 again
+        raise TopoplanError("field 'queues': ack-priority queues reorder TCP's segments on lossless switches (TCP "
+                            "then waits out its scaled retransmission timeout); use them with lossy switches "
+                            "(emulate --lossy)")
+
+
 def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
                  queue_packets: int | None = None, queues: str = "fifo",
                  congestion: str = DEFAULT_CONGESTION, lossless: bool = DEFAULT_LOSSLESS,
@@ -445,15 +475,7 @@ def cluster_spec(topo, *, circuits=(), scale: float, run_id: int | None = None,
     if not isinstance(topo, TreeTopology):
         raise TopoplanError(f"the emulator builds two-level trees (tree, fat-tree, hybrid), not {topo.kind}")
     scale = check_scale(scale)
-    if queues not in QUEUES:
-        raise TopoplanError(f"field 'queues': choose one of {', '.join(QUEUES)}, got {queues!r}")
-    if shaper not in SHAPERS:
-        raise TopoplanError(f"field 'shaper': choose one of {', '.join(SHAPERS)}, got {shaper!r}")
-    if queues == "ack-priority" and lossless:
-        # measured (halo-transpose, 16 nodes, scale 400): 231-505 segments sent again, 1-5 timeouts and a run 43
-        # times its prediction under either shaper, none dropped; fifo and fair queues sent 0-2 again
-        raise TopoplanError("field 'queues': ack-priority queues reorder TCP's segments on lossless switches (TCP "
-                            "then waits out its scaled retransmission timeout); use them with lossy switches")
+    check_queueing(queues, shaper, lossless)
     available = _available_congestion()
     if available and congestion not in available:
         raise TopoplanError(f"field 'congestion': this kernel has {', '.join(available)}, not {congestion!r}")

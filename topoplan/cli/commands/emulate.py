@@ -116,15 +116,12 @@ def emulate_cmd(
         return
     if topology is None or traffic is None:
         raise TopoplanError("emulate needs --topology and --traffic (or --cleanup)")
-    from topoplan.emulate.cluster import QUEUES, SHAPERS
+    from topoplan.emulate.cluster import check_queueing
 
-    if queues not in QUEUES:
-        raise TopoplanError(f"--queues: choose one of {', '.join(QUEUES)}, got {queues!r}")
-    if shaper not in SHAPERS:
-        raise TopoplanError(f"--shaper: choose one of {', '.join(SHAPERS)}, got {shaper!r}")
-    if queues == "ack-priority" and lossless:
-        raise TopoplanError("--queues: ack-priority queues reorder TCP's segments on lossless switches (TCP then "
-                            "waits out its scaled retransmission timeout); add --lossy")
+    try:
+        check_queueing(queues, shaper, lossless)
+    except TopoplanError as e:
+        raise TopoplanError(flag_names(str(e), {"queues": "--queues", "shaper": "--shaper"})) from None
     from topoplan.emulate.launch import COLLECTIVES
 
     if collectives not in COLLECTIVES:
