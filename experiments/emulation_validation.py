@@ -534,7 +534,8 @@ def chunk_sweep(rows, chunks_B=RELAY_CHUNKS_B, log=print) -> list:
     absolute error over all of them and over the hybrid ones, and the cases whose measured order of networks
     agrees (:func:`order_check`). Rows whose circuits the planner no longer returns are left out, as
     :func:`repredict` leaves them."""
-    from topoplan.emulate.run import predictions, run_eager_B, run_transport
+    from topoplan.emulate.run import run_eager_B, run_transport
+    from topoplan.sim.run import simulate_plan
     from topoplan.sim.simmodel import SimModel
 
     inputs, out = {}, []
@@ -550,9 +551,11 @@ def chunk_sweep(rows, chunks_B=RELAY_CHUNKS_B, log=print) -> list:
                 if r["network"] in ("greedy", "ilp") and \
                         _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
                     continue
-                p = predictions(view, trace, pl, plan, model=SimModel(relay_chunk_B=chunk),
-                                eager_threshold_B=run_eager_B(run_transport(trace)), compute_scale=0.0)
-                got.append(dict(r, predicted_s=p["default"]["max_comm_time_s"]))
+                # the default model only (emulate.run.predictions would run the three others as well)
+                res = simulate_plan(view, trace, plan, placement=pl, model=SimModel(relay_chunk_B=chunk),
+                                    eager_threshold_B=run_eager_B(run_transport(trace)), compute_scale=0.0,
+                                    check_inputs=False)
+                got.append(dict(r, predicted_s=res["max_comm_time_s"]))
             out.append(dict(chunk_summary(chunk, got, part), part=part))
             log(f"{part}, relay chunk {chunk} B: median error {_pct(out[-1]['median_error'])}, hybrid "
                 f"{_pct(out[-1]['hybrid_median_error'])}, order {out[-1]['orders_agree']} of {out[-1]['cases']}")
