@@ -410,7 +410,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
     return rows
 
 
-REPREDICT_PARTS = ("bulk", "bulk-ack", "bulk-fair", "npb", "eager")
+REPREDICT_PARTS = ("bulk", "bulk-ack", "bulk-fair", "npb", "eager", "bcast")
 
 
 def repredict(rows, log=print) -> list:
@@ -418,6 +418,7 @@ def repredict(rows, log=print) -> list:
     kept: the models added since the run was measured, set beside the same real runs. Rows of the parts in
     :data:`REPREDICT_PARTS` whose cell still exists; a row whose circuits the planner no longer returns is left out
     (its prediction would be of another plan), and so are the other parts' rows."""
+    from topoplan.emulate.plan import reordered_bcasts
     from topoplan.emulate.run import predictions, run_eager_B, run_transport
 
     cells = {}
@@ -434,6 +435,8 @@ def repredict(rows, log=print) -> list:
         if _pairs((plan or {}).get("circuits")) != _pairs(r.get("circuits")):
             log(f"{part} {case} ocs={ocs * 4} {net}: the planner returns other circuits now; left out")
             continue
+        if keys is not None:   # the Bcasts on the plan's order, as emulate predicts them
+            trace = reordered_bcasts(trace, list(keys))
         p = predictions(view, trace, pl, plan, eager_threshold_B=run_eager_B(run_transport(trace)),
                         compute_scale=1.0 if part == "eager" else 0.0)
         new = dict(r, **_predicted(p, r["measured_s"]))

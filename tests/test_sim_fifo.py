@@ -14,6 +14,7 @@ from topoplan.core.topology import TreeTopology
 from topoplan.sim.fifo import MAX_MESSAGES, FifoEngine
 from topoplan.sim.maxmin import FlowEngine
 from topoplan.sim.routes import LinkSet
+from topoplan.sim.simmodel import SimModel
 from topoplan.sim.run import simulate
 from topoplan.traffic.trace import Trace
 
@@ -22,39 +23,93 @@ GB = 1e9
 STAR = LinkSet([GB] * 6, [0.0] * 6, [True] * 6)
 
 
-def _finish(engine_cls, routes, starts, sizes, links=STAR):
-    eng = engine_cls(links)
+def _finish(engine_cls, routes, starts, sizes, links=STAR, **kw):
+    """Finish times in microseconds."""
+    eng = engine_cls(links, **kw)
     ptr = np.r_[0, np.cumsum([len(r) for r in routes])]
     eng.add_flows(ptr, np.concatenate(routes), starts, sizes)
     eng.run()
-    return [round(float(t) * 1e3, 9) for t in eng.finish_s]
+    return [round(float(t) * 1e6, 6) for t in eng.finish_s]
 
 
-@pytest.mark.parametrize("engine_cls, expected", [(FifoEngine, [1.0, 2.0, 3.0]), (FlowEngine, [3.0, 3.0, 3.0])])
-def test_a_node_sends_its_messages_one_after_another(engine_cls, expected):
-    """Three 1 MB messages posted at once by node 0 to nodes 1, 2 and 3 (ms): in turn, not shared."""
-    assert _finish(engine_cls, [[0, 4], [0, 5], [0, 3]], [0.0] * 3, [1e6] * 3) == expected
+KB32 = 32e3   # below the default in_turn_max_B (64 KiB): a message that goes in turn
+EVERY = {"in_turn_max_B": 2.0 ** 40}   # every message in turn
+
+
+@pytest.mark.parametrize("engine_cls, kw, size, expected", [
+    (FifoEngine, {}, KB32, [32.0, 64.0, 96.0]),
+    (FlowEngine, {}, KB32, [96.0, 96.0, 96.0]),
+    (FifoEngine, {}, 1e6, [3000.0, 3000.0, 3000.0]),      # large: fragments interleave, as under max-min
+    (FifoEngine, EVERY, 1e6, [1000.0, 2000.0, 3000.0]),
+])
+def test_a_node_sends_its_small_messages_one_after_another(engine_cls, kw, size, expected):
+    """Three messages posted at once by node 0 to nodes 1, 2 and 3 (us): small ones in turn, large ones shared."""
+    assert _finish(engine_cls, [[0, 4], [0, 5], [0, 3]], [0.0] * 3, [size] * 3, **kw) == expected
 
 
 def test_the_turn_is_the_order_sent_not_the_order_ready():
     """A message sent first goes first even when its route's latency makes a later one ready before it."""
     links = LinkSet([GB] * 3, [50e-6, 0.0, 0.0], [True] * 3)   # link 0: a long way to go
-    far_first = _finish(FifoEngine, [[1, 0], [1, 2]], [0.0, 10e-6], [1e6, 1e6], links)
-    assert far_first == [pytest.approx(1.05), pytest.approx(2.05)]   # the near message waits for the far one
+    far_first = _finish(FifoEngine, [[1, 0], [1, 2]], [0.0, 10e-6], [KB32, KB32], links)
+    assert far_first == [pytest.approx(82.0), pytest.approx(114.0)]   # the near message waits for the far one
 
 
-@pytest.mark.parametrize("engine_cls, expected", [(FifoEngine, [1.0, 2.0]), (FlowEngine, [1.5, 2.0])])
+@pytest.mark.parametrize("engine_cls, expected", [(FifoEngine, [32.0, 64.0]), (FlowEngine, [48.0, 64.0])])
 def test_a_link_serves_the_transfer_that_began_first(engine_cls, expected):
-    """Nodes 0 and 1 send 1 MB each to node 2, the second 0.5 ms later: the first keeps the shared link."""
-    assert _finish(engine_cls, [[0, 5], [1, 5]], [0.0, 0.5e-3], [1e6, 1e6]) == expected
+    """Nodes 0 and 1 send 32 KB each to node 2, the second 16 us later: the first keeps the shared link."""
+    assert _finish(engine_cls, [[0, 5], [1, 5]], [0.0, 16e-6], [KB32, KB32]) == expected
 
 
-def test_transfers_that_begin_together_share_by_max_min():
-    assert _finish(FifoEngine, [[0, 5], [1, 5]], [0.0, 0.0], [1e6, 1e6]) == [2.0, 2.0]
+@pytest.mark.parametrize("engine_cls, expected", [(FifoEngine, [1032.0, 532.0]), (FlowEngine, [1032.0, 564.0])])
+def test_a_small_message_goes_before_a_large_one(engine_cls, expected):
+    """Node 0 sends 1 MB to node 2; 0.5 ms later node 1 sends it 32 KB, which takes the whole shared link (its bytes
+    queue whole; the large message's fragments come a window at a time) and the large one ends as late as under
+    max-min, whose sharing is as busy."""
+    assert _finish(engine_cls, [[0, 5], [1, 5]], [0.0, 0.5e-3], [1e6, KB32]) == expected
+
+
+@pytest.mark.parametrize("size", [KB32, 1e6])
+def test_transfers_that_begin_together_share_by_max_min(size):
+    t = size / GB * 1e6
+    assert _finish(FifoEngine, [[0, 5], [1, 5]], [0.0, 0.0], [size, size]) == [2 * t, 2 * t]
 
 
 def test_an_empty_message_takes_no_turn():
-    assert _finish(FifoEngine, [[0, 4], [0, 5]], [0.0, 0.0], [0.0, 1e6]) == [0.0, 1.0]
+    assert _finish(FifoEngine, [[0, 4], [0, 5]], [0.0, 0.0], [0.0, KB32]) == [0.0, 32.0]
+
+
+@pytest.mark.parametrize("value, match", [
+    (-1, r"field 'fifo_in_turn_max_B': must be 0 bytes or more and finite, got -1"),
+    (float("inf"), r"field 'fifo_in_turn_max_B': must be 0 bytes or more and finite"),
+    ("big", r"field 'fifo_in_turn_max_B': expected a size in bytes, got 'big'"),
+])
+def test_the_in_turn_size_is_checked(value, match):
+    with pytest.raises(TopoplanError, match=match):
+        SimModel(engine="fifo", fifo_in_turn_max_B=value)
+
+
+def test_the_in_turn_size_is_the_fifo_models_only():
+    with pytest.raises(TopoplanError, match=r"field 'fifo_in_turn_max_B': applies to model 'fifo' only, not 'maxmin'"):
+        SimModel(fifo_in_turn_max_B=1024)
+    assert "fifo_in_turn_max_B" not in SimModel().to_dict()
+
+
+def test_the_in_turn_size_reaches_the_engine_and_the_record():
+    """Through the whole simulator: with every message in turn a node's three 1 MB messages end one after another;
+    the size is recorded in the result's model."""
+    topo = TreeTopology(kind="tree", nodes_per_switch=(4,))
+    trace = Trace.from_records([(0, "send", d, int(1e6), 0, 0, 0.0, 0.0) for d in (1, 2, 3)]
+                               + [(d, "recv", 0, int(1e6), 0, 0, 0.0, 0.0) for d in (1, 2, 3)], 4)
+    got = {}
+    for turn in (65536, 2 ** 40):
+        res = simulate(topo, trace, sequential(4, topo), model={"model": "fifo", "fifo_in_turn_max_B": turn},
+                       eager_threshold_B=1e9)
+        assert res["sim_model"]["fifo_in_turn_max_B"] == turn
+        got[turn] = sorted(res["comm_time_s"][1:])
+    shared, in_turn = got[65536], got[2 ** 40]
+    assert shared[0] == pytest.approx(shared[2], rel=1e-9)        # the three end together
+    assert in_turn[1] == pytest.approx(2 * in_turn[0], rel=0.01)   # one after another
+    assert in_turn[2] == pytest.approx(3 * in_turn[0], rel=0.01)
 
 
 def test_eager_messages_after_a_stagger_do_not_slow_the_ring_as_max_min_does():

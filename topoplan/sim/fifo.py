@@ -1,22 +1,25 @@
-"""First come, first served flows: each node sends its messages one after another, and every link serves the
-messages that began earlier first.
+"""First come, first served flows: each node sends its small messages one after another, every link serves the
+small messages that began earlier first, and larger messages share what is left by max-min.
 
 The emulated cluster (real Open MPI over TCP on shaped links, :mod:`topoplan.emulate`) does not share links as
-max-min does where messages meet:
+max-min does where small messages meet:
 
 - one rank's three 32 KiB messages, posted at once to three ranks, arrive one message time apart, where max-min
-  delivers all three at three message times;
+  delivers all three at three message times; three 256 KiB messages arrive together, as max-min has them;
 - a ring alltoall of 32 KiB a pair whose ranks enter it apart runs about as fast as with the ranks together,
   where max-min, whose later rounds' messages share the links of the ranks behind, predicts three to four times
   as long;
-- the bulk exchanges on EPS only and on the hybrid run 6-60% slower than max-min predicts.
+- bulk exchanges of large messages share links as max-min has them (on the default emulated network).
 
-This engine's model: a message's transfer waits until the messages sent before it whose routes start on the
-same link (its sending node's link into the network, or a relay's) have finished theirs, and among the transfers under
-way the ones that began earlier take what they can on every link first; transfers that began at the same
-time share by max-min. Latencies are the max-min engine's. See ``docs/network-models.md`` for what it
-predicts against the emulated cluster (closer on EPS-only and hybrid networks and where eager messages meet,
-farther on fat trees, whose senders interleave their large messages).
+This engine's model: a message of at most ``in_turn_max_B`` bytes (Open MPI's eager limit over TCP by default:
+the library writes such a message to its socket whole) waits until the small messages sent before it whose
+routes start on the same link (its sending node's link into the network, or a relay's) have finished theirs,
+and among the small messages under way the ones that began earlier take what they can on every link first;
+those that began at the same time share by max-min. Larger messages go in fragments that interleave with
+everyone's: they take no turn and share by max-min what the small ones leave. Latencies are the max-min
+engine's. A size above every message's puts every message in turn (the model before the size rule: farther
+from the emulated cluster on bulk exchanges, whose senders interleave their large messages). See
+``docs/network-models.md`` for what it predicts against the emulated cluster.
 
 Python and NumPy only: the simulator runs it in its reference replay, for jobs of thousands of messages
 rather than millions.
@@ -31,6 +34,7 @@ import numpy as np
 from topoplan.sim.engines import REL_TOL, register
 from topoplan.sim.maxmin import FlowEngine, _fill_numpy, _Grow
 from topoplan.sim.routes import LinkSet
+from topoplan.sim.simmodel import DEFAULT_FIFO_IN_TURN_MAX_B
 
 __all__ = ["FifoEngine", "MAX_MESSAGES"]
 
@@ -42,7 +46,8 @@ messages, 92 s)."""
 
 @register("fifo")
 class FifoEngine(FlowEngine):
-    """Flows served first come, first served: one at a time on the first link of their route, by age elsewhere.
+    """Small flows served first come, first served (one at a time on the first link of their route, by age
+    elsewhere), large ones shared by max-min.
 
     An :class:`~topoplan.sim.engines.Engine`; the model is in the module docstring.
 
@@ -53,36 +58,66 @@ class FifoEngine(FlowEngine):
         Record per-link utilization averaged over intervals of this length.
     rel_tol : float
         Starts and completions within ``rel_tol * |t|`` of an event time ``t`` belong to that event.
+    in_turn_max_B : float
+        The largest flow that goes first come, first served; larger ones share by max-min.
 
     Examples
     --------
     One link into the network and two links out of it (a sender and two receivers under one switch): two
-    messages of 1 MB posted at once go one after the other, where max-min would finish both at 2 ms.
+    messages of 32 KB posted at once go one after the other, where max-min would finish both at 64 us.
 
     >>> links = LinkSet([1e9, 1e9, 1e9], [0.0, 0.0, 0.0], [True, True, True])
+    >>> eng = FifoEngine(links)
+    >>> eng.add_flows([0, 2, 4], [0, 1, 0, 2], [0.0, 0.0], [32e3, 32e3]).tolist()
+    [0, 1]
+    >>> eng.run(); [round(float(t) * 1e6, 6) for t in eng.finish_s]
+    [32.0, 64.0]
+
+    Two messages of 1 MB, larger than ``in_turn_max_B``, share the sender's link as under max-min:
+
     >>> eng = FifoEngine(links)
     >>> eng.add_flows([0, 2, 4], [0, 1, 0, 2], [0.0, 0.0], [1e6, 1e6]).tolist()
     [0, 1]
     >>> eng.run(); [round(float(t) * 1e3, 6) for t in eng.finish_s]
-    [1.0, 2.0]
+    [2.0, 2.0]
 
-    Two senders into one receiver: the message that began first is served first.
+    Two senders into one receiver: the small message that began first is served first.
 
     >>> eng = FifoEngine(LinkSet([1e9, 1e9, 1e9], [0.0, 0.0, 0.0], [True, True, True]))
-    >>> eng.add_flows([0, 2, 4], [0, 2, 1, 2], [0.0, 0.5e-3], [1e6, 1e6]).tolist()
+    >>> eng.add_flows([0, 2, 4], [0, 2, 1, 2], [0.0, 16e-6], [32e3, 32e3]).tolist()
     [0, 1]
-    >>> eng.run(); [round(float(t) * 1e3, 6) for t in eng.finish_s]
-    [1.0, 2.0]
+    >>> eng.run(); [round(float(t) * 1e6, 6) for t in eng.finish_s]
+    [32.0, 64.0]
     """
 
-    def __init__(self, links: LinkSet, timeline_dt_s: float | None = None, *, rel_tol: float = REL_TOL):
+    def __init__(self, links: LinkSet, timeline_dt_s: float | None = None, *, rel_tol: float = REL_TOL,
+                 in_turn_max_B: float = DEFAULT_FIFO_IN_TURN_MAX_B):
         super().__init__(links, timeline_dt_s, solver="numpy", rel_tol=rel_tol)
-        self._began = _Grow(np.float64)     # per flow id: when its transfer began (NaN: not yet)
+        self.in_turn_max_B = float(in_turn_max_B)
+        self._began = _Grow(np.float64)     # per flow id: when its transfer began (NaN: not yet; inf: a large
+        #                                     flow, which shares what the small ones leave)
         self._ready = _Grow(bool)           # per flow id: its latency is over
         self._first = _Grow(np.int64)       # per flow id: the shared link its route starts on, whose turn it
-        #                                     takes (-1: none, or a zero-byte flow, which takes no turn)
+        #                                     takes (-1: none, a zero-byte flow or a large one, which take none)
+        self._large = _Grow(bool)           # per flow id: larger than in_turn_max_B
         self._queue: dict[int, deque] = {}  # first link -> its flows in the order they were sent, not yet done
         self._sending: dict[int, int] = {}  # first link -> the flow whose transfer is under way on it
+
+    @classmethod
+    def for_network(cls, net, *, timeline_dt_s: float | None = None) -> "FifoEngine":
+        """The engine of a :class:`~topoplan.sim.network.Network`: its links and its model's
+        ``fifo_in_turn_max_B``.
+
+        Examples
+        --------
+        >>> from topoplan.core.topology_io import load_topology
+        >>> from topoplan.sim.network import build_network
+        >>> net = build_network(load_topology("paper003", ["kind=tree", "ocs=null"]),
+        ...                     model={"model": "fifo", "fifo_in_turn_max_B": 8192})
+        >>> FifoEngine.for_network(net).in_turn_max_B
+        8192.0
+        """
+        return cls(net.linkset(), timeline_dt_s=timeline_dt_s or None, in_turn_max_B=net.sim_model.fifo_in_turn_max_B)
 
     def add_flows(self, route_ptr, route_links, start_s, bytes_) -> np.ndarray:
         ids = super().add_flows(route_ptr, route_links, start_s, bytes_)
@@ -90,7 +125,9 @@ class FifoEngine(FlowEngine):
         self._ready.extend(np.zeros(len(ids), dtype=bool))
         lo, hi = self._ptr.a[ids], self._ptr.a[ids + 1]
         first = np.full(len(ids), -1, dtype=np.int64)
-        takes = (hi > lo) & ~self._instant.a[ids]
+        large = np.asarray(bytes_, dtype=np.float64).reshape(-1) > self.in_turn_max_B
+        self._large.extend(large)
+        takes = (hi > lo) & ~self._instant.a[ids] & ~large
         first[takes] = self._rl.a[lo[takes]]
         first[takes & ~np.isfinite(self._lcap[first])] = -1   # a fat pipe queues nothing
         self._first.extend(first)
@@ -101,7 +138,7 @@ class FifoEngine(FlowEngine):
 
     def _transfer(self, ids) -> None:
         ids = np.asarray(ids, dtype=np.int64)
-        self._began.a[ids] = self.now_s
+        self._began.a[ids] = np.where(self._large.a[ids], np.inf, self.now_s)
         FlowEngine._begin(self, ids)
 
     def _begin(self, ids) -> None:
@@ -137,8 +174,8 @@ class FifoEngine(FlowEngine):
         return ids
 
     def _solve_rates(self) -> None:
-        """Rates by age: the transfers that began first take what they can on every link, those that began
-        together share what is left by max-min."""
+        """Rates by age: the small transfers that began first take what they can on every link, those that
+        began together share what is left by max-min, and the large ones (began at inf) share the rest."""
         self._sync()
         used = np.flatnonzero(self._len > 0)
         began = self._began.a[self._sid[used]]
@@ -146,7 +183,7 @@ class FifoEngine(FlowEngine):
         used, began = used[order], began[order]
         left = np.array(self._lcap, dtype=np.float64)
         width = np.arange(self._rows.shape[1])
-        for grp in np.split(used, np.flatnonzero(np.diff(began) > 0) + 1):
+        for grp in np.split(used, np.flatnonzero(began[1:] != began[:-1]) + 1):
             count = self._len[grp]
             ent = self._rows[grp][width < count[:, None]]
             starts = np.r_[0, np.cumsum(count)[:-1]]

@@ -14,10 +14,11 @@ is recorded (``to_dict``) in every result and plan that a simulation scored.
     earlier ones on the same link (or device) are done, first come, first
     served (:mod:`topoplan.sim.paper`). Use it to reproduce the papers' figures.
     ``"fifo"``: first come, first served flows (:mod:`topoplan.sim.fifo`): a
-    node sends its messages one after another, and every link serves the
-    transfers that began earlier first (ties share by max-min); latencies as
-    ``"maxmin"``. What the emulated cluster measured where messages meet;
-    Python only, for small jobs.
+    node sends its messages of up to ``fifo_in_turn_max_B`` one after another,
+    and every link serves those that began earlier first (ties share by
+    max-min), before larger messages, which share what is left by max-min;
+    latencies as ``"maxmin"``. What the emulated cluster measured where
+    messages meet; Python only, for small jobs.
 
 ``relay``
     How an OCS node forwards another node's large message.
@@ -36,6 +37,17 @@ is recorded (``to_dict``) in every result and plan that a simulation scored.
     protocol over InfiniBand and Portals (``btl_max_send_size`` = 64 KiB in
     the openib and portals4 BTLs) and this project's eager/rendezvous
     threshold, so every relayed (large) message is at least one chunk.
+
+``fifo_in_turn_max_B``
+    Only for ``model="fifo"``: the largest message that goes first come,
+    first served. 64 KiB by default: Open MPI's eager limit over TCP
+    (``btl_tcp_eager_limit``), whose messages the library writes to the
+    socket whole, so a sender's small messages leave one after another;
+    a larger message goes in fragments that interleave with other
+    messages' (measured on the emulated cluster: three 32 KiB messages
+    posted at once arrive one message time apart, three 256 KiB ones
+    together). A size above every message's (``1TiB``) has every message
+    in turn.
 
 ``paper_contention``
     Only for ``model="paper"``: ``"link"`` (default; 000 §4.1 "we take
@@ -74,12 +86,13 @@ from dataclasses import dataclass, fields
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["MODELS", "RELAYS", "CONTENTIONS", "DEFAULT_RELAY_CHUNK_B", "SimModel"]
+__all__ = ["MODELS", "RELAYS", "CONTENTIONS", "DEFAULT_RELAY_CHUNK_B", "DEFAULT_FIFO_IN_TURN_MAX_B", "SimModel"]
 
 MODELS = ("maxmin", "paper", "fifo")
 RELAYS = ("pipelined", "store-and-forward")
 CONTENTIONS = ("link", "device")
 DEFAULT_RELAY_CHUNK_B = 65536.0
+DEFAULT_FIFO_IN_TURN_MAX_B = 65536.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,8 @@ class SimModel:
         How an OCS node forwards another node's large message.
     relay_chunk_B : float, optional
         Chunk of a pipelined relay, bytes.
+    fifo_in_turn_max_B : float, optional
+        Only with ``model="fifo"``: the largest message that goes first come, first served.
     paper_contention : {"link", "device"}, optional
         Only with ``model="paper"``: where messages queue.
     paper_tie_seed : int, optional
@@ -130,11 +145,14 @@ class SimModel:
     topoplan.core.errors.TopoplanError: field 'paper_contention': applies to model 'paper' only, not 'maxmin'
     >>> SimModel(engine="paper", paper_tie_seed=3).to_dict()["paper_tie_seed"]
     3
+    >>> SimModel(engine="fifo", fifo_in_turn_max_B=2 ** 40).label()
+    'fifo (messages up to 1 TiB in turn), pipelined relays (64 KiB chunks)'
     """
 
     engine: str = "maxmin"
     relay: str = "pipelined"
     relay_chunk_B: float = DEFAULT_RELAY_CHUNK_B
+    fifo_in_turn_max_B: float = DEFAULT_FIFO_IN_TURN_MAX_B
     paper_contention: str = "link"
     paper_tie_seed: int = 0
 
@@ -158,6 +176,17 @@ class SimModel:
         if not 1 <= chunk < 2 ** 60:
             raise TopoplanError(f"field 'relay_chunk_B': must be at least 1 byte and finite, got {self.relay_chunk_B!r}")
         object.__setattr__(self, "relay_chunk_B", chunk)
+        try:
+            turn = float(self.fifo_in_turn_max_B)
+        except (TypeError, ValueError):
+            raise TopoplanError(f"field 'fifo_in_turn_max_B': expected a size in bytes, got "
+                                f"{self.fifo_in_turn_max_B!r}") from None
+        if not 0 <= turn < 2 ** 60:
+            raise TopoplanError(f"field 'fifo_in_turn_max_B': must be 0 bytes or more and finite, got "
+                                f"{self.fifo_in_turn_max_B!r}")
+        if self.engine != "fifo" and turn != DEFAULT_FIFO_IN_TURN_MAX_B:
+            raise TopoplanError(f"field 'fifo_in_turn_max_B': applies to model 'fifo' only, not {self.engine!r}")
+        object.__setattr__(self, "fifo_in_turn_max_B", turn)
 
     @classmethod
     def from_options(cls, **options) -> "SimModel":
@@ -173,7 +202,7 @@ class SimModel:
         >>> SimModel.from_options(relays="pipelined")
         Traceback (most recent call last):
         ...
-        topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, paper_contention, paper_tie_seed
+        topoplan.core.errors.TopoplanError: unknown simulator model option 'relays'; known: model, relay, relay_chunk_B, fifo_in_turn_max_B, paper_contention, paper_tie_seed
         """
         known = [_DOC_KEY.get(f.name, f.name) for f in fields(cls)]
         for k in options:
@@ -197,8 +226,17 @@ class SimModel:
 
     def to_dict(self) -> dict:
         """The fields that matter for this model (``paper_contention`` only for the paper model,
-        ``paper_tie_seed`` when it is not 0, so a document written before the field existed reads the same)."""
+        ``paper_tie_seed`` when it is not 0, ``fifo_in_turn_max_B`` only for the fifo model, so a document
+        written before the field existed reads the same).
+
+        Examples
+        --------
+        >>> SimModel(engine="fifo").to_dict()
+        {'model': 'fifo', 'relay': 'pipelined', 'relay_chunk_B': 65536.0, 'fifo_in_turn_max_B': 65536.0}
+        """
         d = {"model": self.engine, "relay": self.relay, "relay_chunk_B": self.relay_chunk_B}
+        if self.engine == "fifo":
+            d["fifo_in_turn_max_B"] = self.fifo_in_turn_max_B
         if self.engine == "paper":
             d["paper_contention"] = self.paper_contention
             if self.paper_tie_seed:
@@ -213,6 +251,8 @@ class SimModel:
         if self.engine == "paper":
             ties = f", ties by seed {self.paper_tie_seed}" if self.paper_tie_seed else ""
             return f"paper, {relay}, {self.paper_contention} contention{ties}"
+        if self.engine == "fifo":
+            return f"fifo (messages up to {_size(self.fifo_in_turn_max_B)} in turn), {relay}"
         return f"{self.engine}, {relay}"
 
 
@@ -222,7 +262,7 @@ _ATTR = {"model": "engine"}
 
 
 def _size(b: float) -> str:
-    for unit, k in (("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+    for unit, k in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if b >= k and b % k == 0:
             return f"{b / k:g} {unit}"
     return f"{b:g} B"

@@ -140,8 +140,8 @@ def time_bounded(command):
     return wrapper
 ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows), paper "
                         "(the papers' per-link alpha + n/beta, store-and-forward, first come first served) or "
-                        "fifo (flows first come, first served: each node sends one message at a time; small "
-                        "jobs).")
+                        "fifo (messages up to 64 KiB first come, first served: each node sends them one at a "
+                        "time; larger ones shared max-min; small jobs).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
                         "or store-and-forward (whole message, as in the papers).")
 RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB); not "
