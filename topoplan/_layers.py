@@ -64,6 +64,9 @@ LAZY = {
         "large switches use it",
     ("topoplan.formulations.placement_pricing", "topoplan.formulations.backends.highs"):
         "start-up: the master runs on HiGHS; importing highspy is left to the call that needs it",
+    ("topoplan.sim.fifo", "topoplan.sim._fifo_fill"):
+        "optional dependency and start-up: the fifo model's rates are Numba code (importing Numba costs a "
+        "process about 0.6 s), imported when a fifo engine first solves",
     ("topoplan.sim.maxmin", "topoplan.sim._flows"):
         "optional dependency: the 'numba' solver's kernels, imported when that solver is chosen",
     ("topoplan.sim.maxmin", "topoplan.sim._loop"):

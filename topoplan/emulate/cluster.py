@@ -33,7 +33,15 @@ A two-level tree (``tree``, ``fat-tree`` or ``hybrid``) becomes:
   for a loss. Without it a switch port drops what its buffer cannot hold, and each loss TCP recovers by its timer
   costs a ``scale``-th of what it costs at the real bandwidth (the timer does not scale);
 - a management network (a bridge in its own namespace, every node's ``mgmt0`` and a ``head``
-  namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped.
+  namespace for ``mpirun``) carries only the launcher's traffic; it is not shaped;
+- every address a node sends to is resolved in advance: permanent neighbour (ARP) entries for every other
+  node's EPS address, for the far end of each of its circuits and for the head. The kernel's ARP table is
+  one for all namespaces, and it holds at most 1,024 resolved entries that may be collected
+  (``net.ipv4.neigh.default.gc_thresh3``) summed over all of them: 32 nodes that resolve each other's
+  addresses overflow it ("neighbor table overflow"), the kernel drops their connection requests, and Open MPI
+  waits for connections that never open (measured: 32-rank launches that stalled before their first message,
+  with hundreds of SYNs sent again). Permanent entries are not counted, and a fabric's addresses are resolved
+  before a job starts anyway.
 
 Addresses come from 198.18.0.0/15 only (RFC 2544's range for benchmarking): node ``i`` is
 ``198.18.0.0 + 1 + i`` on the EPS (one /16) and ``198.19.0.0 + 1 + i`` on the management network; the
@@ -100,6 +108,7 @@ LOSSLESS_QUEUE_PACKETS = 1_000_000
 TCP_RTO_MIN_S = 0.2
 TCP_RTO_MAX_S = 120.0
 ETH_P_IP = 0x0800   # a tc filter's protocol: IPv4
+NUD_PERMANENT = 0x80   # a neighbour entry's state (linux/neighbour.h): set by hand, never collected
 RTAX_RTO_MIN = 13   # a route metric's number (linux/rtnetlink.h): its bit in RTAX_LOCK locks it
 QUEUES = ("fifo", "ack-priority", "fair")
 SHAPERS = ("tbf", "htb")
@@ -1010,7 +1019,43 @@ class Cluster:
                     metrics=s.route_metrics())
         h = self.handle(s.head_ns)
         h.addr("add", index=h.link_lookup(ifname="mgmt0")[0], address=HEAD_ADDRESS, prefixlen=16)
+        self._resolve_neighbours()
         self._close_handles()
+
+    def _resolve_neighbours(self) -> None:
+        """Permanent neighbour entries for every address a node sends to (see the module docstring): the other
+        nodes' EPS addresses on ``eth0``, each circuit's far end (a route's next hop over it), and the head on
+        ``mgmt0``; the head gets every node's management address."""
+        import socket
+
+        s = self.spec
+
+        def interfaces(ns):
+            return {link.get_attr("IFLA_IFNAME"): (link["index"], link.get_attr("IFLA_ADDRESS"))
+                    for link in self.handle(ns).get_links()}
+
+        ifs = [interfaces(ns) for ns in s.host_ns]
+        head_ifs = interfaces(s.head_ns)
+
+        def add(h, ifindex, address, mac):
+            h.neigh("add", family=socket.AF_INET, dst=address, lladdr=mac, ifindex=ifindex, state=NUD_PERMANENT)
+
+        far = {i: [] for i in range(len(s.host_ns))}   # node -> (its circuit interface, the far node, its interface)
+        for u, v, pu, pv in s.circuits:
+            far[u].append((f"ocs{pu}", v, f"ocs{pv}"))
+            far[v].append((f"ocs{pv}", u, f"ocs{pu}"))
+        for i, ns in enumerate(s.host_ns):
+            h = self.handle(ns)
+            eth0 = ifs[i]["eth0"][0]
+            for j in range(len(s.host_ns)):
+                if j != i:
+                    add(h, eth0, data_address(j), ifs[j]["eth0"][1])
+            for mine, j, theirs in far[i]:
+                add(h, ifs[i][mine][0], data_address(j), ifs[j][theirs][1])
+            add(h, ifs[i]["mgmt0"][0], HEAD_ADDRESS, head_ifs["mgmt0"][1])
+        h = self.handle(s.head_ns)
+        for j in range(len(s.host_ns)):
+            add(h, head_ifs["mgmt0"][0], mgmt_address(j), ifs[j]["mgmt0"][1])
 
     def _link(self, link: LinkSpec) -> None:
         s = self.spec

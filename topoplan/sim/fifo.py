@@ -21,8 +21,8 @@ engine's. A size above every message's puts every message in turn (the model bef
 from the emulated cluster on bulk exchanges, whose senders interleave their large messages). See
 ``docs/network-models.md`` for what it predicts against the emulated cluster.
 
-Python and NumPy only: the simulator runs it in its reference replay, for jobs of thousands of messages
-rather than millions.
+The simulator runs it in its reference replay (Python), its rates in a Numba kernel
+(:mod:`topoplan.sim._fifo_fill`): for jobs of up to a million messages.
 """
 
 from __future__ import annotations
@@ -32,16 +32,17 @@ from collections import deque
 import numpy as np
 
 from topoplan.sim.engines import REL_TOL, register
-from topoplan.sim.maxmin import FlowEngine, _fill_numpy, _Grow
+from topoplan.sim.maxmin import FlowEngine, _fill_numpy, _Grow, numba_available
 from topoplan.sim.routes import LinkSet
 from topoplan.sim.simmodel import DEFAULT_FIFO_IN_TURN_MAX_B
 
 __all__ = ["FifoEngine", "MAX_MESSAGES"]
 
-MAX_MESSAGES = 100_000
-"""The most messages a replay runs under this model (:func:`topoplan.sim.replay.check_fifo_size`): it takes about
-0.1-1 ms a message (NPB CG class S on 16 ranks, 47,198 messages, 5.4 s; class W on 64 ranks, 269,822
-messages, 92 s)."""
+MAX_MESSAGES = 1_000_000
+"""The most messages a replay runs under this model (:func:`topoplan.sim.replay.check_fifo_size`, which counts them
+by :func:`topoplan.sim.replay.messages_bound`): the reference replay takes about 0.03-0.15 ms a message with the
+compiled rates (NPB FT class B on 128 ranks, 66,809 messages, 3 s; CG class B on 128 ranks, 132,478
+messages, 15 s; IS class B on 256 ranks, 215,292 messages, 19 s; the NumPy rates took 757 s for the last)."""
 
 
 @register("fifo")
@@ -60,6 +61,9 @@ class FifoEngine(FlowEngine):
         Starts and completions within ``rel_tol * |t|`` of an event time ``t`` belong to that event.
     in_turn_max_B : float
         The largest flow that goes first come, first served; larger ones share by max-min.
+    compiled : bool, optional
+        Solve the rates with the Numba kernel (:func:`topoplan.sim._fifo_fill.priority_fill`; the default
+        where Numba is installed) or with NumPy; both give the same rates to the bit.
 
     Examples
     --------
@@ -91,9 +95,10 @@ class FifoEngine(FlowEngine):
     """
 
     def __init__(self, links: LinkSet, timeline_dt_s: float | None = None, *, rel_tol: float = REL_TOL,
-                 in_turn_max_B: float = DEFAULT_FIFO_IN_TURN_MAX_B):
+                 in_turn_max_B: float = DEFAULT_FIFO_IN_TURN_MAX_B, compiled: bool | None = None):
         super().__init__(links, timeline_dt_s, solver="numpy", rel_tol=rel_tol)
         self.in_turn_max_B = float(in_turn_max_B)
+        self.compiled = numba_available() if compiled is None else bool(compiled)
         self._began = _Grow(np.float64)     # per flow id: when its transfer began (NaN: not yet; inf: a large
         #                                     flow, which shares what the small ones leave)
         self._ready = _Grow(bool)           # per flow id: its latency is over
@@ -181,9 +186,25 @@ class FifoEngine(FlowEngine):
         began = self._began.a[self._sid[used]]
         order = np.argsort(began, kind="stable")
         used, began = used[order], began[order]
+        bounds = np.flatnonzero(began[1:] != began[:-1]) + 1
+        if self.compiled:
+            from topoplan.sim._fifo_fill import priority_fill   # Numba: a process pays its import only here
+
+            priority_fill(self._rows, self._len, used, np.r_[0, bounds, len(used)].astype(np.int64), self._scap,
+                          self._lcap, float(self.rel_tol), self._rate)
+        else:
+            self._fill_groups(np.split(used, bounds))
+        moving = self._rate[used] > 0
+        fin = np.full(len(used), np.inf)
+        fin[moving] = self.now_s + self._rem[used][moving] / self._rate[used][moving]
+        self._fin[used] = fin
+        self._t_done = float(fin.min())
+
+    def _fill_groups(self, groups) -> None:
+        """:meth:`_solve_rates`'s rates with NumPy, group after group (the compiled kernel computes the same)."""
         left = np.array(self._lcap, dtype=np.float64)
         width = np.arange(self._rows.shape[1])
-        for grp in np.split(used, np.flatnonzero(began[1:] != began[:-1]) + 1):
+        for grp in groups:
             count = self._len[grp]
             ent = self._rows[grp][width < count[:, None]]
             starts = np.r_[0, np.cumsum(count)[:-1]]
@@ -197,8 +218,3 @@ class FifoEngine(FlowEngine):
                 left = np.maximum(left - np.bincount(ent_live, weights=np.repeat(rate[live], count[live]),
                                                      minlength=len(left)), 0.0)
             self._rate[grp] = rate
-        moving = self._rate[used] > 0
-        fin = np.full(len(used), np.inf)
-        fin[moving] = self.now_s + self._rem[used][moving] / self._rate[used][moving]
-        self._fin[used] = fin
-        self._t_done = float(fin.min())

@@ -161,37 +161,45 @@ def replay(trace: Trace, net, placement, *, eager_threshold_B: float = 65536.0, 
 
 
 def messages_bound(trace: Trace) -> int:
-    """An upper bound on the messages a replay of ``trace`` sends: its point-to-point sends, and for every
-    collective call as many as its communicator has ranks (an all-to-all's).
+    """An upper bound on the messages a replay of ``trace`` sends: its point-to-point sends, for every
+    collective call as many as its communicator has ranks (an all-to-all's), and one for every row of an
+    all-to-all written one row per destination.
 
     Examples
     --------
     >>> from topoplan.traffic.generators import alltoall, ring
+    >>> from topoplan.traffic.trace import Trace
     >>> messages_bound(ring(8, 1e6)), messages_bound(alltoall(8, 1e6))
     (8, 64)
+    >>> messages_bound(Trace.from_records([(r, "alltoallv", d, 8, -1, 4, 0.0, 0.0) for r in range(4)
+    ...                                    for d in range(4)], 4))
+    16
     """
     coll = np.isin(trace.op, op_codes(COLLECTIVE_OPS))
+    per_destination = coll & np.isin(trace.op, op_codes(("alltoall", "alltoallv"))) & (trace.peer >= 0)
     sends = np.isin(trace.op, op_codes(("send", "isend", "sendrecv")))
-    return int(np.count_nonzero(sends)) + int(trace.comm_size[coll].sum())
+    return (int(np.count_nonzero(sends)) + int(trace.comm_size[coll & ~per_destination].sum())
+            + int(np.count_nonzero(per_destination)))
 
 
 def check_fifo_size(trace: Trace) -> None:
-    """Refuse a replay under the ``fifo`` model (:mod:`topoplan.sim.fifo`, Python only) of more than
+    """Refuse a replay under the ``fifo`` model (:mod:`topoplan.sim.fifo`, the reference replay only) of more than
     :data:`topoplan.sim.fifo.MAX_MESSAGES` messages (:func:`messages_bound`), which would take many minutes.
 
     Examples
     --------
     >>> from topoplan.traffic.generators import alltoall
     >>> check_fifo_size(alltoall(64, 1e6))                  # 4,096 messages at most: fine
-    >>> check_fifo_size(alltoall(512, 1e3))
+    >>> check_fifo_size(alltoall(1024, 1e3))
     Traceback (most recent call last):
     ...
-    topoplan.core.errors.TopoplanError: alltoall:np=512: up to 262,144 messages; the fifo model runs in Python (about 0.1-1 ms a message) and takes at most 100,000: use maxmin or paper
+    topoplan.core.errors.TopoplanError: alltoall:np=1024: up to 1,048,576 messages; the fifo model runs in the reference replay (about 0.03-0.15 ms a message) and takes at most 1,000,000: use maxmin or paper
     """
     n = messages_bound(trace)
     if n > FIFO_MAX_MESSAGES:
-        raise TopoplanError(f"{trace.source or 'trace'}: up to {n:,} messages; the fifo model runs in Python (about "
-                            f"0.1-1 ms a message) and takes at most {FIFO_MAX_MESSAGES:,}: use maxmin or paper")
+        raise TopoplanError(f"{trace.source or 'trace'}: up to {n:,} messages; the fifo model runs in the reference "
+                            f"replay (about 0.03-0.15 ms a message) and takes at most {FIFO_MAX_MESSAGES:,}: use "
+                            "maxmin or paper")
 
 
 def _small_trace(trace) -> Trace | None:
