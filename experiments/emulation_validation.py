@@ -32,8 +32,8 @@ switch, one core each, the uplinks cut to 5 Gb/s so that the tree keeps the pape
     balanced exchange pays the worst of four and the heavier one only its bottleneck's;
 ``npb``
     the NPB CG, MG, FT, LU and IS skeletons at 16 ranks on EPS only (communication only);
-``npb-32``
-    the same kernels at 32 ranks (class W; LU 20 iterations) on 4 switches of 8 nodes;
+``npb-32``, ``npb-64``
+    the same kernels at 32 and 64 ranks (class W; LU 20 iterations) on 4 and 8 switches of 8 nodes;
 ``bcast``
     ten MPI_Bcasts from rank 0 on a cluster with two link speeds (the 8 OCS nodes' links at 20 Gb/s, the
     others' at 10 Gb/s, no circuits), in the default order and reordered over a ``topoplan bcast`` plan
@@ -70,11 +70,22 @@ BULK = {"neighbor": "neighbor2d:rows=4,cols=4,bytes=1MB,iters=2",
         "random": "random:np=16,bytes=1MB,msgs=48,seed=1"}
 NPB = {"cg": "npb:kernel=cg,class=W,np=16", "mg": "npb:kernel=mg,class=W,np=16", "ft": "npb:kernel=ft,class=W,np=16",
        "lu": "npb:kernel=lu,class=S,np=16", "is": "npb:kernel=is,class=W,np=16"}
-# The same kernels at 32 ranks on 4 switches of 8 nodes. LU's class S grid is too small for 32 ranks, and class W's
-# 300 iterations did not end in 600 s real (predicted 68 s): 20 of them
-NPB32 = {"cg": "npb:kernel=cg,class=W,np=32", "mg": "npb:kernel=mg,class=W,np=32", "ft": "npb:kernel=ft,class=W,np=32",
-         "lu": "npb:kernel=lu,class=W,np=32,iters=20", "is": "npb:kernel=is,class=W,np=32"}
-NPB32_SETS = ["nodes_per_switch=8"]
+# The same kernels at more ranks, 8 nodes a switch: class W (LU's class S grid is too small beyond 16 ranks), LU
+# 20 of its 300 iterations (all of them at 32 ranks did not end in 600 s real, predicted 68 s)
+NPB_LARGER = {"npb-32": ["nodes_per_switch=8"], "npb-64": ["switches=8", "nodes_per_switch=8"]}
+
+
+def npb_specs(ranks: int) -> dict:
+    """The NPB kernels of the ``npb-RANKS`` parts.
+
+    Examples
+    --------
+    >>> npb_specs(32)["lu"]
+    'npb:kernel=lu,class=W,np=32,iters=20'
+    """
+    return {k: f"npb:kernel={k},class=W,np={ranks}" + (",iters=20" if k == "lu" else "") for k in NPB}
+
+
 NETWORKS = ("eps", "fat-tree", "greedy", "ilp")
 BCAST_SIZES = (65536, 1 << 20)
 # The ring alltoall of benchmarks/alltoall_eager.py (SMPI's ring: NPB FT's 32 KiB a pair), written out as its
@@ -317,11 +328,13 @@ def _cells(parts, scale: float, quick: bool):
             if quick and case not in ("mg", "is"):
                 continue
             yield "npb", case, spec, 2, "eps", scale
-    if "npb-32" in parts:
-        for case, spec in NPB32.items():
+    for part in NPB_LARGER:
+        if part not in parts:
+            continue
+        for case, spec in npb_specs(int(part[4:])).items():
             if quick and case not in ("mg", "is"):
                 continue
-            yield "npb-32", case, spec, 2, "eps", scale
+            yield part, case, spec, 2, "eps", scale
     if "eager" in parts:
         for n in EAGER_RANKS[:1] if quick else EAGER_RANKS:
             for case, stagger in EAGER_CASES.items():
@@ -367,7 +380,7 @@ def _inputs(part: str, case: str, spec, ocs: int, net: str):
             (f", plus 1 MB {' '.join(f'{a}->{b}' for a, b in HEAVY[case])}" if HEAVY[case] else "")
         pl = sequential(trace.n_ranks, topo)
     else:
-        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"] + (NPB32_SETS if part == "npb-32" else []))
+        topo = _topology(BASE + [f"ocs.nodes_per_switch={ocs}"] + NPB_LARGER.get(part, []))
         trace, _ = load_source(spec, with_traffic=False)
         pl = sequential(trace.n_ranks, topo)
     plan = None
@@ -401,7 +414,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
                               compute_scale=1.0 if part == "eager" else 0.0,   # its only computation: the stagger
                               # a 32-rank run takes 70-130 s; some stall, and are run again (docs/emulation.md)
                               timeout_s=300.0 if part == "eager" else 600.0,
-                              stall_s=30.0 if part in ("eager", "npb-32") else None,
+                              stall_s=30.0 if part == "eager" or part in NPB_LARGER else None,
                               queue_packets=queue, shaper=shaper, bcast_keys=keys,
                               lossless=False if part == "bulk-ack" else lossless,   # (emulate refuses it lossless)
                               collectives=collectives,
@@ -422,7 +435,7 @@ def run(parts, scale: float, quick: bool, repeats: int, log=print, queue=None, s
     return rows
 
 
-REPREDICT_PARTS = ("bulk", "bulk-ack", "bulk-fair", "npb", "npb-32", "eager", "bcast")
+REPREDICT_PARTS = ("bulk", "bulk-ack", "bulk-fair", "npb", *NPB_LARGER, "eager", "bcast")
 
 
 def repredict(rows, log=print) -> list:
@@ -835,6 +848,7 @@ def markdown(rows) -> str:
                                   "heavier (the mechanism check)"),
                         ("npb", "NPB skeletons (EPS only, communication only)"),
                         ("npb-32", "NPB skeletons at 32 ranks, 4 switches of 8 nodes (EPS only, communication only)"),
+                        ("npb-64", "NPB skeletons at 64 ranks, 8 switches of 8 nodes (EPS only, communication only)"),
                         ("eager", "Eager messages that meet: a ring alltoall of 32 KiB a pair, the ranks entering "
                                   "together or in a reduce's order, and one rank's three messages at once (one "
                                   "switch, every message eager, no link latency)"),
@@ -843,7 +857,7 @@ def markdown(rows) -> str:
         if not sel:
             continue
         modes = sorted({r.get("collectives") for r in sel if r.get("collectives")})
-        if part in ("npb", "npb-32", "bcast") and modes:
+        if (part in ("npb", "bcast") or part in NPB_LARGER) and modes:
             title += "; collectives: " + ", ".join(
                 {"model": "the predicted messages (MPICH's algorithms)",
                  "library": "Open MPI's own choice"}.get(m, m) for m in modes)
@@ -874,7 +888,7 @@ def markdown(rows) -> str:
                                  f"{', '.join(f'{x:.3f}' for x in got)} ms, predicted "
                                  f"{', '.join(f'{x:.3f}' for x in want)} ms")
             lines.append("")
-        if part in ("npb", "npb-32"):
+        if part == "npb" or part in NPB_LARGER:
             for label, key in (("default", "ratio"), ("first come, first served flows", "ratio_fifo")):
                 got = [r for r in sel if r.get(key) is not None]
                 if got:
@@ -925,7 +939,7 @@ def plot(rows, path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sel = [r for r in rows if r["part"] in ("bulk", "npb", "npb-32")]   # the default (FIFO) network
+    sel = [r for r in rows if r["part"] in ("bulk", "npb", *NPB_LARGER)]   # the default (FIFO) network
     if not sel:
         return False
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -934,7 +948,8 @@ def plot(rows, path) -> bool:
         pts = [r for r in sel if r["network"] == net and r["part"] == "bulk"]
         if pts:
             ax.scatter([r["predicted_s"] * 1e3 for r in pts], [r["measured_s"] * 1e3 for r in pts], marker=mk, label=net)
-    for part, mk, label, suffix in (("npb", "x", "NPB (EPS)", ""), ("npb-32", "+", "NPB, 32 ranks (EPS)", " 32")):
+    for part, mk, label, suffix in (("npb", "x", "NPB (EPS)", ""), ("npb-32", "+", "NPB, 32 ranks (EPS)", " 32"),
+                                    ("npb-64", "1", "NPB, 64 ranks (EPS)", " 64")):
         npb = [r for r in sel if r["part"] == part]
         if not npb:
             continue
@@ -970,7 +985,7 @@ def plot(rows, path) -> bool:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="scale,bulk,npb,bcast", help="comma-separated: scale, bulk, bulk-ack, "
-                    "bulk-fair, tcp, heavy, npb, npb-32, eager, bcast")
+                    "bulk-fair, tcp, heavy, npb, npb-32, npb-64, eager, bcast")
     ap.add_argument("--scale", type=float, default=None, help="scale of the bulk and NPB parts (default: the "
                     "emulator's)")
     ap.add_argument("--quick", action="store_true", help="a few cells only")

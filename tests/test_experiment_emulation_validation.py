@@ -59,6 +59,21 @@ def test_a_tag_names_the_files(tmp_path):
     assert (tmp_path / "emulation_validation_quiet.md").is_file() and not (tmp_path / "emulation_validation.md").exists()
 
 
+@pytest.mark.parametrize("part, ranks, switches", [("npb-32", 32, 4), ("npb-64", 64, 8)])
+def test_the_larger_npb_parts_run_every_kernel_on_as_many_nodes(part, ranks, switches):
+    cells = list(ev._cells({part}, 400.0, quick=False))
+    assert [c[1] for c in cells] == list(ev.NPB) and {c[0] for c in cells} == {part}
+    topo, view, trace, pl, plan, keys, spec = ev._inputs(part, "lu", ev.npb_specs(ranks)["lu"], 2, "eps")
+    assert (topo.n_nodes, trace.n_ranks, len(topo.nodes_per_switch), plan) == (ranks, ranks, switches, None)
+    assert spec.endswith(f"np={ranks},iters=20")
+
+
+def test_the_npb_tables_give_each_models_median_error():
+    rows = [dict(r, part="npb-32", case=k, network="eps", ratio_fifo=r["ratio"] * 1.1) for r, k in zip(_rows(), ev.NPB)]
+    md = ev.markdown(rows)   # ratios 1.143, 1.100, 1.127, 1.071, 1.143: median error 12.7%
+    assert "## NPB skeletons at 32 ranks" in md and "- default: median absolute error 12.7% over 5 kernels" in md
+
+
 def test_the_heavy_part_makes_one_switch_pair_the_bottleneck():
     from topoplan.core.placement import sequential
     from topoplan.sim.run import network_view, simulate
