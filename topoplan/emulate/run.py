@@ -146,7 +146,7 @@ def predictions(topo, trace, placement, plan=None, *, model=None, threshold_B=No
               "paper": SimModel(engine="paper", relay="store-and-forward"),
               "fifo": SimModel(engine="fifo", relay=base.relay, relay_chunk_B=base.relay_chunk_B)}
     if isinstance(trace, Trace) and messages_bound(trace) > FIFO_MAX_MESSAGES:
-        del models["fifo"]   # Python only: a trace this large would take many minutes
+        del models["fifo"]   # the reference replay: a trace this large would take many minutes
     out = {}
     for label, m in models.items():
         dt = timeline_dt_s if label == "default" else None

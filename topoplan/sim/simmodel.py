@@ -18,7 +18,8 @@ is recorded (``to_dict``) in every result and plan that a simulation scored.
     and every link serves those that began earlier first (ties share by
     max-min), before larger messages, which share what is left by max-min;
     latencies as ``"maxmin"``. What the emulated cluster measured where
-    messages meet; Python only, for small jobs.
+    messages meet; the reference replay only (its rates compiled), for traces
+    of up to a million messages.
 
 ``relay``
     How an OCS node forwards another node's large message.

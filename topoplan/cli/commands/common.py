@@ -141,7 +141,7 @@ def time_bounded(command):
 ModelOpt = typer.Option(None, "--model", help="Network model: maxmin (default: max-min fair flows), paper "
                         "(the papers' per-link alpha + n/beta, store-and-forward, first come first served) or "
                         "fifo (messages up to 64 KiB first come, first served: each node sends them one at a "
-                        "time; larger ones shared max-min; small jobs).")
+                        "time; larger ones shared max-min; up to a million messages).")
 RelayOpt = typer.Option(None, "--relay", help="How OCS relay nodes forward: pipelined (default; chunk by chunk) "
                         "or store-and-forward (whole message, as in the papers).")
 RelayChunkOpt = typer.Option(None, "--relay-chunk", help="Chunk size of pipelined relays (default 64KiB); not "
