@@ -104,7 +104,6 @@ class FifoEngine(FlowEngine):
         self._ready = _Grow(bool)           # per flow id: its latency is over
         self._first = _Grow(np.int64)       # per flow id: the shared link its route starts on, whose turn it
         #                                     takes (-1: none, a zero-byte flow or a large one, which take none)
-        self._large = _Grow(bool)           # per flow id: larger than in_turn_max_B
         self._queue: dict[int, deque] = {}  # first link -> its flows in the order they were sent, not yet done
         self._sending: dict[int, int] = {}  # first link -> the flow whose transfer is under way on it
 
@@ -130,9 +129,7 @@ class FifoEngine(FlowEngine):
         self._ready.extend(np.zeros(len(ids), dtype=bool))
         lo, hi = self._ptr.a[ids], self._ptr.a[ids + 1]
         first = np.full(len(ids), -1, dtype=np.int64)
-        large = np.asarray(bytes_, dtype=np.float64).reshape(-1) > self.in_turn_max_B
-        self._large.extend(large)
-        takes = (hi > lo) & ~self._instant.a[ids] & ~large
+        takes = (hi > lo) & ~self._instant.a[ids] & (self._size.a[ids] <= self.in_turn_max_B)
         first[takes] = self._rl.a[lo[takes]]
         first[takes & ~np.isfinite(self._lcap[first])] = -1   # a fat pipe queues nothing
         self._first.extend(first)
@@ -143,7 +140,7 @@ class FifoEngine(FlowEngine):
 
     def _transfer(self, ids) -> None:
         ids = np.asarray(ids, dtype=np.int64)
-        self._began.a[ids] = np.where(self._large.a[ids], np.inf, self.now_s)
+        self._began.a[ids] = np.where(self._size.a[ids] > self.in_turn_max_B, np.inf, self.now_s)
         FlowEngine._begin(self, ids)
 
     def _begin(self, ids) -> None:
