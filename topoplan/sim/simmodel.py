@@ -170,21 +170,8 @@ class SimModel:
             raise TopoplanError(f"field 'paper_tie_seed': expected an integer >= 0, got {seed!r}")
         if self.engine != "paper" and seed:
             raise TopoplanError(f"field 'paper_tie_seed': applies to model 'paper' only, not {self.engine!r}")
-        try:
-            chunk = float(self.relay_chunk_B)
-        except (TypeError, ValueError):
-            raise TopoplanError(f"field 'relay_chunk_B': expected a size in bytes, got {self.relay_chunk_B!r}") from None
-        if not 1 <= chunk < 2 ** 60:
-            raise TopoplanError(f"field 'relay_chunk_B': must be at least 1 byte and finite, got {self.relay_chunk_B!r}")
-        object.__setattr__(self, "relay_chunk_B", chunk)
-        try:
-            turn = float(self.fifo_in_turn_max_B)
-        except (TypeError, ValueError):
-            raise TopoplanError(f"field 'fifo_in_turn_max_B': expected a size in bytes, got "
-                                f"{self.fifo_in_turn_max_B!r}") from None
-        if not 0 <= turn < 2 ** 60:
-            raise TopoplanError(f"field 'fifo_in_turn_max_B': must be 0 bytes or more and finite, got "
-                                f"{self.fifo_in_turn_max_B!r}")
+        object.__setattr__(self, "relay_chunk_B", _bytes_field("relay_chunk_B", self.relay_chunk_B, 1))
+        turn = _bytes_field("fifo_in_turn_max_B", self.fifo_in_turn_max_B, 0)
         if self.engine != "fifo" and turn != DEFAULT_FIFO_IN_TURN_MAX_B:
             raise TopoplanError(f"field 'fifo_in_turn_max_B': applies to model 'fifo' only, not {self.engine!r}")
         object.__setattr__(self, "fifo_in_turn_max_B", turn)
@@ -260,6 +247,18 @@ class SimModel:
 # documents name the attribute engine "model" (the key of every recorded sim_model and the CLI's --model)
 _DOC_KEY = {"engine": "model"}
 _ATTR = {"model": "engine"}
+
+
+def _bytes_field(name: str, value, least: int) -> float:
+    """Field ``name``'s size in bytes as a float: at least ``least`` (0 or 1) and finite."""
+    try:
+        b = float(value)
+    except (TypeError, ValueError):
+        raise TopoplanError(f"field '{name}': expected a size in bytes, got {value!r}") from None
+    if not least <= b < 2 ** 60:
+        bound = "at least 1 byte" if least else "0 bytes or more"
+        raise TopoplanError(f"field '{name}': must be {bound} and finite, got {value!r}")
+    return b
 
 
 def _size(b: float) -> str:
