@@ -66,6 +66,7 @@ import ipaddress
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -1026,8 +1027,6 @@ class Cluster:
         """Permanent neighbour entries for every address a node sends to (see the module docstring): the other
         nodes' EPS addresses on ``eth0``, each circuit's far end (a route's next hop over it), and the head on
         ``mgmt0``; the head gets every node's management address."""
-        import socket
-
         s = self.spec
 
         def interfaces(ns):
