@@ -359,6 +359,27 @@ def test_the_tbf_shaper_lets_one_packet_pass_at_once_and_paces_the_rest():
 
 
 @needs_root
+def test_the_monitor_counts_the_bytes_nodes_send_on_the_emulated_network():
+    """What the stall watch compares: node 0's five 4,000 B datagrams to node 3 (over the uplinks), counted once
+    at the sender's interface with their headers (42 B), and at most five ICMP "port unreachable" answers of
+    590 B (nothing listens on node 3); nothing else (no ARP: addresses are resolved in advance)."""
+    import time
+
+    from topoplan.emulate.monitor import Monitor
+
+    spec = cl.cluster_spec(TREE, scale=100)
+    with cl.Cluster(spec), Monitor(spec) as mon:
+        first = None
+        while first is None:
+            time.sleep(0.05)
+            first = mon.sent_B
+        _send_udp(spec.host_ns[0], cl.data_address(3), 4000, count=5)
+        time.sleep(0.5)
+    assert 5 * 4042 <= mon.sent_B - first <= 5 * (4042 + 590)
+    assert _ours(os.getpid()) == []
+
+
+@needs_root
 def test_ack_priority_serves_small_packets_in_their_own_class():
     spec = cl.cluster_spec(TREE, scale=100, queues="ack-priority", lossless=False)
     with cl.Cluster(spec):

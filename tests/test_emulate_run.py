@@ -542,3 +542,9 @@ def test_stall_s_is_refused_unless_positive():
     topo = TreeTopology(kind="tree", nodes_per_switch=(2, 2))
     with pytest.raises(TopoplanError, match=r"field 'stall_s': a time above 0, got 0"):
         emulate(topo, Trace.from_records([(0, "barrier", -1, 0, -1, 2, 0, 0)], 2), sequential(2, topo), stall_s=0)
+
+
+@pytest.mark.parametrize("scale, us", [(400, 1000), (1600, 4000), (100, 250), (1, 20), (0.5, 20)])
+def test_the_idle_sleep_grows_with_the_scale(scale, us):
+    from topoplan.emulate.run import idle_max_us
+    assert idle_max_us(scale) == us

@@ -242,7 +242,7 @@ def run_mpi(cmd, *, timeout_s: float | None = None, quiet: bool = True, watch=No
     quiet : bool, optional
         Capture the output (shown, its last lines, only when the run fails).
     watch : callable, optional
-        With ``stall_s``: returns a value that changes while the run makes progress (packets sent on the
+        With ``stall_s``: returns a value that changes while the run makes progress (bytes sent on the
         emulated network), or None while progress is not judged (before and after the replay's window).
     stall_s : float, optional
         Stop the run (:class:`StalledRun`) when ``watch`` has returned the same value for this long.

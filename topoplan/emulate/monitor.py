@@ -29,8 +29,8 @@ import numpy as np
 
 from topoplan.core.errors import TopoplanError
 
-__all__ = ["TCP_COUNTERS", "TCP_PERIOD_S", "POLL_S", "MIN_PERIOD_S", "Monitor", "read_window", "replay_running", "window_counts",
-           "utilization", "timeline_doc"]
+__all__ = ["TCP_COUNTERS", "TCP_PERIOD_S", "UNEMULATED_INTERFACES", "POLL_S", "MIN_PERIOD_S", "Monitor",
+           "read_window", "replay_running", "window_counts", "utilization", "timeline_doc"]
 
 #: The TCP counters a run reports: result key -> (section of /proc/net/snmp or netstat, counter).
 TCP_COUNTERS = {
@@ -42,6 +42,8 @@ TCP_COUNTERS = {
 }
 TCP_PERIOD_S = 0.25
 """Real seconds between two readings of TCP's counters (a few files per node)."""
+#: A node's interfaces that are not the emulated network: loopback and the launcher's network.
+UNEMULATED_INTERFACES = ("lo", "mgmt0")
 POLL_S = 0.01
 """Real seconds between two looks at the replay's window file."""
 MIN_PERIOD_S = 0.02
@@ -89,6 +91,10 @@ class Monitor:
     tcp_t_s, tcp : numpy.ndarray
         Wall-clock time of every reading of TCP's counters, and the readings: one column per
         :data:`TCP_COUNTERS` entry, summed over the nodes.
+    sent_B : int or None
+        The bytes the nodes have sent so far on the emulated network (their interfaces but the launcher's and
+        loopback), read with TCP's counters: what a stall watch compares (a file per node; a netlink dump of
+        every queue costs tenths of a second of CPU and disturbs the run it watches).
     t_s, link_bytes : numpy.ndarray
         Wall-clock time of every sample of the links (with ``period_s``), and the bytes sent so far: one
         column per direction of :meth:`ClusterSpec.directions`.
@@ -117,6 +123,7 @@ class Monitor:
         self._link_ns = sorted({d[0] for d in self.directions})   # the namespaces whose net/dev a sample reads
         self.window = None if window is None else Path(window)
         self._t, self._bytes, self._tt, self._tcp = [], [], [], []
+        self.sent_B = None   # bytes the nodes have sent on the emulated network (the last reading of TCP's counters)
         self._stop = threading.Event()
         self._thread = None
         self._error = None
@@ -186,8 +193,8 @@ class Monitor:
             return 0
 
     @staticmethod
-    def _read(ns: str, files) -> str:
-        """The text of ``files`` (under ``/proc/thread-self/net``) as namespace ``ns`` sees them: this thread
+    def _read(ns: str, files) -> list:
+        """The texts of ``files`` (under ``/proc/thread-self/net``) as namespace ``ns`` sees them: this thread
         enters it (``/proc/net`` would be the process's namespace, the main thread's).
 
         pyroute2 keeps one stack of saved namespaces for the whole process, and saves the process's (the main
@@ -197,24 +204,29 @@ class Monitor:
 
         netns.pushns(ns)
         try:
-            return "".join(Path(f"/proc/thread-self/net/{f}").read_text() for f in files)
+            return [Path(f"/proc/thread-self/net/{f}").read_text() for f in files]
         finally:
             netns.popns()
 
     def _read_tcp(self) -> list:
-        """TCP's counters summed over the nodes' namespaces."""
+        """TCP's counters summed over the nodes' namespaces; the bytes the nodes have sent on the emulated network
+        so far (:attr:`sent_B`) from the same visit."""
         total = dict.fromkeys(TCP_COUNTERS.values(), 0)
+        sent = 0
         for ns in self.spec.host_ns:
-            got = _tcp_counters(self._read(ns, ("snmp", "netstat")))
+            snmp, netstat, dev = self._read(ns, ("snmp", "netstat", "dev"))
+            got = _tcp_counters(snmp + netstat)
             for key in total:
                 total[key] += got.get(key, 0)
+            sent += sum(tx for name, tx in _tx_bytes(dev).items() if name not in UNEMULATED_INTERFACES)
+        self.sent_B = sent
         return [total[key] for key in TCP_COUNTERS.values()]
 
     def _read_links(self) -> list:
         """Bytes sent so far by every direction: its interface's transmit counter."""
         sent = {}
         for ns in self._link_ns:
-            for name, tx in _tx_bytes(self._read(ns, ("dev",))).items():
+            for name, tx in _tx_bytes(self._read(ns, ("dev",))[0]).items():
                 sent[(ns, name)] = tx
         return [sent.get((d[0], d[1]), 0) for d in self.directions]
 

@@ -35,8 +35,8 @@ from topoplan.sim.simmodel import SimModel
 from topoplan.traffic.collectives import MPICHThresholds
 from topoplan.traffic.trace import Trace, read_trace
 
-__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "OMPI_TCP_EAGER_B", "comm_times", "check_timeline", "predictions",
-           "run_eager_B", "run_transport", "emulate"]
+__all__ = ["DEFAULT_SCALE", "DISTURBED_IDLE", "OMPI_TCP_EAGER_B", "idle_max_us", "comm_times", "check_timeline",
+           "predictions", "run_eager_B", "run_transport", "emulate"]
 
 # Bandwidths are divided by this (latencies multiplied): a 10 Gb/s link becomes 25 Mb/s. Chosen by
 # measurement (docs/emulation.md): at 400 the 16-node runs of the validation leave most of the 2 cores idle.
@@ -45,6 +45,22 @@ DEFAULT_SCALE = 400.0
 DISTURBED_IDLE = 0.15
 # Open MPI's TCP transport sends messages up to this size eagerly unless btl_tcp_eager_limit says otherwise.
 OMPI_TCP_EAGER_B = 65536.0
+# A waiting rank's longest sleep between polls (the idle library), in real microseconds at DEFAULT_SCALE. It grows
+# with the scale so that the delay it adds to a wait stays the same in the network's time (2.5 us), and a larger
+# scale frees the cores it was chosen to free (docs/emulation.md: 64 ranks at scale 1600).
+IDLE_MAX_US_AT_DEFAULT = 1000.0
+
+
+def idle_max_us(scale: float) -> int:
+    """The idle library's longest sleep (``TOPOPLAN_IDLE_MAX_US``) at ``scale``: 1 ms at the default scale of 400,
+    proportional to the scale, never below the library's first sleep of 20 us.
+
+    Examples
+    --------
+    >>> idle_max_us(400), idle_max_us(1600), idle_max_us(1)
+    (1000, 4000, 20)
+    """
+    return max(20, round(IDLE_MAX_US_AT_DEFAULT * float(scale) / DEFAULT_SCALE))
 
 
 def comm_times(trace) -> tuple:
@@ -180,7 +196,8 @@ class _Run:
         machinefile = d / "hosts"
         machinefile.write_text("".join(f"{h}\n" for h in hosts_of_ranks))
         preload = [self.bins["idle"], *self.preload] + ([self.bins["recorder"]] if record else [])
-        env = {"TOPOPLAN_TRACE_DIR": d / "trace", "TOPOPLAN_TRACE_QUIET": "1", **self.env}
+        env = {"TOPOPLAN_TRACE_DIR": d / "trace", "TOPOPLAN_TRACE_QUIET": "1",
+               "TOPOPLAN_IDLE_MAX_US": idle_max_us(self.spec.scale), **self.env}
         env.update({k: v for k, v in os.environ.items() if k.startswith("TOPOPLAN_IDLE_")})
         cmd = mpirun_command(command, agent=self.agent, machinefile=machinefile, np=len(hosts_of_ranks),
                              preload=preload, env=env, transport=self.transport)
@@ -188,8 +205,8 @@ class _Run:
         links = self.timeline_dt_s if window is not None else None
         with Monitor(self.spec, period_s=links, window=window) as mon:   # (check_timeline: links >= MIN_PERIOD_S)
             watch = None
-            if window is not None and self.stall_s is not None:   # packets sent, judged inside the replay's window
-                watch = lambda: self.cluster.queue_stats()["sent"] if replay_running(window) else None  # noqa: E731
+            if window is not None and self.stall_s is not None:   # bytes sent, judged inside the replay's window
+                watch = lambda: mon.sent_B if replay_running(window) else None  # noqa: E731
             # Open MPI's session directories in the work directory, removed with it: a stopped run leaves its own
             res = run_mpi(cmd, timeout_s=self.timeout_s, watch=watch, stall_s=self.stall_s, session_dir=self.work)
         q1 = self.cluster.queue_stats()

@@ -4,7 +4,8 @@
  * Open MPI's progress loop calls sched_yield() when a poll found nothing to do and
  * mpi_yield_when_idle is set (topoplan emulate sets it). Preloaded (LD_PRELOAD), this
  * library's sched_yield sleeps instead of yielding: 20 us after activity, doubling on every
- * idle poll in a row up to 1 ms (TOPOPLAN_IDLE_MIN_US / TOPOPLAN_IDLE_MAX_US). Every MPI
+ * idle poll in a row up to 1 ms (TOPOPLAN_IDLE_MIN_US / TOPOPLAN_IDLE_MAX_US; topoplan emulate
+ * sets the maximum in proportion to its scale: 1 ms at 400). Every MPI
  * call keeps its algorithm and its blocking semantics; a rank that waits costs a poll per
  * sleep instead of a whole core. The added delay of one wait is below the last sleep.
  *
