@@ -12,6 +12,10 @@ trace the simulator predicts for the reordered run.
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from topoplan.core.errors import TopoplanError
 from topoplan.core.io import read_json
 from topoplan.plans.planfile import read_plan
@@ -155,12 +159,14 @@ def reordered_bcasts(trace, keys: list):
     >>> r = reordered_bcasts(t, [1, 2, 0])
     >>> r.members(int(r.comm[0])).tolist(), r.root.tolist()
     ([2, 0, 1], [0, 0, 0])
+    >>> reordered_bcasts(t, [1, 1, 0])
+    Traceback (most recent call last):
+    ...
+    topoplan.core.errors.TopoplanError: field 'bcast_keys': expected a permutation of the 3 ranks
     """
-    import dataclasses
-
-    import numpy as np
-
-
+    n = trace.n_ranks
+    if len(keys) != n or sorted(int(k) for k in keys) != list(range(n)):
+        raise TopoplanError(f"field 'bcast_keys': expected a permutation of the {n} ranks")
     members = np.argsort(np.asarray(keys))          # new rank k is the world rank with key k
     new_id = max([int(c) for c in trace.communicators] + [int(trace.comm.max(initial=0)), 0]) + 1
     on_world = (trace.op == OP_CODE["bcast"]) & ((trace.comm == WORLD) | ~np.isin(trace.comm, list(trace.communicators)))

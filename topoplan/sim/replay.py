@@ -34,7 +34,7 @@ from topoplan.traffic import limits
 from topoplan.traffic.collectives import check_peer_step_messages
 from topoplan.traffic.trace import COLLECTIVE_OPS, Trace, op_codes
 
-__all__ = ["ReplayResult", "check_sends_matched", "check_options", "replay", "bulk_trace"]
+__all__ = ["ReplayResult", "check_sends_matched", "check_options", "replay", "bulk_trace", "fifo_fits"]
 
 # the engine the compiled loop runs (the others run under the reference replayer)
 COMPILED_ENGINE = "maxmin"
@@ -182,6 +182,19 @@ def messages_bound(trace: Trace) -> int:
             + int(np.count_nonzero(per_destination)))
 
 
+def fifo_fits(trace: Trace) -> bool:
+    """Whether the ``fifo`` model replays ``trace`` (at most :data:`topoplan.sim.fifo.MAX_MESSAGES` messages,
+    :func:`messages_bound`).
+
+    Examples
+    --------
+    >>> from topoplan.traffic.generators import alltoall
+    >>> fifo_fits(alltoall(64, 1e6)), fifo_fits(alltoall(1024, 1e3))
+    (True, False)
+    """
+    return messages_bound(trace) <= FIFO_MAX_MESSAGES
+
+
 def check_fifo_size(trace: Trace) -> None:
     """Refuse a replay under the ``fifo`` model (:mod:`topoplan.sim.fifo`, the reference replay only) of more than
     :data:`topoplan.sim.fifo.MAX_MESSAGES` messages (:func:`messages_bound`), which would take many minutes.
@@ -195,8 +208,8 @@ def check_fifo_size(trace: Trace) -> None:
     ...
     topoplan.core.errors.TopoplanError: alltoall:np=1024: up to 1,048,576 messages; the fifo model runs in the reference replay (about 0.03-0.15 ms a message) and takes at most 1,000,000: use maxmin or paper
     """
-    n = messages_bound(trace)
-    if n > FIFO_MAX_MESSAGES:
+    if not fifo_fits(trace):
+        n = messages_bound(trace)
         raise TopoplanError(f"{trace.source or 'trace'}: up to {n:,} messages; the fifo model runs in the reference "
                             f"replay (about 0.03-0.15 ms a message) and takes at most {FIFO_MAX_MESSAGES:,}: use "
                             "maxmin or paper")
